@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs ragform's Debian bookworm build and test dependencies, only those missing.
+# Non-interactive; needs root (or sudo). Safe to run again.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libpcre2-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libfmt-dev
+      libcpp-httplib-dev libssl-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      clang libclang-rt-14-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ragform: installing ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

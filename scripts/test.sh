@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs the default test tiers (labels unit + fixture):
+#   1. the `ci` preset (Release, warnings as errors): every default-tier test;
+#   2. the `asan` preset (ASan + UBSan): the `unit` tier.
+# Set RAGFORM_TEST_ASAN=0 to skip step 2. Slow tests: ctest --preset release -L slow.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+unset OPENBLAS_CORETYPE  # this machine may preset Haswell, which halves OpenBLAS speed on Zen 5
+jobs=$(nproc)
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j "$jobs"
+ctest --preset ci -j "$jobs"
+if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs"
+  ctest --preset asan -j "$jobs"
+fi

@@ -1,0 +1,30 @@
+// One error policy for the library layers (STYLE.md "Errors"): internal code throws a typed
+// exception whose message names the operation and the bad value; front ends (cli/, server/) catch
+// it and turn it into an exit code or an HTTP status. Library code never calls exit().
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace ragform {
+
+// A runtime failure: bad input file, unsupported model, I/O error. CLI exit code 1.
+// what() is "<where>: <why>", e.g. "gguf: model.gguf: tensor 'blk.3.attn_q.weight' offset ...".
+class Error : public std::runtime_error {
+ public:
+  Error(const std::string& where, const std::string& why) : std::runtime_error(where + ": " + why) {}
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// The caller asked for something impossible (bad flag value, missing argument). CLI exit code 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A capability the current Reader/backend does not have (e.g. attention over HTTP).
+class NotSupported : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace ragform

@@ -1,0 +1,29 @@
+#include "base/paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace ragform {
+
+std::string find_shared_dir(const std::string& explicit_dir) {
+  namespace fs = std::filesystem;
+  std::string tried;
+  auto ok = [&](const std::string& d, const char* how) {
+    if (d.empty()) return false;
+    if (fs::is_directory(d)) return true;
+    tried += std::string(tried.empty() ? "" : ", ") + how + " " + d;
+    return false;
+  };
+  if (ok(explicit_dir, "--shared")) return explicit_dir;
+  const char* env = std::getenv("RAGFORM_SHARED");
+  if (env && ok(env, "$RAGFORM_SHARED")) return env;
+#ifdef RAGFORM_SHARED_DIR
+  if (ok(RAGFORM_SHARED_DIR, "build-time")) return RAGFORM_SHARED_DIR;
+#endif
+  throw Error("shared data", "not found (tried " + (tried.empty() ? std::string("nothing") : tried) +
+                                 "); pass --shared DIR or set RAGFORM_SHARED to the folder holding fixtures/ and data/");
+}
+
+}  // namespace ragform

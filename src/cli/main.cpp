@@ -1,0 +1,91 @@
+// ragform: entry point. Global flags, dispatch to the registered subcommand, and the error policy
+// of the front end: UsageError -> exit 2, any other error -> exit 1, one line on stderr.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "cli/command.h"
+#include "ragform_version.h"
+
+namespace ragform::cli {
+
+std::map<std::string, Command>& registry() {
+  static std::map<std::string, Command> r;
+  return r;
+}
+
+Registrar::Registrar(std::string name, std::string summary, CommandFn fn, int order) {
+  registry()[name] = Command{name, std::move(summary), std::move(fn), order};
+}
+
+int run_verbs(const std::string& group, const std::string& summary, const std::vector<Verb>& verbs,
+              const std::vector<std::string>& args) {
+  auto usage = [&] {
+    std::string s = "usage: ragform " + group + " <verb> [options]\n\n" + summary + "\n\nverbs:\n";
+    for (auto& v : verbs) s += "  " + v.name + std::string(v.name.size() < 12 ? 12 - v.name.size() : 1, ' ') + v.summary + "\n";
+    s += "\nRun 'ragform " + group + " <verb> --help' for a verb's options.\n";
+    return s;
+  };
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    std::fputs(usage().c_str(), stdout);
+    if (args.empty()) throw UsageError(group, "missing verb");
+    return 0;
+  }
+  for (auto& v : verbs)
+    if (v.name == args[0]) return v.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  throw UsageError(group, "unknown verb '" + args[0] + "' (see ragform " + group + " --help)");
+}
+
+namespace {
+std::string version_line() { return std::string("ragform ") + RAGFORM_VERSION + " (git " + RAGFORM_GIT + ")"; }
+
+void print_help() {
+  std::string s =
+      "usage: ragform <command> [options]\n\n"
+      "Measure, calibrate and repair how the presentation of retrieved context changes what a\n"
+      "retrieval-augmented LLM reader answers (SURE, C-NORM, SpotlightRAG) on a native GGUF engine.\n\n"
+      "commands:\n";
+  std::vector<const Command*> cmds;
+  for (auto& [name, c] : registry()) cmds.push_back(&c);
+  std::stable_sort(cmds.begin(), cmds.end(), [](auto* a, auto* b) { return a->order < b->order; });
+  for (auto* c : cmds) s += "  " + c->name + std::string(c->name.size() < 16 ? 16 - c->name.size() : 1, ' ') + c->summary + "\n";
+  s += "\nglobal options:\n  -h, --help       show this help\n  --version        print the version\n\n"
+       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
+       "2 usage error.\n";
+  std::fputs(s.c_str(), stdout);
+}
+}  // namespace
+}  // namespace ragform::cli
+
+int main(int argc, char** argv) {
+  using namespace ragform;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    cli::print_help();
+    return 2;
+  }
+  const std::string& first = args[0];
+  if (first == "-h" || first == "--help" || first == "help") {
+    cli::print_help();
+    return 0;
+  }
+  if (first == "--version" || first == "version") {
+    std::printf("%s\n", cli::version_line().c_str());
+    return 0;
+  }
+  auto& reg = cli::registry();
+  auto it = reg.find(first);
+  try {
+    if (it == reg.end()) throw UsageError(first, "unknown command (see ragform --help)");
+    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "ragform: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ragform: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,68 @@
+#include "support/test_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace ragform::testing {
+namespace fs = std::filesystem;
+
+fs::path shared_dir() {
+  if (const char* env = std::getenv("RAGFORM_SHARED"); env && *env) return fs::path(env);
+  return fs::path(RAGFORM_SHARED_DIR);
+}
+
+fs::path shared_path(const std::string& rel) { return shared_dir() / rel; }
+
+fs::path temp_dir(const std::string& tag) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = tag;
+  if (info) name += std::string("-") + info->test_suite_name() + "-" + info->name();
+  for (auto& c : name)
+    if (c == '/') c = '_';
+  fs::path p = fs::path(RAGFORM_BINARY_DIR) / "test-tmp" / (name + "-" + std::to_string(getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+fs::path ragform_bin() {
+  if (const char* env = std::getenv("RAGFORM_BIN"); env && *env) return fs::path(env);
+  return fs::path(RAGFORM_BINARY_DIR) / "bin" / "ragform";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + p.string());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+RunResult run_ragform(const std::string& args, const std::string& stdin_text) {
+  fs::path dir = temp_dir("run");
+  fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
+  write_file(in, stdin_text);
+  std::string cmd = "'" + ragform_bin().string() + "' " + args + " <'" + in.string() + "' >'" +
+                    out.string() + "' 2>'" + err.string() + "'";
+  int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+}  // namespace ragform::testing

@@ -1,0 +1,34 @@
+// Helpers shared by the tests: where ../shared is, temporary directories, running the CLI.
+#pragma once
+#include <filesystem>
+#include <string>
+
+namespace ragform::testing {
+
+// The ../shared folder ($RAGFORM_SHARED, else the one recorded at configure time).
+std::filesystem::path shared_dir();
+// A file under ../shared; the calling test is skipped (GTEST_SKIP) with the missing path named
+// when it does not exist — use the REQUIRE_SHARED macro below.
+std::filesystem::path shared_path(const std::string& rel);
+// A fresh, empty directory under the build tree, unique to this test.
+std::filesystem::path temp_dir(const std::string& tag);
+// Path of the built `ragform` binary.
+std::filesystem::path ragform_bin();
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs `ragform <args>` through /bin/sh (args are passed verbatim: quote them yourself).
+RunResult run_ragform(const std::string& args, const std::string& stdin_text = "");
+
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+
+}  // namespace ragform::testing
+
+// Fails the test (not skips) when a shared file is missing: CI always has ../shared beside it.
+#define REQUIRE_SHARED(var, rel)                                                  \
+  const std::filesystem::path var = ::ragform::testing::shared_path(rel);          \
+  ASSERT_TRUE(std::filesystem::exists(var)) << "missing shared file: " << var.string()
