@@ -98,6 +98,18 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
   return out;
 }
 
+uint32_t decode_utf8_at(std::string_view s, size_t i, size_t* len) {
+  bool ok;
+  size_t k = scan(s, i, &ok);
+  *len = k;
+  if (!ok) return 0xFFFD;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + i;
+  if (k == 1) return p[0];
+  if (k == 2) return ((p[0] & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+  if (k == 3) return ((p[0] & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+  return ((p[0] & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+}
+
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out += char(cp);

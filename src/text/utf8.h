@@ -24,6 +24,10 @@ size_t utf8_seq_len(std::string_view s, size_t i);
 
 // Decodes valid UTF-8 into code points (invalid bytes decode as U+FFFD, one per maximal subpart).
 std::vector<uint32_t> decode_utf8(std::string_view s);
+// Decodes the code point starting at byte i (i < s.size()) and stores its length in *len. An
+// invalid sequence decodes as U+FFFD with *len = the length of its maximal subpart (at least 1), so
+// stepping by *len walks any byte string exactly as decode_utf8 does.
+uint32_t decode_utf8_at(std::string_view s, size_t i, size_t* len);
 // Appends the UTF-8 encoding of code point `cp` (cp must be <= 0x10FFFF and not a surrogate).
 void append_utf8(std::string& out, uint32_t cp);
 std::string encode_utf8(const std::vector<uint32_t>& cps);

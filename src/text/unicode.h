@@ -1,0 +1,47 @@
+// Small, table-driven Unicode character properties for the text layer: whitespace, case mapping
+// and accent folding for the scripts ragform's data actually contains. Full Unicode case mapping
+// and normalisation need ICU, which is not a dependency; instead every table below is explicit
+// and its coverage is documented, so a result never depends on the process locale.
+//
+// Coverage:
+//  - is_space: exactly Python's str.isspace() set (the SQuAD/lost-in-the-middle scripts split on
+//    it): U+0009..000D, U+001C..001F, U+0020, U+0085, U+00A0, U+1680, U+2000..200A, U+2028,
+//    U+2029, U+202F, U+205F, U+3000.
+//  - to_lower: ASCII, Latin-1 Supplement, Latin Extended-A, Romanian U+0218..021B, Vietnamese
+//    U+01A0/01AF, Latin Extended Additional (U+1E00..1EFF pairs), Greek (U+0386..03AB), Cyrillic
+//    (U+0400..042F), fullwidth A-Z. U+0130 (I with dot) lowercases to plain 'i'. Other code points
+//    are returned unchanged.
+//  - fold_accent: precomposed Latin letters of Latin-1, Latin Extended-A, U+01A0/01A1/01AF/01B0,
+//    U+01CD..01DC, U+0218..021B map to their base letters, case preserved; ligatures and special
+//    letters expand (AE/ae, OE/oe, IJ/ij, ss for U+00DF, TH/th for thorn, D/d for eth and
+//    D-stroke, L/l for L-stroke, k for kra, s for long s). Combining marks (U+0300..036F) are
+//    folded to nothing by the caller (is_combining_mark).
+//  - fold_compat: the "NFKC-ish" part: fullwidth ASCII U+FF01..FF5E to ASCII, Latin ligatures
+//    U+FB00..FB06 to letters, superscript digits 1/2/3 to digits, U+2026 to "...".
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ragform::text {
+
+bool is_space(uint32_t cp);
+// Format characters that are invisible and carry no text: U+00AD soft hyphen, U+200B..200D,
+// U+2060 word joiner, U+FEFF byte-order mark.
+bool is_invisible_format(uint32_t cp);
+bool is_combining_mark(uint32_t cp);  // U+0300..036F
+
+uint32_t to_lower(uint32_t cp);
+// True for letters whose to_lower differs from themselves (within the coverage above).
+inline bool is_upper(uint32_t cp) { return to_lower(cp) != cp; }
+// True for lowercase letters of the covered scripts (a-z, Latin-1/Extended lowercase, Greek and
+// Cyrillic small letters, U+00DF).
+bool is_lower(uint32_t cp);
+inline bool is_ascii_digit(uint32_t cp) { return cp >= '0' && cp <= '9'; }
+
+// Appends the accent-folded form of cp to out (cp itself when the table has no entry).
+void append_fold_accent(std::string& out, uint32_t cp);
+// Appends the compatibility-folded form of cp to out as code points (cp itself when none).
+// Returns the number of code points written.
+void append_fold_compat(std::u32string& out, uint32_t cp);
+
+}  // namespace ragform::text
