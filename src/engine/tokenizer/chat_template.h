@@ -1,0 +1,63 @@
+// Chat templates: recognise a model's prompt format from the Jinja text stored in its GGUF
+// (`tokenizer.chat_template`) and render a conversation in that format.
+//
+// ragform does not run Jinja. Like llama.cpp's `llm_chat_detect_template` /
+// `llm_chat_apply_template` (src/llama-chat.cpp), it detects the template *family* from
+// distinctive markers in the text and renders the family's fixed format. Rendering is meant to
+// be byte-identical to llama.cpp's for every family listed below; which of them have reference
+// vectors is recorded in docs/formats.md.
+//
+// The rendered prompt never contains the leading BOS: the tokenizer adds it (add_special), as
+// llama.cpp does. `ChatFamily::None` is raw completion (base models, or the user asking for it).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragform::tok {
+
+enum class ChatFamily {
+  None,             // no template: raw completion, message contents joined by "\n\n"
+  ChatML,           // <|im_start|>role\n...<|im_end|>\n  (Qwen, SmolLM, Hermes, ...)
+  Llama2,           // [INST] ... [/INST], system text folded into the first turn without <<SYS>>
+  Llama2Sys,        // ... with <<SYS>>\n...\n<</SYS>>\n\n
+  Llama2SysBos,     // ... and "<s>" before every [INST] after the first
+  Llama2SysStrip,   // ... and message contents trimmed of surrounding whitespace
+  MistralV1,        // " [INST] ... [/INST]"
+  MistralV3,        // "[INST] ... [/INST]", assistant replies trimmed
+  MistralV3Tekken,  // "[INST]...[/INST]" without the inner spaces
+  MistralV7,        // [SYSTEM_PROMPT] ...[/SYSTEM_PROMPT][INST] ...[/INST]
+  MistralV7Tekken,  // ... without the inner spaces (named explicitly only; llama.cpp never
+                    // detects it from template text either)
+  Phi3,             // <|role|>\n...<|end|>\n
+  Llama3,           // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+  Unknown,          // a template llama.cpp would classify as another family (Gemma, Zephyr,
+                    // Phi-4, ...) or not at all: detected but not renderable
+};
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" (other roles pass through where the format
+                     // writes the role name, as llama.cpp does)
+  std::string content;
+};
+
+// The family of a Jinja chat template, by llama.cpp's marker rules (same order, same markers).
+// An empty template is None. The template text may also be a family name ("chatml", "llama3",
+// "mistral-v7", ...), as llama.cpp accepts.
+ChatFamily detect_chat_family(std::string_view tmpl);
+
+// Stable lower-case name: "none", "chatml", "llama2", "llama2-sys", "llama2-sys-bos",
+// "llama2-sys-strip", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
+// "mistral-v7-tekken", "phi3", "llama3", "unknown" (llama.cpp's names where it has one).
+std::string family_name(ChatFamily f);
+// Inverse of family_name (for a --chat-template flag); nullopt for an unknown name.
+std::optional<ChatFamily> family_from_name(std::string_view name);
+
+// Renders `messages` in the family's format; `add_generation_prompt` appends the opening of an
+// assistant turn where the format has one (ChatML, Phi-3, Llama-3; the [INST] formats end with
+// "[/INST]" already). Throws ragform::Error for ChatFamily::Unknown.
+std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt);
+
+}  // namespace ragform::tok
