@@ -1,0 +1,32 @@
+// The shared building blocks of the transformer, written to reproduce ggml's CPU numerics
+// (FORMAT.md "What llama.cpp computed"). Each has a plain scalar form; they are cheap next to the
+// matmuls, which live in ops/.
+#pragma once
+#include <cstdint>
+
+#include "engine/model/hparams.h"
+
+namespace ragform::model {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (ggml_rms_norm: sum of squares in double)
+// w may be null (no scale). out may alias x.
+void rms_norm(const float* x, const float* w, int n, float eps, float* out);
+
+// Rotary position embedding of one token's heads in place: x = [n_heads][head_dim], the first
+// n_rot dims of each head rotated by theta_i = pos * scale^-1 * base^(-2i/n_rot) (ggml's rope: theta
+// advanced by repeated multiplication with theta_scale in float). NORM pairs (2i, 2i+1); NEOX pairs
+// (i, i + n_rot/2).
+struct RopeCache {
+  // cos/sin for one position: [n_rot/2] each.
+  void compute(int pos, int n_rot, float base, float freq_scale);
+  float cos[512], sin[512];
+};
+void rope(float* x, int n_heads, int head_dim, int n_rot, const RopeCache& rc, RopeType type);
+
+// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias gate.
+void swiglu(const float* gate, const float* up, int n, float* out);
+
+// In-place softmax of x[0..n) (max-subtracted, sum in double as ggml_vec_soft_max_f32).
+void softmax(float* x, int n);
+
+}  // namespace ragform::model

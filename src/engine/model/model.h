@@ -1,0 +1,60 @@
+// A loaded decoder-only transformer: hyper-parameters plus views of its weights, which stay in the
+// memory-mapped GGUF file (no copy, except 1-D norm/bias vectors, which are tiny and dequantised
+// to F32 once).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf.h"
+#include "engine/model/arch.h"
+#include "engine/model/hparams.h"
+#include "engine/ops/ops.h"
+
+namespace ragform::model {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // (n_embd)
+  ops::WeightView wq;                // (n_head*head_dim, n_embd): n_out rows of n_in
+  ops::WeightView wk;                // (n_head_kv*head_dim, n_embd)
+  ops::WeightView wv;                // (n_head_kv*head_dim, n_embd)
+  const float* bq = nullptr;         // (n_head*head_dim)     qwen2 only
+  const float* bk = nullptr;         // (n_head_kv*head_dim)  qwen2 only
+  const float* bv = nullptr;         // (n_head_kv*head_dim)  qwen2 only
+  const float* q_norm = nullptr;     // (head_dim)            qwen3 only
+  const float* k_norm = nullptr;     // (head_dim)            qwen3 only
+  ops::WeightView wo;                // (n_embd, n_head*head_dim)
+  const float* ffn_norm = nullptr;   // (n_embd)
+  ops::WeightView w_gate;            // (n_ff, n_embd)
+  ops::WeightView w_up;              // (n_ff, n_embd)
+  ops::WeightView w_down;            // (n_embd, n_ff)
+};
+
+class Model {
+ public:
+  // Opens, validates every tensor's presence, type and shape; throws Error naming file and tensor.
+  static std::unique_ptr<Model> load(const std::string& path);
+  // Builds a model over an already opened file (which must outlive the Model).
+  static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file);
+
+  const Hparams& hp() const { return hp_; }
+  const ArchSpec& arch() const { return *arch_; }
+  const gguf::File& file() const { return *file_; }
+  std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
+
+  ops::WeightView tok_embd;          // (n_vocab, n_embd)
+  const float* output_norm = nullptr;  // (n_embd)
+  ops::WeightView output;            // (n_vocab, n_embd); == tok_embd when tied
+  bool tied_output = false;
+  std::vector<LayerWeights> layers;
+
+ private:
+  std::shared_ptr<const gguf::File> file_;
+  Hparams hp_;
+  const ArchSpec* arch_ = nullptr;
+  std::vector<std::vector<float>> owned_;  // F32 copies of 1-D tensors
+  const float* vec(const std::string& name, int64_t n, bool required);
+  ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);
+};
+
+}  // namespace ragform::model

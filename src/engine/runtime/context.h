@@ -1,0 +1,84 @@
+// An inference context over a Model: per-sequence KV caches, batched prefill of several sequences
+// in one pass, incremental decode, and the taps (attention rows, hidden states, logits only where
+// someone reads them).
+//
+// One eval() call appends tokens to one or more sequences. All new tokens of all sequences go
+// through every matmul together (one [n_tokens][n_embd] activation matrix); attention is per
+// sequence over that sequence's cache. Nothing is computed for a tap nobody asked for: logits are
+// projected only for requested rows, and a pass with no logits skips the vocabulary projection.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "engine/model/model.h"
+
+namespace ragform::runtime {
+
+enum class KvType { F32, F16 };
+
+struct ContextParams {
+  int n_ctx = 4096;         // tokens per sequence
+  KvType kv_type = KvType::F32;
+  ThreadPool* pool = nullptr;  // null = ThreadPool::global()
+};
+
+enum class LogitsMode { None, Last, All };
+
+// What to compute for one sequence's new tokens.
+struct SeqInput {
+  int seq = 0;                       // sequence id from Context::new_sequence()
+  std::vector<int32_t> tokens;       // appended at positions n_past(seq) ...
+  LogitsMode logits = LogitsMode::Last;
+  // Attention tap: layers (empty = none), query rows as indices into `tokens` (empty = last).
+  // Rows hold the softmax weights after masking for every head, over keys 0..query position.
+  std::vector<int> attn_layers;
+  std::vector<int> attn_queries;
+  // Hidden-state tap: the residual stream after block `hidden_layer` (0-based; n_layer means the
+  // final RMSNorm output), for every new token. -1 = none.
+  int hidden_layer = -1;
+};
+
+struct AttentionRow {
+  int layer = 0;
+  int query_pos = 0;                     // absolute position in the sequence
+  std::vector<std::vector<float>> heads;  // [n_head][query_pos + 1]
+};
+
+struct SeqOutput {
+  std::vector<int> logit_positions;  // absolute positions of the rows in `logits`
+  std::vector<float> logits;         // [rows][n_vocab]
+  std::vector<AttentionRow> attention;
+  std::vector<float> hidden;         // [n_tokens][n_embd] when requested
+};
+
+class Context {
+ public:
+  Context(const model::Model& m, ContextParams p = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int new_sequence();
+  void free_sequence(int seq);
+  // Drops the cache after the first n tokens (to reuse a shared prefix).
+  void truncate(int seq, int n);
+  int n_past(int seq) const;
+  int n_ctx() const { return params_.n_ctx; }
+  const model::Model& model() const { return m_; }
+  // Bytes held by the KV caches of live sequences.
+  size_t kv_bytes() const;
+
+  // Runs the new tokens of every input through the model. Throws Error when a sequence would
+  // exceed n_ctx or a token id is out of range; the caches are unchanged then.
+  std::vector<SeqOutput> eval(const std::vector<SeqInput>& inputs);
+
+ private:
+  struct Impl;
+  const model::Model& m_;
+  ContextParams params_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ragform::runtime
