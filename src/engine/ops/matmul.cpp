@@ -1,0 +1,89 @@
+// Multithreaded matmul over any weight type, plus get_rows / dequantize_tensor. The math per
+// output element is one vec_dot (vec_dot.cpp) of a weight row with the token's activations
+// converted once to the weight type's vec_dot type (quantize_act.cpp) — ggml's mul_mat scheme.
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/ops/kernels.h"
+#include "engine/ops/ops.h"
+
+namespace ragform::ops {
+
+namespace {
+
+void check_weight(const WeightView& w, const char* where) {
+  if (!is_weight_type(w.type))
+    throw Error(where, std::string("type ") + gguf::type_name(w.type) + " is not a weight type");
+  if (w.n_in <= 0 || w.n_out < 0)
+    throw Error(where, "bad weight shape [" + std::to_string(w.n_in) + ", " +
+                           std::to_string(w.n_out) + "]");
+  check_row_length(w.type, w.n_in, where);
+  if (w.data == nullptr && w.n_out > 0) throw Error(where, "weight has no data");
+}
+
+// Rows handed to one thread at a time are multiples of this (keeps chunk edges cache-friendly).
+constexpr size_t kRowGrain = 4;
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  check_weight(w, "matmul");
+  if (n_tokens < 0) throw Error("matmul", "negative token count " + std::to_string(n_tokens));
+  if (n_tokens == 0 || w.n_out == 0) return;
+
+  const DotFn dot = dot_function(w.type);
+  const size_t act_bytes = activation_row_bytes(w.type, w.n_in);
+  const size_t w_bytes = w.row_bytes();
+
+  // Converted activations, [n_tokens][act_bytes]; reused across calls on this thread.
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < act_bytes * size_t(n_tokens)) scratch.resize(act_bytes * size_t(n_tokens));
+  uint8_t* act = scratch.data();
+
+  if (n_tokens == 1) {
+    convert_activations(w.type, x, w.n_in, act);
+  } else {
+    pool.parallel_for(size_t(n_tokens), [&](size_t b, size_t e, int) {
+      for (size_t t = b; t < e; ++t)
+        convert_activations(w.type, x + t * size_t(w.n_in), w.n_in, act + t * act_bytes);
+    });
+  }
+
+  const int64_t n_out = w.n_out;
+  pool.parallel_for(
+      size_t(n_out),
+      [&](size_t b, size_t e, int) {
+        // Row-outer: one weight row stays in L1 while every token's activations stream past.
+        for (size_t r = b; r < e; ++r) {
+          const uint8_t* row = w.data + r * w_bytes;
+          for (int64_t t = 0; t < n_tokens; ++t)
+            y[size_t(t) * size_t(n_out) + r] = dot(w.n_in, row, act + size_t(t) * act_bytes);
+        }
+      },
+      kRowGrain);
+}
+
+void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out) {
+  check_weight(w, "get_rows");
+  const size_t w_bytes = w.row_bytes();
+  for (int64_t i = 0; i < n_ids; ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || id >= w.n_out)
+      throw Error("get_rows", "row id " + std::to_string(id) + " at index " + std::to_string(i) +
+                                  " is outside [0, " + std::to_string(w.n_out) + ")");
+    dequantize_row(w.type, w.data + size_t(id) * w_bytes, out + size_t(i) * size_t(w.n_in), w.n_in);
+  }
+}
+
+std::vector<float> dequantize_tensor(const WeightView& w) {
+  check_weight(w, "dequantize_tensor");
+  std::vector<float> out(size_t(w.n_in) * size_t(w.n_out));
+  const size_t w_bytes = w.row_bytes();
+  for (int64_t r = 0; r < w.n_out; ++r)
+    dequantize_row(w.type, w.data + size_t(r) * w_bytes, out.data() + size_t(r) * size_t(w.n_in),
+                   w.n_in);
+  return out;
+}
+
+}  // namespace ragform::ops

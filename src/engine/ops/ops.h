@@ -1,0 +1,80 @@
+// Weight-type numerics of the engine: dequantisation, activation conversion, dot products and a
+// multithreaded matmul that reproduce llama.cpp/ggml's CPU results (FORMAT.md, "Matmul operand
+// conversion").
+//
+// How ggml multiplies a weight row W (type T) by an F32 activation row x, and so how we do:
+//   1. x is converted once per token to T's "vec_dot type" (activation_type(T)):
+//        F32 -> F32 as is; F16 -> rounded to F16; BF16 -> rounded to BF16;
+//        Q4_0, Q5_0, Q8_0 -> Q8_0 blocks; Q4_1, Q5_1 -> Q8_1 blocks; Q2_K..Q6_K -> Q8_K blocks.
+//      Q8_0/Q8_1 round like ggml's AVX path (x * (127/amax), round half to even); Q8_K like
+//      quantize_row_q8_K_ref (iscale = -127/max with max the signed largest-magnitude element,
+//      nearest_int = round half to even, d = 1/iscale).
+//   2. y = vec_dot(W row, converted x): per block an exact integer dot product of the quants,
+//      scaled by the block's float scales (K-quants: sub-block scales folded in as integers,
+//      minimums through the Q8_K bsums), summed over blocks in float in block order.
+// F16/BF16 activations are kept as floats holding the rounded values (identical numerics to
+// ggml's half storage, and cheaper to read). Errors throw ragform::Error("<op>", "<why>").
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "engine/gguf/types.h"
+
+namespace ragform::ops {
+
+using gguf::TensorType;
+
+// Throws Error(where, ...) unless n is a non-negative multiple of t's block size.
+void check_row_length(TensorType t, int64_t n, const char* where);
+
+// True for the types that can be matmul weights (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K).
+bool is_weight_type(TensorType t);
+
+// ggml's vec_dot_type: the type activations are converted to before a dot with weight type t.
+TensorType activation_type(TensorType t);
+
+// Dequantises n elements (a multiple of the block size) of type t from src into dst.
+// Also accepts the activation-only types Q8_1 and Q8_K.
+void dequantize_row(TensorType t, const void* src, float* dst, int64_t n);
+
+// Bytes of one converted activation row of n elements for weight type w (F16/BF16: n floats).
+size_t activation_row_bytes(TensorType w, int64_t n);
+// Converts one F32 activation row for a dot with weights of type w; dst holds
+// activation_row_bytes(w, n) bytes.
+void convert_activations(TensorType w, const float* x, int64_t n, void* dst);
+// The values a converted activation row stands for (dequantised), for tests and diagnostics.
+void activations_to_float(TensorType w, const void* act, int64_t n, float* dst);
+
+// The individual quantisers (ggml quantize_row_q8_0 / q8_1 / q8_K); n a multiple of the block.
+void quantize_row_q8_0(const float* x, void* dst, int64_t n);
+void quantize_row_q8_1(const float* x, void* dst, int64_t n);
+void quantize_row_q8_K(const float* x, void* dst, int64_t n);
+
+// Dot product of one weight row (type w, n elements) with a converted activation row.
+float vec_dot(TensorType w, int64_t n, const void* w_row, const void* act_row);
+
+// A 2-D weight as stored in GGUF: n_out rows of n_in elements (ggml ne = [n_in, n_out]).
+struct WeightView {
+  TensorType type = TensorType::F32;
+  const uint8_t* data = nullptr;
+  int64_t n_in = 0;   // row length (ne[0])
+  int64_t n_out = 0;  // number of rows (ne[1])
+
+  size_t row_bytes() const { return gguf::row_bytes(type, n_in); }
+};
+
+// y[t][r] = sum_i W[r][i] * x[t][i]: x = [n_tokens][n_in] F32, y = [n_tokens][n_out] F32.
+// Activations are converted once per token into a per-thread reusable scratch; output rows are
+// split across the pool's threads. Bit-identical for any thread count.
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Dequantises rows ids[0..n_ids) of w into out = [n_ids][n_in] (token embeddings). An id outside
+// [0, n_out) throws naming it.
+void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out);
+
+// The whole tensor dequantised, [n_out][n_in].
+std::vector<float> dequantize_tensor(const WeightView& w);
+
+}  // namespace ragform::ops
