@@ -41,7 +41,6 @@ inline bool is_ascii_digit(uint32_t cp) { return cp >= '0' && cp <= '9'; }
 // Appends the accent-folded form of cp to out (cp itself when the table has no entry).
 void append_fold_accent(std::string& out, uint32_t cp);
 // Appends the compatibility-folded form of cp to out as code points (cp itself when none).
-// Returns the number of code points written.
 void append_fold_compat(std::u32string& out, uint32_t cp);
 
 }  // namespace ragform::text

@@ -67,8 +67,10 @@ std::string repair_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     bool ok;
     size_t k = scan(s, i, &ok);
-    if (ok) out.append(s.substr(i, k));
-    else out += "\xEF\xBF\xBD";
+    if (ok)
+      out.append(s.substr(i, k));
+    else
+      out += "\xEF\xBF\xBD";
     i += k;
   }
   return out;
@@ -90,8 +92,8 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
     } else if (k == 3) {
       out.push_back(((p[i] & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu));
     } else {
-      out.push_back(((p[i] & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) |
-                    (p[i + 3] & 0x3Fu));
+      out.push_back(((p[i] & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) |
+                    ((p[i + 2] & 0x3Fu) << 6) | (p[i + 3] & 0x3Fu));
     }
     i += k;
   }

@@ -1,6 +1,6 @@
 // UTF-8 validation and repair. The documented rule for invalid input (used everywhere text enters
-// ragform): each maximal invalid subsequence is replaced by U+FFFD, as in Unicode's "substitution of
-// maximal subparts" (Unicode 15, section 3.9, U+FFFD practice), which is also what Python's
+// ragform): each maximal invalid subsequence is replaced by U+FFFD, as in Unicode's "substitution
+// of maximal subparts" (Unicode 15, section 3.9, U+FFFD practice), which is also what Python's
 // bytes.decode(errors="replace") does. Overlong forms, surrogates (U+D800..DFFF) and code points
 // above U+10FFFF are invalid.
 #pragma once
