@@ -1,0 +1,132 @@
+// Tokenizers against llama.cpp's own vectors (../shared/fixtures/vocab/*.inp/.out, add_special
+// and parse_special off) and the per-model tokenize.json references (three settings + pieces).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/gguf/gguf.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "support/test_support.h"
+#include "text/utf8.h"
+
+namespace ragform::tok {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_file;
+using testing::shared_path;
+
+struct Case {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+std::vector<Case> load_vectors(const fs::path& inp, const fs::path& out) {
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  const std::string in = read_file(inp);
+  std::vector<std::string> texts;
+  size_t pos = 0;
+  for (size_t hit; (hit = in.find(sep, pos)) != std::string::npos; pos = hit + sep.size())
+    texts.push_back(in.substr(pos, hit - pos));
+  std::istringstream lines(read_file(out));
+  std::vector<Case> cases;
+  std::string line;
+  for (const auto& t : texts) {
+    EXPECT_TRUE(std::getline(lines, line)) << "missing .out line for case " << cases.size();
+    Case c{t, {}};
+    std::istringstream ids(line);
+    for (int32_t id; ids >> id;) c.ids.push_back(id);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string h;
+  for (unsigned char c : s) h += d[c >> 4], h += d[c & 15];
+  return h;
+}
+
+// Strings that llama.cpp's clean_spaces detokeniser rewrites, so they cannot round-trip.
+bool has_clean_up_pattern(const std::string& s) {
+  for (const char* p : {" ?", " !", " .", " ,", " '"})
+    if (s.find(p) != std::string::npos) return true;
+  return false;
+}
+
+void check_vectors(const std::string& vocab_rel, const std::string& name, bool round_trip,
+                   bool skip_clean_up) {
+  REQUIRE_SHARED(vocab, vocab_rel);
+  REQUIRE_SHARED(inp, "fixtures/vocab/ggml-vocab-" + name + ".gguf.inp");
+  REQUIRE_SHARED(out, "fixtures/vocab/ggml-vocab-" + name + ".gguf.out");
+  auto file = gguf::File::open(vocab.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  const auto cases = load_vectors(inp, out);
+  ASSERT_EQ(cases.size(), 46u);
+  int n_rt = 0;
+  for (const auto& c : cases) {
+    const auto ids = tok->encode(c.text, false, false);
+    EXPECT_EQ(ids, c.ids) << name << " case '" << c.text << "' (hex " << hex(c.text) << ")";
+    if (round_trip && text::is_valid_utf8(c.text) &&
+        !(skip_clean_up && has_clean_up_pattern(c.text))) {
+      EXPECT_EQ(tok->decode(ids), c.text) << name << " round trip of '" << c.text << "'";
+      ++n_rt;
+    }
+  }
+  if (round_trip) {
+    EXPECT_GT(n_rt, 30) << "round trip checked on too few cases";
+  }
+}
+
+TEST(TokenizerVectors, LlamaSpm) {
+  check_vectors("fixtures/vocab/ggml-vocab-llama-spm.gguf", "llama-spm", true, false);
+}
+TEST(TokenizerVectors, Gpt2) {
+  check_vectors("fixtures/vocab/ggml-vocab-gpt-2.gguf", "gpt-2", true, true);
+}
+TEST(TokenizerVectors, Qwen2) {
+  check_vectors("fixtures/models/tiny-qwen2.gguf", "qwen2", true, false);
+}
+// WordPiece lowercases, strips accents and drops spaces: no round trip (as in llama.cpp).
+TEST(TokenizerVectors, BertBge) {
+  check_vectors("fixtures/vocab/ggml-vocab-bert-bge.gguf", "bert-bge", false, false);
+}
+
+TEST(TokenizerRefs, EveryModelInAllSettings) {
+  REQUIRE_SHARED(ref, "fixtures/ref");
+  int n_models = 0;
+  for (const auto& dir : fs::directory_iterator(ref)) {
+    const fs::path tj = dir.path() / "tokenize.json";
+    if (!fs::exists(tj)) continue;
+    const std::string model = dir.path().filename().string();
+    REQUIRE_SHARED(gguf_path, "fixtures/models/" + model + ".gguf");
+    auto file = gguf::File::open(gguf_path.string());
+    auto tok = Tokenizer::from_gguf(*file);
+    const auto refs = nlohmann::json::parse(read_file(tj));
+    ASSERT_FALSE(refs.empty());
+    for (const auto& r : refs) {
+      const std::string text = r.at("text");
+      const auto want = [&](const char* k) { return r.at(k).get<std::vector<int32_t>>(); };
+      EXPECT_EQ(tok->encode(text, true, false), want("ids_add_special")) << model << ": " << text;
+      const auto plain = tok->encode(text, false, false);
+      EXPECT_EQ(plain, want("ids_no_special")) << model << ": " << text;
+      EXPECT_EQ(tok->encode(text, true, true), want("ids_add_special_parse_special"))
+          << model << ": " << text;
+      const auto pieces = r.at("pieces_hex_no_special").get<std::vector<std::string>>();
+      ASSERT_EQ(pieces.size(), plain.size()) << model << ": " << text;
+      for (size_t i = 0; i < plain.size(); ++i)
+        EXPECT_EQ(hex(tok->token_to_piece(plain[i], true)), pieces[i])
+            << model << ": " << text << " token " << plain[i];
+      // SPM and Qwen2 BPE (no clean-up) round-trip every valid UTF-8 string.
+      EXPECT_EQ(tok->decode(plain), text) << model << " round trip";
+    }
+    ++n_models;
+  }
+  EXPECT_GE(n_models, 20);
+}
+
+}  // namespace
+}  // namespace ragform::tok
