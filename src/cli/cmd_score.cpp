@@ -1,0 +1,42 @@
+// ragform score: per-token log-probabilities of a continuation (SURE's oracle score).
+#include <cstdio>
+
+#include "base/mapped_file.h"
+#include "cli/command.h"
+#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+
+namespace ragform::cli {
+namespace {
+
+int run_score(const std::vector<std::string>& argv) {
+  Args a("score", "Log-probabilities of a continuation given a prompt (or of the prompt itself).",
+         "prompt + continuation are tokenised together; the tokens past the prompt's own tokens are\n"
+         "scored. Without --continuation every prompt token after the first is scored.\n"
+         "--json prints {\"tokens\": [{\"id\", \"piece\", \"logprob\"}], \"sum\", \"prompt_tokens\"}.");
+  ReaderFlags rf(a);
+  PromptFlags pf(a);
+  auto& cont = a.opt<std::string>("-c,--continuation", "TEXT", "the text to score", "");
+  auto& cont_file = a.opt<std::string>("--continuation-file", "FILE", "read the continuation from FILE", "");
+  auto& json = a.flag("--json", "print one JSON object on stdout");
+  if (!a.parse(argv)) return 0;
+  std::string prompt = pf.read();
+  std::string c = cont.value;
+  if (cont_file.seen) c = read_file_bytes(cont_file.value);
+  auto reader = rf.open_native();
+  auto r = reader->score(prompt, c);
+  if (json.value) {
+    nlohmann::json toks = nlohmann::json::array();
+    for (auto& t : r.tokens) toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", f9(t.logprob)}});
+    print_json_line({{"tokens", toks}, {"sum", f9(r.sum)}, {"prompt_tokens", r.prompt_tokens}});
+  } else {
+    for (auto& t : r.tokens) std::printf("%6d %12.6f  '%s'\n", t.id, t.logprob, t.piece.c_str());
+    std::printf("sum %.6f over %zu tokens\n", r.sum, r.tokens.size());
+  }
+  return 0;
+}
+
+RAGFORM_COMMAND("score", "log-probabilities of a continuation (SURE's oracle score)", run_score, 31);
+
+}  // namespace
+}  // namespace ragform::cli

@@ -1,0 +1,50 @@
+#include "cli/reader_flags.h"
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+
+namespace ragform::cli {
+
+ReaderFlags::ReaderFlags(Args& a, bool model_required)
+    : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
+      ctx(a.opt<int>("--ctx", "N", "context size in tokens per sequence", 4096)),
+      kv(a.opt<std::string>("--kv", "TYPE", "KV cache type: f32 or f16 (half the memory)", "f32")),
+      threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)),
+      chat(a.flag("--chat", "wrap the prompt as the user turn of the model's chat template")),
+      system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
+      truncate(a.opt<std::string>("--truncate", "POLICY", "prompt longer than --ctx: error, or left (keep BOS and the end)", "error")) {
+  if (model_required) model.required();
+}
+
+reader::NativeOptions ReaderFlags::native_options() const {
+  reader::NativeOptions o;
+  if (ctx.value <= 0) throw UsageError("--ctx", "must be positive");
+  o.n_ctx = ctx.value;
+  if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
+  o.kv_f16 = kv.value == "f16";
+  if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
+  o.threads = threads.value;
+  o.chat = chat.value;
+  o.system_prompt = system.value;
+  if (truncate.value == "error") o.overflow = reader::Overflow::Error;
+  else if (truncate.value == "left") o.overflow = reader::Overflow::TruncateLeft;
+  else throw UsageError("--truncate", "expected error or left, got '" + truncate.value + "'");
+  return o;
+}
+
+std::unique_ptr<reader::NativeReader> ReaderFlags::open_native() const {
+  return std::make_unique<reader::NativeReader>(model.value, native_options());
+}
+
+PromptFlags::PromptFlags(Args& a)
+    : text(a.opt<std::string>("-p,--prompt", "TEXT", "prompt text")),
+      file(a.opt<std::string>("-f,--file", "FILE", "read the prompt from FILE (exact bytes)")) {}
+
+std::string PromptFlags::read() const {
+  if (text.seen && file.seen) throw UsageError("prompt", "give either -p or --file, not both");
+  if (text.seen) return text.value;
+  if (file.seen) return read_file_bytes(file.value);
+  throw UsageError("prompt", "missing prompt: give -p TEXT or --file FILE");
+}
+
+}  // namespace ragform::cli

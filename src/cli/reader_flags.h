@@ -1,0 +1,34 @@
+// The flags every reader-using command shares (DESIGN.md "Command line"), declared once:
+//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --chat, --system, --truncate
+// and the prompt source: -p TEXT or --file F (exact bytes).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "cli/args.h"
+#include "reader/native_reader.h"
+
+namespace ragform::cli {
+
+struct ReaderFlags {
+  explicit ReaderFlags(Args& a, bool model_required = true);
+  Opt<std::string>& model;
+  Opt<int>& ctx;
+  Opt<std::string>& kv;
+  Opt<int>& threads;
+  Flag& chat;
+  Opt<std::string>& system;
+  Opt<std::string>& truncate;
+  reader::NativeOptions native_options() const;
+  std::unique_ptr<reader::NativeReader> open_native() const;
+};
+
+struct PromptFlags {
+  explicit PromptFlags(Args& a);
+  Opt<std::string>& text;
+  Opt<std::string>& file;
+  // The prompt bytes; UsageError unless exactly one of -p / --file was given.
+  std::string read() const;
+};
+
+}  // namespace ragform::cli

@@ -1,0 +1,94 @@
+#include "engine/runtime/generate.h"
+
+#include "base/error.h"
+
+namespace ragform::runtime {
+
+std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
+                                     const std::vector<std::vector<int32_t>>& prompts,
+                                     const GenerateOptions& opt) {
+  if (opt.max_tokens < 0) throw UsageError("generate", "max_tokens must be >= 0");
+  const size_t n = prompts.size();
+  std::vector<GenerateOutput> out(n);
+  std::vector<int> seq(n, -1);
+  std::vector<Sampler> samplers;
+  std::vector<char> done(n, 0);
+  const int V = ctx.model().hp().n_vocab;
+  struct Cleanup {
+    Context& c;
+    std::vector<int>& s;
+    ~Cleanup() {
+      for (int id : s)
+        if (id >= 0) c.free_sequence(id);
+    }
+  } cleanup{ctx, seq};
+
+  std::vector<SeqInput> batch;
+  for (size_t i = 0; i < n; ++i) {
+    if (prompts[i].empty()) throw UsageError("generate", "prompt " + std::to_string(i) + " has no tokens");
+    if (int(prompts[i].size()) > ctx.n_ctx())
+      throw Error("generate", "prompt of " + std::to_string(prompts[i].size()) + " tokens exceeds the context size n_ctx = " +
+                                  std::to_string(ctx.n_ctx()));
+    SamplingParams sp = opt.sampling;
+    sp.seed += i;
+    samplers.emplace_back(sp);
+    seq[i] = ctx.new_sequence();
+    out[i].prompt_tokens = int(prompts[i].size());
+    SeqInput in;
+    in.seq = seq[i];
+    in.tokens = prompts[i];
+    batch.push_back(std::move(in));
+    if (opt.max_tokens == 0) {
+      done[i] = 1;
+      out[i].finish_reason = "length";
+    }
+  }
+  std::vector<size_t> order;  // input index of each batch entry
+  for (size_t i = 0; i < n; ++i) order.push_back(i);
+  if (opt.max_tokens == 0) return out;
+
+  while (!batch.empty()) {
+    auto res = ctx.eval(batch);
+    std::vector<SeqInput> next;
+    std::vector<size_t> next_order;
+    for (size_t b = 0; b < batch.size(); ++b) {
+      size_t i = order[b];
+      int32_t id = samplers[i].sample(res[b].logits.data(), V);
+      GenerateOutput& o = out[i];
+      if (tk.is_eog(id) && !opt.ignore_eos) {
+        o.finish_reason = "eos";
+        continue;
+      }
+      o.ids.push_back(id);
+      o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
+      bool stopped = false;
+      for (const std::string& s : opt.stop) {
+        if (s.empty()) continue;
+        // Only the tail can contain a new match.
+        size_t from = o.text.size() > s.size() + 64 ? o.text.size() - s.size() - 64 : 0;
+        size_t at = o.text.find(s, from);
+        if (at != std::string::npos) {
+          o.text.resize(at);
+          o.finish_reason = "stop";
+          stopped = true;
+          break;
+        }
+      }
+      if (stopped) continue;
+      if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(seq[i]) + 1 > ctx.n_ctx()) {
+        o.finish_reason = "length";
+        continue;
+      }
+      SeqInput in;
+      in.seq = seq[i];
+      in.tokens = {id};
+      next.push_back(std::move(in));
+      next_order.push_back(i);
+    }
+    batch = std::move(next);
+    order = std::move(next_order);
+  }
+  return out;
+}
+
+}  // namespace ragform::runtime

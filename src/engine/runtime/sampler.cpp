@@ -1,0 +1,66 @@
+#include "engine/runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+
+namespace ragform::runtime {
+
+Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {
+  if (p.top_p <= 0.0 || p.top_p > 1.0) throw UsageError("sampler", "top_p must be in (0, 1], got " + std::to_string(p.top_p));
+  if (p.top_k < 0) throw UsageError("sampler", "top_k must be >= 0, got " + std::to_string(p.top_k));
+}
+
+int32_t Sampler::argmax(const float* logits, int n_vocab) {
+  int32_t best = 0;
+  for (int i = 1; i < n_vocab; ++i)
+    if (logits[i] > logits[best]) best = i;
+  return best;
+}
+
+int32_t Sampler::sample(const float* logits, int n_vocab) {
+  if (p_.temperature <= 0.0) return argmax(logits, n_vocab);
+  cand_.clear();
+  for (int i = 0; i < n_vocab; ++i) cand_.emplace_back(logits[i], i);
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  size_t k = (p_.top_k > 0 && p_.top_k < n_vocab) ? size_t(p_.top_k) : cand_.size();
+  std::partial_sort(cand_.begin(), cand_.begin() + long(k), cand_.end(), by_logit);
+  cand_.resize(k);
+  // Softmax with temperature over the candidates.
+  const double mx = cand_[0].first;
+  std::vector<double> prob(k);
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += prob[i] = std::exp((cand_[i].first - mx) / p_.temperature);
+  for (auto& x : prob) x /= sum;
+  // Nucleus: the smallest prefix whose mass reaches top_p.
+  size_t keep = k;
+  if (p_.top_p < 1.0) {
+    double cum = 0;
+    for (size_t i = 0; i < k; ++i) {
+      cum += prob[i];
+      if (cum >= p_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double mass = 0;
+  for (size_t i = 0; i < keep; ++i) mass += prob[i];
+  double u = std::uniform_real_distribution<double>(0.0, mass)(rng_);
+  for (size_t i = 0; i < keep; ++i) {
+    u -= prob[i];
+    if (u <= 0) return cand_[i].second;
+  }
+  return cand_[keep - 1].second;
+}
+
+double log_softmax_at(const float* logits, int n_vocab, int32_t id) {
+  float mx = logits[0];
+  for (int i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+  double sum = 0;
+  for (int i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i]) - mx);
+  return double(logits[id]) - mx - std::log(sum);
+}
+
+}  // namespace ragform::runtime

@@ -1,0 +1,232 @@
+#include "reader/native_reader.h"
+
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/runtime/context.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/sampler.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ragform::reader {
+
+NativeReader::NativeReader(const std::string& model_path, const NativeOptions& opt) : path_(model_path), opt_(opt) {
+  if (opt.threads > 0 && opt.threads != ThreadPool::global().size()) ThreadPool::set_global_threads(opt.threads);
+  model_ = model::Model::load(model_path);
+  tok_ = tok::Tokenizer::from_gguf(model_->file());
+  if (tok_->n_vocab() != model_->hp().n_vocab)
+    throw Error("reader", model_path + ": tokenizer has " + std::to_string(tok_->n_vocab()) + " tokens but the model " +
+                              std::to_string(model_->hp().n_vocab));
+  runtime::ContextParams cp;
+  cp.n_ctx = opt.n_ctx;
+  cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
+  ctx_ = std::make_unique<runtime::Context>(*model_, cp);
+  if (opt.chat) {
+    auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));
+    if (family == tok::ChatFamily::None)
+      throw Error("reader", model_path + ": chat mode asked for, but the model has no recognised chat template");
+    chat_family_ = int(family);
+  }
+}
+
+NativeReader::~NativeReader() = default;
+
+std::string NativeReader::describe() const { return "native:" + std::filesystem::path(path_).filename().string(); }
+
+std::string NativeReader::chat_mode() const {
+  return opt_.chat ? tok::family_name(tok::ChatFamily(chat_family_)) : std::string("raw");
+}
+
+std::string NativeReader::render(const std::string& prompt) const {
+  if (!opt_.chat) return prompt;
+  std::vector<tok::ChatMessage> msgs;
+  if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
+  msgs.push_back({"user", prompt});
+  return tok::render_chat(tok::ChatFamily(chat_family_), msgs, true);
+}
+
+std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt) const {
+  std::vector<int32_t> ids;
+  if (opt_.chat) {
+    // The template's own markers are control tokens: parse them. The user's text is inside, so
+    // it could carry special-token text too; that is the price of chat mode, documented.
+    ids = tok_->encode(render(prompt), true, true);
+  } else {
+    ids = tok_->encode(prompt, true, false);
+  }
+  if (int(ids.size()) > opt_.n_ctx) {
+    if (opt_.overflow == Overflow::Error)
+      throw Error("reader", "prompt of " + std::to_string(ids.size()) + " tokens exceeds the context size n_ctx = " +
+                                std::to_string(opt_.n_ctx) + " (raise --ctx or choose a truncation policy)");
+    // Keep BOS (if any) and the last tokens.
+    std::vector<int32_t> cut;
+    size_t keep = size_t(opt_.n_ctx);
+    if (!ids.empty() && ids[0] == tok_->bos() && tok_->add_bos()) {
+      cut.push_back(ids[0]);
+      keep -= 1;
+    }
+    cut.insert(cut.end(), ids.end() - long(keep), ids.end());
+    ids = std::move(cut);
+  }
+  return ids;
+}
+
+int NativeReader::count_tokens(const std::string& prompt) { return int(prompt_tokens(prompt).size()); }
+
+namespace {
+runtime::GenerateOptions to_options(const GenerateParams& p) {
+  runtime::GenerateOptions o;
+  o.max_tokens = p.max_tokens;
+  o.sampling.temperature = p.temperature;
+  o.sampling.top_k = p.top_k;
+  o.sampling.top_p = p.top_p;
+  o.sampling.seed = p.seed;
+  o.stop = p.stop;
+  o.ignore_eos = p.ignore_eos;
+  return o;
+}
+}  // namespace
+
+std::vector<Generation> NativeReader::generate_batch(const std::vector<std::string>& prompts, const GenerateParams& p) {
+  std::vector<std::vector<int32_t>> toks;
+  for (auto& pr : prompts) toks.push_back(prompt_tokens(pr));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto outs = runtime::generate(*ctx_, *tok_, toks, to_options(p));
+  std::vector<Generation> res;
+  for (auto& o : outs) res.push_back(Generation{o.text, o.ids, o.finish_reason, o.prompt_tokens});
+  return res;
+}
+
+Generation NativeReader::generate(const std::string& prompt, const GenerateParams& p) {
+  return generate_batch({prompt}, p)[0];
+}
+
+ScoreResult NativeReader::score(const std::string& prompt, const std::string& continuation) {
+  std::vector<int32_t> all, head;
+  size_t split;
+  if (continuation.empty()) {
+    all = prompt_tokens(prompt);
+    split = 1;  // every token after the first is scored
+    if (all.empty()) throw Error("score", "empty prompt");
+  } else {
+    // Tokenise prompt + continuation together (so the boundary tokenises as it would in a real
+    // prompt) and score the tokens past the longest prefix shared with the prompt's own tokens.
+    head = prompt_tokens(prompt);
+    all = prompt_tokens(prompt + continuation);
+    split = 0;
+    while (split < head.size() && split < all.size() && head[split] == all[split]) ++split;
+    if (split == 0) split = 1;
+    if (split >= all.size()) throw Error("score", "the continuation adds no tokens");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int seq = ctx_->new_sequence();
+  runtime::SeqInput in;
+  in.seq = seq;
+  in.tokens = all;
+  in.logits = runtime::LogitsMode::All;
+  std::vector<runtime::SeqOutput> out;
+  try {
+    out = ctx_->eval({in});
+  } catch (...) {
+    ctx_->free_sequence(seq);
+    throw;
+  }
+  ctx_->free_sequence(seq);
+  const int V = model_->hp().n_vocab;
+  ScoreResult r;
+  r.prompt_tokens = int(split);
+  for (size_t t = split; t < all.size(); ++t) {
+    TokenLogprob tl;
+    tl.id = all[t];
+    tl.piece = tok_->token_to_piece(all[t], true);
+    tl.logprob = runtime::log_softmax_at(&out[0].logits[(t - 1) * size_t(V)], V, all[t]);
+    r.sum += tl.logprob;
+    r.tokens.push_back(std::move(tl));
+  }
+  return r;
+}
+
+AttentionResult NativeReader::attention(const std::string& prompt, const AttentionQuery& q) {
+  const int NL = model_->hp().n_layer, NH = model_->hp().n_head;
+  AttentionResult r;
+  r.ids = prompt_tokens(prompt);
+  const int T = int(r.ids.size());
+  if (T == 0) throw Error("attention", "empty prompt");
+  runtime::SeqInput in;
+  in.tokens = r.ids;
+  in.logits = runtime::LogitsMode::None;
+  for (int l : q.layers.empty() ? std::vector<int>{-1} : q.layers) {
+    int L = l < 0 ? NL + l : l;
+    if (L < 0 || L >= NL) throw UsageError("attention", "layer " + std::to_string(l) + " is outside 0.." + std::to_string(NL - 1));
+    in.attn_layers.push_back(L);
+  }
+  for (int p : q.query_positions.empty() ? std::vector<int>{-1} : q.query_positions) {
+    int P = p < 0 ? T + p : p;
+    if (P < 0 || P >= T) throw UsageError("attention", "query position " + std::to_string(p) + " is outside the prompt's " + std::to_string(T) + " tokens");
+    in.attn_queries.push_back(P);
+  }
+  std::vector<int> heads = q.heads;
+  if (heads.empty())
+    for (int h = 0; h < NH; ++h) heads.push_back(h);
+  for (int h : heads)
+    if (h < 0 || h >= NH) throw UsageError("attention", "head " + std::to_string(h) + " is outside 0.." + std::to_string(NH - 1));
+  std::vector<runtime::SeqOutput> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in.seq = ctx_->new_sequence();
+    try {
+      out = ctx_->eval({in});
+    } catch (...) {
+      ctx_->free_sequence(in.seq);
+      throw;
+    }
+    ctx_->free_sequence(in.seq);
+  }
+  for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
+  for (auto& ar : out[0].attention) {
+    AttentionRows rows;
+    rows.layer = ar.layer;
+    rows.query_position = ar.query_pos;
+    rows.head_ids = heads;
+    rows.mean.assign(size_t(ar.query_pos + 1), 0.0f);
+    for (int h : heads) {
+      rows.heads.push_back(ar.heads[size_t(h)]);
+      for (size_t j = 0; j < rows.mean.size(); ++j) rows.mean[j] += ar.heads[size_t(h)][j];
+    }
+    for (auto& m : rows.mean) m /= float(heads.size());
+    r.rows.push_back(std::move(rows));
+  }
+  return r;
+}
+
+HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
+  const int NL = model_->hp().n_layer;
+  int L = layer < 0 ? NL + 1 + layer : layer;  // -1 = final normalised output (layer NL)
+  if (L < 0 || L > NL) throw UsageError("hidden", "layer " + std::to_string(layer) + " is outside 0.." + std::to_string(NL));
+  HiddenResult r;
+  r.layer = L;
+  r.n_embd = model_->hp().n_embd;
+  r.ids = prompt_tokens(prompt);
+  runtime::SeqInput in;
+  in.tokens = r.ids;
+  in.logits = runtime::LogitsMode::None;
+  in.hidden_layer = L;
+  std::lock_guard<std::mutex> lock(mu_);
+  in.seq = ctx_->new_sequence();
+  std::vector<runtime::SeqOutput> out;
+  try {
+    out = ctx_->eval({in});
+  } catch (...) {
+    ctx_->free_sequence(in.seq);
+    throw;
+  }
+  ctx_->free_sequence(in.seq);
+  r.states = std::move(out[0].hidden);
+  for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
+  return r;
+}
+
+}  // namespace ragform::reader

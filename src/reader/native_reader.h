@@ -1,0 +1,68 @@
+// NativeReader: the Reader over ragform's own GGUF engine. Answers all four questions. Prompt text
+// is tokenised with BOS as the vocabulary asks and special-token parsing OFF (as the fixtures
+// were), so document text cannot inject control tokens; in chat mode the prompt becomes the user
+// turn of the model's chat template, whose own control tokens are parsed.
+// Thread-safe: calls are serialised by a mutex (one forward pass at a time uses all threads).
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "reader/reader.h"
+
+namespace ragform::model {
+class Model;
+}
+namespace ragform::tok {
+class Tokenizer;
+}
+namespace ragform::runtime {
+class Context;
+}
+
+namespace ragform::reader {
+
+enum class Overflow { Error, TruncateLeft };  // prompt longer than n_ctx: fail, or keep its end
+
+struct NativeOptions {
+  int n_ctx = 4096;
+  bool kv_f16 = false;
+  int threads = 0;            // 0 = all cores
+  bool chat = false;          // wrap prompts in the model's chat template (user turn)
+  std::string system_prompt;  // chat mode only
+  Overflow overflow = Overflow::Error;
+};
+
+class NativeReader : public Reader {
+ public:
+  NativeReader(const std::string& model_path, const NativeOptions& opt = {});
+  ~NativeReader() override;
+
+  Capabilities capabilities() const override { return {true, true, true, true}; }
+  std::string describe() const override;
+  std::string chat_mode() const override;
+  Generation generate(const std::string& prompt, const GenerateParams& p) override;
+  std::vector<Generation> generate_batch(const std::vector<std::string>& prompts, const GenerateParams& p) override;
+  ScoreResult score(const std::string& prompt, const std::string& continuation) override;
+  AttentionResult attention(const std::string& prompt, const AttentionQuery& q) override;
+  HiddenResult hidden(const std::string& prompt, int layer) override;
+  int count_tokens(const std::string& prompt) override;
+
+  // The tokens a prompt becomes (after chat wrapping and the overflow policy).
+  std::vector<int32_t> prompt_tokens(const std::string& prompt) const;
+  const model::Model& model() const { return *model_; }
+  const tok::Tokenizer& tokenizer() const { return *tok_; }
+  const std::string& model_path() const { return path_; }
+
+ private:
+  std::string render(const std::string& prompt) const;
+  std::string path_;
+  NativeOptions opt_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<tok::Tokenizer> tok_;
+  std::unique_ptr<runtime::Context> ctx_;
+  int chat_family_ = 0;
+  std::mutex mu_;
+};
+
+}  // namespace ragform::reader

@@ -1,0 +1,102 @@
+// The Reader: the one interface every pipeline (SURE, C-NORM, SpotlightRAG) talks to. It answers
+// four questions about a prompt:
+//   generate  — a continuation (greedy or seeded sampling, stop strings, max tokens);
+//   score     — per-token log-probabilities of a continuation given a prompt (or of the prompt
+//               itself): SURE's oracle score;
+//   attention — softmax attention rows of chosen layers/heads for chosen query positions
+//               (default: last layer, final token, every head): C-NORM's ABS, SURE's shift;
+//   hidden    — hidden states of a layer for every prompt token: SpotlightRAG's token encoder.
+// NativeReader (native_reader.h) answers all four on the GGUF engine; a remote OpenAI-compatible
+// server answers generate and, where it can, score — asking for what a reader cannot do throws
+// ragform::NotSupported, never a silent zero. Prompts are raw text unless the reader was opened in
+// chat mode, in which case the text is the user turn of the model's chat template.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ragform::reader {
+
+struct Capabilities {
+  bool generate = false, score = false, attention = false, hidden = false;
+};
+
+struct GenerateParams {
+  int max_tokens = 64;
+  double temperature = 0.0;  // <= 0: greedy
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+struct Generation {
+  std::string text;
+  std::vector<int32_t> ids;   // empty for readers that do not expose ids
+  std::string finish_reason;  // "eos", "stop", "length"
+  int prompt_tokens = 0;
+};
+
+struct TokenLogprob {
+  int32_t id = -1;
+  std::string piece;
+  double logprob = 0.0;  // natural log
+};
+
+struct ScoreResult {
+  std::vector<TokenLogprob> tokens;  // the scored tokens (continuation, or prompt after token 0)
+  double sum = 0.0;                  // sum of their log-probs
+  int prompt_tokens = 0;             // tokens of the conditioning prompt
+};
+
+struct AttentionQuery {
+  std::vector<int> layers;           // empty = last layer; negative counts from the end (-1 = last)
+  std::vector<int> query_positions;  // empty = final token; negative counts from the end
+  std::vector<int> heads;            // empty = every head
+};
+
+struct AttentionRows {
+  int layer = 0;
+  int query_position = 0;
+  std::vector<int> head_ids;                // which heads `heads` holds
+  std::vector<std::vector<float>> heads;    // [head][key position 0..query_position]
+  std::vector<float> mean;                  // mean over the returned heads
+};
+
+struct AttentionResult {
+  std::vector<int32_t> ids;          // prompt tokens
+  std::vector<std::string> pieces;   // their pieces
+  std::vector<AttentionRows> rows;
+};
+
+struct HiddenResult {
+  int layer = 0;
+  int n_embd = 0;
+  std::vector<int32_t> ids;
+  std::vector<std::string> pieces;
+  std::vector<float> states;  // [n_tokens][n_embd]
+};
+
+class Reader {
+ public:
+  virtual ~Reader() = default;
+  virtual Capabilities capabilities() const = 0;
+  // A stable description for run stores: "native:<file name>" or "openai:<url>#<model>".
+  virtual std::string describe() const = 0;
+  // "raw" or the chat family used ("chatml", "llama3", ...).
+  virtual std::string chat_mode() const = 0;
+
+  virtual Generation generate(const std::string& prompt, const GenerateParams& p) = 0;
+  // Many prompts at once (readers may batch them); the default runs them one by one.
+  virtual std::vector<Generation> generate_batch(const std::vector<std::string>& prompts, const GenerateParams& p);
+  // Log-probs of `continuation` after `prompt`; with an empty continuation, of the prompt's own
+  // tokens (each given the ones before it).
+  virtual ScoreResult score(const std::string& prompt, const std::string& continuation) = 0;
+  virtual AttentionResult attention(const std::string& prompt, const AttentionQuery& q) = 0;
+  virtual HiddenResult hidden(const std::string& prompt, int layer) = 0;
+  // Number of prompt tokens the reader would feed (for budgets and reports).
+  virtual int count_tokens(const std::string& prompt) = 0;
+};
+
+}  // namespace ragform::reader
