@@ -30,9 +30,15 @@ constexpr std::uint32_t ch(std::uint32_t x, std::uint32_t y, std::uint32_t z) {
 constexpr std::uint32_t maj(std::uint32_t x, std::uint32_t y, std::uint32_t z) {
   return (x & y) ^ (x & z) ^ (y & z);
 }
-constexpr std::uint32_t big_sigma0(std::uint32_t x) { return rotr(x, 2) ^ rotr(x, 13) ^ rotr(x, 22); }
-constexpr std::uint32_t big_sigma1(std::uint32_t x) { return rotr(x, 6) ^ rotr(x, 11) ^ rotr(x, 25); }
-constexpr std::uint32_t small_sigma0(std::uint32_t x) { return rotr(x, 7) ^ rotr(x, 18) ^ (x >> 3); }
+constexpr std::uint32_t big_sigma0(std::uint32_t x) {
+  return rotr(x, 2) ^ rotr(x, 13) ^ rotr(x, 22);
+}
+constexpr std::uint32_t big_sigma1(std::uint32_t x) {
+  return rotr(x, 6) ^ rotr(x, 11) ^ rotr(x, 25);
+}
+constexpr std::uint32_t small_sigma0(std::uint32_t x) {
+  return rotr(x, 7) ^ rotr(x, 18) ^ (x >> 3);
+}
 constexpr std::uint32_t small_sigma1(std::uint32_t x) {
   return rotr(x, 17) ^ rotr(x, 19) ^ (x >> 10);
 }
@@ -128,7 +134,8 @@ std::string sha256_hex(std::string_view bytes) {
 std::string sha256_file(const std::filesystem::path& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw Error("sha256: " + path.string(), std::strerror(errno));
-  if (std::filesystem::is_directory(path)) throw Error("sha256: " + path.string(), "is a directory");
+  if (std::filesystem::is_directory(path))
+    throw Error("sha256: " + path.string(), "is a directory");
   Sha256 h;
   std::vector<char> buf(1 << 20);
   for (;;) {
