@@ -130,3 +130,38 @@ TEST(TokenizerRefs, EveryModelInAllSettings) {
 
 }  // namespace
 }  // namespace ragform::tok
+
+namespace ragform::tok {
+namespace {
+
+// `ragform tokenize` has llama-tokenize's defaults: add special tokens and parse special text.
+TEST(TokenizeCli, JsonMatchesReferenceDefaults) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-llama.gguf");
+  REQUIRE_SHARED(refs_path, "fixtures/ref/tiny-llama/tokenize.json");
+  const auto refs = nlohmann::json::parse(read_file(refs_path));
+  const auto& r = refs.at(12);  // the string with <|im_start|>, <s>, [INST] and </s>
+  const std::string text = r.at("text");
+  const auto dir = testing::temp_dir("tokenize-cli");
+  testing::write_file(dir / "in.txt", text);
+  auto res = testing::run_ragform("tokenize -m " + model.string() + " --file " +
+                                  (dir / "in.txt").string() + " --json");
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  const auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j.at("ids").get<std::vector<int32_t>>(),
+            r.at("ids_add_special_parse_special").get<std::vector<int32_t>>());
+  EXPECT_EQ(j.at("pieces").size(), j.at("ids").size());
+  res = testing::run_ragform("tokenize -m " + model.string() + " --file " +
+                             (dir / "in.txt").string() + " --json --no-bos --no-special");
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(nlohmann::json::parse(res.out).at("ids").get<std::vector<int32_t>>(),
+            r.at("ids_no_special").get<std::vector<int32_t>>());
+  // Human output: one "id -> 'piece'" line per token.
+  res = testing::run_ragform("tokenize -m " + model.string() + " --text 'Hello world'");
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  EXPECT_EQ(res.out, "     1 -> '<s>'\n 15043 -> ' Hello'\n  3186 -> ' world'\n");
+  res = testing::run_ragform("tokenize -m " + model.string());
+  EXPECT_EQ(res.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ragform::tok
