@@ -14,8 +14,10 @@ inline double f9(double v) {
   return std::strtod(buf, nullptr);
 }
 
-inline void print_json_line(const nlohmann::json& j) {
-  std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// Works for nlohmann::json (sorted keys) and nlohmann::ordered_json (keys in insertion order).
+template <typename J = nlohmann::json>
+void print_json_line(const J& j) {
+  std::string s = j.dump(-1, ' ', false, J::error_handler_t::replace);
   std::fwrite(s.data(), 1, s.size(), stdout);
   std::fputc('\n', stdout);
 }

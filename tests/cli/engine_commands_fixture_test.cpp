@@ -81,3 +81,21 @@ TEST(EngineCommands, DemoRunsEndToEnd) {
 }
 
 }  // namespace
+
+namespace {
+TEST(EngineCommands, BenchJsonIsOneArrayWithMedians) {
+  auto r = run_ragform("bench " + model() + " --pp 32 --tg 4 -r 3 --taps attention --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["test"], "pp32");
+  EXPECT_EQ(j[1]["test"], "pp32+attn");
+  EXPECT_EQ(j[2]["test"], "tg4");
+  for (auto& t : j) {
+    EXPECT_LE(t["t_s_min"].get<double>(), t["t_s_median"].get<double>());
+    EXPECT_LE(t["t_s_median"].get<double>(), t["t_s_max"].get<double>());
+    EXPECT_GT(t["t_s_min"].get<double>(), 0.0);
+  }
+}
+}  // namespace
