@@ -7,6 +7,7 @@
 // ggml's AVX kernels keep 8 float lanes per block and add them at the end. The two orders agree
 // to a few float ulps of the row sum, far below the fixtures' tolerances. F32/F16/BF16 rows are
 // summed into 16 interleaved float accumulators (SIMD-friendly), combined pairwise at the end.
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -15,6 +16,17 @@
 #include "engine/ops/kernels.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/quant_blocks.h"
+
+// The kernels are plain C++ written to auto-vectorise. On x86-64 each is also compiled for AVX2
+// and picked at load time (GCC/Clang function multiversioning): only integer and
+// lane-structured float code, and no FMA contraction (ISO mode => -ffp-contract=off), so every
+// clone returns the same bits as the baseline.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define RAGFORM_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define RAGFORM_KERNEL
+#endif
 
 namespace ragform::ops {
 
@@ -36,7 +48,7 @@ inline int dot_i8(const A* a, const int8_t* b) {
   return s;
 }
 
-float dot_f32(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_f32(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const float*>(wv);
   const auto* a = static_cast<const float*>(av);
   float acc[kLanes] = {};
@@ -48,20 +60,32 @@ float dot_f32(int64_t n, const void* wv, const void* av) {
 }
 
 // F16 weights; activations are floats already rounded to F16 (ggml's F16 vec_dot operand).
-float dot_f16(int64_t n, const void* wv, const void* av) {
+// Half -> float in branch-free integer form so it vectorises: exponent and mantissa shifted into
+// float position and scaled by 2^112 rebias exactly (subnormals included); infinities and NaNs
+// (exponent 31) are selected by mask.
+RAGFORM_KERNEL float dot_f16(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const uint16_t*>(wv);
   const auto* a = static_cast<const float*>(av);
-  const float* table = fp16_table();
   float acc[kLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] += table[w[i + k]] * a[i + k];
+  for (; i + kLanes <= n; i += kLanes) {
+    uint32_t t[kLanes];
+    for (int k = 0; k < kLanes; ++k) {
+      const uint32_t em = uint32_t(w[i + k] & 0x7fffu) << 13;
+      const uint32_t finite = std::bit_cast<uint32_t>(std::bit_cast<float>(em) * 0x1p112f);
+      const uint32_t special = em | 0x7f800000u;
+      const uint32_t mask = 0u - uint32_t(em >= (0x7c00u << 13));
+      t[k] = (finite & ~mask) | (special & mask) | (uint32_t(w[i + k] & 0x8000u) << 16);
+    }
+    for (int k = 0; k < kLanes; ++k) acc[k] += std::bit_cast<float>(t[k]) * a[i + k];
+  }
+  const float* table = fp16_table();
   for (int k = 0; i < n; ++i, ++k) acc[k] += table[w[i]] * a[i];
   return reduce_lanes(acc);
 }
 
 // BF16 weights; activations are floats already rounded to BF16.
-float dot_bf16(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_bf16(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const uint16_t*>(wv);
   const auto* a = static_cast<const float*>(av);
   float acc[kLanes] = {};
@@ -72,6 +96,8 @@ float dot_bf16(int64_t n, const void* wv, const void* av) {
   return reduce_lanes(acc);
 }
 
+// Q4_0/Q4_1 stay baseline-only: their decode-then-dot form is fastest as SSE2 code and GCC's
+// AVX2 version of it is several times slower.
 float dot_q4_0(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ4_0*>(wv);
   const auto* y = static_cast<const BlockQ8_0*>(av);
@@ -109,45 +135,44 @@ float dot_q4_1(int64_t n, const void* wv, const void* av) {
   return sumf + summs;
 }
 
-inline void decode_q5(const uint8_t* qs, const uint8_t* qh_bytes, int offset, int8_t* q) {
+// Q5 x Q8: element j (0..15) is the low nibble of qs[j] plus bit j of qh as 16, element j+16
+// the high nibble plus bit j+16. Written as one direct integer sum (this form vectorises well).
+template <int kOffset>
+inline int q5_block_dot(const uint8_t* qs, const uint8_t* qh_bytes, const int8_t* y) {
   uint32_t qh;
   std::memcpy(&qh, qh_bytes, 4);
+  int sumi = 0;
   for (int j = 0; j < 16; ++j) {
-    const int xh0 = int(((qh >> j) << 4) & 0x10);
-    const int xh1 = int((qh >> (j + 12)) & 0x10);
-    q[j] = int8_t(((qs[j] & 0x0F) | xh0) - offset);
-    q[j + 16] = int8_t(((qs[j] >> 4) | xh1) - offset);
+    const int h0 = int((qh >> j) & 1u) << 4, h1 = int((qh >> (j + 16)) & 1u) << 4;
+    sumi +=
+        ((int(qs[j] & 0xF) | h0) - kOffset) * y[j] + ((int(qs[j] >> 4) | h1) - kOffset) * y[j + 16];
   }
+  return sumi;
 }
 
-float dot_q5_0(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q5_0(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ5_0*>(wv);
   const auto* y = static_cast<const BlockQ8_0*>(av);
   const float* h = fp16_table();
   float sumf = 0.0f;
-  for (int64_t ib = 0; ib < n / QK8_0; ++ib) {
-    int8_t q[QK8_0];
-    decode_q5(x[ib].qs, x[ib].qh, 16, q);
-    sumf += h[x[ib].d] * h[y[ib].d] * float(dot_i8<QK8_0>(q, y[ib].qs));
-  }
+  for (int64_t ib = 0; ib < n / QK8_0; ++ib)
+    sumf += h[x[ib].d] * h[y[ib].d] * float(q5_block_dot<16>(x[ib].qs, x[ib].qh, y[ib].qs));
   return sumf;
 }
 
-float dot_q5_1(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q5_1(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ5_1*>(wv);
   const auto* y = static_cast<const BlockQ8_1*>(av);
   const float* h = fp16_table();
   float sumf = 0.0f, summs = 0.0f;
   for (int64_t ib = 0; ib < n / QK8_1; ++ib) {
-    int8_t q[QK8_1];
-    decode_q5(x[ib].qs, x[ib].qh, 0, q);
-    sumf += h[x[ib].d] * h[y[ib].d] * float(dot_i8<QK8_1>(q, y[ib].qs));
+    sumf += h[x[ib].d] * h[y[ib].d] * float(q5_block_dot<0>(x[ib].qs, x[ib].qh, y[ib].qs));
     summs += h[x[ib].m] * h[y[ib].s];
   }
   return sumf + summs;
 }
 
-float dot_q8_0(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q8_0(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ8_0*>(wv);
   const auto* y = static_cast<const BlockQ8_0*>(av);
   const float* h = fp16_table();
@@ -158,7 +183,7 @@ float dot_q8_0(int64_t n, const void* wv, const void* av) {
 }
 
 // Q2_K x Q8_K: d*y.d * sum_k sc_k (q.q8)_k - dmin*y.d * sum_k m_k bsums_k (ggml_vec_dot_q2_K_q8_K).
-float dot_q2_k(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q2_k(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ2_K*>(wv);
   const auto* y = static_cast<const BlockQ8_K*>(av);
   const float* h = fp16_table();
@@ -181,7 +206,7 @@ float dot_q2_k(int64_t n, const void* wv, const void* av) {
   return sumf;
 }
 
-float dot_q3_k(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q3_k(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ3_K*>(wv);
   const auto* y = static_cast<const BlockQ8_K*>(av);
   const float* h = fp16_table();
@@ -217,7 +242,7 @@ inline float k4_block(const uint8_t* q, const uint8_t* scales, uint16_t d16, uin
   return h[d16] * y.d * float(isum) - h[dmin16] * y.d * float(summs);
 }
 
-float dot_q4_k(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q4_k(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ4_K*>(wv);
   const auto* y = static_cast<const BlockQ8_K*>(av);
   const float* h = fp16_table();
@@ -234,7 +259,7 @@ float dot_q4_k(int64_t n, const void* wv, const void* av) {
   return sumf;
 }
 
-float dot_q5_k(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q5_k(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ5_K*>(wv);
   const auto* y = static_cast<const BlockQ8_K*>(av);
   const float* h = fp16_table();
@@ -252,7 +277,7 @@ float dot_q5_k(int64_t n, const void* wv, const void* av) {
   return sumf;
 }
 
-float dot_q6_k(int64_t n, const void* wv, const void* av) {
+RAGFORM_KERNEL float dot_q6_k(int64_t n, const void* wv, const void* av) {
   const auto* x = static_cast<const BlockQ6_K*>(wv);
   const auto* y = static_cast<const BlockQ8_K*>(av);
   const float* h = fp16_table();

@@ -105,3 +105,23 @@ TEST(VecDot, QuantisedActivationsStayCloseToFloatDot) {
     EXPECT_NEAR(got, exact, bound) << gguf::type_name(t);
   }
 }
+
+TEST(VecDot, F16KernelConvertsEveryHalfExactly) {
+  // The F16 kernel's branch-free half -> float conversion against the reference conversion, for
+  // every half value (subnormals, infinities and NaNs included): a one-hot activation picks out
+  // one weight, so the dot must equal that weight converted.
+  for (uint32_t h = 0; h < 65536; ++h) {
+    uint16_t w[16] = {};
+    float a[16] = {};
+    const int k = int(h % 16);
+    w[k] = uint16_t(h);
+    a[k] = 1.0f;
+    const float got = vec_dot(TensorType::F16, 16, w, a);
+    const float want = fp16_to_fp32(uint16_t(h));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << h;
+    } else {
+      ASSERT_EQ(got, want) << "half 0x" << std::hex << h;
+    }
+  }
+}
