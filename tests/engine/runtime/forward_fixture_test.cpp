@@ -3,6 +3,7 @@
 // tensor where shipped, and greedy continuations up to the first near-tie.
 // Tolerances are the table (per weight type); see docs/engine.md for why they hold.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -69,6 +70,7 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
     double d_last = 0;
     for (int i = 0; i < V; ++i) d_last = std::max(d_last, std::fabs(out[0].logits[size_t(T - 1) * V + i] - last[size_t(i)]));
     EXPECT_LE(d_last, tol.logits) << "last-position logits";
+    std::printf("[measured] %s %s last-position max|dlogit| %.3g\n", name.c_str(), p, d_last);
     // Every position, where shipped.
     if (!meta["logits_all"]["file"].is_null()) {
       auto all = read_f32((ref / p / meta["logits_all"]["file"].get<std::string>()).string());
@@ -76,6 +78,7 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
       double d = 0;
       for (size_t i = 0; i < all.size(); ++i) d = std::max(d, double(std::fabs(all[i] - out[0].logits[i])));
       EXPECT_LE(d, tol.logits) << "all-position logits";
+      std::printf("[measured] %s %s all-position max|dlogit| %.3g\n", name.c_str(), p, d);
     } else {
       // Top-10 logits of every position.
       double d = 0;
@@ -105,6 +108,7 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
           }
       }
       EXPECT_LE(d, tol.attn) << capname;
+      std::printf("[measured] %s %s %s max|dattn| %.3g\n", name.c_str(), p, capname.c_str(), d);
     }
   }
   // The last layer's final-query attention of p2 (the only attention reference for big vocabularies).
@@ -123,6 +127,7 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
   for (size_t h = 0; h < w.size(); ++h)
     for (size_t j = 0; j < w[h].size(); ++j) d = std::max(d, std::fabs(out[0].attention[0].heads[h][j] - w[h][j].get<double>()));
   EXPECT_LE(d, tol.attn) << "attn_last_layer_last_query";
+  std::printf("[measured] %s attn_last_layer_last_query max|dattn| %.3g\n", name.c_str(), d);
 }
 
 TEST_P(ForwardFixture, GreedyMatchesUpToFirstNearTie) {
