@@ -60,10 +60,14 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type) 
   }
   auto weight = [&](int i) -> float {
     switch (rmse_type) {
-      case 1: return x[i] * x[i];
-      case 2: return 1;
-      case 3: return std::fabs(x[i]);
-      default: return std::sqrt(std::fabs(x[i]));
+      case 1:
+        return x[i] * x[i];
+      case 2:
+        return 1;
+      case 3:
+        return std::fabs(x[i]);
+      default:
+        return std::sqrt(std::fabs(x[i]));
     }
   };
   float sumlx = 0, suml2 = 0;
@@ -600,16 +604,26 @@ void quantize_row(TensorType t, const float* x, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_bf16(x[i]);
       return;
     }
-    case TensorType::Q4_0: return quantize_q4_0(x, static_cast<BlockQ4_0*>(dst), nb);
-    case TensorType::Q4_1: return quantize_q4_1(x, static_cast<BlockQ4_1*>(dst), nb);
-    case TensorType::Q5_0: return quantize_q5_0(x, static_cast<BlockQ5_0*>(dst), nb);
-    case TensorType::Q5_1: return quantize_q5_1(x, static_cast<BlockQ5_1*>(dst), nb);
-    case TensorType::Q8_0: return quantize_q8_0_ref(x, static_cast<BlockQ8_0*>(dst), nb);
-    case TensorType::Q2_K: return quantize_q2_k(x, static_cast<BlockQ2_K*>(dst), nb);
-    case TensorType::Q3_K: return quantize_q3_k(x, static_cast<BlockQ3_K*>(dst), nb);
-    case TensorType::Q4_K: return quantize_q4_k(x, static_cast<BlockQ4_K*>(dst), nb);
-    case TensorType::Q5_K: return quantize_q5_k(x, static_cast<BlockQ5_K*>(dst), nb);
-    case TensorType::Q6_K: return quantize_q6_k(x, static_cast<BlockQ6_K*>(dst), nb);
+    case TensorType::Q4_0:
+      return quantize_q4_0(x, static_cast<BlockQ4_0*>(dst), nb);
+    case TensorType::Q4_1:
+      return quantize_q4_1(x, static_cast<BlockQ4_1*>(dst), nb);
+    case TensorType::Q5_0:
+      return quantize_q5_0(x, static_cast<BlockQ5_0*>(dst), nb);
+    case TensorType::Q5_1:
+      return quantize_q5_1(x, static_cast<BlockQ5_1*>(dst), nb);
+    case TensorType::Q8_0:
+      return quantize_q8_0_ref(x, static_cast<BlockQ8_0*>(dst), nb);
+    case TensorType::Q2_K:
+      return quantize_q2_k(x, static_cast<BlockQ2_K*>(dst), nb);
+    case TensorType::Q3_K:
+      return quantize_q3_k(x, static_cast<BlockQ3_K*>(dst), nb);
+    case TensorType::Q4_K:
+      return quantize_q4_k(x, static_cast<BlockQ4_K*>(dst), nb);
+    case TensorType::Q5_K:
+      return quantize_q5_k(x, static_cast<BlockQ5_K*>(dst), nb);
+    case TensorType::Q6_K:
+      return quantize_q6_k(x, static_cast<BlockQ6_K*>(dst), nb);
     default:
       throw Error("quantize", std::string("no weight quantiser for type ") + gguf::type_name(t) +
                                   " (Q8_1 and Q8_K are activation types)");

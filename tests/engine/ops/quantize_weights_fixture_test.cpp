@@ -44,7 +44,7 @@ int compare_file(const gguf::File& src, const gguf::File& dst, int& identical,
 TEST(QuantizeWeightsFixture, ReproducesLlamaQuantizeBytes) {
   REQUIRE_SHARED(f32_path, "fixtures/models/tinyq-f32.gguf");
   auto src = gguf::File::open(f32_path.string());
-  const char* files[] = {"f16",  "bf16", "q8_0",   "q4_0",   "q4_1",   "q5_0", "q5_1",
+  const char* files[] = {"f16",  "bf16",   "q8_0",   "q4_0",   "q4_1", "q5_0",  "q5_1",
                          "q2_k", "q3_k_s", "q4_k_s", "q5_k_s", "q6_k", "q4_k_m"};
   for (const char* name : files) {
     REQUIRE_SHARED(path, std::string("fixtures/models/tinyq-") + name + ".gguf");
