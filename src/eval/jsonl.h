@@ -10,8 +10,10 @@
 //               ignored. Read line by line, so files of any size stream in constant memory.
 //       Array   one JSON document `[ {record}, {record}, ... ]` (first non-blank byte is '[').
 //       Object  one JSON document `{ "key": {record}, ... }` keyed by id (PoisonedRAG's
-//               `nq.json`): the first line is not a complete JSON value and the first member's
-//               value is an object. JsonRow::key holds the member name.
+//               `nq.json`, pretty-printed, and `hotpotqa.json`, all on one line): either the
+//               first line is not a complete JSON value and the first member's value is an
+//               object, or the file is a single line holding an object whose members are all
+//               objects. JsonRow::key holds the member name.
 //       Single  one pretty-printed JSON object that is itself a record.
 //     Documents are read into memory and cut into records with a small scanner, so each record
 //     still has its own line number and a bad record does not hide the others.
@@ -23,8 +25,8 @@
 // rejects through RowError (wrong field type, missing field, ...).
 //
 // Skip mode (ReadOptions::skip_bad) counts bad rows instead of throwing, keeping the first few
-// reasons. A broken stream (corrupt/truncated gzip, broken document structure, empty file) cannot be
-// resynchronised: in skip mode it ends the input and is counted as one more bad row with
+// reasons. A broken stream (corrupt/truncated gzip, broken document structure, empty file) cannot
+// be resynchronised: in skip mode it ends the input and is counted as one more bad row with
 // ReadStats::stream_error set.
 #pragma once
 #include <cstddef>
@@ -76,11 +78,11 @@ struct BadRow {
 };
 
 struct ReadStats {
-  size_t rows_ok = 0;      // records handed to the caller and accepted
-  size_t rows_bad = 0;     // bad records (skip mode), including a stream error
-  size_t blank_lines = 0;  // JSONL lines holding only whitespace
-  bool stream_error = false;       // input ended early because the file itself is broken
-  std::vector<BadRow> first_bad;   // the first ReadOptions::keep_reasons bad rows, in order
+  size_t rows_ok = 0;             // records handed to the caller and accepted
+  size_t rows_bad = 0;            // bad records (skip mode), including a stream error
+  size_t blank_lines = 0;         // JSONL lines holding only whitespace
+  bool stream_error = false;      // input ended early because the file itself is broken
+  std::vector<BadRow> first_bad;  // the first ReadOptions::keep_reasons bad rows, in order
 };
 
 struct ReadOptions {

@@ -1,0 +1,60 @@
+// ragform data check: load a QA data file the way every pipeline will (eval/datasets.h), report
+// its format, row and field counts, and its bad lines.
+#include <cstdio>
+
+#include "base/error.h"
+#include "cli/args.h"
+#include "cli/command.h"
+#include "eval/datasets_check.h"
+
+namespace ragform::cli {
+namespace {
+
+int cmd_data_check(const std::vector<std::string>& argv) {
+  Args a(
+      "data check",
+      "Check a QA data file: detect its format, count rows and fields, list bad lines.",
+      "FILE is JSONL (one record per line) or one JSON document (an array of records, or an\n"
+      "object of records keyed by id), plain or gzip-compressed (detected from the bytes).\n"
+      "Formats: litm-qa (lost-in-the-middle `ctxs`), nq-open (`answer`), hotpotqa (distractor),\n"
+      "litm-kv (`ordered_kv_records`), poisonedrag (`adv_texts`), flashrag (`golden_answers`),\n"
+      "longbench-v2 (`choice_A..D`); auto-detected from the first valid record's fields.\n\n"
+      "Without --skip-bad the check stops at the first bad line and reports it as an error\n"
+      "(\"ragform: FILE:LINE: reason\"). With --skip-bad every line is read and the bad ones are\n"
+      "listed with their line numbers and reasons. Exit code 1 if any line is bad or the file\n"
+      "holds no record, 0 otherwise. The report goes to stderr; with --json, one JSON object\n"
+      "goes to stdout instead.");
+  auto& file = a.positional("FILE", "the data file (.jsonl, .json, optionally .gz)");
+  auto& format =
+      a.opt<std::string>("--format", "NAME", "auto or a format name (see above)", "auto");
+  auto& skip = a.flag("--skip-bad", "read past bad lines, count and list them");
+  auto& max_listed = a.opt<int>("--max-listed", "N", "bad lines to list with --skip-bad", 50);
+  auto& json = a.flag("--json", "print one JSON object on stdout instead of the report");
+  if (!a.parse(argv)) return 0;
+  if (max_listed.value < 0) throw UsageError("--max-listed", "expected a number >= 0");
+
+  eval::Format f = eval::parse_format(format.value);
+  eval::DatasetCheck c =
+      eval::check_dataset(*file.value, f, skip.value, static_cast<size_t>(max_listed.value));
+  if (json.value) {
+    std::printf("%s\n", c.to_json().dump().c_str());
+    std::fflush(stdout);
+  } else {
+    std::fputs(c.to_text().c_str(), stderr);
+  }
+  return c.ok() ? 0 : 1;
+}
+
+int cmd_data(const std::vector<std::string>& args) {
+  return run_verbs(
+      "data", "Inspect QA data files (the inputs of every pipeline).",
+      {{"check", "detect a file's format, count rows and fields, list bad lines", cmd_data_check}},
+      args);
+}
+
+}  // namespace
+
+RAGFORM_COMMAND("data", "check QA data files: format, row and field counts, bad lines", cmd_data,
+                85);
+
+}  // namespace ragform::cli
