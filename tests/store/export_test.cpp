@@ -168,8 +168,8 @@ TEST(Export, CsvQuotingFollowsRfc4180) {
   auto dir = testing::temp_dir("export");
   RunStore st(dir / "odd.sqlite");
   auto id = st.begin_run(config("odd"));
-  const std::vector<std::string> texts = {"", "\"", "\"\"", ",", "a\r\nb", "\n", " lead", "é€😀",
-                                          "x,\"y\"\r\n,z"};
+  const std::vector<std::string> texts = {"",      "\"",  "\"\"",         ",", "a\r\nb", "\n",
+                                          " lead", "é€😀", "x,\"y\"\r\n,z"};
   for (size_t i = 0; i < texts.size(); ++i) {
     Result r;
     r.run = id;
@@ -182,9 +182,9 @@ TEST(Export, CsvQuotingFollowsRfc4180) {
   }
   auto rows = parse_csv(export_text(st, id, ExportTable::results, ExportFormat::csv));
   ASSERT_EQ(rows.size(), texts.size() + 1);
-  ASSERT_EQ(rows[0], (std::vector<std::string>{"run", "instance", "variant", "status", "error",
-                                               "correct", "output", "prompt", "prompt_tokens",
-                                               "extra.note"}));
+  ASSERT_EQ(rows[0],
+            (std::vector<std::string>{"run", "instance", "variant", "status", "error", "correct",
+                                      "output", "prompt", "prompt_tokens", "extra.note"}));
   for (size_t i = 0; i < texts.size(); ++i) {
     ASSERT_EQ(rows[i + 1].size(), rows[0].size()) << i;
     EXPECT_EQ(rows[i + 1][1], texts[i] + "#" + std::to_string(i));
@@ -204,7 +204,10 @@ TEST(Export, InvalidUtf8BecomesReplacementCharacterInJson) {
   r.output = "caf\xFF";  // a model can stop in the middle of a multi-byte character
   st.put(r);
   std::string line = export_text(st, r.run, ExportTable::results, ExportFormat::jsonl);
-  EXPECT_NE(line.find(R"("output":"caf)" "\xEF\xBF\xBD\""), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("output":"caf)"
+                      "\xEF\xBF\xBD\""),
+            std::string::npos)
+      << line;
   EXPECT_EQ(st.results(r.run)[0].output, "caf\xFF");  // the store keeps the exact bytes
 }
 
@@ -229,10 +232,10 @@ TEST(Export, RunsTable) {
 
   auto rows = parse_csv(export_text(st, 2, ExportTable::runs, ExportFormat::csv));
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "created_at", "pipeline", "tool_version",
-                                               "model_path", "model_sha256", "reader",
-                                               "chat_mode", "seed", "config_key", "rows", "ok",
-                                               "unmeasured", "correct", "wrong", "config"}));
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"id", "created_at", "pipeline", "tool_version", "model_path",
+                                      "model_sha256", "reader", "chat_mode", "seed", "config_key",
+                                      "rows", "ok", "unmeasured", "correct", "wrong", "config"}));
   EXPECT_EQ(rows[1][0], "2");
   EXPECT_EQ(rows[1][2], "sure eval");
   EXPECT_EQ(rows[1][10], "1");
