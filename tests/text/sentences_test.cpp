@@ -117,6 +117,53 @@ TEST(Sentences, InvalidUtf8IsKeptAndNeverCrashes) {
   EXPECT_EQ(ss[1].span.end, bad.size());
 }
 
+// Random bytes (seeded) drawn mostly from the characters the rules look at: the spans must stay
+// ordered, trimmed, inside the input and equal to their text.
+TEST(Sentences, RandomInputKeepsSpanInvariants) {
+  const std::string alphabet[] = {"a",
+                                  "B",
+                                  "J",
+                                  " ",
+                                  "\n",
+                                  ".",
+                                  "!",
+                                  "?",
+                                  "\"",
+                                  "'",
+                                  ")",
+                                  "(",
+                                  "-",
+                                  "1",
+                                  "Mr",
+                                  "U.S",
+                                  "\xE2\x80\xA6",
+                                  "\xE3\x80\x82",
+                                  "\xC2\xA0",
+                                  "\xFF",
+                                  "\xC3",
+                                  "The",
+                                  "\t",
+                                  "* "};
+  uint64_t state = 12345;
+  for (int round = 0; round < 2000; ++round) {
+    std::string s;
+    for (int k = 0; k < 40; ++k) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      s += alphabet[(state >> 33) % std::size(alphabet)];
+    }
+    size_t prev = 0;
+    for (const Sentence& sent : split_sentences(s)) {
+      ASSERT_LE(prev, sent.span.begin) << s;
+      ASSERT_LT(sent.span.begin, sent.span.end) << s;
+      ASSERT_LE(sent.span.end, s.size()) << s;
+      ASSERT_EQ(sent.text, s.substr(sent.span.begin, sent.span.size()));
+      ASSERT_EQ(words(sent.text).front(),
+                s.substr(sent.span.begin, words(sent.text).front().size()));
+      prev = sent.span.end;
+    }
+  }
+}
+
 TEST(Words, SplitsOnUnicodeWhitespace) {
   std::string s =
       " a\xC2\xA0"
