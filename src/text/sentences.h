@@ -10,23 +10,28 @@
 //     1-3 digits followed by `.` or `)`. A bullet line always starts a new sentence, the marker is
 //     left outside the sentence span, and the item ends at the end of its line (a following
 //     line, bullet or not, starts a new sentence). A single newline between two ordinary lines
-//     is a soft wrap: it counts as a space, so one sentence may span several lines.
+//     is a soft wrap: it counts as a space, so one sentence may span several lines (hard-wrapped
+//     and PDF-extracted text breaks lines mid-sentence). Lines end at '\n' only; '\r' and the
+//     Unicode line/paragraph separators count as whitespace.
 //  2. Terminators. A run of `.`, `!`, `?`, `…` (U+2026) (a spaced ". . ." counts as one run),
-//     followed by any closing quotes or
-//     brackets (" ' ” ’ » ) ] }), ends a sentence only if it is followed by whitespace or the end
-//     of the text (so `3.14`, `$1.5`, `U.S.A.` inside a token never split). The CJK stops `。！？`
-//     end a sentence with or without following whitespace.
+//     followed by any closing quotes or brackets (" ' ” ’ » ) ] }), ends a sentence only if it is
+//     followed by whitespace or the end of the text (so `3.14`, `$1.5`, `U.S.A.` inside a token
+//     never split). The CJK stops `。！？` end a sentence with or without following whitespace.
 //  3. The next word decides (skipping opening quotes/brackets): a lowercase letter never starts a
 //     sentence (`Wait... what`, `"Stop!" he said`, `e.g. this`). Otherwise, after `!`, `?`, an
 //     ellipsis or `..`, the sentence ends, unless an opening bracket follows
 //     (`"Moulin Rouge!" (2001)`). After a single `.` it depends on the word before it:
-//      - a title/reference abbreviation that is always followed by more of the sentence (Mr, Mrs,
-//        Ms, Dr, Prof, Rev, Gen, Col, Capt, Lt, Sgt, Gov, Sen, Rep, Pres, Hon, No, Nos, Vol,
-//        Fig, Eq, pp, p, vs, v, cf, e.g, i.e, viz, ca, approx, ...): never a boundary;
-//      - an abbreviation that may also end a sentence (Inc, Ltd, Co, Corp, Bros, Jr, Sr, St, Mt,
-//        Ft, Ave, etc, al, months Jan..Dec, and dotted letter groups such as U.S, a.m, Ph.D)
-//        or a single capital initial (J. R. R. Tolkien): a boundary only if the next word is a
-//        common sentence opener (The, He, It, In, This, However, ...), never before a digit;
+//      - a title or connective abbreviation, always followed by more of the sentence (Mr, Mrs,
+//        Ms, Mx, Messrs, Dr, Drs, Prof, Rev, Revd, Hon, Gen, Col, Capt, Lt, Sgt, Maj, Adm, Cmdr,
+//        Gov, Sen, Rep, Pres, Supt, Insp, Msgr, Atty, Det, vs, v, cf, e.g, i.e, viz, a.k.a):
+//        never a boundary;
+//      - an abbreviation that may also end a sentence (Inc, Ltd, Co, Corp, Bros, Jr, Sr, St, Ste,
+//        Mt, Ft, Ave, Blvd, Rd, etc, al, months Jan..Dec; numbered references No, Vol, Fig, Eq,
+//        pp, p, Ch, Sec, Art, Op, Pt; c, ca, b, d, fl, approx, est, lit, tr, ed, ...; dotted
+//        letter groups such as U.S, a.m, Ph.D) or a single capital initial (J. R. R. Tolkien):
+//        never a boundary before a digit ("No. 5", "c. 1500"); otherwise a boundary only if the
+//        next word is a common sentence opener (The, He, It, In, This, However, ...) that is not
+//        itself an initial ("J. A. Smith");
 //      - any other word: a boundary before an uppercase letter, a digit or any other character.
 //  4. Glued full stop: a '.' directly followed by a capitalised word ("Africanism.The first")
 //     ends a sentence when the token before is an ordinary word of 3+ characters without other
