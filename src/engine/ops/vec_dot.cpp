@@ -283,20 +283,25 @@ RAGFORM_KERNEL float dot_q6_k(int64_t n, const void* wv, const void* av) {
   const float* h = fp16_table();
   float sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; ++i) {
-    int8_t q[QK_K];
+    // Per 128-group g and 16-element half: four interleaved sub-blocks (elements l, l+32, l+64,
+    // l+96) with scales sc[half], sc[half+2], sc[half+4], sc[half+6] (dequant.cpp deq_q6_k).
+    int isum = 0;
     for (int g = 0; g < 2; ++g) {
       const uint8_t* ql = x[i].ql + 64 * g;
       const uint8_t* qh = x[i].qh + 32 * g;
-      int8_t* o = q + 128 * g;
-      for (int l = 0; l < 32; ++l) {
-        o[l] = int8_t(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
-        o[l + 32] = int8_t(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        o[l + 64] = int8_t(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        o[l + 96] = int8_t(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+      const int8_t* q8 = y[i].qs + 128 * g;
+      const int8_t* sc = x[i].scales + 8 * g;
+      for (int half = 0; half < 2; ++half) {
+        int s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+        for (int l = 16 * half; l < 16 * half + 16; ++l) {
+          s1 += (int((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32) * q8[l];
+          s2 += (int((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32) * q8[l + 32];
+          s3 += (int((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * q8[l + 64];
+          s4 += (int((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * q8[l + 96];
+        }
+        isum += sc[half] * s1 + sc[half + 2] * s2 + sc[half + 4] * s3 + sc[half + 6] * s4;
       }
     }
-    int isum = 0;
-    for (int k = 0; k < 16; ++k) isum += x[i].scales[k] * dot_i8<16>(q + 16 * k, y[i].qs + 16 * k);
     sumf += h[x[i].d] * y[i].d * float(isum);
   }
   return sumf;
