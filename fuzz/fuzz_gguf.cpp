@@ -21,6 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& [key, value] : f->metadata())
     sink = sink + key.size() + value.to_display().size();
   for (const auto& t : f->tensors()) {
+    // The byte size must be exactly what the shape and type imply (no wrap-around).
+    const gguf::TypeInfo& ti = gguf::type_info(t.type);
+    const uint64_t blocks = uint64_t(t.n_elements()) / uint64_t(ti.block_size);
+    if (blocks > UINT64_MAX / uint64_t(ti.type_size)) __builtin_trap();  // n_bytes wrapped
+    if (blocks * uint64_t(ti.type_size) != t.n_bytes) __builtin_trap();
     if (t.n_bytes == 0) continue;
     sink = sink + t.data[0] + t.data[t.n_bytes - 1];
   }

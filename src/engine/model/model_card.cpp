@@ -80,7 +80,12 @@ std::optional<double> opt_float(const gguf::File& f, const std::string& key) {
   if (!v) return std::nullopt;
   if (!v->is_float() && !v->is_integer())
     fail(f, key, std::string("must be a number, found ") + gguf::value_type_name(v->type));
-  double d = clean_float(*v);
+  double d = 0;
+  try {
+    d = clean_float(*v);
+  } catch (const Error&) {
+    fail(f, key, "is too large");
+  }
   if (!std::isfinite(d)) fail(f, key, "is not finite");
   return d;
 }
@@ -191,8 +196,10 @@ void read_tokenizer(const gguf::File& f, ModelCard& c) {
     if (m->type != ValueType::ARRAY) fail(f, "tokenizer.ggml.merges", "must be an array");
     c.n_merges = int64_t(m->as_array().items.size());
   }
-  if (const gguf::Value* v = f.find("tokenizer.ggml.add_bos_token")) c.add_bos = v->as_bool();
-  if (const gguf::Value* v = f.find("tokenizer.ggml.add_eos_token")) c.add_eos = v->as_bool();
+  if (f.has("tokenizer.ggml.add_bos_token"))
+    c.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", true);
+  if (f.has("tokenizer.ggml.add_eos_token"))
+    c.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
   read_special_tokens(f, c, tokens);
   if (const gguf::Value* t = f.find("tokenizer.chat_template")) {
     if (t->type != ValueType::STRING) fail(f, "tokenizer.chat_template", "must be a string");
@@ -261,8 +268,9 @@ void read_hparams(const gguf::File& f, ModelCard& c) {
 void read_tensors(const gguf::File& f, ModelCard& c) {
   std::map<uint32_t, TypeUsage> hist;
   for (const auto& t : f.tensors()) {
-    c.n_params += t.n_elements();
-    c.tensor_bytes += t.n_bytes;
+    if (__builtin_add_overflow(c.n_params, t.n_elements(), &c.n_params) ||
+        __builtin_add_overflow(c.tensor_bytes, t.n_bytes, &c.tensor_bytes))
+      throw Error("model card", f.path() + ": tensor sizes overflow at '" + t.name + "'");
     TypeUsage& u = hist[uint32_t(t.type)];
     u.type = t.type;
     u.count += 1;
