@@ -1,0 +1,68 @@
+// C-NORM candidate formatting (cnorm-surface-formatting.txt, section 4.1): a candidate format is a
+// delimiter f and a ratio p in [0, 1]; a fraction p of a document's sentences is reformatted by
+// replacing the whitespace inside them with f, everything else (the other sentences and the text
+// between sentences) is kept byte for byte.
+//
+// The paper does not say which sentences form "a fraction p"; this module's rule, exactly:
+//  1. Sentences come from text::split_sentences (text/sentences.h); n = their number.
+//  2. m = floor(p * n + 0.5) sentences are reformatted (round half up; p = 0 -> none, p = 1 ->
+//  all).
+//  3. The document seed is splitmix64(seed XOR fnv1a64(document bytes)) (document_seed()), so a
+//     document is formatted the same way wherever it appears (calibration, deployment, every
+//     position of an evaluation) and whatever documents come before it.
+//  4. A std::mt19937_64 seeded with the document seed drives a Fisher-Yates shuffle of 0..n-1:
+//     for i = n-1 down to 1: j = rng() % (i + 1); swap(order[i], order[j]). (Written out rather
+//     than std::shuffle, whose use of the generator is library-specific.) The first m entries of
+//     the shuffled order are the chosen sentences.
+//  5. Inside a chosen sentence every maximal run of whitespace (Unicode White_Space, as
+//     text::split_words) becomes one copy of f; sentence text has no leading/trailing whitespace.
+// The delimiter "none" is the empty string: the words of a chosen sentence are concatenated (the
+// paper's "Plain Text" for UUIDs).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragform::cnorm {
+
+struct Delimiter {
+  std::string name;  // as printed in profiles: "none", "-", "_", ":", "·", ...
+  std::string text;  // what replaces whitespace ("" for none)
+  bool operator==(const Delimiter&) const = default;
+};
+
+// The paper's candidate set F: none, -, _, :, · (U+00B7), ~, +, /, &.
+const std::vector<Delimiter>& default_delimiters();
+
+// One delimiter from the command line: "none" -> "", "comma" -> ",", anything else literally.
+// Throws UsageError for an empty token, invalid UTF-8 or a delimiter holding whitespace.
+Delimiter parse_delimiter(std::string_view token);
+// A comma-separated list ("none,-,&,comma,||"); duplicates are an error.
+std::vector<Delimiter> parse_delimiter_list(std::string_view list);
+
+// FNV-1a 64 of the bytes and splitmix64 (Steele et al.'s finaliser), exposed for tests.
+uint64_t fnv1a64(std::string_view bytes);
+uint64_t splitmix64(uint64_t x);
+// Step 3 of the rule above.
+uint64_t document_seed(uint64_t seed, std::string_view text);
+
+// Step 4's seeded Fisher-Yates permutation of 0..n-1 (also used to sample prompts and distractors).
+std::vector<size_t> seeded_permutation(size_t n, uint64_t seed);
+// Steps 2 and 4: the indices (ascending) of the sentences to reformat among n. Throws UsageError
+// when p is outside [0, 1] or not a number.
+std::vector<size_t> choose_sentences(size_t n, double p, uint64_t doc_seed);
+
+// Step 5 for one piece of text: every maximal whitespace run -> delim, leading/trailing
+// whitespace dropped.
+std::string join_words(std::string_view text, std::string_view delim);
+
+// The whole rule: `text` with round(p * n) of its sentences reformatted with `delim`.
+std::string format_document(std::string_view text, std::string_view delim, double p, uint64_t seed);
+
+// Key-value extraction (Appendix B "Modified UUID"): every '-' of a UUID-like key or value
+// becomes delim ("none" gives the paper's "Plain Text"). Sentence structure does not apply to a
+// UUID, so p is not used for this task.
+std::string format_uuid(std::string_view s, std::string_view delim);
+
+}  // namespace ragform::cnorm

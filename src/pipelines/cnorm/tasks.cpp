@@ -1,0 +1,244 @@
+#include "pipelines/cnorm/tasks.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "base/error.h"
+#include "text/metrics.h"
+
+namespace ragform::cnorm {
+namespace {
+
+void replace_all(std::string& s, const std::string& from, const std::string& to,
+                 size_t* first_at = nullptr) {
+  size_t pos = 0;
+  bool first = true;
+  while ((pos = s.find(from, pos)) != std::string::npos) {
+    if (first && first_at) *first_at = pos;
+    first = false;
+    s.replace(pos, from.size(), to);
+    pos += to.size();
+  }
+}
+
+const char* docs_placeholder(Task t) {
+  return t == Task::Kv ? "{formatted_kv_records}" : "{search_results}";
+}
+const char* question_placeholder(Task t) { return t == Task::Kv ? "{key}" : "{question}"; }
+
+}  // namespace
+
+Task parse_task(std::string_view name) {
+  if (name == "qa") return Task::Qa;
+  if (name == "kv") return Task::Kv;
+  if (name == "needle") return Task::Needle;
+  throw UsageError("--task", "expected qa, kv or needle, got '" + std::string(name) + "'");
+}
+
+const char* task_name(Task t) {
+  switch (t) {
+    case Task::Qa:
+      return "qa";
+    case Task::Kv:
+      return "kv";
+    case Task::Needle:
+      return "needle";
+  }
+  return "?";
+}
+
+const std::string& needle_template() {
+  static const std::string t = "{search_results} {question}";
+  return t;
+}
+
+std::string load_template(Task t, const std::string& explicit_path, const std::string& shared_dir) {
+  std::string text;
+  std::string path = explicit_path;
+  if (path.empty() && t == Task::Needle) {
+    text = needle_template();
+  } else {
+    if (path.empty())
+      path = shared_dir + "/data/lost-in-the-middle/" +
+             (t == Task::Qa ? "qa.prompt" : "kv_retrieval.prompt");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cnorm", "cannot read prompt template " + path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  }
+  for (const char* ph : {docs_placeholder(t), question_placeholder(t)})
+    if (text.find(ph) == std::string::npos)
+      throw Error("cnorm", "prompt template " + (path.empty() ? std::string("(built-in)") : path) +
+                               " has no " + ph + " placeholder");
+  return text;
+}
+
+std::vector<Document> arrange(const Item& item, size_t k, size_t gold_pos) {
+  if (k == 0) throw Error("cnorm", "k must be at least 1");
+  if (gold_pos >= k)
+    throw Error("cnorm",
+                "gold position " + std::to_string(gold_pos) + " outside k = " + std::to_string(k));
+  if (item.distractors.size() < k - 1)
+    throw Error("cnorm", "item " + item.id + " has " + std::to_string(item.distractors.size()) +
+                             " distractors, k = " + std::to_string(k) + " needs " +
+                             std::to_string(k - 1));
+  std::vector<Document> docs(item.distractors.begin(),
+                             item.distractors.begin() + std::ptrdiff_t(k - 1));
+  docs.insert(docs.begin() + std::ptrdiff_t(gold_pos), item.gold);
+  return docs;
+}
+
+std::string format_text(Task t, const std::string& text, const Format& f) {
+  if (t == Task::Kv) return f.p > 0 ? format_uuid(text, f.delim.text) : text;
+  return format_document(text, f.delim.text, f.p, f.seed);
+}
+
+Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
+              const Format& f) {
+  std::string body;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const Document& d = docs[i];
+    switch (t) {
+      case Task::Qa:
+        if (i) body += "\n";
+        body += "Document [" + std::to_string(i + 1) + "](Title: " + d.title + ") " +
+                format_text(t, d.text, f);
+        break;
+      case Task::Kv:
+        body += i == 0 ? "{" : " ";
+        body += "\"" + format_text(t, d.title, f) + "\": \"" + format_text(t, d.text, f) + "\"";
+        body += i + 1 == docs.size() ? "}" : ",\n";
+        break;
+      case Task::Needle:
+        if (i) body += " ";
+        body += format_text(t, d.text, f);
+        break;
+    }
+  }
+  std::string question = t == Task::Kv ? format_text(t, item.question, f) : item.question;
+  // Fill the question first, so a question containing "{search_results}" cannot move the span.
+  Prompt p;
+  p.text = tmpl;
+  replace_all(p.text, question_placeholder(t), question);
+  size_t at = std::string::npos;
+  replace_all(p.text, docs_placeholder(t), body, &at);
+  p.ctx_begin = at;
+  p.ctx_end = at + body.size();
+  return p;
+}
+
+std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, size_t k,
+                                 uint64_t seed) {
+  if (k == 0) throw UsageError("cnorm", "k must be at least 1");
+  std::vector<int> gold_of(records.size(), -1);
+  for (size_t r = 0; r < records.size(); ++r) {
+    const auto& rec = records[r];
+    if (rec.ctxs.empty())
+      throw Error("cnorm", "record " + rec.id + " (line " + std::to_string(rec.source_line) +
+                               ") has no passages");
+    int g = -1;
+    for (size_t i = 0; i < rec.ctxs.size() && g < 0; ++i)
+      if (rec.ctxs[i].isgold) g = int(i);
+    for (size_t i = 0; i < rec.ctxs.size() && g < 0; ++i)
+      if (rec.ctxs[i].hasanswer.value_or(false)) g = int(i);
+    gold_of[r] = g < 0 ? 0 : g;
+  }
+  std::vector<Item> items;
+  items.reserve(records.size());
+  for (size_t r = 0; r < records.size(); ++r) {
+    const auto& rec = records[r];
+    Item it;
+    it.id = rec.id;
+    it.question = rec.question;
+    it.answers = rec.answers;
+    const auto& g = rec.ctxs[size_t(gold_of[r])];
+    it.gold = {g.title, g.text};
+    it.natural_position = size_t(gold_of[r]);
+    if (rec.ctxs.size() >= k) {
+      for (size_t i = 0; i < rec.ctxs.size() && it.distractors.size() < k - 1; ++i)
+        if (int(i) != gold_of[r]) it.distractors.push_back({rec.ctxs[i].title, rec.ctxs[i].text});
+    } else {
+      it.natural_position = 0;
+      for (size_t j : seeded_permutation(records.size(), splitmix64(seed ^ fnv1a64(rec.id)))) {
+        if (it.distractors.size() >= k - 1) break;
+        if (j == r) continue;
+        const auto& d = records[j].ctxs[size_t(gold_of[j])];
+        if (d.text == g.text) continue;
+        if (!rec.answers.empty() && text::substring_match(d.text, rec.answers) > 0) continue;
+        it.distractors.push_back({d.title, d.text});
+      }
+    }
+    if (it.distractors.size() < k - 1)
+      throw Error("cnorm", "record " + rec.id + ": only " + std::to_string(it.distractors.size()) +
+                               " distractors without its answers, k = " + std::to_string(k) +
+                               " needs " + std::to_string(k - 1));
+    items.push_back(std::move(it));
+  }
+  return items;
+}
+
+std::vector<Item> build_kv_items(const std::vector<eval::QaRecord>& records) {
+  std::vector<Item> items;
+  for (const auto& rec : records) {
+    if (!rec.kv)
+      throw Error("cnorm", "record " + rec.id + " (line " + std::to_string(rec.source_line) +
+                               ") is not a key-value retrieval record");
+    const auto& kv = *rec.kv;
+    if (kv.gold_index >= kv.records.size())
+      throw Error("cnorm", "record " + rec.id + ": gold index outside its records");
+    Item it;
+    it.id = rec.id;
+    it.question = kv.key;
+    it.answers = {kv.value};
+    it.gold = {kv.records[kv.gold_index].first, kv.records[kv.gold_index].second};
+    for (size_t i = 0; i < kv.records.size(); ++i)
+      if (i != kv.gold_index) it.distractors.push_back({kv.records[i].first, kv.records[i].second});
+    it.natural_position = kv.gold_index;
+    items.push_back(std::move(it));
+  }
+  return items;
+}
+
+std::vector<Item> make_needle_items(size_t n, size_t k, uint64_t seed) {
+  static const std::vector<std::string> animals = {"dog",  "cat",  "bird",  "fish",  "frog",
+                                                   "duck", "bear", "bunny", "horse", "cow"};
+  static const std::vector<std::string> names = {"Max", "Lily", "Tom",  "Sue", "Ben",
+                                                 "Mia", "Sam",  "Lucy", "Tim", "Anna",
+                                                 "Bob", "Zoe",  "Jack", "Amy"};
+  static const std::vector<std::string> acts = {"play in the park", "eat cake",  "run fast",
+                                                "sing songs",       "jump high", "read books"};
+  if (k == 0 || k > 12)
+    throw UsageError("cnorm",
+                     "the story needle supports 1 to 12 slots, got k = " + std::to_string(k));
+  auto slot = [](const std::string& animal, const std::string& name, const std::string& act) {
+    return Document{
+        "", "There was a " + animal + " named " + name + ". " + name + " liked to " + act + "."};
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < n; ++i) {
+    std::mt19937_64 rng(splitmix64(seed ^ (0x6e6565646c65ULL + i)));
+    auto pick = [&rng](size_t m) { return size_t(rng() % uint64_t(m)); };
+    size_t a = pick(animals.size()), nm = pick(names.size());
+    Item it;
+    it.id = "needle-" + std::to_string(i);
+    it.question = "The " + animals[a] + "'s name was";
+    it.answers = {names[nm]};
+    it.gold = slot(animals[a], names[nm], acts[pick(acts.size())]);
+    std::vector<size_t> others;
+    for (size_t j : seeded_permutation(names.size(), rng()))
+      if (j != nm) others.push_back(j);
+    for (size_t d = 0; d + 1 < k; ++d) {
+      size_t da = pick(animals.size() - 1);
+      if (da >= a) ++da;  // any animal but the gold's
+      it.distractors.push_back(slot(animals[da], names[others[d]], acts[pick(acts.size())]));
+    }
+    it.natural_position = pick(k);
+    items.push_back(std::move(it));
+  }
+  return items;
+}
+
+}  // namespace ragform::cnorm

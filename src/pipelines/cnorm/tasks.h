@@ -1,0 +1,94 @@
+// C-NORM tasks: the prompts that calibration (section 4.2) scores and evaluation (section 5.1)
+// answers. An Item is one question with its gold document and an ordered list of distractors;
+// arrange() puts the gold at a chosen position among k documents, render() formats every
+// document with a candidate format (format.h) and fills the task's prompt template.
+//
+// Tasks and templates:
+//   qa      lost-in-the-middle's qa.prompt ({search_results}, {question}); search results are
+//           "Document [i](Title: <title>) <formatted text>" joined by "\n" (their get_qa_prompt).
+//           Only passage text is formatted; titles are kept.
+//   kv      lost-in-the-middle's kv_retrieval.prompt ({formatted_kv_records}, {key}); the records
+//           are written as their code does: `{"k1": "v1",\n "k2": "v2",\n ... "kn": "vn"}`. A
+//           format with p > 0 replaces every '-' of every key and value, and of the query key, with
+//           the delimiter (Appendix B "Modified UUID"; "none" = "Plain Text"); p = 0 is the UUID
+//           baseline.
+//   needle  the story-needle probe for stories260K (TinyStories vocabulary). Each document is a
+//           two-sentence character slot "There was a <animal> named <Name>. <Name> liked to
+//           <activity>."; the gold slot's animal appears in no distractor slot and its name in no
+//           other slot; the documents are joined by " " and followed by " The <animal>'s name was"
+//           (built-in template "{search_results} {question}"); the answer is <Name>.
+//
+// QA items from a file (build_qa_items): the gold is the first ctx with isgold, else the first
+// with hasanswer, else ctxs[0]. When a record has at least k ctxs the others (file order) are its
+// distractors; otherwise distractors are the gold passages of other records, visited in a seeded
+// order (Fisher-Yates as format.h with seed splitmix64(seed ^ fnv1a64(id))), skipping passages
+// that contain one of this question's answers (text::substring_match) or equal the gold text.
+// The distractor order is fixed per item, so the gold-position sweep moves only the gold.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eval/qa_record.h"
+#include "pipelines/cnorm/format.h"
+
+namespace ragform::cnorm {
+
+enum class Task { Qa, Kv, Needle };
+Task parse_task(std::string_view name);  // "qa", "kv", "needle"; UsageError otherwise
+const char* task_name(Task t);
+
+struct Document {
+  std::string title;
+  std::string text;
+};
+
+struct Item {
+  std::string id;
+  std::string question;  // kv: the query key
+  std::vector<std::string> answers;
+  Document gold;
+  std::vector<Document> distractors;  // fixed order
+  size_t natural_position = 0;        // the gold's position in the source (kv: gold_index)
+};
+
+// A candidate format: delimiter and ratio (p = 0 is the unformatted baseline).
+struct Format {
+  Delimiter delim;
+  double p = 0.0;
+  uint64_t seed = 0;
+};
+
+struct Prompt {
+  std::string text;
+  size_t ctx_begin = 0, ctx_end = 0;  // byte span of the documents inside text
+};
+
+// The template text for a task: `explicit_path` when given, else the lost-in-the-middle file under
+// `shared_dir` (qa.prompt, kv_retrieval.prompt), else the built-in needle template. Trailing
+// newlines are removed. Throws Error when the file cannot be read or lacks a placeholder.
+std::string load_template(Task t, const std::string& explicit_path, const std::string& shared_dir);
+// The built-in needle template.
+const std::string& needle_template();
+
+// Documents of the item with the gold at gold_pos among k (k - 1 distractors, fixed order).
+// Throws Error when k = 0, gold_pos >= k or the item has fewer than k - 1 distractors.
+std::vector<Document> arrange(const Item& item, size_t k, size_t gold_pos);
+
+// The prompt for `docs` formatted with `f`.
+Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
+              const Format& f);
+// The formatted text of one document under `f` for task t.
+std::string format_text(Task t, const std::string& text, const Format& f);
+
+// Items from canonical QA records (see above). Records without passages are an Error naming the
+// record; so is a record for which fewer than k - 1 distractors can be found.
+std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, size_t k,
+                                 uint64_t seed);
+// Items from lost-in-the-middle KV records (QaRecord::kv); every record is a document.
+std::vector<Item> build_kv_items(const std::vector<eval::QaRecord>& records);
+// n story-needle items with k slots each (k - 1 distractors), deterministic in seed. k <= 12.
+std::vector<Item> make_needle_items(size_t n, size_t k, uint64_t seed);
+
+}  // namespace ragform::cnorm
