@@ -165,3 +165,34 @@ TEST(TokenizeCli, JsonMatchesReferenceDefaults) {
 
 }  // namespace
 }  // namespace ragform::tok
+
+#include "engine/tokenizer/pretokenize.h"
+
+namespace ragform::tok {
+namespace {
+
+// The GPT-2 and Llama-3 pre-tokenisers run as hand-written scanners (as in llama.cpp). Llama-3's
+// vectors have no vocabulary here, so check both scanners against the same regex run through the
+// PCRE2 path (wrapping it in a group defeats the scanner selection) on every vector string.
+TEST(PreTokenizerScanners, AgreeWithTheirRegexOnVectorStrings) {
+  REQUIRE_SHARED(inp, "fixtures/vocab/ggml-vocab-llama-bpe.gguf.inp");
+  REQUIRE_SHARED(out, "fixtures/vocab/ggml-vocab-llama-bpe.gguf.out");
+  REQUIRE_SHARED(strings, "fixtures/ref/inputs/tokenize_strings.json");
+  std::vector<std::string> texts;
+  for (const auto& c : load_vectors(inp, out)) texts.push_back(c.text);
+  for (const auto& s : nlohmann::json::parse(read_file(strings))) texts.push_back(s);
+  ASSERT_GT(texts.size(), 50u);
+  for (const char* name : {"llama-bpe", "gpt-2"}) {
+    const std::string re = find_pre_tokenizer(name)->regexes.at(0);
+    PreTokenizer scanner({re}), regex({"(?:" + re + ")"});
+    for (const auto& t : texts) {
+      std::vector<std::string> a, b;
+      scanner.split(t, &a);
+      regex.split(t, &b);
+      EXPECT_EQ(a, b) << name << ": '" << t << "'";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ragform::tok

@@ -271,3 +271,56 @@ TEST(TokenizerRobustness, InvalidUtf8NeverThrows) {
 
 }  // namespace
 }  // namespace ragform::tok
+
+#include "engine/tokenizer/pretokenize.h"
+
+namespace ragform::tok {
+namespace {
+
+std::vector<std::string> split_with(const std::string& pre, const std::string& text) {
+  const auto spec = find_pre_tokenizer(pre);
+  EXPECT_TRUE(spec.has_value()) << pre;
+  PreTokenizer p(spec->regexes);
+  std::vector<std::string> words;
+  p.split(text, &words);
+  return words;
+}
+
+using Words = std::vector<std::string>;
+
+// Worked by hand from llama.cpp's regex lists: each regex splits the pieces of the previous one
+// into matches and gaps.
+TEST(PreTokenizers, DefaultChainsFourRegexes) {
+  // [\p{P}$+<=>^~|]+ | GPT-2 | \p{N}+ | [0-9][0-9][0-9]
+  EXPECT_EQ(split_with("default", "Hello, world 12345!"),
+            (Words{"Hello", ",", " world", " ", "123", "45", "!"}));
+  EXPECT_EQ(split_with("", "a+b"), (Words{"a", "+", "b"}));  // missing pre = default
+}
+
+TEST(PreTokenizers, DeepseekCoderMixesCategoryAndCodepointRegexes) {
+  // [\r\n] | \s?\p{L}+ | \s?\p{P}+ | [CJK ranges]+ (code point path) | \p{N}
+  EXPECT_EQ(split_with("deepseek-coder",
+                       "ab, 12\n\xe6\x97\xa5\xe6\x9c\xac"
+                       "c"),
+            (Words{"ab", ",", " ", "1", "2", "\n", "\xe6\x97\xa5\xe6\x9c\xac", "c"}));
+}
+
+TEST(PreTokenizers, StarcoderSplitsDigitsFirst) {
+  // \p{N} | GPT-2
+  EXPECT_EQ(split_with("starcoder", "x = 42;"), (Words{"x", " =", " ", "4", "2", ";"}));
+}
+
+TEST(PreTokenizers, Qwen2AndLlama3DifferOnDigitRuns) {
+  EXPECT_EQ(split_with("qwen2", "in 2024"), (Words{"in", " ", "2", "0", "2", "4"}));
+  EXPECT_EQ(split_with("llama-bpe", "in 20245"), (Words{"in", " ", "202", "45"}));
+  // Case-insensitive contractions, newline runs keep their leading spaces.
+  EXPECT_EQ(split_with("llama-bpe", "WE'RE  \n\nok"), (Words{"WE", "'RE", "  \n\n", "ok"}));
+}
+
+TEST(PreTokenizers, UnknownNameIsNotFound) {
+  EXPECT_FALSE(find_pre_tokenizer("no-such-pre").has_value());
+  EXPECT_TRUE(find_pre_tokenizer("llama3").has_value());  // alias of llama-bpe
+}
+
+}  // namespace
+}  // namespace ragform::tok
