@@ -1,6 +1,7 @@
 // Multithreaded matmul over any weight type, plus get_rows / dequantize_tensor. The math per
 // output element is one vec_dot (vec_dot.cpp) of a weight row with the token's activations
 // converted once to the weight type's vec_dot type (quantize_act.cpp) — ggml's mul_mat scheme.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ void check_weight(const WeightView& w, const char* where) {
 
 // Rows handed to one thread at a time are multiples of this (keeps chunk edges cache-friendly).
 constexpr size_t kRowGrain = 4;
+// Weight bytes per row tile (see matmul).
+constexpr size_t kTileBytes = 32 * 1024;
 
 }  // namespace
 
@@ -51,14 +54,20 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
   }
 
   const int64_t n_out = w.n_out;
+  // Rows are processed in tiles of about kTileBytes of weights; within a tile, tokens are the
+  // outer loop, so one token's activations stay in L1 while the tile's rows (in L1/L2) pass
+  // under it. Every output is still one independent vec_dot, so tiling never changes the bits.
+  const size_t tile_rows = std::max<size_t>(1, kTileBytes / std::max<size_t>(1, w_bytes));
   pool.parallel_for(
       size_t(n_out),
       [&](size_t b, size_t e, int) {
-        // Row-outer: one weight row stays in L1 while every token's activations stream past.
-        for (size_t r = b; r < e; ++r) {
-          const uint8_t* row = w.data + r * w_bytes;
-          for (int64_t t = 0; t < n_tokens; ++t)
-            y[size_t(t) * size_t(n_out) + r] = dot(w.n_in, row, act + size_t(t) * act_bytes);
+        for (size_t r0 = b; r0 < e; r0 += tile_rows) {
+          const size_t r1 = std::min(e, r0 + tile_rows);
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            const uint8_t* a = act + size_t(t) * act_bytes;
+            float* yt = y + size_t(t) * size_t(n_out);
+            for (size_t r = r0; r < r1; ++r) yt[r] = dot(w.n_in, w.data + r * w_bytes, a);
+          }
         }
       },
       kRowGrain);
