@@ -14,6 +14,7 @@
 // defaults; WordPiece adds [CLS] ... [SEP]. End-of-generation tokens come from the metadata plus
 // llama.cpp's text heuristics (<|im_end|>, <|eot_id|>, </s>, ...); those heuristics also mark
 // the tokens as control, which is how Qwen's "</s>" becomes a special token.
+// A Tokenizer is immutable after loading: encode/decode may run concurrently from many threads.
 // Errors in the metadata throw ragform::Error("tokenizer", "<file>: <field>: <why>").
 #pragma once
 #include <cstdint>

@@ -87,6 +87,17 @@ TEST(TokenizerVectors, LlamaSpm) {
 TEST(TokenizerVectors, Gpt2) {
   check_vectors("fixtures/vocab/ggml-vocab-gpt-2.gguf", "gpt-2", true, true);
 }
+
+// GPT-2's detokeniser cleans up spaces (llama.cpp's three passes): " ." -> ".", " ' " -> "'",
+// " 's" -> "'s", but " 't" and " 'll" keep their space.
+TEST(TokenizerVectors, Gpt2DecodeCleansSpaces) {
+  REQUIRE_SHARED(vocab, "fixtures/vocab/ggml-vocab-gpt-2.gguf");
+  auto file = gguf::File::open(vocab.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_EQ(tok->decode(tok->encode("a . b ' c 's x 't y 'll", false, false)),
+            "a. b'c's x 't y 'll");
+  EXPECT_EQ(tok->decode(tok->encode("Why ? No !", false, false)), "Why? No!");
+}
 TEST(TokenizerVectors, Qwen2) {
   check_vectors("fixtures/models/tiny-qwen2.gguf", "qwen2", true, false);
 }
