@@ -1,0 +1,223 @@
+// Random-weight models of real shapes: shapes, weight schemes, llama-quantize's per-tensor type
+// rules and the synthetic vocabulary (the streaming writer is in test_model_write.cpp).
+#include "engine/model/test_model.h"
+
+#include <cctype>
+
+#include "base/error.h"
+#include "engine/model/arch.h"
+
+namespace ragform::model {
+
+using gguf::TensorType;
+
+const std::vector<ModelShape>& model_shapes() {
+  // name, arch, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx, rope base,
+  // rms eps, tied. The real ones copy the published config.json of each model.
+  static const std::vector<ModelShape> shapes = {
+      {"tiny", "llama", 64, 2, 4, 2, 0, 192, 512, 512, 10000.0f, 1e-5f, false},
+      {"small", "llama", 256, 4, 4, 2, 0, 768, 1024, 2048, 10000.0f, 1e-5f, false},
+      {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 0, 4864, 151936, 32768, 1e6f, 1e-6f, true},
+      {"qwen2.5-1.5b", "qwen2", 1536, 28, 12, 2, 0, 8960, 151936, 32768, 1e6f, 1e-6f, true},
+      {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 0, 8192, 128256, 131072, 5e5f, 1e-5f, true},
+      {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1e6f, 1e-6f, true},
+  };
+  return shapes;
+}
+
+const ModelShape& find_shape(const std::string& name) {
+  std::string list;
+  for (const auto& s : model_shapes()) {
+    if (s.name == name) return s;
+    list += (list.empty() ? "" : ", ") + s.name;
+  }
+  throw UsageError("make-test-model", "unknown shape '" + name + "' (known: " + list + ")");
+}
+
+namespace {
+
+struct SchemeRow {
+  const char* name;
+  TensorType base;
+  Mixture mix;
+  uint32_t file_type;  // llama_ftype
+};
+
+// llama_ftype numbers (llama.h): plain K types are written as their _S ftype, as
+// `llama-quantize --pure` does (FORMAT.md: tinyq-q3_k_s/q4_k_s/q5_k_s are pure).
+constexpr SchemeRow kSchemes[] = {
+    {"f32", TensorType::F32, Mixture::Pure, 0},
+    {"f16", TensorType::F16, Mixture::Pure, 1},
+    {"bf16", TensorType::BF16, Mixture::Pure, 32},
+    {"q8_0", TensorType::Q8_0, Mixture::Pure, 7},
+    {"q4_0", TensorType::Q4_0, Mixture::Pure, 2},
+    {"q4_1", TensorType::Q4_1, Mixture::Pure, 3},
+    {"q5_0", TensorType::Q5_0, Mixture::Pure, 8},
+    {"q5_1", TensorType::Q5_1, Mixture::Pure, 9},
+    {"q2_k", TensorType::Q2_K, Mixture::Pure, 10},
+    {"q3_k", TensorType::Q3_K, Mixture::Pure, 11},
+    {"q4_k", TensorType::Q4_K, Mixture::Pure, 14},
+    {"q5_k", TensorType::Q5_K, Mixture::Pure, 16},
+    {"q6_k", TensorType::Q6_K, Mixture::Pure, 18},
+    {"q4_k_s", TensorType::Q4_K, Mixture::Q4_K_S, 14},
+    {"q4_k_m", TensorType::Q4_K, Mixture::Q4_K_M, 15},
+    {"q5_k_m", TensorType::Q5_K, Mixture::Q5_K_M, 17},
+};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int block_size(TensorType t) { return gguf::type_info(t).block_size; }
+
+// llama.cpp use_more_bits: the first and last eighth of the layers, and every third in between.
+bool use_more_bits(int i_layer, int n_layers) {
+  return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
+}
+
+// llama.cpp tensor_type_fallback.
+TensorType fallback(TensorType t, int64_t n_in) {
+  if (n_in % block_size(t) == 0) return t;
+  TensorType r;
+  switch (t) {
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+      r = TensorType::Q4_0;
+      break;
+    case TensorType::Q4_K:
+      r = TensorType::Q5_0;
+      break;
+    case TensorType::Q5_K:
+      r = TensorType::Q5_1;
+      break;
+    case TensorType::Q6_K:
+      r = TensorType::Q8_0;
+      break;
+    default:
+      r = TensorType::F16;
+      break;  // 32-blocks that do not fit: llama.cpp uses F16 too
+  }
+  return n_in % block_size(r) == 0 ? r : TensorType::F16;
+}
+
+}  // namespace
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> v;
+  for (const auto& r : kSchemes) v.push_back(r.name);
+  return v;
+}
+
+WeightScheme parse_scheme(const std::string& name) {
+  const std::string n = lower(name);
+  for (const auto& r : kSchemes)
+    if (n == r.name) return {r.name, r.base, r.mix, r.file_type};
+  std::string list;
+  for (const auto& r : kSchemes) list += (list.empty() ? "" : ", ") + std::string(r.name);
+  throw UsageError("make-test-model", "unknown --type '" + name + "' (accepted: " + list + ")");
+}
+
+TensorType choose_tensor_type(const WeightScheme& w, TensorRole role, int layer, int n_layer,
+                              int64_t n_in, bool tied) {
+  if (role == TensorRole::Norm || role == TensorRole::Bias) return TensorType::F32;
+  TensorType t = w.base;
+  // Float schemes and --pure: every 2-D weight has the base type (llama-quantize skips
+  // llama_tensor_get_type for them).
+  if (w.mix != Mixture::Pure) {
+    const bool is_output = role == TensorRole::Output || (tied && role == TensorRole::TokenEmbd);
+    if (is_output) {
+      // llama.cpp tests the row against the base type's block: Q8_0 when it does not fit.
+      t = n_in % block_size(w.base) != 0 ? TensorType::Q8_0 : TensorType::Q6_K;
+    } else if (role == TensorRole::AttnV) {
+      if ((w.mix == Mixture::Q4_K_M || w.mix == Mixture::Q5_K_M) && use_more_bits(layer, n_layer))
+        t = TensorType::Q6_K;
+      else if (w.mix == Mixture::Q4_K_S && layer < 4)
+        t = TensorType::Q5_K;
+    } else if (role == TensorRole::FfnDown) {
+      if ((w.mix == Mixture::Q4_K_M || w.mix == Mixture::Q5_K_M) && use_more_bits(layer, n_layer))
+        t = TensorType::Q6_K;
+      else if (w.mix == Mixture::Q4_K_S && layer < n_layer / 8)
+        t = TensorType::Q5_K;
+    }
+  }
+  return fallback(t, n_in);
+}
+
+std::vector<TensorPlan> plan_tensors(const ModelShape& s, const std::string& arch,
+                                     const WeightScheme& w) {
+  const ArchSpec& spec = find_arch(arch);
+  const int64_t e = s.n_embd, hd = s.head_size(), q = int64_t(s.n_head) * hd,
+                kv = int64_t(s.n_head_kv) * hd, ff = s.n_ff, nv = s.n_vocab;
+  std::vector<TensorPlan> out;
+  auto add = [&](const std::string& name, std::vector<int64_t> ne, TensorRole role, int layer) {
+    const TensorType t = ne.size() == 1
+                             ? TensorType::F32
+                             : choose_tensor_type(w, role, layer, s.n_layer, ne[0], s.tied);
+    out.push_back({name, std::move(ne), role, layer, t});
+  };
+  add("token_embd.weight", {e, nv}, TensorRole::TokenEmbd, -1);
+  for (int il = 0; il < s.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    add(p + "attn_norm.weight", {e}, TensorRole::Norm, il);
+    add(p + "attn_q.weight", {e, q}, TensorRole::AttnQ, il);
+    if (spec.qkv_bias) add(p + "attn_q.bias", {q}, TensorRole::Bias, il);
+    add(p + "attn_k.weight", {e, kv}, TensorRole::AttnK, il);
+    if (spec.qkv_bias) add(p + "attn_k.bias", {kv}, TensorRole::Bias, il);
+    add(p + "attn_v.weight", {e, kv}, TensorRole::AttnV, il);
+    if (spec.qkv_bias) add(p + "attn_v.bias", {kv}, TensorRole::Bias, il);
+    if (spec.qk_norm) {
+      add(p + "attn_q_norm.weight", {hd}, TensorRole::Norm, il);
+      add(p + "attn_k_norm.weight", {hd}, TensorRole::Norm, il);
+    }
+    add(p + "attn_output.weight", {q, e}, TensorRole::AttnOutput, il);
+    add(p + "ffn_norm.weight", {e}, TensorRole::Norm, il);
+    add(p + "ffn_gate.weight", {e, ff}, TensorRole::FfnGate, il);
+    add(p + "ffn_up.weight", {e, ff}, TensorRole::FfnUp, il);
+    add(p + "ffn_down.weight", {ff, e}, TensorRole::FfnDown, il);
+  }
+  add("output_norm.weight", {e}, TensorRole::Norm, -1);
+  if (!s.tied) add("output.weight", {e, nv}, TensorRole::Output, -1);
+  return out;
+}
+
+SyntheticVocab synthetic_spm_vocab(int n) {
+  if (n < 300)
+    throw UsageError("make-test-model",
+                     "a synthetic vocabulary needs at least 300 tokens, not " + std::to_string(n));
+  SyntheticVocab v;
+  auto push = [&](std::string text, float score, int32_t type) {
+    v.tokens.push_back(std::move(text));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  push("<unk>", 0.0f, 2);
+  push("<s>", 0.0f, 3);
+  push("</s>", 0.0f, 3);
+  static const char* hex = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) push(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 0.0f, 6);
+  const std::string space = "\xE2\x96\x81";  // U+2581, SentencePiece's escaped space
+  int k = 0;
+  auto piece = [&](std::string text) {
+    if (int(v.tokens.size()) < n) push(std::move(text), -float(k++), 1);
+  };
+  piece(space);
+  for (char c = 0x21; c < 0x7F; ++c) piece(std::string(1, c));
+  // Letter strings in frequency order, shortest first: "▁e", "▁t", ..., then "▁ee", "ee", ...
+  static const std::string letters = "etaoinshrdlucmfwypvbgkjqxz";
+  for (int len = 1; int(v.tokens.size()) < n; ++len) {
+    std::vector<int> idx(size_t(len), 0);
+    while (int(v.tokens.size()) < n) {
+      std::string s;
+      for (int i : idx) s += letters[size_t(i)];
+      piece(space + s);
+      if (len > 1) piece(s);  // single letters are already in the ASCII set
+      int pos = len - 1;      // odometer increment
+      while (pos >= 0 && ++idx[size_t(pos)] == int(letters.size())) idx[size_t(pos--)] = 0;
+      if (pos < 0) break;
+    }
+  }
+  return v;
+}
+
+}  // namespace ragform::model

@@ -1,0 +1,133 @@
+// Random-weight models of real shapes (`ragform make-test-model`): benchmarks and memory tests need
+// a Qwen2.5-0.5B-sized Q4_K_M file without downloading one. The file is a complete llama.cpp
+// model: full `<arch>.*` hyper-parameters, `general.file_type`, a tokenizer, and per-tensor types
+// chosen as llama-quantize chooses them.
+//
+// Weights (as the fixtures were made, FORMAT.md): matrices W ~ N(0, 1/fan_in) with fan_in = ne[0];
+// norm weights 1 + N(0, 0.1^2); qwen2 q/k/v biases N(0, 0.5^2); token embeddings N(0, 1) when the
+// output matrix is separate, N(0, (2.4/sqrt(n_embd))^2) when tied (0.15 at n_embd 256, as
+// tinyq-qwen2), so logits stay O(1). Each 64-row chunk of each tensor has its own generator seeded
+// from (seed, tensor name, chunk): files are bit-identical for a seed whatever the thread count.
+//
+// --type (WeightScheme): a plain type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k,
+// q4_k, q5_k, q6_k) gives every 2-D weight that type, as `llama-quantize --pure`; the mixtures
+// q4_k_s, q4_k_m, q5_k_m follow llama_tensor_get_type (llama.cpp src/llama-quant.cpp):
+//   output (or the tied token_embd): Q6_K, or Q8_0 when its row length is not a multiple of 256;
+//   attn_v:   q4_k_m/q5_k_m Q6_K where use_more_bits(layer); q4_k_s Q5_K in layers 0..3;
+//   ffn_down: q4_k_m/q5_k_m Q6_K where use_more_bits(layer); q4_k_s Q5_K in layers < n_layer/8;
+//   else the base type (Q4_K, Q4_K, Q5_K). use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
+//   (i - n/8) % 3 == 2. Then tensor_type_fallback: a row length not a multiple of the block size
+//   turns Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 if still
+//   incompatible (llama-quantize --pure would refuse such a tensor; we fall back the same way).
+// 1-D tensors (norms, biases) are always F32.
+//
+// Memory stays bounded: the file is laid out by gguf::Writer over a zero-page mapping, then every
+// tensor is generated, quantised and written in batches of rows (a few tens of MB at most).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/types.h"
+
+namespace ragform::model {
+
+struct ModelShape {
+  std::string name;
+  std::string arch;  // default architecture of the shape
+  int n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0;
+  int head_dim = 0;  // 0 = n_embd / n_head (qwen3 sets it explicitly)
+  int n_ff = 0, n_vocab = 0, n_ctx = 0;
+  float rope_base = 10000.0f, rms_eps = 1e-5f;
+  bool tied = false;  // no output.weight: logits use token_embd
+
+  int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+};
+
+// The named shapes: tiny, small, qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen3-0.6b.
+const std::vector<ModelShape>& model_shapes();
+// Throws UsageError listing the known names.
+const ModelShape& find_shape(const std::string& name);
+
+enum class Mixture { Pure, Q4_K_S, Q4_K_M, Q5_K_M };
+
+struct WeightScheme {
+  std::string name;       // as given to --type
+  gguf::TensorType base;  // the default type of 2-D weights
+  Mixture mix = Mixture::Pure;
+  uint32_t file_type = 0;  // llama_ftype written to general.file_type
+};
+// Throws UsageError listing the accepted names.
+WeightScheme parse_scheme(const std::string& name);
+std::vector<std::string> scheme_names();
+
+// How llama-quantize categorises a tensor.
+enum class TensorRole {
+  TokenEmbd,
+  Output,
+  AttnQ,
+  AttnK,
+  AttnV,
+  AttnOutput,
+  FfnGate,
+  FfnUp,
+  FfnDown,
+  Norm,
+  Bias
+};
+
+// llama_tensor_get_type + tensor_type_fallback for a 2-D weight of row length n_in in `layer`
+// (ignored for token_embd/output) of an n_layer model.
+gguf::TensorType choose_tensor_type(const WeightScheme& w, TensorRole role, int layer, int n_layer,
+                                    int64_t n_in, bool tied);
+
+struct TensorPlan {
+  std::string name;
+  std::vector<int64_t> ne;  // ne[0] = row length
+  TensorRole role;
+  int layer = -1;
+  gguf::TensorType type;
+};
+
+// Every tensor of an `arch` (llama, qwen2, qwen3) model of shape s, in file order, typed by w.
+std::vector<TensorPlan> plan_tensors(const ModelShape& s, const std::string& arch,
+                                     const WeightScheme& w);
+
+struct TestModelOptions {
+  std::string shape = "tiny";
+  std::string arch;          // empty = the shape's
+  std::string type = "f32";  // WeightScheme name
+  std::string out;           // output path
+  uint64_t seed = 1;
+  std::string vocab_from;  // copy every tokenizer.* key from this GGUF; empty = synthetic SPM
+  int layers = 0;          // > 0 overrides the shape's layer count
+  int threads = 0;         // 0 = all cores
+  // Called after each batch with (elements written, total elements); may be empty.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct TestModelSummary {
+  std::string arch;
+  ModelShape shape;  // as written (layers and vocabulary size applied)
+  int64_t n_params = 0;
+  uint64_t file_bytes = 0;
+  std::map<std::string, int> type_counts;  // ggml type name -> tensors
+};
+
+// Writes the model to o.out (via a temporary file renamed at the end). Throws UsageError for a
+// bad option, Error for I/O failures or an unreadable --vocab-from file.
+TestModelSummary write_test_model(const TestModelOptions& o);
+
+// A synthetic SentencePiece vocabulary of n tokens (n >= 300): <unk>, <s>, </s>, the 256 byte
+// tokens <0x00>..<0xFF>, then "▁" and printable ASCII characters, "▁"-prefixed and bare letter
+// strings in length order; scores decrease with the index (earlier pieces merge first).
+struct SyntheticVocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;  // llama token types: 1 normal, 2 unknown, 3 control, 6 byte
+};
+SyntheticVocab synthetic_spm_vocab(int n);
+
+}  // namespace ragform::model
