@@ -135,8 +135,11 @@ int run_calibrate(const std::vector<std::string>& argv) {
   setup.abs = parse_abs_options(layer.value, heads.value, span.value);
   setup.tmpl = template_for(task, tmpl_path.value, shared.value);
 
+  // Needle items for calibration come from their own stream (splitmix64(seed)), so they are not
+  // the items `cnorm eval` generates from the same seed.
+  uint64_t item_seed = task == Task::Needle ? splitmix64(setup.seed) : setup.seed;
   std::vector<Item> items =
-      task_items(task, input.value, size_t(k.value), setup.seed, size_t(S.value));
+      task_items(task, input.value, size_t(k.value), item_seed, size_t(S.value));
   if (items.empty()) throw Error("cnorm calibrate", "no items in " + input.value);
   // Sample S items by the seeded permutation (all of them when there are fewer).
   std::vector<Item> sample;

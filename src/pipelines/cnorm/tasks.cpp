@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "text/metrics.h"
+#include "text/normalize.h"
 
 namespace ragform::cnorm {
 namespace {
@@ -157,6 +158,10 @@ std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, siz
     const auto& g = rec.ctxs[size_t(gold_of[r])];
     it.gold = {g.title, g.text};
     it.natural_position = size_t(gold_of[r]);
+    // Answers that normalise to "" (e.g. "*") would match every passage: they are not checked.
+    std::vector<std::string> checkable;
+    for (const auto& a : rec.answers)
+      if (!text::normalize_answer(a).empty()) checkable.push_back(a);
     if (rec.ctxs.size() >= k) {
       for (size_t i = 0; i < rec.ctxs.size() && it.distractors.size() < k - 1; ++i)
         if (int(i) != gold_of[r]) it.distractors.push_back({rec.ctxs[i].title, rec.ctxs[i].text});
@@ -167,7 +172,7 @@ std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, siz
         if (j == r) continue;
         const auto& d = records[j].ctxs[size_t(gold_of[j])];
         if (d.text == g.text) continue;
-        if (!rec.answers.empty() && text::substring_match(d.text, rec.answers) > 0) continue;
+        if (!checkable.empty() && text::substring_match(d.text, checkable) > 0) continue;
         it.distractors.push_back({d.title, d.text});
       }
     }

@@ -22,7 +22,8 @@
 // with hasanswer, else ctxs[0]. When a record has at least k ctxs the others (file order) are its
 // distractors; otherwise distractors are the gold passages of other records, visited in a seeded
 // order (Fisher-Yates as format.h with seed splitmix64(seed ^ fnv1a64(id))), skipping passages
-// that contain one of this question's answers (text::substring_match) or equal the gold text.
+// that contain one of this question's answers (text::substring_match; answers that normalise to
+// the empty string, such as "*", are not checked since they match everything) or equal the gold.
 // The distractor order is fixed per item, so the gold-position sweep moves only the gold.
 #pragma once
 #include <cstdint>

@@ -1,0 +1,184 @@
+// C-NORM end to end on the one real trained model (stories260K) through the CLI: calibrate on the
+// story needle (profile fields, argmax, cache reuse, ABS equal to `ragform attention`), apply, and
+// a resumable gold-position eval; the lost-in-the-middle templates from ../shared.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/datasets.h"
+#include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/tasks.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
+#include "support/test_support.h"
+#include "text/metrics.h"
+
+namespace ragform::cnorm {
+namespace {
+
+using ragform::testing::read_file;
+using ragform::testing::run_ragform;
+using ragform::testing::temp_dir;
+using ragform::testing::write_file;
+
+std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+}  // namespace
+
+TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("cnorm_e2e");
+  std::string calib = "cnorm calibrate -m " + q(model) +
+                      " --task needle -S 3 -k 4 --delims 'none,-,&' --ctx 512 --cache-dir " +
+                      q(dir / "cache") + " --dump-prompts " + q(dir / "prompts") + " -o " +
+                      q(dir / "p.json");
+  auto r = run_ragform(calib);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("reusing"), std::string::npos);
+  nlohmann::json prof = nlohmann::json::parse(read_file(dir / "p.json"));
+  EXPECT_EQ(nlohmann::json::parse(r.out), prof);
+  EXPECT_EQ(prof["model_sha256"], store::sha256_file(model));
+  EXPECT_EQ(prof["task"], "needle");
+  EXPECT_EQ(prof["S"], 3);
+  EXPECT_EQ(prof["p"], 0.5);
+  EXPECT_EQ(prof["seed"], 0);
+  ASSERT_EQ(prof["candidates"].size(), 3u);
+  size_t best = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& c = prof["candidates"][i];
+    ASSERT_EQ(c["abs"].size(), 3u);
+    double m = 0;
+    for (const auto& a : c["abs"]) {
+      EXPECT_GE(a.get<double>(), 0.0);
+      EXPECT_LE(a.get<double>(), 1.0);
+      m += a.get<double>() / 3;
+    }
+    EXPECT_NEAR(c["abs_mean"].get<double>(), m, 1e-8);
+    if (c["abs_mean"].get<double>() > prof["candidates"][best]["abs_mean"].get<double>()) best = i;
+  }
+  EXPECT_EQ(prof["best"], prof["candidates"][best]["delimiter"]);
+  // The three candidates do not all score alike (the formatting changes the attention).
+  EXPECT_NE(prof["candidates"][0]["abs"][0], prof["candidates"][2]["abs"][0]);
+
+  // The ABS of a scored prompt equals the one `ragform attention` computes for the same text.
+  auto att = run_ragform("attention -m " + q(model) + " --ctx 512 --json --file " +
+                         q(dir / "prompts" / "f2-s1.txt"));
+  ASSERT_EQ(att.exit_code, 0) << att.err;
+  EXPECT_NEAR(nlohmann::json::parse(att.out)["abs"].get<double>(),
+              prof["candidates"][2]["abs"][1].get<double>(), 1e-8);
+  EXPECT_NE(read_file(dir / "prompts" / "f2-s1.txt").find('&'), std::string::npos);
+
+  // Same configuration: the cached profile is reused and says so.
+  auto again = run_ragform(calib);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("reusing cached profile"), std::string::npos) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out), prof);
+  // A different p is a different configuration.
+  auto other =
+      run_ragform("cnorm calibrate -m " + q(model) +
+                  " --task needle -S 3 -k 4 -p 1 --delims 'none,-,&' --ctx 512 --cache-dir " +
+                  q(dir / "cache") + " -o " + q(dir / "p1.json"));
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(other.err.find("reusing"), std::string::npos);
+
+  // apply: ctxs records and plain text lines, every other field kept.
+  Profile pr = load_profile((dir / "p.json").string());
+  write_file(dir / "docs.jsonl",
+             "{\"id\": \"a\", \"ctxs\": [{\"title\": \"T\", \"text\": \"One two three. Four five "
+             "six.\"}], \"x\": 1}\n"
+             "{\"text\": \"Seven eight. Nine ten.\"}\n");
+  auto ap = run_ragform("cnorm apply --profile " + q(dir / "p.json") + " --input " +
+                        q(dir / "docs.jsonl"));
+  ASSERT_EQ(ap.exit_code, 0) << ap.err;
+  std::istringstream lines(ap.out);
+  std::string l1, l2;
+  std::getline(lines, l1);
+  std::getline(lines, l2);
+  Format f{pr.best, pr.p, pr.seed};
+  auto j1 = nlohmann::json::parse(l1), j2 = nlohmann::json::parse(l2);
+  EXPECT_EQ(j1["ctxs"][0]["text"], format_text(Task::Needle, "One two three. Four five six.", f));
+  EXPECT_EQ(j1["x"], 1);
+  EXPECT_EQ(j1["ctxs"][0]["title"], "T");
+  EXPECT_EQ(j2["text"], format_text(Task::Needle, "Seven eight. Nine ten.", f));
+  write_file(dir / "bad.jsonl", "{\"text\": \"ok.\"}\n{\"title\": 3}\n");
+  auto bad = run_ragform("cnorm apply --profile " + q(dir / "p.json") + " --input " +
+                         q(dir / "bad.jsonl"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bad.jsonl:2:"), std::string::npos) << bad.err;
+
+  // eval: 2 needle items x 3 positions x 3 variants, stored; a rerun resumes and recomputes
+  // nothing.
+  std::string ev = "cnorm eval -m " + q(model) + " --task needle --profile " + q(dir / "p.json") +
+                   " -k 3 --limit 2 --ctx 512 --store " + q(dir / "run.sqlite");
+  auto e1 = run_ragform(ev);
+  ASSERT_EQ(e1.exit_code, 0) << e1.err;
+  auto s1 = nlohmann::json::parse(e1.out);
+  EXPECT_EQ(s1["k"], 3);
+  EXPECT_EQ(s1["items"], 2);
+  ASSERT_EQ(s1["variants"].size(), 3u);
+  for (const auto& v : s1["variants"]) {
+    EXPECT_EQ(v["n"], nlohmann::json({2, 2, 2}));
+    double m = 0, mx = 0;
+    for (const auto& a : v["accuracy"]) {
+      m += a.get<double>() / 3;
+      mx = std::max(mx, a.get<double>());
+    }
+    EXPECT_NEAR(v["oaa"].get<double>(), m, 1e-8);
+    EXPECT_DOUBLE_EQ(v["opa"].get<double>(), mx);
+  }
+  EXPECT_EQ(s1["variants"][1]["delimiter"], prof["best"]);
+  {
+    store::RunStore st(dir / "run.sqlite", store::RunStore::Mode::read_only);
+    auto rows = st.results(std::nullopt);
+    ASSERT_EQ(rows.size(), 18u);
+    for (const auto& row : rows) {
+      EXPECT_FALSE(row.prompt.empty());
+      EXPECT_TRUE(row.correct.has_value());
+      EXPECT_NE(row.prompt.find("'s name was"), std::string::npos);
+    }
+  }
+  auto e2 = run_ragform(ev);
+  ASSERT_EQ(e2.exit_code, 0) << e2.err;
+  EXPECT_NE(e2.err.find("resuming"), std::string::npos) << e2.err;
+  EXPECT_EQ(nlohmann::json::parse(e2.out)["variants"], s1["variants"]);
+}
+
+TEST(CnormFixture, LostInTheMiddleTemplatesAndNqItems) {
+  REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
+  std::string shared = ragform::testing::shared_dir().string();
+  std::string qa = load_template(Task::Qa, "", shared);
+  EXPECT_EQ(qa.rfind("Write a high-quality answer for the given question using only the provided "
+                     "search results",
+                     0),
+            0u);
+  EXPECT_EQ(qa.substr(qa.size() - 7), "Answer:");
+  std::string kv = load_template(Task::Kv, "", shared);
+  EXPECT_NE(kv.find("{formatted_kv_records}"), std::string::npos);
+  eval::LoadOptions lo;
+  lo.limit = 50;
+  auto recs = eval::load_qa_file(nq.string(), lo).records;
+  ASSERT_EQ(recs.size(), 50u);
+  auto items = build_qa_items(recs, 10, 0);
+  ASSERT_EQ(items.size(), 50u);
+  EXPECT_EQ(items[0].question, "who got the first nobel prize in physics");
+  EXPECT_EQ(items[0].gold.title, "List of Nobel laureates in Physics");
+  for (const auto& it : items) {
+    ASSERT_EQ(it.distractors.size(), 9u);
+    for (const auto& d : it.distractors) EXPECT_EQ(text::substring_match(d.text, it.answers), 0.0);
+  }
+  Prompt p = render(Task::Qa, qa, items[0], arrange(items[0], 10, 4), Format{{"none", ""}, 0.0, 0});
+  EXPECT_NE(
+      p.text.find("Document [5](Title: List of Nobel laureates in Physics) The first Nobel Prize"),
+      std::string::npos);
+  EXPECT_NE(p.text.find("Question: who got the first nobel prize in physics\nAnswer:"),
+            std::string::npos);
+  EXPECT_EQ(p.text.substr(p.ctx_begin, 13), "Document [1](");
+  // A usage error for a missing input.
+  auto r = run_ragform("cnorm calibrate -m x.gguf --task qa -o /dev/null");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+}  // namespace ragform::cnorm
