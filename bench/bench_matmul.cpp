@@ -1,7 +1,7 @@
 // Matmul throughput per weight type at a Qwen2.5-0.5B FFN shape (n_in 896 -> n_out 4864: the
-// gate/up projections), for 1 token (decode) and 64 tokens (prefill). Reports GFLOP/s
-// (2 * n_in * n_out * n_tokens per iteration) and, per run, the ratio to F32 measured in the
-// same process (`rel_to_f32` counter), so numbers compare across machines.
+// gate/up projections), for 1 token (decode) and 64 tokens (prefill). Reports GFLOP/s (counter
+// "GFLOP", shown per second; 2 * n_in * n_out * n_tokens per iteration) and the speed relative
+// to F32 measured in the same process (`speed_vs_f32`), so numbers compare across machines.
 //
 // Row length 896 is not a multiple of 256, so K-quant types use n_in = 1024 here (the nearest
 // multiple; real 0.5B files fall back to Q5_0/Q8_0 for such rows, as llama-quantize does).
@@ -101,7 +101,7 @@ void BM_Matmul(benchmark::State& state, TensorType t) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
       double(std::max<benchmark::IterationCount>(1, state.iterations()));
   const double flops = 2.0 * double(n_in) * double(n_out) * double(n_tokens);
-  state.counters["GFLOP/s"] =
+  state.counters["GFLOP"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   // Speed relative to F32 at the same tokens/threads (F32 is registered, so run, first).
   const auto key = std::make_pair(n_tokens, state.range(1));

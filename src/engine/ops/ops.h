@@ -68,6 +68,7 @@ struct WeightView {
 // y[t][r] = sum_i W[r][i] * x[t][i]: x = [n_tokens][n_in] F32, y = [n_tokens][n_out] F32.
 // Activations are converted once per token into a per-thread reusable scratch; output rows are
 // split across the pool's threads. Bit-identical for any thread count.
+// x and y must not overlap.
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // Dequantises rows ids[0..n_ids) of w into out = [n_ids][n_in] (token embeddings). An id outside
