@@ -47,6 +47,8 @@ AbsOptions parse_abs_options(int layer, const std::string& heads, bool context_s
   return o;
 }
 
+void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+
 std::vector<eval::QaRecord> load_records(const std::string& path) {
   if (path.empty()) throw UsageError("--input", "required for this task");
   return eval::load_qa_file(path).records;
@@ -56,8 +58,15 @@ std::vector<eval::QaRecord> load_records(const std::string& path) {
 std::vector<Item> task_items(Task task, const std::string& input, size_t k, uint64_t seed,
                              size_t n_needle) {
   switch (task) {
-    case Task::Qa:
-      return build_qa_items(load_records(input), k, seed);
+    case Task::Qa: {
+      std::vector<std::string> skipped;
+      auto items = build_qa_items(load_records(input), k, seed, &skipped);
+      if (!skipped.empty())
+        note("cnorm: note: " + std::to_string(skipped.size()) +
+             " questions left out: fewer than k - 1 = " + std::to_string(k - 1) +
+             " other passages without their answers (first: " + skipped[0] + ")");
+      return items;
+    }
     case Task::Kv:
       return build_kv_items(load_records(input));
     case Task::Needle:
@@ -72,8 +81,6 @@ std::string template_for(Task task, const std::string& explicit_path, const std:
   if (!explicit_path.empty() || task == Task::Needle) return load_template(task, explicit_path, "");
   return load_template(task, "", find_shared_dir(shared));
 }
-
-void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
 // ---------------------------------------------------------------- calibrate
 
@@ -224,9 +231,14 @@ int run_calibrate(const std::vector<std::string>& argv) {
     if (!no_cache.value) cache_store(cdir, key, prof);
   }
   save_profile(prof, out.value);
-  for (const auto& c : prof.candidates)
-    std::fprintf(stderr, "  %-6s ABS %.6f +- %.6f%s\n", c.delim.name.c_str(), c.mean, c.std,
+  for (const auto& c : prof.candidates) {
+    std::string name = c.delim.name;  // padded to 6 columns (code points, not bytes)
+    size_t cols = 0;
+    for (unsigned char ch : name) cols += (ch & 0xC0) != 0x80;
+    if (cols < 6) name.append(6 - cols, ' ');
+    std::fprintf(stderr, "  %s ABS %.6f +- %.6f%s\n", name.c_str(), c.mean, c.std,
                  c.delim == prof.best ? "  <- best" : "");
+  }
   print_json_line(profile_to_json(prof));
   return 0;
 }

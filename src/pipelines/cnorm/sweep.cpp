@@ -140,12 +140,24 @@ size_t fit_k(reader::Reader& r, Task t, const std::string& tmpl, const std::vect
   for (const auto& it : items)
     for (const auto& f : formats)
       while (true) {
-        size_t n = size_t(r.count_tokens(render(t, tmpl, it, arrange(it, kk, 0), f).text));
-        if (n <= max_tokens) break;
+        // A reader may refuse to count a prompt longer than its context (NativeReader does, with
+        // Overflow::Error): that prompt does not fit either.
+        std::string why;
+        size_t n = max_tokens + 1;
+        try {
+          n = size_t(r.count_tokens(render(t, tmpl, it, arrange(it, kk, 0), f).text));
+          if (n > max_tokens)
+            why = std::to_string(n) + " tokens, more than the " + std::to_string(max_tokens) +
+                  " available";
+        } catch (const NotSupported&) {
+          throw;
+        } catch (const Error& e) {
+          why = e.what();
+        }
+        if (why.empty()) break;
         if (kk == 1)
-          throw Error("cnorm", "item " + it.id + ": a prompt with one document has " +
-                                   std::to_string(n) + " tokens, more than the " +
-                                   std::to_string(max_tokens) + " available");
+          throw Error("cnorm",
+                      "item " + it.id + ": a prompt with one document does not fit: " + why);
         --kk;
       }
   return kk;

@@ -87,7 +87,8 @@ size_t min_token_index(reader::Reader& r, Task t, const std::string& tmpl,
                        const std::vector<Delimiter>& candidates, double p, uint64_t seed);
 
 // The largest k' <= k for which every item's prompt under every format has at most max_tokens
-// tokens. Throws Error when not even one document fits.
+// tokens. A count_tokens that throws ragform::Error (a reader refusing a prompt longer than its
+// context) counts as not fitting. Throws Error when not even one document fits.
 size_t fit_k(reader::Reader& r, Task t, const std::string& tmpl, const std::vector<Item>& items,
              size_t k, const std::vector<Format>& formats, size_t max_tokens);
 

@@ -132,7 +132,7 @@ Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vect
 }
 
 std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, size_t k,
-                                 uint64_t seed) {
+                                 uint64_t seed, std::vector<std::string>* skipped) {
   if (k == 0) throw UsageError("cnorm", "k must be at least 1");
   std::vector<int> gold_of(records.size(), -1);
   for (size_t r = 0; r < records.size(); ++r) {
@@ -176,10 +176,15 @@ std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, siz
         it.distractors.push_back({d.title, d.text});
       }
     }
-    if (it.distractors.size() < k - 1)
+    if (it.distractors.size() < k - 1) {
+      if (skipped) {
+        skipped->push_back(rec.id);
+        continue;
+      }
       throw Error("cnorm", "record " + rec.id + ": only " + std::to_string(it.distractors.size()) +
                                " distractors without its answers, k = " + std::to_string(k) +
                                " needs " + std::to_string(k - 1));
+    }
     items.push_back(std::move(it));
   }
   return items;

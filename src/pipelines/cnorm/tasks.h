@@ -84,9 +84,11 @@ Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vect
 std::string format_text(Task t, const std::string& text, const Format& f);
 
 // Items from canonical QA records (see above). Records without passages are an Error naming the
-// record; so is a record for which fewer than k - 1 distractors can be found.
+// record. A record for which fewer than k - 1 distractors can be found (e.g. NQ's answer "S", a
+// substring of nearly every passage) is an Error too, unless `skipped` is given: then it is left
+// out and its id appended there.
 std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, size_t k,
-                                 uint64_t seed);
+                                 uint64_t seed, std::vector<std::string>* skipped = nullptr);
 // Items from lost-in-the-middle KV records (QaRecord::kv); every record is a document.
 std::vector<Item> build_kv_items(const std::vector<eval::QaRecord>& records);
 // n story-needle items with k slots each (k - 1 distractors), deterministic in seed. k <= 12.

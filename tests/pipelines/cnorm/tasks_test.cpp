@@ -112,6 +112,12 @@ TEST(CnormTasks, QaItemsTakeDistractorsWithoutTheAnswer) {
   EXPECT_EQ(items[1].distractors[1].text, "Paris is the capital.");
   EXPECT_EQ(build_qa_items(rs, 2, 5)[0].distractors.size(), 1u);
   EXPECT_THROW(build_qa_items(rs, 4, 5), Error);  // r0 has only two passages without "Paris"
+  std::vector<std::string> skipped;
+  auto kept = build_qa_items(rs, 4, 5, &skipped);
+  EXPECT_EQ(skipped, std::vector<std::string>{"r0"});
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].id, "r1");
+  EXPECT_EQ(kept[0].distractors.size(), 3u);
 }
 
 TEST(CnormTasks, QaItemsUseTheirOwnPassagesWhenEnough) {
