@@ -96,15 +96,16 @@ void spm_tokenize(const Vocab& v, const std::string& text, std::vector<int32_t>*
 void BpeSession::tokenize(std::string_view text, std::vector<int32_t>* out) {
   words_.clear();
   v_.pre->split(text, &words_);
+  if (cache_.empty()) cache_.reserve(words_.size() / 4 + 16);
   std::string encoded;
   for (const auto& w : words_) {
-    encoded.clear();
-    for (unsigned char c : w) encoded += byte_to_unicode(c);
-    auto it = cache_.find(encoded);
+    auto it = cache_.find(w);  // keyed by the raw word: a hit skips the byte encoding too
     if (it == cache_.end()) {
+      encoded.clear();
+      for (unsigned char c : w) encoded += byte_to_unicode(c);
       std::vector<int32_t> ids;
       tokenize_word(encoded, &ids);
-      it = cache_.emplace(encoded, std::move(ids)).first;
+      it = cache_.emplace(w, std::move(ids)).first;
     }
     out->insert(out->end(), it->second.begin(), it->second.end());
   }
@@ -134,9 +135,9 @@ void BpeSession::tokenize_word(const std::string& word, std::vector<int32_t>* ou
     if (left == -1 || right == -1) return;
     const int32_t a = syms[left].id, b = syms[right].id;
     if (a < 0 || b < 0) return;
-    auto it = v_.merges.find(pair_key(a, b));
-    if (it == v_.merges.end()) return;
-    queue.push({left, right, it->second.rank, a, b, it->second.merged});
+    const Vocab::Merge* m = v_.merges.find(pair_key(a, b));
+    if (!m) return;
+    queue.push({left, right, m->rank, a, b, m->merged});
   };
   for (int i = 1; i < int(syms.size()); ++i) try_add(i - 1, i);
   while (!queue.empty()) {

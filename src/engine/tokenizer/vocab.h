@@ -1,6 +1,7 @@
 // Internal: the vocabulary as llama.cpp's llama_vocab::impl holds it after load(), and the three
 // tokenisation algorithms over it (spm.cpp, bpe.cpp, wpm.cpp). Not a public header.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,7 +61,59 @@ struct Vocab {
     int32_t rank;
     int32_t merged;
   };
-  std::unordered_map<uint64_t, Merge> merges;
+  // Open-addressing table: one probe sequence in a flat array (the merge lookup is the hot loop
+  // of BPE; a node-based map costs two cache misses per pair).
+  class MergeTable {
+   public:
+    void reserve(size_t n) { rehash(std::max<size_t>(16, 2 * n)); }
+    // Keeps the first rank for a repeated pair, as llama.cpp's map emplace does.
+    void insert_if_absent(uint64_t key, Merge m) {
+      if (2 * (size_ + 1) > slots_.size()) rehash(std::max<size_t>(16, 2 * slots_.size()));
+      size_t i = mix(key) & mask_;
+      while (slots_[i].key != kEmpty) {
+        if (slots_[i].key == key) return;
+        i = (i + 1) & mask_;
+      }
+      slots_[i] = {key, m};
+      ++size_;
+    }
+    const Merge* find(uint64_t key) const {
+      if (slots_.empty()) return nullptr;
+      for (size_t i = mix(key) & mask_;; i = (i + 1) & mask_) {
+        if (slots_[i].key == key) return &slots_[i].m;
+        if (slots_[i].key == kEmpty) return nullptr;
+      }
+    }
+    size_t size() const { return size_; }
+
+   private:
+    static constexpr uint64_t kEmpty = ~uint64_t(0);  // never a key: ids are < 2^31
+    struct Slot {
+      uint64_t key = kEmpty;
+      Merge m{};
+    };
+    static size_t mix(uint64_t k) {
+      k ^= k >> 33;
+      k *= 0xff51afd7ed558ccdULL;
+      k ^= k >> 33;
+      return size_t(k);
+    }
+    void rehash(size_t want) {
+      size_t cap = 16;
+      while (cap < want) cap *= 2;
+      if (cap <= slots_.size()) return;
+      std::vector<Slot> old;
+      old.swap(slots_);
+      slots_.assign(cap, Slot{});
+      mask_ = cap - 1;
+      size_ = 0;
+      for (const Slot& sl : old)
+        if (sl.key != kEmpty) insert_if_absent(sl.key, sl.m);
+    }
+    std::vector<Slot> slots_;
+    size_t mask_ = 0, size_ = 0;
+  };
+  MergeTable merges;
   std::unique_ptr<PreTokenizer> pre;
 
   int32_t find(std::string_view s) const {

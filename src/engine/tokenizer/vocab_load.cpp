@@ -115,7 +115,7 @@ void load_merges(const gguf::File& f, Vocab& v) {
                std::string(ia < 0 ? a : b) + "'");
     joined.assign(a);
     joined += b;
-    v.merges.emplace(pair_key(ia, ib), Vocab::Merge{int32_t(i), v.find(joined)});  // first wins
+    v.merges.insert_if_absent(pair_key(ia, ib), Vocab::Merge{int32_t(i), v.find(joined)});
   }
 }
 
