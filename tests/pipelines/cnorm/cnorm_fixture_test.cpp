@@ -181,4 +181,23 @@ TEST(CnormFixture, LostInTheMiddleTemplatesAndNqItems) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+TEST(CnormFixture, CalibrateOnNqReducesKToTheContext) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
+  auto dir = temp_dir("cnorm_nq");
+  // Ten NQ passages are ~5k tokens for stories260K's 512-piece vocabulary: k must shrink to fit.
+  auto r = run_ragform("cnorm calibrate -m " + q(model) + " --task qa --input " + q(nq) +
+                       " -S 2 --delims 'none,&' --ctx 1024 --no-cache -o " + q(dir / "p.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("k reduced from 10 to"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("questions left out"), std::string::npos) << r.err;  // NQ's answer "S"
+  auto prof = nlohmann::json::parse(read_file(dir / "p.json"));
+  EXPECT_EQ(prof["task"], "qa");
+  EXPECT_EQ(prof["S"], 2);
+  EXPECT_LT(prof["config"]["k"].get<int>(), 10);
+  EXPECT_GE(prof["config"]["k"].get<int>(), 1);
+  ASSERT_EQ(prof["config"]["samples"].size(), 2u);
+  for (const auto& c : prof["candidates"]) EXPECT_EQ(c["abs"].size(), 2u);
+}
+
 }  // namespace ragform::cnorm
