@@ -184,7 +184,10 @@ std::string Value::to_display(size_t max_items) const {
     }
     case ValueType::BOOL: s << (as_bool() ? "true" : "false"); break;
     case ValueType::F32: case ValueType::F64: s << as_float(); break;
-    default: s << as_int(); break;
+    default:  // u64 values above INT64_MAX are valid metadata: print them, do not throw
+      if (auto* u = std::get_if<uint64_t>(&v)) s << *u;
+      else s << as_int();
+      break;
   }
   return s.str();
 }
@@ -278,7 +281,10 @@ void File::parse_image(const uint8_t* p, size_t n) {
     if (ti.ne[0] % info->block_size != 0)
       c.fail(field, "row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " + info->name + " block size " +
                         std::to_string(info->block_size));
-    ti.n_bytes = uint64_t(n_el / info->block_size) * uint64_t(info->type_size);
+    const uint64_t n_blocks = uint64_t(n_el / info->block_size);
+    if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->type_size))
+      c.fail(field, "byte size of " + std::to_string(n_el) + " " + info->name + " elements overflows");
+    ti.n_bytes = n_blocks * uint64_t(info->type_size);
     ti.offset = c.read<uint64_t>(field + " offset");
     if (ti.offset % alignment_ != 0)
       c.fail(field, "offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " + std::to_string(alignment_));
