@@ -2,6 +2,7 @@
 // a delimiter per model and task from the attention balance of a few prompts (sections 4.1-4.2),
 // apply it to documents (4.3), and evaluate Baseline / C-NORM / Min-Token by gold-position sweep
 // (5.1). The logic lives in src/pipelines/cnorm; this file reads flags and files and prints.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -158,22 +159,26 @@ int run_calibrate(const std::vector<std::string>& argv) {
     note("cnorm calibrate: only " + std::to_string(sample.size()) + " items, S reduced to that");
 
   auto reader = rf.open_native();
-  size_t k_eff = task == Task::Kv ? 0 : size_t(k.value);
-  if (task != Task::Kv) {
-    std::vector<Format> fmts;
-    for (const auto& d : setup.candidates) fmts.push_back({d, setup.p, setup.seed});
-    k_eff = fit_k(*reader, task, setup.tmpl, sample, k_eff, fmts, size_t(rf.ctx.value));
-    if (k_eff < size_t(k.value))
-      note("cnorm calibrate: note: k reduced from " + std::to_string(k.value) + " to " +
-           std::to_string(k_eff) + " documents so that every prompt fits --ctx " +
-           std::to_string(rf.ctx.value) + " tokens");
+  // kv prompts hold every record of the file (k is not used); other tasks k documents. Either is
+  // reduced, with a note, until every prompt fits the context.
+  size_t k_req = size_t(k.value);
+  if (task == Task::Kv) {
+    k_req = 0;
+    for (const auto& it : sample) k_req = std::max(k_req, it.distractors.size() + 1);
   }
+  std::vector<Format> fmts;
+  for (const auto& d : setup.candidates) fmts.push_back({d, setup.p, setup.seed});
+  size_t k_eff = fit_k(*reader, task, setup.tmpl, sample, k_req, fmts, size_t(rf.ctx.value));
+  if (k_eff < k_req)
+    note("cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
+         std::to_string(k_eff) + (task == Task::Kv ? " records" : " documents") +
+         " so that every prompt fits --ctx " + std::to_string(rf.ctx.value) + " tokens");
   std::vector<PromptSpec> specs;
   for (const auto& it : sample) {
-    PromptSpec ps{&it, task == Task::Kv ? it.distractors.size() + 1 : k_eff, 0};
-    ps.gold_pos = task == Task::Kv       ? it.natural_position
-                  : task == Task::Needle ? it.natural_position % ps.k
-                                         : size_t(splitmix64(setup.seed ^ fnv1a64(it.id)) % ps.k);
+    PromptSpec ps{&it, std::min(k_eff, it.distractors.size() + 1), 0};
+    // kv and needle keep their own gold position (the file's, the generator's) when it fits.
+    ps.gold_pos = task == Task::Qa ? size_t(splitmix64(setup.seed ^ fnv1a64(it.id)) % ps.k)
+                                   : it.natural_position % ps.k;
     specs.push_back(ps);
   }
 
