@@ -424,6 +424,7 @@ struct JsonRecordReader::Impl {
           return;
         }
         ++line_no;
+        if (line_no == 1 && l.substr(0, 3) == "\xEF\xBB\xBF") l.remove_prefix(3);  // UTF-8 BOM
         if (!is_blank(l)) break;
         ++stats.blank_lines;
       }

@@ -85,6 +85,16 @@ TEST(Jsonl, ReadsLinesWithLineNumbersSkippingBlankLinesAndCR) {
   EXPECT_EQ(r.stats.blank_lines, 1u);
 }
 
+TEST(Jsonl, Utf8ByteOrderMarkIsIgnored) {
+  auto r = read_all(write("bom.jsonl", "\xEF\xBB\xBF{\"q\": \"a\"}\n{\"q\": \"b\"}\n"));
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].value["q"], "a");
+  auto d = read_all(write("bom.json", "\xEF\xBB\xBF[\n{\"q\": \"a\"}\n]\n"));
+  EXPECT_EQ(d.layout, JsonLayout::Array);
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_EQ(d.rows[0].line, 2u);
+}
+
 TEST(Jsonl, GzipIsDetectedByMagicBytesNotByName) {
   // A gzip file without .gz, and a plain file named .gz.
   auto r = read_all(write("three.data", gzip_bytes(kThree)));
