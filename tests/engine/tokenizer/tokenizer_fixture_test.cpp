@@ -207,3 +207,46 @@ TEST(PreTokenizerScanners, AgreeWithTheirRegexOnVectorStrings) {
 
 }  // namespace
 }  // namespace ragform::tok
+
+namespace ragform::tok {
+namespace {
+
+// Special-token metadata of the Qwen2.5 vocabulary as llama.cpp derives it: no BOS added, EOG =
+// <|endoftext|>, <|im_end|>, the FIM pad/repo/file-sep tokens and "</s>" (a normal token in the
+// file that llama.cpp's EOG heuristic turns into a control token).
+TEST(TokenizerSpecials, Qwen2EndOfGeneration) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  auto file = gguf::File::open(model.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_EQ(tok->kind(), "bpe");
+  EXPECT_EQ(tok->pre(), "qwen2");
+  EXPECT_FALSE(tok->add_bos());
+  EXPECT_EQ(tok->bos(), 151643);
+  EXPECT_EQ(tok->eos(), 151643);
+  for (int32_t id : {151643, 151645, 151662, 151663, 151664, 128247}) {
+    EXPECT_TRUE(tok->is_eog(id)) << id;
+    EXPECT_TRUE(tok->is_control(id)) << id;
+  }
+  EXPECT_FALSE(tok->is_eog(151644));  // <|im_start|>
+  EXPECT_EQ(tok->find_token("</s>"), 128247);
+  EXPECT_EQ(tok->token_to_piece(151645, false), "");
+  EXPECT_EQ(tok->token_to_piece(151645, true), "<|im_end|>");
+  EXPECT_EQ(tok->decode({9707, 151645, 1879}, true), "Hello<|im_end|> world");
+  EXPECT_EQ(tok->decode({9707, 151645, 1879}, false), "Hello world");
+}
+
+TEST(TokenizerSpecials, LlamaSpmAddsBos) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-llama.gguf");
+  auto file = gguf::File::open(model.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_EQ(tok->kind(), "spm");
+  EXPECT_TRUE(tok->add_bos());
+  EXPECT_FALSE(tok->add_eos());
+  EXPECT_TRUE(tok->is_eog(2));
+  EXPECT_TRUE(tok->is_control(1));
+  EXPECT_EQ(tok->encode("", true, false), std::vector<int32_t>{1});
+  EXPECT_TRUE(tok->encode("", false, false).empty());
+}
+
+}  // namespace
+}  // namespace ragform::tok
