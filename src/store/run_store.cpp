@@ -108,6 +108,13 @@ std::string canonical_json(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string run_key(const RunConfig& c) {
+  json identity = {{"pipeline", c.pipeline},         {"config", c.config},
+                   {"model_sha256", c.model_sha256}, {"reader", c.reader},
+                   {"chat_mode", c.chat_mode},       {"seed", c.seed}};
+  return sha256_hex(canonical_json(identity));
+}
+
 struct RunStore::Impl {
   fs::path path;
   std::string where;  // "store: <path>", prefix of every error
@@ -408,12 +415,9 @@ const fs::path& RunStore::path() const { return impl_->path; }
 std::int64_t RunStore::begin_run(const RunConfig& c) {
   std::lock_guard lock(impl_->mu);
   if (c.pipeline.empty()) throw Error(impl_->where, "begin_run: empty pipeline name");
-  json identity = {{"pipeline", c.pipeline},         {"config", c.config},
-                   {"model_sha256", c.model_sha256}, {"reader", c.reader},
-                   {"chat_mode", c.chat_mode},       {"seed", c.seed}};
   RunInfo info;
   static_cast<RunConfig&>(info) = c;
-  info.config_key = sha256_hex(canonical_json(identity));
+  info.config_key = run_key(c);
   info.created_at = now_utc();
   // IMMEDIATE takes the write lock first, so two processes cannot both create the same run.
   impl_->exec("BEGIN IMMEDIATE");
@@ -430,6 +434,11 @@ std::int64_t RunStore::begin_run(const RunConfig& c) {
     sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+std::optional<std::int64_t> RunStore::find_run(const RunConfig& config) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->find_run(run_key(config));
 }
 
 std::optional<RunInfo> RunStore::run(std::int64_t id) const {
@@ -544,6 +553,10 @@ MergeStats RunStore::merge(const std::vector<fs::path>& others) {
     try {
       std::map<std::int64_t, std::int64_t> id_map;  // other's run id -> ours
       for (const RunInfo& r : other.runs()) {
+        if (run_key(r) != r.config_key)
+          throw Error("store: " + other_path.string(),
+                      "run " + std::to_string(r.id) +
+                          ": config_key does not match its configuration (edited by hand?)");
         if (auto found = impl_->find_run(r.config_key)) {
           id_map[r.id] = *found;
         } else {

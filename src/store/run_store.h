@@ -131,6 +131,8 @@ class RunStore {
 
   // The id of the run with this identity, creating the runs row when it is new.
   std::int64_t begin_run(const RunConfig& config);
+  // The id of the run with this identity, if it exists (never creates one).
+  std::optional<std::int64_t> find_run(const RunConfig& config) const;
   std::optional<RunInfo> run(std::int64_t id) const;
   std::vector<RunInfo> runs() const;
 
@@ -159,6 +161,10 @@ class RunStore {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The identity of a run: hex SHA-256 of canonical_json({pipeline, config, model_sha256, reader,
+// chat_mode, seed}).
+std::string run_key(const RunConfig& config);
 
 // The canonical JSON text of `j`: object keys sorted, no whitespace, shortest round-trip numbers,
 // invalid UTF-8 replaced by U+FFFD. The identity of a run is built from it.

@@ -70,8 +70,11 @@ Result expected_row(std::int64_t run, int i, const std::string& v) {
 
 // Writes every row of `plan` that is not done (unmeasured rows are retried, and fail again with
 // the same error); calls `ack(true)` after a new row is committed, `ack(false)` after an
-// unmeasured row was rewritten. Returns the number of new rows.
-int write_missing(const fs::path& path, const Plan& plan, const std::function<void(bool)>& ack) {
+// unmeasured row was rewritten. After `stop_after` new rows the writer waits to be killed: on an
+// overloaded machine the parent may be descheduled for long, and the writer must not finish
+// before the kill. Returns the number of new rows.
+int write_missing(const fs::path& path, const Plan& plan, const std::function<void(bool)>& ack,
+                  int stop_after = -1) {
   RunStore st(path, RunStore::Mode::create, plan.durability);
   std::int64_t run = st.begin_run(crash_config());
   std::set<Key> done = st.done_keys(run), present;
@@ -85,6 +88,8 @@ int write_missing(const fs::path& path, const Plan& plan, const std::function<vo
       bool is_new = !present.count(key);
       added += is_new;
       ack(is_new);
+      if (added == stop_after)
+        for (;;) pause();
       if (plan.pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(plan.pause_us));
     }
   return added;
@@ -101,6 +106,9 @@ Counts counts_of(const fs::path& path) {
   return c;
 }
 
+// How many rows past its kill target a writer may get before it waits for the kill.
+constexpr int kSlackRows = 100;
+
 // Forks a writer, waits for `target` acknowledged rows, sleeps `delay_us`, SIGKILLs it.
 // Returns the number of rows the writer acknowledged before it died.
 std::int64_t kill_writer_after(const fs::path& path, const Plan& plan, int target, int delay_us) {
@@ -110,9 +118,12 @@ std::int64_t kill_writer_after(const fs::path& path, const Plan& plan, int targe
   if (pid == 0) {
     close(fds[0]);
     try {
-      write_missing(path, plan, [&](bool is_new) {
-        if (write(fds[1], is_new ? "+" : "=", 1) != 1) _exit(4);
-      });
+      write_missing(
+          path, plan,
+          [&](bool is_new) {
+            if (write(fds[1], is_new ? "+" : "=", 1) != 1) _exit(4);
+          },
+          target + kSlackRows);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "crash-test writer: %s\n", e.what());
       _exit(3);
@@ -209,7 +220,7 @@ TEST(RunStoreCrash, SigkillDuringFastWritesLosesNothing) {
 
 TEST(RunStoreCrash, SigkillDuringDurableWritesLosesNothing) {
   // The default durability (an fdatasync per commit): kills land inside the fsync as well.
-  Plan plan{150, {"gold-first", "gold-last"}, Durability::full, 0};
+  Plan plan{150, {"gold-first", "gold-last"}, Durability::full, 100};
   crash_and_resume(plan, {{20, 0}, {60, 2000}, {110, 5000}});
 }
 

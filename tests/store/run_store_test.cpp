@@ -129,6 +129,9 @@ TEST(RunStore, SameConfigResumesTheSameRun) {
   b = st.begin_run(same);
   EXPECT_EQ(a, b);
   EXPECT_EQ(st.runs().size(), 1u);
+  EXPECT_EQ(st.find_run(same), a);
+  EXPECT_EQ(st.run(a)->config_key, run_key(same));
+  EXPECT_FALSE(st.find_run(config("trivia-qa")));
   EXPECT_EQ(st.run(b)->tool_version, "0.1.0 (git abc1234)");  // first writer's record kept
 
   // Anything in the identity makes a new run.
@@ -384,6 +387,13 @@ TEST(RunStore, MergeCombinesStoresByRunIdentity) {
   testing::write_file(dir / "bad.sqlite", "not a database, not at all, no");
   EXPECT_EQ(error_of([&] { a.merge({dir / "bad.sqlite"}); }),
             "store: " + (dir / "bad.sqlite").string() + ": not an SQLite database");
+  EXPECT_EQ(a.results(std::nullopt).size(), 5u);
+  // A run whose stored config no longer matches its key (edited by hand) is refused.
+  { RunStore(dir / "edited.sqlite").begin_run(config("edited")); }
+  raw_sql(dir / "edited.sqlite", "UPDATE runs SET config = '{\"k\":6}' WHERE id = 1");
+  EXPECT_EQ(error_of([&] { a.merge({dir / "edited.sqlite"}); }),
+            "store: " + (dir / "edited.sqlite").string() +
+                ": run 1: config_key does not match its configuration (edited by hand?)");
   EXPECT_EQ(a.results(std::nullopt).size(), 5u);
 }
 
