@@ -310,9 +310,11 @@ int run_eval(const std::vector<std::string>& argv) {
          "without its\n"
          "answers, seeded), the gold at each of the k positions; greedy answer, graded by "
          "best_subspan_em on\n"
-         "its first line. Every prompt and answer is stored in --store (one row per question, "
-         "position and\n"
-         "variant; a rerun resumes). Prints one JSON summary line.");
+         "its first line. Every prompt and answer is stored in --store (one run per seed, one row "
+         "per\n"
+         "question, position and variant; a rerun resumes). Prints one JSON summary line: the "
+         "variants\n"
+         "averaged over the seeds, and each seed's own.");
   ReaderFlags rf(a);
   auto& input = a.opt<std::string>("--input", "FILE", "QA records (qa task)", "");
   auto& task_s = a.opt<std::string>("--task", "TASK", "qa or needle", "qa");
@@ -321,8 +323,11 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10);
   auto& limit =
       a.opt<int>("--limit", "N", "questions to evaluate (0 = all; needle: default 20)", 0);
-  auto& seed =
-      a.opt<long long>("--seed", "N", "seed of the distractors (default: the profile's)", -1);
+  auto& seeds_s =
+      a.opt<std::string>("--seeds", "LIST",
+                         "seeds of the distractors (needle: of the items), comma-separated "
+                         "(default: the profile's seed)",
+                         "");
   auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16);
   auto& tmpl_path = a.opt<std::string>("--template", "FILE",
                                        "prompt template (default: lost-in-the-middle's)", "");
@@ -340,17 +345,36 @@ int run_eval(const std::vector<std::string>& argv) {
   if (prof.task != task_name(task))
     note("cnorm eval: note: the profile was calibrated for task " + prof.task + ", evaluating " +
          task_name(task));
-  uint64_t sd = seed.value < 0 ? prof.seed : uint64_t(seed.value);
+  std::vector<uint64_t> seeds;
+  if (seeds_s.value.empty()) {
+    seeds = {prof.seed};
+  } else {
+    std::set<int> seen;
+    for (int s : parse_int_list("--seeds", seeds_s.value)) {
+      if (s < 0) throw UsageError("--seeds", "seeds must be >= 0");
+      if (!seen.insert(s).second)
+        throw UsageError("--seeds", "seed " + std::to_string(s) + " given twice");
+      seeds.push_back(uint64_t(s));
+    }
+  }
   std::string tmpl = template_for(task, tmpl_path.value, shared.value);
   size_t n_needle = limit.value > 0 ? size_t(limit.value) : 20;
-  std::vector<Item> items = task_items(task, input.value, size_t(k.value), sd, n_needle);
-  if (limit.value > 0 && items.size() > size_t(limit.value)) items.resize(size_t(limit.value));
-  if (items.empty()) throw Error("cnorm eval", "no items");
-  std::set<std::string> ids;
-  for (const auto& it : items)
-    if (!ids.insert(it.id).second)
-      throw Error("cnorm eval",
-                  "duplicate item id '" + it.id + "' (the run store needs unique ids)");
+  // One item set per seed; k and Min-Token are decided over all of them, so every seed runs the
+  // same variants with the same k.
+  std::vector<std::vector<Item>> per_seed;
+  std::vector<Item> all;
+  for (uint64_t sd : seeds) {
+    std::vector<Item> items = task_items(task, input.value, size_t(k.value), sd, n_needle);
+    if (limit.value > 0 && items.size() > size_t(limit.value)) items.resize(size_t(limit.value));
+    if (items.empty()) throw Error("cnorm eval", "no items");
+    std::set<std::string> ids;
+    for (const auto& it : items)
+      if (!ids.insert(it.id).second)
+        throw Error("cnorm eval",
+                    "duplicate item id '" + it.id + "' (the run store needs unique ids)");
+    all.insert(all.end(), items.begin(), items.end());
+    per_seed.push_back(std::move(items));
+  }
 
   auto reader = rf.open_native();
   const std::string model_sha = store::sha256_file(rf.model.value);
@@ -358,17 +382,17 @@ int run_eval(const std::vector<std::string>& argv) {
     note("cnorm eval: note: the profile was calibrated on a different model file");
   std::vector<Delimiter> cands;
   for (const auto& c : prof.candidates) cands.push_back(c.delim);
-  std::vector<Format> fmts = {{cands[0], 0.0, sd}};
+  std::vector<Format> fmts = {{cands[0], 0.0, prof.seed}};
   for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});
   size_t budget =
       size_t(rf.ctx.value) > size_t(max_tokens.value) ? size_t(rf.ctx.value - max_tokens.value) : 1;
-  size_t k_eff = fit_k(*reader, task, tmpl, items, size_t(k.value), fmts, budget);
+  size_t k_eff = fit_k(*reader, task, tmpl, all, size_t(k.value), fmts, budget);
   if (k_eff < size_t(k.value))
     note("cnorm eval: note: k reduced from " + std::to_string(k.value) + " to " +
          std::to_string(k_eff) + " documents so that every prompt and answer fit --ctx " +
          std::to_string(rf.ctx.value) + " tokens");
   Delimiter min_tok =
-      cands[min_token_index(*reader, task, tmpl, items, k_eff, cands, prof.p, prof.seed)];
+      cands[min_token_index(*reader, task, tmpl, all, k_eff, cands, prof.p, prof.seed)];
 
   SweepSetup setup;
   setup.task = task;
@@ -378,91 +402,109 @@ int run_eval(const std::vector<std::string>& argv) {
   setup.variants = {{"baseline", {{"none", ""}, 0.0, prof.seed}},
                     {"cnorm", {prof.best, prof.p, prof.seed}},
                     {"min-token", {min_tok, prof.p, prof.seed}}};
-
-  // The run store: identity = everything that changes an answer.
-  store::RunStore st(store_path.value);
-  store::RunConfig rc;
-  rc.pipeline = "cnorm eval";
-  rc.config = {{"task", task_name(task)},
-               {"k", k_eff},
-               {"items", items.size()},
-               {"input_sha256", input.value.empty() ? "" : store::sha256_file(input.value)},
-               {"template_sha256", store::sha256_hex(tmpl)},
-               {"max_tokens", max_tokens.value},
-               {"p", prof.p},
-               {"cnorm_delimiter", prof.best.text},
-               {"min_token_delimiter", min_tok.text},
-               {"format_seed", prof.seed}};
-  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  rc.model_path = rf.model.value;
-  rc.model_sha256 = model_sha;
-  rc.reader = reader->describe();
-  rc.chat_mode = reader->chat_mode();
-  rc.seed = int64_t(sd);
-  int64_t run = st.begin_run(rc);
-  auto done = st.done_keys(run);
-  size_t total = items.size() * k_eff * setup.variants.size();
-  if (!done.empty())
-    note("cnorm eval: resuming run " + std::to_string(run) + ": " + std::to_string(done.size()) +
-         " of " + std::to_string(total) + " answers already stored");
-  Progress prog("cnorm eval", total);
-  prog.add(done.size());
-  run_sweep(
-      *reader, setup, items,
-      [&](const std::string& inst, const std::string& v) {
-        return done.count({inst, v}) > 0;
-      },
-      [&](const CellAnswer& c) {
-        store::Result r;
-        r.run = run;
-        r.instance = c.instance;
-        r.variant = variant_key(c.variant, c.position);
-        r.prompt = c.prompt;
-        r.prompt_tokens = c.prompt_tokens;
-        r.output = c.output;
-        r.correct = c.correct;
-        r.scores = {{"substring_match", c.correct ? 1.0 : 0.0}};
-        r.timings_ms = {{"total", c.ms}};
-        r.extra = {{"variant", c.variant}, {"position", c.position}, {"answer", c.answer}};
-        st.put(r);
-        prog.add();
-      });
-
-  // The summary is computed from the store, so a resumed run counts every stored answer.
-  std::vector<Graded> graded;
-  st.for_each_result(run, [&](const store::Result& r) {
-    if (r.status != store::Status::ok || !r.correct || !r.extra.contains("variant") ||
-        !r.extra.contains("position"))
-      return;
-    graded.push_back(
-        {r.extra["variant"].get<std::string>(), r.extra["position"].get<size_t>(), *r.correct});
-  });
   std::vector<std::string> names;
   for (const auto& v : setup.variants) names.push_back(v.name);
-  auto sums = summarize(graded, names, k_eff);
-  nlohmann::json vs = nlohmann::json::array();
-  for (size_t i = 0; i < sums.size(); ++i) {
-    const auto& s = sums[i];
-    nlohmann::json acc = nlohmann::json::array();
-    for (double x : s.accuracy) acc.push_back(f9(x));
-    vs.push_back({{"name", s.name},
-                  {"delimiter", setup.variants[i].format.p > 0 ? setup.variants[i].format.delim.name
-                                                               : "(unformatted)"},
-                  {"p", setup.variants[i].format.p},
-                  {"oaa", f9(s.oaa)},
-                  {"opa", f9(s.opa)},
-                  {"best_position", s.best_position},
-                  {"accuracy", acc},
-                  {"n", s.n}});
-    std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (position %zu)\n", s.name.c_str(), s.oaa,
-                 s.opa, s.best_position);
+
+  auto variants_json = [&](const std::vector<VariantSummary>& sums) {
+    nlohmann::json vs = nlohmann::json::array();
+    for (size_t i = 0; i < sums.size(); ++i) {
+      const auto& s = sums[i];
+      nlohmann::json acc = nlohmann::json::array();
+      for (double x : s.accuracy) acc.push_back(f9(x));
+      vs.push_back(
+          {{"name", s.name},
+           {"delimiter",
+            setup.variants[i].format.p > 0 ? setup.variants[i].format.delim.name : "(unformatted)"},
+           {"p", setup.variants[i].format.p},
+           {"oaa", f9(s.oaa)},
+           {"opa", f9(s.opa)},
+           {"best_position", s.best_position},
+           {"accuracy", acc},
+           {"n", s.n}});
+    }
+    return vs;
+  };
+
+  store::RunStore st(store_path.value);
+  std::vector<std::vector<VariantSummary>> sums_per_seed;
+  nlohmann::json seeds_json = nlohmann::json::array();
+  for (size_t si = 0; si < seeds.size(); ++si) {
+    const std::vector<Item>& items = per_seed[si];
+    // The run: identity = everything that changes an answer; one run per seed.
+    store::RunConfig rc;
+    rc.pipeline = "cnorm eval";
+    rc.config = {{"task", task_name(task)},
+                 {"k", k_eff},
+                 {"items", items.size()},
+                 {"input_sha256", input.value.empty() ? "" : store::sha256_file(input.value)},
+                 {"template_sha256", store::sha256_hex(tmpl)},
+                 {"max_tokens", max_tokens.value},
+                 {"p", prof.p},
+                 {"cnorm_delimiter", prof.best.text},
+                 {"min_token_delimiter", min_tok.text},
+                 {"format_seed", prof.seed}};
+    rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+    rc.model_path = rf.model.value;
+    rc.model_sha256 = model_sha;
+    rc.reader = reader->describe();
+    rc.chat_mode = reader->chat_mode();
+    rc.seed = int64_t(seeds[si]);
+    int64_t run = st.begin_run(rc);
+    auto done = st.done_keys(run);
+    size_t total = items.size() * k_eff * setup.variants.size();
+    if (!done.empty())
+      note("cnorm eval: resuming run " + std::to_string(run) + " (seed " +
+           std::to_string(seeds[si]) + "): " + std::to_string(done.size()) + " of " +
+           std::to_string(total) + " answers already stored");
+    {
+      Progress prog("cnorm eval seed " + std::to_string(seeds[si]), total);
+      prog.add(done.size());
+      run_sweep(
+          *reader, setup, items,
+          [&](const std::string& inst, const std::string& v) {
+            return done.count({inst, v}) > 0;
+          },
+          [&](const CellAnswer& c) {
+            store::Result r;
+            r.run = run;
+            r.instance = c.instance;
+            r.variant = variant_key(c.variant, c.position);
+            r.prompt = c.prompt;
+            r.prompt_tokens = c.prompt_tokens;
+            r.output = c.output;
+            r.correct = c.correct;
+            r.scores = {{"substring_match", c.correct ? 1.0 : 0.0}};
+            r.timings_ms = {{"total", c.ms}};
+            r.extra = {{"variant", c.variant}, {"position", c.position}, {"answer", c.answer}};
+            st.put(r);
+            prog.add();
+          });
+    }
+    // The summary is computed from the store, so a resumed run counts every stored answer.
+    std::vector<Graded> graded;
+    st.for_each_result(run, [&](const store::Result& r) {
+      if (r.status != store::Status::ok || !r.correct || !r.extra.contains("variant") ||
+          !r.extra.contains("position"))
+        return;
+      graded.push_back(
+          {r.extra["variant"].get<std::string>(), r.extra["position"].get<size_t>(), *r.correct});
+    });
+    sums_per_seed.push_back(summarize(graded, names, k_eff));
+    seeds_json.push_back(
+        {{"seed", seeds[si]}, {"run", run}, {"variants", variants_json(sums_per_seed.back())}});
   }
+
+  auto avg = average_over_seeds(sums_per_seed);
+  for (const auto& s : avg)
+    std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu)\n", s.name.c_str(), s.oaa,
+                 s.opa, s.best_position);
   print_json_line({{"task", task_name(task)},
                    {"k", k_eff},
-                   {"items", items.size()},
-                   {"run", run},
+                   {"items", per_seed[0].size()},
+                   {"seeds", seeds},
                    {"store", store_path.value},
-                   {"variants", vs}});
+                   {"variants", variants_json(avg)},
+                   {"per_seed", seeds_json}});
   return 0;
 }
 

@@ -115,6 +115,37 @@ std::vector<VariantSummary> summarize(const std::vector<Graded>& rows,
   return out;
 }
 
+std::vector<VariantSummary> average_over_seeds(
+    const std::vector<std::vector<VariantSummary>>& per_seed) {
+  if (per_seed.empty()) throw Error("cnorm eval", "no seeds to average");
+  std::vector<VariantSummary> out = per_seed[0];
+  const double n_seeds = double(per_seed.size());
+  for (auto& v : out) {
+    std::fill(v.accuracy.begin(), v.accuracy.end(), 0.0);
+    std::fill(v.n.begin(), v.n.end(), size_t(0));
+    v.oaa = v.opa = 0;
+  }
+  for (const auto& seed : per_seed) {
+    if (seed.size() != out.size()) throw Error("cnorm eval", "seeds have different variants");
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (seed[i].name != out[i].name || seed[i].accuracy.size() != out[i].accuracy.size())
+        throw Error("cnorm eval", "seeds have different variants or k");
+      for (size_t j = 0; j < out[i].accuracy.size(); ++j) {
+        out[i].accuracy[j] += seed[i].accuracy[j] / n_seeds;
+        out[i].n[j] += seed[i].n[j];
+      }
+      out[i].oaa += seed[i].oaa / n_seeds;
+      out[i].opa += seed[i].opa / n_seeds;
+    }
+  }
+  for (auto& v : out) {
+    v.best_position = 0;
+    for (size_t j = 1; j < v.accuracy.size(); ++j)
+      if (v.accuracy[j] > v.accuracy[v.best_position]) v.best_position = j;
+  }
+  return out;
+}
+
 size_t min_token_index(reader::Reader& r, Task t, const std::string& tmpl,
                        const std::vector<Item>& items, size_t k,
                        const std::vector<Delimiter>& candidates, double p, uint64_t seed) {

@@ -81,6 +81,12 @@ struct VariantSummary {
 std::vector<VariantSummary> summarize(const std::vector<Graded>& rows,
                                       const std::vector<std::string>& variants, size_t k);
 
+// The mean over seeds (section 5.1: "averaged over three random seeds") of per-seed summaries
+// of the same variants and k: accuracy[j], OAA and OPA are the means of the seeds' values, n[j]
+// the sum, best_position the first argmax of the mean accuracy. Throws Error on mismatched input.
+std::vector<VariantSummary> average_over_seeds(
+    const std::vector<std::vector<VariantSummary>>& per_seed);
+
 // Index into `candidates` of the Min-Token delimiter (see above).
 size_t min_token_index(reader::Reader& r, Task t, const std::string& tmpl,
                        const std::vector<Item>& items, size_t k,

@@ -144,6 +144,24 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
   ASSERT_EQ(e2.exit_code, 0) << e2.err;
   EXPECT_NE(e2.err.find("resuming"), std::string::npos) << e2.err;
   EXPECT_EQ(nlohmann::json::parse(e2.out)["variants"], s1["variants"]);
+
+  // Two seeds: one run each; the first (the profile's seed 0) answers exactly as above, and the
+  // summary averages the two.
+  auto e3 =
+      run_ragform("cnorm eval -m " + q(model) + " --task needle --profile " + q(dir / "p.json") +
+                  " -k 3 --limit 2 --ctx 512 --seeds 0,5 --store " + q(dir / "run2.sqlite"));
+  ASSERT_EQ(e3.exit_code, 0) << e3.err;
+  auto s3 = nlohmann::json::parse(e3.out);
+  ASSERT_EQ(s3["per_seed"].size(), 2u);
+  EXPECT_EQ(s3["per_seed"][0]["variants"], s1["variants"]);
+  for (size_t v = 0; v < 3; ++v) {
+    EXPECT_EQ(s3["variants"][v]["n"], nlohmann::json({4, 4, 4}));
+    EXPECT_NEAR(s3["variants"][v]["oaa"].get<double>(),
+                (s3["per_seed"][0]["variants"][v]["oaa"].get<double>() +
+                 s3["per_seed"][1]["variants"][v]["oaa"].get<double>()) /
+                    2,
+                1e-8);
+  }
 }
 
 TEST(CnormFixture, LostInTheMiddleTemplatesAndNqItems) {

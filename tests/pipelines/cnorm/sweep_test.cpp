@@ -143,6 +143,23 @@ TEST(CnormSweep, SummarizeHandRows) {
   EXPECT_THROW(summarize({{"a", 3, true}}, {"a"}, 3), Error);
 }
 
+TEST(CnormSweep, AverageOverSeeds) {
+  auto s1 = summarize({{"a", 0, true}, {"a", 1, false}}, {"a"}, 2);                  // acc 1, 0
+  auto s2 = summarize({{"a", 0, false}, {"a", 1, true}, {"a", 1, true}}, {"a"}, 2);  // acc 0, 1
+  auto s3 = summarize({{"a", 0, false}, {"a", 1, true}}, {"a"}, 2);                  // acc 0, 1
+  auto avg = average_over_seeds({s1, s2, s3});
+  ASSERT_EQ(avg.size(), 1u);
+  EXPECT_NEAR(avg[0].accuracy[0], 1.0 / 3, 1e-15);
+  EXPECT_NEAR(avg[0].accuracy[1], 2.0 / 3, 1e-15);
+  EXPECT_EQ(avg[0].n, (std::vector<size_t>{3, 4}));
+  EXPECT_NEAR(avg[0].oaa, 0.5, 1e-15);  // every seed has OAA 0.5
+  EXPECT_NEAR(avg[0].opa, 1.0, 1e-15);  // and OPA 1
+  EXPECT_EQ(avg[0].best_position, 1u);
+  EXPECT_THROW(average_over_seeds({}), Error);
+  EXPECT_THROW(average_over_seeds({s1, summarize({}, {"b"}, 2)}), Error);
+  EXPECT_THROW(average_over_seeds({s1, summarize({}, {"a"}, 3)}), Error);
+}
+
 TEST(CnormSweep, MinTokenPicksTheShortestFormatting) {
   FakeReader r;
   auto its = items();
