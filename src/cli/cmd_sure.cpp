@@ -1,0 +1,591 @@
+// ragform sure perturb|filter|eval: SURE (sure-spurious-features.txt) as a tool — inject spurious
+// features into documents (3.2-3.3), keep pairs whose causal features survive (3.4), and measure
+// instance-level robustness RR/WR/LR (3.5). The logic lives in src/pipelines/sure; this file reads
+// flags and files and prints. See docs/sure.md.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "base/error.h"
+#include "base/progress.h"
+#include "cli/command.h"
+#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+#include "eval/datasets.h"
+#include "pipelines/sure/analyses.h"
+#include "pipelines/sure/evaluate.h"
+#include "pipelines/sure/pairs.h"
+#include "pipelines/sure/perturb_llm.h"
+#include "pipelines/sure/perturb_rules.h"
+#include "pipelines/sure/preserve.h"
+#include "pipelines/sure/prompts.h"
+#include "pipelines/sure/taxonomy.h"
+#include "ragform_version.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
+#include "text/metrics.h"
+
+namespace ragform::cli {
+namespace {
+
+using namespace ragform::sure;
+
+void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+
+// ---------------------------------------------------------------- perturb
+
+int run_perturb(const std::vector<std::string>& argv) {
+  Args a(
+      "sure perturb", "Inject spurious features into each document (SURE 3.2-3.3).",
+      "Writes one JSON line per (instance, document, perturbation) on stdout: id, instance, doc,\n"
+      "perturbation, category, question, answers, title, original, perturbed, embeds_title,\n"
+      "note, failed. Rule-based kinds (logic/reverse, logic/random, format, metadata) need no\n"
+      "reader. style, source/llm-generated and logic/llm-ranked use --perturb-model (default:\n"
+      "-m); source/self-generated uses -m (the reader under test). Kinds whose reader is not\n"
+      "given are skipped with a note on stderr.");
+  ReaderFlags rf(a, false);
+  auto& input =
+      a.opt<std::string>("--input", "FILE", "QA records with ctxs (JSONL, gzip ok)").required();
+  auto& kinds_s = a.opt<std::string>("--kinds", "LIST", "categories and/or names, or all", "all");
+  auto& pmodel =
+      a.opt<std::string>("--perturb-model", "FILE",
+                         "GGUF model for style, llm-generated and llm-ranked (default: -m)", "");
+  auto& seed = a.opt<long long>("--seed", "N", "seed of random order, timestamps and URLs", 0);
+  auto& cutoff =
+      a.opt<std::string>("--cutoff", "DATE", "knowledge cutoff for timestamps", "2023-10-01");
+  auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
+  auto& max_docs = a.opt<int>("--docs", "N", "first N documents of each record (0 = all)", 0);
+  auto& prompts_dir =
+      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
+  auto& max_tokens = a.opt<int>("--max-tokens", "N", "tokens per LLM rewrite", 512);
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  if (!a.parse(argv)) return 0;
+  if (limit.value < 0 || max_docs.value < 0 || batch.value < 1 || max_tokens.value < 1)
+    throw UsageError("sure perturb", "--limit/--docs must be >= 0, --batch/--max-tokens >= 1");
+
+  std::vector<Kind> kinds = select_kinds(kinds_s.value);
+  RuleOptions ro;
+  ro.seed = static_cast<uint64_t>(seed.value);
+  ro.knowledge_cutoff = cutoff.value;
+  parse_date(cutoff.value);  // fail early on a bad date
+
+  std::unique_ptr<reader::Reader> under_test, perturber_own;
+  reader::Reader* perturber = nullptr;
+  bool need_test = false, need_pert = false;
+  for (Kind k : kinds) {
+    need_test |= info(k).needs == NeedsReader::UnderTest;
+    need_pert |= info(k).needs == NeedsReader::Perturber;
+  }
+  if ((need_test || (need_pert && pmodel.value.empty())) && !rf.model.value.empty())
+    under_test = rf.open_native();
+  if (need_pert) {
+    if (!pmodel.value.empty()) {
+      perturber_own = std::make_unique<reader::NativeReader>(pmodel.value, rf.native_options());
+      perturber = perturber_own.get();
+    } else {
+      perturber = under_test.get();
+    }
+  }
+  std::vector<Kind> active;
+  for (Kind k : kinds) {
+    NeedsReader n = info(k).needs;
+    if ((n == NeedsReader::UnderTest && !under_test) ||
+        (n == NeedsReader::Perturber && !perturber)) {
+      note(std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
+           (n == NeedsReader::UnderTest ? "-m" : "--perturb-model or -m") + ")");
+      continue;
+    }
+    active.push_back(k);
+  }
+  PromptSet prompts;
+  bool any_llm = false;
+  for (Kind k : active) any_llm |= info(k).needs != NeedsReader::None;
+  if (any_llm) prompts = load_prompts(prompts_dir.value);
+
+  eval::LoadOptions lo;
+  lo.limit = static_cast<size_t>(limit.value);
+  auto recs = eval::load_qa_file(input.value, lo).records;
+  std::vector<Pair> pairs;
+  std::vector<LlmRequest> test_reqs, pert_reqs;
+  std::vector<size_t> test_idx, pert_idx;
+  size_t no_ctx = 0;
+  for (const auto& r : recs) {
+    if (r.ctxs.empty()) ++no_ctx;
+    size_t nd = r.ctxs.size();
+    if (max_docs.value > 0) nd = std::min(nd, static_cast<size_t>(max_docs.value));
+    for (size_t di = 0; di < nd; ++di) {
+      const auto& c = r.ctxs[di];
+      Document d{c.title, c.text};
+      for (Kind k : active) {
+        Pair p;
+        p.instance = r.id;
+        p.doc = static_cast<int>(di);
+        p.id = r.id + "#" + std::to_string(di);
+        p.perturbation = info(k).name;
+        p.category = info(k).category;
+        p.question = r.question;
+        p.answers = r.answers;
+        p.title = c.title;
+        p.original = c.text;
+        p.embeds_title = info(k).embeds_title;
+        if (info(k).needs == NeedsReader::None) {
+          Perturbation pt = apply_rule(k, d, ro, p.id);
+          p.perturbed = pt.text;
+          p.note = pt.note;
+        } else if (info(k).needs == NeedsReader::UnderTest) {
+          test_reqs.push_back({k, d, r.question});
+          test_idx.push_back(pairs.size());
+        } else {
+          pert_reqs.push_back({k, d, r.question});
+          pert_idx.push_back(pairs.size());
+        }
+        pairs.push_back(std::move(p));
+      }
+    }
+  }
+  if (no_ctx)
+    note("sure perturb: " + std::to_string(no_ctx) + " records without documents skipped");
+  LlmOptions lopt;
+  lopt.max_tokens = max_tokens.value;
+  lopt.batch = static_cast<size_t>(batch.value);
+  lopt.seed = ro.seed;
+  auto apply_llm = [&](reader::Reader* rd, const std::vector<LlmRequest>& reqs,
+                       const std::vector<size_t>& idx) {
+    if (reqs.empty()) return;
+    Progress prog("perturb", reqs.size());
+    for (size_t b = 0; b < reqs.size(); b += lopt.batch) {
+      size_t e = std::min(reqs.size(), b + lopt.batch);
+      std::vector<LlmRequest> chunk(reqs.begin() + static_cast<long>(b),
+                                    reqs.begin() + static_cast<long>(e));
+      auto res = run_llm_perturbations(*rd, prompts, chunk, lopt);
+      for (size_t i = b; i < e; ++i) {
+        Pair& p = pairs[idx[i]];
+        p.perturbed = res[i - b].text;
+        p.note = res[i - b].note;
+        p.failed = res[i - b].failed;
+      }
+      prog.add(e - b);
+    }
+  };
+  apply_llm(perturber, pert_reqs, pert_idx);
+  apply_llm(under_test.get(), test_reqs, test_idx);
+  size_t failed = 0;
+  for (const auto& p : pairs) {
+    failed += p.failed;
+    print_json_line(pair_to_json(p));
+  }
+  note("sure perturb: " + std::to_string(pairs.size()) + " pairs (" + std::to_string(failed) +
+       " failed) from " + std::to_string(recs.size()) + " records");
+  return 0;
+}
+
+// ---------------------------------------------------------------- filter
+
+int run_filter(const std::vector<std::string>& argv) {
+  Args a(
+      "sure filter", "Keep pairs whose causal features are preserved (SURE 3.4).",
+      "Reads pairs (sure perturb output), drops failed perturbations, golden documents that lost\n"
+      "their answer and noise documents that gained one (normalised substring match), then asks\n"
+      "the NLI reader (-m) the Figure 10 prompt both ways; kept pairs are printed on stdout with\n"
+      "nli_forward / nli_backward, the counts of each filter on stderr (and --counts FILE).");
+  ReaderFlags rf(a, false);
+  auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
+  auto& nli_s = a.opt<std::string>("--nli", "SCOPE", "none, llm (reader-made kinds) or all", "llm");
+  auto& prompts_dir =
+      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
+  auto& rejected_path =
+      a.opt<std::string>("--rejected", "FILE", "write dropped pairs with reasons", "");
+  if (!a.parse(argv)) return 0;
+  if (batch.value < 1) throw UsageError("--batch", "must be >= 1");
+  FilterOptions fo;
+  fo.nli = parse_nli_scope(nli_s.value);
+  fo.batch = static_cast<size_t>(batch.value);
+  std::vector<Pair> pairs = read_pairs(input.value);
+  std::unique_ptr<reader::NativeReader> rd;
+  bool need = false;
+  for (const auto& p : pairs) {
+    auto k = parse_kind(p.perturbation);
+    if (fo.nli == NliScope::All ||
+        (fo.nli == NliScope::ReaderMade && info(*k).needs != NeedsReader::None))
+      need = true;
+  }
+  if (need) {
+    if (rf.model.value.empty())
+      throw UsageError("sure filter", "NLI needs a reader: give -m MODEL, or --nli none");
+    rd = rf.open_native();
+  }
+  PromptSet prompts = load_prompts(prompts_dir.value);
+  FilterCounts counts;
+  auto verdicts = filter_pairs(pairs, rd.get(), prompts, fo, counts);
+  std::FILE* rej = nullptr;
+  if (!rejected_path.value.empty()) {
+    rej = std::fopen(rejected_path.value.c_str(), "wb");
+    if (!rej) throw Error(rejected_path.value, "cannot write");
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto j = pair_to_json(pairs[i]);
+    if (!verdicts[i].nli_forward.empty()) {
+      j["nli_forward"] = verdicts[i].nli_forward;
+      j["nli_backward"] = verdicts[i].nli_backward;
+    }
+    if (verdicts[i].keep) {
+      print_json_line(j);
+    } else if (rej) {
+      j["reason"] = verdicts[i].reason;
+      std::string s =
+          j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+      std::fwrite(s.data(), 1, s.size(), rej);
+    }
+  }
+  if (rej) std::fclose(rej);
+  std::string c = counts.to_json().dump();
+  note("sure filter: " + c);
+  if (!counts_path.value.empty()) {
+    std::FILE* f = std::fopen(counts_path.value.c_str(), "wb");
+    if (!f) throw Error(counts_path.value, "cannot write");
+    std::fprintf(f, "%s\n", c.c_str());
+    std::fclose(f);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- eval
+
+int run_eval(const std::vector<std::string>& argv) {
+  Args a(
+      "sure eval", "Measure instance-level robustness RR/WR/LR of a reader (SURE 3.3, 3.5).",
+      "For each pair: closed-book answer (Known/Unknown), the original and the perturbed RAG\n"
+      "prompt P = (I, G, Q) with the Figure 11 instruction; Y = a normalised gold answer is\n"
+      "contained in the response. Every prompt, output and label goes to --store (resumable: a\n"
+      "second run with the same configuration only computes missing rows). Prints one JSON line\n"
+      "per (scope, key, subset) group: n, lose/robust/win counts, LR, RR, WR, Org, Acc,\n"
+      "RR_ci95 (bootstrap), mcnemar_p (exact), as fractions.");
+  ReaderFlags rf(a);
+  auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
+  auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
+  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1);
+  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "answer tokens", 32);
+  auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  auto& con = a.flag("--chain-of-note", "Chain-of-Note instruction (Table 5 baseline)");
+  auto& prompts_dir =
+      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
+  auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000);
+  if (!a.parse(argv)) return 0;
+  if (batch.value < 1 || max_tokens.value < 1 || resamples.value < 1)
+    throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
+  std::vector<Pair> pairs = read_pairs(input.value);
+  PromptSet prompts = load_prompts(prompts_dir.value);
+  auto reader = rf.open_native();
+  EvalOptions eo;
+  eo.temperature = temp.value;
+  eo.max_tokens = max_tokens.value;
+  eo.seed = static_cast<uint64_t>(seed.value);
+  eo.batch = static_cast<size_t>(batch.value);
+  eo.chain_of_note = con.value;
+  store::RunStore st(store_path.value);
+  store::RunConfig rc;
+  rc.pipeline = "sure eval";
+  rc.config = {
+      {"temperature", eo.temperature},
+      {"max_tokens", eo.max_tokens},
+      {"chain_of_note", eo.chain_of_note},
+      {"prompts",
+       {{"qa_prompt", prompts.identity("qa_prompt")},
+        {"instruction", prompts.identity(eo.chain_of_note ? "chain_of_note" : "qa_instruction")},
+        {"closed_book", prompts.identity("closed_book")}}},
+      {"grading", "substring_match"}};
+  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  rc.model_path = rf.model.value;
+  rc.model_sha256 = store::sha256_file(rf.model.value);
+  rc.reader = reader->describe();
+  rc.chat_mode = reader->chat_mode();
+  rc.seed = seed.value;
+  int64_t run = st.begin_run(rc);
+  EvalStats stats;
+  Progress prog("sure eval", 0);
+  size_t last = 0;
+  auto outcomes =
+      evaluate_pairs(*reader, st, run, prompts, pairs, eo, stats, [&](size_t d, size_t t) {
+        prog.set_total(t);
+        prog.add(d - last);
+        last = d;
+      });
+  for (const auto& row : robustness_report(outcomes, eo.seed, static_cast<size_t>(resamples.value)))
+    print_json_line(row.to_json());
+  char buf[256];
+  std::snprintf(
+      buf, sizeof buf,
+      "sure eval: run %lld: %lld generated, %lld already done, %lld unmeasured; %lld pairs "
+      "measured, %lld not; %.1f s generating, %.0f prompt tok/s",
+      static_cast<long long>(run), static_cast<long long>(stats.generated),
+      static_cast<long long>(stats.skipped_done), static_cast<long long>(stats.unmeasured),
+      static_cast<long long>(stats.pairs_measured), static_cast<long long>(stats.pairs_unmeasured),
+      stats.generate_seconds,
+      stats.generate_seconds > 0 ? stats.prompt_tokens / stats.generate_seconds : 0.0);
+  note(buf);
+  return 0;
+}
+
+// ---------------------------------------------------------------- helpers for stored runs
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t c = s.find(',', pos);
+    if (c == std::string::npos) c = s.size();
+    if (c > pos) out.push_back(s.substr(pos, c - pos));
+    pos = c + 1;
+  }
+  return out;
+}
+
+// The 'sure eval' runs of a store; `run` > 0 picks one.
+std::vector<int64_t> eval_runs(const store::RunStore& st, long long run) {
+  std::vector<int64_t> ids;
+  for (const auto& r : st.runs())
+    if (r.pipeline == "sure eval" && (run <= 0 || r.id == run)) ids.push_back(r.id);
+  if (ids.empty())
+    throw Error(st.path().string(), run > 0 ? "no 'sure eval' run " + std::to_string(run)
+                                            : "no 'sure eval' run in this store");
+  return ids;
+}
+
+int64_t one_eval_run(const store::RunStore& st, long long run) {
+  auto ids = eval_runs(st, run);
+  if (ids.size() != 1)
+    throw UsageError("--run", st.path().string() + " holds " + std::to_string(ids.size()) +
+                                  " 'sure eval' runs; choose one with --run ID");
+  return ids[0];
+}
+
+std::FILE* open_out(const std::string& path) {
+  if (path.empty() || path == "-") return stdout;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw Error(path, "cannot write");
+  return f;
+}
+
+void write_line(std::FILE* f, const nlohmann::ordered_json& j) {
+  std::string s = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  std::fwrite(s.data(), 1, s.size(), f);
+}
+
+// ---------------------------------------------------------------- sig
+
+int run_sig(const std::vector<std::string>& argv) {
+  Args a("sure sig",
+         "Extract the SIG benchmark: Golden pairs where every reader lacks robustness (4.3).",
+         "Each 'sure eval' run in the given stores counts as one reader. For every perturbation,\n"
+         "the Golden-document pairs measured by every reader with C != 0 for all of them are\n"
+         "sampled (seeded) up to N; the chosen pairs are written from --pairs with sig_labels.");
+  auto& stores = a.opt<std::string>("--stores", "LIST", "run stores, comma-separated").required();
+  auto& pairs_path =
+      a.opt<std::string>("--pairs", "FILE", "the pairs that were evaluated").required();
+  auto& n = a.opt<int>("-N,--per-perturbation", "N", "pairs per perturbation", 100);
+  auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
+  auto& out = a.opt<std::string>("-o,--output", "FILE", "benchmark JSONL (default stdout)", "");
+  if (!a.parse(argv)) return 0;
+  if (n.value < 1) throw UsageError("-N", "must be >= 1");
+  std::vector<std::vector<Outcome>> runs;
+  for (const auto& path : split_list(stores.value)) {
+    store::RunStore st(path, store::RunStore::Mode::read_only);
+    for (int64_t id : eval_runs(st, 0)) runs.push_back(outcomes_from_store(st, id));
+  }
+  auto chosen = select_sig(runs, static_cast<size_t>(n.value), static_cast<uint64_t>(seed.value));
+  std::map<std::pair<std::string, std::string>, Pair> by_key;
+  for (auto& p : read_pairs(pairs_path.value)) by_key[{p.perturbation, p.id}] = p;
+  std::FILE* f = open_out(out.value);
+  size_t total = 0;
+  for (const auto& k : all_kinds()) {
+    auto it = chosen.find(k.name);
+    size_t got = it == chosen.end() ? 0 : it->second.size();
+    note(std::string("sure sig: ") + k.name + ": " + std::to_string(got) + " pairs");
+    if (!got) continue;
+    for (const auto& id : it->second) {
+      auto p = by_key.find({k.name, id});
+      if (p == by_key.end())
+        throw Error(pairs_path.value,
+                    "pair " + id + " " + k.name + " is in a store but not in this file");
+      write_line(f, pair_to_json(p->second));
+      ++total;
+    }
+  }
+  if (f != stdout) std::fclose(f);
+  note("sure sig: " + std::to_string(total) + " pairs from " + std::to_string(runs.size()) +
+       " readers");
+  return 0;
+}
+
+// ---------------------------------------------------------------- export
+
+int run_export(const std::vector<std::string>& argv) {
+  Args a(
+      "sure export", "Training data from unrobust Golden pairs: SFT and DPO JSONL (4.4).",
+      "SFT lines {prompt, completion}: the correct answer after the original and after the\n"
+      "perturbed prompt. DPO lines {prompt, chosen, rejected}: correct vs incorrect answer, for\n"
+      "both prompts (TRL's prompt-completion and preference layouts; id/perturbation/document\n"
+      "are extra fields).");
+  auto& store_path =
+      a.opt<std::string>("--store", "FILE", "run store of a 'sure eval' run").required();
+  auto& run = a.opt<long long>("--run", "ID", "which run (default: the only one)", 0);
+  auto& sft = a.opt<std::string>("--sft", "FILE", "SFT JSONL output", "");
+  auto& dpo = a.opt<std::string>("--dpo", "FILE", "DPO JSONL output", "");
+  if (!a.parse(argv)) return 0;
+  if (sft.value.empty() && dpo.value.empty())
+    throw UsageError("sure export", "give --sft and/or --dpo");
+  store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
+  TrainingData td = synthesize_training_data(st, one_eval_run(st, run.value));
+  if (!sft.value.empty()) {
+    std::FILE* f = open_out(sft.value);
+    for (const auto& j : td.sft) write_line(f, j);
+    if (f != stdout) std::fclose(f);
+  }
+  if (!dpo.value.empty()) {
+    std::FILE* f = open_out(dpo.value);
+    for (const auto& j : td.dpo) write_line(f, j);
+    if (f != stdout) std::fclose(f);
+  }
+  note("sure export: " + std::to_string(td.unrobust_pairs) + " unrobust golden pairs -> " +
+       std::to_string(td.sft.size()) + " SFT, " + std::to_string(td.dpo.size()) + " DPO lines");
+  return 0;
+}
+
+// ---------------------------------------------------------------- attention
+
+int run_attention(const std::vector<std::string>& argv) {
+  Args a(
+      "sure attention", "Attention shift on the answer span, Robust vs Win vs Lose (4.3, eq. 4).",
+      "For Golden pairs evaluated in --store (labels C), samples up to --per-group pairs of each\n"
+      "group (seeded), measures the final token's attention on the gold answer span in the\n"
+      "original and perturbed prompts (A_org, A_pert), and prints per group A_org, A_pert,\n"
+      "dA = |A_org - A_pert| and Welch's t-test of dA Robust vs Win+Lose. Raw prompt mode.");
+  ReaderFlags rf(a);
+  auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL (e.g. the SIG file)").required();
+  auto& store_path = a.opt<std::string>("--store", "FILE", "run store with the labels").required();
+  auto& run = a.opt<long long>("--run", "ID", "which run (default: the only one)", 0);
+  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative from the end)", -1);
+  auto& heads = a.opt<std::string>("--heads", "LIST", "heads to average (default: all)", "");
+  auto& per_group = a.opt<int>("--per-group", "N", "pairs per group (paper: 50)", 50);
+  auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
+  auto& con = a.flag("--chain-of-note", "the prompts of a Chain-of-Note evaluation");
+  auto& prompts_dir =
+      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
+  if (!a.parse(argv)) return 0;
+  if (rf.chat.value) throw UsageError("--chat", "the answer-span positions need raw prompts");
+  AttentionOptions ao;
+  ao.layer = layer.value;
+  if (!heads.value.empty()) ao.heads = parse_int_list("--heads", heads.value);
+  store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
+  int64_t id = one_eval_run(st, run.value);
+  std::map<std::pair<std::string, std::string>, int> labels;
+  for (const auto& o : outcomes_from_store(st, id))
+    if (o.subset == Subset::KG || o.subset == Subset::UG)
+      labels[{o.pair_id, o.perturbation}] = o.label();
+  std::map<int, std::vector<Pair>> by_group;
+  for (auto& p : read_pairs(input.value)) {
+    auto it = labels.find({p.id, p.perturbation});
+    if (it != labels.end()) by_group[it->second].push_back(std::move(p));
+  }
+  PromptSet prompts = load_prompts(prompts_dir.value);
+  auto reader = rf.open_native();
+  std::vector<std::tuple<int, double, double>> rows;
+  size_t no_span = 0;
+  for (auto& [c, ps] : by_group) {
+    std::mt19937_64 rng(
+        mix_seed(static_cast<uint64_t>(seed.value), std::to_string(c), "attention"));
+    std::shuffle(ps.begin(), ps.end(), rng);
+    if (ps.size() > static_cast<size_t>(per_group.value))
+      ps.resize(static_cast<size_t>(per_group.value));
+    for (const auto& p : ps) {
+      std::string go = grounding_original(p), gp = grounding_perturbed(p);
+      auto a0 = answer_span_attention(*reader, rag_prompt(prompts, go, p.question, con.value), go,
+                                      p.answers, ao);
+      auto a1 = answer_span_attention(*reader, rag_prompt(prompts, gp, p.question, con.value), gp,
+                                      p.answers, ao);
+      if (!a0 || !a1) {
+        ++no_span;
+        continue;
+      }
+      rows.emplace_back(c, *a0, *a1);
+    }
+  }
+  auto rep = attention_report(rows);
+  print_json_line(rep.to_json());
+  note("sure attention: " + std::to_string(rows.size()) + " pairs measured, " +
+       std::to_string(no_span) + " without a literal answer span");
+  return 0;
+}
+
+// ---------------------------------------------------------------- oracle
+
+int run_oracle(const std::vector<std::string>& argv) {
+  Args a(
+      "sure oracle", "Oracle score and K-S test of semantic-agnostic features (Appendix A.2-A.3).",
+      "For each record, the documents that contain a gold answer are scored by the oracle score\n"
+      "(eq. 5: summed answer log-probs given P = (I, G, Q), averaged over answers). The first- "
+      "and\n"
+      "last-ranked documents per query form two sets; two random documents per query the control.\n"
+      "Prints one JSON line per feature (Flesch reading ease, Distinct-1, token length, PPL) with\n"
+      "the K-S statistic and p-value of both comparisons. Dependency-tree depth is not computed.");
+  ReaderFlags rf(a);
+  auto& input = a.opt<std::string>("--input", "FILE", "QA records with several ctxs").required();
+  auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
+  auto& seed = a.opt<long long>("--seed", "N", "control sampling seed", 0);
+  auto& prompts_dir =
+      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
+  if (!a.parse(argv)) return 0;
+  PromptSet prompts = load_prompts(prompts_dir.value);
+  eval::LoadOptions lo;
+  lo.limit = static_cast<size_t>(std::max(0, limit.value));
+  auto recs = eval::load_qa_file(input.value, lo).records;
+  auto reader = rf.open_native();
+  std::vector<std::vector<OracleDoc>> per_query;
+  Progress prog("sure oracle", recs.size());
+  for (const auto& r : recs) {
+    std::vector<OracleDoc> docs;
+    for (const auto& c : r.ctxs) {
+      if (text::substring_match(c.text, r.answers) == 0) continue;  // A.2: keep answer-bearing docs
+      OracleDoc d;
+      std::string g = c.title.empty() ? c.text : "(Title: " + c.title + ") " + c.text;
+      d.oracle = oracle_score(*reader, rag_prompt(prompts, g, r.question, false), r.answers);
+      d.f.flesch = flesch_reading_ease(c.text);
+      d.f.distinct1 = distinct_1(c.text);
+      d.f.tokens = reader->count_tokens(c.text);
+      d.f.ppl = perplexity(*reader, c.text);
+      docs.push_back(d);
+    }
+    per_query.push_back(std::move(docs));
+    prog.add();
+  }
+  for (const auto& row : oracle_ks(per_query, static_cast<uint64_t>(seed.value)))
+    print_json_line(row.to_json());
+  return 0;
+}
+
+int run_sure(const std::vector<std::string>& args) {
+  return run_verbs(
+      "sure", "SURE: robustness of RAG readers to spurious features",
+      {{"perturb", "inject spurious features into documents (15 perturbations)", run_perturb},
+       {"filter", "keep pairs with preserved causal features (NLI + answers)", run_filter},
+       {"eval", "instance-level robustness RR/WR/LR with a run store", run_eval},
+       {"sig", "extract the SIG benchmark from several readers' runs", run_sig},
+       {"attention", "attention shift on the answer span per Robust/Win/Lose", run_attention},
+       {"oracle", "oracle score and K-S test of semantic-agnostic features", run_oracle},
+       {"export", "SFT and DPO training data from unrobust pairs", run_export}},
+      args);
+}
+
+}  // namespace
+
+RAGFORM_COMMAND("sure", "SURE: perturb|filter|eval|sig|attention|oracle|export (spurious features)",
+                run_sure, 60);
+
+}  // namespace ragform::cli

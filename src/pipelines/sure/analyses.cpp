@@ -1,0 +1,278 @@
+#include "pipelines/sure/analyses.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "base/error.h"
+#include "eval/stats.h"
+#include "pipelines/sure/perturb_rules.h"
+#include "pipelines/sure/taxonomy.h"
+#include "text/sentences.h"
+
+namespace ragform::sure {
+
+std::map<std::string, std::vector<std::string>> select_sig(
+    const std::vector<std::vector<Outcome>>& runs, size_t n_per_perturbation, uint64_t seed) {
+  if (runs.empty()) throw Error("sure sig", "no runs given");
+  // (pair id, perturbation) -> labels across runs.
+  std::map<std::pair<std::string, std::string>, std::vector<int>> labels;
+  std::map<std::pair<std::string, std::string>, bool> golden;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (const auto& o : runs[r]) {
+      auto key = std::make_pair(o.perturbation, o.pair_id);
+      auto& v = labels[key];
+      if (v.size() != r) continue;  // missing in an earlier run, or a duplicate
+      v.push_back(o.label());
+      golden[key] = o.subset == Subset::KG || o.subset == Subset::UG;
+    }
+  }
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& k : all_kinds()) {
+    std::vector<std::string> cand;
+    for (const auto& [key, v] : labels) {
+      if (key.first != k.name || v.size() != runs.size() || !golden[key]) continue;
+      if (std::all_of(v.begin(), v.end(), [](int c) { return c != 0; })) cand.push_back(key.second);
+    }
+    std::mt19937_64 rng(mix_seed(seed, k.name, "sig"));
+    for (size_t i = cand.size(); i > 1; --i) {
+      std::uniform_int_distribution<size_t> d(0, i - 1);
+      std::swap(cand[i - 1], cand[d(rng)]);
+    }
+    if (cand.size() > n_per_perturbation) cand.resize(n_per_perturbation);
+    if (!cand.empty()) out[k.name] = cand;
+  }
+  return out;
+}
+
+TrainingData synthesize_training_data(const store::RunStore& store, int64_t run) {
+  std::map<std::string, store::Result> originals;
+  std::vector<store::Result> perturbed;
+  store.for_each_result(run, [&](const store::Result& r) {
+    if (r.status != store::Status::ok) return;
+    if (r.variant == "original") {
+      originals[r.instance] = r;
+    } else if (r.variant != "closed-book") {
+      perturbed.push_back(r);
+    }
+  });
+  TrainingData td;
+  for (const auto& p : perturbed) {
+    auto it = originals.find(p.instance);
+    if (it == originals.end() || !p.correct || !it->second.correct) continue;
+    if (!p.extra.value("golden", false) || *p.correct == *it->second.correct) continue;
+    ++td.unrobust_pairs;
+    const store::Result& good = *p.correct ? p : it->second;
+    const store::Result& bad = *p.correct ? it->second : p;
+    for (const store::Result* r : std::vector<const store::Result*>{&it->second, &p}) {
+      nlohmann::ordered_json s;
+      s["prompt"] = r->prompt;
+      s["completion"] = good.output;
+      s["id"] = p.instance;
+      s["perturbation"] = p.variant;
+      s["document"] = r == &p ? "perturbed" : "original";
+      td.sft.push_back(s);
+      nlohmann::ordered_json d;
+      d["prompt"] = r->prompt;
+      d["chosen"] = good.output;
+      d["rejected"] = bad.output;
+      d["id"] = p.instance;
+      d["perturbation"] = p.variant;
+      d["document"] = s["document"];
+      td.dpo.push_back(d);
+    }
+  }
+  return td;
+}
+
+int count_syllables(const std::string& word) {
+  int n = 0;
+  bool prev = false;
+  std::string w;
+  for (char c : word)
+    if (std::isalpha(static_cast<unsigned char>(c)))
+      w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (w.empty()) return 0;
+  for (char c : w) {
+    bool v = std::string_view("aeiouy").find(c) != std::string_view::npos;
+    if (v && !prev) ++n;
+    prev = v;
+  }
+  if (w.size() > 2 && w.back() == 'e' && w[w.size() - 2] != 'l' && n > 1) --n;  // silent e
+  return std::max(1, n);
+}
+
+double flesch_reading_ease(const std::string& text) {
+  auto ws = text::words(text);
+  size_t sentences = std::max<size_t>(1, text::split_sentences(text).size());
+  if (ws.empty()) throw Error("flesch_reading_ease", "text has no words");
+  double syl = 0;
+  for (const auto& w : ws) syl += count_syllables(w);
+  double n = static_cast<double>(ws.size());
+  return 206.835 - 1.015 * (n / static_cast<double>(sentences)) - 84.6 * (syl / n);
+}
+
+double distinct_1(const std::string& text) {
+  auto ws = text::words(text);
+  if (ws.empty()) throw Error("distinct_1", "text has no words");
+  std::set<std::string> u;
+  for (auto w : ws) {
+    for (auto& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    u.insert(w);
+  }
+  return static_cast<double>(u.size()) / static_cast<double>(ws.size());
+}
+
+std::optional<double> answer_span_attention(reader::Reader& reader, const std::string& prompt,
+                                            const std::string& grounding,
+                                            const std::vector<std::string>& answers,
+                                            const AttentionOptions& opt) {
+  size_t g = prompt.find(grounding);
+  if (g == std::string::npos) throw Error("sure attention", "grounding not found in prompt");
+  std::string low;
+  for (char c : grounding) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t best = std::string::npos, len = 0;
+  for (const auto& a : answers) {
+    std::string al;
+    for (char c : a) al += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (al.empty()) continue;
+    size_t at = low.find(al);
+    if (at != std::string::npos && at < best) {
+      best = at;
+      len = al.size();
+    }
+  }
+  if (best == std::string::npos) return std::nullopt;
+  int t0 = reader.count_tokens(prompt.substr(0, g + best));
+  int t1 = reader.count_tokens(prompt.substr(0, g + best + len));
+  reader::AttentionQuery q;
+  q.layers = {opt.layer};
+  q.heads = opt.heads;
+  reader::AttentionResult ar = reader.attention(prompt, q);
+  if (ar.rows.empty()) throw Error("sure attention", "reader returned no attention rows");
+  const auto& row = ar.rows[0].mean;
+  if (static_cast<size_t>(reader.count_tokens(prompt)) != row.size())
+    throw Error("sure attention", "prompt was truncated (" + std::to_string(row.size()) +
+                                      " attended positions): raise --ctx");
+  t1 = std::max(t1, t0 + 1);
+  if (t0 < 0 || static_cast<size_t>(t1) > row.size())
+    throw Error("sure attention", "answer span outside the attention row");
+  double s = 0;
+  for (int t = t0; t < t1; ++t) s += row[static_cast<size_t>(t)];
+  return s / (t1 - t0);
+}
+
+nlohmann::ordered_json AttentionReport::to_json() const {
+  nlohmann::ordered_json j;
+  for (const auto& g : groups)
+    j["groups"].push_back({{"group", g.group},
+                           {"n", g.n},
+                           {"A_org", g.a_org},
+                           {"A_pert", g.a_pert},
+                           {"dA", g.delta}});
+  j["welch_t"] = welch_t ? nlohmann::ordered_json(*welch_t) : nlohmann::ordered_json(nullptr);
+  j["welch_p"] = welch_p ? nlohmann::ordered_json(*welch_p) : nlohmann::ordered_json(nullptr);
+  return j;
+}
+
+AttentionReport attention_report(const std::vector<std::tuple<int, double, double>>& rows) {
+  AttentionReport rep;
+  std::vector<double> robust, changed;
+  const std::pair<const char*, int> groups[] = {{"Robust", 0}, {"Win", -1}, {"Lose", 1}};
+  for (const auto& [name, c] : groups) {
+    AttentionGroup g;
+    g.group = name;
+    for (const auto& [label, a, b] : rows) {
+      if (label != c) continue;
+      ++g.n;
+      g.a_org += a;
+      g.a_pert += b;
+      g.delta += std::fabs(a - b);  // eq. 4
+      (c == 0 ? robust : changed).push_back(std::fabs(a - b));
+    }
+    if (g.n) {
+      g.a_org /= static_cast<double>(g.n);
+      g.a_pert /= static_cast<double>(g.n);
+      g.delta /= static_cast<double>(g.n);
+    }
+    rep.groups.push_back(g);
+  }
+  if (robust.size() >= 2 && changed.size() >= 2) {
+    try {
+      auto w = eval::welch_t_test(robust, changed);
+      rep.welch_t = w.t;
+      rep.welch_p = w.p;
+    } catch (const Error&) {
+      // both variances zero: no test
+    }
+  }
+  return rep;
+}
+
+double oracle_score(reader::Reader& reader, const std::string& prompt,
+                    const std::vector<std::string>& answers) {
+  if (answers.empty()) throw Error("oracle_score", "no answers");
+  double s = 0;
+  for (const auto& a : answers) s += reader.score(prompt, " " + a).sum;  // eq. 5
+  return s / static_cast<double>(answers.size());                        // footnote 7
+}
+
+double perplexity(reader::Reader& reader, const std::string& text) {
+  auto r = reader.score(text, "");
+  if (r.tokens.empty()) throw Error("perplexity", "text has fewer than two tokens");
+  return std::exp(-r.sum / static_cast<double>(r.tokens.size()));
+}
+
+nlohmann::ordered_json KsFeatureRow::to_json() const {
+  nlohmann::ordered_json j;
+  j["feature"] = feature;
+  j["ks_d"] = d;
+  j["p"] = p;
+  j["control_ks_d"] = control_d;
+  j["control_p"] = control_p;
+  return j;
+}
+
+std::vector<KsFeatureRow> oracle_ks(const std::vector<std::vector<OracleDoc>>& per_query,
+                                    uint64_t seed) {
+  std::vector<DocFeatures> top, bottom, ca, cb;
+  std::mt19937_64 rng(seed);
+  for (const auto& docs : per_query) {
+    if (docs.size() < 2) continue;
+    size_t hi = 0, lo = 0;
+    for (size_t i = 1; i < docs.size(); ++i) {
+      if (docs[i].oracle > docs[hi].oracle) hi = i;
+      if (docs[i].oracle < docs[lo].oracle) lo = i;
+    }
+    if (hi == lo) lo = hi == 0 ? 1 : 0;  // all scores equal: any other document
+    top.push_back(docs[hi].f);
+    bottom.push_back(docs[lo].f);
+    std::uniform_int_distribution<size_t> d(0, docs.size() - 1);
+    size_t a = d(rng), b = d(rng);
+    while (b == a) b = d(rng);
+    ca.push_back(docs[a].f);
+    cb.push_back(docs[b].f);
+  }
+  if (top.size() < 2) throw Error("sure oracle", "fewer than 2 queries with 2+ documents");
+  std::vector<KsFeatureRow> rows;
+  const std::pair<const char*, double DocFeatures::*> feats[] = {
+      {"flesch", &DocFeatures::flesch},
+      {"distinct1", &DocFeatures::distinct1},
+      {"token_length", &DocFeatures::tokens},
+      {"ppl", &DocFeatures::ppl}};
+  for (const auto& [name, m] : feats) {
+    auto col = [m = m](const std::vector<DocFeatures>& v) {
+      std::vector<double> out;
+      for (const auto& f : v) out.push_back(f.*m);
+      return out;
+    };
+    auto e = eval::ks_two_sample(col(top), col(bottom));
+    auto c = eval::ks_two_sample(col(ca), col(cb));
+    rows.push_back({name, e.d, e.p, c.d, c.p});
+  }
+  return rows;
+}
+
+}  // namespace ragform::sure

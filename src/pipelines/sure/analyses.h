@@ -1,0 +1,107 @@
+// SURE's further analyses (section 4.3, 4.4, Appendix A.2):
+//  - SIG (4.3): from several readers' evaluations, the Golden-document pairs where every reader
+//    lacks robustness (C != 0 in every run), N per perturbation (default 100), seeded sample.
+//  - Attention shift (4.3, eq. 4): attention of the final prompt token (last layer, mean over
+//    heads by default) on the tokens of the gold answer span inside the document, summed over the
+//    span's tokens and divided by their number: A_org, A_pert, dA = |A_org - A_pert|, averaged per
+//    Robust / Win / Lose group, and Welch's t-test of dA between Robust and Win+Lose.
+//    The span is the first case-insensitive occurrence of a gold answer in the document part of
+//    the prompt; its token positions are [count_tokens(prefix), count_tokens(prefix + span)),
+//    which is exact when the tokenizer does not merge across the span's edges (raw mode only).
+//  - Oracle score (A.2, eq. 5): sum of log p(answer tokens | prompt) via Reader::score, averaged
+//    over the gold answers; per query the top- and bottom-ranked candidate documents, and the K-S
+//    test of semantic-agnostic features (Flesch reading ease, Distinct-1, token length, PPL)
+//    between the two sets, against a random split of the same documents (control). Dependency-tree
+//    depth needs a parser we do not have and is not computed.
+//  - Training data (4.4): from unrobust Golden pairs, SFT {"prompt", "completion"} (the correct
+//    answer after both the original and the perturbed prompt) and DPO {"prompt", "chosen",
+//    "rejected"} (correct vs incorrect answer, both prompts) — TRL's prompt-completion and
+//    preference layouts.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipelines/sure/metrics.h"
+#include "pipelines/sure/pairs.h"
+#include "reader/reader.h"
+#include "store/run_store.h"
+
+namespace ragform::sure {
+
+// ---- SIG ----
+// runs[r] = outcomes of reader r. Returns, per perturbation, the chosen pair ids (sorted by the
+// sampling order) of Golden pairs measured in every run with C != 0 in every run.
+std::map<std::string, std::vector<std::string>> select_sig(
+    const std::vector<std::vector<Outcome>>& runs, size_t n_per_perturbation, uint64_t seed);
+
+// ---- training data ----
+struct TrainingData {
+  std::vector<nlohmann::ordered_json> sft, dpo;
+  int64_t unrobust_pairs = 0;
+};
+TrainingData synthesize_training_data(const store::RunStore& store, int64_t run);
+
+// ---- semantic-agnostic features (A.3) ----
+double flesch_reading_ease(const std::string& text);  // 206.835 - 1.015 w/s - 84.6 syl/w
+double distinct_1(const std::string& text);           // unique words / words (lower-cased)
+int count_syllables(const std::string& word);         // vowel-group heuristic
+
+// ---- attention shift ----
+struct AttentionOptions {
+  int layer = -1;          // negative counts from the end
+  std::vector<int> heads;  // empty = mean over every head
+};
+// Mean attention of the final token on the answer span of `grounding` inside `prompt`; nullopt
+// when no answer occurs in the grounding.
+std::optional<double> answer_span_attention(reader::Reader& reader, const std::string& prompt,
+                                            const std::string& grounding,
+                                            const std::vector<std::string>& answers,
+                                            const AttentionOptions& opt);
+
+struct AttentionGroup {
+  std::string group;  // Robust | Win | Lose
+  int64_t n = 0;
+  double a_org = 0, a_pert = 0, delta = 0;
+};
+struct AttentionReport {
+  std::vector<AttentionGroup> groups;
+  std::optional<double> welch_t, welch_p;  // dA Robust vs Win+Lose, when both have >= 2 values
+  nlohmann::ordered_json to_json() const;
+};
+// rows: (label C, A_org, A_pert) per pair.
+AttentionReport attention_report(const std::vector<std::tuple<int, double, double>>& rows);
+
+// ---- oracle score ----
+// Eq. 5 averaged over answers: mean_a sum_t log p(a_t | prompt, a_<t).
+double oracle_score(reader::Reader& reader, const std::string& prompt,
+                    const std::vector<std::string>& answers);
+// Perplexity of a text under the reader: exp(-mean log p) of its own tokens.
+double perplexity(reader::Reader& reader, const std::string& text);
+
+// The A.2/A.3 experiment: per query, the candidate documents' oracle scores and features; the
+// first- and last-ranked documents form the two sets, two distinct random documents per query the
+// control sets (seeded); K-S test per feature between the sets.
+struct DocFeatures {
+  double flesch = 0, distinct1 = 0, tokens = 0, ppl = 0;
+};
+struct OracleDoc {
+  double oracle = 0;
+  DocFeatures f;
+};
+struct KsFeatureRow {
+  std::string feature;  // flesch | distinct1 | token_length | ppl
+  double d = 0, p = 1;  // top vs bottom
+  double control_d = 0, control_p = 1;
+  nlohmann::ordered_json to_json() const;
+};
+// Queries with fewer than 2 documents are skipped; throws when fewer than 2 queries remain.
+std::vector<KsFeatureRow> oracle_ks(const std::vector<std::vector<OracleDoc>>& per_query,
+                                    uint64_t seed);
+
+}  // namespace ragform::sure

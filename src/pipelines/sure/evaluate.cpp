@@ -1,0 +1,238 @@
+#include "pipelines/sure/evaluate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+#include "pipelines/sure/taxonomy.h"
+#include "text/metrics.h"
+
+namespace ragform::sure {
+
+std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,
+                       const std::string& question, bool chain_of_note) {
+  return fill(prompts.get("qa_prompt"),
+              {{"instruction", prompts.get(chain_of_note ? "chain_of_note" : "qa_instruction")},
+               {"document", grounding},
+               {"question", question}});
+}
+
+std::string closed_book_prompt(const PromptSet& prompts, const std::string& question) {
+  return fill(prompts.get("closed_book"), {{"question", question}});
+}
+
+bool grade(const std::string& response, const std::vector<std::string>& answers,
+           bool chain_of_note) {
+  std::string r = response;
+  if (chain_of_note) {
+    size_t at = r.rfind("Answer:");
+    if (at != std::string::npos) r = r.substr(at + 7);
+  }
+  return text::substring_match(r, answers) > 0;
+}
+
+namespace {
+
+struct Job {
+  std::string instance, variant, prompt;
+  const std::vector<std::string>* answers = nullptr;
+  nlohmann::json extra = nlohmann::json::object();
+  int max_tokens = 32;
+};
+
+// Runs jobs in batches; rows are written as each batch finishes.
+void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::vector<Job>& jobs,
+              const EvalOptions& opt, EvalStats& stats,
+              const std::function<void(Job&, store::Result&)>& finish,
+              const std::function<void(size_t, size_t)>& progress, size_t& done, size_t total) {
+  reader::GenerateParams gp;
+  gp.temperature = opt.temperature;
+  gp.seed = opt.seed;
+  size_t B = std::max<size_t>(1, opt.batch);
+  for (size_t b = 0; b < jobs.size(); b += B) {
+    size_t e = std::min(jobs.size(), b + B);
+    std::vector<std::string> ps;
+    for (size_t i = b; i < e; ++i) ps.push_back(jobs[i].prompt);
+    gp.max_tokens = jobs[b].max_tokens;
+    std::vector<reader::Generation> gens;
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      gens = reader.generate_batch(ps, gp);
+    } catch (const std::exception&) {
+      gens.clear();
+    }
+    double batch_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (size_t i = b; i < e; ++i) {
+      Job& j = jobs[i];
+      store::Result r;
+      r.run = run;
+      r.instance = j.instance;
+      r.variant = j.variant;
+      r.prompt = j.prompt;
+      r.extra = j.extra;
+      try {
+        reader::Generation g;
+        if (gens.size() == ps.size()) {
+          g = gens[i - b];
+          r.timings_ms["batch_total"] = batch_ms;
+        } else {
+          auto t1 = std::chrono::steady_clock::now();
+          g = reader.generate(j.prompt, gp);
+          r.timings_ms["total"] =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1)
+                  .count();
+        }
+        r.output = g.text;
+        r.prompt_tokens = g.prompt_tokens;
+        stats.prompt_tokens += g.prompt_tokens;
+        r.extra["finish_reason"] = g.finish_reason;
+        finish(j, r);
+        ++stats.generated;
+      } catch (const std::exception& ex) {
+        r.status = store::Status::unmeasured;
+        r.error = ex.what();
+        r.correct.reset();
+        r.output.clear();
+        ++stats.unmeasured;
+      }
+      store.put(r);
+    }
+    stats.generate_seconds += batch_ms / 1000.0;
+    done += e - b;
+    if (progress) progress(done, total);
+  }
+}
+
+}  // namespace
+
+std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
+                                    const PromptSet& prompts, const std::vector<Pair>& pairs,
+                                    const EvalOptions& opt, EvalStats& stats,
+                                    const std::function<void(size_t, size_t)>& progress) {
+  std::set<store::Key> done = store.done_keys(run);
+  int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
+  // Stage 1 and 2 jobs, one per question / document.
+  std::vector<Job> cb, org;
+  std::set<std::string> seen_q, seen_doc;
+  for (const Pair& p : pairs) {
+    if (p.failed) continue;
+    if (seen_q.insert(p.instance).second) {
+      Job j{p.instance, "closed-book", closed_book_prompt(prompts, p.question), &p.answers};
+      j.max_tokens = opt.max_tokens;
+      if (done.count({j.instance, j.variant})) {
+        ++stats.skipped_done;
+      } else {
+        cb.push_back(std::move(j));
+      }
+    }
+    if (seen_doc.insert(p.id).second) {
+      Job j{p.id, "original",
+            rag_prompt(prompts, grounding_original(p), p.question, opt.chain_of_note), &p.answers};
+      j.max_tokens = answer_tokens;
+      j.extra["golden"] = text::substring_match(p.original, p.answers) > 0;
+      if (done.count({j.instance, j.variant})) {
+        ++stats.skipped_done;
+      } else {
+        org.push_back(std::move(j));
+      }
+    }
+  }
+  size_t total = cb.size() + org.size(), count = 0;
+  for (const Pair& p : pairs)
+    if (!p.failed && !done.count({p.id, p.perturbation})) ++total;
+  auto grade_job = [&](Job& j, store::Result& r) {
+    r.correct = grade(r.output, *j.answers, j.variant != "closed-book" && opt.chain_of_note);
+    r.scores["Y"] = *r.correct ? 1.0 : 0.0;
+  };
+  run_jobs(reader, store, run, cb, opt, stats, grade_job, progress, count, total);
+  run_jobs(reader, store, run, org, opt, stats, grade_job, progress, count, total);
+
+  // What is measured so far: closed-book and original rows.
+  std::map<store::Key, store::Result> rows;
+  store.for_each_result(run, [&](const store::Result& r) {
+    if (r.status == store::Status::ok) rows[{r.instance, r.variant}] = r;
+  });
+  std::vector<Job> pert;
+  std::vector<const Pair*> pert_pairs;
+  for (const Pair& p : pairs) {
+    if (p.failed || done.count({p.id, p.perturbation})) continue;
+    Job j{p.id, p.perturbation,
+          rag_prompt(prompts, grounding_perturbed(p), p.question, opt.chain_of_note), &p.answers};
+    j.max_tokens = answer_tokens;
+    bool golden = text::substring_match(p.original, p.answers) > 0;
+    j.extra["perturbation"] = p.perturbation;
+    j.extra["category"] = p.category;
+    j.extra["golden"] = golden;
+    auto cbr = rows.find({p.instance, "closed-book"});
+    auto orr = rows.find({p.id, "original"});
+    if (cbr != rows.end()) {
+      j.extra["known"] = *cbr->second.correct;
+      j.extra["subset"] = to_string(make_subset(*cbr->second.correct, golden));
+    }
+    if (orr != rows.end()) {
+      j.extra["original_output"] = orr->second.output;
+      j.extra["original_correct"] = *orr->second.correct;
+    }
+    pert.push_back(std::move(j));
+  }
+  run_jobs(
+      reader, store, run, pert, opt, stats,
+      [&](Job& j, store::Result& r) {
+        grade_job(j, r);
+        if (j.extra.contains("original_correct"))
+          r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
+      },
+      progress, count, total);
+  std::set<store::Key> wanted;
+  for (const Pair& p : pairs)
+    if (!p.failed) wanted.insert({p.id, p.perturbation});
+  std::vector<Outcome> out;
+  for (auto& o : outcomes_from_store(store, run))
+    if (wanted.count({o.pair_id, o.perturbation})) out.push_back(std::move(o));
+  int64_t measured = static_cast<int64_t>(out.size());
+  stats.pairs_measured = measured;
+  int64_t live = 0;
+  for (const Pair& p : pairs) live += !p.failed;
+  stats.pairs_unmeasured = live - measured;
+  return out;
+}
+
+std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t run) {
+  std::map<store::Key, store::Result> rows;
+  std::vector<store::Result> pert;
+  store.for_each_result(run, [&](const store::Result& r) {
+    if (r.status != store::Status::ok) return;
+    if (r.variant == "closed-book" || r.variant == "original") {
+      rows[{r.instance, r.variant}] = r;
+    } else {
+      pert.push_back(r);
+    }
+  });
+  std::vector<Outcome> out;
+  for (const auto& r : pert) {
+    std::string instance = r.instance.substr(0, r.instance.rfind('#'));
+    auto cbr = rows.find({instance, "closed-book"});
+    auto orr = rows.find({r.instance, "original"});
+    if (cbr == rows.end() || orr == rows.end() || !r.correct || !orr->second.correct ||
+        !cbr->second.correct)
+      continue;
+    auto k = parse_kind(r.variant);
+    if (!k) continue;
+    Outcome o;
+    o.pair_id = r.instance;
+    o.perturbation = r.variant;
+    o.category = info(*k).category;
+    bool golden = r.extra.value("golden", false);
+    o.subset = make_subset(*cbr->second.correct, golden);
+    o.y_org = *orr->second.correct;
+    o.y_pert = *r.correct;
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace ragform::sure

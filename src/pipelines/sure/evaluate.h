@@ -1,0 +1,68 @@
+// Instances (section 3.3) and robustness evaluation (3.5) of SURE over instance pairs, with every
+// prompt, output and label in the run store (store/run_store.h), resumable.
+//
+// Stages, each batched through Reader::generate_batch (rows already done are skipped):
+//   1. closed-book  one row per question (instance = record id, variant "closed-book"): the
+//                   closed_book prompt; Known iff Y(response) = 1 (3.3, with the reader under
+//                   test).
+//   2. original     one row per (record, document) (instance = pair id "<record>#<doc>", variant
+//                   "original"): P = (I, G, Q) with the Figure 11 instruction (qa_prompt layout).
+//   3. perturbed    one row per pair (instance = pair id, variant = perturbation name): P^ =
+//                   (I, g(G), Q); its extra holds the subset, the original's output and
+//                   correctness and the label C = Y(y) - Y(y^).
+// Golden/Noise: whether the original document contains a gold answer (normalised substring).
+// Y: any normalised gold answer contained in the response (text/metrics.h substring_match); with
+// Chain-of-Note the text after the last "Answer:" is graded (whole response if absent).
+// A reader exception stores the row as unmeasured with its error; unmeasured rows are never
+// graded and pairs missing a measured original or perturbed row are left out of the metrics.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pipelines/sure/metrics.h"
+#include "pipelines/sure/pairs.h"
+#include "pipelines/sure/prompts.h"
+#include "reader/reader.h"
+#include "store/run_store.h"
+
+namespace ragform::sure {
+
+struct EvalOptions {
+  double temperature = 0.1;  // the paper's setting (Appendix D)
+  int max_tokens = 32;
+  uint64_t seed = 0;
+  size_t batch = 8;
+  bool chain_of_note = false;  // Table 5 baseline: CoN instruction instead of Figure 11's
+  int con_max_tokens = 256;
+};
+
+// The RAG prompt P = (I, G, Q).
+std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,
+                       const std::string& question, bool chain_of_note);
+std::string closed_book_prompt(const PromptSet& prompts, const std::string& question);
+// Y(.) on a response (Chain-of-Note: on the text after the last "Answer:").
+bool grade(const std::string& response, const std::vector<std::string>& answers,
+           bool chain_of_note);
+
+struct EvalStats {
+  int64_t generated = 0, skipped_done = 0, unmeasured = 0;
+  int64_t pairs_measured = 0, pairs_unmeasured = 0;
+  double generate_seconds = 0;
+  int64_t prompt_tokens = 0;
+};
+
+// Runs the three stages for `pairs` on `reader`, writing rows of `run`, then returns the outcomes
+// of every pair whose three rows are measured. `progress` (may be empty) is called after each
+// batch with (rows done, rows total).
+std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
+                                    const PromptSet& prompts, const std::vector<Pair>& pairs,
+                                    const EvalOptions& opt, EvalStats& stats,
+                                    const std::function<void(size_t, size_t)>& progress = {});
+
+// Rebuilds the outcomes of a run from its stored rows alone (no reader): for `sure sig` and
+// reports. Pairs are identified by the perturbed rows' extra.
+std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t run);
+
+}  // namespace ragform::sure

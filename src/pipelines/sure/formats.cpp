@@ -1,0 +1,516 @@
+#include "pipelines/sure/formats.h"
+
+#include <cctype>
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace ragform::sure {
+namespace {
+
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// ---- YAML scalars ----
+
+bool yaml_plain_ok(std::string_view s) {
+  if (s.empty() || is_ws(s.front()) || is_ws(s.back())) return false;
+  static const std::string_view indicators = "-?:,[]{}#&*!|>'\"%@`";
+  if (indicators.find(s.front()) != std::string_view::npos) return false;
+  if (s.back() == ':') return false;
+  if (s.find(": ") != std::string_view::npos || s.find(" #") != std::string_view::npos)
+    return false;
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7F) return false;
+  // Values a YAML 1.1/1.2 resolver would turn into bool, null or a number stay strings only when
+  // quoted; be conservative: anything starting with a digit, sign or dot, and the keywords.
+  if (std::isdigit(static_cast<unsigned char>(s.front())) || s.front() == '+' || s.front() == '.')
+    return false;
+  std::string low;
+  for (char c : s) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* kw : {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"})
+    if (low == kw) return false;
+  return true;
+}
+
+std::string yaml_double_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string yaml_scalar(std::string_view s) {
+  if (yaml_plain_ok(s)) return std::string(s);
+  bool multiline = s.find('\n') != std::string_view::npos;
+  bool control = false;
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\n') || c == 0x7F) control = true;
+  if (!multiline || control) return yaml_double_quoted(s);
+  // Literal block, explicit indentation 2: strip chomping ("|2-"), or clip ("|2", one final line
+  // break kept) when the text ends with exactly one; more final breaks go double-quoted.
+  bool clip = s.back() == '\n';
+  if (clip) {
+    s.remove_suffix(1);
+    if (s.empty() || s.back() == '\n') return yaml_double_quoted(std::string(s) + "\n");
+  }
+  std::string out = clip ? "|2\n" : "|2-\n";
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t nl = s.find('\n', pos);
+    if (nl == std::string_view::npos) nl = s.size();
+    std::string_view line = s.substr(pos, nl - pos);
+    if (!line.empty()) out += "  ";
+    out += line;
+    out += '\n';
+    pos = nl + 1;
+  }
+  out.pop_back();
+  return out;
+}
+
+[[noreturn]] void fail(const char* fmt, const std::string& why) { throw Error(fmt, why); }
+
+}  // namespace
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (is_ws(c)) {
+      space = !out.empty();
+    } else {
+      if (space) out += ' ';
+      space = false;
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_escape(std::string_view s, bool attribute) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\'':
+        if (attribute) {
+          out += "&#39;";
+          break;
+        }
+        out += c;
+        break;
+      case '"':
+        if (attribute) {
+          out += "&quot;";
+          break;
+        }
+        out += c;
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string to_json_doc(std::string_view title, std::string_view text) {
+  nlohmann::ordered_json j;
+  j["title"] = one_line(title);
+  j["text"] = std::string(text);
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::string to_html_doc(std::string_view title, std::string_view text,
+                        const std::optional<MetaTag>& meta) {
+  std::string out = "<html lang=\"en\">\n<head>\n  <meta charset=\"UTF-8\">\n";
+  if (meta)
+    out += "  <meta name='" + html_escape(meta->name, true) + "' content='" +
+           html_escape(meta->content, true) + "'>\n";
+  out += "  <title>" + html_escape(one_line(title), false) + "</title>\n</head>\n<body> ";
+  out += html_escape(text, false);
+  out += " </body>\n</html>";
+  return out;
+}
+
+std::string to_yaml_doc(std::string_view title, std::string_view text) {
+  return "Title: " + yaml_scalar(one_line(title)) + "\nText: " + yaml_scalar(text) + "\n";
+}
+
+std::string to_markdown_doc(std::string_view title, std::string_view text) {
+  std::string out = "# " + one_line(title) + "\n";
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    size_t lead = 0;
+    while (lead < line.size() && line[lead] == ' ') ++lead;
+    if (lead < line.size() && line[lead] == '#') {
+      out += std::string(line.substr(0, lead)) + "\\" + std::string(line.substr(lead));
+    } else {
+      out += line;
+    }
+    if (nl < text.size()) out += '\n';
+    pos = nl + 1;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- HTML subset parser
+
+namespace {
+
+struct HtmlCursor {
+  std::string_view s;
+  size_t i = 0;
+  void skip_ws() {
+    while (i < s.size() && is_ws(s[i])) ++i;
+  }
+  [[noreturn]] void error(const std::string& why) const {
+    fail("html", why + " at byte " + std::to_string(i));
+  }
+  void expect(std::string_view lit) {
+    if (s.substr(i, lit.size()) != lit) error("expected '" + std::string(lit) + "'");
+    i += lit.size();
+  }
+};
+
+// Decodes text up to the next '<' (or a quote when `quote` != 0): the entities we emit and
+// numeric references; a bare '&' or '<' inside text is an error (this subset always escapes).
+std::string decode_text(HtmlCursor& c, char quote) {
+  std::string out;
+  while (c.i < c.s.size()) {
+    char ch = c.s[c.i];
+    if ((quote == 0 && ch == '<') || (quote != 0 && ch == quote)) return out;
+    if (quote == 0 && ch == '>') c.error("unescaped '>' in text");
+    if (ch != '&') {
+      out += ch;
+      ++c.i;
+      continue;
+    }
+    size_t semi = c.s.find(';', c.i);
+    if (semi == std::string_view::npos || semi - c.i > 10) c.error("bare '&' (not an entity)");
+    std::string_view ent = c.s.substr(c.i + 1, semi - c.i - 1);
+    if (ent == "amp") {
+      out += '&';
+    } else if (ent == "lt") {
+      out += '<';
+    } else if (ent == "gt") {
+      out += '>';
+    } else if (ent == "quot") {
+      out += '"';
+    } else if (!ent.empty() && ent[0] == '#') {
+      uint32_t cp = 0;
+      bool hex = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
+      size_t d = hex ? 2 : 1;
+      if (d >= ent.size()) c.error("empty numeric character reference");
+      for (; d < ent.size(); ++d) {
+        char x = ent[d];
+        int v = std::isdigit(static_cast<unsigned char>(x)) ? x - '0'
+                : hex && std::isxdigit(static_cast<unsigned char>(x))
+                    ? std::tolower(static_cast<unsigned char>(x)) - 'a' + 10
+                    : -1;
+        if (v < 0) c.error("bad numeric character reference");
+        cp = cp * (hex ? 16 : 10) + static_cast<uint32_t>(v);
+        if (cp > 0x10FFFF) c.error("character reference out of range");
+      }
+      append_utf8(out, cp);
+    } else {
+      c.error("unknown entity '&" + std::string(ent) + ";'");
+    }
+    c.i = semi + 1;
+  }
+  if (quote != 0) c.error("unterminated attribute value");
+  return out;
+}
+
+struct Tag {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  bool closing = false;
+};
+
+Tag read_tag(HtmlCursor& c) {
+  c.skip_ws();
+  c.expect("<");
+  Tag t;
+  if (c.i < c.s.size() && c.s[c.i] == '/') {
+    t.closing = true;
+    ++c.i;
+  }
+  while (c.i < c.s.size() && std::isalpha(static_cast<unsigned char>(c.s[c.i])))
+    t.name += static_cast<char>(std::tolower(static_cast<unsigned char>(c.s[c.i++])));
+  if (t.name.empty()) c.error("expected a tag name");
+  for (;;) {
+    c.skip_ws();
+    if (c.i >= c.s.size()) c.error("unterminated tag <" + t.name);
+    if (c.s[c.i] == '>') {
+      ++c.i;
+      return t;
+    }
+    if (t.closing) c.error("attributes on a closing tag");
+    std::string key;
+    while (c.i < c.s.size() &&
+           (std::isalnum(static_cast<unsigned char>(c.s[c.i])) || c.s[c.i] == '-'))
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c.s[c.i++])));
+    if (key.empty()) c.error("expected an attribute name in <" + t.name + ">");
+    c.expect("=");
+    if (c.i >= c.s.size() || (c.s[c.i] != '"' && c.s[c.i] != '\''))
+      c.error("attribute value must be quoted");
+    char q = c.s[c.i++];
+    std::string v = decode_text(c, q);
+    ++c.i;
+    if (t.attrs.count(key)) c.error("duplicate attribute '" + key + "'");
+    t.attrs[key] = v;
+  }
+}
+
+void expect_tag(HtmlCursor& c, const Tag& t, std::string_view name, bool closing) {
+  if (t.name != name || t.closing != closing)
+    c.error(std::string("expected <") + (closing ? "/" : "") + std::string(name) + ">, got <" +
+            (t.closing ? "/" : "") + t.name + ">");
+}
+
+}  // namespace
+
+ParsedDoc parse_html_subset(std::string_view doc) {
+  HtmlCursor c{doc};
+  ParsedDoc out;
+  expect_tag(c, read_tag(c), "html", false);
+  expect_tag(c, read_tag(c), "head", false);
+  bool charset = false, title = false;
+  for (;;) {
+    Tag t = read_tag(c);
+    if (t.name == "head" && t.closing) break;
+    if (t.closing) c.error("unexpected </" + t.name + "> in head");
+    if (t.name == "meta") {
+      if (t.attrs.count("charset")) {
+        if (t.attrs.size() != 1 || charset) c.error("bad charset meta");
+        charset = true;
+      } else if (t.attrs.size() == 2 && t.attrs.count("name") && t.attrs.count("content")) {
+        out.meta[t.attrs["name"]] = t.attrs["content"];
+      } else {
+        c.error("meta needs charset, or name and content");
+      }
+    } else if (t.name == "title") {
+      if (title) c.error("two <title> elements");
+      out.title = decode_text(c, 0);
+      expect_tag(c, read_tag(c), "title", true);
+      title = true;
+    } else {
+      c.error("unexpected <" + t.name + "> in head");
+    }
+  }
+  if (!charset) c.error("missing <meta charset>");
+  expect_tag(c, read_tag(c), "body", false);
+  std::string body = decode_text(c, 0);
+  if (body.size() >= 2 && body.front() == ' ' && body.back() == ' ')
+    body = body.substr(1, body.size() - 2);
+  out.text = body;
+  expect_tag(c, read_tag(c), "body", true);
+  expect_tag(c, read_tag(c), "html", true);
+  c.skip_ws();
+  if (c.i != doc.size()) c.error("trailing content after </html>");
+  return out;
+}
+
+// ---------------------------------------------------------------- YAML subset parser
+
+namespace {
+
+std::string yaml_parse_double_quoted(std::string_view v, size_t line) {
+  auto bad = [&](const std::string& why) {
+    fail("yaml", "line " + std::to_string(line) + ": " + why);
+  };
+  if (v.size() < 2 || v.back() != '"') bad("unterminated double-quoted scalar");
+  std::string out;
+  for (size_t i = 1; i + 1 < v.size(); ++i) {
+    char ch = v[i];
+    if (ch == '"') bad("unescaped '\"' inside a double-quoted scalar");
+    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') bad("raw control character");
+    if (ch != '\\') {
+      out += ch;
+      continue;
+    }
+    if (i + 2 >= v.size()) bad("dangling escape");
+    char e = v[++i];
+    switch (e) {
+      case '\\':
+        out += '\\';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'x': {
+        if (i + 3 > v.size() - 1) bad("short \\x escape");
+        uint32_t cp =
+            static_cast<uint32_t>(std::stoul(std::string(v.substr(i + 1, 2)), nullptr, 16));
+        append_utf8(out, cp);
+        i += 2;
+        break;
+      }
+      default:
+        bad(std::string("unsupported escape '\\") + e + "'");
+    }
+  }
+  return out;
+}
+
+void yaml_check_plain(std::string_view v, size_t line) {
+  if (!yaml_plain_ok(v))
+    fail("yaml", "line " + std::to_string(line) + ": '" + std::string(v.substr(0, 40)) +
+                     "' is not a plain string scalar");
+}
+
+}  // namespace
+
+ParsedDoc parse_yaml_subset(std::string_view doc) {
+  std::vector<std::string_view> lines;
+  size_t pos = 0;
+  while (pos < doc.size()) {
+    size_t nl = doc.find('\n', pos);
+    if (nl == std::string_view::npos) nl = doc.size();
+    lines.push_back(doc.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  ParsedDoc out;
+  std::map<std::string, std::string> seen;
+  for (size_t li = 0; li < lines.size(); ++li) {
+    std::string_view l = lines[li];
+    size_t colon = l.find(": ");
+    if (colon == std::string_view::npos || colon == 0)
+      fail("yaml", "line " + std::to_string(li + 1) + ": expected 'Key: value'");
+    std::string key(l.substr(0, colon));
+    for (char ch : key)
+      if (!std::isalnum(static_cast<unsigned char>(ch)))
+        fail("yaml", "line " + std::to_string(li + 1) + ": bad key '" + key + "'");
+    std::string_view v = l.substr(colon + 2);
+    std::string value;
+    if (v == "|2-" || v == "|2") {
+      std::string block;
+      bool first = true;
+      while (li + 1 < lines.size() &&
+             (lines[li + 1].empty() || lines[li + 1].substr(0, 2) == "  ")) {
+        ++li;
+        if (!first) block += '\n';
+        first = false;
+        if (!lines[li].empty()) block += lines[li].substr(2);
+      }
+      while (!block.empty() && block.back() == '\n') block.pop_back();
+      value = v == "|2" ? block + "\n" : block;
+    } else if (!v.empty() && v.front() == '"') {
+      value = yaml_parse_double_quoted(v, li + 1);
+    } else {
+      yaml_check_plain(v, li + 1);
+      value = std::string(v);
+    }
+    if (seen.count(key)) fail("yaml", "duplicate key '" + key + "'");
+    seen[key] = value;
+  }
+  if (!seen.count("Title") || !seen.count("Text") || seen.size() != 2)
+    fail("yaml", "expected exactly the keys Title and Text");
+  out.title = seen["Title"];
+  out.text = seen["Text"];
+  return out;
+}
+
+ParsedDoc parse_markdown_subset(std::string_view doc) {
+  if (doc.substr(0, 2) != "# ") fail("markdown", "first line is not a level-1 ATX heading");
+  size_t nl = doc.find('\n');
+  if (nl == std::string_view::npos) fail("markdown", "no body after the heading");
+  ParsedDoc out;
+  out.title = std::string(doc.substr(2, nl - 2));
+  std::string body;
+  size_t pos = nl + 1;
+  while (pos <= doc.size()) {
+    size_t e = doc.find('\n', pos);
+    if (e == std::string_view::npos) e = doc.size();
+    std::string_view line = doc.substr(pos, e - pos);
+    size_t lead = 0;
+    while (lead < line.size() && line[lead] == ' ') ++lead;
+    if (lead < line.size() && line[lead] == '#')
+      fail("markdown", "a body line would be a heading: '" + std::string(line.substr(0, 40)) + "'");
+    std::string l(line);
+    if (lead + 1 < l.size() && l[lead] == '\\' && l[lead + 1] == '#') l.erase(lead, 1);
+    body += l;
+    if (e < doc.size()) body += '\n';
+    pos = e + 1;
+  }
+  out.text = body;
+  return out;
+}
+
+ParsedDoc validate_format(DocFormat format, std::string_view doc) {
+  switch (format) {
+    case DocFormat::Json: {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(doc);
+      } catch (const nlohmann::json::exception& e) {
+        fail("json", e.what());
+      }
+      if (!j.is_object() || j.size() != 2 || !j.contains("title") || !j.contains("text") ||
+          !j["title"].is_string() || !j["text"].is_string())
+        fail("json", "expected an object with string fields title and text");
+      return {j["title"].get<std::string>(), j["text"].get<std::string>(), {}};
+    }
+    case DocFormat::Html:
+      return parse_html_subset(doc);
+    case DocFormat::Yaml:
+      return parse_yaml_subset(doc);
+    case DocFormat::Markdown:
+      return parse_markdown_subset(doc);
+  }
+  fail("format", "unknown format");
+}
+
+}  // namespace ragform::sure

@@ -1,0 +1,58 @@
+// SURE's instance-level robustness metrics (section 3.5). For a pair, Y(.) is 1 when any
+// normalised gold answer is contained in the response, and C = Y(y) - Y(y^) (y: original,
+// y^: perturbed):
+//   RR = (1/N) sum 1(C == 0)    (eq. 3)     Robustness Rate
+//   WR = (1/N) sum 1(C == -1)               Win Rate  (incorrect -> correct)
+//   LR = (1/N) sum 1(C == 1)                Lose Rate (correct -> incorrect)
+//   Org = mean Y(y), Acc = mean Y(y^)       dataset-level accuracies (Table 1)
+// reported overall and per Known/Unknown x Golden/Noise subset (K-G, K-N, U-G, U-N), per
+// perturbation and per category, as fractions in [0, 1]. Beyond the paper, each group has a
+// percentile bootstrap 95% CI of RR (eval/stats.h) and McNemar's test of the paired outcomes
+// (b = lose count, c = win count; exact binomial p).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ragform::sure {
+
+enum class Subset { KG, KN, UG, UN };
+const char* to_string(Subset s);  // "K-G", "K-N", "U-G", "U-N"
+Subset make_subset(bool known, bool golden);
+
+struct Outcome {
+  std::string pair_id;       // "<record>#<doc>"
+  std::string perturbation;  // kind name
+  std::string category;
+  Subset subset = Subset::KG;
+  bool y_org = false;
+  bool y_pert = false;
+  int label() const { return int(y_org) - int(y_pert); }  // C
+};
+
+struct Rates {
+  int64_t n = 0, lose = 0, robust = 0, win = 0, org_correct = 0, pert_correct = 0;
+  double lr = 0, rr = 0, wr = 0, org = 0, acc = 0;
+  std::optional<double> rr_ci_lo, rr_ci_hi;  // bootstrap, when n >= 2
+  double mcnemar_p = 1;                      // exact two-sided
+};
+
+// Rates of a group (n == 0 gives all zeros).
+Rates compute_rates(const std::vector<Outcome>& group, uint64_t seed = 0, size_t resamples = 2000);
+
+struct ReportRow {
+  std::string scope;   // "overall" | "category" | "perturbation"
+  std::string key;     // "" | category | perturbation name
+  std::string subset;  // "all" | "K-G" | ...
+  Rates rates;
+  nlohmann::ordered_json to_json() const;
+};
+
+// Every (scope, key, subset) group with at least one outcome, in Table 1 order.
+std::vector<ReportRow> robustness_report(const std::vector<Outcome>& outcomes, uint64_t seed = 0,
+                                         size_t resamples = 2000);
+
+}  // namespace ragform::sure

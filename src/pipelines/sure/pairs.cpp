@@ -1,0 +1,105 @@
+#include "pipelines/sure/pairs.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "base/error.h"
+#include "pipelines/sure/taxonomy.h"
+
+namespace ragform::sure {
+
+nlohmann::ordered_json pair_to_json(const Pair& p) {
+  nlohmann::ordered_json j;
+  j["id"] = p.id;
+  j["instance"] = p.instance;
+  j["doc"] = p.doc;
+  j["perturbation"] = p.perturbation;
+  j["category"] = p.category;
+  j["question"] = p.question;
+  j["answers"] = p.answers;
+  j["title"] = p.title;
+  j["original"] = p.original;
+  j["perturbed"] = p.perturbed;
+  j["embeds_title"] = p.embeds_title;
+  j["note"] = p.note;
+  j["failed"] = p.failed;
+  return j;
+}
+
+Pair pair_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw Error(where, "expected a JSON object");
+  auto str = [&](const char* k, bool required) -> std::string {
+    if (!j.contains(k)) {
+      if (required) throw Error(where, std::string("missing field '") + k + "'");
+      return "";
+    }
+    if (!j[k].is_string()) throw Error(where, std::string("field '") + k + "': expected string");
+    return j[k].get<std::string>();
+  };
+  Pair p;
+  p.id = str("id", true);
+  p.instance = str("instance", false);
+  if (p.instance.empty()) p.instance = p.id.substr(0, p.id.rfind('#'));
+  if (j.contains("doc")) {
+    if (!j["doc"].is_number_integer()) throw Error(where, "field 'doc': expected integer");
+    p.doc = j["doc"].get<int>();
+  }
+  p.perturbation = str("perturbation", true);
+  auto k = parse_kind(p.perturbation);
+  if (!k) throw Error(where, "unknown perturbation '" + p.perturbation + "'");
+  p.category = info(*k).category;
+  p.embeds_title = info(*k).embeds_title;
+  p.question = str("question", true);
+  if (!j.contains("answers") || !j["answers"].is_array())
+    throw Error(where, "field 'answers': expected an array of strings");
+  for (const auto& a : j["answers"]) {
+    if (!a.is_string()) throw Error(where, "field 'answers': expected an array of strings");
+    p.answers.push_back(a.get<std::string>());
+  }
+  p.title = str("title", false);
+  p.original = str("original", true);
+  p.perturbed = str("perturbed", true);
+  p.note = str("note", false);
+  if (j.contains("failed")) {
+    if (!j["failed"].is_boolean()) throw Error(where, "field 'failed': expected boolean");
+    p.failed = j["failed"].get<bool>();
+  }
+  return p;
+}
+
+std::vector<Pair> read_pairs(const std::string& path) {
+  std::ifstream f;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    f.open(path, std::ios::binary);
+    if (!f) throw Error(path, "cannot open");
+    in = &f;
+  }
+  std::vector<Pair> out;
+  std::string line;
+  size_t n = 0;
+  while (std::getline(*in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::string where = path + ":" + std::to_string(n);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where, std::string("bad JSON: ") + e.what());
+    }
+    out.push_back(pair_from_json(j, where));
+  }
+  return out;
+}
+
+std::string grounding_original(const Pair& p) {
+  return p.title.empty() ? p.original : "(Title: " + p.title + ") " + p.original;
+}
+
+std::string grounding_perturbed(const Pair& p) {
+  if (p.embeds_title || p.title.empty()) return p.perturbed;
+  return "(Title: " + p.title + ") " + p.perturbed;
+}
+
+}  // namespace ragform::sure

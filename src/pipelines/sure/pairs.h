@@ -1,0 +1,44 @@
+// The instance pair of SURE: one (question, document, perturbation) with the original and the
+// perturbed document — the JSONL line `ragform sure perturb` writes and `filter` / `eval` read:
+//   {"id": "<record id>#<doc index>", "instance": record id, "doc": index, "perturbation": name,
+//    "category", "question", "answers": [...], "title", "original", "perturbed",
+//    "embeds_title": bool, "note": "", "failed": bool}
+// `original` is the document text; `perturbed` is what replaces it in the prompt (for format and
+// metadata kinds it already carries the title, embeds_title = true).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ragform::sure {
+
+struct Pair {
+  std::string id;
+  std::string instance;
+  int doc = 0;
+  std::string perturbation;
+  std::string category;
+  std::string question;
+  std::vector<std::string> answers;
+  std::string title;
+  std::string original;
+  std::string perturbed;
+  bool embeds_title = false;
+  std::string note;
+  bool failed = false;
+};
+
+nlohmann::ordered_json pair_to_json(const Pair& p);
+// Throws Error("<where>", reason) naming the bad field.
+Pair pair_from_json(const nlohmann::json& j, const std::string& where);
+// Reads a pairs JSONL file ("-" = stdin); errors are "<file>:<line>: <reason>".
+std::vector<Pair> read_pairs(const std::string& path);
+
+// The grounding text G the reader sees for the original document and for the perturbed one:
+// "(Title: T) text" (lost-in-the-middle's document layout) unless the perturbation embeds the
+// title.
+std::string grounding_original(const Pair& p);
+std::string grounding_perturbed(const Pair& p);
+
+}  // namespace ragform::sure

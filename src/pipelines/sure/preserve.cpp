@@ -1,0 +1,178 @@
+#include "pipelines/sure/preserve.h"
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+
+#include "base/error.h"
+#include "pipelines/sure/taxonomy.h"
+#include "text/metrics.h"
+
+namespace ragform::sure {
+
+const char* to_string(NliLabel l) {
+  switch (l) {
+    case NliLabel::Entailment:
+      return "entailment";
+    case NliLabel::Neutral:
+      return "neutral";
+    case NliLabel::Contradiction:
+      return "contradiction";
+    case NliLabel::Unparsed:
+      return "unparsed";
+  }
+  return "unparsed";
+}
+
+NliLabel parse_nli(const std::string& output) {
+  std::string low;
+  for (char c : output) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  struct {
+    const char* word;
+    NliLabel label;
+  } labels[] = {{"entail", NliLabel::Entailment},
+                {"neutral", NliLabel::Neutral},
+                {"contradict", NliLabel::Contradiction}};
+  size_t best = std::string::npos;
+  NliLabel out = NliLabel::Unparsed;
+  for (const auto& l : labels) {
+    size_t at = low.find(l.word);
+    if (at != std::string::npos && (best == std::string::npos || at < best)) {
+      best = at;
+      out = l.label;
+    }
+  }
+  // "not entailment" / "does not entail" is not a yes.
+  if (out == NliLabel::Entailment && best >= 4 && low.substr(best - 4, 4) == "not ")
+    out = NliLabel::Neutral;
+  return out;
+}
+
+NliScope parse_nli_scope(const std::string& s) {
+  if (s == "none") return NliScope::None;
+  if (s == "llm") return NliScope::ReaderMade;
+  if (s == "all") return NliScope::All;
+  throw UsageError("--nli", "expected none, llm or all, got '" + s + "'");
+}
+
+nlohmann::ordered_json FilterCounts::to_json() const {
+  nlohmann::ordered_json j;
+  j["input"] = input;
+  j["failed_perturbation"] = failed_perturbation;
+  j["golden_lost_answer"] = golden_lost_answer;
+  j["noise_gained_answer"] = noise_gained_answer;
+  j["nli_checked"] = nli_checked;
+  j["nli_forward_not_entailed"] = nli_forward_not_entailed;
+  j["nli_backward_not_entailed"] = nli_backward_not_entailed;
+  j["nli_unmeasured"] = nli_unmeasured;
+  j["kept"] = kept;
+  return j;
+}
+
+FilterVerdict check_answers(const Pair& p) {
+  FilterVerdict v;
+  if (p.answers.empty()) {
+    v.reason = "no gold answers";
+    return v;
+  }
+  bool golden = text::substring_match(p.original, p.answers) > 0;
+  bool after = text::substring_match(p.perturbed, p.answers) > 0;
+  if (golden && !after) {
+    v.reason = "golden lost answer";
+  } else if (!golden && after) {
+    v.reason = "noise gained answer";
+  } else {
+    v.keep = true;
+  }
+  return v;
+}
+
+std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::Reader* nli_reader,
+                                        const PromptSet& prompts, const FilterOptions& opt,
+                                        FilterCounts& counts) {
+  std::vector<FilterVerdict> out(pairs.size());
+  std::vector<size_t> nli_todo;
+  counts.input += static_cast<int64_t>(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const Pair& p = pairs[i];
+    if (p.failed) {
+      out[i].reason = "failed perturbation: " + p.note;
+      ++counts.failed_perturbation;
+      continue;
+    }
+    out[i] = check_answers(p);
+    if (!out[i].keep) {
+      if (out[i].reason == "noise gained answer") {
+        ++counts.noise_gained_answer;
+      } else {
+        ++counts.golden_lost_answer;  // also "no gold answers": nothing to preserve
+      }
+      continue;
+    }
+    auto k = parse_kind(p.perturbation);
+    bool reader_made = k && info(*k).needs != NeedsReader::None;
+    if (opt.nli == NliScope::All || (opt.nli == NliScope::ReaderMade && reader_made))
+      nli_todo.push_back(i);
+  }
+  if (!nli_todo.empty() && !nli_reader)
+    throw Error("sure filter", "NLI needs a reader (give -m / --nli-model, or --nli none)");
+  reader::GenerateParams gp;
+  gp.max_tokens = opt.max_tokens;
+  gp.temperature = 0.0;
+  size_t B = std::max<size_t>(1, opt.batch);
+  for (size_t b = 0; b < nli_todo.size(); b += B) {
+    size_t e = std::min(nli_todo.size(), b + B);
+    // Both directions of every pair in one batch: [fwd_0, bwd_0, fwd_1, bwd_1, ...].
+    std::vector<std::string> ps;
+    for (size_t t = b; t < e; ++t) {
+      const Pair& p = pairs[nli_todo[t]];
+      ps.push_back(
+          fill(prompts.get("nli"), {{"premise", p.original}, {"hypothesis", p.perturbed}}));
+      ps.push_back(
+          fill(prompts.get("nli"), {{"premise", p.perturbed}, {"hypothesis", p.original}}));
+    }
+    std::vector<std::string> outs(ps.size());
+    std::vector<bool> ok(ps.size(), true);
+    std::vector<reader::Generation> gens;
+    try {
+      gens = nli_reader->generate_batch(ps, gp);
+    } catch (const std::exception&) {
+      gens.clear();
+    }
+    for (size_t q = 0; q < ps.size(); ++q) {
+      try {
+        outs[q] = gens.size() == ps.size() ? gens[q].text : nli_reader->generate(ps[q], gp).text;
+      } catch (const std::exception& ex) {
+        ok[q] = false;
+        outs[q] = ex.what();
+      }
+    }
+    for (size_t t = b; t < e; ++t) {
+      size_t q = 2 * (t - b);
+      FilterVerdict& v = out[nli_todo[t]];
+      ++counts.nli_checked;
+      if (!ok[q] || !ok[q + 1]) {
+        v.keep = false;
+        v.reason = "nli unmeasured: " + (!ok[q] ? outs[q] : outs[q + 1]);
+        ++counts.nli_unmeasured;
+        continue;
+      }
+      NliLabel fwd = parse_nli(outs[q]), bwd = parse_nli(outs[q + 1]);
+      v.nli_forward = to_string(fwd);
+      v.nli_backward = to_string(bwd);
+      if (fwd != NliLabel::Entailment) {
+        v.keep = false;
+        v.reason = std::string("nli forward: ") + to_string(fwd);
+        ++counts.nli_forward_not_entailed;
+      } else if (bwd != NliLabel::Entailment) {
+        v.keep = false;
+        v.reason = std::string("nli backward: ") + to_string(bwd);
+        ++counts.nli_backward_not_entailed;
+      }
+    }
+  }
+  for (const auto& v : out) counts.kept += v.keep;
+  return out;
+}
+
+}  // namespace ragform::sure

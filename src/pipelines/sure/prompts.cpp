@@ -1,0 +1,89 @@
+#include "pipelines/sure/prompts.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "store/sha256.h"
+
+namespace ragform::sure {
+
+namespace fs = std::filesystem;
+
+const std::string& PromptSet::get(const std::string& name) const {
+  auto it = text.find(name);
+  if (it == text.end()) throw Error("sure: prompts", "no prompt '" + name + "' in " + dir);
+  return it->second;
+}
+
+std::string PromptSet::identity(const std::string& name) const {
+  return version.at(name) + ":" + store::sha256_hex(get(name)).substr(0, 16);
+}
+
+std::string default_prompts_dir() {
+  fs::path here(__FILE__);  // <src>/src/pipelines/sure/prompts.cpp
+  return (here.parent_path().parent_path().parent_path().parent_path() / "prompts" / "sure")
+      .string();
+}
+
+PromptSet load_prompts(const std::string& dir_in) {
+  PromptSet ps;
+  ps.dir = dir_in.empty() ? default_prompts_dir() : dir_in;
+  if (!fs::is_directory(ps.dir))
+    throw Error("sure: prompts", "directory " + ps.dir + " does not exist (use --prompts DIR)");
+  static const char* names[] = {"style_simple", "style_complex",  "paraphrase", "rank_sentences",
+                                "nli",          "qa_instruction", "qa_prompt",  "chain_of_note",
+                                "closed_book",  "judge"};
+  for (const char* n : names) {
+    int best = 0;
+    for (const auto& e : fs::directory_iterator(ps.dir)) {
+      std::string f = e.path().filename().string();
+      std::string pre = std::string(n) + ".v";
+      if (f.rfind(pre, 0) != 0 || f.size() < pre.size() + 5 || f.substr(f.size() - 4) != ".txt")
+        continue;
+      std::string num = f.substr(pre.size(), f.size() - 4 - pre.size());
+      if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
+      best = std::max(best, std::stoi(num));
+    }
+    if (best == 0)
+      throw Error("sure: prompts", "missing " + std::string(n) + ".v<N>.txt in " + ps.dir);
+    std::string file = std::string(n) + ".v" + std::to_string(best) + ".txt";
+    std::ifstream in(fs::path(ps.dir) / file, std::ios::binary);
+    if (!in) throw Error("sure: prompts", "cannot read " + ps.dir + "/" + file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string t = ss.str();
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    ps.text[n] = t;
+    ps.version[n] = std::string(n) + ".v" + std::to_string(best);
+  }
+  return ps;
+}
+
+std::string fill(const std::string& tmpl, const std::map<std::string, std::string>& vars) {
+  std::string out;
+  size_t i = 0;
+  while (i < tmpl.size()) {
+    if (tmpl[i] == '{') {
+      size_t close = tmpl.find('}', i);
+      if (close != std::string::npos) {
+        std::string name = tmpl.substr(i + 1, close - i - 1);
+        bool ident = !name.empty() &&
+                     name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+        if (ident) {
+          auto it = vars.find(name);
+          if (it == vars.end())
+            throw Error("sure: prompt template", "no value for placeholder {" + name + "}");
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += tmpl[i++];
+  }
+  return out;
+}
+
+}  // namespace ragform::sure

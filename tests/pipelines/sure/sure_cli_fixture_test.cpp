@@ -1,0 +1,135 @@
+// SURE end to end through the CLI on the native engine with the one real trained fixture model
+// (stories260K: it cannot answer NQ or judge entailment — this checks mechanics, not quality):
+// perturb (rule-based without a reader; all 15 with -m), filter, eval (run store, resume), sig,
+// attention and export on short NQ passages.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/datasets.h"
+#include "pipelines/sure/perturb_rules.h"
+#include "store/run_store.h"
+#include "support/test_support.h"
+
+using namespace ragform;
+using ragform::testing::read_file;
+using ragform::testing::run_ragform;
+using ragform::testing::temp_dir;
+using ragform::testing::write_file;
+
+namespace {
+std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+std::vector<nlohmann::json> lines(const std::string& s) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(s);
+  std::string l;
+  while (std::getline(in, l))
+    if (!l.empty()) out.push_back(nlohmann::json::parse(l));
+  return out;
+}
+}  // namespace
+
+TEST(SureCli, EndToEndOnStories260K) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
+  auto dir = temp_dir("sure_cli");
+  // Three NQ questions, each with its gold passage (first two sentences) and the next question's
+  // passage as noise: the fixture model's context is small.
+  eval::LoadOptions lo;
+  lo.limit = 4;
+  auto recs = eval::load_qa_file(nq.string(), lo).records;
+  std::string input;
+  for (size_t i = 0; i < 3; ++i) {
+    nlohmann::json j;
+    j["id"] = recs[i].id;
+    j["question"] = recs[i].question;
+    j["answers"] = recs[i].answers;
+    for (size_t d : {i, i + 1}) {
+      auto s = sure::document_sentences(recs[d].ctxs[0].text);
+      s.resize(std::min<size_t>(s.size(), 2));
+      j["ctxs"].push_back({{"title", recs[d].ctxs[0].title}, {"text", sure::join_sentences(s)}});
+    }
+    input += j.dump() + "\n";
+  }
+  write_file(dir / "qa.jsonl", input);
+
+  // Rule-based kinds need no reader; reader kinds are skipped with a note.
+  auto r =
+      run_ragform("sure perturb --input " + q(dir / "qa.jsonl") + " --kinds logic,format,metadata");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rule_pairs = lines(r.out);
+  EXPECT_EQ(rule_pairs.size(), 3u * 2 * 10);
+  EXPECT_NE(r.err.find("skipping logic/llm-ranked"), std::string::npos) << r.err;
+  for (const auto& p : rule_pairs)
+    for (const char* k : {"id", "perturbation", "original", "perturbed", "answers"})
+      EXPECT_TRUE(p.contains(k)) << k;
+
+  // All 15 with the fixture model as both readers.
+  r = run_ragform("sure perturb --input " + q(dir / "qa.jsonl") + " -m " + q(model) +
+                  " --ctx 1024 --max-tokens 48");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto all_pairs = lines(r.out);
+  ASSERT_EQ(all_pairs.size(), 3u * 2 * 15);
+  std::set<std::string> names;
+  for (const auto& p : all_pairs) names.insert(p["perturbation"].get<std::string>());
+  EXPECT_EQ(names.size(), 15u);
+  write_file(dir / "pairs.jsonl", r.out);
+
+  r = run_ragform("sure filter --input " + q(dir / "pairs.jsonl") + " -m " + q(model) +
+                  " --ctx 1024 --counts " + q(dir / "counts.json") + " --rejected " +
+                  q(dir / "rejected.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto counts = nlohmann::json::parse(read_file(dir / "counts.json"));
+  EXPECT_EQ(counts["input"], 90);
+  EXPECT_EQ(counts["input"].get<int>(),
+            counts["kept"].get<int>() +
+                static_cast<int>(lines(read_file(dir / "rejected.jsonl")).size()));
+  // The story model cannot say "entailment": reader-made pairs are dropped by NLI, rule-based kept.
+  EXPECT_GT(counts["nli_checked"].get<int>(), 0);
+
+  // Evaluate the rule-based pairs (kept by the answer check), resumable.
+  write_file(dir / "rule_pairs.jsonl", [&] {
+    std::string s;
+    for (const auto& p : rule_pairs) s += p.dump() + "\n";
+    return s;
+  }());
+  std::string ev = "sure eval --input " + q(dir / "rule_pairs.jsonl") + " -m " + q(model) +
+                   " --ctx 1024 -n 8 --store " + q(dir / "run.sqlite");
+  r = run_ragform(ev);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = lines(r.out);
+  ASSERT_FALSE(report.empty());
+  EXPECT_EQ(report[0]["scope"], "overall");
+  EXPECT_EQ(report[0]["n"], 60);
+  r = run_ragform(ev);  // resume: nothing recomputed, same report
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(" 0 generated"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.out), report);
+  {
+    store::RunStore st(dir / "run.sqlite", store::RunStore::Mode::read_only);
+    auto c = st.counts(st.runs().at(0).id);
+    EXPECT_EQ(c.rows, 3 + 6 + 60);  // closed-book + originals + perturbed
+  }
+
+  r = run_ragform("sure sig --stores " + q(dir / "run.sqlite") + " --pairs " +
+                  q(dir / "rule_pairs.jsonl") + " -N 2 -o " + q(dir / "sig.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_ragform("sure attention --input " + q(dir / "rule_pairs.jsonl") + " -m " + q(model) +
+                  " --ctx 1024 --store " + q(dir / "run.sqlite") + " --per-group 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto att = nlohmann::json::parse(r.out);
+  ASSERT_EQ(att["groups"].size(), 3u);
+  r = run_ragform("sure export --store " + q(dir / "run.sqlite") + " --sft " +
+                  q(dir / "sft.jsonl") + " --dpo " + q(dir / "dpo.jsonl"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(read_file(dir / "sft.jsonl")).size(), lines(read_file(dir / "dpo.jsonl")).size());
+  // Bad input is a clear error with file and line.
+  write_file(dir / "bad.jsonl", "{\"id\": \"x\"}\n");
+  r = run_ragform("sure eval --input " + q(dir / "bad.jsonl") + " -m " + q(model) + " --store " +
+                  q(dir / "b.sqlite"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.jsonl:1"), std::string::npos) << r.err;
+}

@@ -1,0 +1,75 @@
+// RR/WR/LR (SURE eq. 3) on hand-built outcomes, checked against hand computation; parsing helpers.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "pipelines/sure/metrics.h"
+#include "pipelines/sure/perturb_llm.h"
+#include "pipelines/sure/preserve.h"
+#include "pipelines/sure/prompts.h"
+
+using namespace ragform::sure;
+
+namespace {
+Outcome o(const char* kind, const char* cat, Subset s, bool org, bool pert) {
+  return Outcome{"x", kind, cat, s, org, pert};
+}
+}  // namespace
+
+TEST(SureMetrics, HandBuiltCase) {
+  // 10 pairs of format/json: 4 correct->correct, 2 wrong->wrong, 3 correct->wrong, 1
+  // wrong->correct.
+  std::vector<Outcome> v;
+  for (int i = 0; i < 4; ++i) v.push_back(o("format/json", "format", Subset::KG, true, true));
+  for (int i = 0; i < 2; ++i) v.push_back(o("format/json", "format", Subset::UN, false, false));
+  for (int i = 0; i < 3; ++i) v.push_back(o("format/json", "format", Subset::KG, true, false));
+  v.push_back(o("format/json", "format", Subset::UG, false, true));
+  Rates r = compute_rates(v);
+  EXPECT_EQ(r.n, 10);
+  EXPECT_DOUBLE_EQ(r.rr, 0.6);
+  EXPECT_DOUBLE_EQ(r.lr, 0.3);
+  EXPECT_DOUBLE_EQ(r.wr, 0.1);
+  EXPECT_DOUBLE_EQ(r.org, 0.7);
+  EXPECT_DOUBLE_EQ(r.acc, 0.5);
+  EXPECT_DOUBLE_EQ(r.mcnemar_p, 0.625);  // 2 * P(X <= 1), X ~ Bin(4, 1/2) = 2 * 5/16
+  ASSERT_TRUE(r.rr_ci_lo.has_value());
+  EXPECT_LE(*r.rr_ci_lo, 0.6);
+  EXPECT_GE(*r.rr_ci_hi, 0.6);
+
+  v.push_back(o("logic/reverse", "logic", Subset::KN, true, true));
+  auto rows = robustness_report(v);
+  // overall all + K-G, K-N, U-G, U-N; category format all + K-G, U-G, U-N; logic all + K-N;
+  // perturbation format/json (4 rows); logic/reverse (2 rows).
+  ASSERT_EQ(rows.size(), 5u + 4u + 2u + 4u + 2u);
+  EXPECT_EQ(rows[0].subset, "all");
+  EXPECT_EQ(rows[0].rates.n, 11);
+  EXPECT_NEAR(rows[0].rates.rr, 7.0 / 11, 1e-12);
+  EXPECT_EQ(rows[1].subset, "K-G");
+  EXPECT_EQ(rows[1].rates.n, 7);
+  EXPECT_NEAR(rows[1].rates.lr, 3.0 / 7, 1e-12);
+  EXPECT_EQ(rows[1].to_json()["LR"].get<double>(), 3.0 / 7);
+  Rates empty = compute_rates({});
+  EXPECT_EQ(empty.n, 0);
+}
+
+TEST(SureParsing, RankingNliAndRewrites) {
+  std::string note;
+  EXPECT_EQ(parse_ranking("3, 1, 2", 3, note), (std::vector<size_t>{2, 0, 1}));
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(parse_ranking("[3] then [3], 9", 3, note), (std::vector<size_t>{2, 0, 1}));
+  EXPECT_EQ(note, "partial ranking: 2 missing, 1 out of range, 1 repeated");
+  EXPECT_EQ(parse_ranking("no idea", 2, note), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(note, "no ranking parsed: fallback to document order");
+  EXPECT_EQ(parse_nli(" Entailment."), NliLabel::Entailment);
+  EXPECT_EQ(parse_nli("neutral, not entailment"), NliLabel::Neutral);
+  EXPECT_EQ(parse_nli("This is not entailment"), NliLabel::Neutral);
+  EXPECT_EQ(parse_nli("Contradiction"), NliLabel::Contradiction);
+  EXPECT_EQ(parse_nli("yes"), NliLabel::Unparsed);
+  EXPECT_EQ(clean_rewrite("Here is the rewritten document:\n\"A b.\"\n"), "A b.");
+  EXPECT_EQ(clean_rewrite("  plain text "), "plain text");
+  EXPECT_EQ(fill("{a}-{b}-{x y}", {{"a", "{b}"}, {"b", "2"}}), "{b}-2-{x y}");
+  EXPECT_THROW(fill("{missing}", {}), ragform::Error);
+  PromptSet ps = load_prompts();
+  EXPECT_NE(ps.get("nli").find("Premise: {premise}"), std::string::npos);
+  EXPECT_EQ(ps.version.at("nli"), "nli.v1");
+  EXPECT_THROW(load_prompts("/nonexistent/dir"), ragform::Error);
+}
