@@ -1,0 +1,373 @@
+// `ragform spotlight select|eval`: SpotlightRAG span-level evidence selection (paper sections
+// 3.3-3.5) and its evaluation on HotpotQA-style data (docs/spotlight.md).
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "base/error.h"
+#include "base/progress.h"
+#include "cli/command.h"
+#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+#include "eval/datasets.h"
+#include "eval/stats.h"
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/evaluate.h"
+#include "pipelines/spotlight/scoring.h"
+#include "pipelines/spotlight/select.h"
+#include "text/metrics.h"
+
+namespace ragform::cli {
+namespace {
+
+using namespace ragform::spotlight;
+using ojson = nlohmann::ordered_json;
+
+// The encoder flags shared by both verbs.
+struct EncoderFlags {
+  explicit EncoderFlags(Args& a)
+      : rf(a, false),
+        encoder(a.opt<std::string>("--encoder", "NAME",
+                                   "static (word vectors) or hidden (reader hidden states)",
+                                   "static")),
+        vectors(a.opt<std::string>("--vectors", "FILE",
+                                   "word vectors JSON {word: [floats]} for --encoder static", "")),
+        oov(a.opt<std::string>(
+            "--oov", "RULE", "out-of-vocabulary words: match (identity tokens) or skip", "match")),
+        layer(a.opt<int>("--layer", "L", "hidden-state layer for --encoder hidden (0..n_layer)",
+                         1)) {}
+  ReaderFlags rf;
+  Opt<std::string>& encoder;
+  Opt<std::string>& vectors;
+  Opt<std::string>& oov;
+  Opt<int>& layer;
+  std::unique_ptr<WordVectors> wv;
+  std::unique_ptr<reader::NativeReader> reader;
+  std::unique_ptr<TokenEncoder> enc;
+
+  TokenEncoder& open() {
+    if (encoder.value == "static") {
+      if (vectors.value.empty())
+        throw UsageError("spotlight", "--encoder static needs --vectors FILE");
+      if (oov.value != "match" && oov.value != "skip")
+        throw UsageError("spotlight", "--oov must be match or skip, got '" + oov.value + "'");
+      wv = std::make_unique<WordVectors>(WordVectors::load(vectors.value));
+      enc = std::make_unique<StaticEncoder>(
+          *wv, oov.value == "match" ? OovPolicy::Match : OovPolicy::Skip);
+    } else if (encoder.value == "hidden") {
+      if (rf.model.value.empty())
+        throw UsageError("spotlight", "--encoder hidden needs -m MODEL.gguf");
+      open_reader();
+      enc = std::make_unique<HiddenEncoder>(*reader, layer.value);
+    } else {
+      throw UsageError("spotlight",
+                       "--encoder must be static or hidden, got '" + encoder.value + "'");
+    }
+    return *enc;
+  }
+  reader::Reader& open_reader() {
+    if (!reader) reader = rf.open_native();
+    return *reader;
+  }
+};
+
+struct ScoreFlags {
+  explicit ScoreFlags(Args& a)
+      : K(a.opt<int>("-K,--sentences", "K", "sentences to select", 6)),
+        k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)", 5)),
+        lambda(a.opt<double>("--lambda", "W", "positional prior weight (0 = none)", 0.5)),
+        alpha(a.opt<std::string>("--alpha", "A", "query-token weights: idf or uniform (eq. 8)",
+                                 "idf")) {}
+  Opt<int>& K;
+  Opt<int>& k;
+  Opt<double>& lambda;
+  Opt<std::string>& alpha;
+  ScoreParams params() const {
+    if (K.value < 1) throw UsageError("spotlight", "-K must be >= 1");
+    if (k.value < 1) throw UsageError("spotlight", "-k must be >= 1");
+    if (lambda.value < 0 || lambda.value > 1)
+      throw UsageError("spotlight", "--lambda must be in [0, 1]");
+    if (alpha.value != "idf" && alpha.value != "uniform")
+      throw UsageError("spotlight", "--alpha must be idf or uniform, got '" + alpha.value + "'");
+    ScoreParams p;
+    p.top_k = k.value;
+    p.lambda = lambda.value;
+    p.alpha = alpha.value == "idf" ? Alpha::Idf : Alpha::Uniform;
+    return p;
+  }
+};
+
+// "text with [[matched]] tokens" for the human report.
+std::string highlight(const Document& d, const Selected& s) {
+  const text::TextSpan sp = d.sentences.at(s.score.sent);
+  std::vector<text::TextSpan> hs;
+  for (const Match& m : s.score.matches)
+    if (m.s > 0.5) hs.push_back(m.c_span);
+  std::sort(hs.begin(), hs.end(), [](auto a, auto b) { return a.begin < b.begin; });
+  std::string out;
+  size_t cur = sp.begin;
+  for (const auto& h : hs) {
+    if (h.begin < cur) continue;
+    out += d.text.substr(cur, h.begin - cur) + "[[" + d.text.substr(h.begin, h.size()) + "]]";
+    cur = h.end;
+  }
+  out += d.text.substr(cur, sp.end - cur);
+  size_t b = out.find_first_not_of(' ');
+  return b == std::string::npos ? out : out.substr(b);
+}
+
+ojson selection_json(const eval::QaRecord& r, const Selection& sel) {
+  ojson sj = ojson::array();
+  for (const Selected& s : sel.selected) {
+    ojson m = ojson::array();
+    for (const Match& x : s.score.matches) m.push_back({{"q", x.q}, {"c", x.c}, {"s", f9(x.s)}});
+    sj.push_back({{"title", s.title},
+                  {"doc_id", s.doc_id},
+                  {"sent_id", s.score.sent},
+                  {"text", s.text},
+                  {"R", f9(s.score.R_norm)},
+                  {"R_raw", f9(s.score.R)},
+                  {"prefix", s.prefix},
+                  {"category", s.category},
+                  {"matches", m}});
+  }
+  return ojson{{"id", r.id}, {"selected", sj}, {"prompt", sel.prompt}};
+}
+
+int run_select(const std::vector<std::string>& argv) {
+  Args a(
+      "spotlight select",
+      "Select the top-K sentences of each question's contexts by SpotlightRAG's token-level score\n"
+      "(eqs. 5-8) and annotate them with <RelX.XX> and category tokens (eqs. 9-10).");
+  auto& input =
+      a.opt<std::string>("--input", "FILE", "QA records (JSONL, gzip ok; any format with contexts)")
+          .required();
+  EncoderFlags ef(a);
+  ScoreFlags sf(a);
+  auto& order =
+      a.opt<std::string>("--order", "O", "sentence order in the prompt: doc or score", "doc");
+  auto& no_special = a.flag("--no-special-tokens", "leave out the <Rel> and category tokens");
+  auto& limit = a.opt<int>("--limit", "N", "stop after N questions (0 = all)", 0);
+  auto& json = a.flag("--json", "one JSON object per question on stdout");
+  if (!a.parse(argv)) return 0;
+  if (order.value != "doc" && order.value != "score")
+    throw UsageError("spotlight", "--order must be doc or score, got '" + order.value + "'");
+  ScoreParams sp = sf.params();
+  SelectParams sel{sf.K.value, order.value == "doc" ? Order::Document : Order::Score,
+                   !no_special.value};
+  TokenEncoder& enc = ef.open();
+  eval::LoadOptions lo;
+  lo.limit = static_cast<size_t>(std::max(0, limit.value));
+  size_t words = 0, oov = 0;
+  eval::for_each_qa_record(input.value, lo, [&](eval::QaRecord& r, const eval::JsonRow&) {
+    if (r.ctxs.empty())
+      throw Error("spotlight", input.value + ":" + std::to_string(r.source_line) + ": record '" +
+                                   r.id + "' has no contexts");
+    std::vector<Document> docs = documents_of(r);
+    ScoredQuestion sq = score_question(enc, r.question, docs, sp);
+    words += sq.words;
+    oov += sq.oov;
+    Selection s = select_and_annotate(r.question, docs, sq, sel);
+    if (json.value) {
+      print_json_line(selection_json(r, s));
+    } else {
+      std::printf("== %s: %s\n", r.id.c_str(), r.question.c_str());
+      for (const Selected& x : s.selected)
+        std::printf("%s <%s> [%s #%d] %s\n", x.prefix.c_str(), x.category.c_str(), x.title.c_str(),
+                    x.score.sent, highlight(docs[x.score.doc], x).c_str());
+    }
+  });
+  std::fprintf(stderr, "spotlight: %s; OOV words %zu of %zu (%.1f%%)\n", enc.describe().c_str(),
+               oov, words, words ? 100.0 * double(oov) / double(words) : 0.0);
+  return 0;
+}
+
+struct Row {
+  std::string group, method;
+  int K = 0;
+  std::vector<double> recalls;
+};
+
+int run_eval(const std::vector<std::string>& argv) {
+  Args a(
+      "spotlight eval",
+      "Evidence recall@K of gold sentences (HotpotQA supporting_facts) for Spotlight against "
+      "lead-K,\n"
+      "random-K and BM25; Table 3 ablations and Table 4 sweeps (--sweeps); Figure 1(a) positions;\n"
+      "end-to-end EM / substring accuracy with a reader (--generate, needs -m).");
+  auto& input =
+      a.opt<std::string>("--input", "FILE", "HotpotQA distractor records (JSONL)").required();
+  EncoderFlags ef(a);
+  ScoreFlags sf(a);
+  auto& seed = a.opt<int>("--seed", "S", "seed of the random-K baseline", 1);
+  auto& sweeps =
+      a.flag("--sweeps", "also run the Table 3 ablations and Table 4 sweeps (K, k, lambda, alpha)");
+  auto& generate = a.flag("--generate", "end-to-end EM/substring accuracy with the reader (-m)");
+  auto& n_predict = a.opt<int>("-n,--n-predict", "N", "max tokens per answer with --generate", 16);
+  auto& limit = a.opt<int>("--limit", "N", "use the first N questions (0 = all)", 0);
+  auto& json = a.flag("--json", "one JSON object per result line on stdout");
+  if (!a.parse(argv)) return 0;
+  const ScoreParams base = sf.params();
+  const int K = sf.K.value;
+  TokenEncoder& enc = ef.open();
+  eval::LoadOptions lo;
+  lo.limit = static_cast<size_t>(std::max(0, limit.value));
+  std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
+
+  // Configurations: (group, name, params, K).
+  struct Config {
+    std::string group, name;
+    ScoreParams p;
+    int K;
+  };
+  std::vector<Config> cfgs{{"main", "spotlight", base, K}};
+  if (sweeps.value) {
+    auto with = [&](auto f) {
+      ScoreParams p = base;
+      f(p);
+      return p;
+    };
+    cfgs.push_back({"ablation", "w/o fine-grained scorer",
+                    with([](ScoreParams& p) { p.scorer = Scorer::MeanVector; }), K});
+    cfgs.push_back({"ablation", "w/o importance weighting",
+                    with([](ScoreParams& p) { p.weighting = Weighting::Uniform; }), K});
+    cfgs.push_back(
+        {"ablation", "alpha uniform", with([](ScoreParams& p) { p.alpha = Alpha::Uniform; }), K});
+    for (int k : {1, 3, 5, 7})
+      cfgs.push_back(
+          {"sweep-k", "k=" + std::to_string(k), with([&](ScoreParams& p) { p.top_k = k; }), K});
+    for (double l : {0.0, 0.5, 1.0})
+      cfgs.push_back({"sweep-lambda", "lambda=" + std::to_string(l).substr(0, 3),
+                      with([&](ScoreParams& p) { p.lambda = l; }), K});
+  }
+  std::vector<Row> rows;
+  for (const auto& c : cfgs) rows.push_back({c.group, c.name, c.K, {}});
+  const std::vector<int> Ks = sweeps.value ? std::vector<int>{2, 4, 6, 8} : std::vector<int>{K};
+  std::vector<Row> krows;  // K sweep of the main configuration and the baselines
+  for (const char* m : {"spotlight", "lead", "lead-doc", "random", "bm25"})
+    for (int k : Ks) krows.push_back({"sweep-K", m, k, {}});
+
+  PositionalAnalysis pa;
+  size_t skipped = 0, words = 0, oov = 0;
+  std::vector<double> em_full, sub_full, em_plain, sub_plain;
+  std::unique_ptr<Progress> prog = std::make_unique<Progress>("spotlight eval", recs.size());
+  for (const eval::QaRecord& r : recs) {
+    prog->add();
+    auto gold = gold_sentences(r);
+    if (gold.empty()) {
+      ++skipped;
+      continue;
+    }
+    add_positions(r, pa);
+    std::vector<Document> docs = documents_of(r);
+    Ranking spot;
+    for (size_t i = 0; i < cfgs.size(); ++i) {
+      ScoredQuestion sq = score_question(enc, r.question, docs, cfgs[i].p);
+      Ranking rk = rank_scored(sq);
+      rows[i].recalls.push_back(recall_at(rk, gold, cfgs[i].K));
+      if (i == 0) {
+        spot = rk;
+        words += sq.words;
+        oov += sq.oov;
+        if (generate.value) {
+          reader::Reader& rd = ef.open_reader();
+          reader::GenerateParams gp;
+          gp.max_tokens = n_predict.value;
+          gp.stop = {"\n"};
+          for (bool special : {true, false}) {
+            Selection s = select_and_annotate(r.question, docs, sq, {K, Order::Document, special});
+            std::string out = rd.generate(s.prompt, gp).text;
+            (special ? em_full : em_plain).push_back(text::exact_match(out, r.answers));
+            (special ? sub_full : sub_plain).push_back(text::substring_match(out, r.answers));
+          }
+        }
+      }
+    }
+    uint64_t qseed = static_cast<uint64_t>(seed.value) ^ std::hash<std::string>{}(r.id);
+    std::map<std::string, Ranking> base_rk{{"spotlight", spot},
+                                           {"lead", rank_lead(docs)},
+                                           {"lead-doc", rank_lead_per_doc(docs)},
+                                           {"random", rank_random(docs, qseed)},
+                                           {"bm25", rank_bm25(r.question, docs)}};
+    for (Row& kr : krows) kr.recalls.push_back(recall_at(base_rk[kr.method], gold, kr.K));
+  }
+  prog.reset();
+
+  auto report = [&](const Row& row) {
+    if (row.recalls.empty()) return;
+    eval::BootstrapCI ci = eval::bootstrap_mean_ci(row.recalls, 0.95, 2000, 7);
+    if (json.value)
+      print_json_line(ojson{{"kind", "recall"},
+                            {"group", row.group},
+                            {"method", row.method},
+                            {"K", row.K},
+                            {"recall", f9(ci.mean)},
+                            {"ci95", {f9(ci.lo), f9(ci.hi)}},
+                            {"questions", row.recalls.size()}});
+    std::fprintf(stderr, "%-13s %-26s recall@%d = %.4f  [%.4f, %.4f]  n=%zu\n", row.group.c_str(),
+                 row.method.c_str(), row.K, ci.mean, ci.lo, ci.hi, row.recalls.size());
+  };
+  std::fprintf(stderr,
+               "encoder %s; %zu questions (%zu without resolvable gold skipped); OOV %zu of %zu "
+               "words (%.1f%%)\n",
+               enc.describe().c_str(), recs.size() - skipped, skipped, oov, words,
+               words ? 100.0 * double(oov) / double(words) : 0.0);
+  for (const Row& kr : krows)
+    if (kr.K == K) report({"main", kr.method, kr.K, kr.recalls});
+  for (size_t i = 1; i < rows.size(); ++i) report(rows[i]);
+  if (sweeps.value)
+    for (const Row& kr : krows)
+      if (kr.K != K) report(kr);
+  if (json.value)
+    print_json_line(
+        ojson{{"kind", "oov"}, {"words", words}, {"oov", oov}, {"encoder", enc.describe()}});
+  // Figure 1(a).
+  auto lift = pa.lift();
+  const char* bins[5] = {"0-20%", "20-40%", "40-60%", "60-80%", "80-100%"};
+  for (int b = 0; b < 5; ++b) {
+    std::fprintf(stderr, "position %-8s gold %5.0f  all %5.0f  lift %.3f\n", bins[b], pa.gold[b],
+                 pa.all[b], lift[b]);
+    if (json.value)
+      print_json_line(ojson{{"kind", "position"},
+                            {"bin", bins[b]},
+                            {"gold", pa.gold[b]},
+                            {"sentences", pa.all[b]},
+                            {"lift", f9(lift[b])}});
+  }
+  if (generate.value && !em_full.empty()) {
+    auto mean = [](const std::vector<double>& v) {
+      return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+    };
+    for (bool special : {true, false}) {
+      double em = mean(special ? em_full : em_plain), sub = mean(special ? sub_full : sub_plain);
+      const char* name = special ? "spotlight" : "w/o special tokens";
+      std::fprintf(stderr, "end-to-end %-20s EM %.4f  substring %.4f  n=%zu\n", name, em, sub,
+                   em_full.size());
+      if (json.value)
+        print_json_line(ojson{{"kind", "answer"},
+                              {"variant", name},
+                              {"em", f9(em)},
+                              {"substring", f9(sub)},
+                              {"questions", em_full.size()},
+                              {"reader", ef.open_reader().describe()}});
+    }
+  }
+  return 0;
+}
+
+int run_spotlight(const std::vector<std::string>& args) {
+  return run_verbs(
+      "spotlight", "SpotlightRAG: span-level evidence selection with relevance prefix tokens.",
+      {{"select", "top-K sentences annotated with <RelX.XX> and category tokens", run_select},
+       {"eval", "recall@K vs lead/random/BM25, ablations, sweeps, positions, EM", run_eval}},
+      args);
+}
+
+RAGFORM_COMMAND("spotlight", "SpotlightRAG: select|eval span-level evidence selection",
+                run_spotlight, 70);
+
+}  // namespace
+}  // namespace ragform::cli

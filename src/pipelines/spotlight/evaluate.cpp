@@ -1,0 +1,156 @@
+// Recall@K rankers and the positional analysis (see evaluate.h).
+#include "pipelines/spotlight/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "pipelines/spotlight/select.h"
+#include "text/sentences.h"
+
+namespace ragform::spotlight {
+
+std::vector<Document> documents_of(const eval::QaRecord& r) {
+  std::vector<Document> docs;
+  for (const eval::Context& c : r.ctxs) {
+    Document d{c.id, c.title, c.text, {}};
+    if (!c.sentences.empty() && c.sentence_offsets.size() == c.sentences.size()) {
+      for (size_t i = 0; i < c.sentences.size(); ++i)
+        d.sentences.push_back(
+            {c.sentence_offsets[i], c.sentence_offsets[i] + c.sentences[i].size()});
+    } else {
+      for (const auto& s : text::split_sentences(c.text)) d.sentences.push_back(s.span);
+    }
+    docs.push_back(std::move(d));
+  }
+  return docs;
+}
+
+std::vector<std::pair<int, int>> gold_sentences(const eval::QaRecord& r) {
+  std::set<std::pair<int, int>> g;
+  if (r.hotpot)
+    for (const auto& f : r.hotpot->supporting_facts)
+      if (f.context_index >= 0 && f.sentence_ok) g.emplace(f.context_index, f.sent_id);
+  return {g.begin(), g.end()};
+}
+
+Ranking rank_lead(const std::vector<Document>& docs) {
+  Ranking r;
+  for (size_t d = 0; d < docs.size(); ++d)
+    for (size_t s = 0; s < docs[d].sentences.size(); ++s) r.emplace_back(int(d), int(s));
+  return r;
+}
+
+Ranking rank_lead_per_doc(const std::vector<Document>& docs) {
+  Ranking r;
+  size_t longest = 0;
+  for (const auto& d : docs) longest = std::max(longest, d.sentences.size());
+  for (size_t s = 0; s < longest; ++s)
+    for (size_t d = 0; d < docs.size(); ++d)
+      if (s < docs[d].sentences.size()) r.emplace_back(int(d), int(s));
+  return r;
+}
+
+Ranking rank_random(const std::vector<Document>& docs, uint64_t seed) {
+  Ranking r = rank_lead(docs);
+  std::mt19937_64 rng(seed);
+  std::shuffle(r.begin(), r.end(), rng);
+  return r;
+}
+
+Ranking rank_bm25(const std::string& question, const std::vector<Document>& docs, double k1,
+                  double b) {
+  auto terms = [](std::string_view t) {
+    std::vector<std::string> out;
+    for (const auto& sp : text::split_words(t)) {
+      auto k = word_keys(t.substr(sp.begin, sp.size()));
+      if (!k.empty()) out.push_back(k.back());
+    }
+    return out;
+  };
+  Ranking ids = rank_lead(docs);
+  std::vector<std::map<std::string, int>> tf(ids.size());
+  std::vector<double> len(ids.size());
+  std::map<std::string, int> df;
+  double avg = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Document& d = docs[ids[i].first];
+    const text::TextSpan sp = d.sentences[ids[i].second];
+    auto t = terms(std::string_view(d.text).substr(sp.begin, sp.size()));
+    len[i] = double(t.size());
+    avg += len[i];
+    for (const auto& w : t) ++tf[i][w];
+    for (const auto& [w, n] : tf[i]) ++df[w];
+  }
+  const double N = double(ids.size());
+  if (N > 0) avg /= N;
+  std::vector<double> score(ids.size(), 0.0);
+  std::set<std::string> qterms;
+  for (auto& w : terms(question)) qterms.insert(w);
+  for (const auto& w : qterms) {
+    auto it = df.find(w);
+    if (it == df.end()) continue;
+    double idf = std::log(1.0 + (N - it->second + 0.5) / (it->second + 0.5));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      auto f = tf[i].find(w);
+      if (f == tf[i].end()) continue;
+      double x = f->second;
+      score[i] += idf * x * (k1 + 1) / (x + k1 * (1 - b + b * (avg > 0 ? len[i] / avg : 1.0)));
+    }
+  }
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t c) { return score[a] > score[c]; });
+  Ranking r;
+  for (size_t i : order) r.push_back(ids[i]);
+  return r;
+}
+
+Ranking rank_scored(const ScoredQuestion& scored) {
+  Ranking r;
+  for (size_t i : top_sentences(scored, std::max<int>(1, int(scored.sentences.size()))))
+    r.emplace_back(scored.sentences[i].doc, scored.sentences[i].sent);
+  return r;
+}
+
+double recall_at(const Ranking& ranking, const std::vector<std::pair<int, int>>& gold, int K) {
+  if (gold.empty()) return 0.0;
+  std::set<std::pair<int, int>> top(ranking.begin(),
+                                    ranking.begin() + std::min<size_t>(K, ranking.size()));
+  size_t hit = 0;
+  for (const auto& g : gold) hit += top.count(g);
+  return double(hit) / double(gold.size());
+}
+
+int position_bin(int sent, int n) {
+  double x = n > 1 ? double(sent) / double(n - 1) : 0.0;
+  return std::min(4, static_cast<int>(x * 5.0));
+}
+
+void add_positions(const eval::QaRecord& r, PositionalAnalysis& pa) {
+  std::set<int> gold_docs;
+  for (const auto& [d, s] : gold_sentences(r)) {
+    int n = static_cast<int>(r.ctxs[d].sentences.size());
+    pa.gold[position_bin(s, n)] += 1;
+    gold_docs.insert(d);
+  }
+  for (int d : gold_docs) {
+    int n = static_cast<int>(r.ctxs[d].sentences.size());
+    for (int s = 0; s < n; ++s) pa.all[position_bin(s, n)] += 1;
+  }
+}
+
+std::array<double, 5> PositionalAnalysis::lift() const {
+  double g = std::accumulate(gold.begin(), gold.end(), 0.0),
+         a = std::accumulate(all.begin(), all.end(), 0.0);
+  std::array<double, 5> l{};
+  for (int i = 0; i < 5; ++i) l[i] = (all[i] > 0 && g > 0) ? (gold[i] / g) / (all[i] / a) : 0.0;
+  return l;
+}
+
+}  // namespace ragform::spotlight

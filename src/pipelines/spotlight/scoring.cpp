@@ -1,0 +1,198 @@
+// Equations (5)-(8) of SpotlightRAG with the scalar positional prior (see scoring.h).
+#include "pipelines/spotlight/scoring.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+
+namespace ragform::spotlight {
+
+double PositionalPrior::operator()(double x) const {
+  x = std::clamp(x, 0.0, 1.0);
+  if (x <= head) return 1.0;
+  if (x >= 1.0 - tail) return tail_level;
+  double span = (1.0 - tail) - head;
+  return 1.0 - (1.0 - mid_floor) * (x - head) / span;
+}
+
+double token_similarity(const EncodedText& a, const Token& ta, const EncodedText& b,
+                        const Token& tb) {
+  if (ta.vec < 0 || tb.vec < 0) return (ta.vec < 0 && tb.vec < 0 && ta.key == tb.key) ? 1.0 : 0.0;
+  const float* x = a.row(ta.vec);
+  const float* y = b.row(tb.vec);
+  double d = 0;
+  for (int i = 0; i < a.dim; ++i) d += double(x[i]) * y[i];
+  return d;  // rows are unit-normalised
+}
+
+std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s,
+                                       const std::vector<int>& sentence_of, int n_sent,
+                                       const std::vector<double>& alpha, int top_k,
+                                       Weighting weighting, std::vector<double>* w_out) {
+  const size_t nq = s.size(), nc = sentence_of.size();
+  if (alpha.size() != nq)
+    throw Error("spotlight", "alpha has " + std::to_string(alpha.size()) + " entries for " +
+                                 std::to_string(nq) + " query tokens");
+  if (top_k < 1)
+    throw UsageError("spotlight", "token top-k must be >= 1, got " + std::to_string(top_k));
+  // (6): w_j = softmax_j(max_i s_ij), computed stably.
+  std::vector<double> w(nc, nc ? 1.0 / nc : 0.0);
+  if (weighting == Weighting::Softmax && nq > 0 && nc > 0) {
+    std::vector<double> m(nc, -INFINITY);
+    for (size_t i = 0; i < nq; ++i)
+      for (size_t j = 0; j < nc; ++j) m[j] = std::max(m[j], s[i][j]);
+    double mx = *std::max_element(m.begin(), m.end()), z = 0;
+    for (size_t j = 0; j < nc; ++j) z += (w[j] = std::exp(m[j] - mx));
+    for (double& x : w) x /= z;
+  }
+  if (w_out) *w_out = w;
+  std::vector<std::vector<size_t>> members(n_sent);
+  for (size_t j = 0; j < nc; ++j) {
+    if (sentence_of[j] < 0 || sentence_of[j] >= n_sent)
+      throw Error("spotlight", "token sentence index out of range");
+    members[sentence_of[j]].push_back(j);
+  }
+  std::vector<double> R(n_sent, 0.0);
+  std::vector<size_t> idx;
+  for (int t = 0; t < n_sent; ++t) {
+    for (size_t i = 0; i < nq; ++i) {
+      idx = members[t];
+      size_t k = std::min<size_t>(top_k, idx.size());
+      // T_k(q_i): the k tokens of the sentence with the largest s_ij (ties: earlier token).
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](size_t a, size_t b) {
+        return s[i][a] > s[i][b] || (s[i][a] == s[i][b] && a < b);
+      });
+      double sum = 0;
+      for (size_t r = 0; r < k; ++r) sum += s[i][idx[r]] * w[idx[r]];
+      R[t] += alpha[i] * sum / top_k;  // (7) then (8)
+    }
+  }
+  return R;
+}
+
+ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
+                              const std::vector<Document>& docs, const ScoreParams& p) {
+  ScoredQuestion out;
+  EncodedText q = enc.encode(question);
+  std::vector<EncodedText> d;
+  d.reserve(docs.size());
+  for (const Document& doc : docs) d.push_back(enc.encode(doc.text));
+  out.words = q.words;
+  out.oov = q.oov;
+  out.query_tokens = q.tokens.size();
+
+  // Flatten context tokens: document, token index, global sentence id, prior factor rho_j.
+  struct Ref {
+    int doc, tok, sent;
+    double rho;
+  };
+  std::vector<Ref> refs;
+  std::vector<std::pair<int, int>> sent_ids;  // global sentence -> (doc, sent)
+  for (size_t di = 0; di < docs.size(); ++di) {
+    out.words += d[di].words;
+    out.oov += d[di].oov;
+    const auto& sents = docs[di].sentences;
+    int base = static_cast<int>(sent_ids.size());
+    for (size_t si = 0; si < sents.size(); ++si)
+      sent_ids.emplace_back(static_cast<int>(di), static_cast<int>(si));
+    size_t si = 0;
+    for (size_t ti = 0; ti < d[di].tokens.size(); ++ti) {
+      size_t b = d[di].tokens[ti].span.begin;
+      while (si < sents.size() && b >= sents[si].end) ++si;
+      if (si == sents.size() || b < sents[si].begin)
+        continue;  // between sentences (e.g. a bullet marker)
+      double x = sents.size() > 1 ? double(si) / double(sents.size() - 1) : 0.0;
+      double rho = (1.0 - p.lambda) + p.lambda * p.prior(x);
+      refs.push_back(
+          {static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(si), rho});
+    }
+  }
+  out.context_tokens = refs.size();
+  const int n_sent = static_cast<int>(sent_ids.size());
+  const size_t nq = q.tokens.size(), nc = refs.size();
+
+  // (5) with the prior: s^_ij = cos(h_qi, h_cj) * rho_j.
+  std::vector<std::vector<double>> s(nq, std::vector<double>(nc));
+  for (size_t i = 0; i < nq; ++i)
+    for (size_t j = 0; j < nc; ++j) {
+      const Ref& r = refs[j];
+      s[i][j] = token_similarity(q, q.tokens[i], d[r.doc], d[r.doc].tokens[r.tok]) * r.rho;
+    }
+
+  // alpha: uniform or IDF over the question's passages (keys present per passage).
+  std::vector<double> alpha(nq, nq ? 1.0 / nq : 0.0);
+  if (p.alpha == Alpha::Idf && nq > 0) {
+    std::vector<std::set<std::string>> keys(docs.size());
+    for (size_t di = 0; di < docs.size(); ++di)
+      for (const Token& t : d[di].tokens) keys[di].insert(t.key);
+    double N = static_cast<double>(docs.size()), z = 0;
+    for (size_t i = 0; i < nq; ++i) {
+      double df = 0;
+      for (const auto& k : keys) df += k.count(q.tokens[i].key) ? 1 : 0;
+      z += (alpha[i] = std::log(1.0 + (N - df + 0.5) / (df + 0.5)));
+    }
+    if (z > 0)
+      for (double& a : alpha) a /= z;
+  }
+
+  std::vector<double> R;
+  if (p.scorer == Scorer::FineGrained) {
+    std::vector<int> sentence_of(nc);
+    for (size_t j = 0; j < nc; ++j) sentence_of[j] = refs[j].sent;
+    R = sentence_relevance(s, sentence_of, n_sent, alpha, p.top_k, p.weighting);
+  } else {
+    // Table 3 "w/o fine-grained scorer": cosine of mean vectors (identity tokens ignored).
+    const int dim = q.dim;
+    std::vector<double> qm(dim, 0.0);
+    for (const Token& t : q.tokens)
+      if (t.vec >= 0)
+        for (int k = 0; k < dim; ++k) qm[k] += q.row(t.vec)[k];
+    std::vector<std::vector<double>> sm(n_sent, std::vector<double>(dim, 0.0));
+    std::vector<double> rho(n_sent, 1.0);
+    for (const Ref& r : refs) {
+      rho[r.sent] = r.rho;
+      const Token& t = d[r.doc].tokens[r.tok];
+      if (t.vec >= 0)
+        for (int k = 0; k < dim; ++k) sm[r.sent][k] += d[r.doc].row(t.vec)[k];
+    }
+    auto norm = [](const std::vector<double>& v) {
+      double n = 0;
+      for (double x : v) n += x * x;
+      return std::sqrt(n);
+    };
+    R.assign(n_sent, 0.0);
+    double nqm = norm(qm);
+    for (int t = 0; t < n_sent; ++t) {
+      double ns = norm(sm[t]), dot = 0;
+      for (int k = 0; k < dim; ++k) dot += qm[k] * sm[t][k];
+      R[t] = (nqm > 0 && ns > 0) ? dot / (nqm * ns) * rho[t] : 0.0;
+    }
+  }
+
+  double lo = n_sent ? *std::min_element(R.begin(), R.end()) : 0,
+         hi = n_sent ? *std::max_element(R.begin(), R.end()) : 0;
+  std::vector<std::vector<size_t>> members(n_sent);
+  for (size_t j = 0; j < nc; ++j) members[refs[j].sent].push_back(j);
+  out.sentences.resize(n_sent);
+  for (int t = 0; t < n_sent; ++t) {
+    SentenceScore& ss = out.sentences[t];
+    ss.doc = sent_ids[t].first;
+    ss.sent = sent_ids[t].second;
+    ss.R = R[t];
+    ss.R_norm = hi > lo ? (R[t] - lo) / (hi - lo) : 1.0;
+    // The match matrix row of each query token: its best context token in this sentence.
+    for (size_t i = 0; i < nq && !members[t].empty(); ++i) {
+      size_t best = members[t][0];
+      for (size_t j : members[t])
+        if (s[i][j] > s[i][best]) best = j;
+      const Token& ct = d[refs[best].doc].tokens[refs[best].tok];
+      ss.matches.push_back({q.tokens[i].text, ct.text, ct.span, s[i][best]});
+    }
+  }
+  return out;
+}
+
+}  // namespace ragform::spotlight

@@ -1,0 +1,100 @@
+// SpotlightRAG fine-grained scoring (paper section 3.3-3.4, equations 3-8).
+//
+//   s_ij      = cos(h_qi, h_cj)                                        (5)
+//   w_j       = exp(max_i s_ij) / sum_k exp(max_i s_ik)                 (6)  k over ALL context
+//               tokens of the question (every passage), so R is comparable across passages
+//   TopAvg_t(q_i) = (1/k) * sum_{c_j in T_k(q_i, t)} s_ij * w_j         (7)  T_k = the k tokens of
+//               sentence t with the largest s_ij; divided by k even when t has fewer than k tokens
+//               (as written: short sentences are not inflated)
+//   R(t)      = sum_i alpha_i * TopAvg_t(q_i)                           (8)
+//   alpha_i   = 1/n (Alpha::Uniform, the paper's fallback) or IDF-weighted (Alpha::Idf, default):
+//               idf(q_i) = ln(1 + (N - df + 0.5) / (df + 0.5)) with N = passages of the question
+//               and df = passages containing q_i's key, normalised to sum to 1. The paper's learned
+//               ColBERT-style alpha needs training data and a trained encoder we do not have.
+//
+// Equations 3-4 (h = E(x) + p) are ambiguous: p is an unspecified vector "encoding sentence or
+// document position", and adding the same vector to every token of a passage would shift all its
+// cosines in an uncontrolled, encoder-dependent way (and the query has no document position). We
+// read them as what the text says p is *for* — "early or concluding segments receive stronger
+// inductive bias" — and implement the prior as a scalar factor on every similarity of a context
+// token, so it flows through (5)-(8) exactly:
+//   s^_ij = s_ij * rho_j,   rho_j = (1 - lambda) + lambda * pi(x_j)
+// where x_j = sentence index / (sentences in the document - 1) (0 for a one-sentence document)
+// is the relative position of c_j's sentence, and pi is the piecewise-linear shape of Figure 1(a):
+//   pi(x) = 1 for x <= head (0.2);  declines linearly from 1 to mid_floor (0.5) over the middle;
+//   = tail_level (0.75) for x >= 1 - tail (0.2)  (the partial rebound).
+// lambda = 0 gives the plain equations (5)-(8); the paper's Table 4 tries 0, 0.5 (its best), 1.
+//
+// Ablations of Table 3: Scorer::MeanVector ("w/o fine-grained scorer": R = cos(mean query vector,
+// mean sentence vector) * rho, identity tokens ignored), Weighting::Uniform ("w/o importance
+// weighting": w_j = 1/|C|).
+#pragma once
+#include <string>
+#include <vector>
+#include "pipelines/spotlight/encoder.h"
+
+namespace ragform::spotlight {
+
+struct PositionalPrior {
+  double head = 0.2, tail = 0.2, mid_floor = 0.5, tail_level = 0.75;
+  double operator()(double x) const;  // pi(x), x in [0,1]
+};
+
+enum class Alpha { Uniform, Idf };
+enum class Weighting { Softmax, Uniform };
+enum class Scorer { FineGrained, MeanVector };
+
+struct ScoreParams {
+  int top_k = 5;        // k of equation (7)
+  double lambda = 0.5;  // positional prior weight
+  PositionalPrior prior;
+  Alpha alpha = Alpha::Idf;
+  Weighting weighting = Weighting::Softmax;
+  Scorer scorer = Scorer::FineGrained;
+};
+
+// One passage with its sentences as byte spans of `text` (given by the data or by
+// text::split_sentences).
+struct Document {
+  std::string id, title, text;
+  std::vector<text::TextSpan> sentences;
+};
+
+// A query token's best match inside one sentence (the match matrix row).
+struct Match {
+  std::string q, c;       // surface forms
+  text::TextSpan c_span;  // bytes of c in its document's text
+  double s = 0;           // s^_ij of the pair
+};
+
+struct SentenceScore {
+  int doc = 0, sent = 0;
+  double R = 0;                // equation (8) (with the prior folded into s^)
+  double R_norm = 0;           // min-max normalised over the question's sentences, in [0,1]
+  std::vector<Match> matches;  // one per query token (query order), best context token
+};
+
+struct ScoredQuestion {
+  std::vector<SentenceScore> sentences;  // every sentence, document order
+  size_t words = 0, oov = 0;             // encoder statistics over query + contexts
+  size_t query_tokens = 0, context_tokens = 0;
+};
+
+// The pure equations over a precomputed similarity matrix, for tests and ablations.
+// s: [n_q][n_c] (already prior-weighted), sentence_of: [n_c] in 0..n_sent-1, alpha: [n_q].
+// Returns R per sentence; w (if given) receives equation (6)'s weights.
+std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s,
+                                       const std::vector<int>& sentence_of, int n_sent,
+                                       const std::vector<double>& alpha, int top_k,
+                                       Weighting weighting, std::vector<double>* w = nullptr);
+
+// Similarity of two encoded tokens: cosine of their vectors; identity tokens (no vector) are 1
+// to an identity token with the same key, else 0.
+double token_similarity(const EncodedText& a, const Token& ta, const EncodedText& b,
+                        const Token& tb);
+
+// Encodes question and documents and scores every sentence.
+ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
+                              const std::vector<Document>& docs, const ScoreParams& p);
+
+}  // namespace ragform::spotlight

@@ -1,0 +1,67 @@
+// SpotlightRAG selection and annotation (paper sections 3.4-3.5, equations 9-10): the top-K
+// sentences by R, each annotated with a score token <RelX.XX> (R min-max normalised over the
+// question's sentences, two decimals) and a category token, joined to the question as the
+// generator's prompt.
+//
+// Category tagger (rule based; the first rule that fires wins, words compared case-insensitively):
+//   causal      a causal connective: because, due to, caused, causes, causing, result of,
+//               resulted, results in, led to, leads to, therefore, thus, hence, consequently,
+//               owing to, so that, since (as a conjunction is not told apart: any "since" that is
+//               not followed by a year).
+//   definition  a copular/definitional pattern: " is a ", " is an ", " is the ", " was a ",
+//               " was an ", " was the ", " are a ", " were a ", " refers to ", " known as ",
+//               " defined as ", " also called " (Wikipedia lead sentences).
+//   temporal    a year 1000-2099 (optionally followed by "s"), a month name, a weekday, "century",
+//               "decade", "BC", "AD", "BCE", "CE".
+//   numeric     any other digit, or a number word (hundred, thousand, million, billion, percent).
+//   entity      a capitalised word other than the sentence's first word.
+//   other       none of the above.
+// Category tokens are written `<entity>`, `<temporal>`, ...
+//
+// Prompt (eq. 10, q ⊕ {s'_t}):
+//   Question: <q>\nEvidence:\n<Rel0.82> <entity> <sentence>\n...\nAnswer:
+// Order::Document keeps the selected sentences in document order, Order::Score by descending R.
+// With special tokens off (Table 3 "w/o special tokens") the lines carry the sentences only.
+#pragma once
+#include <string>
+#include <vector>
+#include "pipelines/spotlight/scoring.h"
+
+namespace ragform::spotlight {
+
+enum class Order { Document, Score };
+
+struct SelectParams {
+  int top_K = 6;  // K sentences
+  Order order = Order::Document;
+  bool special_tokens = true;
+};
+
+struct Selected {
+  SentenceScore score;
+  std::string title, doc_id, text;
+  std::string prefix;    // "<Rel0.82>"
+  std::string category;  // "entity", "temporal", ...
+};
+
+struct Selection {
+  std::vector<Selected> selected;  // in prompt order
+  std::string prompt;
+};
+
+// "entity" | "temporal" | "numeric" | "causal" | "definition" | "other".
+std::string categorize(const std::string& sentence);
+
+// "<Rel0.82>": R in [0,1] with two decimals (clamped).
+std::string rel_token(double r_norm);
+
+// Indices into scored.sentences of the top-K by R (ties: document order), in that score order.
+std::vector<size_t> top_sentences(const ScoredQuestion& scored, int K);
+
+Selection select_and_annotate(const std::string& question, const std::vector<Document>& docs,
+                              const ScoredQuestion& scored, const SelectParams& p);
+
+// Builds the eq. (10) prompt from annotated lines.
+std::string build_prompt(const std::string& question, const std::vector<std::string>& lines);
+
+}  // namespace ragform::spotlight

@@ -1,0 +1,176 @@
+// SpotlightRAG equations (5)-(8), the positional prior, encoders' OOV rule and piece alignment,
+// checked on hand-computed examples.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/scoring.h"
+#include "support/test_support.h"
+
+namespace ragform::spotlight {
+namespace {
+
+// s = [[1, 0, .5], [0, .5, .5]], tokens 0,1 in sentence 0 and token 2 in sentence 1, alpha = 1/2.
+// (6): max_i s_ij = [1, .5, .5]; w = [e, e^.5, e^.5] / (e + 2 e^.5) = [0.451863, 0.274069,
+// 0.274069].
+TEST(SpotlightScoring, HandExampleEquations5to8) {
+  std::vector<std::vector<double>> s{{1.0, 0.0, 0.5}, {0.0, 0.5, 0.5}};
+  std::vector<int> sent{0, 0, 1};
+  std::vector<double> alpha{0.5, 0.5}, w;
+  // k = 1: R0 = 1/2 (1 * w0 + .5 * w1) = 0.294449; R1 = 1/2 (.5 w2 + .5 w2) = 0.137034.
+  auto R = sentence_relevance(s, sent, 2, alpha, 1, Weighting::Softmax, &w);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_NEAR(w[0], 0.45186276, 1e-7);
+  EXPECT_NEAR(w[1], 0.27406862, 1e-7);
+  EXPECT_NEAR(w[2], 0.27406862, 1e-7);
+  EXPECT_NEAR(R[0], 0.29444854, 1e-7);
+  EXPECT_NEAR(R[1], 0.13703431, 1e-7);
+  // k = 2: the sum is divided by k even for the one-token sentence 1 (eq. 7 as written).
+  R = sentence_relevance(s, sent, 2, alpha, 2, Weighting::Softmax);
+  EXPECT_NEAR(R[0], 0.14722427, 1e-7);
+  EXPECT_NEAR(R[1], 0.06851715, 1e-7);
+  // Uniform w (Table 3 "w/o importance weighting"): w = 1/3; R0 = 1/2 (1 + .5)/3 = 0.25.
+  R = sentence_relevance(s, sent, 2, alpha, 1, Weighting::Uniform, &w);
+  EXPECT_NEAR(w[0], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(R[0], 0.25, 1e-12);
+  EXPECT_NEAR(R[1], 0.5 * (0.5 + 0.5) / 3, 1e-12);
+}
+
+TEST(SpotlightScoring, RejectsBadArguments) {
+  std::vector<std::vector<double>> s{{1.0}};
+  EXPECT_THROW(sentence_relevance(s, {0}, 1, {1.0}, 0, Weighting::Softmax), UsageError);
+  EXPECT_THROW(sentence_relevance(s, {0}, 1, {1.0, 1.0}, 1, Weighting::Softmax), Error);
+  EXPECT_THROW(sentence_relevance(s, {3}, 1, {1.0}, 1, Weighting::Softmax), Error);
+}
+
+TEST(SpotlightScoring, PositionalPriorShape) {
+  PositionalPrior pi;
+  EXPECT_DOUBLE_EQ(pi(0.0), 1.0);
+  EXPECT_DOUBLE_EQ(pi(0.2), 1.0);
+  EXPECT_NEAR(pi(0.5), 0.75, 1e-12);  // halfway down from 1 to the 0.5 floor
+  EXPECT_NEAR(pi(0.79), 0.5 + 0.5 * 0.01 / 0.6, 1e-12);
+  EXPECT_DOUBLE_EQ(pi(0.8), 0.75);  // the rebound of the final 20%
+  EXPECT_DOUBLE_EQ(pi(1.0), 0.75);
+}
+
+WordVectors tiny() {
+  const float r = static_cast<float>(1 / std::sqrt(2.0));
+  return WordVectors::from_map({{"a", {1, 0}}, {"b", {0, 1}}, {"c", {r, r}}, {"the", {3, 4}}});
+}
+
+// Query "a b"; one document "a c. b b." with sentences [0,4) and [5,9).
+// Cosines: q_a -> [1, .7071, 0, 0], q_b -> [0, .7071, 1, 1]; max_i = [1, .7071, 1, 1];
+// w = softmax = [0.266944, 0.199168, 0.266944, 0.266944]. k = 1, alpha = 1/2 (uniform):
+// R0 = 1/2 (1 * w0 + .7071 * w1) = 0.203888; R1 = 1/2 (0 + 1 * w2) = 0.133472.
+TEST(SpotlightScoring, TinyVectorsEndToEnd) {
+  WordVectors v = tiny();
+  StaticEncoder enc(v);
+  Document d{"d0", "T", "a c. b b.", {{0, 4}, {5, 9}}};
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 0;
+  p.alpha = Alpha::Uniform;
+  ScoredQuestion sq = score_question(enc, "a b", {d}, p);
+  ASSERT_EQ(sq.sentences.size(), 2u);
+  EXPECT_NEAR(sq.sentences[0].R, 0.20388843, 1e-6);
+  EXPECT_NEAR(sq.sentences[1].R, 0.13347208, 1e-6);
+  EXPECT_DOUBLE_EQ(sq.sentences[0].R_norm, 1.0);
+  EXPECT_DOUBLE_EQ(sq.sentences[1].R_norm, 0.0);
+  // Match matrix of sentence 0: a -> a (1), b -> c. (0.7071).
+  ASSERT_EQ(sq.sentences[0].matches.size(), 2u);
+  EXPECT_EQ(sq.sentences[0].matches[0].q, "a");
+  EXPECT_EQ(sq.sentences[0].matches[0].c, "a");
+  EXPECT_NEAR(sq.sentences[0].matches[0].s, 1.0, 1e-6);
+  EXPECT_EQ(sq.sentences[0].matches[1].c, "c.");
+  EXPECT_NEAR(sq.sentences[0].matches[1].s, 0.70710678, 1e-6);
+  EXPECT_EQ(sq.sentences[0].matches[1].c_span, (text::TextSpan{2, 4}));
+
+  // lambda = 1: sentence 1 sits at x = 1 (the rebound, pi = .75), sentence 0 at x = 0 (pi = 1):
+  // s^ of sentence-1 tokens is scaled by .75; max_i s^ = [1, .7071, .75, .75].
+  p.lambda = 1;
+  sq = score_question(enc, "a b", {d}, p);
+  const double e1 = std::exp(1.0), ec = std::exp(1 / std::sqrt(2.0)), e75 = std::exp(0.75);
+  const double z = e1 + ec + 2 * e75;
+  EXPECT_NEAR(sq.sentences[0].R, 0.5 * (e1 / z + (1 / std::sqrt(2.0)) * ec / z), 1e-6);
+  EXPECT_NEAR(sq.sentences[1].R, 0.5 * (0.75 * e75 / z), 1e-6);
+}
+
+// IDF alpha: with two passages, "a" in both (df 2) and "b" in one (df 1):
+// idf = ln(1 + .5/2.5) = 0.182322 and ln(1 + 1.5/1.5) = 0.693147 -> alpha = [0.208264, 0.791736].
+TEST(SpotlightScoring, IdfAlpha) {
+  WordVectors v = tiny();
+  StaticEncoder enc(v);
+  std::vector<Document> docs{{"d0", "", "a.", {{0, 2}}}, {"d1", "", "a b.", {{0, 4}}}};
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 0;
+  p.alpha = Alpha::Idf;
+  ScoredQuestion sq = score_question(enc, "a b", docs, p);
+  // Context tokens a, a, b: max_i = [1, 1, 1] -> w = 1/3 each.
+  const double ia = std::log(1.2), ib = std::log(2.0), aa = ia / (ia + ib), ab = ib / (ia + ib);
+  EXPECT_NEAR(sq.sentences[0].R, aa * (1.0 / 3), 1e-6);  // b's best in "a." has cosine 0
+  EXPECT_NEAR(sq.sentences[1].R, aa / 3 + ab / 3, 1e-6);
+}
+
+TEST(SpotlightEncoder, OovRuleAndIdentityTokens) {
+  EXPECT_EQ(word_keys("Paris,"), (std::vector<std::string>{"Paris,", "paris,", "paris"}));
+  EXPECT_EQ(word_keys("Tulsa's"),
+            (std::vector<std::string>{"Tulsa's", "tulsa's", "tulsa's", "tulsa"}));
+  EXPECT_TRUE(word_keys("--").empty());
+  WordVectors v = tiny();
+  StaticEncoder match(v, OovPolicy::Match), skip(v, OovPolicy::Skip);
+  EncodedText m = match.encode("The Tulsa, a -- tulsa");
+  ASSERT_EQ(m.tokens.size(), 4u);  // "--" dropped as punctuation
+  EXPECT_EQ(m.words, 4u);
+  EXPECT_EQ(m.oov, 2u);
+  EXPECT_EQ(m.tokens[0].key, "the");  // lowercased lookup
+  EXPECT_GE(m.tokens[0].vec, 0);
+  EXPECT_EQ(m.tokens[1].vec, -1);
+  EXPECT_EQ(m.tokens[1].key, "tulsa");
+  // Identity tokens: 1 to the same key, 0 to anything else.
+  EXPECT_DOUBLE_EQ(token_similarity(m, m.tokens[1], m, m.tokens[3]), 1.0);
+  EXPECT_DOUBLE_EQ(token_similarity(m, m.tokens[1], m, m.tokens[2]), 0.0);
+  EncodedText s = skip.encode("The Tulsa, a -- tulsa");
+  EXPECT_EQ(s.tokens.size(), 2u);
+  EXPECT_EQ(s.oov, 2u);
+  // Vectors are unit-normalised: "the" = (3,4)/5.
+  EXPECT_NEAR(m.row(m.tokens[0].vec)[0], 0.6, 1e-6);
+}
+
+TEST(SpotlightEncoder, WordVectorFileErrors) {
+  auto dir = testing::temp_dir("spotlight_vectors");
+  testing::write_file(dir / "bad.json", R"({"a": [1, 2], "b": [1]})");
+  try {
+    WordVectors::load((dir / "bad.json").string());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("word 'b' has 1 values, expected 2"), std::string::npos)
+        << e.what();
+  }
+  testing::write_file(dir / "nan.json", R"({"a": [1, "x"]})");
+  EXPECT_THROW(WordVectors::load((dir / "nan.json").string()), Error);
+  testing::write_file(dir / "broken.json", R"({"a": [1, )");
+  EXPECT_THROW(WordVectors::load((dir / "broken.json").string()), Error);
+  EXPECT_THROW(WordVectors::load((dir / "missing.json").string()), Error);
+}
+
+TEST(SpotlightEncoder, PieceAlignment) {
+  // BOS (not in the text), a SentencePiece space marker, a byte-level marker, a plain space.
+  auto sp = align_pieces("Hello world, again",
+                         {"<s>", "\xE2\x96\x81Hello", "\xC4\xA0world", ",", " again"});
+  ASSERT_EQ(sp.size(), 5u);
+  EXPECT_EQ(sp[0].size(), 0u);
+  EXPECT_EQ(sp[1], (text::TextSpan{0, 5}));
+  EXPECT_EQ(sp[2], (text::TextSpan{6, 11}));
+  EXPECT_EQ(sp[3], (text::TextSpan{11, 12}));
+  EXPECT_EQ(sp[4], (text::TextSpan{13, 18}));
+  // A piece that only occurs later (after non-space text) is not matched there.
+  sp = align_pieces("ab cd", {"cd", "ab"});
+  EXPECT_EQ(sp[0].size(), 0u);
+  EXPECT_EQ(sp[1], (text::TextSpan{0, 2}));
+}
+
+}  // namespace
+}  // namespace ragform::spotlight
