@@ -101,9 +101,11 @@ struct TestModelOptions {
   std::string type = "f32";  // WeightScheme name
   std::string out;           // output path
   uint64_t seed = 1;
-  std::string vocab_from;  // copy every tokenizer.* key from this GGUF; empty = synthetic SPM
-  int layers = 0;          // > 0 overrides the shape's layer count
-  int threads = 0;         // 0 = all cores
+  // Copy every tokenizer.* key from this GGUF (n_vocab becomes its token count); empty = a
+  // synthetic SPM vocabulary of the shape's size.
+  std::string vocab_from;
+  int layers = 0;   // > 0 overrides the shape's layer count
+  int threads = 0;  // 0 = all cores
   // Called after each batch with (elements written, total elements); may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };

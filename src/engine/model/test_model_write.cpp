@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numbers>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -56,9 +57,9 @@ class Gaussian {
     const double u1 = (double(splitmix64(s_) >> 11) + 0.5) * 0x1p-53;  // (0, 1)
     const double u2 = double(splitmix64(s_) >> 11) * 0x1p-53;
     const double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = float(r * std::sin(2.0 * M_PI * u2));
+    spare_ = float(r * std::sin(2.0 * std::numbers::pi * u2));
     has_spare_ = true;
-    return float(r * std::cos(2.0 * M_PI * u2));
+    return float(r * std::cos(2.0 * std::numbers::pi * u2));
   }
 
  private:
