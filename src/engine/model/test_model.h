@@ -18,7 +18,8 @@
 //   else the base type (Q4_K, Q4_K, Q5_K). use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
 //   (i - n/8) % 3 == 2. Then tensor_type_fallback: a row length not a multiple of the block size
 //   turns Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 if still
-//   incompatible (llama-quantize --pure would refuse such a tensor; we fall back the same way).
+//   incompatible. llama-quantize skips this step under --pure; we apply it to the plain types too,
+//   so e.g. `--shape qwen2.5-0.5b --type q4_k` writes its 896-long rows as Q5_0.
 // 1-D tensors (norms, biases) are always F32.
 //
 // Memory stays bounded: the file is laid out by gguf::Writer over a zero-page mapping, then every
