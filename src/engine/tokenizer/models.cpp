@@ -46,7 +46,9 @@ void push_byte_spm(const Vocab& v, uint8_t b, std::vector<int32_t>* out) {
 
 }  // namespace
 
-void spm_tokenize(const Vocab& v, const std::string& text, std::vector<int32_t>* out) {
+namespace {
+
+void spm_segment(const Vocab& v, const std::string& text, std::vector<int32_t>* out) {
   struct Bigram {
     int left, right;
     float score;
@@ -91,6 +93,37 @@ void spm_tokenize(const Vocab& v, const std::string& text, std::vector<int32_t>*
       for (size_t j = 0; j < s.n; ++j) push_byte_spm(v, uint8_t(s.text[j]), out);
     }
   }
+}
+
+}  // namespace
+
+// Cuts the text before each U+2581 that no token glues to its preceding character, then runs
+// the merge loop on each piece: same result, but the bigram queue stays small and in cache.
+void spm_tokenize(const Vocab& v, const std::string& text, std::vector<int32_t>* out) {
+  static const std::string space = "\xe2\x96\x81";
+  if (!v.spm_can_cut) return spm_segment(v, text, out);
+  size_t seg = 0, prev_start = 0, off = 0;
+  bool have_prev = false;
+  std::string piece;
+  while (off < text.size()) {
+    const size_t n = std::min(utf8_len_from_lead(uint8_t(text[off])), text.size() - off);
+    if (have_prev && n == 3 && text.compare(off, 3, space) == 0 && off > seg) {
+      const std::string_view prev(text.data() + prev_start, off - prev_start);
+      size_t pos = 0;
+      decode_cpt(prev, &pos);
+      const bool valid_char = pos == prev.size() && !(prev.size() == 1 && uint8_t(prev[0]) >= 0x80);
+      if (valid_char && v.spm_glue.find(prev) == v.spm_glue.end()) {
+        piece.assign(text, seg, off - seg);
+        spm_segment(v, piece, out);
+        seg = off;
+      }
+    }
+    prev_start = off;
+    have_prev = true;
+    off += n;
+  }
+  piece.assign(text, seg, std::string::npos);
+  spm_segment(v, piece, out);
 }
 
 void BpeSession::tokenize(std::string_view text, std::vector<int32_t>* out) {

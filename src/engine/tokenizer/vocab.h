@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/tokenizer/pretokenize.h"
@@ -55,6 +56,12 @@ struct Vocab {
   std::set<int32_t> eog;
   std::vector<int32_t> special_cache;    // control/user-defined/unknown ids, longest text first
   std::vector<std::string> piece_cache;  // token_to_piece(id, special = true)
+
+  // SPM: characters that some token contains right before a U+2581. A text can be cut before a
+  // U+2581 whose preceding character is not in this set: no merge can cross such a cut, so the
+  // pieces tokenise independently with the same result (spm_tokenize).
+  std::unordered_set<std::string, TextHash, std::equal_to<>> spm_glue;
+  bool spm_can_cut = false;
 
   // BPE: (left id, right id) -> rank and the id of the merged text (-1 if not a token).
   struct Merge {

@@ -119,6 +119,22 @@ void load_merges(const gguf::File& f, Vocab& v) {
   }
 }
 
+void index_spm_glue(Vocab& v) {
+  const std::string space = "\xe2\x96\x81";
+  v.spm_can_cut = true;
+  for (const std::string& t : v.text) {
+    for (size_t p = t.find(space, 1); p != std::string::npos; p = t.find(space, p + 1)) {
+      size_t start = p - 1;
+      while (start > 0 && (uint8_t(t[start]) & 0xC0) == 0x80) --start;
+      const std::string prev = t.substr(start, p - start);
+      size_t pos = 0;
+      decode_cpt(prev, &pos);
+      if (pos != prev.size()) v.spm_can_cut = false;  // not UTF-8: keep the whole text together
+      v.spm_glue.insert(prev);
+    }
+  }
+}
+
 // Special token ids: metadata overrides the per-kind default; an out-of-range value keeps the
 // default, and an out-of-range default is cleared (llama.cpp warns in both cases).
 void load_special_ids(const gguf::File& f, Vocab& v) {
@@ -334,6 +350,7 @@ void load_vocab(const gguf::File& f, Vocab& v) {
     load_merges(f, v);
     v.pre = std::make_unique<PreTokenizer>(spec->regexes);
   }
+  if (v.kind == VocabKind::kSpm) index_spm_glue(v);
   load_special_ids(f, v);
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", v.add_eos);

@@ -215,6 +215,30 @@ TEST(TokenizerSpm, ScoreMergesSpacePrefixAndByteFallback) {
   EXPECT_TRUE(tok->is_eog(2));
 }
 
+// The SPM text is cut before a U+2581 only where no token spans the cut: here "a\u2581b" is a
+// token, so "a b" must still merge across the space.
+TEST(TokenizerSpm, MergesAcrossSpaceWhenATokenSpansIt) {
+  Spec s;
+  s.model = "llama";
+  s.pre = "default";
+  s.tokens = {"<unk>",
+              "<s>",
+              "</s>",
+              "\xe2\x96\x81",
+              "a",
+              "b",
+              "a\xe2\x96\x81",
+              "a\xe2\x96\x81"
+              "b"};
+  s.scores = {0, 0, 0, -3, -3, -3, -1, -0.5f};
+  s.types = {2, 3, 3, 1, 1, 1, 1, 1};
+  std::string keep;
+  auto tok = load(s, &keep);
+  EXPECT_EQ(tok->encode("a b", false, false), (std::vector<int32_t>{3, 7}));
+  EXPECT_EQ(tok->encode("b b", false, false), (std::vector<int32_t>{3, 5, 3, 5}));
+  EXPECT_EQ(tok->decode(tok->encode("a b", false, false)), "a b");
+}
+
 TEST(TokenizerSpm, AddSpacePrefixOff) {
   Spec s = small_spm();
   s.extra.push_back({"tokenizer.ggml.add_space_prefix", Value::boolean(false)});
