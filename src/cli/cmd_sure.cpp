@@ -277,6 +277,8 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& prompts_dir =
       a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
   auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000);
+  auto& judge_model = a.opt<std::string>(
+      "--judge-model", "FILE", "LLM-as-judge reader for Y (default: string containment)", "");
   if (!a.parse(argv)) return 0;
   if (batch.value < 1 || max_tokens.value < 1 || resamples.value < 1)
     throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
@@ -289,6 +291,11 @@ int run_eval(const std::vector<std::string>& argv) {
   eo.seed = static_cast<uint64_t>(seed.value);
   eo.batch = static_cast<size_t>(batch.value);
   eo.chain_of_note = con.value;
+  std::unique_ptr<reader::NativeReader> judge;
+  if (!judge_model.value.empty()) {
+    judge = std::make_unique<reader::NativeReader>(judge_model.value, rf.native_options());
+    eo.judge = judge.get();
+  }
   store::RunStore st(store_path.value);
   store::RunConfig rc;
   rc.pipeline = "sure eval";
@@ -300,7 +307,12 @@ int run_eval(const std::vector<std::string>& argv) {
        {{"qa_prompt", prompts.identity("qa_prompt")},
         {"instruction", prompts.identity(eo.chain_of_note ? "chain_of_note" : "qa_instruction")},
         {"closed_book", prompts.identity("closed_book")}}},
-      {"grading", "substring_match"}};
+      {"grading", judge ? "judge" : "substring_match"}};
+  if (judge) {
+    rc.config["judge"] = judge->describe();
+    rc.config["judge_sha256"] = store::sha256_file(judge_model.value);
+    rc.config["prompts"]["judge"] = prompts.identity("judge");
+  }
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = rf.model.value;
   rc.model_sha256 = store::sha256_file(rf.model.value);

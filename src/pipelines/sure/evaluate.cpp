@@ -1,6 +1,7 @@
 #include "pipelines/sure/evaluate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <exception>
 #include <map>
@@ -34,11 +35,33 @@ bool grade(const std::string& response, const std::vector<std::string>& answers,
   return text::substring_match(r, answers) > 0;
 }
 
+bool parse_judge_verdict(const std::string& judge_output) {
+  std::string low;
+  for (char c : judge_output) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t at = low.rfind("verdict:");
+  if (at != std::string::npos) {
+    size_t i = at + 8;
+    while (i < low.size() && (low[i] == ' ' || low[i] == '*' || low[i] == '"')) ++i;
+    if (low.compare(i, 9, "incorrect") == 0) return false;
+    if (low.compare(i, 7, "correct") == 0) return true;
+  }
+  throw Error("sure judge", "no 'Verdict: correct|incorrect' in the judge's answer");
+}
+
+std::string judge_prompt(const PromptSet& prompts, const std::string& question,
+                         const std::vector<std::string>& answers, const std::string& response) {
+  std::string gold;
+  for (size_t i = 0; i < answers.size(); ++i) gold += (i ? "; " : "") + answers[i];
+  return fill(prompts.get("judge"),
+              {{"question", question}, {"answers", gold}, {"response", response}});
+}
+
 namespace {
 
 struct Job {
   std::string instance, variant, prompt;
   const std::vector<std::string>* answers = nullptr;
+  const std::string* question = nullptr;
   nlohmann::json extra = nlohmann::json::object();
   int max_tokens = 32;
 };
@@ -121,7 +144,8 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
   for (const Pair& p : pairs) {
     if (p.failed) continue;
     if (seen_q.insert(p.instance).second) {
-      Job j{p.instance, "closed-book", closed_book_prompt(prompts, p.question), &p.answers};
+      Job j{p.instance, "closed-book", closed_book_prompt(prompts, p.question), &p.answers,
+            &p.question};
       j.max_tokens = opt.max_tokens;
       if (done.count({j.instance, j.variant})) {
         ++stats.skipped_done;
@@ -131,7 +155,8 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
     }
     if (seen_doc.insert(p.id).second) {
       Job j{p.id, "original",
-            rag_prompt(prompts, grounding_original(p), p.question, opt.chain_of_note), &p.answers};
+            rag_prompt(prompts, grounding_original(p), p.question, opt.chain_of_note), &p.answers,
+            &p.question};
       j.max_tokens = answer_tokens;
       j.extra["golden"] = text::substring_match(p.original, p.answers) > 0;
       if (done.count({j.instance, j.variant})) {
@@ -145,7 +170,19 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
   for (const Pair& p : pairs)
     if (!p.failed && !done.count({p.id, p.perturbation})) ++total;
   auto grade_job = [&](Job& j, store::Result& r) {
-    r.correct = grade(r.output, *j.answers, j.variant != "closed-book" && opt.chain_of_note);
+    bool con = j.variant != "closed-book" && opt.chain_of_note;
+    if (opt.judge) {
+      reader::GenerateParams jp;
+      jp.max_tokens = opt.judge_max_tokens;
+      jp.temperature = 0.0;
+      std::string out =
+          opt.judge->generate(judge_prompt(prompts, *j.question, *j.answers, r.output), jp).text;
+      r.extra["judge_output"] = out;
+      r.correct = parse_judge_verdict(out);  // throws -> unmeasured row
+      r.scores["Y_string"] = grade(r.output, *j.answers, con) ? 1.0 : 0.0;
+    } else {
+      r.correct = grade(r.output, *j.answers, con);
+    }
     r.scores["Y"] = *r.correct ? 1.0 : 0.0;
   };
   run_jobs(reader, store, run, cb, opt, stats, grade_job, progress, count, total);
@@ -161,7 +198,8 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
   for (const Pair& p : pairs) {
     if (p.failed || done.count({p.id, p.perturbation})) continue;
     Job j{p.id, p.perturbation,
-          rag_prompt(prompts, grounding_perturbed(p), p.question, opt.chain_of_note), &p.answers};
+          rag_prompt(prompts, grounding_perturbed(p), p.question, opt.chain_of_note), &p.answers,
+          &p.question};
     j.max_tokens = answer_tokens;
     bool golden = text::substring_match(p.original, p.answers) > 0;
     j.extra["perturbation"] = p.perturbation;

@@ -11,6 +11,7 @@
 //                   (I, g(G), Q); its extra holds the subset, the original's output and
 //                   correctness and the label C = Y(y) - Y(y^).
 // Golden/Noise: whether the original document contains a gold answer (normalised substring).
+// With EvalOptions::judge, Y is the judge's verdict instead (LLM-as-judge, Appendix G).
 // Y: any normalised gold answer contained in the response (text/metrics.h substring_match); with
 // Chain-of-Note the text after the last "Answer:" is graded (whole response if absent).
 // A reader exception stores the row as unmeasured with its error; unmeasured rows are never
@@ -36,6 +37,11 @@ struct EvalOptions {
   size_t batch = 8;
   bool chain_of_note = false;  // Table 5 baseline: CoN instruction instead of Figure 11's
   int con_max_tokens = 256;
+  // LLM-as-judge (Appendix G) as the alternative Y: when set, every response is graded by this
+  // reader with the `judge` prompt (greedy); a judge error or a missing verdict stores the row as
+  // unmeasured, never as wrong.
+  reader::Reader* judge = nullptr;
+  int judge_max_tokens = 256;
 };
 
 // The RAG prompt P = (I, G, Q).
@@ -45,6 +51,12 @@ std::string closed_book_prompt(const PromptSet& prompts, const std::string& ques
 // Y(.) on a response (Chain-of-Note: on the text after the last "Answer:").
 bool grade(const std::string& response, const std::vector<std::string>& answers,
            bool chain_of_note);
+
+// The judge's verdict: the word after the last "Verdict:" (case-insensitive), "correct" or
+// "incorrect"; throws Error when there is none.
+bool parse_judge_verdict(const std::string& judge_output);
+std::string judge_prompt(const PromptSet& prompts, const std::string& question,
+                         const std::vector<std::string>& answers, const std::string& response);
 
 struct EvalStats {
   int64_t generated = 0, skipped_done = 0, unmeasured = 0;

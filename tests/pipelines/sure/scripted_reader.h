@@ -14,6 +14,7 @@
 //   QA: NO-RES for a JSON document when the question hash % 3 == 0 (a Lose), the gold answer when
 //     the document contains it, the answer from memory for a Markdown document of a known
 //     question (a Win on noise), else NO-RES.
+//   judge: "Verdict: correct" when the response contains a gold answer, else "incorrect".
 //   Throws for any prompt containing fail_marker (remote failure -> unmeasured).
 #pragma once
 #include <cctype>
@@ -82,6 +83,21 @@ class ScriptedReader : public reader::Reader {
       if (p.find("complex style") != std::string::npos)
         return doc.size() % 5 == 0 ? doc + " " + doc : "Notably, " + doc;
       return "Here is the paraphrased document:\n" + doc;
+    }
+    if (p.rfind("You are evaluating whether a response", 0) == 0) {
+      std::string last = p.substr(p.rfind("\nQuestion: "));  // after the demonstrations
+      std::string q = between(last, "Gold answers: ", "\nResponse: ");
+      std::string resp = between(last, "\nResponse: ", "\nReasoning:");
+      std::vector<std::string> gold;
+      size_t pos = 0;
+      while (pos <= q.size()) {
+        size_t e = q.find("; ", pos);
+        if (e == std::string::npos) e = q.size();
+        gold.push_back(q.substr(pos, e - pos));
+        pos = e + 2;
+      }
+      return text::substring_match(resp, gold) > 0 ? "It matches.\nVerdict: correct"
+                                                   : "It does not.\nVerdict: incorrect";
     }
     if (p.find("numbered sentences") != std::string::npos) {
       std::string list = between(p, "Sentences:\n", "\n\nOrder:");

@@ -37,8 +37,9 @@ TEST(SureFormats, YamlScalars) {
   EXPECT_EQ(to_yaml_doc("1984", "He said: \"no\" # x"),
             "Title: \"1984\"\nText: \"He said: \\\"no\\\" # x\"\n");
   EXPECT_EQ(to_yaml_doc("yes", "line1\nline2"), "Title: \"yes\"\nText: |2-\n  line1\n  line2\n");
-  for (std::string text : {"a: b", "- dash", "line1\n\n line3", "tab\there", "back\\slash \"q\"",
-                           "ctrl\x01x", "ends with colon:", "one line\n", "two\nlines\n", "blank end\n\n"}) {
+  for (std::string text :
+       {"a: b", "- dash", "line1\n\n line3", "tab\there", "back\\slash \"q\"", "ctrl\x01x",
+        "ends with colon:", "one line\n", "two\nlines\n", "blank end\n\n"}) {
     ParsedDoc p = parse_yaml_subset(to_yaml_doc("Key: title", text));
     EXPECT_EQ(p.title, "Key: title");
     EXPECT_EQ(p.text, text);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/perturb_llm.h"
 #include "pipelines/sure/preserve.h"
@@ -72,4 +73,20 @@ TEST(SureParsing, RankingNliAndRewrites) {
   EXPECT_NE(ps.get("nli").find("Premise: {premise}"), std::string::npos);
   EXPECT_EQ(ps.version.at("nli"), "nli.v1");
   EXPECT_THROW(load_prompts("/nonexistent/dir"), ragform::Error);
+}
+
+TEST(SureParsing, JudgeVerdictAndPrompts) {
+  EXPECT_TRUE(parse_judge_verdict("Orwell is George Orwell.\nVerdict: correct"));
+  EXPECT_FALSE(parse_judge_verdict("Verdict: correct?\nOn reflection...\nVERDICT: **Incorrect**"));
+  EXPECT_THROW(parse_judge_verdict("I think it is right."), ragform::Error);
+  EXPECT_THROW(parse_judge_verdict("Verdict: maybe"), ragform::Error);
+  PromptSet ps = load_prompts();
+  std::string jp = judge_prompt(ps, "who?", {"A", "B"}, "It is A.");
+  EXPECT_NE(jp.find("Gold answers: A; B\nResponse: It is A.\nReasoning:"), std::string::npos);
+  std::string rp = rag_prompt(ps, "(Title: T) text", "who?", false);
+  EXPECT_EQ(rp.rfind(ps.get("qa_instruction"), 0), 0u);
+  EXPECT_NE(rp.find("Document: (Title: T) text\n\nQuestion: who?\nAnswer:"), std::string::npos);
+  EXPECT_TRUE(grade("Reading note: ... Answer: Paris", {"Paris"}, true));
+  EXPECT_FALSE(grade("Paris is not it. Answer: NO-RES", {"Paris"}, true));
+  EXPECT_TRUE(grade("Paris is not it. Answer: NO-RES", {"Paris"}, false));
 }

@@ -160,4 +160,23 @@ TEST(SurePipeline, ScriptedReaderEndToEnd) {
   EXPECT_EQ(report[0].rates.win, win);
   // outcomes_from_store gives the same outcomes from the rows alone.
   EXPECT_EQ(outcomes_from_store(st, run).size(), out2.size());
+
+  // LLM-as-judge as the alternative Y (its own run): the scripted judge agrees with string
+  // containment, so the labels are the same; judge outputs are stored with the rows.
+  store::RunConfig rj = rc;
+  rj.config["grading"] = "judge";
+  int64_t run_j = st.begin_run(rj);
+  ASSERT_NE(run_j, run);
+  EvalOptions ej;
+  ej.judge = &rd;
+  EvalStats sj;
+  auto outj = evaluate_pairs(rd, st, run_j, prompts, kept, ej, sj);
+  ASSERT_EQ(outj.size(), out2.size());
+  auto rj_rates = compute_rates(outj), rs_rates = compute_rates(out2);
+  EXPECT_EQ(rj_rates.lose, rs_rates.lose);
+  EXPECT_EQ(rj_rates.win, rs_rates.win);
+  size_t judged = 0;
+  st.for_each_result(run_j,
+                     [&](const store::Result& r) { judged += r.extra.contains("judge_output"); });
+  EXPECT_EQ(judged, st.results(run_j).size());
 }
