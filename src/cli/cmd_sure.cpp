@@ -331,16 +331,17 @@ int run_eval(const std::vector<std::string>& argv) {
       });
   for (const auto& row : robustness_report(outcomes, eo.seed, static_cast<size_t>(resamples.value)))
     print_json_line(row.to_json());
-  char buf[256];
-  std::snprintf(
-      buf, sizeof buf,
-      "sure eval: run %lld: %lld generated, %lld already done, %lld unmeasured; %lld pairs "
-      "measured, %lld not; %.1f s generating, %.0f prompt tok/s",
-      static_cast<long long>(run), static_cast<long long>(stats.generated),
-      static_cast<long long>(stats.skipped_done), static_cast<long long>(stats.unmeasured),
-      static_cast<long long>(stats.pairs_measured), static_cast<long long>(stats.pairs_unmeasured),
-      stats.generate_seconds,
-      stats.generate_seconds > 0 ? stats.prompt_tokens / stats.generate_seconds : 0.0);
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "sure eval: run %lld: %lld generated, %lld already done, %lld unmeasured, %lld "
+                "deferred; %lld pairs "
+                "measured, %lld not; %.1f s generating, %.0f prompt tok/s",
+                static_cast<long long>(run), static_cast<long long>(stats.generated),
+                static_cast<long long>(stats.skipped_done),
+                static_cast<long long>(stats.unmeasured), static_cast<long long>(stats.deferred),
+                static_cast<long long>(stats.pairs_measured),
+                static_cast<long long>(stats.pairs_unmeasured), stats.generate_seconds,
+                stats.generate_seconds > 0 ? stats.prompt_tokens / stats.generate_seconds : 0.0);
   note(buf);
   return 0;
 }

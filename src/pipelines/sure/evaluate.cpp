@@ -207,22 +207,21 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
     j.extra["golden"] = golden;
     auto cbr = rows.find({p.instance, "closed-book"});
     auto orr = rows.find({p.id, "original"});
-    if (cbr != rows.end()) {
-      j.extra["known"] = *cbr->second.correct;
-      j.extra["subset"] = to_string(make_subset(*cbr->second.correct, golden));
+    if (cbr == rows.end() || orr == rows.end()) {
+      ++stats.deferred;
+      continue;
     }
-    if (orr != rows.end()) {
-      j.extra["original_output"] = orr->second.output;
-      j.extra["original_correct"] = *orr->second.correct;
-    }
+    j.extra["known"] = *cbr->second.correct;
+    j.extra["subset"] = to_string(make_subset(*cbr->second.correct, golden));
+    j.extra["original_output"] = orr->second.output;
+    j.extra["original_correct"] = *orr->second.correct;
     pert.push_back(std::move(j));
   }
   run_jobs(
       reader, store, run, pert, opt, stats,
       [&](Job& j, store::Result& r) {
         grade_job(j, r);
-        if (j.extra.contains("original_correct"))
-          r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
+        r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
       },
       progress, count, total);
   std::set<store::Key> wanted;

@@ -60,6 +60,9 @@ std::string judge_prompt(const PromptSet& prompts, const std::string& question,
 
 struct EvalStats {
   int64_t generated = 0, skipped_done = 0, unmeasured = 0;
+  // Perturbed rows not generated because their closed-book or original row is unmeasured: they
+  // wait for a resume, so every stored perturbed row carries its original output and label.
+  int64_t deferred = 0;
   int64_t pairs_measured = 0, pairs_unmeasured = 0;
   double generate_seconds = 0;
   int64_t prompt_tokens = 0;
