@@ -1,5 +1,6 @@
 #include "reader/native_reader.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/error.h"
@@ -121,31 +122,41 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
     if (split == 0) split = 1;
     if (split >= all.size()) throw Error("score", "the continuation adds no tokens");
   }
+  // Evaluate in chunks so that only kChunk rows of full-vocabulary logits exist at a time
+  // (151936 floats per row for Qwen): memory stays flat in the prompt length. Chunked prefill
+  // computes exactly what one pass would (same rows through the same matmuls, same cache).
+  constexpr size_t kChunk = 32;
+  const int V = model_->hp().n_vocab;
+  ScoreResult r;
+  r.prompt_tokens = int(split);
   std::lock_guard<std::mutex> lock(mu_);
   int seq = ctx_->new_sequence();
-  runtime::SeqInput in;
-  in.seq = seq;
-  in.tokens = all;
-  in.logits = runtime::LogitsMode::All;
-  std::vector<runtime::SeqOutput> out;
   try {
-    out = ctx_->eval({in});
+    for (size_t b = 0; b < all.size(); b += kChunk) {
+      size_t e = std::min(all.size(), b + kChunk);
+      runtime::SeqInput in;
+      in.seq = seq;
+      in.tokens.assign(all.begin() + long(b), all.begin() + long(e));
+      // Row t's logits predict token t + 1: rows split-1 .. n-2 are read.
+      in.logits = (e >= split && b + 1 < all.size()) ? runtime::LogitsMode::All : runtime::LogitsMode::None;
+      auto out = ctx_->eval({in});
+      if (in.logits == runtime::LogitsMode::None) continue;
+      for (size_t row = b; row < e; ++row) {
+        size_t t = row + 1;  // the token this row predicts
+        if (t < split || t >= all.size()) continue;
+        TokenLogprob tl;
+        tl.id = all[t];
+        tl.piece = tok_->token_to_piece(all[t], true);
+        tl.logprob = runtime::log_softmax_at(&out[0].logits[(row - b) * size_t(V)], V, all[t]);
+        r.sum += tl.logprob;
+        r.tokens.push_back(std::move(tl));
+      }
+    }
   } catch (...) {
     ctx_->free_sequence(seq);
     throw;
   }
   ctx_->free_sequence(seq);
-  const int V = model_->hp().n_vocab;
-  ScoreResult r;
-  r.prompt_tokens = int(split);
-  for (size_t t = split; t < all.size(); ++t) {
-    TokenLogprob tl;
-    tl.id = all[t];
-    tl.piece = tok_->token_to_piece(all[t], true);
-    tl.logprob = runtime::log_softmax_at(&out[0].logits[(t - 1) * size_t(V)], V, all[t]);
-    r.sum += tl.logprob;
-    r.tokens.push_back(std::move(tl));
-  }
   return r;
 }
 
