@@ -71,7 +71,9 @@ json DatasetCheck::to_json() const {
          {"rows", s.rows_ok},
          {"bad_rows", s.rows_bad},
          {"blank_lines", s.blank_lines},
-         {"stream_error", s.stream_error},
+         {"stream_error", s.stream_error ? json{{"line", s.stream_error_at.line},
+                                                {"reason", s.stream_error_at.reason}}
+                                         : json(nullptr)},
          {"duplicate_ids", duplicate_ids},
          {"fields", field_rows},
          {"answers_per_row", answers.to_json()},
@@ -140,6 +142,12 @@ std::string DatasetCheck::to_text() const {
              b.reason + "\n";
     if (s.first_bad.size() < s.rows_bad)
       out += "  ... and " + std::to_string(s.rows_bad - s.first_bad.size()) + " more\n";
+    if (s.stream_error) {
+      const BadRow& b = s.stream_error_at;
+      out += "reading stopped (broken file) at " +
+             (b.line ? "line " + std::to_string(b.line) : std::string("start")) + ": " + b.reason +
+             "\n";
+    }
   }
   out += ok() ? "OK\n" : (s.rows_ok == 0 && s.rows_bad == 0 ? "FAILED: no records\n" : "FAILED\n");
   return out;

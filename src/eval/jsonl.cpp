@@ -365,6 +365,7 @@ struct JsonRecordReader::Impl {
     if (stats.first_bad.size() < opts.keep_reasons) stats.first_bad.push_back({line, reason});
     if (stream) {
       stats.stream_error = true;
+      stats.stream_error_at = {line, reason};
       done = true;
     }
   }

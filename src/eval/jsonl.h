@@ -82,6 +82,7 @@ struct ReadStats {
   size_t rows_bad = 0;            // bad records (skip mode), including a stream error
   size_t blank_lines = 0;         // JSONL lines holding only whitespace
   bool stream_error = false;      // input ended early because the file itself is broken
+  BadRow stream_error_at;         // where and why, when stream_error
   std::vector<BadRow> first_bad;  // the first ReadOptions::keep_reasons bad rows, in order
 };
 

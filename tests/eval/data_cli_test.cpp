@@ -2,6 +2,8 @@
 // one-line error of the strict mode, the bad-line listing of --skip-bad, and the --json object.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -124,6 +126,35 @@ TEST(DataCli, MissingAndEmptyFilesExitOne) {
   auto s = run_ragform("data check --skip-bad '" + empty + "'");
   EXPECT_EQ(s.exit_code, 1);
   EXPECT_NE(s.err.find("  file: empty file (0 bytes)"), std::string::npos) << s.err;
+}
+
+TEST(DataCli, CorruptGzipWithSkipBadNamesTheStreamError) {
+  // A gzip member whose deflate data is cut: the lines before are checked, then reading stops.
+  std::string text;
+  for (int i = 0; i < 50; ++i)
+    text += "{\"question\": \"q" + std::to_string(i) + "\", \"answer\": [\"a\"]}\n";
+  z_stream zs{};
+  ASSERT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string gz(deflateBound(&zs, static_cast<uLong>(text.size())), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(text.data());
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(gz.data());
+  zs.avail_out = static_cast<uInt>(gz.size());
+  ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  gz.resize(zs.total_out - 6);  // lose most of the trailer
+  deflateEnd(&zs);
+  std::string path = write("cut.jsonl.gz", gz);
+  auto r = run_ragform("data check --skip-bad --json '" + path + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  auto o = nlohmann::json::parse(r.out);
+  EXPECT_EQ(o["rows"], 50);
+  EXPECT_EQ(o["bad_rows"], 1);
+  EXPECT_EQ(o["stream_error"]["line"], 51);
+  EXPECT_EQ(o["stream_error"]["reason"].get<std::string>().rfind("truncated gzip stream", 0), 0u);
+  auto t = run_ragform("data check --skip-bad '" + path + "'");
+  EXPECT_NE(t.err.find("reading stopped (broken file) at line 51: truncated gzip stream"),
+            std::string::npos)
+      << t.err;
 }
 
 }  // namespace
