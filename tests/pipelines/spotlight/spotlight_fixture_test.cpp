@@ -116,8 +116,7 @@ TEST(SpotlightHidden, StoriesModelEncoderAlignsTokens) {
     for (const Token& t : e.tokens) covered |= t.span.begin <= at && at < t.span.end;
     EXPECT_TRUE(covered) << w;
   }
-  // Scoring runs end to end on hidden states: a query word identical to a context word matches
-  // it better than chance.
+  // Scoring runs end to end on hidden states (contextual vectors have no OOV).
   Document d{"d", "t", text, {{0, 19}, {20, 38}}};
   ScoredQuestion sq = score_question(enc, "Where was the dog?", {d}, ScoreParams{});
   ASSERT_EQ(sq.sentences.size(), 2u);
