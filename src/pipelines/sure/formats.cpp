@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "pipelines/sure/format_parsers.h"
 
 namespace ragform::sure {
 namespace {
@@ -503,10 +504,25 @@ ParsedDoc validate_format(DocFormat format, std::string_view doc) {
         fail("json", "expected an object with string fields title and text");
       return {j["title"].get<std::string>(), j["text"].get<std::string>(), {}};
     }
-    case DocFormat::Html:
-      return parse_html_subset(doc);
-    case DocFormat::Yaml:
-      return parse_yaml_subset(doc);
+    case DocFormat::Html: {
+      // A real HTML5 parser must accept it with no errors and agree with the strict subset
+      // parser on what it holds.
+      ParsedDoc real = parse_html_real(doc), sub = parse_html_subset(doc);
+      if (real.title != sub.title) fail("html", "gumbo reads title '" + real.title + "', the template parser '" + sub.title + "'");
+      auto trimmed = [](const std::string& x) {
+        size_t b = x.find_first_not_of(" \t\r\n"), e = x.find_last_not_of(" \t\r\n");
+        return b == std::string::npos ? std::string() : x.substr(b, e - b + 1);
+      };
+      if (real.text != trimmed(sub.text)) fail("html", "gumbo reads body '" + real.text + "', the template parser '" + sub.text + "'");
+      if (real.meta != sub.meta) fail("html", "gumbo and the template parser disagree on the meta tags");
+      return sub;
+    }
+    case DocFormat::Yaml: {
+      ParsedDoc real = parse_yaml_real(doc), sub = parse_yaml_subset(doc);
+      if (real.title != sub.title || real.text != sub.text)
+        fail("yaml", "yaml-cpp and the template parser disagree on the document's content");
+      return real;
+    }
     case DocFormat::Markdown:
       return parse_markdown_subset(doc);
   }

@@ -17,11 +17,10 @@
 //             get a backslash so they cannot become headings.
 // Titles are collapsed to one line (runs of whitespace -> one space) in every template.
 //
-// Validators: yaml-cpp and gumbo are not dependencies of this build, so HTML and YAML output is
-// checked by small strict parsers of exactly the subset emitted here (parse_html_subset,
-// parse_yaml_subset): they reject anything outside it with a reason, and decode the values so tests
-// can check the round trip. `validate_format` is the single entry point; swapping in yaml-cpp or
-// gumbo later changes only its body.
+// Validators: `validate_format` is the single entry point. JSON parses with nlohmann-json, YAML
+// with yaml-cpp and HTML with gumbo (format_parsers.h; gumbo must report no parse error); YAML
+// and HTML are also read by small strict parsers of exactly the subset emitted here
+// (parse_html_subset, parse_yaml_subset), and both readings must agree.
 #pragma once
 #include <map>
 #include <optional>
