@@ -1,5 +1,7 @@
 #include "text/unicode.h"
 
+#include "text/unicode_db.h"
+
 #include "text/utf8.h"
 
 namespace ragform::text {
@@ -25,7 +27,6 @@ constexpr const char* kLatinFold[0x180 - 0xC0] = {
 constexpr const char* kPinyinFold[0x1DD - 0x1CD] = {"A", "a", "I", "i", "O", "o", "U", "u",
                                                     "U", "u", "U", "u", "U", "u", "U", "u"};
 
-bool even(uint32_t cp) { return (cp & 1u) == 0; }
 }  // namespace
 
 bool is_space(uint32_t cp) {
@@ -41,36 +42,10 @@ bool is_invisible_format(uint32_t cp) {
 bool is_combining_mark(uint32_t cp) { return cp >= 0x300 && cp <= 0x36F; }
 
 uint32_t to_lower(uint32_t cp) {
-  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
-  if (cp < 0x100) return (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) ? cp + 32 : cp;
-  if (cp < 0x180) {
-    if (cp <= 0x12F) return even(cp) ? cp + 1 : cp;
-    if (cp == 0x130) return 'i';
-    if (cp >= 0x132 && cp <= 0x137) return even(cp) ? cp + 1 : cp;
-    if (cp >= 0x139 && cp <= 0x148) return even(cp) ? cp : cp + 1;
-    if (cp >= 0x14A && cp <= 0x177) return even(cp) ? cp + 1 : cp;
-    if (cp == 0x178) return 0xFF;
-    if (cp >= 0x179 && cp <= 0x17E) return even(cp) ? cp : cp + 1;
-    return cp;
-  }
-  if (cp == 0x1A0 || cp == 0x1AF) return cp + 1;
-  if (cp >= 0x1CD && cp <= 0x1DC) return even(cp) ? cp : cp + 1;
-  if (cp >= 0x218 && cp <= 0x21B) return even(cp) ? cp + 1 : cp;
-  if (cp >= 0x386 && cp <= 0x3AB) {
-    if (cp == 0x386) return 0x3AC;
-    if (cp >= 0x388 && cp <= 0x38A) return cp + 37;
-    if (cp == 0x38C) return 0x3CC;
-    if (cp == 0x38E || cp == 0x38F) return cp + 63;
-    if (cp >= 0x391 && cp != 0x3A2) return cp + 32;
-    return cp;
-  }
-  if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
-  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
-  if ((cp >= 0x1E00 && cp <= 0x1E95) || (cp >= 0x1EA0 && cp <= 0x1EFF)) {
-    return even(cp) ? cp + 1 : cp;
-  }
-  if (cp >= 0xFF21 && cp <= 0xFF3A) return cp + 32;
-  return cp;
+  // Unicode's simple lowercase mapping (text/unicode_db.h), except U+0130 (I with dot above),
+  // whose full lowercase is "i" + U+0307: answer matching wants the plain 'i'.
+  if (cp == 0x130) return 'i';
+  return cp_tolower(cp);
 }
 
 bool is_lower(uint32_t cp) {

@@ -7,10 +7,8 @@
 //  - is_space: exactly Python's str.isspace() set (the SQuAD/lost-in-the-middle scripts split on
 //    it): U+0009..000D, U+001C..001F, U+0020, U+0085, U+00A0, U+1680, U+2000..200A, U+2028,
 //    U+2029, U+202F, U+205F, U+3000.
-//  - to_lower: ASCII, Latin-1 Supplement, Latin Extended-A, Romanian U+0218..021B, Vietnamese
-//    U+01A0/01AF, Latin Extended Additional (U+1E00..1EFF pairs), Greek (U+0386..03AB), Cyrillic
-//    (U+0400..042F), fullwidth A-Z. U+0130 (I with dot) lowercases to plain 'i'. Other code points
-//    are returned unchanged.
+//  - to_lower: Unicode's simple lowercase mapping for every code point (the generated database
+//    of text/unicode_db.h, Unicode 14). U+0130 (I with dot) lowercases to plain 'i'.
 //  - fold_accent: precomposed Latin letters of Latin-1, Latin Extended-A, U+01A0/01A1/01AF/01B0,
 //    U+01CD..01DC, U+0218..021B map to their base letters, case preserved; ligatures and special
 //    letters expand (AE/ae, OE/oe, IJ/ij, ss for U+00DF, TH/th for thorn, D/d for eth and
