@@ -1,0 +1,118 @@
+// ragform serve: an OpenAI-compatible HTTP server over the native engine (server/api.h).
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "base/error.h"
+#include "cli/command.h"
+#include "cli/reader_flags.h"
+#include "server/api.h"
+#include "server/engine.h"
+#include "server/http.h"
+
+namespace ragform::cli {
+namespace {
+
+#ifdef RAGFORM_HAVE_HTTPLIB
+int run_serve(const std::vector<std::string>& argv) {
+  Args a(
+      "serve", "Serve a model over an OpenAI-compatible HTTP API.",
+      "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,\n"
+      "POST /v1/score, POST /v1/attention (docs/server.md). Concurrent completions are batched "
+      "into\n"
+      "shared forward passes (--batch). Stops cleanly on SIGTERM / SIGINT.");
+  ReaderFlags rf(a);
+  auto& host = a.opt<std::string>("--host", "ADDR", "address to bind", "127.0.0.1");
+  auto& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080);
+  auto& alias =
+      a.opt<std::string>("--alias", "NAME", "model id (default: file name without .gguf)", "");
+  auto& key = a.opt<std::string>("--api-key", "KEY", "require 'Authorization: Bearer KEY'", "");
+  auto& max_body = a.opt<int>("--max-body", "BYTES", "largest request body", 1 << 20);
+  auto& max_prompt =
+      a.opt<int>("--max-prompt-tokens", "N", "largest prompt (0 = the context size)", 0);
+  auto& max_tokens =
+      a.opt<int>("--max-tokens", "N", "largest max_tokens a request may ask for", 512);
+  auto& queue = a.opt<int>("--queue", "N", "pending requests before 503", 64);
+  auto& batch =
+      a.opt<int>("--batch", "N", "completions per shared forward pass (1 = one at a time)", 8);
+  auto& tmpl = a.opt<std::string>(
+      "--chat-template", "NAME",
+      "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
+  if (!a.parse(argv)) return 0;
+  if (port.value < 0 || port.value > 65535) throw UsageError("serve", "--port must be in 0..65535");
+  if (max_body.value < 1) throw UsageError("serve", "--max-body must be positive");
+  if (queue.value < 1 || batch.value < 1 || max_tokens.value < 0)
+    throw UsageError("serve", "--queue and --batch must be >= 1, --max-tokens >= 0");
+
+  // Block the stop signals in every thread; one thread waits for them with sigwait.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  auto reader = rf.open_native();
+  server::EngineOptions eo;
+  eo.n_ctx = rf.ctx.value;
+  eo.kv_f16 = rf.kv.value == "f16";
+  eo.max_batch = batch.value;
+  eo.max_queue = queue.value;
+  server::Engine engine(*reader, eo);
+  server::ApiOptions ao;
+  ao.model_id =
+      alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
+  ao.api_key = key.value;
+  ao.max_prompt_tokens = max_prompt.value;
+  ao.max_tokens = max_tokens.value;
+  ao.n_ctx = rf.ctx.value;
+  ao.chat_template = tmpl.value;
+  server::Api api(*reader, engine, ao);
+  server::HttpOptions ho;
+  ho.host = host.value;
+  ho.port = port.value;
+  ho.max_body = size_t(max_body.value);
+  ho.threads = std::max(16, queue.value + 4);
+  server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
+  int bound = http.bind();
+  std::fprintf(stderr, "ragform serve: model '%s' listening on http://%s:%d\n", ao.model_id.c_str(),
+               host.value.c_str(), bound);
+  std::fflush(stderr);
+
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (served) return;  // woken by ourselves after serve() returned
+    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", sig);
+    http.stop();
+  });
+  http.serve();
+  // serve() may also return on its own (listen error): wake the waiter so it can be joined.
+  served = true;
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  engine.stop();
+  auto st = engine.stats();
+  std::fprintf(stderr,
+               "ragform serve: stopped after %llu batches, %llu sequences (largest batch %d)\n",
+               (unsigned long long)st.batches, (unsigned long long)st.sequences, st.largest_batch);
+  return 0;
+}
+
+#else
+// Debian's cpp-httplib is a compiled library: the build links it (and defines
+// RAGFORM_HAVE_HTTPLIB) only when it was found; without it there is no server.
+int run_serve(const std::vector<std::string>&) {
+  throw Error("serve",
+              "this build has no HTTP support (cpp-httplib was not linked; see docs/server.md)");
+}
+#endif
+
+RAGFORM_COMMAND("serve", "OpenAI-compatible HTTP server over the native engine", run_serve, 60);
+
+}  // namespace
+}  // namespace ragform::cli

@@ -1,0 +1,46 @@
+#include "cli/remote_flags.h"
+
+#include <cstdlib>
+
+#include "base/error.h"
+#include "reader/openai_reader.h"
+
+namespace ragform::cli {
+
+RemoteFlags::RemoteFlags(Args& a)
+    : reader(a.opt<std::string>("--reader", "KIND", "native (GGUF engine) or openai (HTTP server)",
+                                "native")),
+      base_url(a.opt<std::string>("--base-url", "URL",
+                                  "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1", "")),
+      api_key_env(a.opt<std::string>("--api-key-env", "VAR",
+                                     "environment variable holding the API key", "OPENAI_API_KEY")),
+      concurrency(a.opt<int>("--concurrency", "N", "requests in flight (openai reader)", 4)),
+      retries(
+          a.opt<int>("--retries", "N", "retries on 429/5xx/timeouts, with exponential backoff", 4)),
+      timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)) {}
+
+std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
+  if (reader.value == "native") return rf.open_native();
+  if (reader.value != "openai")
+    throw UsageError("--reader", "'" + reader.value + "' is not native or openai");
+  if (base_url.value.empty())
+    throw UsageError("--base-url", "--reader openai needs --base-url URL");
+  if (concurrency.value < 1) throw UsageError("--concurrency", "must be >= 1");
+#ifndef RAGFORM_HAVE_HTTPLIB
+  throw Error("--reader",
+              "this build has no HTTP support (cpp-httplib was not linked; see docs/server.md)");
+#else
+  reader::OpenAIOptions o;
+  o.base_url = base_url.value;
+  o.model = rf.model.value;
+  if (const char* k = std::getenv(api_key_env.value.c_str())) o.api_key = k;
+  o.chat = rf.chat.value;
+  o.system_prompt = rf.system.value;
+  o.concurrency = concurrency.value;
+  o.retries = retries.value;
+  o.timeout_s = timeout.value;
+  return std::make_unique<reader::OpenAIReader>(o);
+#endif
+}
+
+}  // namespace ragform::cli

@@ -1,0 +1,309 @@
+#include "reader/openai_reader.h"
+
+// Debian's cpp-httplib is a compiled library (libcpp-httplib.so) built with these options; its
+// header must see the same ones or the class layouts differ.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_ZLIB_SUPPORT
+#define CPPHTTPLIB_ZLIB_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_BROTLI_SUPPORT
+#define CPPHTTPLIB_BROTLI_SUPPORT
+#endif
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace ragform::reader {
+namespace {
+
+using nlohmann::json;
+
+std::string error_text(const std::string& body) {
+  try {
+    auto j = json::parse(body);
+    if (j.contains("error")) {
+      auto& e = j["error"];
+      if (e.is_object() && e.contains("message") && e["message"].is_string())
+        return e["message"].get<std::string>();
+      if (e.is_string()) return e.get<std::string>();
+    }
+  } catch (...) {
+  }
+  return body.substr(0, 300);
+}
+
+json parse(const std::string& body, const char* what) {
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw RequestFailed(std::string(what) + ": the server's answer is not JSON: " + e.what(), 200,
+                        1);
+  }
+}
+
+std::string finish_reason(const json& choice, const GenerateParams& p) {
+  std::string r = choice.value("finish_reason", std::string());
+  if (r == "length") return "length";
+  // OpenAI's "stop" covers both an end-of-generation token and a stop string.
+  return p.stop.empty() ? "eos" : "stop";
+}
+
+}  // namespace
+
+OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
+  const std::string& u = opt_.base_url;
+  size_t scheme_end = u.find("://");
+  if (scheme_end == std::string::npos)
+    throw UsageError("openai reader", "base URL '" + u + "' must start with http:// or https://");
+  std::string scheme = u.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https")
+    throw UsageError("openai reader", "base URL '" + u + "' must start with http:// or https://");
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (scheme == "https")
+    throw UsageError("openai reader",
+                     "this build has no HTTPS support (cpp-httplib without OpenSSL); use http://");
+#endif
+  size_t path = u.find('/', scheme_end + 3);
+  scheme_host_port_ = u.substr(0, path);
+  prefix_ = path == std::string::npos ? "/v1" : u.substr(path);
+  while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
+  if (opt_.concurrency < 1) opt_.concurrency = 1;
+  if (opt_.retries < 0) opt_.retries = 0;
+}
+
+std::string OpenAIReader::describe() const {
+  return "openai:" + scheme_host_port_ + prefix_ + "#" + opt_.model;
+}
+
+std::string OpenAIReader::post(const std::string& endpoint, const std::string& body) const {
+  httplib::Headers headers;
+  if (!opt_.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt_.api_key);
+  std::string last = "no attempt";
+  int status = 0;
+  for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
+    if (attempt > 0) {
+      double delay = opt_.backoff_s * double(1 << std::min(attempt - 1, 16));
+      std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(delay * 1000)));
+    }
+    httplib::Client cli(scheme_host_port_);
+    cli.set_connection_timeout(opt_.timeout_s, 0);
+    cli.set_read_timeout(opt_.timeout_s, 0);
+    cli.set_write_timeout(opt_.timeout_s, 0);
+    auto res = cli.Post(prefix_ + endpoint, headers, body, "application/json");
+    if (!res) {
+      status = 0;
+      last = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
+             httplib::to_string(res.error()) + ")";
+      continue;
+    }
+    status = res->status;
+    if (status >= 200 && status < 300) return res->body;
+    last = "HTTP " + std::to_string(status) + " from " + prefix_ + endpoint + ": " +
+           error_text(res->body);
+    if (status == 429 || status >= 500) continue;
+    throw RequestFailed(last, status, attempt + 1);
+  }
+  throw RequestFailed(last + " (after " + std::to_string(opt_.retries + 1) + " attempts)", status,
+                      opt_.retries + 1);
+}
+
+Generation OpenAIReader::generate(const std::string& prompt, const GenerateParams& p) {
+  json req = {{"max_tokens", p.max_tokens},
+              {"temperature", p.temperature},
+              {"top_p", p.top_p},
+              {"seed", p.seed},
+              {"stream", false}};
+  if (p.top_k > 0) req["top_k"] = p.top_k;
+  if (!opt_.model.empty()) req["model"] = opt_.model;
+  if (!p.stop.empty()) req["stop"] = p.stop;
+  if (p.ignore_eos) req["ignore_eos"] = true;  // llama-server / vLLM extension
+  std::string endpoint;
+  if (opt_.chat) {
+    json msgs = json::array();
+    if (!opt_.system_prompt.empty())
+      msgs.push_back({{"role", "system"}, {"content", opt_.system_prompt}});
+    msgs.push_back({{"role", "user"}, {"content", prompt}});
+    req["messages"] = msgs;
+    endpoint = "/chat/completions";
+  } else {
+    req["prompt"] = prompt;
+    endpoint = "/completions";
+  }
+  json j =
+      parse(post(endpoint, req.dump(-1, ' ', false, json::error_handler_t::replace)), "generate");
+  try {
+    const json& c = j.at("choices").at(0);
+    Generation g;
+    g.text = opt_.chat ? c.at("message").at("content").get<std::string>()
+                       : c.at("text").get<std::string>();
+    g.finish_reason = finish_reason(c, p);
+    if (j.contains("usage") && j["usage"].is_object())
+      g.prompt_tokens = j["usage"].value("prompt_tokens", 0);
+    return g;
+  } catch (const json::exception& e) {
+    throw RequestFailed(std::string("generate: unexpected answer (") + e.what() + ")", 200, 1);
+  }
+}
+
+std::vector<Generation> OpenAIReader::generate_batch(const std::vector<std::string>& prompts,
+                                                     const GenerateParams& p) {
+  std::vector<Generation> out(prompts.size());
+  std::vector<std::exception_ptr> errs(prompts.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < prompts.size();) {
+      try {
+        out[i] = generate(prompts[i], p);
+      } catch (...) {
+        errs[i] = std::current_exception();
+      }
+    }
+  };
+  size_t n = std::min<size_t>(size_t(opt_.concurrency), prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < n; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  for (auto& e : errs)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+namespace {
+struct Echo {
+  std::vector<std::string> tokens;
+  std::vector<json> logprobs;
+};
+
+Echo echo_of(const json& choice) {
+  Echo e;
+  if (!choice.contains("logprobs") || !choice["logprobs"].is_object() ||
+      !choice["logprobs"].contains("token_logprobs") || !choice["logprobs"].contains("tokens"))
+    throw NotSupported("openai reader",
+                       "score is not supported by this server (its /completions answer has no "
+                       "echoed prompt log-probs)");
+  for (auto& t : choice["logprobs"]["tokens"]) e.tokens.push_back(t.get<std::string>());
+  for (auto& v : choice["logprobs"]["token_logprobs"]) e.logprobs.push_back(v);
+  if (e.tokens.size() != e.logprobs.size())
+    throw RequestFailed("score: tokens and token_logprobs differ in length", 200, 1);
+  return e;
+}
+}  // namespace
+
+ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& continuation) {
+  if (opt_.chat)
+    throw NotSupported("openai reader", "score is not supported in chat mode (it scores raw text)");
+  json prompts =
+      continuation.empty() ? json::array({prompt}) : json::array({prompt, prompt + continuation});
+  json req = {{"prompt", prompts},
+              {"max_tokens", 0},
+              {"echo", true},
+              {"logprobs", 0},
+              {"temperature", 0.0}};
+  if (!opt_.model.empty()) req["model"] = opt_.model;
+  std::string body;
+  try {
+    body = post("/completions", req.dump(-1, ' ', false, json::error_handler_t::replace));
+  } catch (const RequestFailed& e) {
+    if (e.status() == 400 || e.status() == 404 || e.status() == 422)
+      throw NotSupported("openai reader",
+                         std::string("score is not supported by this server: ") + e.what());
+    throw;
+  }
+  json j = parse(body, "score");
+  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].size() != prompts.size())
+    throw RequestFailed("score: expected " + std::to_string(prompts.size()) + " choices", 200, 1);
+  std::vector<json> choices(prompts.size());
+  for (auto& c : j["choices"]) {
+    size_t idx = c.value("index", size_t(0));
+    if (idx >= choices.size()) throw RequestFailed("score: choice index out of range", 200, 1);
+    choices[idx] = c;
+  }
+  Echo head = echo_of(choices[0]);
+  Echo all = continuation.empty() ? head : echo_of(choices[1]);
+  size_t split = 1;
+  if (!continuation.empty()) {
+    split = 0;
+    while (split < head.tokens.size() && split < all.tokens.size() &&
+           head.tokens[split] == all.tokens[split])
+      ++split;
+    if (split == 0) split = 1;
+    if (split >= all.tokens.size()) throw Error("score", "the continuation adds no tokens");
+  } else if (all.tokens.empty()) {
+    throw Error("score", "empty prompt");
+  }
+  ScoreResult r;
+  r.prompt_tokens = int(split);
+  for (size_t t = split; t < all.tokens.size(); ++t) {
+    if (!all.logprobs[t].is_number())
+      throw RequestFailed("score: token " + std::to_string(t) + " has no log-prob", 200, 1);
+    TokenLogprob tl;
+    tl.piece = all.tokens[t];
+    tl.logprob = all.logprobs[t].get<double>();
+    r.sum += tl.logprob;
+    r.tokens.push_back(std::move(tl));
+  }
+  return r;
+}
+
+AttentionResult OpenAIReader::attention(const std::string& prompt, const AttentionQuery& q) {
+  if (opt_.chat) throw NotSupported("openai reader", "attention is not supported in chat mode");
+  json req = {{"prompt", prompt},
+              {"layers", q.layers},
+              {"query_positions", q.query_positions},
+              {"heads", q.heads}};
+  if (!opt_.model.empty()) req["model"] = opt_.model;
+  std::string body;
+  try {
+    body = post("/attention", req.dump(-1, ' ', false, json::error_handler_t::replace));
+  } catch (const RequestFailed& e) {
+    if (e.status() == 404 || e.status() == 405)
+      throw NotSupported(
+          "openai reader",
+          "attention is not supported by this server (only ragform serve has /v1/attention)");
+    throw;
+  }
+  json j = parse(body, "attention");
+  try {
+    AttentionResult r;
+    r.ids = j.at("ids").get<std::vector<int32_t>>();
+    r.pieces = j.at("pieces").get<std::vector<std::string>>();
+    for (auto& row : j.at("rows")) {
+      AttentionRows a;
+      a.layer = row.at("layer").get<int>();
+      a.query_position = row.at("query_position").get<int>();
+      a.head_ids = row.at("head_ids").get<std::vector<int>>();
+      a.heads = row.at("heads").get<std::vector<std::vector<float>>>();
+      a.mean = row.at("mean").get<std::vector<float>>();
+      r.rows.push_back(std::move(a));
+    }
+    return r;
+  } catch (const json::exception& e) {
+    throw RequestFailed(std::string("attention: unexpected answer (") + e.what() + ")", 200, 1);
+  }
+}
+
+HiddenResult OpenAIReader::hidden(const std::string&, int) {
+  throw NotSupported("openai reader",
+                     "hidden states are not supported by an OpenAI-compatible server");
+}
+
+int OpenAIReader::count_tokens(const std::string& prompt) {
+  json req = {{"prompt", prompt}, {"max_tokens", 0}, {"echo", true}, {"temperature", 0.0}};
+  if (!opt_.model.empty()) req["model"] = opt_.model;
+  json j = parse(post("/completions", req.dump(-1, ' ', false, json::error_handler_t::replace)),
+                 "count_tokens");
+  if (!j.contains("usage") || !j["usage"].is_object() || !j["usage"].contains("prompt_tokens"))
+    throw NotSupported("openai reader",
+                       "count_tokens is not supported by this server (no usage.prompt_tokens)");
+  return j["usage"]["prompt_tokens"].get<int>();
+}
+
+}  // namespace ragform::reader

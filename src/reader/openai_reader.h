@@ -1,0 +1,73 @@
+// OpenAIReader: the Reader over an OpenAI-compatible HTTP server (llama-server, vLLM, Ollama,
+// hosted APIs, or `ragform serve`).
+//   generate  — raw mode: POST {base}/completions {prompt}; chat mode: POST {base}/chat/completions
+//               {messages: [system?, user]} (the server applies its chat template);
+//   score     — POST {base}/completions {prompt: [prompt, prompt + continuation], echo: true,
+//               logprobs: 0, max_tokens: 0}: the echoed prompt log-probs (OpenAI legacy format,
+//               llama-server, vLLM, ragform serve); the tokens past the longest common prefix of
+//               the two echoes are scored (NativeReader::score's rule). A server that returns no
+//               prompt log-probs -> NotSupported "score is not supported by this server";
+//   attention — only when the server is `ragform serve` (POST {base}/attention); else NotSupported;
+//   hidden    — always NotSupported.
+// Transport: `concurrency` requests in flight for generate_batch; each request is retried with
+// exponential backoff (backoff_s * 2^attempt) on connection errors, timeouts, 429 and 5xx, up to
+// `retries` times. A request that still fails throws RequestFailed: pipelines catch it and store
+// the item as *unmeasured* (never a wrong answer, never a NaN in a mean). Other 4xx answers are not
+// retried and also throw RequestFailed (with the server's message).
+// HTTPS needs a build with CPPHTTPLIB_OPENSSL_SUPPORT; plain HTTP always works.
+#pragma once
+#include <string>
+
+#include "base/error.h"
+#include "reader/reader.h"
+
+namespace ragform::reader {
+
+// A request that finally failed (after retries, or a non-retryable 4xx).
+class RequestFailed : public Error {
+ public:
+  RequestFailed(const std::string& why, int status, int attempts)
+      : Error("openai reader", why), status_(status), attempts_(attempts) {}
+  int status() const { return status_; }  // last HTTP status, 0 = no answer (connection/timeout)
+  int attempts() const { return attempts_; }
+
+ private:
+  int status_, attempts_;
+};
+
+struct OpenAIOptions {
+  std::string base_url;       // "http://127.0.0.1:8080" or ".../v1" (a missing path means /v1)
+  std::string model;          // sent as "model"; empty = not sent (the server's own model)
+  std::string api_key;        // "Authorization: Bearer ..." when not empty
+  bool chat = false;          // chat/completions with the prompt as the user turn
+  std::string system_prompt;  // chat mode only
+  int concurrency = 4;        // requests in flight in generate_batch
+  int retries = 4;            // further attempts after the first
+  double backoff_s = 0.5;     // first retry delay; doubles each time
+  int timeout_s = 300;        // connect/read/write timeout of one attempt
+};
+
+class OpenAIReader : public Reader {
+ public:
+  explicit OpenAIReader(OpenAIOptions opt);
+  Capabilities capabilities() const override { return {true, true, false, false}; }
+  std::string describe() const override;  // "openai:<base url>#<model>"
+  std::string chat_mode() const override { return opt_.chat ? "server-template" : "raw"; }
+  Generation generate(const std::string& prompt, const GenerateParams& p) override;
+  std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
+                                         const GenerateParams& p) override;
+  ScoreResult score(const std::string& prompt, const std::string& continuation) override;
+  AttentionResult attention(const std::string& prompt, const AttentionQuery& q) override;
+  HiddenResult hidden(const std::string& prompt, int layer) override;
+  int count_tokens(const std::string& prompt) override;
+
+  // POSTs a JSON body to base path + `endpoint` ("/completions") with retries; returns the
+  // response body. Throws RequestFailed.
+  std::string post(const std::string& endpoint, const std::string& body) const;
+
+ private:
+  OpenAIOptions opt_;
+  std::string scheme_host_port_, prefix_;
+};
+
+}  // namespace ragform::reader

@@ -1,0 +1,531 @@
+// OpenAI-compatible handlers of `ragform serve` (api.h). Field handling follows the OpenAI
+// legacy completions / chat completions API and llama-server where they differ in detail.
+#include "server/api.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "engine/model/model.h"
+#include "engine/tokenizer/chat_template.h"
+#include "pipelines/cnorm/abs.h"
+#include "reader/native_reader.h"
+
+namespace ragform::server {
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside the handlers, turned into an error response at the edge (Api::handle).
+struct ApiError {
+  int status;
+  std::string message, type, code;
+};
+
+[[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_value") {
+  throw ApiError{400, msg, "invalid_request_error", code};
+}
+
+json parse_body(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError{400, std::string("malformed JSON body: ") + e.what(), "invalid_request_error",
+                   "invalid_json"};
+  }
+  if (!j.is_object()) bad("the request body must be a JSON object", "invalid_json");
+  return j;
+}
+
+int get_int(const json& j, const char* key, int def, int lo, int hi) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  const json& v = j[key];
+  if (!v.is_number_integer() && !v.is_number_unsigned())
+    bad(std::string("'") + key + "' must be an integer", "invalid_type");
+  long long x = v.get<long long>();
+  if (x < lo || x > hi)
+    bad(std::string("'") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) +
+        ", " + std::to_string(hi) + "]");
+  return int(x);
+}
+
+double get_num(const json& j, const char* key, double def, double lo, double hi) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) bad(std::string("'") + key + "' must be a number", "invalid_type");
+  double x = j[key].get<double>();
+  if (!(x >= lo && x <= hi)) bad(std::string("'") + key + "' is outside its range");
+  return x;
+}
+
+bool get_bool(const json& j, const char* key, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) bad(std::string("'") + key + "' must be a boolean", "invalid_type");
+  return j[key].get<bool>();
+}
+
+std::string get_str(const json& j, const char* key, bool required) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (required) bad(std::string("'") + key + "' is required", "missing_field");
+    return "";
+  }
+  if (!j[key].is_string()) bad(std::string("'") + key + "' must be a string", "invalid_type");
+  return j[key].get<std::string>();
+}
+
+std::vector<int> get_int_list(const json& j, const char* key) {
+  std::vector<int> out;
+  if (!j.contains(key) || j[key].is_null()) return out;
+  if (!j[key].is_array())
+    bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
+  for (auto& v : j[key]) {
+    if (!v.is_number_integer())
+      bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
+    out.push_back(v.get<int>());
+  }
+  return out;
+}
+
+std::vector<std::string> get_stop(const json& j) {
+  std::vector<std::string> out;
+  if (!j.contains("stop") || j["stop"].is_null()) return out;
+  const json& s = j["stop"];
+  if (s.is_string()) {
+    out.push_back(s.get<std::string>());
+  } else if (s.is_array()) {
+    for (auto& v : s) {
+      if (!v.is_string()) bad("'stop' must be a string or an array of strings", "invalid_type");
+      out.push_back(v.get<std::string>());
+    }
+  } else {
+    bad("'stop' must be a string or an array of strings", "invalid_type");
+  }
+  for (auto& x : out)
+    if (x.empty()) bad("'stop' strings must not be empty");
+  return out;
+}
+
+std::string finish(const std::string& r) { return r == "length" ? "length" : "stop"; }
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+Response ok(const json& j) {
+  Response r;
+  r.body = dump(j);
+  return r;
+}
+
+// True when s ends on a complete UTF-8 sequence (so a streamed chunk never splits a character).
+bool utf8_complete(const std::string& s) {
+  size_t n = s.size(), i = n;
+  int back = 0;
+  while (i > 0 && back < 4) {
+    unsigned char c = static_cast<unsigned char>(s[i - 1]);
+    --i;
+    ++back;
+    if ((c & 0xC0) != 0x80) {
+      int need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+      return back >= need;
+    }
+  }
+  return true;
+}
+
+// The generated text split into per-token chunks that concatenate to exactly `text` (pieces
+// joined until they end on a whole character; the text is cut before a stop string, so the
+// pieces stop where it ends).
+std::vector<std::string> stream_chunks(const tok::Tokenizer& tk, const runtime::GenerateOutput& g) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  std::string pending;
+  for (int32_t id : g.ids) {
+    std::string p = tk.token_to_piece(id, false);
+    if (pos + pending.size() + p.size() > g.text.size() ||
+        g.text.compare(pos + pending.size(), p.size(), p) != 0)
+      break;
+    pending += p;
+    if (utf8_complete(pending)) {
+      pos += pending.size();
+      out.push_back(std::move(pending));
+      pending.clear();
+    }
+  }
+  pos += pending.size();
+  if (!pending.empty()) out.push_back(pending);
+  if (pos < g.text.size()) out.push_back(g.text.substr(pos));
+  return out;
+}
+
+long now_s() {
+  return long(std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count());
+}
+
+std::string next_id(const char* prefix) {
+  static std::atomic<uint64_t> n{0};
+  return std::string(prefix) + std::to_string(now_s()) + "-" + std::to_string(++n);
+}
+
+}  // namespace
+
+Response error_response(int status, const std::string& message, const std::string& type) {
+  Response r;
+  r.status = status;
+  json code = status == 400 ? json("invalid_request") : json(status);
+  r.body = dump({{"error", {{"message", message}, {"type", type}, {"code", code}}}});
+  return r;
+}
+
+Api::Api(reader::NativeReader& reader, Engine& engine, ApiOptions opt)
+    : reader_(reader), engine_(engine), opt_(std::move(opt)), created_(now_s()) {
+  if (opt_.max_prompt_tokens <= 0 || opt_.max_prompt_tokens > opt_.n_ctx)
+    opt_.max_prompt_tokens = opt_.n_ctx;
+  chat_family_ = int(
+      tok::detect_chat_family(reader_.model().file().get_string("tokenizer.chat_template", "")));
+  if (!opt_.chat_template.empty()) {
+    auto f = tok::family_from_name(opt_.chat_template);
+    if (!f) throw UsageError("serve", "unknown chat template family '" + opt_.chat_template + "'");
+    chat_family_ = int(*f);
+  }
+}
+
+Response Api::handle(const Request& req) noexcept {
+  try {
+    return dispatch(req);
+  } catch (const ApiError& e) {
+    Response r;
+    r.status = e.status;
+    try {
+      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
+    } catch (...) {
+      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
+    }
+    return r;
+  } catch (const QueueFull& e) {
+    return error_response(503, e.what(), "server_error");
+  } catch (const UsageError& e) {
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const NotSupported& e) {
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const Error& e) {
+    // The reader's refusals (empty prompt, a continuation that adds no tokens, a bad layer) are
+    // about the request.
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const std::exception& e) {
+    return error_response(500, e.what(), "server_error");
+  } catch (...) {
+    return error_response(500, "unknown error", "server_error");
+  }
+}
+
+Response Api::dispatch(const Request& req) {
+  if (req.path == "/health") return ok({{"status", "ok"}});
+  if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
+    throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                   "invalid_request_error", "invalid_api_key"};
+  bool post = req.method == "POST";
+  if (req.path == "/v1/models" || req.path == "/models") {
+    if (req.method != "GET")
+      throw ApiError{405, "use GET", "invalid_request_error", "method_not_allowed"};
+    return models();
+  }
+  const std::string& p = req.path;
+  bool known = p == "/v1/completions" || p == "/v1/chat/completions" || p == "/v1/score" ||
+               p == "/v1/attention";
+  if (!known) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "not_found"};
+  if (!post) throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
+  if (p == "/v1/completions") return completions(req.body);
+  if (p == "/v1/chat/completions") return chat(req.body);
+  if (p == "/v1/score") return score(req.body);
+  return attention(req.body);
+}
+
+Response Api::models() {
+  return ok({{"object", "list"},
+             {"data", json::array({{{"id", opt_.model_id},
+                                    {"object", "model"},
+                                    {"created", created_},
+                                    {"owned_by", "ragform"}}})}});
+}
+
+namespace {
+struct Common {
+  runtime::GenerateOptions gen;
+  bool stream = false;
+};
+}  // namespace
+
+// Validates `model`, sampling fields and limits shared by both generation endpoints.
+static Common common_fields(const json& j, const ApiOptions& opt, int default_max_tokens) {
+  std::string model = get_str(j, "model", false);
+  if (!model.empty() && model != opt.model_id)
+    throw ApiError{
+        404, "model '" + model + "' is not served here (this server serves '" + opt.model_id + "')",
+        "invalid_request_error", "model_not_found"};
+  Common c;
+  int mt = get_int(j, "max_tokens", -1, 0, 1 << 30);
+  if (mt < 0) mt = get_int(j, "max_completion_tokens", default_max_tokens, 0, 1 << 30);
+  if (mt > opt.max_tokens)
+    bad("max_tokens = " + std::to_string(mt) + " exceeds this server's limit of " +
+            std::to_string(opt.max_tokens),
+        "max_tokens_exceeded");
+  c.gen.max_tokens = mt;
+  c.gen.sampling.temperature = get_num(j, "temperature", 1.0, 0.0, 2.0);
+  c.gen.sampling.top_p = get_num(j, "top_p", 1.0, 1e-9, 1.0);
+  c.gen.sampling.top_k = get_int(j, "top_k", 0, 0, 1 << 30);
+  if (j.contains("seed") && !j["seed"].is_null()) {
+    if (!j["seed"].is_number_integer()) bad("'seed' must be an integer", "invalid_type");
+    c.gen.sampling.seed = uint64_t(j["seed"].get<long long>());
+  }
+  c.gen.stop = get_stop(j);
+  c.stream = get_bool(j, "stream", false);
+  if (get_int(j, "n", 1, 1, 1) != 1) bad("only n = 1 is supported");
+  return c;
+}
+
+static void check_prompt_len(size_t n, int max_tokens, const ApiOptions& opt) {
+  if (int(n) > opt.max_prompt_tokens)
+    bad("the prompt has " + std::to_string(n) + " tokens, more than this server's limit of " +
+            std::to_string(opt.max_prompt_tokens),
+        "context_length_exceeded");
+  if (int(n) + max_tokens > opt.n_ctx)
+    bad("prompt (" + std::to_string(n) + " tokens) + max_tokens (" + std::to_string(max_tokens) +
+            ") exceeds the context size " + std::to_string(opt.n_ctx),
+        "context_length_exceeded");
+}
+
+Response Api::completions(const std::string& body) {
+  json j = parse_body(body);
+  if (!j.contains("prompt")) bad("'prompt' is required", "missing_field");
+  std::vector<std::string> prompts;
+  if (j["prompt"].is_string()) {
+    prompts.push_back(j["prompt"].get<std::string>());
+  } else if (j["prompt"].is_array() && !j["prompt"].empty()) {
+    for (auto& v : j["prompt"]) {
+      if (!v.is_string()) bad("'prompt' must be a string or an array of strings", "invalid_type");
+      prompts.push_back(v.get<std::string>());
+    }
+  } else {
+    bad("'prompt' must be a string or a non-empty array of strings", "invalid_type");
+  }
+  Common c = common_fields(j, opt_, 16);
+  bool echo = get_bool(j, "echo", false);
+  int logprobs = -1;
+  if (j.contains("logprobs") && !j["logprobs"].is_null())
+    logprobs = get_int(j, "logprobs", 0, 0, 20);
+  const auto& tk = reader_.tokenizer();
+  std::vector<std::vector<int32_t>> ids;
+  for (auto& p : prompts) {
+    ids.push_back(reader_.prompt_tokens(p));
+    check_prompt_len(ids.back().size(), c.gen.max_tokens, opt_);
+  }
+  // Queue every prompt before waiting, so the prompts of one request share a batch.
+  std::vector<std::future<runtime::GenerateOutput>> futs;
+  for (auto& t : ids)
+    if (c.gen.max_tokens > 0) futs.push_back(engine_.complete(t, c.gen));
+  std::vector<runtime::GenerateOutput> outs(prompts.size());
+  for (size_t i = 0; i < futs.size(); ++i) outs[i] = futs[i].get();
+  for (size_t i = 0; i < prompts.size(); ++i) outs[i].prompt_tokens = int(ids[i].size());
+
+  json choices = json::array();
+  int completion_tokens = 0, prompt_tokens = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto& g = outs[i];
+    completion_tokens += int(g.ids.size());
+    prompt_tokens += int(ids[i].size());
+    json lp = nullptr;
+    if (logprobs >= 0) {
+      // Prompt tokens (echo): the first has no log-prob, as in OpenAI's legacy API. Generated
+      // tokens: the text is re-scored after the prompt (tokenised together with it).
+      json toks = json::array(), lps = json::array(), offs = json::array();
+      size_t off = 0;
+      auto add = [&](const std::string& piece, json v) {
+        toks.push_back(piece);
+        lps.push_back(v);
+        offs.push_back(off);
+        off += piece.size();
+      };
+      if (echo) {
+        std::string p = prompts[i];
+        reader::ScoreResult sr;
+        if (ids[i].size() > 1) engine_.run([&] { sr = reader_.score(p, ""); }).get();
+        add(tk.token_to_piece(ids[i][0], true), nullptr);
+        for (auto& t : sr.tokens) add(t.piece, t.logprob);
+      }
+      if (!g.text.empty()) {
+        reader::ScoreResult sr;
+        std::string p = prompts[i], t = g.text;
+        engine_.run([&] { sr = reader_.score(p, t); }).get();
+        for (auto& x : sr.tokens) add(x.piece, x.logprob);
+      }
+      lp = {{"tokens", toks},
+            {"token_logprobs", lps},
+            {"top_logprobs", nullptr},
+            {"text_offset", offs}};
+    }
+    choices.push_back({{"index", i},
+                       {"text", echo ? prompts[i] + g.text : g.text},
+                       {"logprobs", lp},
+                       {"finish_reason",
+                        c.gen.max_tokens == 0 ? std::string("length") : finish(g.finish_reason)}});
+  }
+  std::string id = next_id("cmpl-");
+  json usage = {{"prompt_tokens", prompt_tokens},
+                {"completion_tokens", completion_tokens},
+                {"total_tokens", prompt_tokens + completion_tokens}};
+  if (!c.stream)
+    return ok({{"id", id},
+               {"object", "text_completion"},
+               {"created", now_s()},
+               {"model", opt_.model_id},
+               {"choices", choices},
+               {"usage", usage}});
+  Response r;
+  r.stream = true;
+  r.content_type = "text/event-stream";
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    for (auto& ch : stream_chunks(tk, outs[i]))
+      r.events.push_back(dump(
+          {{"id", id},
+           {"object", "text_completion"},
+           {"created", now_s()},
+           {"model", opt_.model_id},
+           {"choices",
+            {{{"index", i}, {"text", ch}, {"logprobs", nullptr}, {"finish_reason", nullptr}}}}}));
+    r.events.push_back(dump({{"id", id},
+                             {"object", "text_completion"},
+                             {"created", now_s()},
+                             {"model", opt_.model_id},
+                             {"choices",
+                              {{{"index", i},
+                                {"text", ""},
+                                {"logprobs", nullptr},
+                                {"finish_reason", choices[i]["finish_reason"]}}}}}));
+  }
+  r.events.push_back("[DONE]");
+  return r;
+}
+
+Response Api::chat(const std::string& body) {
+  json j = parse_body(body);
+  if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty())
+    bad("'messages' must be a non-empty array",
+        j.contains("messages") ? "invalid_type" : "missing_field");
+  if (chat_family_ == int(tok::ChatFamily::None) || chat_family_ == int(tok::ChatFamily::Unknown))
+    bad("model '" + opt_.model_id +
+            "' has no chat template this server can render; use /v1/completions",
+        "no_chat_template");
+  std::vector<tok::ChatMessage> msgs;
+  for (auto& m : j["messages"]) {
+    if (!m.is_object())
+      bad("each message must be an object with 'role' and 'content'", "invalid_type");
+    std::string role = get_str(m, "role", true), content;
+    if (m.contains("content") && m["content"].is_array()) {
+      // Content parts: only text parts are understood.
+      for (auto& part : m["content"]) {
+        if (!part.is_object() || get_str(part, "type", true) != "text")
+          bad("only text content parts are supported", "invalid_type");
+        content += get_str(part, "text", true);
+      }
+    } else {
+      content = get_str(m, "content", false);
+    }
+    msgs.push_back({role, content});
+  }
+  Common c = common_fields(j, opt_, opt_.max_tokens);
+  const auto& tk = reader_.tokenizer();
+  std::string text = tok::render_chat(tok::ChatFamily(chat_family_), msgs, true);
+  std::vector<int32_t> ids = tk.encode(text, true, true);
+  int max_tokens = c.gen.max_tokens;
+  if (!j.contains("max_tokens") && !j.contains("max_completion_tokens"))
+    max_tokens = std::max(0, std::min(max_tokens, opt_.n_ctx - int(ids.size())));
+  c.gen.max_tokens = max_tokens;
+  check_prompt_len(ids.size(), max_tokens, opt_);
+  runtime::GenerateOutput g;
+  if (max_tokens > 0) g = engine_.complete(ids, c.gen).get();
+  std::string id = next_id("chatcmpl-");
+  std::string fr = max_tokens == 0 ? "length" : finish(g.finish_reason);
+  if (!c.stream) {
+    int n = int(g.ids.size());
+    return ok({{"id", id},
+               {"object", "chat.completion"},
+               {"created", now_s()},
+               {"model", opt_.model_id},
+               {"choices",
+                {{{"index", 0},
+                  {"message", {{"role", "assistant"}, {"content", g.text}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", fr}}}},
+               {"usage",
+                {{"prompt_tokens", ids.size()},
+                 {"completion_tokens", n},
+                 {"total_tokens", int(ids.size()) + n}}}});
+  }
+  Response r;
+  r.stream = true;
+  r.content_type = "text/event-stream";
+  auto chunk = [&](json delta, json reason) {
+    r.events.push_back(
+        dump({{"id", id},
+              {"object", "chat.completion.chunk"},
+              {"created", now_s()},
+              {"model", opt_.model_id},
+              {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", reason}}}}}));
+  };
+  chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
+  for (auto& ch : stream_chunks(tk, g)) chunk({{"content", ch}}, nullptr);
+  chunk(json::object(), fr);
+  r.events.push_back("[DONE]");
+  return r;
+}
+
+Response Api::score(const std::string& body) {
+  json j = parse_body(body);
+  std::string model = get_str(j, "model", false);
+  if (!model.empty() && model != opt_.model_id)
+    throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",
+                   "model_not_found"};
+  std::string prompt = get_str(j, "prompt", true), cont = get_str(j, "continuation", false);
+  check_prompt_len(reader_.prompt_tokens(prompt + cont).size(), 0, opt_);
+  reader::ScoreResult sr;
+  engine_.run([&] { sr = reader_.score(prompt, cont); }).get();
+  json toks = json::array();
+  for (auto& t : sr.tokens)
+    toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
+  return ok({{"model", opt_.model_id},
+             {"tokens", toks},
+             {"sum", sr.sum},
+             {"prompt_tokens", sr.prompt_tokens}});
+}
+
+Response Api::attention(const std::string& body) {
+  json j = parse_body(body);
+  std::string model = get_str(j, "model", false);
+  if (!model.empty() && model != opt_.model_id)
+    throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",
+                   "model_not_found"};
+  std::string prompt = get_str(j, "prompt", true);
+  reader::AttentionQuery q;
+  q.layers = get_int_list(j, "layers");
+  q.query_positions = get_int_list(j, "query_positions");
+  q.heads = get_int_list(j, "heads");
+  check_prompt_len(reader_.prompt_tokens(prompt).size(), 0, opt_);
+  reader::AttentionResult ar;
+  engine_.run([&] { ar = reader_.attention(prompt, q); }).get();
+  json rows = json::array();
+  for (auto& r : ar.rows) {
+    json row = {{"layer", r.layer},
+                {"query_position", r.query_position},
+                {"head_ids", r.head_ids},
+                {"heads", r.heads},
+                {"mean", r.mean}};
+    // C-NORM's Attention Balance Score of the head-mean row (cnorm paper, section 4.2).
+    row["abs"] = r.mean.empty() ? json(nullptr) : json(cnorm::attention_balance_score(r.mean));
+    rows.push_back(row);
+  }
+  return ok({{"model", opt_.model_id}, {"ids", ar.ids}, {"pieces", ar.pieces}, {"rows", rows}});
+}
+
+}  // namespace ragform::server

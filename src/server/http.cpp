@@ -1,0 +1,99 @@
+#include "server/http.h"
+
+// Debian's cpp-httplib is a compiled library (libcpp-httplib.so) built with these options; its
+// header must see the same ones or the class layouts differ.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_ZLIB_SUPPORT
+#define CPPHTTPLIB_ZLIB_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_BROTLI_SUPPORT
+#define CPPHTTPLIB_BROTLI_SUPPORT
+#endif
+#include <httplib.h>
+
+#include "base/error.h"
+
+namespace ragform::server {
+
+struct HttpServer::Impl {
+  HttpOptions opt;
+  Handler handler;
+  httplib::Server svr;
+};
+
+namespace {
+void write(const Response& r, httplib::Response& res) {
+  res.status = r.status;
+  if (!r.stream) {
+    res.set_content(r.body, r.content_type.c_str());
+    return;
+  }
+  auto events = std::make_shared<std::vector<std::string>>(r.events);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(r.content_type.c_str(),
+                                   [events](size_t, httplib::DataSink& sink) {
+                                     for (auto& e : *events) {
+                                       std::string line = "data: " + e + "\n\n";
+                                       if (!sink.write(line.data(), line.size())) return false;
+                                     }
+                                     sink.done();
+                                     return true;
+                                   });
+}
+}  // namespace
+
+HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl>()) {
+  impl_->opt = std::move(opt);
+  impl_->handler = std::move(h);
+  auto& svr = impl_->svr;
+  int threads = impl_->opt.threads;
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  svr.set_payload_max_length(impl_->opt.max_body);
+  svr.set_read_timeout(impl_->opt.timeout_s, 0);
+  svr.set_write_timeout(impl_->opt.timeout_s, 0);
+  auto route = [this](const httplib::Request& req, httplib::Response& res) {
+    Request r;
+    r.method = req.method;
+    r.path = req.path;
+    r.authorization = req.get_header_value("Authorization");
+    r.body = req.body;
+    write(impl_->handler(r), res);
+  };
+  svr.Get(".*", route);
+  svr.Post(".*", route);
+  // Errors raised by the library itself (413 payload too large, 400 unparsable request line):
+  // give them a JSON body too.
+  svr.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string msg = res.status == 413 ? "request body too large"
+                                            : "HTTP error " + std::to_string(res.status);
+        write(error_response(res.status, msg, "invalid_request_error"), res);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::bind() {
+  auto& o = impl_->opt;
+  int port = o.port;
+  if (port == 0) {
+    port = impl_->svr.bind_to_any_port(o.host);
+    if (port < 0) throw Error("serve", "cannot bind " + o.host + " to any port");
+  } else if (!impl_->svr.bind_to_port(o.host, port)) {
+    throw Error("serve", "cannot bind " + o.host + ":" + std::to_string(port) +
+                             " (in use, or not an address here)");
+  }
+  return port;
+}
+
+void HttpServer::serve() { impl_->svr.listen_after_bind(); }
+
+void HttpServer::stop() {
+  if (impl_->svr.is_running()) impl_->svr.stop();
+}
+
+}  // namespace ragform::server

@@ -1,0 +1,225 @@
+// `ragform serve` on loopback: the OpenAI-compatible endpoints, every limit's JSON error with its
+// status (and the server keeps serving after each), streaming that reassembles to the
+// non-streamed text, clean exit on SIGTERM.
+#include <gtest/gtest.h>
+
+#ifdef RAGFORM_HAVE_HTTPLIB
+
+#include <nlohmann/json.hpp>
+
+#include "server/serve_harness.h"
+
+namespace ragform::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Client {
+  int port;
+  std::string key;
+  httplib::Result post(const std::string& path, const std::string& body,
+                       const std::string& auth = "*") {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    httplib::Headers h;
+    std::string k = auth == "*" ? key : auth;
+    if (!k.empty()) h.emplace("Authorization", "Bearer " + k);
+    return c.Post(path.c_str(), h, body, "application/json");
+  }
+  httplib::Result get(const std::string& path) {
+    httplib::Client c("127.0.0.1", port);
+    httplib::Headers h = {{"Authorization", "Bearer " + key}};
+    return c.Get(path.c_str(), h);
+  }
+};
+
+// Checks status and the OpenAI error shape; returns the message.
+std::string expect_error(const httplib::Result& r, int status) {
+  EXPECT_TRUE(r) << "no answer";
+  if (!r) return "";
+  EXPECT_EQ(r->status, status) << r->body;
+  json j = json::parse(r->body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r->body;
+  if (j.is_discarded()) return "";
+  EXPECT_TRUE(j.contains("error")) << r->body;
+  EXPECT_TRUE(j["error"]["message"].is_string());
+  EXPECT_TRUE(j["error"]["type"].is_string());
+  EXPECT_TRUE(j["error"].contains("code"));
+  return j["error"]["message"].get<std::string>();
+}
+
+void expect_serving(Client& c) {
+  auto r = c.post("/v1/completions",
+                  R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto j = json::parse(r->body);
+  EXPECT_FALSE(j["choices"][0]["text"].get<std::string>().empty());
+}
+
+TEST(ServeFixture, EndpointsLimitsAndErrors) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "128", "--api-key", "sekret", "--max-body",
+                    "2000", "--max-prompt-tokens", "40", "--max-tokens", "32"});
+  Client c{srv.port(), "sekret"};
+
+  // /health needs no key; /v1/models names the file without .gguf.
+  {
+    httplib::Client h("127.0.0.1", srv.port());
+    auto r = h.Get("/health");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(json::parse(r->body)["status"], "ok");
+  }
+  auto m = c.get("/v1/models");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->status, 200);
+  EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "stories260K");
+  expect_serving(c);
+
+  // Completions: usage counts and explicit model id accepted.
+  auto r =
+      c.post("/v1/completions",
+             R"({"model": "stories260K", "prompt": ["Once upon a time", "The dog"], "max_tokens": 5,
+                      "temperature": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto j = json::parse(r->body);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["usage"]["completion_tokens"].get<int>(),
+            10);  // 5 each: stories260K does not stop this early
+
+  // echo + logprobs with max_tokens 0: the prompt's log-probs, the first token null (OpenAI
+  // legacy), equal to /v1/score with an empty continuation.
+  r = c.post("/v1/completions",
+             R"({"prompt": "Lily and Tom", "max_tokens": 0, "echo": true, "logprobs": 0})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = json::parse(r->body);
+  auto lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(j["choices"][0]["text"], "Lily and Tom");
+  ASSERT_GE(lp["tokens"].size(), 3u);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  auto s = c.post("/v1/score", R"({"prompt": "Lily and Tom", "continuation": ""})");
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200) << s->body;
+  auto sj = json::parse(s->body);
+  ASSERT_EQ(sj["tokens"].size() + 1, lp["tokens"].size());
+  double sum = 0;
+  for (size_t i = 1; i < lp["tokens"].size(); ++i) {
+    EXPECT_DOUBLE_EQ(lp["token_logprobs"][i].get<double>(),
+                     sj["tokens"][i - 1]["logprob"].get<double>());
+    sum += lp["token_logprobs"][i].get<double>();
+  }
+  EXPECT_NEAR(sum, sj["sum"].get<double>(), 1e-9);
+
+  // Attention: rows over the prompt, their mean sums to 1, ABS in [0, 1].
+  auto a =
+      c.post("/v1/attention", R"({"prompt": "Lily and Tom went to the park", "layers": [-1]})");
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->status, 200) << a->body;
+  auto aj = json::parse(a->body);
+  ASSERT_EQ(aj["rows"].size(), 1u);
+  double msum = 0;
+  for (auto& v : aj["rows"][0]["mean"]) msum += v.get<double>();
+  EXPECT_NEAR(msum, 1.0, 1e-4);
+  EXPECT_EQ(aj["rows"][0]["mean"].size(), aj["ids"].size());
+  double abs = aj["rows"][0]["abs"].get<double>();
+  EXPECT_GE(abs, 0.0);
+  EXPECT_LE(abs, 1.0);
+
+  // Errors: each the right status and a JSON error; the server keeps serving after each.
+  expect_error(c.post("/v1/completions", R"({"prompt": "x", )"), 400);
+  expect_serving(c);
+  expect_error(c.post("/v1/completions", R"({"prompt": 5})"), 400);
+  expect_error(c.post("/v1/completions", R"({"prompt": "x", "max_tokens": "many"})"), 400);
+  expect_error(c.post("/v1/completions", R"({"prompt": "x", "temperature": "hot"})"), 400);
+  std::string msg =
+      expect_error(c.post("/v1/completions", R"({"model": "gpt-4", "prompt": "x"})"), 404);
+  EXPECT_NE(msg.find("gpt-4"), std::string::npos);
+  expect_serving(c);
+  expect_error(c.post("/v1/completions", json({{"prompt", std::string(5000, 'a')}}).dump()), 413);
+  expect_serving(c);
+  std::string long_prompt;
+  for (int i = 0; i < 60; ++i) long_prompt += " the";
+  msg = expect_error(
+      c.post("/v1/completions", json({{"prompt", long_prompt}, {"max_tokens", 1}}).dump()), 400);
+  EXPECT_NE(msg.find("limit of 40"), std::string::npos) << msg;
+  msg = expect_error(c.post("/v1/completions", R"({"prompt": "x", "max_tokens": 33})"), 400);
+  EXPECT_NE(msg.find("max_tokens"), std::string::npos) << msg;
+  expect_error(c.post("/v1/completions", R"({"prompt": "x"})", "wrong"), 401);
+  expect_error(c.post("/v1/completions", R"({"prompt": "x"})", ""), 401);
+  expect_error(c.post("/v1/nothing", "{}"), 404);
+  // stories260K has no chat template.
+  expect_error(
+      c.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"), 400);
+  expect_serving(c);
+
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+  EXPECT_NE(srv.log().find("stopping"), std::string::npos);
+}
+
+// Reassembles an SSE body into the concatenated delta contents; counts chunks; checks [DONE].
+std::string reassemble(const std::string& body, size_t* chunks, std::string* finish) {
+  std::string text;
+  size_t pos = 0;
+  bool done = false;
+  *chunks = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    std::string payload = body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (payload == "[DONE]") {
+      done = true;
+      continue;
+    }
+    auto j = json::parse(payload);
+    EXPECT_EQ(j["object"], "chat.completion.chunk");
+    auto& ch = j["choices"][0];
+    if (ch["delta"].contains("content")) text += ch["delta"]["content"].get<std::string>();
+    if (!ch["finish_reason"].is_null()) *finish = ch["finish_reason"];
+    ++*chunks;
+  }
+  EXPECT_TRUE(done);
+  return text;
+}
+
+TEST(ServeFixture, ChatStreamingReassemblesToTheSameText) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  // No fixture model carries a chat template: give the family by name.
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--chat-template", "chatml"});
+  Client c{srv.port(), ""};
+  json req = {
+      {"messages",
+       {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hello!"}}}},
+      {"max_tokens", 20},
+      {"temperature", 0}};
+  auto r = c.post("/v1/chat/completions", req.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto j = json::parse(r->body);
+  EXPECT_EQ(j["model"], "tiny-qwen2");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  std::string text = j["choices"][0]["message"]["content"];
+  ASSERT_FALSE(text.empty());
+  req["stream"] = true;
+  auto s = c.post("/v1/chat/completions", req.dump());
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->status, 200);
+  EXPECT_NE(s->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  size_t chunks = 0;
+  std::string finish;
+  EXPECT_EQ(reassemble(s->body, &chunks, &finish), text);
+  EXPECT_GT(chunks, 3u);  // role chunk, several content chunks, the finish chunk
+  EXPECT_EQ(finish, j["choices"][0]["finish_reason"]);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+}  // namespace
+}  // namespace ragform::testing
+#else
+TEST(ServeFixture, NeedsHttplib) {
+  GTEST_SKIP() << "built without cpp-httplib (RAGFORM_HAVE_HTTPLIB undefined)";
+}
+#endif

@@ -1,0 +1,125 @@
+// Starts `ragform serve` on a free loopback port for a test (fork/exec of the built binary, port 0,
+// the bound port read from its stderr), and stops it with SIGTERM. Loopback only.
+#pragma once
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// Debian's cpp-httplib is a compiled library (libcpp-httplib.so) built with these options; its
+// header must see the same ones or the class layouts differ.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_ZLIB_SUPPORT
+#define CPPHTTPLIB_ZLIB_SUPPORT
+#endif
+#ifndef CPPHTTPLIB_BROTLI_SUPPORT
+#define CPPHTTPLIB_BROTLI_SUPPORT
+#endif
+#include <httplib.h>
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace ragform::testing {
+
+class ServeProcess {
+ public:
+  // args: the arguments after "serve" (model, limits, ...). Throws std::runtime_error when the
+  // server does not come up within timeout_s.
+  explicit ServeProcess(std::vector<std::string> args, int timeout_s = 120) {
+    log_ = temp_dir("serve") / "stderr.log";
+    std::vector<std::string> argv = {
+        ragform_bin().string(), "serve", "--host", "127.0.0.1", "--port", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* f = std::freopen(log_.c_str(), "w", stderr);
+      (void)f;
+      std::vector<char*> cargv;
+      for (auto& s : argv) cargv.push_back(s.data());
+      cargv.push_back(nullptr);
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::regex re("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    while (port_ == 0) {
+      std::ifstream in(log_);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::smatch m;
+      std::string text = ss.str();
+      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
+      int st = 0;
+      if (port_ == 0 && waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw std::runtime_error("ragform serve exited early: " + text);
+      }
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s)) {
+        stop();
+        throw std::runtime_error("ragform serve did not start: " + text);
+      }
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    // Wait for /health.
+    for (;;) {
+      httplib::Client c("127.0.0.1", port_);
+      auto r = c.Get("/health");
+      if (r && r->status == 200) break;
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s)) {
+        stop();
+        throw std::runtime_error("ragform serve /health never answered");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~ServeProcess() { stop(); }
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string log() const { return read_file(log_); }
+
+  // SIGTERM and wait; returns the exit status (-1 when not running, 128+sig when killed).
+  int stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 600; ++i) {
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &st, 0);
+    pid_ = -1;
+    return 128 + SIGKILL;
+  }
+
+  // Resident memory of the server in KiB (VmRSS), 0 when unknown.
+  long rss_kib() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return 0;
+  }
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace ragform::testing
