@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libpcre2-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libfmt-dev
-      libcpp-httplib-dev libssl-dev libyaml-cpp-dev libgumbo-dev
+      libcpp-httplib-dev libssl-dev libbrotli-dev libyaml-cpp-dev libgumbo-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang libclang-rt-14-dev)
 missing=()
