@@ -17,7 +17,6 @@
 namespace ragform::cli {
 namespace {
 
-#ifdef RAGFORM_HAVE_HTTPLIB
 int run_serve(const std::vector<std::string>& argv) {
   Args a(
       "serve", "Serve a model over an OpenAI-compatible HTTP API.",
@@ -103,14 +102,6 @@ int run_serve(const std::vector<std::string>& argv) {
   return 0;
 }
 
-#else
-// Debian's cpp-httplib is a compiled library: the build links it (and defines
-// RAGFORM_HAVE_HTTPLIB) only when it was found; without it there is no server.
-int run_serve(const std::vector<std::string>&) {
-  throw Error("serve",
-              "this build has no HTTP support (cpp-httplib was not linked; see docs/server.md)");
-}
-#endif
 
 RAGFORM_COMMAND("serve", "OpenAI-compatible HTTP server over the native engine", run_serve, 60);
 

@@ -26,10 +26,6 @@ std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
   if (base_url.value.empty())
     throw UsageError("--base-url", "--reader openai needs --base-url URL");
   if (concurrency.value < 1) throw UsageError("--concurrency", "must be >= 1");
-#ifndef RAGFORM_HAVE_HTTPLIB
-  throw Error("--reader",
-              "this build has no HTTP support (cpp-httplib was not linked; see docs/server.md)");
-#else
   reader::OpenAIOptions o;
   o.base_url = base_url.value;
   o.model = rf.model.value;
@@ -40,7 +36,6 @@ std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
   o.retries = retries.value;
   o.timeout_s = timeout.value;
   return std::make_unique<reader::OpenAIReader>(o);
-#endif
 }
 
 }  // namespace ragform::cli

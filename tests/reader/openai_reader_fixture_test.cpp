@@ -3,7 +3,6 @@
 // NotSupported).
 #include <gtest/gtest.h>
 
-#ifdef RAGFORM_HAVE_HTTPLIB
 
 #include <cmath>
 
@@ -152,8 +151,3 @@ TEST(OpenAIReaderFixture, UnreachableServerFailsAfterRetries) {
 
 }  // namespace
 }  // namespace ragform::reader
-#else
-TEST(OpenAIReaderFixture, NeedsHttplib) {
-  GTEST_SKIP() << "built without cpp-httplib (RAGFORM_HAVE_HTTPLIB undefined)";
-}
-#endif

@@ -3,7 +3,6 @@
 // non-streamed text, clean exit on SIGTERM.
 #include <gtest/gtest.h>
 
-#ifdef RAGFORM_HAVE_HTTPLIB
 
 #include <nlohmann/json.hpp>
 
@@ -218,8 +217,3 @@ TEST(ServeFixture, ChatStreamingReassemblesToTheSameText) {
 
 }  // namespace
 }  // namespace ragform::testing
-#else
-TEST(ServeFixture, NeedsHttplib) {
-  GTEST_SKIP() << "built without cpp-httplib (RAGFORM_HAVE_HTTPLIB undefined)";
-}
-#endif

@@ -4,7 +4,6 @@
 // --batch 8, stated as a ratio. Bounded in time and count; loopback only.
 #include <gtest/gtest.h>
 
-#ifdef RAGFORM_HAVE_HTTPLIB
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -104,8 +103,3 @@ TEST(ServeLoadSlow, SixteenClientsSixtySecondsAndBatchingGain) {
 
 }  // namespace
 }  // namespace ragform::testing
-#else
-TEST(ServeLoadSlow, NeedsHttplib) {
-  GTEST_SKIP() << "built without cpp-httplib (RAGFORM_HAVE_HTTPLIB undefined)";
-}
-#endif
