@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/remote_flags.h"
 
 namespace ragform::cli {
 namespace {
@@ -14,6 +15,7 @@ int run_generate(const std::vector<std::string>& argv) {
          "Text goes to stdout; with --json one object {\"text\", \"ids\", \"finish_reason\", \"prompt_tokens\"}\n"
          "holding the continuation only.");
   ReaderFlags rf(a);
+  RemoteFlags xf(a);
   PromptFlags pf(a);
   auto& n = a.opt<int>("-n,--n-predict", "N", "maximum tokens to generate", 64);
   auto& temp = a.opt<double>("--temp", "T", "sampling temperature (0 = greedy)", 0.0);
@@ -25,7 +27,7 @@ int run_generate(const std::vector<std::string>& argv) {
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
   std::string prompt = pf.read();
-  auto reader = rf.open_native();
+  auto reader = xf.open(rf);
   reader::GenerateParams p;
   p.max_tokens = n.value;
   p.temperature = temp.value;

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/remote_flags.h"
 
 namespace ragform::cli {
 namespace {
@@ -15,6 +16,7 @@ int run_score(const std::vector<std::string>& argv) {
          "scored. Without --continuation every prompt token after the first is scored.\n"
          "--json prints {\"tokens\": [{\"id\", \"piece\", \"logprob\"}], \"sum\", \"prompt_tokens\"}.");
   ReaderFlags rf(a);
+  RemoteFlags xf(a);
   PromptFlags pf(a);
   auto& cont = a.opt<std::string>("-c,--continuation", "TEXT", "the text to score", "");
   auto& cont_file = a.opt<std::string>("--continuation-file", "FILE", "read the continuation from FILE", "");
@@ -23,7 +25,7 @@ int run_score(const std::vector<std::string>& argv) {
   std::string prompt = pf.read();
   std::string c = cont.value;
   if (cont_file.seen) c = read_file_bytes(cont_file.value);
-  auto reader = rf.open_native();
+  auto reader = xf.open(rf);
   auto r = reader->score(prompt, c);
   if (json.value) {
     nlohmann::json toks = nlohmann::json::array();

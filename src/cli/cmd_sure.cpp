@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/remote_flags.h"
 #include "eval/datasets.h"
 #include "pipelines/sure/analyses.h"
 #include "pipelines/sure/evaluate.h"
@@ -267,6 +268,7 @@ int run_eval(const std::vector<std::string>& argv) {
       "per (scope, key, subset) group: n, lose/robust/win counts, LR, RR, WR, Org, Acc,\n"
       "RR_ci95 (bootstrap), mcnemar_p (exact), as fractions.");
   ReaderFlags rf(a);
+  RemoteFlags xf(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
   auto& temp = a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1);
@@ -284,7 +286,7 @@ int run_eval(const std::vector<std::string>& argv) {
     throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
   std::vector<Pair> pairs = read_pairs(input.value);
   PromptSet prompts = load_prompts(prompts_dir.value);
-  auto reader = rf.open_native();
+  auto reader = xf.open(rf);
   EvalOptions eo;
   eo.temperature = temp.value;
   eo.max_tokens = max_tokens.value;
@@ -315,7 +317,8 @@ int run_eval(const std::vector<std::string>& argv) {
   }
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = rf.model.value;
-  rc.model_sha256 = store::sha256_file(rf.model.value);
+  // A remote reader names a served model, not a file: it has no hash (the reader field says which).
+  rc.model_sha256 = xf.reader.value == "native" ? store::sha256_file(rf.model.value) : std::string();
   rc.reader = reader->describe();
   rc.chat_mode = reader->chat_mode();
   rc.seed = seed.value;
