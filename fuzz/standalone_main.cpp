@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     seeds.push_back(ss.str());
   }
   if (seeds.empty()) seeds.push_back("");
-  for (auto& s : seeds) LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  for (auto& s : seeds)
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
   std::mt19937_64 rng(12345);
   for (long it = 0; it < iterations; ++it) {
     std::string s = seeds[rng() % seeds.size()];
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
         case 4:  // splice with another seed
           if (!seeds.empty()) {
             const std::string& o = seeds[rng() % seeds.size()];
-            if (!o.empty() && !s.empty()) s = s.substr(0, rng() % s.size()) + o.substr(rng() % o.size());
+            if (!o.empty() && !s.empty())
+              s = s.substr(0, rng() % s.size()) + o.substr(rng() % o.size());
           }
           break;
       }

@@ -31,7 +31,8 @@ inline std::vector<LoadedVocab> load_vocabs(std::initializer_list<const char*> r
   return v;
 }
 
-inline int fuzz_tokenizers(const std::vector<LoadedVocab>& vocabs, const uint8_t* data, size_t size) {
+inline int fuzz_tokenizers(const std::vector<LoadedVocab>& vocabs, const uint8_t* data,
+                           size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   for (const auto& l : vocabs) {
     for (bool parse_special : {false, true}) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the default test tiers (labels unit + fixture):
-#   1. the `ci` preset (Release, warnings as errors): every default-tier test;
+#   1. the `ci` preset (Release, warnings as errors, clang-format checked): every default-tier test;
 #   2. the `asan` preset (ASan + UBSan): the `unit` tier.
 # Set RAGFORM_TEST_ASAN=0 to skip step 2. Slow tests: ctest --preset release -L slow.
 set -euo pipefail
@@ -9,6 +9,7 @@ scripts/deps.sh
 unset OPENBLAS_CORETYPE  # this machine may preset Haswell, which halves OpenBLAS speed on Zen 5
 jobs=$(nproc)
 cmake --preset ci >/dev/null
+cmake --build --preset ci --target format-check   # clang-format --dry-run over src/ tests/ bench/ fuzz/
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
 if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then

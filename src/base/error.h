@@ -11,7 +11,8 @@ namespace ragform {
 // what() is "<where>: <why>", e.g. "gguf: model.gguf: tensor 'blk.3.attn_q.weight' offset ...".
 class Error : public std::runtime_error {
  public:
-  Error(const std::string& where, const std::string& why) : std::runtime_error(where + ": " + why) {}
+  Error(const std::string& where, const std::string& why)
+      : std::runtime_error(where + ": " + why) {}
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 

@@ -1,13 +1,13 @@
 #include "base/mapped_file.h"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "base/error.h"
@@ -45,7 +45,9 @@ MappedFile::~MappedFile() {
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : path_(std::move(o.path_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    : path_(std::move(o.path_)),
+      data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {

@@ -22,8 +22,10 @@ std::string find_shared_dir(const std::string& explicit_dir) {
 #ifdef RAGFORM_SHARED_DIR
   if (ok(RAGFORM_SHARED_DIR, "build-time")) return RAGFORM_SHARED_DIR;
 #endif
-  throw Error("shared data", "not found (tried " + (tried.empty() ? std::string("nothing") : tried) +
-                                 "); pass --shared DIR or set RAGFORM_SHARED to the folder holding fixtures/ and data/");
+  throw Error(
+      "shared data",
+      "not found (tried " + (tried.empty() ? std::string("nothing") : tried) +
+          "); pass --shared DIR or set RAGFORM_SHARED to the folder holding fixtures/ and data/");
 }
 
 }  // namespace ragform

@@ -1,7 +1,7 @@
 #include "base/progress.h"
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 namespace ragform {
 
@@ -26,15 +26,18 @@ void Progress::add(uint64_t n) {
   draw(false);
 }
 
-std::string Progress::format_line(const std::string& label, uint64_t done, uint64_t total, double seconds) {
+std::string Progress::format_line(const std::string& label, uint64_t done, uint64_t total,
+                                  double seconds) {
   char buf[256];
   double rate = seconds > 0 ? done / seconds : 0.0;
   if (total > 0) {
     double eta = rate > 0 && done <= total ? (total - done) / rate : 0.0;
     std::snprintf(buf, sizeof buf, "%s  %llu/%llu  %.1f/s  ETA %dm%02ds", label.c_str(),
-                  (unsigned long long)done, (unsigned long long)total, rate, int(eta) / 60, int(eta) % 60);
+                  (unsigned long long)done, (unsigned long long)total, rate, int(eta) / 60,
+                  int(eta) % 60);
   } else {
-    std::snprintf(buf, sizeof buf, "%s  %llu  %.1f/s", label.c_str(), (unsigned long long)done, rate);
+    std::snprintf(buf, sizeof buf, "%s  %llu  %.1f/s", label.c_str(), (unsigned long long)done,
+                  rate);
   }
   return buf;
 }

@@ -18,7 +18,8 @@ class Progress {
   void set_total(uint64_t total);
   bool enabled() const { return enabled_; }
   // The text of the status line for `done` items after `seconds` (exposed for tests).
-  static std::string format_line(const std::string& label, uint64_t done, uint64_t total, double seconds);
+  static std::string format_line(const std::string& label, uint64_t done, uint64_t total,
+                                 double seconds);
 
  private:
   void draw(bool final);

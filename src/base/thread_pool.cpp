@@ -56,7 +56,8 @@ void ThreadPool::worker(int index) {
   }
 }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain) {
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn,
+                              size_t grain) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
   if (n_threads_ == 1 || n <= grain) {
@@ -93,6 +94,8 @@ ThreadPool& ThreadPool::global() {
   return *p;
 }
 
-void ThreadPool::set_global_threads(int n_threads) { global_slot() = std::make_unique<ThreadPool>(n_threads); }
+void ThreadPool::set_global_threads(int n_threads) {
+  global_slot() = std::make_unique<ThreadPool>(n_threads);
+}
 
 }  // namespace ragform

@@ -77,7 +77,8 @@ Args::Args(std::string command, std::string summary, std::string details)
     : command_(std::move(command)), summary_(std::move(summary)), details_(std::move(details)) {}
 
 template <typename T>
-Opt<T>& Args::opt(const std::string& names, const std::string& metavar, const std::string& help, T def) {
+Opt<T>& Args::opt(const std::string& names, const std::string& metavar, const std::string& help,
+                  T def) {
   auto o = std::make_unique<Opt<T>>();
   o->names = split_names(names);
   o->metavar = metavar;
@@ -95,12 +96,14 @@ Opt<T>& Args::opt(const std::string& names, const std::string& metavar, const st
   return ref;
 }
 
-template Opt<std::string>& Args::opt(const std::string&, const std::string&, const std::string&, std::string);
+template Opt<std::string>& Args::opt(const std::string&, const std::string&, const std::string&,
+                                     std::string);
 template Opt<int>& Args::opt(const std::string&, const std::string&, const std::string&, int);
-template Opt<long long>& Args::opt(const std::string&, const std::string&, const std::string&, long long);
+template Opt<long long>& Args::opt(const std::string&, const std::string&, const std::string&,
+                                   long long);
 template Opt<double>& Args::opt(const std::string&, const std::string&, const std::string&, double);
-template Opt<std::vector<std::string>>& Args::opt(const std::string&, const std::string&, const std::string&,
-                                                  std::vector<std::string>);
+template Opt<std::vector<std::string>>& Args::opt(const std::string&, const std::string&,
+                                                  const std::string&, std::vector<std::string>);
 
 Flag& Args::flag(const std::string& names, const std::string& help) {
   auto f = std::make_unique<Flag>();
@@ -141,7 +144,8 @@ bool Args::parse(const std::vector<std::string>& argv) {
       only_positional = true;
       continue;
     }
-    if (!only_positional && a.size() > 1 && a[0] == '-' && !(a.size() > 1 && (std::isdigit((unsigned char)a[1]) || a[1] == '.'))) {
+    if (!only_positional && a.size() > 1 && a[0] == '-' &&
+        !(a.size() > 1 && (std::isdigit((unsigned char)a[1]) || a[1] == '.'))) {
       std::string name = a, inline_value;
       bool has_inline = false;
       if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -150,7 +154,9 @@ bool Args::parse(const std::vector<std::string>& argv) {
         has_inline = true;
       }
       OptBase* o = find(name);
-      if (!o) throw UsageError(command_, "unknown option '" + name + "' (see ragform " + command_ + " --help)");
+      if (!o)
+        throw UsageError(command_,
+                         "unknown option '" + name + "' (see ragform " + command_ + " --help)");
       if (dynamic_cast<Flag*>(o)) {
         if (has_inline) throw UsageError(name, "takes no value");
         o->set(name, "");
@@ -168,11 +174,13 @@ bool Args::parse(const std::vector<std::string>& argv) {
       continue;
     }
     if (next_pos >= positionals_.size())
-      throw UsageError(command_, "unexpected argument '" + a + "' (see ragform " + command_ + " --help)");
+      throw UsageError(command_,
+                       "unexpected argument '" + a + "' (see ragform " + command_ + " --help)");
     positionals_[next_pos++]->value = a;
   }
   for (auto& o : opts_)
-    if (o->is_required && !o->seen) throw UsageError(command_, "missing required option " + o->names.back());
+    if (o->is_required && !o->seen)
+      throw UsageError(command_, "missing required option " + o->names.back());
   for (auto& p : positionals_)
     if (p->is_required && !p->value) throw UsageError(command_, "missing argument " + p->name);
   return true;
@@ -187,14 +195,18 @@ std::string Args::help_text() const {
   if (!details_.empty()) s << "\n" << details_ << "\n";
   if (!positionals_.empty()) {
     s << "\narguments:\n";
-    for (auto& p : positionals_) s << "  " << p->name << std::string(p->name.size() < 26 ? 26 - p->name.size() : 1, ' ') << p->help << "\n";
+    for (auto& p : positionals_)
+      s << "  " << p->name << std::string(p->name.size() < 26 ? 26 - p->name.size() : 1, ' ')
+        << p->help << "\n";
   }
   s << "\noptions:\n";
   for (auto& o : opts_) {
     std::string left = o->display_names();
     std::string right = o->help;
-    if (o->is_required) right += " (required)";
-    else if (!o->default_text.empty()) right += " [default: " + o->default_text + "]";
+    if (o->is_required)
+      right += " (required)";
+    else if (!o->default_text.empty())
+      right += " [default: " + o->default_text + "]";
     s << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << right << "\n";
   }
   s << "  -h, --help                show this help\n";

@@ -21,7 +21,7 @@ struct OptBase {
   std::vector<std::string> names;  // "-m", "--model"
   std::string metavar;             // empty for boolean flags
   std::string help;
-  std::string default_text;        // shown in --help; empty = no default
+  std::string default_text;  // shown in --help; empty = no default
   bool is_required = false;
   bool seen = false;
   virtual ~OptBase() = default;
@@ -55,7 +55,8 @@ class Args {
   Args(std::string command, std::string summary, std::string details = "");
 
   template <typename T>
-  Opt<T>& opt(const std::string& names, const std::string& metavar, const std::string& help, T def = T{});
+  Opt<T>& opt(const std::string& names, const std::string& metavar, const std::string& help,
+              T def = T{});
   Flag& flag(const std::string& names, const std::string& help);
   Positional& positional(const std::string& name, const std::string& help, bool required = true);
 

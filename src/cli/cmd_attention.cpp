@@ -10,9 +10,11 @@ namespace ragform::cli {
 namespace {
 
 int run_attention(const std::vector<std::string>& argv) {
-  Args a("attention", "Attention of a query token over the prompt, per head and averaged, with C-NORM's ABS.",
+  Args a("attention",
+         "Attention of a query token over the prompt, per head and averaged, with C-NORM's ABS.",
          "Softmax weights after masking, by default of the last layer for the final prompt token.\n"
-         "--json prints {\"layer\", \"query_position\", \"heads\": [[weight per key] per head], \"mean\",\n"
+         "--json prints {\"layer\", \"query_position\", \"heads\": [[weight per key] per head], "
+         "\"mean\",\n"
          "\"abs\"} (ABS = 1 - 2|mu - 0.5| of the head mean, cnorm paper section 4.2).");
   ReaderFlags rf(a);
   PromptFlags pf(a);
@@ -37,20 +39,28 @@ int run_attention(const std::vector<std::string>& argv) {
     }
     nlohmann::json mean = nlohmann::json::array();
     for (float w : row.mean) mean.push_back(f9(w));
-    print_json_line({{"layer", row.layer}, {"query_position", row.query_position}, {"heads", heads}, {"mean", mean},
-                     {"abs", f9(abs)}, {"ids", r.ids}, {"pieces", r.pieces}});
+    print_json_line({{"layer", row.layer},
+                     {"query_position", row.query_position},
+                     {"heads", heads},
+                     {"mean", mean},
+                     {"abs", f9(abs)},
+                     {"ids", r.ids},
+                     {"pieces", r.pieces}});
   } else {
-    std::printf("layer %d, query position %d, %zu heads\n", row.layer, row.query_position, row.heads.size());
+    std::printf("layer %d, query position %d, %zu heads\n", row.layer, row.query_position,
+                row.heads.size());
     for (size_t j = 0; j < row.mean.size(); ++j) {
       int bar = int(row.mean[j] * 60 + 0.5f);
-      std::printf("%5zu %-16s %.6f %s\n", j, ("'" + r.pieces[j] + "'").c_str(), row.mean[j], std::string(size_t(bar), '#').c_str());
+      std::printf("%5zu %-16s %.6f %s\n", j, ("'" + r.pieces[j] + "'").c_str(), row.mean[j],
+                  std::string(size_t(bar), '#').c_str());
     }
     std::printf("ABS %.6f\n", abs);
   }
   return 0;
 }
 
-RAGFORM_COMMAND("attention", "last-token attention over the prompt, with C-NORM's ABS", run_attention, 32);
+RAGFORM_COMMAND("attention", "last-token attention over the prompt, with C-NORM's ABS",
+                run_attention, 32);
 
 }  // namespace
 }  // namespace ragform::cli

@@ -27,16 +27,20 @@ int run_bench(const std::vector<std::string>& argv) {
          "Tokens are random ids (as llama-bench). --json prints one JSON array of\n"
          "{\"test\", \"threads\", \"t_s_median\", \"t_s_min\", \"t_s_max\"}.");
   auto& model = a.opt<std::string>("-m,--model", "FILE", "GGUF model").required();
-  auto& pp = a.opt<std::string>("--pp", "LIST", "prompt lengths (comma-separated; 0 = none)", "512");
-  auto& tg = a.opt<std::string>("--tg", "LIST", "generation lengths (comma-separated; 0 = none)", "32");
+  auto& pp =
+      a.opt<std::string>("--pp", "LIST", "prompt lengths (comma-separated; 0 = none)", "512");
+  auto& tg =
+      a.opt<std::string>("--tg", "LIST", "generation lengths (comma-separated; 0 = none)", "32");
   auto& reps = a.opt<int>("-r,--repetitions", "N", "runs per test", 3);
   auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0);
-  auto& taps = a.opt<std::string>("--taps", "WHICH", "also measure prefill with a tap: attention, or none", "none");
+  auto& taps = a.opt<std::string>("--taps", "WHICH",
+                                  "also measure prefill with a tap: attention, or none", "none");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
   auto& json = a.flag("--json", "print one JSON array on stdout");
   if (!a.parse(argv)) return 0;
   if (reps.value < 1) throw UsageError("--repetitions", "must be >= 1");
-  if (taps.value != "none" && taps.value != "attention") throw UsageError("--taps", "expected attention or none");
+  if (taps.value != "none" && taps.value != "attention")
+    throw UsageError("--taps", "expected attention or none");
   if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
   if (threads.value > 0) ThreadPool::set_global_threads(threads.value);
   const int n_threads = ThreadPool::global().size();
@@ -45,7 +49,8 @@ int run_bench(const std::vector<std::string>& argv) {
   int max_len = 1;
   for (int n : pps) max_len = std::max(max_len, n);
   for (int n : tgs) max_len = std::max(max_len, n + 1);
-  runtime::Context ctx(*m, {max_len, kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32, nullptr});
+  runtime::Context ctx(
+      *m, {max_len, kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32, nullptr});
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> tok(0, m->hp().n_vocab - 1);
   using clock = std::chrono::steady_clock;
@@ -95,21 +100,28 @@ int run_bench(const std::vector<std::string>& argv) {
     results.push_back(s);
   }
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  if (!json.value) std::printf("%-14s %8s %12s %12s %12s\n", "test", "threads", "t/s median", "min", "max");
+  if (!json.value)
+    std::printf("%-14s %8s %12s %12s %12s\n", "test", "threads", "t/s median", "min", "max");
   for (auto& s : results) {
     auto v = s.tps;
     std::sort(v.begin(), v.end());
     double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
     if (json.value)
-      arr.push_back(nlohmann::ordered_json{{"test", s.test}, {"threads", n_threads}, {"t_s_median", f9(med)}, {"t_s_min", f9(v.front())}, {"t_s_max", f9(v.back())}});
+      arr.push_back(nlohmann::ordered_json{{"test", s.test},
+                                           {"threads", n_threads},
+                                           {"t_s_median", f9(med)},
+                                           {"t_s_min", f9(v.front())},
+                                           {"t_s_max", f9(v.back())}});
     else
-      std::printf("%-14s %8d %12.2f %12.2f %12.2f\n", s.test.c_str(), n_threads, med, v.front(), v.back());
+      std::printf("%-14s %8d %12.2f %12.2f %12.2f\n", s.test.c_str(), n_threads, med, v.front(),
+                  v.back());
   }
   if (json.value) print_json_line(arr);
   return 0;
 }
 
-RAGFORM_COMMAND("bench", "prompt-processing and generation speed (tokens/s), like llama-bench", run_bench, 50);
+RAGFORM_COMMAND("bench", "prompt-processing and generation speed (tokens/s), like llama-bench",
+                run_bench, 50);
 
 }  // namespace
 }  // namespace ragform::cli

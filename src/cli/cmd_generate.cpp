@@ -12,7 +12,8 @@ namespace {
 int run_generate(const std::vector<std::string>& argv) {
   Args a("generate", "Continue a prompt with the model (greedy unless --temp > 0).",
          "The prompt is tokenised with BOS as the vocabulary asks and special-token parsing off.\n"
-         "Text goes to stdout; with --json one object {\"text\", \"ids\", \"finish_reason\", \"prompt_tokens\"}\n"
+         "Text goes to stdout; with --json one object {\"text\", \"ids\", \"finish_reason\", "
+         "\"prompt_tokens\"}\n"
          "holding the continuation only.");
   ReaderFlags rf(a);
   RemoteFlags xf(a);
@@ -22,7 +23,8 @@ int run_generate(const std::vector<std::string>& argv) {
   auto& top_k = a.opt<int>("--top-k", "K", "sample from the K most likely tokens (0 = all)", 0);
   auto& top_p = a.opt<double>("--top-p", "P", "nucleus sampling mass", 1.0);
   auto& seed = a.opt<long long>("--seed", "S", "random seed for sampling", 0);
-  auto& stop = a.opt<std::vector<std::string>>("--stop", "TEXT", "stop before this text (repeatable)");
+  auto& stop =
+      a.opt<std::vector<std::string>>("--stop", "TEXT", "stop before this text (repeatable)");
   auto& ignore_eos = a.flag("--ignore-eos", "keep generating past end-of-generation tokens");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
@@ -38,11 +40,15 @@ int run_generate(const std::vector<std::string>& argv) {
   p.ignore_eos = ignore_eos.value;
   auto g = reader->generate(prompt, p);
   if (json.value) {
-    print_json_line({{"text", g.text}, {"ids", g.ids}, {"finish_reason", g.finish_reason}, {"prompt_tokens", g.prompt_tokens}});
+    print_json_line({{"text", g.text},
+                     {"ids", g.ids},
+                     {"finish_reason", g.finish_reason},
+                     {"prompt_tokens", g.prompt_tokens}});
   } else {
     std::fwrite(g.text.data(), 1, g.text.size(), stdout);
     std::fputc('\n', stdout);
-    std::fprintf(stderr, "ragform: %zu tokens, finish: %s\n", g.ids.size(), g.finish_reason.c_str());
+    std::fprintf(stderr, "ragform: %zu tokens, finish: %s\n", g.ids.size(),
+                 g.finish_reason.c_str());
   }
   return 0;
 }

@@ -1,4 +1,5 @@
-// ragform logits: raw logits as float32 little-endian [n_positions][n_vocab] (the fixtures' layout).
+// ragform logits: raw logits as float32 little-endian [n_positions][n_vocab] (the fixtures'
+// layout).
 #include <cstdio>
 #include <fstream>
 
@@ -35,10 +36,11 @@ int run_logits(const std::vector<std::string>& argv) {
   auto res = ctx.eval({in});
   std::ofstream f(out.value, std::ios::binary | std::ios::trunc);
   if (!f) throw Error(out.value, "cannot open for writing");
-  f.write(reinterpret_cast<const char*>(res[0].logits.data()), std::streamsize(res[0].logits.size() * sizeof(float)));
+  f.write(reinterpret_cast<const char*>(res[0].logits.data()),
+          std::streamsize(res[0].logits.size() * sizeof(float)));
   if (!f) throw Error(out.value, "write failed");
-  std::fprintf(stderr, "ragform: wrote %zu x %d logits to %s\n", res[0].logit_positions.size(), reader->model().hp().n_vocab,
-               out.value.c_str());
+  std::fprintf(stderr, "ragform: wrote %zu x %d logits to %s\n", res[0].logit_positions.size(),
+               reader->model().hp().n_vocab, out.value.c_str());
   return 0;
 }
 

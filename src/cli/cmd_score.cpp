@@ -11,15 +11,18 @@ namespace ragform::cli {
 namespace {
 
 int run_score(const std::vector<std::string>& argv) {
-  Args a("score", "Log-probabilities of a continuation given a prompt (or of the prompt itself).",
-         "prompt + continuation are tokenised together; the tokens past the prompt's own tokens are\n"
-         "scored. Without --continuation every prompt token after the first is scored.\n"
-         "--json prints {\"tokens\": [{\"id\", \"piece\", \"logprob\"}], \"sum\", \"prompt_tokens\"}.");
+  Args a(
+      "score", "Log-probabilities of a continuation given a prompt (or of the prompt itself).",
+      "prompt + continuation are tokenised together; the tokens past the prompt's own tokens are\n"
+      "scored. Without --continuation every prompt token after the first is scored.\n"
+      "--json prints {\"tokens\": [{\"id\", \"piece\", \"logprob\"}], \"sum\", "
+      "\"prompt_tokens\"}.");
   ReaderFlags rf(a);
   RemoteFlags xf(a);
   PromptFlags pf(a);
   auto& cont = a.opt<std::string>("-c,--continuation", "TEXT", "the text to score", "");
-  auto& cont_file = a.opt<std::string>("--continuation-file", "FILE", "read the continuation from FILE", "");
+  auto& cont_file =
+      a.opt<std::string>("--continuation-file", "FILE", "read the continuation from FILE", "");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
   std::string prompt = pf.read();
@@ -29,7 +32,8 @@ int run_score(const std::vector<std::string>& argv) {
   auto r = reader->score(prompt, c);
   if (json.value) {
     nlohmann::json toks = nlohmann::json::array();
-    for (auto& t : r.tokens) toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", f9(t.logprob)}});
+    for (auto& t : r.tokens)
+      toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", f9(t.logprob)}});
     print_json_line({{"tokens", toks}, {"sum", f9(r.sum)}, {"prompt_tokens", r.prompt_tokens}});
   } else {
     for (auto& t : r.tokens) std::printf("%6d %12.6f  '%s'\n", t.id, t.logprob, t.piece.c_str());
@@ -38,7 +42,8 @@ int run_score(const std::vector<std::string>& argv) {
   return 0;
 }
 
-RAGFORM_COMMAND("score", "log-probabilities of a continuation (SURE's oracle score)", run_score, 31);
+RAGFORM_COMMAND("score", "log-probabilities of a continuation (SURE's oracle score)", run_score,
+                31);
 
 }  // namespace
 }  // namespace ragform::cli

@@ -102,7 +102,6 @@ int run_serve(const std::vector<std::string>& argv) {
   return 0;
 }
 
-
 RAGFORM_COMMAND("serve", "OpenAI-compatible HTTP server over the native engine", run_serve, 60);
 
 }  // namespace

@@ -318,7 +318,8 @@ int run_eval(const std::vector<std::string>& argv) {
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = rf.model.value;
   // A remote reader names a served model, not a file: it has no hash (the reader field says which).
-  rc.model_sha256 = xf.reader.value == "native" ? store::sha256_file(rf.model.value) : std::string();
+  rc.model_sha256 =
+      xf.reader.value == "native" ? store::sha256_file(rf.model.value) : std::string();
   rc.reader = reader->describe();
   rc.chat_mode = reader->chat_mode();
   rc.seed = seed.value;

@@ -1,5 +1,5 @@
-// `ragform tokenize -m MODEL (--text T | --file F) [--no-bos] [--no-special] [--json] [--chat]`: the
-// model's own tokenizer (engine/tokenizer/tokenizer.h), with llama-tokenize's defaults: special
+// `ragform tokenize -m MODEL (--text T | --file F) [--no-bos] [--no-special] [--json] [--chat]`:
+// the model's own tokenizer (engine/tokenizer/tokenizer.h), with llama-tokenize's defaults: special
 // tokens (BOS/EOS, [CLS]/[SEP]) are added when the vocabulary asks for them (--no-bos adds
 // none), and special-token text in the input is parsed (--no-special disables that).
 // Output is this command's result, so it goes to stdout: one `id -> 'piece'` line per token as
@@ -30,7 +30,9 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
   auto& no_bos = a.flag("--no-bos", "add no special tokens (no BOS, EOS, [CLS] or [SEP])");
   auto& no_special = a.flag("--no-special", "do not parse special-token text in the input");
   auto& json = a.flag("--json", "print one JSON object {\"ids\", \"pieces\"} on stdout");
-  auto& chat = a.flag("--chat", "render the text as the user turn of the model's chat template first, and print the rendered prompt on stderr");
+  auto& chat = a.flag("--chat",
+                      "render the text as the user turn of the model's chat template first, and "
+                      "print the rendered prompt on stderr");
   auto& system = a.opt<std::string>("--system", "TEXT", "system message for --chat", "");
   if (!a.parse(argv)) return 0;
   if (text.seen == file.seen) throw UsageError("tokenize", "give exactly one of --text or --file");
@@ -40,12 +42,14 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
   if (chat.value) {
     auto family = tok::detect_chat_family(f->get_string("tokenizer.chat_template", ""));
     if (family == tok::ChatFamily::None)
-      throw Error("tokenize", model.value + ": --chat asked for, but the model has no chat template");
+      throw Error("tokenize",
+                  model.value + ": --chat asked for, but the model has no chat template");
     std::vector<tok::ChatMessage> msgs;
     if (!system.value.empty()) msgs.push_back({"system", system.value});
     msgs.push_back({"user", prompt});
     prompt = tok::render_chat(family, msgs, /*add_generation_prompt=*/true);
-    std::fprintf(stderr, "chat template: %s\n%s\n", tok::family_name(family).c_str(), prompt.c_str());
+    std::fprintf(stderr, "chat template: %s\n%s\n", tok::family_name(family).c_str(),
+                 prompt.c_str());
   }
 
   auto tok = tok::Tokenizer::from_gguf(*f);

@@ -25,7 +25,9 @@ int run_verbs(const std::string& group, const std::string& summary, const std::v
               const std::vector<std::string>& args) {
   auto usage = [&] {
     std::string s = "usage: ragform " + group + " <verb> [options]\n\n" + summary + "\n\nverbs:\n";
-    for (auto& v : verbs) s += "  " + v.name + std::string(v.name.size() < 12 ? 12 - v.name.size() : 1, ' ') + v.summary + "\n";
+    for (auto& v : verbs)
+      s += "  " + v.name + std::string(v.name.size() < 12 ? 12 - v.name.size() : 1, ' ') +
+           v.summary + "\n";
     s += "\nRun 'ragform " + group + " <verb> --help' for a verb's options.\n";
     return s;
   };
@@ -40,21 +42,28 @@ int run_verbs(const std::string& group, const std::string& summary, const std::v
 }
 
 namespace {
-std::string version_line() { return std::string("ragform ") + RAGFORM_VERSION + " (git " + RAGFORM_GIT + ")"; }
+std::string version_line() {
+  return std::string("ragform ") + RAGFORM_VERSION + " (git " + RAGFORM_GIT + ")";
+}
 
 void print_help() {
   std::string s =
       "usage: ragform <command> [options]\n\n"
       "Measure, calibrate and repair how the presentation of retrieved context changes what a\n"
-      "retrieval-augmented LLM reader answers (SURE, C-NORM, SpotlightRAG) on a native GGUF engine.\n\n"
+      "retrieval-augmented LLM reader answers (SURE, C-NORM, SpotlightRAG) on a native GGUF "
+      "engine.\n\n"
       "commands:\n";
   std::vector<const Command*> cmds;
   for (auto& [name, c] : registry()) cmds.push_back(&c);
   std::stable_sort(cmds.begin(), cmds.end(), [](auto* a, auto* b) { return a->order < b->order; });
-  for (auto* c : cmds) s += "  " + c->name + std::string(c->name.size() < 16 ? 16 - c->name.size() : 1, ' ') + c->summary + "\n";
-  s += "\nglobal options:\n  -h, --help       show this help\n  --version        print the version\n\n"
-       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
-       "2 usage error.\n";
+  for (auto* c : cmds)
+    s += "  " + c->name + std::string(c->name.size() < 16 ? 16 - c->name.size() : 1, ' ') +
+         c->summary + "\n";
+  s +=
+      "\nglobal options:\n  -h, --help       show this help\n  --version        print the "
+      "version\n\n"
+      "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
+      "2 usage error.\n";
   std::fputs(s.c_str(), stdout);
 }
 }  // namespace

@@ -12,7 +12,9 @@ ReaderFlags::ReaderFlags(Args& a, bool model_required)
       threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)),
       chat(a.flag("--chat", "wrap the prompt as the user turn of the model's chat template")),
       system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
-      truncate(a.opt<std::string>("--truncate", "POLICY", "prompt longer than --ctx: error, or left (keep BOS and the end)", "error")) {
+      truncate(a.opt<std::string>("--truncate", "POLICY",
+                                  "prompt longer than --ctx: error, or left (keep BOS and the end)",
+                                  "error")) {
   if (model_required) model.required();
 }
 
@@ -20,15 +22,19 @@ reader::NativeOptions ReaderFlags::native_options() const {
   reader::NativeOptions o;
   if (ctx.value <= 0) throw UsageError("--ctx", "must be positive");
   o.n_ctx = ctx.value;
-  if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
+  if (kv.value != "f32" && kv.value != "f16")
+    throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
   o.kv_f16 = kv.value == "f16";
   if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
   o.threads = threads.value;
   o.chat = chat.value;
   o.system_prompt = system.value;
-  if (truncate.value == "error") o.overflow = reader::Overflow::Error;
-  else if (truncate.value == "left") o.overflow = reader::Overflow::TruncateLeft;
-  else throw UsageError("--truncate", "expected error or left, got '" + truncate.value + "'");
+  if (truncate.value == "error")
+    o.overflow = reader::Overflow::Error;
+  else if (truncate.value == "left")
+    o.overflow = reader::Overflow::TruncateLeft;
+  else
+    throw UsageError("--truncate", "expected error or left, got '" + truncate.value + "'");
   return o;
 }
 

@@ -14,13 +14,15 @@
 
 namespace ragform::reader {
 
-NativeReader::NativeReader(const std::string& model_path, const NativeOptions& opt) : path_(model_path), opt_(opt) {
-  if (opt.threads > 0 && opt.threads != ThreadPool::global().size()) ThreadPool::set_global_threads(opt.threads);
+NativeReader::NativeReader(const std::string& model_path, const NativeOptions& opt)
+    : path_(model_path), opt_(opt) {
+  if (opt.threads > 0 && opt.threads != ThreadPool::global().size())
+    ThreadPool::set_global_threads(opt.threads);
   model_ = model::Model::load(model_path);
   tok_ = tok::Tokenizer::from_gguf(model_->file());
   if (tok_->n_vocab() != model_->hp().n_vocab)
-    throw Error("reader", model_path + ": tokenizer has " + std::to_string(tok_->n_vocab()) + " tokens but the model " +
-                              std::to_string(model_->hp().n_vocab));
+    throw Error("reader", model_path + ": tokenizer has " + std::to_string(tok_->n_vocab()) +
+                              " tokens but the model " + std::to_string(model_->hp().n_vocab));
   runtime::ContextParams cp;
   cp.n_ctx = opt.n_ctx;
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
@@ -28,14 +30,18 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   if (opt.chat) {
     auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));
     if (family == tok::ChatFamily::None)
-      throw Error("reader", model_path + ": chat mode asked for, but the model has no recognised chat template");
+      throw Error(
+          "reader",
+          model_path + ": chat mode asked for, but the model has no recognised chat template");
     chat_family_ = int(family);
   }
 }
 
 NativeReader::~NativeReader() = default;
 
-std::string NativeReader::describe() const { return "native:" + std::filesystem::path(path_).filename().string(); }
+std::string NativeReader::describe() const {
+  return "native:" + std::filesystem::path(path_).filename().string();
+}
 
 std::string NativeReader::chat_mode() const {
   return opt_.chat ? tok::family_name(tok::ChatFamily(chat_family_)) : std::string("raw");
@@ -60,8 +66,10 @@ std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt) cons
   }
   if (int(ids.size()) > opt_.n_ctx) {
     if (opt_.overflow == Overflow::Error)
-      throw Error("reader", "prompt of " + std::to_string(ids.size()) + " tokens exceeds the context size n_ctx = " +
-                                std::to_string(opt_.n_ctx) + " (raise --ctx or choose a truncation policy)");
+      throw Error("reader",
+                  "prompt of " + std::to_string(ids.size()) +
+                      " tokens exceeds the context size n_ctx = " + std::to_string(opt_.n_ctx) +
+                      " (raise --ctx or choose a truncation policy)");
     // Keep BOS (if any) and the last tokens.
     std::vector<int32_t> cut;
     size_t keep = size_t(opt_.n_ctx);
@@ -75,7 +83,9 @@ std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt) cons
   return ids;
 }
 
-int NativeReader::count_tokens(const std::string& prompt) { return int(prompt_tokens(prompt).size()); }
+int NativeReader::count_tokens(const std::string& prompt) {
+  return int(prompt_tokens(prompt).size());
+}
 
 namespace {
 runtime::GenerateOptions to_options(const GenerateParams& p) {
@@ -91,7 +101,8 @@ runtime::GenerateOptions to_options(const GenerateParams& p) {
 }
 }  // namespace
 
-std::vector<Generation> NativeReader::generate_batch(const std::vector<std::string>& prompts, const GenerateParams& p) {
+std::vector<Generation> NativeReader::generate_batch(const std::vector<std::string>& prompts,
+                                                     const GenerateParams& p) {
   std::vector<std::vector<int32_t>> toks;
   for (auto& pr : prompts) toks.push_back(prompt_tokens(pr));
   std::lock_guard<std::mutex> lock(mu_);
@@ -138,7 +149,8 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
       in.seq = seq;
       in.tokens.assign(all.begin() + long(b), all.begin() + long(e));
       // Row t's logits predict token t + 1: rows split-1 .. n-2 are read.
-      in.logits = (e >= split && b + 1 < all.size()) ? runtime::LogitsMode::All : runtime::LogitsMode::None;
+      in.logits =
+          (e >= split && b + 1 < all.size()) ? runtime::LogitsMode::All : runtime::LogitsMode::None;
       auto out = ctx_->eval({in});
       if (in.logits == runtime::LogitsMode::None) continue;
       for (size_t row = b; row < e; ++row) {
@@ -171,19 +183,26 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
   in.logits = runtime::LogitsMode::None;
   for (int l : q.layers.empty() ? std::vector<int>{-1} : q.layers) {
     int L = l < 0 ? NL + l : l;
-    if (L < 0 || L >= NL) throw UsageError("attention", "layer " + std::to_string(l) + " is outside 0.." + std::to_string(NL - 1));
+    if (L < 0 || L >= NL)
+      throw UsageError("attention",
+                       "layer " + std::to_string(l) + " is outside 0.." + std::to_string(NL - 1));
     in.attn_layers.push_back(L);
   }
   for (int p : q.query_positions.empty() ? std::vector<int>{-1} : q.query_positions) {
     int P = p < 0 ? T + p : p;
-    if (P < 0 || P >= T) throw UsageError("attention", "query position " + std::to_string(p) + " is outside the prompt's " + std::to_string(T) + " tokens");
+    if (P < 0 || P >= T)
+      throw UsageError("attention", "query position " + std::to_string(p) +
+                                        " is outside the prompt's " + std::to_string(T) +
+                                        " tokens");
     in.attn_queries.push_back(P);
   }
   std::vector<int> heads = q.heads;
   if (heads.empty())
     for (int h = 0; h < NH; ++h) heads.push_back(h);
   for (int h : heads)
-    if (h < 0 || h >= NH) throw UsageError("attention", "head " + std::to_string(h) + " is outside 0.." + std::to_string(NH - 1));
+    if (h < 0 || h >= NH)
+      throw UsageError("attention",
+                       "head " + std::to_string(h) + " is outside 0.." + std::to_string(NH - 1));
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -216,7 +235,9 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
 HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
   const int NL = model_->hp().n_layer;
   int L = layer < 0 ? NL + 1 + layer : layer;  // -1 = final normalised output (layer NL)
-  if (L < 0 || L > NL) throw UsageError("hidden", "layer " + std::to_string(layer) + " is outside 0.." + std::to_string(NL));
+  if (L < 0 || L > NL)
+    throw UsageError("hidden",
+                     "layer " + std::to_string(layer) + " is outside 0.." + std::to_string(NL));
   HiddenResult r;
   r.layer = L;
   r.n_embd = model_->hp().n_embd;

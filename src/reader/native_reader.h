@@ -42,7 +42,8 @@ class NativeReader : public Reader {
   std::string describe() const override;
   std::string chat_mode() const override;
   Generation generate(const std::string& prompt, const GenerateParams& p) override;
-  std::vector<Generation> generate_batch(const std::vector<std::string>& prompts, const GenerateParams& p) override;
+  std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
+                                         const GenerateParams& p) override;
   ScoreResult score(const std::string& prompt, const std::string& continuation) override;
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q) override;
   HiddenResult hidden(const std::string& prompt, int layer) override;

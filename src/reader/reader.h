@@ -59,14 +59,14 @@ struct AttentionQuery {
 struct AttentionRows {
   int layer = 0;
   int query_position = 0;
-  std::vector<int> head_ids;                // which heads `heads` holds
-  std::vector<std::vector<float>> heads;    // [head][key position 0..query_position]
-  std::vector<float> mean;                  // mean over the returned heads
+  std::vector<int> head_ids;              // which heads `heads` holds
+  std::vector<std::vector<float>> heads;  // [head][key position 0..query_position]
+  std::vector<float> mean;                // mean over the returned heads
 };
 
 struct AttentionResult {
-  std::vector<int32_t> ids;          // prompt tokens
-  std::vector<std::string> pieces;   // their pieces
+  std::vector<int32_t> ids;         // prompt tokens
+  std::vector<std::string> pieces;  // their pieces
   std::vector<AttentionRows> rows;
 };
 
@@ -89,7 +89,8 @@ class Reader {
 
   virtual Generation generate(const std::string& prompt, const GenerateParams& p) = 0;
   // Many prompts at once (readers may batch them); the default runs them one by one.
-  virtual std::vector<Generation> generate_batch(const std::vector<std::string>& prompts, const GenerateParams& p);
+  virtual std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
+                                                 const GenerateParams& p);
   // Log-probs of `continuation` after `prompt`; with an empty continuation, of the prompt's own
   // tokens (each given the ones before it).
   virtual ScoreResult score(const std::string& prompt, const std::string& continuation) = 0;

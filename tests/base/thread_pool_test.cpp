@@ -11,10 +11,13 @@ TEST(ThreadPool, CoversEveryIndexOnceInGrainAlignedChunks) {
   ThreadPool pool(3);
   for (size_t n : {1u, 7u, 64u, 1000u}) {
     std::vector<std::atomic<int>> hits(n);
-    pool.parallel_for(n, [&](size_t b, size_t e, int) {
-      EXPECT_EQ(b % 4, 0u);
-      for (size_t i = b; i < e; ++i) hits[i]++;
-    }, 4);
+    pool.parallel_for(
+        n,
+        [&](size_t b, size_t e, int) {
+          EXPECT_EQ(b % 4, 0u);
+          for (size_t i = b; i < e; ++i) hits[i]++;
+        },
+        4);
     for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
   }
 }

@@ -28,11 +28,11 @@ TEST(Args, BadInputIsAUsageError) {
     a->opt<int>("-n", "N", "count", 1);
     return a;
   };
-  EXPECT_THROW(make()->parse({"-n", "3"}), UsageError);              // missing required
-  EXPECT_THROW(make()->parse({"-m", "a", "-n", "x"}), UsageError);   // not a number
-  EXPECT_THROW(make()->parse({"-m", "a", "--bogus"}), UsageError);   // unknown flag
-  EXPECT_THROW(make()->parse({"-m"}), UsageError);                   // missing value
-  EXPECT_THROW(make()->parse({"-m", "a", "extra"}), UsageError);     // unexpected positional
+  EXPECT_THROW(make()->parse({"-n", "3"}), UsageError);             // missing required
+  EXPECT_THROW(make()->parse({"-m", "a", "-n", "x"}), UsageError);  // not a number
+  EXPECT_THROW(make()->parse({"-m", "a", "--bogus"}), UsageError);  // unknown flag
+  EXPECT_THROW(make()->parse({"-m"}), UsageError);                  // missing value
+  EXPECT_THROW(make()->parse({"-m", "a", "extra"}), UsageError);    // unexpected positional
 }
 
 TEST(Args, HelpListsEveryFlagWithDefault) {

@@ -10,9 +10,10 @@ TEST(CliDocs, ReferenceMatchesTheBinary) {
   namespace fs = std::filesystem;
   const fs::path src(RAGFORM_SOURCE_DIR);
   const fs::path out = ragform::testing::temp_dir("clidocs") / "cli.md";
-  std::string cmd = "'" + (src / "scripts/gen-cli-docs.sh").string() + "' '" + ragform::testing::ragform_bin().string() +
-                    "' > '" + out.string() + "'";
+  std::string cmd = "'" + (src / "scripts/gen-cli-docs.sh").string() + "' '" +
+                    ragform::testing::ragform_bin().string() + "' > '" + out.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_TRUE(ragform::testing::read_file(src / "docs/cli.md") == ragform::testing::read_file(out))
-      << "docs/cli.md is out of date: run scripts/gen-cli-docs.sh build/release/bin/ragform > docs/cli.md";
+      << "docs/cli.md is out of date: run scripts/gen-cli-docs.sh build/release/bin/ragform > "
+         "docs/cli.md";
 }

@@ -10,7 +10,9 @@ namespace {
 using nlohmann::json;
 using ragform::testing::run_ragform;
 
-std::string model() { return "-m '" + ragform::testing::shared_path("fixtures/models/stories260K.gguf").string() + "'"; }
+std::string model() {
+  return "-m '" + ragform::testing::shared_path("fixtures/models/stories260K.gguf").string() + "'";
+}
 
 TEST(EngineCommands, GenerateJsonHoldsTheContinuationOnly) {
   auto r = run_ragform("generate " + model() + " -p 'Lily and Tom went to the park' -n 5 --json");
@@ -44,10 +46,12 @@ TEST(EngineCommands, ScoreAndLogitsFiles) {
   auto dir = ragform::testing::temp_dir("logits");
   auto out = (dir / "l.f32").string();
   auto prompt = ragform::testing::shared_path("fixtures/ref/inputs/p1.txt").string();
-  r = run_ragform("logits " + model() + " --file '" + prompt + "' --positions all -o '" + out + "'");
+  r = run_ragform("logits " + model() + " --file '" + prompt + "' --positions all -o '" + out +
+                  "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string ours = ragform::testing::read_file(out);
-  std::string ref = ragform::testing::read_file(ragform::testing::shared_path("fixtures/ref/stories260K/p1/logits_all.f32"));
+  std::string ref = ragform::testing::read_file(
+      ragform::testing::shared_path("fixtures/ref/stories260K/p1/logits_all.f32"));
   ASSERT_EQ(ours.size(), ref.size());
   float maxd = 0;
   for (size_t i = 0; i < ref.size() / 4; ++i) {

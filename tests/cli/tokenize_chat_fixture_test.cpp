@@ -15,8 +15,9 @@ TEST(TokenizeChat, RendersTheTemplateBeforeTokenising) {
   auto f = ragform::gguf::File::open(src.string());
   auto w = ragform::gguf::Writer::copy_of(*f);
   w.set("tokenizer.chat_template",
-        ragform::gguf::Value::str("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
-                                  "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"));
+        ragform::gguf::Value::str(
+            "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+            "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"));
   const std::string model = (dir / "chatml.gguf").string();
   w.write(model);
   auto r = run_ragform("tokenize -m '" + model + "' --text 'Hi' --chat --json");
@@ -25,7 +26,8 @@ TEST(TokenizeChat, RendersTheTemplateBeforeTokenising) {
   EXPECT_NE(r.err.find("chat template: chatml"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(rendered), std::string::npos) << r.err;
   ragform::testing::write_file(dir / "rendered.txt", rendered);
-  auto plain = run_ragform("tokenize -m '" + model + "' --file '" + (dir / "rendered.txt").string() + "' --json");
+  auto plain = run_ragform("tokenize -m '" + model + "' --file '" +
+                           (dir / "rendered.txt").string() + "' --json");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(json::parse(r.out)["ids"], json::parse(plain.out)["ids"]);
   // Without a template, --chat is a clear error.

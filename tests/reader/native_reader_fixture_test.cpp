@@ -77,7 +77,8 @@ TEST(NativeReader, SeededSamplingIsReproducibleAndBatchAgrees) {
 TEST(NativeReader, ScoreMatchesLogSoftmaxOfFixtureLogits) {
   REQUIRE_SHARED(meta_path, "fixtures/ref/stories260K/p1/meta.json");
   json meta = json::parse(testing::read_file(meta_path));
-  std::string logits_bytes = testing::read_file(testing::shared_path("fixtures/ref/stories260K/p1/logits_all.f32"));
+  std::string logits_bytes =
+      testing::read_file(testing::shared_path("fixtures/ref/stories260K/p1/logits_all.f32"));
   std::vector<float> logits(logits_bytes.size() / 4);
   std::memcpy(logits.data(), logits_bytes.data(), logits_bytes.size());
   auto ids = meta["prompt_ids"].get<std::vector<int32_t>>();
@@ -108,7 +109,8 @@ TEST(NativeReader, AttentionDefaultsToLastLayerFinalTokenAllHeads) {
   EXPECT_EQ(a.rows[0].query_position, int(a.ids.size()) - 1);
   ASSERT_EQ(a.rows[0].heads.size(), 8u);
   for (size_t h = 0; h < 8; ++h)
-    for (size_t j = 0; j < a.ids.size(); ++j) EXPECT_NEAR(a.rows[0].heads[h][j], aj["weights"][h][j].get<double>(), 1e-4);
+    for (size_t j = 0; j < a.ids.size(); ++j)
+      EXPECT_NEAR(a.rows[0].heads[h][j], aj["weights"][h][j].get<double>(), 1e-4);
   double s = 0;
   for (float w : a.rows[0].mean) s += w;
   EXPECT_NEAR(s, 1.0, 1e-5);
@@ -121,9 +123,11 @@ TEST(NativeReader, HiddenFinalLayerProjectsToTheLogits) {
   const auto& M = r.model();
   ASSERT_EQ(h.states.size(), h.ids.size() * size_t(M.hp().n_embd));
   std::vector<float> logits(size_t(M.hp().n_vocab));
-  ops::matmul(M.output, &h.states[(h.ids.size() - 1) * size_t(M.hp().n_embd)], 1, logits.data(), ThreadPool::global());
+  ops::matmul(M.output, &h.states[(h.ids.size() - 1) * size_t(M.hp().n_embd)], 1, logits.data(),
+              ThreadPool::global());
   auto s = r.score("Once upon a time", " there");
-  EXPECT_NEAR(runtime::log_softmax_at(logits.data(), M.hp().n_vocab, s.tokens[0].id), s.tokens[0].logprob, 1e-5);
+  EXPECT_NEAR(runtime::log_softmax_at(logits.data(), M.hp().n_vocab, s.tokens[0].id),
+              s.tokens[0].logprob, 1e-5);
 }
 
 TEST(NativeReader, PromptLongerThanContextIsAClearErrorOrTruncated) {
@@ -134,7 +138,8 @@ TEST(NativeReader, PromptLongerThanContextIsAClearErrorOrTruncated) {
     r.generate("Lily and Tom went to the park and played with a ball all day", {});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("exceeds the context size n_ctx = 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exceeds the context size n_ctx = 8"), std::string::npos)
+        << e.what();
   }
   o.overflow = Overflow::TruncateLeft;
   NativeReader t(stories(), o);
@@ -161,15 +166,17 @@ TEST(Context, BatchedPrefillEqualsOneByOneAndF16KvHalvesMemory) {
   c2.eval({part});
   part.tokens = {200, 31};
   auto inc = c2.eval({part});
-    for (size_t i = 0; i < 512; ++i) EXPECT_NEAR(inc[0].logits[i], solo[0].logits[4 * 512 + i], 1e-4);
+  for (size_t i = 0; i < 512; ++i) EXPECT_NEAR(inc[0].logits[i], solo[0].logits[4 * 512 + i], 1e-4);
 
   runtime::Context h(*m, {256, runtime::KvType::F16, nullptr});
   runtime::SeqInput ih{h.new_sequence(), a, runtime::LogitsMode::All, {}, {}, -1};
   auto half = h.eval({ih});
   EXPECT_EQ(h.kv_bytes() * 2, c1.kv_bytes());
   double d = 0;
-  for (size_t i = 0; i < half[0].logits.size(); ++i) d = std::max(d, double(std::fabs(half[0].logits[i] - solo[0].logits[i])));
-  EXPECT_LT(d, 0.25);  // llama.cpp's own F16-vs-F32 KV gap on these models is 0.05-0.09 (summary.json)
+  for (size_t i = 0; i < half[0].logits.size(); ++i)
+    d = std::max(d, double(std::fabs(half[0].logits[i] - solo[0].logits[i])));
+  EXPECT_LT(d,
+            0.25);  // llama.cpp's own F16-vs-F32 KV gap on these models is 0.05-0.09 (summary.json)
 }
 
 }  // namespace

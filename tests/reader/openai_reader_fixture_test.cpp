@@ -3,7 +3,6 @@
 // NotSupported).
 #include <gtest/gtest.h>
 
-
 #include <cmath>
 
 #include "reader/native_reader.h"

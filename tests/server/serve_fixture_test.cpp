@@ -3,7 +3,6 @@
 // non-streamed text, clean exit on SIGTERM.
 #include <gtest/gtest.h>
 
-
 #include <nlohmann/json.hpp>
 
 #include "server/serve_harness.h"

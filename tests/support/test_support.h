@@ -29,6 +29,6 @@ void write_file(const std::filesystem::path& p, const std::string& bytes);
 }  // namespace ragform::testing
 
 // Fails the test (not skips) when a shared file is missing: CI always has ../shared beside it.
-#define REQUIRE_SHARED(var, rel)                                                  \
-  const std::filesystem::path var = ::ragform::testing::shared_path(rel);          \
+#define REQUIRE_SHARED(var, rel)                                          \
+  const std::filesystem::path var = ::ragform::testing::shared_path(rel); \
   ASSERT_TRUE(std::filesystem::exists(var)) << "missing shared file: " << var.string()

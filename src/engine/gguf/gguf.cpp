@@ -26,8 +26,9 @@ class Cursor {
   }
   void need(size_t bytes, const std::string& field) const {
     if (bytes > remaining())
-      fail(field, "needs " + std::to_string(bytes) + " bytes at offset " + std::to_string(pos_) + " but only " +
-                      std::to_string(remaining()) + " remain (file size " + std::to_string(n_) + ")");
+      fail(field, "needs " + std::to_string(bytes) + " bytes at offset " + std::to_string(pos_) +
+                      " but only " + std::to_string(remaining()) + " remain (file size " +
+                      std::to_string(n_) + ")");
   }
   template <typename T>
   T read(const std::string& field) {
@@ -56,11 +57,24 @@ class Cursor {
 // Smallest number of bytes one element of `t` can occupy (to bound array counts before allocating).
 size_t min_elem_bytes(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::BOOL: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: case ValueType::STRING: return 8;
-    case ValueType::ARRAY: return 12;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL:
+      return 1;
+    case ValueType::U16:
+    case ValueType::I16:
+      return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32:
+      return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+    case ValueType::STRING:
+      return 8;
+    case ValueType::ARRAY:
+      return 12;
   }
   return 1;
 }
@@ -69,35 +83,48 @@ bool valid_value_type(uint32_t t) { return t <= 12; }
 
 Value read_value(Cursor& c, ValueType type, const std::string& field, int depth) {
   switch (type) {
-    case ValueType::U8: return {type, uint64_t(c.read<uint8_t>(field))};
-    case ValueType::I8: return {type, int64_t(c.read<int8_t>(field))};
-    case ValueType::U16: return {type, uint64_t(c.read<uint16_t>(field))};
-    case ValueType::I16: return {type, int64_t(c.read<int16_t>(field))};
-    case ValueType::U32: return {type, uint64_t(c.read<uint32_t>(field))};
-    case ValueType::I32: return {type, int64_t(c.read<int32_t>(field))};
-    case ValueType::U64: return {type, c.read<uint64_t>(field)};
-    case ValueType::I64: return {type, c.read<int64_t>(field)};
-    case ValueType::F32: return {type, double(c.read<float>(field))};
-    case ValueType::F64: return {type, c.read<double>(field)};
+    case ValueType::U8:
+      return {type, uint64_t(c.read<uint8_t>(field))};
+    case ValueType::I8:
+      return {type, int64_t(c.read<int8_t>(field))};
+    case ValueType::U16:
+      return {type, uint64_t(c.read<uint16_t>(field))};
+    case ValueType::I16:
+      return {type, int64_t(c.read<int16_t>(field))};
+    case ValueType::U32:
+      return {type, uint64_t(c.read<uint32_t>(field))};
+    case ValueType::I32:
+      return {type, int64_t(c.read<int32_t>(field))};
+    case ValueType::U64:
+      return {type, c.read<uint64_t>(field)};
+    case ValueType::I64:
+      return {type, c.read<int64_t>(field)};
+    case ValueType::F32:
+      return {type, double(c.read<float>(field))};
+    case ValueType::F64:
+      return {type, c.read<double>(field)};
     case ValueType::BOOL: {
       uint8_t b = c.read<uint8_t>(field);
       if (b > 1) c.fail(field, "bool value " + std::to_string(b) + " is neither 0 nor 1");
       return {type, b != 0};
     }
-    case ValueType::STRING: return {type, c.read_string(field)};
+    case ValueType::STRING:
+      return {type, c.read_string(field)};
     case ValueType::ARRAY: {
-      if (depth >= kMaxArrayDepth) c.fail(field, "arrays nested deeper than " + std::to_string(kMaxArrayDepth));
+      if (depth >= kMaxArrayDepth)
+        c.fail(field, "arrays nested deeper than " + std::to_string(kMaxArrayDepth));
       uint32_t et = c.read<uint32_t>(field + " (array element type)");
       if (!valid_value_type(et)) c.fail(field, "unknown array element type " + std::to_string(et));
       uint64_t count = c.read<uint64_t>(field + " (array length)");
       ValueType elem = ValueType(et);
       if (count > c.remaining() / min_elem_bytes(elem))
-        c.fail(field, "array claims " + std::to_string(count) + " elements but only " + std::to_string(c.remaining()) +
-                          " bytes remain");
+        c.fail(field, "array claims " + std::to_string(count) + " elements but only " +
+                          std::to_string(c.remaining()) + " bytes remain");
       auto arr = std::make_shared<Array>();
       arr->elem_type = elem;
       arr->items.reserve(size_t(count));
-      for (uint64_t i = 0; i < count; ++i) arr->items.push_back(read_value(c, elem, field, depth + 1));
+      for (uint64_t i = 0; i < count; ++i)
+        arr->items.push_back(read_value(c, elem, field, depth + 1));
       return {type, std::move(arr)};
     }
   }
@@ -106,7 +133,8 @@ Value read_value(Cursor& c, ValueType type, const std::string& field, int depth)
 }  // namespace
 
 const char* value_type_name(ValueType t) {
-  static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+  static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                "bool", "string", "array", "u64", "i64", "f64"};
   return uint32_t(t) <= 12 ? names[uint32_t(t)] : "?";
 }
 
@@ -126,15 +154,24 @@ Value Value::str_array(const std::vector<std::string>& items) {
 
 bool Value::is_integer() const {
   switch (type) {
-    case ValueType::U8: case ValueType::I8: case ValueType::U16: case ValueType::I16: case ValueType::U32:
-    case ValueType::I32: case ValueType::U64: case ValueType::I64: return true;
-    default: return false;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::U16:
+    case ValueType::I16:
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::U64:
+    case ValueType::I64:
+      return true;
+    default:
+      return false;
   }
 }
 
 int64_t Value::as_int() const {
   if (auto* u = std::get_if<uint64_t>(&v)) {
-    if (*u > uint64_t(std::numeric_limits<int64_t>::max())) throw Error("gguf", "integer value too large");
+    if (*u > uint64_t(std::numeric_limits<int64_t>::max()))
+      throw Error("gguf", "integer value too large");
     return int64_t(*u);
   }
   if (auto* i = std::get_if<int64_t>(&v)) return *i;
@@ -177,16 +214,24 @@ std::string Value::to_display(size_t max_items) const {
       s << "[" << value_type_name(a.elem_type) << " x " << a.items.size() << "]";
       if (a.elem_type != ValueType::ARRAY) {
         s << " ";
-        for (size_t i = 0; i < a.items.size() && i < max_items; ++i) s << (i ? ", " : "") << a.items[i].to_display(0);
+        for (size_t i = 0; i < a.items.size() && i < max_items; ++i)
+          s << (i ? ", " : "") << a.items[i].to_display(0);
         if (a.items.size() > max_items) s << ", ...";
       }
       break;
     }
-    case ValueType::BOOL: s << (as_bool() ? "true" : "false"); break;
-    case ValueType::F32: case ValueType::F64: s << as_float(); break;
+    case ValueType::BOOL:
+      s << (as_bool() ? "true" : "false");
+      break;
+    case ValueType::F32:
+    case ValueType::F64:
+      s << as_float();
+      break;
     default:  // u64 values above INT64_MAX are valid metadata: print them, do not throw
-      if (auto* u = std::get_if<uint64_t>(&v)) s << *u;
-      else s << as_int();
+      if (auto* u = std::get_if<uint64_t>(&v))
+        s << *u;
+      else
+        s << as_int();
       break;
   }
   return s.str();
@@ -223,18 +268,23 @@ void File::parse_image(const uint8_t* p, size_t n) {
   size_ = n;
   Cursor c(p, n, path_);
   c.need(4, "magic");
-  if (std::memcmp(p, "GGUF", 4) != 0) c.fail("magic", "not a GGUF file (first bytes are not 'GGUF')");
+  if (std::memcmp(p, "GGUF", 4) != 0)
+    c.fail("magic", "not a GGUF file (first bytes are not 'GGUF')");
   c.seek(4);
   version_ = c.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3)
-    c.fail("version", "unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
+    c.fail("version",
+           "unsupported GGUF version " + std::to_string(version_) + " (supported: 2, 3)");
   uint64_t n_tensors = c.read<uint64_t>("n_tensors");
   uint64_t n_kv = c.read<uint64_t>("n_kv");
-  // Each KV pair needs at least 8 (key length) + 4 (type) + 1 bytes; each tensor info at least 8+4+8+4+8.
+  // Each KV pair needs at least 8 (key length) + 4 (type) + 1 bytes; each tensor info at least
+  // 8+4+8+4+8.
   if (n_kv > c.remaining() / 13)
-    c.fail("n_kv", "claims " + std::to_string(n_kv) + " key/value pairs but only " + std::to_string(c.remaining()) + " bytes remain");
+    c.fail("n_kv", "claims " + std::to_string(n_kv) + " key/value pairs but only " +
+                       std::to_string(c.remaining()) + " bytes remain");
   if (n_tensors > c.remaining() / 32)
-    c.fail("n_tensors", "claims " + std::to_string(n_tensors) + " tensors but only " + std::to_string(c.remaining()) + " bytes remain");
+    c.fail("n_tensors", "claims " + std::to_string(n_tensors) + " tensors but only " +
+                            std::to_string(c.remaining()) + " bytes remain");
 
   kv_.reserve(size_t(n_kv));
   for (uint64_t i = 0; i < n_kv; ++i) {
@@ -250,9 +300,11 @@ void File::parse_image(const uint8_t* p, size_t n) {
   }
 
   if (const Value* a = find("general.alignment")) {
-    if (a->type != ValueType::U32) c.fail("'general.alignment'", std::string("must be u32, found ") + value_type_name(a->type));
+    if (a->type != ValueType::U32)
+      c.fail("'general.alignment'", std::string("must be u32, found ") + value_type_name(a->type));
     int64_t al = a->as_int();
-    if (al == 0 || (al & (al - 1)) != 0) c.fail("'general.alignment'", "must be a power of two, found " + std::to_string(al));
+    if (al == 0 || (al & (al - 1)) != 0)
+      c.fail("'general.alignment'", "must be a power of two, found " + std::to_string(al));
     alignment_ = uint32_t(al);
   } else {
     alignment_ = kDefaultAlignment;
@@ -265,12 +317,16 @@ void File::parse_image(const uint8_t* p, size_t n) {
     ti.name = c.read_string(idx + " name");
     std::string field = "tensor '" + ti.name + "'";
     uint32_t n_dims = c.read<uint32_t>(field + " n_dims");
-    if (n_dims == 0 || n_dims > 4) c.fail(field, "n_dims " + std::to_string(n_dims) + " is not in 1..4");
+    if (n_dims == 0 || n_dims > 4)
+      c.fail(field, "n_dims " + std::to_string(n_dims) + " is not in 1..4");
     int64_t n_el = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t ne = c.read<uint64_t>(field + " ne[" + std::to_string(d) + "]");
-      if (ne == 0 || ne > (uint64_t(1) << 40)) c.fail(field, "dimension " + std::to_string(d) + " = " + std::to_string(ne) + " is out of range");
-      if (n_el > std::numeric_limits<int64_t>::max() / int64_t(ne)) c.fail(field, "element count overflows");
+      if (ne == 0 || ne > (uint64_t(1) << 40))
+        c.fail(field,
+               "dimension " + std::to_string(d) + " = " + std::to_string(ne) + " is out of range");
+      if (n_el > std::numeric_limits<int64_t>::max() / int64_t(ne))
+        c.fail(field, "element count overflows");
       n_el *= int64_t(ne);
       ti.ne.push_back(int64_t(ne));
     }
@@ -279,27 +335,32 @@ void File::parse_image(const uint8_t* p, size_t n) {
     if (!info) c.fail(field, "unsupported tensor type id " + std::to_string(tid));
     ti.type = info->type;
     if (ti.ne[0] % info->block_size != 0)
-      c.fail(field, "row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " + info->name + " block size " +
-                        std::to_string(info->block_size));
+      c.fail(field, "row length " + std::to_string(ti.ne[0]) + " is not a multiple of the " +
+                        info->name + " block size " + std::to_string(info->block_size));
     const uint64_t n_blocks = uint64_t(n_el / info->block_size);
     if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(info->type_size))
-      c.fail(field, "byte size of " + std::to_string(n_el) + " " + info->name + " elements overflows");
+      c.fail(field,
+             "byte size of " + std::to_string(n_el) + " " + info->name + " elements overflows");
     ti.n_bytes = n_blocks * uint64_t(info->type_size);
     ti.offset = c.read<uint64_t>(field + " offset");
     if (ti.offset % alignment_ != 0)
-      c.fail(field, "offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " + std::to_string(alignment_));
+      c.fail(field, "offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
+                        std::to_string(alignment_));
     if (tensor_index_.count(ti.name)) c.fail(field, "duplicate tensor name");
     tensor_index_[ti.name] = tensors_.size();
     tensors_.push_back(std::move(ti));
   }
 
   uint64_t data_off = (uint64_t(c.pos()) + alignment_ - 1) / alignment_ * alignment_;
-  if (n_tensors > 0 && data_off > n) c.fail("data section", "starts at " + std::to_string(data_off) + " beyond the file size " + std::to_string(n));
+  if (n_tensors > 0 && data_off > n)
+    c.fail("data section",
+           "starts at " + std::to_string(data_off) + " beyond the file size " + std::to_string(n));
   data_offset_ = data_off;
   for (auto& ti : tensors_) {
     uint64_t avail = n >= data_off ? n - data_off : 0;
     if (ti.offset > avail || ti.n_bytes > avail - ti.offset)
-      c.fail("tensor '" + ti.name + "'", "data at offset " + std::to_string(data_off + ti.offset) + " + " + std::to_string(ti.n_bytes) +
+      c.fail("tensor '" + ti.name + "'", "data at offset " + std::to_string(data_off + ti.offset) +
+                                             " + " + std::to_string(ti.n_bytes) +
                                              " bytes exceeds the file size " + std::to_string(n));
     ti.data = p + data_off + ti.offset;
   }
@@ -347,7 +408,8 @@ bool File::get_bool(std::string_view key, bool def) const {
 std::vector<std::string_view> File::get_strings(std::string_view key) const {
   const Array& a = typed(path_, key, [&]() -> const Array& { return get(key).as_array(); });
   if (a.elem_type != ValueType::STRING)
-    throw Error("gguf", path_ + ": metadata key '" + std::string(key) + "': expected an array of strings");
+    throw Error("gguf",
+                path_ + ": metadata key '" + std::string(key) + "': expected an array of strings");
   std::vector<std::string_view> out;
   out.reserve(a.items.size());
   for (auto& it : a.items) out.emplace_back(it.as_string());
@@ -377,8 +439,8 @@ void Writer::set(const std::string& key, Value v) {
   kv_.emplace_back(key, std::move(v));
 }
 
-void Writer::add_tensor(const std::string& name, const std::vector<int64_t>& ne, TensorType type, const void* data,
-                        uint64_t n_bytes) {
+void Writer::add_tensor(const std::string& name, const std::vector<int64_t>& ne, TensorType type,
+                        const void* data, uint64_t n_bytes) {
   tensors_.push_back({name, ne, type, data, n_bytes});
 }
 
@@ -418,18 +480,42 @@ void put_str(Sink& s, const std::string& str) {
 template <typename Sink>
 void put_value(Sink& s, const Value& v) {
   switch (v.type) {
-    case ValueType::U8: put_pod<Sink, uint8_t>(s, uint8_t(v.as_int())); break;
-    case ValueType::I8: put_pod<Sink, int8_t>(s, int8_t(v.as_int())); break;
-    case ValueType::U16: put_pod<Sink, uint16_t>(s, uint16_t(v.as_int())); break;
-    case ValueType::I16: put_pod<Sink, int16_t>(s, int16_t(v.as_int())); break;
-    case ValueType::U32: put_pod<Sink, uint32_t>(s, uint32_t(v.as_int())); break;
-    case ValueType::I32: put_pod<Sink, int32_t>(s, int32_t(v.as_int())); break;
-    case ValueType::U64: put_pod<Sink, uint64_t>(s, std::get<uint64_t>(v.v)); break;
-    case ValueType::I64: put_pod<Sink, int64_t>(s, v.as_int()); break;
-    case ValueType::F32: put_pod<Sink, float>(s, float(v.as_float())); break;
-    case ValueType::F64: put_pod<Sink, double>(s, v.as_float()); break;
-    case ValueType::BOOL: put_pod<Sink, uint8_t>(s, v.as_bool() ? 1 : 0); break;
-    case ValueType::STRING: put_str(s, v.as_string()); break;
+    case ValueType::U8:
+      put_pod<Sink, uint8_t>(s, uint8_t(v.as_int()));
+      break;
+    case ValueType::I8:
+      put_pod<Sink, int8_t>(s, int8_t(v.as_int()));
+      break;
+    case ValueType::U16:
+      put_pod<Sink, uint16_t>(s, uint16_t(v.as_int()));
+      break;
+    case ValueType::I16:
+      put_pod<Sink, int16_t>(s, int16_t(v.as_int()));
+      break;
+    case ValueType::U32:
+      put_pod<Sink, uint32_t>(s, uint32_t(v.as_int()));
+      break;
+    case ValueType::I32:
+      put_pod<Sink, int32_t>(s, int32_t(v.as_int()));
+      break;
+    case ValueType::U64:
+      put_pod<Sink, uint64_t>(s, std::get<uint64_t>(v.v));
+      break;
+    case ValueType::I64:
+      put_pod<Sink, int64_t>(s, v.as_int());
+      break;
+    case ValueType::F32:
+      put_pod<Sink, float>(s, float(v.as_float()));
+      break;
+    case ValueType::F64:
+      put_pod<Sink, double>(s, v.as_float());
+      break;
+    case ValueType::BOOL:
+      put_pod<Sink, uint8_t>(s, v.as_bool() ? 1 : 0);
+      break;
+    case ValueType::STRING:
+      put_str(s, v.as_string());
+      break;
     case ValueType::ARRAY: {
       const Array& a = v.as_array();
       put_pod<Sink, uint32_t>(s, uint32_t(a.elem_type));
@@ -456,12 +542,15 @@ void Writer::emit(Sink& s) const {
   uint32_t align = alignment();
   std::set<std::string> names;
   for (auto& t : tensors_) {
-    if (!names.insert(t.name).second) throw Error("gguf writer", "duplicate tensor '" + t.name + "'");
+    if (!names.insert(t.name).second)
+      throw Error("gguf writer", "duplicate tensor '" + t.name + "'");
     const TypeInfo& ti = type_info(t.type);
     int64_t n = 1;
     for (auto d : t.ne) n *= d;
-    if (t.ne.empty() || t.ne[0] % ti.block_size != 0 || uint64_t(n / ti.block_size) * ti.type_size != t.n_bytes)
-      throw Error("gguf writer", "tensor '" + t.name + "': byte size " + std::to_string(t.n_bytes) + " does not match its shape and type");
+    if (t.ne.empty() || t.ne[0] % ti.block_size != 0 ||
+        uint64_t(n / ti.block_size) * ti.type_size != t.n_bytes)
+      throw Error("gguf writer", "tensor '" + t.name + "': byte size " + std::to_string(t.n_bytes) +
+                                     " does not match its shape and type");
   }
   s.put("GGUF", 4);
   put_pod<Sink, uint32_t>(s, 3);

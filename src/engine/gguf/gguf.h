@@ -39,8 +39,19 @@
 namespace ragform::gguf {
 
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 const char* value_type_name(ValueType t);
 
@@ -80,7 +91,7 @@ struct TensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // ne[0] = row length (contiguous)
   TensorType type = TensorType::F32;
-  uint64_t offset = 0;       // relative to the data section
+  uint64_t offset = 0;            // relative to the data section
   const uint8_t* data = nullptr;  // points into the mapping (reader) or caller memory (writer)
   uint64_t n_bytes = 0;
 

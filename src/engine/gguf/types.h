@@ -30,9 +30,9 @@ enum class TensorType : uint32_t {
 
 struct TypeInfo {
   TensorType type;
-  const char* name;    // "q4_K" etc., as ggml spells it
-  int block_size;      // elements per block
-  int type_size;       // bytes per block
+  const char* name;  // "q4_K" etc., as ggml spells it
+  int block_size;    // elements per block
+  int type_size;     // bytes per block
 };
 
 // Geometry of a known type id, or nullopt for an id ragform does not support.

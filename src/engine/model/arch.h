@@ -10,7 +10,7 @@
 namespace ragform::model {
 
 struct ArchSpec {
-  const char* name;         // general.architecture
+  const char* name;  // general.architecture
   RopeType rope_type;
   bool qkv_bias;            // q/k/v projections have biases (qwen2)
   bool qk_norm;             // per-head RMSNorm on q and k before RoPE (qwen3)

@@ -13,9 +13,9 @@ namespace ragform::model {
 void rms_norm(const float* x, const float* w, int n, float eps, float* out);
 
 // Rotary position embedding of one token's heads in place: x = [n_heads][head_dim], the first
-// n_rot dims of each head rotated by theta_i = pos * scale^-1 * base^(-2i/n_rot) (ggml's rope: theta
-// advanced by repeated multiplication with theta_scale in float). NORM pairs (2i, 2i+1); NEOX pairs
-// (i, i + n_rot/2).
+// n_rot dims of each head rotated by theta_i = pos * scale^-1 * base^(-2i/n_rot) (ggml's rope:
+// theta advanced by repeated multiplication with theta_scale in float). NORM pairs (2i, 2i+1); NEOX
+// pairs (i, i + n_rot/2).
 struct RopeCache {
   // cos/sin for one position: [n_rot/2] each.
   void compute(int pos, int n_rot, float base, float freq_scale);

@@ -11,16 +11,20 @@ Hparams Hparams::from_gguf(const gguf::File& f, RopeType rope_type) {
   auto req = [&](const std::string& key) -> int {
     if (!f.has(key)) throw Error("model", f.path() + ": missing metadata key '" + key + "'");
     int64_t v = f.get_int(key);
-    if (v <= 0 || v > (1 << 30)) throw Error("model", f.path() + ": '" + key + "' = " + std::to_string(v) + " is out of range");
+    if (v <= 0 || v > (1 << 30))
+      throw Error("model",
+                  f.path() + ": '" + key + "' = " + std::to_string(v) + " is out of range");
     return int(v);
   };
   h.n_embd = req(a + "embedding_length");
   h.n_layer = req(a + "block_count");
   h.n_head = req(a + "attention.head_count");
-  h.n_head_kv = f.has(a + "attention.head_count_kv") ? req(a + "attention.head_count_kv") : h.n_head;
+  h.n_head_kv =
+      f.has(a + "attention.head_count_kv") ? req(a + "attention.head_count_kv") : h.n_head;
   h.n_ff = req(a + "feed_forward_length");
   h.n_ctx_train = f.has(a + "context_length") ? req(a + "context_length") : 2048;
-  h.head_dim = f.has(a + "attention.key_length") ? req(a + "attention.key_length") : h.n_embd / h.n_head;
+  h.head_dim =
+      f.has(a + "attention.key_length") ? req(a + "attention.key_length") : h.n_embd / h.n_head;
   h.n_rot = f.has(a + "rope.dimension_count") ? req(a + "rope.dimension_count") : h.head_dim;
   h.rope_base = float(f.get_float(a + "rope.freq_base", 10000.0));
   double scale = f.get_float(a + "rope.scale_linear", 0.0);
@@ -30,12 +34,13 @@ Hparams Hparams::from_gguf(const gguf::File& f, RopeType rope_type) {
   h.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
   h.rope_type = rope_type;
   if (h.n_head % h.n_head_kv != 0)
-    throw Error("model", f.path() + ": head_count " + std::to_string(h.n_head) + " is not a multiple of head_count_kv " +
-                             std::to_string(h.n_head_kv));
+    throw Error("model", f.path() + ": head_count " + std::to_string(h.n_head) +
+                             " is not a multiple of head_count_kv " + std::to_string(h.n_head_kv));
   if (h.n_rot > h.head_dim || h.n_rot % 2 != 0)
-    throw Error("model", f.path() + ": rope.dimension_count " + std::to_string(h.n_rot) + " does not fit head_dim " +
-                             std::to_string(h.head_dim));
-  if (f.has("tokenizer.ggml.tokens")) h.n_vocab = int(f.get_strings("tokenizer.ggml.tokens").size());
+    throw Error("model", f.path() + ": rope.dimension_count " + std::to_string(h.n_rot) +
+                             " does not fit head_dim " + std::to_string(h.head_dim));
+  if (f.has("tokenizer.ggml.tokens"))
+    h.n_vocab = int(f.get_strings("tokenizer.ggml.tokens").size());
   return h;
 }
 

@@ -8,19 +8,22 @@
 
 namespace ragform::model {
 
-enum class RopeType { Norm, Neox };  // NORM rotates (x[2i], x[2i+1]); NEOX rotates (x[i], x[i+n_rot/2])
+enum class RopeType {
+  Norm,
+  Neox
+};  // NORM rotates (x[2i], x[2i+1]); NEOX rotates (x[i], x[i+n_rot/2])
 
 struct Hparams {
   std::string arch;
-  int n_embd = 0;      // model width
+  int n_embd = 0;  // model width
   int n_layer = 0;
-  int n_head = 0;      // query heads
-  int n_head_kv = 0;   // key/value heads (GQA: n_head % n_head_kv == 0)
-  int head_dim = 0;    // n_embd / n_head unless attention.key_length says otherwise
-  int n_ff = 0;        // feed-forward width
+  int n_head = 0;     // query heads
+  int n_head_kv = 0;  // key/value heads (GQA: n_head % n_head_kv == 0)
+  int head_dim = 0;   // n_embd / n_head unless attention.key_length says otherwise
+  int n_ff = 0;       // feed-forward width
   int n_vocab = 0;
   int n_ctx_train = 0;
-  int n_rot = 0;       // rotated dimensions per head (rope.dimension_count, default head_dim)
+  int n_rot = 0;  // rotated dimensions per head (rope.dimension_count, default head_dim)
   float rope_base = 10000.0f;
   float rope_scale = 1.0f;  // linear scaling factor (rope.scale_linear / rope.scaling.factor)
   RopeType rope_type = RopeType::Norm;

@@ -24,8 +24,8 @@ const float* Model::vec(const std::string& name, int64_t n, bool required) {
     return nullptr;
   }
   if (t->n_elements() != n)
-    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t->ne) + ", expected [" +
-                             std::to_string(n) + "]");
+    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t->ne) +
+                             ", expected [" + std::to_string(n) + "]");
   if (t->type == gguf::TensorType::F32) return reinterpret_cast<const float*>(t->data);
   owned_.emplace_back(size_t(n));
   ops::dequantize_row(t->type, t->data, owned_.back().data(), n);
@@ -35,11 +35,12 @@ const float* Model::vec(const std::string& name, int64_t n, bool required) {
 ops::WeightView Model::mat(const std::string& name, int64_t n_in, int64_t n_out) {
   const gguf::TensorInfo& t = file_->tensor(name);
   if (t.ne.size() != 2 || t.ne[0] != n_in || t.ne[1] != n_out)
-    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t.ne) + ", expected [" +
-                             std::to_string(n_in) + ", " + std::to_string(n_out) + "]");
+    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t.ne) +
+                             ", expected [" + std::to_string(n_in) + ", " + std::to_string(n_out) +
+                             "]");
   if (!ops::is_weight_type(t.type))
-    throw Error("model", file_->path() + ": tensor '" + name + "' has type " + gguf::type_name(t.type) +
-                             ", which cannot be a weight matrix");
+    throw Error("model", file_->path() + ": tensor '" + name + "' has type " +
+                             gguf::type_name(t.type) + ", which cannot be a weight matrix");
   return ops::WeightView{t.type, t.data, n_in, n_out};
 }
 
@@ -48,7 +49,8 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file) 
   m->file_ = std::move(file);
   const gguf::File& f = *m->file_;
   std::string arch = f.architecture();
-  if (arch.empty()) throw Error("model", f.path() + ": missing metadata key 'general.architecture'");
+  if (arch.empty())
+    throw Error("model", f.path() + ": missing metadata key 'general.architecture'");
   m->arch_ = &find_arch(arch);
   m->hp_ = Hparams::from_gguf(f, m->arch_->rope_type);
   Hparams& hp = m->hp_;
@@ -56,12 +58,13 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file) 
 
   const gguf::TensorInfo& te = f.tensor("token_embd.weight");
   if (te.ne.size() != 2 || te.ne[0] != hp.n_embd)
-    throw Error("model", f.path() + ": tensor 'token_embd.weight' has shape " + shape_str(te.ne) + ", expected [" +
-                             std::to_string(hp.n_embd) + ", n_vocab]");
+    throw Error("model", f.path() + ": tensor 'token_embd.weight' has shape " + shape_str(te.ne) +
+                             ", expected [" + std::to_string(hp.n_embd) + ", n_vocab]");
   if (hp.n_vocab == 0) hp.n_vocab = int(te.ne[1]);
   if (te.ne[1] != hp.n_vocab)
-    throw Error("model", f.path() + ": token_embd has " + std::to_string(te.ne[1]) + " rows but the vocabulary has " +
-                             std::to_string(hp.n_vocab) + " tokens");
+    throw Error("model", f.path() + ": token_embd has " + std::to_string(te.ne[1]) +
+                             " rows but the vocabulary has " + std::to_string(hp.n_vocab) +
+                             " tokens");
   m->tok_embd = m->mat("token_embd.weight", hp.n_embd, hp.n_vocab);
   m->output_norm = m->vec("output_norm.weight", hp.n_embd, true);
   if (f.find_tensor("output.weight")) {

@@ -42,9 +42,9 @@ class Model {
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
 
-  ops::WeightView tok_embd;          // (n_vocab, n_embd)
+  ops::WeightView tok_embd;            // (n_vocab, n_embd)
   const float* output_norm = nullptr;  // (n_embd)
-  ops::WeightView output;            // (n_vocab, n_embd); == tok_embd when tied
+  ops::WeightView output;              // (n_vocab, n_embd); == tok_embd when tied
   bool tied_output = false;
   std::vector<LayerWeights> layers;
 

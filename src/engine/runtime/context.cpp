@@ -32,10 +32,13 @@ struct Context::Impl {
   std::vector<std::vector<float>> scores;  // per thread: [n_ctx]
 };
 
-Context::Context(const model::Model& m, ContextParams p) : m_(m), params_(p), impl_(std::make_unique<Impl>()) {
-  if (params_.n_ctx <= 0) throw Error("context", "n_ctx must be positive, got " + std::to_string(params_.n_ctx));
+Context::Context(const model::Model& m, ContextParams p)
+    : m_(m), params_(p), impl_(std::make_unique<Impl>()) {
+  if (params_.n_ctx <= 0)
+    throw Error("context", "n_ctx must be positive, got " + std::to_string(params_.n_ctx));
   if (!params_.pool) params_.pool = &ThreadPool::global();
-  if (m.hp().n_rot / 2 > 512) throw Error("context", "rope dimension count above 1024 is not supported");
+  if (m.hp().n_rot / 2 > 512)
+    throw Error("context", "rope dimension count above 1024 is not supported");
 }
 
 Context::~Context() = default;
@@ -66,7 +69,9 @@ static SeqCache& get_seq(std::vector<SeqCache>& seqs, int seq) {
 
 void Context::truncate(int seq, int n) {
   SeqCache& s = get_seq(impl_->seqs, seq);
-  if (n < 0 || n > s.n_past) throw Error("context", "cannot truncate sequence of " + std::to_string(s.n_past) + " tokens to " + std::to_string(n));
+  if (n < 0 || n > s.n_past)
+    throw Error("context", "cannot truncate sequence of " + std::to_string(s.n_past) +
+                               " tokens to " + std::to_string(n));
   s.n_past = n;
 }
 
@@ -135,24 +140,37 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     const SeqInput& in = inputs[ii];
     SeqCache& s = get_seq(I.seqs, in.seq);
     for (size_t jj = 0; jj < ii; ++jj)
-      if (inputs[jj].seq == in.seq) throw Error("context", "sequence " + std::to_string(in.seq) + " appears twice in one batch");
+      if (inputs[jj].seq == in.seq)
+        throw Error("context",
+                    "sequence " + std::to_string(in.seq) + " appears twice in one batch");
     if (s.n_past + int64_t(in.tokens.size()) > params_.n_ctx)
-      throw Error("context", "prompt of " + std::to_string(s.n_past + in.tokens.size()) + " tokens exceeds the context size n_ctx = " +
-                                 std::to_string(params_.n_ctx));
+      throw Error("context",
+                  "prompt of " + std::to_string(s.n_past + in.tokens.size()) +
+                      " tokens exceeds the context size n_ctx = " + std::to_string(params_.n_ctx));
     for (int32_t t : in.tokens)
-      if (t < 0 || t >= hp.n_vocab) throw Error("context", "token id " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(hp.n_vocab));
+      if (t < 0 || t >= hp.n_vocab)
+        throw Error("context", "token id " + std::to_string(t) + " is outside the vocabulary of " +
+                                   std::to_string(hp.n_vocab));
     for (int q : in.attn_queries)
-      if (q < 0 || q >= int(in.tokens.size())) throw Error("context", "attention query row " + std::to_string(q) + " is outside the " + std::to_string(in.tokens.size()) + " new tokens");
+      if (q < 0 || q >= int(in.tokens.size()))
+        throw Error("context", "attention query row " + std::to_string(q) + " is outside the " +
+                                   std::to_string(in.tokens.size()) + " new tokens");
     for (int l : in.attn_layers)
-      if (l < 0 || l >= hp.n_layer) throw Error("context", "attention layer " + std::to_string(l) + " is outside 0.." + std::to_string(hp.n_layer - 1));
+      if (l < 0 || l >= hp.n_layer)
+        throw Error("context", "attention layer " + std::to_string(l) + " is outside 0.." +
+                                   std::to_string(hp.n_layer - 1));
     if (in.hidden_layer < -1 || in.hidden_layer > hp.n_layer)
-      throw Error("context", "hidden layer " + std::to_string(in.hidden_layer) + " is outside 0.." + std::to_string(hp.n_layer));
-    for (size_t t = 0; t < in.tokens.size(); ++t) rows.push_back(Row{int(ii), in.seq, s.n_past + int(t), in.tokens[t]});
+      throw Error("context", "hidden layer " + std::to_string(in.hidden_layer) + " is outside 0.." +
+                                 std::to_string(hp.n_layer));
+    for (size_t t = 0; t < in.tokens.size(); ++t)
+      rows.push_back(Row{int(ii), in.seq, s.n_past + int(t), in.tokens[t]});
   }
   std::vector<SeqOutput> out(inputs.size());
   const int64_t T = int64_t(rows.size());
   if (T == 0) return out;
-  for (auto& in : inputs) grow(get_seq(I.seqs, in.seq), get_seq(I.seqs, in.seq).n_past + int(in.tokens.size()), hp, params_.kv_type, params_.n_ctx);
+  for (auto& in : inputs)
+    grow(get_seq(I.seqs, in.seq), get_seq(I.seqs, in.seq).n_past + int(in.tokens.size()), hp,
+         params_.kv_type, params_.n_ctx);
 
   // Which rows does anyone read after the last layer's attention? (logits or final hidden)
   std::vector<char> need_final(size_t(T), 0);
@@ -160,7 +178,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
   for (int64_t r = 0; r < T; ++r) {
     const SeqInput& in = inputs[size_t(rows[size_t(r)].input)];
     bool last = r + 1 == T || rows[size_t(r + 1)].input != rows[size_t(r)].input;
-    if (in.logits == LogitsMode::All || (in.logits == LogitsMode::Last && last)) need_final[size_t(r)] = 1;
+    if (in.logits == LogitsMode::All || (in.logits == LogitsMode::Last && last))
+      need_final[size_t(r)] = 1;
     if (in.hidden_layer >= hp.n_layer - 1) need_final[size_t(r)] = 1, need_ffn_all_last = true;
   }
   (void)need_ffn_all_last;
@@ -188,7 +207,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     const model::LayerWeights& L = M.layers[size_t(il)];
     const bool last_layer = il == hp.n_layer - 1;
     // --- attention block: h = RMSNorm(x) * attn_norm; q, k, v = W h (+ b)
-    for (int64_t r = 0; r < T; ++r) model::rms_norm(&I.x[size_t(r * E)], L.attn_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
+    for (int64_t r = 0; r < T; ++r)
+      model::rms_norm(&I.x[size_t(r * E)], L.attn_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
     ops::matmul(L.wq, I.cur.data(), T, I.q.data(), pool);
     ops::matmul(L.wk, I.cur.data(), T, I.k.data(), pool);
     ops::matmul(L.wv, I.cur.data(), T, I.v.data(), pool);
@@ -199,8 +219,10 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
       float* qr = &I.q[size_t(r * Qd)];
       float* kr = &I.k[size_t(r * KVd)];
       if (L.q_norm) {
-        for (int h = 0; h < NH; ++h) model::rms_norm(qr + h * HD, L.q_norm, HD, hp.rms_eps, qr + h * HD);
-        for (int h = 0; h < NKV; ++h) model::rms_norm(kr + h * HD, L.k_norm, HD, hp.rms_eps, kr + h * HD);
+        for (int h = 0; h < NH; ++h)
+          model::rms_norm(qr + h * HD, L.q_norm, HD, hp.rms_eps, qr + h * HD);
+        for (int h = 0; h < NKV; ++h)
+          model::rms_norm(kr + h * HD, L.k_norm, HD, hp.rms_eps, kr + h * HD);
       }
       model::RopeCache rc;
       rc.compute(rows[size_t(r)].pos, hp.n_rot, hp.rope_base, 1.0f / hp.rope_scale);
@@ -237,56 +259,61 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
             out[ii].attention.push_back(std::move(ar));
           }
           size_t first = out[ii].attention.size() - qs.size();
-          for (size_t k = 0; k < qs.size(); ++k) taps.emplace_back(base + qs[k], &out[ii].attention[first + k]);
+          for (size_t k = 0; k < qs.size(); ++k)
+            taps.emplace_back(base + qs[k], &out[ii].attention[first + k]);
         }
         base += int64_t(in.tokens.size());
       }
     }
 
     // softmax(scale * q.K^T + causal mask) V, per (row, head); K/V head = head / group.
-    pool.parallel_for(size_t(T * NH), [&](size_t b, size_t e, int tid) {
-      float* sc = I.scores[size_t(tid)].data();
-      std::vector<float> qh(static_cast<size_t>(HD));
-      for (size_t w = b; w < e; ++w) {
-        const int64_t r = int64_t(w) / NH;
-        const int h = int(w % size_t(NH)), kvh = h / group;
-        const Row& row = rows[size_t(r)];
-        const SeqCache& s = I.seqs[size_t(row.seq)];
-        const int n_keys = row.pos + 1;
-        const float* qr = &I.q[size_t(r * Qd + h * HD)];
-        if (f16kv)
-          for (int d = 0; d < HD; ++d) qh[size_t(d)] = ops::round_fp16(qr[d]);  // ggml converts Q to F16
-        for (int j = 0; j < n_keys; ++j) {
-          float dot = 0.0f;
-          size_t ko = size_t(j) * size_t(KVd) + size_t(kvh * HD);
-          if (!f16kv) {
-            const float* kj = &s.k32[size_t(il)][ko];
-            for (int d = 0; d < HD; ++d) dot += qr[d] * kj[d];
-          } else {
-            const uint16_t* kj = &s.k16[size_t(il)][ko];
-            for (int d = 0; d < HD; ++d) dot += qh[size_t(d)] * ops::fp16_to_fp32(kj[d]);
+    pool.parallel_for(
+        size_t(T * NH),
+        [&](size_t b, size_t e, int tid) {
+          float* sc = I.scores[size_t(tid)].data();
+          std::vector<float> qh(static_cast<size_t>(HD));
+          for (size_t w = b; w < e; ++w) {
+            const int64_t r = int64_t(w) / NH;
+            const int h = int(w % size_t(NH)), kvh = h / group;
+            const Row& row = rows[size_t(r)];
+            const SeqCache& s = I.seqs[size_t(row.seq)];
+            const int n_keys = row.pos + 1;
+            const float* qr = &I.q[size_t(r * Qd + h * HD)];
+            if (f16kv)
+              for (int d = 0; d < HD; ++d)
+                qh[size_t(d)] = ops::round_fp16(qr[d]);  // ggml converts Q to F16
+            for (int j = 0; j < n_keys; ++j) {
+              float dot = 0.0f;
+              size_t ko = size_t(j) * size_t(KVd) + size_t(kvh * HD);
+              if (!f16kv) {
+                const float* kj = &s.k32[size_t(il)][ko];
+                for (int d = 0; d < HD; ++d) dot += qr[d] * kj[d];
+              } else {
+                const uint16_t* kj = &s.k16[size_t(il)][ko];
+                for (int d = 0; d < HD; ++d) dot += qh[size_t(d)] * ops::fp16_to_fp32(kj[d]);
+              }
+              sc[j] = dot * kq_scale;
+            }
+            model::softmax(sc, n_keys);
+            for (auto& [tr, ar] : taps)
+              if (tr == r) std::copy(sc, sc + n_keys, ar->heads[size_t(h)].begin());
+            float* o = &I.attn[size_t(r * Qd + h * HD)];
+            std::fill(o, o + HD, 0.0f);
+            for (int j = 0; j < n_keys; ++j) {
+              size_t vo = size_t(j) * size_t(KVd) + size_t(kvh * HD);
+              if (!f16kv) {
+                const float p = sc[j];
+                const float* vj = &s.v32[size_t(il)][vo];
+                for (int d = 0; d < HD; ++d) o[d] += p * vj[d];
+              } else {
+                const float p = ops::round_fp16(sc[j]);  // ggml converts the probabilities to F16
+                const uint16_t* vj = &s.v16[size_t(il)][vo];
+                for (int d = 0; d < HD; ++d) o[d] += p * ops::fp16_to_fp32(vj[d]);
+              }
+            }
           }
-          sc[j] = dot * kq_scale;
-        }
-        model::softmax(sc, n_keys);
-        for (auto& [tr, ar] : taps)
-          if (tr == r) std::copy(sc, sc + n_keys, ar->heads[size_t(h)].begin());
-        float* o = &I.attn[size_t(r * Qd + h * HD)];
-        std::fill(o, o + HD, 0.0f);
-        for (int j = 0; j < n_keys; ++j) {
-          size_t vo = size_t(j) * size_t(KVd) + size_t(kvh * HD);
-          if (!f16kv) {
-            const float p = sc[j];
-            const float* vj = &s.v32[size_t(il)][vo];
-            for (int d = 0; d < HD; ++d) o[d] += p * vj[d];
-          } else {
-            const float p = ops::round_fp16(sc[j]);  // ggml converts the probabilities to F16
-            const uint16_t* vj = &s.v16[size_t(il)][vo];
-            for (int d = 0; d < HD; ++d) o[d] += p * ops::fp16_to_fp32(vj[d]);
-          }
-        }
-      }
-    }, 1);
+        },
+        1);
 
     // On the last layer, only rows someone reads go on (llama.cpp's inp_out_ids): an
     // attention-only pass stops here.
@@ -308,7 +335,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     for (int64_t i = 0; i < Tn * E; ++i) I.x[size_t(i)] += I.o[size_t(i)];
 
     // --- feed-forward block: x += W_down (silu(W_gate h) * W_up h), h = RMSNorm(x) * ffn_norm
-    for (int64_t r = 0; r < Tn; ++r) model::rms_norm(&I.x[size_t(r * E)], L.ffn_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
+    for (int64_t r = 0; r < Tn; ++r)
+      model::rms_norm(&I.x[size_t(r * E)], L.ffn_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
     ops::matmul(L.w_gate, I.cur.data(), Tn, I.gate.data(), pool);
     ops::matmul(L.w_up, I.cur.data(), Tn, I.up.data(), pool);
     model::swiglu(I.gate.data(), I.up.data(), int(Tn * FF), I.gate.data());
@@ -330,31 +358,37 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
       std::vector<int64_t> final_rows = keep.empty() ? std::vector<int64_t>() : keep;
       if (keep.empty())
         for (int64_t r = 0; r < T; ++r) final_rows.push_back(r);
-      for (int64_t r = 0; r < Tn; ++r) model::rms_norm(&I.x[size_t(r * E)], M.output_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
+      for (int64_t r = 0; r < Tn; ++r)
+        model::rms_norm(&I.x[size_t(r * E)], M.output_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
       for (size_t ii = 0; ii < inputs.size(); ++ii) {
         if (inputs[ii].hidden_layer != hp.n_layer) continue;
         for (int64_t r = 0; r < Tn; ++r)
           if (rows[size_t(final_rows[size_t(r)])].input == int(ii))
-            out[ii].hidden.insert(out[ii].hidden.end(), &I.cur[size_t(r * E)], &I.cur[size_t((r + 1) * E)]);
+            out[ii].hidden.insert(out[ii].hidden.end(), &I.cur[size_t(r * E)],
+                                  &I.cur[size_t((r + 1) * E)]);
       }
       // Rows needing logits, compacted.
       std::vector<int64_t> lrows;
       for (int64_t r = 0; r < Tn; ++r) {
         const Row& row = rows[size_t(final_rows[size_t(r)])];
         const SeqInput& in = inputs[size_t(row.input)];
-        bool last = final_rows[size_t(r)] + 1 == T || rows[size_t(final_rows[size_t(r)] + 1)].input != row.input;
-        if (in.logits == LogitsMode::All || (in.logits == LogitsMode::Last && last)) lrows.push_back(r);
+        bool last = final_rows[size_t(r)] + 1 == T ||
+                    rows[size_t(final_rows[size_t(r)] + 1)].input != row.input;
+        if (in.logits == LogitsMode::All || (in.logits == LogitsMode::Last && last))
+          lrows.push_back(r);
       }
       if (!lrows.empty()) {
         std::vector<float> h(lrows.size() * size_t(E));
-        for (size_t k = 0; k < lrows.size(); ++k) std::memcpy(&h[k * size_t(E)], &I.cur[size_t(lrows[k] * E)], size_t(E) * 4);
+        for (size_t k = 0; k < lrows.size(); ++k)
+          std::memcpy(&h[k * size_t(E)], &I.cur[size_t(lrows[k] * E)], size_t(E) * 4);
         std::vector<float> logits(lrows.size() * size_t(hp.n_vocab));
         ops::matmul(M.output, h.data(), int64_t(lrows.size()), logits.data(), pool);
         for (size_t k = 0; k < lrows.size(); ++k) {
           const Row& row = rows[size_t(final_rows[size_t(lrows[k])])];
           SeqOutput& so = out[size_t(row.input)];
           so.logit_positions.push_back(row.pos);
-          so.logits.insert(so.logits.end(), &logits[k * size_t(hp.n_vocab)], &logits[(k + 1) * size_t(hp.n_vocab)]);
+          so.logits.insert(so.logits.end(), &logits[k * size_t(hp.n_vocab)],
+                           &logits[(k + 1) * size_t(hp.n_vocab)]);
         }
       }
     }

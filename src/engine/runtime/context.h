@@ -19,7 +19,7 @@ namespace ragform::runtime {
 enum class KvType { F32, F16 };
 
 struct ContextParams {
-  int n_ctx = 4096;         // tokens per sequence
+  int n_ctx = 4096;  // tokens per sequence
   KvType kv_type = KvType::F32;
   ThreadPool* pool = nullptr;  // null = ThreadPool::global()
 };
@@ -28,8 +28,8 @@ enum class LogitsMode { None, Last, All };
 
 // What to compute for one sequence's new tokens.
 struct SeqInput {
-  int seq = 0;                       // sequence id from Context::new_sequence()
-  std::vector<int32_t> tokens;       // appended at positions n_past(seq) ...
+  int seq = 0;                  // sequence id from Context::new_sequence()
+  std::vector<int32_t> tokens;  // appended at positions n_past(seq) ...
   LogitsMode logits = LogitsMode::Last;
   // Attention tap: layers (empty = none), query rows as indices into `tokens` (empty = last).
   // Rows hold the softmax weights after masking for every head, over keys 0..query position.
@@ -42,7 +42,7 @@ struct SeqInput {
 
 struct AttentionRow {
   int layer = 0;
-  int query_pos = 0;                     // absolute position in the sequence
+  int query_pos = 0;                      // absolute position in the sequence
   std::vector<std::vector<float>> heads;  // [n_head][query_pos + 1]
 };
 
@@ -50,7 +50,7 @@ struct SeqOutput {
   std::vector<int> logit_positions;  // absolute positions of the rows in `logits`
   std::vector<float> logits;         // [rows][n_vocab]
   std::vector<AttentionRow> attention;
-  std::vector<float> hidden;         // [n_tokens][n_embd] when requested
+  std::vector<float> hidden;  // [n_tokens][n_embd] when requested
 };
 
 class Context {

@@ -25,10 +25,12 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
 
   std::vector<SeqInput> batch;
   for (size_t i = 0; i < n; ++i) {
-    if (prompts[i].empty()) throw UsageError("generate", "prompt " + std::to_string(i) + " has no tokens");
+    if (prompts[i].empty())
+      throw UsageError("generate", "prompt " + std::to_string(i) + " has no tokens");
     if (int(prompts[i].size()) > ctx.n_ctx())
-      throw Error("generate", "prompt of " + std::to_string(prompts[i].size()) + " tokens exceeds the context size n_ctx = " +
-                                  std::to_string(ctx.n_ctx()));
+      throw Error("generate",
+                  "prompt of " + std::to_string(prompts[i].size()) +
+                      " tokens exceeds the context size n_ctx = " + std::to_string(ctx.n_ctx()));
     SamplingParams sp = opt.sampling;
     sp.seed += i;
     samplers.emplace_back(sp);

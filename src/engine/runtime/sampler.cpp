@@ -8,8 +8,10 @@
 namespace ragform::runtime {
 
 Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {
-  if (p.top_p <= 0.0 || p.top_p > 1.0) throw UsageError("sampler", "top_p must be in (0, 1], got " + std::to_string(p.top_p));
-  if (p.top_k < 0) throw UsageError("sampler", "top_k must be >= 0, got " + std::to_string(p.top_k));
+  if (p.top_p <= 0.0 || p.top_p > 1.0)
+    throw UsageError("sampler", "top_p must be in (0, 1], got " + std::to_string(p.top_p));
+  if (p.top_k < 0)
+    throw UsageError("sampler", "top_k must be >= 0, got " + std::to_string(p.top_k));
 }
 
 int32_t Sampler::argmax(const float* logits, int n_vocab) {
@@ -23,7 +25,9 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   if (p_.temperature <= 0.0) return argmax(logits, n_vocab);
   cand_.clear();
   for (int i = 0; i < n_vocab; ++i) cand_.emplace_back(logits[i], i);
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   size_t k = (p_.top_k > 0 && p_.top_k < n_vocab) ? size_t(p_.top_k) : cand_.size();
   std::partial_sort(cand_.begin(), cand_.begin() + long(k), cand_.end(), by_logit);
   cand_.resize(k);

@@ -18,20 +18,20 @@
 namespace ragform::tok {
 
 // The code point database lives in text/unicode_db.h (shared with the text layer).
-using text::CpFlag;
-using text::kUndefined;
-using text::kNumber;
-using text::kLetter;
-using text::kSeparator;
-using text::kMark;
-using text::kPunctuation;
-using text::kSymbol;
-using text::kControl;
-using text::kWhitespace;
-using text::kCategoryMask;
 using text::cp_flags;
-using text::cp_tolower;
 using text::cp_nfd_first;
+using text::cp_tolower;
+using text::CpFlag;
+using text::kCategoryMask;
+using text::kControl;
+using text::kLetter;
+using text::kMark;
+using text::kNumber;
+using text::kPunctuation;
+using text::kSeparator;
+using text::kSymbol;
+using text::kUndefined;
+using text::kWhitespace;
 
 // Length of the UTF-8 sequence announced by lead byte c (1 for continuation/invalid bytes), as
 // llama.cpp's unicode_len_utf8.
@@ -50,6 +50,5 @@ void append_cpt(std::string& out, uint32_t cp);
 const std::string& byte_to_unicode(uint8_t b);
 // Inverse: the byte a code point stands for, or -1 when cp is not in the mapping.
 int unicode_to_byte(uint32_t cp);
-
 
 }  // namespace ragform::tok

@@ -12,7 +12,9 @@ double attention_centroid(const std::vector<float>& a) {
   if (T == 1) return 0.5;
   double sum = 0, weighted = 0;
   for (size_t t = 0; t < T; ++t) {
-    if (!(a[t] >= 0.0f)) throw Error("ABS", "attention weight " + std::to_string(a[t]) + " at position " + std::to_string(t) + " is negative or NaN");
+    if (!(a[t] >= 0.0f))
+      throw Error("ABS", "attention weight " + std::to_string(a[t]) + " at position " +
+                             std::to_string(t) + " is negative or NaN");
     sum += a[t];
     weighted += (double(t) / double(T - 1)) * a[t];  // (t-1)/(T-1) with 1-based t
   }
@@ -20,6 +22,8 @@ double attention_centroid(const std::vector<float>& a) {
   return weighted / sum;
 }
 
-double attention_balance_score(const std::vector<float>& a) { return 1.0 - 2.0 * std::fabs(attention_centroid(a) - 0.5); }
+double attention_balance_score(const std::vector<float>& a) {
+  return 1.0 - 2.0 * std::fabs(attention_centroid(a) - 0.5);
+}
 
 }  // namespace ragform::cnorm

@@ -26,7 +26,8 @@ void collect_text(const GumboNode* node, std::string& out) {
     out += node->v.text.text;
   } else if (node->type == GUMBO_NODE_ELEMENT) {
     const GumboVector& kids = node->v.element.children;
-    for (unsigned i = 0; i < kids.length; ++i) collect_text(static_cast<const GumboNode*>(kids.data[i]), out);
+    for (unsigned i = 0; i < kids.length; ++i)
+      collect_text(static_cast<const GumboNode*>(kids.data[i]), out);
   }
 }
 
@@ -50,7 +51,8 @@ ParsedDoc parse_html_real(std::string_view doc) {
   // Figure 9's template has no doctype; HTML5 parsers report its absence (quirks mode) as a parse
   // error, which says nothing about the document's content, so it is supplied for the check.
   std::string text(doc);
-  if (text.rfind("<!DOCTYPE", 0) != 0 && text.rfind("<!doctype", 0) != 0) text = "<!DOCTYPE html>\n" + text;
+  if (text.rfind("<!DOCTYPE", 0) != 0 && text.rfind("<!doctype", 0) != 0)
+    text = "<!DOCTYPE html>\n" + text;
   GumboOutput* out = gumbo_parse_with_options(&kGumboDefaultOptions, text.data(), text.size());
   struct Free {
     GumboOutput* o;

@@ -508,13 +508,18 @@ ParsedDoc validate_format(DocFormat format, std::string_view doc) {
       // A real HTML5 parser must accept it with no errors and agree with the strict subset
       // parser on what it holds.
       ParsedDoc real = parse_html_real(doc), sub = parse_html_subset(doc);
-      if (real.title != sub.title) fail("html", "gumbo reads title '" + real.title + "', the template parser '" + sub.title + "'");
+      if (real.title != sub.title)
+        fail("html",
+             "gumbo reads title '" + real.title + "', the template parser '" + sub.title + "'");
       auto trimmed = [](const std::string& x) {
         size_t b = x.find_first_not_of(" \t\r\n"), e = x.find_last_not_of(" \t\r\n");
         return b == std::string::npos ? std::string() : x.substr(b, e - b + 1);
       };
-      if (real.text != trimmed(sub.text)) fail("html", "gumbo reads body '" + real.text + "', the template parser '" + sub.text + "'");
-      if (real.meta != sub.meta) fail("html", "gumbo and the template parser disagree on the meta tags");
+      if (real.text != trimmed(sub.text))
+        fail("html",
+             "gumbo reads body '" + real.text + "', the template parser '" + sub.text + "'");
+      if (real.meta != sub.meta)
+        fail("html", "gumbo and the template parser disagree on the meta tags");
       return sub;
     }
     case DocFormat::Yaml: {

@@ -1,7 +1,7 @@
 // The GGUF reader on every fixture file, checked against tensor_types.json (written by the
 // fixtures' producer from llama.cpp's own reading of the files), and write -> read round trips.
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -37,7 +37,8 @@ TEST(GgufFixtures, EveryModelMatchesTensorTypesJson) {
 }
 
 TEST(GgufFixtures, VocabOnlyFilesHaveTokenizerMetadata) {
-  for (const char* name : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-bert-bge.gguf"}) {
+  for (const char* name :
+       {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-bert-bge.gguf"}) {
     SCOPED_TRACE(name);
     auto f = File::open(testing::shared_path(std::string("fixtures/vocab/") + name).string());
     EXPECT_EQ(f->tensors().size(), 0u);
@@ -48,8 +49,8 @@ TEST(GgufFixtures, VocabOnlyFilesHaveTokenizerMetadata) {
 
 TEST(GgufFixtures, WriteReadRoundTripIsIdentical) {
   fs::path dir = testing::temp_dir("gguf-rt");
-  for (const char* name : {"models/stories260K.gguf", "models/tinyq-q4_k_m.gguf", "models/tiny-qwen2.gguf",
-                           "vocab/ggml-vocab-gpt-2.gguf"}) {
+  for (const char* name : {"models/stories260K.gguf", "models/tinyq-q4_k_m.gguf",
+                           "models/tiny-qwen2.gguf", "vocab/ggml-vocab-gpt-2.gguf"}) {
     SCOPED_TRACE(name);
     auto a = File::open(testing::shared_path(std::string("fixtures/") + name).string());
     std::string out = (dir / "copy.gguf").string();
@@ -59,7 +60,8 @@ TEST(GgufFixtures, WriteReadRoundTripIsIdentical) {
     for (size_t i = 0; i < a->metadata().size(); ++i) {
       EXPECT_EQ(a->metadata()[i].first, b->metadata()[i].first);
       EXPECT_EQ(a->metadata()[i].second.type, b->metadata()[i].second.type);
-      EXPECT_EQ(a->metadata()[i].second.to_display(1000000), b->metadata()[i].second.to_display(1000000));
+      EXPECT_EQ(a->metadata()[i].second.to_display(1000000),
+                b->metadata()[i].second.to_display(1000000));
     }
     ASSERT_EQ(a->tensors().size(), b->tensors().size());
     for (size_t i = 0; i < a->tensors().size(); ++i) {
@@ -89,7 +91,8 @@ TEST(GgufFixtures, TruncationAtEveryHeaderByteIsACleanError) {
   }
   size_t errors = 0;
   for (size_t cut : cuts) {
-    std::vector<uint8_t> img(bytes.begin(), bytes.begin() + long(cut));  // exact-size heap copy for ASan
+    std::vector<uint8_t> img(bytes.begin(),
+                             bytes.begin() + long(cut));  // exact-size heap copy for ASan
     try {
       File::parse(img.data(), img.size(), "cut");
       ADD_FAILURE() << "truncation at " << cut << " was accepted";

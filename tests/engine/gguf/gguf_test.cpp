@@ -51,7 +51,8 @@ TEST(Gguf, AllValueTypesRoundTrip) {
   w.set("a.u64", Value::u64(1ull << 60));
   w.set("a.i64", Value{ValueType::I64, int64_t(-(1ll << 50))});
   w.set("a.f64", Value{ValueType::F64, 1e-300});
-  w.set("a.nested", Value::array(ValueType::ARRAY, {Value::str_array({"x", "y"}), Value::str_array({})}));
+  w.set("a.nested",
+        Value::array(ValueType::ARRAY, {Value::str_array({"x", "y"}), Value::str_array({})}));
   float data[64];
   for (int i = 0; i < 64; ++i) data[i] = float(i);
   w.add_tensor("t", {16, 4}, TensorType::F32, data, sizeof data);
@@ -103,7 +104,13 @@ TEST(Gguf, BadInputIsAClearError) {
   // An array that claims 10^12 elements fails before allocating.
   Raw big;
   big.b = "GGUF";
-  big.pod<uint32_t>(3).pod<uint64_t>(0).pod<uint64_t>(1).str("tokenizer.ggml.tokens").pod<uint32_t>(9).pod<uint32_t>(8).pod<uint64_t>(1000000000000ull);
+  big.pod<uint32_t>(3)
+      .pod<uint64_t>(0)
+      .pod<uint64_t>(1)
+      .str("tokenizer.ggml.tokens")
+      .pod<uint32_t>(9)
+      .pod<uint32_t>(8)
+      .pod<uint64_t>(1000000000000ull);
   std::string e = error_of(big.b);
   EXPECT_NE(e.find("'tokenizer.ggml.tokens'"), std::string::npos) << e;
   EXPECT_NE(e.find("claims 1000000000000 elements"), std::string::npos) << e;
@@ -111,7 +118,15 @@ TEST(Gguf, BadInputIsAClearError) {
   // Duplicate keys.
   Raw dup;
   dup.b = "GGUF";
-  dup.pod<uint32_t>(3).pod<uint64_t>(0).pod<uint64_t>(2).str("k").pod<uint32_t>(4).pod<uint32_t>(1).str("k").pod<uint32_t>(4).pod<uint32_t>(2);
+  dup.pod<uint32_t>(3)
+      .pod<uint64_t>(0)
+      .pod<uint64_t>(2)
+      .str("k")
+      .pod<uint32_t>(4)
+      .pod<uint32_t>(1)
+      .str("k")
+      .pod<uint32_t>(4)
+      .pod<uint32_t>(2);
   EXPECT_NE(error_of(dup.b).find("'k': duplicate key"), std::string::npos);
 
   // A string whose length runs past the end.
@@ -128,15 +143,31 @@ TEST(Gguf, BadInputIsAClearError) {
 
   Raw tt;
   tt.b = "GGUF";
-  tt.pod<uint32_t>(3).pod<uint64_t>(1).pod<uint64_t>(0).str("w").pod<uint32_t>(1).pod<uint64_t>(32).pod<uint32_t>(99).pod<uint64_t>(0);
+  tt.pod<uint32_t>(3)
+      .pod<uint64_t>(1)
+      .pod<uint64_t>(0)
+      .str("w")
+      .pod<uint32_t>(1)
+      .pod<uint64_t>(32)
+      .pod<uint32_t>(99)
+      .pod<uint64_t>(0);
   EXPECT_NE(error_of(tt.b).find("tensor 'w': unsupported tensor type id 99"), std::string::npos);
 
   Raw past;
   past.b = "GGUF";
-  past.pod<uint32_t>(3).pod<uint64_t>(1).pod<uint64_t>(0).str("w").pod<uint32_t>(1).pod<uint64_t>(32).pod<uint32_t>(0).pod<uint64_t>(0);
+  past.pod<uint32_t>(3)
+      .pod<uint64_t>(1)
+      .pod<uint64_t>(0)
+      .str("w")
+      .pod<uint32_t>(1)
+      .pod<uint64_t>(32)
+      .pod<uint32_t>(0)
+      .pod<uint64_t>(0);
   past.b.resize(64, '\0');  // data section starts at 64 but holds no bytes for 32 floats
   e = error_of(past.b);
-  EXPECT_NE(e.find("tensor 'w': data at offset 64 + 128 bytes exceeds the file size 64"), std::string::npos) << e;
+  EXPECT_NE(e.find("tensor 'w': data at offset 64 + 128 bytes exceeds the file size 64"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

@@ -22,16 +22,20 @@ struct Tol {
 };
 
 Tol tolerance_for(const std::string& model) {
-  if (model == "stories260K" || model == "tinyq-f32" || model == "tinyq-qwen2-f32") return {1e-3, 1e-4, 0.01};
-  if (model == "tinyq-f16" || model == "tiny-llama" || model == "tiny-qwen2") return {5e-3, 1e-3, 0.1};
+  if (model == "stories260K" || model == "tinyq-f32" || model == "tinyq-qwen2-f32")
+    return {1e-3, 1e-4, 0.01};
+  if (model == "tinyq-f16" || model == "tiny-llama" || model == "tiny-qwen2")
+    return {5e-3, 1e-3, 0.1};
   if (model == "tinyq-bf16") return {2e-2, 3e-3, 0.1};
   return {0.25, 2.6e-2, 0.1};
 }
 
 std::vector<std::string> all_models() {
-  return {"stories260K", "tiny-llama", "tiny-qwen2", "tinyq-f32", "tinyq-f16", "tinyq-bf16", "tinyq-q8_0",
-          "tinyq-q4_0", "tinyq-q4_1", "tinyq-q5_0", "tinyq-q5_1", "tinyq-q2_k", "tinyq-q3_k_s", "tinyq-q4_k_s",
-          "tinyq-q5_k_s", "tinyq-q6_k", "tinyq-q4_k_m", "tinyq-qwen2-f32", "tinyq-qwen2-q8_0", "tinyq-qwen2-q4_k_m"};
+  return {"stories260K",  "tiny-llama",      "tiny-qwen2",       "tinyq-f32",
+          "tinyq-f16",    "tinyq-bf16",      "tinyq-q8_0",       "tinyq-q4_0",
+          "tinyq-q4_1",   "tinyq-q5_0",      "tinyq-q5_1",       "tinyq-q2_k",
+          "tinyq-q3_k_s", "tinyq-q4_k_s",    "tinyq-q5_k_s",     "tinyq-q6_k",
+          "tinyq-q4_k_m", "tinyq-qwen2-f32", "tinyq-qwen2-q8_0", "tinyq-qwen2-q4_k_m"};
 }
 
 std::vector<float> read_f32(const std::string& path) {
@@ -50,7 +54,8 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
   for (const char* p : {"p1", "p2"}) {
     SCOPED_TRACE(std::string(name) + " " + p);
     json meta = json::parse(testing::read_file(ref / p / "meta.json"));
-    auto model = model::Model::load(testing::shared_path("fixtures/" + meta["model"].get<std::string>()).string());
+    auto model = model::Model::load(
+        testing::shared_path("fixtures/" + meta["model"].get<std::string>()).string());
     Context ctx(*model, {512, KvType::F32, nullptr});
     int seq = ctx.new_sequence();
     SeqInput in;
@@ -68,7 +73,8 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
     auto last = meta["logits_last"].get<std::vector<double>>();
     ASSERT_EQ(last.size(), size_t(V));
     double d_last = 0;
-    for (int i = 0; i < V; ++i) d_last = std::max(d_last, std::fabs(out[0].logits[size_t(T - 1) * V + i] - last[size_t(i)]));
+    for (int i = 0; i < V; ++i)
+      d_last = std::max(d_last, std::fabs(out[0].logits[size_t(T - 1) * V + i] - last[size_t(i)]));
     EXPECT_LE(d_last, tol.logits) << "last-position logits";
     std::printf("[measured] %s %s last-position max|dlogit| %.3g\n", name.c_str(), p, d_last);
     // Every position, where shipped.
@@ -76,7 +82,8 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
       auto all = read_f32((ref / p / meta["logits_all"]["file"].get<std::string>()).string());
       ASSERT_EQ(all.size(), out[0].logits.size());
       double d = 0;
-      for (size_t i = 0; i < all.size(); ++i) d = std::max(d, double(std::fabs(all[i] - out[0].logits[i])));
+      for (size_t i = 0; i < all.size(); ++i)
+        d = std::max(d, double(std::fabs(all[i] - out[0].logits[i])));
       EXPECT_LE(d, tol.logits) << "all-position logits";
       std::printf("[measured] %s %s all-position max|dlogit| %.3g\n", name.c_str(), p, d);
     } else {
@@ -86,7 +93,8 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
         int pos = row["pos"];
         auto ids = row["ids"].get<std::vector<int>>();
         auto lg = row["logits"].get<std::vector<double>>();
-        for (size_t k = 0; k < ids.size(); ++k) d = std::max(d, std::fabs(out[0].logits[size_t(pos) * V + ids[k]] - lg[k]));
+        for (size_t k = 0; k < ids.size(); ++k)
+          d = std::max(d, std::fabs(out[0].logits[size_t(pos) * V + ids[k]] - lg[k]));
       }
       EXPECT_LE(d, tol.logits) << "top-10 logits per position";
     }
@@ -104,16 +112,20 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
         for (int h = 0; h < n_head; ++h)
           for (int j = 0; j < n_kv; ++j) {
             float ours = j <= ar.query_pos ? ar.heads[size_t(h)][size_t(j)] : 0.0f;
-            d = std::max(d, double(std::fabs(ours - t[(size_t(h) * n_tok + size_t(ar.query_pos)) * n_kv + size_t(j)])));
+            d = std::max(
+                d, double(std::fabs(
+                       ours - t[(size_t(h) * n_tok + size_t(ar.query_pos)) * n_kv + size_t(j)])));
           }
       }
       EXPECT_LE(d, tol.attn) << capname;
       std::printf("[measured] %s %s %s max|dattn| %.3g\n", name.c_str(), p, capname.c_str(), d);
     }
   }
-  // The last layer's final-query attention of p2 (the only attention reference for big vocabularies).
+  // The last layer's final-query attention of p2 (the only attention reference for big
+  // vocabularies).
   json aj = json::parse(testing::read_file(ref / "attn_last_layer_last_query.json"));
-  auto model = model::Model::load(testing::shared_path("fixtures/models/" + name + ".gguf").string());
+  auto model =
+      model::Model::load(testing::shared_path("fixtures/models/" + name + ".gguf").string());
   Context ctx(*model, {512, KvType::F32, nullptr});
   SeqInput in;
   in.seq = ctx.new_sequence();
@@ -125,7 +137,8 @@ TEST_P(ForwardFixture, LogitsAndAttentionMatchLlamaCpp) {
   auto& w = aj["weights"];
   double d = 0;
   for (size_t h = 0; h < w.size(); ++h)
-    for (size_t j = 0; j < w[h].size(); ++j) d = std::max(d, std::fabs(out[0].attention[0].heads[h][j] - w[h][j].get<double>()));
+    for (size_t j = 0; j < w[h].size(); ++j)
+      d = std::max(d, std::fabs(out[0].attention[0].heads[h][j] - w[h][j].get<double>()));
   EXPECT_LE(d, tol.attn) << "attn_last_layer_last_query";
   std::printf("[measured] %s attn_last_layer_last_query max|dattn| %.3g\n", name.c_str(), d);
 }
@@ -135,7 +148,8 @@ TEST_P(ForwardFixture, GreedyMatchesUpToFirstNearTie) {
   const Tol tol = tolerance_for(name);
   REQUIRE_SHARED(gpath, "fixtures/ref/" + name + "/greedy16.json");
   json g = json::parse(testing::read_file(gpath));
-  auto model = model::Model::load(testing::shared_path("fixtures/models/" + name + ".gguf").string());
+  auto model =
+      model::Model::load(testing::shared_path("fixtures/models/" + name + ".gguf").string());
   Context ctx(*model, {512, KvType::F32, nullptr});
   SeqInput in;
   in.seq = ctx.new_sequence();
@@ -154,8 +168,8 @@ TEST_P(ForwardFixture, GreedyMatchesUpToFirstNearTie) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModels, ForwardFixture, ::testing::ValuesIn(all_models()),
-                         [](const auto& info) {
-                           std::string s = info.param;
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
                            for (auto& c : s)
                              if (!std::isalnum((unsigned char)c)) c = '_';
                            return s;
