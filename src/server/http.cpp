@@ -1,16 +1,7 @@
 #include "server/http.h"
 
-// Debian's cpp-httplib is a compiled library (libcpp-httplib.so) built with these options; its
-// header must see the same ones or the class layouts differ.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
+// Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli support; the
+// build passes its pkg-config flags (CPPHTTPLIB_*_SUPPORT) so this header matches the library.
 #include <httplib.h>
 
 #include "base/error.h"
