@@ -6,7 +6,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libpcre2-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libfmt-dev
       libcpp-httplib-dev libssl-dev libbrotli-dev libyaml-cpp-dev libgumbo-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      clang clang-format libclang-rt-14-dev)
+      clang clang-format libclang-rt-14-dev
+      chromium)  # headless Chromium for the report screenshot test
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
