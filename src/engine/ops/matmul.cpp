@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/ops/gemm.h"
 #include "engine/ops/kernels.h"
 #include "engine/ops/ops.h"
 
@@ -31,9 +32,19 @@ constexpr size_t kTileBytes = 32 * 1024;
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  matmul_tier(w, x, n_tokens, y, pool, cpu_tier());
+}
+
+void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                 CpuTier tier) {
   check_weight(w, "matmul");
   if (n_tokens < 0) throw Error("matmul", "negative token count " + std::to_string(n_tokens));
   if (n_tokens == 0 || w.n_out == 0) return;
+  tier = clamp_tier(tier);
+  if (gemm_q8_supported(w.type, tier)) {
+    if (n_tokens == 1) return gemv_q8(w, x, y, pool);
+    return gemm_q8(w, x, n_tokens, y, pool);
+  }
 
   const DotFn dot = dot_function(w.type);
   const size_t act_bytes = activation_row_bytes(w.type, w.n_in);

@@ -21,6 +21,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/gguf/types.h"
+#include "engine/ops/cpu_features.h"
 
 namespace ragform::ops {
 
@@ -68,8 +69,13 @@ struct WeightView {
 // y[t][r] = sum_i W[r][i] * x[t][i]: x = [n_tokens][n_in] F32, y = [n_tokens][n_out] F32.
 // Activations are converted once per token into a per-thread reusable scratch; output rows are
 // split across the pool's threads. Bit-identical for any thread count.
-// x and y must not overlap.
+// x and y must not overlap. Uses the fastest kernel of cpu_tier() for w's type: on AVX-512 with
+// VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM (bit-identical to the vec_dot path) for
+// several tokens and a GEMV (equal to float rounding) for one token (gemm.h).
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+// matmul with the kernels of clamp_tier(tier) (tests and benchmarks compare tiers with it).
+void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                 CpuTier tier);
 
 // Dequantises rows ids[0..n_ids) of w into out = [n_ids][n_in] (token embeddings). An id outside
 // [0, n_out) throws naming it.

@@ -1,0 +1,27 @@
+// Internal to ops/: the matrix kernels behind matmul() that are faster than one vec_dot per
+// output (see matmul.cpp for the dispatch). Each returns exactly what the vec_dot path returns
+// where the integer sums and the float operations per block are the same (documented per
+// kernel), so the fixture tolerances of the reference path carry over unchanged.
+#pragma once
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "engine/ops/cpu_features.h"
+#include "engine/ops/ops.h"
+
+namespace ragform::ops {
+
+// Int8 GEMM with AVX512-VNNI for weights whose vec_dot type is Q8_0 (Q8_0, Q5_0, Q4_0).
+// Activations are quantised per token exactly as convert_activations does, repacked into
+// panels of 16 tokens, and each 4-row weight tile is multiplied against 32 tokens at a time
+// (vpdpbusd, weights reused across tokens). Bit-identical to the vec_dot path: per block the
+// exact integer dot, then sumf += (d_w * d_x) * float(isum) in block order, no FMA.
+bool gemm_q8_supported(TensorType t, CpuTier tier);
+void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Decode GEMV (one token) with AVX512-VNNI for the same types: memory-bound, rows split over
+// the pool. Float lanes are summed in a different order than vec_dot (8 lanes of partial sums
+// with FMA, as ggml's AVX kernels), so results agree to float rounding, not bit for bit.
+void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool);
+
+}  // namespace ragform::ops

@@ -1,0 +1,338 @@
+// AVX512-VNNI int8 kernels for weights whose activations are Q8_0 blocks (Q8_0, Q5_0, Q4_0):
+// a register-tiled GEMM for prefill and a GEMV for decode (gemm.h).
+//
+// GEMM data layout. vpdpbusd multiplies 4 unsigned bytes by 4 signed bytes per 32-bit lane and
+// adds the 4 products into the lane. Lanes index tokens: activations of 16 tokens are packed so
+// that one 64-byte vector holds 4 consecutive quants of each token, and the matching 4 weight
+// quants of one row are broadcast to all lanes. The unsigned x signed rule is met by storing
+// activations as u8 = q + 128 (q in -127..127) and starting each block's accumulator at
+// -128 * sum(weight quants of the block): sum (q+128) w - 128 sum w = sum q w, exact in int32.
+// Per block and token panel: 8 vectors of quants, then 16 float scales d_x:
+//   panel[p].block[b] = { u8 quants [group 0..7][token 0..15][4], float d_x[token 0..15] }.
+// A micro-tile is 4 weight rows x 32 tokens (8 int32 and 8 float accumulators); weight rows of a
+// tile are read once per token block, the token block's panels (~kActBytes) stay in L2.
+// GCC 12 reports its own _mm512_undefined_ps() inside _mm512_cvtepi32_ps as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/ops/fp16.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/quant_blocks.h"
+
+#define RAGFORM_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+namespace ragform::ops {
+
+namespace {
+
+constexpr int kPanel = 16;                                            // tokens per panel
+constexpr int kGroups = QK8_0 / 4;                                    // 4-byte groups per block
+constexpr size_t kQuantBytes = size_t(kGroups) * kPanel * 4;          // 512
+constexpr size_t kBlockBytes = kQuantBytes + kPanel * sizeof(float);  // 576
+constexpr int kRows = 4;                                              // weight rows per micro-tile
+constexpr int kPanelsPerTile = 2;  // token panels per micro-tile (32 tokens)
+// Activation bytes per token block: the panels one row tile is multiplied against, sized to
+// stay in a 1 MB L2 next to the weight rows.
+constexpr size_t kActBytes = 512 * 1024;
+
+// Aligned view into a growable thread-local byte buffer (no allocation once warm).
+uint8_t* aligned_scratch(std::vector<uint8_t>& buf, size_t bytes) {
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + ((64 - addr % 64) % 64);
+}
+
+// Writes token `lane` of a panel from its Q8_0 blocks (nullptr = padding: q = 0, d = 0).
+void pack_lane(const BlockQ8_0* q, int64_t nb, uint8_t* panel, int lane) {
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = panel + size_t(b) * kBlockBytes;
+    for (int g = 0; g < kGroups; ++g)
+      for (int j = 0; j < 4; ++j)
+        blk[g * kPanel * 4 + lane * 4 + j] =
+            q ? uint8_t(int(q[b].qs[4 * g + j]) + 128) : uint8_t(128);
+    const float d = q ? fp16_to_fp32(q[b].d) : 0.0f;
+    std::memcpy(blk + kQuantBytes + size_t(lane) * sizeof(float), &d, sizeof(float));
+  }
+}
+
+// Weight row r of w as Q8_0 blocks: the row itself for Q8_0, else unpacked into `tmp`. The
+// unpacked quants are the integers the reference dot uses (Q4_0: nibble - 8; Q5_0: nibble |
+// bit << 4, minus 16), with the same f16 scale, so every block's integer dot is unchanged.
+const BlockQ8_0* row_as_q8_0(const WeightView& w, int64_t r, BlockQ8_0* tmp) {
+  const uint8_t* row = w.data + size_t(r) * w.row_bytes();
+  const int64_t nb = w.n_in / QK8_0;
+  switch (w.type) {
+    case TensorType::Q8_0:
+      return reinterpret_cast<const BlockQ8_0*>(row);
+    case TensorType::Q4_0: {
+      const auto* x = reinterpret_cast<const BlockQ4_0*>(row);
+      for (int64_t b = 0; b < nb; ++b) {
+        tmp[b].d = x[b].d;
+        for (int j = 0; j < 16; ++j) {
+          tmp[b].qs[j] = int8_t((x[b].qs[j] & 0x0F) - 8);
+          tmp[b].qs[j + 16] = int8_t((x[b].qs[j] >> 4) - 8);
+        }
+      }
+      return tmp;
+    }
+    case TensorType::Q5_0: {
+      const auto* x = reinterpret_cast<const BlockQ5_0*>(row);
+      for (int64_t b = 0; b < nb; ++b) {
+        uint32_t qh;
+        std::memcpy(&qh, x[b].qh, 4);
+        tmp[b].d = x[b].d;
+        for (int j = 0; j < 16; ++j) {
+          tmp[b].qs[j] = int8_t(((x[b].qs[j] & 0x0F) | (((qh >> j) & 1u) << 4)) - 16);
+          tmp[b].qs[j + 16] = int8_t(((x[b].qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - 16);
+        }
+      }
+      return tmp;
+    }
+    default:
+      break;
+  }
+  throw Error("gemm_q8", std::string("type ") + gguf::type_name(w.type) + " is not Q8_0-like");
+}
+
+// Multiply and add with explicit round-to-nearest: builtins GCC never contracts into an FMA (C++
+// defaults to -ffp-contract=fast, and the reference vec_dot has no FMA), so the GEMM keeps the
+// reference's rounding.
+RAGFORM_VNNI inline __m512 mul_rn(__m512 a, __m512 b) {
+  return _mm512_mul_round_ps(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+RAGFORM_VNNI inline __m512 add_rn(__m512 a, __m512 b) {
+  return _mm512_add_round_ps(a, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// One micro-tile: R rows x TT panels over all nb blocks. corr[b*R + r] = -128 * sum of row r's
+// quants in block b, wd[b*R + r] its scale. out[r][t] for t < 16*TT.
+template <int R, int TT>
+RAGFORM_VNNI void micro_tile(const BlockQ8_0* const* wr, const int32_t* corr, const float* wd,
+                             const uint8_t* p0, size_t pstride, int64_t nb,
+                             float (*out)[kPanel * kPanelsPerTile]) {
+  __m512 sum[R][TT];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int t = 0; t < TT; ++t) sum[r][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = p0 + size_t(b) * kBlockBytes;
+    __m512i acc[R][TT];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512i c = _mm512_set1_epi32(corr[b * R + r]);
+#pragma GCC unroll 2
+      for (int t = 0; t < TT; ++t) acc[r][t] = c;
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroups; ++g) {
+      __m512i a[TT];
+#pragma GCC unroll 2
+      for (int t = 0; t < TT; ++t)
+        a[t] = _mm512_load_si512(pb + size_t(t) * pstride + size_t(g) * kPanel * 4);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        int32_t q4;
+        std::memcpy(&q4, wr[r][b].qs + 4 * g, 4);
+        const __m512i wb = _mm512_set1_epi32(q4);
+#pragma GCC unroll 2
+        for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_dpbusd_epi32(acc[r][t], a[t], wb);
+      }
+    }
+    __m512 dx[TT];
+#pragma GCC unroll 2
+    for (int t = 0; t < TT; ++t)
+      dx[t] =
+          _mm512_load_ps(reinterpret_cast<const float*>(pb + size_t(t) * pstride + kQuantBytes));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 dw = _mm512_set1_ps(wd[b * R + r]);
+#pragma GCC unroll 2
+      for (int t = 0; t < TT; ++t)  // sumf += (d_w * d_x) * float(isum), as vec_dot
+        sum[r][t] = add_rn(sum[r][t], mul_rn(mul_rn(dw, dx[t]), _mm512_cvtepi32_ps(acc[r][t])));
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int t = 0; t < TT; ++t) _mm512_storeu_ps(out[r] + t * kPanel, sum[r][t]);
+}
+
+using MicroTileFn = void (*)(const BlockQ8_0* const*, const int32_t*, const float*, const uint8_t*,
+                             size_t, int64_t, float (*)[kPanel * kPanelsPerTile]);
+
+template <int R>
+MicroTileFn pick_tile(int tt) {
+  return tt == 2 ? &micro_tile<R, 2> : &micro_tile<R, 1>;
+}
+
+MicroTileFn tile_function(int rows, int tt) {
+  switch (rows) {
+    case 1:
+      return pick_tile<1>(tt);
+    case 2:
+      return pick_tile<2>(tt);
+    case 3:
+      return pick_tile<3>(tt);
+    default:
+      return pick_tile<4>(tt);
+  }
+}
+
+// -128 * sum of the quants of one block.
+int32_t block_correction(const BlockQ8_0& blk) {
+  int s = 0;
+  for (int j = 0; j < QK8_0; ++j) s += blk.qs[j];
+  return -128 * s;
+}
+
+// Rows [rb, re) of the GEMM against all panels.
+void gemm_rows(const WeightView& w, const uint8_t* panels, int64_t n_panels, int64_t n_tokens,
+               size_t pstride, int64_t rb, int64_t re, float* y) {
+  const int64_t nb = w.n_in / QK8_0;
+  thread_local std::vector<BlockQ8_0> conv;
+  thread_local std::vector<int32_t> corr;
+  thread_local std::vector<float> wd;
+  if (conv.size() < size_t(kRows * nb)) conv.resize(size_t(kRows * nb));
+  if (corr.size() < size_t(kRows * nb)) corr.resize(size_t(kRows * nb));
+  if (wd.size() < size_t(kRows * nb)) wd.resize(size_t(kRows * nb));
+
+  const int64_t per_block =
+      std::max<int64_t>(kPanelsPerTile, int64_t(kActBytes / pstride) / kPanelsPerTile * 2);
+  float out[kRows][kPanel * kPanelsPerTile];
+  for (int64_t p0 = 0; p0 < n_panels; p0 += per_block) {
+    const int64_t p1 = std::min(n_panels, p0 + per_block);
+    for (int64_t r0 = rb; r0 < re; r0 += kRows) {
+      const int rows = int(std::min<int64_t>(kRows, re - r0));
+      const BlockQ8_0* wr[kRows];
+      for (int r = 0; r < rows; ++r) {
+        wr[r] = row_as_q8_0(w, r0 + r, conv.data() + size_t(r) * size_t(nb));
+        for (int64_t b = 0; b < nb; ++b) {
+          corr[size_t(b * rows + r)] = block_correction(wr[r][b]);
+          wd[size_t(b * rows + r)] = fp16_to_fp32(wr[r][b].d);
+        }
+      }
+      for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
+        const int tt = int(std::min<int64_t>(kPanelsPerTile, p1 - p));
+        tile_function(rows, tt)(wr, corr.data(), wd.data(), panels + size_t(p) * pstride, pstride,
+                                nb, out);
+        const int64_t t_end = std::min<int64_t>(n_tokens, (p + tt) * kPanel);
+        for (int64_t t = p * kPanel; t < t_end; ++t) {
+          float* yt = y + size_t(t) * size_t(w.n_out) + size_t(r0);
+          for (int r = 0; r < rows; ++r) yt[r] = out[r][t - p * kPanel];
+        }
+      }
+    }
+  }
+}
+
+// GEMV body for rows [rb, re): sign trick (|w| as u8 times sign(w)*q as s8), 8 int32 lanes per
+// block, scaled into 8 float lanes with FMA, reduced at the end of the row.
+RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const float* dx, int64_t rb,
+                            int64_t re, float* y) {
+  const int64_t nb = w.n_in / QK8_0;
+  thread_local std::vector<BlockQ8_0> conv;
+  if (conv.size() < size_t(nb)) conv.resize(size_t(nb));
+  for (int64_t r = rb; r < re; ++r) {
+    const BlockQ8_0* x = row_as_q8_0(w, r, conv.data());
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs));
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
+      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + 1].qs));
+      const __m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w0),
+                                             _mm256_sign_epi8(a0, w0));
+      const __m256i s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w1),
+                                             _mm256_sign_epi8(a1, w1));
+      acc0 =
+          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[b].d) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[b + 1].d) * dx[b + 1]),
+                             _mm256_cvtepi32_ps(s1), acc1);
+    }
+    for (; b < nb; ++b) {
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
+      const __m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w0),
+                                             _mm256_sign_epi8(a0, w0));
+      acc0 =
+          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[b].d) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
+    }
+    const __m256 s = _mm256_add_ps(acc0, acc1);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    y[r] = _mm_cvtss_f32(h);
+  }
+}
+
+void check_q8_shape(const WeightView& w, const char* where) {
+  if (!gemm_q8_supported(w.type, CpuTier::Avx512))
+    throw Error(where, std::string("type ") + gguf::type_name(w.type) + " is not Q8_0-like");
+  if (!gemm_q8_supported(w.type, best_cpu_tier())) throw Error(where, "this CPU lacks AVX512-VNNI");
+  check_row_length(w.type, w.n_in, where);
+}
+
+}  // namespace
+
+bool gemm_q8_supported(TensorType t, CpuTier tier) {
+  if (t != TensorType::Q8_0 && t != TensorType::Q5_0 && t != TensorType::Q4_0) return false;
+  return tier == CpuTier::Avx512 && cpu_features().avx512vnni;
+}
+
+void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  check_q8_shape(w, "gemm_q8");
+  if (n_tokens <= 0 || w.n_out <= 0) return;
+  const int64_t nb = w.n_in / QK8_0;
+  const int64_t n_panels = (n_tokens + kPanel - 1) / kPanel;
+  const size_t pstride = size_t(nb) * kBlockBytes;
+
+  thread_local std::vector<uint8_t> panel_buf;
+  uint8_t* panels = aligned_scratch(panel_buf, pstride * size_t(n_panels));
+
+  // Quantise (quantize_row_q8_0, the reference's conversion) and pack, one panel per task.
+  pool.parallel_for(size_t(n_panels), [&](size_t pb, size_t pe, int) {
+    thread_local std::vector<BlockQ8_0> q;
+    if (q.size() < size_t(nb)) q.resize(size_t(nb));
+    for (size_t p = pb; p < pe; ++p)
+      for (int lane = 0; lane < kPanel; ++lane) {
+        const int64_t t = int64_t(p) * kPanel + lane;
+        const bool real = t < n_tokens;
+        if (real) quantize_row_q8_0(x + size_t(t) * size_t(w.n_in), q.data(), w.n_in);
+        pack_lane(real ? q.data() : nullptr, nb, panels + p * pstride, lane);
+      }
+  });
+
+  pool.parallel_for(
+      size_t(w.n_out),
+      [&](size_t rb, size_t re, int) {
+        gemm_rows(w, panels, n_panels, n_tokens, pstride, int64_t(rb), int64_t(re), y);
+      },
+      kRows);
+}
+
+void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
+  check_q8_shape(w, "gemv_q8");
+  if (w.n_out <= 0) return;
+  const int64_t nb = w.n_in / QK8_0;
+  thread_local std::vector<BlockQ8_0> act;
+  thread_local std::vector<float> dx;
+  if (act.size() < size_t(nb)) act.resize(size_t(nb));
+  if (dx.size() < size_t(nb)) dx.resize(size_t(nb));
+  quantize_row_q8_0(x, act.data(), w.n_in);
+  for (int64_t b = 0; b < nb; ++b) dx[size_t(b)] = fp16_to_fp32(act[size_t(b)].d);
+  const BlockQ8_0* a = act.data();
+  const float* d = dx.data();
+  pool.parallel_for(
+      size_t(w.n_out),
+      [&](size_t rb, size_t re, int) { gemv_rows(w, a, d, int64_t(rb), int64_t(re), y); }, 16);
+}
+
+}  // namespace ragform::ops

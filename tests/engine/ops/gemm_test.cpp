@@ -1,0 +1,182 @@
+// The AVX512-VNNI int8 kernels (gemm.h) against the scalar reference: one vec_dot per output
+// with convert_activations, the path matmul takes on the scalar tier. The GEMM must match it bit
+// for bit (same integer block sums, same float operations in the same order); the GEMV sums
+// float lanes in another order, so it must agree within float rounding of sum |w a|. Shapes are
+// odd on purpose: n_out not a multiple of the 4-row tile, 1..17 tokens (partial 16-token
+// panels, a lone panel after pairs), and a long row that splits the tokens into several L2
+// blocks. Every tier of matmul_tier is checked the same way.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "engine/ops/cpu_features.h"
+#include "engine/ops/gemm.h"
+#include "engine/ops/ops.h"
+#include "random_weights.h"
+
+using namespace ragform;
+using namespace ragform::ops;
+using namespace ragform::ops::testing;
+
+namespace {
+
+const TensorType kQ8Types[] = {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0};
+
+struct Reference {
+  std::vector<float> y;       // [n_tokens][n_out], vec_dot per output
+  std::vector<double> scale;  // sum |w a| per output (tolerance scale)
+};
+
+Reference reference(const WeightView& w, const std::vector<float>& x, int64_t n_tokens) {
+  Reference ref;
+  ref.y.resize(size_t(n_tokens * w.n_out));
+  ref.scale.resize(ref.y.size());
+  const auto wf = dequantize_tensor(w);
+  std::vector<uint8_t> act(activation_row_bytes(w.type, w.n_in));
+  std::vector<float> af(size_t(w.n_in));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    convert_activations(w.type, x.data() + t * w.n_in, w.n_in, act.data());
+    activations_to_float(w.type, act.data(), w.n_in, af.data());
+    for (int64_t r = 0; r < w.n_out; ++r) {
+      const size_t i = size_t(t * w.n_out + r);
+      ref.y[i] = vec_dot(w.type, w.n_in, w.data + size_t(r) * w.row_bytes(), act.data());
+      double s = 0;
+      for (int64_t k = 0; k < w.n_in; ++k)
+        s += std::fabs(double(wf[size_t(r * w.n_in + k)]) * af[size_t(k)]);
+      ref.scale[i] = s;
+    }
+  }
+  return ref;
+}
+
+bool have_vnni() { return gemm_q8_supported(TensorType::Q8_0, best_cpu_tier()); }
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+}  // namespace
+
+TEST(GemmQ8, BitIdenticalToVecDotOddShapes) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI: " << cpu_summary();
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  const int64_t n_ins[] = {32, 96, 896};
+  const int64_t n_outs[] = {1, 3, 4, 5, 9};
+  for (TensorType t : kQ8Types)
+    for (int64_t n_in : n_ins)
+      for (int64_t n_out : n_outs) {
+        const auto data = random_rows(t, n_in, n_out, uint32_t(n_in * 7 + n_out) + uint32_t(t));
+        const WeightView w{t, data.data(), n_in, n_out};
+        const auto x = random_activations(n_in * 17, uint32_t(n_in + n_out));
+        const Reference ref = reference(w, x, 17);
+        for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
+          ThreadPool& pool = pools[n_tokens % 3];
+          std::vector<float> y(size_t(n_tokens * n_out), NAN);
+          gemm_q8(w, x.data(), n_tokens, y.data(), pool);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
+                << gguf::type_name(t) << " " << n_in << "x" << n_out << " tokens " << n_tokens
+                << " at " << i << ": " << y[i] << " vs " << ref.y[i];
+        }
+      }
+}
+
+TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  // n_in 4864 (the FFN down projection): ~87 KB of packed activations per 16 tokens, so 100
+  // tokens (7 panels) span two L2 token blocks and end in a lone panel.
+  const int64_t n_in = 4864, n_out = 6, n_tokens = 100;
+  const auto data = random_rows(TensorType::Q8_0, n_in, n_out, 99);
+  const WeightView w{TensorType::Q8_0, data.data(), n_in, n_out};
+  const auto x = random_activations(n_in * n_tokens, 5);
+  const Reference ref = reference(w, x, n_tokens);
+  ThreadPool pool(2);
+  std::vector<float> y(size_t(n_tokens * n_out), NAN);
+  gemm_q8(w, x.data(), n_tokens, y.data(), pool);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << "at " << i;
+}
+
+TEST(GemvQ8, AgreesWithVecDotToRounding) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  ThreadPool pool(2);
+  for (TensorType t : kQ8Types)
+    for (int64_t n_in : {32, 64, 96, 896, 4864}) {
+      const int64_t n_out = 37;
+      const auto data = random_rows(t, n_in, n_out, uint32_t(n_in) + 3 * uint32_t(t));
+      const WeightView w{t, data.data(), n_in, n_out};
+      const auto x = random_activations(n_in, uint32_t(n_in) * 11);
+      const Reference ref = reference(w, x, 1);
+      std::vector<float> y(size_t(n_out), NAN);
+      gemv_q8(w, x.data(), y.data(), pool);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], ref.y[i], 2e-6 * ref.scale[i])
+            << gguf::type_name(t) << " n_in " << n_in << " row " << i;
+    }
+}
+
+TEST(MatmulTier, EveryTierMatchesTheScalarReference) {
+  ThreadPool pool(2);
+  const CpuTier tiers[] = {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512};
+  for (TensorType t : kWeightTypes)
+    for (int64_t n_tokens : {1, 2, 5, 16, 17}) {
+      const int64_t n_in = 512, n_out = 7;
+      const auto data = random_rows(t, n_in, n_out, uint32_t(t) * 13 + uint32_t(n_tokens));
+      const WeightView w{t, data.data(), n_in, n_out};
+      const auto x = random_activations(n_in * n_tokens, uint32_t(n_tokens));
+      const Reference ref = reference(w, x, n_tokens);
+      for (CpuTier tier : tiers) {
+        std::vector<float> y(size_t(n_tokens * n_out), NAN);
+        matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);
+        // Only the one-token GEMV reorders float sums; everything else is bit-identical.
+        const bool exact = !(n_tokens == 1 && gemm_q8_supported(t, clamp_tier(tier)));
+        for (size_t i = 0; i < y.size(); ++i) {
+          if (exact) {
+            ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
+                << gguf::type_name(t) << " tier " << tier_name(tier) << " tokens " << n_tokens
+                << " at " << i;
+          } else {
+            ASSERT_NEAR(y[i], ref.y[i], 2e-6 * ref.scale[i]) << gguf::type_name(t) << " at " << i;
+          }
+        }
+      }
+    }
+}
+
+TEST(GemmQ8, RejectsTypesItDoesNotCover) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  ThreadPool pool(1);
+  std::vector<uint8_t> data(4096);
+  std::vector<float> x(256), y(4);
+  EXPECT_THROW(gemm_q8({TensorType::Q4_K, data.data(), 256, 2}, x.data(), 1, y.data(), pool),
+               Error);
+  EXPECT_THROW(gemm_q8({TensorType::Q8_0, data.data(), 40, 2}, x.data(), 1, y.data(), pool), Error);
+  EXPECT_FALSE(gemm_q8_supported(TensorType::Q8_0, CpuTier::Avx2));
+  EXPECT_FALSE(gemm_q8_supported(TensorType::F16, CpuTier::Avx512));
+}
+
+TEST(CpuFeatures, TierNamesClampAndParse) {
+  EXPECT_EQ(parse_tier("scalar", "t"), CpuTier::Scalar);
+  EXPECT_EQ(parse_tier("avx2", "t"), CpuTier::Avx2);
+  EXPECT_EQ(parse_tier("avx512", "t"), CpuTier::Avx512);
+  EXPECT_THROW(parse_tier("sse9", "t"), UsageError);
+  for (CpuTier t : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512})
+    EXPECT_EQ(parse_tier(tier_name(t), "t"), t);
+  EXPECT_EQ(clamp_tier(CpuTier::Scalar), CpuTier::Scalar);
+  EXPECT_LE(int(clamp_tier(CpuTier::Avx512)), int(best_cpu_tier()));
+  EXPECT_LE(int(cpu_tier()), int(best_cpu_tier()));
+  const CpuFeatures& f = cpu_features();
+  // AVX-512 implies AVX2 on every CPU made; the tier must follow the flags.
+  if (best_cpu_tier() == CpuTier::Avx512) {
+    EXPECT_TRUE(f.avx512f && f.avx512bw && f.avx2);
+  }
+  if (f.avx512vnni) {
+    EXPECT_TRUE(f.avx512f);
+  }
+  EXPECT_NE(cpu_summary().find(tier_name(cpu_tier())), std::string::npos);
+}
