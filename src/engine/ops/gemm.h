@@ -19,6 +19,12 @@ namespace ragform::ops {
 bool gemm_q8_supported(TensorType t, CpuTier tier);
 void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
+// The same GEMM for Q4_K, Q5_K and Q6_K weights against Q8_K activations (gemm_k.cpp): every
+// type in one form of 16-element sub-blocks with integer scales, bsums terms through vpdpwssd.
+// Bit-identical to the vec_dot path (same integer sums, same float operations per block).
+bool gemm_k_supported(TensorType t, CpuTier tier);
+void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
 // Decode GEMV (one token) with AVX512-VNNI for the same types: memory-bound, rows split over
 // the pool. Float lanes are summed in a different order than vec_dot (8 lanes of partial sums
 // with FMA, as ggml's AVX kernels), so results agree to float rounding, not bit for bit.

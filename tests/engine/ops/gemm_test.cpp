@@ -1,10 +1,10 @@
-// The AVX512-VNNI int8 kernels (gemm.h) against the scalar reference: one vec_dot per output
-// with convert_activations, the path matmul takes on the scalar tier. The GEMM must match it bit
-// for bit (same integer block sums, same float operations in the same order); the GEMV sums
-// float lanes in another order, so it must agree within float rounding of sum |w a|. Shapes are
-// odd on purpose: n_out not a multiple of the 4-row tile, 1..17 tokens (partial 16-token
-// panels, a lone panel after pairs), and a long row that splits the tokens into several L2
-// blocks. Every tier of matmul_tier is checked the same way.
+// The AVX512-VNNI int8 kernels (gemm.h: Q8_0-like GEMM/GEMV, K-quant GEMM) against the scalar
+// reference: one vec_dot per output with convert_activations, the path matmul takes on the scalar
+// tier. The GEMM must match it bit for bit (same integer block sums, same float operations in the
+// same order); the GEMV sums float lanes in another order, so it must agree within float rounding
+// of sum |w a|. Shapes are odd on purpose: n_out not a multiple of the 4-row tile, 1..17 tokens
+// (partial 16-token panels, a lone panel after pairs), and a long row that splits the tokens into
+// several L2 blocks. Every tier of matmul_tier is checked the same way.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,6 +87,45 @@ TEST(GemmQ8, BitIdenticalToVecDotOddShapes) {
       }
 }
 
+TEST(GemmK, BitIdenticalToVecDotOddShapes) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2)};
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K})
+    for (int64_t n_in : {256, 768})
+      for (int64_t n_out : {1, 3, 6}) {
+        const auto data = random_rows(t, n_in, n_out, uint32_t(n_in * 5 + n_out) + uint32_t(t));
+        const WeightView w{t, data.data(), n_in, n_out};
+        const auto x = random_activations(n_in * 17, uint32_t(n_in * 3 + n_out));
+        const Reference ref = reference(w, x, 17);
+        for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
+          std::vector<float> y(size_t(n_tokens * n_out), NAN);
+          gemm_k(w, x.data(), n_tokens, y.data(), pools[n_tokens % 2]);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
+                << gguf::type_name(t) << " " << n_in << "x" << n_out << " tokens " << n_tokens
+                << " at " << i << ": " << y[i] << " vs " << ref.y[i];
+        }
+      }
+}
+
+TEST(GemmK, SeveralTokenBlocksOnLongRows) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  // 4864 = 19 K-blocks: ~89 KB of packed activations per 16 tokens, so 120 tokens (8 panels)
+  // span two token blocks.
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t n_in = 4864, n_out = 5, n_tokens = 120;
+    const auto data = random_rows(t, n_in, n_out, 77 + uint32_t(t));
+    const WeightView w{t, data.data(), n_in, n_out};
+    const auto x = random_activations(n_in * n_tokens, 6);
+    const Reference ref = reference(w, x, n_tokens);
+    ThreadPool pool(2);
+    std::vector<float> y(size_t(n_tokens * n_out), NAN);
+    gemm_k(w, x.data(), n_tokens, y.data(), pool);
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << gguf::type_name(t) << " at " << i;
+  }
+}
+
 TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
   if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   // n_in 4864 (the FFN down projection): ~87 KB of packed activations per 16 tokens, so 100
@@ -158,6 +197,9 @@ TEST(GemmQ8, RejectsTypesItDoesNotCover) {
   EXPECT_THROW(gemm_q8({TensorType::Q8_0, data.data(), 40, 2}, x.data(), 1, y.data(), pool), Error);
   EXPECT_FALSE(gemm_q8_supported(TensorType::Q8_0, CpuTier::Avx2));
   EXPECT_FALSE(gemm_q8_supported(TensorType::F16, CpuTier::Avx512));
+  EXPECT_THROW(gemm_k({TensorType::Q8_0, data.data(), 256, 2}, x.data(), 1, y.data(), pool), Error);
+  EXPECT_THROW(gemm_k({TensorType::Q4_K, data.data(), 128, 2}, x.data(), 1, y.data(), pool), Error);
+  EXPECT_FALSE(gemm_k_supported(TensorType::Q3_K, CpuTier::Avx512));
 }
 
 TEST(CpuFeatures, TierNamesClampAndParse) {
