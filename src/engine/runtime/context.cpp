@@ -8,6 +8,7 @@
 #include "engine/model/blocks.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/ops.h"
+#include "engine/runtime/attention.h"
 
 namespace ragform::runtime {
 
@@ -23,13 +24,42 @@ struct SeqCache {
   std::vector<std::vector<float>> k32, v32;
   std::vector<std::vector<uint16_t>> k16, v16;
 };
+
+// One row of the batch: which sequence, position, and where its outputs go.
+struct Row {
+  int input;  // index into inputs
+  int seq;
+  int pos;
+  int32_t token;
+};
+
+// f(r) for r in [0, n): on the pool when n * cost_per_row (elements touched) is worth waking the
+// workers, else inline (decode rows are too small to split).
+template <class F>
+void for_rows(ThreadPool& pool, int64_t n, int64_t cost_per_row, const F& f) {
+  if (pool.size() == 1 || n * cost_per_row < (int64_t(1) << 14) || n < 2) {
+    for (int64_t r = 0; r < n; ++r) f(r);
+    return;
+  }
+  pool.parallel_for(size_t(n), [&](size_t b, size_t e, int) {
+    for (size_t r = b; r < e; ++r) f(int64_t(r));
+  });
+}
 }  // namespace
 
 struct Context::Impl {
   std::vector<SeqCache> seqs;
   // Scratch reused across calls (grown, never shrunk): activations are [T][dim].
   std::vector<float> x, cur, q, k, v, attn, o, gate, up;
-  std::vector<std::vector<float>> scores;  // per thread: [n_ctx]
+  AttnScratch attn_scratch;
+  std::vector<AttnSeq> attn_seqs;
+  // Per-eval bookkeeping, kept to avoid allocating on every decode step.
+  std::vector<Row> rows;
+  std::vector<model::RopeCache> rope;  // per batch row, shared by all layers
+  std::vector<char> need_final;
+  std::vector<int32_t> ids;
+  std::vector<int64_t> keep, final_rows, lrows;
+  std::vector<float> h, logits;
 };
 
 Context::Context(const model::Model& m, ContextParams p)
@@ -111,14 +141,6 @@ void grow(SeqCache& s, int need, const Hparams& hp, KvType kt, int n_ctx) {
   s.capacity = cap;
 }
 
-// One row of the batch: which sequence, position, and where its outputs go.
-struct Row {
-  int input;  // index into inputs
-  int seq;
-  int pos;
-  int32_t token;
-};
-
 void add_bias(float* y, const float* b, int64_t rows, int64_t n) {
   if (!b) return;
   for (int64_t r = 0; r < rows; ++r)
@@ -132,10 +154,11 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
   Impl& I = *impl_;
   ThreadPool& pool = *params_.pool;
   const int E = hp.n_embd, Qd = hp.q_dim(), KVd = hp.kv_dim(), FF = hp.n_ff, HD = hp.head_dim;
-  const int NH = hp.n_head, NKV = hp.n_head_kv, group = NH / NKV;
+  const int NH = hp.n_head, NKV = hp.n_head_kv;
 
   // Validate everything before touching any cache.
-  std::vector<Row> rows;
+  std::vector<Row>& rows = I.rows;
+  rows.clear();
   for (size_t ii = 0; ii < inputs.size(); ++ii) {
     const SeqInput& in = inputs[ii];
     SeqCache& s = get_seq(I.seqs, in.seq);
@@ -173,7 +196,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
          params_.kv_type, params_.n_ctx);
 
   // Which rows does anyone read after the last layer's attention? (logits or final hidden)
-  std::vector<char> need_final(size_t(T), 0);
+  std::vector<char>& need_final = I.need_final;
+  need_final.assign(size_t(T), 0);
   bool need_ffn_all_last = false;
   for (int64_t r = 0; r < T; ++r) {
     const SeqInput& in = inputs[size_t(rows[size_t(r)].input)];
@@ -193,29 +217,33 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
   I.o.resize(size_t(T * E));
   I.gate.resize(size_t(T * FF));
   I.up.resize(size_t(T * FF));
-  I.scores.resize(size_t(pool.size()));
-  for (auto& s : I.scores) s.resize(size_t(params_.n_ctx));
 
-  std::vector<int32_t> ids(static_cast<size_t>(T));
-  for (int64_t r = 0; r < T; ++r) ids[size_t(r)] = rows[size_t(r)].token;
-  ops::get_rows(M.tok_embd, ids.data(), T, I.x.data());
+  I.ids.resize(size_t(T));
+  for (int64_t r = 0; r < T; ++r) I.ids[size_t(r)] = rows[size_t(r)].token;
+  ops::get_rows(M.tok_embd, I.ids.data(), T, I.x.data());
+  // RoPE angles depend only on the position: computed once per row for all layers.
+  if (I.rope.size() < size_t(T)) I.rope.resize(size_t(T));
+  for_rows(pool, T, 64 * hp.n_rot, [&](int64_t r) {
+    I.rope[size_t(r)].compute(rows[size_t(r)].pos, hp.n_rot, hp.rope_base, 1.0f / hp.rope_scale);
+  });
 
-  const float kq_scale = 1.0f / std::sqrt(float(HD));
+  const AttnShape ashape{NH, NKV, HD, 1.0f / std::sqrt(float(HD))};
   const bool f16kv = params_.kv_type == KvType::F16;
 
   for (int il = 0; il < hp.n_layer; ++il) {
     const model::LayerWeights& L = M.layers[size_t(il)];
     const bool last_layer = il == hp.n_layer - 1;
     // --- attention block: h = RMSNorm(x) * attn_norm; q, k, v = W h (+ b)
-    for (int64_t r = 0; r < T; ++r)
+    for_rows(pool, T, E, [&](int64_t r) {
       model::rms_norm(&I.x[size_t(r * E)], L.attn_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
+    });
     ops::matmul(L.wq, I.cur.data(), T, I.q.data(), pool);
     ops::matmul(L.wk, I.cur.data(), T, I.k.data(), pool);
     ops::matmul(L.wv, I.cur.data(), T, I.v.data(), pool);
     add_bias(I.q.data(), L.bq, T, Qd);
     add_bias(I.k.data(), L.bk, T, KVd);
     add_bias(I.v.data(), L.bv, T, KVd);
-    for (int64_t r = 0; r < T; ++r) {
+    for_rows(pool, T, Qd + 2 * KVd, [&](int64_t r) {
       float* qr = &I.q[size_t(r * Qd)];
       float* kr = &I.k[size_t(r * KVd)];
       if (L.q_norm) {
@@ -224,8 +252,7 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
         for (int h = 0; h < NKV; ++h)
           model::rms_norm(kr + h * HD, L.k_norm, HD, hp.rms_eps, kr + h * HD);
       }
-      model::RopeCache rc;
-      rc.compute(rows[size_t(r)].pos, hp.n_rot, hp.rope_base, 1.0f / hp.rope_scale);
+      const model::RopeCache& rc = I.rope[size_t(r)];
       model::rope(qr, NH, HD, hp.n_rot, rc, hp.rope_type);
       model::rope(kr, NKV, HD, hp.n_rot, rc, hp.rope_type);
       // Store k, v in the sequence's cache at this position.
@@ -240,85 +267,49 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
           s.v16[size_t(il)][off + size_t(i)] = ops::fp32_to_fp16(I.v[size_t(r * KVd + i)]);
         }
       }
-    }
+    });
 
-    // Attention taps wanted at this layer: (row, output slot).
-    std::vector<std::pair<int64_t, AttentionRow*>> taps;
+    // Attention over each sequence's cache (runtime/attention.h); taps wanted at this layer get
+    // their AttentionRow slots here and are filled by the kernel from the exact softmax rows.
     {
+      auto& aseqs = I.attn_seqs;
+      aseqs.resize(inputs.size());
       int64_t base = 0;
       for (size_t ii = 0; ii < inputs.size(); ++ii) {
         const SeqInput& in = inputs[ii];
+        const SeqCache& s = I.seqs[size_t(in.seq)];
+        AttnSeq& as = aseqs[ii];
+        as.kv = f16kv
+                    ? KvView{nullptr, nullptr, s.k16[size_t(il)].data(), s.v16[size_t(il)].data()}
+                    : KvView{s.k32[size_t(il)].data(), s.v32[size_t(il)].data(), nullptr, nullptr};
+        as.q = &I.q[size_t(base * Qd)];
+        as.out = &I.attn[size_t(base * Qd)];
+        as.pos0 = s.n_past;
+        as.n_rows = int(in.tokens.size());
+        as.taps.clear();
         if (std::find(in.attn_layers.begin(), in.attn_layers.end(), il) != in.attn_layers.end()) {
           std::vector<int> qs = in.attn_queries;
           if (qs.empty() && !in.tokens.empty()) qs.push_back(int(in.tokens.size()) - 1);
           for (int qrow : qs) {
             AttentionRow ar;
             ar.layer = il;
-            ar.query_pos = rows[size_t(base + qrow)].pos;
+            ar.query_pos = s.n_past + qrow;
             ar.heads.assign(size_t(NH), std::vector<float>(size_t(ar.query_pos + 1)));
+            // The heads' buffer moves with the AttentionRow, so the pointer stays valid.
+            as.taps.push_back(AttnTap{qrow, ar.heads.data()});
             out[ii].attention.push_back(std::move(ar));
           }
-          size_t first = out[ii].attention.size() - qs.size();
-          for (size_t k = 0; k < qs.size(); ++k)
-            taps.emplace_back(base + qs[k], &out[ii].attention[first + k]);
         }
         base += int64_t(in.tokens.size());
       }
+      attention(ashape, aseqs, pool, I.attn_scratch);
     }
-
-    // softmax(scale * q.K^T + causal mask) V, per (row, head); K/V head = head / group.
-    pool.parallel_for(
-        size_t(T * NH),
-        [&](size_t b, size_t e, int tid) {
-          float* sc = I.scores[size_t(tid)].data();
-          std::vector<float> qh(static_cast<size_t>(HD));
-          for (size_t w = b; w < e; ++w) {
-            const int64_t r = int64_t(w) / NH;
-            const int h = int(w % size_t(NH)), kvh = h / group;
-            const Row& row = rows[size_t(r)];
-            const SeqCache& s = I.seqs[size_t(row.seq)];
-            const int n_keys = row.pos + 1;
-            const float* qr = &I.q[size_t(r * Qd + h * HD)];
-            if (f16kv)
-              for (int d = 0; d < HD; ++d)
-                qh[size_t(d)] = ops::round_fp16(qr[d]);  // ggml converts Q to F16
-            for (int j = 0; j < n_keys; ++j) {
-              float dot = 0.0f;
-              size_t ko = size_t(j) * size_t(KVd) + size_t(kvh * HD);
-              if (!f16kv) {
-                const float* kj = &s.k32[size_t(il)][ko];
-                for (int d = 0; d < HD; ++d) dot += qr[d] * kj[d];
-              } else {
-                const uint16_t* kj = &s.k16[size_t(il)][ko];
-                for (int d = 0; d < HD; ++d) dot += qh[size_t(d)] * ops::fp16_to_fp32(kj[d]);
-              }
-              sc[j] = dot * kq_scale;
-            }
-            model::softmax(sc, n_keys);
-            for (auto& [tr, ar] : taps)
-              if (tr == r) std::copy(sc, sc + n_keys, ar->heads[size_t(h)].begin());
-            float* o = &I.attn[size_t(r * Qd + h * HD)];
-            std::fill(o, o + HD, 0.0f);
-            for (int j = 0; j < n_keys; ++j) {
-              size_t vo = size_t(j) * size_t(KVd) + size_t(kvh * HD);
-              if (!f16kv) {
-                const float p = sc[j];
-                const float* vj = &s.v32[size_t(il)][vo];
-                for (int d = 0; d < HD; ++d) o[d] += p * vj[d];
-              } else {
-                const float p = ops::round_fp16(sc[j]);  // ggml converts the probabilities to F16
-                const uint16_t* vj = &s.v16[size_t(il)][vo];
-                for (int d = 0; d < HD; ++d) o[d] += p * ops::fp16_to_fp32(vj[d]);
-              }
-            }
-          }
-        },
-        1);
 
     // On the last layer, only rows someone reads go on (llama.cpp's inp_out_ids): an
     // attention-only pass stops here.
     int64_t Tn = T;
-    std::vector<int64_t> keep;
+    std::vector<int64_t>& keep = I.keep;
+    keep.clear();
     if (last_layer) {
       for (int64_t r = 0; r < T; ++r)
         if (need_final[size_t(r)]) keep.push_back(r);
@@ -332,16 +323,27 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
       }
     }
     ops::matmul(L.wo, I.attn.data(), Tn, I.o.data(), pool);
-    for (int64_t i = 0; i < Tn * E; ++i) I.x[size_t(i)] += I.o[size_t(i)];
+    for_rows(pool, Tn, E, [&](int64_t r) {
+      for (int64_t i = r * E; i < (r + 1) * E; ++i) I.x[size_t(i)] += I.o[size_t(i)];
+    });
 
     // --- feed-forward block: x += W_down (silu(W_gate h) * W_up h), h = RMSNorm(x) * ffn_norm
-    for (int64_t r = 0; r < Tn; ++r)
+    for_rows(pool, Tn, E, [&](int64_t r) {
       model::rms_norm(&I.x[size_t(r * E)], L.ffn_norm, E, hp.rms_eps, &I.cur[size_t(r * E)]);
+    });
     ops::matmul(L.w_gate, I.cur.data(), Tn, I.gate.data(), pool);
     ops::matmul(L.w_up, I.cur.data(), Tn, I.up.data(), pool);
-    model::swiglu(I.gate.data(), I.up.data(), int(Tn * FF), I.gate.data());
+    {  // silu(gate) * up in chunks of 1024 (exp-heavy: worth splitting even for one row)
+      const int64_t n = Tn * FF, chunk = 1024;
+      for_rows(pool, (n + chunk - 1) / chunk, 4 * chunk, [&](int64_t c) {
+        const int64_t b = c * chunk, len = std::min(chunk, n - b);
+        model::swiglu(&I.gate[size_t(b)], &I.up[size_t(b)], int(len), &I.gate[size_t(b)]);
+      });
+    }
     ops::matmul(L.w_down, I.gate.data(), Tn, I.o.data(), pool);
-    for (int64_t i = 0; i < Tn * E; ++i) I.x[size_t(i)] += I.o[size_t(i)];
+    for_rows(pool, Tn, E, [&](int64_t r) {
+      for (int64_t i = r * E; i < (r + 1) * E; ++i) I.x[size_t(i)] += I.o[size_t(i)];
+    });
 
     // Hidden-state tap after this block (row r of x is original row keep[r] on the last layer).
     for (size_t ii = 0; ii < inputs.size(); ++ii) {
@@ -355,7 +357,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     }
     if (last_layer) {
       // Final norm and the vocabulary projection, only for rows whose logits are read.
-      std::vector<int64_t> final_rows = keep.empty() ? std::vector<int64_t>() : keep;
+      std::vector<int64_t>& final_rows = I.final_rows;
+      final_rows = keep;
       if (keep.empty())
         for (int64_t r = 0; r < T; ++r) final_rows.push_back(r);
       for (int64_t r = 0; r < Tn; ++r)
@@ -368,7 +371,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
                                   &I.cur[size_t((r + 1) * E)]);
       }
       // Rows needing logits, compacted.
-      std::vector<int64_t> lrows;
+      std::vector<int64_t>& lrows = I.lrows;
+      lrows.clear();
       for (int64_t r = 0; r < Tn; ++r) {
         const Row& row = rows[size_t(final_rows[size_t(r)])];
         const SeqInput& in = inputs[size_t(row.input)];
@@ -378,10 +382,12 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
           lrows.push_back(r);
       }
       if (!lrows.empty()) {
-        std::vector<float> h(lrows.size() * size_t(E));
+        std::vector<float>& h = I.h;
+        h.resize(lrows.size() * size_t(E));
         for (size_t k = 0; k < lrows.size(); ++k)
           std::memcpy(&h[k * size_t(E)], &I.cur[size_t(lrows[k] * E)], size_t(E) * 4);
-        std::vector<float> logits(lrows.size() * size_t(hp.n_vocab));
+        std::vector<float>& logits = I.logits;
+        logits.resize(lrows.size() * size_t(hp.n_vocab));
         ops::matmul(M.output, h.data(), int64_t(lrows.size()), logits.data(), pool);
         for (size_t k = 0; k < lrows.size(); ++k) {
           const Row& row = rows[size_t(final_rows[size_t(lrows[k])])];

@@ -1,0 +1,391 @@
+#include "engine/runtime/attention.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+#include "base/error.h"
+#include "engine/model/blocks.h"
+#include "engine/ops/fp16.h"
+
+namespace ragform::runtime {
+
+namespace {
+
+constexpr int kKeyTile = 64;  // keys per transposed K tile (and the score-row alignment)
+
+// kt[d][jj] = K[j0 + jj][kvh*hd + d] as float for jj < kb; zeros for kb <= jj < kKeyTile.
+void transpose_keys(const KvView& kv, int kv_dim, int kvh, int hd, int j0, int kb, float* kt) {
+  const size_t off = size_t(kvh) * size_t(hd);
+  if (kv.f16()) {
+    const float* tab = ops::fp16_table();
+    for (int jj = 0; jj < kb; ++jj) {
+      const uint16_t* k = kv.k16 + size_t(j0 + jj) * size_t(kv_dim) + off;
+      for (int d = 0; d < hd; ++d) kt[size_t(d) * kKeyTile + size_t(jj)] = tab[k[d]];
+    }
+  } else {
+    for (int jj = 0; jj < kb; ++jj) {
+      const float* k = kv.k32 + size_t(j0 + jj) * size_t(kv_dim) + off;
+      for (int d = 0; d < hd; ++d) kt[size_t(d) * kKeyTile + size_t(jj)] = k[d];
+    }
+  }
+  if (kb < kKeyTile)
+    for (int d = 0; d < hd; ++d)
+      std::fill(kt + size_t(d) * kKeyTile + kb, kt + size_t(d + 1) * kKeyTile, 0.0f);
+}
+
+// --- scalar variant: the reference's arithmetic in the reference's order, tiled like the others.
+namespace scalar {
+void qk(const float* q, int nq, int hd, const KvView& kv, int kv_dim, int kvh, int n_keys,
+        float scale, float* S, int ldS, float*) {
+  const size_t off = size_t(kvh) * size_t(hd);
+  for (int i = 0; i < nq; ++i) {
+    const float* qi = q + size_t(i) * size_t(hd);
+    float* s = S + size_t(i) * size_t(ldS);
+    for (int j = 0; j < n_keys; ++j) {
+      float dot = 0.0f;
+      const size_t ko = size_t(j) * size_t(kv_dim) + off;
+      if (kv.f16())
+        for (int d = 0; d < hd; ++d) dot += qi[d] * ops::fp16_to_fp32(kv.k16[ko + size_t(d)]);
+      else
+        for (int d = 0; d < hd; ++d) dot += qi[d] * kv.k32[ko + size_t(d)];
+      s[j] = dot * scale;
+    }
+  }
+}
+void softmax(float* s, int n, int width) {
+  model::softmax(s, n);
+  std::fill(s + n, s + width, 0.0f);
+}
+void round_f16_row(float* p, int width) {
+  for (int j = 0; j < width; ++j) p[j] = ops::round_fp16(p[j]);
+}
+void pv(const float* P, int ldS, const int* n_keys, int nq, int hd, const KvView& kv, int kv_dim,
+        int kvh, float* const* out) {
+  const size_t off = size_t(kvh) * size_t(hd);
+  for (int i = 0; i < nq; ++i) {
+    const float* p = P + size_t(i) * size_t(ldS);
+    float* o = out[i];
+    std::fill(o, o + hd, 0.0f);
+    for (int j = 0; j < n_keys[i]; ++j) {
+      const size_t vo = size_t(j) * size_t(kv_dim) + off;
+      if (kv.f16())
+        for (int d = 0; d < hd; ++d) o[d] += p[j] * ops::fp16_to_fp32(kv.v16[vo + size_t(d)]);
+      else
+        for (int d = 0; d < hd; ++d) o[d] += p[j] * kv.v32[vo + size_t(d)];
+    }
+  }
+}
+}  // namespace scalar
+
+// Cephes expf (S. L. Moshier): x = n ln2 + r with ln2 split in C1 + C2, a degree-6 polynomial
+// for e^r, then scaling by 2^n; inputs below ln(FLT_MIN) give 0 (the softmax only feeds x <= 0).
+constexpr float kExpLo = -87.33654f, kExpHi = 88.0f, kLog2e = 1.44269504088896341f;
+constexpr float kC1 = 0.693359375f, kC2 = -2.12194440e-4f;
+constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
+                kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace avx2 {
+struct V {
+  using reg = __m256;
+  static constexpr int W = 8;
+  static reg zero() { return _mm256_setzero_ps(); }
+  static reg set1(float x) { return _mm256_set1_ps(x); }
+  static reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static reg loadh(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void store(float* p, reg r) { _mm256_storeu_ps(p, r); }
+  static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
+  static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
+  static float hmax(reg r) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  }
+  static float hsum(reg r) {
+    __m128 m = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_add_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+  }
+  static reg lane_mask(int n) {
+    const reg iota = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmp_ps(iota, _mm256_set1_ps(float(n)), _CMP_LT_OQ);
+  }
+  static reg keep_first(reg r, int n) { return _mm256_and_ps(r, lane_mask(n)); }
+  static reg fill_first(reg r, int n, float x) {
+    return _mm256_blendv_ps(_mm256_set1_ps(x), r, lane_mask(n));
+  }
+  static reg round_f16(reg r) { return _mm256_cvtph_ps(_mm256_cvtps_ph(r, 0)); }
+  static reg exp(reg x) {
+    const reg under = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)), _mm256_set1_ps(kExpHi));
+    const reg n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    reg r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kC1), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kC2), r);
+    reg p = _mm256_set1_ps(kP0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
+    reg y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(under, y);
+  }
+};
+#include "engine/runtime/attention_simd.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma,f16c")
+// GCC 12's avx512fintrin.h builds several intrinsics on _mm512_undefined_ps(), which
+// -Wmaybe-uninitialized reports as a use of an uninitialised value (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace avx512 {
+struct V {
+  using reg = __m512;
+  static constexpr int W = 16;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg set1(float x) { return _mm512_set1_ps(x); }
+  static reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static reg loadh(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
+  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
+  static reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
+  static float hmax(reg r) { return _mm512_reduce_max_ps(r); }
+  static float hsum(reg r) { return _mm512_reduce_add_ps(r); }
+  static __mmask16 lane_mask(int n) { return __mmask16((1u << n) - 1u); }
+  static reg keep_first(reg r, int n) { return _mm512_maskz_mov_ps(lane_mask(n), r); }
+  static reg fill_first(reg r, int n, float x) {
+    return _mm512_mask_mov_ps(_mm512_set1_ps(x), lane_mask(n), r);
+  }
+  static reg round_f16(reg r) { return _mm512_cvtph_ps(_mm512_cvtps_ph(r, 0)); }
+  static reg exp(reg x) {
+    const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo), _CMP_LT_OQ);
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLo)), _mm512_set1_ps(kExpHi));
+    const reg n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    reg r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kC1), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kC2), r);
+    reg p = _mm512_set1_ps(kP0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP5));
+    const reg y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    return _mm512_maskz_mov_ps(__mmask16(~under), _mm512_scalef_ps(y, n));
+  }
+};
+#include "engine/runtime/attention_simd.inc"
+}  // namespace avx512
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+struct Kernels {
+  void (*qk)(const float*, int, int, const KvView&, int, int, int, float, float*, int, float*);
+  void (*softmax)(float*, int, int);
+  void (*round_f16_row)(float*, int);
+  void (*pv)(const float*, int, const int*, int, int, const KvView&, int, int, float* const*);
+};
+
+Kernels kernels_for(SimdLevel s) {
+  switch (s) {
+    case SimdLevel::Avx512:
+      return {avx512::qk, avx512::softmax, avx512::round_f16_row, avx512::pv};
+    case SimdLevel::Avx2:
+      return {avx2::qk, avx2::softmax, avx2::round_f16_row, avx2::pv};
+    case SimdLevel::Scalar:
+      break;
+  }
+  return {scalar::qk, scalar::softmax, scalar::round_f16_row, scalar::pv};
+}
+
+// Query rows per work item: enough query vectors (rows x group heads) to reuse each K/V tile.
+int rows_per_tile(int group) { return std::max(1, 32 / group); }
+
+int round_up(int n, int m) { return (n + m - 1) / m * m; }
+
+void check_shape(const AttnShape& a) {
+  if (a.n_head <= 0 || a.n_head_kv <= 0 || a.head_dim <= 0 || a.n_head % a.n_head_kv != 0)
+    throw Error("attention", "bad shape: " + std::to_string(a.n_head) + " query heads, " +
+                                 std::to_string(a.n_head_kv) + " kv heads, head_dim " +
+                                 std::to_string(a.head_dim));
+}
+
+// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads.
+void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
+              AttnScratch::Thread& t) {
+  const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
+  const int nq = rows * G;
+  const int n_keys = seq.pos0 + row0 + rows;
+  const int ldS = round_up(n_keys, kKeyTile);
+  // Grown only; steady-state decode and prefill allocate nothing here.
+  if (t.scores.size() < size_t(nq) * size_t(ldS)) t.scores.resize(size_t(nq) * size_t(ldS));
+  if (t.q.size() < size_t(nq) * size_t(hd)) t.q.resize(size_t(nq) * size_t(hd));
+  if (t.kt.size() < size_t(hd) * kKeyTile) t.kt.resize(size_t(hd) * kKeyTile);
+  if (t.n_keys.size() < size_t(nq)) t.n_keys.resize(size_t(nq));
+  if (t.out.size() < size_t(nq)) t.out.resize(size_t(nq));
+  // Query vector i = r * G + g (row-major, so n_keys[i] is non-decreasing); head h = kvh*G + g.
+  for (int r = 0; r < rows; ++r)
+    for (int g = 0; g < G; ++g) {
+      const size_t i = size_t(r * G + g);
+      const int h = kvh * G + g;
+      const float* src = seq.q + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
+      float* dst = t.q.data() + i * size_t(hd);
+      if (seq.kv.f16())  // ggml converts Q to F16 for the F16 K dot products
+        for (int d = 0; d < hd; ++d) dst[d] = ops::round_fp16(src[d]);
+      else
+        std::copy(src, src + hd, dst);
+      t.n_keys[i] = seq.pos0 + row0 + r + 1;
+      t.out[i] = seq.out + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
+    }
+  float* S = t.scores.data();
+  K.qk(t.q.data(), nq, hd, seq.kv, kvd, kvh, n_keys, a.scale, S, ldS, t.kt.data());
+  for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
+  for (const AttnTap& tap : seq.taps) {
+    if (tap.row < row0 || tap.row >= row0 + rows) continue;
+    for (int g = 0; g < G; ++g) {
+      const int i = (tap.row - row0) * G + g;
+      const float* s = S + size_t(i) * size_t(ldS);
+      std::copy(s, s + t.n_keys[size_t(i)], tap.heads[kvh * G + g].begin());
+    }
+  }
+  if (seq.kv.f16())  // ggml converts the probabilities to F16 for the F16 V product
+    for (int i = 0; i < nq; ++i) K.round_f16_row(S + size_t(i) * size_t(ldS), ldS);
+  K.pv(S, ldS, t.n_keys.data(), nq, hd, seq.kv, kvd, kvh, t.out.data());
+}
+
+}  // namespace
+
+SimdLevel cpu_simd_level() {
+  static const SimdLevel level = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
+      return SimdLevel::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::Avx2;
+    return SimdLevel::Scalar;
+  }();
+  return level;
+}
+
+const char* simd_name(SimdLevel s) {
+  switch (s) {
+    case SimdLevel::Avx512:
+      return "avx512";
+    case SimdLevel::Avx2:
+      return "avx2";
+    case SimdLevel::Scalar:
+      break;
+  }
+  return "scalar";
+}
+
+SimdLevel usable_simd_level(SimdLevel want, int head_dim) {
+  if (want == SimdLevel::Avx512 && head_dim % 16 != 0) want = SimdLevel::Avx2;
+  if (want == SimdLevel::Avx2 && head_dim % 8 != 0) want = SimdLevel::Scalar;
+  return want;
+}
+
+void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool& pool,
+               AttnScratch& scratch, SimdLevel level) {
+  check_shape(a);
+  if (level > cpu_simd_level())
+    throw Error("attention", std::string("this CPU does not support ") + simd_name(level));
+  const Kernels K = kernels_for(usable_simd_level(level, a.head_dim));
+  const int G = a.n_head / a.n_head_kv, qt = rows_per_tile(G);
+  // Work items, most expensive first (cost ~ query vectors x keys), handed out dynamically so the
+  // causal triangle's uneven tiles still keep every thread busy.
+  auto& items = scratch.items;
+  items.clear();
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    const AttnSeq& s = seqs[si];
+    for (int r0 = 0; r0 < s.n_rows; r0 += qt) {
+      const int rows = std::min(qt, s.n_rows - r0);
+      for (int kvh = 0; kvh < a.n_head_kv; ++kvh)
+        items.push_back({int(si), kvh, r0, rows, double(rows) * (s.pos0 + r0 + rows)});
+    }
+  }
+  if (items.empty()) return;
+  std::sort(items.begin(), items.end(),
+            [](const AttnScratch::Item& x, const AttnScratch::Item& y) { return x.cost > y.cost; });
+  const int nt = std::min(pool.size(), int(items.size()));
+  if (scratch.threads.size() < size_t(pool.size())) scratch.threads.resize(size_t(pool.size()));
+  std::atomic<size_t> next{0};
+  auto work = [&](int tid) {
+    for (size_t k = next.fetch_add(1); k < items.size(); k = next.fetch_add(1)) {
+      const AttnScratch::Item& it = items[k];
+      run_item(a, seqs[size_t(it.seq)], it.kvh, it.row0, it.rows, K, scratch.threads[size_t(tid)]);
+    }
+  };
+  if (nt <= 1) {
+    work(0);
+    return;
+  }
+  pool.parallel_for(
+      size_t(nt), [&](size_t, size_t, int tid) { work(tid); }, 1);
+}
+
+void attention_reference(const AttnShape& a, const AttnSeq& seq) {
+  check_shape(a);
+  const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
+  const bool f16 = seq.kv.f16();
+  std::vector<float> sc, qh(static_cast<size_t>(hd));
+  for (int r = 0; r < seq.n_rows; ++r) {
+    const int n_keys = seq.pos0 + r + 1;
+    sc.assign(size_t(n_keys), 0.0f);
+    for (int h = 0; h < a.n_head; ++h) {
+      const int kvh = h / G;
+      const float* qr = seq.q + size_t(r) * size_t(qd) + size_t(h) * size_t(hd);
+      for (int d = 0; d < hd; ++d) qh[size_t(d)] = f16 ? ops::round_fp16(qr[d]) : qr[d];
+      for (int j = 0; j < n_keys; ++j) {
+        const size_t ko = size_t(j) * size_t(kvd) + size_t(kvh) * size_t(hd);
+        float dot = 0.0f;
+        for (int d = 0; d < hd; ++d)
+          dot += qh[size_t(d)] *
+                 (f16 ? ops::fp16_to_fp32(seq.kv.k16[ko + size_t(d)]) : seq.kv.k32[ko + size_t(d)]);
+        sc[size_t(j)] = dot * a.scale;
+      }
+      model::softmax(sc.data(), n_keys);
+      for (const AttnTap& tap : seq.taps)
+        if (tap.row == r) std::copy(sc.begin(), sc.end(), tap.heads[h].begin());
+      float* o = seq.out + size_t(r) * size_t(qd) + size_t(h) * size_t(hd);
+      std::fill(o, o + hd, 0.0f);
+      for (int j = 0; j < n_keys; ++j) {
+        const size_t vo = size_t(j) * size_t(kvd) + size_t(kvh) * size_t(hd);
+        const float p = f16 ? ops::round_fp16(sc[size_t(j)]) : sc[size_t(j)];
+        for (int d = 0; d < hd; ++d)
+          o[d] += p * (f16 ? ops::fp16_to_fp32(seq.kv.v16[vo + size_t(d)])
+                           : seq.kv.v32[vo + size_t(d)]);
+      }
+    }
+  }
+}
+
+double attention_flops(const AttnShape& a, const std::vector<AttnSeq>& seqs) {
+  double f = 0.0;
+  for (const AttnSeq& s : seqs)
+    for (int r = 0; r < s.n_rows; ++r) f += 4.0 * a.head_dim * double(s.pos0 + r + 1);
+  return f * a.n_head;
+}
+
+}  // namespace ragform::runtime

@@ -1,0 +1,101 @@
+// Causal, GQA-aware scaled dot-product attention over a per-sequence KV cache (F32 or F16), the
+// kernel behind Context::eval: out = softmax(scale * q K^T + causal mask) V for every query row
+// and head ("Attention Is All You Need", eq. 1), key/value head = query head / (n_head/n_head_kv).
+//
+// Why a separate module: attention is the one part of the forward pass whose cost grows with the
+// context, and the attention tap must read exact softmax rows out of it. The kernel is two-pass
+// per tile, not online-softmax, so a tapped row is the normalised softmax row itself:
+//   work item = (sequence, kv head, tile of query rows); its query vectors are the tile's rows
+//   times the group's query heads, so one K/V head is loaded once for all heads that share it.
+//   pass 1: S = scale * Q K^T, K transposed tile by tile so each score is a vertical FMA (no
+//           horizontal sums); then per query row a max-subtracted softmax over keys 0..pos (sum
+//           in double, as ggml_vec_soft_max_f32); tapped rows are copied out here;
+//   pass 2: O = P V, V rows streamed once per block of query vectors.
+// Numerics follow ggml's CPU graph without flash attention: with an F16 cache the query is
+// rounded to F16 before Q K^T and the probabilities are rounded to F16 before P V.
+//
+// Variants: scalar (portable reference order), AVX2+FMA+F16C and AVX-512 (F/BW/VL/DQ), chosen at
+// run time from the CPU (one binary for any x86-64); attention_reference() is the plain
+// per-(row, head) loop every variant is tested against.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+
+namespace ragform::runtime {
+
+struct AttnShape {
+  int n_head = 0;
+  int n_head_kv = 0;  // divides n_head
+  int head_dim = 0;
+  float scale = 1.0f;  // usually 1/sqrt(head_dim)
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+};
+
+// One layer of one sequence's KV cache: rows [pos][kv_dim]; either the F32 or the F16 pair is set.
+struct KvView {
+  const float* k32 = nullptr;
+  const float* v32 = nullptr;
+  const uint16_t* k16 = nullptr;  // IEEE half bit patterns
+  const uint16_t* v16 = nullptr;
+  bool f16() const { return k16 != nullptr; }
+};
+
+// A tapped query row: heads[h] (n_head vectors, sized by the caller to at least pos + 1) receives
+// head h's softmax weights over keys 0..pos.
+struct AttnTap {
+  int row = 0;  // index into the sequence's query rows
+  std::vector<float>* heads = nullptr;
+};
+
+// The new query rows of one sequence, at absolute positions pos0 .. pos0 + n_rows - 1; the cache
+// already holds keys/values 0 .. pos0 + n_rows - 1.
+struct AttnSeq {
+  KvView kv;
+  const float* q = nullptr;  // [n_rows][q_dim]
+  float* out = nullptr;      // [n_rows][q_dim]
+  int pos0 = 0;
+  int n_rows = 0;
+  std::vector<AttnTap> taps;  // any order
+};
+
+enum class SimdLevel { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
+// The best level this CPU runs (cpuid, once).
+SimdLevel cpu_simd_level();
+const char* simd_name(SimdLevel s);
+// The level actually used for a head dimension: AVX-512 needs head_dim % 16 == 0, AVX2 % 8 == 0;
+// otherwise the next lower level.
+SimdLevel usable_simd_level(SimdLevel want, int head_dim);
+
+// Per-thread scratch reused across calls (grown, never shrunk): no allocation per token once warm.
+class AttnScratch {
+ public:
+  struct Thread {
+    std::vector<float> scores, kt, q;
+    std::vector<int> n_keys;
+    std::vector<float*> out;
+  };
+  std::vector<Thread> threads;
+  struct Item {
+    int seq, kvh, row0, rows;
+    double cost;
+  };
+  std::vector<Item> items;
+};
+
+// Runs attention for every sequence, in parallel over (sequence, kv head, query tile) work items,
+// largest first, taken dynamically by the pool's threads. level defaults to the CPU's best.
+void attention(const AttnShape& shape, const std::vector<AttnSeq>& seqs, ThreadPool& pool,
+               AttnScratch& scratch, SimdLevel level = cpu_simd_level());
+
+// The scalar reference: per (row, head) dot products in key order, model-style softmax, P V.
+void attention_reference(const AttnShape& shape, const AttnSeq& seq);
+
+// Floating-point operations of one call (2 per multiply-add of Q K^T and P V), for benchmarks.
+double attention_flops(const AttnShape& shape, const std::vector<AttnSeq>& seqs);
+
+}  // namespace ragform::runtime

@@ -1,0 +1,252 @@
+// The attention kernel (runtime/attention.h): every SIMD tier this CPU runs, against the scalar
+// per-(row, head) reference, for GQA 7:1 (Qwen2.5-0.5B: 14 q heads, 2 kv heads, head_dim 64), 1:1,
+// odd lengths, prefill and decode offsets, several sequences per call, F32 and F16 caches, plus a
+// hand-computed case and the attention tap rows.
+#include "engine/runtime/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "base/error.h"
+#include "engine/ops/fp16.h"
+
+namespace ragform::runtime {
+namespace {
+
+// One sequence's data: cache of pos0 + n_rows positions, n_rows new query rows.
+struct Case {
+  AttnShape shape;
+  int pos0 = 0, n_rows = 1;
+  bool f16 = false;
+  std::vector<float> q, k32, v32;
+  std::vector<uint16_t> k16, v16;
+  std::vector<int> tap_rows;
+
+  Case(AttnShape s, int p0, int n, bool half, float spread, uint32_t seed)
+      : shape(s), pos0(p0), n_rows(n), f16(half) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, spread);
+    const size_t n_keys = size_t(p0 + n);
+    q.resize(size_t(n) * size_t(s.q_dim()));
+    for (float& x : q) x = nd(rng);
+    k32.resize(n_keys * size_t(s.kv_dim()));
+    v32.resize(k32.size());
+    for (float& x : k32) x = nd(rng);
+    for (float& x : v32) x = nd(rng);
+    for (float x : k32) k16.push_back(ops::fp32_to_fp16(x));
+    for (float x : v32) v16.push_back(ops::fp32_to_fp16(x));
+  }
+  KvView kv() const {
+    return f16 ? KvView{nullptr, nullptr, k16.data(), v16.data()}
+               : KvView{k32.data(), v32.data(), nullptr, nullptr};
+  }
+};
+
+// Output and tap rows of one run.
+struct Result {
+  std::vector<float> out;
+  std::vector<std::vector<std::vector<float>>> taps;  // [tap][head][keys]
+};
+
+AttnSeq make_seq(const Case& c, Result& r) {
+  r.out.assign(size_t(c.n_rows) * size_t(c.shape.q_dim()), -1.0f);
+  r.taps.assign(c.tap_rows.size(), {});
+  AttnSeq s;
+  s.kv = c.kv();
+  s.q = c.q.data();
+  s.out = r.out.data();
+  s.pos0 = c.pos0;
+  s.n_rows = c.n_rows;
+  for (size_t t = 0; t < c.tap_rows.size(); ++t) {
+    r.taps[t].assign(size_t(c.shape.n_head),
+                     std::vector<float>(size_t(c.pos0 + c.tap_rows[t] + 1), -1.0f));
+    s.taps.push_back(AttnTap{c.tap_rows[t], r.taps[t].data()});
+  }
+  return s;
+}
+
+Result run_reference(const Case& c) {
+  Result r;
+  attention_reference(c.shape, make_seq(c, r));
+  return r;
+}
+
+Result run_kernel(const Case& c, SimdLevel level, ThreadPool& pool) {
+  Result r;
+  AttnScratch scratch;
+  attention(c.shape, {make_seq(c, r)}, pool, scratch, level);
+  return r;
+}
+
+std::vector<SimdLevel> tiers() {
+  std::vector<SimdLevel> t{SimdLevel::Scalar};
+  if (cpu_simd_level() >= SimdLevel::Avx2) t.push_back(SimdLevel::Avx2);
+  if (cpu_simd_level() >= SimdLevel::Avx512) t.push_back(SimdLevel::Avx512);
+  return t;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0.0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    d = std::max(d, double(std::fabs(a[i] - b[i])));
+  return d;
+}
+
+// Every tier vs the reference: outputs within float rounding of a 64..128-term sum, tap rows
+// within a few ulps of a probability.
+void check_all_tiers(const Case& c, const std::string& what) {
+  const Result ref = run_reference(c);
+  ThreadPool pool(2);
+  for (SimdLevel lv : tiers()) {
+    const Result got = run_kernel(c, lv, pool);
+    SCOPED_TRACE(what + " tier " + simd_name(lv));
+    // F32: summation order only. F16: the probabilities are rounded to halves before P V, and a
+    // last-ulp difference in p can round it to the neighbouring half (2^-11 relative), so one
+    // output may move by up to 2^-11 * sum_j p_j |v_j| (|v| < 5 here).
+    const double tol = lv == SimdLevel::Scalar ? 0.0 : c.f16 ? 5.0 / 2048 : 2e-5;
+    EXPECT_LE(max_diff(got.out, ref.out), tol);
+    ASSERT_EQ(got.taps.size(), ref.taps.size());
+    for (size_t t = 0; t < ref.taps.size(); ++t)
+      for (size_t h = 0; h < ref.taps[t].size(); ++h) {
+        EXPECT_LE(max_diff(got.taps[t][h], ref.taps[t][h]), lv == SimdLevel::Scalar ? 0.0 : 2e-6);
+        double sum = 0.0;
+        for (float p : got.taps[t][h]) sum += p;
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+  }
+}
+
+TEST(Attention, HandComputedTwoKeys) {
+  // One head, head_dim 16 (so every tier runs its vector path): q = e0, k0 = e0, k1 = 0, scale 1
+  // -> scores [1, 0] -> weights [e/(e+1), 1/(e+1)]; out = w0 v0 + w1 v1.
+  AttnShape s{1, 1, 16, 1.0f};
+  std::vector<float> q(16, 0.0f), k(32, 0.0f), v(32, 0.0f), out(16);
+  q[0] = 1.0f;
+  k[0] = 1.0f;
+  for (int d = 0; d < 16; ++d) v[size_t(d)] = float(d + 1), v[size_t(16 + d)] = float(-d);
+  const double w0 = std::exp(1.0) / (std::exp(1.0) + 1.0), w1 = 1.0 / (std::exp(1.0) + 1.0);
+  ThreadPool pool(1);
+  for (SimdLevel lv : tiers()) {
+    std::vector<std::vector<float>> heads(1, std::vector<float>(2));
+    AttnSeq seq;
+    seq.kv = KvView{k.data(), v.data(), nullptr, nullptr};
+    seq.q = q.data();
+    seq.out = out.data();
+    seq.pos0 = 1;
+    seq.n_rows = 1;
+    seq.taps = {AttnTap{0, heads.data()}};
+    AttnScratch scratch;
+    attention(s, {seq}, pool, scratch, lv);
+    SCOPED_TRACE(simd_name(lv));
+    EXPECT_NEAR(heads[0][0], w0, 1e-6);
+    EXPECT_NEAR(heads[0][1], w1, 1e-6);
+    for (int d = 0; d < 16; ++d) EXPECT_NEAR(out[size_t(d)], w0 * (d + 1) + w1 * (-d), 1e-5);
+  }
+}
+
+TEST(Attention, Gqa7to1PrefillF32) {
+  Case c({14, 2, 64, 0.125f}, 0, 37, false, 1.0f, 1);
+  c.tap_rows = {0, 5, 36};
+  check_all_tiers(c, "7:1 prefill");
+}
+
+TEST(Attention, Gqa7to1PrefillF16) {
+  Case c({14, 2, 64, 0.125f}, 0, 37, true, 1.0f, 2);
+  c.tap_rows = {36, 1};
+  check_all_tiers(c, "7:1 prefill f16");
+}
+
+TEST(Attention, Gqa7to1DecodeAfterLongCache) {
+  for (bool f16 : {false, true}) {
+    Case c({14, 2, 64, 0.125f}, 300, 1, f16, 1.0f, 3);
+    c.tap_rows = {0};
+    check_all_tiers(c, f16 ? "decode f16" : "decode f32");
+  }
+}
+
+TEST(Attention, OneToOneOddLengthsAndContinuation) {
+  // 1:1 heads, a continuation chunk (pos0 > 0) of odd length crossing key-tile boundaries.
+  Case c({4, 4, 64, 0.125f}, 61, 70, false, 1.5f, 4);
+  c.tap_rows = {0, 69};
+  check_all_tiers(c, "1:1");
+  Case h({4, 4, 64, 0.125f}, 61, 70, true, 1.5f, 5);
+  check_all_tiers(h, "1:1 f16");
+}
+
+TEST(Attention, PeakedScoresAndUnusualHeadDims) {
+  // Large logits (scale 1) make the softmax nearly one-hot and exercise exp's underflow path.
+  Case big({2, 1, 64, 1.0f}, 10, 9, false, 3.0f, 6);
+  big.tap_rows = {8};
+  check_all_tiers(big, "peaked");
+  // head_dim 80 (AVX-512: 64 + a 16-wide tail block), 8 (AVX2 only), 12 (scalar only).
+  for (int hd : {80, 8, 12}) {
+    Case c({6, 2, hd, 1.0f / std::sqrt(float(hd))}, 5, 19, hd == 8, 1.0f, uint32_t(7 + hd));
+    c.tap_rows = {18};
+    check_all_tiers(c, "head_dim " + std::to_string(hd));
+  }
+}
+
+TEST(Attention, SeveralSequencesInOneCallMatchSeparateRuns) {
+  ThreadPool pool(2);
+  std::vector<Case> cs;
+  cs.emplace_back(AttnShape{14, 2, 64, 0.125f}, 0, 23, false, 1.0f, 11);
+  cs.emplace_back(AttnShape{14, 2, 64, 0.125f}, 40, 1, false, 1.0f, 12);
+  cs.emplace_back(AttnShape{14, 2, 64, 0.125f}, 7, 65, false, 1.0f, 13);
+  for (auto& c : cs) c.tap_rows = {c.n_rows - 1};
+  for (SimdLevel lv : tiers()) {
+    std::vector<Result> rs(cs.size());
+    std::vector<AttnSeq> seqs;
+    for (size_t i = 0; i < cs.size(); ++i) seqs.push_back(make_seq(cs[i], rs[i]));
+    AttnScratch scratch;
+    attention(cs[0].shape, seqs, pool, scratch, lv);
+    for (size_t i = 0; i < cs.size(); ++i) {
+      const Result one = run_kernel(cs[i], lv, pool);
+      EXPECT_EQ(rs[i].out, one.out) << "sequence " << i << " tier " << simd_name(lv);
+      EXPECT_EQ(rs[i].taps, one.taps);
+    }
+  }
+}
+
+TEST(Attention, ThreadCountDoesNotChangeResults) {
+  Case c({14, 2, 64, 0.125f}, 3, 50, false, 1.0f, 21);
+  c.tap_rows = {10, 49};
+  ThreadPool one(1), two(2);
+  const SimdLevel lv = cpu_simd_level();
+  const Result a = run_kernel(c, lv, one), b = run_kernel(c, lv, two);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.taps, b.taps);
+}
+
+TEST(Attention, BadShapeThrows) {
+  std::vector<float> q(64), out(64), k(64), v(64);
+  AttnSeq seq;
+  seq.kv = KvView{k.data(), v.data(), nullptr, nullptr};
+  seq.q = q.data();
+  seq.out = out.data();
+  seq.n_rows = 1;
+  ThreadPool pool(1);
+  AttnScratch scratch;
+  EXPECT_THROW(attention(AttnShape{3, 2, 16, 1.0f}, {seq}, pool, scratch), Error);
+  EXPECT_THROW(attention(AttnShape{2, 0, 16, 1.0f}, {seq}, pool, scratch), Error);
+}
+
+TEST(Attention, FlopCountIsCausal) {
+  // 2 heads of dim 8, rows at positions 4 and 5: keys 5 + 6, 4 flops per key and dim.
+  AttnSeq s;
+  s.pos0 = 4;
+  s.n_rows = 2;
+  EXPECT_DOUBLE_EQ(attention_flops(AttnShape{2, 1, 8, 1.0f}, {s}), 2.0 * 4.0 * 8.0 * 11.0);
+}
+
+TEST(Attention, UsableLevelFallsBackForHeadDims) {
+  EXPECT_EQ(usable_simd_level(SimdLevel::Avx512, 64), SimdLevel::Avx512);
+  EXPECT_EQ(usable_simd_level(SimdLevel::Avx512, 8), SimdLevel::Avx2);
+  EXPECT_EQ(usable_simd_level(SimdLevel::Avx512, 12), SimdLevel::Scalar);
+  EXPECT_EQ(usable_simd_level(SimdLevel::Avx2, 80), SimdLevel::Avx2);
+}
+
+}  // namespace
+}  // namespace ragform::runtime
