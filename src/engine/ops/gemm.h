@@ -25,6 +25,14 @@ void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, Th
 bool gemm_k_supported(TensorType t, CpuTier tier);
 void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
+// F16/BF16 weights with AVX-512 (gemm_f16.cpp): activations rounded as convert_activations
+// does, fp32 FMA, weights converted once per 4-row x 256-k tile and reused over 48 tokens. The
+// GEMV is the one-token form. Products are exact in fp32; sums are in another order than
+// vec_dot (FMA, k in order), so results agree to float rounding of sum |w a|.
+bool gemm_f16_supported(TensorType t, CpuTier tier);
+void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
+
 // Decode GEMV (one token) with AVX512-VNNI for the same types: memory-bound, rows split over
 // the pool. Float lanes are summed in a different order than vec_dot (8 lanes of partial sums
 // with FMA, as ggml's AVX kernels), so results agree to float rounding, not bit for bit.

@@ -47,6 +47,10 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
   }
   // One token keeps vec_dot for K-quants: the 16-token GEMM would waste 15 of 16 lanes.
   if (n_tokens > 1 && gemm_k_supported(w.type, tier)) return gemm_k(w, x, n_tokens, y, pool);
+  if (gemm_f16_supported(w.type, tier)) {
+    if (n_tokens == 1) return gemv_f16(w, x, y, pool);
+    return gemm_f16(w, x, n_tokens, y, pool);
+  }
 
   const DotFn dot = dot_function(w.type);
   const size_t act_bytes = activation_row_bytes(w.type, w.n_in);

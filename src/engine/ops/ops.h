@@ -72,7 +72,8 @@ struct WeightView {
 // x and y must not overlap. Uses the fastest kernel of cpu_tier() for w's type: on AVX-512 with
 // VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM (bit-identical to the vec_dot path) for
 // several tokens and a GEMV (equal to float rounding) for one token, Q4_K/Q5_K/Q6_K through a
-// bit-identical GEMM for several tokens (gemm.h).
+// bit-identical GEMM for several tokens; on AVX-512, F16/BF16 through an fp32 FMA GEMM/GEMV
+// (equal to float rounding). See gemm.h.
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 // matmul with the kernels of clamp_tier(tier) (tests and benchmarks compare tiers with it).
 void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

@@ -141,6 +141,32 @@ TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
   for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << "at " << i;
 }
 
+TEST(GemmF16, AgreesWithVecDotToRoundingOddShapes) {
+  if (best_cpu_tier() != CpuTier::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2)};
+  // n_in 300: a k chunk of 256 plus a tail of 44 (not a multiple of 16); 4864: 19 chunks.
+  for (TensorType t : {TensorType::F16, TensorType::BF16})
+    for (int64_t n_in : {7, 300, 4864})
+      for (int64_t n_out : {1, 5}) {
+        const auto data = random_rows(t, n_in, n_out, uint32_t(n_in * 3 + n_out) + uint32_t(t));
+        const WeightView w{t, data.data(), n_in, n_out};
+        const int64_t max_tokens = n_in == 4864 ? 200 : 17;  // 200: two token blocks
+        const auto x = random_activations(n_in * max_tokens, uint32_t(n_in + 7 * n_out));
+        const Reference ref = reference(w, x, max_tokens);
+        for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(16), int64_t(17), max_tokens}) {
+          std::vector<float> y(size_t(n_tokens * n_out), NAN);
+          if (n_tokens == 1)
+            gemv_f16(w, x.data(), y.data(), pools[0]);
+          else
+            gemm_f16(w, x.data(), n_tokens, y.data(), pools[n_tokens % 2]);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_NEAR(y[i], ref.y[i], 2e-6 * ref.scale[i])
+                << gguf::type_name(t) << " " << n_in << "x" << n_out << " tokens " << n_tokens
+                << " at " << i;
+        }
+      }
+}
+
 TEST(GemvQ8, AgreesWithVecDotToRounding) {
   if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   ThreadPool pool(2);
@@ -172,8 +198,10 @@ TEST(MatmulTier, EveryTierMatchesTheScalarReference) {
       for (CpuTier tier : tiers) {
         std::vector<float> y(size_t(n_tokens * n_out), NAN);
         matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);
-        // Only the one-token GEMV reorders float sums; everything else is bit-identical.
-        const bool exact = !(n_tokens == 1 && gemm_q8_supported(t, clamp_tier(tier)));
+        // The one-token Q8 GEMV and the F16/BF16 kernels reorder float sums; the int8 GEMMs
+        // and the vec_dot path are bit-identical.
+        const bool exact = !(n_tokens == 1 && gemm_q8_supported(t, clamp_tier(tier))) &&
+                           !gemm_f16_supported(t, clamp_tier(tier));
         for (size_t i = 0; i < y.size(); ++i) {
           if (exact) {
             ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
