@@ -41,12 +41,17 @@ Data make_data(int n_keys, int n_rows) {
   Data d;
   d.q.resize(size_t(n_rows) * size_t(kShape.q_dim()));
   d.out.resize(d.q.size());
-  d.k32.resize(size_t(n_keys) * size_t(kShape.kv_dim()));
-  d.v32.resize(d.k32.size());
+  d.k32.resize(key_cache_elems(n_keys, kShape.kv_dim()));
+  d.k16.resize(d.k32.size());
+  d.v32.resize(size_t(n_keys) * size_t(kShape.kv_dim()));
   for (float& x : d.q) x = nd(rng);
-  for (float& x : d.k32) x = nd(rng);
+  std::vector<float> krow(size_t(kShape.kv_dim()));
+  for (int j = 0; j < n_keys; ++j) {
+    for (float& x : krow) x = nd(rng);
+    store_key(d.k32.data(), j, krow.data(), kShape.n_head_kv, kShape.head_dim);
+    store_key(d.k16.data(), j, krow.data(), kShape.n_head_kv, kShape.head_dim);
+  }
   for (float& x : d.v32) x = nd(rng);
-  for (float x : d.k32) d.k16.push_back(ops::fp32_to_fp16(x));
   for (float x : d.v32) d.v16.push_back(ops::fp32_to_fp16(x));
   return d;
 }

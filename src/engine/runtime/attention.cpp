@@ -14,43 +14,22 @@ namespace ragform::runtime {
 
 namespace {
 
-constexpr int kKeyTile = 64;  // keys per transposed K tile (and the score-row alignment)
-
-// kt[d][jj] = K[j0 + jj][kvh*hd + d] as float for jj < kb; zeros for kb <= jj < kKeyTile.
-void transpose_keys(const KvView& kv, int kv_dim, int kvh, int hd, int j0, int kb, float* kt) {
-  const size_t off = size_t(kvh) * size_t(hd);
-  if (kv.f16()) {
-    const float* tab = ops::fp16_table();
-    for (int jj = 0; jj < kb; ++jj) {
-      const uint16_t* k = kv.k16 + size_t(j0 + jj) * size_t(kv_dim) + off;
-      for (int d = 0; d < hd; ++d) kt[size_t(d) * kKeyTile + size_t(jj)] = tab[k[d]];
-    }
-  } else {
-    for (int jj = 0; jj < kb; ++jj) {
-      const float* k = kv.k32 + size_t(j0 + jj) * size_t(kv_dim) + off;
-      for (int d = 0; d < hd; ++d) kt[size_t(d) * kKeyTile + size_t(jj)] = k[d];
-    }
-  }
-  if (kb < kKeyTile)
-    for (int d = 0; d < hd; ++d)
-      std::fill(kt + size_t(d) * kKeyTile + kb, kt + size_t(d + 1) * kKeyTile, 0.0f);
-}
-
 // --- scalar variant: the reference's arithmetic in the reference's order, tiled like the others.
 namespace scalar {
 void qk(const float* q, int nq, int hd, const KvView& kv, int kv_dim, int kvh, int n_keys,
-        float scale, float* S, int ldS, float*) {
-  const size_t off = size_t(kvh) * size_t(hd);
+        float scale, float* S, int ldS) {
+  const int n_kv = kv_dim / hd;
   for (int i = 0; i < nq; ++i) {
     const float* qi = q + size_t(i) * size_t(hd);
     float* s = S + size_t(i) * size_t(ldS);
     for (int j = 0; j < n_keys; ++j) {
       float dot = 0.0f;
-      const size_t ko = size_t(j) * size_t(kv_dim) + off;
+      const size_t ko = key_index(j, kvh, 0, n_kv, hd);
       if (kv.f16())
-        for (int d = 0; d < hd; ++d) dot += qi[d] * ops::fp16_to_fp32(kv.k16[ko + size_t(d)]);
+        for (int d = 0; d < hd; ++d)
+          dot += qi[d] * ops::fp16_to_fp32(kv.k16[ko + size_t(d) * kKeyTile]);
       else
-        for (int d = 0; d < hd; ++d) dot += qi[d] * kv.k32[ko + size_t(d)];
+        for (int d = 0; d < hd; ++d) dot += qi[d] * kv.k32[ko + size_t(d) * kKeyTile];
       s[j] = dot * scale;
     }
   }
@@ -201,7 +180,7 @@ struct V {
 #pragma GCC pop_options
 
 struct Kernels {
-  void (*qk)(const float*, int, int, const KvView&, int, int, int, float, float*, int, float*);
+  void (*qk)(const float*, int, int, const KvView&, int, int, int, float, float*, int);
   void (*softmax)(float*, int, int);
   void (*round_f16_row)(float*, int);
   void (*pv)(const float*, int, const int*, int, int, const KvView&, int, int, float* const*);
@@ -241,7 +220,6 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   // Grown only; steady-state decode and prefill allocate nothing here.
   if (t.scores.size() < size_t(nq) * size_t(ldS)) t.scores.resize(size_t(nq) * size_t(ldS));
   if (t.q.size() < size_t(nq) * size_t(hd)) t.q.resize(size_t(nq) * size_t(hd));
-  if (t.kt.size() < size_t(hd) * kKeyTile) t.kt.resize(size_t(hd) * kKeyTile);
   if (t.n_keys.size() < size_t(nq)) t.n_keys.resize(size_t(nq));
   if (t.out.size() < size_t(nq)) t.out.resize(size_t(nq));
   // Query vector i = r * G + g (row-major, so n_keys[i] is non-decreasing); head h = kvh*G + g.
@@ -259,7 +237,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
       t.out[i] = seq.out + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
     }
   float* S = t.scores.data();
-  K.qk(t.q.data(), nq, hd, seq.kv, kvd, kvh, n_keys, a.scale, S, ldS, t.kt.data());
+  K.qk(t.q.data(), nq, hd, seq.kv, kvd, kvh, n_keys, a.scale, S, ldS);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
   for (const AttnTap& tap : seq.taps) {
     if (tap.row < row0 || tap.row >= row0 + rows) continue;
@@ -275,6 +253,18 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
 }
 
 }  // namespace
+
+void store_key(float* keys, int pos, const float* k, int n_head_kv, int head_dim) {
+  for (int h = 0; h < n_head_kv; ++h)
+    for (int d = 0; d < head_dim; ++d)
+      keys[key_index(pos, h, d, n_head_kv, head_dim)] = k[h * head_dim + d];
+}
+
+void store_key(uint16_t* keys, int pos, const float* k, int n_head_kv, int head_dim) {
+  for (int h = 0; h < n_head_kv; ++h)
+    for (int d = 0; d < head_dim; ++d)
+      keys[key_index(pos, h, d, n_head_kv, head_dim)] = ops::fp32_to_fp16(k[h * head_dim + d]);
+}
 
 SimdLevel cpu_simd_level() {
   static const SimdLevel level = [] {
@@ -358,11 +348,11 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
       const float* qr = seq.q + size_t(r) * size_t(qd) + size_t(h) * size_t(hd);
       for (int d = 0; d < hd; ++d) qh[size_t(d)] = f16 ? ops::round_fp16(qr[d]) : qr[d];
       for (int j = 0; j < n_keys; ++j) {
-        const size_t ko = size_t(j) * size_t(kvd) + size_t(kvh) * size_t(hd);
         float dot = 0.0f;
-        for (int d = 0; d < hd; ++d)
-          dot += qh[size_t(d)] *
-                 (f16 ? ops::fp16_to_fp32(seq.kv.k16[ko + size_t(d)]) : seq.kv.k32[ko + size_t(d)]);
+        for (int d = 0; d < hd; ++d) {
+          const size_t ki = key_index(j, kvh, d, a.n_head_kv, hd);
+          dot += qh[size_t(d)] * (f16 ? ops::fp16_to_fp32(seq.kv.k16[ki]) : seq.kv.k32[ki]);
+        }
         sc[size_t(j)] = dot * a.scale;
       }
       model::softmax(sc.data(), n_keys);

@@ -7,8 +7,10 @@
 // per tile, not online-softmax, so a tapped row is the normalised softmax row itself:
 //   work item = (sequence, kv head, tile of query rows); its query vectors are the tile's rows
 //   times the group's query heads, so one K/V head is loaded once for all heads that share it.
-//   pass 1: S = scale * Q K^T, K transposed tile by tile so each score is a vertical FMA (no
-//           horizontal sums); then per query row a max-subtracted softmax over keys 0..pos (sum
+//   pass 1: S = scale * Q K^T; the cache stores K in tiles of kKeyTile positions transposed
+//           ([tile][kv head][dim][position in tile], written once per token by store_key), so
+//           each FMA computes a vector of scores with no horizontal sums and no per-call
+//           transposition; then per query row a max-subtracted softmax over keys 0..pos (sum
 //           in double, as ggml_vec_soft_max_f32); tapped rows are copied out here;
 //   pass 2: O = P V, V rows streamed once per block of query vectors.
 // Numerics follow ggml's CPU graph without flash attention: with an F16 cache the query is
@@ -35,7 +37,25 @@ struct AttnShape {
   int kv_dim() const { return n_head_kv * head_dim; }
 };
 
-// One layer of one sequence's KV cache: rows [pos][kv_dim]; either the F32 or the F16 pair is set.
+// Positions per transposed key tile.
+constexpr int kKeyTile = 64;
+
+// Elements of a key cache of n_pos positions (whole tiles).
+inline size_t key_cache_elems(int n_pos, int kv_dim) {
+  return size_t((n_pos + kKeyTile - 1) / kKeyTile) * kKeyTile * size_t(kv_dim);
+}
+// Index of dimension d of kv head h of the key at position pos in the tiled key layout.
+inline size_t key_index(int pos, int h, int d, int n_head_kv, int head_dim) {
+  return ((size_t(pos / kKeyTile) * size_t(n_head_kv) + size_t(h)) * size_t(head_dim) + size_t(d)) *
+             kKeyTile +
+         size_t(pos % kKeyTile);
+}
+// Writes one key row k[n_head_kv * head_dim] at position pos (F16: rounded to nearest even).
+void store_key(float* keys, int pos, const float* k, int n_head_kv, int head_dim);
+void store_key(uint16_t* keys, int pos, const float* k, int n_head_kv, int head_dim);
+
+// One layer of one sequence's KV cache: K in the tiled layout above, V rows [pos][kv_dim]; either
+// the F32 or the F16 pair is set.
 struct KvView {
   const float* k32 = nullptr;
   const float* v32 = nullptr;
@@ -75,7 +95,7 @@ SimdLevel usable_simd_level(SimdLevel want, int head_dim);
 class AttnScratch {
  public:
   struct Thread {
-    std::vector<float> scores, kt, q;
+    std::vector<float> scores, q;
     std::vector<int> n_keys;
     std::vector<float*> out;
   };

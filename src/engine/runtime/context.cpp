@@ -15,8 +15,9 @@ namespace ragform::runtime {
 using model::Hparams;
 
 namespace {
-// Per-sequence KV cache: for each layer, K and V rows [pos][kv_dim], F32 or F16 (stored as the
-// 16-bit pattern). Grows in steps of 256 positions up to n_ctx.
+// Per-sequence KV cache: for each layer, K in attention.h's tiled layout (positions transposed in
+// tiles of kKeyTile) and V rows [pos][kv_dim], F32 or F16 (stored as the 16-bit pattern). Grows
+// in steps of 256 positions up to n_ctx.
 struct SeqCache {
   bool live = false;
   int n_past = 0;
@@ -122,20 +123,21 @@ namespace {
 void grow(SeqCache& s, int need, const Hparams& hp, KvType kt, int n_ctx) {
   if (need <= s.capacity) return;
   int cap = std::min(n_ctx, (need + 255) / 256 * 256);
-  size_t n = size_t(cap) * size_t(hp.kv_dim());
+  // Tiles are appended at the end of the K layout, so growing keeps the cached keys in place.
+  const size_t nk = key_cache_elems(cap, hp.kv_dim()), nv = size_t(cap) * size_t(hp.kv_dim());
   if (kt == KvType::F32) {
     s.k32.resize(size_t(hp.n_layer));
     s.v32.resize(size_t(hp.n_layer));
     for (int l = 0; l < hp.n_layer; ++l) {
-      s.k32[size_t(l)].resize(n);
-      s.v32[size_t(l)].resize(n);
+      s.k32[size_t(l)].resize(nk);
+      s.v32[size_t(l)].resize(nv);
     }
   } else {
     s.k16.resize(size_t(hp.n_layer));
     s.v16.resize(size_t(hp.n_layer));
     for (int l = 0; l < hp.n_layer; ++l) {
-      s.k16[size_t(l)].resize(n);
-      s.v16[size_t(l)].resize(n);
+      s.k16[size_t(l)].resize(nk);
+      s.v16[size_t(l)].resize(nv);
     }
   }
   s.capacity = cap;
@@ -259,13 +261,12 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
       SeqCache& s = I.seqs[size_t(rows[size_t(r)].seq)];
       size_t off = size_t(rows[size_t(r)].pos) * size_t(KVd);
       if (!f16kv) {
-        std::memcpy(&s.k32[size_t(il)][off], kr, size_t(KVd) * 4);
+        store_key(s.k32[size_t(il)].data(), rows[size_t(r)].pos, kr, NKV, HD);
         std::memcpy(&s.v32[size_t(il)][off], &I.v[size_t(r * KVd)], size_t(KVd) * 4);
       } else {
-        for (int i = 0; i < KVd; ++i) {
-          s.k16[size_t(il)][off + size_t(i)] = ops::fp32_to_fp16(kr[i]);
+        store_key(s.k16[size_t(il)].data(), rows[size_t(r)].pos, kr, NKV, HD);
+        for (int i = 0; i < KVd; ++i)
           s.v16[size_t(il)][off + size_t(i)] = ops::fp32_to_fp16(I.v[size_t(r * KVd + i)]);
-        }
       }
     });
 

@@ -31,11 +31,17 @@ struct Case {
     const size_t n_keys = size_t(p0 + n);
     q.resize(size_t(n) * size_t(s.q_dim()));
     for (float& x : q) x = nd(rng);
-    k32.resize(n_keys * size_t(s.kv_dim()));
-    v32.resize(k32.size());
-    for (float& x : k32) x = nd(rng);
+    // K in the cache's tiled layout (stale lanes past the last key hold junk on purpose), V rows.
+    k32.assign(key_cache_elems(int(n_keys), s.kv_dim()), 1e30f);
+    k16.assign(k32.size(), 0x7bff);
+    std::vector<float> krow(size_t(s.kv_dim()));
+    for (int j = 0; j < int(n_keys); ++j) {
+      for (float& x : krow) x = nd(rng);
+      store_key(k32.data(), j, krow.data(), s.n_head_kv, s.head_dim);
+      store_key(k16.data(), j, krow.data(), s.n_head_kv, s.head_dim);
+    }
+    v32.resize(n_keys * size_t(s.kv_dim()));
     for (float& x : v32) x = nd(rng);
-    for (float x : k32) k16.push_back(ops::fp32_to_fp16(x));
     for (float x : v32) v16.push_back(ops::fp32_to_fp16(x));
   }
   KvView kv() const {
@@ -123,9 +129,9 @@ TEST(Attention, HandComputedTwoKeys) {
   // One head, head_dim 16 (so every tier runs its vector path): q = e0, k0 = e0, k1 = 0, scale 1
   // -> scores [1, 0] -> weights [e/(e+1), 1/(e+1)]; out = w0 v0 + w1 v1.
   AttnShape s{1, 1, 16, 1.0f};
-  std::vector<float> q(16, 0.0f), k(32, 0.0f), v(32, 0.0f), out(16);
+  std::vector<float> q(16, 0.0f), k(key_cache_elems(2, 16), 0.0f), v(32, 0.0f), out(16);
   q[0] = 1.0f;
-  k[0] = 1.0f;
+  k[key_index(0, 0, 0, 1, 16)] = 1.0f;
   for (int d = 0; d < 16; ++d) v[size_t(d)] = float(d + 1), v[size_t(16 + d)] = float(-d);
   const double w0 = std::exp(1.0) / (std::exp(1.0) + 1.0), w1 = 1.0 / (std::exp(1.0) + 1.0);
   ThreadPool pool(1);
@@ -239,6 +245,19 @@ TEST(Attention, FlopCountIsCausal) {
   s.pos0 = 4;
   s.n_rows = 2;
   EXPECT_DOUBLE_EQ(attention_flops(AttnShape{2, 1, 8, 1.0f}, {s}), 2.0 * 4.0 * 8.0 * 11.0);
+}
+
+TEST(Attention, TiledKeyLayout) {
+  // Position 70 of kv head 1, dim 3, with 2 kv heads of dim 8: tile 1, lane 6.
+  EXPECT_EQ(key_index(70, 1, 3, 2, 8), ((1u * 2u + 1u) * 8u + 3u) * 64u + 6u);
+  EXPECT_EQ(key_cache_elems(65, 16), 128u * 16u);
+  std::vector<float> keys(key_cache_elems(3, 4), 0.0f), row{1, 2, 3, 4};
+  std::vector<uint16_t> keys16(keys.size(), 0);
+  store_key(keys.data(), 2, row.data(), 2, 2);
+  store_key(keys16.data(), 2, row.data(), 2, 2);
+  EXPECT_EQ(keys[key_index(2, 1, 0, 2, 2)], 3.0f);
+  EXPECT_EQ(keys[2 + 64], 2.0f);  // head 0, dim 1
+  EXPECT_EQ(ops::fp16_to_fp32(keys16[key_index(2, 1, 1, 2, 2)]), 4.0f);
 }
 
 TEST(Attention, UsableLevelFallsBackForHeadDims) {
