@@ -5,11 +5,17 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/reader_flags.h"
+#include "engine/model/model.h"
+#include "pipelines/cnorm/calibrate.h"
+#include "pipelines/spotlight/encoder.h"
+#include "reader/native_reader.h"
 #include "server/api.h"
 #include "server/engine.h"
 #include "server/http.h"
@@ -21,9 +27,11 @@ int run_serve(const std::vector<std::string>& argv) {
   Args a(
       "serve", "Serve a model over an OpenAI-compatible HTTP API.",
       "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,\n"
-      "POST /v1/score, POST /v1/attention (docs/server.md). Concurrent completions are batched "
-      "into\n"
-      "shared forward passes (--batch). Stops cleanly on SIGTERM / SIGINT.");
+      "POST /v1/score, POST /v1/attention, POST /v1/rag/normalize (C-NORM), POST "
+      "/v1/rag/spotlight\n"
+      "(SpotlightRAG) (docs/server.md). Up to --batch completions share every forward pass, a new\n"
+      "request joining at the next token; stream: true sends tokens as they are generated. Stops\n"
+      "cleanly on SIGTERM / SIGINT.");
   ReaderFlags rf(a);
   auto& host = a.opt<std::string>("--host", "ADDR", "address to bind", "127.0.0.1");
   auto& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080);
@@ -41,11 +49,37 @@ int run_serve(const std::vector<std::string>& argv) {
   auto& tmpl = a.opt<std::string>(
       "--chat-template", "NAME",
       "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
+  auto& cnorm_profile = a.opt<std::string>(
+      "--cnorm-profile", "FILE",
+      "C-NORM profile (cnorm calibrate) for /v1/rag/normalize requests that bring none", "");
+  auto& vectors = a.opt<std::string>(
+      "--vectors", "FILE", "word vectors JSON {word: [floats]} for /v1/rag/spotlight", "");
+  auto& spot_enc = a.opt<std::string>(
+      "--spotlight-encoder", "NAME",
+      "/v1/rag/spotlight encoder: static (--vectors) or hidden (the served model)", "static");
+  auto& spot_layer =
+      a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
   if (!a.parse(argv)) return 0;
   if (port.value < 0 || port.value > 65535) throw UsageError("serve", "--port must be in 0..65535");
   if (max_body.value < 1) throw UsageError("serve", "--max-body must be positive");
   if (queue.value < 1 || batch.value < 1 || max_tokens.value < 0)
     throw UsageError("serve", "--queue and --batch must be >= 1, --max-tokens >= 0");
+  if (spot_enc.value != "static" && spot_enc.value != "hidden")
+    throw UsageError("serve",
+                     "--spotlight-encoder must be static or hidden, got '" + spot_enc.value + "'");
+  // Loaded before the model, so a bad file fails fast.
+  std::string profile_json;
+  if (!cnorm_profile.value.empty()) {
+    cnorm::load_profile(cnorm_profile.value);  // validates, naming the file and the field
+    std::ifstream in(cnorm_profile.value, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    profile_json = ss.str();
+  }
+  std::shared_ptr<const spotlight::WordVectors> wv;
+  if (!vectors.value.empty())
+    wv =
+        std::make_shared<const spotlight::WordVectors>(spotlight::WordVectors::load(vectors.value));
 
   // Block the stop signals in every thread; one thread waits for them with sigwait.
   sigset_t sigs;
@@ -55,6 +89,9 @@ int run_serve(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   auto reader = rf.open_native();
+  int n_layer = int(reader->model().hp().n_layer);
+  if (spot_enc.value == "hidden" && (spot_layer.value < 0 || spot_layer.value > n_layer))
+    throw UsageError("serve", "--spotlight-layer must be in 0.." + std::to_string(n_layer));
   server::EngineOptions eo;
   eo.n_ctx = rf.ctx.value;
   eo.kv_f16 = rf.kv.value == "f16";
@@ -69,6 +106,11 @@ int run_serve(const std::vector<std::string>& argv) {
   ao.max_tokens = max_tokens.value;
   ao.n_ctx = rf.ctx.value;
   ao.chat_template = tmpl.value;
+  ao.cnorm_profile = profile_json;
+  ao.cnorm_profile_name = cnorm_profile.value;
+  ao.vectors = wv;
+  ao.spotlight_encoder = spot_enc.value;
+  ao.spotlight_layer = spot_layer.value;
   server::Api api(*reader, engine, ao);
   server::HttpOptions ho;
   ho.host = host.value;
@@ -97,8 +139,9 @@ int run_serve(const std::vector<std::string>& argv) {
   engine.stop();
   auto st = engine.stats();
   std::fprintf(stderr,
-               "ragform serve: stopped after %llu batches, %llu sequences (largest batch %d)\n",
-               (unsigned long long)st.batches, (unsigned long long)st.sequences, st.largest_batch);
+               "ragform serve: stopped after %llu forward passes, %llu sequences (largest batch "
+               "%d)\n",
+               (unsigned long long)st.steps, (unsigned long long)st.sequences, st.largest_batch);
   return 0;
 }
 

@@ -5,12 +5,23 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "engine/model/model.h"
 #include "engine/tokenizer/chat_template.h"
 #include "pipelines/cnorm/abs.h"
+#include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/tasks.h"
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/scoring.h"
+#include "pipelines/spotlight/select.h"
 #include "reader/native_reader.h"
+#include "text/sentences.h"
 
 namespace ragform::server {
 namespace {
@@ -116,45 +127,49 @@ Response ok(const json& j) {
   return r;
 }
 
-// True when s ends on a complete UTF-8 sequence (so a streamed chunk never splits a character).
-bool utf8_complete(const std::string& s) {
-  size_t n = s.size(), i = n;
-  int back = 0;
-  while (i > 0 && back < 4) {
-    unsigned char c = static_cast<unsigned char>(s[i - 1]);
-    --i;
-    ++back;
-    if ((c & 0xC0) != 0x80) {
-      int need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
-      return back >= need;
-    }
-  }
-  return true;
-}
+// The events of one streamed request, pushed by the engine thread (engine.h CompletionHooks) and
+// popped by the HTTP thread that writes them.
+struct Channel {
+  struct Event {
+    size_t index = 0;   // the prompt the event belongs to
+    std::string delta;  // new text
+    bool finished = false;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Event> q;
+  std::atomic<bool> gone{false};  // the client went away: the engine cancels the generations
 
-// The generated text split into per-token chunks that concatenate to exactly `text` (pieces
-// joined until they end on a whole character; the text is cut before a stop string, so the
-// pieces stop where it ends).
-std::vector<std::string> stream_chunks(const tok::Tokenizer& tk, const runtime::GenerateOutput& g) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  std::string pending;
-  for (int32_t id : g.ids) {
-    std::string p = tk.token_to_piece(id, false);
-    if (pos + pending.size() + p.size() > g.text.size() ||
-        g.text.compare(pos + pending.size(), p.size(), p) != 0)
-      break;
-    pending += p;
-    if (utf8_complete(pending)) {
-      pos += pending.size();
-      out.push_back(std::move(pending));
-      pending.clear();
+  void push(Event e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      q.push_back(std::move(e));
     }
+    cv.notify_one();
   }
-  pos += pending.size();
-  if (!pending.empty()) out.push_back(pending);
-  if (pos < g.text.size()) out.push_back(g.text.substr(pos));
-  return out;
+  Event pop() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !q.empty(); });
+    Event e = std::move(q.front());
+    q.pop_front();
+    return e;
+  }
+  CompletionHooks hooks(std::shared_ptr<Channel> self, size_t index) {
+    CompletionHooks h;
+    h.on_text = [self, index](const std::string& delta) {
+      if (self->gone) return false;
+      self->push({index, delta, false});
+      return true;
+    };
+    h.on_finish = [self, index] { self->push({index, "", true}); };
+    return h;
+  }
+};
+
+// The error event of a stream that failed after it started.
+std::string stream_error(const std::exception& e) {
+  return json({{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}})
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 long now_s() {
@@ -221,7 +236,15 @@ Response Api::handle(const Request& req) noexcept {
 }
 
 Response Api::dispatch(const Request& req) {
-  if (req.path == "/health") return ok({{"status", "ok"}});
+  if (req.path == "/health") {
+    EngineStats st = engine_.stats();
+    return ok({{"status", "ok"},
+               {"active", st.active},
+               {"pending", engine_.pending()},
+               {"steps", st.steps},
+               {"sequences", st.sequences},
+               {"largest_batch", st.largest_batch}});
+  }
   if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
     throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
                    "invalid_request_error", "invalid_api_key"};
@@ -233,12 +256,14 @@ Response Api::dispatch(const Request& req) {
   }
   const std::string& p = req.path;
   bool known = p == "/v1/completions" || p == "/v1/chat/completions" || p == "/v1/score" ||
-               p == "/v1/attention";
+               p == "/v1/attention" || p == "/v1/rag/normalize" || p == "/v1/rag/spotlight";
   if (!known) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "not_found"};
   if (!post) throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
   if (p == "/v1/completions") return completions(req.body);
   if (p == "/v1/chat/completions") return chat(req.body);
   if (p == "/v1/score") return score(req.body);
+  if (p == "/v1/rag/normalize") return normalize(req.body);
+  if (p == "/v1/rag/spotlight") return spotlight(req.body);
   return attention(req.body);
 }
 
@@ -315,20 +340,85 @@ Response Api::completions(const std::string& body) {
   int logprobs = -1;
   if (j.contains("logprobs") && !j["logprobs"].is_null())
     logprobs = get_int(j, "logprobs", 0, 0, 20);
-  const auto& tk = reader_.tokenizer();
   std::vector<std::vector<int32_t>> ids;
   for (auto& p : prompts) {
     ids.push_back(reader_.prompt_tokens(p));
     check_prompt_len(ids.back().size(), c.gen.max_tokens, opt_);
   }
-  // Queue every prompt before waiting, so the prompts of one request share a batch.
+  std::string id = next_id("cmpl-");
+  auto base = [this, id](size_t i, const std::string& text, json reason) {
+    return json{
+        {"id", id},
+        {"object", "text_completion"},
+        {"created", now_s()},
+        {"model", opt_.model_id},
+        {"choices",
+         {{{"index", i}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", reason}}}}};
+  };
+  // Prompt i samples with seed + i, as runtime::generate numbers a batch's sequences, so the
+  // prompts of one request give what NativeReader::generate_batch gives.
+  auto gen_for = [&](size_t i) {
+    runtime::GenerateOptions g = c.gen;
+    g.sampling.seed += i;
+    return g;
+  };
+
+  if (c.stream) {
+    // Queue every prompt before the stream starts, so a full queue is still a 503.
+    auto ch = std::make_shared<Channel>();
+    auto futs = std::make_shared<std::vector<std::future<runtime::GenerateOutput>>>();
+    try {
+      for (size_t i = 0; i < ids.size(); ++i)
+        futs->push_back(engine_.complete(ids[i], gen_for(i), ch->hooks(ch, i)));
+    } catch (...) {
+      ch->gone = true;  // the prompts already queued are dropped at their first token
+      throw;
+    }
+    Response r;
+    r.stream = true;
+    r.content_type = "text/event-stream";
+    r.producer = [ch, futs, prompts, echo,
+                  base](const std::function<bool(const std::string&)>& send) {
+      if (echo)
+        for (size_t i = 0; i < prompts.size(); ++i)
+          if (!send(dump(base(i, prompts[i], nullptr)))) {
+            ch->gone = true;
+            return;
+          }
+      for (size_t finished = 0; finished < futs->size();) {
+        Channel::Event e = ch->pop();
+        if (!e.finished) {
+          if (!send(dump(base(e.index, e.delta, nullptr)))) {
+            ch->gone = true;
+            return;
+          }
+          continue;
+        }
+        ++finished;
+        try {
+          runtime::GenerateOutput g = (*futs)[e.index].get();
+          if (!send(dump(base(e.index, "", finish(g.finish_reason))))) {
+            ch->gone = true;
+            return;
+          }
+        } catch (const std::exception& ex) {
+          ch->gone = true;
+          send(stream_error(ex));
+          return;
+        }
+      }
+      send("[DONE]");
+    };
+    return r;
+  }
+
+  // Queue every prompt before waiting, so the prompts of one request share the engine's steps.
   std::vector<std::future<runtime::GenerateOutput>> futs;
-  for (auto& t : ids)
-    if (c.gen.max_tokens > 0) futs.push_back(engine_.complete(t, c.gen));
+  for (size_t i = 0; i < ids.size(); ++i) futs.push_back(engine_.complete(ids[i], gen_for(i)));
   std::vector<runtime::GenerateOutput> outs(prompts.size());
   for (size_t i = 0; i < futs.size(); ++i) outs[i] = futs[i].get();
-  for (size_t i = 0; i < prompts.size(); ++i) outs[i].prompt_tokens = int(ids[i].size());
 
+  const auto& tk = reader_.tokenizer();
   json choices = json::array();
   int completion_tokens = 0, prompt_tokens = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -368,44 +458,17 @@ Response Api::completions(const std::string& body) {
     choices.push_back({{"index", i},
                        {"text", echo ? prompts[i] + g.text : g.text},
                        {"logprobs", lp},
-                       {"finish_reason",
-                        c.gen.max_tokens == 0 ? std::string("length") : finish(g.finish_reason)}});
+                       {"finish_reason", finish(g.finish_reason)}});
   }
-  std::string id = next_id("cmpl-");
   json usage = {{"prompt_tokens", prompt_tokens},
                 {"completion_tokens", completion_tokens},
                 {"total_tokens", prompt_tokens + completion_tokens}};
-  if (!c.stream)
-    return ok({{"id", id},
-               {"object", "text_completion"},
-               {"created", now_s()},
-               {"model", opt_.model_id},
-               {"choices", choices},
-               {"usage", usage}});
-  Response r;
-  r.stream = true;
-  r.content_type = "text/event-stream";
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    for (auto& ch : stream_chunks(tk, outs[i]))
-      r.events.push_back(dump(
-          {{"id", id},
-           {"object", "text_completion"},
-           {"created", now_s()},
-           {"model", opt_.model_id},
-           {"choices",
-            {{{"index", i}, {"text", ch}, {"logprobs", nullptr}, {"finish_reason", nullptr}}}}}));
-    r.events.push_back(dump({{"id", id},
-                             {"object", "text_completion"},
-                             {"created", now_s()},
-                             {"model", opt_.model_id},
-                             {"choices",
-                              {{{"index", i},
-                                {"text", ""},
-                                {"logprobs", nullptr},
-                                {"finish_reason", choices[i]["finish_reason"]}}}}}));
-  }
-  r.events.push_back("[DONE]");
-  return r;
+  return ok({{"id", id},
+             {"object", "text_completion"},
+             {"created", now_s()},
+             {"model", opt_.model_id},
+             {"choices", choices},
+             {"usage", usage}});
 }
 
 Response Api::chat(const std::string& body) {
@@ -443,41 +506,215 @@ Response Api::chat(const std::string& body) {
     max_tokens = std::max(0, std::min(max_tokens, opt_.n_ctx - int(ids.size())));
   c.gen.max_tokens = max_tokens;
   check_prompt_len(ids.size(), max_tokens, opt_);
-  runtime::GenerateOutput g;
-  if (max_tokens > 0) g = engine_.complete(ids, c.gen).get();
   std::string id = next_id("chatcmpl-");
-  std::string fr = max_tokens == 0 ? "length" : finish(g.finish_reason);
-  if (!c.stream) {
-    int n = int(g.ids.size());
-    return ok({{"id", id},
-               {"object", "chat.completion"},
-               {"created", now_s()},
-               {"model", opt_.model_id},
-               {"choices",
-                {{{"index", 0},
-                  {"message", {{"role", "assistant"}, {"content", g.text}}},
-                  {"logprobs", nullptr},
-                  {"finish_reason", fr}}}},
-               {"usage",
-                {{"prompt_tokens", ids.size()},
-                 {"completion_tokens", n},
-                 {"total_tokens", int(ids.size()) + n}}}});
+
+  if (c.stream) {
+    auto ch = std::make_shared<Channel>();
+    auto fut = std::make_shared<std::future<runtime::GenerateOutput>>(
+        engine_.complete(ids, c.gen, ch->hooks(ch, 0)));
+    Response r;
+    r.stream = true;
+    r.content_type = "text/event-stream";
+    std::string model = opt_.model_id;
+    r.producer = [ch, fut, id, model](const std::function<bool(const std::string&)>& send) {
+      auto chunk = [&](json delta, json reason) {
+        return send(
+            dump({{"id", id},
+                  {"object", "chat.completion.chunk"},
+                  {"created", now_s()},
+                  {"model", model},
+                  {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", reason}}}}}));
+      };
+      if (!chunk({{"role", "assistant"}, {"content", ""}}, nullptr)) {
+        ch->gone = true;
+        return;
+      }
+      for (;;) {
+        Channel::Event e = ch->pop();
+        if (!e.finished) {
+          if (!chunk({{"content", e.delta}}, nullptr)) {
+            ch->gone = true;
+            return;
+          }
+          continue;
+        }
+        try {
+          runtime::GenerateOutput g = fut->get();
+          if (chunk(json::object(), finish(g.finish_reason))) send("[DONE]");
+        } catch (const std::exception& ex) {
+          send(stream_error(ex));
+        }
+        return;
+      }
+    };
+    return r;
+  }
+
+  runtime::GenerateOutput g = engine_.complete(ids, c.gen).get();
+  int n = int(g.ids.size());
+  return ok({{"id", id},
+             {"object", "chat.completion"},
+             {"created", now_s()},
+             {"model", opt_.model_id},
+             {"choices",
+              {{{"index", 0},
+                {"message", {{"role", "assistant"}, {"content", g.text}}},
+                {"logprobs", nullptr},
+                {"finish_reason", finish(g.finish_reason)}}}},
+             {"usage",
+              {{"prompt_tokens", ids.size()},
+               {"completion_tokens", n},
+               {"total_tokens", int(ids.size()) + n}}}});
+}
+
+// C-NORM deployment (cnorm paper, section 4.3): the documents reformatted with the profile's best
+// delimiter f* and ratio p, exactly as `ragform cnorm apply` formats a "text" field
+// (cnorm::format_text with the profile's delimiter, p and seed).
+Response Api::normalize(const std::string& body) {
+  json j = parse_body(body);
+  if (!j.contains("documents") || !j["documents"].is_array())
+    bad("'documents' must be an array of strings",
+        j.contains("documents") ? "invalid_type" : "missing_field");
+  std::vector<std::string> docs;
+  for (auto& d : j["documents"]) {
+    if (!d.is_string()) bad("'documents' must be an array of strings", "invalid_type");
+    docs.push_back(d.get<std::string>());
+  }
+  json pj;
+  std::string where;
+  if (j.contains("profile") && !j["profile"].is_null()) {
+    pj = j["profile"];
+    where = "request 'profile'";
+  } else if (!opt_.cnorm_profile.empty()) {
+    pj = json::parse(opt_.cnorm_profile);  // validated when the server started
+    where = opt_.cnorm_profile_name;
+  } else {
+    bad("no 'profile' in the request and the server was started without --cnorm-profile",
+        "missing_field");
+  }
+  // profile_from_json names the bad field; its Error becomes a 400.
+  cnorm::Profile prof = cnorm::profile_from_json(pj, where);
+  if (pj.contains("best_format"))
+    bad(where + ": the best candidate is a document format (" + pj["best_format"].dump() +
+        "), not a delimiter; wrap documents when building the prompt instead");
+  cnorm::Task task = cnorm::parse_task(prof.task);
+  cnorm::Format f{prof.best, prof.p, prof.seed};
+  json out = json::array();
+  for (auto& d : docs) out.push_back(cnorm::format_text(task, d, f));
+  return ok({{"documents", out},
+             {"delimiter", prof.best.name},
+             {"p", prof.p},
+             {"seed", prof.seed},
+             {"task", prof.task}});
+}
+
+namespace {
+// What "%.9g" prints, as `ragform spotlight select --json` writes floats (cli/json_out.h f9).
+double f9(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+
+// {"title", "text"} or {"title", "sentences": [...]} -> a spotlight::Document. Given sentences are
+// kept as given (text = their concatenation, as the HotpotQA loader does), so sent_id is the
+// caller's own index; a text is split by text::split_sentences.
+spotlight::Document spot_document(const json& d, size_t i, const std::string& qid) {
+  std::string where = "documents[" + std::to_string(i) + "]";
+  if (!d.is_object()) bad(where + " must be an object with 'text' or 'sentences'", "invalid_type");
+  spotlight::Document doc;
+  doc.title = get_str(d, "title", false);
+  doc.id = get_str(d, "id", false);
+  if (doc.id.empty()) doc.id = qid + "/" + std::to_string(i);
+  bool has_text = d.contains("text") && !d["text"].is_null();
+  bool has_sents = d.contains("sentences") && !d["sentences"].is_null();
+  if (has_text == has_sents)
+    bad(where + " needs exactly one of 'text' (string) or 'sentences' (array of strings)",
+        "invalid_type");
+  if (has_text) {
+    doc.text = get_str(d, "text", true);
+    for (const auto& s : text::split_sentences(doc.text)) doc.sentences.push_back(s.span);
+  } else {
+    if (!d["sentences"].is_array())
+      bad(where + ".sentences must be an array of strings", "invalid_type");
+    for (auto& s : d["sentences"]) {
+      if (!s.is_string()) bad(where + ".sentences must be an array of strings", "invalid_type");
+      size_t b = doc.text.size();
+      doc.text += s.get<std::string>();
+      doc.sentences.push_back({b, doc.text.size()});
+    }
+  }
+  return doc;
+}
+}  // namespace
+
+// SpotlightRAG (spotlight paper, eqs. 5-10): the same object `ragform spotlight select --json`
+// prints for one question.
+Response Api::spotlight(const std::string& body) {
+  using namespace ragform::spotlight;
+  json j = parse_body(body);
+  std::string qid = get_str(j, "id", false);
+  if (qid.empty()) qid = "request";
+  std::string question = get_str(j, "question", true);
+  if (question.empty()) bad("'question' must not be empty");
+  if (!j.contains("documents") || !j["documents"].is_array() || j["documents"].empty())
+    bad("'documents' must be a non-empty array",
+        j.contains("documents") ? "invalid_type" : "missing_field");
+  std::vector<Document> docs;
+  for (size_t i = 0; i < j["documents"].size(); ++i)
+    docs.push_back(spot_document(j["documents"][i], i, qid));
+  ScoreParams sp;
+  sp.top_k = get_int(j, "k", 5, 1, 1 << 20);
+  sp.lambda = get_num(j, "lambda", 0.5, 0.0, 1.0);
+  std::string alpha = get_str(j, "alpha", false);
+  if (!alpha.empty() && alpha != "idf" && alpha != "uniform")
+    bad("'alpha' must be \"idf\" or \"uniform\"");
+  sp.alpha = alpha == "uniform" ? Alpha::Uniform : Alpha::Idf;
+  SelectParams sel;
+  sel.top_K = get_int(j, "K", 6, 1, 1 << 20);
+  std::string order = get_str(j, "order", false);
+  if (!order.empty() && order != "doc" && order != "score")
+    bad("'order' must be \"doc\" or \"score\"");
+  sel.order = order == "score" ? Order::Score : Order::Document;
+  sel.special_tokens = get_bool(j, "special_tokens", true);
+
+  ScoredQuestion sq;
+  if (opt_.spotlight_encoder == "hidden") {
+    // The served model's hidden states: on the engine thread, like every use of the model.
+    engine_
+        .run([&] {
+          HiddenEncoder enc(reader_, opt_.spotlight_layer);
+          sq = score_question(enc, question, docs, sp);
+        })
+        .get();
+  } else if (opt_.vectors) {
+    StaticEncoder enc(*opt_.vectors, OovPolicy::Match);
+    sq = score_question(enc, question, docs, sp);
+  } else {
+    bad("this server has no SpotlightRAG encoder: start it with --vectors FILE or "
+        "--spotlight-encoder hidden",
+        "not_configured");
+  }
+  Selection s = select_and_annotate(question, docs, sq, sel);
+  using ojson = nlohmann::ordered_json;
+  ojson sj = ojson::array();
+  for (const Selected& x : s.selected) {
+    ojson m = ojson::array();
+    for (const Match& mm : x.score.matches)
+      m.push_back({{"q", mm.q}, {"c", mm.c}, {"s", f9(mm.s)}});
+    sj.push_back({{"title", x.title},
+                  {"doc_id", x.doc_id},
+                  {"sent_id", x.score.sent},
+                  {"text", x.text},
+                  {"R", f9(x.score.R_norm)},
+                  {"R_raw", f9(x.score.R)},
+                  {"prefix", x.prefix},
+                  {"category", x.category},
+                  {"matches", m}});
   }
   Response r;
-  r.stream = true;
-  r.content_type = "text/event-stream";
-  auto chunk = [&](json delta, json reason) {
-    r.events.push_back(
-        dump({{"id", id},
-              {"object", "chat.completion.chunk"},
-              {"created", now_s()},
-              {"model", opt_.model_id},
-              {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", reason}}}}}));
-  };
-  chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
-  for (auto& ch : stream_chunks(tk, g)) chunk({{"content", ch}}, nullptr);
-  chunk(json::object(), fr);
-  r.events.push_back("[DONE]");
+  r.body = ojson{{"id", qid}, {"selected", sj}, {"prompt", s.prompt}}.dump(
+      -1, ' ', false, ojson::error_handler_t::replace);
   return r;
 }
 

@@ -7,6 +7,7 @@
 // POST /v1/score {prompt, continuation} (ragform), POST /v1/attention {prompt, layers?,
 // query_positions?, heads?} (ragform). See docs/server.md for the fields.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 
 namespace ragform::reader {
 class NativeReader;
+}
+namespace ragform::spotlight {
+class WordVectors;
 }
 
 namespace ragform::server {
@@ -26,6 +30,14 @@ struct ApiOptions {
   int max_tokens = 512;       // upper bound of a request's max_tokens
   int n_ctx = 4096;
   std::string chat_template;  // a family name ("chatml", "llama3", ...) overriding the model's own
+  // /v1/rag/normalize: the profile JSON used when a request brings none (--cnorm-profile),
+  // and its file name for messages. Empty = none.
+  std::string cnorm_profile, cnorm_profile_name;
+  // /v1/rag/spotlight: "static" (word vectors, --vectors) or "hidden" (the served model's hidden
+  // states of spotlight_layer).
+  std::string spotlight_encoder = "static";
+  std::shared_ptr<const spotlight::WordVectors> vectors;
+  int spotlight_layer = 1;
 };
 
 struct Request {
@@ -39,7 +51,11 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   bool stream = false;
-  std::vector<std::string> events;  // SSE payloads (without "data: "), sent when stream is true
+  // When stream is true: runs on the HTTP thread once the headers are out, calls send with each
+  // SSE payload (without "data: ") as soon as it is ready, and returns after the last one
+  // ("[DONE]"). send returns false when the client has gone; the producer then returns at once and
+  // the engine drops the generation.
+  std::function<void(const std::function<bool(const std::string&)>& send)> producer;
 };
 
 // An error object as OpenAI/llama-server write it.
@@ -57,6 +73,8 @@ class Api {
   Response chat(const std::string& body);
   Response score(const std::string& body);
   Response attention(const std::string& body);
+  Response normalize(const std::string& body);
+  Response spotlight(const std::string& body);
   reader::NativeReader& reader_;
   Engine& engine_;
   ApiOptions opt_;

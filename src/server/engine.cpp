@@ -1,6 +1,9 @@
 #include "server/engine.h"
 
+#include <algorithm>
+
 #include "engine/runtime/context.h"
+#include "engine/runtime/sampler.h"
 #include "reader/native_reader.h"
 
 namespace ragform::server {
@@ -15,18 +18,46 @@ struct Engine::Job {
   std::promise<void> fn_done;
   std::vector<int32_t> ids;
   runtime::GenerateOptions opt;
+  CompletionHooks hooks;
   std::promise<runtime::GenerateOutput> done;
 };
 
-namespace {
-// Requests may share one generate() call only when every option agrees and sampling is greedy:
-// runtime::generate seeds sequence i with seed + i, so a sampled request must run alone to give the
-// same text whatever else is queued.
-bool batchable(const runtime::GenerateOptions& a, const runtime::GenerateOptions& b) {
-  return a.sampling.temperature <= 0 && b.sampling.temperature <= 0 &&
-         a.max_tokens == b.max_tokens && a.stop == b.stop && a.ignore_eos == b.ignore_eos;
+// One completion being generated.
+struct Engine::Active {
+  std::shared_ptr<Job> job;
+  int seq = -1;
+  runtime::Sampler sampler;
+  runtime::GenerateOutput out;
+  std::vector<int32_t> next;  // tokens to feed in the next step (the prompt, then one token)
+  size_t emitted = 0;         // bytes of out.text already given to on_text
+  bool finished = false;
+  bool cancelled = false;
+};
+
+size_t stable_prefix(const std::string& text, const std::vector<std::string>& stop) {
+  size_t keep = text.size();
+  for (const std::string& s : stop) {
+    // Longest proper prefix of s that text ends with.
+    for (size_t len = std::min(s.size() - (s.empty() ? 0 : 1), text.size()); len > 0; --len) {
+      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+        keep = std::min(keep, text.size() - len);
+        break;
+      }
+    }
+  }
+  // Back off a trailing incomplete UTF-8 sequence.
+  size_t i = keep, back = 0;
+  while (i > 0 && back < 4) {
+    unsigned char c = static_cast<unsigned char>(text[i - 1]);
+    --i;
+    ++back;
+    if ((c & 0xC0) != 0x80) {
+      size_t need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+      return back >= need ? keep : i;
+    }
+  }
+  return keep;
 }
-}  // namespace
 
 Engine::Engine(reader::NativeReader& reader, const EngineOptions& opt)
     : reader_(reader), opt_(opt) {
@@ -49,7 +80,7 @@ void Engine::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  // Fail whatever is still queued.
+  // Fail whatever is still queued (the loop failed the active ones).
   std::deque<std::shared_ptr<Job>> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -57,10 +88,12 @@ void Engine::stop() {
   }
   for (auto& j : left) {
     auto e = std::make_exception_ptr(Error("server", "shutting down"));
-    if (j->fn)
+    if (j->fn) {
       j->fn_done.set_exception(e);
-    else
+    } else {
       j->done.set_exception(e);
+      if (j->hooks.on_finish) j->hooks.on_finish();
+    }
   }
 }
 
@@ -77,10 +110,12 @@ void Engine::enqueue(std::shared_ptr<Job> j) {
 }
 
 std::future<runtime::GenerateOutput> Engine::complete(std::vector<int32_t> ids,
-                                                      runtime::GenerateOptions opt) {
+                                                      runtime::GenerateOptions opt,
+                                                      CompletionHooks hooks) {
   auto j = std::make_shared<Job>();
   j->ids = std::move(ids);
   j->opt = std::move(opt);
+  j->hooks = std::move(hooks);
   auto f = j->done.get_future();
   enqueue(j);
   return f;
@@ -104,47 +139,180 @@ int Engine::pending() const {
   return int(queue_.size());
 }
 
-void Engine::loop() {
-  for (;;) {
-    std::vector<std::shared_ptr<Job>> batch;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      batch.push_back(queue_.front());
-      queue_.pop_front();
-      if (!batch[0]->fn) {
-        for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < opt_.max_batch;) {
-          if (!(*it)->fn && batchable(batch[0]->opt, (*it)->opt)) {
-            batch.push_back(*it);
-            it = queue_.erase(it);
-          } else {
-            ++it;
-          }
-        }
-      }
+// Completes a finished (or cancelled) sequence: the rest of its text to on_text, its sequence
+// freed, the future set, on_finish.
+void Engine::finish(Active& a) {
+  auto& ctx = *ctx_->ctx;
+  if (a.seq >= 0) ctx.free_sequence(a.seq);
+  a.seq = -1;
+  auto& h = a.job->hooks;
+  if (!a.cancelled && h.on_text && a.emitted < a.out.text.size())
+    h.on_text(a.out.text.substr(a.emitted));
+  a.emitted = a.out.text.size();
+  a.job->done.set_value(std::move(a.out));
+  if (h.on_finish) h.on_finish();
+  a.finished = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.sequences++;
+}
+
+// One forward pass over every active sequence, then one token for each (runtime::generate's rule).
+void Engine::step(std::vector<Active>& active) {
+  auto& ctx = *ctx_->ctx;
+  const auto& tk = reader_.tokenizer();
+  const int V = ctx.model().hp().n_vocab;
+  std::vector<runtime::SeqInput> in;
+  for (auto& a : active) {
+    runtime::SeqInput s;
+    s.seq = a.seq;
+    s.tokens = a.next;
+    in.push_back(std::move(s));
+  }
+  std::vector<runtime::SeqOutput> res;
+  try {
+    res = ctx.eval(in);
+  } catch (...) {
+    auto e = std::current_exception();
+    for (auto& a : active) {
+      ctx.free_sequence(a.seq);
+      a.seq = -1;
+      a.job->done.set_exception(e);
+      if (a.job->hooks.on_finish) a.job->hooks.on_finish();
+      a.finished = true;
     }
-    if (batch[0]->fn) {
-      try {
-        batch[0]->fn();
-        batch[0]->fn_done.set_value();
-      } catch (...) {
-        batch[0]->fn_done.set_exception(std::current_exception());
-      }
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.steps++;
+    stats_.largest_batch = std::max(stats_.largest_batch, int(active.size()));
+  }
+  for (size_t b = 0; b < active.size(); ++b) {
+    Active& a = active[b];
+    const auto& opt = a.job->opt;
+    runtime::GenerateOutput& o = a.out;
+    int32_t id = a.sampler.sample(res[b].logits.data(), V);
+    if (tk.is_eog(id) && !opt.ignore_eos) {
+      o.finish_reason = "eos";
+      finish(a);
       continue;
     }
-    std::vector<std::vector<int32_t>> prompts;
-    for (auto& j : batch) prompts.push_back(j->ids);
-    try {
-      auto outs = runtime::generate(*ctx_->ctx, reader_.tokenizer(), prompts, batch[0]->opt);
-      for (size_t i = 0; i < batch.size(); ++i) batch[i]->done.set_value(std::move(outs[i]));
-      std::lock_guard<std::mutex> lock(mu_);
-      stats_.batches++;
-      stats_.sequences += batch.size();
-      stats_.largest_batch = std::max(stats_.largest_batch, int(batch.size()));
-    } catch (...) {
-      for (auto& j : batch) j->done.set_exception(std::current_exception());
+    o.ids.push_back(id);
+    o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
+    bool stopped = false;
+    for (const std::string& s : opt.stop) {
+      if (s.empty()) continue;
+      size_t from = o.text.size() > s.size() + 64 ? o.text.size() - s.size() - 64 : 0;
+      size_t at = o.text.find(s, from);
+      if (at != std::string::npos) {
+        o.text.resize(at);
+        o.finish_reason = "stop";
+        stopped = true;
+        break;
+      }
     }
+    if (stopped) {
+      finish(a);
+      continue;
+    }
+    if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(a.seq) + 1 > ctx.n_ctx()) {
+      o.finish_reason = "length";
+      finish(a);
+      continue;
+    }
+    if (a.job->hooks.on_text) {
+      size_t upto = stable_prefix(o.text, opt.stop);
+      if (upto > a.emitted) {
+        if (!a.job->hooks.on_text(o.text.substr(a.emitted, upto - a.emitted))) {
+          a.cancelled = true;
+          o.finish_reason = "cancelled";
+          finish(a);
+          continue;
+        }
+        a.emitted = upto;
+      }
+    }
+    a.next = {id};
+  }
+}
+
+void Engine::loop() {
+  std::vector<Active> active;
+  auto& ctx = *ctx_->ctx;
+  for (;;) {
+    std::shared_ptr<Job> fn_job;
+    std::vector<std::shared_ptr<Job>> admit;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active.empty(); });
+      if (stopping_) break;
+      // The oldest other job (one per step, so decoding is never held up for long), and as many
+      // waiting completions as there are free places.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if ((*it)->fn) {
+          if (!fn_job) {
+            fn_job = *it;
+            it = queue_.erase(it);
+            continue;
+          }
+        } else if (int(active.size() + admit.size()) < opt_.max_batch) {
+          admit.push_back(*it);
+          it = queue_.erase(it);
+          continue;
+        }
+        ++it;
+      }
+      stats_.active = int(active.size() + admit.size());
+    }
+    if (fn_job) {
+      try {
+        fn_job->fn();
+        fn_job->fn_done.set_value();
+      } catch (...) {
+        fn_job->fn_done.set_exception(std::current_exception());
+      }
+    }
+    for (auto& j : admit) {
+      // runtime::generate's checks, then the prompt is the sequence's first step.
+      std::exception_ptr err;
+      if (j->opt.max_tokens < 0)
+        err = std::make_exception_ptr(UsageError("generate", "max_tokens must be >= 0"));
+      else if (j->ids.empty())
+        err = std::make_exception_ptr(UsageError("generate", "the prompt has no tokens"));
+      else if (int(j->ids.size()) > ctx.n_ctx())
+        err = std::make_exception_ptr(
+            Error("generate",
+                  "prompt of " + std::to_string(j->ids.size()) +
+                      " tokens exceeds the context size n_ctx = " + std::to_string(ctx.n_ctx())));
+      if (err) {
+        j->done.set_exception(err);
+        if (j->hooks.on_finish) j->hooks.on_finish();
+        continue;
+      }
+      Active a{j, -1, runtime::Sampler(j->opt.sampling), {}, j->ids, 0, false, false};
+      a.out.prompt_tokens = int(j->ids.size());
+      if (j->opt.max_tokens == 0) {
+        a.out.finish_reason = "length";
+        finish(a);
+        continue;
+      }
+      a.seq = ctx.new_sequence();
+      active.push_back(std::move(a));
+    }
+    if (!active.empty()) {
+      step(active);
+      active.erase(
+          std::remove_if(active.begin(), active.end(), [](const Active& a) { return a.finished; }),
+          active.end());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.active = int(active.size());
+  }
+  // Stopping: the active completions fail.
+  for (auto& a : active) {
+    ctx.free_sequence(a.seq);
+    a.job->done.set_exception(std::make_exception_ptr(Error("server", "shutting down")));
+    if (a.job->hooks.on_finish) a.job->hooks.on_finish();
   }
 }
 

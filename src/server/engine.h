@@ -1,9 +1,22 @@
-// The server's engine thread: one thread owns every forward pass. HTTP handler threads enqueue
-// jobs; the engine thread takes the oldest, and when it is a completion it also takes up to
-// max_batch - 1 further pending completions with the same generation options, so concurrent
-// requests share one batched prefill and one decode pass per token (runtime::generate). Other
-// jobs (score, attention, token counts) run one at a time on the same thread, so the model is
-// never driven by two threads at once.
+// The server's engine thread: one thread owns every forward pass, with continuous batching.
+//
+// HTTP handler threads enqueue jobs. The engine keeps up to max_batch completions *active*; each
+// step is one Context::eval over every active sequence — the prompt of a newly admitted one
+// (prefill) together with the next token of each running one (decode) — so concurrent requests,
+// streaming or not, share every forward pass, and a request arriving mid-generation joins the
+// next step instead of waiting for the batch to drain. Other jobs (score, attention, hidden states,
+// token counts) run between steps on the same thread, so the model is never driven by two threads
+// at once.
+//
+// The decode rule is runtime::generate's (generate.h), token for token: greedy or seeded sampling
+// (every completion has its own Sampler, so a sampled request gives the same text whatever else
+// shares its steps), end-of-generation tokens, stop strings (text cut before the stop string),
+// max_tokens and the context limit.
+//
+// Streaming: a completion may carry an on_text callback, called on the engine thread with each new
+// piece of text as soon as it is final — never part of a UTF-8 character, never text a stop string
+// could still remove — so the pieces concatenate exactly to the final GenerateOutput::text.
+// on_text returning false cancels the completion (the client went away): its sequence is freed.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -12,6 +25,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,26 +47,36 @@ class QueueFull : public Error {
 struct EngineOptions {
   int n_ctx = 4096;
   bool kv_f16 = false;
-  int max_batch = 8;   // completions per shared forward pass (1 = one at a time)
-  int max_queue = 64;  // pending jobs before QueueFull
+  int max_batch = 8;   // completions active at once, sharing each forward pass (1 = one at a time)
+  int max_queue = 64;  // jobs waiting (not yet active) before QueueFull
 };
 
 struct EngineStats {
-  uint64_t batches = 0, sequences = 0;
-  int largest_batch = 0;
+  uint64_t steps = 0;      // forward passes of completions
+  uint64_t sequences = 0;  // completions finished
+  int largest_batch = 0;   // most sequences in one forward pass
+  int active = 0;          // completions active now
+};
+
+// Hooks of one completion, called on the engine thread. Both may be empty.
+struct CompletionHooks {
+  std::function<bool(const std::string& delta)> on_text;  // false = cancel
+  std::function<void()> on_finish;  // after the future is ready (value or error)
 };
 
 class Engine {
  public:
   Engine(reader::NativeReader& reader, const EngineOptions& opt);
-  ~Engine();  // stops the thread; pending jobs fail with an Error
+  ~Engine();  // stops the thread; pending and active jobs fail with an Error
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Generation over ready-made prompt tokens (BOS and any chat markup included).
+  // Generation over ready-made prompt tokens (BOS and any chat markup included). Throws QueueFull
+  // or Error (stopping) at once; errors of the generation itself arrive through the future.
   std::future<runtime::GenerateOutput> complete(std::vector<int32_t> ids,
-                                                runtime::GenerateOptions opt);
-  // Runs fn on the engine thread (it may use the reader freely).
+                                                runtime::GenerateOptions opt,
+                                                CompletionHooks hooks = {});
+  // Runs fn on the engine thread between steps (it may use the reader freely).
   std::future<void> run(std::function<void()> fn);
   void stop();
   EngineStats stats() const;
@@ -60,8 +84,11 @@ class Engine {
 
  private:
   struct Job;
+  struct Active;
   void enqueue(std::shared_ptr<Job> j);
   void loop();
+  void step(std::vector<Active>& active);
+  void finish(Active& a);
   reader::NativeReader& reader_;
   EngineOptions opt_;
   struct CtxHolder;
@@ -73,5 +100,10 @@ class Engine {
   EngineStats stats_;
   std::thread thread_;
 };
+
+// The length of text's prefix that is final while generation goes on: text minus its longest
+// suffix that is a proper prefix of a stop string, minus a trailing incomplete UTF-8 sequence.
+// Exposed for tests.
+size_t stable_prefix(const std::string& text, const std::vector<std::string>& stop);
 
 }  // namespace ragform::server

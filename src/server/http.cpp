@@ -21,16 +21,23 @@ void write(const Response& r, httplib::Response& res) {
     res.set_content(r.body, r.content_type.c_str());
     return;
   }
-  auto events = std::make_shared<std::vector<std::string>>(r.events);
+  auto producer = r.producer;
   res.set_header("Cache-Control", "no-cache");
+  // httplib calls the provider on this connection's thread once the headers are written; the
+  // producer blocks between events, and each event is written (and flushed to the socket) as soon
+  // as the engine has it.
   res.set_chunked_content_provider(r.content_type.c_str(),
-                                   [events](size_t, httplib::DataSink& sink) {
-                                     for (auto& e : *events) {
-                                       std::string line = "data: " + e + "\n\n";
-                                       if (!sink.write(line.data(), line.size())) return false;
-                                     }
-                                     sink.done();
-                                     return true;
+                                   [producer](size_t, httplib::DataSink& sink) {
+                                     bool open = true;
+                                     if (producer)
+                                       producer([&](const std::string& e) {
+                                         if (!open) return false;
+                                         std::string line = "data: " + e + "\n\n";
+                                         open = sink.write(line.data(), line.size());
+                                         return open;
+                                       });
+                                     if (open) sink.done();
+                                     return open;
                                    });
 }
 }  // namespace

@@ -1,7 +1,8 @@
 // The only file that knows the HTTP library (cpp-httplib): binds, reads a request into
 // server::Request, hands it to a handler that never throws, and writes the server::Response (a
-// JSON body, or server-sent events "data: ...\n\n" for a stream). Bodies over max_body bytes get
-// 413 with a JSON error before any handler runs.
+// JSON body, or server-sent events "data: ...\n\n" written one by one as the response producer
+// hands them over, for a stream). Bodies over max_body bytes get 413 with a JSON error before any
+// handler runs.
 #pragma once
 #include <functional>
 #include <memory>
