@@ -3,9 +3,12 @@
 // apply it to documents (4.3), and evaluate Baseline / C-NORM / Min-Token by gold-position sweep
 // (5.1). The logic lives in src/pipelines/cnorm; this file reads flags and files and prints.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
@@ -14,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/shard.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 #include "pipelines/cnorm/calibrate.h"
@@ -49,6 +53,31 @@ AbsOptions parse_abs_options(int layer, const std::string& heads, bool context_s
 }
 
 void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+
+// "a,b,c" -> {"a", "b", "c"} (empty items kept, so they are reported).
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  for (;;) {
+    size_t e = s.find(',', b);
+    out.push_back(s.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) return out;
+    b = e + 1;
+  }
+}
+
+// How a variant's format is named in summaries and eval rows.
+std::string format_label(const Format& f) {
+  if (!f.wrapper.empty()) return f.wrapper;
+  return f.p > 0 ? f.delim.name : "(unformatted)";
+}
+
+// An attention weight with 4 significant digits (the run store's "attention" array).
+double round_sig4(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", double(v));
+  return std::strtod(buf, nullptr);
+}
 
 std::vector<eval::QaRecord> load_records(const std::string& path) {
   if (path.empty()) throw UsageError("--input", "required for this task");
@@ -127,6 +156,16 @@ int run_calibrate(const std::vector<std::string>& argv) {
   auto& no_cache = a.flag("--no-cache", "always recompute");
   auto& dump = a.opt<std::string>("--dump-prompts", "DIR",
                                   "write every scored prompt to DIR/f<i>-s<j>.txt", "");
+  auto& p_grid = a.opt<std::string>(
+      "--p-grid", "LIST", "joint search over (f, p): every delimiter at each p (e.g. 0.25,0.5,1)",
+      "");
+  auto& formats = a.opt<std::string>(
+      "--formats", "LIST", "SURE document formats as extra candidates: json,markdown,yaml", "");
+  auto& search = a.opt<std::string>(
+      "--search", "MODE", "exhaustive (every candidate on every prompt) or halving", "exhaustive");
+  auto& store_path = a.opt<std::string>(
+      "--store", "FILE",
+      "SQLite run store: one row per (prompt, candidate) with ABS, mu, attention; resumes", "");
   auto& out = a.opt<std::string>("-o,--output", "FILE", "profile JSON to write").required();
   if (!a.parse(argv)) return 0;
 
@@ -142,6 +181,25 @@ int run_calibrate(const std::vector<std::string>& argv) {
   setup.seed = uint64_t(seed.value);
   setup.abs = parse_abs_options(layer.value, heads.value, span.value);
   setup.tmpl = template_for(task, tmpl_path.value, shared.value);
+  if (!p_grid.value.empty()) {
+    if (p.seen) throw UsageError("--p-grid", "give either -p or --p-grid");
+    for (const auto& tok : split_list(p_grid.value)) {
+      char* end = nullptr;
+      double v = std::strtod(tok.c_str(), &end);
+      if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
+        throw UsageError("--p-grid", "'" + tok + "' is not a number in [0, 1]");
+      setup.p_grid.push_back(v);
+    }
+  }
+  if (!formats.value.empty()) {
+    if (task == Task::Kv) throw UsageError("--formats", "document formats do not apply to kv");
+    for (const auto& w : split_list(formats.value)) setup.wrappers.push_back(parse_wrapper(w));
+  }
+  if (search.value == "halving")
+    setup.search = Search::Halving;
+  else if (search.value != "exhaustive")
+    throw UsageError("--search", "expected exhaustive or halving, got '" + search.value + "'");
+  const std::vector<CandidateScore> cand_list = candidate_list(setup);
 
   // Needle items for calibration come from their own stream (splitmix64(seed)), so they are not
   // the items `cnorm eval` generates from the same seed.
@@ -167,7 +225,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
     for (const auto& it : sample) k_req = std::max(k_req, it.distractors.size() + 1);
   }
   std::vector<Format> fmts;
-  for (const auto& d : setup.candidates) fmts.push_back({d, setup.p, setup.seed});
+  for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
   size_t k_eff = fit_k(*reader, task, setup.tmpl, sample, k_req, fmts, size_t(rf.ctx.value));
   if (k_eff < k_req)
     note("cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
@@ -185,6 +243,8 @@ int run_calibrate(const std::vector<std::string>& argv) {
   std::string model_sha = store::sha256_file(rf.model.value);
   nlohmann::json dl = nlohmann::json::array();
   for (const auto& d : setup.candidates) dl.push_back(d.text);
+  nlohmann::json cands_id = nlohmann::json::array();
+  for (const auto& c : cand_list) cands_id.push_back({c.delim.text, c.p, c.wrapper});
   nlohmann::json config = {
       {"k", k_eff},
       {"attention", setup.abs.to_json()},
@@ -199,36 +259,108 @@ int run_calibrate(const std::vector<std::string>& argv) {
                              {"delimiters", dl},
                              {"config", config},
                              {"version", 1}};
+  if (!setup.p_grid.empty() || !setup.wrappers.empty() || setup.search != Search::Exhaustive) {
+    identity["candidates"] = cands_id;
+    identity["search"] = search.value;
+  }
   std::string key = cache_key(identity);
   std::string cdir = cache_dir.value.empty() ? default_cache_dir() : cache_dir.value;
 
   Profile prof;
   std::optional<Profile> cached;
-  if (!no_cache.value) cached = cache_lookup(cdir, key);
+  // With --store the store is the resume mechanism and must hold every row: no cache shortcut.
+  if (!no_cache.value && store_path.value.empty()) cached = cache_lookup(cdir, key);
   if (cached) {
     prof = *cached;
     note("cnorm calibrate: reusing cached profile " + cdir + "/" + key +
          ".json (same model, task and config)");
   } else {
     if (!dump.value.empty()) std::filesystem::create_directories(dump.value);
-    Progress prog("cnorm calibrate", uint64_t(specs.size() * setup.candidates.size()));
-    auto cal = calibrate(*reader, setup, specs, [&](size_t f, size_t s, const Prompt& pr, double) {
+    std::optional<store::RunStore> st;
+    int64_t run = 0;
+    std::map<store::Key, double> stored;  // (instance, variant) -> ABS of finished rows
+    if (!store_path.value.empty()) {
+      st.emplace(store_path.value);
+      store::RunConfig rc;
+      rc.pipeline = "cnorm calibrate";
+      rc.config = identity;
+      rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+      rc.model_path = rf.model.value;
+      rc.model_sha256 = model_sha;
+      rc.reader = reader->describe();
+      rc.chat_mode = reader->chat_mode();
+      rc.seed = int64_t(setup.seed);
+      run = st->begin_run(rc);
+      st->for_each_result(run, [&](const store::Result& r) {
+        auto it = r.scores.find("abs");
+        if (r.status == store::Status::ok && it != r.scores.end())
+          stored[{r.instance, r.variant}] = it->second;
+      });
+      if (!stored.empty())
+        note("cnorm calibrate: resuming run " + std::to_string(run) + ": " +
+             std::to_string(stored.size()) + " scored prompts already stored");
+    }
+    size_t reused = 0;
+    Progress prog("cnorm calibrate", uint64_t(specs.size() * cand_list.size()));
+    auto cal = run_calibration(setup, specs, [&](size_t c, size_t s, const Prompt& pr) {
+      const CandidateScore& cand = cand_list[c];
+      const std::string& inst = specs[s].item->id;
       if (!dump.value.empty()) {
         std::string path =
-            dump.value + "/f" + std::to_string(f) + "-s" + std::to_string(s) + ".txt";
+            dump.value + "/f" + std::to_string(c) + "-s" + std::to_string(s) + ".txt";
         std::ofstream o(path, std::ios::binary);
         o << pr.text;
         if (!o) throw Error("cnorm calibrate", "cannot write " + path);
       }
       prog.add();
+      if (!st) return prompt_abs(*reader, pr, setup.abs);
+      if (auto it = stored.find({inst, cand.label()}); it != stored.end()) {
+        ++reused;
+        return it->second;
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      PromptMeasure m = measure_prompt(*reader, pr, setup.abs);
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      store::Result r;
+      r.run = run;
+      r.instance = inst;
+      r.variant = cand.label();
+      r.prompt = pr.text;
+      r.prompt_tokens = int64_t(m.attention.size());
+      r.scores = {{"abs", m.abs}, {"mu", m.mu}};
+      r.timings_ms = {{"total", ms}};
+      nlohmann::json mass = nlohmann::json::array();
+      for (double x : m.mass_by_position) mass.push_back(f9(x));
+      r.extra = {{"delimiter", cand.delim.text},
+                 {"p", cand.p},
+                 {"format", cand.wrapper},
+                 {"gold_position", specs[s].gold_pos},
+                 {"k", specs[s].k},
+                 {"mass_by_position", mass},
+                 {"mass_span", {m.span_begin, m.span_end}},
+                 {"mass_span_is_context", m.span_is_context}};
+      if (m.attention.size() <= 2048) {
+        nlohmann::json att = nlohmann::json::array();
+        for (float x : m.attention) att.push_back(round_sig4(x));
+        r.extra["attention"] = att;
+        r.extra["tokens"] = m.tokens;
+      }
+      st->put(r);
+      return m.abs;
     });
+    if (reused) note("cnorm calibrate: " + std::to_string(reused) + " scores read from the store");
     prof.model_sha256 = model_sha;
     prof.task = task_name(task);
-    prof.p = setup.p;
+    const CandidateScore& best = cal.candidates[cal.best];
+    prof.p = best.p;  // the deployed ratio: setup.p unless the (f, p) search chose another
     prof.seed = setup.seed;
     prof.S = specs.size();
     prof.candidates = cal.candidates;
-    prof.best = cal.candidates[cal.best].delim;
+    prof.best = best.delim;
+    prof.best_wrapper = best.wrapper;
+    prof.best_name = best.name;
+    prof.search = cal.search;
     prof.extra = config;
     nlohmann::json ids = nlohmann::json::array();
     for (const auto& s : specs) ids.push_back({{"id", s.item->id}, {"gold_position", s.gold_pos}});
@@ -237,12 +369,14 @@ int run_calibrate(const std::vector<std::string>& argv) {
   }
   save_profile(prof, out.value);
   for (const auto& c : prof.candidates) {
-    std::string name = c.delim.name;  // padded to 6 columns (code points, not bytes)
+    std::string name = c.label();  // padded to 10 columns (code points, not bytes)
     size_t cols = 0;
     for (unsigned char ch : name) cols += (ch & 0xC0) != 0x80;
-    if (cols < 6) name.append(6 - cols, ' ');
-    std::fprintf(stderr, "  %s ABS %.6f +- %.6f%s\n", name.c_str(), c.mean, c.std,
-                 c.delim == prof.best ? "  <- best" : "");
+    if (cols < 10) name.append(10 - cols, ' ');
+    std::fprintf(
+        stderr, "  %s ABS %.6f +- %.6f (%zu prompts)%s\n", name.c_str(), c.mean, c.std,
+        c.abs.size(),
+        c.label() == (prof.best_name.empty() ? prof.best.name : prof.best_name) ? "  <- best" : "");
   }
   print_json_line(profile_to_json(prof));
   return 0;
@@ -264,7 +398,12 @@ int run_apply(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   Profile prof = load_profile(profile.value);
   Task task = parse_task(prof.task);
-  Format f{prof.best, prof.p, prof.seed};
+  Format f = profile_format(prof);
+  if (!f.wrapper.empty())
+    throw UsageError("cnorm apply", "the profile's best candidate is the document format '" +
+                                        f.wrapper +
+                                        "'; apply writes text fields, wrap documents when "
+                                        "building the prompt instead");
   std::ofstream file;
   if (!out.value.empty()) {
     file.open(out.value, std::ios::binary | std::ios::trunc);
@@ -316,8 +455,14 @@ int run_eval(const std::vector<std::string>& argv) {
          "variants\n"
          "averaged over the seeds, and each seed's own.");
   ReaderFlags rf(a);
-  auto& input = a.opt<std::string>("--input", "FILE", "QA records (qa task)", "");
-  auto& task_s = a.opt<std::string>("--task", "TASK", "qa or needle", "qa");
+  auto& input =
+      a.opt<std::string>("--input", "FILE", "QA records (qa) or key-value records (kv)", "");
+  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv or needle", "qa");
+  auto& positions = a.opt<std::string>(
+      "--positions", "MODE",
+      "all (move the gold to every position) or natural (each item's own gold position, for "
+      "data that already has every position, e.g. `ragform kv generate`)",
+      "all");
   auto& profile =
       a.opt<std::string>("--profile", "FILE", "profile from cnorm calibrate").required();
   auto& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10);
@@ -334,10 +479,13 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& shared = a.opt<std::string>("--shared", "DIR",
                                     "the shared data folder (default: found automatically)", "");
   auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store").required();
+  ShardFlag sf(a);
   if (!a.parse(argv)) return 0;
 
   Task task = parse_task(task_s.value);
-  if (task == Task::Kv) throw UsageError("--task", "cnorm eval supports qa and needle");
+  const Shard shard = sf.shard();
+  if (positions.value != "all" && positions.value != "natural")
+    throw UsageError("--positions", "expected all or natural, got '" + positions.value + "'");
   if (k.value < 1) throw UsageError("-k", "must be at least 1");
   if (limit.value < 0) throw UsageError("--limit", "must be >= 0");
   if (max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
@@ -380,17 +528,33 @@ int run_eval(const std::vector<std::string>& argv) {
   const std::string model_sha = store::sha256_file(rf.model.value);
   if (prof.model_sha256 != model_sha)
     note("cnorm eval: note: the profile was calibrated on a different model file");
+  // Min-Token chooses among the profile's delimiters (not its document formats), at the
+  // profile's p.
   std::vector<Delimiter> cands;
-  for (const auto& c : prof.candidates) cands.push_back(c.delim);
-  std::vector<Format> fmts = {{cands[0], 0.0, prof.seed}};
+  for (const auto& c : prof.candidates)
+    if (c.wrapper.empty() && std::find(cands.begin(), cands.end(), c.delim) == cands.end())
+      cands.push_back(c.delim);
+  if (cands.empty()) cands.push_back({"none", ""});
+  std::vector<Format> fmts = {{cands[0], 0.0, prof.seed}, profile_format(prof)};
   for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});
   size_t budget =
       size_t(rf.ctx.value) > size_t(max_tokens.value) ? size_t(rf.ctx.value - max_tokens.value) : 1;
-  size_t k_eff = fit_k(*reader, task, tmpl, all, size_t(k.value), fmts, budget);
-  if (k_eff < size_t(k.value))
-    note("cnorm eval: note: k reduced from " + std::to_string(k.value) + " to " +
-         std::to_string(k_eff) + " documents so that every prompt and answer fit --ctx " +
-         std::to_string(rf.ctx.value) + " tokens");
+  // kv prompts hold every record of an item (-k is not used).
+  size_t k_req = size_t(k.value);
+  if (task == Task::Kv) {
+    k_req = all[0].distractors.size() + 1;
+    for (const auto& it : all)
+      if (it.distractors.size() + 1 != k_req)
+        throw Error("cnorm eval", "kv item " + it.id + " has " +
+                                      std::to_string(it.distractors.size() + 1) + " records, " +
+                                      all[0].id + " has " + std::to_string(k_req) +
+                                      ": one evaluation needs one record count");
+  }
+  size_t k_eff = fit_k(*reader, task, tmpl, all, k_req, fmts, budget);
+  if (k_eff < k_req)
+    note("cnorm eval: note: k reduced from " + std::to_string(k_req) + " to " +
+         std::to_string(k_eff) + (task == Task::Kv ? " records" : " documents") +
+         " so that every prompt and answer fit --ctx " + std::to_string(rf.ctx.value) + " tokens");
   Delimiter min_tok =
       cands[min_token_index(*reader, task, tmpl, all, k_eff, cands, prof.p, prof.seed)];
 
@@ -399,8 +563,9 @@ int run_eval(const std::vector<std::string>& argv) {
   setup.tmpl = tmpl;
   setup.k = k_eff;
   setup.gen.max_tokens = max_tokens.value;
+  setup.natural_positions = positions.value == "natural";
   setup.variants = {{"baseline", {{"none", ""}, 0.0, prof.seed}},
-                    {"cnorm", {prof.best, prof.p, prof.seed}},
+                    {"cnorm", profile_format(prof)},
                     {"min-token", {min_tok, prof.p, prof.seed}}};
   std::vector<std::string> names;
   for (const auto& v : setup.variants) names.push_back(v.name);
@@ -411,16 +576,14 @@ int run_eval(const std::vector<std::string>& argv) {
       const auto& s = sums[i];
       nlohmann::json acc = nlohmann::json::array();
       for (double x : s.accuracy) acc.push_back(f9(x));
-      vs.push_back(
-          {{"name", s.name},
-           {"delimiter",
-            setup.variants[i].format.p > 0 ? setup.variants[i].format.delim.name : "(unformatted)"},
-           {"p", setup.variants[i].format.p},
-           {"oaa", f9(s.oaa)},
-           {"opa", f9(s.opa)},
-           {"best_position", s.best_position},
-           {"accuracy", acc},
-           {"n", s.n}});
+      vs.push_back({{"name", s.name},
+                    {"delimiter", format_label(setup.variants[i].format)},
+                    {"p", setup.variants[i].format.p},
+                    {"oaa", f9(s.oaa)},
+                    {"opa", f9(s.opa)},
+                    {"best_position", s.best_position},
+                    {"accuracy", acc},
+                    {"n", s.n}});
     }
     return vs;
   };
@@ -429,7 +592,12 @@ int run_eval(const std::vector<std::string>& argv) {
   std::vector<std::vector<VariantSummary>> sums_per_seed;
   nlohmann::json seeds_json = nlohmann::json::array();
   for (size_t si = 0; si < seeds.size(); ++si) {
+    // k, Min-Token and the run identity come from every item, so the shards of one evaluation
+    // write the same runs and `ragform merge` joins them; only the sweep is split.
     const std::vector<Item>& items = per_seed[si];
+    std::vector<Item> mine;
+    for (const auto& it : items)
+      if (shard.keeps(it.id)) mine.push_back(it);
     // The run: identity = everything that changes an answer; one run per seed.
     store::RunConfig rc;
     rc.pipeline = "cnorm eval";
@@ -443,6 +611,8 @@ int run_eval(const std::vector<std::string>& argv) {
                  {"cnorm_delimiter", prof.best.text},
                  {"min_token_delimiter", min_tok.text},
                  {"format_seed", prof.seed}};
+    if (setup.natural_positions) rc.config["positions"] = "natural";
+    if (!prof.best_wrapper.empty()) rc.config["cnorm_format"] = prof.best_wrapper;
     rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
     rc.model_path = rf.model.value;
     rc.model_sha256 = model_sha;
@@ -451,7 +621,7 @@ int run_eval(const std::vector<std::string>& argv) {
     rc.seed = int64_t(seeds[si]);
     int64_t run = st.begin_run(rc);
     auto done = st.done_keys(run);
-    size_t total = items.size() * k_eff * setup.variants.size();
+    size_t total = mine.size() * (setup.natural_positions ? 1 : k_eff) * setup.variants.size();
     if (!done.empty())
       note("cnorm eval: resuming run " + std::to_string(run) + " (seed " +
            std::to_string(seeds[si]) + "): " + std::to_string(done.size()) + " of " +
@@ -460,7 +630,7 @@ int run_eval(const std::vector<std::string>& argv) {
       Progress prog("cnorm eval seed " + std::to_string(seeds[si]), total);
       prog.add(done.size());
       run_sweep(
-          *reader, setup, items,
+          *reader, setup, mine,
           [&](const std::string& inst, const std::string& v) {
             return done.count({inst, v}) > 0;
           },
@@ -475,7 +645,14 @@ int run_eval(const std::vector<std::string>& argv) {
             r.correct = c.correct;
             r.scores = {{"substring_match", c.correct ? 1.0 : 0.0}};
             r.timings_ms = {{"total", c.ms}};
-            r.extra = {{"variant", c.variant}, {"position", c.position}, {"answer", c.answer}};
+            const Format* vf = nullptr;
+            for (const auto& v : setup.variants)
+              if (v.name == c.variant) vf = &v.format;
+            r.extra = {{"variant", c.variant},
+                       {"position", c.position},
+                       {"gold_position", c.position},
+                       {"delimiter", vf ? format_label(*vf) : "(unformatted)"},
+                       {"answer", c.answer}};
             st.put(r);
             prog.add();
           });
@@ -503,6 +680,7 @@ int run_eval(const std::vector<std::string>& argv) {
                    {"items", per_seed[0].size()},
                    {"seeds", seeds},
                    {"store", store_path.value},
+                   {"shard", shard.describe()},
                    {"variants", variants_json(avg)},
                    {"per_seed", seeds_json}});
   return 0;

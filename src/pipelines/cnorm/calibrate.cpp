@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
@@ -47,6 +48,106 @@ double row_abs(const reader::AttentionRows& row, const AbsOptions& o, size_t tb,
   return 0;
 }
 
+double row_mu(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te) {
+  auto slice = [&](const std::vector<float>& a) {
+    size_t e = std::min(te, a.size());
+    if (tb >= e) throw Error("ABS", "empty key span");
+    return std::vector<float>(a.begin() + std::ptrdiff_t(tb), a.begin() + std::ptrdiff_t(e));
+  };
+  switch (o.heads) {
+    case HeadMode::Mean:
+      return attention_centroid(slice(row.mean));
+    case HeadMode::PerHead: {
+      if (row.heads.empty()) throw Error("ABS", "the reader returned no per-head rows");
+      double s = 0;
+      for (const auto& h : row.heads) s += attention_centroid(slice(h));
+      return s / double(row.heads.size());
+    }
+    case HeadMode::Single:
+      for (size_t i = 0; i < row.head_ids.size(); ++i)
+        if (row.head_ids[i] == o.head) return attention_centroid(slice(row.heads.at(i)));
+      throw Error("ABS", "head " + std::to_string(o.head) + " not in the attention result");
+  }
+  return 0;
+}
+
+std::vector<double> mass_by_tenth(const std::vector<float>& a, size_t tb, size_t te) {
+  te = std::min(te, a.size());
+  if (tb >= te) throw Error("ABS", "empty span for the attention mass by position");
+  std::vector<double> m(10, 0.0);
+  double total = 0;
+  const size_t n = te - tb;
+  for (size_t t = tb; t < te; ++t) {
+    m[std::min<size_t>(9, (t - tb) * 10 / n)] += a[t];
+    total += a[t];
+  }
+  if (!(total > 0)) throw Error("ABS", "the attention over the span sums to zero");
+  for (double& x : m) x /= total;
+  return m;
+}
+
+namespace {
+
+// The key span ABS is computed over, and the documents' span (raw prompts only).
+struct Spans {
+  size_t tb = 0, te = 0;  // ABS span
+  size_t cb = 0, ce = 0;  // documents' token span
+  bool has_context = false;
+};
+
+Spans find_spans(reader::Reader& r, const Prompt& p, const AbsOptions& o, size_t T, bool detail) {
+  Spans s;
+  s.te = T;
+  if (!o.context_span && !detail) return s;
+  if (r.chat_mode() != "raw") {
+    if (o.context_span)
+      throw UsageError("--context-span",
+                       "needs raw prompts (not --chat): the token span of the documents is found "
+                       "by counting prefix tokens");
+    s.ce = T;
+    return s;
+  }
+  s.cb = size_t(r.count_tokens(p.text.substr(0, p.ctx_begin)));
+  s.ce = size_t(r.count_tokens(p.text.substr(0, p.ctx_end)));
+  s.has_context = true;
+  if (o.context_span) {
+    s.tb = s.cb;
+    s.te = s.ce;
+  }
+  return s;
+}
+
+}  // namespace
+
+PromptMeasure measure_prompt(reader::Reader& r, const Prompt& p, const AbsOptions& o) {
+  reader::AttentionQuery q;
+  q.layers = {o.layer};
+  q.query_positions = {-1};
+  if (o.heads == HeadMode::Single) q.heads = {o.head};
+  auto res = r.attention(p.text, q);
+  if (res.rows.empty()) throw Error("ABS", "the reader returned no attention row");
+  const auto& row = res.rows[0];
+  Spans sp = find_spans(r, p, o, row.mean.size(), true);
+  PromptMeasure m;
+  m.abs = row_abs(row, o, sp.tb, sp.te);
+  m.mu = row_mu(row, o, sp.tb, sp.te);
+  m.attention = row.mean;
+  if (o.heads == HeadMode::Single)
+    for (size_t i = 0; i < row.head_ids.size(); ++i)
+      if (row.head_ids[i] == o.head) m.attention = row.heads[i];
+  m.tokens = res.pieces;
+  m.span_begin = sp.cb;
+  m.span_end = std::min(sp.ce, m.attention.size());
+  m.span_is_context = sp.has_context;
+  if (m.span_begin >= m.span_end) {  // no documents (or a tokenizer disagreement): whole prompt
+    m.span_begin = 0;
+    m.span_end = m.attention.size();
+    m.span_is_context = false;
+  }
+  m.mass_by_position = mass_by_tenth(m.attention, m.span_begin, m.span_end);
+  return m;
+}
+
 double prompt_abs(reader::Reader& r, const Prompt& p, const AbsOptions& o) {
   reader::AttentionQuery q;
   q.layers = {o.layer};
@@ -54,16 +155,8 @@ double prompt_abs(reader::Reader& r, const Prompt& p, const AbsOptions& o) {
   if (o.heads == HeadMode::Single) q.heads = {o.head};
   auto res = r.attention(p.text, q);
   if (res.rows.empty()) throw Error("ABS", "the reader returned no attention row");
-  size_t tb = 0, te = res.rows[0].mean.size();
-  if (o.context_span) {
-    if (r.chat_mode() != "raw")
-      throw UsageError("--context-span",
-                       "needs raw prompts (not --chat): the token span of the documents is found "
-                       "by counting prefix tokens");
-    tb = size_t(r.count_tokens(p.text.substr(0, p.ctx_begin)));
-    te = size_t(r.count_tokens(p.text.substr(0, p.ctx_end)));
-  }
-  return row_abs(res.rows[0], o, tb, te);
+  Spans sp = find_spans(r, p, o, res.rows[0].mean.size(), false);
+  return row_abs(res.rows[0], o, sp.tb, sp.te);
 }
 
 std::pair<double, double> mean_std(const std::vector<double>& v) {
@@ -84,30 +177,112 @@ size_t argmax_mean(const std::vector<CandidateScore>& c) {
   return best;
 }
 
-Calibration calibrate(reader::Reader& r, const CalibrationSetup& setup,
-                      const std::vector<PromptSpec>& prompts,
-                      const std::function<void(size_t, size_t, const Prompt&, double)>& on_prompt) {
+std::vector<CandidateScore> candidate_list(const CalibrationSetup& setup) {
+  std::vector<double> grid = setup.p_grid.empty() ? std::vector<double>{setup.p} : setup.p_grid;
+  std::vector<CandidateScore> out;
+  for (double p : grid) {
+    choose_sentences(0, p, 0);  // validates p
+    for (const auto& d : setup.candidates) {
+      CandidateScore c;
+      c.delim = d;
+      c.p = p;
+      if (grid.size() > 1) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "@p=%g", p);
+        c.name = d.name + buf;
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  for (const auto& w : setup.wrappers) {
+    CandidateScore c;
+    c.delim = {"none", ""};
+    c.p = 0;
+    c.wrapper = parse_wrapper(w);
+    c.name = c.wrapper;
+    out.push_back(std::move(c));
+  }
+  std::set<std::string> names;
+  for (const auto& c : out)
+    if (!names.insert(c.label()).second)
+      throw UsageError("cnorm calibrate", "candidate '" + c.label() + "' given twice");
+  return out;
+}
+
+Format candidate_format(const CandidateScore& c, uint64_t seed) {
+  return Format{c.delim, c.p, seed, c.wrapper};
+}
+
+Calibration run_calibration(const CalibrationSetup& setup, const std::vector<PromptSpec>& prompts,
+                            const ScoreFn& score) {
   if (prompts.empty()) throw Error("cnorm calibrate", "no sampled prompts");
-  if (setup.candidates.empty()) throw Error("cnorm calibrate", "no candidate delimiters");
+  if (setup.candidates.empty() && setup.wrappers.empty())
+    throw Error("cnorm calibrate", "no candidate delimiters");
   Calibration cal;
-  for (size_t f = 0; f < setup.candidates.size(); ++f) {
-    CandidateScore cs;
-    cs.delim = setup.candidates[f];
-    Format fmt{cs.delim, setup.p, setup.seed};
-    for (size_t s = 0; s < prompts.size(); ++s) {
+  cal.candidates = candidate_list(setup);
+  const size_t C = cal.candidates.size(), S = prompts.size();
+  // Scores candidate c on prompts [abs.size(), upto).
+  auto extend = [&](size_t c, size_t upto) {
+    CandidateScore& cs = cal.candidates[c];
+    Format fmt = candidate_format(cs, setup.seed);
+    for (size_t s = cs.abs.size(); s < upto; ++s) {
       const PromptSpec& ps = prompts[s];
       Prompt pr =
           render(setup.task, setup.tmpl, *ps.item, arrange(*ps.item, ps.k, ps.gold_pos), fmt);
-      double a = prompt_abs(r, pr, setup.abs);
-      cs.abs.push_back(a);
-      if (on_prompt) on_prompt(f, s, pr, a);
+      cs.abs.push_back(score(c, s, pr));
+      ++cal.passes;
     }
     std::tie(cs.mean, cs.std) = mean_std(cs.abs);
-    cal.candidates.push_back(std::move(cs));
+  };
+  nlohmann::json rounds = nlohmann::json::array();
+  if (setup.search == Search::Exhaustive) {
+    for (size_t c = 0; c < C; ++c) extend(c, S);
+    cal.best = argmax_mean(cal.candidates);
+    rounds.push_back({{"candidates", C}, {"prompts", S}});
+  } else {
+    size_t R = 1;
+    while ((size_t(1) << R) < C) ++R;  // ceil(log2 C), at least 1
+    std::vector<size_t> alive(C);
+    for (size_t c = 0; c < C; ++c) alive[c] = c;
+    for (size_t r = 0; r < R; ++r) {
+      size_t div = size_t(1) << (R - 1 - r);
+      size_t sr = std::max<size_t>(1, (S + div - 1) / div);
+      for (size_t c : alive) extend(c, sr);
+      rounds.push_back({{"candidates", alive.size()}, {"prompts", sr}});
+      std::vector<size_t> order = alive;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return cal.candidates[a].mean > cal.candidates[b].mean;
+      });
+      if (r + 1 == R) {
+        cal.best = order[0];
+        break;
+      }
+      size_t keep = (order.size() + 1) / 2;
+      for (size_t i = keep; i < order.size(); ++i)
+        cal.candidates[order[i]].eliminated_in_round = int(r);
+      order.resize(keep);
+      std::sort(order.begin(), order.end());  // back to F's order, so ties keep "first in F"
+      alive = order;
+    }
   }
-  cal.best = argmax_mean(cal.candidates);
+  cal.search = {{"method", setup.search == Search::Exhaustive ? "exhaustive" : "halving"},
+                {"rounds", rounds},
+                {"forward_passes", cal.passes},
+                {"exhaustive_passes", C * S}};
   return cal;
 }
+
+Calibration calibrate(reader::Reader& r, const CalibrationSetup& setup,
+                      const std::vector<PromptSpec>& prompts,
+                      const std::function<void(size_t, size_t, const Prompt&, double)>& on_prompt) {
+  return run_calibration(setup, prompts, [&](size_t c, size_t s, const Prompt& pr) {
+    double a = prompt_abs(r, pr, setup.abs);
+    if (on_prompt) on_prompt(c, s, pr, a);
+    return a;
+  });
+}
+
+Format profile_format(const Profile& p) { return Format{p.best, p.p, p.seed, p.best_wrapper}; }
 
 double round9(double v) {
   char buf[40];
@@ -120,19 +295,27 @@ nlohmann::json profile_to_json(const Profile& p) {
   for (const auto& c : p.candidates) {
     nlohmann::json abs = nlohmann::json::array();
     for (double a : c.abs) abs.push_back(round9(a));
-    cands.push_back({{"delimiter", c.delim.name},
-                     {"abs_mean", round9(c.mean)},
-                     {"abs_std", round9(c.std)},
-                     {"abs", abs}});
+    nlohmann::json cj = {{"delimiter", c.delim.name},
+                         {"abs_mean", round9(c.mean)},
+                         {"abs_std", round9(c.std)},
+                         {"abs", abs}};
+    if (c.p >= 0) cj["p"] = round9(c.p);
+    if (!c.wrapper.empty()) cj["format"] = c.wrapper;
+    if (!c.name.empty()) cj["name"] = c.name;
+    if (c.eliminated_in_round >= 0) cj["eliminated_in_round"] = c.eliminated_in_round;
+    cands.push_back(std::move(cj));
   }
-  return {{"model_sha256", p.model_sha256},
-          {"task", p.task},
-          {"p", round9(p.p)},
-          {"seed", p.seed},
-          {"S", p.S},
-          {"best", p.best.name},
-          {"candidates", cands},
-          {"config", p.extra}};
+  nlohmann::json j = {{"model_sha256", p.model_sha256},
+                      {"task", p.task},
+                      {"p", round9(p.p)},
+                      {"seed", p.seed},
+                      {"S", p.S},
+                      {"best", p.best_name.empty() ? p.best.name : p.best_name},
+                      {"candidates", cands},
+                      {"config", p.extra}};
+  if (!p.best_wrapper.empty()) j["best_format"] = p.best_wrapper;
+  if (!p.search.empty()) j["search"] = p.search;
+  return j;
 }
 
 Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
@@ -179,18 +362,41 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
     if (c.contains("abs") && c["abs"].is_array())
       for (const auto& a : c["abs"])
         if (a.is_number()) cs.abs.push_back(a);
+    cs.p = p.p;
+    if (c.contains("p")) {
+      if (!c["p"].is_number() || !(c["p"].get<double>() >= 0 && c["p"].get<double>() <= 1))
+        throw bad("candidates[].p", "number in [0, 1]");
+      cs.p = c["p"];
+    }
+    if (c.contains("format")) {
+      if (!c["format"].is_string()) throw bad("candidates[].format", "string");
+      try {
+        cs.wrapper = parse_wrapper(c["format"].get<std::string>());
+      } catch (const UsageError& e) {
+        throw Error(where, std::string("profile: candidate format: ") + e.what());
+      }
+    }
+    if (c.contains("name")) {
+      if (!c["name"].is_string()) throw bad("candidates[].name", "string");
+      cs.name = c["name"];
+    }
+    if (c.contains("eliminated_in_round") && c["eliminated_in_round"].is_number_integer())
+      cs.eliminated_in_round = c["eliminated_in_round"];
     p.candidates.push_back(std::move(cs));
   }
   bool found = false;
   for (const auto& c : p.candidates)
-    if (c.delim.name == j["best"].get<std::string>()) {
+    if (!found && c.label() == j["best"].get<std::string>()) {
       p.best = c.delim;
+      p.best_wrapper = c.wrapper;
+      p.best_name = c.name;
       found = true;
     }
   if (!found)
     throw Error(where, "profile: best delimiter '" + j["best"].get<std::string>() +
                            "' is not among the candidates");
   if (j.contains("config") && j["config"].is_object()) p.extra = j["config"];
+  if (j.contains("search") && j["search"].is_object()) p.search = j["search"];
   return p;
 }
 

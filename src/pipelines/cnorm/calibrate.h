@@ -41,8 +41,27 @@ struct AbsOptions {
 
 // ABS of one attention row restricted to key positions [tb, te) (te clipped to the row).
 double row_abs(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te);
+// The centroid mu of the same selection (PerHead: the mean of the heads' centroids).
+double row_mu(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te);
 // One attention-only pass over the prompt, scored by ABS.
 double prompt_abs(reader::Reader& r, const Prompt& p, const AbsOptions& o);
+
+// Everything one pass tells about a prompt, for the run store and the report (Figure 3).
+struct PromptMeasure {
+  double abs = 0, mu = 0;
+  std::vector<float> attention;     // the final token's row: head mean (Single: that head)
+  std::vector<std::string> tokens;  // the prompt's token pieces, same length
+  // Attention mass in each tenth of the documents' token span [span_begin, span_end), divided by
+  // the span's mass (sums to 1). The span is found as for --context-span in raw mode; a chat
+  // template hides it, so there the whole prompt is used (span_is_context = false).
+  std::vector<double> mass_by_position;
+  size_t span_begin = 0, span_end = 0;
+  bool span_is_context = false;
+};
+PromptMeasure measure_prompt(reader::Reader& r, const Prompt& p, const AbsOptions& o);
+// The 10 tenths of a[tb, te): tenth i holds the t with floor(10 (t - tb) / (te - tb)) = i.
+// Throws Error on an empty span or zero mass.
+std::vector<double> mass_by_tenth(const std::vector<float>& a, size_t tb, size_t te);
 
 // One sampled calibration prompt: an item with its gold at gold_pos among k documents.
 struct PromptSpec {
@@ -53,13 +72,22 @@ struct PromptSpec {
 
 struct CandidateScore {
   Delimiter delim;
-  std::vector<double> abs;  // per sampled prompt, in PromptSpec order
+  std::vector<double> abs;  // per scored prompt, in PromptSpec order (halving: a prefix)
   double mean = 0, std = 0;
+  double p = -1;                 // this candidate's ratio (-1 in old profiles: the profile's p)
+  std::string wrapper = {};      // SURE document format, "" for a delimiter candidate
+  std::string name = {};         // label in profiles and run stores ("" = delim.name)
+  int eliminated_in_round = -1;  // successive halving: the round it was dropped in (-1: never)
+  const std::string& label() const { return name.empty() ? delim.name : name; }
 };
+
+enum class Search { Exhaustive, Halving };
 
 struct Calibration {
   std::vector<CandidateScore> candidates;  // in F's order
   size_t best = 0;
+  size_t passes = 0;  // (candidate, prompt) pairs scored = attention-only passes of the search
+  nlohmann::json search = nlohmann::json::object();  // method, rounds, passes (profile "search")
 };
 
 // (mean, sample std) of values; the caller guarantees values is not empty.
@@ -74,9 +102,34 @@ struct CalibrationSetup {
   double p = 0.5;
   uint64_t seed = 0;
   AbsOptions abs;
+  // Beyond the paper (docs/cnorm.md): a joint search over (f, p) — every delimiter at every p of
+  // p_grid (empty: {p}) — plus SURE document wrappers as candidates (unformatted text, p = 0),
+  // and successive halving instead of scoring every candidate on every prompt.
+  std::vector<double> p_grid;
+  std::vector<std::string> wrappers;
+  Search search = Search::Exhaustive;
 };
 
-// Runs the |S| x |F| passes. on_prompt (optional) sees each prompt with its ABS.
+// The candidate list of a setup: for each p of the grid (in order), each delimiter (in order);
+// then each wrapper. Names: the delimiter's name with one p, "<delim>@p=<p>" with several, the
+// wrapper's name for wrappers.
+std::vector<CandidateScore> candidate_list(const CalibrationSetup& setup);
+Format candidate_format(const CandidateScore& c, uint64_t seed);
+
+// Scores candidate c on prompt s (rendered as `prompt`): one attention-only pass, or a stored row.
+using ScoreFn = std::function<double(size_t c, size_t s, const Prompt& prompt)>;
+
+// The search (exhaustive or halving) over candidate_list(setup), scoring through `score`.
+// Exhaustive: every candidate on every prompt, |S| x |F| passes. Successive halving with
+// |C| candidates and |S| prompts: R = max(1, ceil(log2 |C|)) rounds; round r (0-based) scores
+// the survivors on the first s_r = ceil(|S| / 2^(R-1-r)) prompts (only prompts not scored in an
+// earlier round cost a pass), ranks them by mean ABS over those s_r prompts (first on ties) and
+// keeps ceil(n / 2) of them; the last round (s = |S|) picks f*. With 9 candidates and S = 6:
+// 9x1 + 5x1 + 3x1 + 2x3 = 23 passes instead of 54.
+Calibration run_calibration(const CalibrationSetup& setup, const std::vector<PromptSpec>& prompts,
+                            const ScoreFn& score);
+
+// run_calibration scoring by prompt_abs. on_prompt (optional) sees each prompt with its ABS.
 Calibration calibrate(
     reader::Reader& r, const CalibrationSetup& setup, const std::vector<PromptSpec>& prompts,
     const std::function<void(size_t f, size_t s, const Prompt&, double abs)>& on_prompt = {});
@@ -89,11 +142,16 @@ struct Profile {
   uint64_t seed = 0;
   size_t S = 0;
   Delimiter best;
+  std::string best_wrapper;  // the best candidate's document format ("" = none)
+  std::string best_name;     // the best candidate's label ("" = best.name)
   std::vector<CandidateScore> candidates;
-  nlohmann::json extra = nlohmann::json::object();  // k, attention options, template, ...
+  nlohmann::json search = nlohmann::json::object();  // Calibration::search
+  nlohmann::json extra = nlohmann::json::object();   // k, attention options, template, ...
 };
 
 double round9(double v);  // what "%.9g" prints
+// The deployed format of a profile: best delimiter, p, seed and wrapper.
+Format profile_format(const Profile& p);
 nlohmann::json profile_to_json(const Profile& p);
 // Validates every field; errors name `where` (a file name) and the field.
 Profile profile_from_json(const nlohmann::json& j, const std::string& where);

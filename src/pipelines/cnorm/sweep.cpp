@@ -43,6 +43,7 @@ void run_sweep(reader::Reader& r, const SweepSetup& setup, const std::vector<Ite
     std::vector<CellAnswer> pending;
     std::vector<std::string> prompts;
     for (size_t j = 0; j < setup.k; ++j) {
+      if (setup.natural_positions && j != it.natural_position % setup.k) continue;
       auto docs = arrange(it, setup.k, j);
       for (size_t v = 0; v < nv; ++v) {
         const Variant& var = setup.variants[v];
@@ -51,6 +52,7 @@ void run_sweep(reader::Reader& r, const SweepSetup& setup, const std::vector<Ite
         a.instance = it.id;
         a.variant = var.name;
         a.position = j;
+        a.format = var.format;
         a.prompt = render(setup.task, setup.tmpl, it, docs, var.format).text;
         prompts.push_back(a.prompt);
         pending.push_back(std::move(a));
@@ -71,7 +73,12 @@ void run_sweep(reader::Reader& r, const SweepSetup& setup, const std::vector<Ite
       a.output = gens[c].text;
       a.prompt_tokens = gens[c].prompt_tokens;
       a.answer = first_line(a.output);
-      a.correct = !it.answers.empty() && text::substring_match(a.answer, it.answers) > 0;
+      // kv: the value as the variant's format writes it is right too (best_subspan_em drops
+      // ASCII punctuation such as '-' and '&', not e.g. U+00B7).
+      std::vector<std::string> answers = it.answers;
+      if (setup.task == Task::Kv)
+        for (const auto& v : it.answers) answers.push_back(format_text(Task::Kv, v, a.format));
+      a.correct = !answers.empty() && text::substring_match(a.answer, answers) > 0;
       a.ms = ms;
       on_answer(a);
     }

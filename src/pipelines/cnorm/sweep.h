@@ -42,12 +42,17 @@ struct SweepSetup {
   size_t k = 10;
   reader::GenerateParams gen;  // greedy by default; "\n" is added to the stop strings
   std::vector<Variant> variants;
+  // Ask each item only with its gold at its own position (Item::natural_position mod k) instead
+  // of at every position: for data that already holds the gold at every position (`ragform kv
+  // generate`).
+  bool natural_positions = false;
 };
 
 struct CellAnswer {
   std::string instance;  // item id
   std::string variant;   // variant name
   size_t position = 0;
+  Format format;  // the variant's format
   std::string prompt;
   int prompt_tokens = 0;
   std::string output;  // raw generation

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "pipelines/sure/formats.h"
 #include "text/metrics.h"
 #include "text/normalize.h"
 
@@ -97,16 +98,43 @@ std::string format_text(Task t, const std::string& text, const Format& f) {
   return format_document(text, f.delim.text, f.p, f.seed);
 }
 
+const std::vector<std::string>& wrapper_names() {
+  static const std::vector<std::string> w = {"json", "markdown", "yaml"};
+  return w;
+}
+
+std::string parse_wrapper(std::string_view name) {
+  for (const auto& w : wrapper_names())
+    if (name == w) return w;
+  throw UsageError("--formats",
+                   "unknown document format '" + std::string(name) + "' (json, markdown, yaml)");
+}
+
+std::string wrap_document(const std::string& wrapper, const std::string& title,
+                          const std::string& text) {
+  if (wrapper.empty()) return text;
+  if (wrapper == "json") return sure::to_json_doc(title, text);
+  if (wrapper == "markdown") return sure::to_markdown_doc(title, text);
+  if (wrapper == "yaml") return sure::to_yaml_doc(title, text);
+  throw Error("cnorm", "unknown document format '" + wrapper + "'");
+}
+
 Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
               const Format& f) {
+  if (!f.wrapper.empty() && t == Task::Kv)
+    throw UsageError("--formats", "document formats do not apply to the kv task");
   std::string body;
   for (size_t i = 0; i < docs.size(); ++i) {
     const Document& d = docs[i];
     switch (t) {
       case Task::Qa:
         if (i) body += "\n";
-        body += "Document [" + std::to_string(i + 1) + "](Title: " + d.title + ") " +
-                format_text(t, d.text, f);
+        if (f.wrapper.empty())
+          body += "Document [" + std::to_string(i + 1) + "](Title: " + d.title + ") " +
+                  format_text(t, d.text, f);
+        else
+          body += "Document [" + std::to_string(i + 1) + "] " +
+                  wrap_document(f.wrapper, d.title, format_text(t, d.text, f));
         break;
       case Task::Kv:
         body += i == 0 ? "{" : " ";
@@ -114,8 +142,10 @@ Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vect
         body += i + 1 == docs.size() ? "}" : ",\n";
         break;
       case Task::Needle:
-        if (i) body += " ";
-        body += format_text(t, d.text, f);
+        if (i) body += f.wrapper.empty() ? " " : "\n";
+        body += wrap_document(f.wrapper,
+                              d.title.empty() ? "Document " + std::to_string(i + 1) : d.title,
+                              format_text(t, d.text, f));
         break;
     }
   }

@@ -54,12 +54,23 @@ struct Item {
   size_t natural_position = 0;        // the gold's position in the source (kv: gold_index)
 };
 
-// A candidate format: delimiter and ratio (p = 0 is the unformatted baseline).
+// A candidate format: delimiter and ratio (p = 0 is the unformatted baseline), and optionally a
+// SURE document wrapper (beyond the paper; pipelines/sure/formats.h): "json", "markdown" or
+// "yaml" serialise each (title, formatted text) document; qa writes "Document [i] <wrapped>",
+// needle documents (no title) get the title "Document <i>". kv refuses wrappers.
 struct Format {
   Delimiter delim;
   double p = 0.0;
   uint64_t seed = 0;
+  std::string wrapper = {};  // "" = none
 };
+
+// The wrappers --formats accepts, and one of them checked (UsageError otherwise).
+const std::vector<std::string>& wrapper_names();
+std::string parse_wrapper(std::string_view name);
+// `title` and `text` serialised by the wrapper ("" returns text unchanged).
+std::string wrap_document(const std::string& wrapper, const std::string& title,
+                          const std::string& text);
 
 struct Prompt {
   std::string text;
