@@ -1,0 +1,45 @@
+// Writes SpotlightRAG evidence-selection results into a run store (pipeline "spotlight eval") in
+// the layout the report's Spotlight section reads, so `ragform demo` leaves them beside the
+// C-NORM and SURE runs. `ragform spotlight eval` prints its numbers but keeps no store; this
+// uses the same library calls (spotlight/evaluate.h, scoring.h, select.h) per question.
+//
+// Rows: instance = question id, variant = ranking method (spotlight, lead, lead-doc, random, bm25
+// as in evaluate.h), scores {"recall@K": ...} for every K of recall_ks, no correctness (nothing is
+// generated). The spotlight row also has prompt = the eq. (10) prompt of the top-K selection and
+// extra {"question", "selected": [{"title", "text" (the sentence), "R_norm", "category", "gold",
+// "matches": [{"q", "c", "s", "begin", "end"}]}]}, begin/end = bytes of c inside "text".
+// Questions without a resolvable supporting fact are skipped and counted. Resumable: rows
+// already stored are not recomputed.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "eval/qa_record.h"
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/scoring.h"
+#include "store/run_store.h"
+
+namespace ragform::report {
+
+struct SpotlightRunOptions {
+  int K = 6;                         // sentences selected for the prompt
+  std::vector<int> recall_ks{2, 6};  // recall@K columns
+  spotlight::ScoreParams params;     // k, lambda, alpha
+  uint64_t seed = 1;                 // random baseline (as `spotlight eval --seed`)
+  std::string input_path, vectors_path, tool_version;
+};
+
+struct SpotlightRunStats {
+  int64_t run = 0;
+  size_t questions = 0, skipped = 0, written = 0, reused = 0;
+  std::map<std::string, double> mean_recall;  // "<method>@<K>" over the run's stored rows
+};
+
+SpotlightRunStats store_spotlight_eval(store::RunStore& st,
+                                       const std::vector<eval::QaRecord>& records,
+                                       spotlight::TokenEncoder& enc,
+                                       const SpotlightRunOptions& opt);
+
+}  // namespace ragform::report
