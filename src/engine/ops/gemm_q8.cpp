@@ -243,38 +243,65 @@ void gemm_rows(const WeightView& w, const uint8_t* panels, int64_t n_panels, int
   }
 }
 
-// GEMV body for rows [rb, re): sign trick (|w| as u8 times sign(w)*q as s8), 8 int32 lanes per
-// block, scaled into 8 float lanes with FMA, reduced at the end of the row.
-RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const float* dx, int64_t rb,
-                            int64_t re, float* y) {
+// One block's 32 weight quants as vpdpbusd operands, for the GEMV: returns 8 int32 lanes whose
+// sum is the block's exact integer dot with the activation quants `a`.
+//   Q8_0: sign trick, |w| (u8) times sign(w) * a (s8);
+//   Q4_0 / Q5_0: the unsigned stored quants u (w = u - 8 or u - 16) times a, with the offset's
+//   term -8 (-16) * sum(a) placed in lane 0 of the starting accumulator.
+template <TensorType T>
+RAGFORM_VNNI inline __m256i block_dot(const uint8_t* blk, const __m256i a, int32_t asum) {
+  if constexpr (T == TensorType::Q8_0) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
+  } else {
+    constexpr int kQs = T == TensorType::Q4_0 ? 2 : 6;  // offset of qs in the block
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs));
+    __m256i u =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low4), _mm_and_si128(qs, low4));
+    int32_t offset = 8;
+    if constexpr (T == TensorType::Q5_0) {
+      uint32_t qh;
+      std::memcpy(&qh, blk + 2, 4);
+      u = _mm256_mask_blend_epi8(__mmask32(qh), u, _mm256_or_si256(u, _mm256_set1_epi8(0x10)));
+      offset = 16;
+    }
+    return _mm256_dpbusd_epi32(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-offset * asum)), u, a);
+  }
+}
+
+// GEMV body for rows [rb, re): 8 int32 lanes per block (block_dot), scaled into 8 float lanes
+// with FMA, two blocks in flight, reduced at the end of the row.
+template <TensorType T>
+RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const float* dx,
+                            const int32_t* asum, int64_t rb, int64_t re, float* y) {
   const int64_t nb = w.n_in / QK8_0;
-  thread_local std::vector<BlockQ8_0> conv;
-  if (conv.size() < size_t(nb)) conv.resize(size_t(nb));
+  const size_t bsize = size_t(gguf::type_info(T).type_size);
   for (int64_t r = rb; r < re; ++r) {
-    const BlockQ8_0* x = row_as_q8_0(w, r, conv.data());
+    const uint8_t* row = w.data + size_t(r) * w.row_bytes();
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + 1].qs));
+      const uint8_t* b0 = row + size_t(b) * bsize;
+      const uint8_t* b1 = b0 + bsize;
       const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
       const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + 1].qs));
-      const __m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w0),
-                                             _mm256_sign_epi8(a0, w0));
-      const __m256i s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w1),
-                                             _mm256_sign_epi8(a1, w1));
-      acc0 =
-          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[b].d) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[b + 1].d) * dx[b + 1]),
-                             _mm256_cvtepi32_ps(s1), acc1);
+      const __m256i s0 = block_dot<T>(b0, a0, asum[b]);
+      const __m256i s1 = block_dot<T>(b1, a1, asum[b + 1]);
+      uint16_t d0, d1;
+      std::memcpy(&d0, b0, 2);
+      std::memcpy(&d1, b1, 2);
+      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(d0) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
+      acc1 =
+          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(d1) * dx[b + 1]), _mm256_cvtepi32_ps(s1), acc1);
     }
     for (; b < nb; ++b) {
-      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+      const uint8_t* b0 = row + size_t(b) * bsize;
       const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-      const __m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w0),
-                                             _mm256_sign_epi8(a0, w0));
-      acc0 =
-          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(x[b].d) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
+      const __m256i s0 = block_dot<T>(b0, a0, asum[b]);
+      uint16_t d0;
+      std::memcpy(&d0, b0, 2);
+      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(d0) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
     }
     const __m256 s = _mm256_add_ps(acc0, acc1);
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
@@ -335,15 +362,27 @@ void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
   const int64_t nb = w.n_in / QK8_0;
   thread_local std::vector<BlockQ8_0> act;
   thread_local std::vector<float> dx;
+  thread_local std::vector<int32_t> asum;
   if (act.size() < size_t(nb)) act.resize(size_t(nb));
   if (dx.size() < size_t(nb)) dx.resize(size_t(nb));
+  if (asum.size() < size_t(nb)) asum.resize(size_t(nb));
   quantize_row_q8_0(x, act.data(), w.n_in);
-  for (int64_t b = 0; b < nb; ++b) dx[size_t(b)] = fp16_to_fp32(act[size_t(b)].d);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ8_0& q = act[size_t(b)];
+    dx[size_t(b)] = fp16_to_fp32(q.d);
+    int s = 0;
+    for (int j = 0; j < QK8_0; ++j) s += q.qs[j];
+    asum[size_t(b)] = s;
+  }
+  auto rows = w.type == TensorType::Q8_0   ? &gemv_rows<TensorType::Q8_0>
+              : w.type == TensorType::Q5_0 ? &gemv_rows<TensorType::Q5_0>
+                                           : &gemv_rows<TensorType::Q4_0>;
   const BlockQ8_0* a = act.data();
   const float* d = dx.data();
+  const int32_t* as = asum.data();
   pool.parallel_for(
       size_t(w.n_out),
-      [&](size_t rb, size_t re, int) { gemv_rows(w, a, d, int64_t(rb), int64_t(re), y); }, 16);
+      [&](size_t rb, size_t re, int) { rows(w, a, d, as, int64_t(rb), int64_t(re), y); }, 16);
 }
 
 }  // namespace ragform::ops
