@@ -59,121 +59,20 @@ void pv(const float* P, int ldS, const int* n_keys, int nq, int hd, const KvView
 }
 }  // namespace scalar
 
-// Cephes expf (S. L. Moshier): x = n ln2 + r with ln2 split in C1 + C2, a degree-6 polynomial
-// for e^r, then scaling by 2^n; inputs below ln(FLT_MIN) give 0 (the softmax only feeds x <= 0).
-constexpr float kExpLo = -87.33654f, kExpHi = 88.0f, kLog2e = 1.44269504088896341f;
-constexpr float kC1 = 0.693359375f, kC2 = -2.12194440e-4f;
-constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
-                kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+#include "engine/runtime/simd_traits.inc"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 namespace avx2 {
-struct V {
-  using reg = __m256;
-  static constexpr int W = 8;
-  static reg zero() { return _mm256_setzero_ps(); }
-  static reg set1(float x) { return _mm256_set1_ps(x); }
-  static reg load(const float* p) { return _mm256_loadu_ps(p); }
-  static reg loadh(const uint16_t* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static void store(float* p, reg r) { _mm256_storeu_ps(p, r); }
-  static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
-  static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
-  static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
-  static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
-  static float hmax(reg r) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-    return _mm_cvtss_f32(m);
-  }
-  static float hsum(reg r) {
-    __m128 m = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
-    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_add_ss(m, _mm_shuffle_ps(m, m, 1));
-    return _mm_cvtss_f32(m);
-  }
-  static reg lane_mask(int n) {
-    const reg iota = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmp_ps(iota, _mm256_set1_ps(float(n)), _CMP_LT_OQ);
-  }
-  static reg keep_first(reg r, int n) { return _mm256_and_ps(r, lane_mask(n)); }
-  static reg fill_first(reg r, int n, float x) {
-    return _mm256_blendv_ps(_mm256_set1_ps(x), r, lane_mask(n));
-  }
-  static reg round_f16(reg r) { return _mm256_cvtph_ps(_mm256_cvtps_ph(r, 0)); }
-  static reg exp(reg x) {
-    const reg under = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)), _mm256_set1_ps(kExpHi));
-    const reg n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    reg r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kC1), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kC2), r);
-    reg p = _mm256_set1_ps(kP0);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kP5));
-    reg y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-    const __m256i e =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    return _mm256_andnot_ps(under, y);
-  }
-};
 #include "engine/runtime/attention_simd.inc"
 }  // namespace avx2
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma,f16c")
-// GCC 12's avx512fintrin.h builds several intrinsics on _mm512_undefined_ps(), which
-// -Wmaybe-uninitialized reports as a use of an uninitialised value (a known false positive).
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see simd_traits.inc
 namespace avx512 {
-struct V {
-  using reg = __m512;
-  static constexpr int W = 16;
-  static reg zero() { return _mm512_setzero_ps(); }
-  static reg set1(float x) { return _mm512_set1_ps(x); }
-  static reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static reg loadh(const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  static void store(float* p, reg r) { _mm512_storeu_ps(p, r); }
-  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
-  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
-  static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
-  static reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
-  static float hmax(reg r) { return _mm512_reduce_max_ps(r); }
-  static float hsum(reg r) { return _mm512_reduce_add_ps(r); }
-  static __mmask16 lane_mask(int n) { return __mmask16((1u << n) - 1u); }
-  static reg keep_first(reg r, int n) { return _mm512_maskz_mov_ps(lane_mask(n), r); }
-  static reg fill_first(reg r, int n, float x) {
-    return _mm512_mask_mov_ps(_mm512_set1_ps(x), lane_mask(n), r);
-  }
-  static reg round_f16(reg r) { return _mm512_cvtph_ps(_mm512_cvtps_ph(r, 0)); }
-  static reg exp(reg x) {
-    const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo), _CMP_LT_OQ);
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLo)), _mm512_set1_ps(kExpHi));
-    const reg n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    reg r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kC1), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kC2), r);
-    reg p = _mm512_set1_ps(kP0);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kP5));
-    const reg y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    return _mm512_maskz_mov_ps(__mmask16(~under), _mm512_scalef_ps(y, n));
-  }
-};
 #include "engine/runtime/attention_simd.inc"
 }  // namespace avx512
 #pragma GCC diagnostic pop

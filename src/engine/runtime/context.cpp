@@ -9,6 +9,7 @@
 #include "engine/ops/fp16.h"
 #include "engine/ops/ops.h"
 #include "engine/runtime/attention.h"
+#include "engine/runtime/elementwise.h"
 
 namespace ragform::runtime {
 
@@ -338,7 +339,7 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
       const int64_t n = Tn * FF, chunk = 1024;
       for_rows(pool, (n + chunk - 1) / chunk, 4 * chunk, [&](int64_t c) {
         const int64_t b = c * chunk, len = std::min(chunk, n - b);
-        model::swiglu(&I.gate[size_t(b)], &I.up[size_t(b)], int(len), &I.gate[size_t(b)]);
+        swiglu(&I.gate[size_t(b)], &I.up[size_t(b)], len, &I.gate[size_t(b)]);
       });
     }
     ops::matmul(L.w_down, I.gate.data(), Tn, I.o.data(), pool);

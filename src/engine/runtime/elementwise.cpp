@@ -1,0 +1,59 @@
+#include "engine/runtime/elementwise.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "engine/model/blocks.h"
+
+namespace ragform::runtime {
+namespace {
+
+#include "engine/runtime/simd_traits.inc"
+
+// silu(g) * u over whole vectors; the caller finishes the tail with the scalar form.
+#define RAGFORM_SWIGLU_BODY                                           \
+  int64_t i = 0;                                                      \
+  const V::reg one = V::set1(1.0f), zero = V::zero();                 \
+  for (; i + V::W <= n; i += V::W) {                                  \
+    const V::reg g = V::load(gate + i);                               \
+    const V::reg s = V::div(g, V::add(one, V::exp(V::sub(zero, g)))); \
+    V::store(out + i, V::mul(s, V::load(up + i)));                    \
+  }                                                                   \
+  return i;
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace avx2 {
+int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
+}  // namespace avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma,f16c")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see simd_traits.inc
+namespace avx512 {
+int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
+}  // namespace avx512
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+#undef RAGFORM_SWIGLU_BODY
+
+}  // namespace
+
+void swiglu(const float* gate, const float* up, int64_t n, float* out, SimdLevel level) {
+  if (level > cpu_simd_level())
+    throw Error("swiglu", std::string("this CPU does not support ") + simd_name(level));
+  int64_t done = 0;
+  if (level == SimdLevel::Avx512)
+    done = avx512::swiglu(gate, up, n, out);
+  else if (level == SimdLevel::Avx2)
+    done = avx2::swiglu(gate, up, n, out);
+  if (done < n) model::swiglu(gate + done, up + done, int(n - done), out + done);
+}
+
+}  // namespace ragform::runtime
