@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/shard.h"
 #include "eval/datasets.h"
 #include "eval/stats.h"
 #include "pipelines/spotlight/encoder.h"
@@ -19,6 +20,7 @@
 #include "pipelines/spotlight/scoring.h"
 #include "pipelines/spotlight/select.h"
 #include "text/metrics.h"
+#include "text/sentences.h"
 
 namespace ragform::cli {
 namespace {
@@ -152,7 +154,9 @@ int run_select(const std::vector<std::string>& argv) {
   auto& no_special = a.flag("--no-special-tokens", "leave out the <Rel> and category tokens");
   auto& limit = a.opt<int>("--limit", "N", "stop after N questions (0 = all)", 0);
   auto& json = a.flag("--json", "one JSON object per question on stdout");
+  ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  const Shard shard = shard_f.shard();
   if (order.value != "doc" && order.value != "score")
     throw UsageError("spotlight", "--order must be doc or score, got '" + order.value + "'");
   ScoreParams sp = sf.params();
@@ -163,6 +167,7 @@ int run_select(const std::vector<std::string>& argv) {
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   size_t words = 0, oov = 0;
   eval::for_each_qa_record(input.value, lo, [&](eval::QaRecord& r, const eval::JsonRow&) {
+    if (!shard.keeps(r.id)) return;
     if (r.ctxs.empty())
       throw Error("spotlight", input.value + ":" + std::to_string(r.source_line) + ": record '" +
                                    r.id + "' has no contexts");
@@ -209,13 +214,16 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& n_predict = a.opt<int>("-n,--n-predict", "N", "max tokens per answer with --generate", 16);
   auto& limit = a.opt<int>("--limit", "N", "use the first N questions (0 = all)", 0);
   auto& json = a.flag("--json", "one JSON object per result line on stdout");
+  ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  const Shard shard = shard_f.shard();
   const ScoreParams base = sf.params();
   const int K = sf.K.value;
   TokenEncoder& enc = ef.open();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
+  std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
 
   // Configurations: (group, name, params, K).
   struct Config {
@@ -249,6 +257,15 @@ int run_eval(const std::vector<std::string>& argv) {
   std::vector<Row> krows;  // K sweep of the main configuration and the baselines
   for (const char* m : {"spotlight", "lead", "lead-doc", "random", "bm25"})
     for (int k : Ks) krows.push_back({"sweep-K", m, k, {}});
+  // Table 4's context length: the gold paragraphs plus the first d distractors (d = 8: all of a
+  // HotpotQA distractor record), Spotlight and BM25 at K; crows[2i] spotlight, [2i+1] bm25.
+  const std::vector<int> distractors =
+      sweeps.value ? std::vector<int>{0, 2, 4, 8} : std::vector<int>{};
+  std::vector<Row> crows;
+  std::vector<double> ctx_words(distractors.size(), 0.0);
+  for (int d : distractors)
+    for (const char* m : {"spotlight", "bm25"})
+      crows.push_back({"sweep-context", std::string(m) + " gold+" + std::to_string(d), K, {}});
 
   PositionalAnalysis pa;
   size_t skipped = 0, words = 0, oov = 0;
@@ -293,6 +310,13 @@ int run_eval(const std::vector<std::string>& argv) {
                                            {"random", rank_random(docs, qseed)},
                                            {"bm25", rank_bm25(r.question, docs)}};
     for (Row& kr : krows) kr.recalls.push_back(recall_at(base_rk[kr.method], gold, kr.K));
+    for (size_t i = 0; i < distractors.size(); ++i) {
+      ContextSubset cs = with_distractors(docs, gold, distractors[i]);
+      for (const Document& d : cs.docs) ctx_words[i] += double(text::words(d.text).size());
+      ScoredQuestion sq = score_question(enc, r.question, cs.docs, base);
+      crows[2 * i].recalls.push_back(recall_at(rank_scored(sq), cs.gold, K));
+      crows[2 * i + 1].recalls.push_back(recall_at(rank_bm25(r.question, cs.docs), cs.gold, K));
+    }
   }
   prog.reset();
 
@@ -321,6 +345,19 @@ int run_eval(const std::vector<std::string>& argv) {
   if (sweeps.value)
     for (const Row& kr : krows)
       if (kr.K != K) report(kr);
+  for (size_t i = 0; i < distractors.size(); ++i) {
+    double n = double(crows[2 * i].recalls.size());
+    double words_mean = n > 0 ? ctx_words[i] / n : 0.0;
+    std::fprintf(stderr, "context gold+%d distractors: %.0f words per question on average\n",
+                 distractors[i], words_mean);
+    if (json.value)
+      print_json_line(ojson{{"kind", "context"},
+                            {"distractors", distractors[i]},
+                            {"words", f9(words_mean)},
+                            {"questions", crows[2 * i].recalls.size()}});
+    report(crows[2 * i]);
+    report(crows[2 * i + 1]);
+  }
   if (json.value)
     print_json_line(
         ojson{{"kind", "oov"}, {"words", words}, {"oov", oov}, {"encoder", enc.describe()}});

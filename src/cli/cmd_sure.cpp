@@ -4,6 +4,7 @@
 // flags and files and prints. See docs/sure.md.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
+#include "cli/shard.h"
 #include "eval/datasets.h"
 #include "pipelines/sure/analyses.h"
 #include "pipelines/sure/evaluate.h"
@@ -26,6 +28,7 @@
 #include "pipelines/sure/prompts.h"
 #include "pipelines/sure/taxonomy.h"
 #include "ragform_version.h"
+#include "reader/openai_reader.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 #include "text/metrics.h"
@@ -37,6 +40,64 @@ using namespace ragform::sure;
 
 void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
+// The pairs of `path` whose instance (QA record id) is in `shard`: all documents and perturbations
+// of one question go to the same worker, so its closed-book row is computed once.
+std::vector<Pair> read_shard(const std::string& path, const Shard& shard) {
+  std::vector<Pair> pairs = read_pairs(path);
+  std::erase_if(pairs, [&](const Pair& p) { return !shard.keeps(p.instance); });
+  return pairs;
+}
+
+// The set-up every reader-using verb shares: the reader under test from -m and the native flags
+// (ReaderFlags) or from --reader openai --base-url URL [-m NAME] (RemoteFlags), a second reader of
+// the same kind (perturber, judge), and the prompt directory.
+struct SureSetup {
+  explicit SureSetup(Args& a)
+      : rf(a, false),
+        xf(a),
+        prompts_dir(
+            a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir())) {}
+  ReaderFlags rf;
+  RemoteFlags xf;
+  Opt<std::string>& prompts_dir;
+
+  bool remote() const { return xf.reader.value == "openai"; }
+  // A reader under test was given: -m FILE (native), or --reader openai (-m names the served model,
+  // and may be left out for the server's own).
+  bool given() const { return remote() || !rf.model.value.empty(); }
+  std::unique_ptr<reader::Reader> open(const std::string& verb) const {
+    if (!given())
+      throw UsageError(verb, "needs a reader: -m MODEL.gguf, or --reader openai --base-url URL");
+    return xf.open(rf);
+  }
+  // A second reader of the same kind: native -> the GGUF file `model` with the same engine flags;
+  // openai -> the served model `model` at `url` (default: --base-url) with the same HTTP flags.
+  std::unique_ptr<reader::Reader> open_other(const std::string& model,
+                                             const std::string& url) const {
+    if (!remote()) {
+      if (xf.reader.value != "native")
+        throw UsageError("--reader", "'" + xf.reader.value + "' is not native or openai");
+      return std::make_unique<reader::NativeReader>(model, rf.native_options());
+    }
+    reader::OpenAIOptions o;
+    o.base_url = url.empty() ? xf.base_url.value : url;
+    if (o.base_url.empty()) throw UsageError("--base-url", "--reader openai needs --base-url URL");
+    o.model = model;
+    if (const char* k = std::getenv(xf.api_key_env.value.c_str())) o.api_key = k;
+    o.chat = rf.chat.value;
+    o.system_prompt = rf.system.value;
+    o.concurrency = xf.concurrency.value;
+    o.retries = xf.retries.value;
+    o.timeout_s = xf.timeout.value;
+    return std::make_unique<reader::OpenAIReader>(o);
+  }
+  PromptSet prompts() const { return load_prompts(prompts_dir.value); }
+  // The model file's hash for the run store; a remote reader names a served model, not a file.
+  std::string model_sha256() const {
+    return remote() ? std::string() : store::sha256_file(rf.model.value);
+  }
+};
+
 // ---------------------------------------------------------------- perturb
 
 int run_perturb(const std::vector<std::string>& argv) {
@@ -46,25 +107,30 @@ int run_perturb(const std::vector<std::string>& argv) {
       "perturbation, category, question, answers, title, original, perturbed, embeds_title,\n"
       "note, failed. Rule-based kinds (logic/reverse, logic/random, format, metadata) need no\n"
       "reader. style, source/llm-generated and logic/llm-ranked use --perturb-model (default:\n"
-      "-m); source/self-generated uses -m (the reader under test). Kinds whose reader is not\n"
-      "given are skipped with a note on stderr.");
-  ReaderFlags rf(a, false);
+      "the reader under test); source/self-generated uses the reader under test (-m, or\n"
+      "--reader openai). Kinds whose reader is not given are skipped with a note on stderr.");
+  SureSetup su(a);
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records with ctxs (JSONL, gzip ok)").required();
   auto& kinds_s = a.opt<std::string>("--kinds", "LIST", "categories and/or names, or all", "all");
-  auto& pmodel =
-      a.opt<std::string>("--perturb-model", "FILE",
-                         "GGUF model for style, llm-generated and llm-ranked (default: -m)", "");
+  auto& pmodel = a.opt<std::string>(
+      "--perturb-model", "MODEL",
+      "reader for style, llm-generated and llm-ranked: a GGUF file, or with --reader openai a "
+      "served model name (default: the reader under test)",
+      "");
+  auto& pbase = a.opt<std::string>(
+      "--perturb-base-url", "URL",
+      "server of --perturb-model with --reader openai (default: --base-url)", "");
   auto& seed = a.opt<long long>("--seed", "N", "seed of random order, timestamps and URLs", 0);
   auto& cutoff =
       a.opt<std::string>("--cutoff", "DATE", "knowledge cutoff for timestamps", "2023-10-01");
   auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
   auto& max_docs = a.opt<int>("--docs", "N", "first N documents of each record (0 = all)", 0);
-  auto& prompts_dir =
-      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
   auto& max_tokens = a.opt<int>("--max-tokens", "N", "tokens per LLM rewrite", 512);
   auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  const Shard shard = shard_f.shard();
   if (limit.value < 0 || max_docs.value < 0 || batch.value < 1 || max_tokens.value < 1)
     throw UsageError("sure perturb", "--limit/--docs must be >= 0, --batch/--max-tokens >= 1");
 
@@ -81,11 +147,11 @@ int run_perturb(const std::vector<std::string>& argv) {
     need_test |= info(k).needs == NeedsReader::UnderTest;
     need_pert |= info(k).needs == NeedsReader::Perturber;
   }
-  if ((need_test || (need_pert && pmodel.value.empty())) && !rf.model.value.empty())
-    under_test = rf.open_native();
+  if ((need_test || (need_pert && pmodel.value.empty())) && su.given())
+    under_test = su.open("sure perturb");
   if (need_pert) {
     if (!pmodel.value.empty()) {
-      perturber_own = std::make_unique<reader::NativeReader>(pmodel.value, rf.native_options());
+      perturber_own = su.open_other(pmodel.value, pbase.value);
       perturber = perturber_own.get();
     } else {
       perturber = under_test.get();
@@ -97,7 +163,9 @@ int run_perturb(const std::vector<std::string>& argv) {
     if ((n == NeedsReader::UnderTest && !under_test) ||
         (n == NeedsReader::Perturber && !perturber)) {
       note(std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
-           (n == NeedsReader::UnderTest ? "-m" : "--perturb-model or -m") + ")");
+           (n == NeedsReader::UnderTest ? "-m or --reader openai"
+                                        : "--perturb-model, -m or --reader openai") +
+           ")");
       continue;
     }
     active.push_back(k);
@@ -105,11 +173,13 @@ int run_perturb(const std::vector<std::string>& argv) {
   PromptSet prompts;
   bool any_llm = false;
   for (Kind k : active) any_llm |= info(k).needs != NeedsReader::None;
-  if (any_llm) prompts = load_prompts(prompts_dir.value);
+  if (any_llm) prompts = su.prompts();
 
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(limit.value);
   auto recs = eval::load_qa_file(input.value, lo).records;
+  // --shard: whole records (every document and perturbation of an instance stay together).
+  std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   std::vector<Pair> pairs;
   std::vector<LlmRequest> test_reqs, pert_reqs;
   std::vector<size_t> test_idx, pert_idx;
@@ -191,24 +261,24 @@ int run_filter(const std::vector<std::string>& argv) {
       "sure filter", "Keep pairs whose causal features are preserved (SURE 3.4).",
       "Reads pairs (sure perturb output), drops failed perturbations, golden documents that lost\n"
       "their answer and noise documents that gained one (normalised substring match), then asks\n"
-      "the NLI reader (-m) the Figure 10 prompt both ways; kept pairs are printed on stdout with\n"
-      "nli_forward / nli_backward, the counts of each filter on stderr (and --counts FILE).");
-  ReaderFlags rf(a, false);
+      "the NLI reader (-m, or --reader openai) the Figure 10 prompt both ways; kept pairs are\n"
+      "printed on stdout with nli_forward / nli_backward, the counts of each filter on stderr\n"
+      "(and --counts FILE).");
+  SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& nli_s = a.opt<std::string>("--nli", "SCOPE", "none, llm (reader-made kinds) or all", "llm");
-  auto& prompts_dir =
-      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
   auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =
       a.opt<std::string>("--rejected", "FILE", "write dropped pairs with reasons", "");
+  ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
   if (batch.value < 1) throw UsageError("--batch", "must be >= 1");
   FilterOptions fo;
   fo.nli = parse_nli_scope(nli_s.value);
   fo.batch = static_cast<size_t>(batch.value);
-  std::vector<Pair> pairs = read_pairs(input.value);
-  std::unique_ptr<reader::NativeReader> rd;
+  std::vector<Pair> pairs = read_shard(input.value, shard_f.shard());
+  std::unique_ptr<reader::Reader> rd;
   bool need = false;
   for (const auto& p : pairs) {
     auto k = parse_kind(p.perturbation);
@@ -217,11 +287,13 @@ int run_filter(const std::vector<std::string>& argv) {
       need = true;
   }
   if (need) {
-    if (rf.model.value.empty())
-      throw UsageError("sure filter", "NLI needs a reader: give -m MODEL, or --nli none");
-    rd = rf.open_native();
+    if (!su.given())
+      throw UsageError("sure filter",
+                       "NLI needs a reader: give -m MODEL, or --reader openai --base-url URL, or "
+                       "--nli none");
+    rd = su.open("sure filter");
   }
-  PromptSet prompts = load_prompts(prompts_dir.value);
+  PromptSet prompts = su.prompts();
   FilterCounts counts;
   auto verdicts = filter_pairs(pairs, rd.get(), prompts, fo, counts);
   std::FILE* rej = nullptr;
@@ -267,8 +339,7 @@ int run_eval(const std::vector<std::string>& argv) {
       "second run with the same configuration only computes missing rows). Prints one JSON line\n"
       "per (scope, key, subset) group: n, lose/robust/win counts, LR, RR, WR, Org, Acc,\n"
       "RR_ci95 (bootstrap), mcnemar_p (exact), as fractions.");
-  ReaderFlags rf(a);
-  RemoteFlags xf(a);
+  SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
   auto& temp = a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1);
@@ -276,26 +347,31 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
   auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
   auto& con = a.flag("--chain-of-note", "Chain-of-Note instruction (Table 5 baseline)");
-  auto& prompts_dir =
-      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
   auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000);
   auto& judge_model = a.opt<std::string>(
-      "--judge-model", "FILE", "LLM-as-judge reader for Y (default: string containment)", "");
+      "--judge-model", "MODEL",
+      "LLM-as-judge reader for Y: a GGUF file, or with --reader openai a served model name "
+      "(default: string containment)",
+      "");
+  auto& judge_base =
+      a.opt<std::string>("--judge-base-url", "URL",
+                         "server of --judge-model with --reader openai (default: --base-url)", "");
+  ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
   if (batch.value < 1 || max_tokens.value < 1 || resamples.value < 1)
     throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
-  std::vector<Pair> pairs = read_pairs(input.value);
-  PromptSet prompts = load_prompts(prompts_dir.value);
-  auto reader = xf.open(rf);
+  std::vector<Pair> pairs = read_shard(input.value, shard_f.shard());
+  PromptSet prompts = su.prompts();
+  auto reader = su.open("sure eval");
   EvalOptions eo;
   eo.temperature = temp.value;
   eo.max_tokens = max_tokens.value;
   eo.seed = static_cast<uint64_t>(seed.value);
   eo.batch = static_cast<size_t>(batch.value);
   eo.chain_of_note = con.value;
-  std::unique_ptr<reader::NativeReader> judge;
+  std::unique_ptr<reader::Reader> judge;
   if (!judge_model.value.empty()) {
-    judge = std::make_unique<reader::NativeReader>(judge_model.value, rf.native_options());
+    judge = su.open_other(judge_model.value, judge_base.value);
     eo.judge = judge.get();
   }
   store::RunStore st(store_path.value);
@@ -312,14 +388,12 @@ int run_eval(const std::vector<std::string>& argv) {
       {"grading", judge ? "judge" : "substring_match"}};
   if (judge) {
     rc.config["judge"] = judge->describe();
-    rc.config["judge_sha256"] = store::sha256_file(judge_model.value);
+    if (!su.remote()) rc.config["judge_sha256"] = store::sha256_file(judge_model.value);
     rc.config["prompts"]["judge"] = prompts.identity("judge");
   }
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  rc.model_path = rf.model.value;
-  // A remote reader names a served model, not a file: it has no hash (the reader field says which).
-  rc.model_sha256 =
-      xf.reader.value == "native" ? store::sha256_file(rf.model.value) : std::string();
+  rc.model_path = su.rf.model.value;
+  rc.model_sha256 = su.model_sha256();
   rc.reader = reader->describe();
   rc.chat_mode = reader->chat_mode();
   rc.seed = seed.value;
@@ -483,8 +557,9 @@ int run_attention(const std::vector<std::string>& argv) {
       "For Golden pairs evaluated in --store (labels C), samples up to --per-group pairs of each\n"
       "group (seeded), measures the final token's attention on the gold answer span in the\n"
       "original and perturbed prompts (A_org, A_pert), and prints per group A_org, A_pert,\n"
-      "dA = |A_org - A_pert| and Welch's t-test of dA Robust vs Win+Lose. Raw prompt mode.");
-  ReaderFlags rf(a);
+      "dA = |A_org - A_pert| and Welch's t-test of dA Robust vs Win+Lose. Raw prompt mode.\n"
+      "The reader: -m MODEL.gguf, or --reader openai against `ragform serve` (/v1/attention).");
+  SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL (e.g. the SIG file)").required();
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store with the labels").required();
   auto& run = a.opt<long long>("--run", "ID", "which run (default: the only one)", 0);
@@ -493,10 +568,8 @@ int run_attention(const std::vector<std::string>& argv) {
   auto& per_group = a.opt<int>("--per-group", "N", "pairs per group (paper: 50)", 50);
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
   auto& con = a.flag("--chain-of-note", "the prompts of a Chain-of-Note evaluation");
-  auto& prompts_dir =
-      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
   if (!a.parse(argv)) return 0;
-  if (rf.chat.value) throw UsageError("--chat", "the answer-span positions need raw prompts");
+  if (su.rf.chat.value) throw UsageError("--chat", "the answer-span positions need raw prompts");
   AttentionOptions ao;
   ao.layer = layer.value;
   if (!heads.value.empty()) ao.heads = parse_int_list("--heads", heads.value);
@@ -511,8 +584,8 @@ int run_attention(const std::vector<std::string>& argv) {
     auto it = labels.find({p.id, p.perturbation});
     if (it != labels.end()) by_group[it->second].push_back(std::move(p));
   }
-  PromptSet prompts = load_prompts(prompts_dir.value);
-  auto reader = rf.open_native();
+  PromptSet prompts = su.prompts();
+  auto reader = su.open("sure attention");
   std::vector<std::tuple<int, double, double>> rows;
   size_t no_span = 0;
   for (auto& [c, ps] : by_group) {
@@ -551,19 +624,18 @@ int run_oracle(const std::vector<std::string>& argv) {
       "and\n"
       "last-ranked documents per query form two sets; two random documents per query the control.\n"
       "Prints one JSON line per feature (Flesch reading ease, Distinct-1, token length, PPL) with\n"
-      "the K-S statistic and p-value of both comparisons. Dependency-tree depth is not computed.");
-  ReaderFlags rf(a);
+      "the K-S statistic and p-value of both comparisons. Dependency-tree depth is not computed.\n"
+      "The reader: -m MODEL.gguf, or --reader openai against a server that scores prompts.");
+  SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "QA records with several ctxs").required();
   auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
   auto& seed = a.opt<long long>("--seed", "N", "control sampling seed", 0);
-  auto& prompts_dir =
-      a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir());
   if (!a.parse(argv)) return 0;
-  PromptSet prompts = load_prompts(prompts_dir.value);
+  PromptSet prompts = su.prompts();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   auto recs = eval::load_qa_file(input.value, lo).records;
-  auto reader = rf.open_native();
+  auto reader = su.open("sure oracle");
   std::vector<std::vector<OracleDoc>> per_query;
   Progress prog("sure oracle", recs.size());
   for (const auto& r : recs) {

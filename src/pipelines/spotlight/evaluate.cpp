@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "base/error.h"
 #include "pipelines/spotlight/select.h"
 #include "text/sentences.h"
 
@@ -36,6 +37,29 @@ std::vector<std::pair<int, int>> gold_sentences(const eval::QaRecord& r) {
     for (const auto& f : r.hotpot->supporting_facts)
       if (f.context_index >= 0 && f.sentence_ok) g.emplace(f.context_index, f.sent_id);
   return {g.begin(), g.end()};
+}
+
+ContextSubset with_distractors(const std::vector<Document>& docs,
+                               const std::vector<std::pair<int, int>>& gold, int distractors) {
+  if (distractors < 0) throw Error("spotlight", "distractors must be >= 0");
+  std::set<int> gold_docs;
+  for (const auto& g : gold) {
+    if (g.first < 0 || g.first >= int(docs.size()))
+      throw Error("spotlight", "gold document " + std::to_string(g.first) + " out of range");
+    gold_docs.insert(g.first);
+  }
+  ContextSubset out;
+  std::map<int, int> renumber;
+  int taken = 0;
+  for (int d = 0; d < int(docs.size()); ++d) {
+    bool is_gold = gold_docs.count(d) > 0;
+    if (!is_gold && taken >= distractors) continue;
+    taken += !is_gold;
+    renumber[d] = int(out.docs.size());
+    out.docs.push_back(docs[size_t(d)]);
+  }
+  for (const auto& [d, sent] : gold) out.gold.emplace_back(renumber.at(d), sent);
+  return out;
 }
 
 Ranking rank_lead(const std::vector<Document>& docs) {

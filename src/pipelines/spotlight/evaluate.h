@@ -43,6 +43,16 @@ Ranking rank_bm25(const std::string& question, const std::vector<Document>& docs
                   double b = 0.75);
 Ranking rank_scored(const ScoredQuestion& scored);
 
+// Table 4's context-length axis on HotpotQA distractor: the question's gold documents plus its
+// first `distractors` non-gold documents (file order; fewer when the record has fewer), kept in
+// file order, with the gold (doc, sent) pairs renumbered to the subset. distractors < 0 throws.
+struct ContextSubset {
+  std::vector<Document> docs;
+  std::vector<std::pair<int, int>> gold;
+};
+ContextSubset with_distractors(const std::vector<Document>& docs,
+                               const std::vector<std::pair<int, int>>& gold, int distractors);
+
 // |gold ∩ first K of ranking| / |gold| (gold non-empty).
 double recall_at(const Ranking& ranking, const std::vector<std::pair<int, int>>& gold, int K);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "pipelines/spotlight/evaluate.h"
 #include "pipelines/spotlight/select.h"
 #include "support/test_support.h"
@@ -55,6 +56,26 @@ TEST(SpotlightAnnotate, SelectOrdersAndAnnotates) {
   // Document order puts doc 0 first anyway; drop special tokens.
   s = select_and_annotate("Q?", docs, sq, {3, Order::Document, false});
   EXPECT_EQ(s.prompt, "Question: Q?\nEvidence:\nx y.\nMary Ann went.\nIn 1990 z.\nAnswer:");
+}
+
+TEST(SpotlightContextSweep, GoldPlusFirstDistractorsInFileOrder) {
+  std::vector<Document> docs;
+  for (int i = 0; i < 6; ++i) docs.push_back({"d" + std::to_string(i), "", "x.", {{0, 2}}});
+  // Gold in documents 1 and 4; distractors in file order are 0, 2, 3, 5.
+  std::vector<std::pair<int, int>> gold{{1, 0}, {4, 0}};
+  ContextSubset c0 = with_distractors(docs, gold, 0);
+  ASSERT_EQ(c0.docs.size(), 2u);
+  EXPECT_EQ(c0.docs[0].id, "d1");
+  EXPECT_EQ(c0.docs[1].id, "d4");
+  EXPECT_EQ(c0.gold, (std::vector<std::pair<int, int>>{{0, 0}, {1, 0}}));
+  ContextSubset c2 = with_distractors(docs, gold, 2);
+  std::vector<std::string> ids;
+  for (const auto& d : c2.docs) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"d0", "d1", "d2", "d4"}));
+  EXPECT_EQ(c2.gold, (std::vector<std::pair<int, int>>{{1, 0}, {3, 0}}));
+  EXPECT_EQ(with_distractors(docs, gold, 8).docs.size(), 6u);  // all there are
+  EXPECT_THROW(with_distractors(docs, gold, -1), Error);
+  EXPECT_THROW(with_distractors(docs, {{6, 0}}, 1), Error);
 }
 
 TEST(SpotlightBaselines, Bm25LeadRandomRecall) {
