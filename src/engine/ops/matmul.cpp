@@ -45,8 +45,9 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
     if (n_tokens == 1) return gemv_q8(w, x, y, pool);
     return gemm_q8(w, x, n_tokens, y, pool);
   }
-  // One token keeps vec_dot for K-quants: the 16-token GEMM would waste 15 of 16 lanes.
+  // One token: the 16-token GEMM would waste 15 of 16 lanes; a GEMV where there is one.
   if (n_tokens > 1 && gemm_k_supported(w.type, tier)) return gemm_k(w, x, n_tokens, y, pool);
+  if (n_tokens == 1 && gemv_k_supported(w.type, tier)) return gemv_k(w, x, y, pool);
   if (gemm_f16_supported(w.type, tier)) {
     if (n_tokens == 1) return gemv_f16(w, x, y, pool);
     return gemm_f16(w, x, n_tokens, y, pool);

@@ -108,6 +108,24 @@ TEST(GemmK, BitIdenticalToVecDotOddShapes) {
       }
 }
 
+TEST(GemvK, BitIdenticalToVecDot) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  ThreadPool pool(2);
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K})
+    for (int64_t n_in : {256, 1024, 4864}) {
+      const int64_t n_out = 35;
+      const auto data = random_rows(t, n_in, n_out, uint32_t(n_in) + 17 * uint32_t(t));
+      const WeightView w{t, data.data(), n_in, n_out};
+      const auto x = random_activations(n_in, uint32_t(n_in) * 5 + 1);
+      const Reference ref = reference(w, x, 1);
+      std::vector<float> y(size_t(n_out), NAN);
+      gemv_k(w, x.data(), y.data(), pool);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << gguf::type_name(t) << " n_in " << n_in << " row "
+                                              << i << ": " << y[i] << " vs " << ref.y[i];
+    }
+}
+
 TEST(GemmK, SeveralTokenBlocksOnLongRows) {
   if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   // 4864 = 19 K-blocks: ~89 KB of packed activations per 16 tokens, so 120 tokens (8 panels)
@@ -228,6 +246,7 @@ TEST(GemmQ8, RejectsTypesItDoesNotCover) {
   EXPECT_THROW(gemm_k({TensorType::Q8_0, data.data(), 256, 2}, x.data(), 1, y.data(), pool), Error);
   EXPECT_THROW(gemm_k({TensorType::Q4_K, data.data(), 128, 2}, x.data(), 1, y.data(), pool), Error);
   EXPECT_FALSE(gemm_k_supported(TensorType::Q3_K, CpuTier::Avx512));
+  EXPECT_THROW(gemv_k({TensorType::Q5_K, data.data(), 256, 2}, x.data(), y.data(), pool), Error);
 }
 
 TEST(CpuFeatures, TierNamesClampAndParse) {
