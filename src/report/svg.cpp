@@ -157,10 +157,15 @@ LinearScale y_scale(const Frame& f, const ChartOptions& o, const std::vector<Ser
 std::string bar_chart(const std::vector<std::string>& categories, const std::vector<Series>& series,
                       const ChartOptions& opt) {
   Frame f{opt.width, opt.height};
-  LinearScale y = y_scale(f, opt, series);
-  std::string s = open_svg(opt, "bars") + axes(f, y, opt, series);
   size_t nc = std::max<size_t>(categories.size(), 1), ns = std::max<size_t>(series.size(), 1);
   double group = (f.x1() - f.x0()) / double(nc);
+  // Labels wider than their group (~6 px per character at 10 px) are slanted, with room below.
+  size_t longest = 0;
+  for (const auto& c : categories) longest = std::max(longest, c.size());
+  const bool slant = 6.0 * double(longest) > group;
+  if (slant) f.bottom += std::min(70.0, 4.2 * double(longest));
+  LinearScale y = y_scale(f, opt, series);
+  std::string s = open_svg(opt, "bars") + axes(f, y, opt, series);
   double bw = group * 0.8 / double(ns);
   for (size_t si = 0; si < series.size(); ++si) {
     const Series& se = series[si];
@@ -188,9 +193,13 @@ std::string bar_chart(const std::vector<std::string>& categories, const std::vec
            "<title>" + escape_html(se.name) + "</title></path>";
     if (!err.empty()) s += "<path class=\"err\" d=\"" + err + "\"/>";
   }
-  for (size_t c = 0; c < categories.size(); ++c)
-    s += "<text class=\"tick\" x=\"" + n1(f.x0() + group * (double(c) + 0.5)) + "\" y=\"" +
-         n1(f.y0() + 14) + "\" text-anchor=\"middle\">" + escape_html(categories[c]) + "</text>";
+  for (size_t c = 0; c < categories.size(); ++c) {
+    double cx = f.x0() + group * (double(c) + 0.5), cy = f.y0() + 14;
+    s += "<text class=\"tick\" x=\"" + n1(cx) + "\" y=\"" + n1(cy) + "\"" +
+         (slant ? " transform=\"rotate(-35 " + n1(cx) + " " + n1(cy - 8) + ")\" text-anchor=\"end\""
+                : std::string(" text-anchor=\"middle\"")) +
+         ">" + escape_html(categories[c]) + "</text>";
+  }
   return s + "</svg>";
 }
 
@@ -250,7 +259,7 @@ std::string radar_chart(const std::vector<std::string>& axes_names,
     if (!d.empty()) s += "<path class=\"grid\" fill=\"none\" d=\"" + d + "Z\"/>";
     Point lp = radar_point(0, n, max * ring / 4.0, max, cx, cy, radius);
     s += "<text class=\"tick\" x=\"" + n1(lp.x + 3) + "\" y=\"" + n1(lp.y) + "\">" +
-         fmt(max * ring / 4.0, 2) + "</text>";
+         fmt(max * ring / 4.0, max >= 10 ? 0 : 2) + "</text>";
   }
   for (size_t i = 0; i < n; ++i) {
     Point e = radar_point(i, n, max, max, cx, cy, radius);
