@@ -105,6 +105,33 @@ std::string OpenAIReader::post(const std::string& endpoint, const std::string& b
                       opt_.retries + 1);
 }
 
+bool OpenAIReader::is_ragform_server() const {
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  if (ragform_) return *ragform_;
+  httplib::Headers headers;
+  if (!opt_.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt_.api_key);
+  httplib::Client cli(scheme_host_port_);
+  int t = std::min(opt_.timeout_s, 30);
+  cli.set_connection_timeout(t, 0);
+  cli.set_read_timeout(t, 0);
+  auto res = cli.Get(prefix_ + "/models", headers);
+  if (!res) return false;  // no answer: not remembered, the next call asks again
+  bool ragform = false;
+  if (res->status >= 200 && res->status < 300) {
+    try {
+      json j = json::parse(res->body);
+      if (j.contains("data") && j["data"].is_array())
+        for (const auto& m : j["data"])
+          if (m.is_object() && m.value("owned_by", std::string()) == "ragform") ragform = true;
+    } catch (const json::exception&) {
+      ragform = false;  // not an OpenAI model list: some other server
+    }
+  }
+  if (res->status == 429 || res->status >= 500) return ragform;  // transient: ask again later
+  ragform_ = ragform;
+  return ragform;
+}
+
 Generation OpenAIReader::generate(const std::string& prompt, const GenerateParams& p) {
   json req = {{"max_tokens", p.max_tokens},
               {"temperature", p.temperature},
@@ -191,6 +218,7 @@ Echo echo_of(const json& choice) {
 ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& continuation) {
   if (opt_.chat)
     throw NotSupported("openai reader", "score is not supported in chat mode (it scores raw text)");
+  if (is_ragform_server()) return score_ragform(prompt, continuation);
   json prompts =
       continuation.empty() ? json::array({prompt}) : json::array({prompt, prompt + continuation});
   json req = {{"prompt", prompts},
@@ -244,8 +272,35 @@ ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& co
   return r;
 }
 
+ScoreResult OpenAIReader::score_ragform(const std::string& prompt,
+                                        const std::string& continuation) {
+  json req = {{"prompt", prompt}, {"continuation", continuation}};
+  if (!opt_.model.empty()) req["model"] = opt_.model;
+  json j = parse(post("/score", req.dump(-1, ' ', false, json::error_handler_t::replace)), "score");
+  try {
+    ScoreResult r;
+    r.prompt_tokens = j.at("prompt_tokens").get<int>();
+    for (const auto& t : j.at("tokens")) {
+      TokenLogprob tl;
+      tl.id = t.at("id").get<int32_t>();
+      tl.piece = t.at("piece").get<std::string>();
+      tl.logprob = t.at("logprob").get<double>();
+      r.tokens.push_back(std::move(tl));
+    }
+    r.sum = j.at("sum").get<double>();
+    return r;
+  } catch (const json::exception& e) {
+    throw RequestFailed(std::string("score: unexpected answer from /score (") + e.what() + ")", 200,
+                        1);
+  }
+}
+
 AttentionResult OpenAIReader::attention(const std::string& prompt, const AttentionQuery& q) {
   if (opt_.chat) throw NotSupported("openai reader", "attention is not supported in chat mode");
+  if (!is_ragform_server())
+    throw NotSupported("openai reader",
+                       "attention is not supported by this server (only ragform serve has "
+                       "/v1/attention; its /models does not name ragform as owner)");
   json req = {{"prompt", prompt},
               {"layers", q.layers},
               {"query_positions", q.query_positions},

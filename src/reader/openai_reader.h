@@ -2,13 +2,19 @@
 // hosted APIs, or `ragform serve`).
 //   generate  — raw mode: POST {base}/completions {prompt}; chat mode: POST {base}/chat/completions
 //               {messages: [system?, user]} (the server applies its chat template);
-//   score     — POST {base}/completions {prompt: [prompt, prompt + continuation], echo: true,
-//               logprobs: 0, max_tokens: 0}: the echoed prompt log-probs (OpenAI legacy format,
-//               llama-server, vLLM, ragform serve); the tokens past the longest common prefix of
-//               the two echoes are scored (NativeReader::score's rule). A server that returns no
-//               prompt log-probs -> NotSupported "score is not supported by this server";
-//   attention — only when the server is `ragform serve` (POST {base}/attention); else NotSupported;
+//   score     — on `ragform serve`: POST {base}/score {prompt, continuation} (the server's
+//               NativeReader::score, token ids included); elsewhere POST {base}/completions
+//               {prompt: [prompt, prompt + continuation], echo: true, logprobs: 0, max_tokens: 0}:
+//               the echoed prompt log-probs (OpenAI legacy format, llama-server, vLLM); the tokens
+//               past the longest common prefix of the two echoes are scored (NativeReader::score's
+//               rule). A server that returns no prompt log-probs -> NotSupported "score is not
+//               supported by this server";
+//   attention — only on `ragform serve` (POST {base}/attention); any other server -> NotSupported
+//               "attention is not supported by this server", without a request;
 //   hidden    — always NotSupported.
+// Which server it is: GET {base}/models once (on first need), a ragform server names "ragform" as
+// `owned_by` of its model. A failed probe is not remembered (the next call asks again) and counts
+// as "not ragform" for that call.
 // Transport: `concurrency` requests in flight for generate_batch; each request is retried with
 // exponential backoff (backoff_s * 2^attempt) on connection errors, timeouts, 429 and 5xx, up to
 // `retries` times. A request that still fails throws RequestFailed: pipelines catch it and store
@@ -16,6 +22,8 @@
 // retried and also throw RequestFailed (with the server's message).
 // HTTPS needs a build with CPPHTTPLIB_OPENSSL_SUPPORT; plain HTTP always works.
 #pragma once
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -50,7 +58,8 @@ struct OpenAIOptions {
 class OpenAIReader : public Reader {
  public:
   explicit OpenAIReader(OpenAIOptions opt);
-  Capabilities capabilities() const override { return {true, true, false, false}; }
+  // attention is true only for `ragform serve` (asks the server once, see above).
+  Capabilities capabilities() const override { return {true, true, is_ragform_server(), false}; }
   std::string describe() const override;  // "openai:<base url>#<model>"
   std::string chat_mode() const override { return opt_.chat ? "server-template" : "raw"; }
   Generation generate(const std::string& prompt, const GenerateParams& p) override;
@@ -64,10 +73,15 @@ class OpenAIReader : public Reader {
   // POSTs a JSON body to base path + `endpoint` ("/completions") with retries; returns the
   // response body. Throws RequestFailed.
   std::string post(const std::string& endpoint, const std::string& body) const;
+  // Whether the server is `ragform serve` (GET {base}/models, owned_by "ragform"); cached.
+  bool is_ragform_server() const;
 
  private:
   OpenAIOptions opt_;
   std::string scheme_host_port_, prefix_;
+  mutable std::mutex probe_mu_;
+  mutable std::optional<bool> ragform_;
+  ScoreResult score_ragform(const std::string& prompt, const std::string& continuation);
 };
 
 }  // namespace ragform::reader

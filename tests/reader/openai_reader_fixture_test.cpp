@@ -3,7 +3,12 @@
 // NotSupported).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "reader/native_reader.h"
 #include "reader/openai_reader.h"
@@ -62,6 +67,16 @@ TEST(OpenAIReaderFixture, MatchesNativeOnStories260K) {
   gp.stop = {"."};
   EXPECT_EQ(native.generate(kPrompts[0], gp).text, remote.generate(kPrompts[0], gp).text);
 
+  // ragform serve is recognised (GET /v1/models, owned_by "ragform"): attention is offered and
+  // score goes through /v1/score, which also gives the token ids.
+  EXPECT_TRUE(remote.is_ragform_server());
+  EXPECT_TRUE(remote.capabilities().attention);
+  {
+    auto a = native.score("Once upon a time", " there was a little girl");
+    auto b = remote.score("Once upon a time", " there was a little girl");
+    ASSERT_EQ(a.tokens.size(), b.tokens.size());
+    for (size_t i = 0; i < a.tokens.size(); ++i) EXPECT_EQ(a.tokens[i].id, b.tokens[i].id);
+  }
   expect_same_scores(native, remote, "Once upon a time", " there was a little girl");
   expect_same_scores(native, remote, "Lily and Tom went to the park.", "");
   EXPECT_EQ(native.count_tokens(kPrompts[1]), remote.count_tokens(kPrompts[1]));
@@ -121,6 +136,60 @@ TEST(OpenAIReaderFixture, RawMatchesNativeAndChatRunsOnTinyQwen2) {
     EXPECT_EQ(e.attempts(), 1);
   }
   EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Another OpenAI-compatible server (models owned by someone else): attention is refused without a
+// request, score uses the echoed prompt log-probs of /v1/completions (never /v1/score).
+TEST(OpenAIReaderFixture, OtherServerHasNoAttentionAndScoresByEcho) {
+  httplib::Server fake;
+  std::atomic<int> attention_calls{0}, score_calls{0};
+  fake.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm"}]})",
+                    "application/json");
+  });
+  fake.Post("/v1/attention", [&](const httplib::Request&, httplib::Response& res) {
+    ++attention_calls;
+    res.status = 404;
+  });
+  fake.Post("/v1/score", [&](const httplib::Request&, httplib::Response& res) {
+    ++score_calls;
+    res.status = 404;
+  });
+  fake.Post("/v1/completions", [](const httplib::Request& req, httplib::Response& res) {
+    auto j = nlohmann::json::parse(req.body);
+    EXPECT_TRUE(j["echo"].get<bool>());
+    EXPECT_EQ(j["prompt"], nlohmann::json::array({"a b", "a b c"}));
+    res.set_content(R"({"choices":[
+      {"index":0,"text":"a b","logprobs":{"tokens":["a"," b"],"token_logprobs":[null,-1.0]}},
+      {"index":1,"text":"a b c","logprobs":{"tokens":["a"," b"," c"],
+       "token_logprobs":[null,-1.0,-0.5]}}]})",
+                    "application/json");
+  });
+  int port = fake.bind_to_any_port("127.0.0.1");
+  std::thread th([&] { fake.listen_after_bind(); });
+  for (int i = 0; i < 200 && !fake.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  OpenAIOptions oo;
+  oo.base_url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  OpenAIReader r(oo);
+  EXPECT_FALSE(r.is_ragform_server());
+  EXPECT_FALSE(r.capabilities().attention);
+  try {
+    r.attention("x", {});
+    ADD_FAILURE() << "expected NotSupported";
+  } catch (const NotSupported& e) {
+    EXPECT_NE(std::string(e.what()).find("not supported by this server"), std::string::npos)
+        << e.what();
+  }
+  auto sr = r.score("a b", " c");
+  ASSERT_EQ(sr.tokens.size(), 1u);
+  EXPECT_EQ(sr.tokens[0].piece, " c");
+  EXPECT_DOUBLE_EQ(sr.sum, -0.5);
+  EXPECT_EQ(sr.prompt_tokens, 2);
+  EXPECT_EQ(attention_calls.load(), 0);
+  EXPECT_EQ(score_calls.load(), 0);
+  fake.stop();
+  th.join();
 }
 
 TEST(OpenAIReaderFixture, UnreachableServerFailsAfterRetries) {
