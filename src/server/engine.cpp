@@ -91,8 +91,8 @@ void Engine::stop() {
     if (j->fn) {
       j->fn_done.set_exception(e);
     } else {
-      j->done.set_exception(e);
       if (j->hooks.on_finish) j->hooks.on_finish();
+      j->done.set_exception(e);
     }
   }
 }
@@ -140,7 +140,7 @@ int Engine::pending() const {
 }
 
 // Completes a finished (or cancelled) sequence: the rest of its text to on_text, its sequence
-// freed, the future set, on_finish.
+// freed, on_finish, the future set.
 void Engine::finish(Active& a) {
   auto& ctx = *ctx_->ctx;
   if (a.seq >= 0) ctx.free_sequence(a.seq);
@@ -149,11 +149,25 @@ void Engine::finish(Active& a) {
   if (!a.cancelled && h.on_text && a.emitted < a.out.text.size())
     h.on_text(a.out.text.substr(a.emitted));
   a.emitted = a.out.text.size();
-  a.job->done.set_value(std::move(a.out));
-  if (h.on_finish) h.on_finish();
   a.finished = true;
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.sequences++;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.sequences++;
+    stats_.active--;
+  }
+  // The bookkeeping and on_finish come first, so whoever sees the future ready sees them done.
+  if (h.on_finish) h.on_finish();
+  a.job->done.set_value(std::move(a.out));
+}
+
+// A completion that failed: counted out, on_finish, the future fails.
+void Engine::fail(const std::shared_ptr<Job>& j, std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.active--;
+  }
+  if (j->hooks.on_finish) j->hooks.on_finish();
+  j->done.set_exception(e);
 }
 
 // One forward pass over every active sequence, then one token for each (runtime::generate's rule).
@@ -176,9 +190,8 @@ void Engine::step(std::vector<Active>& active) {
     for (auto& a : active) {
       ctx.free_sequence(a.seq);
       a.seq = -1;
-      a.job->done.set_exception(e);
-      if (a.job->hooks.on_finish) a.job->hooks.on_finish();
       a.finished = true;
+      fail(a.job, e);
     }
     return;
   }
@@ -262,7 +275,7 @@ void Engine::loop() {
         }
         ++it;
       }
-      stats_.active = int(active.size() + admit.size());
+      stats_.active += int(admit.size());
     }
     if (fn_job) {
       try {
@@ -285,8 +298,7 @@ void Engine::loop() {
                   "prompt of " + std::to_string(j->ids.size()) +
                       " tokens exceeds the context size n_ctx = " + std::to_string(ctx.n_ctx())));
       if (err) {
-        j->done.set_exception(err);
-        if (j->hooks.on_finish) j->hooks.on_finish();
+        fail(j, err);
         continue;
       }
       Active a{j, -1, runtime::Sampler(j->opt.sampling), {}, j->ids, 0, false, false};
@@ -311,8 +323,7 @@ void Engine::loop() {
   // Stopping: the active completions fail.
   for (auto& a : active) {
     ctx.free_sequence(a.seq);
-    a.job->done.set_exception(std::make_exception_ptr(Error("server", "shutting down")));
-    if (a.job->hooks.on_finish) a.job->hooks.on_finish();
+    fail(a.job, std::make_exception_ptr(Error("server", "shutting down")));
   }
 }
 

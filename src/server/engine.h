@@ -61,7 +61,7 @@ struct EngineStats {
 // Hooks of one completion, called on the engine thread. Both may be empty.
 struct CompletionHooks {
   std::function<bool(const std::string& delta)> on_text;  // false = cancel
-  std::function<void()> on_finish;  // after the future is ready (value or error)
+  std::function<void()> on_finish;  // just before the future becomes ready (value or error)
 };
 
 class Engine {
@@ -89,6 +89,7 @@ class Engine {
   void loop();
   void step(std::vector<Active>& active);
   void finish(Active& a);
+  void fail(const std::shared_ptr<Job>& j, std::exception_ptr e);
   reader::NativeReader& reader_;
   EngineOptions opt_;
   struct CtxHolder;
