@@ -165,12 +165,16 @@ int run_demo(const std::vector<std::string>& argv) {
   auto& out_dir = a.opt<std::string>("--out-dir", "DIR", "where the store and report go", ".");
   auto& n_needle = a.opt<int>("--needle", "N", "story-needle items (C-NORM eval and SURE)", 20);
   auto& n_nq = a.opt<int>("--nq", "N", "NQ-Open questions for SURE", 20);
+  auto& k_docs = a.opt<int>("-k,--docs", "K", "documents per C-NORM prompt (2..12)", 10);
   auto& n_hotpot = a.opt<int>("--hotpot", "N", "HotpotQA dev questions for Spotlight", 300);
   if (!a.parse(argv)) return 0;
+  if (k_docs.value < 2 || k_docs.value > 12) throw UsageError("-k", "must be in 2..12");
   if (n_needle.value < 1 || n_nq.value < 0 || n_hotpot.value < 1)
     throw UsageError("demo", "--needle and --hotpot must be >= 1, --nq >= 0");
   auto t0 = std::chrono::steady_clock::now();
 
+  if (!shared.value.empty() && !fs::is_directory(shared.value))
+    throw UsageError("--shared", shared.value + " is not a directory");
   std::string sh;
   try {
     sh = find_shared_dir(shared.value);
@@ -208,13 +212,13 @@ int run_demo(const std::vector<std::string>& argv) {
   } cleanup{work};
   std::fprintf(stderr, "ragform demo: model %s\n  shared data %s\n  store %s (resumable)\n",
                m.c_str(), sh.c_str(), db.c_str());
-  const std::string N = std::to_string(n_needle.value);
+  const std::string N = std::to_string(n_needle.value), K = std::to_string(k_docs.value);
 
   // 1-2. C-NORM on the story-needle probe.
   const fs::path profile = work / "profile.json";
   std::vector<std::string> cal = {
       "cnorm", "calibrate", "-m", m,    "--task",         "needle",      "-S",
-      "6",     "-k",        "10", "-o", profile.string(), "--cache-dir", (work / "cache").string()};
+      "6",     "-k",        K,    "-o", profile.string(), "--cache-dir", (work / "cache").string()};
   if (supports_flag("cnorm", "calibrate", "--store", work / "help.txt")) {
     cal.push_back("--store");
     cal.push_back(db.string());
@@ -226,7 +230,7 @@ int run_demo(const std::vector<std::string>& argv) {
   invoke(cal, work / "calibrate.json");
   nlohmann::json prof = last_json(work / "calibrate.json");
   invoke({"cnorm", "eval", "-m", m, "--task", "needle", "--profile", profile.string(), "--limit", N,
-          "-k", "10", "--store", db.string()},
+          "-k", K, "--store", db.string()},
          work / "cnorm-eval.json");
   nlohmann::json ceval = last_json(work / "cnorm-eval.json");
 
