@@ -142,8 +142,9 @@ std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt
       if (r->correct && *r->correct) ++ok;
       if (r->correct && !*r->correct) ++bad;
     }
-    s += "<details><summary><b>" + escape_html(order[i]) + "</b> — " + std::to_string(rows.size()) +
-         " rows";
+    // The first instance and its first row start open, so the page shows one example at once.
+    s += std::string(i == 0 ? "<details open>" : "<details>") + "<summary><b>" +
+         escape_html(order[i]) + "</b> — " + std::to_string(rows.size()) + " rows";
     if (ok + bad > 0)
       s += ", <span class=\"ok\">" + std::to_string(ok) + " correct</span>, <span class=\"bad\">" +
            std::to_string(bad) + " wrong</span>";
@@ -156,7 +157,8 @@ std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt
                                       : "<span class=\"bad\">wrong</span>";
       if (r.status == store::Status::unmeasured)
         mark = "<span class=\"bad\">unmeasured: " + escape_html(r.error) + "</span>";
-      s += "<details><summary>" + escape_html(r.variant) + " — " + mark;
+      s += std::string(i == 0 && j == 0 ? "<details open>" : "<details>") + "<summary>" +
+           escape_html(r.variant) + " — " + mark;
       for (const auto& [k, v] : r.scores) s += " · " + escape_html(k) + " " + fmt(v, 4);
       s += "</summary>";
       if (!r.prompt.empty())

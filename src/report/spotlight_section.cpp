@@ -131,7 +131,8 @@ void spotlight_section(Html& h, const std::vector<RunRows>& runs, const ReportOp
       if (shown >= opt.drilldown_instances) continue;
       ++shown;
       std::string q = r.extra.value("question", std::string());
-      sel += "<details><summary><b>" + escape_html(r.instance) + "</b> " + escape_html(q);
+      sel += std::string(shown == 1 ? "<details open>" : "<details>") + "<summary><b>" +
+             escape_html(r.instance) + "</b> " + escape_html(q);
       for (const auto& [name, v] : r.scores) sel += " · " + escape_html(name) + " " + fmt(v, 2);
       sel +=
           "</summary><table><thead><tr><th>sentence (matched context tokens)</th><th>R</th>"
