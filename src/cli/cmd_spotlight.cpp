@@ -208,8 +208,9 @@ int run_eval(const std::vector<std::string>& argv) {
   EncoderFlags ef(a);
   ScoreFlags sf(a);
   auto& seed = a.opt<int>("--seed", "S", "seed of the random-K baseline", 1);
-  auto& sweeps =
-      a.flag("--sweeps", "also run the Table 3 ablations and Table 4 sweeps (K, k, lambda, alpha)");
+  auto& sweeps = a.flag(
+      "--sweeps",
+      "also run the Table 3 ablations and Table 4 sweeps (K, k, lambda, alpha, context length)");
   auto& generate = a.flag("--generate", "end-to-end EM/substring accuracy with the reader (-m)");
   auto& n_predict = a.opt<int>("-n,--n-predict", "N", "max tokens per answer with --generate", 16);
   auto& limit = a.opt<int>("--limit", "N", "use the first N questions (0 = all)", 0);
