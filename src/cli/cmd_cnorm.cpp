@@ -20,6 +20,8 @@
 #include "cli/shard.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
+#include "eval/stats.h"
+#include "pipelines/cnorm/analysis.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/format.h"
 #include "pipelines/cnorm/sweep.h"
@@ -442,6 +444,110 @@ int run_apply(const std::vector<std::string>& argv) {
 
 // ---------------------------------------------------------------- eval
 
+// The analyses printed by `cnorm eval` (analysis.h; docs/cnorm.md "Analyses"), also on stderr.
+nlohmann::json eval_analysis(
+    const Profile& prof, const std::vector<VariantSummary>& avg,
+    const std::map<std::string, std::map<std::string, std::pair<double, double>>>& per_question,
+    const std::map<std::string, std::pair<double, double>>& tokens, bool all_candidates,
+    bool density) {
+  nlohmann::json out = nlohmann::json::object();
+  auto oaa_of = [&](const std::string& name) -> std::optional<double> {
+    for (const auto& s : avg)
+      if (s.name == name) return s.oaa;
+    return std::nullopt;
+  };
+  // Stability of f* in S (5.3), from the profile's per-prompt scores.
+  try {
+    auto best = best_by_sample_size(prof.candidates);
+    nlohmann::json rows = nlohmann::json::array();
+    size_t stable_from = best.size();
+    for (size_t s = best.size(); s-- > 0;)
+      if (best[s] == best.back())
+        stable_from = s + 1;
+      else
+        break;
+    std::string line;
+    for (size_t s = 0; s < best.size(); ++s) {
+      rows.push_back({{"S", s + 1}, {"best", prof.candidates[best[s]].label()}});
+      line += " " + prof.candidates[best[s]].label();
+    }
+    out["stability"] = {{"best_by_S", rows}, {"stable_from_S", stable_from}};
+    note("  f* by S = 1.." + std::to_string(best.size()) + ":" + line +
+         " (stable from S = " + std::to_string(stable_from) + ")");
+  } catch (const Error& e) {
+    out["stability"] = {{"error", e.what()}};
+  }
+  if (all_candidates) {
+    std::vector<double> abs, oaa, tok;
+    std::vector<std::string> names;
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& c : prof.candidates) {
+      std::string v = "f:" + c.label();
+      auto o = oaa_of(v);
+      auto t = tokens.find(v);
+      if (!o || t == tokens.end() || t->second.second == 0) continue;
+      names.push_back(v);
+      abs.push_back(c.mean);
+      oaa.push_back(*o);
+      tok.push_back(t->second.first / t->second.second);
+      per.push_back({{"candidate", c.label()},
+                     {"abs_mean", f9(c.mean)},
+                     {"oaa", f9(*o)},
+                     {"mean_prompt_tokens", f9(tok.back())}});
+    }
+    // Per question accuracy under every candidate (questions answered under all of them).
+    std::vector<std::vector<double>> acc;
+    for (const auto& [q, by_v] : per_question) {
+      std::vector<double> row;
+      for (const auto& v : names) {
+        auto it = by_v.find(v);
+        if (it == by_v.end() || it->second.second == 0) break;
+        row.push_back(it->second.first / it->second.second);
+      }
+      if (row.size() == names.size()) acc.push_back(row);
+    }
+    RankCorrelation rc = bootstrap_spearman(abs, acc);
+    auto opt = [](const std::optional<double>& v) {
+      return v ? nlohmann::json(f9(*v)) : nlohmann::json(nullptr);
+    };
+    out["abs_vs_accuracy"] = {{"spearman_rho", opt(rc.rho)},
+                              {"ci95", {opt(rc.lo), opt(rc.hi)}},
+                              {"resamples", rc.resamples},
+                              {"questions", acc.size()},
+                              {"candidates", per}};
+    nlohmann::json tc = {{"candidates", names.size()}};
+    try {
+      auto pr = eval::pearson(tok, oaa);
+      tc["pearson_r"] = f9(pr.r);
+      tc["p"] = f9(pr.p);
+    } catch (const Error& e) {
+      tc["pearson_r"] = nullptr;
+      tc["note"] = e.what();
+    }
+    out["token_count_vs_oaa"] = tc;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "  ABS vs accuracy: Spearman rho %s [%s, %s] over %zu candidates",
+                  rc.rho ? std::to_string(*rc.rho).c_str() : "n/a",
+                  rc.lo ? std::to_string(*rc.lo).c_str() : "n/a",
+                  rc.hi ? std::to_string(*rc.hi).c_str() : "n/a", names.size());
+    note(buf);
+    note("  tokens vs OAA: Pearson r " +
+         (tc["pearson_r"].is_null() ? std::string("n/a (") + tc["note"].get<std::string>() + ")"
+                                    : std::to_string(tc["pearson_r"].get<double>())));
+  }
+  if (density) {
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& s : avg)
+      if (s.name.rfind("p=", 0) == 0)
+        d.push_back({{"p", std::strtod(s.name.c_str() + 2, nullptr)},
+                     {"oaa", f9(s.oaa)},
+                     {"opa", f9(s.opa)}});
+    out["density"] = d;
+  }
+  return out;
+}
+
 int run_eval(const std::vector<std::string>& argv) {
   Args a("cnorm eval",
          "Gold-position sweep: Baseline vs C-NORM vs Min-Token, OAA and OPA (C-NORM 5.1).",
@@ -479,6 +585,13 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& shared = a.opt<std::string>("--shared", "DIR",
                                     "the shared data folder (default: found automatically)", "");
   auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store").required();
+  auto& all_cands = a.flag("--all-candidates",
+                           "also evaluate every profile candidate (variants f:<name>): rank "
+                           "correlation of ABS with accuracy and the token-count analysis");
+  auto& density = a.opt<std::string>(
+      "--density", "LIST",
+      "density sweep (Figure 6): f* at each p of LIST (variants p=<p>), e.g. 0,0.25,0.5,0.75,1",
+      "");
   ShardFlag sf(a);
   if (!a.parse(argv)) return 0;
 
@@ -537,6 +650,24 @@ int run_eval(const std::vector<std::string>& argv) {
   if (cands.empty()) cands.push_back({"none", ""});
   std::vector<Format> fmts = {{cands[0], 0.0, prof.seed}, profile_format(prof)};
   for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});
+  // Extra variants of the analyses: every candidate, and f* at every p of the density sweep.
+  std::vector<Variant> extra_variants;
+  if (all_cands.value)
+    for (const auto& c : prof.candidates)
+      extra_variants.push_back({"f:" + c.label(), candidate_format(c, prof.seed)});
+  if (!density.value.empty())
+    for (const auto& tok : split_list(density.value)) {
+      char* end = nullptr;
+      double v = std::strtod(tok.c_str(), &end);
+      if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
+        throw UsageError("--density", "'" + tok + "' is not a number in [0, 1]");
+      char name[40];
+      std::snprintf(name, sizeof name, "p=%g", v);
+      Format f = profile_format(prof);
+      f.p = v;
+      extra_variants.push_back({name, f});
+    }
+  for (const auto& v : extra_variants) fmts.push_back(v.format);
   size_t budget =
       size_t(rf.ctx.value) > size_t(max_tokens.value) ? size_t(rf.ctx.value - max_tokens.value) : 1;
   // kv prompts hold every record of an item (-k is not used).
@@ -567,6 +698,11 @@ int run_eval(const std::vector<std::string>& argv) {
   setup.variants = {{"baseline", {{"none", ""}, 0.0, prof.seed}},
                     {"cnorm", profile_format(prof)},
                     {"min-token", {min_tok, prof.p, prof.seed}}};
+  for (const auto& v : extra_variants) {
+    for (const auto& w : setup.variants)
+      if (w.name == v.name) throw UsageError("--density", "variant " + v.name + " given twice");
+    setup.variants.push_back(v);
+  }
   std::vector<std::string> names;
   for (const auto& v : setup.variants) names.push_back(v.name);
 
@@ -590,6 +726,10 @@ int run_eval(const std::vector<std::string>& argv) {
 
   store::RunStore st(store_path.value);
   std::vector<std::vector<VariantSummary>> sums_per_seed;
+  // For the analyses: (correct, answers) per (seed/question, variant); (tokens, prompts) per
+  // variant.
+  std::map<std::string, std::map<std::string, std::pair<double, double>>> per_question;
+  std::map<std::string, std::pair<double, double>> tokens;
   nlohmann::json seeds_json = nlohmann::json::array();
   for (size_t si = 0; si < seeds.size(); ++si) {
     // k, Min-Token and the run identity come from every item, so the shards of one evaluation
@@ -663,8 +803,15 @@ int run_eval(const std::vector<std::string>& argv) {
       if (r.status != store::Status::ok || !r.correct || !r.extra.contains("variant") ||
           !r.extra.contains("position"))
         return;
-      graded.push_back(
-          {r.extra["variant"].get<std::string>(), r.extra["position"].get<size_t>(), *r.correct});
+      std::string v = r.extra["variant"].get<std::string>();
+      graded.push_back({v, r.extra["position"].get<size_t>(), *r.correct});
+      auto& cell = per_question[std::to_string(seeds[si]) + "/" + r.instance][v];
+      cell.first += *r.correct ? 1 : 0;
+      cell.second += 1;
+      if (r.prompt_tokens) {
+        tokens[v].first += double(*r.prompt_tokens);
+        tokens[v].second += 1;
+      }
     });
     sums_per_seed.push_back(summarize(graded, names, k_eff));
     seeds_json.push_back(
@@ -675,7 +822,10 @@ int run_eval(const std::vector<std::string>& argv) {
   for (const auto& s : avg)
     std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu)\n", s.name.c_str(), s.oaa,
                  s.opa, s.best_position);
+  nlohmann::json analysis =
+      eval_analysis(prof, avg, per_question, tokens, all_cands.value, !density.value.empty());
   print_json_line({{"task", task_name(task)},
+                   {"analysis", analysis},
                    {"k", k_eff},
                    {"items", per_seed[0].size()},
                    {"seeds", seeds},

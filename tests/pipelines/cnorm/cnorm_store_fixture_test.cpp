@@ -142,6 +142,27 @@ TEST(CnormStoreFixture, EvalShardsSplitTheItems) {
     for (const auto& id : mine) EXPECT_TRUE(seen.insert(id).second) << id << " in two shards";
   }
   EXPECT_EQ(n, all_rows.size());
+  // The analyses: every candidate and a density sweep as extra variants.
+  auto an = run_ragform(ev + " --all-candidates --density 0,1 --store " + q(dir / "an.sqlite"));
+  ASSERT_EQ(an.exit_code, 0) << an.err;
+  auto aj = nlohmann::json::parse(an.out);
+  ASSERT_EQ(aj["variants"].size(), 3u + 2 + 2);
+  EXPECT_EQ(aj["variants"][3]["name"], "f:none");
+  EXPECT_EQ(aj["variants"][6]["name"], "p=1");
+  // p = 0 is the baseline's format: the same answers, the same curve.
+  EXPECT_EQ(aj["variants"][5]["accuracy"], aj["variants"][0]["accuracy"]);
+  const auto& a = aj["analysis"];
+  ASSERT_EQ(a["abs_vs_accuracy"]["candidates"].size(), 2u);
+  EXPECT_EQ(a["abs_vs_accuracy"]["candidates"][0]["oaa"], aj["variants"][3]["oaa"]);
+  EXPECT_EQ(a["abs_vs_accuracy"]["questions"], 4);
+  ASSERT_EQ(a["density"].size(), 2u);
+  EXPECT_EQ(a["density"][1]["oaa"], aj["variants"][6]["oaa"]);
+  ASSERT_EQ(a["stability"]["best_by_S"].size(), 2u);  // S = 2 in the profile
+  EXPECT_EQ(a["stability"]["best_by_S"][1]["best"],
+            nlohmann::json::parse(read_file(dir / "p.json"))["best"]);
+  EXPECT_TRUE(a["token_count_vs_oaa"].contains("pearson_r"));  // null: 2 candidates < 3
+  EXPECT_NE(an.err.find("f* by S = 1..2"), std::string::npos) << an.err;
+
   auto bad = run_ragform(ev + " --shard 2/2 --store " + q(dir / "x.sqlite"));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
