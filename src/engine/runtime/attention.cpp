@@ -217,7 +217,11 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
   if (items.empty()) return;
   std::sort(items.begin(), items.end(),
             [](const AttnScratch::Item& x, const AttnScratch::Item& y) { return x.cost > y.cost; });
-  const int nt = std::min(pool.size(), int(items.size()));
+  // Short decode steps (a few thousand multiply-adds) are cheaper than waking the workers.
+  double macs = 0.0;
+  for (const auto& it : items) macs += it.cost;
+  macs *= 2.0 * G * a.head_dim;
+  const int nt = macs < 65536.0 ? 1 : std::min(pool.size(), int(items.size()));
   if (scratch.threads.size() < size_t(pool.size())) scratch.threads.resize(size_t(pool.size()));
   std::atomic<size_t> next{0};
   auto work = [&](int tid) {

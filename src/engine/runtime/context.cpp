@@ -335,9 +335,9 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     });
     ops::matmul(L.w_gate, I.cur.data(), Tn, I.gate.data(), pool);
     ops::matmul(L.w_up, I.cur.data(), Tn, I.up.data(), pool);
-    {  // silu(gate) * up in chunks of 1024 (exp-heavy: worth splitting even for one row)
+    {  // silu(gate) * up in chunks of 1024 (one decode row stays on this thread: too small)
       const int64_t n = Tn * FF, chunk = 1024;
-      for_rows(pool, (n + chunk - 1) / chunk, 4 * chunk, [&](int64_t c) {
+      for_rows(pool, (n + chunk - 1) / chunk, chunk, [&](int64_t c) {
         const int64_t b = c * chunk, len = std::min(chunk, n - b);
         swiglu(&I.gate[size_t(b)], &I.up[size_t(b)], len, &I.gate[size_t(b)]);
       });
