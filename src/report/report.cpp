@@ -118,15 +118,25 @@ std::string run_caption(const RunRows& r) {
          std::to_string(r.info.seed) + " · " + std::to_string(r.rows.size()) + " rows";
 }
 
+namespace {
+std::string runs_pipeline(const std::vector<RunRows>& runs, int64_t id) {
+  for (const auto& r : runs)
+    if (r.info.id == id) return r.info.pipeline;
+  return "";
+}
+}  // namespace
+
 std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt) {
   // Instances in first-appearance order across the runs; rows grouped under their instance.
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const store::Result*>> by;
+  // Keyed by (run, instance): two runs may use the same instance ids for different prompts.
+  using RunInstance = std::pair<int64_t, std::string>;
+  std::vector<RunInstance> order;
+  std::map<RunInstance, std::vector<const store::Result*>> by;
   size_t total = 0;
   for (const auto& r : runs)
     for (const auto& row : r.rows) {
-      auto& v = by[row.instance];
-      if (v.empty()) order.push_back(row.instance);
+      auto& v = by[{r.info.id, row.instance}];
+      if (v.empty()) order.push_back({r.info.id, row.instance});
       v.push_back(&row);
       ++total;
     }
@@ -144,7 +154,11 @@ std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt
     }
     // The first instance and its first row start open, so the page shows one example at once.
     s += std::string(i == 0 ? "<details open>" : "<details>") + "<summary><b>" +
-         escape_html(order[i]) + "</b> — " + std::to_string(rows.size()) + " rows";
+         escape_html(order[i].second) + "</b>" +
+         (runs.size() > 1 ? " <span class=\"muted\">(run " + std::to_string(order[i].first) + ", " +
+                                escape_html(runs_pipeline(runs, order[i].first)) + ")</span>"
+                          : std::string()) +
+         " — " + std::to_string(rows.size()) + " rows";
     if (ok + bad > 0)
       s += ", <span class=\"ok\">" + std::to_string(ok) + " correct</span>, <span class=\"bad\">" +
            std::to_string(bad) + " wrong</span>";
