@@ -375,7 +375,7 @@ int run_eval(const std::vector<std::string>& argv) {
     eo.judge = judge.get();
   }
   // synchronous=NORMAL (WAL): a committed row survives a crash of the process; a power loss may
-  // lose the last rows, which a resume recomputes. A sync per row (FULL) cost 20% of evaluation
+  // lose the last rows, which a resume recomputes. A sync per row (FULL) cost 8-20% of evaluation
   // throughput (bench/bench_sure_eval.cpp, docs/sure.md).
   store::RunStore st(store_path.value, store::RunStore::Mode::create,
                      store::RunStore::Durability::normal);
