@@ -24,6 +24,7 @@
 #include "pipelines/cnorm/analysis.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/format.h"
+#include "pipelines/cnorm/longbench.h"
 #include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/tasks.h"
 #include "ragform_version.h"
@@ -444,6 +445,159 @@ int run_apply(const std::vector<std::string>& argv) {
 
 // ---------------------------------------------------------------- eval
 
+// `cnorm eval --task longbench`: LongBench-v2-style multiple choice (section 5.2, longbench.h).
+// Baseline, C-NORM and Min-Token (fewest tokens over the evaluated prompts among the profile's
+// delimiters); questions whose prompt and answer do not fit --ctx are left out with a note.
+int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& prof, int limit,
+                   int max_tokens, const std::string& store_path, const Shard& shard) {
+  std::vector<McItem> items = build_mc_items(load_records(input));
+  if (limit > 0 && items.size() > size_t(limit)) items.resize(size_t(limit));
+  if (items.empty()) throw Error("cnorm eval", "no questions in " + input);
+  Format cn = profile_format(prof);
+  if (!cn.wrapper.empty())
+    throw UsageError("--profile", "document formats are not supported for longbench");
+  auto reader = rf.open_native();
+  const std::string model_sha = store::sha256_file(rf.model.value);
+  std::vector<Delimiter> cands;
+  for (const auto& c : prof.candidates)
+    if (c.wrapper.empty() && std::find(cands.begin(), cands.end(), c.delim) == cands.end())
+      cands.push_back(c.delim);
+  const size_t budget = size_t(std::max(1, rf.ctx.value - max_tokens));
+  auto tokens_of = [&](const std::string& prompt) -> std::optional<size_t> {
+    try {
+      return size_t(reader->count_tokens(prompt));
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  };
+  // Fit: every variant's prompt (and every Min-Token candidate's) must fit.
+  std::vector<McItem> fit;
+  std::vector<double> cand_tokens(cands.size(), 0.0);
+  size_t left_out = 0;
+  for (const auto& it : items) {
+    bool ok = true;
+    std::vector<size_t> t(cands.size());
+    for (size_t c = 0; c < cands.size() && ok; ++c) {
+      auto n = tokens_of(longbench_prompt(it, {cands[c], prof.p, prof.seed}));
+      ok = n && *n <= budget;
+      if (ok) t[c] = *n;
+    }
+    for (const Format& f : {Format{{"none", ""}, 0.0, prof.seed}, cn}) {
+      auto n = ok ? tokens_of(longbench_prompt(it, f)) : std::nullopt;
+      ok = ok && n && *n <= budget;
+    }
+    if (!ok) {
+      ++left_out;
+      continue;
+    }
+    for (size_t c = 0; c < cands.size(); ++c) cand_tokens[c] += double(t[c]);
+    fit.push_back(it);
+  }
+  if (left_out)
+    note("cnorm eval: note: " + std::to_string(left_out) + " of " + std::to_string(items.size()) +
+         " questions left out: their prompt and answer do not fit --ctx " +
+         std::to_string(rf.ctx.value) + " tokens");
+  if (fit.empty()) throw Error("cnorm eval", "no question fits the context");
+  size_t mt = 0;
+  for (size_t c = 1; c < cands.size(); ++c)
+    if (cand_tokens[c] < cand_tokens[mt]) mt = c;
+  std::vector<Variant> variants = {{"baseline", {{"none", ""}, 0.0, prof.seed}},
+                                   {"cnorm", cn},
+                                   {"min-token", {cands[mt], prof.p, prof.seed}}};
+  std::vector<std::string> names;
+  for (const auto& v : variants) names.push_back(v.name);
+
+  store::RunStore st(store_path);
+  store::RunConfig rc;
+  rc.pipeline = "cnorm eval";
+  rc.config = {{"task", "longbench"},
+               {"items", fit.size()},
+               {"input_sha256", store::sha256_file(input)},
+               {"max_tokens", max_tokens},
+               {"p", prof.p},
+               {"cnorm_delimiter", cn.delim.text},
+               {"min_token_delimiter", cands[mt].text},
+               {"format_seed", prof.seed}};
+  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  rc.model_path = rf.model.value;
+  rc.model_sha256 = model_sha;
+  rc.reader = reader->describe();
+  rc.chat_mode = reader->chat_mode();
+  int64_t run = st.begin_run(rc);
+  auto done = st.done_keys(run);
+  reader::GenerateParams gen;
+  gen.max_tokens = max_tokens;
+  {
+    Progress prog("cnorm eval longbench", fit.size() * variants.size());
+    for (const auto& it : fit) {
+      if (!shard.keeps(it.id)) continue;
+      std::vector<std::string> prompts;
+      std::vector<size_t> vi;
+      for (size_t v = 0; v < variants.size(); ++v) {
+        if (done.count({it.id, variants[v].name})) continue;
+        prompts.push_back(longbench_prompt(it, variants[v].format));
+        vi.push_back(v);
+      }
+      if (prompts.empty()) continue;
+      auto t0 = std::chrono::steady_clock::now();
+      auto gens = reader->generate_batch(prompts, gen);
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+          double(prompts.size());
+      for (size_t j = 0; j < gens.size() && j < vi.size(); ++j) {
+        auto choice = extract_choice(gens[j].text);
+        store::Result r;
+        r.run = run;
+        r.instance = it.id;
+        r.variant = variants[vi[j]].name;
+        r.prompt = prompts[j];
+        r.prompt_tokens = gens[j].prompt_tokens;
+        r.output = gens[j].text;
+        r.correct = choice && *choice == it.answer;
+        r.scores = {{"accuracy", *r.correct ? 1.0 : 0.0}};
+        r.timings_ms = {{"total", ms}};
+        r.extra = {{"variant", variants[vi[j]].name},
+                   {"delimiter", format_label(variants[vi[j]].format)},
+                   {"difficulty", it.difficulty},
+                   {"length", it.length},
+                   {"gold", std::string(1, it.answer)},
+                   {"extracted", choice ? std::string(1, *choice) : std::string()}};
+        st.put(r);
+        prog.add();
+      }
+    }
+  }
+  std::vector<McGraded> graded;
+  st.for_each_result(run, [&](const store::Result& r) {
+    if (r.status != store::Status::ok || !r.correct || !r.extra.contains("difficulty")) return;
+    graded.push_back({r.variant, r.extra["difficulty"].get<std::string>(),
+                      r.extra["length"].get<std::string>(), *r.correct});
+  });
+  nlohmann::json vs = nlohmann::json::array();
+  for (size_t i = 0; i < variants.size(); ++i) {
+    McSummary s = summarize_mc(graded, {names[i]})[0];
+    nlohmann::json bd = nlohmann::json::object(), bl = nlohmann::json::object();
+    for (const auto& [k, a] : s.by_difficulty) bd[k] = {{"accuracy", f9(a.first)}, {"n", a.second}};
+    for (const auto& [k, a] : s.by_length) bl[k] = {{"accuracy", f9(a.first)}, {"n", a.second}};
+    vs.push_back({{"name", s.variant},
+                  {"delimiter", format_label(variants[i].format)},
+                  {"p", variants[i].format.p},
+                  {"accuracy", f9(s.accuracy)},
+                  {"n", s.n},
+                  {"by_difficulty", bd},
+                  {"by_length", bl}});
+    std::fprintf(stderr, "  %-10s accuracy %.4f (n = %zu)\n", s.variant.c_str(), s.accuracy, s.n);
+  }
+  print_json_line({{"task", "longbench"},
+                   {"items", fit.size()},
+                   {"left_out", left_out},
+                   {"store", store_path},
+                   {"run", run},
+                   {"shard", shard.describe()},
+                   {"variants", vs}});
+  return 0;
+}
+
 // The analyses printed by `cnorm eval` (analysis.h; docs/cnorm.md "Analyses"), also on stderr.
 nlohmann::json eval_analysis(
     const Profile& prof, const std::vector<VariantSummary>& avg,
@@ -563,7 +717,7 @@ int run_eval(const std::vector<std::string>& argv) {
   ReaderFlags rf(a);
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records (qa) or key-value records (kv)", "");
-  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv or needle", "qa");
+  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench", "qa");
   auto& positions = a.opt<std::string>(
       "--positions", "MODE",
       "all (move the gold to every position) or natural (each item's own gold position, for "
@@ -595,8 +749,14 @@ int run_eval(const std::vector<std::string>& argv) {
   ShardFlag sf(a);
   if (!a.parse(argv)) return 0;
 
-  Task task = parse_task(task_s.value);
   const Shard shard = sf.shard();
+  if (task_s.value == "longbench") {
+    if (max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
+    if (limit.value < 0) throw UsageError("--limit", "must be >= 0");
+    return eval_longbench(rf, input.value, load_profile(profile.value), limit.value,
+                          max_tokens.value, store_path.value, shard);
+  }
+  Task task = parse_task(task_s.value);
   if (positions.value != "all" && positions.value != "natural")
     throw UsageError("--positions", "expected all or natural, got '" + positions.value + "'");
   if (k.value < 1) throw UsageError("-k", "must be at least 1");

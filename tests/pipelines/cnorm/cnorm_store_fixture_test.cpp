@@ -13,6 +13,7 @@
 
 #include "pipelines/cnorm/abs.h"
 #include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/longbench.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
 
@@ -202,6 +203,65 @@ TEST(CnormStoreFixture, KvGenerateThenEvalKv) {
   auto rows = st.results(std::nullopt);
   ASSERT_EQ(rows.size(), 9u);
   for (const auto& r : rows) EXPECT_NE(r.prompt.find("&"), std::string::npos);  // modified ids
+}
+
+TEST(CnormStoreFixture, LongBenchMultipleChoice) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("cnorm_lb");
+  auto row = [](const std::string& id, const std::string& diff, const std::string& len,
+                const std::string& ans, const std::string& ctx) {
+    return nlohmann::json({{"_id", id},
+                           {"domain", "Single-Document QA"},
+                           {"sub_domain", "story"},
+                           {"difficulty", diff},
+                           {"length", len},
+                           {"question", "Who went to the park?"},
+                           {"choice_A", "Tom"},
+                           {"choice_B", "Lily"},
+                           {"choice_C", "Max"},
+                           {"choice_D", "Sue"},
+                           {"answer", ans},
+                           {"context", ctx}})
+               .dump() +
+           "\n";
+  };
+  std::string big;
+  for (int i = 0; i < 300; ++i) big += "Lily went to the park and played with a big red ball. ";
+  ragform::testing::write_file(
+      dir / "lb.jsonl", row("q1", "easy", "short", "B", "Lily went to the park. Tom stayed home.") +
+                            row("q2", "hard", "medium", "C", "Max went to the park with mom.") +
+                            row("q3", "hard", "long", "B", big));
+  auto cal = run_ragform("cnorm calibrate -m " + q(model) +
+                         " --task needle -S 2 -k 3 --delims 'none,&' --ctx 512 --no-cache -o " +
+                         q(dir / "p.json"));
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  auto ev = run_ragform("cnorm eval -m " + q(model) + " --task longbench --input " +
+                        q(dir / "lb.jsonl") + " --profile " + q(dir / "p.json") +
+                        " --ctx 512 -n 12 --store " + q(dir / "lb.sqlite"));
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  EXPECT_NE(ev.err.find("1 of 3 questions left out"), std::string::npos) << ev.err;
+  auto s = nlohmann::json::parse(ev.out);
+  EXPECT_EQ(s["task"], "longbench");
+  EXPECT_EQ(s["items"], 2);
+  ASSERT_EQ(s["variants"].size(), 3u);
+  store::RunStore st(dir / "lb.sqlite", store::RunStore::Mode::read_only);
+  auto rows = st.results(std::nullopt);
+  ASSERT_EQ(rows.size(), 6u);
+  std::map<std::string, double> right;
+  for (const auto& r : rows) {
+    EXPECT_NE(r.prompt.find("Question: Who went to the park?"), std::string::npos);
+    auto x = extract_choice(r.output);
+    EXPECT_EQ(*r.correct, x && std::string(1, *x) == r.extra["gold"].get<std::string>());
+    right[r.variant] += *r.correct ? 0.5 : 0.0;
+  }
+  for (const auto& v : s["variants"]) {
+    EXPECT_EQ(v["n"], 2);
+    EXPECT_DOUBLE_EQ(v["accuracy"].get<double>(), right[v["name"].get<std::string>()]);
+    EXPECT_EQ(v["by_difficulty"]["easy"]["n"], 1);
+    EXPECT_EQ(v["by_difficulty"]["hard"]["n"], 1);
+    EXPECT_EQ(v["by_length"]["medium"]["n"], 1);
+    EXPECT_FALSE(v["by_length"].contains("long"));  // q3 did not fit
+  }
 }
 
 }  // namespace ragform::cnorm

@@ -1,0 +1,104 @@
+#include "pipelines/cnorm/longbench.h"
+
+#include <cctype>
+
+#include "base/error.h"
+#include "pipelines/cnorm/format.h"
+
+namespace ragform::cnorm {
+
+std::vector<McItem> build_mc_items(const std::vector<eval::QaRecord>& records) {
+  std::vector<McItem> out;
+  for (const auto& r : records) {
+    if (!r.choice)
+      throw Error("cnorm", "record " + r.id + " (line " + std::to_string(r.source_line) +
+                               ") is not a multiple-choice (LongBench-v2) record");
+    if (r.ctxs.empty()) throw Error("cnorm", "record " + r.id + " has no context");
+    McItem it;
+    it.id = r.id;
+    it.question = r.question;
+    it.choices = r.choice->choices;
+    it.answer = r.choice->answer;
+    it.difficulty = r.choice->difficulty;
+    it.length = r.choice->length;
+    it.context = r.ctxs[0].text;
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
+std::string longbench_prompt(const McItem& item, const Format& f) {
+  std::string doc = format_document(item.context, f.delim.text, f.p, f.seed);
+  return "Please read the following text and answer the question below.\n\n<text>\n" + doc +
+         "\n</text>\n\nQuestion: " + item.question + "\n\nChoices:\n(A) " + item.choices[0] +
+         "\n(B) " + item.choices[1] + "\n(C) " + item.choices[2] + "\n(D) " + item.choices[3] +
+         "\n\nFormat your response as follows: \"The correct answer is (insert answer here)\".";
+}
+
+namespace {
+
+std::string lower(const std::string& s) {
+  std::string o = s;
+  for (char& c : o) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+bool is_choice(char c) { return c >= 'A' && c <= 'D'; }
+
+}  // namespace
+
+std::optional<char> extract_choice(const std::string& output) {
+  const std::string lo = lower(output);
+  const std::string key = "the correct answer is";
+  // Rules 1 and 2, at every occurrence of the phrase.
+  for (size_t at = lo.find(key); at != std::string::npos; at = lo.find(key, at + 1)) {
+    size_t i = at + key.size();
+    while (i < output.size() && output[i] == ' ') ++i;
+    if (i + 2 < output.size() && output[i] == '(' &&
+        is_choice(char(std::toupper(static_cast<unsigned char>(output[i + 1])))) &&
+        output[i + 2] == ')')
+      return char(std::toupper(static_cast<unsigned char>(output[i + 1])));
+    if (i < output.size() && is_choice(output[i]) &&
+        (i + 1 == output.size() || output[i + 1] == ')' || output[i + 1] == '.' ||
+         output[i + 1] == ':' || std::isspace(static_cast<unsigned char>(output[i + 1]))))
+      return output[i];
+  }
+  // Rule 3: the first "(X)".
+  for (size_t i = 0; i + 2 < output.size(); ++i)
+    if (output[i] == '(' && is_choice(output[i + 1]) && output[i + 2] == ')') return output[i + 1];
+  // Rule 4: a leading letter.
+  size_t b = 0;
+  while (b < output.size() && std::isspace(static_cast<unsigned char>(output[b]))) ++b;
+  if (b < output.size() && is_choice(output[b]) &&
+      (b + 1 == output.size() || output[b + 1] == ')' || output[b + 1] == '.' ||
+       output[b + 1] == ':' || std::isspace(static_cast<unsigned char>(output[b + 1]))))
+    return output[b];
+  return std::nullopt;
+}
+
+std::vector<McSummary> summarize_mc(const std::vector<McGraded>& rows,
+                                    const std::vector<std::string>& variants) {
+  std::vector<McSummary> out;
+  for (const auto& v : variants) {
+    McSummary s;
+    s.variant = v;
+    size_t correct = 0;
+    std::map<std::string, size_t> cd, cl;
+    for (const auto& r : rows) {
+      if (r.variant != v) continue;
+      ++s.n;
+      correct += r.correct;
+      ++s.by_difficulty[r.difficulty].second;
+      ++s.by_length[r.length].second;
+      cd[r.difficulty] += r.correct;
+      cl[r.length] += r.correct;
+    }
+    if (s.n) s.accuracy = double(correct) / double(s.n);
+    for (auto& [k, a] : s.by_difficulty) a.first = double(cd[k]) / double(a.second);
+    for (auto& [k, a] : s.by_length) a.first = double(cl[k]) / double(a.second);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace ragform::cnorm
