@@ -1,10 +1,16 @@
-// Matmul throughput per weight type at a Qwen2.5-0.5B FFN shape (n_in 896 -> n_out 4864: the
-// gate/up projections), for 1 token (decode) and 64 tokens (prefill). Reports GFLOP/s (counter
-// "GFLOP", shown per second; 2 * n_in * n_out * n_tokens per iteration) and the speed relative
-// to F32 measured in the same process (`speed_vs_f32`), so numbers compare across machines.
+// Matmul throughput per weight type and CPU tier (ops::matmul_tier) at the Qwen2.5-0.5B matrix
+// shapes, n_in x n_out = 896x896 (attention q/o), 896x4864 (FFN gate/up), 4864x896 (FFN down),
+// for prefill (512 tokens) and decode (1 token), on a 2-thread pool.
 //
-// Row length 896 is not a multiple of 256, so K-quant types use n_in = 1024 here (the nearest
-// multiple; real 0.5B files fall back to Q5_0/Q8_0 for such rows, as llama-quantize does).
+// Counters, all computed in this process so they compare across runs of a noisy machine:
+//   GFLOP/s       2 * n_in * n_out * tokens per second;
+//   peak_fp32     GFLOP/s / kPeakFp32 (fp32 FMA peak of 2 AVX-512 cores, ~365 GFLOP/s);
+//   peak_int8     GFLOP/s / (4 * kPeakFp32), the AVX512-VNNI int8 peak (quantised types);
+//   GB/s, peak_bw decode only: weight bytes read per second, and that over kPeakBandwidth;
+//   vs_scalar     speed over the scalar tier for the same type/shape/tokens (same run).
+// K-quant rows must be multiples of 256, so their 896-long rows use 1024 (llama-quantize falls
+// back to Q5_0/Q8_0 for such tensors in real 0.5B files). Filter with --benchmark_filter, e.g.
+//   bench_matmul --benchmark_filter='Q8_0/.*/tokens:512'
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -14,12 +20,15 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "engine/gguf/types.h"
+#include "engine/ops/cpu_features.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/ops.h"
+#include "engine/ops/quantize_weights.h"
 
 using namespace ragform;
 using namespace ragform::ops;
@@ -27,73 +36,52 @@ using gguf::TensorType;
 
 namespace {
 
-// Random but well-formed weights: random quant bytes with finite f16 scales.
+constexpr double kPeakFp32 = 365e9;      // FLOP/s, 2 cores
+constexpr double kPeakBandwidth = 40e9;  // bytes/s
+constexpr int kThreads = 2;
+
+// Weights of type t with realistic values (random normal rows quantised with our quantiser for
+// quantised types), so the kernels see well-formed scales.
 std::vector<uint8_t> make_weights(TensorType t, int64_t n_in, int64_t n_out) {
   std::mt19937 rng(1234);
-  const auto& ti = gguf::type_info(t);
-  std::vector<uint8_t> data(gguf::row_bytes(t, n_in) * size_t(n_out));
-  for (auto& b : data) b = uint8_t(rng());
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  std::vector<float> f(size_t(n_in * n_out));
+  for (auto& v : f) v = nd(rng);
+  std::vector<uint8_t> out(gguf::row_bytes(t, n_in) * size_t(n_out));
   if (t == TensorType::F32) {
-    auto* f = reinterpret_cast<float*>(data.data());
-    std::normal_distribution<float> nd(0.0f, 0.05f);
-    for (size_t i = 0; i < data.size() / 4; ++i) f[i] = nd(rng);
-    return data;
+    std::memcpy(out.data(), f.data(), out.size());
+  } else if (t == TensorType::F16 || t == TensorType::BF16) {
+    auto* h = reinterpret_cast<uint16_t*>(out.data());
+    for (size_t i = 0; i < f.size(); ++i)
+      h[i] = t == TensorType::F16 ? fp32_to_fp16(f[i]) : fp32_to_bf16(f[i]);
+  } else {
+    for (int64_t r = 0; r < n_out; ++r)
+      quantize_row(t, f.data() + r * n_in, out.data() + size_t(r) * gguf::row_bytes(t, n_in), n_in);
   }
-  if (t == TensorType::F16 || t == TensorType::BF16) {
-    auto* h = reinterpret_cast<uint16_t*>(data.data());
-    std::normal_distribution<float> nd(0.0f, 0.05f);
-    for (size_t i = 0; i < data.size() / 2; ++i)
-      h[i] = t == TensorType::F16 ? fp32_to_fp16(nd(rng)) : fp32_to_bf16(nd(rng));
-    return data;
-  }
-  // Overwrite the f16 scale fields (offsets from ggml-common.h) with a finite scale.
-  std::vector<int> offs;
-  switch (t) {
-    case TensorType::Q2_K:
-      offs = {80, 82};
-      break;
-    case TensorType::Q3_K:
-      offs = {108};
-      break;
-    case TensorType::Q6_K:
-      offs = {208};
-      break;
-    case TensorType::Q4_1:
-    case TensorType::Q5_1:
-    case TensorType::Q4_K:
-    case TensorType::Q5_K:
-      offs = {0, 2};
-      break;
-    default:
-      offs = {0};
-  }
-  const uint16_t scale = fp32_to_fp16(0.01f);
-  for (size_t b = 0; b < data.size() / size_t(ti.type_size); ++b)
-    for (int o : offs) std::memcpy(data.data() + b * size_t(ti.type_size) + size_t(o), &scale, 2);
-  return data;
+  return out;
 }
 
-// Seconds per iteration of F32 for each (tokens, threads), the baseline of the same run.
-std::map<std::pair<int64_t, int64_t>, double>& f32_seconds() {
-  static std::map<std::pair<int64_t, int64_t>, double> m;
+using Key = std::tuple<int, int64_t, int64_t, int64_t>;  // type, n_in, n_out, tokens
+std::map<Key, double>& scalar_seconds() {
+  static std::map<Key, double> m;
   return m;
 }
 
-void BM_Matmul(benchmark::State& state, TensorType t) {
-  const int64_t n_tokens = state.range(0);
-  const int threads = int(state.range(1));
-  const int64_t n_in = gguf::type_info(t).block_size == 256 ? 1024 : 896;
-  const int64_t n_out = 4864;
+void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in_nominal,
+               int64_t n_out, int64_t n_tokens) {
+  const bool k_quant = gguf::type_info(t).block_size == 256;
+  const int64_t n_in = k_quant ? (n_in_nominal + 255) / 256 * 256 : n_in_nominal;
   const auto data = make_weights(t, n_in, n_out);
   const WeightView w{t, data.data(), n_in, n_out};
   std::vector<float> x(size_t(n_in * n_tokens)), y(size_t(n_out * n_tokens));
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  ThreadPool pool(threads);
+  ThreadPool pool(kThreads);
+  matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);  // warm scratch buffers
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    matmul(w, x.data(), n_tokens, y.data(), pool);
+    matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -101,32 +89,41 @@ void BM_Matmul(benchmark::State& state, TensorType t) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
       double(std::max<benchmark::IterationCount>(1, state.iterations()));
   const double flops = 2.0 * double(n_in) * double(n_out) * double(n_tokens);
-  state.counters["GFLOP"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  // Speed relative to F32 at the same tokens/threads (F32 is registered, so run, first).
-  const auto key = std::make_pair(n_tokens, state.range(1));
-  if (t == TensorType::F32) f32_seconds()[key] = secs;
-  const auto it = f32_seconds().find(key);
-  if (it != f32_seconds().end() && secs > 0) state.counters["speed_vs_f32"] = it->second / secs;
-  state.SetLabel(gguf::type_name(t));
+  const double gflops = flops / secs;
+  state.counters["GFLOP/s"] = gflops * 1e-9;
+  state.counters["peak_fp32"] = gflops / kPeakFp32;
+  const bool quantised = t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16;
+  if (quantised) state.counters["peak_int8"] = gflops / (4 * kPeakFp32);
+  if (n_tokens == 1) {
+    const double bytes = double(data.size()) / secs;
+    state.counters["GB/s"] = bytes * 1e-9;
+    state.counters["peak_bw"] = bytes / kPeakBandwidth;
+  }
+  const Key key{int(t), n_in, n_out, n_tokens};
+  if (tier == CpuTier::Scalar) scalar_seconds()[key] = secs;
+  const auto it = scalar_seconds().find(key);
+  if (it != scalar_seconds().end()) state.counters["vs_scalar"] = it->second / secs;
+  state.SetLabel(std::string(tier_name(clamp_tier(tier))) + " " + cpu_summary());
 }
 
-const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                             TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16,
+                             TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0,
+                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
 
 const int kRegistered = [] {
-  for (TensorType t : kTypes) {
-    benchmark::RegisterBenchmark((std::string("matmul/") + gguf::type_name(t)).c_str(), BM_Matmul,
-                                 t)
-        ->ArgNames({"tokens", "threads"})
-        ->Args({1, 1})
-        ->Args({1, 2})
-        ->Args({64, 2})
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-  }
+  const int64_t shapes[][2] = {{896, 896}, {896, 4864}, {4864, 896}};
+  for (TensorType t : kTypes)
+    for (const auto& s : shapes)
+      for (int64_t tokens : {512, 1})
+        for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512}) {
+          if (clamp_tier(tier) != tier) continue;  // not on this CPU
+          const std::string name = std::string("matmul/") + gguf::type_name(t) + "/" +
+                                   tier_name(tier) + "/" + std::to_string(s[0]) + "x" +
+                                   std::to_string(s[1]) + "/tokens:" + std::to_string(tokens);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, tier, s[0], s[1], tokens)
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
   return 0;
 }();
 
