@@ -43,9 +43,10 @@ int run_serve(const std::vector<std::string>& argv) {
       a.opt<int>("--max-prompt-tokens", "N", "largest prompt (0 = the context size)", 0);
   auto& max_tokens =
       a.opt<int>("--max-tokens", "N", "largest max_tokens a request may ask for", 512);
-  auto& queue = a.opt<int>("--queue", "N", "pending requests before 503", 64);
-  auto& batch =
-      a.opt<int>("--batch", "N", "completions per shared forward pass (1 = one at a time)", 8);
+  auto& queue = a.opt<int>("--queue", "N", "requests waiting for a place before 503", 64);
+  auto& batch = a.opt<int>(
+      "--batch", "N",
+      "completions generated together, sharing each forward pass (1 = one at a time)", 8);
   auto& tmpl = a.opt<std::string>(
       "--chat-template", "NAME",
       "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");

@@ -164,6 +164,17 @@ TEST(ServeLoadSlow, SixteenClientsSixtySecondsAndBatchingGain) {
     std::printf("RSS after warm-up %.1f MiB, peak after it %.1f MiB (+%.1f%%)\n", warm / 1024.0,
                 peak / 1024.0, 100.0 * double(peak - warm) / double(warm));
     EXPECT_LT(double(peak), 1.10 * double(warm));
+    // How much the completions shared the forward passes (streaming and plain clients alike).
+    httplib::Client hc("127.0.0.1", srv.port());
+    auto h = hc.Get("/health");
+    ASSERT_TRUE(h);
+    auto hj = nlohmann::json::parse(h->body);
+    double steps = hj["steps"].get<double>(), seqs = hj["sequences"].get<double>();
+    std::printf(
+        "engine: %.0f completions in %.0f forward passes (%.2f tokens per pass), largest batch "
+        "%d\n",
+        seqs, steps, double(r.tokens) / steps, hj["largest_batch"].get<int>());
+    EXPECT_EQ(hj["largest_batch"].get<int>(), 8);
     EXPECT_EQ(srv.stop(), 0);
   }
   // Batching gain: alternate 10 s slices of --batch 1 and --batch 8 (twice each) so that the
