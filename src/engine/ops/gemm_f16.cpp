@@ -62,6 +62,34 @@ RAGFORM_AVX512 void convert_row(TensorType t, const uint16_t* src, int64_t n, fl
   }
 }
 
+// The activation rounding of convert_activations, 16 at a time: F16 through vcvtps2ph with
+// round-to-nearest-even (what fp16.h's fp32_to_fp16 reproduces, NaN and overflow included);
+// BF16 as fp32_to_bf16 (round to nearest even, NaN kept quiet).
+RAGFORM_AVX512 void round_row(TensorType t, const float* x, int64_t n, float* out) {
+  int64_t i = 0;
+  if (t == TensorType::F16) {
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(x + i),
+                                                                _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; ++i) out[i] = round_fp16(x[i]);
+  } else {
+    const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+    const __m512i high = _mm512_set1_epi32(int32_t(0xffff0000u));
+    for (; i + 16 <= n; i += 16) {
+      const __m512 v = _mm512_loadu_ps(x + i);
+      const __m512i u = _mm512_castps_si512(v);
+      const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+      __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(bias, lsb)), high);
+      // NaN: keep the top bits and force quiet (bit 6 of the bf16 = bit 22 of the float).
+      const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      r = _mm512_mask_mov_epi32(
+          r, nan, _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(1 << 22)), high));
+      _mm512_storeu_ps(out + i, _mm512_castsi512_ps(r));
+    }
+    for (; i < n; ++i) out[i] = round_bf16(x[i]);
+  }
+}
+
 // c[r * ldc + 16 t + lane] += sum_k wt[r * kKc + k] * a[t panel][k][lane] for k < kc.
 template <int R, int TT>
 RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride, int64_t kc,
@@ -203,8 +231,9 @@ void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   thread_local std::vector<uint8_t> panel_buf;
   auto* panels = reinterpret_cast<float*>(
       aligned_scratch(panel_buf, pstride * size_t(n_panels) * sizeof(float)));
-  const bool f16 = w.type == TensorType::F16;
   pool.parallel_for(size_t(n_panels), [&](size_t pb, size_t pe, int) {
+    thread_local std::vector<float> row;
+    if (row.size() < size_t(w.n_in)) row.resize(size_t(w.n_in));
     for (size_t p = pb; p < pe; ++p)
       for (int lane = 0; lane < kPanel; ++lane) {
         const int64_t t = int64_t(p) * kPanel + lane;
@@ -213,9 +242,8 @@ void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
           for (int64_t k = 0; k < w.n_in; ++k) dst[size_t(k) * kPanel] = 0.0f;
           continue;
         }
-        const float* xt = x + size_t(t) * size_t(w.n_in);
-        for (int64_t k = 0; k < w.n_in; ++k)
-          dst[size_t(k) * kPanel] = f16 ? round_fp16(xt[k]) : round_bf16(xt[k]);
+        round_row(w.type, x + size_t(t) * size_t(w.n_in), w.n_in, row.data());
+        for (int64_t k = 0; k < w.n_in; ++k) dst[size_t(k) * kPanel] = row[size_t(k)];
       }
   });
   pool.parallel_for(

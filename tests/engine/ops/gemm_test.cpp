@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "engine/ops/cpu_features.h"
+#include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/ops.h"
 #include "random_weights.h"
@@ -183,6 +184,49 @@ TEST(GemmF16, AgreesWithVecDotToRoundingOddShapes) {
                 << " at " << i;
         }
       }
+}
+
+TEST(GemmF16, ActivationRoundingMatchesConvertActivationsOnSpecialValues) {
+  if (best_cpu_tier() != CpuTier::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  // Identity weights (16 x 16) against 16 tokens whose rows are rotations of values with ties,
+  // subnormals and near-overflow: y[t][j] = rounded x[t][j] exactly, so the vectorised
+  // rounding is compared bit for bit with convert_activations. (No infinities: 0 * inf.)
+  const float values[16] = {1.0f + 0x1p-11f,
+                            1.0f + 3 * 0x1p-11f,
+                            1.0f + 0x1p-8f,
+                            65519.0f,
+                            65504.0f,
+                            1e-7f,
+                            -3e-8f,
+                            2.9e-8f,
+                            1e30f,
+                            -1.5e-5f,
+                            0.1f,
+                            -123.456f,
+                            0x1p-24f,
+                            0x1.8p-25f,
+                            1.0f + 0x1p-12f,
+                            -7.0e4f};
+  for (TensorType t : {TensorType::F16, TensorType::BF16}) {
+    std::vector<uint16_t> eye(16 * 16, 0);
+    for (int j = 0; j < 16; ++j)
+      eye[size_t(17 * j)] = t == TensorType::F16 ? fp32_to_fp16(1.0f) : fp32_to_bf16(1.0f);
+    std::vector<float> x(16 * 16);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        float v = values[(i + j) % 16];
+        if (t == TensorType::F16 && std::fabs(v) > 65519.0f) v = 0.5f;  // would overflow to inf
+        x[size_t(16 * i + j)] = v;
+      }
+    std::vector<float> y(16 * 16), want(16 * 16);
+    ThreadPool pool(1);
+    gemm_f16({t, reinterpret_cast<const uint8_t*>(eye.data()), 16, 16}, x.data(), 16, y.data(),
+             pool);
+    for (int i = 0; i < 16; ++i)
+      convert_activations(t, &x[size_t(16 * i)], 16, &want[size_t(16 * i)]);
+    for (size_t i = 0; i < y.size(); ++i)
+      EXPECT_EQ(bits(y[i]), bits(want[i])) << gguf::type_name(t) << " value " << x[i];
+  }
 }
 
 TEST(GemvQ8, AgreesWithVecDotToRounding) {
