@@ -128,26 +128,6 @@ size_t count_lines(const fs::path& p) {
   return size_t(std::count(s.begin(), s.end(), '\n'));
 }
 
-bool supports_flag(const std::string& group, const std::string& verb, const std::string& flag,
-                   const fs::path& tmp) {
-  auto it = registry().find(group);
-  if (it == registry().end()) return false;
-  std::fflush(stdout);
-  int saved = dup(1);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (saved < 0 || fd < 0) return false;
-  dup2(fd, 1);
-  close(fd);
-  try {
-    it->second.run({verb, "--help"});
-  } catch (...) {
-  }
-  std::fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  return read_text(tmp).find(flag) != std::string::npos;
-}
-
 int run_demo(const std::vector<std::string>& argv) {
   Args a(
       "demo",
@@ -210,23 +190,22 @@ int run_demo(const std::vector<std::string>& argv) {
       fs::remove_all(p, ec);
     }
   } cleanup{work};
-  std::fprintf(stderr, "ragform demo: model %s\n  shared data %s\n  store %s (resumable)\n",
-               m.c_str(), sh.c_str(), db.c_str());
+  std::fprintf(stderr,
+               "ragform demo: model %s\n  shared data %s\n  store %s (resumable)\n  "
+               "intermediate files (profile, pairs, command outputs) in %s, removed at the end\n",
+               m.c_str(), sh.c_str(), db.c_str(), work.c_str());
   const std::string N = std::to_string(n_needle.value), K = std::to_string(k_docs.value);
 
   // 1-2. C-NORM on the story-needle probe.
   const fs::path profile = work / "profile.json";
-  std::vector<std::string> cal = {
-      "cnorm", "calibrate", "-m", m,    "--task",         "needle",      "-S",
-      "6",     "-k",        K,    "-o", profile.string(), "--cache-dir", (work / "cache").string()};
-  if (supports_flag("cnorm", "calibrate", "--store", work / "help.txt")) {
-    cal.push_back("--store");
-    cal.push_back(db.string());
-  } else {
-    std::fprintf(stderr,
-                 "demo: note: this build's cnorm calibrate has no --store; the report's "
-                 "calibration charts will say no data\n");
-  }
+  std::vector<std::string> cal = {"cnorm",       "calibrate",
+                                  "-m",          m,
+                                  "--task",      "needle",
+                                  "-S",          "6",
+                                  "-k",          K,
+                                  "-o",          profile.string(),
+                                  "--cache-dir", (work / "cache").string(),
+                                  "--store",     db.string()};
   invoke(cal, work / "calibrate.json");
   nlohmann::json prof = last_json(work / "calibrate.json");
   invoke({"cnorm", "eval", "-m", m, "--task", "needle", "--profile", profile.string(), "--limit", N,

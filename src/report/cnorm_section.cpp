@@ -219,8 +219,9 @@ void cnorm_section(Html& h, const std::vector<RunRows>& calibrate, const std::ve
     h << "<h3>Accuracy by gold position</h3>" << no_data("no 'cnorm eval' run in the store");
   else
     evaluation(h, eval);
-  std::vector<RunRows> all = calibrate;
-  all.insert(all.end(), eval.begin(), eval.end());
+  std::vector<const RunRows*> all;
+  for (const auto& r : calibrate) all.push_back(&r);
+  for (const auto& r : eval) all.push_back(&r);
   h << drilldown(all, opt) << "</section>";
 }
 

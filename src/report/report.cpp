@@ -45,26 +45,26 @@ background:linear-gradient(90deg,#ffffff,#e6550d);border:1px solid #ccc}
 
 std::string short_sha(const std::string& s) { return s.size() > 12 ? s.substr(0, 12) : s; }
 
-std::string metadata_section(const std::vector<RunRows>& runs, const store::RunStore& st) {
+std::string metadata_section(const std::vector<store::RunInfo>& runs, const store::RunStore& st) {
   std::string s = "<section id=\"runs\"><h2>Runs</h2>";
   s += "<p class=\"muted\">Store: " + escape_html(st.path().string()) + "</p>";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& r : runs) {
-    store::Counts c = st.counts(r.info.id);
-    rows.push_back({std::to_string(r.info.id), escape_html(r.info.pipeline),
-                    escape_html(r.info.created_at), escape_html(r.info.model_path),
-                    "<span title=\"" + escape_html(r.info.model_sha256) + "\">" +
-                        escape_html(short_sha(r.info.model_sha256)) + "</span>",
-                    escape_html(r.info.reader), escape_html(r.info.chat_mode),
-                    std::to_string(r.info.seed), escape_html(r.info.tool_version),
+  for (const auto& info : runs) {
+    store::Counts c = st.counts(info.id);
+    rows.push_back({std::to_string(info.id), escape_html(info.pipeline),
+                    escape_html(info.created_at), escape_html(info.model_path),
+                    "<span title=\"" + escape_html(info.model_sha256) + "\">" +
+                        escape_html(short_sha(info.model_sha256)) + "</span>",
+                    escape_html(info.reader), escape_html(info.chat_mode),
+                    std::to_string(info.seed), escape_html(info.tool_version),
                     std::to_string(c.rows), std::to_string(c.unmeasured)});
   }
   s += table({"run", "pipeline", "created", "model", "sha256", "reader", "chat mode", "seed",
               "tool version", "rows", "unmeasured"},
              rows);
-  for (const auto& r : runs)
-    s += "<details><summary>config of run " + std::to_string(r.info.id) + " (" +
-         escape_html(r.info.pipeline) + ")</summary><pre>" + escape_html(r.info.config.dump(2)) +
+  for (const auto& info : runs)
+    s += "<details><summary>config of run " + std::to_string(info.id) + " (" +
+         escape_html(info.pipeline) + ")</summary><pre>" + escape_html(info.config.dump(2)) +
          "</pre></details>";
   return s + "</section>";
 }
@@ -119,24 +119,30 @@ std::string run_caption(const RunRows& r) {
 }
 
 namespace {
-std::string runs_pipeline(const std::vector<RunRows>& runs, int64_t id) {
-  for (const auto& r : runs)
-    if (r.info.id == id) return r.info.pipeline;
+std::string runs_pipeline(const std::vector<const RunRows*>& runs, int64_t id) {
+  for (const auto* r : runs)
+    if (r->info.id == id) return r->info.pipeline;
   return "";
 }
 }  // namespace
 
 std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt) {
+  std::vector<const RunRows*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  return drilldown(ptrs, opt);
+}
+
+std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptions& opt) {
   // Instances in first-appearance order across the runs; rows grouped under their instance.
   // Keyed by (run, instance): two runs may use the same instance ids for different prompts.
   using RunInstance = std::pair<int64_t, std::string>;
   std::vector<RunInstance> order;
   std::map<RunInstance, std::vector<const store::Result*>> by;
   size_t total = 0;
-  for (const auto& r : runs)
-    for (const auto& row : r.rows) {
-      auto& v = by[{r.info.id, row.instance}];
-      if (v.empty()) order.push_back({r.info.id, row.instance});
+  for (const auto* r : runs)
+    for (const auto& row : r->rows) {
+      auto& v = by[{r->info.id, row.instance}];
+      if (v.empty()) order.push_back({r->info.id, row.instance});
       v.push_back(&row);
       ++total;
     }
@@ -196,21 +202,19 @@ std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt
 }
 
 std::string render_report(const store::RunStore& st, const ReportOptions& opt, ReportStats* stats) {
-  std::vector<RunRows> all;
-  for (const auto& info : st.runs()) all.push_back({info, st.results(info.id)});
+  const std::vector<store::RunInfo> infos = st.runs();
   std::vector<RunRows> calib, ceval, sure, spot, other;
-  for (const auto& r : all) {
-    const std::string& p = r.info.pipeline;
-    if (p == "cnorm calibrate")
-      calib.push_back(r);
-    else if (p == "cnorm eval")
-      ceval.push_back(r);
-    else if (p == "sure eval")
-      sure.push_back(r);
-    else if (p == "spotlight eval" || p == "spotlight select")
-      spot.push_back(r);
-    else
-      other.push_back(r);
+  size_t rows = 0;
+  for (const auto& info : infos) {
+    RunRows r{info, st.results(info.id)};
+    rows += r.rows.size();
+    const std::string& p = info.pipeline;
+    auto& bucket = p == "cnorm calibrate"                             ? calib
+                   : p == "cnorm eval"                                ? ceval
+                   : p == "sure eval"                                 ? sure
+                   : p == "spotlight eval" || p == "spotlight select" ? spot
+                                                                      : other;
+    bucket.push_back(std::move(r));
   }
   Html body;
   size_t sections = 0;
@@ -236,22 +240,20 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
          << drilldown(other, opt) << "</section>";
     nav += "<a href=\"#other\">Other</a>";
   }
-  if (all.empty())
+  if (infos.empty())
     body << "<section>" << no_data("the store " + st.path().string() + " holds no runs")
          << "</section>";
-  size_t rows = 0;
-  for (const auto& r : all) rows += r.rows.size();
   nav += "<a href=\"#runs\">Runs</a>";
   std::string page =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
       "<title>" +
       escape_html(opt.title) + "</title><style>" + kCss + "</style></head><body><header><h1>" +
-      escape_html(opt.title) + "</h1><p>" + std::to_string(all.size()) + " runs, " +
+      escape_html(opt.title) + "</h1><p>" + std::to_string(infos.size()) + " runs, " +
       std::to_string(rows) + " rows · " + escape_html(st.path().filename().string()) +
-      "</p></header><nav>" + nav + "</nav><main>" + body.out + metadata_section(all, st) +
+      "</p></header><nav>" + nav + "</nav><main>" + body.out + metadata_section(infos, st) +
       "</main></body></html>\n";
-  if (stats) *stats = {all.size(), rows, body.charts, sections};
+  if (stats) *stats = {infos.size(), rows, body.charts, sections};
   return page;
 }
 

@@ -35,6 +35,7 @@ std::string table(const std::vector<std::string>& header,
 // "" when extra has no usable {"attention": [numbers], "tokens": [strings]} of equal length.
 std::string attention_strip(const nlohmann::json& extra);
 // Per-instance drill-down of the runs' rows: the first opt.drilldown_instances instances.
+std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptions& opt);
 std::string drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt);
 // "run 3 · cnorm eval · seed 0 · 600 rows"
 std::string run_caption(const RunRows& r);
