@@ -196,23 +196,44 @@ MicroTileFn tile_function(int rows, int tt) {
   }
 }
 
-// -128 * sum of the quants of one block.
-int32_t block_correction(const BlockQ8_0& blk) {
-  int s = 0;
-  for (int j = 0; j < QK8_0; ++j) s += blk.qs[j];
-  return -128 * s;
+// -128 * sum of the quants of one block: the quants xor 0x80 are q + 128 as bytes, summed by
+// vpsadbw against zero into four 64-bit lanes.
+RAGFORM_VNNI int32_t block_correction(const BlockQ8_0& blk) {
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs));
+  const __m256i s =
+      _mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8(char(0x80))), _mm256_setzero_si256());
+  const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  const int32_t biased = int32_t(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
+  return -128 * (biased - 128 * QK8_0);
 }
 
-// Rows [rb, re) of the GEMM against all panels.
+// Rows [rb, re) of the GEMM against all panels. The per-block corrections and scales of every
+// row tile are computed once, before the token blocks; Q4_0/Q5_0 rows are unpacked per token
+// block (cheap, and keeps the scratch at one tile).
 void gemm_rows(const WeightView& w, const uint8_t* panels, int64_t n_panels, int64_t n_tokens,
                size_t pstride, int64_t rb, int64_t re, float* y) {
   const int64_t nb = w.n_in / QK8_0;
+  const int64_t n_tiles = (re - rb + kRows - 1) / kRows;
+  const size_t tile_entries = size_t(kRows * nb);
   thread_local std::vector<BlockQ8_0> conv;
   thread_local std::vector<int32_t> corr;
   thread_local std::vector<float> wd;
-  if (conv.size() < size_t(kRows * nb)) conv.resize(size_t(kRows * nb));
-  if (corr.size() < size_t(kRows * nb)) corr.resize(size_t(kRows * nb));
-  if (wd.size() < size_t(kRows * nb)) wd.resize(size_t(kRows * nb));
+  if (conv.size() < tile_entries) conv.resize(tile_entries);
+  if (corr.size() < tile_entries * size_t(n_tiles)) corr.resize(tile_entries * size_t(n_tiles));
+  if (wd.size() < tile_entries * size_t(n_tiles)) wd.resize(tile_entries * size_t(n_tiles));
+
+  // Tile ti's entries: [b * rows + r] from ti * tile_entries.
+  for (int64_t r0 = rb; r0 < re; r0 += kRows) {
+    const int rows = int(std::min<int64_t>(kRows, re - r0));
+    const size_t base = size_t((r0 - rb) / kRows) * tile_entries;
+    for (int r = 0; r < rows; ++r) {
+      const BlockQ8_0* row = row_as_q8_0(w, r0 + r, conv.data());
+      for (int64_t b = 0; b < nb; ++b) {
+        corr[base + size_t(b * rows + r)] = block_correction(row[b]);
+        wd[base + size_t(b * rows + r)] = fp16_to_fp32(row[b].d);
+      }
+    }
+  }
 
   const int64_t per_block =
       std::max<int64_t>(kPanelsPerTile, int64_t(kActBytes / pstride) / kPanelsPerTile * 2);
@@ -221,18 +242,14 @@ void gemm_rows(const WeightView& w, const uint8_t* panels, int64_t n_panels, int
     const int64_t p1 = std::min(n_panels, p0 + per_block);
     for (int64_t r0 = rb; r0 < re; r0 += kRows) {
       const int rows = int(std::min<int64_t>(kRows, re - r0));
+      const size_t base = size_t((r0 - rb) / kRows) * tile_entries;
       const BlockQ8_0* wr[kRows];
-      for (int r = 0; r < rows; ++r) {
+      for (int r = 0; r < rows; ++r)
         wr[r] = row_as_q8_0(w, r0 + r, conv.data() + size_t(r) * size_t(nb));
-        for (int64_t b = 0; b < nb; ++b) {
-          corr[size_t(b * rows + r)] = block_correction(wr[r][b]);
-          wd[size_t(b * rows + r)] = fp16_to_fp32(wr[r][b].d);
-        }
-      }
       for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
         const int tt = int(std::min<int64_t>(kPanelsPerTile, p1 - p));
-        tile_function(rows, tt)(wr, corr.data(), wd.data(), panels + size_t(p) * pstride, pstride,
-                                nb, out);
+        tile_function(rows, tt)(wr, corr.data() + base, wd.data() + base,
+                                panels + size_t(p) * pstride, pstride, nb, out);
         const int64_t t_end = std::min<int64_t>(n_tokens, (p + tt) * kPanel);
         for (int64_t t = p * kPanel; t < t_end; ++t) {
           float* yt = y + size_t(t) * size_t(w.n_out) + size_t(r0);
