@@ -463,44 +463,19 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
     if (c.wrapper.empty() && std::find(cands.begin(), cands.end(), c.delim) == cands.end())
       cands.push_back(c.delim);
   const size_t budget = size_t(std::max(1, rf.ctx.value - max_tokens));
-  auto tokens_of = [&](const std::string& prompt) -> std::optional<size_t> {
-    try {
-      return size_t(reader->count_tokens(prompt));
-    } catch (const Error&) {
-      return std::nullopt;
-    }
-  };
-  // Fit: every variant's prompt (and every Min-Token candidate's) must fit.
-  std::vector<McItem> fit;
-  std::vector<double> cand_tokens(cands.size(), 0.0);
-  size_t left_out = 0;
-  for (const auto& it : items) {
-    bool ok = true;
-    std::vector<size_t> t(cands.size());
-    for (size_t c = 0; c < cands.size() && ok; ++c) {
-      auto n = tokens_of(longbench_prompt(it, {cands[c], prof.p, prof.seed}));
-      ok = n && *n <= budget;
-      if (ok) t[c] = *n;
-    }
-    for (const Format& f : {Format{{"none", ""}, 0.0, prof.seed}, cn}) {
-      auto n = ok ? tokens_of(longbench_prompt(it, f)) : std::nullopt;
-      ok = ok && n && *n <= budget;
-    }
-    if (!ok) {
-      ++left_out;
-      continue;
-    }
-    for (size_t c = 0; c < cands.size(); ++c) cand_tokens[c] += double(t[c]);
-    fit.push_back(it);
-  }
+  std::vector<Format> fmts = {{{"none", ""}, 0.0, prof.seed}, cn};
+  for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});
+  McFit mf = fit_mc_items(*reader, items, fmts, budget);
+  std::vector<McItem>& fit = mf.items;
+  const size_t left_out = mf.left_out;
   if (left_out)
     note("cnorm eval: note: " + std::to_string(left_out) + " of " + std::to_string(items.size()) +
          " questions left out: their prompt and answer do not fit --ctx " +
          std::to_string(rf.ctx.value) + " tokens");
   if (fit.empty()) throw Error("cnorm eval", "no question fits the context");
-  size_t mt = 0;
+  size_t mt = 0;  // Min-Token: fewest tokens over the fitted questions (first on ties)
   for (size_t c = 1; c < cands.size(); ++c)
-    if (cand_tokens[c] < cand_tokens[mt]) mt = c;
+    if (mf.tokens[2 + c] < mf.tokens[2 + mt]) mt = c;
   std::vector<Variant> variants = {{"baseline", {{"none", ""}, 0.0, prof.seed}},
                                    {"cnorm", cn},
                                    {"min-token", {cands[mt], prof.p, prof.seed}}};
@@ -529,43 +504,32 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   gen.max_tokens = max_tokens;
   {
     Progress prog("cnorm eval longbench", fit.size() * variants.size());
-    for (const auto& it : fit) {
-      if (!shard.keeps(it.id)) continue;
-      std::vector<std::string> prompts;
-      std::vector<size_t> vi;
-      for (size_t v = 0; v < variants.size(); ++v) {
-        if (done.count({it.id, variants[v].name})) continue;
-        prompts.push_back(longbench_prompt(it, variants[v].format));
-        vi.push_back(v);
-      }
-      if (prompts.empty()) continue;
-      auto t0 = std::chrono::steady_clock::now();
-      auto gens = reader->generate_batch(prompts, gen);
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-          double(prompts.size());
-      for (size_t j = 0; j < gens.size() && j < vi.size(); ++j) {
-        auto choice = extract_choice(gens[j].text);
-        store::Result r;
-        r.run = run;
-        r.instance = it.id;
-        r.variant = variants[vi[j]].name;
-        r.prompt = prompts[j];
-        r.prompt_tokens = gens[j].prompt_tokens;
-        r.output = gens[j].text;
-        r.correct = choice && *choice == it.answer;
-        r.scores = {{"accuracy", *r.correct ? 1.0 : 0.0}};
-        r.timings_ms = {{"total", ms}};
-        r.extra = {{"variant", variants[vi[j]].name},
-                   {"delimiter", format_label(variants[vi[j]].format)},
-                   {"difficulty", it.difficulty},
-                   {"length", it.length},
-                   {"gold", std::string(1, it.answer)},
-                   {"extracted", choice ? std::string(1, *choice) : std::string()}};
-        st.put(r);
-        prog.add();
-      }
-    }
+    prog.add(done.size());
+    run_mc(
+        *reader, fit, variants, gen,
+        [&](const std::string& id, const std::string& v) {
+          return !shard.keeps(id) || done.count({id, v}) > 0;
+        },
+        [&](const McAnswer& a, const McItem& it) {
+          store::Result r;
+          r.run = run;
+          r.instance = it.id;
+          r.variant = variants[a.variant].name;
+          r.prompt = a.prompt;
+          r.prompt_tokens = a.prompt_tokens;
+          r.output = a.output;
+          r.correct = a.correct;
+          r.scores = {{"accuracy", a.correct ? 1.0 : 0.0}};
+          r.timings_ms = {{"total", a.ms}};
+          r.extra = {{"variant", r.variant},
+                     {"delimiter", format_label(variants[a.variant].format)},
+                     {"difficulty", it.difficulty},
+                     {"length", it.length},
+                     {"gold", std::string(1, it.answer)},
+                     {"extracted", a.extracted ? std::string(1, *a.extracted) : std::string()}};
+          st.put(r);
+          prog.add();
+        });
   }
   std::vector<McGraded> graded;
   st.for_each_result(run, [&](const store::Result& r) {
@@ -596,110 +560,6 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
                    {"shard", shard.describe()},
                    {"variants", vs}});
   return 0;
-}
-
-// The analyses printed by `cnorm eval` (analysis.h; docs/cnorm.md "Analyses"), also on stderr.
-nlohmann::json eval_analysis(
-    const Profile& prof, const std::vector<VariantSummary>& avg,
-    const std::map<std::string, std::map<std::string, std::pair<double, double>>>& per_question,
-    const std::map<std::string, std::pair<double, double>>& tokens, bool all_candidates,
-    bool density) {
-  nlohmann::json out = nlohmann::json::object();
-  auto oaa_of = [&](const std::string& name) -> std::optional<double> {
-    for (const auto& s : avg)
-      if (s.name == name) return s.oaa;
-    return std::nullopt;
-  };
-  // Stability of f* in S (5.3), from the profile's per-prompt scores.
-  try {
-    auto best = best_by_sample_size(prof.candidates);
-    nlohmann::json rows = nlohmann::json::array();
-    size_t stable_from = best.size();
-    for (size_t s = best.size(); s-- > 0;)
-      if (best[s] == best.back())
-        stable_from = s + 1;
-      else
-        break;
-    std::string line;
-    for (size_t s = 0; s < best.size(); ++s) {
-      rows.push_back({{"S", s + 1}, {"best", prof.candidates[best[s]].label()}});
-      line += " " + prof.candidates[best[s]].label();
-    }
-    out["stability"] = {{"best_by_S", rows}, {"stable_from_S", stable_from}};
-    note("  f* by S = 1.." + std::to_string(best.size()) + ":" + line +
-         " (stable from S = " + std::to_string(stable_from) + ")");
-  } catch (const Error& e) {
-    out["stability"] = {{"error", e.what()}};
-  }
-  if (all_candidates) {
-    std::vector<double> abs, oaa, tok;
-    std::vector<std::string> names;
-    nlohmann::json per = nlohmann::json::array();
-    for (const auto& c : prof.candidates) {
-      std::string v = "f:" + c.label();
-      auto o = oaa_of(v);
-      auto t = tokens.find(v);
-      if (!o || t == tokens.end() || t->second.second == 0) continue;
-      names.push_back(v);
-      abs.push_back(c.mean);
-      oaa.push_back(*o);
-      tok.push_back(t->second.first / t->second.second);
-      per.push_back({{"candidate", c.label()},
-                     {"abs_mean", f9(c.mean)},
-                     {"oaa", f9(*o)},
-                     {"mean_prompt_tokens", f9(tok.back())}});
-    }
-    // Per question accuracy under every candidate (questions answered under all of them).
-    std::vector<std::vector<double>> acc;
-    for (const auto& [q, by_v] : per_question) {
-      std::vector<double> row;
-      for (const auto& v : names) {
-        auto it = by_v.find(v);
-        if (it == by_v.end() || it->second.second == 0) break;
-        row.push_back(it->second.first / it->second.second);
-      }
-      if (row.size() == names.size()) acc.push_back(row);
-    }
-    RankCorrelation rc = bootstrap_spearman(abs, acc);
-    auto opt = [](const std::optional<double>& v) {
-      return v ? nlohmann::json(f9(*v)) : nlohmann::json(nullptr);
-    };
-    out["abs_vs_accuracy"] = {{"spearman_rho", opt(rc.rho)},
-                              {"ci95", {opt(rc.lo), opt(rc.hi)}},
-                              {"resamples", rc.resamples},
-                              {"questions", acc.size()},
-                              {"candidates", per}};
-    nlohmann::json tc = {{"candidates", names.size()}};
-    try {
-      auto pr = eval::pearson(tok, oaa);
-      tc["pearson_r"] = f9(pr.r);
-      tc["p"] = f9(pr.p);
-    } catch (const Error& e) {
-      tc["pearson_r"] = nullptr;
-      tc["note"] = e.what();
-    }
-    out["token_count_vs_oaa"] = tc;
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "  ABS vs accuracy: Spearman rho %s [%s, %s] over %zu candidates",
-                  rc.rho ? std::to_string(*rc.rho).c_str() : "n/a",
-                  rc.lo ? std::to_string(*rc.lo).c_str() : "n/a",
-                  rc.hi ? std::to_string(*rc.hi).c_str() : "n/a", names.size());
-    note(buf);
-    note("  tokens vs OAA: Pearson r " +
-         (tc["pearson_r"].is_null() ? std::string("n/a (") + tc["note"].get<std::string>() + ")"
-                                    : std::to_string(tc["pearson_r"].get<double>())));
-  }
-  if (density) {
-    nlohmann::json d = nlohmann::json::array();
-    for (const auto& s : avg)
-      if (s.name.rfind("p=", 0) == 0)
-        d.push_back({{"p", std::strtod(s.name.c_str() + 2, nullptr)},
-                     {"oaa", f9(s.oaa)},
-                     {"opa", f9(s.opa)}});
-    out["density"] = d;
-  }
-  return out;
 }
 
 int run_eval(const std::vector<std::string>& argv) {
@@ -982,8 +842,10 @@ int run_eval(const std::vector<std::string>& argv) {
   for (const auto& s : avg)
     std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu)\n", s.name.c_str(), s.oaa,
                  s.opa, s.best_position);
-  nlohmann::json analysis =
-      eval_analysis(prof, avg, per_question, tokens, all_cands.value, !density.value.empty());
+  std::vector<std::string> analysis_lines;
+  nlohmann::json analysis = eval_analysis(prof, avg, per_question, tokens, all_cands.value,
+                                          !density.value.empty(), &analysis_lines);
+  for (const auto& l : analysis_lines) note("  " + l);
   print_json_line({{"task", task_name(task)},
                    {"analysis", analysis},
                    {"k", k_eff},

@@ -8,11 +8,13 @@
 //    first S' per-prompt scores of a profile, S' = 1..S.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/sweep.h"
 
 namespace ragform::cnorm {
 
@@ -40,5 +42,17 @@ RankCorrelation bootstrap_spearman(const std::vector<double>& x,
 // candidate on ties). Needs every candidate scored on S prompts (an exhaustive profile); throws
 // Error otherwise.
 std::vector<size_t> best_by_sample_size(const std::vector<CandidateScore>& candidates);
+
+// The "analysis" object of `cnorm eval`'s summary (docs/cnorm.md "Analyses") from the profile,
+// the seed-averaged summaries (avg; variants "f:<candidate>" and "p=<p>" when evaluated),
+// per_question[question][variant] = (correct, answers) and tokens[variant] = (prompt tokens,
+// prompts). Keys: "stability" always (or its error), "abs_vs_accuracy" and "token_count_vs_oaa"
+// with all_candidates, "density" with density. One human-readable line per result is appended
+// to *lines when given.
+nlohmann::json eval_analysis(
+    const Profile& prof, const std::vector<VariantSummary>& avg,
+    const std::map<std::string, std::map<std::string, std::pair<double, double>>>& per_question,
+    const std::map<std::string, std::pair<double, double>>& tokens, bool all_candidates,
+    bool density, std::vector<std::string>* lines = nullptr);
 
 }  // namespace ragform::cnorm

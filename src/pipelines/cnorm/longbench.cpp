@@ -1,6 +1,7 @@
 #include "pipelines/cnorm/longbench.h"
 
 #include <cctype>
+#include <chrono>
 
 #include "base/error.h"
 #include "pipelines/cnorm/format.h"
@@ -74,6 +75,69 @@ std::optional<char> extract_choice(const std::string& output) {
        output[b + 1] == ':' || std::isspace(static_cast<unsigned char>(output[b + 1]))))
     return output[b];
   return std::nullopt;
+}
+
+McFit fit_mc_items(reader::Reader& r, const std::vector<McItem>& items,
+                   const std::vector<Format>& formats, size_t budget) {
+  McFit out;
+  out.tokens.assign(formats.size(), 0.0);
+  for (const auto& it : items) {
+    std::vector<double> t;
+    for (const auto& f : formats) {
+      int n = -1;
+      try {
+        n = r.count_tokens(longbench_prompt(it, f));
+      } catch (const Error&) {
+        n = -1;
+      }
+      if (n < 0 || size_t(n) > budget) break;
+      t.push_back(double(n));
+    }
+    if (t.size() < formats.size()) {
+      ++out.left_out;
+      continue;
+    }
+    for (size_t f = 0; f < t.size(); ++f) out.tokens[f] += t[f];
+    out.items.push_back(it);
+  }
+  return out;
+}
+
+void run_mc(reader::Reader& r, const std::vector<McItem>& items,
+            const std::vector<Variant>& variants, const reader::GenerateParams& gen,
+            const std::function<bool(const std::string&, const std::string&)>& skip,
+            const std::function<void(const McAnswer&, const McItem&)>& on_answer) {
+  for (const auto& it : items) {
+    std::vector<McAnswer> pending;
+    std::vector<std::string> prompts;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      if (skip && skip(it.id, variants[v].name)) continue;
+      McAnswer a;
+      a.variant = v;
+      a.prompt = longbench_prompt(it, variants[v].format);
+      prompts.push_back(a.prompt);
+      pending.push_back(std::move(a));
+    }
+    if (pending.empty()) continue;
+    auto t0 = std::chrono::steady_clock::now();
+    auto gens = r.generate_batch(prompts, gen);
+    if (gens.size() != pending.size())
+      throw Error("cnorm eval", "reader returned " + std::to_string(gens.size()) +
+                                    " generations for " + std::to_string(pending.size()) +
+                                    " prompts");
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+        double(pending.size());
+    for (size_t j = 0; j < pending.size(); ++j) {
+      McAnswer& a = pending[j];
+      a.output = gens[j].text;
+      a.prompt_tokens = gens[j].prompt_tokens;
+      a.extracted = extract_choice(a.output);
+      a.correct = a.extracted && *a.extracted == it.answer;
+      a.ms = ms;
+      on_answer(a, it);
+    }
+  }
 }
 
 std::vector<McSummary> summarize_mc(const std::vector<McGraded>& rows,

@@ -16,13 +16,16 @@
 // Otherwise no answer (graded wrong, as LongBench-v2 grades unparsed outputs).
 #pragma once
 #include <array>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "eval/qa_record.h"
+#include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/tasks.h"
+#include "reader/reader.h"
 
 namespace ragform::cnorm {
 
@@ -44,6 +47,32 @@ std::string longbench_prompt(const McItem& item, const Format& f);
 
 // The rules above; 'A'..'D' or nullopt.
 std::optional<char> extract_choice(const std::string& output);
+
+// The questions whose prompt has at most `budget` tokens under every format (a count_tokens
+// that throws Error counts as not fitting), and per format the summed tokens of those prompts.
+struct McFit {
+  std::vector<McItem> items;
+  size_t left_out = 0;
+  std::vector<double> tokens;  // per format, over `items`
+};
+McFit fit_mc_items(reader::Reader& r, const std::vector<McItem>& items,
+                   const std::vector<Format>& formats, size_t budget);
+
+struct McAnswer {
+  size_t variant = 0;
+  std::string prompt;
+  int prompt_tokens = 0;
+  std::string output;
+  std::optional<char> extracted;
+  bool correct = false;
+  double ms = 0;  // the question's batch time divided by its prompts
+};
+// Answers every (question, variant) for which skip(id, variant name) is false, one batch per
+// question, greedy as `gen` says; on_answer sees each graded answer with its question.
+void run_mc(reader::Reader& r, const std::vector<McItem>& items,
+            const std::vector<Variant>& variants, const reader::GenerateParams& gen,
+            const std::function<bool(const std::string&, const std::string&)>& skip,
+            const std::function<void(const McAnswer&, const McItem&)>& on_answer);
 
 struct McGraded {
   std::string variant;
