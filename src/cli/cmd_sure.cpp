@@ -65,9 +65,14 @@ struct SureSetup {
   // A reader under test was given: -m FILE (native), or --reader openai (-m names the served model,
   // and may be left out for the server's own).
   bool given() const { return remote() || !rf.model.value.empty(); }
-  std::unique_ptr<reader::Reader> open(const std::string& verb) const {
+  // UsageError unless a reader under test was given (call right after parsing, before any input
+  // is read).
+  void require(const std::string& verb) const {
     if (!given())
       throw UsageError(verb, "needs a reader: -m MODEL.gguf, or --reader openai --base-url URL");
+  }
+  std::unique_ptr<reader::Reader> open(const std::string& verb) const {
+    require(verb);
     return xf.open(rf);
   }
   // A second reader of the same kind: native -> the GGUF file `model` with the same engine flags;
@@ -360,6 +365,7 @@ int run_eval(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   if (batch.value < 1 || max_tokens.value < 1 || resamples.value < 1)
     throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
+  su.require("sure eval");
   std::vector<Pair> pairs = read_shard(input.value, shard_f.shard());
   PromptSet prompts = su.prompts();
   auto reader = su.open("sure eval");
@@ -574,6 +580,7 @@ int run_attention(const std::vector<std::string>& argv) {
   auto& con = a.flag("--chain-of-note", "the prompts of a Chain-of-Note evaluation");
   if (!a.parse(argv)) return 0;
   if (su.rf.chat.value) throw UsageError("--chat", "the answer-span positions need raw prompts");
+  su.require("sure attention");
   AttentionOptions ao;
   ao.layer = layer.value;
   if (!heads.value.empty()) ao.heads = parse_int_list("--heads", heads.value);
@@ -635,6 +642,7 @@ int run_oracle(const std::vector<std::string>& argv) {
   auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
   auto& seed = a.opt<long long>("--seed", "N", "control sampling seed", 0);
   if (!a.parse(argv)) return 0;
+  su.require("sure oracle");
   PromptSet prompts = su.prompts();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));

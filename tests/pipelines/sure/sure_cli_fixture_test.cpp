@@ -133,3 +133,34 @@ TEST(SureCli, EndToEndOnStories260K) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("bad.jsonl:1"), std::string::npos) << r.err;
 }
+
+// The reader set-up shared by the reader-using verbs: a clear usage error (exit 2), before any
+// input is read, when no reader is given, for an unknown --reader, and for --reader openai
+// without --base-url.
+TEST(SureCli, ReaderFlagUsageErrors) {
+  auto dir = temp_dir("sure_cli_usage");
+  write_file(dir / "pairs.jsonl", "");
+  write_file(dir / "qa.jsonl", "");
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {"sure attention --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "none.sqlite"),
+       "sure attention: needs a reader"},  // before the (missing) store is opened
+      {"sure eval --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "r.sqlite"),
+       "sure eval: needs a reader: -m MODEL.gguf, or --reader openai --base-url URL"},
+      {"sure eval --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "r.sqlite") +
+           " --reader openai",
+       "--base-url: --reader openai needs --base-url URL"},
+      {"sure eval --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "r.sqlite") +
+           " --reader foo -m x.gguf",
+       "--reader: 'foo' is not native or openai"},
+      {"sure oracle --input " + q(dir / "qa.jsonl"),
+       "sure oracle: needs a reader: -m MODEL.gguf, or --reader openai --base-url URL"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_ragform(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
