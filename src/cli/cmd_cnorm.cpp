@@ -75,13 +75,6 @@ std::string format_label(const Format& f) {
   return f.p > 0 ? f.delim.name : "(unformatted)";
 }
 
-// An attention weight with 4 significant digits (the run store's "attention" array).
-double round_sig4(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", double(v));
-  return std::strtod(buf, nullptr);
-}
-
 std::vector<eval::QaRecord> load_records(const std::string& path) {
   if (path.empty()) throw UsageError("--input", "required for this task");
   return eval::load_qa_file(path).records;
@@ -333,22 +326,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
       r.prompt_tokens = int64_t(m.attention.size());
       r.scores = {{"abs", m.abs}, {"mu", m.mu}};
       r.timings_ms = {{"total", ms}};
-      nlohmann::json mass = nlohmann::json::array();
-      for (double x : m.mass_by_position) mass.push_back(f9(x));
-      r.extra = {{"delimiter", cand.delim.text},
-                 {"p", cand.p},
-                 {"format", cand.wrapper},
-                 {"gold_position", specs[s].gold_pos},
-                 {"k", specs[s].k},
-                 {"mass_by_position", mass},
-                 {"mass_span", {m.span_begin, m.span_end}},
-                 {"mass_span_is_context", m.span_is_context}};
-      if (m.attention.size() <= 2048) {
-        nlohmann::json att = nlohmann::json::array();
-        for (float x : m.attention) att.push_back(round_sig4(x));
-        r.extra["attention"] = att;
-        r.extra["tokens"] = m.tokens;
-      }
+      r.extra = calibration_row_extra(m, cand, specs[s]);
       st->put(r);
       return m.abs;
     });

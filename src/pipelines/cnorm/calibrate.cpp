@@ -148,6 +148,31 @@ PromptMeasure measure_prompt(reader::Reader& r, const Prompt& p, const AbsOption
   return m;
 }
 
+nlohmann::json calibration_row_extra(const PromptMeasure& m, const CandidateScore& c,
+                                     const PromptSpec& ps) {
+  nlohmann::json mass = nlohmann::json::array();
+  for (double x : m.mass_by_position) mass.push_back(round9(x));
+  nlohmann::json e = {{"delimiter", c.delim.text},
+                      {"p", c.p},
+                      {"format", c.wrapper},
+                      {"gold_position", ps.gold_pos},
+                      {"k", ps.k},
+                      {"mass_by_position", mass},
+                      {"mass_span", {m.span_begin, m.span_end}},
+                      {"mass_span_is_context", m.span_is_context}};
+  if (m.attention.size() <= 2048) {
+    nlohmann::json att = nlohmann::json::array();
+    for (float x : m.attention) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", double(x));
+      att.push_back(std::strtod(buf, nullptr));
+    }
+    e["attention"] = att;
+    e["tokens"] = m.tokens;
+  }
+  return e;
+}
+
 double prompt_abs(reader::Reader& r, const Prompt& p, const AbsOptions& o) {
   reader::AttentionQuery q;
   q.layers = {o.layer};

@@ -134,6 +134,12 @@ Calibration calibrate(
     reader::Reader& r, const CalibrationSetup& setup, const std::vector<PromptSpec>& prompts,
     const std::function<void(size_t f, size_t s, const Prompt&, double abs)>& on_prompt = {});
 
+// The run-store `extra` of one calibration row (docs/cnorm.md "Calibration run store"):
+// delimiter (text), p, format, gold_position, k, mass_by_position (10, "%.9g"), mass_span,
+// mass_span_is_context, and for prompts of <= 2048 tokens attention ("%.4g") and tokens.
+nlohmann::json calibration_row_extra(const PromptMeasure& m, const CandidateScore& c,
+                                     const PromptSpec& ps);
+
 // The deployable result (section 4.3).
 struct Profile {
   std::string model_sha256;
