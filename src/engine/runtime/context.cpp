@@ -302,6 +302,22 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
             out[ii].attention.push_back(std::move(ar));
           }
         }
+        if (last_layer) {
+          // The last layer's attention output is read only for rows that go on (logits, final
+          // hidden state) and tapped rows: start at the first of them (K/V are already stored).
+          int first = as.n_rows;
+          for (int r = 0; r < as.n_rows; ++r)
+            if (need_final[size_t(base + r)]) {
+              first = r;
+              break;
+            }
+          for (const AttnTap& t : as.taps) first = std::min(first, t.row);
+          as.q += size_t(first) * size_t(Qd);
+          as.out += size_t(first) * size_t(Qd);
+          as.pos0 += first;
+          as.n_rows -= first;
+          for (AttnTap& t : as.taps) t.row -= first;
+        }
         base += int64_t(in.tokens.size());
       }
       attention(ashape, aseqs, pool, I.attn_scratch);

@@ -109,6 +109,28 @@ TEST(ContextFixture, AttentionTapRowsAreSoftmaxRowsAcrossTiles) {
     }
   }
   EXPECT_EQ(out[0].attention[0].heads[0][0], 1.0f);  // the first token attends only to itself
+
+  // The last layer computes attention only from the first row anyone reads: a pass reading the
+  // last logits and tapping rows 64 and 129 must give the same rows and logits as a full pass.
+  const int last = m->hp().n_layer - 1;
+  SeqInput full = in, part = in;
+  full.seq = ctx.new_sequence();
+  full.logits = LogitsMode::All;
+  full.attn_layers = {last};
+  full.attn_queries = {64, 129};
+  part.seq = ctx.new_sequence();
+  part.logits = LogitsMode::Last;
+  part.attn_layers = {last};
+  part.attn_queries = {129, 64};
+  auto both = ctx.eval({full, part});
+  const size_t V = size_t(m->hp().n_vocab);
+  ASSERT_EQ(both[1].logits.size(), V);
+  const std::vector<float> last_row(both[0].logits.end() - long(V), both[0].logits.end());
+  EXPECT_EQ(both[1].logits, last_row);
+  ASSERT_EQ(both[1].attention.size(), 2u);
+  EXPECT_EQ(both[1].attention[0].query_pos, 129);
+  EXPECT_EQ(both[1].attention[0].heads, both[0].attention[1].heads);
+  EXPECT_EQ(both[1].attention[1].heads, both[0].attention[0].heads);
 }
 
 TEST(ContextFixture, F16CacheStaysCloseToF32) {
