@@ -3,6 +3,7 @@
 // Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli support; the
 // build passes its pkg-config flags (CPPHTTPLIB_*_SUPPORT) so this header matches the library.
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "base/error.h"
 
@@ -12,6 +13,7 @@ struct HttpServer::Impl {
   HttpOptions opt;
   Handler handler;
   httplib::Server svr;
+  int listen_fd = -1;  // the listening socket, seen through the socket-options hook
 };
 
 namespace {
@@ -49,6 +51,10 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   int threads = impl_->opt.threads;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   svr.set_payload_max_length(impl_->opt.max_body);
+  svr.set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl_->listen_fd = int(sock);
+  });
   svr.set_read_timeout(impl_->opt.timeout_s, 0);
   svr.set_write_timeout(impl_->opt.timeout_s, 0);
   auto route = [this](const httplib::Request& req, httplib::Response& res) {
@@ -85,6 +91,12 @@ int HttpServer::bind() {
     throw Error("serve", "cannot bind " + o.host + ":" + std::to_string(port) +
                              " (in use, or not an address here)");
   }
+  // cpp-httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed in the compiled
+  // library). With many clients opening connections at once the kernel then drops handshakes and
+  // those clients wait for 1 s SYN retransmits (or see a reset connection). Calling listen() again
+  // on the bound socket only raises the backlog.
+  if (impl_->listen_fd >= 0 && ::listen(impl_->listen_fd, SOMAXCONN) != 0)
+    throw Error("serve", "cannot raise the listen backlog");
   return port;
 }
 

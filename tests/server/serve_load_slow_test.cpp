@@ -22,6 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 struct LoadResult {
   size_t ok = 0, failed = 0, tokens = 0;
+  std::vector<std::string> failures;  // the first few, described
   double seconds = 0;
   std::vector<double> latency_ms, ttft_ms;
   std::vector<long> rss_kib;  // one sample per second
@@ -35,7 +36,7 @@ double pct(std::vector<double> v, double q) {
 
 // One request; returns false on any failure. Streams count the text events as tokens.
 bool one_request(int port, const std::string& prompt, bool stream, double* ms, double* ttft,
-                 size_t* tokens) {
+                 size_t* tokens, std::string* why) {
   nlohmann::json body = {{"prompt", prompt}, {"max_tokens", 16}, {"temperature", 0}};
   httplib::Client cli("127.0.0.1", port);
   cli.set_read_timeout(60, 0);
@@ -44,6 +45,9 @@ bool one_request(int port, const std::string& prompt, bool stream, double* ms, d
   if (!stream) {
     auto res = cli.Post("/v1/completions", body.dump(), "application/json");
     *ms = since();
+    if (!res) *why = "no response: " + httplib::to_string(res.error());
+    if (res && res->status != 200)
+      *why = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
     if (!res || res->status != 200) return false;
     auto j = nlohmann::json::parse(res->body, nullptr, false);
     if (j.is_discarded() || !j.contains("usage")) return false;
@@ -81,6 +85,9 @@ bool one_request(int port, const std::string& prompt, bool stream, double* ms, d
   };
   auto res = cli.send(req);
   *ms = since();
+  if (!res) *why = "stream: no response: " + httplib::to_string(res.error());
+  if (res && (res->status != 200 || !done))
+    *why = "stream: HTTP " + std::to_string(res->status) + (done ? "" : " without [DONE]");
   return res && res->status == 200 && done;
 }
 
@@ -113,14 +120,18 @@ LoadResult load(ServeProcess& srv, int clients, double seconds, int stream_every
       for (int n = 0; Clock::now() < end && n < 100000; ++n) {
         double ms = 0, ttft = -1;
         size_t tok = 0;
+        std::string why;
         if (one_request(srv.port(), prompts[size_t(c + n) % prompts.size()], stream, &ms, &ttft,
-                        &tok)) {
+                        &tok, &why)) {
           tokens += tok;
           std::lock_guard<std::mutex> lock(mu);
           r.latency_ms.push_back(ms);
           if (ttft >= 0) r.ttft_ms.push_back(ttft);
         } else {
           failed++;
+          std::lock_guard<std::mutex> lock(mu);
+          if (r.failures.size() < 5)
+            r.failures.push_back(why + " (after " + std::to_string(ms) + " ms)");
         }
       }
     });
@@ -144,6 +155,7 @@ void report(const char* what, const LoadResult& r) {
     std::printf("; streams: %zu, first token p50 %.1f ms, p99 %.1f ms", r.ttft_ms.size(),
                 pct(r.ttft_ms, 0.5), pct(r.ttft_ms, 0.99));
   std::printf("\n");
+  for (const auto& f : r.failures) std::printf("  failed: %s\n", f.c_str());
 }
 
 TEST(ServeLoadSlow, SixteenClientsSixtySecondsAndBatchingGain) {
@@ -192,6 +204,8 @@ TEST(ServeLoadSlow, SixteenClientsSixtySecondsAndBatchingGain) {
       failed[i] += r.failed;
       secs[i] += r.seconds;
       lat[i].insert(lat[i].end(), r.latency_ms.begin(), r.latency_ms.end());
+      for (const auto& f : r.failures)
+        std::printf("  --batch %d failed: %s\n", batch[i], f.c_str());
       EXPECT_EQ(srv.stop(), 0);
     }
   double tput[2];
