@@ -56,8 +56,10 @@ double LinearScale::operator()(double v) const {
 }
 
 const char* series_color(size_t i) {
-  static const char* k[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
-                            "#D55E00", "#56B4E9", "#F0E442", "#000000"};
+  // Okabe-Ito's eight colour-blind-safe colours, then four of Tol's muted set: C-NORM's nine
+  // default delimiters (and the first rows of an (f, p) grid) each get their own colour.
+  static const char* k[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
+                            "#F0E442", "#000000", "#882255", "#44AA99", "#999933", "#888888"};
   return k[i % (sizeof k / sizeof k[0])];
 }
 

@@ -3,6 +3,7 @@
 #include "report/svg.h"
 
 #include <cmath>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -125,4 +126,11 @@ TEST(Svg, RadarChartPolygon) {
   // a: (200, 56); b: (272, 200); c: centre; d: (164, 200)
   EXPECT_NE(s.find("d=\"M200.0 56.0L272.0 200.0L200.0 200.0L164.0 200.0Z\""), std::string::npos)
       << s;
+}
+
+TEST(Svg, SeriesColoursDistinctForTwelveSeries) {
+  // C-NORM's nine default candidates share one legend: no two may share a colour.
+  std::set<std::string> seen;
+  for (size_t i = 0; i < 12; ++i) EXPECT_TRUE(seen.insert(series_color(i)).second) << i;
+  EXPECT_EQ(std::string(series_color(12)), series_color(0));  // then the palette repeats
 }
