@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/datasets.h"
+#include "pipelines/sure/nq_pairs_input.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
@@ -38,22 +39,7 @@ TEST(SureCli, EndToEndOnStories260K) {
   auto dir = temp_dir("sure_cli");
   // Three NQ questions, each with its gold passage (first two sentences) and the next question's
   // passage as noise: the fixture model's context is small.
-  eval::LoadOptions lo;
-  lo.limit = 4;
-  auto recs = eval::load_qa_file(nq.string(), lo).records;
-  std::string input;
-  for (size_t i = 0; i < 3; ++i) {
-    nlohmann::json j;
-    j["id"] = recs[i].id;
-    j["question"] = recs[i].question;
-    j["answers"] = recs[i].answers;
-    for (size_t d : {i, i + 1}) {
-      auto s = sure::document_sentences(recs[d].ctxs[0].text);
-      s.resize(std::min<size_t>(s.size(), 2));
-      j["ctxs"].push_back({{"title", recs[d].ctxs[0].title}, {"text", sure::join_sentences(s)}});
-    }
-    input += j.dump() + "\n";
-  }
+  std::string input = ragform::testing::nq_pairs_input(nq, 3);
   write_file(dir / "qa.jsonl", input);
 
   // Rule-based kinds need no reader; reader kinds are skipped with a note.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/datasets.h"
+#include "pipelines/sure/nq_pairs_input.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "server/serve_harness.h"
 #include "store/run_store.h"
@@ -136,22 +137,7 @@ TEST(SureServe, ChainRunsNativeAndThroughRagformServe) {
   auto dir = temp_dir("sure_serve");
   // Two NQ questions, each with its gold passage (first two sentences) and the next question's
   // passage as noise.
-  eval::LoadOptions lo;
-  lo.limit = 3;
-  auto recs = eval::load_qa_file(nq.string(), lo).records;
-  std::string input;
-  for (size_t i = 0; i < 2; ++i) {
-    nlohmann::json j;
-    j["id"] = recs[i].id;
-    j["question"] = recs[i].question;
-    j["answers"] = recs[i].answers;
-    for (size_t d : {i, i + 1}) {
-      auto s = sure::document_sentences(recs[d].ctxs[0].text);
-      s.resize(std::min<size_t>(s.size(), 2));
-      j["ctxs"].push_back({{"title", recs[d].ctxs[0].title}, {"text", sure::join_sentences(s)}});
-    }
-    input += j.dump() + "\n";
-  }
+  std::string input = ragform::testing::nq_pairs_input(nq, 2);
   write_file(dir / "qa.jsonl", input);
 
   std::filesystem::create_directories(dir / "native");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/datasets.h"
+#include "pipelines/sure/nq_pairs_input.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
@@ -66,22 +67,7 @@ std::string pair_key(const nlohmann::json& j) {
 // Six NQ questions, each with its gold passage (two sentences) and the next question's as noise.
 std::filesystem::path nq_input(const std::filesystem::path& dir) {
   auto nq = ragform::testing::shared_path("data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
-  eval::LoadOptions lo;
-  lo.limit = 7;
-  auto recs = eval::load_qa_file(nq.string(), lo).records;
-  std::string input;
-  for (size_t i = 0; i < 6; ++i) {
-    nlohmann::json j;
-    j["id"] = recs[i].id;
-    j["question"] = recs[i].question;
-    j["answers"] = recs[i].answers;
-    for (size_t d : {i, i + 1}) {
-      auto s = sure::document_sentences(recs[d].ctxs[0].text);
-      s.resize(std::min<size_t>(s.size(), 2));
-      j["ctxs"].push_back({{"title", recs[d].ctxs[0].title}, {"text", sure::join_sentences(s)}});
-    }
-    input += j.dump() + "\n";
-  }
+  std::string input = ragform::testing::nq_pairs_input(nq, 6);
   write_file(dir / "qa.jsonl", input);
   return dir / "qa.jsonl";
 }
