@@ -23,7 +23,11 @@ nlohmann::json AbsOptions::to_json() const {
   return j;
 }
 
-double row_abs(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te) {
+// Applies `stat` (ABS or its centroid mu, section 4.2) to the key span [tb, te) of the row's
+// attention, reduced over heads as AbsOptions says (mean row, mean over heads, or one head).
+template <class Stat>
+double reduce_row(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te,
+                  Stat stat) {
   auto slice = [&](const std::vector<float>& a) {
     size_t e = std::min(te, a.size());
     if (tb >= e)
@@ -33,42 +37,29 @@ double row_abs(const reader::AttentionRows& row, const AbsOptions& o, size_t tb,
   };
   switch (o.heads) {
     case HeadMode::Mean:
-      return attention_balance_score(slice(row.mean));
+      return stat(slice(row.mean));
     case HeadMode::PerHead: {
       if (row.heads.empty()) throw Error("ABS", "the reader returned no per-head rows");
       double s = 0;
-      for (const auto& h : row.heads) s += attention_balance_score(slice(h));
+      for (const auto& h : row.heads) s += stat(slice(h));
       return s / double(row.heads.size());
     }
     case HeadMode::Single:
       for (size_t i = 0; i < row.head_ids.size(); ++i)
-        if (row.head_ids[i] == o.head) return attention_balance_score(slice(row.heads.at(i)));
+        if (row.head_ids[i] == o.head) return stat(slice(row.heads.at(i)));
       throw Error("ABS", "head " + std::to_string(o.head) + " not in the attention result");
   }
   return 0;
 }
 
+double row_abs(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te) {
+  return reduce_row(row, o, tb, te,
+                    [](const std::vector<float>& a) { return attention_balance_score(a); });
+}
+
 double row_mu(const reader::AttentionRows& row, const AbsOptions& o, size_t tb, size_t te) {
-  auto slice = [&](const std::vector<float>& a) {
-    size_t e = std::min(te, a.size());
-    if (tb >= e) throw Error("ABS", "empty key span");
-    return std::vector<float>(a.begin() + std::ptrdiff_t(tb), a.begin() + std::ptrdiff_t(e));
-  };
-  switch (o.heads) {
-    case HeadMode::Mean:
-      return attention_centroid(slice(row.mean));
-    case HeadMode::PerHead: {
-      if (row.heads.empty()) throw Error("ABS", "the reader returned no per-head rows");
-      double s = 0;
-      for (const auto& h : row.heads) s += attention_centroid(slice(h));
-      return s / double(row.heads.size());
-    }
-    case HeadMode::Single:
-      for (size_t i = 0; i < row.head_ids.size(); ++i)
-        if (row.head_ids[i] == o.head) return attention_centroid(slice(row.heads.at(i)));
-      throw Error("ABS", "head " + std::to_string(o.head) + " not in the attention result");
-  }
-  return 0;
+  return reduce_row(row, o, tb, te,
+                    [](const std::vector<float>& a) { return attention_centroid(a); });
 }
 
 std::vector<double> mass_by_tenth(const std::vector<float>& a, size_t tb, size_t te) {
