@@ -212,19 +212,7 @@ void Engine::step(std::vector<Active>& active) {
     }
     o.ids.push_back(id);
     o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
-    bool stopped = false;
-    for (const std::string& s : opt.stop) {
-      if (s.empty()) continue;
-      size_t from = o.text.size() > s.size() + 64 ? o.text.size() - s.size() - 64 : 0;
-      size_t at = o.text.find(s, from);
-      if (at != std::string::npos) {
-        o.text.resize(at);
-        o.finish_reason = "stop";
-        stopped = true;
-        break;
-      }
-    }
-    if (stopped) {
+    if (runtime::apply_stop_strings(o, opt.stop)) {
       finish(a);
       continue;
     }

@@ -4,6 +4,21 @@
 
 namespace ragform::runtime {
 
+bool apply_stop_strings(GenerateOutput& o, const std::vector<std::string>& stop) {
+  for (const std::string& s : stop) {
+    if (s.empty()) continue;
+    // Only the tail can contain a new match.
+    size_t from = o.text.size() > s.size() + 64 ? o.text.size() - s.size() - 64 : 0;
+    size_t at = o.text.find(s, from);
+    if (at != std::string::npos) {
+      o.text.resize(at);
+      o.finish_reason = "stop";
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
                                      const std::vector<std::vector<int32_t>>& prompts,
                                      const GenerateOptions& opt) {
@@ -63,20 +78,7 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
       }
       o.ids.push_back(id);
       o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
-      bool stopped = false;
-      for (const std::string& s : opt.stop) {
-        if (s.empty()) continue;
-        // Only the tail can contain a new match.
-        size_t from = o.text.size() > s.size() + 64 ? o.text.size() - s.size() - 64 : 0;
-        size_t at = o.text.find(s, from);
-        if (at != std::string::npos) {
-          o.text.resize(at);
-          o.finish_reason = "stop";
-          stopped = true;
-          break;
-        }
-      }
-      if (stopped) continue;
+      if (apply_stop_strings(o, opt.stop)) continue;
       if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(seq[i]) + 1 > ctx.n_ctx()) {
         o.finish_reason = "length";
         continue;

@@ -25,6 +25,11 @@ struct GenerateOutput {
   int prompt_tokens = 0;
 };
 
+// After a token's piece was appended to out.text: if a stop string now occurs (only the tail
+// can hold a new match), cut the text before it, set finish_reason "stop" and return true.
+// Shared by generate() and the server's continuous-batching engine.
+bool apply_stop_strings(GenerateOutput& out, const std::vector<std::string>& stop);
+
 // Each prompt is a token sequence (already tokenised, BOS included). Sequence i uses seed
 // sampling.seed + i so batched and one-by-one runs agree.
 std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
