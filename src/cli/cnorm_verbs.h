@@ -1,0 +1,36 @@
+// What the `ragform cnorm` verbs share: calibrate and apply live in cmd_cnorm.cpp, eval in
+// cmd_cnorm_eval.cpp. The helpers turn --task / --input / --template / --shared into the items and
+// the prompt template of a task, split comma lists and print notes; run_cnorm_eval is the eval
+// verb's entry, which cmd_cnorm.cpp lists with the others.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eval/qa_record.h"
+#include "pipelines/cnorm/tasks.h"
+
+namespace ragform::cli::cnorm_verbs {
+
+// One line on stderr (notes and summaries; stdout carries the JSON).
+void note(const std::string& s);
+
+// "a,b,c" -> {"a", "b", "c"} (empty items kept, so they are reported).
+std::vector<std::string> split_list(const std::string& s);
+
+// The records of --input; UsageError when it was not given.
+std::vector<eval::QaRecord> load_records(const std::string& path);
+
+// Items for a task, built from the input file (qa, kv) or generated (needle, n_needle items).
+std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, size_t k,
+                                    uint64_t seed, size_t n_needle);
+
+// The task's prompt template: --template when given, else the lost-in-the-middle one found in the
+// shared folder (needle has its own built-in template).
+std::string template_for(cnorm::Task task, const std::string& explicit_path,
+                         const std::string& shared);
+
+// `ragform cnorm eval` (cmd_cnorm_eval.cpp).
+int run_cnorm_eval(const std::vector<std::string>& argv);
+
+}  // namespace ragform::cli::cnorm_verbs
