@@ -1,5 +1,6 @@
 // OpenAI-compatible handlers of `ragform serve` (api.h). Field handling follows the OpenAI
-// legacy completions / chat completions API and llama-server where they differ in detail.
+// legacy completions / chat completions API and llama-server where they differ in detail. The RAG
+// endpoints (/v1/rag/normalize, /v1/rag/spotlight) are in api_rag.cpp.
 #include "server/api.h"
 
 #include <atomic>
@@ -15,75 +16,16 @@
 #include "engine/model/model.h"
 #include "engine/tokenizer/chat_template.h"
 #include "pipelines/cnorm/abs.h"
-#include "pipelines/cnorm/calibrate.h"
-#include "pipelines/cnorm/tasks.h"
-#include "pipelines/spotlight/encoder.h"
-#include "pipelines/spotlight/scoring.h"
-#include "pipelines/spotlight/select.h"
 #include "reader/native_reader.h"
-#include "text/sentences.h"
+#include "server/api_json.h"
 
 namespace ragform::server {
+
+using namespace api_json;
+
 namespace {
 
 using nlohmann::json;
-
-// Thrown inside the handlers, turned into an error response at the edge (Api::handle).
-struct ApiError {
-  int status;
-  std::string message, type, code;
-};
-
-[[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_value") {
-  throw ApiError{400, msg, "invalid_request_error", code};
-}
-
-json parse_body(const std::string& body) {
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw ApiError{400, std::string("malformed JSON body: ") + e.what(), "invalid_request_error",
-                   "invalid_json"};
-  }
-  if (!j.is_object()) bad("the request body must be a JSON object", "invalid_json");
-  return j;
-}
-
-int get_int(const json& j, const char* key, int def, int lo, int hi) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  const json& v = j[key];
-  if (!v.is_number_integer() && !v.is_number_unsigned())
-    bad(std::string("'") + key + "' must be an integer", "invalid_type");
-  long long x = v.get<long long>();
-  if (x < lo || x > hi)
-    bad(std::string("'") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) +
-        ", " + std::to_string(hi) + "]");
-  return int(x);
-}
-
-double get_num(const json& j, const char* key, double def, double lo, double hi) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_number()) bad(std::string("'") + key + "' must be a number", "invalid_type");
-  double x = j[key].get<double>();
-  if (!(x >= lo && x <= hi)) bad(std::string("'") + key + "' is outside its range");
-  return x;
-}
-
-bool get_bool(const json& j, const char* key, bool def) {
-  if (!j.contains(key) || j[key].is_null()) return def;
-  if (!j[key].is_boolean()) bad(std::string("'") + key + "' must be a boolean", "invalid_type");
-  return j[key].get<bool>();
-}
-
-std::string get_str(const json& j, const char* key, bool required) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (required) bad(std::string("'") + key + "' is required", "missing_field");
-    return "";
-  }
-  if (!j[key].is_string()) bad(std::string("'") + key + "' must be a string", "invalid_type");
-  return j[key].get<std::string>();
-}
 
 std::vector<int> get_int_list(const json& j, const char* key) {
   std::vector<int> out;
@@ -118,14 +60,6 @@ std::vector<std::string> get_stop(const json& j) {
 }
 
 std::string finish(const std::string& r) { return r == "length" ? "length" : "stop"; }
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-Response ok(const json& j) {
-  Response r;
-  r.body = dump(j);
-  return r;
-}
 
 // The events of one streamed request, pushed by the engine thread (engine.h CompletionHooks) and
 // popped by the HTTP thread that writes them.
@@ -565,157 +499,6 @@ Response Api::chat(const std::string& body) {
               {{"prompt_tokens", ids.size()},
                {"completion_tokens", n},
                {"total_tokens", int(ids.size()) + n}}}});
-}
-
-// C-NORM deployment (cnorm paper, section 4.3): the documents reformatted with the profile's best
-// delimiter f* and ratio p, exactly as `ragform cnorm apply` formats a "text" field
-// (cnorm::format_text with the profile's delimiter, p and seed).
-Response Api::normalize(const std::string& body) {
-  json j = parse_body(body);
-  if (!j.contains("documents") || !j["documents"].is_array())
-    bad("'documents' must be an array of strings",
-        j.contains("documents") ? "invalid_type" : "missing_field");
-  std::vector<std::string> docs;
-  for (auto& d : j["documents"]) {
-    if (!d.is_string()) bad("'documents' must be an array of strings", "invalid_type");
-    docs.push_back(d.get<std::string>());
-  }
-  json pj;
-  std::string where;
-  if (j.contains("profile") && !j["profile"].is_null()) {
-    pj = j["profile"];
-    where = "request 'profile'";
-  } else if (!opt_.cnorm_profile.empty()) {
-    pj = json::parse(opt_.cnorm_profile);  // validated when the server started
-    where = opt_.cnorm_profile_name;
-  } else {
-    bad("no 'profile' in the request and the server was started without --cnorm-profile",
-        "missing_field");
-  }
-  // profile_from_json names the bad field; its Error becomes a 400.
-  cnorm::Profile prof = cnorm::profile_from_json(pj, where);
-  if (pj.contains("best_format"))
-    bad(where + ": the best candidate is a document format (" + pj["best_format"].dump() +
-        "), not a delimiter; wrap documents when building the prompt instead");
-  cnorm::Task task = cnorm::parse_task(prof.task);
-  cnorm::Format f{prof.best, prof.p, prof.seed};
-  json out = json::array();
-  for (auto& d : docs) out.push_back(cnorm::format_text(task, d, f));
-  return ok({{"documents", out},
-             {"delimiter", prof.best.name},
-             {"p", prof.p},
-             {"seed", prof.seed},
-             {"task", prof.task}});
-}
-
-namespace {
-// What "%.9g" prints, as `ragform spotlight select --json` writes floats (cli/json_out.h f9).
-double f9(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return std::strtod(buf, nullptr);
-}
-
-// {"title", "text"} or {"title", "sentences": [...]} -> a spotlight::Document. Given sentences are
-// kept as given (text = their concatenation, as the HotpotQA loader does), so sent_id is the
-// caller's own index; a text is split by text::split_sentences.
-spotlight::Document spot_document(const json& d, size_t i, const std::string& qid) {
-  std::string where = "documents[" + std::to_string(i) + "]";
-  if (!d.is_object()) bad(where + " must be an object with 'text' or 'sentences'", "invalid_type");
-  spotlight::Document doc;
-  doc.title = get_str(d, "title", false);
-  doc.id = get_str(d, "id", false);
-  if (doc.id.empty()) doc.id = qid + "/" + std::to_string(i);
-  bool has_text = d.contains("text") && !d["text"].is_null();
-  bool has_sents = d.contains("sentences") && !d["sentences"].is_null();
-  if (has_text == has_sents)
-    bad(where + " needs exactly one of 'text' (string) or 'sentences' (array of strings)",
-        "invalid_type");
-  if (has_text) {
-    doc.text = get_str(d, "text", true);
-    for (const auto& s : text::split_sentences(doc.text)) doc.sentences.push_back(s.span);
-  } else {
-    if (!d["sentences"].is_array())
-      bad(where + ".sentences must be an array of strings", "invalid_type");
-    for (auto& s : d["sentences"]) {
-      if (!s.is_string()) bad(where + ".sentences must be an array of strings", "invalid_type");
-      size_t b = doc.text.size();
-      doc.text += s.get<std::string>();
-      doc.sentences.push_back({b, doc.text.size()});
-    }
-  }
-  return doc;
-}
-}  // namespace
-
-// SpotlightRAG (spotlight paper, eqs. 5-10): the same object `ragform spotlight select --json`
-// prints for one question.
-Response Api::spotlight(const std::string& body) {
-  using namespace ragform::spotlight;
-  json j = parse_body(body);
-  std::string qid = get_str(j, "id", false);
-  if (qid.empty()) qid = "request";
-  std::string question = get_str(j, "question", true);
-  if (question.empty()) bad("'question' must not be empty");
-  if (!j.contains("documents") || !j["documents"].is_array() || j["documents"].empty())
-    bad("'documents' must be a non-empty array",
-        j.contains("documents") ? "invalid_type" : "missing_field");
-  std::vector<Document> docs;
-  for (size_t i = 0; i < j["documents"].size(); ++i)
-    docs.push_back(spot_document(j["documents"][i], i, qid));
-  ScoreParams sp;
-  sp.top_k = get_int(j, "k", 5, 1, 1 << 20);
-  sp.lambda = get_num(j, "lambda", 0.5, 0.0, 1.0);
-  std::string alpha = get_str(j, "alpha", false);
-  if (!alpha.empty() && alpha != "idf" && alpha != "uniform")
-    bad("'alpha' must be \"idf\" or \"uniform\"");
-  sp.alpha = alpha == "uniform" ? Alpha::Uniform : Alpha::Idf;
-  SelectParams sel;
-  sel.top_K = get_int(j, "K", 6, 1, 1 << 20);
-  std::string order = get_str(j, "order", false);
-  if (!order.empty() && order != "doc" && order != "score")
-    bad("'order' must be \"doc\" or \"score\"");
-  sel.order = order == "score" ? Order::Score : Order::Document;
-  sel.special_tokens = get_bool(j, "special_tokens", true);
-
-  ScoredQuestion sq;
-  if (opt_.spotlight_encoder == "hidden") {
-    // The served model's hidden states: on the engine thread, like every use of the model.
-    engine_
-        .run([&] {
-          HiddenEncoder enc(reader_, opt_.spotlight_layer);
-          sq = score_question(enc, question, docs, sp);
-        })
-        .get();
-  } else if (opt_.vectors) {
-    StaticEncoder enc(*opt_.vectors, OovPolicy::Match);
-    sq = score_question(enc, question, docs, sp);
-  } else {
-    bad("this server has no SpotlightRAG encoder: start it with --vectors FILE or "
-        "--spotlight-encoder hidden",
-        "not_configured");
-  }
-  Selection s = select_and_annotate(question, docs, sq, sel);
-  using ojson = nlohmann::ordered_json;
-  ojson sj = ojson::array();
-  for (const Selected& x : s.selected) {
-    ojson m = ojson::array();
-    for (const Match& mm : x.score.matches)
-      m.push_back({{"q", mm.q}, {"c", mm.c}, {"s", f9(mm.s)}});
-    sj.push_back({{"title", x.title},
-                  {"doc_id", x.doc_id},
-                  {"sent_id", x.score.sent},
-                  {"text", x.text},
-                  {"R", f9(x.score.R_norm)},
-                  {"R_raw", f9(x.score.R)},
-                  {"prefix", x.prefix},
-                  {"category", x.category},
-                  {"matches", m}});
-  }
-  Response r;
-  r.body = ojson{{"id", qid}, {"selected", sj}, {"prompt", s.prompt}}.dump(
-      -1, ' ', false, ojson::error_handler_t::replace);
-  return r;
 }
 
 Response Api::score(const std::string& body) {

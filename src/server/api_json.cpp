@@ -1,0 +1,65 @@
+// Request fields and responses of the API handlers (api_json.h).
+#include "server/api_json.h"
+
+namespace ragform::server::api_json {
+
+[[noreturn]] void bad(const std::string& msg, const std::string& code) {
+  throw ApiError{400, msg, "invalid_request_error", code};
+}
+
+json parse_body(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError{400, std::string("malformed JSON body: ") + e.what(), "invalid_request_error",
+                   "invalid_json"};
+  }
+  if (!j.is_object()) bad("the request body must be a JSON object", "invalid_json");
+  return j;
+}
+
+int get_int(const json& j, const char* key, int def, int lo, int hi) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  const json& v = j[key];
+  if (!v.is_number_integer() && !v.is_number_unsigned())
+    bad(std::string("'") + key + "' must be an integer", "invalid_type");
+  long long x = v.get<long long>();
+  if (x < lo || x > hi)
+    bad(std::string("'") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) +
+        ", " + std::to_string(hi) + "]");
+  return int(x);
+}
+
+double get_num(const json& j, const char* key, double def, double lo, double hi) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) bad(std::string("'") + key + "' must be a number", "invalid_type");
+  double x = j[key].get<double>();
+  if (!(x >= lo && x <= hi)) bad(std::string("'") + key + "' is outside its range");
+  return x;
+}
+
+bool get_bool(const json& j, const char* key, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) bad(std::string("'") + key + "' must be a boolean", "invalid_type");
+  return j[key].get<bool>();
+}
+
+std::string get_str(const json& j, const char* key, bool required) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (required) bad(std::string("'") + key + "' is required", "missing_field");
+    return "";
+  }
+  if (!j[key].is_string()) bad(std::string("'") + key + "' must be a string", "invalid_type");
+  return j[key].get<std::string>();
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+Response ok(const json& j) {
+  Response r;
+  r.body = dump(j);
+  return r;
+}
+
+}  // namespace ragform::server::api_json

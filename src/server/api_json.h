@@ -1,0 +1,40 @@
+// The JSON side of the API handlers (api.cpp, api_rag.cpp), internal to src/server: reading a
+// request's fields, where every bad field is an ApiError that Api::handle turns into an
+// OpenAI-style 400 naming the field, and writing a 200 response.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api.h"
+
+namespace ragform::server::api_json {
+
+using nlohmann::json;
+
+// Thrown inside the handlers, turned into an error response at the edge (Api::handle).
+struct ApiError {
+  int status;
+  std::string message, type, code;
+};
+
+// A 400 invalid_request_error with `code`.
+[[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_value");
+
+// The body as a JSON object; 400 invalid_json otherwise.
+json parse_body(const std::string& body);
+
+// Field `key` of `j`, or `def` when it is missing or null; 400 when it has the wrong type or lies
+// outside [lo, hi].
+int get_int(const json& j, const char* key, int def, int lo, int hi);
+double get_num(const json& j, const char* key, double def, double lo, double hi);
+bool get_bool(const json& j, const char* key, bool def);
+// A string field; "" when missing or null unless `required` (then 400 missing_field).
+std::string get_str(const json& j, const char* key, bool required);
+
+// Compact JSON, invalid UTF-8 replaced rather than thrown on.
+std::string dump(const json& j);
+// A 200 response with body j.
+Response ok(const json& j);
+
+}  // namespace ragform::server::api_json

@@ -1,0 +1,173 @@
+// The RAG endpoints of `ragform serve` (api.h): /v1/rag/normalize deploys a C-NORM profile,
+// /v1/rag/spotlight selects SpotlightRAG evidence, each answering as the matching CLI verb prints.
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/tasks.h"
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/scoring.h"
+#include "pipelines/spotlight/select.h"
+#include "reader/native_reader.h"
+#include "server/api.h"
+#include "server/api_json.h"
+#include "text/sentences.h"
+
+namespace ragform::server {
+
+using namespace api_json;
+
+// C-NORM deployment (cnorm paper, section 4.3): the documents reformatted with the profile's best
+// delimiter f* and ratio p, exactly as `ragform cnorm apply` formats a "text" field
+// (cnorm::format_text with the profile's delimiter, p and seed).
+Response Api::normalize(const std::string& body) {
+  json j = parse_body(body);
+  if (!j.contains("documents") || !j["documents"].is_array())
+    bad("'documents' must be an array of strings",
+        j.contains("documents") ? "invalid_type" : "missing_field");
+  std::vector<std::string> docs;
+  for (auto& d : j["documents"]) {
+    if (!d.is_string()) bad("'documents' must be an array of strings", "invalid_type");
+    docs.push_back(d.get<std::string>());
+  }
+  json pj;
+  std::string where;
+  if (j.contains("profile") && !j["profile"].is_null()) {
+    pj = j["profile"];
+    where = "request 'profile'";
+  } else if (!opt_.cnorm_profile.empty()) {
+    pj = json::parse(opt_.cnorm_profile);  // validated when the server started
+    where = opt_.cnorm_profile_name;
+  } else {
+    bad("no 'profile' in the request and the server was started without --cnorm-profile",
+        "missing_field");
+  }
+  // profile_from_json names the bad field; its Error becomes a 400.
+  cnorm::Profile prof = cnorm::profile_from_json(pj, where);
+  if (pj.contains("best_format"))
+    bad(where + ": the best candidate is a document format (" + pj["best_format"].dump() +
+        "), not a delimiter; wrap documents when building the prompt instead");
+  cnorm::Task task = cnorm::parse_task(prof.task);
+  cnorm::Format f{prof.best, prof.p, prof.seed};
+  json out = json::array();
+  for (auto& d : docs) out.push_back(cnorm::format_text(task, d, f));
+  return ok({{"documents", out},
+             {"delimiter", prof.best.name},
+             {"p", prof.p},
+             {"seed", prof.seed},
+             {"task", prof.task}});
+}
+
+namespace {
+// What "%.9g" prints, as `ragform spotlight select --json` writes floats (cli/json_out.h f9).
+double f9(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+
+// {"title", "text"} or {"title", "sentences": [...]} -> a spotlight::Document. Given sentences are
+// kept as given (text = their concatenation, as the HotpotQA loader does), so sent_id is the
+// caller's own index; a text is split by text::split_sentences.
+spotlight::Document spot_document(const json& d, size_t i, const std::string& qid) {
+  std::string where = "documents[" + std::to_string(i) + "]";
+  if (!d.is_object()) bad(where + " must be an object with 'text' or 'sentences'", "invalid_type");
+  spotlight::Document doc;
+  doc.title = get_str(d, "title", false);
+  doc.id = get_str(d, "id", false);
+  if (doc.id.empty()) doc.id = qid + "/" + std::to_string(i);
+  bool has_text = d.contains("text") && !d["text"].is_null();
+  bool has_sents = d.contains("sentences") && !d["sentences"].is_null();
+  if (has_text == has_sents)
+    bad(where + " needs exactly one of 'text' (string) or 'sentences' (array of strings)",
+        "invalid_type");
+  if (has_text) {
+    doc.text = get_str(d, "text", true);
+    for (const auto& s : text::split_sentences(doc.text)) doc.sentences.push_back(s.span);
+  } else {
+    if (!d["sentences"].is_array())
+      bad(where + ".sentences must be an array of strings", "invalid_type");
+    for (auto& s : d["sentences"]) {
+      if (!s.is_string()) bad(where + ".sentences must be an array of strings", "invalid_type");
+      size_t b = doc.text.size();
+      doc.text += s.get<std::string>();
+      doc.sentences.push_back({b, doc.text.size()});
+    }
+  }
+  return doc;
+}
+}  // namespace
+
+// SpotlightRAG (spotlight paper, eqs. 5-10): the same object `ragform spotlight select --json`
+// prints for one question.
+Response Api::spotlight(const std::string& body) {
+  using namespace ragform::spotlight;
+  json j = parse_body(body);
+  std::string qid = get_str(j, "id", false);
+  if (qid.empty()) qid = "request";
+  std::string question = get_str(j, "question", true);
+  if (question.empty()) bad("'question' must not be empty");
+  if (!j.contains("documents") || !j["documents"].is_array() || j["documents"].empty())
+    bad("'documents' must be a non-empty array",
+        j.contains("documents") ? "invalid_type" : "missing_field");
+  std::vector<Document> docs;
+  for (size_t i = 0; i < j["documents"].size(); ++i)
+    docs.push_back(spot_document(j["documents"][i], i, qid));
+  ScoreParams sp;
+  sp.top_k = get_int(j, "k", 5, 1, 1 << 20);
+  sp.lambda = get_num(j, "lambda", 0.5, 0.0, 1.0);
+  std::string alpha = get_str(j, "alpha", false);
+  if (!alpha.empty() && alpha != "idf" && alpha != "uniform")
+    bad("'alpha' must be \"idf\" or \"uniform\"");
+  sp.alpha = alpha == "uniform" ? Alpha::Uniform : Alpha::Idf;
+  SelectParams sel;
+  sel.top_K = get_int(j, "K", 6, 1, 1 << 20);
+  std::string order = get_str(j, "order", false);
+  if (!order.empty() && order != "doc" && order != "score")
+    bad("'order' must be \"doc\" or \"score\"");
+  sel.order = order == "score" ? Order::Score : Order::Document;
+  sel.special_tokens = get_bool(j, "special_tokens", true);
+
+  ScoredQuestion sq;
+  if (opt_.spotlight_encoder == "hidden") {
+    // The served model's hidden states: on the engine thread, like every use of the model.
+    engine_
+        .run([&] {
+          HiddenEncoder enc(reader_, opt_.spotlight_layer);
+          sq = score_question(enc, question, docs, sp);
+        })
+        .get();
+  } else if (opt_.vectors) {
+    StaticEncoder enc(*opt_.vectors, OovPolicy::Match);
+    sq = score_question(enc, question, docs, sp);
+  } else {
+    bad("this server has no SpotlightRAG encoder: start it with --vectors FILE or "
+        "--spotlight-encoder hidden",
+        "not_configured");
+  }
+  Selection s = select_and_annotate(question, docs, sq, sel);
+  using ojson = nlohmann::ordered_json;
+  ojson sj = ojson::array();
+  for (const Selected& x : s.selected) {
+    ojson m = ojson::array();
+    for (const Match& mm : x.score.matches)
+      m.push_back({{"q", mm.q}, {"c", mm.c}, {"s", f9(mm.s)}});
+    sj.push_back({{"title", x.title},
+                  {"doc_id", x.doc_id},
+                  {"sent_id", x.score.sent},
+                  {"text", x.text},
+                  {"R", f9(x.score.R_norm)},
+                  {"R_raw", f9(x.score.R)},
+                  {"prefix", x.prefix},
+                  {"category", x.category},
+                  {"matches", m}});
+  }
+  Response r;
+  r.body = ojson{{"id", qid}, {"selected", sj}, {"prompt", s.prompt}}.dump(
+      -1, ' ', false, ojson::error_handler_t::replace);
+  return r;
+}
+
+}  // namespace ragform::server
