@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace ragform {
@@ -14,6 +15,22 @@ void chunk(size_t n, size_t grain, int k, int t, size_t* b, size_t* e) {
   size_t ue = ub + per + (size_t(t) < rem ? 1 : 0);
   *b = std::min(n, ub * grain);
   *e = std::min(n, ue * grain);
+}
+
+// How long a thread polls before it sleeps on a condition variable: longer than the gap between
+// two parallel_for calls of a decode step, short enough that an idle pool stops using the CPU.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Polls `done`, yielding the core between reads (on a loaded machine a pure busy-wait would take
+// the core from the very thread it waits for); true once it holds, false after kSpin.
+template <typename Pred>
+bool spin_until(Pred done) {
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 1;; ++i) {
+    if (done()) return true;
+    std::this_thread::yield();
+    if (i % 16 == 0 && std::chrono::steady_clock::now() - start > kSpin) return done();
+  }
 }
 }  // namespace
 
@@ -35,25 +52,30 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker(int index) {
   unsigned seen = 0;
   for (;;) {
-    const std::function<void(size_t, size_t, int)>* job;
-    size_t n, grain;
-    {
+    if (!spin_until([&] { return stop_.load() || generation_.load() != seen; })) {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_work_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      grain = job_grain_;
+      sleeping_workers_.fetch_add(1);
+      cv_work_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      sleeping_workers_.fetch_sub(1);
     }
+    if (stop_.load()) return;
+    seen = generation_.load();
     size_t b, e;
-    chunk(n, grain, n_threads_, index, &b, &e);
-    if (b < e) (*job)(b, e, index);
-    {
+    chunk(job_n_, job_grain_, n_threads_, index, &b, &e);
+    if (b < e) (*job_)(b, e, index);
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+      cv_done_.notify_one();
     }
   }
+}
+
+void ThreadPool::wait_for_workers() {
+  if (spin_until([&] { return pending_.load() == 0; })) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  caller_sleeping_.store(true);
+  cv_done_.wait(lock, [&] { return pending_.load() == 0; });
+  caller_sleeping_.store(false);
 }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn,
@@ -64,20 +86,19 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t,
     fn(0, n, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_grain_ = grain;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  pending_.store(n_threads_ - 1);
+  generation_.fetch_add(1);
+  if (sleeping_workers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(mu_);  // a sleeper is inside wait() or before its check
+    cv_work_.notify_all();
   }
-  cv_work_.notify_all();
   size_t b, e;
   chunk(n, grain, n_threads_, 0, &b, &e);
   if (b < e) fn(b, e, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [&] { return pending_ == 0; });
+  wait_for_workers();
   job_ = nullptr;
 }
 

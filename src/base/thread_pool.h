@@ -1,7 +1,14 @@
 // A fixed pool of worker threads for the engine's hot loops. parallel_for splits [0, n) into one
 // contiguous chunk per thread; the calling thread works too, so a pool of N threads starts N-1
 // workers. Workers persist between calls (no per-token thread creation).
+//
+// Hand-off is spin-then-sleep: a decode step issues a few hundred parallel_for calls of tens of
+// microseconds each, and a condition-variable wake-up costs about as much as the work on a VM.
+// So a worker that just finished spins on the job counter for a short while (kSpin in
+// thread_pool.cpp) before it sleeps, and the caller spins the same way for the workers to finish.
+// An idle pool sleeps.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -33,15 +40,22 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  void wait_for_workers();
   int n_threads_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_work_, cv_done_;
+  // Written by the caller before generation_ is bumped (release), read by workers after they see
+  // the new generation (acquire).
   const std::function<void(size_t, size_t, int)>* job_ = nullptr;
   size_t job_n_ = 0, job_grain_ = 1;
-  unsigned generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<unsigned> generation_{0};
+  std::atomic<int> pending_{0};
+  // Sleepers announce themselves (seq_cst) before re-checking the counter under mu_, so a bump
+  // that sees no sleeper is always seen by the sleeper's check (no lost wake-up).
+  std::atomic<int> sleeping_workers_{0};
+  std::atomic<bool> caller_sleeping_{false};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace ragform
