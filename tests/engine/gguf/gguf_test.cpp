@@ -5,37 +5,22 @@
 
 #include "base/error.h"
 #include "engine/gguf/gguf.h"
+#include "support/gguf_image.h"
 
 namespace ragform::gguf {
 namespace {
 
-std::unique_ptr<File> parse(const std::string& s) {
-  return File::parse(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "t.gguf");
-}
+using ragform::testing::GgufBytes;
+using ragform::testing::parse_gguf;
 
 std::string error_of(const std::string& s) {
   try {
-    parse(s);
+    parse_gguf(s);
   } catch (const Error& e) {
     return e.what();
   }
   return "";
 }
-
-// A minimal header builder for malformed files.
-struct Raw {
-  std::string b;
-  template <typename T>
-  Raw& pod(T v) {
-    b.append(reinterpret_cast<const char*>(&v), sizeof v);
-    return *this;
-  }
-  Raw& str(const std::string& s) {
-    pod<uint64_t>(s.size());
-    b += s;
-    return *this;
-  }
-};
 
 TEST(Gguf, AllValueTypesRoundTrip) {
   Writer w;
@@ -57,7 +42,7 @@ TEST(Gguf, AllValueTypesRoundTrip) {
   for (int i = 0; i < 64; ++i) data[i] = float(i);
   w.add_tensor("t", {16, 4}, TensorType::F32, data, sizeof data);
   std::string bytes = w.to_bytes();
-  auto f = parse(bytes);
+  auto f = parse_gguf(bytes);
   EXPECT_EQ(f->version(), 3u);
   EXPECT_EQ(f->get_int("a.u8"), 200);
   EXPECT_EQ(f->get_int("a.i8"), -5);
@@ -87,7 +72,8 @@ TEST(Gguf, CustomAlignmentIsHonoured) {
   float a[32] = {}, b[32] = {};
   w.add_tensor("a", {8}, TensorType::F32, a, 32);
   w.add_tensor("b", {8}, TensorType::F32, b, 32);
-  auto f = parse(w.to_bytes());
+  std::string bytes = w.to_bytes();
+  auto f = parse_gguf(bytes);
   EXPECT_EQ(f->alignment(), 64u);
   EXPECT_EQ(f->data_offset() % 64, 0u);
   EXPECT_EQ(f->tensor("b").offset, 64u);
@@ -96,73 +82,37 @@ TEST(Gguf, CustomAlignmentIsHonoured) {
 TEST(Gguf, BadInputIsAClearError) {
   EXPECT_NE(error_of("").find("magic"), std::string::npos);
   EXPECT_NE(error_of("GGML\x03\0\0\0").find("not a GGUF file"), std::string::npos);
-  Raw v1;
-  v1.b = "GGUF";
-  v1.pod<uint32_t>(1).pod<uint64_t>(0).pod<uint64_t>(0);
+  GgufBytes v1 = GgufBytes::header(0, 0, /*version=*/1);
   EXPECT_NE(error_of(v1.b).find("unsupported GGUF version 1"), std::string::npos);
 
   // An array that claims 10^12 elements fails before allocating.
-  Raw big;
-  big.b = "GGUF";
-  big.pod<uint32_t>(3)
-      .pod<uint64_t>(0)
-      .pod<uint64_t>(1)
-      .str("tokenizer.ggml.tokens")
-      .pod<uint32_t>(9)
-      .pod<uint32_t>(8)
-      .pod<uint64_t>(1000000000000ull);
+  GgufBytes big = GgufBytes::header(0, 1);
+  big.key("tokenizer.ggml.tokens", 9).pod<uint32_t>(8).pod<uint64_t>(1000000000000ull);
   std::string e = error_of(big.b);
   EXPECT_NE(e.find("'tokenizer.ggml.tokens'"), std::string::npos) << e;
   EXPECT_NE(e.find("claims 1000000000000 elements"), std::string::npos) << e;
 
   // Duplicate keys.
-  Raw dup;
-  dup.b = "GGUF";
-  dup.pod<uint32_t>(3)
-      .pod<uint64_t>(0)
-      .pod<uint64_t>(2)
-      .str("k")
-      .pod<uint32_t>(4)
-      .pod<uint32_t>(1)
-      .str("k")
-      .pod<uint32_t>(4)
-      .pod<uint32_t>(2);
+  GgufBytes dup = GgufBytes::header(0, 2);
+  dup.key("k", 4).pod<uint32_t>(1).key("k", 4).pod<uint32_t>(2);
   EXPECT_NE(error_of(dup.b).find("'k': duplicate key"), std::string::npos);
 
   // A string whose length runs past the end.
-  Raw s;
-  s.b = "GGUF";
-  s.pod<uint32_t>(3).pod<uint64_t>(0).pod<uint64_t>(1).str("k").pod<uint32_t>(8).pod<uint64_t>(999);
+  GgufBytes s = GgufBytes::header(0, 1);
+  s.key("k", 8).pod<uint64_t>(999);
   EXPECT_NE(error_of(s.b).find("'k': needs 999 bytes"), std::string::npos);
 
   // Unknown value type, unknown tensor type, data past the end of the file.
-  Raw vt;
-  vt.b = "GGUF";
-  vt.pod<uint32_t>(3).pod<uint64_t>(0).pod<uint64_t>(1).str("k").pod<uint32_t>(77);
+  GgufBytes vt = GgufBytes::header(0, 1);
+  vt.key("k", 77);
   EXPECT_NE(error_of(vt.b).find("unknown value type 77"), std::string::npos);
 
-  Raw tt;
-  tt.b = "GGUF";
-  tt.pod<uint32_t>(3)
-      .pod<uint64_t>(1)
-      .pod<uint64_t>(0)
-      .str("w")
-      .pod<uint32_t>(1)
-      .pod<uint64_t>(32)
-      .pod<uint32_t>(99)
-      .pod<uint64_t>(0);
+  GgufBytes tt = GgufBytes::header(1, 0);
+  tt.tensor_info("w", {32}, 99, 0);
   EXPECT_NE(error_of(tt.b).find("tensor 'w': unsupported tensor type id 99"), std::string::npos);
 
-  Raw past;
-  past.b = "GGUF";
-  past.pod<uint32_t>(3)
-      .pod<uint64_t>(1)
-      .pod<uint64_t>(0)
-      .str("w")
-      .pod<uint32_t>(1)
-      .pod<uint64_t>(32)
-      .pod<uint32_t>(0)
-      .pod<uint64_t>(0);
+  GgufBytes past = GgufBytes::header(1, 0);
+  past.tensor_info("w", {32}, 0, 0);
   past.b.resize(64, '\0');  // data section starts at 64 but holds no bytes for 32 floats
   e = error_of(past.b);
   EXPECT_NE(e.find("tensor 'w': data at offset 64 + 128 bytes exceeds the file size 64"),

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "support/gguf_image.h"
 
 namespace ragform::model {
 namespace {
@@ -39,8 +40,7 @@ struct Builder {
         w.add_tensor("output.weight", {8, 4}, gguf::TensorType::F32, out.data(), out.size() * 4);
     }
     bytes = w.to_bytes();
-    return gguf::File::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                             "unit.gguf");
+    return ragform::testing::parse_gguf(bytes, "unit.gguf");
   }
 };
 

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "support/gguf_image.h"
 
 namespace ragform::tok {
 namespace {
@@ -45,8 +46,7 @@ std::unique_ptr<Tokenizer> load(const Spec& s, std::string* keep) {
   for (const auto& [k, v] : s.extra) w.set(k, v);
   *keep = w.to_bytes();
   static std::vector<std::unique_ptr<gguf::File>> files;  // outlive the tokenizers
-  files.push_back(gguf::File::parse(reinterpret_cast<const uint8_t*>(keep->data()), keep->size(),
-                                    "synthetic.gguf"));
+  files.push_back(ragform::testing::parse_gguf(*keep, "synthetic.gguf"));
   return Tokenizer::from_gguf(*files.back());
 }
 
