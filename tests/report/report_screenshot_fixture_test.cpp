@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "report/report_rows.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
 
@@ -98,24 +99,11 @@ Image decode_png(const std::string& f) {
   return im;
 }
 
-void put(store::RunStore& st, int64_t run, const std::string& inst, const std::string& var,
-         std::optional<bool> correct, std::map<std::string, double> scores,
-         nlohmann::json extra = nlohmann::json::object()) {
-  store::Result r;
-  r.run = run;
-  r.instance = inst;
-  r.variant = var;
-  r.prompt = "Document [1](Title: <A> & \"B\") text\nQuestion: who?\nAnswer:";
-  r.output = "Lily";
-  r.correct = correct;
-  r.scores = std::move(scores);
-  r.extra = std::move(extra);
-  st.put(r);
-}
-
 // Rows of all three pipelines in the layouts they write (values are arbitrary but fixed).
 void fill_store(const fs::path& db) {
   store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
+  const ragform::testing::RowWriter put{
+      st, "Document [1](Title: <A> & \"B\") text\nQuestion: who?\nAnswer:", "Lily"};
   store::RunConfig rc;
   rc.tool_version = "test";
   rc.model_path = "stories260K.gguf";
@@ -130,7 +118,7 @@ void fill_store(const fs::path& db) {
       std::vector<double> mass(10, 0.02);
       mass[0] = 0.5 - 0.1 * d;
       mass[9] = 0.2 + 0.05 * s;
-      put(st, cal, "p" + std::to_string(s), delims[d], std::nullopt,
+      put(cal, "p" + std::to_string(s), delims[d], std::nullopt,
           {{"abs", 0.3 + 0.1 * d + 0.02 * s}, {"mu", 0.2}},
           {{"delimiter", delims[d]},
            {"p", 0.5},
@@ -143,7 +131,7 @@ void fill_store(const fs::path& db) {
   for (const char* v : {"baseline", "cnorm", "min-token"})
     for (int pos = 0; pos < 5; ++pos)
       for (int q = 0; q < 2; ++q)
-        put(st, ev, "q" + std::to_string(q), std::string(v) + "@" + std::to_string(pos),
+        put(ev, "q" + std::to_string(q), std::string(v) + "@" + std::to_string(pos),
             (pos + q + (v[0] == 'c')) % 3 != 0, {},
             {{"variant", v}, {"gold_position", pos}, {"delimiter", "-"}});
   rc.pipeline = "sure eval";
@@ -151,10 +139,10 @@ void fill_store(const fs::path& db) {
   const char* kinds[] = {"logic/reverse", "format/json", "metadata/timestamp-pre", "format/yaml"};
   for (int r = 0; r < 4; ++r) {
     std::string rec = "r" + std::to_string(r);
-    put(st, se, rec, "closed-book", r % 2 == 0, {});
-    put(st, se, rec + "#0", "original", r != 3, {});
+    put(se, rec, "closed-book", r % 2 == 0, {});
+    put(se, rec + "#0", "original", r != 3, {});
     for (int k = 0; k < 4; ++k)
-      put(st, se, rec + "#0", kinds[k], (r + k) % 3 != 0, {}, {{"golden", r < 2}});
+      put(se, rec + "#0", kinds[k], (r + k) % 3 != 0, {}, {{"golden", r < 2}});
   }
   rc.pipeline = "spotlight eval";
   int64_t sp = st.begin_run(rc);
@@ -168,7 +156,7 @@ void fill_store(const fs::path& db) {
          {{{"q", "capital"}, {"c", "capital"}, {"s", 0.9}, {"begin", 13}, {"end", 20}}}}}});
   for (int q = 0; q < 3; ++q)
     for (const char* m : {"spotlight", "lead", "bm25"})
-      put(st, sp, "h" + std::to_string(q), m, std::nullopt,
+      put(sp, "h" + std::to_string(q), m, std::nullopt,
           {{"recall@2", 0.25 * q + (m[0] == 's' ? 0.25 : 0)}, {"recall@6", 0.5 + 0.1 * q}},
           std::string(m) == "spotlight"
               ? nlohmann::json{{"question", "capital?"}, {"selected", sel}}

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "report/report_rows.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
 
@@ -29,19 +30,10 @@ store::RunConfig config(const std::string& pipeline) {
   return rc;
 }
 
-void put(store::RunStore& st, int64_t run, const std::string& inst, const std::string& var,
-         std::optional<bool> correct, std::map<std::string, double> scores = {},
-         nlohmann::json extra = nlohmann::json::object(), const std::string& prompt = "p") {
-  store::Result r;
-  r.run = run;
-  r.instance = inst;
-  r.variant = var;
-  r.prompt = prompt;
-  r.output = "out";
-  r.correct = correct;
-  r.scores = std::move(scores);
-  r.extra = std::move(extra);
-  st.put(r);
+// A new run store in this test's own folder.
+store::RunStore fresh_store(const std::string& tag) {
+  return store::RunStore(ragform::testing::temp_dir(tag) / "r.sqlite",
+                         store::RunStore::Mode::create, store::RunStore::Durability::normal);
 }
 
 std::string render(const store::RunStore& st) {
@@ -53,18 +45,15 @@ std::string render(const store::RunStore& st) {
 }  // namespace
 
 TEST(Report, EmptyStoreSaysSo) {
-  auto dir = ragform::testing::temp_dir("report-empty");
-  store::RunStore st(dir / "r.sqlite", store::RunStore::Mode::create,
-                     store::RunStore::Durability::normal);
+  store::RunStore st = fresh_store("report-empty");
   std::string h = render(st);
   EXPECT_NE(h.find("no data: the store"), std::string::npos);
   EXPECT_EQ(h.find("<script"), std::string::npos);
 }
 
 TEST(Report, CnormCalibrationAndEval) {
-  auto dir = ragform::testing::temp_dir("report-cnorm");
-  store::RunStore st(dir / "r.sqlite", store::RunStore::Mode::create,
-                     store::RunStore::Durability::normal);
+  store::RunStore st = fresh_store("report-cnorm");
+  ragform::testing::RowWriter put{st};
   int64_t cal = st.begin_run(config("cnorm calibrate"));
   nlohmann::json mass = std::vector<double>{0.5, 0.1, 0, 0, 0, 0, 0, 0, 0.1, 0.3};
   // candidate "-": ABS 0.4 and 0.6 -> mean 0.5, sample sd sqrt(0.02) = 0.1414
@@ -74,19 +63,19 @@ TEST(Report, CnormCalibrationAndEval) {
                           {"mass_by_position", mass},
                           {"attention", {0.1, 0.7, 0.2}},
                           {"tokens", {"<s>", "a<b", "&c"}}};
-  put(st, cal, "s0", "-", std::nullopt, {{"abs", 0.4}, {"mu", 0.3}}, strip,
+  put(cal, "s0", "-", std::nullopt, {{"abs", 0.4}, {"mu", 0.3}}, strip,
       "Document <1> & \"quoted\"");
-  put(st, cal, "s1", "-", std::nullopt, {{"abs", 0.6}, {"mu", 0.7}},
+  put(cal, "s1", "-", std::nullopt, {{"abs", 0.6}, {"mu", 0.7}},
       {{"delimiter", "-"}, {"mass_by_position", mass}});
-  put(st, cal, "s0", "none", std::nullopt, {{"abs", 0.2}, {"mu", 0.1}}, {{"delimiter", ""}});
-  put(st, cal, "s1", "none", std::nullopt, {{"abs", 0.2}, {"mu", 0.1}}, {{"delimiter", ""}});
+  put(cal, "s0", "none", std::nullopt, {{"abs", 0.2}, {"mu", 0.1}}, {{"delimiter", ""}});
+  put(cal, "s1", "none", std::nullopt, {{"abs", 0.2}, {"mu", 0.1}}, {{"delimiter", ""}});
   int64_t ev = st.begin_run(config("cnorm eval"));
   // baseline: position 0 right, 1 wrong -> OAA 0.5, OPA 1 (best position 1)
   // cnorm: both right -> OAA 1
-  put(st, ev, "q0", "baseline@0", true, {}, {{"variant", "baseline"}, {"gold_position", 0}});
-  put(st, ev, "q0", "baseline@1", false, {}, {{"variant", "baseline"}, {"gold_position", 1}});
-  put(st, ev, "q0", "cnorm@0", true, {}, {{"variant", "cnorm"}, {"position", 0}});
-  put(st, ev, "q0", "cnorm@1", true, {});  // no extra: parsed from the variant key
+  put(ev, "q0", "baseline@0", true, {}, {{"variant", "baseline"}, {"gold_position", 0}});
+  put(ev, "q0", "baseline@1", false, {}, {{"variant", "baseline"}, {"gold_position", 1}});
+  put(ev, "q0", "cnorm@0", true, {}, {{"variant", "cnorm"}, {"position", 0}});
+  put(ev, "q0", "cnorm@1", true, {});  // no extra: parsed from the variant key
   report::ReportStats stats;
   report::ReportOptions o;
   std::string h = report::render_report(st, o, &stats);
@@ -115,35 +104,33 @@ TEST(Report, CnormCalibrationAndEval) {
 }
 
 TEST(Report, CnormMissingFieldsDegrade) {
-  auto dir = ragform::testing::temp_dir("report-cnorm-missing");
-  store::RunStore st(dir / "r.sqlite", store::RunStore::Mode::create,
-                     store::RunStore::Durability::normal);
+  store::RunStore st = fresh_store("report-cnorm-missing");
+  ragform::testing::RowWriter put{st};
   int64_t cal = st.begin_run(config("cnorm calibrate"));
-  put(st, cal, "s0", "-", std::nullopt, {{"abs", 0.4}});  // no mass_by_position
+  put(cal, "s0", "-", std::nullopt, {{"abs", 0.4}});  // no mass_by_position
   int64_t ev = st.begin_run(config("cnorm eval"));
-  put(st, ev, "q0", "odd", true);  // neither extra nor a variant@position key
+  put(ev, "q0", "odd", true);  // neither extra nor a variant@position key
   std::string h = render(st);
   EXPECT_NE(h.find("no data: no extra.mass_by_position"), std::string::npos);
   EXPECT_NE(h.find("no data: no graded &#39;cnorm eval&#39; rows"), std::string::npos);
 }
 
 TEST(Report, SureTable1FromStoredRows) {
-  auto dir = ragform::testing::temp_dir("report-sure");
-  store::RunStore st(dir / "r.sqlite", store::RunStore::Mode::create,
-                     store::RunStore::Durability::normal);
+  store::RunStore st = fresh_store("report-sure");
+  ragform::testing::RowWriter put{st};
   int64_t run = st.begin_run(config("sure eval"));
   // Record a: known (closed-book right), golden document; originals right.
   // logic/reverse: a#0 stays right (robust), a#1 becomes wrong (lose) -> RR 50, LR 50, WR 0
   // format/json: a#0 right (robust); b#0 (unknown, noise) original wrong, perturbed right (win)
-  put(st, run, "a", "closed-book", true);
-  put(st, run, "b", "closed-book", false);
-  put(st, run, "a#0", "original", true);
-  put(st, run, "a#1", "original", true);
-  put(st, run, "b#0", "original", false);
-  put(st, run, "a#0", "logic/reverse", true, {}, {{"golden", true}});
-  put(st, run, "a#1", "logic/reverse", false, {}, {{"golden", true}});
-  put(st, run, "a#0", "format/json", true, {}, {{"golden", true}});
-  put(st, run, "b#0", "format/json", true, {}, {{"golden", false}});
+  put(run, "a", "closed-book", true);
+  put(run, "b", "closed-book", false);
+  put(run, "a#0", "original", true);
+  put(run, "a#1", "original", true);
+  put(run, "b#0", "original", false);
+  put(run, "a#0", "logic/reverse", true, {}, {{"golden", true}});
+  put(run, "a#1", "logic/reverse", false, {}, {{"golden", true}});
+  put(run, "a#0", "format/json", true, {}, {{"golden", true}});
+  put(run, "b#0", "format/json", true, {}, {{"golden", false}});
   report::ReportStats stats;
   report::ReportOptions o;
   o.resamples = 50;
@@ -162,9 +149,8 @@ TEST(Report, SureTable1FromStoredRows) {
 }
 
 TEST(Report, SpotlightRecallAndMatches) {
-  auto dir = ragform::testing::temp_dir("report-spot");
-  store::RunStore st(dir / "r.sqlite", store::RunStore::Mode::create,
-                     store::RunStore::Durability::normal);
+  store::RunStore st = fresh_store("report-spot");
+  ragform::testing::RowWriter put{st};
   int64_t run = st.begin_run(config("spotlight eval"));
   nlohmann::json sel = nlohmann::json::array();
   sel.push_back({{"title", "Paris"},
@@ -176,11 +162,11 @@ TEST(Report, SpotlightRecallAndMatches) {
                   {{{"q", "capital"}, {"c", "capital"}, {"s", 1.0}, {"begin", 13}, {"end", 20}},
                    {{"q", "city"}, {"c", "capita"}, {"s", 0.4}, {"begin", 13}, {"end", 19}},
                    {{"q", "bad"}, {"c", "x"}, {"s", 0.9}, {"begin", 40}, {"end", 45}}}}});
-  put(st, run, "q1", "spotlight", std::nullopt, {{"recall@2", 1.0}, {"recall@6", 1.0}},
+  put(run, "q1", "spotlight", std::nullopt, {{"recall@2", 1.0}, {"recall@6", 1.0}},
       {{"question", "What is the capital?"}, {"selected", sel}});
-  put(st, run, "q1", "lead", std::nullopt, {{"recall@2", 0.5}, {"recall@6", 1.0}});
-  put(st, run, "q2", "spotlight", std::nullopt, {{"recall@2", 0.0}, {"recall@6", 0.5}});
-  put(st, run, "q2", "lead", std::nullopt, {{"recall@2", 0.5}, {"recall@6", 0.5}});
+  put(run, "q1", "lead", std::nullopt, {{"recall@2", 0.5}, {"recall@6", 1.0}});
+  put(run, "q2", "spotlight", std::nullopt, {{"recall@2", 0.0}, {"recall@6", 0.5}});
+  put(run, "q2", "lead", std::nullopt, {{"recall@2", 0.5}, {"recall@6", 0.5}});
   std::string h = render(st);
   EXPECT_NE(h.find("<td>spotlight</td><td>0.5000</td><td>0.7500</td><td>2</td>"),
             std::string::npos);
