@@ -65,4 +65,14 @@ RunResult run_ragform(const std::string& args, const std::string& stdin_text) {
   return r;
 }
 
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(nlohmann::json::parse(l));
+  return out;
+}
+
 }  // namespace ragform::testing

@@ -2,6 +2,9 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace ragform::testing {
 
@@ -22,6 +25,10 @@ struct RunResult {
 };
 // Runs `ragform <args>` through /bin/sh (args are passed verbatim: quote them yourself).
 RunResult run_ragform(const std::string& args, const std::string& stdin_text = "");
+// `p` in single quotes, for the command lines of run_ragform (test paths hold no quote).
+std::string quoted(const std::filesystem::path& p);
+// The non-empty lines of `text` (a command's stdout, a JSONL file), each parsed as JSON.
+std::vector<nlohmann::json> json_lines(const std::string& text);
 
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& bytes);

@@ -10,6 +10,7 @@
 
 #include "eval/datasets.h"
 #include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/cnorm_cli.h"
 #include "pipelines/cnorm/tasks.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -19,22 +20,24 @@
 namespace ragform::cnorm {
 namespace {
 
+using ragform::testing::cnorm_calibrate;
+using ragform::testing::cnorm_eval;
+using ragform::testing::quoted;
 using ragform::testing::read_file;
 using ragform::testing::run_ragform;
 using ragform::testing::temp_dir;
 using ragform::testing::write_file;
-
-std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 }  // namespace
 
 TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("cnorm_e2e");
-  std::string calib = "cnorm calibrate -m " + q(model) +
-                      " --task needle -S 3 -k 4 --delims 'none,-,&' --ctx 512 --cache-dir " +
-                      q(dir / "cache") + " --dump-prompts " + q(dir / "prompts") + " -o " +
-                      q(dir / "p.json");
+  std::string calib =
+      cnorm_calibrate(model,
+                      "--task needle -S 3 -k 4 --delims 'none,-,&' --ctx 512 --cache-dir " +
+                          quoted(dir / "cache") + " --dump-prompts " + quoted(dir / "prompts"),
+                      dir / "p.json");
   auto r = run_ragform(calib);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("reusing"), std::string::npos);
@@ -64,8 +67,8 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
   EXPECT_NE(prof["candidates"][0]["abs"][0], prof["candidates"][2]["abs"][0]);
 
   // The ABS of a scored prompt equals the one `ragform attention` computes for the same text.
-  auto att = run_ragform("attention -m " + q(model) + " --ctx 512 --json --file " +
-                         q(dir / "prompts" / "f2-s1.txt"));
+  auto att = run_ragform("attention -m " + quoted(model) + " --ctx 512 --json --file " +
+                         quoted(dir / "prompts" / "f2-s1.txt"));
   ASSERT_EQ(att.exit_code, 0) << att.err;
   EXPECT_NEAR(nlohmann::json::parse(att.out)["abs"].get<double>(),
               prof["candidates"][2]["abs"][1].get<double>(), 1e-8);
@@ -77,10 +80,11 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
   EXPECT_NE(again.err.find("reusing cached profile"), std::string::npos) << again.err;
   EXPECT_EQ(nlohmann::json::parse(again.out), prof);
   // A different p is a different configuration.
-  auto other =
-      run_ragform("cnorm calibrate -m " + q(model) +
-                  " --task needle -S 3 -k 4 -p 1 --delims 'none,-,&' --ctx 512 --cache-dir " +
-                  q(dir / "cache") + " -o " + q(dir / "p1.json"));
+  auto other = run_ragform(
+      cnorm_calibrate(model,
+                      "--task needle -S 3 -k 4 -p 1 --delims 'none,-,&' --ctx 512 --cache-dir " +
+                          quoted(dir / "cache"),
+                      dir / "p1.json"));
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(other.err.find("reusing"), std::string::npos);
 
@@ -90,8 +94,8 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
              "{\"id\": \"a\", \"ctxs\": [{\"title\": \"T\", \"text\": \"One two three. Four five "
              "six.\"}], \"x\": 1}\n"
              "{\"text\": \"Seven eight. Nine ten.\"}\n");
-  auto ap = run_ragform("cnorm apply --profile " + q(dir / "p.json") + " --input " +
-                        q(dir / "docs.jsonl"));
+  auto ap = run_ragform("cnorm apply --profile " + quoted(dir / "p.json") + " --input " +
+                        quoted(dir / "docs.jsonl"));
   ASSERT_EQ(ap.exit_code, 0) << ap.err;
   std::istringstream lines(ap.out);
   std::string l1, l2;
@@ -104,15 +108,16 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
   EXPECT_EQ(j1["ctxs"][0]["title"], "T");
   EXPECT_EQ(j2["text"], format_text(Task::Needle, "Seven eight. Nine ten.", f));
   write_file(dir / "bad.jsonl", "{\"text\": \"ok.\"}\n{\"title\": 3}\n");
-  auto bad = run_ragform("cnorm apply --profile " + q(dir / "p.json") + " --input " +
-                         q(dir / "bad.jsonl"));
+  auto bad = run_ragform("cnorm apply --profile " + quoted(dir / "p.json") + " --input " +
+                         quoted(dir / "bad.jsonl"));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("bad.jsonl:2:"), std::string::npos) << bad.err;
 
   // eval: 2 needle items x 3 positions x 3 variants, stored; a rerun resumes and recomputes
   // nothing.
-  std::string ev = "cnorm eval -m " + q(model) + " --task needle --profile " + q(dir / "p.json") +
-                   " -k 3 --limit 2 --ctx 512 --store " + q(dir / "run.sqlite");
+  std::string ev =
+      cnorm_eval(model, dir / "p.json",
+                 "--task needle -k 3 --limit 2 --ctx 512 --store " + quoted(dir / "run.sqlite"));
   auto e1 = run_ragform(ev);
   ASSERT_EQ(e1.exit_code, 0) << e1.err;
   auto s1 = nlohmann::json::parse(e1.out);
@@ -147,9 +152,9 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
 
   // Two seeds: one run each; the first (the profile's seed 0) answers exactly as above, and the
   // summary averages the two.
-  auto e3 =
-      run_ragform("cnorm eval -m " + q(model) + " --task needle --profile " + q(dir / "p.json") +
-                  " -k 3 --limit 2 --ctx 512 --seeds 0,5 --store " + q(dir / "run2.sqlite"));
+  auto e3 = run_ragform(cnorm_eval(
+      model, dir / "p.json",
+      "--task needle -k 3 --limit 2 --ctx 512 --seeds 0,5 --store " + quoted(dir / "run2.sqlite")));
   ASSERT_EQ(e3.exit_code, 0) << e3.err;
   auto s3 = nlohmann::json::parse(e3.out);
   ASSERT_EQ(s3["per_seed"].size(), 2u);
@@ -204,8 +209,9 @@ TEST(CnormFixture, CalibrateOnNqReducesKToTheContext) {
   REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
   auto dir = temp_dir("cnorm_nq");
   // Ten NQ passages are ~5k tokens for stories260K's 512-piece vocabulary: k must shrink to fit.
-  auto r = run_ragform("cnorm calibrate -m " + q(model) + " --task qa --input " + q(nq) +
-                       " -S 2 --delims 'none,&' --ctx 1024 --no-cache -o " + q(dir / "p.json"));
+  auto r = run_ragform(cnorm_calibrate(
+      model, "--task qa --input " + quoted(nq) + " -S 2 --delims 'none,&' --ctx 1024 --no-cache",
+      dir / "p.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("k reduced from 10 to"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("questions left out"), std::string::npos) << r.err;  // NQ's answer "S"

@@ -13,6 +13,7 @@
 
 #include "pipelines/cnorm/abs.h"
 #include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/cnorm_cli.h"
 #include "pipelines/cnorm/longbench.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
@@ -20,21 +21,26 @@
 namespace ragform::cnorm {
 namespace {
 
+using ragform::testing::cnorm_calibrate;
+using ragform::testing::cnorm_eval;
+using ragform::testing::quoted;
 using ragform::testing::read_file;
 using ragform::testing::run_ragform;
 using ragform::testing::temp_dir;
 
-std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+// The story-needle profile the eval tests start from: 2 prompts, 2 candidates, 3 documents.
+const char* const kNeedleProfile = "--task needle -S 2 -k 3 --delims 'none,&' --ctx 512 --no-cache";
 
 }  // namespace
 
 TEST(CnormStoreFixture, CalibrationRowsMatchAttentionAndResume) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("cnorm_store");
-  std::string calib = "cnorm calibrate -m " + q(model) +
-                      " --task needle -S 2 -k 4 --delims 'none,&' --ctx 512 --no-cache --store " +
-                      q(dir / "cal.sqlite") + " --dump-prompts " + q(dir / "prompts") + " -o " +
-                      q(dir / "p.json");
+  std::string calib =
+      cnorm_calibrate(model,
+                      "--task needle -S 2 -k 4 --delims 'none,&' --ctx 512 --no-cache --store " +
+                          quoted(dir / "cal.sqlite") + " --dump-prompts " + quoted(dir / "prompts"),
+                      dir / "p.json");
   auto r = run_ragform(calib);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto prof = nlohmann::json::parse(read_file(dir / "p.json"));
@@ -61,8 +67,8 @@ TEST(CnormStoreFixture, CalibrationRowsMatchAttentionAndResume) {
 
   // `ragform attention --json` on the same prompt: its printed ABS, the profile's, the store's
   // and attention_balance_score() of its printed head-mean vector are one number.
-  auto att = run_ragform("attention -m " + q(model) + " --ctx 512 --json --file " +
-                         q(dir / "prompts" / "f1-s1.txt"));
+  auto att = run_ragform("attention -m " + quoted(model) + " --ctx 512 --json --file " +
+                         quoted(dir / "prompts" / "f1-s1.txt"));
   ASSERT_EQ(att.exit_code, 0) << att.err;
   auto aj = nlohmann::json::parse(att.out);
   std::vector<float> mean = aj["mean"].get<std::vector<float>>();
@@ -105,13 +111,10 @@ TEST(CnormStoreFixture, CalibrationRowsMatchAttentionAndResume) {
 TEST(CnormStoreFixture, EvalShardsSplitTheItems) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("cnorm_shard");
-  auto cal = run_ragform("cnorm calibrate -m " + q(model) +
-                         " --task needle -S 2 -k 3 --delims 'none,&' --ctx 512 --no-cache -o " +
-                         q(dir / "p.json"));
+  auto cal = run_ragform(cnorm_calibrate(model, kNeedleProfile, dir / "p.json"));
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
-  std::string ev = "cnorm eval -m " + q(model) + " --task needle --profile " + q(dir / "p.json") +
-                   " -k 3 --limit 4 --ctx 512";
-  auto whole = run_ragform(ev + " --store " + q(dir / "all.sqlite"));
+  std::string ev = cnorm_eval(model, dir / "p.json", "--task needle -k 3 --limit 4 --ctx 512");
+  auto whole = run_ragform(ev + " --store " + quoted(dir / "all.sqlite"));
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   std::map<store::Key, store::Result> all_rows;
   std::string key_all;
@@ -125,7 +128,7 @@ TEST(CnormStoreFixture, EvalShardsSplitTheItems) {
   size_t n = 0;
   for (int i = 0; i < 2; ++i) {
     auto path = dir / ("s" + std::to_string(i) + ".sqlite");
-    auto r = run_ragform(ev + " --shard " + std::to_string(i) + "/2 --store " + q(path));
+    auto r = run_ragform(ev + " --shard " + std::to_string(i) + "/2 --store " + quoted(path));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(nlohmann::json::parse(r.out)["shard"], std::to_string(i) + "/2");
     store::RunStore st(path, store::RunStore::Mode::read_only);
@@ -144,7 +147,8 @@ TEST(CnormStoreFixture, EvalShardsSplitTheItems) {
   }
   EXPECT_EQ(n, all_rows.size());
   // The analyses: every candidate and a density sweep as extra variants.
-  auto an = run_ragform(ev + " --all-candidates --density 0,1 --store " + q(dir / "an.sqlite"));
+  auto an =
+      run_ragform(ev + " --all-candidates --density 0,1 --store " + quoted(dir / "an.sqlite"));
   ASSERT_EQ(an.exit_code, 0) << an.err;
   auto aj = nlohmann::json::parse(an.out);
   ASSERT_EQ(aj["variants"].size(), 3u + 2 + 2);
@@ -164,7 +168,7 @@ TEST(CnormStoreFixture, EvalShardsSplitTheItems) {
   EXPECT_TRUE(a["token_count_vs_oaa"].contains("pearson_r"));  // null: 2 candidates < 3
   EXPECT_NE(an.err.find("f* by S = 1..2"), std::string::npos) << an.err;
 
-  auto bad = run_ragform(ev + " --shard 2/2 --store " + q(dir / "x.sqlite"));
+  auto bad = run_ragform(ev + " --shard 2/2 --store " + quoted(dir / "x.sqlite"));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
@@ -172,19 +176,20 @@ TEST(CnormStoreFixture, KvGenerateThenEvalKv) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("cnorm_kv");
   auto g = run_ragform("kv generate --format modified --delimiter '&' -n 1 --seed 5 -o " +
-                       q(dir / "kv.jsonl"));
+                       quoted(dir / "kv.jsonl"));
   ASSERT_EQ(g.exit_code, 0) << g.err;
   auto lines = read_file(dir / "kv.jsonl");
   EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 40);  // one row per gold position
   EXPECT_EQ(run_ragform("kv generate --format uuid --delimiter '&'").exit_code, 2);
-  auto cal =
-      run_ragform("cnorm calibrate -m " + q(model) + " --task kv --input " + q(dir / "kv.jsonl") +
-                  " -S 2 --delims 'none,-' --ctx 1024 --no-cache -o " + q(dir / "p.json"));
+  auto cal = run_ragform(cnorm_calibrate(model,
+                                         "--task kv --input " + quoted(dir / "kv.jsonl") +
+                                             " -S 2 --delims 'none,-' --ctx 1024 --no-cache",
+                                         dir / "p.json"));
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
-  auto ev =
-      run_ragform("cnorm eval -m " + q(model) + " --task kv --input " + q(dir / "kv.jsonl") +
-                  " --profile " + q(dir / "p.json") +
-                  " --positions natural --limit 3 -n 8 --ctx 1024 --store " + q(dir / "ev.sqlite"));
+  auto ev = run_ragform(cnorm_eval(model, dir / "p.json",
+                                   "--task kv --input " + quoted(dir / "kv.jsonl") +
+                                       " --positions natural --limit 3 -n 8 --ctx 1024 --store " +
+                                       quoted(dir / "ev.sqlite")));
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
   EXPECT_NE(ev.err.find("k reduced from 40"), std::string::npos) << ev.err;
   auto s = nlohmann::json::parse(ev.out);
@@ -231,13 +236,11 @@ TEST(CnormStoreFixture, LongBenchMultipleChoice) {
       dir / "lb.jsonl", row("q1", "easy", "short", "B", "Lily went to the park. Tom stayed home.") +
                             row("q2", "hard", "medium", "C", "Max went to the park with mom.") +
                             row("q3", "hard", "long", "B", big));
-  auto cal = run_ragform("cnorm calibrate -m " + q(model) +
-                         " --task needle -S 2 -k 3 --delims 'none,&' --ctx 512 --no-cache -o " +
-                         q(dir / "p.json"));
+  auto cal = run_ragform(cnorm_calibrate(model, kNeedleProfile, dir / "p.json"));
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
-  auto ev = run_ragform("cnorm eval -m " + q(model) + " --task longbench --input " +
-                        q(dir / "lb.jsonl") + " --profile " + q(dir / "p.json") +
-                        " --ctx 512 -n 12 --store " + q(dir / "lb.sqlite"));
+  auto ev = run_ragform(cnorm_eval(model, dir / "p.json",
+                                   "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                                       " --ctx 512 -n 12 --store " + quoted(dir / "lb.sqlite")));
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
   EXPECT_NE(ev.err.find("1 of 3 questions left out"), std::string::npos) << ev.err;
   auto s = nlohmann::json::parse(ev.out);

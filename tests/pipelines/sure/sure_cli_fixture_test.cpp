@@ -16,22 +16,12 @@
 #include "support/test_support.h"
 
 using namespace ragform;
+using ragform::testing::json_lines;
+using ragform::testing::quoted;
 using ragform::testing::read_file;
 using ragform::testing::run_ragform;
 using ragform::testing::temp_dir;
 using ragform::testing::write_file;
-
-namespace {
-std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-std::vector<nlohmann::json> lines(const std::string& s) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(s);
-  std::string l;
-  while (std::getline(in, l))
-    if (!l.empty()) out.push_back(nlohmann::json::parse(l));
-  return out;
-}
-}  // namespace
 
 TEST(SureCli, EndToEndOnStories260K) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
@@ -43,10 +33,10 @@ TEST(SureCli, EndToEndOnStories260K) {
   write_file(dir / "qa.jsonl", input);
 
   // Rule-based kinds need no reader; reader kinds are skipped with a note.
-  auto r =
-      run_ragform("sure perturb --input " + q(dir / "qa.jsonl") + " --kinds logic,format,metadata");
+  auto r = run_ragform("sure perturb --input " + quoted(dir / "qa.jsonl") +
+                       " --kinds logic,format,metadata");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto rule_pairs = lines(r.out);
+  auto rule_pairs = json_lines(r.out);
   EXPECT_EQ(rule_pairs.size(), 3u * 2 * 10);
   EXPECT_NE(r.err.find("skipping logic/llm-ranked"), std::string::npos) << r.err;
   for (const auto& p : rule_pairs)
@@ -54,25 +44,25 @@ TEST(SureCli, EndToEndOnStories260K) {
       EXPECT_TRUE(p.contains(k)) << k;
 
   // All 15 with the fixture model as both readers.
-  r = run_ragform("sure perturb --input " + q(dir / "qa.jsonl") + " -m " + q(model) +
+  r = run_ragform("sure perturb --input " + quoted(dir / "qa.jsonl") + " -m " + quoted(model) +
                   " --ctx 1024 --max-tokens 48");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto all_pairs = lines(r.out);
+  auto all_pairs = json_lines(r.out);
   ASSERT_EQ(all_pairs.size(), 3u * 2 * 15);
   std::set<std::string> names;
   for (const auto& p : all_pairs) names.insert(p["perturbation"].get<std::string>());
   EXPECT_EQ(names.size(), 15u);
   write_file(dir / "pairs.jsonl", r.out);
 
-  r = run_ragform("sure filter --input " + q(dir / "pairs.jsonl") + " -m " + q(model) +
-                  " --ctx 1024 --counts " + q(dir / "counts.json") + " --rejected " +
-                  q(dir / "rejected.jsonl"));
+  r = run_ragform("sure filter --input " + quoted(dir / "pairs.jsonl") + " -m " + quoted(model) +
+                  " --ctx 1024 --counts " + quoted(dir / "counts.json") + " --rejected " +
+                  quoted(dir / "rejected.jsonl"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto counts = nlohmann::json::parse(read_file(dir / "counts.json"));
   EXPECT_EQ(counts["input"], 90);
   EXPECT_EQ(counts["input"].get<int>(),
             counts["kept"].get<int>() +
-                static_cast<int>(lines(read_file(dir / "rejected.jsonl")).size()));
+                static_cast<int>(json_lines(read_file(dir / "rejected.jsonl")).size()));
   // The story model cannot say "entailment": reader-made pairs are dropped by NLI, rule-based kept.
   EXPECT_GT(counts["nli_checked"].get<int>(), 0);
 
@@ -82,40 +72,42 @@ TEST(SureCli, EndToEndOnStories260K) {
     for (const auto& p : rule_pairs) s += p.dump() + "\n";
     return s;
   }());
-  std::string ev = "sure eval --input " + q(dir / "rule_pairs.jsonl") + " -m " + q(model) +
-                   " --ctx 1024 -n 8 --store " + q(dir / "run.sqlite");
+  std::string ev = "sure eval --input " + quoted(dir / "rule_pairs.jsonl") + " -m " +
+                   quoted(model) + " --ctx 1024 -n 8 --store " + quoted(dir / "run.sqlite");
   r = run_ragform(ev);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto report = lines(r.out);
+  auto report = json_lines(r.out);
   ASSERT_FALSE(report.empty());
   EXPECT_EQ(report[0]["scope"], "overall");
   EXPECT_EQ(report[0]["n"], 60);
   r = run_ragform(ev);  // resume: nothing recomputed, same report
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find(" 0 generated"), std::string::npos) << r.err;
-  EXPECT_EQ(lines(r.out), report);
+  EXPECT_EQ(json_lines(r.out), report);
   {
     store::RunStore st(dir / "run.sqlite", store::RunStore::Mode::read_only);
     auto c = st.counts(st.runs().at(0).id);
     EXPECT_EQ(c.rows, 3 + 6 + 60);  // closed-book + originals + perturbed
   }
 
-  r = run_ragform("sure sig --stores " + q(dir / "run.sqlite") + " --pairs " +
-                  q(dir / "rule_pairs.jsonl") + " -N 2 -o " + q(dir / "sig.jsonl"));
+  r = run_ragform("sure sig --stores " + quoted(dir / "run.sqlite") + " --pairs " +
+                  quoted(dir / "rule_pairs.jsonl") + " -N 2 -o " + quoted(dir / "sig.jsonl"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = run_ragform("sure attention --input " + q(dir / "rule_pairs.jsonl") + " -m " + q(model) +
-                  " --ctx 1024 --store " + q(dir / "run.sqlite") + " --per-group 3");
+  r = run_ragform("sure attention --input " + quoted(dir / "rule_pairs.jsonl") + " -m " +
+                  quoted(model) + " --ctx 1024 --store " + quoted(dir / "run.sqlite") +
+                  " --per-group 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto att = nlohmann::json::parse(r.out);
   ASSERT_EQ(att["groups"].size(), 3u);
-  r = run_ragform("sure export --store " + q(dir / "run.sqlite") + " --sft " +
-                  q(dir / "sft.jsonl") + " --dpo " + q(dir / "dpo.jsonl"));
+  r = run_ragform("sure export --store " + quoted(dir / "run.sqlite") + " --sft " +
+                  quoted(dir / "sft.jsonl") + " --dpo " + quoted(dir / "dpo.jsonl"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(lines(read_file(dir / "sft.jsonl")).size(), lines(read_file(dir / "dpo.jsonl")).size());
+  EXPECT_EQ(json_lines(read_file(dir / "sft.jsonl")).size(),
+            json_lines(read_file(dir / "dpo.jsonl")).size());
   // Bad input is a clear error with file and line.
   write_file(dir / "bad.jsonl", "{\"id\": \"x\"}\n");
-  r = run_ragform("sure eval --input " + q(dir / "bad.jsonl") + " -m " + q(model) + " --store " +
-                  q(dir / "b.sqlite"));
+  r = run_ragform("sure eval --input " + quoted(dir / "bad.jsonl") + " -m " + quoted(model) +
+                  " --store " + quoted(dir / "b.sqlite"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("bad.jsonl:1"), std::string::npos) << r.err;
 }
@@ -131,17 +123,18 @@ TEST(SureCli, ReaderFlagUsageErrors) {
     std::string args, message;
   };
   const std::vector<Case> cases = {
-      {"sure attention --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "none.sqlite"),
+      {"sure attention --input " + quoted(dir / "pairs.jsonl") + " --store " +
+           quoted(dir / "none.sqlite"),
        "sure attention: needs a reader"},  // before the (missing) store is opened
-      {"sure eval --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "r.sqlite"),
+      {"sure eval --input " + quoted(dir / "pairs.jsonl") + " --store " + quoted(dir / "r.sqlite"),
        "sure eval: needs a reader: -m MODEL.gguf, or --reader openai --base-url URL"},
-      {"sure eval --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "r.sqlite") +
+      {"sure eval --input " + quoted(dir / "pairs.jsonl") + " --store " + quoted(dir / "r.sqlite") +
            " --reader openai",
        "--base-url: --reader openai needs --base-url URL"},
-      {"sure eval --input " + q(dir / "pairs.jsonl") + " --store " + q(dir / "r.sqlite") +
+      {"sure eval --input " + quoted(dir / "pairs.jsonl") + " --store " + quoted(dir / "r.sqlite") +
            " --reader foo -m x.gguf",
        "--reader: 'foo' is not native or openai"},
-      {"sure oracle --input " + q(dir / "qa.jsonl"),
+      {"sure oracle --input " + quoted(dir / "qa.jsonl"),
        "sure oracle: needs a reader: -m MODEL.gguf, or --reader openai --base-url URL"},
   };
   for (const auto& c : cases) {

@@ -16,23 +16,14 @@
 #include "support/test_support.h"
 
 using namespace ragform;
+using ragform::testing::json_lines;
+using ragform::testing::quoted;
 using ragform::testing::read_file;
 using ragform::testing::run_ragform;
 using ragform::testing::temp_dir;
 using ragform::testing::write_file;
 
 namespace {
-
-std::string q(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string l;
-  while (std::getline(in, l))
-    if (!l.empty()) out.push_back(l);
-  return out;
-}
 
 // Runs `cmd --shard i/n` for every i; checks each shard's key set is disjoint from the others and
 // their union equals the unsharded run's. `key` maps one stdout line to its key.
@@ -42,7 +33,7 @@ void expect_partition(const std::string& cmd, int n, KeyFn key,
   auto whole = run_ragform(cmd, stdin_text);
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   std::multiset<std::string> all;
-  for (const auto& l : lines(whole.out)) all.insert(key(nlohmann::json::parse(l)));
+  for (const auto& j : json_lines(whole.out)) all.insert(key(j));
   ASSERT_FALSE(all.empty()) << cmd;
   std::multiset<std::string> joined;
   int non_empty = 0;
@@ -51,10 +42,10 @@ void expect_partition(const std::string& cmd, int n, KeyFn key,
         run_ragform(cmd + " --shard " + std::to_string(i) + "/" + std::to_string(n), stdin_text);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::set<std::string> mine;
-    for (const auto& l : lines(r.out)) mine.insert(key(nlohmann::json::parse(l)));
+    for (const auto& j : json_lines(r.out)) mine.insert(key(j));
     non_empty += !mine.empty();
     for (const auto& k : mine) EXPECT_EQ(joined.count(k), 0u) << "in two shards: " << k;
-    for (const auto& l : lines(r.out)) joined.insert(key(nlohmann::json::parse(l)));
+    for (const auto& j : json_lines(r.out)) joined.insert(key(j));
   }
   EXPECT_EQ(joined, all) << cmd;
   EXPECT_GE(non_empty, 2) << "the split put everything in one shard: " << cmd;
@@ -77,28 +68,28 @@ TEST(Shard, SurePerturbFilterEvalPartitionTheRun) {
   REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
   auto dir = temp_dir("sure_shard");
   auto qa = nq_input(dir);
-  std::string perturb = "sure perturb --input " + q(qa) + " --kinds logic/reverse,format/json";
+  std::string perturb = "sure perturb --input " + quoted(qa) + " --kinds logic/reverse,format/json";
   expect_partition(perturb, 3, pair_key);
   auto r = run_ragform(perturb);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(lines(r.out).size(), 6u * 2 * 2);
+  ASSERT_EQ(json_lines(r.out).size(), 6u * 2 * 2);
   write_file(dir / "pairs.jsonl", r.out);
   // Every pair of one question lands in the same shard (its closed-book row is computed once).
   for (int i = 0; i < 3; ++i) {
     auto s = run_ragform(perturb + " --shard " + std::to_string(i) + "/3");
-    EXPECT_EQ(lines(s.out).size() % 4, 0u) << s.out;
+    EXPECT_EQ(json_lines(s.out).size() % 4, 0u) << s.out;
   }
-  expect_partition("sure filter --nli none --input " + q(dir / "pairs.jsonl"), 3, pair_key);
+  expect_partition("sure filter --nli none --input " + quoted(dir / "pairs.jsonl"), 3, pair_key);
   expect_partition("sure filter --nli none", 2, pair_key, r.out);  // from stdin as well
 
   // sure eval: the shards' stores hold disjoint rows that together are the unsharded run's rows,
   // and `ragform merge` joins them into one run.
-  std::string ev = "sure eval --input " + q(dir / "pairs.jsonl") + " -m " + q(model) +
+  std::string ev = "sure eval --input " + quoted(dir / "pairs.jsonl") + " -m " + quoted(model) +
                    " --ctx 1024 -n 4 --temp 0";
-  ASSERT_EQ(run_ragform(ev + " --store " + q(dir / "whole.sqlite")).exit_code, 0);
+  ASSERT_EQ(run_ragform(ev + " --store " + quoted(dir / "whole.sqlite")).exit_code, 0);
   for (int i = 0; i < 2; ++i) {
     auto s = run_ragform(ev + " --shard " + std::to_string(i) + "/2 --store " +
-                         q(dir / ("w" + std::to_string(i) + ".sqlite")));
+                         quoted(dir / ("w" + std::to_string(i) + ".sqlite")));
     ASSERT_EQ(s.exit_code, 0) << s.err;
   }
   auto keys = [](const std::filesystem::path& p) {
@@ -118,8 +109,8 @@ TEST(Shard, SurePerturbFilterEvalPartitionTheRun) {
   std::set<std::string> u = w0;
   u.insert(w1.begin(), w1.end());
   EXPECT_EQ(u, whole);
-  auto m = run_ragform("merge " + q(dir / "merged.sqlite") + " " + q(dir / "w0.sqlite") + " " +
-                       q(dir / "w1.sqlite"));
+  auto m = run_ragform("merge " + quoted(dir / "merged.sqlite") + " " + quoted(dir / "w0.sqlite") +
+                       " " + quoted(dir / "w1.sqlite"));
   ASSERT_EQ(m.exit_code, 0) << m.err;
   auto [merged, merged_runs] = keys(dir / "merged.sqlite");
   EXPECT_EQ(merged, whole);
@@ -134,15 +125,15 @@ TEST(Shard, SurePerturbFilterEvalPartitionTheRun) {
 TEST(Shard, SpotlightSelectAndEvalPartitionTheQuestions) {
   REQUIRE_SHARED(dev, "data/hotpotqa-distractor/dev.jsonl");
   REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
-  std::string base = "--input " + q(dev) + " --vectors " + q(glove) + " --limit 24 --json";
+  std::string base =
+      "--input " + quoted(dev) + " --vectors " + quoted(glove) + " --limit 24 --json";
   expect_partition("spotlight select " + base, 3, [](const nlohmann::json& j) {
     return j.at("id").get<std::string>() + "|" + j.at("prompt").get<std::string>();
   });
   // eval: the shards' question counts add up to the whole run's, and the question-weighted mean of
   // the shards' recall@6 is the whole run's.
   auto main_row = [](const std::string& out) {
-    for (const auto& l : lines(out)) {
-      auto j = nlohmann::json::parse(l);
+    for (const auto& j : json_lines(out)) {
       if (j.value("kind", "") == "recall" && j.value("method", "") == "spotlight") return j;
     }
     return nlohmann::json();
