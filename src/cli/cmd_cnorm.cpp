@@ -79,6 +79,15 @@ std::string template_for(cnorm::Task task, const std::string& explicit_path,
   return cnorm::load_template(task, "", find_shared_dir(shared));
 }
 
+void record_reader(store::RunConfig& rc, const std::string& model_path,
+                   const std::string& model_sha256, const reader::Reader& r) {
+  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  rc.model_path = model_path;
+  rc.model_sha256 = model_sha256;
+  rc.reader = r.describe();
+  rc.chat_mode = r.chat_mode();
+}
+
 }  // namespace cnorm_verbs
 
 namespace {
@@ -277,11 +286,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
       store::RunConfig rc;
       rc.pipeline = "cnorm calibrate";
       rc.config = identity;
-      rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-      rc.model_path = rf.model.value;
-      rc.model_sha256 = model_sha;
-      rc.reader = reader->describe();
-      rc.chat_mode = reader->chat_mode();
+      record_reader(rc, rf.model.value, model_sha, *reader);
       rc.seed = int64_t(setup.seed);
       run = st->begin_run(rc);
       st->for_each_result(run, [&](const store::Result& r) {

@@ -20,7 +20,6 @@
 #include "pipelines/cnorm/longbench.h"
 #include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/tasks.h"
-#include "ragform_version.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 
@@ -84,11 +83,7 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
                {"cnorm_delimiter", cn.delim.text},
                {"min_token_delimiter", cands[mt].text},
                {"format_seed", prof.seed}};
-  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  rc.model_path = rf.model.value;
-  rc.model_sha256 = model_sha;
-  rc.reader = reader->describe();
-  rc.chat_mode = reader->chat_mode();
+  record_reader(rc, rf.model.value, model_sha, *reader);
   int64_t run = st.begin_run(rc);
   auto done = st.done_keys(run);
   reader::GenerateParams gen;
@@ -366,11 +361,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
                  {"format_seed", prof.seed}};
     if (setup.natural_positions) rc.config["positions"] = "natural";
     if (!prof.best_wrapper.empty()) rc.config["cnorm_format"] = prof.best_wrapper;
-    rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-    rc.model_path = rf.model.value;
-    rc.model_sha256 = model_sha;
-    rc.reader = reader->describe();
-    rc.chat_mode = reader->chat_mode();
+    record_reader(rc, rf.model.value, model_sha, *reader);
     rc.seed = int64_t(seeds[si]);
     int64_t run = st.begin_run(rc);
     auto done = st.done_keys(run);

@@ -9,6 +9,8 @@
 
 #include "eval/qa_record.h"
 #include "pipelines/cnorm/tasks.h"
+#include "reader/reader.h"
+#include "store/run_store.h"
 
 namespace ragform::cli::cnorm_verbs {
 
@@ -29,6 +31,11 @@ std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, 
 // shared folder (needle has its own built-in template).
 std::string template_for(cnorm::Task task, const std::string& explicit_path,
                          const std::string& shared);
+
+// Records in a run's configuration what ran it: ragform's version, the model file (path and
+// sha256) and the reader (its description and chat mode).
+void record_reader(store::RunConfig& rc, const std::string& model_path,
+                   const std::string& model_sha256, const reader::Reader& r);
 
 // `ragform cnorm eval` (cmd_cnorm_eval.cpp).
 int run_cnorm_eval(const std::vector<std::string>& argv);
