@@ -114,9 +114,10 @@ RAGFORM_VNNI inline __m128 rounded(__m128 v) {
   return v;
 }
 
-// Four rows read side by side are four interleaved streams, which the hardware prefetcher follows
-// poorly; the next tile (the 4 * row_bytes that follow) is prefetched as one linear stream, one
-// block's share (4 * sizeof(Block)) per block step.
+// Software prefetch of bytes [next + i * share, + share) into L1. Four Q4_K rows read side by side
+// are four interleaved streams, which the hardware prefetcher follows poorly: the next tile (the
+// 4 * row_bytes that follow) is prefetched as one linear stream, 4 blocks' bytes per block step.
+// Prefetches never fault, so running past the end of the matrix is harmless.
 RAGFORM_VNNI inline void prefetch_next(const uint8_t* next, int64_t i, size_t share) {
   const uint8_t* p = next + size_t(i) * share;
   for (size_t off = 0; off < share; off += 64)
@@ -224,7 +225,8 @@ RAGFORM_VNNI inline __m256i q6_k_block_at(const BlockQ6_K* row, const Act& act, 
 
 // One Q6_K row, four blocks per step in the four lanes: each block's float term is formed in its
 // lane, then added to the row's sum in block order. (Q6_K rows are not tiled like Q4_K: four
-// interleaved 210-byte-block streams measured slower from DRAM than one sequential row.)
+// interleaved 210-byte-block streams measured slower from DRAM than one sequential row with a
+// software prefetch one row ahead.)
 RAGFORM_VNNI float q6_k_row(const BlockQ6_K* row, const Act& act, int64_t nb) {
   const Q6Idx ix{load_index(kQ6Index[0]), load_index(kQ6Index[1]), load_index(kQ6Index[2]),
                  load_index(kQ6Index[3])};
@@ -233,6 +235,8 @@ RAGFORM_VNNI float q6_k_row(const BlockQ6_K* row, const Act& act, int64_t nb) {
     const int n = int(std::min<int64_t>(4, nb - i));
     int64_t b[4];  // a last partial step repeats its last block in the spare lanes
     for (int k = 0; k < 4; ++k) b[k] = i + std::min(k, n - 1);
+    // The same blocks of the next row, one row (~4 KB) ahead of the reads.
+    prefetch_next(reinterpret_cast<const uint8_t*>(row + nb + i), 0, 4 * sizeof(BlockQ6_K));
     const __m128i isum =
         reduce4(q6_k_block_at(row, act, b[0], ix), q6_k_block_at(row, act, b[1], ix),
                 q6_k_block_at(row, act, b[2], ix), q6_k_block_at(row, act, b[3], ix));
