@@ -31,21 +31,6 @@ struct Client {
   }
 };
 
-// Checks status and the OpenAI error shape; returns the message.
-std::string expect_error(const httplib::Result& r, int status) {
-  EXPECT_TRUE(r) << "no answer";
-  if (!r) return "";
-  EXPECT_EQ(r->status, status) << r->body;
-  json j = json::parse(r->body, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << r->body;
-  if (j.is_discarded()) return "";
-  EXPECT_TRUE(j.contains("error")) << r->body;
-  EXPECT_TRUE(j["error"]["message"].is_string());
-  EXPECT_TRUE(j["error"]["type"].is_string());
-  EXPECT_TRUE(j["error"].contains("code"));
-  return j["error"]["message"].get<std::string>();
-}
-
 void expect_serving(Client& c) {
   auto r = c.post("/v1/completions",
                   R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0})");
@@ -128,29 +113,30 @@ TEST(ServeFixture, EndpointsLimitsAndErrors) {
   EXPECT_LE(abs, 1.0);
 
   // Errors: each the right status and a JSON error; the server keeps serving after each.
-  expect_error(c.post("/v1/completions", R"({"prompt": "x", )"), 400);
+  expect_api_error(c.post("/v1/completions", R"({"prompt": "x", )"), 400);
   expect_serving(c);
-  expect_error(c.post("/v1/completions", R"({"prompt": 5})"), 400);
-  expect_error(c.post("/v1/completions", R"({"prompt": "x", "max_tokens": "many"})"), 400);
-  expect_error(c.post("/v1/completions", R"({"prompt": "x", "temperature": "hot"})"), 400);
+  expect_api_error(c.post("/v1/completions", R"({"prompt": 5})"), 400);
+  expect_api_error(c.post("/v1/completions", R"({"prompt": "x", "max_tokens": "many"})"), 400);
+  expect_api_error(c.post("/v1/completions", R"({"prompt": "x", "temperature": "hot"})"), 400);
   std::string msg =
-      expect_error(c.post("/v1/completions", R"({"model": "gpt-4", "prompt": "x"})"), 404);
+      expect_api_error(c.post("/v1/completions", R"({"model": "gpt-4", "prompt": "x"})"), 404);
   EXPECT_NE(msg.find("gpt-4"), std::string::npos);
   expect_serving(c);
-  expect_error(c.post("/v1/completions", json({{"prompt", std::string(5000, 'a')}}).dump()), 413);
+  expect_api_error(c.post("/v1/completions", json({{"prompt", std::string(5000, 'a')}}).dump()),
+                   413);
   expect_serving(c);
   std::string long_prompt;
   for (int i = 0; i < 60; ++i) long_prompt += " the";
-  msg = expect_error(
+  msg = expect_api_error(
       c.post("/v1/completions", json({{"prompt", long_prompt}, {"max_tokens", 1}}).dump()), 400);
   EXPECT_NE(msg.find("limit of 40"), std::string::npos) << msg;
-  msg = expect_error(c.post("/v1/completions", R"({"prompt": "x", "max_tokens": 33})"), 400);
+  msg = expect_api_error(c.post("/v1/completions", R"({"prompt": "x", "max_tokens": 33})"), 400);
   EXPECT_NE(msg.find("max_tokens"), std::string::npos) << msg;
-  expect_error(c.post("/v1/completions", R"({"prompt": "x"})", "wrong"), 401);
-  expect_error(c.post("/v1/completions", R"({"prompt": "x"})", ""), 401);
-  expect_error(c.post("/v1/nothing", "{}"), 404);
+  expect_api_error(c.post("/v1/completions", R"({"prompt": "x"})", "wrong"), 401);
+  expect_api_error(c.post("/v1/completions", R"({"prompt": "x"})", ""), 401);
+  expect_api_error(c.post("/v1/nothing", "{}"), 404);
   // stories260K has no chat template.
-  expect_error(
+  expect_api_error(
       c.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"), 400);
   expect_serving(c);
 

@@ -1,5 +1,6 @@
 // Starts `ragform serve` on a free loopback port for a test (fork/exec of the built binary, port 0,
-// the bound port read from its stderr), and stops it with SIGTERM. Loopback only.
+// the bound port read from its stderr), and stops it with SIGTERM. Loopback only. Also the check
+// every server test makes of an error reply (expect_api_error).
 #pragma once
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,6 +24,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
 
@@ -125,5 +129,25 @@ class ServeProcess {
   pid_t pid_ = -1;
   int port_ = 0;
 };
+
+// Checks the reply's status and its OpenAI error shape {"error": {"message", "type", "code"}};
+// returns the message ("" when there is none, after a failure).
+inline std::string expect_api_error(const httplib::Result& r, int status) {
+  EXPECT_TRUE(r) << "no answer";
+  if (!r) return "";
+  EXPECT_EQ(r->status, status) << r->body;
+  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r->body;
+  if (j.is_discarded() || !j.contains("error")) {
+    ADD_FAILURE() << "no error object: " << r->body;
+    return "";
+  }
+  const nlohmann::json& e = j["error"];
+  const bool has_message = e.contains("message") && e["message"].is_string();
+  EXPECT_TRUE(has_message) << r->body;
+  EXPECT_TRUE(e.contains("type") && e["type"].is_string()) << r->body;
+  EXPECT_TRUE(e.contains("code")) << r->body;
+  return has_message ? e["message"].get<std::string>() : "";
+}
 
 }  // namespace ragform::testing

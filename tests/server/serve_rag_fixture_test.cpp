@@ -21,18 +21,6 @@ httplib::Result post(int port, const std::string& path, const std::string& body)
   return c.Post(path.c_str(), body, "application/json");
 }
 
-// Status and OpenAI error shape; returns the message.
-std::string expect_error(const httplib::Result& r, int status) {
-  EXPECT_TRUE(r) << "no answer";
-  if (!r) return "";
-  EXPECT_EQ(r->status, status) << r->body;
-  json j = json::parse(r->body, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << r->body;
-  if (j.is_discarded() || !j.contains("error")) return "";
-  EXPECT_TRUE(j["error"]["message"].is_string());
-  return j["error"]["message"].get<std::string>();
-}
-
 json ok_json(const httplib::Result& r) {
   EXPECT_TRUE(r) << "no answer";
   if (!r) return json();
@@ -115,30 +103,30 @@ TEST(ServeRagFixture, NormalizeAgreesWithCnormApply) {
   EXPECT_EQ(j["documents"], json::array());
 
   // Errors: each a JSON 400, and the server keeps serving.
-  expect_error(post(srv.port(), "/v1/rag/normalize", R"({"documents": ["a", )"), 400);
-  expect_error(post(srv.port(), "/v1/rag/normalize", R"({"texts": ["a"]})"), 400);
-  expect_error(post(srv.port(), "/v1/rag/normalize", R"({"documents": ["a", 5]})"), 400);
+  expect_api_error(post(srv.port(), "/v1/rag/normalize", R"({"documents": ["a", )"), 400);
+  expect_api_error(post(srv.port(), "/v1/rag/normalize", R"({"texts": ["a"]})"), 400);
+  expect_api_error(post(srv.port(), "/v1/rag/normalize", R"({"documents": ["a", 5]})"), 400);
   std::string msg =
-      expect_error(post(srv.port(), "/v1/rag/normalize",
-                        json({{"documents", {"a b"}}, {"profile", profile("-", 2, 7)}}).dump()),
-                   400);
+      expect_api_error(post(srv.port(), "/v1/rag/normalize",
+                            json({{"documents", {"a b"}}, {"profile", profile("-", 2, 7)}}).dump()),
+                       400);
   EXPECT_NE(msg.find("'p'"), std::string::npos) << msg;
   json no_best = profile("|", 0.5, 7);
-  msg = expect_error(post(srv.port(), "/v1/rag/normalize",
-                          json({{"documents", {"a b"}}, {"profile", no_best}}).dump()),
-                     400);
+  msg = expect_api_error(post(srv.port(), "/v1/rag/normalize",
+                              json({{"documents", {"a b"}}, {"profile", no_best}}).dump()),
+                         400);
   EXPECT_NE(msg.find("best"), std::string::npos) << msg;
   expect_serving(srv.port());
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 
   // A server without --cnorm-profile needs the profile in the request.
   ServeProcess bare({"-m", model.string(), "--ctx", "128"});
-  msg = expect_error(post(bare.port(), "/v1/rag/normalize", R"({"documents": ["a b"]})"), 400);
+  msg = expect_api_error(post(bare.port(), "/v1/rag/normalize", R"({"documents": ["a b"]})"), 400);
   EXPECT_NE(msg.find("--cnorm-profile"), std::string::npos) << msg;
   // ... and has no spotlight encoder.
-  msg = expect_error(post(bare.port(), "/v1/rag/spotlight",
-                          R"({"question": "q?", "documents": [{"text": "a b."}]})"),
-                     400);
+  msg = expect_api_error(post(bare.port(), "/v1/rag/spotlight",
+                              R"({"question": "q?", "documents": [{"text": "a b."}]})"),
+                         400);
   EXPECT_NE(msg.find("--vectors"), std::string::npos) << msg;
   expect_serving(bare.port());
 }
@@ -216,16 +204,17 @@ TEST(ServeRagFixture, SpotlightAgreesWithSpotlightSelect) {
 
   // Errors: each a JSON 400, and the server keeps serving.
   auto sp = [&](const std::string& b) { return post(srv.port(), "/v1/rag/spotlight", b); };
-  expect_error(sp(R"({"question": "q?", "documents": )"), 400);
-  expect_error(sp(R"({"documents": [{"text": "a b."}]})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": []})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": ["a b."]})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": [{"title": "t"}]})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": [{"text": "a", "sentences": ["a"]}]})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": [{"sentences": ["a", 3]}]})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": [{"text": "a b."}], "K": 0})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": [{"text": "a b."}], "lambda": 2})"), 400);
-  expect_error(sp(R"({"question": "q?", "documents": [{"text": "a b."}], "alpha": "x"})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": )"), 400);
+  expect_api_error(sp(R"({"documents": [{"text": "a b."}]})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": []})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": ["a b."]})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": [{"title": "t"}]})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": [{"text": "a", "sentences": ["a"]}]})"),
+                   400);
+  expect_api_error(sp(R"({"question": "q?", "documents": [{"sentences": ["a", 3]}]})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": [{"text": "a b."}], "K": 0})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": [{"text": "a b."}], "lambda": 2})"), 400);
+  expect_api_error(sp(R"({"question": "q?", "documents": [{"text": "a b."}], "alpha": "x"})"), 400);
   expect_serving(srv.port());
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
