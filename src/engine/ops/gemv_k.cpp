@@ -266,9 +266,10 @@ void q4_k_rows(const WeightView& w, const Act& act, int64_t rb, int64_t re, floa
 }
 
 void q6_k_rows(const WeightView& w, const Act& act, int64_t rb, int64_t re, float* y) {
+  const int64_t nb = w.n_in / QK_K;
+  const size_t stride = w.row_bytes();  // a type_info lookup: once, not per row
   for (int64_t r = rb; r < re; ++r)
-    y[r] = q6_k_row(reinterpret_cast<const BlockQ6_K*>(w.data + size_t(r) * w.row_bytes()), act,
-                    w.n_in / QK_K);
+    y[r] = q6_k_row(reinterpret_cast<const BlockQ6_K*>(w.data + size_t(r) * stride), act, nb);
 }
 
 }  // namespace
