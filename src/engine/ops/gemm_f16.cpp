@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -32,7 +33,7 @@ namespace ragform::ops {
 namespace {
 
 constexpr int kPanel = 16;
-constexpr int kRows = 4;
+constexpr int kRows = 8;
 constexpr int kPanelsPerTile = 3;
 constexpr int64_t kKc = 256;             // k chunk
 constexpr int64_t kPanelsPerBlock = 12;  // token block: 192 tokens, 192 KB per k chunk
@@ -60,6 +61,11 @@ RAGFORM_AVX512 void convert_row(TensorType t, const uint16_t* src, int64_t n, fl
               16)));
     for (; i < n; ++i) dst[i] = bf16_to_fp32(src[i]);
   }
+}
+
+void prefetch_row(const uint16_t* src, int64_t n) {
+  const auto* p = reinterpret_cast<const char*>(src);
+  for (int64_t b = 0; b < n * 2; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
 }
 
 // The activation rounding of convert_activations, 16 at a time: F16 through vcvtps2ph with
@@ -95,7 +101,7 @@ template <int R, int TT>
 RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride, int64_t kc,
                                float* c, size_t ldc) {
   __m512 acc[R][TT];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 3
     for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_loadu_ps(c + size_t(r) * ldc + t * kPanel);
@@ -104,14 +110,14 @@ RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride,
 #pragma GCC unroll 3
     for (int t = 0; t < TT; ++t)
       a[t] = _mm512_load_ps(a0 + size_t(t) * pstride + size_t(k) * kPanel);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 wb = _mm512_set1_ps(wt[r * kKc + k]);
 #pragma GCC unroll 3
       for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wb, a[t], acc[r][t]);
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 3
     for (int t = 0; t < TT; ++t) _mm512_storeu_ps(c + size_t(r) * ldc + t * kPanel, acc[r][t]);
@@ -124,17 +130,15 @@ TileFn pick(int tt) {
   return tt == 3 ? &micro_tile<R, 3> : tt == 2 ? &micro_tile<R, 2> : &micro_tile<R, 1>;
 }
 
+template <int... R>
+TileFn pick_rows(int rows, int tt, std::integer_sequence<int, R...>) {
+  TileFn f = nullptr;
+  ((rows == R + 1 ? (f = pick<R + 1>(tt), 0) : 0), ...);
+  return f;
+}
+
 TileFn tile_function(int rows, int tt) {
-  switch (rows) {
-    case 1:
-      return pick<1>(tt);
-    case 2:
-      return pick<2>(tt);
-    case 3:
-      return pick<3>(tt);
-    default:
-      return pick<4>(tt);
-  }
+  return pick_rows(rows, tt, std::make_integer_sequence<int, kRows>{});
 }
 
 // Rows [rb, rb + n_rows) against all panels (pstride floats per panel).
@@ -156,6 +160,11 @@ void gemm_rows(const WeightView& w, const float* panels, int64_t n_panels, int64
         for (int r = 0; r < rows; ++r)
           convert_row(w.type, wdata + size_t(r0 + r) * size_t(w.n_in) + size_t(k0), kc,
                       wt + r * kKc);
+        // The next tile's weights are 8 short runs of 2 kc bytes in rows n_in apart, which the
+        // hardware prefetcher does not follow: without this the conversion waits on DRAM (a
+        // sixth of the kernel's time); the tile below is thousands of cycles of FMAs to hide it.
+        for (int64_t r = r0 + kRows; r < std::min(re, r0 + 2 * kRows); ++r)
+          prefetch_row(wdata + size_t(r) * size_t(w.n_in) + size_t(k0), kc);
         for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
           const int tt = int(std::min<int64_t>(kPanelsPerTile, p1 - p));
           tile_function(rows, tt)(wt, panels + size_t(p) * pstride + size_t(k0) * kPanel, pstride,
@@ -163,11 +172,14 @@ void gemm_rows(const WeightView& w, const float* panels, int64_t n_panels, int64
         }
       }
     }
-    const int64_t t_end = std::min<int64_t>(n_tokens, p1 * kPanel);
-    for (int64_t r = rb; r < re; ++r)
-      for (int64_t t = p0 * kPanel; t < t_end; ++t)
-        y[size_t(t) * size_t(w.n_out) + size_t(r)] =
-            c[size_t(r - rb) * ldc + size_t(t - p0 * kPanel)];
+    // C is [row][token], y is [token][row]: copy in 16 x 16 squares so both sides stay in L1
+    // (a plain row-by-row copy writes one y cache line per element).
+    const int64_t t0 = p0 * kPanel, t_end = std::min<int64_t>(n_tokens, p1 * kPanel);
+    for (int64_t r_sq = rb; r_sq < re; r_sq += 16)
+      for (int64_t t_sq = t0; t_sq < t_end; t_sq += 16)
+        for (int64_t t = t_sq; t < std::min(t_end, t_sq + 16); ++t)
+          for (int64_t r = r_sq; r < std::min(re, r_sq + 16); ++r)
+            y[size_t(t) * size_t(w.n_out) + size_t(r)] = c[size_t(r - rb) * ldc + size_t(t - t0)];
   }
 }
 
