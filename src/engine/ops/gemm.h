@@ -38,9 +38,9 @@ void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 // with FMA, as ggml's AVX kernels), so results agree to float rounding, not bit for bit.
 void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 
-// Decode GEMV for Q4_K and Q6_K (gemv_k.cpp): four rows at a time, per block the exact integers
-// via vpmaddubsw + vpdpwssd (scales applied in int16 pairs), reduced to one float lane per row and
-// combined there with vec_dot's float operations in its block order, so bit-identical to it.
+// Decode GEMV for Q4_K and Q6_K (gemv_k.cpp): per block the exact integers via vpmaddubsw +
+// vpdpwssd (scales applied in int16 pairs; Q4_K four rows per tile), combined with vec_dot's float
+// operations in its block order, so bit-identical to it.
 bool gemv_k_supported(TensorType t, CpuTier tier);
 void gemv_k(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 

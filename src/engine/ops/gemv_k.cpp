@@ -6,11 +6,11 @@
 // sub-block scales repeated over the int16 pairs of their sub-block:
 //   Q4_K: isum = sum_j sc_j (q . a)_j over 8 sub-blocks of 32, summs = sum_j m_j (bs_2j + bs_2j+1);
 //   Q6_K: isum = sum_k sc_k (u . a)_k - 32 sum_k sc_k bs_k over 16 sub-blocks of 16 (u = q + 32).
-// Four blocks' integers are reduced into the four lanes of one vector -- Q4_K: the same block of
-// four rows (a tile, sharing the activation loads); Q6_K: four consecutive blocks of one row --
-// and the reference's float combination (vec_dot.cpp dot_q4_k / dot_q6_k) is done on those lanes
-// with the same operations (separate mul/sub/add, no FMA; see rounded()), summed in block order,
-// so results are bit-identical to vec_dot.
+// Q4_K rows go four at a time (a tile, sharing the activation loads): the four rows' block
+// integers are reduced into the four lanes of one vector. Q6_K rows go one at a time, each block's
+// integer reduced to a scalar. The reference's float combination (vec_dot.cpp dot_q4_k /
+// dot_q6_k) is then done with the same operations (separate mul/sub/add, no FMA; see rounded())
+// in block order, so results are bit-identical to vec_dot.
 //
 // Q4_K packs element 64g+l in the low nibble and 64g+32+l in the high nibble of byte 32g+l.
 // A 64-byte load therefore holds sub-blocks {0, 2} (low nibbles) and {1, 3} (high nibbles) of a
@@ -37,7 +37,7 @@ constexpr int kTile = 4;  // rows per tile: one float lane each in the combinati
 
 // Activations of one call, shared by all rows.
 struct Act {
-  const int8_t* qs;     // [nb][256]; for Q4_K in nibble order (see top), for Q6_K as is
+  const int8_t* qs;     // Q4_K: [nb][256] in nibble order (see top); Q6_K reads q8 directly
   const BlockQ8_K* q8;  // d and bsums
   const int16_t* bs32;  // Q4_K: [nb][8] sums of the 32-element sub-blocks
 };
@@ -223,30 +223,26 @@ RAGFORM_VNNI inline __m256i q6_k_block_at(const BlockQ6_K* row, const Act& act, 
                     ix);
 }
 
-// One Q6_K row, four blocks per step in the four lanes: each block's float term is formed in its
-// lane, then added to the row's sum in block order. (Q6_K rows are not tiled like Q4_K: four
-// interleaved 210-byte-block streams measured slower from DRAM than one sequential row with a
-// software prefetch one row ahead.)
+// The scalar form of rounded() above.
+RAGFORM_VNNI inline float rounded(float v) {
+  asm("" : "+v"(v));
+  return v;
+}
+
+// One Q6_K row, one block per step, its integer reduced to a scalar and combined as vec_dot does.
+// (Q6_K rows are not tiled like Q4_K, nor four blocks per step: both measured slower from DRAM
+// than this plain sequential walk.)
 RAGFORM_VNNI float q6_k_row(const BlockQ6_K* row, const Act& act, int64_t nb) {
   const Q6Idx ix{load_index(kQ6Index[0]), load_index(kQ6Index[1]), load_index(kQ6Index[2]),
                  load_index(kQ6Index[3])};
   float sumf = 0.0f;
-  for (int64_t i = 0; i < nb; i += 4) {
-    const int n = int(std::min<int64_t>(4, nb - i));
-    int64_t b[4];  // a last partial step repeats its last block in the spare lanes
-    for (int k = 0; k < 4; ++k) b[k] = i + std::min(k, n - 1);
-    // The same blocks of the next row, one row (~4 KB) ahead of the reads.
-    prefetch_next(reinterpret_cast<const uint8_t*>(row + nb + i), 0, 4 * sizeof(BlockQ6_K));
-    const __m128i isum =
-        reduce4(q6_k_block_at(row, act, b[0], ix), q6_k_block_at(row, act, b[1], ix),
-                q6_k_block_at(row, act, b[2], ix), q6_k_block_at(row, act, b[3], ix));
-    const __m128i h = _mm_setr_epi16(short(row[b[0]].d), short(row[b[1]].d), short(row[b[2]].d),
-                                     short(row[b[3]].d), 0, 0, 0, 0);
-    const __m128 ad = _mm_setr_ps(act.q8[b[0]].d, act.q8[b[1]].d, act.q8[b[2]].d, act.q8[b[3]].d);
-    // Reference: sumf += d * y.d * float(isum), block by block.
-    float v[4];
-    _mm_storeu_ps(v, rounded(_mm_mul_ps(_mm_mul_ps(_mm_cvtph_ps(h), ad), _mm_cvtepi32_ps(isum))));
-    for (int k = 0; k < n; ++k) sumf += v[k];
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i v = q6_k_block_at(row, act, i, ix);
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    t = _mm_add_epi32(t, _mm_unpackhi_epi64(t, t));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 1));
+    // Reference: sumf += d * y.d * float(isum).
+    sumf += rounded(_cvtsh_ss(row[i].d) * act.q8[i].d * float(_mm_cvtsi128_si32(t)));
   }
   return sumf;
 }
