@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "bench_support.h"
 #include "engine/model/test_model.h"
 #include "eval/datasets.h"
 #include "pipelines/cnorm/calibrate.h"
@@ -37,16 +38,9 @@ namespace {
 
 using namespace ragform;
 using namespace ragform::cnorm;
-using clock_type = std::chrono::steady_clock;
-
-std::string shared(const std::string& rel) {
-  const char* env = std::getenv("RAGFORM_SHARED");
-  return std::string(env && *env ? env : RAGFORM_SHARED_DIR) + "/" + rel;
-}
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
+using bench::clock_type;
+using bench::seconds_since;
+using bench::shared;
 
 // The NQ calibration setup on the Qwen-shape model.
 struct QwenSetup {
@@ -66,17 +60,12 @@ QwenSetup& qwen() {
       if (const char* env = std::getenv("RAGFORM_CNORM_MODEL"); env && *env) {
         path = env;
       } else {
-        path = (std::filesystem::current_path() / "cnorm-qwen2.5-0.5b-2l-q8_0.gguf").string();
-        if (!std::filesystem::exists(path)) {
-          model::TestModelOptions o;
-          o.shape = "qwen2.5-0.5b";
-          o.arch = "qwen2";
-          o.type = "q8_0";
-          o.layers = 2;
-          o.out = path;
-          o.vocab_from = shared("fixtures/vocab/ggml-vocab-gpt-2.gguf");
-          model::write_test_model(o);
-        }
+        model::TestModelOptions o;
+        o.shape = "qwen2.5-0.5b";
+        o.arch = "qwen2";
+        o.type = "q8_0";
+        o.layers = 2;
+        path = bench::bench_model("cnorm-qwen2.5-0.5b-2l-q8_0.gguf", o);
       }
       reader::NativeOptions no;
       no.n_ctx = 2048;

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "bench_support.h"
 #include "engine/model/model.h"
 #include "engine/model/test_model.h"
 #include "engine/runtime/context.h"
@@ -37,12 +38,9 @@ namespace {
 
 using namespace ragform;
 using namespace ragform::spotlight;
-using clock_type = std::chrono::steady_clock;
-
-std::string shared(const std::string& rel) {
-  const char* env = std::getenv("RAGFORM_SHARED");
-  return std::string(env && *env ? env : RAGFORM_SHARED_DIR) + "/" + rel;
-}
+using bench::clock_type;
+using bench::seconds_since;
+using bench::shared;
 
 struct Data {
   std::unique_ptr<WordVectors> vectors;
@@ -98,16 +96,11 @@ Engine& engine() {
   static Engine e = [] {
     Engine out;
     try {
-      out.path = (std::filesystem::current_path() / "spotlight-qwen2.5-0.5b-q8_0.gguf").string();
-      if (!std::filesystem::exists(out.path)) {
-        model::TestModelOptions o;
-        o.shape = "qwen2.5-0.5b";
-        o.arch = "qwen2";
-        o.type = "q8_0";
-        o.out = out.path;
-        o.vocab_from = shared("fixtures/vocab/ggml-vocab-gpt-2.gguf");
-        model::write_test_model(o);
-      }
+      model::TestModelOptions o;
+      o.shape = "qwen2.5-0.5b";
+      o.arch = "qwen2";
+      o.type = "q8_0";
+      out.path = bench::bench_model("spotlight-qwen2.5-0.5b-q8_0.gguf", o);
       out.m = model::Model::load(out.path);
       out.tok = tok::Tokenizer::from_gguf(out.m->file());
       out.ctx = std::make_unique<runtime::Context>(*out.m, runtime::ContextParams{8192});
@@ -134,9 +127,31 @@ double prefill_seconds(Engine& e, const std::string& prompt, int* n_tokens) {
   *n_tokens = static_cast<int>(in.tokens.size());
   auto t0 = clock_type::now();
   e.ctx->eval({in});
-  double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  double s = seconds_since(t0);
   e.ctx->free_sequence(in.seq);
   return s;
+}
+
+// Mean seconds per benchmark iteration of the selection over the first n passages with `enc`,
+// and of the prefill of the prompt it builds; the prompt's token count.
+struct SelectAndPrefill {
+  double select_s = 0, prefill_s = 0;
+  int prompt_tokens = 0;
+};
+
+SelectAndPrefill time_select_and_prefill(benchmark::State& state, Engine& e, int n,
+                                         TokenEncoder& enc) {
+  SelectAndPrefill t;
+  for (auto _ : state) {
+    auto t0 = clock_type::now();
+    Selection s = run_select(n, enc);
+    t.select_s += seconds_since(t0);
+    t.prefill_s += prefill_seconds(e, s.prompt, &t.prompt_tokens);
+  }
+  const double it = static_cast<double>(state.iterations());
+  t.select_s /= it;
+  t.prefill_s /= it;
+  return t;
 }
 
 void BM_Select(benchmark::State& state) {
@@ -154,19 +169,11 @@ void BM_Overhead(benchmark::State& state) {
   if (!e.error.empty()) return state.SkipWithError(e.error.c_str());
   const int n = static_cast<int>(state.range(0));
   StaticEncoder enc(*d.vectors);
-  double sel = 0, pre = 0;
-  int toks = 0;
-  for (auto _ : state) {
-    auto t0 = clock_type::now();
-    Selection s = run_select(n, enc);
-    sel += std::chrono::duration<double>(clock_type::now() - t0).count();
-    pre += prefill_seconds(e, s.prompt, &toks);
-  }
-  const double it = static_cast<double>(state.iterations());
-  state.counters["select_ms"] = 1e3 * sel / it;
-  state.counters["prefill_ms"] = 1e3 * pre / it;
-  state.counters["prompt_tokens"] = toks;
-  state.counters["overhead_pct"] = 100.0 * sel / pre;
+  const SelectAndPrefill t = time_select_and_prefill(state, e, n, enc);
+  state.counters["select_ms"] = 1e3 * t.select_s;
+  state.counters["prefill_ms"] = 1e3 * t.prefill_s;
+  state.counters["prompt_tokens"] = t.prompt_tokens;
+  state.counters["overhead_pct"] = 100.0 * t.select_s / t.prefill_s;
   // The baseline RAG prompt (all N passages) in tokens, for reference (not prefilled: minutes).
   std::string all = "Question: " + d.question + "\nContext:\n";
   for (int i = 0; i < n; ++i) all += d.passages[i].text + "\n";
@@ -188,18 +195,10 @@ void BM_Hidden(benchmark::State& state) {
   }
   const int n = static_cast<int>(state.range(0));
   HiddenEncoder enc(*rd, 12);
-  double sel = 0, pre = 0;
-  int toks = 0;
-  for (auto _ : state) {
-    auto t0 = clock_type::now();
-    Selection s = run_select(n, enc);
-    sel += std::chrono::duration<double>(clock_type::now() - t0).count();
-    pre += prefill_seconds(e, s.prompt, &toks);
-  }
-  const double it = static_cast<double>(state.iterations());
-  state.counters["encode_select_ms"] = 1e3 * sel / it;
-  state.counters["prefill_ms"] = 1e3 * pre / it;
-  state.counters["overhead_pct"] = 100.0 * sel / pre;
+  const SelectAndPrefill t = time_select_and_prefill(state, e, n, enc);
+  state.counters["encode_select_ms"] = 1e3 * t.select_s;
+  state.counters["prefill_ms"] = 1e3 * t.prefill_s;
+  state.counters["overhead_pct"] = 100.0 * t.select_s / t.prefill_s;
 }
 BENCHMARK(BM_Hidden)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
 

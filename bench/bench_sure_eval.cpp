@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 
+#include "bench_support.h"
 #include "engine/model/model.h"
 #include "engine/model/test_model.h"
 #include "engine/runtime/context.h"
@@ -44,15 +45,12 @@
 namespace {
 
 using namespace ragform;
-using clock_type = std::chrono::steady_clock;
+using bench::clock_type;
+using bench::seconds_since;
+using bench::shared;
 
 constexpr size_t kBatch = 8;
 constexpr size_t kRecords = 12;  // x 4 perturbations = 48 pairs, 72 prompts
-
-std::string shared(const std::string& rel) {
-  const char* env = std::getenv("RAGFORM_SHARED");
-  return std::string(env && *env ? env : RAGFORM_SHARED_DIR) + "/" + rel;
-}
 
 struct Setup {
   std::unique_ptr<reader::NativeReader> reader;
@@ -65,15 +63,10 @@ Setup& setup() {
   static Setup s = [] {
     Setup out;
     try {
-      std::string path = (std::filesystem::current_path() / "sure-eval-small-q8_0.gguf").string();
-      if (!std::filesystem::exists(path)) {
-        model::TestModelOptions o;
-        o.shape = "small";
-        o.type = "q8_0";
-        o.out = path;
-        o.vocab_from = shared("fixtures/vocab/ggml-vocab-gpt-2.gguf");
-        model::write_test_model(o);
-      }
+      model::TestModelOptions o;
+      o.shape = "small";
+      o.type = "q8_0";
+      std::string path = bench::bench_model("sure-eval-small-q8_0.gguf", o);
       reader::NativeOptions no;
       no.n_ctx = 2048;
       out.reader = std::make_unique<reader::NativeReader>(path, no);
@@ -108,10 +101,6 @@ Setup& setup() {
     return out;
   }();
   return s;
-}
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
 // Prefill of `prompts` in batches of kBatch sequences, last-row logits; returns seconds.

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "base/mapped_file.h"
+#include "bench_support.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/pretokenize.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -22,10 +23,7 @@ namespace {
 
 using ragform::tok::Tokenizer;
 
-std::string shared(const std::string& rel) {
-  const char* env = std::getenv("RAGFORM_SHARED");
-  return std::string(env && *env ? env : RAGFORM_SHARED_DIR) + "/" + rel;
-}
+using ragform::bench::shared;
 
 // Distinct paragraphs (by title) of HotpotQA dev + train, concatenated up to exactly 1 MiB
 // (cut back to a character boundary).
