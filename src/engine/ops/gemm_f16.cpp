@@ -1,13 +1,15 @@
 // AVX-512 GEMM for F16 and BF16 weights (gemm.h): fp32 FMA with the half -> float conversion
-// amortised over the token tile.
+// amortised over the token block.
 //
 // Activations are rounded exactly as convert_activations does (F16: round to half; BF16: round to
 // bf16; ggml's vec_dot operand) and stored transposed in panels of 16 tokens, [k][token] floats,
-// so one vector holds one k for 16 tokens. A micro-tile is 4 weight rows x 48 tokens: 12 fp32
-// accumulators, per k three activation loads, four weight broadcasts and twelve FMAs. The weight
-// rows are converted to fp32 once per (row tile, k chunk, token block) into a 4 x kKc buffer (L1).
-// Loops: token blocks (kPanelsPerBlock panels, ~200 KB of activations per k chunk in L2) > k
-// chunks of kKc > row tiles > panel triples; partial sums live in a per-thread C buffer.
+// so one vector holds one k for 16 tokens. A micro-tile is 8 weight rows x 48 tokens: 24 fp32
+// accumulators, per k three activation loads, eight weight broadcasts and 24 FMAs (the loads
+// from L2 stay under one per FMA cycle). The weight rows are converted to fp32 once per (row
+// tile, k chunk, token block) into an 8 x kKc buffer (L1), while the next tile's rows are
+// prefetched. Loops: token blocks (up to 528 tokens, one block for a 512-token prompt, so weights
+// are converted once) > k chunks of kKc > row tiles > panel triples; partial sums over k chunks
+// live in a per-thread C buffer and the last chunk scatters into y.
 //
 // Accuracy: every product is exact in fp32 (an 11-bit by 11-bit significand product, or 8 by 8
 // for BF16) and accumulated with FMA in fp32 along k in order, per output; the reference sums in
@@ -36,7 +38,7 @@ constexpr int kPanel = 16;
 constexpr int kRows = 8;
 constexpr int kPanelsPerTile = 3;
 constexpr int64_t kKc = 256;             // k chunk
-constexpr int64_t kPanelsPerBlock = 12;  // token block: 192 tokens, 192 KB per k chunk
+constexpr int64_t kPanelsPerBlock = 33;  // token block: 528 tokens, 528 KB per k chunk (L2)
 
 uint8_t* aligned_scratch(std::vector<uint8_t>& buf, size_t bytes) {
   if (buf.size() < bytes + 64) buf.resize(bytes + 64);
@@ -96,15 +98,30 @@ RAGFORM_AVX512 void round_row(TensorType t, const float* x, int64_t n, float* ou
   }
 }
 
-// c[r * ldc + 16 t + lane] += sum_k wt[r * kKc + k] * a[t panel][k][lane] for k < kc.
+// Where a micro-tile's sums go. Partial sums over k chunks live in C ([row][token], ldc floats
+// per row); the first chunk starts from zero instead of loading C, and the last chunk scatters
+// its sums straight into y ([token][row], n_out floats per token), so C is never transposed in
+// a separate pass. `valid` is how many of the tile's tokens exist (the last panel is padded).
+struct TileOut {
+  float* c;
+  size_t ldc;
+  bool first, last;
+  float* y;  // y of the tile's first token and first row
+  int64_t n_out;
+  int valid;
+};
+
+// sum_k wt[r * kKc + k] * a[t panel][k][lane] for k < kc, added to C or written to y.
 template <int R, int TT>
 RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride, int64_t kc,
-                               float* c, size_t ldc) {
+                               const TileOut& o) {
   __m512 acc[R][TT];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 3
-    for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_loadu_ps(c + size_t(r) * ldc + t * kPanel);
+    for (int t = 0; t < TT; ++t)
+      acc[r][t] =
+          o.first ? _mm512_setzero_ps() : _mm512_loadu_ps(o.c + size_t(r) * o.ldc + t * kPanel);
   for (int64_t k = 0; k < kc; ++k) {
     __m512 a[TT];
 #pragma GCC unroll 3
@@ -117,13 +134,31 @@ RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride,
       for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wb, a[t], acc[r][t]);
     }
   }
+  if (!o.last) {
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 3
-    for (int t = 0; t < TT; ++t) _mm512_storeu_ps(c + size_t(r) * ldc + t * kPanel, acc[r][t]);
+      for (int t = 0; t < TT; ++t)
+        _mm512_storeu_ps(o.c + size_t(r) * o.ldc + t * kPanel, acc[r][t]);
+    return;
+  }
+  // Lane l of acc[r][t] is token 16 t + l of row r: one masked scatter per accumulator, a few
+  // dozen per tile against thousands of FMAs.
+  const __m512i lane_offsets =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int32_t(o.n_out)));
+#pragma GCC unroll 3
+  for (int t = 0; t < TT; ++t) {
+    const int n = std::min(kPanel, o.valid - t * kPanel);
+    if (n <= 0) break;
+    const __mmask16 m = n == kPanel ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    float* yt = o.y + size_t(t) * kPanel * size_t(o.n_out);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_mask_i32scatter_ps(yt + r, m, lane_offsets, acc[r][t], 4);
+  }
 }
 
-using TileFn = void (*)(const float*, const float*, size_t, int64_t, float*, size_t);
+using TileFn = void (*)(const float*, const float*, size_t, int64_t, const TileOut&);
 
 template <int R>
 TileFn pick(int tt) {
@@ -141,18 +176,20 @@ TileFn tile_function(int rows, int tt) {
   return pick_rows(rows, tt, std::make_integer_sequence<int, kRows>{});
 }
 
-// Rows [rb, rb + n_rows) against all panels (pstride floats per panel).
+// Rows [rb, re) against all panels (pstride floats per panel).
 void gemm_rows(const WeightView& w, const float* panels, int64_t n_panels, int64_t n_tokens,
                size_t pstride, int64_t rb, int64_t re, float* y) {
   thread_local std::vector<uint8_t> wt_buf, c_buf;
   float* wt = reinterpret_cast<float*>(aligned_scratch(wt_buf, kRows * kKc * sizeof(float)));
   const size_t ldc = size_t(kPanelsPerBlock) * kPanel;
+  const bool one_chunk = w.n_in <= kKc;
   float* c =
-      reinterpret_cast<float*>(aligned_scratch(c_buf, size_t(re - rb) * ldc * sizeof(float)));
+      one_chunk
+          ? nullptr
+          : reinterpret_cast<float*>(aligned_scratch(c_buf, size_t(re - rb) * ldc * sizeof(float)));
   const auto* wdata = reinterpret_cast<const uint16_t*>(w.data);
   for (int64_t p0 = 0; p0 < n_panels; p0 += kPanelsPerBlock) {
     const int64_t p1 = std::min(n_panels, p0 + kPanelsPerBlock);
-    std::fill(c, c + size_t(re - rb) * ldc, 0.0f);
     for (int64_t k0 = 0; k0 < w.n_in; k0 += kKc) {
       const int64_t kc = std::min(kKc, w.n_in - k0);
       for (int64_t r0 = rb; r0 < re; r0 += kRows) {
@@ -167,19 +204,19 @@ void gemm_rows(const WeightView& w, const float* panels, int64_t n_panels, int64
           prefetch_row(wdata + size_t(r) * size_t(w.n_in) + size_t(k0), kc);
         for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
           const int tt = int(std::min<int64_t>(kPanelsPerTile, p1 - p));
+          const int64_t t0 = p * kPanel;
+          const TileOut o{c ? c + size_t(r0 - rb) * ldc + size_t(p - p0) * kPanel : nullptr,
+                          ldc,
+                          k0 == 0,
+                          k0 + kc >= w.n_in,
+                          y + size_t(t0) * size_t(w.n_out) + size_t(r0),
+                          w.n_out,
+                          int(std::min<int64_t>(n_tokens - t0, int64_t(tt) * kPanel))};
           tile_function(rows, tt)(wt, panels + size_t(p) * pstride + size_t(k0) * kPanel, pstride,
-                                  kc, c + size_t(r0 - rb) * ldc + size_t(p - p0) * kPanel, ldc);
+                                  kc, o);
         }
       }
     }
-    // C is [row][token], y is [token][row]: copy in 16 x 16 squares so both sides stay in L1
-    // (a plain row-by-row copy writes one y cache line per element).
-    const int64_t t0 = p0 * kPanel, t_end = std::min<int64_t>(n_tokens, p1 * kPanel);
-    for (int64_t r_sq = rb; r_sq < re; r_sq += 16)
-      for (int64_t t_sq = t0; t_sq < t_end; t_sq += 16)
-        for (int64_t t = t_sq; t < std::min(t_end, t_sq + 16); ++t)
-          for (int64_t r = r_sq; r < std::min(re, r_sq + 16); ++r)
-            y[size_t(t) * size_t(w.n_out) + size_t(r)] = c[size_t(r - rb) * ldc + size_t(t - t0)];
   }
 }
 

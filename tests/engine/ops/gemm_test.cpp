@@ -163,13 +163,14 @@ TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
 TEST(GemmF16, AgreesWithVecDotToRoundingOddShapes) {
   if (best_cpu_tier() != CpuTier::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2)};
-  // n_in 300: a k chunk of 256 plus a tail of 44 (not a multiple of 16); 4864: 19 chunks.
+  // n_in 7: one k chunk (no partial sums kept); 300: a chunk of 256 plus a tail of 44 (not a
+  // multiple of 16); 4864: 19 chunks. n_out 13: one full 8-row tile and a partial one.
   for (TensorType t : {TensorType::F16, TensorType::BF16})
     for (int64_t n_in : {7, 300, 4864})
-      for (int64_t n_out : {1, 5}) {
+      for (int64_t n_out : {1, 5, 13}) {
         const auto data = random_rows(t, n_in, n_out, uint32_t(n_in * 3 + n_out) + uint32_t(t));
         const WeightView w{t, data.data(), n_in, n_out};
-        const int64_t max_tokens = n_in == 4864 ? 200 : 17;  // 200: two token blocks
+        const int64_t max_tokens = n_in == 4864 ? 561 : 17;  // 561: two token blocks (528 + 33)
         const auto x = random_activations(n_in * max_tokens, uint32_t(n_in + 7 * n_out));
         const Reference ref = reference(w, x, max_tokens);
         for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(16), int64_t(17), max_tokens}) {
