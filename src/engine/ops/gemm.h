@@ -26,7 +26,7 @@ bool gemm_k_supported(TensorType t, CpuTier tier);
 void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // F16/BF16 weights with AVX-512 (gemm_f16.cpp): activations rounded as convert_activations
-// does, fp32 FMA, weights converted once per 4-row x 256-k tile and reused over 48 tokens. The
+// does, fp32 FMA, weights converted once per 8-row x 256-k tile and reused over 528 tokens. The
 // GEMV is the one-token form. Products are exact in fp32; sums are in another order than
 // vec_dot (FMA, k in order), so results agree to float rounding of sum |w a|.
 bool gemm_f16_supported(TensorType t, CpuTier tier);
