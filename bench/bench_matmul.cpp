@@ -4,9 +4,11 @@
 //
 // Counters, all computed in this process so they compare across runs of a noisy machine:
 //   GFLOP/s       2 * n_in * n_out * tokens per second;
-//   peak_fp32     GFLOP/s / kPeakFp32 (fp32 FMA peak of 2 AVX-512 cores, ~365 GFLOP/s);
-//   peak_int8     GFLOP/s / (4 * kPeakFp32), the AVX512-VNNI int8 peak (quantised types);
-//   GB/s, peak_bw decode only: weight bytes read per second, and that over kPeakBandwidth (DRAM);
+//   peak_fp32     GFLOP/s over the fp32 FMA peak of kThreads threads, measured at start-up in
+//                 this process (machine_peak.h; about 234 GFLOP/s on the project's VM);
+//   peak_int8     GFLOP/s over the measured AVX512-VNNI int8 peak (quantised types);
+//   GB/s, peak_bw decode only: weight bytes read per second, and that over the measured DRAM
+//                 read bandwidth of kThreads threads;
 //                 one 0.5B matrix (<= 9 MB) stays in the 32 MB L3 between iterations, so these
 //                 measure the cache-resident kernel and can exceed 1; the model's decode
 //                 (`ragform bench --tg`) is the DRAM-bound figure;
@@ -32,6 +34,7 @@
 #include "engine/ops/fp16.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/quantize_weights.h"
+#include "machine_peak.h"
 
 using namespace ragform;
 using namespace ragform::ops;
@@ -39,9 +42,23 @@ using gguf::TensorType;
 
 namespace {
 
-constexpr double kPeakFp32 = 365e9;      // FLOP/s, 2 cores
-constexpr double kPeakBandwidth = 40e9;  // bytes/s
 constexpr int kThreads = 2;
+
+// The denominators of the peak_* counters, measured once per process (machine_peak.h).
+struct Peaks {
+  double fp32, int8, bandwidth;
+};
+const Peaks& peaks() {
+  static const Peaks p{bench::arithmetic_peak(bench::PeakKind::Fp32Fma, kThreads),
+                       bench::arithmetic_peak(bench::PeakKind::Int8Vnni, kThreads),
+                       bench::read_bandwidth(kThreads)};
+  return p;
+}
+
+// peak_* counters are left out where the ceiling could not be measured (no AVX-512).
+void set_fraction(benchmark::State& state, const char* name, double value, double peak) {
+  if (peak > 0) state.counters[name] = value / peak;
+}
 
 // Weights of type t with realistic values (random normal rows quantised with our quantiser for
 // quantised types), so the kernels see well-formed scales.
@@ -94,13 +111,13 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
   const double flops = 2.0 * double(n_in) * double(n_out) * double(n_tokens);
   const double gflops = flops / secs;
   state.counters["GFLOP/s"] = gflops * 1e-9;
-  state.counters["peak_fp32"] = gflops / kPeakFp32;
+  set_fraction(state, "peak_fp32", gflops, peaks().fp32);
   const bool quantised = t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16;
-  if (quantised) state.counters["peak_int8"] = gflops / (4 * kPeakFp32);
+  if (quantised) set_fraction(state, "peak_int8", gflops, peaks().int8);
   if (n_tokens == 1) {
     const double bytes = double(data.size()) / secs;
     state.counters["GB/s"] = bytes * 1e-9;
-    state.counters["peak_bw"] = bytes / kPeakBandwidth;
+    set_fraction(state, "peak_bw", bytes, peaks().bandwidth);
   }
   const Key key{int(t), n_in, n_out, n_tokens};
   if (tier == CpuTier::Scalar) scalar_seconds()[key] = secs;
