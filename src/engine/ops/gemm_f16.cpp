@@ -29,6 +29,8 @@
 #include "engine/ops/gemm.h"
 
 #define RAGFORM_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+#define RAGFORM_AVX512_BF16 \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")))
 
 namespace ragform::ops {
 
@@ -37,7 +39,7 @@ namespace {
 constexpr int kPanel = 16;
 constexpr int kRows = 8;
 constexpr int kPanelsPerTile = 3;
-constexpr int64_t kKc = 256;             // k chunk
+constexpr int64_t kKc = 256;             // k chunk, in steps (see micro_tile)
 constexpr int64_t kPanelsPerBlock = 33;  // token block: 528 tokens, 528 KB per k chunk (L2)
 
 uint8_t* aligned_scratch(std::vector<uint8_t>& buf, size_t bytes) {
@@ -111,29 +113,18 @@ struct TileOut {
   int valid;
 };
 
-// sum_k wt[r * kKc + k] * a[t panel][k][lane] for k < kc, added to C or written to y.
 template <int R, int TT>
-RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride, int64_t kc,
-                               const TileOut& o) {
-  __m512 acc[R][TT];
+RAGFORM_AVX512 inline void load_tile(__m512 (&acc)[R][TT], const TileOut& o) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 3
     for (int t = 0; t < TT; ++t)
       acc[r][t] =
           o.first ? _mm512_setzero_ps() : _mm512_loadu_ps(o.c + size_t(r) * o.ldc + t * kPanel);
-  for (int64_t k = 0; k < kc; ++k) {
-    __m512 a[TT];
-#pragma GCC unroll 3
-    for (int t = 0; t < TT; ++t)
-      a[t] = _mm512_load_ps(a0 + size_t(t) * pstride + size_t(k) * kPanel);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 wb = _mm512_set1_ps(wt[r * kKc + k]);
-#pragma GCC unroll 3
-      for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wb, a[t], acc[r][t]);
-    }
-  }
+}
+
+template <int R, int TT>
+RAGFORM_AVX512 inline void store_tile(const __m512 (&acc)[R][TT], const TileOut& o) {
   if (!o.last) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -158,62 +149,126 @@ RAGFORM_AVX512 void micro_tile(const float* wt, const float* a0, size_t pstride,
   }
 }
 
-using TileFn = void (*)(const float*, const float*, size_t, int64_t, const TileOut&);
-
-template <int R>
-TileFn pick(int tt) {
-  return tt == 3 ? &micro_tile<R, 3> : tt == 2 ? &micro_tile<R, 2> : &micro_tile<R, 1>;
+// Both schemes walk k in "steps" of 64 panel bytes and 4 weight-tile bytes:
+//   fp32: a step is one k; the panel holds 16 fp32 activations, the tile one fp32 weight;
+//   bf16 dot (BF16 weights on AVX512-BF16 CPUs): a step is a pair of k; the panel holds 16
+//     (x[2s], x[2s+1]) bf16 pairs, the tile the weight pair (w[2s], w[2s+1]); vdpbf16ps adds
+//     both exact products per lane, twice the arithmetic of an fp32 FMA per instruction.
+// sum over steps s < n_steps of tile[r][s] . panel[t][s], added to C or written to y.
+template <int R, int TT>
+RAGFORM_AVX512 void micro_tile(const uint32_t* wt, const uint8_t* a0, size_t pstride,
+                               int64_t n_steps, const TileOut& o) {
+  __m512 acc[R][TT];
+  load_tile<R, TT>(acc, o);
+  for (int64_t k = 0; k < n_steps; ++k) {
+    __m512 a[TT];
+#pragma GCC unroll 3
+    for (int t = 0; t < TT; ++t) a[t] = _mm512_load_ps(a0 + size_t(t) * pstride + size_t(k) * 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 wb = _mm512_castsi512_ps(_mm512_set1_epi32(int32_t(wt[r * kKc + k])));
+#pragma GCC unroll 3
+      for (int t = 0; t < TT; ++t) acc[r][t] = _mm512_fmadd_ps(wb, a[t], acc[r][t]);
+    }
+  }
+  store_tile<R, TT>(acc, o);
 }
 
-template <int... R>
+template <int R, int TT>
+RAGFORM_AVX512_BF16 void micro_tile_dot(const uint32_t* wt, const uint8_t* a0, size_t pstride,
+                                        int64_t n_steps, const TileOut& o) {
+  __m512 acc[R][TT];
+  load_tile<R, TT>(acc, o);
+  for (int64_t k = 0; k < n_steps; ++k) {
+    __m512i a[TT];
+#pragma GCC unroll 3
+    for (int t = 0; t < TT; ++t)
+      a[t] = _mm512_load_si512(a0 + size_t(t) * pstride + size_t(k) * 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512i wb = _mm512_set1_epi32(int32_t(wt[r * kKc + k]));
+#pragma GCC unroll 3
+      for (int t = 0; t < TT; ++t)
+        acc[r][t] = _mm512_dpbf16_ps(acc[r][t], (__m512bh)a[t], (__m512bh)wb);
+    }
+  }
+  store_tile<R, TT>(acc, o);
+}
+
+using TileFn = void (*)(const uint32_t*, const uint8_t*, size_t, int64_t, const TileOut&);
+
+template <bool Dot, int R>
+TileFn pick(int tt) {
+  if constexpr (Dot)
+    return tt == 3   ? &micro_tile_dot<R, 3>
+           : tt == 2 ? &micro_tile_dot<R, 2>
+                     : &micro_tile_dot<R, 1>;
+  else
+    return tt == 3 ? &micro_tile<R, 3> : tt == 2 ? &micro_tile<R, 2> : &micro_tile<R, 1>;
+}
+
+template <bool Dot, int... R>
 TileFn pick_rows(int rows, int tt, std::integer_sequence<int, R...>) {
   TileFn f = nullptr;
-  ((rows == R + 1 ? (f = pick<R + 1>(tt), 0) : 0), ...);
+  ((rows == R + 1 ? (f = pick<Dot, R + 1>(tt), 0) : 0), ...);
   return f;
 }
 
-TileFn tile_function(int rows, int tt) {
-  return pick_rows(rows, tt, std::make_integer_sequence<int, kRows>{});
+TileFn tile_function(bool dot, int rows, int tt) {
+  return dot ? pick_rows<true>(rows, tt, std::make_integer_sequence<int, kRows>{})
+             : pick_rows<false>(rows, tt, std::make_integer_sequence<int, kRows>{});
 }
 
-// Rows [rb, re) against all panels (pstride floats per panel).
-void gemm_rows(const WeightView& w, const float* panels, int64_t n_panels, int64_t n_tokens,
-               size_t pstride, int64_t rb, int64_t re, float* y) {
+// The weight tile entries of one row for steps [s0, s0 + n): fp32 weights, or raw bf16 pairs
+// with a zero past the row's end (n_in odd).
+void weight_steps(bool dot, const WeightView& w, int64_t row, int64_t s0, int64_t n,
+                  uint32_t* dst) {
+  const auto* src = reinterpret_cast<const uint16_t*>(w.data) + size_t(row) * size_t(w.n_in);
+  if (!dot) return convert_row(w.type, src + s0, n, reinterpret_cast<float*>(dst));
+  const int64_t k0 = 2 * s0, k1 = std::min(w.n_in, 2 * (s0 + n));
+  std::memcpy(dst, src + k0, size_t(k1 - k0) * 2);
+  if ((k1 - k0) % 2) reinterpret_cast<uint16_t*>(dst)[k1 - k0] = 0;
+}
+
+// Rows [rb, re) against all panels (pstride bytes per panel, n_steps steps per row).
+void gemm_rows(const WeightView& w, bool dot, const uint8_t* panels, int64_t n_panels,
+               int64_t n_tokens, size_t pstride, int64_t n_steps, int64_t rb, int64_t re,
+               float* y) {
   thread_local std::vector<uint8_t> wt_buf, c_buf;
-  float* wt = reinterpret_cast<float*>(aligned_scratch(wt_buf, kRows * kKc * sizeof(float)));
+  auto* wt = reinterpret_cast<uint32_t*>(aligned_scratch(wt_buf, kRows * kKc * sizeof(float)));
   const size_t ldc = size_t(kPanelsPerBlock) * kPanel;
-  const bool one_chunk = w.n_in <= kKc;
+  const bool one_chunk = n_steps <= kKc;
   float* c =
       one_chunk
           ? nullptr
           : reinterpret_cast<float*>(aligned_scratch(c_buf, size_t(re - rb) * ldc * sizeof(float)));
+  const int64_t k_per_step = dot ? 2 : 1;
   const auto* wdata = reinterpret_cast<const uint16_t*>(w.data);
   for (int64_t p0 = 0; p0 < n_panels; p0 += kPanelsPerBlock) {
     const int64_t p1 = std::min(n_panels, p0 + kPanelsPerBlock);
-    for (int64_t k0 = 0; k0 < w.n_in; k0 += kKc) {
-      const int64_t kc = std::min(kKc, w.n_in - k0);
+    for (int64_t s0 = 0; s0 < n_steps; s0 += kKc) {
+      const int64_t sc = std::min(kKc, n_steps - s0);
       for (int64_t r0 = rb; r0 < re; r0 += kRows) {
         const int rows = int(std::min<int64_t>(kRows, re - r0));
-        for (int r = 0; r < rows; ++r)
-          convert_row(w.type, wdata + size_t(r0 + r) * size_t(w.n_in) + size_t(k0), kc,
-                      wt + r * kKc);
-        // The next tile's weights are 8 short runs of 2 kc bytes in rows n_in apart, which the
-        // hardware prefetcher does not follow: without this the conversion waits on DRAM (a
-        // sixth of the kernel's time); the tile below is thousands of cycles of FMAs to hide it.
+        for (int r = 0; r < rows; ++r) weight_steps(dot, w, r0 + r, s0, sc, wt + r * kKc);
+        // The next tile's weights are 8 short runs in rows n_in apart, which the hardware
+        // prefetcher does not follow: without this the tile set-up waits on DRAM (a sixth of
+        // the kernel's time); the tile below is thousands of cycles of FMAs to hide it.
         for (int64_t r = r0 + kRows; r < std::min(re, r0 + 2 * kRows); ++r)
-          prefetch_row(wdata + size_t(r) * size_t(w.n_in) + size_t(k0), kc);
+          prefetch_row(wdata + size_t(r) * size_t(w.n_in) + size_t(s0 * k_per_step),
+                       std::min(sc * k_per_step, w.n_in - s0 * k_per_step));
         for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
           const int tt = int(std::min<int64_t>(kPanelsPerTile, p1 - p));
           const int64_t t0 = p * kPanel;
           const TileOut o{c ? c + size_t(r0 - rb) * ldc + size_t(p - p0) * kPanel : nullptr,
                           ldc,
-                          k0 == 0,
-                          k0 + kc >= w.n_in,
+                          s0 == 0,
+                          s0 + sc >= n_steps,
                           y + size_t(t0) * size_t(w.n_out) + size_t(r0),
                           w.n_out,
                           int(std::min<int64_t>(n_tokens - t0, int64_t(tt) * kPanel))};
-          tile_function(rows, tt)(wt, panels + size_t(p) * pstride + size_t(k0) * kPanel, pstride,
-                                  kc, o);
+          tile_function(dot, rows, tt)(wt, panels + size_t(p) * pstride + size_t(s0) * 64, pstride,
+                                       sc, o);
         }
       }
     }
@@ -275,30 +330,47 @@ void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   if (!gemm_f16_supported(w.type, best_cpu_tier()))
     throw Error("gemm_f16", "this CPU lacks AVX-512");
   if (n_tokens <= 0 || w.n_out <= 0) return;
+  // BF16 weights take the vdpbf16ps scheme where the CPU has it: ggml rounds their activations
+  // to bf16 too, so the products are the same exact products either way.
+  const bool dot = w.type == TensorType::BF16 && cpu_features().avx512bf16;
+  const int64_t n_steps = dot ? (w.n_in + 1) / 2 : w.n_in;
   const int64_t n_panels = (n_tokens + kPanel - 1) / kPanel;
-  const size_t pstride = size_t(w.n_in) * kPanel;  // floats
+  const size_t pstride = size_t(n_steps) * 64;  // bytes
   thread_local std::vector<uint8_t> panel_buf;
-  auto* panels = reinterpret_cast<float*>(
-      aligned_scratch(panel_buf, pstride * size_t(n_panels) * sizeof(float)));
+  uint8_t* panels = aligned_scratch(panel_buf, pstride * size_t(n_panels));
   pool.parallel_for(size_t(n_panels), [&](size_t pb, size_t pe, int) {
     thread_local std::vector<float> row;
-    if (row.size() < size_t(w.n_in)) row.resize(size_t(w.n_in));
+    if (row.size() < size_t(w.n_in) + 1) row.resize(size_t(w.n_in) + 1);
     for (size_t p = pb; p < pe; ++p)
       for (int lane = 0; lane < kPanel; ++lane) {
         const int64_t t = int64_t(p) * kPanel + lane;
-        float* dst = panels + p * pstride + size_t(lane);
-        if (t >= n_tokens) {
-          for (int64_t k = 0; k < w.n_in; ++k) dst[size_t(k) * kPanel] = 0.0f;
+        if (t < n_tokens) {
+          round_row(w.type, x + size_t(t) * size_t(w.n_in), w.n_in, row.data());
+          row[size_t(w.n_in)] = 0.0f;  // the pad of an odd n_in in the bf16 scheme
+        } else {
+          std::fill(row.begin(), row.end(), 0.0f);
+        }
+        uint8_t* dst = panels + p * pstride;
+        if (!dot) {
+          auto* f = reinterpret_cast<float*>(dst) + lane;
+          for (int64_t k = 0; k < w.n_in; ++k) f[size_t(k) * kPanel] = row[size_t(k)];
           continue;
         }
-        round_row(w.type, x + size_t(t) * size_t(w.n_in), w.n_in, row.data());
-        for (int64_t k = 0; k < w.n_in; ++k) dst[size_t(k) * kPanel] = row[size_t(k)];
+        // row[] holds bf16 values as floats: their top halves are the bf16 bits.
+        auto* h = reinterpret_cast<uint16_t*>(dst) + 2 * lane;
+        for (int64_t s = 0; s < n_steps; ++s)
+          for (int j = 0; j < 2; ++j) {
+            uint32_t bits;
+            std::memcpy(&bits, &row[size_t(2 * s + j)], 4);
+            h[size_t(s) * 2 * kPanel + size_t(j)] = uint16_t(bits >> 16);
+          }
       }
   });
   pool.parallel_for(
       size_t(w.n_out),
       [&](size_t rb, size_t re, int) {
-        gemm_rows(w, panels, n_panels, n_tokens, pstride, int64_t(rb), int64_t(re), y);
+        gemm_rows(w, dot, panels, n_panels, n_tokens, pstride, n_steps, int64_t(rb), int64_t(re),
+                  y);
       },
       kRows);
 }
