@@ -26,9 +26,12 @@ bool gemm_k_supported(TensorType t, CpuTier tier);
 void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // F16/BF16 weights with AVX-512 (gemm_f16.cpp): activations rounded as convert_activations
-// does, fp32 FMA, weights converted once per 8-row x 256-k tile and reused over 528 tokens. The
-// GEMV is the one-token form. Products are exact in fp32; sums are in another order than
-// vec_dot (FMA, k in order), so results agree to float rounding of sum |w a|.
+// does, weights reused over up to 528 tokens in 8-row tiles. F16 weights: converted to fp32,
+// fp32 FMA. BF16 weights on CPUs with AVX512-BF16: vdpbf16ps on bf16 pairs (2x the arithmetic
+// rate; the same exact products, as ggml rounds BF16's activations to bf16 too). The GEMV is
+// the one-token form. Sums are in another order than vec_dot (k in order, per pair), so results
+// agree to float rounding of sum |w a|. (F16 weights are not rounded to bf16 for speed: that
+// misses the tinyq-f16/tiny-llama/tiny-qwen2 fixtures by 2-4x their 5e-3 logit tolerance.)
 bool gemm_f16_supported(TensorType t, CpuTier tier);
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
