@@ -328,6 +328,91 @@ RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const flo
   }
 }
 
+// The activations of a GEMV in the layout the paired Q4_0/Q5_0 kernel reads: the quants of
+// all blocks back to back (n_in bytes), and per pair of blocks the offset term of both blocks as
+// the starting int32 accumulator (lane 0: block 2i, lane 8: block 2i+1; see pair_dot).
+struct PairedActivations {
+  std::vector<int8_t> q;
+  std::vector<int32_t> offset;  // 16 int32 per pair
+};
+
+// Two consecutive Q4_0/Q5_0 blocks against their activations in one 512-bit vpdpbusd: the
+// unsigned stored quants of block 2i in bytes 0..31 and of 2i+1 in bytes 32..63 (element order
+// within each block as stored: low nibbles are elements 0..15, high nibbles 16..31), so lanes
+// 0..7 sum block 2i and lanes 8..15 block 2i+1, each including its -8 (-16) * sum(a) offset.
+template <TensorType T>
+RAGFORM_VNNI inline __m512i pair_dot(const uint8_t* b0, const uint8_t* b1, const int8_t* a,
+                                     const int32_t* offset) {
+  constexpr int kQs = T == TensorType::Q4_0 ? 2 : 6;  // offset of qs in the block
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i qs = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQs))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQs)), 1);
+  const __m256i lo = _mm256_and_si256(qs, low4);                        // [lo0 | lo1]
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4);  // [hi0 | hi1]
+  // [lo0 hi0 lo1 hi1]: 128-bit lanes 0, 2 of lo/hi interleaved.
+  __m512i u = _mm512_permutex2var_epi64(_mm512_castsi256_si512(lo),
+                                        _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+                                        _mm512_castsi256_si512(hi));
+  if constexpr (T == TensorType::Q5_0) {
+    uint32_t h0, h1;
+    std::memcpy(&h0, b0 + 2, 4);
+    std::memcpy(&h1, b1 + 2, 4);
+    const __mmask64 fifth = __mmask64(h0) | (__mmask64(h1) << 32);
+    u = _mm512_mask_add_epi8(u, fifth, u, _mm512_set1_epi8(0x10));
+  }
+  return _mm512_dpbusd_epi32(_mm512_loadu_si512(offset), u, _mm512_loadu_si512(a));
+}
+
+// GEMV body for Q4_0/Q5_0 rows [rb, re), two blocks per step (pair_dot); the two blocks' float
+// scales d_w * d_x fill lanes 0..7 and 8..15 of one vector. A lone last block (odd block count)
+// takes the one-block path.
+template <TensorType T>
+RAGFORM_VNNI void gemv_rows_paired(const WeightView& w, const PairedActivations& pa,
+                                   const BlockQ8_0* act, const float* dx, const int32_t* asum,
+                                   int64_t rb, int64_t re, float* y) {
+  const int64_t nb = w.n_in / QK8_0;
+  const size_t bsize = size_t(gguf::type_info(T).type_size);
+  const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  for (int64_t r = rb; r < re; ++r) {
+    const uint8_t* row = w.data + size_t(r) * w.row_bytes();
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 3 < nb; b += 4) {
+      const uint8_t* b0 = row + size_t(b) * bsize;
+      const __m512i s0 =
+          pair_dot<T>(b0, b0 + bsize, pa.q.data() + b * QK8_0, pa.offset.data() + 8 * b);
+      const __m512i s1 = pair_dot<T>(b0 + 2 * bsize, b0 + 3 * bsize, pa.q.data() + (b + 2) * QK8_0,
+                                     pa.offset.data() + 8 * (b + 2));
+      uint16_t d[4];
+      for (int j = 0; j < 4; ++j) std::memcpy(&d[j], b0 + size_t(j) * bsize, 2);
+      uint64_t d4;
+      std::memcpy(&d4, d, 8);
+      const __m128 sc =
+          _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(d4))), _mm_loadu_ps(dx + b));
+      const __m512 sc4 = _mm512_castps128_ps512(sc);
+      acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(halves, sc4), _mm512_cvtepi32_ps(s0), acc0);
+      acc1 = _mm512_fmadd_ps(
+          _mm512_permutexvar_ps(_mm512_add_epi32(halves, _mm512_set1_epi32(2)), sc4),
+          _mm512_cvtepi32_ps(s1), acc1);
+    }
+    float tail = 0.0f;
+    for (; b < nb; ++b) {
+      const uint8_t* b0 = row + size_t(b) * bsize;
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
+      const __m256i s = block_dot<T>(b0, a0, asum[b]);
+      uint16_t d0;
+      std::memcpy(&d0, b0, 2);
+      alignas(32) int32_t lanes[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+      int32_t isum = 0;
+      for (int j = 0; j < 8; ++j) isum += lanes[j];
+      tail += _cvtsh_ss(d0) * dx[b] * float(isum);
+    }
+    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
+  }
+}
+
 void check_q8_shape(const WeightView& w, const char* where) {
   if (!gemm_q8_supported(w.type, CpuTier::Avx512))
     throw Error(where, std::string("type ") + gguf::type_name(w.type) + " is not Q8_0-like");
@@ -391,15 +476,33 @@ void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
     for (int j = 0; j < QK8_0; ++j) s += q.qs[j];
     asum[size_t(b)] = s;
   }
-  auto rows = w.type == TensorType::Q8_0   ? &gemv_rows<TensorType::Q8_0>
-              : w.type == TensorType::Q5_0 ? &gemv_rows<TensorType::Q5_0>
-                                           : &gemv_rows<TensorType::Q4_0>;
   const BlockQ8_0* a = act.data();
   const float* d = dx.data();
   const int32_t* as = asum.data();
+  if (w.type == TensorType::Q8_0) {
+    pool.parallel_for(
+        size_t(w.n_out),
+        [&](size_t rb, size_t re, int) {
+          gemv_rows<TensorType::Q8_0>(w, a, d, as, int64_t(rb), int64_t(re), y);
+        },
+        16);
+    return;
+  }
+  thread_local PairedActivations pa;
+  pa.q.resize(size_t(w.n_in));
+  pa.offset.assign(size_t(nb / 2) * 16, 0);
+  const int32_t k = w.type == TensorType::Q5_0 ? -16 : -8;
+  for (int64_t b = 0; b < nb; ++b) {
+    std::memcpy(pa.q.data() + b * QK8_0, act[size_t(b)].qs, QK8_0);
+    if (b < nb / 2 * 2) pa.offset[size_t(b / 2 * 16 + b % 2 * 8)] = k * asum[size_t(b)];
+  }
+  const PairedActivations& paired = pa;  // workers must see this thread's buffers, not theirs
+  auto rows = w.type == TensorType::Q5_0 ? &gemv_rows_paired<TensorType::Q5_0>
+                                         : &gemv_rows_paired<TensorType::Q4_0>;
   pool.parallel_for(
       size_t(w.n_out),
-      [&](size_t rb, size_t re, int) { rows(w, a, d, as, int64_t(rb), int64_t(re), y); }, 16);
+      [&](size_t rb, size_t re, int) { rows(w, paired, a, d, as, int64_t(rb), int64_t(re), y); },
+      16);
 }
 
 }  // namespace ragform::ops

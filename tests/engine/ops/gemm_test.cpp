@@ -234,7 +234,7 @@ TEST(GemvQ8, AgreesWithVecDotToRounding) {
   if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   ThreadPool pool(2);
   for (TensorType t : kQ8Types)
-    for (int64_t n_in : {32, 64, 96, 896, 4864}) {
+    for (int64_t n_in : {32, 64, 96, 224, 896, 4864}) {  // 224: 4 paired blocks + 3 single
       const int64_t n_out = 37;
       const auto data = random_rows(t, n_in, n_out, uint32_t(n_in) + 3 * uint32_t(t));
       const WeightView w{t, data.data(), n_in, n_out};
