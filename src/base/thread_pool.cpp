@@ -17,19 +17,40 @@ void chunk(size_t n, size_t grain, int k, int t, size_t* b, size_t* e) {
   *e = std::min(n, ue * grain);
 }
 
-// How long a thread polls before it sleeps on a condition variable: longer than the gap between
-// two parallel_for calls of a decode step, short enough that an idle pool stops using the CPU.
-constexpr auto kSpin = std::chrono::microseconds(200);
+// How long a thread polls before it sleeps on a condition variable: a decode step's gap between
+// two parallel_for calls is a few microseconds, and a sleeping vCPU takes tens to wake. The budget
+// adapts per waiting thread (SpinBudget): a poll that times out means the other side is not
+// running (a loaded machine, where polling only steals its core), so the next poll is shorter,
+// down to none; a poll that succeeds earns the full window back.
+constexpr int64_t kSpinMaxNs = 100'000;
+constexpr int64_t kSpinMinNs = 2'000;
 
-// Polls `done`, yielding the core between reads (on a loaded machine a pure busy-wait would take
-// the core from the very thread it waits for); true once it holds, false after kSpin.
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Polls `done` with a pause between reads; true once it holds, false when the budget runs out.
 template <typename Pred>
-bool spin_until(Pred done) {
-  const auto start = std::chrono::steady_clock::now();
+bool spin_until(Pred done, int64_t& budget_ns) {
+  if (budget_ns < kSpinMinNs) {
+    budget_ns = std::min(kSpinMaxNs, budget_ns + kSpinMinNs / 4);  // retry polling slowly
+    return done();
+  }
+  const int64_t start = now_ns();
   for (unsigned i = 1;; ++i) {
-    if (done()) return true;
-    std::this_thread::yield();
-    if (i % 16 == 0 && std::chrono::steady_clock::now() - start > kSpin) return done();
+    if (done()) {
+      budget_ns = kSpinMaxNs;
+      return true;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 32 == 0 && now_ns() - start > budget_ns) {
+      budget_ns /= 4;
+      return done();
+    }
   }
 }
 }  // namespace
@@ -51,8 +72,9 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::worker(int index) {
   unsigned seen = 0;
+  int64_t budget = kSpinMaxNs;
   for (;;) {
-    if (!spin_until([&] { return stop_.load() || generation_.load() != seen; })) {
+    if (!spin_until([&] { return stop_.load() || generation_.load() != seen; }, budget)) {
       std::unique_lock<std::mutex> lock(mu_);
       sleeping_workers_.fetch_add(1);
       cv_work_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
@@ -71,7 +93,8 @@ void ThreadPool::worker(int index) {
 }
 
 void ThreadPool::wait_for_workers() {
-  if (spin_until([&] { return pending_.load() == 0; })) return;
+  thread_local int64_t budget = kSpinMaxNs;
+  if (spin_until([&] { return pending_.load() == 0; }, budget)) return;
   std::unique_lock<std::mutex> lock(mu_);
   caller_sleeping_.store(true);
   cv_done_.wait(lock, [&] { return pending_.load() == 0; });

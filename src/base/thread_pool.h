@@ -2,11 +2,12 @@
 // contiguous chunk per thread; the calling thread works too, so a pool of N threads starts N-1
 // workers. Workers persist between calls (no per-token thread creation).
 //
-// Hand-off is spin-then-sleep: a decode step issues a few hundred parallel_for calls of tens of
-// microseconds each, and a condition-variable wake-up costs about as much as the work on a VM.
-// So a worker that just finished spins on the job counter for a short while (kSpin in
-// thread_pool.cpp) before it sleeps, and the caller spins the same way for the workers to finish.
-// An idle pool sleeps.
+// Hand-off is poll-then-sleep: a decode step issues a few hundred parallel_for calls of tens of
+// microseconds each, and waking a sleeping thread (on a VM, a halted vCPU) costs about as much as
+// the work. So a worker that just finished polls the job counter for up to 100 us before it
+// sleeps, and the caller polls the same way for the workers to finish. The window shrinks for a
+// thread whose polls time out (a loaded machine: polling would only take the core from the thread
+// it waits for) and is restored when a poll succeeds. An idle pool sleeps.
 #pragma once
 #include <atomic>
 #include <condition_variable>
