@@ -27,6 +27,7 @@
 #include "base/error.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
+#include "engine/ops/scratch.h"
 
 #define RAGFORM_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #define RAGFORM_AVX512_BF16 \
@@ -41,12 +42,6 @@ constexpr int kRows = 8;
 constexpr int kPanelsPerTile = 3;
 constexpr int64_t kKc = 256;             // k chunk, in steps (see micro_tile)
 constexpr int64_t kPanelsPerBlock = 33;  // token block: 528 tokens, 528 KB per k chunk (L2)
-
-uint8_t* aligned_scratch(std::vector<uint8_t>& buf, size_t bytes) {
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + ((64 - addr % 64) % 64);
-}
 
 // Converts n weights of row `src` (F16 or BF16) to fp32.
 RAGFORM_AVX512 void convert_row(TensorType t, const uint16_t* src, int64_t n, float* dst) {
@@ -235,13 +230,10 @@ void gemm_rows(const WeightView& w, bool dot, const uint8_t* panels, int64_t n_p
                int64_t n_tokens, size_t pstride, int64_t n_steps, int64_t rb, int64_t re,
                float* y) {
   thread_local std::vector<uint8_t> wt_buf, c_buf;
-  auto* wt = reinterpret_cast<uint32_t*>(aligned_scratch(wt_buf, kRows * kKc * sizeof(float)));
+  auto* wt = aligned_scratch<uint32_t>(wt_buf, kRows * kKc);
   const size_t ldc = size_t(kPanelsPerBlock) * kPanel;
   const bool one_chunk = n_steps <= kKc;
-  float* c =
-      one_chunk
-          ? nullptr
-          : reinterpret_cast<float*>(aligned_scratch(c_buf, size_t(re - rb) * ldc * sizeof(float)));
+  float* c = one_chunk ? nullptr : aligned_scratch<float>(c_buf, size_t(re - rb) * ldc);
   const int64_t k_per_step = dot ? 2 : 1;
   const auto* wdata = reinterpret_cast<const uint16_t*>(w.data);
   for (int64_t p0 = 0; p0 < n_panels; p0 += kPanelsPerBlock) {

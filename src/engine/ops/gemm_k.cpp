@@ -26,6 +26,7 @@
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/quant_blocks.h"
+#include "engine/ops/scratch.h"
 
 #define RAGFORM_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
@@ -282,12 +283,6 @@ void gemm_rows(const WeightView& w, const uint8_t* panels, int64_t n_panels, int
       }
     }
   }
-}
-
-uint8_t* aligned_scratch(std::vector<uint8_t>& buf, size_t bytes) {
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + ((64 - addr % 64) % 64);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/quant_blocks.h"
+#include "engine/ops/scratch.h"
 
 #define RAGFORM_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
@@ -40,13 +41,6 @@ constexpr int kPanelsPerTile = 2;  // token panels per micro-tile (32 tokens)
 // Activation bytes per token block: the panels one row tile is multiplied against, sized to
 // stay in a 1 MB L2 next to the weight rows.
 constexpr size_t kActBytes = 512 * 1024;
-
-// Aligned view into a growable thread-local byte buffer (no allocation once warm).
-uint8_t* aligned_scratch(std::vector<uint8_t>& buf, size_t bytes) {
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + ((64 - addr % 64) % 64);
-}
 
 // Writes token `lane` of a panel from its Q8_0 blocks (nullptr = padding: q = 0, d = 0).
 void pack_lane(const BlockQ8_0* q, int64_t nb, uint8_t* panel, int lane) {

@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/quant_blocks.h"
+#include "engine/ops/scratch.h"
 
 #define RAGFORM_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
@@ -41,15 +42,6 @@ struct Act {
   const BlockQ8_K* q8;  // d and bsums
   const int16_t* bs32;  // Q4_K: [nb][8] sums of the 32-element sub-blocks
 };
-
-// 64-byte-aligned view into a growable thread-local buffer (no allocation once warm).
-template <typename T>
-T* aligned(std::vector<uint8_t>& buf, size_t n) {
-  const size_t bytes = n * sizeof(T);
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
-  return reinterpret_cast<T*>(buf.data() + (64 - addr % 64) % 64);
-}
 
 // Element order of the Q4_K activations: the four 64-byte vectors of a block hold sub-blocks
 // {0,2}, {1,3}, {4,6}, {5,7} (32 elements each), matching the nibbles of two 64-byte loads.
@@ -289,8 +281,8 @@ void gemv_k(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
   quantize_row_q8_K(x, q8.data(), w.n_in);
   Act act{nullptr, q8.data(), nullptr};
   if (w.type == TensorType::Q4_K) {
-    int8_t* qs = aligned<int8_t>(qs_buf, size_t(nb) * QK_K);
-    int16_t* bs = aligned<int16_t>(bs_buf, size_t(nb) * 8);
+    int8_t* qs = aligned_scratch<int8_t>(qs_buf, size_t(nb) * QK_K);
+    int16_t* bs = aligned_scratch<int16_t>(bs_buf, size_t(nb) * 8);
     permute_q4_k(q8.data(), nb, qs, bs);
     act.qs = qs;
     act.bs32 = bs;
