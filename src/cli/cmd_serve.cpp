@@ -47,6 +47,9 @@ int run_serve(const std::vector<std::string>& argv) {
   auto& batch = a.opt<int>(
       "--batch", "N",
       "completions generated together, sharing each forward pass (1 = one at a time)", 8);
+  auto& pace = a.opt<int>(
+      "--pace-ms", "MS",
+      "sleep MS after each forward pass (to watch streaming on a tiny model; 0 = full speed)", 0);
   auto& tmpl = a.opt<std::string>(
       "--chat-template", "NAME",
       "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
@@ -65,6 +68,8 @@ int run_serve(const std::vector<std::string>& argv) {
   if (max_body.value < 1) throw UsageError("serve", "--max-body must be positive");
   if (queue.value < 1 || batch.value < 1 || max_tokens.value < 0)
     throw UsageError("serve", "--queue and --batch must be >= 1, --max-tokens >= 0");
+  if (pace.value < 0 || pace.value > 10000)
+    throw UsageError("serve", "--pace-ms must be in 0..10000");
   if (spot_enc.value != "static" && spot_enc.value != "hidden")
     throw UsageError("serve",
                      "--spotlight-encoder must be static or hidden, got '" + spot_enc.value + "'");
@@ -98,6 +103,7 @@ int run_serve(const std::vector<std::string>& argv) {
   eo.kv_f16 = rf.kv.value == "f16";
   eo.max_batch = batch.value;
   eo.max_queue = queue.value;
+  eo.pace_ms = pace.value;
   server::Engine engine(*reader, eo);
   server::ApiOptions ao;
   ao.model_id =

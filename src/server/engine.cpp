@@ -1,5 +1,7 @@
 #include "server/engine.h"
 
+#include <chrono>
+
 #include <algorithm>
 
 #include "engine/runtime/context.h"
@@ -304,6 +306,7 @@ void Engine::loop() {
       active.erase(
           std::remove_if(active.begin(), active.end(), [](const Active& a) { return a.finished; }),
           active.end());
+      if (opt_.pace_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.pace_ms));
     }
     std::lock_guard<std::mutex> lock(mu_);
     stats_.active = int(active.size());

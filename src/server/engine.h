@@ -49,6 +49,10 @@ struct EngineOptions {
   bool kv_f16 = false;
   int max_batch = 8;   // completions active at once, sharing each forward pass (1 = one at a time)
   int max_queue = 64;  // jobs waiting (not yet active) before QueueFull
+  // Milliseconds the engine sleeps after each forward pass of completions (0 = none): slows a tiny
+  // model to a pace at which streaming can be watched, and lets tests tell streaming from
+  // buffering without depending on how fast the machine is.
+  int pace_ms = 0;
 };
 
 struct EngineStats {

@@ -1,8 +1,9 @@
 // `ragform serve` on loopback: the OpenAI-compatible endpoints, every limit's JSON error with its
 // status (and the server keeps serving after each), streaming that reassembles to the
-// non-streamed text, clean exit on SIGTERM.
+// non-streamed text, clean exit on SIGTERM, bad flags as one-line usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "server/serve_harness.h"
@@ -198,6 +199,18 @@ TEST(ServeFixture, ChatStreamingReassemblesToTheSameText) {
   EXPECT_GT(chunks, 3u);  // role chunk, several content chunks, the finish chunk
   EXPECT_EQ(finish, j["choices"][0]["finish_reason"]);
   EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Bad flags are one-line usage errors (exit 2) that name the flag, before any model is loaded.
+TEST(ServeFixture, BadFlagsAreUsageErrors) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  for (const char* flags : {"--pace-ms -1", "--pace-ms 20000", "--batch 0", "--port 70000"}) {
+    auto r = run_ragform("serve -m " + quoted(model) + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+    std::string name = std::string(flags).substr(0, std::string(flags).find(' '));
+    EXPECT_NE(r.err.find(name), std::string::npos) << flags << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 }  // namespace

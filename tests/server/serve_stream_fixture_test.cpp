@@ -106,7 +106,10 @@ json complete(int port, const json& body) {
 
 TEST(ServeStreamFixture, ChunksArriveWhileGenerating) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
-  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--batch", "4"});
+  // 5 ms after each forward pass: the 64-token reply takes at least 320 ms however fast the
+  // machine (unpaced, stories260K writes it in ~6 ms, and a busy client thread then sees the
+  // chunks bunched whether the server streams or not).
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--batch", "4", "--pace-ms", "5"});
   json body = {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}};
   json plain = complete(srv.port(), body);
   std::string want = plain["choices"][0]["text"];
@@ -124,7 +127,8 @@ TEST(ServeStreamFixture, ChunksArriveWhileGenerating) {
   // About one chunk per token (pieces are joined only on a split UTF-8 character).
   EXPECT_GE(content, 32u);
   // Streaming, not buffering: the first text arrives within the first half of the reply's time
-  // (it needs the prefill and one decode step of 64), and the chunks are spread over the rest.
+  // (it needs the prefill and one decode step of 64), and the chunks are spread over the rest. A
+  // buffering server would deliver every chunk after the last step, at the same moment.
   double done_ms = s.events.back().ms;
   std::printf("64-token stream: first text at %.1f ms, [DONE] at %.1f ms, %zu text chunks\n",
               first_ms, done_ms, content);
