@@ -150,7 +150,8 @@ TEST(ServeStreamFixture, ChunksArriveWhileGenerating) {
 
 TEST(ServeStreamFixture, StreamingClientsShareForwardPasses) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
-  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--batch", "4"});
+  // Paced (3 ms a forward pass), so the four clients overlap however fast the machine.
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--batch", "4", "--pace-ms", "3"});
   const std::vector<std::string> prompts = {"Once upon a time", "Lily and Tom", "The little dog",
                                             "One day, a girl named"};
   std::vector<std::string> want;
@@ -203,8 +204,10 @@ TEST(ServeStreamFixture, StreamingClientsShareForwardPasses) {
 TEST(ServeStreamFixture, FullQueueIs503AndTheServerKeepsServing) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   // One completion at a time, one waiting: of 8 simultaneous 240-token requests, the first runs,
-  // one waits, and the others (arriving within the first one's generation) get 503.
-  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--batch", "1", "--queue", "1"});
+  // one waits, and the others (arriving within the first one's generation, which the 3 ms pace
+  // stretches to 0.7 s) get 503.
+  ServeProcess srv(
+      {"-m", model.string(), "--ctx", "256", "--batch", "1", "--queue", "1", "--pace-ms", "3"});
   std::vector<int> status(8, 0);
   std::vector<std::string> bodies(8);
   std::vector<std::thread> ts;
