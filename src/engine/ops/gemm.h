@@ -36,6 +36,20 @@ bool gemm_f16_supported(TensorType t, CpuTier tier);
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 
+// F16 prefill on int16 dot products (gemm_f16_int16.cpp, AVX512-VNNI vpdpwssd at twice the fp32
+// FMA rate): weights rounded to 14-bit integers with one scale per row, activations with one
+// scale per token and block of 32, exact int32 sums per block. Not bit-identical to vec_dot: the
+// rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
+// 0.0023 of llama.cpp, tolerance 0.005). Taken for F16 rows that are a multiple of 32 long and
+// at least kF16Int16MinTokens tokens (fewer, and quantising the weights would cost more than the
+// products); RAGFORM_F16_GEMM=fp32 in the environment keeps every F16 product on fp32 FMA.
+// gemm_f16_int16_reference is the scalar form, bit-identical to the kernel.
+constexpr int64_t kF16Int16MinTokens = 16;
+bool gemm_f16_int16_supported(const WeightView& w, int64_t n_tokens, CpuTier tier);
+void gemm_f16_int16(const WeightView& w, const float* x, int64_t n_tokens, float* y,
+                    ThreadPool& pool);
+void gemm_f16_int16_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);
+
 // Decode GEMV (one token) with AVX512-VNNI for the same types: memory-bound, rows split over
 // the pool. Float lanes are summed in a different order than vec_dot (8 lanes of partial sums
 // with FMA, as ggml's AVX kernels), so results agree to float rounding, not bit for bit.

@@ -27,9 +27,9 @@
 #include "base/error.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
+#include "engine/ops/gemm_tile.h"
 #include "engine/ops/scratch.h"
 
-#define RAGFORM_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 #define RAGFORM_AVX512_BF16 \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -37,7 +37,11 @@ namespace ragform::ops {
 
 namespace {
 
-constexpr int kPanel = 16;
+using tile::kPanel;
+using tile::load_tile;
+using tile::store_tile;
+using tile::TileOut;
+
 constexpr int kRows = 8;
 constexpr int kPanelsPerTile = 3;
 constexpr int64_t kKc = 256;             // k chunk, in steps (see micro_tile)
@@ -92,55 +96,6 @@ RAGFORM_AVX512 void round_row(TensorType t, const float* x, int64_t n, float* ou
       _mm512_storeu_ps(out + i, _mm512_castsi512_ps(r));
     }
     for (; i < n; ++i) out[i] = round_bf16(x[i]);
-  }
-}
-
-// Where a micro-tile's sums go. Partial sums over k chunks live in C ([row][token], ldc floats
-// per row); the first chunk starts from zero instead of loading C, and the last chunk scatters
-// its sums straight into y ([token][row], n_out floats per token), so C is never transposed in
-// a separate pass. `valid` is how many of the tile's tokens exist (the last panel is padded).
-struct TileOut {
-  float* c;
-  size_t ldc;
-  bool first, last;
-  float* y;  // y of the tile's first token and first row
-  int64_t n_out;
-  int valid;
-};
-
-template <int R, int TT>
-RAGFORM_AVX512 inline void load_tile(__m512 (&acc)[R][TT], const TileOut& o) {
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 3
-    for (int t = 0; t < TT; ++t)
-      acc[r][t] =
-          o.first ? _mm512_setzero_ps() : _mm512_loadu_ps(o.c + size_t(r) * o.ldc + t * kPanel);
-}
-
-template <int R, int TT>
-RAGFORM_AVX512 inline void store_tile(const __m512 (&acc)[R][TT], const TileOut& o) {
-  if (!o.last) {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 3
-      for (int t = 0; t < TT; ++t)
-        _mm512_storeu_ps(o.c + size_t(r) * o.ldc + t * kPanel, acc[r][t]);
-    return;
-  }
-  // Lane l of acc[r][t] is token 16 t + l of row r: one masked scatter per accumulator, a few
-  // dozen per tile against thousands of FMAs.
-  const __m512i lane_offsets =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(int32_t(o.n_out)));
-#pragma GCC unroll 3
-  for (int t = 0; t < TT; ++t) {
-    const int n = std::min(kPanel, o.valid - t * kPanel);
-    if (n <= 0) break;
-    const __mmask16 m = n == kPanel ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-    float* yt = o.y + size_t(t) * kPanel * size_t(o.n_out);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) _mm512_mask_i32scatter_ps(yt + r, m, lane_offsets, acc[r][t], 4);
   }
 }
 
