@@ -233,6 +233,13 @@ void gemm_rows(const WeightView& w, const uint8_t* panels, const float* pscales,
                                   reinterpret_cast<int16_t*>(wt + r * kc_steps));
           d_rows[r] = scale[r0 - rb + r].d;
         }
+        // The next tile's rows, which the hardware prefetcher does not follow (gemm_f16.cpp).
+        for (int64_t r = r0 + kRows; r < std::min(re, r0 + 2 * kRows); ++r) {
+          const auto* p = reinterpret_cast<const char*>(wdata + size_t(r) * size_t(w.n_in) +
+                                                        size_t(b0 * kBlock));
+          for (int64_t off = 0; off < bc * kBlock * 2; off += 64)
+            _mm_prefetch(p + off, _MM_HINT_T0);
+        }
         for (int64_t p = p0; p < p1; p += kPanelsPerTile) {
           const int tt = int(std::min<int64_t>(kPanelsPerTile, p1 - p));
           const int64_t t0 = p * kPanel;
