@@ -260,10 +260,13 @@ void gemm_rows(const WeightView& w, const uint8_t* panels, const float* pscales,
   }
 }
 
-// Read per call (a getenv against a GEMM of 16+ tokens), so a test can switch it.
+// RAGFORM_F16_GEMM=fp32 (or int16, the default). Read per call (a getenv against a GEMM of 16+
+// tokens), so a test can switch it; any other value is an error, not silently the default.
 bool force_fp32() {
   const char* e = std::getenv("RAGFORM_F16_GEMM");
-  return e && std::string(e) == "fp32";
+  if (!e || !*e || std::string(e) == "int16") return false;
+  if (std::string(e) == "fp32") return true;
+  throw Error("RAGFORM_F16_GEMM", std::string("must be int16 or fp32, got '") + e + "'");
 }
 
 }  // namespace

@@ -178,8 +178,14 @@ TEST(GemmF16Int16, MatmulTakesItForLongPromptsOnly) {
       setenv("RAGFORM_F16_GEMM", "fp32", 1);
       EXPECT_FALSE(gemm_f16_int16_supported(w, n_tokens, CpuTier::Avx512));
       matmul_tier(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512);
-      unsetenv("RAGFORM_F16_GEMM");
       for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(fp32[i]));
+      setenv("RAGFORM_F16_GEMM", "int16", 1);
+      EXPECT_EQ(gemm_f16_int16_supported(w, n_tokens, CpuTier::Avx512), takes);
+      setenv("RAGFORM_F16_GEMM", "fast", 1);  // a typo is an error, not the default
+      if (n_in % 32 == 0 && n_tokens >= kF16Int16MinTokens) {
+        EXPECT_THROW(matmul_tier(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512), Error);
+      }
+      unsetenv("RAGFORM_F16_GEMM");
     }
   }
   // Not F16, or rows not a multiple of 32: refused.
