@@ -4,9 +4,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <utility>
 
@@ -14,7 +17,42 @@
 
 namespace ragform {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kMinHugeFile = size_t(64) << 20;
+constexpr size_t kKeepFree = size_t(1) << 30;
+
+// MemAvailable in bytes, or 0 when /proc/meminfo does not say.
+size_t mem_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+bool huge_pages_disabled() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return modes.empty() || modes.find("[never]") != std::string::npos;
+}
+
+bool read_into_memory(MappedFile::Load how, size_t size) {
+  if (const char* e = std::getenv("RAGFORM_LOAD"); e && *e) {
+    if (std::string(e) == "mmap") return false;
+    if (std::string(e) == "memory") return true;
+    throw Error("RAGFORM_LOAD", std::string("must be mmap or memory, got '") + e + "'");
+  }
+  if (how != MappedFile::Load::memory_if_room || size < kMinHugeFile) return false;
+  return !huge_pages_disabled() && mem_available() > size + kKeepFree;
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path, Load how) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path, std::strerror(errno));
   struct stat st {};
@@ -28,7 +66,53 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     throw Error(path, "is a directory");
   }
   size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
+  bool memory = false;
+  try {
+    memory = size_ > 0 && read_into_memory(how, size_);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (memory) {
+    // A 2 MB-aligned anonymous region (over-allocated, then trimmed), so every 2 MB of the image
+    // can be one huge page.
+    const size_t want = (size_ + kHugePage - 1) / kHugePage * kHugePage;
+    void* raw = ::mmap(nullptr, want + kHugePage, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw != MAP_FAILED) {
+      auto* base = static_cast<uint8_t*>(raw);
+      const size_t head = (kHugePage - reinterpret_cast<uintptr_t>(base) % kHugePage) % kHugePage;
+      if (head) ::munmap(base, head);
+      if (kHugePage - head) ::munmap(base + head + want, kHugePage - head);
+      region_ = base + head;
+      region_size_ = want;
+      ::madvise(region_, want, MADV_HUGEPAGE);
+      auto* dst = static_cast<uint8_t*>(region_);
+      // Fault the pages in before reading: read() into untouched huge-page memory measured 2.5 s
+      // for 1 GB, touching first then reading 0.3 s (the plain mapping: 0.27 s, but it pays its
+      // page faults during the first forward pass instead).
+      for (size_t off = 0; off < want; off += 4096) dst[off] = 0;
+      size_t done = 0;
+      while (done < size_) {
+        const ssize_t n =
+            ::pread(fd, dst + done, std::min<size_t>(size_ - done, size_t(64) << 20), off_t(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          const int e = n < 0 ? errno : EIO;
+          ::close(fd);
+          release();
+          throw Error(path, std::string("read failed: ") +
+                                (n < 0 ? std::strerror(e) : "the file shrank while reading"));
+        }
+        done += size_t(n);
+      }
+      ::mprotect(region_, want, PROT_READ);
+      data_ = dst;
+      in_memory_ = true;
+    }
+    // mmap refused the region (no room after all): map the file instead.
+  }
+  if (size_ > 0 && !in_memory_) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int e = errno;
@@ -36,25 +120,38 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
       throw Error(path, std::string("mmap failed: ") + std::strerror(e));
     }
     data_ = static_cast<const uint8_t*>(p);
+    region_ = p;
+    region_size_ = size_;
   }
   ::close(fd);
 }
 
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+void MappedFile::release() {
+  if (region_) ::munmap(region_, region_size_);
+  region_ = nullptr;
+  region_size_ = 0;
+  data_ = nullptr;
 }
+
+MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : path_(std::move(o.path_)),
       data_(std::exchange(o.data_, nullptr)),
-      size_(std::exchange(o.size_, 0)) {}
+      size_(std::exchange(o.size_, 0)),
+      region_(std::exchange(o.region_, nullptr)),
+      region_size_(std::exchange(o.region_size_, 0)),
+      in_memory_(std::exchange(o.in_memory_, false)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    release();
     path_ = std::move(o.path_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    region_ = std::exchange(o.region_, nullptr);
+    region_size_ = std::exchange(o.region_size_, 0);
+    in_memory_ = std::exchange(o.in_memory_, false);
   }
   return *this;
 }

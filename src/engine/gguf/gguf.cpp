@@ -249,9 +249,9 @@ int64_t TensorInfo::rows() const {
   return n;
 }
 
-std::unique_ptr<File> File::open(const std::string& path) {
+std::unique_ptr<File> File::open(const std::string& path, MappedFile::Load how) {
   std::unique_ptr<File> f(new File());
-  f->map_ = std::make_unique<MappedFile>(path);
+  f->map_ = std::make_unique<MappedFile>(path, how);
   f->path_ = path;
   f->parse_image(f->map_->data(), f->map_->size());
   return f;

@@ -101,8 +101,12 @@ struct TensorInfo {
 
 class File {
  public:
-  // Opens and validates `path`; the mapping lives as long as the File.
-  static std::unique_ptr<File> open(const std::string& path);
+  // Opens and validates `path`; the image (mapped, or read into memory: MappedFile::Load) lives as
+  // long as the File.
+  static std::unique_ptr<File> open(const std::string& path,
+                                    MappedFile::Load how = MappedFile::Load::map);
+  // Whether the image was read into huge-page memory (MappedFile::in_memory).
+  bool in_memory() const { return map_ && map_->in_memory(); }
   // Parses an in-memory image (used by tests and the fuzzer); `bytes` must outlive the File.
   static std::unique_ptr<File> parse(const uint8_t* bytes, size_t size, const std::string& name);
 

@@ -13,7 +13,8 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
-  std::shared_ptr<const gguf::File> f = gguf::File::open(path);
+  // Weights in huge-page memory where there is room: decode streams all of them every token.
+  std::shared_ptr<const gguf::File> f = gguf::File::open(path, MappedFile::Load::memory_if_room);
   return from_file(std::move(f));
 }
 
