@@ -40,7 +40,7 @@ void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 // FMA rate): weights rounded to 14-bit integers with one scale per row, activations with one
 // scale per token and block of 32, exact int32 sums per block. Not bit-identical to vec_dot: the
 // rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
-// 0.0023 of llama.cpp, tolerance 0.005). Taken for F16 rows that are a multiple of 32 long and
+// 0.0021 of llama.cpp, tolerance 0.005). Taken for F16 rows that are a multiple of 32 long and
 // at least kF16Int16MinTokens tokens (fewer, and quantising the weights would cost more than the
 // products); RAGFORM_F16_GEMM=fp32 in the environment keeps every F16 product on fp32 FMA.
 // gemm_f16_int16_reference is the scalar form, bit-identical to the kernel.
