@@ -260,7 +260,9 @@ void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
   if (w.n_out <= 0) return;
   thread_local std::vector<float> act;
   if (act.size() < size_t(w.n_in)) act.resize(size_t(w.n_in));
-  convert_activations(w.type, x, w.n_in, act.data());
+  // convert_activations' rounding, vectorised (the decode step's only serial part here: the
+  // scalar form measured 1.7% of F16 decode).
+  round_row(w.type, x, w.n_in, act.data());
   const float* a = act.data();
   const auto* wd = reinterpret_cast<const uint16_t*>(w.data);
   pool.parallel_for(
