@@ -37,10 +37,7 @@ namespace ragform::ops {
 
 namespace {
 
-using tile::kPanel;
-using tile::load_tile;
-using tile::store_tile;
-using tile::TileOut;
+using namespace tile;  // kPanel, TileOut, load_tile, store_tile (gemm_tile.h)
 
 constexpr int kRows = 8;
 constexpr int kPanelsPerTile = 3;

@@ -42,10 +42,7 @@ namespace ragform::ops {
 
 namespace {
 
-using tile::kPanel;
-using tile::load_tile;
-using tile::store_tile;
-using tile::TileOut;
+using namespace tile;  // kPanel, TileOut, load_tile, store_tile (gemm_tile.h)
 
 constexpr int kBlock = 32;                  // k per activation scale
 constexpr int kStepsPerBlock = kBlock / 2;  // vpdpwssd takes k in pairs
