@@ -7,6 +7,7 @@
 //   peak_fp32     GFLOP/s over the fp32 FMA peak of kThreads threads, measured at start-up in
 //                 this process (machine_peak.h; about 234 GFLOP/s on the project's VM);
 //   peak_int8     GFLOP/s over the measured AVX512-VNNI int8 peak (quantised types);
+//   peak_int16    F16 where the int16 GEMM runs (gemm.h): over the measured vpdpwssd peak;
 //   GB/s, peak_bw decode only: weight bytes read per second, and that over the measured DRAM
 //                 read bandwidth of kThreads threads;
 //                 one 0.5B matrix (<= 9 MB) stays in the 32 MB L3 between iterations, so these
@@ -32,6 +33,7 @@
 #include "engine/gguf/types.h"
 #include "engine/ops/cpu_features.h"
 #include "engine/ops/fp16.h"
+#include "engine/ops/gemm.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/quantize_weights.h"
 #include "machine_peak.h"
@@ -46,11 +48,12 @@ constexpr int kThreads = 2;
 
 // The denominators of the peak_* counters, measured once per process (machine_peak.h).
 struct Peaks {
-  double fp32, int8, bandwidth;
+  double fp32, int8, int16, bandwidth;
 };
 const Peaks& peaks() {
   static const Peaks p{bench::arithmetic_peak(bench::PeakKind::Fp32Fma, kThreads),
                        bench::arithmetic_peak(bench::PeakKind::Int8Vnni, kThreads),
+                       bench::arithmetic_peak(bench::PeakKind::Int16Vnni, kThreads),
                        bench::read_bandwidth(kThreads)};
   return p;
 }
@@ -114,6 +117,8 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
   set_fraction(state, "peak_fp32", gflops, peaks().fp32);
   const bool quantised = t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16;
   if (quantised) set_fraction(state, "peak_int8", gflops, peaks().int8);
+  if (gemm_f16_int16_supported(w, n_tokens, clamp_tier(tier)))
+    set_fraction(state, "peak_int16", gflops, peaks().int16);
   if (n_tokens == 1) {
     const double bytes = double(data.size()) / secs;
     state.counters["GB/s"] = bytes * 1e-9;

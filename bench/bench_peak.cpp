@@ -21,7 +21,8 @@ void BM_Arithmetic(benchmark::State& state, PeakKind k) {
   }
   double ops = 0.0;
   for (auto _ : state) ops = arithmetic_peak(k, threads, 1);
-  state.counters[k == PeakKind::Int8Vnni ? "GOP/s" : "GFLOP/s"] = ops * 1e-9;
+  state.counters[k == PeakKind::Int8Vnni || k == PeakKind::Int16Vnni ? "GOP/s" : "GFLOP/s"] =
+      ops * 1e-9;
   state.counters["per_thread"] = ops * 1e-9 / threads;
 }
 
@@ -45,6 +46,11 @@ BENCHMARK_CAPTURE(BM_Arithmetic, bf16_dot, PeakKind::Bf16Dot)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_Arithmetic, int8_vnni, PeakKind::Int8Vnni)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Arithmetic, int16_vnni, PeakKind::Int16Vnni)
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)

@@ -26,7 +26,7 @@
 
 namespace ragform::bench {
 
-enum class PeakKind { Fp32Fma, Bf16Dot, Int8Vnni };
+enum class PeakKind { Fp32Fma, Bf16Dot, Int8Vnni, Int16Vnni };
 
 namespace detail {
 
@@ -34,9 +34,11 @@ constexpr int kAcc = 16;
 constexpr long kIters = 4'000'000;  // ~25-50 ms per thread
 
 // Operations per instruction: FMA 16 lanes x 2; vdpbf16ps 16 lanes x 2 pairs x 2;
-// vpdpbusd 16 lanes x 4 byte products x 2.
+// vpdpbusd 16 lanes x 4 byte products x 2; vpdpwssd 16 lanes x 2 word products x 2.
 inline double ops_per_instruction(PeakKind k) {
-  return k == PeakKind::Fp32Fma ? 32 : k == PeakKind::Bf16Dot ? 64 : 128;
+  return k == PeakKind::Fp32Fma                               ? 32
+         : k == PeakKind::Bf16Dot || k == PeakKind::Int16Vnni ? 64
+                                                              : 128;
 }
 
 __attribute__((target("avx512f"))) inline float fma_loop() {
@@ -67,13 +69,16 @@ __attribute__((target("avx512f,avx512bf16"))) inline float bf16_loop() {
   return _mm512_reduce_add_ps(s);
 }
 
+// Words = false: vpdpbusd (int8 products); true: vpdpwssd (int16 products, the F16 GEMM's).
+template <bool Words>
 __attribute__((target("avx512f,avx512vnni"))) inline float vnni_loop() {
   __m512i acc[kAcc];
   for (auto& a : acc) a = _mm512_setzero_si512();
   __m512i b = _mm512_set1_epi8(1), c = _mm512_set1_epi8(1);
   for (long i = 0; i < kIters; ++i) {
 #pragma GCC unroll 16
-    for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], b, c);
+    for (int j = 0; j < kAcc; ++j)
+      acc[j] = Words ? _mm512_dpwssd_epi32(acc[j], b, c) : _mm512_dpbusd_epi32(acc[j], b, c);
     __asm__ volatile("" : "+v"(b));
   }
   __m512i s = acc[0];
@@ -108,11 +113,11 @@ inline bool peak_supported(PeakKind k) {
   const auto& f = ops::cpu_features();
   if (!f.avx512f) return false;
   if (k == PeakKind::Bf16Dot) return f.avx512bf16;
-  if (k == PeakKind::Int8Vnni) return f.avx512vnni;
+  if (k == PeakKind::Int8Vnni || k == PeakKind::Int16Vnni) return f.avx512vnni;
   return true;
 }
 
-// Operations per second (FLOP/s, or int8 multiply-adds x 2 for VNNI) of `threads` threads at
+// Operations per second (FLOP/s, or integer multiply-adds x 2 for VNNI) of `threads` threads at
 // once; best of `reps` runs; 0 when the CPU lacks the instructions.
 inline double arithmetic_peak(PeakKind k, int threads, int reps = 3) {
   if (!peak_supported(k)) return 0.0;
@@ -120,9 +125,10 @@ inline double arithmetic_peak(PeakKind k, int threads, int reps = 3) {
   for (int r = 0; r < reps; ++r) {
     std::vector<float> sink(static_cast<size_t>(threads));
     const double s = detail::seconds_on_threads(threads, [&](int t) {
-      sink[size_t(t)] = k == PeakKind::Fp32Fma   ? detail::fma_loop()
-                        : k == PeakKind::Bf16Dot ? detail::bf16_loop()
-                                                 : detail::vnni_loop();
+      sink[size_t(t)] = k == PeakKind::Fp32Fma    ? detail::fma_loop()
+                        : k == PeakKind::Bf16Dot  ? detail::bf16_loop()
+                        : k == PeakKind::Int8Vnni ? detail::vnni_loop<false>()
+                                                  : detail::vnni_loop<true>();
     });
     if (sink[0] == 1.5f) std::abort();  // uses the result; the sums are never exactly 1.5
     const double ops =
