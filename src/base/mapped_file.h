@@ -44,8 +44,7 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  void* region_ = nullptr;  // what to munmap: the file mapping, or the anonymous region
-  size_t region_size_ = 0;
+  size_t mapped_size_ = 0;  // bytes mapped at data_ (in memory: size_ rounded up to 2 MB)
   bool in_memory_ = false;
 };
 
