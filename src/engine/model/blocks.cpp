@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "engine/ops/fp16.h"
 
 namespace ragform::model {
 
@@ -51,6 +55,37 @@ void swiglu(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = (g / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+float gelu_exact(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+namespace {
+// GELU of every half value, stored as half bits (built once; thread-safe static init).
+const std::vector<uint16_t>& gelu_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(size_t(1) << 16);
+    for (size_t i = 0; i < t.size(); ++i)
+      t[i] = ops::fp32_to_fp16(gelu_exact(ops::fp16_to_fp32(uint16_t(i))));
+    return t;
+  }();
+  return table;
+}
+}  // namespace
+
+void gelu(const float* x, int n, float* out) {
+  const uint16_t* table = gelu_table().data();
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (v <= -10.0f)
+      out[i] = 0.0f;
+    else if (v >= 10.0f)
+      out[i] = v;
+    else
+      out[i] = ops::fp16_to_fp32(table[ops::fp32_to_fp16(v)]);
   }
 }
 

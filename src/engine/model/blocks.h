@@ -26,6 +26,14 @@ void rope(float* x, int n_heads, int head_dim, int n_rot, const RopeCache& rc, R
 // SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias gate.
 void swiglu(const float* gate, const float* up, int n, float* out);
 
+// GELU in its tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as llama.cpp's CPU
+// backend computes it (FORMAT.md "GELU"): for -10 < x < 10 the input is rounded to F16 and the
+// result read from a 65536-entry table of F16 values (GELU of every half, rounded to half);
+// x <= -10 gives 0 and x >= 10 gives x. out may alias x. gelu_exact is the unrounded tanh form,
+// the reference the table is built from.
+void gelu(const float* x, int n, float* out);
+float gelu_exact(float x);
+
 // In-place softmax of x[0..n) (max-subtracted, sum in double as ggml_vec_soft_max_f32).
 void softmax(float* x, int n);
 
