@@ -76,7 +76,7 @@ void BM_Attention(benchmark::State& state, int pos0, int n_rows, bool f16, SimdL
   s.pos0 = pos0;
   s.n_rows = n_rows;
   const std::vector<AttnSeq> seqs{s};
-  ThreadPool& pool = ThreadPool::global();
+  static ThreadPool pool;  // all cores, built once for every benchmark of this binary
   AttnScratch scratch;
   const double flops = attention_flops(kShape, seqs);
   const std::string key = std::to_string(pos0) + "/" + std::to_string(n_rows) + (f16 ? "h" : "f");

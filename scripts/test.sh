@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the default test tiers (labels unit + fixture):
 #   1. the `ci` preset (Release, warnings as errors, clang-format checked): every default-tier test;
-#   2. the `asan` preset (ASan + UBSan): the `unit` tier.
-# Set RAGFORM_TEST_ASAN=0 to skip step 2. Slow tests: ctest --preset release -L slow.
+#   2. the `asan` preset (ASan + UBSan): the `unit` tier and the `concurrency` tests;
+#   3. the `tsan` preset (ThreadSanitizer): only the `concurrency` tests (their targets alone).
+# Set RAGFORM_TEST_ASAN=0 / RAGFORM_TEST_TSAN=0 to skip step 2 / 3.
+# Slow tests: ctest --preset release -L slow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -16,4 +18,9 @@ if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs"
   ctest --preset asan -j "$jobs"
+fi
+if [[ "${RAGFORM_TEST_TSAN:-1}" != 0 ]]; then
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan -j "$jobs"
+  ctest --preset tsan -j "$jobs"
 fi

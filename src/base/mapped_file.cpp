@@ -41,11 +41,7 @@ bool huge_pages_disabled() {
 }
 
 bool read_into_memory(MappedFile::Load how, size_t size) {
-  if (const char* e = std::getenv("RAGFORM_LOAD"); e && *e) {
-    if (std::string(e) == "mmap") return false;
-    if (std::string(e) == "memory") return true;
-    throw Error("RAGFORM_LOAD", std::string("must be mmap or memory, got '") + e + "'");
-  }
+  if (how == MappedFile::Load::memory) return true;
   if (how != MappedFile::Load::memory_if_room || size < kMinHugeFile) return false;
   return !huge_pages_disabled() && mem_available() > size + kKeepFree;
 }

@@ -19,9 +19,9 @@ class MappedFile {
     map,  // mmap the file
     // Read into huge-page memory when that can help and fits: the file is at least 64 MB,
     // transparent huge pages are not disabled, and MemAvailable exceeds the file size by 1 GB;
-    // otherwise map. RAGFORM_LOAD=mmap in the environment always maps, RAGFORM_LOAD=memory always
-    // reads into memory; any other value is an error.
+    // otherwise map. (The CLI's RAGFORM_LOAD=mmap|memory picks `map` or `memory` instead.)
     memory_if_room,
+    memory,  // always read into (huge-page) memory
   };
   // Opens `path` read-only; throws ragform::Error naming the path on failure. An empty file gives
   // size() == 0 and data() == nullptr.

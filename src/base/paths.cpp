@@ -1,13 +1,12 @@
 #include "base/paths.h"
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "base/error.h"
 
 namespace ragform {
 
-std::string find_shared_dir(const std::string& explicit_dir) {
+std::string find_shared_dir(const std::string& explicit_dir, const std::string& env_dir) {
   namespace fs = std::filesystem;
   std::string tried;
   auto ok = [&](const std::string& d, const char* how) {
@@ -17,8 +16,7 @@ std::string find_shared_dir(const std::string& explicit_dir) {
     return false;
   };
   if (ok(explicit_dir, "--shared")) return explicit_dir;
-  const char* env = std::getenv("RAGFORM_SHARED");
-  if (env && ok(env, "$RAGFORM_SHARED")) return env;
+  if (ok(env_dir, "$RAGFORM_SHARED")) return env_dir;
 #ifdef RAGFORM_SHARED_DIR
   if (ok(RAGFORM_SHARED_DIR, "build-time")) return RAGFORM_SHARED_DIR;
 #endif

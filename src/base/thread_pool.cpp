@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
+#include <system_error>
+#include <utility>
+
+#include "base/error.h"
 
 namespace ragform {
 
@@ -55,19 +58,51 @@ bool spin_until(Pred done, int64_t& budget_ns) {
 }
 }  // namespace
 
+// The pool whose job the current thread is running (null outside jobs): a parallel_for on that
+// same pool from inside fn runs inline instead of waiting for itself.
+thread_local const ThreadPool* tl_running_pool = nullptr;
+
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
   n_threads_ = n_threads;
-  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_threads_; ++i) {
+    try {
+      threads_.emplace_back([this, i] { worker(i); });
+    } catch (const std::system_error& e) {
+      // Workers already started wait for a job that will never come: stop them, or the process
+      // sleeps forever in the destructor's join (or, before this fix, here).
+      stop_workers();
+      throw Error("threads", "could not start worker thread " + std::to_string(i + 1) + " of " +
+                                 std::to_string(n_threads_) + " (" + e.code().message() +
+                                 "): a process or user thread limit (ulimit -u)? use fewer "
+                                 "threads (--threads)");
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_work_.notify_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+void ThreadPool::run_chunk(size_t b, size_t e, int index) {
+  if (b >= e) return;
+  const ThreadPool* outer = tl_running_pool;
+  tl_running_pool = this;
+  try {
+    (*job_)(b, e, index);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!error_) error_ = std::current_exception();
+  }
+  tl_running_pool = outer;
 }
 
 void ThreadPool::worker(int index) {
@@ -84,7 +119,7 @@ void ThreadPool::worker(int index) {
     seen = generation_.load();
     size_t b, e;
     chunk(job_n_, job_grain_, n_threads_, index, &b, &e);
-    if (b < e) (*job_)(b, e, index);
+    run_chunk(b, e, index);
     if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
       cv_done_.notify_one();
@@ -105,10 +140,12 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t,
                               size_t grain) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
-  if (n_threads_ == 1 || n <= grain) {
+  if (n_threads_ == 1 || n <= grain || tl_running_pool == this) {
     fn(0, n, 0);
     return;
   }
+  std::lock_guard<std::mutex> call(call_mu_);
+  error_ = nullptr;
   job_ = &fn;
   job_n_ = n;
   job_grain_ = grain;
@@ -120,26 +157,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t,
   }
   size_t b, e;
   chunk(n, grain, n_threads_, 0, &b, &e);
-  if (b < e) fn(b, e, 0);
+  run_chunk(b, e, 0);
   wait_for_workers();
   job_ = nullptr;
-}
-
-namespace {
-std::unique_ptr<ThreadPool>& global_slot() {
-  static std::unique_ptr<ThreadPool> pool;
-  return pool;
-}
-}  // namespace
-
-ThreadPool& ThreadPool::global() {
-  auto& p = global_slot();
-  if (!p) p = std::make_unique<ThreadPool>(0);
-  return *p;
-}
-
-void ThreadPool::set_global_threads(int n_threads) {
-  global_slot() = std::make_unique<ThreadPool>(n_threads);
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 }  // namespace ragform

@@ -12,6 +12,7 @@
 #include "base/thread_pool.h"
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
@@ -44,15 +45,20 @@ int run_bench(const std::vector<std::string>& argv) {
   if (taps.value != "none" && taps.value != "attention")
     throw UsageError("--taps", "expected attention or none");
   if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
-  if (threads.value > 0) ThreadPool::set_global_threads(threads.value);
-  const int n_threads = ThreadPool::global().size();
-  auto m = model::Model::load(model.value);
+  if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
+  EngineOptions eo = engine_options_from_env(threads.value);
+  eo.pool = eo.pool_or_new();
+  const int n_threads = eo.pool->size();
+  auto m = model::Model::load(model.value, eo);
   auto pps = parse_int_list("--pp", pp.value), tgs = parse_int_list("--tg", tg.value);
   int max_len = 1;
   for (int n : pps) max_len = std::max(max_len, n);
   for (int n : tgs) max_len = std::max(max_len, n + 1);
-  runtime::Context ctx(
-      *m, {max_len, kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32, nullptr});
+  runtime::ContextParams cp;
+  cp.n_ctx = max_len;
+  cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
+  cp.pool = eo.pool;
+  runtime::Context ctx(*m, cp);
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> tok(0, m->hp().n_vocab - 1);
   using clock = std::chrono::steady_clock;

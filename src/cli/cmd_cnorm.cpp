@@ -12,10 +12,10 @@
 #include <optional>
 
 #include "base/error.h"
-#include "base/paths.h"
 #include "base/progress.h"
 #include "cli/cnorm_verbs.h"
 #include "cli/command.h"
+#include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "cli/shard.h"
@@ -76,7 +76,7 @@ std::string template_for(cnorm::Task task, const std::string& explicit_path,
                          const std::string& shared) {
   if (!explicit_path.empty() || task == cnorm::Task::Needle)
     return cnorm::load_template(task, explicit_path, "");
-  return cnorm::load_template(task, "", find_shared_dir(shared));
+  return cnorm::load_template(task, "", shared_dir(shared));
 }
 
 void record_reader(store::RunConfig& rc, const std::string& model_path,
@@ -266,7 +266,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
     identity["search"] = search.value;
   }
   std::string key = cache_key(identity);
-  std::string cdir = cache_dir.value.empty() ? default_cache_dir() : cache_dir.value;
+  std::string cdir = cache_dir.value.empty() ? cnorm_cache_dir() : cache_dir.value;
 
   Profile prof;
   std::optional<Profile> cached;

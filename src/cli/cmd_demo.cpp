@@ -23,9 +23,9 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "base/paths.h"
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "eval/datasets.h"
 #include "pipelines/cnorm/tasks.h"
@@ -157,7 +157,7 @@ int run_demo(const std::vector<std::string>& argv) {
     throw UsageError("--shared", shared.value + " is not a directory");
   std::string sh;
   try {
-    sh = find_shared_dir(shared.value);
+    sh = shared_dir(shared.value);
   } catch (const Error& e) {
     throw Error("demo",
                 std::string("no shared data folder (fixtures/ and data/) found: pass --shared DIR, "

@@ -28,6 +28,7 @@ int run_logits(const std::vector<std::string>& argv) {
   runtime::ContextParams cp;
   cp.n_ctx = std::max<int>(int(ids.size()), 1);
   cp.kv_type = rf.native_options().kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
+  cp.pool = reader->pool();
   runtime::Context ctx(reader->model(), cp);
   runtime::SeqInput in;
   in.seq = ctx.new_sequence();

@@ -66,7 +66,7 @@ void print_help() {
       "  RAGFORM_SHARED=DIR        where ../shared (fixtures, data) is\n"
       "  RAGFORM_CPU=TIER          scalar, avx2 or avx512: cap the kernels' CPU tier\n"
       "  RAGFORM_F16_GEMM=HOW      int16 (default): F16 prefill on int16 products;\n"
-      "                            fp32: exact fp32 FMA\n"
+      "                            exact (or fp32): exact fp32 FMA\n"
       "  RAGFORM_LOAD=HOW          mmap: map model files; memory: read them into huge pages\n"
       "                            (default: memory for files of 64 MB+ when there is room)\n\n"
       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"

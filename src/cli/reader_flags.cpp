@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "cli/engine_env.h"
 
 namespace ragform::cli {
 
@@ -26,7 +27,7 @@ reader::NativeOptions ReaderFlags::native_options() const {
     throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
   o.kv_f16 = kv.value == "f16";
   if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
-  o.threads = threads.value;
+  o.engine = engine_options_from_env(threads.value);
   o.chat = chat.value;
   o.system_prompt = system.value;
   if (truncate.value == "error")

@@ -16,9 +16,10 @@ namespace ragform::reader {
 
 NativeReader::NativeReader(const std::string& model_path, const NativeOptions& opt)
     : path_(model_path), opt_(opt) {
-  if (opt.threads > 0 && opt.threads != ThreadPool::global().size())
-    ThreadPool::set_global_threads(opt.threads);
-  model_ = model::Model::load(model_path);
+  // The pool is the caller's (shared) or this reader's own; the context holds it, so it lives as
+  // long as the context that runs on it.
+  pool_ = opt.engine.pool_or_new();
+  model_ = model::Model::load(model_path, opt.engine);
   tok_ = tok::Tokenizer::from_gguf(model_->file());
   if (tok_->n_vocab() != model_->hp().n_vocab)
     throw Error("reader", model_path + ": tokenizer has " + std::to_string(tok_->n_vocab()) +
@@ -26,6 +27,7 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   runtime::ContextParams cp;
   cp.n_ctx = opt.n_ctx;
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
+  cp.pool = pool_;
   ctx_ = std::make_unique<runtime::Context>(*model_, cp);
   if (opt.chat) {
     auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));
@@ -141,34 +143,28 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   ScoreResult r;
   r.prompt_tokens = int(split);
   std::lock_guard<std::mutex> lock(mu_);
-  int seq = ctx_->new_sequence();
-  try {
-    for (size_t b = 0; b < all.size(); b += kChunk) {
-      size_t e = std::min(all.size(), b + kChunk);
-      runtime::SeqInput in;
-      in.seq = seq;
-      in.tokens.assign(all.begin() + long(b), all.begin() + long(e));
-      // Row t's logits predict token t + 1: rows split-1 .. n-2 are read.
-      in.logits =
-          (e >= split && b + 1 < all.size()) ? runtime::LogitsMode::All : runtime::LogitsMode::None;
-      auto out = ctx_->eval({in});
-      if (in.logits == runtime::LogitsMode::None) continue;
-      for (size_t row = b; row < e; ++row) {
-        size_t t = row + 1;  // the token this row predicts
-        if (t < split || t >= all.size()) continue;
-        TokenLogprob tl;
-        tl.id = all[t];
-        tl.piece = tok_->token_to_piece(all[t], true);
-        tl.logprob = runtime::log_softmax_at(&out[0].logits[(row - b) * size_t(V)], V, all[t]);
-        r.sum += tl.logprob;
-        r.tokens.push_back(std::move(tl));
-      }
+  runtime::ScopedSequence seq(*ctx_);
+  for (size_t b = 0; b < all.size(); b += kChunk) {
+    size_t e = std::min(all.size(), b + kChunk);
+    runtime::SeqInput in;
+    in.seq = seq.id();
+    in.tokens.assign(all.begin() + long(b), all.begin() + long(e));
+    // Row t's logits predict token t + 1: rows split-1 .. n-2 are read.
+    in.logits =
+        (e >= split && b + 1 < all.size()) ? runtime::LogitsMode::All : runtime::LogitsMode::None;
+    auto out = ctx_->eval({in});
+    if (in.logits == runtime::LogitsMode::None) continue;
+    for (size_t row = b; row < e; ++row) {
+      size_t t = row + 1;  // the token this row predicts
+      if (t < split || t >= all.size()) continue;
+      TokenLogprob tl;
+      tl.id = all[t];
+      tl.piece = tok_->token_to_piece(all[t], true);
+      tl.logprob = runtime::log_softmax_at(&out[0].logits[(row - b) * size_t(V)], V, all[t]);
+      r.sum += tl.logprob;
+      r.tokens.push_back(std::move(tl));
     }
-  } catch (...) {
-    ctx_->free_sequence(seq);
-    throw;
   }
-  ctx_->free_sequence(seq);
   return r;
 }
 
@@ -206,14 +202,9 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    in.seq = ctx_->new_sequence();
-    try {
-      out = ctx_->eval({in});
-    } catch (...) {
-      ctx_->free_sequence(in.seq);
-      throw;
-    }
-    ctx_->free_sequence(in.seq);
+    runtime::ScopedSequence seq(*ctx_);
+    in.seq = seq.id();
+    out = ctx_->eval({in});
   }
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
   for (auto& ar : out[0].attention) {
@@ -246,16 +237,13 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
   in.tokens = r.ids;
   in.logits = runtime::LogitsMode::None;
   in.hidden_layer = L;
-  std::lock_guard<std::mutex> lock(mu_);
-  in.seq = ctx_->new_sequence();
   std::vector<runtime::SeqOutput> out;
-  try {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    runtime::ScopedSequence seq(*ctx_);
+    in.seq = seq.id();
     out = ctx_->eval({in});
-  } catch (...) {
-    ctx_->free_sequence(in.seq);
-    throw;
   }
-  ctx_->free_sequence(in.seq);
   r.states = std::move(out[0].hidden);
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
   return r;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "engine/model/engine_options.h"
 #include "reader/reader.h"
 
 namespace ragform::model {
@@ -27,7 +28,7 @@ enum class Overflow { Error, TruncateLeft };  // prompt longer than n_ctx: fail,
 struct NativeOptions {
   int n_ctx = 4096;
   bool kv_f16 = false;
-  int threads = 0;            // 0 = all cores
+  EngineOptions engine;       // thread pool (or thread count), CPU tier, F16 path, load mode
   bool chat = false;          // wrap prompts in the model's chat template (user turn)
   std::string system_prompt;  // chat mode only
   Overflow overflow = Overflow::Error;
@@ -54,6 +55,8 @@ class NativeReader : public Reader {
   const model::Model& model() const { return *model_; }
   const tok::Tokenizer& tokenizer() const { return *tok_; }
   const std::string& model_path() const { return path_; }
+  // The pool this reader's forward passes run on (for contexts built beside it).
+  std::shared_ptr<ThreadPool> pool() const { return pool_; }
 
  private:
   std::string render(const std::string& prompt) const;
@@ -61,6 +64,7 @@ class NativeReader : public Reader {
   NativeOptions opt_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
+  std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<runtime::Context> ctx_;
   int chat_family_ = 0;
   std::mutex mu_;

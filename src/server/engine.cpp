@@ -68,6 +68,7 @@ Engine::Engine(reader::NativeReader& reader, const EngineOptions& opt)
   runtime::ContextParams cp;
   cp.n_ctx = opt.n_ctx;
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
+  cp.pool = reader_.pool();  // shared with the reader's own passes (/v1/score): calls serialise
   ctx_->ctx = std::make_unique<runtime::Context>(reader_.model(), cp);
   thread_ = std::thread([this] { loop(); });
 }

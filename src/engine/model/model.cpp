@@ -12,10 +12,11 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 }
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
-  // Weights in huge-page memory where there is room: decode streams all of them every token.
-  std::shared_ptr<const gguf::File> f = gguf::File::open(path, MappedFile::Load::memory_if_room);
-  return from_file(std::move(f));
+std::unique_ptr<Model> Model::load(const std::string& path, const EngineOptions& opt) {
+  // By default weights go to huge-page memory where there is room: decode streams all of them
+  // every token.
+  std::shared_ptr<const gguf::File> f = gguf::File::open(path, opt.load);
+  return from_file(std::move(f), opt);
 }
 
 const float* Model::vec(const std::string& name, int64_t n, bool required) {
@@ -42,12 +43,14 @@ ops::WeightView Model::mat(const std::string& name, int64_t n_in, int64_t n_out)
   if (!ops::is_weight_type(t.type))
     throw Error("model", file_->path() + ": tensor '" + name + "' has type " +
                              gguf::type_name(t.type) + ", which cannot be a weight matrix");
-  return ops::WeightView{t.type, t.data, n_in, n_out};
+  return ops::WeightView{t.type, t.data, n_in, n_out, policy_};
 }
 
-std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file) {
+std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file,
+                                        const EngineOptions& opt) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
+  m->policy_ = opt.matmul_policy();
   const gguf::File& f = *m->file_;
   std::string arch = f.architecture();
   if (arch.empty())

@@ -8,6 +8,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/model/arch.h"
+#include "engine/model/engine_options.h"
 #include "engine/model/hparams.h"
 #include "engine/ops/ops.h"
 
@@ -33,12 +34,17 @@ struct LayerWeights {
 class Model {
  public:
   // Opens, validates every tensor's presence, type and shape; throws Error naming file and tensor.
-  static std::unique_ptr<Model> load(const std::string& path);
+  // The options' load mode decides how the file is held, their matmul policy how every weight is
+  // multiplied.
+  static std::unique_ptr<Model> load(const std::string& path, const EngineOptions& opt = {});
   // Builds a model over an already opened file (which must outlive the Model).
-  static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file);
+  static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file,
+                                          const EngineOptions& opt = {});
 
   const Hparams& hp() const { return hp_; }
   const ArchSpec& arch() const { return *arch_; }
+  // How this model's weights are multiplied (from the EngineOptions it was loaded with).
+  const ops::MatmulPolicy& policy() const { return policy_; }
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
 
@@ -52,6 +58,7 @@ class Model {
   std::shared_ptr<const gguf::File> file_;
   Hparams hp_;
   const ArchSpec* arch_ = nullptr;
+  ops::MatmulPolicy policy_{};
   std::vector<std::vector<float>> owned_;  // F32 copies of 1-D tensors
   const float* vec(const std::string& name, int64_t n, bool required);
   ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);

@@ -1,4 +1,4 @@
-// CPU feature detection and the RAGFORM_CPU tier cap (see cpu_features.h).
+// CPU feature detection and tier names (see cpu_features.h).
 #include "engine/ops/cpu_features.h"
 
 #include <cstdlib>
@@ -73,18 +73,9 @@ CpuTier parse_tier(const std::string& name, const char* where) {
   throw UsageError(where, "unknown CPU tier '" + name + "' (expected scalar, avx2 or avx512)");
 }
 
-CpuTier cpu_tier() {
-  static const CpuTier t = [] {
-    const char* env = std::getenv("RAGFORM_CPU");
-    if (env == nullptr || *env == '\0') return best_cpu_tier();
-    return clamp_tier(parse_tier(env, "RAGFORM_CPU"));
-  }();
-  return t;
-}
-
 std::string cpu_summary() {
   const CpuFeatures& f = cpu_features();
-  std::string s = tier_name(cpu_tier());
+  std::string s = tier_name(best_cpu_tier());
   s += " (";
   const std::pair<bool, const char*> flags[] = {{f.avx2, "avx2"},
                                                 {f.fma, "fma"},

@@ -1,9 +1,9 @@
 // Runtime CPU dispatch for the matrix kernels. The binary is built for baseline x86-64 (no
 // -march=native); kernels that use AVX2 or AVX-512 carry their own __attribute__((target(...)))
 // and are chosen here, once per process, from what the CPU reports (cpuid via
-// __builtin_cpu_supports). The environment variable RAGFORM_CPU=scalar|avx2|avx512 caps the tier
-// (never raises it above what the CPU has), so tests and benchmarks can compare variants in one
-// binary on one machine.
+// __builtin_cpu_supports). A weight's MatmulPolicy (ops.h, from EngineOptions; the CLI reads
+// RAGFORM_CPU=scalar|avx2|avx512 into it) caps the tier, never above what the CPU has, so tests
+// and benchmarks can compare variants in one binary on one machine.
 //
 // Tiers: Scalar = portable C++ reference kernels (vec_dot.cpp; GCC target_clones may still give
 // them an AVX2 body); Avx2 = AVX2/FMA/F16C kernels; Avx512 = AVX-512 F/BW/VL kernels, with the
@@ -26,10 +26,6 @@ const CpuFeatures& cpu_features();
 
 // The best tier the CPU supports.
 CpuTier best_cpu_tier();
-
-// The tier the kernels use: best_cpu_tier(), capped by RAGFORM_CPU when set. Read once; an
-// unknown RAGFORM_CPU value throws Error("RAGFORM_CPU", ...).
-CpuTier cpu_tier();
 
 // min(requested, best_cpu_tier()): the tier a caller asking for `requested` actually gets.
 CpuTier clamp_tier(CpuTier requested);

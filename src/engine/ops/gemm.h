@@ -42,7 +42,8 @@ void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 // rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
 // 0.0021 of llama.cpp, tolerance 0.005). Taken for F16 rows that are a multiple of 32 long and
 // at least kF16Int16MinTokens tokens (fewer, and quantising the weights would cost more than the
-// products); RAGFORM_F16_GEMM=fp32 in the environment keeps every F16 product on fp32 FMA.
+// products), and only when the weight's policy asks for it (MatmulPolicy::f16 == int16;
+// F16Gemm::exact keeps every F16 product on fp32 FMA).
 // gemm_f16_int16_reference is the scalar form, bit-identical to the kernel.
 constexpr int64_t kF16Int16MinTokens = 16;
 bool gemm_f16_int16_supported(const WeightView& w, int64_t n_tokens, CpuTier tier);

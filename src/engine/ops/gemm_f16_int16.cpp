@@ -257,20 +257,11 @@ void gemm_rows(const WeightView& w, const uint8_t* panels, const float* pscales,
   }
 }
 
-// RAGFORM_F16_GEMM=fp32 (or int16, the default). Read per call (a getenv against a GEMM of 16+
-// tokens), so a test can switch it; any other value is an error, not silently the default.
-bool force_fp32() {
-  const char* e = std::getenv("RAGFORM_F16_GEMM");
-  if (!e || !*e || std::string(e) == "int16") return false;
-  if (std::string(e) == "fp32") return true;
-  throw Error("RAGFORM_F16_GEMM", std::string("must be int16 or fp32, got '") + e + "'");
-}
-
 }  // namespace
 
 bool gemm_f16_int16_supported(const WeightView& w, int64_t n_tokens, CpuTier tier) {
   return w.type == TensorType::F16 && w.n_in % kBlock == 0 && n_tokens >= kF16Int16MinTokens &&
-         tier == CpuTier::Avx512 && cpu_features().avx512vnni && !force_fp32();
+         tier == CpuTier::Avx512 && cpu_features().avx512vnni && w.policy.f16 == F16Gemm::int16;
 }
 
 void gemm_f16_int16(const WeightView& w, const float* x, int64_t n_tokens, float* y,

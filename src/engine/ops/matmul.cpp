@@ -32,7 +32,7 @@ constexpr size_t kTileBytes = 32 * 1024;
 }  // namespace
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  matmul_tier(w, x, n_tokens, y, pool, cpu_tier());
+  matmul_tier(w, x, n_tokens, y, pool, w.policy.tier);
 }
 
 void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

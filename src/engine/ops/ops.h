@@ -56,12 +56,26 @@ void quantize_row_q8_K(const float* x, void* dst, int64_t n);
 // Dot product of one weight row (type w, n elements) with a converted activation row.
 float vec_dot(TensorType w, int64_t n, const void* w_row, const void* act_row);
 
+// How F16 weights are multiplied in prefill (gemm.h): `exact` keeps fp32 products of the F16
+// values; `int16` rounds weights and activations to 14-bit integers for VNNI int16 products
+// (approximate, faster).
+enum class F16Gemm : uint8_t { exact, int16 };
+
+// The engine options that decide which kernel multiplies a weight, carried with the weight so
+// that every matmul of a model follows the options it was loaded with (EngineOptions): `tier`
+// caps the CPU tier (clamp_tier lowers it to what the CPU has), `f16` picks the F16 prefill path.
+struct MatmulPolicy {
+  CpuTier tier = CpuTier::Avx512;
+  F16Gemm f16 = F16Gemm::int16;
+};
+
 // A 2-D weight as stored in GGUF: n_out rows of n_in elements (ggml ne = [n_in, n_out]).
 struct WeightView {
   TensorType type = TensorType::F32;
   const uint8_t* data = nullptr;
   int64_t n_in = 0;   // row length (ne[0])
   int64_t n_out = 0;  // number of rows (ne[1])
+  MatmulPolicy policy{};
 
   size_t row_bytes() const { return gguf::row_bytes(type, n_in); }
 };
@@ -69,11 +83,12 @@ struct WeightView {
 // y[t][r] = sum_i W[r][i] * x[t][i]: x = [n_tokens][n_in] F32, y = [n_tokens][n_out] F32.
 // Activations are converted once per token into a per-thread reusable scratch; output rows are
 // split across the pool's threads. Bit-identical for any thread count.
-// x and y must not overlap. Uses the fastest kernel of cpu_tier() for w's type: on AVX-512 with
-// VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM (bit-identical to the vec_dot path) for
-// several tokens and a GEMV (equal to float rounding) for one token, Q4_K/Q5_K/Q6_K through a
-// bit-identical GEMM for several tokens; on AVX-512, F16/BF16 through an fp32 FMA GEMM/GEMV
-// (equal to float rounding). See gemm.h.
+// x and y must not overlap. Uses the fastest kernel of clamp_tier(w.policy.tier) for w's type: on
+// AVX-512 with VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM (bit-identical to the vec_dot
+// path) for several tokens and a GEMV (equal to float rounding) for one token, Q4_K/Q5_K/Q6_K
+// through a bit-identical GEMM for several tokens; on AVX-512, F16/BF16 through an fp32 FMA
+// GEMM/GEMV (equal to float rounding), or int16 products when w.policy.f16 asks for them. See
+// gemm.h.
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 // matmul with the kernels of clamp_tier(tier) (tests and benchmarks compare tiers with it).
 void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

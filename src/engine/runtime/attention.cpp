@@ -177,6 +177,10 @@ SimdLevel cpu_simd_level() {
   return level;
 }
 
+SimdLevel simd_level_for(ops::CpuTier tier) {
+  return SimdLevel(std::min(int(tier), int(cpu_simd_level())));
+}
+
 const char* simd_name(SimdLevel s) {
   switch (s) {
     case SimdLevel::Avx512:

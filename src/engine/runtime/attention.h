@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/ops/cpu_features.h"
 
 namespace ragform::runtime {
 
@@ -86,6 +87,8 @@ enum class SimdLevel { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
 // The best level this CPU runs (cpuid, once).
 SimdLevel cpu_simd_level();
+// The level for a CPU tier cap (EngineOptions::cpu_tier): the tier's level, never above the CPU's.
+SimdLevel simd_level_for(ops::CpuTier tier);
 const char* simd_name(SimdLevel s);
 // The level actually used for a head dimension: AVX-512 needs head_dim % 16 == 0, AVX2 % 8 == 0;
 // otherwise the next lower level.

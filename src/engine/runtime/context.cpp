@@ -68,7 +68,7 @@ Context::Context(const model::Model& m, ContextParams p)
     : m_(m), params_(p), impl_(std::make_unique<Impl>()) {
   if (params_.n_ctx <= 0)
     throw Error("context", "n_ctx must be positive, got " + std::to_string(params_.n_ctx));
-  if (!params_.pool) params_.pool = &ThreadPool::global();
+  if (!params_.pool) params_.pool = std::make_shared<ThreadPool>(params_.threads);
   if (m.hp().n_rot / 2 > 512)
     throw Error("context", "rope dimension count above 1024 is not supported");
 }
@@ -231,6 +231,7 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
   });
 
   const AttnShape ashape{NH, NKV, HD, 1.0f / std::sqrt(float(HD))};
+  const SimdLevel simd = simd_level_for(M.policy().tier);
   const bool f16kv = params_.kv_type == KvType::F16;
 
   for (int il = 0; il < hp.n_layer; ++il) {
@@ -320,7 +321,7 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
         }
         base += int64_t(in.tokens.size());
       }
-      attention(ashape, aseqs, pool, I.attn_scratch);
+      attention(ashape, aseqs, pool, I.attn_scratch, simd);
     }
 
     // On the last layer, only rows someone reads go on (llama.cpp's inp_out_ids): an
@@ -355,7 +356,7 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
       const int64_t n = Tn * FF, chunk = 1024;
       for_rows(pool, (n + chunk - 1) / chunk, chunk, [&](int64_t c) {
         const int64_t b = c * chunk, len = std::min(chunk, n - b);
-        swiglu(&I.gate[size_t(b)], &I.up[size_t(b)], len, &I.gate[size_t(b)]);
+        swiglu(&I.gate[size_t(b)], &I.up[size_t(b)], len, &I.gate[size_t(b)], simd);
       });
     }
     ops::matmul(L.w_down, I.gate.data(), Tn, I.o.data(), pool);

@@ -21,7 +21,10 @@ enum class KvType { F32, F16 };
 struct ContextParams {
   int n_ctx = 4096;  // tokens per sequence
   KvType kv_type = KvType::F32;
-  ThreadPool* pool = nullptr;  // null = ThreadPool::global()
+  // The pool the context runs on, shared with its other holders (EngineOptions::pool). Null: the
+  // context creates its own pool of `threads` threads (0 = all cores).
+  std::shared_ptr<ThreadPool> pool;
+  int threads = 0;
 };
 
 enum class LogitsMode { None, Last, All };
@@ -66,6 +69,7 @@ class Context {
   void truncate(int seq, int n);
   int n_past(int seq) const;
   int n_ctx() const { return params_.n_ctx; }
+  ThreadPool& pool() const { return *params_.pool; }
   const model::Model& model() const { return m_; }
   // Bytes held by the KV caches of live sequences.
   size_t kv_bytes() const;
@@ -79,6 +83,21 @@ class Context {
   const model::Model& m_;
   ContextParams params_;
   std::unique_ptr<Impl> impl_;
+};
+
+// A sequence that frees itself when it goes out of scope, for callers that evaluate one prompt and
+// then discard its cache (also on an exception).
+class ScopedSequence {
+ public:
+  explicit ScopedSequence(Context& c) : ctx_(c), id_(c.new_sequence()) {}
+  ~ScopedSequence() { ctx_.free_sequence(id_); }
+  ScopedSequence(const ScopedSequence&) = delete;
+  ScopedSequence& operator=(const ScopedSequence&) = delete;
+  int id() const { return id_; }
+
+ private:
+  Context& ctx_;
+  int id_;
 };
 
 }  // namespace ragform::runtime

@@ -458,11 +458,4 @@ void cache_store(const std::string& dir, const std::string& key, const Profile& 
   save_profile(p, dir + "/" + key + ".json");
 }
 
-std::string default_cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/ragform/cnorm";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/ragform/cnorm";
-  return ".ragform-cache/cnorm";
-}
-
 }  // namespace ragform::cnorm

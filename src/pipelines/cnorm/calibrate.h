@@ -168,7 +168,5 @@ void save_profile(const Profile& p, const std::string& path);
 std::string cache_key(const nlohmann::json& identity);
 std::optional<Profile> cache_lookup(const std::string& dir, const std::string& key);
 void cache_store(const std::string& dir, const std::string& key, const Profile& p);
-// $XDG_CACHE_HOME/ragform/cnorm, else $HOME/.cache/ragform/cnorm, else ./.ragform-cache/cnorm.
-std::string default_cache_dir();
 
 }  // namespace ragform::cnorm

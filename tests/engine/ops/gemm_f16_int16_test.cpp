@@ -174,18 +174,14 @@ TEST(GemmF16Int16, MatmulTakesItForLongPromptsOnly) {
       matmul_tier(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512);
       for (size_t i = 0; i < y.size(); ++i)
         ASSERT_EQ(bits(y[i]), bits(takes ? int16[i] : fp32[i])) << n_in << " " << n_tokens;
-      // RAGFORM_F16_GEMM=fp32 keeps every F16 product on fp32 FMA.
-      setenv("RAGFORM_F16_GEMM", "fp32", 1);
-      EXPECT_FALSE(gemm_f16_int16_supported(w, n_tokens, CpuTier::Avx512));
-      matmul_tier(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512);
+      // A policy of F16Gemm::exact keeps every F16 product on fp32 FMA.
+      WeightView exact = w;
+      exact.policy.f16 = F16Gemm::exact;
+      EXPECT_FALSE(gemm_f16_int16_supported(exact, n_tokens, CpuTier::Avx512));
+      matmul_tier(exact, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512);
       for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(fp32[i]));
-      setenv("RAGFORM_F16_GEMM", "int16", 1);
-      EXPECT_EQ(gemm_f16_int16_supported(w, n_tokens, CpuTier::Avx512), takes);
-      setenv("RAGFORM_F16_GEMM", "fast", 1);  // a typo is an error, not the default
-      if (n_in % 32 == 0 && n_tokens >= kF16Int16MinTokens) {
-        EXPECT_THROW(matmul_tier(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512), Error);
-      }
-      unsetenv("RAGFORM_F16_GEMM");
+      matmul(exact, x.data(), n_tokens, y.data(), pool);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(fp32[i]));
     }
   }
   // Not F16, or rows not a multiple of 32: refused.

@@ -1,0 +1,51 @@
+#include "cli/engine_env.h"
+
+#include <cstdlib>
+
+#include "base/error.h"
+#include "base/paths.h"
+
+namespace ragform::cli {
+
+namespace {
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+}  // namespace
+
+EngineOptions engine_options_from_env(int threads) {
+  EngineOptions o;
+  o.threads = threads;
+  if (std::string cpu = env("RAGFORM_CPU"); !cpu.empty())
+    o.cpu_tier = ops::parse_tier(cpu, "RAGFORM_CPU");
+  if (std::string f16 = env("RAGFORM_F16_GEMM"); !f16.empty()) {
+    if (f16 == "int16")
+      o.f16_gemm = ops::F16Gemm::int16;
+    else if (f16 == "fp32" || f16 == "exact")
+      o.f16_gemm = ops::F16Gemm::exact;
+    else
+      throw UsageError("RAGFORM_F16_GEMM", "must be int16, exact or fp32, got '" + f16 + "'");
+  }
+  if (std::string load = env("RAGFORM_LOAD"); !load.empty()) {
+    if (load == "mmap")
+      o.load = MappedFile::Load::map;
+    else if (load == "memory")
+      o.load = MappedFile::Load::memory;
+    else
+      throw UsageError("RAGFORM_LOAD", "must be mmap or memory, got '" + load + "'");
+  }
+  return o;
+}
+
+std::string shared_dir(const std::string& explicit_dir) {
+  return find_shared_dir(explicit_dir, env("RAGFORM_SHARED"));
+}
+
+std::string cnorm_cache_dir() {
+  if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/ragform/cnorm";
+  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/ragform/cnorm";
+  return ".ragform-cache/cnorm";
+}
+
+}  // namespace ragform::cli

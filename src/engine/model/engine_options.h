@@ -1,0 +1,36 @@
+// The options every part of the engine takes from its caller, in one place: the thread pool, the
+// CPU tier cap, how F16 weights are multiplied and how model files are loaded. The library never
+// reads the environment; front ends fill this struct (the CLI from --threads and the RAGFORM_*
+// variables, cli/engine_env.h) and pass it to Model::load and to the contexts and readers built
+// over the model.
+#pragma once
+#include <memory>
+
+#include "base/mapped_file.h"
+#include "base/thread_pool.h"
+#include "engine/ops/ops.h"
+
+namespace ragform {
+
+struct EngineOptions {
+  // The pool that runs the engine's parallel loops, shared by whoever holds it (a pool lives as
+  // long as its last holder, so a context never outlives its pool). Null: the reader or context
+  // creates its own pool of `threads` threads (0 = all cores).
+  std::shared_ptr<ThreadPool> pool;
+  int threads = 0;
+  // Kernel choice for every weight of a model loaded with these options (ops::MatmulPolicy):
+  // the CPU tier cap (never above what the CPU has) and the F16 prefill path.
+  ops::CpuTier cpu_tier = ops::CpuTier::Avx512;
+  ops::F16Gemm f16_gemm = ops::F16Gemm::int16;
+  // How model files are held: memory_if_room reads files of 64 MB+ into huge pages where there is
+  // room (decode streams every weight per token), map always maps, memory always reads.
+  MappedFile::Load load = MappedFile::Load::memory_if_room;
+
+  ops::MatmulPolicy matmul_policy() const { return {cpu_tier, f16_gemm}; }
+  // `pool` if set, else a new pool of `threads` threads.
+  std::shared_ptr<ThreadPool> pool_or_new() const {
+    return pool ? pool : std::make_shared<ThreadPool>(threads);
+  }
+};
+
+}  // namespace ragform
