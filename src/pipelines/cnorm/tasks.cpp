@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "pipelines/sure/formats.h"
+#include "text/doc_formats.h"
 #include "text/metrics.h"
 #include "text/normalize.h"
 
@@ -113,9 +113,9 @@ std::string parse_wrapper(std::string_view name) {
 std::string wrap_document(const std::string& wrapper, const std::string& title,
                           const std::string& text) {
   if (wrapper.empty()) return text;
-  if (wrapper == "json") return sure::to_json_doc(title, text);
-  if (wrapper == "markdown") return sure::to_markdown_doc(title, text);
-  if (wrapper == "yaml") return sure::to_yaml_doc(title, text);
+  if (wrapper == "json") return text::to_json_doc(title, text);
+  if (wrapper == "markdown") return text::to_markdown_doc(title, text);
+  if (wrapper == "yaml") return text::to_yaml_doc(title, text);
   throw Error("cnorm", "unknown document format '" + wrapper + "'");
 }
 

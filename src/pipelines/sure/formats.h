@@ -1,21 +1,6 @@
 // Format perturbations of SURE (section 3.2, Figure 9 templates) and their validators.
 //
-// Serialisers (the paper's placeholder templates, made to really parse):
-//   JSON      {"title": T, "text": D}, 2-space indent, by nlohmann-json (escaping is its own).
-//   HTML      <html lang="en"><head><meta charset="UTF-8">[<meta name='K' content='V'>]
-//             <title>T</title></head><body> D </body></html>, one element per line as in
-//             Figure 9. Figure 9 puts the bare {Title} in <head>; bare text there would end the
-//             head in a real HTML parser, so the title goes in <title> (the faithful reading).
-//             Text escapes & < > as &amp; &lt; &gt;; attribute values also ' as &#39;.
-//   YAML      "Title: T\nText: D\n". A value is a plain scalar when that is unambiguous (no
-//             indicator first character, no ": " or " #", not a bool/null/number look-alike,
-//             one line), else a double-quoted scalar (\\ \" and \xNN/\uNNNN escapes for control
-//             characters), or a literal block "|2-" ("|2" when it ends with one line
-//             break) when it spans several lines.
-//   Markdown  "# T\nD" (as Figure 9) — an ATX heading line, then the paragraph; document lines
-//   starting with '#'
-//             get a backslash so they cannot become headings.
-// Titles are collapsed to one line (runs of whitespace -> one space) in every template.
+// Serialisers: text/doc_formats.h (shared with C-NORM), re-exported here under sure::.
 //
 // Validators: `validate_format` is the single entry point. JSON parses with nlohmann-json, YAML
 // with yaml-cpp and HTML with gumbo (format_parsers.h; gumbo must report no parse error); YAML
@@ -27,20 +12,20 @@
 #include <string>
 #include <string_view>
 
+#include "text/doc_formats.h"
+
 namespace ragform::sure {
 
+using text::html_escape;
+using text::MetaTag;
+using text::one_line;
+using text::to_html_doc;
+using text::to_json_doc;
+using text::to_markdown_doc;
+using text::to_yaml_doc;
+using text::yaml_plain_ok;
+
 enum class DocFormat { Json, Html, Yaml, Markdown };
-
-// One optional <meta name='name' content='content'> in the HTML head (metadata perturbations).
-struct MetaTag {
-  std::string name, content;
-};
-
-std::string to_json_doc(std::string_view title, std::string_view text);
-std::string to_html_doc(std::string_view title, std::string_view text,
-                        const std::optional<MetaTag>& meta = std::nullopt);
-std::string to_yaml_doc(std::string_view title, std::string_view text);
-std::string to_markdown_doc(std::string_view title, std::string_view text);
 
 // What a validator recovered from a serialised document.
 struct ParsedDoc {
@@ -55,9 +40,5 @@ ParsedDoc validate_format(DocFormat format, std::string_view doc);
 ParsedDoc parse_html_subset(std::string_view doc);
 ParsedDoc parse_yaml_subset(std::string_view doc);
 ParsedDoc parse_markdown_subset(std::string_view doc);
-
-// Helpers shared with the serialisers.
-std::string one_line(std::string_view s);  // whitespace runs -> ' ', trimmed
-std::string html_escape(std::string_view s, bool attribute);
 
 }  // namespace ragform::sure
