@@ -70,8 +70,7 @@ std::vector<Case> cases() {
 }
 
 TEST(ServeEngineFixture, ContinuousBatchingEqualsGenerateOneByOne) {
-  auto path = shared_path("fixtures/models/stories260K.gguf");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  REQUIRE_SHARED(path, "fixtures/models/stories260K.gguf");
   reader::NativeOptions no;
   no.n_ctx = 256;
   reader::NativeReader rd(path.string(), no);

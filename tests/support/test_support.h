@@ -10,8 +10,8 @@ namespace ragform::testing {
 
 // The ../shared folder ($RAGFORM_SHARED, else the one recorded at configure time).
 std::filesystem::path shared_dir();
-// A file under ../shared; the calling test is skipped (GTEST_SKIP) with the missing path named
-// when it does not exist — use the REQUIRE_SHARED macro below.
+// A file under ../shared (the path only; it may not exist). A test that needs the file uses the
+// REQUIRE_SHARED macro below, which FAILS the test when it is missing: CI always has ../shared.
 std::filesystem::path shared_path(const std::string& rel);
 // A fresh, empty directory under the build tree, unique to this test.
 std::filesystem::path temp_dir(const std::string& tag);

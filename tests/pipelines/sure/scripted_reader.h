@@ -20,21 +20,27 @@
 #include <cctype>
 #include <functional>
 #include <map>
-#include <stdexcept>
 #include <string>
 
-#include "base/error.h"
-#include "reader/reader.h"
+#include "support/fake_reader.h"
 #include "text/metrics.h"
 
 namespace ragform::sure::testing {
 
-class ScriptedReader : public reader::Reader {
+// The shared FakeReader (tests/support/fake_reader.h) answering by the rules above.
+class ScriptedReader : public ::ragform::testing::FakeReader {
  public:
   // question -> gold answers, so closed-book answering can "know" some.
   std::map<std::string, std::vector<std::string>> answers;
-  std::string fail_marker;  // empty = never fail
-  int calls = 0;
+  int& calls = generate_calls;
+
+  ScriptedReader() {
+    name = "scripted";
+    FakeReader::answer = [this](const std::string& p) { return answer(p); };
+    tokens = [](const std::string& p) { return static_cast<int>(p.size() / 4); };
+  }
+  ScriptedReader(const ScriptedReader&) = delete;
+  ScriptedReader& operator=(const ScriptedReader&) = delete;
 
   static size_t h(const std::string& s) {
     size_t x = 1469598103934665603ULL;
@@ -43,10 +49,6 @@ class ScriptedReader : public reader::Reader {
   }
   bool known(const std::string& q) const { return h(q) % 2 == 0; }
 
-  reader::Capabilities capabilities() const override { return {true, false, false, false}; }
-  std::string describe() const override { return "scripted"; }
-  std::string chat_mode() const override { return "raw"; }
-
   static std::string between(const std::string& s, const std::string& a, const std::string& b) {
     size_t i = s.find(a);
     if (i == std::string::npos) return "";
@@ -54,16 +56,6 @@ class ScriptedReader : public reader::Reader {
     size_t j = b.empty() ? s.size() : s.find(b, i);
     if (j == std::string::npos) j = s.size();
     return s.substr(i, j - i);
-  }
-
-  reader::Generation generate(const std::string& p, const reader::GenerateParams&) override {
-    ++calls;
-    if (!fail_marker.empty() && p.find(fail_marker) != std::string::npos)
-      throw Error("scripted", "simulated remote failure");
-    reader::Generation g;
-    g.prompt_tokens = static_cast<int>(p.size() / 4);
-    g.text = answer(p);
-    return g;
   }
 
   std::string answer(const std::string& p) const {
@@ -134,17 +126,6 @@ class ScriptedReader : public reader::Reader {
     }
     return "?";
   }
-
-  reader::ScoreResult score(const std::string&, const std::string&) override {
-    throw NotSupported("scripted", "score");
-  }
-  reader::AttentionResult attention(const std::string&, const reader::AttentionQuery&) override {
-    throw NotSupported("scripted", "attention");
-  }
-  reader::HiddenResult hidden(const std::string&, int) override {
-    throw NotSupported("scripted", "hidden");
-  }
-  int count_tokens(const std::string& p) override { return static_cast<int>(p.size() / 4); }
 };
 
 }  // namespace ragform::sure::testing
