@@ -124,7 +124,7 @@ TEST(NativeReader, HiddenFinalLayerProjectsToTheLogits) {
   ASSERT_EQ(h.states.size(), h.ids.size() * size_t(M.hp().n_embd));
   std::vector<float> logits(size_t(M.hp().n_vocab));
   ops::matmul(M.output, &h.states[(h.ids.size() - 1) * size_t(M.hp().n_embd)], 1, logits.data(),
-              ThreadPool::global());
+              *r.pool());
   auto s = r.score("Once upon a time", " there");
   EXPECT_NEAR(runtime::log_softmax_at(logits.data(), M.hp().n_vocab, s.tokens[0].id),
               s.tokens[0].logprob, 1e-5);
