@@ -23,11 +23,13 @@ Subset make_subset(bool known, bool golden) {
   return known ? (golden ? Subset::KG : Subset::KN) : (golden ? Subset::UG : Subset::UN);
 }
 
-Rates compute_rates(const std::vector<Outcome>& group, uint64_t seed, size_t resamples) {
+namespace {
+
+// The counts and rates of a group, without the bootstrap (which needs n >= 2 and resamples).
+Rates count_rates(const std::vector<Outcome>& group) {
   Rates r;
   r.n = static_cast<int64_t>(group.size());
   if (group.empty()) return r;
-  std::vector<double> robust;
   for (const auto& o : group) {
     int c = o.label();
     r.lose += c == 1;
@@ -35,7 +37,6 @@ Rates compute_rates(const std::vector<Outcome>& group, uint64_t seed, size_t res
     r.win += c == -1;
     r.org_correct += o.y_org;
     r.pert_correct += o.y_pert;
-    robust.push_back(c == 0 ? 1.0 : 0.0);
   }
   double n = static_cast<double>(r.n);
   r.lr = r.lose / n;  // eq. 3 and its WR / LR analogues
@@ -43,12 +44,21 @@ Rates compute_rates(const std::vector<Outcome>& group, uint64_t seed, size_t res
   r.wr = r.win / n;
   r.org = r.org_correct / n;
   r.acc = r.pert_correct / n;
+  r.mcnemar_p = eval::mcnemar(static_cast<uint64_t>(r.lose), static_cast<uint64_t>(r.win)).p_exact;
+  return r;
+}
+
+}  // namespace
+
+Rates compute_rates(const std::vector<Outcome>& group, uint64_t seed, size_t resamples) {
+  Rates r = count_rates(group);
   if (r.n >= 2) {
+    std::vector<double> robust;
+    for (const auto& o : group) robust.push_back(o.label() == 0 ? 1.0 : 0.0);
     auto ci = eval::bootstrap_mean_ci(robust, 0.95, resamples, seed);
     r.rr_ci_lo = ci.lo;
     r.rr_ci_hi = ci.hi;
   }
-  r.mcnemar_p = eval::mcnemar(static_cast<uint64_t>(r.lose), static_cast<uint64_t>(r.win)).p_exact;
   return r;
 }
 
@@ -66,6 +76,7 @@ nlohmann::ordered_json ReportRow::to_json() const {
   j["WR"] = rates.wr;
   j["Org"] = rates.org;
   j["Acc"] = rates.acc;
+  if (scope == "category") j["perturbations"] = perturbations;
   if (rates.rr_ci_lo) {
     j["RR_ci95"] = {*rates.rr_ci_lo, *rates.rr_ci_hi};
   } else {
@@ -73,6 +84,42 @@ nlohmann::ordered_json ReportRow::to_json() const {
   }
   j["mcnemar_p"] = rates.mcnemar_p;
   return j;
+}
+
+std::optional<ReportRow> category_robustness(const std::vector<Outcome>& outcomes,
+                                             const std::string& category) {
+  ReportRow row{"category", category, "golden", {}, 0};
+  Rates& m = row.rates;
+  for (const auto& k : all_kinds()) {
+    if (k.category != category) continue;
+    std::vector<Outcome> g;
+    for (const auto& o : outcomes)
+      if (o.perturbation == k.name && (o.subset == Subset::KG || o.subset == Subset::UG))
+        g.push_back(o);
+    if (g.empty()) continue;
+    Rates r = count_rates(g);
+    ++row.perturbations;
+    m.n += r.n;
+    m.lose += r.lose;
+    m.robust += r.robust;
+    m.win += r.win;
+    m.org_correct += r.org_correct;
+    m.pert_correct += r.pert_correct;
+    m.lr += r.lr;
+    m.rr += r.rr;
+    m.wr += r.wr;
+    m.org += r.org;
+    m.acc += r.acc;
+  }
+  if (row.perturbations == 0) return std::nullopt;
+  double k = row.perturbations;
+  m.lr /= k;
+  m.rr /= k;
+  m.wr /= k;
+  m.org /= k;
+  m.acc /= k;
+  m.mcnemar_p = eval::mcnemar(static_cast<uint64_t>(m.lose), static_cast<uint64_t>(m.win)).p_exact;
+  return row;
 }
 
 std::vector<ReportRow> robustness_report(const std::vector<Outcome>& outcomes, uint64_t seed,
@@ -84,17 +131,20 @@ std::vector<ReportRow> robustness_report(const std::vector<Outcome>& outcomes, u
     for (const auto& o : outcomes)
       if (pred(o)) all.push_back(o);
     if (all.empty()) return;
-    rows.push_back({scope, key, "all", compute_rates(all, seed, resamples)});
+    rows.push_back({scope, key, "all", compute_rates(all, seed, resamples), 0});
     for (Subset s : subsets) {
       std::vector<Outcome> g;
       for (const auto& o : all)
         if (o.subset == s) g.push_back(o);
-      if (!g.empty()) rows.push_back({scope, key, to_string(s), compute_rates(g, seed, resamples)});
+      if (!g.empty())
+        rows.push_back({scope, key, to_string(s), compute_rates(g, seed, resamples), 0});
     }
   };
   add("overall", "", [](const Outcome&) { return true; });
   for (const auto& c : categories())
-    add("category", c, [&](const Outcome& o) { return o.category == c; });
+    if (auto row = category_robustness(outcomes, c)) rows.push_back(*row);
+  for (const auto& c : categories())
+    add("category_pooled", c, [&](const Outcome& o) { return o.category == c; });
   for (const auto& k : all_kinds())
     add("perturbation", k.name, [&](const Outcome& o) { return o.perturbation == k.name; });
   return rows;

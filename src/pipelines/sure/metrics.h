@@ -9,6 +9,16 @@
 // perturbation and per category, as fractions in [0, 1]. Beyond the paper, each group has a
 // percentile bootstrap 95% CI of RR (eval/stats.h) and McNemar's test of the paired outcomes
 // (b = lose count, c = win count; exact binomial p).
+//
+// Category robustness has two readings, both reported under their own scope:
+//   "category"         the paper's (4.2 "estimated by averaging the RR values of their
+//                      corresponding perturbations", 4.3 / Figure 4 "average the RR of each
+//                      perturbation within a category", on Golden documents): over the Golden
+//                      pairs (K-G and U-G) only, the unweighted mean of each perturbation's rate,
+//                      subset "golden"; a perturbation with 5 pairs weighs as much as one with 500.
+//                      LR, WR, Org and Acc are averaged the same way; the counts are summed.
+//   "category_pooled"  every pair of the category's perturbations pooled, per subset as the
+//                      other scopes: a perturbation with more pairs weighs more.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -44,14 +54,22 @@ struct Rates {
 Rates compute_rates(const std::vector<Outcome>& group, uint64_t seed = 0, size_t resamples = 2000);
 
 struct ReportRow {
-  std::string scope;   // "overall" | "category" | "perturbation"
+  std::string scope;   // "overall" | "category" | "category_pooled" | "perturbation"
   std::string key;     // "" | category | perturbation name
-  std::string subset;  // "all" | "K-G" | ...
+  std::string subset;  // "all" | "K-G" | ... | "golden" (scope "category")
   Rates rates;
+  int perturbations = 0;  // scope "category": how many perturbations the mean is over
   nlohmann::ordered_json to_json() const;
 };
 
-// Every (scope, key, subset) group with at least one outcome, in Table 1 order.
+// The paper's category robustness (see above) of one category's outcomes: rates averaged over the
+// perturbations that have Golden pairs; nullopt when none has. No bootstrap CI (the mean is over
+// perturbations, not pairs); McNemar's p is that of the summed lose / win counts.
+std::optional<ReportRow> category_robustness(const std::vector<Outcome>& outcomes,
+                                             const std::string& category);
+
+// Every (scope, key, subset) group with at least one outcome, in Table 1 order: overall, the
+// paper's category rows, the pooled category rows, per perturbation.
 std::vector<ReportRow> robustness_report(const std::vector<Outcome>& outcomes, uint64_t seed = 0,
                                          size_t resamples = 2000);
 

@@ -38,9 +38,10 @@ TEST(SureMetrics, HandBuiltCase) {
 
   v.push_back(o("logic/reverse", "logic", Subset::KN, true, true));
   auto rows = robustness_report(v);
-  // overall all + K-G, K-N, U-G, U-N; category format all + K-G, U-G, U-N; logic all + K-N;
-  // perturbation format/json (4 rows); logic/reverse (2 rows).
-  ASSERT_EQ(rows.size(), 5u + 4u + 2u + 4u + 2u);
+  // overall all + K-G, K-N, U-G, U-N; paper's category format (golden; logic has no golden pair);
+  // pooled category format all + K-G, U-G, U-N; logic all + K-N; perturbation format/json (4
+  // rows); logic/reverse (2 rows).
+  ASSERT_EQ(rows.size(), 5u + 1u + 4u + 2u + 4u + 2u);
   EXPECT_EQ(rows[0].subset, "all");
   EXPECT_EQ(rows[0].rates.n, 11);
   EXPECT_NEAR(rows[0].rates.rr, 7.0 / 11, 1e-12);
@@ -50,6 +51,45 @@ TEST(SureMetrics, HandBuiltCase) {
   EXPECT_EQ(rows[1].to_json()["LR"].get<double>(), 3.0 / 7);
   Rates empty = compute_rates({});
   EXPECT_EQ(empty.n, 0);
+}
+
+TEST(SureMetrics, CategoryRobustnessIsTheMeanOfPerturbationRatesOnGoldenPairs) {
+  // style/simple: 4 golden pairs, 2 robust (RR 1/2, LR 1/4, WR 1/4); style/complex: 1 golden
+  // pair, robust (RR 1); plus 5 robust noise pairs of style/simple that the paper leaves out.
+  std::vector<Outcome> v;
+  v.push_back(o("style/simple", "style", Subset::KG, true, true));
+  v.push_back(o("style/simple", "style", Subset::UG, false, false));
+  v.push_back(o("style/simple", "style", Subset::KG, true, false));
+  v.push_back(o("style/simple", "style", Subset::UG, false, true));
+  v.push_back(o("style/complex", "style", Subset::KG, true, true));
+  for (int i = 0; i < 5; ++i) v.push_back(o("style/simple", "style", Subset::KN, false, false));
+  auto row = category_robustness(v, "style");
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->scope, "category");
+  EXPECT_EQ(row->subset, "golden");
+  EXPECT_EQ(row->perturbations, 2);
+  EXPECT_EQ(row->rates.n, 5);
+  // Paper: (1/2 + 1) / 2 = 0.75. Pooling golden pairs would give 3/5 = 0.6; pooling every pair
+  // (golden and noise) 8/10 = 0.8.
+  EXPECT_DOUBLE_EQ(row->rates.rr, 0.75);
+  EXPECT_DOUBLE_EQ(row->rates.lr, (0.25 + 0) / 2);
+  EXPECT_DOUBLE_EQ(row->rates.wr, (0.25 + 0) / 2);
+  EXPECT_DOUBLE_EQ(row->rates.org, (0.5 + 1) / 2);
+  EXPECT_DOUBLE_EQ(row->rates.acc, (0.5 + 1) / 2);
+  EXPECT_FALSE(row->rates.rr_ci_lo.has_value());
+  EXPECT_EQ(row->to_json()["perturbations"], 2);
+  EXPECT_FALSE(category_robustness(v, "logic").has_value());
+  // The report carries both readings under their own names.
+  auto rows = robustness_report(v);
+  const ReportRow *paper = nullptr, *pooled = nullptr;
+  for (const auto& r : rows) {
+    if (r.scope == "category" && r.key == "style") paper = &r;
+    if (r.scope == "category_pooled" && r.key == "style" && r.subset == "all") pooled = &r;
+  }
+  ASSERT_TRUE(paper && pooled);
+  EXPECT_DOUBLE_EQ(paper->rates.rr, 0.75);
+  EXPECT_DOUBLE_EQ(pooled->rates.rr, 0.8);
+  EXPECT_FALSE(pooled->to_json().contains("perturbations"));
 }
 
 TEST(SureParsing, RankingNliAndRewrites) {
