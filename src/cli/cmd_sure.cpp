@@ -271,7 +271,8 @@ int run_filter(const std::vector<std::string>& argv) {
       "(and --counts FILE).");
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
-  auto& nli_s = a.opt<std::string>("--nli", "SCOPE", "none, llm (reader-made kinds) or all", "llm");
+  auto& nli_s = a.opt<std::string>(
+      "--nli", "SCOPE", "pairs NLI checks: all kinds, llm (reader-made kinds only) or none", "all");
   auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =
@@ -565,7 +566,8 @@ int run_attention(const std::vector<std::string>& argv) {
   Args a(
       "sure attention", "Attention shift on the answer span, Robust vs Win vs Lose (4.3, eq. 4).",
       "For Golden pairs evaluated in --store (labels C), samples up to --per-group pairs of each\n"
-      "group (seeded), measures the final token's attention on the gold answer span in the\n"
+      "group (seeded), measures the attention of the question's final token (--query prompt:\n"
+      "the prompt's final token) on the gold answer span (first whole-word occurrence) in the\n"
       "original and perturbed prompts (A_org, A_pert), and prints per group A_org, A_pert,\n"
       "dA = |A_org - A_pert| and Welch's t-test of dA Robust vs Win+Lose. Raw prompt mode.\n"
       "The reader: -m MODEL.gguf, or --reader openai against `ragform serve` (/v1/attention).");
@@ -576,6 +578,9 @@ int run_attention(const std::vector<std::string>& argv) {
   auto& layer = a.opt<int>("--layer", "L", "attention layer (negative from the end)", -1);
   auto& heads = a.opt<std::string>("--heads", "LIST", "heads to average (default: all)", "");
   auto& per_group = a.opt<int>("--per-group", "N", "pairs per group (paper: 50)", 50);
+  auto& query = a.opt<std::string>(
+      "--query", "TOKEN", "query token: question (its final token, the paper's t_q) or prompt",
+      "question");
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
   auto& con = a.flag("--chain-of-note", "the prompts of a Chain-of-Note evaluation");
   if (!a.parse(argv)) return 0;
@@ -583,6 +588,7 @@ int run_attention(const std::vector<std::string>& argv) {
   su.require("sure attention");
   AttentionOptions ao;
   ao.layer = layer.value;
+  ao.query = parse_attention_query(query.value);
   if (!heads.value.empty()) ao.heads = parse_int_list("--heads", heads.value);
   store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
   int64_t id = one_eval_run(st, run.value);
@@ -608,9 +614,9 @@ int run_attention(const std::vector<std::string>& argv) {
     for (const auto& p : ps) {
       std::string go = grounding_original(p), gp = grounding_perturbed(p);
       auto a0 = answer_span_attention(*reader, rag_prompt(prompts, go, p.question, con.value), go,
-                                      p.answers, ao);
+                                      p.question, p.answers, ao);
       auto a1 = answer_span_attention(*reader, rag_prompt(prompts, gp, p.question, con.value), gp,
-                                      p.answers, ao);
+                                      p.question, p.answers, ao);
       if (!a0 || !a1) {
         ++no_span;
         continue;

@@ -125,39 +125,84 @@ double distinct_1(const std::string& text) {
   return static_cast<double>(u.size()) / static_cast<double>(ws.size());
 }
 
+AttentionQueryToken parse_attention_query(const std::string& s) {
+  if (s == "question") return AttentionQueryToken::QuestionEnd;
+  if (s == "prompt") return AttentionQueryToken::PromptEnd;
+  throw UsageError("--query", "expected question or prompt, got '" + s + "'");
+}
+
+namespace {
+
+std::string ascii_lower(const std::string& s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool word_byte(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return u >= 0x80 || std::isalnum(u);
+}
+
+}  // namespace
+
+std::optional<std::pair<size_t, size_t>> find_answer_span(const std::string& text,
+                                                          const std::vector<std::string>& answers) {
+  std::string low = ascii_lower(text);
+  std::optional<std::pair<size_t, size_t>> best;
+  for (const auto& a : answers) {
+    std::string al = ascii_lower(a);
+    if (al.empty()) continue;
+    for (size_t at = low.find(al); at != std::string::npos; at = low.find(al, at + 1)) {
+      size_t end = at + al.size();
+      // A boundary is needed only where the answer itself begins / ends with a word character
+      // ("U.S." may end before a letter-less edge either way).
+      bool left_ok = at == 0 || !word_byte(al.front()) || !word_byte(low[at - 1]);
+      bool right_ok = end == low.size() || !word_byte(al.back()) || !word_byte(low[end]);
+      if (!left_ok || !right_ok) continue;
+      if (!best || at < best->first || (at == best->first && end > best->second))
+        best = std::make_pair(at, end);
+      break;
+    }
+  }
+  return best;
+}
+
 std::optional<double> answer_span_attention(reader::Reader& reader, const std::string& prompt,
                                             const std::string& grounding,
+                                            const std::string& question,
                                             const std::vector<std::string>& answers,
                                             const AttentionOptions& opt) {
   size_t g = prompt.find(grounding);
   if (g == std::string::npos) throw Error("sure attention", "grounding not found in prompt");
-  std::string low;
-  for (char c : grounding) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  size_t best = std::string::npos, len = 0;
-  for (const auto& a : answers) {
-    std::string al;
-    for (char c : a) al += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (al.empty()) continue;
-    size_t at = low.find(al);
-    if (at != std::string::npos && at < best) {
-      best = at;
-      len = al.size();
-    }
+  auto span = find_answer_span(grounding, answers);
+  if (!span) return std::nullopt;
+  int t0 = reader.count_tokens(prompt.substr(0, g + span->first));
+  int t1 = reader.count_tokens(prompt.substr(0, g + span->second));
+  const int n_prompt = reader.count_tokens(prompt);
+  int qpos = n_prompt - 1;
+  if (opt.query == AttentionQueryToken::QuestionEnd) {
+    // t_q (4.3): the question's last token; the question follows the document in P = (I, G, Q).
+    size_t q = question.empty() ? std::string::npos : prompt.rfind(question);
+    if (q == std::string::npos || q < g + grounding.size())
+      throw Error("sure attention", "question not found in the prompt after the document");
+    qpos = reader.count_tokens(prompt.substr(0, q + question.size())) - 1;
   }
-  if (best == std::string::npos) return std::nullopt;
-  int t0 = reader.count_tokens(prompt.substr(0, g + best));
-  int t1 = reader.count_tokens(prompt.substr(0, g + best + len));
-  reader::AttentionQuery q;
-  q.layers = {opt.layer};
-  q.heads = opt.heads;
-  reader::AttentionResult ar = reader.attention(prompt, q);
+  reader::AttentionQuery aq;
+  aq.layers = {opt.layer};
+  aq.heads = opt.heads;
+  aq.query_positions = {qpos};
+  reader::AttentionResult ar = reader.attention(prompt, aq);
   if (ar.rows.empty()) throw Error("sure attention", "reader returned no attention rows");
+  if (!ar.ids.empty() && ar.ids.size() != static_cast<size_t>(n_prompt))
+    throw Error("sure attention", "prompt was truncated (" + std::to_string(ar.ids.size()) +
+                                      " of " + std::to_string(n_prompt) + " tokens): raise --ctx");
   const auto& row = ar.rows[0].mean;
-  if (static_cast<size_t>(reader.count_tokens(prompt)) != row.size())
-    throw Error("sure attention", "prompt was truncated (" + std::to_string(row.size()) +
-                                      " attended positions): raise --ctx");
+  if (row.size() != static_cast<size_t>(qpos) + 1)
+    throw Error("sure attention", "attention row of " + std::to_string(row.size()) +
+                                      " positions for query position " + std::to_string(qpos));
   t1 = std::max(t1, t0 + 1);
-  if (t0 < 0 || static_cast<size_t>(t1) > row.size())
+  if (t0 < 0 || t1 > qpos + 1)
     throw Error("sure attention", "answer span outside the attention row");
   double s = 0;
   for (int t = t0; t < t1; ++t) s += row[static_cast<size_t>(t)];

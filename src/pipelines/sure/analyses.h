@@ -1,13 +1,17 @@
 // SURE's further analyses (section 4.3, 4.4, Appendix A.2):
 //  - SIG (4.3): from several readers' evaluations, the Golden-document pairs where every reader
 //    lacks robustness (C != 0 in every run), N per perturbation (default 100), seeded sample.
-//  - Attention shift (4.3, eq. 4): attention of the final prompt token (last layer, mean over
-//    heads by default) on the tokens of the gold answer span inside the document, summed over the
-//    span's tokens and divided by their number: A_org, A_pert, dA = |A_org - A_pert|, averaged per
+//  - Attention shift (4.3, eq. 4): attention of the query token (last layer, mean over heads by
+//    default) on the tokens of the gold answer span inside the document, summed over the span's
+//    tokens and divided by their number: A_org, A_pert, dA = |A_org - A_pert|, averaged per
 //    Robust / Win / Lose group, and Welch's t-test of dA between Robust and Win+Lose.
+//    The query token is "the final token of the question t_q" (4.3): the token ending the last
+//    occurrence of the question in the prompt, at count_tokens(prompt up to the question's end) -
+//    1; the final prompt token (after "Answer:", the one that predicts the answer) is an option.
 //    The span is the first case-insensitive occurrence of a gold answer in the document part of
-//    the prompt; its token positions are [count_tokens(prefix), count_tokens(prefix + span)),
-//    which is exact when the tokenizer does not merge across the span's edges (raw mode only).
+//    the prompt that starts and ends on word boundaries (so "1" is not found inside "1990"); its
+//    token positions are [count_tokens(prefix), count_tokens(prefix + span)), which is exact when
+//    the tokenizer does not merge across the span's edges (raw mode only).
 //  - Oracle score (A.2, eq. 5): sum of log p(answer tokens | prompt) via Reader::score, averaged
 //    over the gold answers; per query the top- and bottom-ranked candidate documents, and the K-S
 //    test of semantic-agnostic features (Flesch reading ease, Distinct-1, token length, PPL)
@@ -53,14 +57,31 @@ double distinct_1(const std::string& text);           // unique words / words (l
 int count_syllables(const std::string& word);         // vowel-group heuristic
 
 // ---- attention shift ----
+enum class AttentionQueryToken {
+  QuestionEnd,  // the paper's t_q: the question's final token (default)
+  PromptEnd,    // the prompt's final token
+};
+AttentionQueryToken parse_attention_query(const std::string& s);  // "question" | "prompt"
+
 struct AttentionOptions {
   int layer = -1;          // negative counts from the end
   std::vector<int> heads;  // empty = mean over every head
+  AttentionQueryToken query = AttentionQueryToken::QuestionEnd;
 };
-// Mean attention of the final token on the answer span of `grounding` inside `prompt`; nullopt
-// when no answer occurs in the grounding.
+
+// Byte range [begin, end) of the first case-insensitive (ASCII) occurrence of any of `answers` in
+// `text` whose first and last characters sit on word boundaries: the byte before and the byte
+// after are not letters, digits or UTF-8 bytes (>= 0x80, taken as letters). Earliest start wins;
+// at equal starts the longer answer. nullopt when none occurs.
+std::optional<std::pair<size_t, size_t>> find_answer_span(const std::string& text,
+                                                          const std::vector<std::string>& answers);
+
+// Mean attention of the query token (opt.query) on the answer span of `grounding` inside
+// `prompt`; nullopt when no answer occurs in the grounding. `question` must occur in the prompt
+// after the grounding for QuestionEnd.
 std::optional<double> answer_span_attention(reader::Reader& reader, const std::string& prompt,
                                             const std::string& grounding,
+                                            const std::string& question,
                                             const std::vector<std::string>& answers,
                                             const AttentionOptions& opt);
 

@@ -11,6 +11,50 @@
 using namespace ragform;
 using namespace ragform::sure;
 
+namespace {
+
+// One token per byte (no BOS): count_tokens(s) = |s|, so every position is known by hand. The
+// attention row of query position q has mean[j] = j + 1000 q, so a result names both the span
+// and the query position it came from. score() returns log(1/2) per byte of the continuation and
+// records what it was asked.
+class ByteReader : public reader::Reader {
+ public:
+  std::vector<std::pair<std::string, std::string>> scored;
+  reader::AttentionQuery last_query;
+  reader::Capabilities capabilities() const override { return {false, true, true, false}; }
+  std::string describe() const override { return "bytes"; }
+  std::string chat_mode() const override { return "raw"; }
+  reader::Generation generate(const std::string&, const reader::GenerateParams&) override {
+    throw NotSupported("bytes", "generate");
+  }
+  reader::ScoreResult score(const std::string& prompt, const std::string& cont) override {
+    scored.emplace_back(prompt, cont);
+    reader::ScoreResult r;
+    for (char c : cont) r.tokens.push_back({static_cast<unsigned char>(c), {c}, std::log(0.5)});
+    r.sum = static_cast<double>(cont.size()) * std::log(0.5);
+    return r;
+  }
+  reader::AttentionResult attention(const std::string& prompt,
+                                    const reader::AttentionQuery& q) override {
+    last_query = q;
+    reader::AttentionResult r;
+    r.ids.assign(prompt.size(), 0);
+    int pos =
+        q.query_positions.empty() ? static_cast<int>(prompt.size()) - 1 : q.query_positions[0];
+    reader::AttentionRows row;
+    row.query_position = pos;
+    for (int j = 0; j <= pos; ++j) row.mean.push_back(static_cast<float>(j + 1000 * pos));
+    r.rows.push_back(row);
+    return r;
+  }
+  reader::HiddenResult hidden(const std::string&, int) override {
+    throw NotSupported("bytes", "hidden");
+  }
+  int count_tokens(const std::string& p) override { return static_cast<int>(p.size()); }
+};
+
+}  // namespace
+
 TEST(SureAnalyses, SigKeepsGoldenPairsUnrobustForEveryReader) {
   auto o = [](const char* id, const char* k, Subset s, bool a, bool b) {
     return Outcome{id, k, "format", s, a, b};
@@ -54,6 +98,59 @@ TEST(SureAnalyses, AttentionGroupsAndWelch) {
   EXPECT_NEAR(*rep.welch_t, (0.5 - 7.0 / 3) / std::sqrt(0.25 / 3 + 1.0 / 9), 1e-9);
   EXPECT_GT(*rep.welch_p, 0.0);
   EXPECT_LT(*rep.welch_p, 0.05);
+}
+
+TEST(SureAnalyses, AnswerSpanOnWordBoundaries) {
+  const std::string g = "Born in 1990, Tom met 1 friend.";
+  // "1" inside "1990" (byte 8) is no answer; the standalone "1" at byte 22 is.
+  auto s = find_answer_span(g, {"1"});
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(*s, std::make_pair(size_t{22}, size_t{23}));
+  EXPECT_EQ(*find_answer_span(g, {"tom MET", "1"}), std::make_pair(size_t{14}, size_t{21}));
+  EXPECT_EQ(*find_answer_span(g, {"1990"}), std::make_pair(size_t{8}, size_t{12}));
+  EXPECT_FALSE(find_answer_span(g, {"Bor", "om", "friends"}).has_value());
+  // Answers ending in punctuation need no boundary on that side.
+  EXPECT_EQ(*find_answer_span("in the U.S.A today", {"U.S."}),
+            std::make_pair(size_t{7}, size_t{11}));
+  // Earliest start wins; at the same start the longer answer.
+  EXPECT_EQ(*find_answer_span("New York City", {"City", "New York", "New"}),
+            std::make_pair(size_t{0}, size_t{8}));
+}
+
+TEST(SureAnalyses, AnswerSpanAttentionQueriesTheQuestionsLastToken) {
+  // Bytes: "Doc: " 0-4, grounding 5-35 ("1" of "1990" at 13, the word "1" at 27, "Tom met" at
+  // 19-25), "\nQuestion: " 36-46, "who?" 47-50, "\nAnswer:" 51-58.
+  const std::string g = "Born in 1990, Tom met 1 friend.";
+  const std::string prompt = "Doc: " + g + "\nQuestion: who?\nAnswer:";
+  ByteReader r;
+  AttentionOptions ao;
+  // Paper: query = "?" of "who?" at 50; span byte 27: 27 + 1000 * 50.
+  auto a = answer_span_attention(r, prompt, g, "who?", {"1"}, ao);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_DOUBLE_EQ(*a, 50027.0);
+  ASSERT_EQ(r.last_query.query_positions, std::vector<int>{50});
+  // Mean over a multi-token span: positions 19..25 -> 22.
+  EXPECT_DOUBLE_EQ(*answer_span_attention(r, prompt, g, "who?", {"Tom met"}, ao), 50022.0);
+  // Option: the prompt's final token, ":" at 58.
+  ao.query = AttentionQueryToken::PromptEnd;
+  EXPECT_DOUBLE_EQ(*answer_span_attention(r, prompt, g, "who?", {"1"}, ao), 58027.0);
+  EXPECT_FALSE(answer_span_attention(r, prompt, g, "who?", {"friends"}, ao).has_value());
+  ao.query = AttentionQueryToken::QuestionEnd;
+  EXPECT_THROW(answer_span_attention(r, prompt, g, "where?", {"1"}, ao), ragform::Error);
+  EXPECT_EQ(parse_attention_query("prompt"), AttentionQueryToken::PromptEnd);
+  EXPECT_THROW(parse_attention_query("last"), ragform::UsageError);
+}
+
+TEST(SureAnalyses, OracleScoreIsTheMeanOverAnswersOfSummedLogProbs) {
+  ByteReader r;
+  // " Paris" = 6 tokens, " City of Light" = 14 tokens, log(1/2) each: eq. 5 gives 6 log(1/2)
+  // and 14 log(1/2); footnote 7 averages them: 10 log(1/2) (the sum would be 20 log(1/2)).
+  double o = oracle_score(r, "P", {"Paris", "City of Light"});
+  EXPECT_NEAR(o, 10 * std::log(0.5), 1e-12);
+  ASSERT_EQ(r.scored.size(), 2u);
+  EXPECT_EQ(r.scored[0], std::make_pair(std::string("P"), std::string(" Paris")));
+  EXPECT_EQ(r.scored[1].second, " City of Light");
+  EXPECT_THROW(oracle_score(r, "P", {}), ragform::Error);
 }
 
 TEST(SureAnalyses, ReadabilityFeatures) {
