@@ -63,7 +63,10 @@ TEST(SureCli, EndToEndOnStories260K) {
   EXPECT_EQ(counts["input"].get<int>(),
             counts["kept"].get<int>() +
                 static_cast<int>(json_lines(read_file(dir / "rejected.jsonl")).size()));
-  // The story model cannot say "entailment": reader-made pairs are dropped by NLI, rule-based kept.
+  // Every kind is NLI-checked by default (SURE 3.4): each pair that passed the answer check.
+  EXPECT_EQ(counts["nli_checked"].get<int>(),
+            counts["input"].get<int>() - counts["failed_perturbation"].get<int>() -
+                counts["golden_lost_answer"].get<int>() - counts["noise_gained_answer"].get<int>());
   EXPECT_GT(counts["nli_checked"].get<int>(), 0);
 
   // Evaluate the rule-based pairs (kept by the answer check), resumable.
