@@ -23,7 +23,9 @@
 #include "eval/jsonl.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/format.h"
+#include "pipelines/cnorm/longbench.h"
 #include "pipelines/cnorm/sweep.h"
+#include "pipelines/cnorm/system_prompts.h"
 #include "pipelines/cnorm/tasks.h"
 #include "ragform_version.h"
 #include "store/run_store.h"
@@ -68,13 +70,28 @@ std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, 
       if (!input.empty())
         throw UsageError("--input", "the needle task generates its items; do not give --input");
       return cnorm::make_needle_items(n_needle, k, seed);
+    case cnorm::Task::Longbench: {
+      std::vector<cnorm::Item> items;
+      for (const auto& mc : cnorm::build_mc_items(load_records(input)))
+        items.push_back(cnorm::mc_to_item(mc));
+      return items;
+    }
   }
   return {};
 }
 
+void apply_system_preset(ReaderFlags& rf, const std::string& preset) {
+  if (preset.empty()) return;
+  if (!rf.chat.value)
+    throw UsageError("--system-preset", "a system prompt needs a chat reader: add --chat");
+  if (rf.system.seen)
+    throw UsageError("--system-preset", "give either --system or --system-preset");
+  rf.system.value = cnorm::system_prompt_preset(preset);
+}
+
 std::string template_for(cnorm::Task task, const std::string& explicit_path,
                          const std::string& shared) {
-  if (!explicit_path.empty() || task == cnorm::Task::Needle)
+  if (!explicit_path.empty() || task == cnorm::Task::Needle || task == cnorm::Task::Longbench)
     return cnorm::load_template(task, explicit_path, "");
   return cnorm::load_template(task, "", shared_dir(shared));
 }
@@ -129,15 +146,20 @@ int run_calibrate(const std::vector<std::string>& argv) {
       "Writes the profile to -o and prints it as one JSON line. Profiles are cached by (model "
       "hash,\n"
       "task, config): a second run with the same configuration reuses the cached profile.\n"
-      "Tasks: qa (lost-in-the-middle qa.prompt over QA records), kv (kv_retrieval.prompt over\n"
-      "lost-in-the-middle KV records), needle (generated story-needle probe; no --input).");
+      "Tasks: qa (lost-in-the-middle qa_ordered_randomly.prompt, Appendix D's controlled setting,\n"
+      "over QA records), kv (kv_retrieval.prompt over lost-in-the-middle KV records), needle\n"
+      "(generated story-needle probe; no --input), longbench (LongBench-v2 records, Appendix D's\n"
+      "prompt, one context per prompt; questions that do not fit --ctx are skipped). Candidates:\n"
+      "'original' is the unformatted text (p does not apply), the others are delimiters.");
   ReaderFlags rf(a);
   auto& input = a.opt<std::string>("--input", "FILE", "QA or KV records (JSONL, gzip ok)", "");
-  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv or needle").required();
+  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench").required();
   auto& S = a.opt<int>("-S,--samples", "N", "number of sampled prompts", 6);
   auto& delims = a.opt<std::string>(
-      "--delims", "LIST", "candidate delimiters, comma-separated ('none' = empty, 'comma' = ',')",
-      "none,-,_,:,\xC2\xB7,~,+,/,&");
+      "--delims", "LIST",
+      "candidates, comma-separated ('original' = unformatted text, 'none' = empty delimiter, "
+      "'comma' = ',')",
+      default_delimiter_list());
   auto& p = a.opt<double>("-p,--ratio", "P", "fraction of sentences reformatted", 0.5);
   auto& seed =
       a.opt<long long>("--seed", "N", "seed of sampling, distractors and sentence choice", 0);
@@ -169,9 +191,12 @@ int run_calibrate(const std::vector<std::string>& argv) {
       "--store", "FILE",
       "SQLite run store: one row per (prompt, candidate) with ABS, mu, attention; resumes", "");
   auto& out = a.opt<std::string>("-o,--output", "FILE", "profile JSON to write").required();
+  auto& sys_preset = a.opt<std::string>(
+      "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
   if (!a.parse(argv)) return 0;
 
   Task task = parse_task(task_s.value);
+  apply_system_preset(rf, sys_preset.value);
   if (S.value < 1) throw UsageError("-S", "must be at least 1");
   if (k.value < 1) throw UsageError("-k", "must be at least 1");
   if (seed.value < 0) throw UsageError("--seed", "must be >= 0");
@@ -194,7 +219,9 @@ int run_calibrate(const std::vector<std::string>& argv) {
     }
   }
   if (!formats.value.empty()) {
-    if (task == Task::Kv) throw UsageError("--formats", "document formats do not apply to kv");
+    if (task == Task::Kv || task == Task::Longbench)
+      throw UsageError("--formats",
+                       std::string("document formats do not apply to ") + task_name(task));
     for (const auto& w : split_list(formats.value)) setup.wrappers.push_back(parse_wrapper(w));
   }
   if (search.value == "halving")
@@ -206,28 +233,47 @@ int run_calibrate(const std::vector<std::string>& argv) {
   // Needle items for calibration come from their own stream (splitmix64(seed)), so they are not
   // the items `cnorm eval` generates from the same seed.
   uint64_t item_seed = task == Task::Needle ? splitmix64(setup.seed) : setup.seed;
-  std::vector<Item> items =
-      task_items(task, input.value, size_t(k.value), item_seed, size_t(S.value));
+  // longbench: one context per prompt (k = 1).
+  const size_t k_task = task == Task::Longbench ? 1 : size_t(k.value);
+  std::vector<Item> items = task_items(task, input.value, k_task, item_seed, size_t(S.value));
   if (items.empty()) throw Error("cnorm calibrate", "no items in " + input.value);
-  // Sample S items by the seeded permutation (all of them when there are fewer).
+  auto reader = rf.open_native();
+  std::vector<Format> fmts;
+  for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
+  // Sample S items by the seeded permutation (all of them when there are fewer). A longbench
+  // context cannot be shortened: a question whose prompt does not fit --ctx under every candidate
+  // is passed over.
   std::vector<Item> sample;
+  size_t too_long = 0;
   for (size_t i : seeded_permutation(items.size(), setup.seed)) {
     if (sample.size() >= size_t(S.value)) break;
+    if (task == Task::Longbench) {
+      try {
+        fit_k(*reader, task, setup.tmpl, {items[i]}, 1, fmts, size_t(rf.ctx.value));
+      } catch (const NotSupported&) {
+        throw;
+      } catch (const Error&) {
+        ++too_long;
+        continue;
+      }
+    }
     sample.push_back(items[i]);
   }
+  if (too_long)
+    note("cnorm calibrate: note: " + std::to_string(too_long) +
+         " questions passed over: their prompt does not fit --ctx " + std::to_string(rf.ctx.value) +
+         " tokens");
+  if (sample.empty()) throw Error("cnorm calibrate", "no question fits the context");
   if (sample.size() < size_t(S.value))
     note("cnorm calibrate: only " + std::to_string(sample.size()) + " items, S reduced to that");
 
-  auto reader = rf.open_native();
   // kv prompts hold every record of the file (k is not used); other tasks k documents. Either is
   // reduced, with a note, until every prompt fits the context.
-  size_t k_req = size_t(k.value);
+  size_t k_req = k_task;
   if (task == Task::Kv) {
     k_req = 0;
     for (const auto& it : sample) k_req = std::max(k_req, it.distractors.size() + 1);
   }
-  std::vector<Format> fmts;
-  for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
   size_t k_eff = fit_k(*reader, task, setup.tmpl, sample, k_req, fmts, size_t(rf.ctx.value));
   if (k_eff < k_req)
     note("cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
@@ -244,15 +290,18 @@ int run_calibrate(const std::vector<std::string>& argv) {
 
   std::string model_sha = store::sha256_file(rf.model.value);
   nlohmann::json dl = nlohmann::json::array();
-  for (const auto& d : setup.candidates) dl.push_back(d.text);
+  // "original" and "none" both replace with "": the unformatted candidate is named.
+  for (const auto& d : setup.candidates) dl.push_back(d.original ? d.name : d.text);
   nlohmann::json cands_id = nlohmann::json::array();
-  for (const auto& c : cand_list) cands_id.push_back({c.delim.text, c.p, c.wrapper});
+  for (const auto& c : cand_list)
+    cands_id.push_back({c.delim.original ? c.delim.name : c.delim.text, c.p, c.wrapper});
   nlohmann::json config = {
       {"k", k_eff},
       {"attention", setup.abs.to_json()},
       {"template_sha256", store::sha256_hex(setup.tmpl)},
       {"input_sha256", input.value.empty() ? "" : store::sha256_file(input.value)},
-      {"chat_mode", reader->chat_mode()}};
+      {"chat_mode", reader->chat_mode()},
+      {"system_sha256", rf.system.value.empty() ? "" : store::sha256_hex(rf.system.value)}};
   nlohmann::json identity = {{"model_sha256", model_sha},
                              {"task", task_name(task)},
                              {"p", setup.p},
@@ -260,7 +309,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
                              {"S", specs.size()},
                              {"delimiters", dl},
                              {"config", config},
-                             {"version", 1}};
+                             {"version", 2}};
   if (!setup.p_grid.empty() || !setup.wrappers.empty() || setup.search != Search::Exhaustive) {
     identity["candidates"] = cands_id;
     identity["search"] = search.value;
@@ -336,7 +385,9 @@ int run_calibrate(const std::vector<std::string>& argv) {
     prof.model_sha256 = model_sha;
     prof.task = task_name(task);
     const CandidateScore& best = cal.candidates[cal.best];
-    prof.p = best.p;  // the deployed ratio: setup.p unless the (f, p) search chose another
+    // The deployed ratio: setup.p unless the (f, p) search chose another. "original" deploys the
+    // text as it came whatever p is; the profile keeps the calibration's p for Min-Token.
+    prof.p = best.delim.original ? setup.p : best.p;
     prof.seed = setup.seed;
     prof.S = specs.size();
     prof.candidates = cal.candidates;
@@ -418,8 +469,12 @@ int run_apply(const std::vector<std::string>& argv) {
     ++n_lines;
   });
   if (file.is_open() && !file.flush()) throw Error("cnorm apply", "cannot write " + out.value);
-  note("cnorm apply: " + std::to_string(n_docs) + " documents in " + std::to_string(n_lines) +
-       " lines formatted with '" + prof.best.name + "', p = " + std::to_string(prof.p));
+  if (prof.best.original)
+    note("cnorm apply: " + std::to_string(n_docs) + " documents in " + std::to_string(n_lines) +
+         " lines left unchanged: the profile's best candidate is 'original' (the text as it came)");
+  else
+    note("cnorm apply: " + std::to_string(n_docs) + " documents in " + std::to_string(n_lines) +
+         " lines formatted with '" + prof.best.name + "', p = " + std::to_string(prof.p));
   return 0;
 }
 

@@ -32,26 +32,46 @@ namespace {
 // How a variant's format is named in summaries and eval rows.
 std::string format_label(const Format& f) {
   if (!f.wrapper.empty()) return f.wrapper;
+  if (f.delim.original) return "original";
   return f.p > 0 ? f.delim.name : "(unformatted)";
 }
 
 // `cnorm eval --task longbench`: LongBench-v2-style multiple choice (section 5.2, longbench.h).
 // Baseline, C-NORM and Min-Token (fewest tokens over the evaluated prompts among the profile's
 // delimiters); questions whose prompt and answer do not fit --ctx are left out with a note.
+// The profile's check (calibrate.h profile_mismatch): a UsageError unless forced, then a note.
+void check_profile(const Profile& prof, const std::string& model_sha, const std::string& task,
+                   bool force) {
+  std::string why = profile_mismatch(prof, model_sha, task);
+  if (why.empty()) return;
+  if (!force) throw UsageError("--profile", why + " (calibrate for this pair, or --force)");
+  note("cnorm eval: note: --force: " + why);
+}
+
+// Min-Token's candidates (5.2): the profile's delimiters; not its document formats and not the
+// unformatted 'original', which is the Baseline.
+std::vector<Delimiter> min_token_candidates(const Profile& prof) {
+  std::vector<Delimiter> cands;
+  for (const auto& c : prof.candidates)
+    if (c.wrapper.empty() && !c.delim.original &&
+        std::find(cands.begin(), cands.end(), c.delim) == cands.end())
+      cands.push_back(c.delim);
+  return cands;
+}
+
 int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& prof, int limit,
-                   int max_tokens, const std::string& store_path, const Shard& shard) {
+                   int max_tokens, const std::string& store_path, const Shard& shard, bool force) {
   std::vector<McItem> items = build_mc_items(load_records(input));
   if (limit > 0 && items.size() > size_t(limit)) items.resize(size_t(limit));
   if (items.empty()) throw Error("cnorm eval", "no questions in " + input);
   Format cn = profile_format(prof);
   if (!cn.wrapper.empty())
     throw UsageError("--profile", "document formats are not supported for longbench");
-  auto reader = rf.open_native();
   const std::string model_sha = store::sha256_file(rf.model.value);
-  std::vector<Delimiter> cands;
-  for (const auto& c : prof.candidates)
-    if (c.wrapper.empty() && std::find(cands.begin(), cands.end(), c.delim) == cands.end())
-      cands.push_back(c.delim);
+  check_profile(prof, model_sha, "longbench", force);
+  auto reader = rf.open_native();
+  std::vector<Delimiter> cands = min_token_candidates(prof);
+  if (cands.empty()) cands.push_back({"none", ""});
   const size_t budget = size_t(std::max(1, rf.ctx.value - max_tokens));
   std::vector<Format> fmts = {{{"none", ""}, 0.0, prof.seed}, cn};
   for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});
@@ -194,15 +214,20 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
       "--density", "LIST",
       "density sweep (Figure 6): f* at each p of LIST (variants p=<p>), e.g. 0,0.25,0.5,0.75,1",
       "");
+  auto& force = a.flag(
+      "--force", "evaluate a profile calibrated on another model or task (refused otherwise)");
+  auto& sys_preset = a.opt<std::string>(
+      "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
   ShardFlag sf(a);
   if (!a.parse(argv)) return 0;
 
   const Shard shard = sf.shard();
+  apply_system_preset(rf, sys_preset.value);
   if (task_s.value == "longbench") {
     if (max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
     if (limit.value < 0) throw UsageError("--limit", "must be >= 0");
     return eval_longbench(rf, input.value, load_profile(profile.value), limit.value,
-                          max_tokens.value, store_path.value, shard);
+                          max_tokens.value, store_path.value, shard, force.value);
   }
   Task task = parse_task(task_s.value);
   if (positions.value != "all" && positions.value != "natural")
@@ -211,9 +236,8 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   if (limit.value < 0) throw UsageError("--limit", "must be >= 0");
   if (max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
   Profile prof = load_profile(profile.value);
-  if (prof.task != task_name(task))
-    note("cnorm eval: note: the profile was calibrated for task " + prof.task + ", evaluating " +
-         task_name(task));
+  const std::string model_sha = store::sha256_file(rf.model.value);
+  check_profile(prof, model_sha, task_name(task), force.value);
   std::vector<uint64_t> seeds;
   if (seeds_s.value.empty()) {
     seeds = {prof.seed};
@@ -246,15 +270,8 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   }
 
   auto reader = rf.open_native();
-  const std::string model_sha = store::sha256_file(rf.model.value);
-  if (prof.model_sha256 != model_sha)
-    note("cnorm eval: note: the profile was calibrated on a different model file");
-  // Min-Token chooses among the profile's delimiters (not its document formats), at the
-  // profile's p.
-  std::vector<Delimiter> cands;
-  for (const auto& c : prof.candidates)
-    if (c.wrapper.empty() && std::find(cands.begin(), cands.end(), c.delim) == cands.end())
-      cands.push_back(c.delim);
+  // Min-Token chooses among the profile's delimiters, at the profile's p.
+  std::vector<Delimiter> cands = min_token_candidates(prof);
   if (cands.empty()) cands.push_back({"none", ""});
   std::vector<Format> fmts = {{cands[0], 0.0, prof.seed}, profile_format(prof)};
   for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});

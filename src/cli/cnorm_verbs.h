@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/reader_flags.h"
 #include "eval/qa_record.h"
 #include "pipelines/cnorm/tasks.h"
 #include "reader/reader.h"
@@ -23,7 +24,8 @@ std::vector<std::string> split_list(const std::string& s);
 // The records of --input; UsageError when it was not given.
 std::vector<eval::QaRecord> load_records(const std::string& path);
 
-// Items for a task, built from the input file (qa, kv) or generated (needle, n_needle items).
+// Items for a task, built from the input file (qa, kv, longbench) or generated (needle, n_needle
+// items).
 std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, size_t k,
                                     uint64_t seed, size_t n_needle);
 
@@ -36,6 +38,10 @@ std::string template_for(cnorm::Task task, const std::string& explicit_path,
 // sha256) and the reader (its description and chat mode).
 void record_reader(store::RunConfig& rc, const std::string& model_path,
                    const std::string& model_sha256, const reader::Reader& r);
+
+// --system-preset NAME (pipelines/cnorm/system_prompts.h): sets the reader's --system text. Needs
+// --chat; UsageError when --system was given as well. An empty name does nothing.
+void apply_system_preset(ReaderFlags& rf, const std::string& preset);
 
 // `ragform cnorm eval` (cmd_cnorm_eval.cpp).
 int run_cnorm_eval(const std::vector<std::string>& argv);

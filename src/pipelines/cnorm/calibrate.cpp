@@ -143,7 +143,7 @@ nlohmann::json calibration_row_extra(const PromptMeasure& m, const CandidateScor
                                      const PromptSpec& ps) {
   nlohmann::json mass = nlohmann::json::array();
   for (double x : m.mass_by_position) mass.push_back(round9(x));
-  nlohmann::json e = {{"delimiter", c.delim.text},
+  nlohmann::json e = {{"delimiter", c.delim.original ? c.delim.name : c.delim.text},
                       {"p", c.p},
                       {"format", c.wrapper},
                       {"gold_position", ps.gold_pos},
@@ -196,9 +196,20 @@ size_t argmax_mean(const std::vector<CandidateScore>& c) {
 std::vector<CandidateScore> candidate_list(const CalibrationSetup& setup) {
   std::vector<double> grid = setup.p_grid.empty() ? std::vector<double>{setup.p} : setup.p_grid;
   std::vector<CandidateScore> out;
+  bool first_p = true;
   for (double p : grid) {
     choose_sentences(0, p, 0);  // validates p
     for (const auto& d : setup.candidates) {
+      if (d.original) {
+        // The unformatted text does not depend on p: one candidate, recorded with p = 0.
+        if (first_p) {
+          CandidateScore c;
+          c.delim = d;
+          c.p = 0;
+          out.push_back(std::move(c));
+        }
+        continue;
+      }
       CandidateScore c;
       c.delim = d;
       c.p = p;
@@ -209,6 +220,7 @@ std::vector<CandidateScore> candidate_list(const CalibrationSetup& setup) {
       }
       out.push_back(std::move(c));
     }
+    first_p = false;
   }
   for (const auto& w : setup.wrappers) {
     CandidateScore c;
@@ -428,6 +440,19 @@ Profile load_profile(const std::string& path) {
     throw Error(path, std::string("profile is not JSON: ") + e.what());
   }
   return profile_from_json(j, path);
+}
+
+std::string profile_mismatch(const Profile& p, const std::string& model_sha256,
+                             const std::string& task) {
+  std::string why;
+  if (p.task != task) why = "the profile was calibrated for task " + p.task + ", not " + task;
+  if (p.model_sha256 != model_sha256) {
+    if (!why.empty()) why += "; ";
+    why += "the profile was calibrated on another model (sha256 " +
+           (p.model_sha256.empty() ? std::string("none") : p.model_sha256.substr(0, 12)) +
+           ", this model " + model_sha256.substr(0, 12) + ")";
+  }
+  return why;
 }
 
 void save_profile(const Profile& p, const std::string& path) {

@@ -112,7 +112,8 @@ struct CalibrationSetup {
 
 // The candidate list of a setup: for each p of the grid (in order), each delimiter (in order);
 // then each wrapper. Names: the delimiter's name with one p, "<delim>@p=<p>" with several, the
-// wrapper's name for wrappers.
+// wrapper's name for wrappers. The "original" candidate (the unformatted text) appears once, at
+// its place among the delimiters of the first p, with p = 0 and the name "original".
 std::vector<CandidateScore> candidate_list(const CalibrationSetup& setup);
 Format candidate_format(const CandidateScore& c, uint64_t seed);
 
@@ -162,6 +163,11 @@ nlohmann::json profile_to_json(const Profile& p);
 // Validates every field; errors name `where` (a file name) and the field.
 Profile profile_from_json(const nlohmann::json& j, const std::string& where);
 Profile load_profile(const std::string& path);
+// Why a profile does not belong to (model, task): "" when it does. Calibration is per model-task
+// pair (5.3), so `cnorm eval` refuses a mismatch unless forced. An empty model hash in the profile
+// (written by hand) never matches.
+std::string profile_mismatch(const Profile& p, const std::string& model_sha256,
+                             const std::string& task);
 void save_profile(const Profile& p, const std::string& path);
 
 // Cache of profiles keyed by SHA-256 of identity.dump() (a JSON object; keys are sorted).

@@ -11,16 +11,25 @@
 
 namespace ragform::cnorm {
 
+Delimiter original_delimiter() { return {"original", "", true}; }
+
 const std::vector<Delimiter>& default_delimiters() {
   static const std::vector<Delimiter> d = {
-      {"none", ""}, {"-", "-"}, {"_", "_"}, {":", ":"}, {"\xC2\xB7", "\xC2\xB7"},
-      {"~", "~"},   {"+", "+"}, {"/", "/"}, {"&", "&"}};
+      original_delimiter(),     {"none", ""}, {"-", "-"}, {"_", "_"}, {":", ":"}, {".", "."},
+      {"\xC2\xB7", "\xC2\xB7"}, {"~", "~"},   {"+", "+"}, {"/", "/"}, {"&", "&"}};
   return d;
+}
+
+std::string default_delimiter_list() {
+  std::string s;
+  for (const auto& d : default_delimiters()) s += (s.empty() ? "" : ",") + d.name;
+  return s;
 }
 
 Delimiter parse_delimiter(std::string_view token) {
   if (token.empty())
     throw UsageError("--delims", "empty delimiter (write 'none' for the empty delimiter)");
+  if (token == "original") return original_delimiter();
   if (token == "none") return {"none", ""};
   if (token == "comma") return {",", ","};
   size_t bad = 0;
@@ -40,7 +49,7 @@ std::vector<Delimiter> parse_delimiter_list(std::string_view list) {
     size_t comma = list.find(',', start);
     Delimiter d = parse_delimiter(list.substr(
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (!seen.insert(d.text).second)
+    if (!seen.insert(d.name).second)
       throw UsageError("--delims", "delimiter '" + d.name + "' given twice");
     out.push_back(std::move(d));
     if (comma == std::string_view::npos) break;

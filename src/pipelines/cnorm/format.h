@@ -18,6 +18,10 @@
 //     text::split_words) becomes one copy of f; sentence text has no leading/trailing whitespace.
 // The delimiter "none" is the empty string: the words of a chosen sentence are concatenated (the
 // paper's "Plain Text" for UUIDs).
+//
+// The candidate "original" (beyond the paper's F) is no delimiter at all: the document as it came,
+// whatever p says, so calibration can only deploy a format that balances attention better than
+// the unformatted text (format_text and longbench_prompt return the text unchanged for it).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,18 +31,27 @@
 namespace ragform::cnorm {
 
 struct Delimiter {
-  std::string name;  // as printed in profiles: "none", "-", "_", ":", "·", ...
-  std::string text;  // what replaces whitespace ("" for none)
+  std::string name;       // as printed in profiles: "original", "none", "-", "_", ":", ".", ...
+  std::string text;       // what replaces whitespace ("" for none and original)
+  bool original = false;  // the unformatted document (name "original")
   bool operator==(const Delimiter&) const = default;
 };
 
-// The paper's candidate set F: none, -, _, :, · (U+00B7), ~, +, /, &.
-const std::vector<Delimiter>& default_delimiters();
+// The unformatted candidate.
+Delimiter original_delimiter();
 
-// One delimiter from the command line: "none" -> "", "comma" -> ",", anything else literally.
+// The default candidate set: original, then the paper's F (section 4.1: none, -, _, :, \cdot, ~,
+// +, /, &) with \cdot read both ways: '.' (5.3 reports LLaMA-2-7B preferring it) and '·'
+// (U+00B7, the typeset middle dot): original, none, -, _, :, ., ·, ~, +, /, &.
+const std::vector<Delimiter>& default_delimiters();
+// The same as a --delims list ("original,none,-,...").
+std::string default_delimiter_list();
+
+// One delimiter from the command line: "original" -> the unformatted candidate, "none" -> "",
+// "comma" -> ",", anything else literally.
 // Throws UsageError for an empty token, invalid UTF-8 or a delimiter holding whitespace.
 Delimiter parse_delimiter(std::string_view token);
-// A comma-separated list ("none,-,&,comma,||"); duplicates are an error.
+// A comma-separated list ("none,-,&,comma,||"); duplicates (by name) are an error.
 std::vector<Delimiter> parse_delimiter_list(std::string_view list);
 
 // FNV-1a 64 of the bytes and splitmix64 (Steele et al.'s finaliser), exposed for tests.

@@ -28,12 +28,19 @@ std::vector<McItem> build_mc_items(const std::vector<eval::QaRecord>& records) {
   return out;
 }
 
+Item mc_to_item(const McItem& item) {
+  Item it;
+  it.id = item.id;
+  it.question = item.question;
+  it.answers = {std::string(1, item.answer)};
+  it.gold = {"", item.context};
+  it.choices.assign(item.choices.begin(), item.choices.end());
+  return it;
+}
+
 std::string longbench_prompt(const McItem& item, const Format& f) {
-  std::string doc = format_document(item.context, f.delim.text, f.p, f.seed);
-  return "Please read the following text and answer the question below.\n\n<text>\n" + doc +
-         "\n</text>\n\nQuestion: " + item.question + "\n\nChoices:\n(A) " + item.choices[0] +
-         "\n(B) " + item.choices[1] + "\n(C) " + item.choices[2] + "\n(D) " + item.choices[3] +
-         "\n\nFormat your response as follows: \"The correct answer is (insert answer here)\".";
+  Item it = mc_to_item(item);
+  return render(Task::Longbench, longbench_template(), it, {it.gold}, f).text;
 }
 
 namespace {

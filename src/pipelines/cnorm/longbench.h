@@ -42,8 +42,12 @@ struct McItem {
 // choices or context.
 std::vector<McItem> build_mc_items(const std::vector<eval::QaRecord>& records);
 
-// The Appendix D prompt ($DOC$, $Q$, $C_A$..$C_D$ filled) with the context formatted by f.
+// The Appendix D prompt ($DOC$, $Q$, $C_A$..$C_D$ filled) with the context formatted by f:
+// render(Task::Longbench, ...) of mc_to_item(item).
 std::string longbench_prompt(const McItem& item, const Format& f);
+// The task item of a question (gold.text = context, choices, answers = {letter}), for
+// calibration (Task::Longbench).
+Item mc_to_item(const McItem& item);
 
 // The rules above; 'A'..'D' or nullopt.
 std::optional<char> extract_choice(const std::string& output);

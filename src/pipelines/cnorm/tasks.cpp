@@ -35,7 +35,9 @@ Task parse_task(std::string_view name) {
   if (name == "qa") return Task::Qa;
   if (name == "kv") return Task::Kv;
   if (name == "needle") return Task::Needle;
-  throw UsageError("--task", "expected qa, kv or needle, got '" + std::string(name) + "'");
+  if (name == "longbench") return Task::Longbench;
+  throw UsageError("--task",
+                   "expected qa, kv, needle or longbench, got '" + std::string(name) + "'");
 }
 
 const char* task_name(Task t) {
@@ -46,6 +48,8 @@ const char* task_name(Task t) {
       return "kv";
     case Task::Needle:
       return "needle";
+    case Task::Longbench:
+      return "longbench";
   }
   return "?";
 }
@@ -55,15 +59,30 @@ const std::string& needle_template() {
   return t;
 }
 
+const std::string& longbench_template() {
+  static const std::string t =
+      "Please read the following text and answer the question below.\n\n<text>\n"
+      "{search_results}\n</text>\n\nQuestion: {question}\n\nChoices:\n(A) {choice_a}\n"
+      "(B) {choice_b}\n(C) {choice_c}\n(D) {choice_d}\n\nFormat your response as follows: "
+      "\"The correct answer is (insert answer here)\".";
+  return t;
+}
+
 std::string load_template(Task t, const std::string& explicit_path, const std::string& shared_dir) {
   std::string text;
   std::string path = explicit_path;
+  if (t == Task::Longbench) {
+    if (!path.empty())
+      throw UsageError("--template",
+                       "longbench uses Appendix D's prompt; --template does not apply");
+    return longbench_template();
+  }
   if (path.empty() && t == Task::Needle) {
     text = needle_template();
   } else {
     if (path.empty())
       path = shared_dir + "/data/lost-in-the-middle/" +
-             (t == Task::Qa ? "qa.prompt" : "kv_retrieval.prompt");
+             (t == Task::Qa ? "qa_ordered_randomly.prompt" : "kv_retrieval.prompt");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cnorm", "cannot read prompt template " + path);
     std::ostringstream ss;
@@ -94,6 +113,7 @@ std::vector<Document> arrange(const Item& item, size_t k, size_t gold_pos) {
 }
 
 std::string format_text(Task t, const std::string& text, const Format& f) {
+  if (f.delim.original) return text;  // the unformatted candidate, whatever p says
   if (t == Task::Kv) return f.p > 0 ? format_uuid(text, f.delim.text) : text;
   return format_document(text, f.delim.text, f.p, f.seed);
 }
@@ -119,10 +139,31 @@ std::string wrap_document(const std::string& wrapper, const std::string& title,
   throw Error("cnorm", "unknown document format '" + wrapper + "'");
 }
 
+namespace {
+
+// Appendix D's LongBench-v2 prompt (longbench_template()), filled field by field.
+Prompt render_longbench(const Item& item, const std::vector<Document>& docs, const Format& f) {
+  if (docs.size() != 1 || item.choices.size() != 4)
+    throw Error("cnorm", "longbench item " + item.id + ": one context and four choices expected");
+  Prompt p;
+  p.text = "Please read the following text and answer the question below.\n\n<text>\n";
+  p.ctx_begin = p.text.size();
+  p.text += format_text(Task::Longbench, docs[0].text, f);
+  p.ctx_end = p.text.size();
+  p.text += "\n</text>\n\nQuestion: " + item.question + "\n\nChoices:\n(A) " + item.choices[0] +
+            "\n(B) " + item.choices[1] + "\n(C) " + item.choices[2] + "\n(D) " + item.choices[3] +
+            "\n\nFormat your response as follows: \"The correct answer is (insert answer here)\".";
+  return p;
+}
+
+}  // namespace
+
 Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
               const Format& f) {
-  if (!f.wrapper.empty() && t == Task::Kv)
-    throw UsageError("--formats", "document formats do not apply to the kv task");
+  if (!f.wrapper.empty() && (t == Task::Kv || t == Task::Longbench))
+    throw UsageError("--formats",
+                     std::string("document formats do not apply to the ") + task_name(t) + " task");
+  if (t == Task::Longbench) return render_longbench(item, docs, f);
   std::string body;
   for (size_t i = 0; i < docs.size(); ++i) {
     const Document& d = docs[i];
@@ -140,6 +181,8 @@ Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vect
         body += i == 0 ? "{" : " ";
         body += "\"" + format_text(t, d.title, f) + "\": \"" + format_text(t, d.text, f) + "\"";
         body += i + 1 == docs.size() ? "}" : ",\n";
+        break;
+      case Task::Longbench:  // rendered above
         break;
       case Task::Needle:
         if (i) body += f.wrapper.empty() ? " " : "\n";

@@ -17,6 +17,14 @@
 //           <activity>."; the gold slot's animal appears in no distractor slot and its name in no
 //           other slot; the documents are joined by " " and followed by " The <animal>'s name was"
 //           (built-in template "{search_results} {question}"); the answer is <Name>.
+//   longbench  LongBench-v2 multiple choice (section 5.2; longbench.h): one document, the long
+//           context (gold.text), in Appendix D's evaluation prompt with the four choices
+//           (Item::choices); calibrated per model-task pair like the others (5.3: "incurred only
+//           once per model-task pair"). The template is built in (longbench_template()).
+//
+// The qa task's default template is lost-in-the-middle's qa_ordered_randomly.prompt: Appendix D's
+// controlled-setting instruction ends "The search results are ordered randomly." (qa.prompt, the
+// same without that sentence, is one --template away).
 //
 // QA items from a file (build_qa_items): the gold is the first ctx with isgold, else the first
 // with hasanswer, else ctxs[0]. When a record has at least k ctxs the others (file order) are its
@@ -36,8 +44,9 @@
 
 namespace ragform::cnorm {
 
-enum class Task { Qa, Kv, Needle };
-Task parse_task(std::string_view name);  // "qa", "kv", "needle"; UsageError otherwise
+enum class Task { Qa, Kv, Needle, Longbench };
+// "qa", "kv", "needle", "longbench"; UsageError otherwise
+Task parse_task(std::string_view name);
 const char* task_name(Task t);
 
 struct Document {
@@ -52,6 +61,7 @@ struct Item {
   Document gold;
   std::vector<Document> distractors;  // fixed order
   size_t natural_position = 0;        // the gold's position in the source (kv: gold_index)
+  std::vector<std::string> choices;   // longbench: (A)..(D)
 };
 
 // A candidate format: delimiter and ratio (p = 0 is the unformatted baseline), and optionally a
@@ -78,11 +88,16 @@ struct Prompt {
 };
 
 // The template text for a task: `explicit_path` when given, else the lost-in-the-middle file under
-// `shared_dir` (qa.prompt, kv_retrieval.prompt), else the built-in needle template. Trailing
-// newlines are removed. Throws Error when the file cannot be read or lacks a placeholder.
+// `shared_dir` (qa_ordered_randomly.prompt, kv_retrieval.prompt), else the built-in needle or
+// longbench template. Trailing newlines are removed. Throws Error when the file cannot be read or
+// lacks a placeholder; UsageError for a --template with longbench (its prompt is fixed).
 std::string load_template(Task t, const std::string& explicit_path, const std::string& shared_dir);
 // The built-in needle template.
 const std::string& needle_template();
+// Appendix D's LongBench-v2 prompt with {search_results}, {question} and {choice_a}..{choice_d}:
+// what render() lays out for Task::Longbench (it fills the fields in one pass, so text inside a
+// field is never taken for a placeholder).
+const std::string& longbench_template();
 
 // Documents of the item with the gold at gold_pos among k (k - 1 distractors, fixed order).
 // Throws Error when k = 0, gold_pos >= k or the item has fewer than k - 1 distractors.

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "fake_reader.h"
+#include "pipelines/cnorm/system_prompts.h"
 #include "support/test_support.h"
 
 namespace ragform::cnorm {
@@ -81,6 +82,76 @@ TEST(CnormCalibrate, ScoresEveryCandidateOnEverySample) {
   EXPECT_NEAR(cal.candidates[2].mean, 1.0, 1e-12);
   EXPECT_EQ(cal.best, 2u);
   EXPECT_EQ(cal.candidates[cal.best].delim.name, "&");
+}
+
+TEST(CnormCalibrate, OriginalIsOneCandidateAndWinsWhenTheTextBalancesBest) {
+  FakeReader r;
+  // Prompts with '-' put 3/4 of the mass on the first token (mu = 1/4, ABS = 1 - 2|1/4 - 1/2| =
+  // 0.5); the unformatted prompt is balanced (ABS 1).
+  r.heads = [](const std::string& p, size_t T) -> std::vector<std::vector<float>> {
+    return {p.find('-') != std::string::npos ? ends(T, 3, 1) : ends(T, 1, 1)};
+  };
+  Item a = item("i1", "q1");
+  CalibrationSetup setup;
+  setup.task = Task::Qa;
+  setup.tmpl = "{search_results}\n{question}";
+  setup.candidates = parse_delimiter_list("-,original");
+  setup.p_grid = {0.5, 1.0};
+  // One "original" whatever the grid: it does not depend on p.
+  auto list = candidate_list(setup);
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].label(), "-@p=0.5");
+  EXPECT_EQ(list[1].label(), "original");
+  EXPECT_EQ(list[1].p, 0.0);
+  EXPECT_EQ(list[2].label(), "-@p=1");
+  std::vector<PromptSpec> specs = {{&a, 2, 0}};
+  std::vector<std::string> texts;
+  auto cal = calibrate(r, setup, specs,
+                       [&](size_t, size_t, const Prompt& p, double) { texts.push_back(p.text); });
+  EXPECT_EQ(texts[1], "Document [1](Title: G) a b c.\nDocument [2](Title: D) d e f.\nq1");
+  EXPECT_DOUBLE_EQ(cal.candidates[0].mean, 0.5);
+  EXPECT_DOUBLE_EQ(cal.candidates[1].mean, 1.0);
+  EXPECT_EQ(cal.best, 1u);
+  // In the profile it is an entry like the delimiters, and round-trips as the original.
+  Profile p;
+  p.model_sha256 = "m";
+  p.task = "qa";
+  p.S = 1;
+  p.candidates = cal.candidates;
+  p.best = cal.candidates[1].delim;
+  nlohmann::json j = profile_to_json(p);
+  EXPECT_EQ(j["best"], "original");
+  EXPECT_EQ(j["candidates"][1]["delimiter"], "original");
+  Profile q = profile_from_json(j, "mem");
+  EXPECT_TRUE(q.best.original);
+  EXPECT_EQ(format_text(Task::Qa, "x y. z w.", profile_format(q)), "x y. z w.");
+}
+
+TEST(CnormCalibrate, ProfileBelongsToOneModelAndTask) {
+  Profile p;
+  p.model_sha256 = std::string(64, 'a');
+  p.task = "qa";
+  EXPECT_EQ(profile_mismatch(p, std::string(64, 'a'), "qa"), "");
+  EXPECT_EQ(profile_mismatch(p, std::string(64, 'a'), "longbench"),
+            "the profile was calibrated for task qa, not longbench");
+  EXPECT_EQ(profile_mismatch(p, std::string(64, 'b'), "qa"),
+            "the profile was calibrated on another model (sha256 aaaaaaaaaaaa, this model "
+            "bbbbbbbbbbbb)");
+  p.model_sha256 = "";
+  EXPECT_NE(profile_mismatch(p, std::string(64, 'a'), "qa").find("sha256 none"), std::string::npos);
+}
+
+TEST(CnormCalibrate, NamedSystemPrompt) {
+  const std::string& s = system_prompt_preset("llama2-chat");
+  EXPECT_EQ(
+      s.rfind("You are a helpful, respectful and honest assistant. Always answer as helpfully "
+              "as possible, while being safe. Please ensure",
+              0),
+      0u);
+  EXPECT_NE(s.find("If a question does not make any sense"), std::string::npos);
+  EXPECT_EQ(s.substr(s.size() - 37), "please don't share false information.");
+  EXPECT_THROW(system_prompt_preset("llama3"), UsageError);
+  EXPECT_EQ(system_prompt_presets(), std::vector<std::string>{"llama2-chat"});
 }
 
 TEST(CnormCalibrate, HeadModesAndContextSpan) {

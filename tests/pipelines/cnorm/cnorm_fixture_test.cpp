@@ -174,9 +174,10 @@ TEST(CnormFixture, LostInTheMiddleTemplatesAndNqItems) {
   std::string shared = ragform::testing::shared_dir().string();
   std::string qa = load_template(Task::Qa, "", shared);
   EXPECT_EQ(qa.rfind("Write a high-quality answer for the given question using only the provided "
-                     "search results",
+                     "search results (some of which might be irrelevant). The search results are "
+                     "ordered randomly.\n\n{search_results}",
                      0),
-            0u);
+            0u);  // Appendix D's controlled-setting instruction (qa_ordered_randomly.prompt)
   EXPECT_EQ(qa.substr(qa.size() - 7), "Answer:");
   std::string kv = load_template(Task::Kv, "", shared);
   EXPECT_NE(kv.find("{formatted_kv_records}"), std::string::npos);
@@ -222,6 +223,88 @@ TEST(CnormFixture, CalibrateOnNqReducesKToTheContext) {
   EXPECT_GE(prof["config"]["k"].get<int>(), 1);
   ASSERT_EQ(prof["config"]["samples"].size(), 2u);
   for (const auto& c : prof["candidates"]) EXPECT_EQ(c["abs"].size(), 2u);
+}
+
+// The default candidates, the unformatted 'original', profiles bound to one model-task pair and
+// LongBench-v2 calibration, through the CLI on stories260K.
+TEST(CnormFixture, DefaultCandidatesOriginalAndModelTaskPairs) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("cnorm_pairs");
+  auto r = run_ragform(
+      cnorm_calibrate(model, "--task needle -S 2 -k 3 --ctx 512 --no-cache", dir / "needle.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto prof = nlohmann::json::parse(read_file(dir / "needle.json"));
+  std::vector<std::string> names;
+  for (const auto& c : prof["candidates"]) names.push_back(c["delimiter"].get<std::string>());
+  for (const char* want : {"original", ".", "\xC2\xB7", "none", "&"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  EXPECT_EQ(names.size(), 11u);
+  EXPECT_NE(r.err.find("original"), std::string::npos) << r.err;
+
+  // A profile whose best is 'original': apply leaves the text unchanged.
+  auto o = run_ragform(cnorm_calibrate(
+      model, "--task needle -S 2 -k 3 --ctx 512 --no-cache --delims original", dir / "orig.json"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "orig.json"))["best"], "original");
+  const std::string line =
+      "{\"ctxs\":[{\"text\":\"One  two three. Four\\tfive six.\",\"title\":\"T\"}],\"id\":\"a\"}";
+  write_file(dir / "docs.jsonl", line + "\n");
+  auto ap = run_ragform("cnorm apply --profile " + quoted(dir / "orig.json") + " --input " +
+                        quoted(dir / "docs.jsonl"));
+  ASSERT_EQ(ap.exit_code, 0) << ap.err;
+  EXPECT_EQ(nlohmann::json::parse(ap.out), nlohmann::json::parse(line));
+  EXPECT_NE(ap.err.find("left unchanged"), std::string::npos) << ap.err;
+
+  // eval refuses a profile of another task (exit 2) unless --force.
+  write_file(
+      dir / "lb.jsonl",
+      "{\"_id\": \"a\", \"domain\": \"d\", \"sub_domain\": \"s\", \"difficulty\": \"easy\", "
+      "\"length\": \"short\", \"question\": \"Who was the cat?\", \"choice_A\": \"Tom\", "
+      "\"choice_B\": \"Sue\", \"choice_C\": \"Max\", \"choice_D\": \"Lily\", \"answer\": \"A\", "
+      "\"context\": \"There was a cat named Tom. Tom liked to play.\"}\n"
+      "{\"_id\": \"b\", \"domain\": \"d\", \"sub_domain\": \"s\", \"difficulty\": \"hard\", "
+      "\"length\": \"long\", \"question\": \"Who was the dog?\", \"choice_A\": \"Tom\", "
+      "\"choice_B\": \"Sue\", \"choice_C\": \"Max\", \"choice_D\": \"Lily\", \"answer\": \"B\", "
+      "\"context\": \"There was a dog named Sue. Sue liked to run.\"}\n");
+  std::string lb_eval = "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                        " --ctx 512 -n 4 --store " + quoted(dir / "lb.sqlite");
+  auto refused = run_ragform(cnorm_eval(model, dir / "needle.json", lb_eval));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("calibrated for task needle, not longbench"), std::string::npos)
+      << refused.err;
+  auto forced = run_ragform(cnorm_eval(model, dir / "needle.json", lb_eval + " --force"));
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.err.find("--force"), std::string::npos) << forced.err;
+
+  // LongBench-v2 calibrated as its own task: the profile says so and eval takes it.
+  auto lc = run_ragform(cnorm_calibrate(
+      model, "--task longbench --input " + quoted(dir / "lb.jsonl") + " -S 2 --ctx 512 --no-cache",
+      dir / "lb.json"));
+  ASSERT_EQ(lc.exit_code, 0) << lc.err;
+  auto lp = nlohmann::json::parse(read_file(dir / "lb.json"));
+  EXPECT_EQ(lp["task"], "longbench");
+  EXPECT_EQ(lp["model_sha256"], store::sha256_file(model));
+  EXPECT_EQ(lp["config"]["k"], 1);
+  ASSERT_EQ(lp["candidates"].size(), 11u);
+  for (const auto& c : lp["candidates"]) EXPECT_EQ(c["abs"].size(), 2u);
+  auto le = run_ragform(cnorm_eval(model, dir / "lb.json",
+                                   "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                                       " --ctx 512 -n 4 --store " + quoted(dir / "lb2.sqlite")));
+  EXPECT_EQ(le.exit_code, 0) << le.err;
+  // ... but not for the needle task, nor on another model file.
+  auto other_task = run_ragform(
+      cnorm_eval(model, dir / "lb.json",
+                 "--task needle -k 3 --limit 1 --ctx 512 --store " + quoted(dir / "n.sqlite")));
+  EXPECT_EQ(other_task.exit_code, 2) << other_task.err;
+  auto j = lp;
+  j["task"] = "needle";
+  j["model_sha256"] = std::string(64, '0');
+  write_file(dir / "other-model.json", j.dump());
+  auto other_model = run_ragform(
+      cnorm_eval(model, dir / "other-model.json",
+                 "--task needle -k 3 --limit 1 --ctx 512 --store " + quoted(dir / "n.sqlite")));
+  EXPECT_EQ(other_model.exit_code, 2) << other_model.err;
+  EXPECT_NE(other_model.err.find("another model"), std::string::npos) << other_model.err;
 }
 
 }  // namespace ragform::cnorm

@@ -12,14 +12,22 @@
 
 namespace ragform::cnorm {
 
-TEST(CnormFormat, DefaultCandidateSetIsThePapers) {
+TEST(CnormFormat, DefaultCandidateSetIsThePapersWithOriginalAndBothDots) {
+  // The paper's F with \cdot read both as '.' (5.3: LLaMA-2-7B preferred ".") and as U+00B7,
+  // after the unformatted text.
   const auto& d = default_delimiters();
-  ASSERT_EQ(d.size(), 9u);
+  ASSERT_EQ(d.size(), 11u);
   std::vector<std::string> names;
   for (const auto& x : d) names.push_back(x.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"none", "-", "_", ":", "\xC2\xB7", "~", "+", "/", "&"}));
-  EXPECT_EQ(d[0].text, "");
+  EXPECT_EQ(names, (std::vector<std::string>{"original", "none", "-", "_", ":", ".", "\xC2\xB7",
+                                             "~", "+", "/", "&"}));
+  EXPECT_TRUE(d[0].original);
+  EXPECT_EQ(d[0], original_delimiter());
+  EXPECT_FALSE(d[1].original);
+  EXPECT_EQ(d[1].text, "");
+  EXPECT_EQ(d[5].text, ".");
+  EXPECT_EQ(default_delimiter_list(), "original,none,-,_,:,.,\xC2\xB7,~,+,/,&");
+  EXPECT_EQ(parse_delimiter_list(default_delimiter_list()), d);
 }
 
 TEST(CnormFormat, HashesAndPermutationMatchReference) {
@@ -90,6 +98,15 @@ TEST(CnormFormat, ParseDelimiters) {
   EXPECT_THROW(parse_delimiter_list("-,,&"), UsageError);
   EXPECT_THROW(parse_delimiter_list("a b"), UsageError);
   EXPECT_THROW(parse_delimiter_list("\xFF"), UsageError);
+  // "original" is the unformatted candidate, not the literal word; it and "none" both replace
+  // with "" yet are different candidates.
+  auto o = parse_delimiter_list("original,none,.");
+  ASSERT_EQ(o.size(), 3u);
+  EXPECT_TRUE(o[0].original);
+  EXPECT_EQ(o[0].name, "original");
+  EXPECT_FALSE(o[1].original);
+  EXPECT_EQ(o[2], (Delimiter{".", "."}));
+  EXPECT_THROW(parse_delimiter_list("original,original"), UsageError);
 }
 
 TEST(CnormFormat, ModifiedUuid) {

@@ -159,7 +159,52 @@ TEST(CnormTasks, NeedleItemsAreUnambiguous) {
   EXPECT_THROW(make_needle_items(1, 13, 0), UsageError);
 }
 
+TEST(CnormTasks, OriginalLeavesEveryTaskUnchanged) {
+  const std::string text = "One two three. Four five six. Seven eight.";
+  const Format orig{original_delimiter(), 1.0, 3};
+  for (Task t : {Task::Qa, Task::Needle, Task::Longbench, Task::Kv})
+    EXPECT_EQ(format_text(t, text, orig), text) << task_name(t);
+  EXPECT_EQ(format_text(Task::Kv, "550e8400-e29b", orig), "550e8400-e29b");
+  // The empty delimiter at the same p does change it: "original" is not "none".
+  EXPECT_EQ(format_text(Task::Qa, text, Format{{"none", ""}, 1.0, 3}),
+            "Onetwothree. Fourfivesix. Seveneight.");
+  EXPECT_EQ(format_text(Task::Kv, "550e8400-e29b", Format{{"none", ""}, 1.0, 3}), "550e8400e29b");
+  // In a prompt: the same bytes as the unformatted baseline.
+  Item it = three_docs();
+  const std::string tmpl = "{search_results}\n{question}";
+  EXPECT_EQ(render(Task::Qa, tmpl, it, arrange(it, 3, 1), orig).text,
+            render(Task::Qa, tmpl, it, arrange(it, 3, 1), Format{{"none", ""}, 0.0, 3}).text);
+}
+
+TEST(CnormTasks, LongbenchRendersAppendixDWithTheContextSpan) {
+  Item it;
+  it.id = "lb1";
+  it.question = "Who went {search_results}?";
+  it.choices = {"the cat", "the dog", "a bird", "no one"};
+  it.gold = {"", "The dog went home. The cat stayed."};
+  Prompt p = render(Task::Longbench, longbench_template(), it, arrange(it, 1, 0),
+                    Format{{"&", "&"}, 1.0, 0});
+  const std::string head =
+      "Please read the following text and answer the question below.\n\n<text>\n";
+  EXPECT_EQ(p.text, head +
+                        "The&dog&went&home. The&cat&stayed.\n</text>\n\nQuestion: Who went "
+                        "{search_results}?\n\nChoices:\n(A) the cat\n(B) the dog\n(C) a "
+                        "bird\n(D) no one\n\nFormat your response as follows: \"The correct "
+                        "answer is (insert answer here)\".");
+  EXPECT_EQ(p.ctx_begin, head.size());
+  EXPECT_EQ(p.text.substr(p.ctx_begin, p.ctx_end - p.ctx_begin),
+            "The&dog&went&home. The&cat&stayed.");
+  it.choices.pop_back();
+  EXPECT_THROW(render(Task::Longbench, longbench_template(), it, arrange(it, 1, 0),
+                      Format{{"&", "&"}, 1.0, 0}),
+               Error);
+  EXPECT_THROW(load_template(Task::Longbench, "x.prompt", ""), UsageError);
+  EXPECT_EQ(load_template(Task::Longbench, "", ""), longbench_template());
+}
+
 TEST(CnormTasks, ParseTask) {
+  EXPECT_EQ(parse_task("longbench"), Task::Longbench);
+  EXPECT_STREQ(task_name(Task::Longbench), "longbench");
   EXPECT_EQ(parse_task("qa"), Task::Qa);
   EXPECT_EQ(parse_task("needle"), Task::Needle);
   EXPECT_STREQ(task_name(Task::Kv), "kv");
