@@ -76,28 +76,68 @@ struct EncoderFlags {
   }
 };
 
+// Scoring flags. With no flag the defaults are default_score_params() (the ranker chosen on
+// HotpotQA dev, docs/spotlight.md); --paper-defaults starts from paper_score_params() instead;
+// a flag given explicitly overrides either.
 struct ScoreFlags {
   explicit ScoreFlags(Args& a)
       : K(a.opt<int>("-K,--sentences", "K", "sentences to select", 6)),
-        k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)", 5)),
-        lambda(a.opt<double>("--lambda", "W", "positional prior weight (0 = none)", 0.5)),
+        k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)",
+                     default_score_params().top_k)),
+        lambda(a.opt<double>("--lambda", "W", "positional prior weight (0 = none)",
+                             default_score_params().lambda)),
         alpha(a.opt<std::string>("--alpha", "A", "query-token weights: idf or uniform (eq. 8)",
-                                 "idf")) {}
+                                 default_score_params().alpha == Alpha::Idf ? "idf" : "uniform")),
+        max_ctx(a.opt<int>("--max-context-tokens", "N",
+                           "cut each context after N encoder tokens (0 = whole; paper: 512)",
+                           default_score_params().max_context_tokens)),
+        titles(a.opt<std::string>(
+            "--title-context", "on|off",
+            "score each sentence with its paragraph title's tokens as context tokens",
+            default_score_params().title_context ? "on" : "off")),
+        lexical(a.opt<double>("--lexical-weight", "L",
+                              "weight of BM25 over title + sentence in the score (0 = none)",
+                              default_score_params().lexical_weight)),
+        paragraph(a.opt<double>("--paragraph-weight", "P",
+                                "weight of BM25 over title + paragraph in the score (0 = none)",
+                                default_score_params().paragraph_weight)),
+        paper(a.flag("--paper-defaults",
+                     "the paper's settings: k 5, lambda 0.5, alpha idf, contexts cut at 512 "
+                     "tokens, no title context, no BM25 (flags given override them)")) {}
   Opt<int>& K;
   Opt<int>& k;
   Opt<double>& lambda;
   Opt<std::string>& alpha;
+  Opt<int>& max_ctx;
+  Opt<std::string>& titles;
+  Opt<double>& lexical;
+  Opt<double>& paragraph;
+  Flag& paper;
   ScoreParams params() const {
     if (K.value < 1) throw UsageError("spotlight", "-K must be >= 1");
-    if (k.value < 1) throw UsageError("spotlight", "-k must be >= 1");
-    if (lambda.value < 0 || lambda.value > 1)
-      throw UsageError("spotlight", "--lambda must be in [0, 1]");
-    if (alpha.value != "idf" && alpha.value != "uniform")
-      throw UsageError("spotlight", "--alpha must be idf or uniform, got '" + alpha.value + "'");
-    ScoreParams p;
-    p.top_k = k.value;
-    p.lambda = lambda.value;
-    p.alpha = alpha.value == "idf" ? Alpha::Idf : Alpha::Uniform;
+    ScoreParams p = paper.value ? paper_score_params() : default_score_params();
+    if (k.seen) p.top_k = k.value;
+    if (lambda.seen) p.lambda = lambda.value;
+    if (alpha.seen) {
+      if (alpha.value != "idf" && alpha.value != "uniform")
+        throw UsageError("spotlight", "--alpha must be idf or uniform, got '" + alpha.value + "'");
+      p.alpha = alpha.value == "idf" ? Alpha::Idf : Alpha::Uniform;
+    }
+    if (max_ctx.seen) p.max_context_tokens = max_ctx.value;
+    if (titles.seen) {
+      if (titles.value != "on" && titles.value != "off")
+        throw UsageError("spotlight", "--title-context must be on or off");
+      p.title_context = titles.value == "on";
+    }
+    if (lexical.seen) p.lexical_weight = lexical.value;
+    if (paragraph.seen) p.paragraph_weight = paragraph.value;
+    if (p.top_k < 1) throw UsageError("spotlight", "-k must be >= 1");
+    if (p.lambda < 0 || p.lambda > 1) throw UsageError("spotlight", "--lambda must be in [0, 1]");
+    if (p.max_context_tokens < 0)
+      throw UsageError("spotlight", "--max-context-tokens must be >= 0");
+    if (p.lexical_weight < 0 || p.paragraph_weight < 0 || p.lexical_weight + p.paragraph_weight > 1)
+      throw UsageError("spotlight",
+                       "--lexical-weight and --paragraph-weight must be >= 0 with a sum <= 1");
     return p;
   }
 };
@@ -241,10 +281,11 @@ int run_eval(const std::vector<std::string>& argv) {
     };
     cfgs.push_back({"ablation", "w/o fine-grained scorer",
                     with([](ScoreParams& p) { p.scorer = Scorer::MeanVector; }), K});
-    cfgs.push_back({"ablation", "w/o importance weighting",
+    // Table 3's "w/o importance weighting", both readings (scoring.h).
+    cfgs.push_back({"ablation", "w/o query importance alpha (eq. 8)",
+                    with([](ScoreParams& p) { p.alpha = Alpha::Uniform; }), K});
+    cfgs.push_back({"ablation", "w/o context weights w (eq. 6)",
                     with([](ScoreParams& p) { p.weighting = Weighting::Uniform; }), K});
-    cfgs.push_back(
-        {"ablation", "alpha uniform", with([](ScoreParams& p) { p.alpha = Alpha::Uniform; }), K});
     for (int k : {1, 3, 5, 7})
       cfgs.push_back(
           {"sweep-k", "k=" + std::to_string(k), with([&](ScoreParams& p) { p.top_k = k; }), K});

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "pipelines/spotlight/lexical.h"
 #include "pipelines/spotlight/select.h"
 #include "text/sentences.h"
 
@@ -88,44 +89,13 @@ Ranking rank_random(const std::vector<Document>& docs, uint64_t seed) {
 
 Ranking rank_bm25(const std::string& question, const std::vector<Document>& docs, double k1,
                   double b) {
-  auto terms = [](std::string_view t) {
-    std::vector<std::string> out;
-    for (const auto& sp : text::split_words(t)) {
-      auto k = word_keys(t.substr(sp.begin, sp.size()));
-      if (!k.empty()) out.push_back(k.back());
-    }
-    return out;
-  };
   Ranking ids = rank_lead(docs);
-  std::vector<std::map<std::string, int>> tf(ids.size());
-  std::vector<double> len(ids.size());
-  std::map<std::string, int> df;
-  double avg = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const Document& d = docs[ids[i].first];
-    const text::TextSpan sp = d.sentences[ids[i].second];
-    auto t = terms(std::string_view(d.text).substr(sp.begin, sp.size()));
-    len[i] = double(t.size());
-    avg += len[i];
-    for (const auto& w : t) ++tf[i][w];
-    for (const auto& [w, n] : tf[i]) ++df[w];
+  std::vector<std::vector<std::string>> terms;
+  for (const auto& [d, s] : ids) {
+    const text::TextSpan sp = docs[d].sentences[s];
+    terms.push_back(bm25_terms(std::string_view(docs[d].text).substr(sp.begin, sp.size())));
   }
-  const double N = double(ids.size());
-  if (N > 0) avg /= N;
-  std::vector<double> score(ids.size(), 0.0);
-  std::set<std::string> qterms;
-  for (auto& w : terms(question)) qterms.insert(w);
-  for (const auto& w : qterms) {
-    auto it = df.find(w);
-    if (it == df.end()) continue;
-    double idf = std::log(1.0 + (N - it->second + 0.5) / (it->second + 0.5));
-    for (size_t i = 0; i < ids.size(); ++i) {
-      auto f = tf[i].find(w);
-      if (f == tf[i].end()) continue;
-      double x = f->second;
-      score[i] += idf * x * (k1 + 1) / (x + k1 * (1 - b + b * (avg > 0 ? len[i] / avg : 1.0)));
-    }
-  }
+  std::vector<double> score = bm25_scores(bm25_terms(question), terms, k1, b);
   std::vector<size_t> order(ids.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "pipelines/spotlight/lexical.h"
 
 namespace ragform::spotlight {
 
@@ -73,61 +74,125 @@ std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s
   return R;
 }
 
+ScoreParams paper_score_params() {
+  ScoreParams p;
+  p.max_context_tokens = 512;
+  return p;
+}
+
+ScoreParams default_score_params() {
+  // Chosen on HotpotQA dev (300 questions, 50-d GloVe) by a coordinate search over k, lambda, the
+  // title context and the two BM25 weights; confirmed on train (docs/spotlight.md).
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 0.5;
+  p.alpha = Alpha::Idf;
+  p.title_context = true;
+  p.lexical_weight = 0.5;
+  p.paragraph_weight = 0.1;
+  return p;
+}
+
+double apply_prior(double s, double rho) { return s - (1.0 - rho); }
+
+namespace {
+
+// Min-max normalisation to [0, 1]; all equal -> all 0.
+std::vector<double> min_max(const std::vector<double>& v) {
+  if (v.empty()) return v;
+  double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+  std::vector<double> out(v.size(), 0.0);
+  if (hi > lo)
+    for (size_t i = 0; i < v.size(); ++i) out[i] = (v[i] - lo) / (hi - lo);
+  return out;
+}
+
+}  // namespace
+
 ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
                               const std::vector<Document>& docs, const ScoreParams& p) {
+  if (p.max_context_tokens < 0) throw UsageError("spotlight", "max context tokens must be >= 0");
+  if (!(p.lexical_weight >= 0 && p.paragraph_weight >= 0 &&
+        p.lexical_weight + p.paragraph_weight <= 1))
+    throw UsageError("spotlight", "lexical and paragraph weights must be >= 0 with sum <= 1");
   ScoredQuestion out;
   EncodedText q = enc.encode(question);
-  std::vector<EncodedText> d;
+  std::vector<EncodedText> d, dt;
   d.reserve(docs.size());
-  for (const Document& doc : docs) d.push_back(enc.encode(doc.text));
+  for (const Document& doc : docs) {
+    d.push_back(enc.encode(doc.text));
+    dt.push_back(p.title_context && !doc.title.empty() ? enc.encode(doc.title) : EncodedText{});
+  }
   out.words = q.words;
   out.oov = q.oov;
   out.query_tokens = q.tokens.size();
 
-  // Flatten context tokens: document, token index, global sentence id, prior factor rho_j.
+  // Flatten context tokens: document, token index (of the text, or of the title), global
+  // sentence id, prior factor rho_j.
   struct Ref {
     int doc, tok, sent;
     double rho;
+    bool title;
   };
   std::vector<Ref> refs;
   std::vector<std::pair<int, int>> sent_ids;  // global sentence -> (doc, sent)
+  std::vector<size_t> cut(docs.size());       // bytes of each text that are scored
   for (size_t di = 0; di < docs.size(); ++di) {
     out.words += d[di].words;
     out.oov += d[di].oov;
     const auto& sents = docs[di].sentences;
+    size_t n_tok = d[di].tokens.size();
+    cut[di] = docs[di].text.size();
+    if (p.max_context_tokens > 0 && n_tok > size_t(p.max_context_tokens)) {
+      n_tok = size_t(p.max_context_tokens);
+      cut[di] = d[di].tokens[n_tok].span.begin;  // section 3.6: truncated to N tokens
+    }
     int base = static_cast<int>(sent_ids.size());
-    for (size_t si = 0; si < sents.size(); ++si)
+    size_t n_kept = 0;
+    for (size_t si = 0; si < sents.size() && sents[si].begin < cut[di]; ++si) {
       sent_ids.emplace_back(static_cast<int>(di), static_cast<int>(si));
+      ++n_kept;
+    }
+    auto rho_of = [&](size_t si) {
+      double x = sents.size() > 1 ? double(si) / double(sents.size() - 1) : 0.0;
+      return (1.0 - p.lambda) + p.lambda * p.prior(x);
+    };
     size_t si = 0;
-    for (size_t ti = 0; ti < d[di].tokens.size(); ++ti) {
+    for (size_t ti = 0; ti < n_tok; ++ti) {
       size_t b = d[di].tokens[ti].span.begin;
       while (si < sents.size() && b >= sents[si].end) ++si;
-      if (si == sents.size() || b < sents[si].begin)
+      if (si == sents.size() || si >= n_kept || b < sents[si].begin)
         continue;  // between sentences (e.g. a bullet marker)
-      double x = sents.size() > 1 ? double(si) / double(sents.size() - 1) : 0.0;
-      double rho = (1.0 - p.lambda) + p.lambda * p.prior(x);
-      refs.push_back(
-          {static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(si), rho});
+      refs.push_back({static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(si),
+                      rho_of(si), false});
     }
+    for (size_t s2 = 0; s2 < n_kept; ++s2)
+      for (size_t ti = 0; ti < dt[di].tokens.size(); ++ti)
+        refs.push_back({static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(s2),
+                        rho_of(s2), true});
   }
   out.context_tokens = refs.size();
   const int n_sent = static_cast<int>(sent_ids.size());
   const size_t nq = q.tokens.size(), nc = refs.size();
+  auto enc_of = [&](const Ref& r) -> const EncodedText& { return r.title ? dt[r.doc] : d[r.doc]; };
 
-  // (5) with the prior: s^_ij = cos(h_qi, h_cj) * rho_j.
+  // (5) with the prior: s^_ij = cos(h_qi, h_cj) - (1 - rho_j).
   std::vector<std::vector<double>> s(nq, std::vector<double>(nc));
   for (size_t i = 0; i < nq; ++i)
     for (size_t j = 0; j < nc; ++j) {
       const Ref& r = refs[j];
-      s[i][j] = token_similarity(q, q.tokens[i], d[r.doc], d[r.doc].tokens[r.tok]) * r.rho;
+      const EncodedText& e = enc_of(r);
+      s[i][j] = apply_prior(token_similarity(q, q.tokens[i], e, e.tokens[r.tok]), r.rho);
     }
 
   // alpha: uniform or IDF over the question's passages (keys present per passage).
   std::vector<double> alpha(nq, nq ? 1.0 / nq : 0.0);
   if (p.alpha == Alpha::Idf && nq > 0) {
     std::vector<std::set<std::string>> keys(docs.size());
-    for (size_t di = 0; di < docs.size(); ++di)
+    for (size_t di = 0; di < docs.size(); ++di) {
       for (const Token& t : d[di].tokens) keys[di].insert(t.key);
+      for (const Token& t : dt[di].tokens) keys[di].insert(t.key);
+    }
     double N = static_cast<double>(docs.size()), z = 0;
     for (size_t i = 0; i < nq; ++i) {
       double df = 0;
@@ -154,9 +219,10 @@ ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
     std::vector<double> rho(n_sent, 1.0);
     for (const Ref& r : refs) {
       rho[r.sent] = r.rho;
-      const Token& t = d[r.doc].tokens[r.tok];
+      const EncodedText& e = enc_of(r);
+      const Token& t = e.tokens[r.tok];
       if (t.vec >= 0)
-        for (int k = 0; k < dim; ++k) sm[r.sent][k] += d[r.doc].row(t.vec)[k];
+        for (int k = 0; k < dim; ++k) sm[r.sent][k] += e.row(t.vec)[k];
     }
     auto norm = [](const std::vector<double>& v) {
       double n = 0;
@@ -168,14 +234,37 @@ ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
     for (int t = 0; t < n_sent; ++t) {
       double ns = norm(sm[t]), dot = 0;
       for (int k = 0; k < dim; ++k) dot += qm[k] * sm[t][k];
-      R[t] = (nqm > 0 && ns > 0) ? dot / (nqm * ns) * rho[t] : 0.0;
+      R[t] = apply_prior((nqm > 0 && ns > 0) ? dot / (nqm * ns) : 0.0, rho[t]);
     }
+  }
+
+  // Lexical evidence beside the late-interaction score (scoring.h).
+  if (n_sent > 0 && (p.lexical_weight > 0 || p.paragraph_weight > 0)) {
+    const std::vector<std::string> qt = bm25_terms(question);
+    std::vector<std::vector<std::string>> st, pt;
+    for (const auto& [di, si] : sent_ids) {
+      const Document& doc = docs[size_t(di)];
+      const text::TextSpan sp = doc.sentences[size_t(si)];
+      // A kept sentence starts before the cut; only its bytes before the cut count.
+      std::string_view sv =
+          std::string_view(doc.text).substr(sp.begin, std::min(sp.end, cut[size_t(di)]) - sp.begin);
+      st.push_back(bm25_terms(doc.title + " " + std::string(sv)));
+    }
+    for (size_t di = 0; di < docs.size(); ++di)
+      pt.push_back(bm25_terms(docs[di].title + " " + docs[di].text.substr(0, cut[di])));
+    std::vector<double> ls = min_max(bm25_scores(qt, st)), ps_doc = min_max(bm25_scores(qt, pt));
+    std::vector<double> rn = min_max(R);
+    const double w = 1.0 - p.lexical_weight - p.paragraph_weight;
+    for (int t = 0; t < n_sent; ++t)
+      R[size_t(t)] = w * rn[size_t(t)] + p.lexical_weight * ls[size_t(t)] +
+                     p.paragraph_weight * ps_doc[size_t(sent_ids[size_t(t)].first)];
   }
 
   double lo = n_sent ? *std::min_element(R.begin(), R.end()) : 0,
          hi = n_sent ? *std::max_element(R.begin(), R.end()) : 0;
   std::vector<std::vector<size_t>> members(n_sent);
-  for (size_t j = 0; j < nc; ++j) members[refs[j].sent].push_back(j);
+  for (size_t j = 0; j < nc; ++j)
+    if (!refs[j].title) members[refs[j].sent].push_back(j);  // the match matrix shows text tokens
   out.sentences.resize(n_sent);
   for (int t = 0; t < n_sent; ++t) {
     SentenceScore& ss = out.sentences[t];

@@ -16,18 +16,36 @@
 // document position", and adding the same vector to every token of a passage would shift all its
 // cosines in an uncontrolled, encoder-dependent way (and the query has no document position). We
 // read them as what the text says p is *for* — "early or concluding segments receive stronger
-// inductive bias" — and implement the prior as a scalar factor on every similarity of a context
-// token, so it flows through (5)-(8) exactly:
-//   s^_ij = s_ij * rho_j,   rho_j = (1 - lambda) + lambda * pi(x_j)
+// inductive bias" — and implement the prior as a penalty on every similarity of a context token,
+// so it flows through (5)-(8) exactly:
+//   s^_ij = s_ij - (1 - rho_j),   rho_j = (1 - lambda) + lambda * pi(x_j)
 // where x_j = sentence index / (sentences in the document - 1) (0 for a one-sentence document)
 // is the relative position of c_j's sentence, and pi is the piecewise-linear shape of Figure 1(a):
 //   pi(x) = 1 for x <= head (0.2);  declines linearly from 1 to mid_floor (0.5) over the middle;
 //   = tail_level (0.75) for x >= 1 - tail (0.2)  (the partial rebound).
+// The penalty equals the product s_ij * rho_j at s_ij = 1, but unlike the product it lowers every
+// similarity by the same amount whatever its sign: a product with rho < 1 would *raise* a negative
+// cosine and so favour mid-document sentences, the opposite of the prior.
 // lambda = 0 gives the plain equations (5)-(8); the paper's Table 4 tries 0, 0.5 (its best), 1.
 //
-// Ablations of Table 3: Scorer::MeanVector ("w/o fine-grained scorer": R = cos(mean query vector,
-// mean sentence vector) * rho, identity tokens ignored), Weighting::Uniform ("w/o importance
-// weighting": w_j = 1/|C|).
+// Ablations of Table 3. "w/o fine-grained scorer": Scorer::MeanVector, R = cos(mean query vector,
+// mean sentence vector) - (1 - rho), identity tokens ignored. "w/o importance weighting" has two
+// readings, both available and named for what they change: Alpha::Uniform (alpha_i = 1/n, the
+// query tokens' "importance weights" of eq. 8, the paper's own name) and Weighting::Uniform
+// (w_j = 1/|C|, the context tokens' relevance weights of eq. 6).
+//
+// Beyond the paper (the default ranker of `spotlight select`, docs/spotlight.md; all off in
+// ScoreParams{} and under --paper-defaults):
+//  - max_context_tokens: each context is cut after its first N encoder tokens (section 3.6: "each
+//    context is truncated to 512 tokens"); sentences starting after the cut are not scored, a
+//    sentence the cut passes through keeps its first tokens.
+//  - title_context: the tokens of a context's title are context tokens of each of its sentences
+//    (a HotpotQA sentence often never names the entity its paragraph is about).
+//  - lexical_weight L and paragraph_weight P: the late-interaction R is min-max normalised over
+//    the question's sentences and mixed with two min-max normalised BM25 scores (lexical.h):
+//    of the sentence with its title ("title sentence"), and of its whole paragraph with its title
+//    (over the question's paragraphs):  R' = (1 - L - P) R_n + L BM25_sentence,n + P BM25_par,n.
+//    BM25 brings the term saturation and length normalisation static vectors lack.
 #pragma once
 #include <string>
 #include <vector>
@@ -44,6 +62,8 @@ enum class Alpha { Uniform, Idf };
 enum class Weighting { Softmax, Uniform };
 enum class Scorer { FineGrained, MeanVector };
 
+// The defaults here are the paper's (section 3.6, Table 4); the CLI's defaults are in
+// default_score_params().
 struct ScoreParams {
   int top_k = 5;        // k of equation (7)
   double lambda = 0.5;  // positional prior weight
@@ -51,7 +71,20 @@ struct ScoreParams {
   Alpha alpha = Alpha::Idf;
   Weighting weighting = Weighting::Softmax;
   Scorer scorer = Scorer::FineGrained;
+  int max_context_tokens = 0;  // 0 = whole contexts
+  bool title_context = false;
+  double lexical_weight = 0, paragraph_weight = 0;
 };
+
+// The paper's settings (k = 5, lambda = 0.5, alpha = IDF, contexts cut at 512 tokens): what
+// --paper-defaults selects.
+ScoreParams paper_score_params();
+// What `spotlight select` / `spotlight eval` use with no flags (chosen on HotpotQA dev,
+// docs/spotlight.md).
+ScoreParams default_score_params();
+
+// The prior-weighted similarity s^ = s - (1 - rho) (see above).
+double apply_prior(double s, double rho);
 
 // One passage with its sentences as byte spans of `text` (given by the data or by
 // text::split_sentences).
@@ -75,7 +108,7 @@ struct SentenceScore {
 };
 
 struct ScoredQuestion {
-  std::vector<SentenceScore> sentences;  // every sentence, document order
+  std::vector<SentenceScore> sentences;  // every scored sentence, document order
   size_t words = 0, oov = 0;             // encoder statistics over query + contexts
   size_t query_tokens = 0, context_tokens = 0;
 };

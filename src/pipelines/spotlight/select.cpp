@@ -86,6 +86,8 @@ std::string categorize(const std::string& sentence) {
                "century", "centuries", "decade",   "decades"}))
       return "temporal";
     if (in(words[i], {"BC", "AD", "BCE", "CE"})) return "temporal";
+    // The month May only when capitalised: lower-case "may" is the modal verb.
+    if (words[i] == "May") return "temporal";
   }
   // numeric
   for (size_t i = 0; i < words.size(); ++i) {

@@ -11,8 +11,9 @@
 //   definition  a copular/definitional pattern: " is a ", " is an ", " is the ", " was a ",
 //               " was an ", " was the ", " are a ", " were a ", " refers to ", " known as ",
 //               " defined as ", " also called " (Wikipedia lead sentences).
-//   temporal    a year 1000-2099 (optionally followed by "s"), a month name, a weekday, "century",
-//               "decade", "BC", "AD", "BCE", "CE".
+//   temporal    a year 1000-2099 (optionally followed by "s"), a month name (May only when
+//               capitalised, as "may" is the modal verb), a weekday, "century", "decade", "BC",
+//               "AD", "BCE", "CE".
 //   numeric     any other digit, or a number word (hundred, thousand, million, billion, percent).
 //   entity      a capitalised word other than the sentence's first word.
 //   other       none of the above.

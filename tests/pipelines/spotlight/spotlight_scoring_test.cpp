@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/lexical.h"
 #include "pipelines/spotlight/scoring.h"
 #include "support/test_support.h"
 
@@ -88,13 +89,129 @@ TEST(SpotlightScoring, TinyVectorsEndToEnd) {
   EXPECT_EQ(sq.sentences[0].matches[1].c_span, (text::TextSpan{2, 4}));
 
   // lambda = 1: sentence 1 sits at x = 1 (the rebound, pi = .75), sentence 0 at x = 0 (pi = 1):
-  // s^ of sentence-1 tokens is scaled by .75; max_i s^ = [1, .7071, .75, .75].
+  // s^ of sentence-1 tokens is lowered by 1 - .75 = .25 (q_a: 0 -> -.25, q_b: 1 -> .75);
+  // max_i s^ = [1, .7071, .75, .75].
   p.lambda = 1;
   sq = score_question(enc, "a b", {d}, p);
   const double e1 = std::exp(1.0), ec = std::exp(1 / std::sqrt(2.0)), e75 = std::exp(0.75);
   const double z = e1 + ec + 2 * e75;
   EXPECT_NEAR(sq.sentences[0].R, 0.5 * (e1 / z + (1 / std::sqrt(2.0)) * ec / z), 1e-6);
-  EXPECT_NEAR(sq.sentences[1].R, 0.5 * (0.75 * e75 / z), 1e-6);
+  EXPECT_NEAR(sq.sentences[1].R, 0.5 * (-0.25 * e75 / z + 0.75 * e75 / z), 1e-6);
+}
+
+// The prior lowers every similarity outside the lead, whatever its sign. Query "a"; a document of
+// three sentences "n." whose token has cosine -1/2 with "a"; lambda = 1: rho = pi(x) = 1, .75, .75
+// at x = 0, .5, 1, so s^ = -.5, -.75, -.75 (a product s * rho would give -.5, -.375, -.375 and
+// rank the middle first). k = 1, one query token (alpha = 1): w = softmax(s^) =
+// [e^-.5, e^-.75, e^-.75] / Z; R_t = s^_t w_t.
+TEST(SpotlightScoring, PriorFavoursTheLeadForNegativeSimilarities) {
+  WordVectors v =
+      WordVectors::from_map({{"a", {1, 0}}, {"n", {-0.5f, static_cast<float>(std::sqrt(0.75))}}});
+  StaticEncoder enc(v);
+  Document d{"d0", "", "n. n. n.", {{0, 2}, {3, 5}, {6, 8}}};
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 1;
+  p.alpha = Alpha::Uniform;
+  ScoredQuestion sq = score_question(enc, "a", {d}, p);
+  ASSERT_EQ(sq.sentences.size(), 3u);
+  const double z = std::exp(-0.5) + 2 * std::exp(-0.75);
+  EXPECT_NEAR(sq.sentences[0].R, -0.5 * std::exp(-0.5) / z, 1e-6);    // -0.195496
+  EXPECT_NEAR(sq.sentences[1].R, -0.75 * std::exp(-0.75) / z, 1e-6);  // -0.228378
+  EXPECT_NEAR(sq.sentences[2].R, sq.sentences[1].R, 1e-12);
+  EXPECT_GT(sq.sentences[0].R, sq.sentences[1].R);
+  EXPECT_DOUBLE_EQ(apply_prior(-0.5, 0.75), -0.75);
+  EXPECT_DOUBLE_EQ(apply_prior(1.0, 0.75), 0.75);  // the product's value at s = 1
+  // The mean-vector ablation takes the same penalty: R = cos - (1 - rho).
+  p.scorer = Scorer::MeanVector;
+  sq = score_question(enc, "a", {d}, p);
+  EXPECT_NEAR(sq.sentences[0].R, -0.5, 1e-6);
+  EXPECT_NEAR(sq.sentences[1].R, -0.75, 1e-6);
+}
+
+// Section 3.6's truncation: "a c. b b." has tokens a, c., b, b. (sentence 1 starts at byte 5).
+TEST(SpotlightScoring, MaxContextTokensCutsEachContext) {
+  WordVectors v = tiny();
+  StaticEncoder enc(v);
+  Document d{"d0", "T", "a c. b b.", {{0, 4}, {5, 9}}};
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 0;
+  p.alpha = Alpha::Uniform;
+  p.max_context_tokens = 2;  // a, c.: sentence 1 is cut away
+  ScoredQuestion sq = score_question(enc, "a b", {d}, p);
+  ASSERT_EQ(sq.sentences.size(), 1u);
+  EXPECT_EQ(sq.context_tokens, 2u);
+  p.max_context_tokens = 3;  // a, c., b: sentence 1 keeps its first token
+  sq = score_question(enc, "a b", {d}, p);
+  ASSERT_EQ(sq.sentences.size(), 2u);
+  EXPECT_EQ(sq.context_tokens, 3u);
+  // max_i s = [1, .7071, 1]: w_b = e / (2e + e^.7071); R1 = 1/2 (0 + 1 * w_b).
+  const double e1 = std::exp(1.0), ec = std::exp(1 / std::sqrt(2.0));
+  EXPECT_NEAR(sq.sentences[1].R, 0.5 * e1 / (2 * e1 + ec), 1e-6);
+  EXPECT_EQ(paper_score_params().max_context_tokens, 512);
+  EXPECT_EQ(ScoreParams{}.max_context_tokens, 0);
+}
+
+// Title tokens as context of every sentence: query "b", title "b", text "a." (no b in it).
+TEST(SpotlightScoring, TitleContext) {
+  WordVectors v = tiny();
+  StaticEncoder enc(v);
+  Document d{"d0", "b", "a.", {{0, 2}}};
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 0;
+  p.alpha = Alpha::Uniform;
+  ScoredQuestion sq = score_question(enc, "b", {d}, p);
+  EXPECT_NEAR(sq.sentences[0].R, 0.0, 1e-12);  // cos(b, a) = 0
+  p.title_context = true;
+  sq = score_question(enc, "b", {d}, p);
+  // Context tokens a (s 0) and title b (s 1): w = [1, e] / (1 + e); R = 1 * e / (1 + e).
+  EXPECT_NEAR(sq.sentences[0].R, std::exp(1.0) / (1 + std::exp(1.0)), 1e-6);
+  // The match matrix shows text tokens only (the title is not in the document's text).
+  ASSERT_EQ(sq.sentences[0].matches.size(), 1u);
+  EXPECT_EQ(sq.sentences[0].matches[0].c, "a.");
+}
+
+// BM25 of lexical.h by hand: query {a, b}; documents [x a b], [x c]; N = 2, avgdl = 2.5,
+// idf(a) = idf(b) = ln(1 + 1.5 / 1.5) = ln 2; document 0 (length 3): each term adds
+// ln 2 * 2.2 / (1 + 1.2 (0.25 + 0.75 * 3 / 2.5)) = ln 2 * 2.2 / 2.38.
+TEST(SpotlightScoring, Bm25AndTheLexicalMix) {
+  auto sc = bm25_scores({"a", "b", "a"}, {{"x", "a", "b"}, {"x", "c"}});
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_NEAR(sc[0], 2 * std::log(2.0) * 2.2 / 2.38, 1e-12);
+  EXPECT_DOUBLE_EQ(sc[1], 0.0);
+  EXPECT_EQ(bm25_terms("The Tulsa, (1998)"), (std::vector<std::string>{"the", "tulsa", "1998"}));
+
+  // Two paragraphs: "x" / "c a." and "y" / "b b b." for the query "a b"; sentence BM25 over
+  // title + sentence: [x c a] holds a, [y b b b] holds b three times.
+  WordVectors v = tiny();
+  StaticEncoder enc(v);
+  std::vector<Document> docs{{"d0", "x", "c a.", {{0, 4}}}, {"d1", "y", "b b b.", {{0, 6}}}};
+  ScoreParams p;
+  p.top_k = 1;
+  p.lambda = 0;
+  p.alpha = Alpha::Uniform;
+  auto plain = score_question(enc, "a b", docs, p);
+  std::vector<double> rn = {plain.sentences[0].R_norm, plain.sentences[1].R_norm};
+  // BM25 by hand: idf = ln 2 for a and b, avgdl = 3.5; [x c a]: 2.2 ln2 / (1 + 1.2 (0.25 + 0.75 *
+  // 3 / 3.5)); [y b b b] (tf 3, length 4): 3 * 2.2 ln2 / (3 + 1.2 (0.25 + 0.75 * 4 / 3.5)).
+  const double l0 = 2.2 * std::log(2.0) / (1 + 1.2 * (0.25 + 0.75 * 3 / 3.5));
+  const double l1 = 3 * 2.2 * std::log(2.0) / (3 + 1.2 * (0.25 + 0.75 * 4 / 3.5));
+  ASSERT_GT(l1, l0);  // min-max: sentence 1 -> 1, sentence 0 -> 0
+  p.lexical_weight = 0.25;
+  auto mixed = score_question(enc, "a b", docs, p);
+  EXPECT_NEAR(mixed.sentences[0].R, 0.75 * rn[0] + 0.25 * 0.0, 1e-9);
+  EXPECT_NEAR(mixed.sentences[1].R, 0.75 * rn[1] + 0.25 * 1.0, 1e-9);
+  // The paragraph term scores whole paragraphs (here one sentence each: the same BM25).
+  p.lexical_weight = 0;
+  p.paragraph_weight = 1;
+  auto par = score_question(enc, "a b", docs, p);
+  EXPECT_NEAR(par.sentences[0].R, 0.0, 1e-12);
+  EXPECT_NEAR(par.sentences[1].R, 1.0, 1e-12);
+  p.paragraph_weight = 0.8;
+  p.lexical_weight = 0.3;
+  EXPECT_THROW(score_question(enc, "a b", docs, p), UsageError);
 }
 
 // IDF alpha: with two passages, "a" in both (df 2) and "b" in one (df 1):

@@ -20,6 +20,8 @@ TEST(SpotlightTagger, Rules) {
   EXPECT_EQ(categorize("The band was also called The Windows."), "definition");
   EXPECT_EQ(categorize("She has lived there since 1990."), "temporal");
   EXPECT_EQ(categorize("It opened in March."), "temporal");
+  EXPECT_EQ(categorize("It opened in May."), "temporal");
+  EXPECT_EQ(categorize("it may open later"), "other");  // the modal verb is not the month
   EXPECT_EQ(categorize("the 1980s were loud"), "temporal");
   EXPECT_EQ(categorize("It seats 4500 people."),
             "numeric");  // 4500 is not a year in 1000..2099? it is not
