@@ -259,6 +259,7 @@ int run_demo(const std::vector<std::string>& argv) {
   report::SpotlightRunOptions so;
   so.input_path = hotpot;
   so.vectors_path = glove;
+  so.params = spotlight::default_score_params();  // what `spotlight select` uses with no flags
   so.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   {
     store::RunStore st(db);

@@ -31,6 +31,10 @@ TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
   EXPECT_NE(r.out.find("report " + html.string()), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("C-NORM    calibrated delimiter f* = "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Spotlight 10 HotpotQA questions, recall@6:"), std::string::npos) << r.out;
+  // The paper's category robustness (mean of per-perturbation RR on Golden pairs).
+  EXPECT_NE(r.out.find("category RR (mean of its perturbations' RR, Golden pairs): logic "),
+            std::string::npos)
+      << r.out;
   // Each step is shown as the command it runs.
   for (const char* step :
        {"$ ragform cnorm calibrate", "$ ragform cnorm eval", "$ ragform sure perturb",
@@ -40,8 +44,10 @@ TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
   ragform::store::RunStore st(db, ragform::store::RunStore::Mode::read_only);
   std::map<std::string, int64_t> rows;
   for (const auto& run : st.runs()) rows[run.pipeline] += st.counts(run.id).rows;
-  EXPECT_EQ(rows["cnorm calibrate"], 6 * 9);  // S = 6 prompts x 9 default delimiters
-  EXPECT_EQ(rows["cnorm eval"], 2 * 3 * 3);   // items x positions x variants
+  // S = 6 prompts x 11 default candidates (original and the paper's F with both readings of
+  // \cdot).
+  EXPECT_EQ(rows["cnorm calibrate"], 6 * 11);
+  EXPECT_EQ(rows["cnorm eval"], 2 * 3 * 3);  // items x positions x variants
   EXPECT_GT(rows["sure eval"], 0);
   EXPECT_EQ(rows["spotlight eval"], 10 * 5);  // questions x methods
   std::string page = ragform::testing::read_file(html);
