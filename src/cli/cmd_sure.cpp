@@ -272,7 +272,7 @@ int run_filter(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& nli_s = a.opt<std::string>(
-      "--nli", "SCOPE", "pairs NLI checks: all kinds, llm (reader-made kinds only) or none", "all");
+      "--nli", "SCOPE", "kinds NLI checks: all, llm (reader-made kinds only) or none", "all");
   auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =

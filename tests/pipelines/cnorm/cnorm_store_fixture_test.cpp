@@ -236,8 +236,14 @@ TEST(CnormStoreFixture, LongBenchMultipleChoice) {
       dir / "lb.jsonl", row("q1", "easy", "short", "B", "Lily went to the park. Tom stayed home.") +
                             row("q2", "hard", "medium", "C", "Max went to the park with mom.") +
                             row("q3", "hard", "long", "B", big));
-  auto cal = run_ragform(cnorm_calibrate(model, kNeedleProfile, dir / "p.json"));
+  // LongBench-v2 is calibrated as its own model-task pair (q3 does not fit and is passed over).
+  auto cal = run_ragform(cnorm_calibrate(model,
+                                         "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                                             " -S 3 --delims 'none,&' --ctx 512 --no-cache",
+                                         dir / "p.json"));
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  EXPECT_NE(cal.err.find("1 questions passed over"), std::string::npos) << cal.err;
+  EXPECT_NE(cal.err.find("only 2 items, S reduced"), std::string::npos) << cal.err;
   auto ev = run_ragform(cnorm_eval(model, dir / "p.json",
                                    "--task longbench --input " + quoted(dir / "lb.jsonl") +
                                        " --ctx 512 -n 12 --store " + quoted(dir / "lb.sqlite")));
