@@ -305,6 +305,15 @@ TEST(CnormFixture, DefaultCandidatesOriginalAndModelTaskPairs) {
                  "--task needle -k 3 --limit 1 --ctx 512 --store " + quoted(dir / "n.sqlite")));
   EXPECT_EQ(other_model.exit_code, 2) << other_model.err;
   EXPECT_NE(other_model.err.find("another model"), std::string::npos) << other_model.err;
+
+  // Appendix D's LLaMA-2 chat system prompt is a named option for chat readers only.
+  auto no_chat = run_ragform(cnorm_calibrate(
+      model, "--task needle -S 1 -k 3 --system-preset llama2-chat", dir / "x.json"));
+  EXPECT_EQ(no_chat.exit_code, 2) << no_chat.err;
+  EXPECT_NE(no_chat.err.find("add --chat"), std::string::npos) << no_chat.err;
+  auto unknown = run_ragform(cnorm_calibrate(
+      model, "--task needle -S 1 -k 3 --chat --system-preset llama9", dir / "x.json"));
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
 }
 
 }  // namespace ragform::cnorm
