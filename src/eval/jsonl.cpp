@@ -408,6 +408,12 @@ struct JsonRecordReader::Impl {
     const char* d = "0123456789ABCDEF";
     return {d[c >> 4], d[c & 15]};
   }
+  // A byte for a message: 'x' when printable ASCII, else "byte 0xB1" (the byte alone may be part
+  // of a UTF-8 sequence, and a message must stay valid UTF-8 for `data check --json`).
+  static std::string shown_byte(char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7F ? std::string("'") + c + "'" : "byte 0x" + hex(u);
+  }
 
   void detect() {
     src.emplace(path);
@@ -589,7 +595,7 @@ struct JsonRecordReader::Impl {
         if (s[doc_pos] != ',') {
           bad(doc_line_at(doc_pos),
               std::string("broken JSON document: expected ',' or '") + doc_close +
-                  "' between records, found '" + s[doc_pos] + "'",
+                  "' between records, found " + shown_byte(s[doc_pos]),
               true);
           return false;
         }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -35,6 +36,10 @@ std::vector<int> get_int_list(const json& j, const char* key) {
   for (auto& v : j[key]) {
     if (!v.is_number_integer())
       bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
+    // get<int> would wrap a larger value into another, valid-looking index (2^32 -> 0).
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT_MAX)
+                               : v.get<int64_t>() < INT_MIN || v.get<int64_t>() > INT_MAX)
+      bad(std::string("'") + key + "' holds " + v.dump() + ", outside the int range");
     out.push_back(v.get<int>());
   }
   return out;

@@ -1,6 +1,9 @@
 // Request fields and responses of the API handlers (api_json.h).
 #include "server/api_json.h"
 
+#include <climits>
+#include <cstdint>
+
 namespace ragform::server::api_json {
 
 [[noreturn]] void bad(const std::string& msg, const std::string& code) {
@@ -24,10 +27,12 @@ int get_int(const json& j, const char* key, int def, int lo, int hi) {
   const json& v = j[key];
   if (!v.is_number_integer() && !v.is_number_unsigned())
     bad(std::string("'") + key + "' must be an integer", "invalid_type");
-  long long x = v.get<long long>();
+  // An unsigned value above LLONG_MAX would wrap to a negative one in get<long long>.
+  const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(LLONG_MAX);
+  const long long x = huge ? LLONG_MAX : v.get<long long>();
   if (x < lo || x > hi)
-    bad(std::string("'") + key + "' = " + std::to_string(x) + " is outside [" + std::to_string(lo) +
-        ", " + std::to_string(hi) + "]");
+    bad(std::string("'") + key + "' = " + v.dump() + " is outside [" + std::to_string(lo) + ", " +
+        std::to_string(hi) + "]");
   return int(x);
 }
 

@@ -386,6 +386,16 @@ TEST(Jsonl, BrokenDocumentStructure) {
       << tail.reason();
 }
 
+// Found by fuzz/fuzz_jsonl: the separator message quoted the raw byte, so a non-ASCII byte made
+// the reason invalid UTF-8 and `data check --json` threw nlohmann's type_error 316 dumping it.
+TEST(Jsonl, BrokenSeparatorByteIsShownAsHex) {
+  DataError sep = strict_error(write("doc_sep_byte.json", "[{\"i\": 0} \xB1{\"i\": 1}]"));
+  EXPECT_NE(sep.reason().find("found byte 0xB1"), std::string::npos) << sep.reason();
+  EXPECT_NO_THROW((void)nlohmann::json(sep.reason()).dump());
+  DataError ascii = strict_error(write("doc_sep_ascii.json", "[{\"i\": 0} x{\"i\": 1}]"));
+  EXPECT_NE(ascii.reason().find("found 'x'"), std::string::npos) << ascii.reason();
+}
+
 TEST(Jsonl, LineColOf) {
   EXPECT_EQ(line_col_of("ab\ncd", 0), (std::pair<size_t, size_t>{1, 1}));
   EXPECT_EQ(line_col_of("ab\ncd", 1), (std::pair<size_t, size_t>{1, 2}));

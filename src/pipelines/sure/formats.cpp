@@ -231,8 +231,15 @@ std::string yaml_parse_double_quoted(std::string_view v, size_t line) {
         break;
       case 'x': {
         if (i + 3 > v.size() - 1) bad("short \\x escape");
-        uint32_t cp =
-            static_cast<uint32_t>(std::stoul(std::string(v.substr(i + 1, 2)), nullptr, 16));
+        // Exactly two hex digits (std::stoul would also take a sign or spaces, and throw
+        // std::invalid_argument on neither).
+        uint32_t cp = 0;
+        for (size_t d = i + 1; d <= i + 2; ++d) {
+          auto x = static_cast<unsigned char>(v[d]);
+          if (!std::isxdigit(x)) bad("\\x escape needs two hex digits");
+          cp = cp * 16 +
+               static_cast<uint32_t>(std::isdigit(x) ? x - '0' : std::tolower(x) - 'a' + 10);
+        }
         append_utf8(out, cp);
         i += 2;
         break;

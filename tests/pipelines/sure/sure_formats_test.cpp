@@ -49,6 +49,17 @@ TEST(SureFormats, YamlScalars) {
   EXPECT_THROW(parse_yaml_subset("Title: \"a\nText: b\n"), ragform::Error);
 }
 
+// Found by fuzz/fuzz_sure_formats: a \x escape without two hex digits escaped the parser as
+// std::invalid_argument (std::stoul), and "\x-1" decoded to U+FFFFFFFF (invalid UTF-8 out).
+TEST(SureFormats, YamlHexEscapeNeedsTwoHexDigits) {
+  EXPECT_EQ(parse_yaml_subset("Title: T\nText: \"\\x41\\x7a\\xE9\"\n").text, "Az\xC3\xA9");
+  for (const char* doc : {"Title: T\nText: \"\\xZZ\"\n", "Title: T\nText: \"\\x-1\"\n",
+                          "Title: T\nText: \"\\x 1\"\n", "Title: T\nText: \"\\x4\"\n"}) {
+    EXPECT_THROW(parse_yaml_subset(doc), ragform::Error) << doc;
+    EXPECT_THROW(validate_format(DocFormat::Yaml, doc), ragform::Error) << doc;
+  }
+}
+
 TEST(SureFormats, JsonAndMarkdown) {
   EXPECT_EQ(to_json_doc("T", "say \"hi\""),
             "{\n  \"title\": \"T\",\n  \"text\": \"say \\\"hi\\\"\"\n}");
