@@ -1,9 +1,11 @@
 // libFuzzer target for the request bodies of `ragform serve` (server/api.h), without sockets:
 // Api::handle takes a method, a path and a body, as the HTTP layer hands them over. The first
 // input byte picks the endpoint and one of two servers, the rest is the body:
-//   server A: word vectors for /v1/rag/spotlight (static encoder), a --cnorm-profile, chatml;
-//   server B: the model's hidden states for /v1/rag/spotlight, no profile, the model's template.
-// Both serve the stories260K fixture with a small context and max_tokens, so generation is cheap.
+//   server A: stories260K, word vectors for /v1/rag/spotlight (static encoder), a
+//             --cnorm-profile, chatml;
+//   server B: a Qwen2 fixture that adds no BOS, the model's hidden states for /v1/rag/spotlight,
+//             no profile, the llama3 template.
+// Both have a small context and max_tokens, so generation is cheap.
 // Checked on every input: the handler answers (never throws, never hangs); a refusal is a 4xx
 // with an OpenAI error object, never a 500 (a 500 means an exception other than ragform::Error
 // escaped the request's validation); every body, and every event of a stream, is valid JSON.
@@ -32,39 +34,48 @@ const char* const kProfile = R"({"model_sha256": "0", "task": "qa", "p": 0.5, "s
   "best": "-", "candidates": [{"delimiter": "-", "abs_mean": 0.5, "abs_std": 0.1},
   {"delimiter": "none", "abs_mean": 0.4, "abs_std": 0.1}], "config": {}})";
 
-struct Servers {
+// One served model: its reader, engine and API.
+struct Served {
   std::unique_ptr<reader::NativeReader> reader;
   std::unique_ptr<server::Engine> engine;
-  std::unique_ptr<server::Api> a, b;
+  std::unique_ptr<server::Api> api;
 
-  Servers() {
-    const std::string shared = RAGFORM_SHARED_DIR_FUZZ;
+  Served(const std::string& model, server::ApiOptions ao) {
     reader::NativeOptions ro;
     ro.n_ctx = 128;
     ro.engine.threads = 1;
-    reader =
-        std::make_unique<reader::NativeReader>(shared + "/fixtures/models/stories260K.gguf", ro);
+    reader = std::make_unique<reader::NativeReader>(model, ro);
     server::EngineOptions eo;
     eo.n_ctx = 128;
     eo.max_batch = 2;
     engine = std::make_unique<server::Engine>(*reader, eo);
+    ao.max_tokens = 4;
+    ao.n_ctx = 128;
+    api = std::make_unique<server::Api>(*reader, *engine, std::move(ao));
+  }
+};
+
+// Server A: stories260K (BOS added), word vectors, a default profile, chatml. Server B: a Qwen2
+// model without BOS (an empty prompt is zero tokens), hidden-state spotlight, llama3 template.
+struct Servers {
+  std::unique_ptr<Served> a, b;
+
+  Servers() {
+    const std::string shared = RAGFORM_SHARED_DIR_FUZZ;
     server::ApiOptions oa;
     oa.model_id = "stories260K";
-    oa.max_tokens = 4;
-    oa.n_ctx = 128;
     oa.chat_template = "chatml";
     oa.cnorm_profile = kProfile;
     oa.cnorm_profile_name = "fuzz-profile.json";
     oa.vectors = std::make_shared<const spotlight::WordVectors>(
         spotlight::WordVectors::load(shared + "/data/embeddings/glove-50d-5k.json"));
-    a = std::make_unique<server::Api>(*reader, *engine, oa);
-    server::ApiOptions ob = oa;
-    ob.chat_template.clear();
-    ob.cnorm_profile.clear();
-    ob.vectors.reset();
+    a = std::make_unique<Served>(shared + "/fixtures/models/stories260K.gguf", oa);
+    server::ApiOptions ob;
+    ob.model_id = "tiny-qwen2";
+    ob.chat_template = "llama3";
     ob.spotlight_encoder = "hidden";
     ob.spotlight_layer = 1;
-    b = std::make_unique<server::Api>(*reader, *engine, ob);
+    b = std::make_unique<Served>(shared + "/fixtures/models/tiny-qwen2.gguf", ob);
   }
 };
 
@@ -81,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   req.method = "POST";
   req.path = kPaths[data[0] % kNumPaths];
   req.body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
-  server::Api& api = (data[0] / kNumPaths) % 2 ? *servers.b : *servers.a;
+  server::Api& api = (data[0] / kNumPaths) % 2 ? *servers.b->api : *servers.a->api;
   server::Response r = api.handle(req);
   if (r.status == 500) __builtin_trap();  // a bad request must be a 4xx
   if (r.status != 200) {

@@ -2,6 +2,7 @@
 // process (no sockets) on the stories260K fixture: each must be refused with a 400 naming the
 // field, never answered with a wrong value or a 500.
 #include <climits>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -19,8 +20,9 @@ using namespace ragform;
 
 class ApiRequests : public ::testing::Test {
  protected:
-  void SetUp() override {
-    REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  void SetUp() override { open("fixtures/models/stories260K.gguf"); }
+  void open(const std::string& rel) {
+    REQUIRE_SHARED(model, rel);
     reader::NativeOptions ro;
     ro.n_ctx = 128;
     ro.engine.threads = 1;
@@ -29,7 +31,7 @@ class ApiRequests : public ::testing::Test {
     eo.n_ctx = 128;
     engine_ = std::make_unique<server::Engine>(*reader_, eo);
     server::ApiOptions ao;
-    ao.model_id = "stories260K";
+    ao.model_id = std::filesystem::path(rel).stem().string();
     ao.n_ctx = 128;
     ao.max_tokens = 4;
     api_ = std::make_unique<server::Api>(*reader_, *engine_, ao);
