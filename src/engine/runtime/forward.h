@@ -63,7 +63,7 @@ struct Pass {
   std::vector<SeqOutput>& out;
   bool f16kv = false;
   SimdLevel simd = SimdLevel::Scalar;  // attention and SwiGLU tier (the model's CPU tier cap)
-  int64_t T = 0;   // rows of the batch
+  int64_t T = 0;                       // rows of the batch
   int64_t Tn = 0;  // rows still computed: T, until the last layer keeps only the rows it outputs
 };
 
