@@ -41,7 +41,9 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& type =
       a.opt<std::string>("--type", "T", "weight type or llama-quantize mixture").required();
   auto& out = a.opt<std::string>("-o,--output", "FILE", "output GGUF file").required();
-  auto& arch = a.opt<std::string>("--arch", "A", "llama, qwen2 or qwen3 (default: the shape's)");
+  std::string archs;
+  for (const auto& n : model::test_model_archs()) archs += (archs.empty() ? "" : ", ") + n;
+  auto& arch = a.opt<std::string>("--arch", "A", archs + " (default: the shape's)");
   auto& seed = a.opt<long long>("--seed", "N", "random seed (same seed, same bytes)", 1);
   auto& vocab = a.opt<std::string>("--vocab-from", "FILE", "copy the tokenizer of this GGUF");
   auto& layers = a.opt<int>("--layers", "N", "override the number of layers (0 = the shape's)", 0);

@@ -1,8 +1,11 @@
 #include "cli/reader_flags.h"
 
+#include <cstdio>
+
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "cli/engine_env.h"
+#include "engine/model/model.h"
 
 namespace ragform::cli {
 
@@ -40,7 +43,11 @@ reader::NativeOptions ReaderFlags::native_options() const {
 }
 
 std::unique_ptr<reader::NativeReader> ReaderFlags::open_native() const {
-  return std::make_unique<reader::NativeReader>(model.value, native_options());
+  auto r = std::make_unique<reader::NativeReader>(model.value, native_options());
+  // What loading accepted but a user should know (engine/model/model.h warnings()).
+  for (const std::string& w : r->model().warnings())
+    std::fprintf(stderr, "ragform: warning: %s\n", w.c_str());
+  return r;
 }
 
 PromptFlags::PromptFlags(Args& a)

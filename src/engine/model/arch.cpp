@@ -6,7 +6,7 @@ namespace ragform::model {
 
 namespace {
 using ArchFn = const ArchSpec& (*)();
-const ArchFn kArchitectures[] = {&llama_arch, &qwen2_arch, &qwen3_arch};
+const ArchFn kArchitectures[] = {&llama_arch, &qwen2_arch, &qwen3_arch, &gemma3_arch, &phi3_arch};
 }  // namespace
 
 const ArchSpec& find_arch(const std::string& name) {

@@ -5,8 +5,8 @@
 namespace ragform::model {
 
 const ArchSpec& qwen2_arch() {
-  static const ArchSpec spec{"qwen2", RopeType::Neox, /*qkv_bias=*/true, /*qk_norm=*/false,
-                             /*output_may_be_tied=*/true};
+  static const ArchSpec spec{
+      .name = "qwen2", .rope_type = RopeType::Neox, .qkv_bias = true, .output_may_be_tied = true};
   return spec;
 }
 

@@ -6,8 +6,8 @@
 namespace ragform::model {
 
 const ArchSpec& qwen3_arch() {
-  static const ArchSpec spec{"qwen3", RopeType::Neox, /*qkv_bias=*/false, /*qk_norm=*/true,
-                             /*output_may_be_tied=*/true};
+  static const ArchSpec spec{
+      .name = "qwen3", .rope_type = RopeType::Neox, .qk_norm = true, .output_may_be_tied = true};
   return spec;
 }
 

@@ -21,12 +21,15 @@ void rms_norm(const float* x, const float* w, int n, float eps, float* out) {
   }
 }
 
-void RopeCache::compute(int pos, int n_rot, float base, float freq_scale) {
+void RopeCache::compute(int pos, int n_rot, float base, float freq_scale,
+                        const float* freq_factors) {
   const float theta_scale = std::pow(base, -2.0f / float(n_rot));
-  float theta = float(pos) * freq_scale;
+  float theta = float(pos);
   for (int i = 0; i < n_rot / 2; ++i) {
-    cos[i] = std::cos(theta);
-    sin[i] = std::sin(theta);
+    const float ff = freq_factors ? freq_factors[i] : 1.0f;
+    const float t = freq_scale * (theta / ff);
+    cos[i] = std::cos(t);
+    sin[i] = std::sin(t);
     theta *= theta_scale;
   }
 }

@@ -13,12 +13,15 @@ namespace ragform::model {
 void rms_norm(const float* x, const float* w, int n, float eps, float* out);
 
 // Rotary position embedding of one token's heads in place: x = [n_heads][head_dim], the first
-// n_rot dims of each head rotated by theta_i = pos * scale^-1 * base^(-2i/n_rot) (ggml's rope:
-// theta advanced by repeated multiplication with theta_scale in float). NORM pairs (2i, 2i+1); NEOX
-// pairs (i, i + n_rot/2).
+// n_rot dims of each head rotated; pair i by the angle theta_i = freq_scale * (pos *
+// base^(-2i/n_rot) / ff[i]), as ggml's rope computes it: pos * base^(-2i/n_rot) advanced by
+// repeated float multiplication with theta_scale = base^(-2/n_rot), divided by the pair's frequency
+// factor ff[i] (Llama 3.1's rope_freqs; 1 when there are none), then multiplied by freq_scale (1 /
+// the linear scaling factor). NORM pairs (2i, 2i+1); NEOX pairs (i, i + n_rot/2).
 struct RopeCache {
-  // cos/sin for one position: [n_rot/2] each.
-  void compute(int pos, int n_rot, float base, float freq_scale);
+  // cos/sin for one position: [n_rot/2] each. freq_factors: [n_rot/2] or null.
+  void compute(int pos, int n_rot, float base, float freq_scale,
+               const float* freq_factors = nullptr);
   float cos[512], sin[512];
 };
 void rope(float* x, int n_heads, int head_dim, int n_rot, const RopeCache& rc, RopeType type);

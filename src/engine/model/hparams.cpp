@@ -1,8 +1,14 @@
 #include "engine/model/hparams.h"
 
+#include <cmath>
+
 #include "base/error.h"
 
 namespace ragform::model {
+
+float Hparams::attention_scale() const {
+  return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(float(head_dim));
+}
 
 Hparams Hparams::from_gguf(const gguf::File& f, RopeType rope_type) {
   Hparams h;
@@ -28,8 +34,15 @@ Hparams Hparams::from_gguf(const gguf::File& f, RopeType rope_type) {
   h.n_rot = f.has(a + "rope.dimension_count") ? req(a + "rope.dimension_count") : h.head_dim;
   h.rope_base = float(f.get_float(a + "rope.freq_base", 10000.0));
   double scale = f.get_float(a + "rope.scale_linear", 0.0);
-  if (scale == 0.0 && f.get_string(a + "rope.scaling.type", "none") == "linear")
-    scale = f.get_float(a + "rope.scaling.factor", 0.0);
+  // llama.cpp's rope.scaling.type values: none, linear, yarn, longrope. Only the first two are
+  // computed here; the others change every angle (YaRN ramps, LongRoPE factor tables), so a file
+  // asking for them is refused rather than run with plain RoPE.
+  const std::string scaling = f.get_string(a + "rope.scaling.type", "none");
+  if (scaling != "none" && scaling != "linear")
+    throw Error("model", f.path() + ": rope.scaling.type '" + scaling +
+                             "' is not supported (none and linear are); this long-context variant "
+                             "would give wrong logits with plain RoPE");
+  if (scale == 0.0 && scaling == "linear") scale = f.get_float(a + "rope.scaling.factor", 0.0);
   h.rope_scale = scale > 0 ? float(scale) : 1.0f;
   h.rms_eps = float(f.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
   h.rope_type = rope_type;

@@ -3,6 +3,7 @@
 // to F32 once).
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,25 +16,30 @@
 namespace ragform::model {
 
 struct LayerWeights {
-  const float* attn_norm = nullptr;  // (n_embd)
-  ops::WeightView wq;                // (n_head*head_dim, n_embd): n_out rows of n_in
-  ops::WeightView wk;                // (n_head_kv*head_dim, n_embd)
-  ops::WeightView wv;                // (n_head_kv*head_dim, n_embd)
-  const float* bq = nullptr;         // (n_head*head_dim)     qwen2 only
-  const float* bk = nullptr;         // (n_head_kv*head_dim)  qwen2 only
-  const float* bv = nullptr;         // (n_head_kv*head_dim)  qwen2 only
-  const float* q_norm = nullptr;     // (head_dim)            qwen3 only
-  const float* k_norm = nullptr;     // (head_dim)            qwen3 only
-  ops::WeightView wo;                // (n_embd, n_head*head_dim)
-  const float* ffn_norm = nullptr;   // (n_embd)
-  ops::WeightView w_gate;            // (n_ff, n_embd)
-  ops::WeightView w_up;              // (n_ff, n_embd)
-  ops::WeightView w_down;            // (n_embd, n_ff)
+  const float* attn_norm = nullptr;       // (n_embd)
+  ops::WeightView wq;                     // (n_head*head_dim, n_embd): n_out rows of n_in
+  ops::WeightView wk;                     // (n_head_kv*head_dim, n_embd)
+  ops::WeightView wv;                     // (n_head_kv*head_dim, n_embd)
+  const float* bq = nullptr;              // (n_head*head_dim)     qwen2 only
+  const float* bk = nullptr;              // (n_head_kv*head_dim)  qwen2 only
+  const float* bv = nullptr;              // (n_head_kv*head_dim)  qwen2 only
+  const float* q_norm = nullptr;          // (head_dim)            qwen3, gemma3
+  const float* k_norm = nullptr;          // (head_dim)            qwen3, gemma3
+  ops::WeightView wo;                     // (n_embd, n_head*head_dim)
+  const float* attn_post_norm = nullptr;  // (n_embd)   gemma3: RMSNorm of the attention output
+  const float* ffn_post_norm = nullptr;   // (n_embd)   gemma3: RMSNorm of the FFN output
+  const float* ffn_norm = nullptr;        // (n_embd)
+  ops::WeightView w_gate;                 // (n_ff, n_embd)
+  ops::WeightView w_up;                   // (n_ff, n_embd)
+  ops::WeightView w_down;                 // (n_embd, n_ff)
 };
 
 class Model {
  public:
   // Opens, validates every tensor's presence, type and shape; throws Error naming file and tensor.
+  // Every tensor of the file must be one the architecture reads: an unknown tensor is an Error
+  // naming it (the engine would otherwise compute without it, silently), except the harmless ones
+  // of harmless_tensor() (model.cpp), which add a line to warnings().
   // The options' load mode decides how the file is held, their matmul policy how every weight is
   // multiplied.
   static std::unique_ptr<Model> load(const std::string& path, const EngineOptions& opt = {});
@@ -52,7 +58,12 @@ class Model {
   const float* output_norm = nullptr;  // (n_embd)
   ops::WeightView output;              // (n_vocab, n_embd); == tok_embd when tied
   bool tied_output = false;
+  const float* rope_freqs = nullptr;  // (n_rot/2) Llama 3.1 RoPE frequency factors, or null
   std::vector<LayerWeights> layers;
+
+  // One line each for what loading accepted but a user should know (ignored metadata, harmless
+  // tensors left unread). Front ends print them; library code does not.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   std::shared_ptr<const gguf::File> file_;
@@ -60,6 +71,10 @@ class Model {
   const ArchSpec* arch_ = nullptr;
   ops::MatmulPolicy policy_{};
   std::vector<std::vector<float>> owned_;  // F32 copies of 1-D tensors
+  std::vector<std::string> warnings_;
+  std::set<std::string> used_;  // tensors read so far
+  void check_all_tensors_used();
+  void load_layer(int il);
   const float* vec(const std::string& name, int64_t n, bool required);
   ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);
 };

@@ -43,11 +43,16 @@ struct ModelShape {
   int n_ff = 0, n_vocab = 0, n_ctx = 0;
   float rope_base = 10000.0f, rms_eps = 1e-5f;
   bool tied = false;  // no output.weight: logits use token_embd
+  int n_swa = 0;      // gemma3: attention.sliding_window (0 = 512 when written as gemma3)
+  // Llama 3.1/3.2: rope_freqs.weight with Meta's frequency factors (llama3_rope_factors) when the
+  // model is written as llama.
+  bool rope_freqs = false;
 
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
-// The named shapes: tiny, small, qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen3-0.6b.
+// The named shapes: tiny, small, qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen3-0.6b, gemma-3-1b,
+// phi-3-mini.
 const std::vector<ModelShape>& model_shapes();
 // Throws UsageError listing the known names.
 const ModelShape& find_shape(const std::string& name);
@@ -76,7 +81,9 @@ enum class TensorRole {
   FfnUp,
   FfnDown,
   Norm,
-  Bias
+  Bias,
+  AttnQKV,   // fused q/k/v (phi3)
+  RopeFreqs  // rope_freqs.weight: computed factors, not random
 };
 
 // llama_tensor_get_type + tensor_type_fallback for a 2-D weight of row length n_in in `layer`
@@ -92,9 +99,22 @@ struct TensorPlan {
   gguf::TensorType type;
 };
 
-// Every tensor of an `arch` (llama, qwen2, qwen3) model of shape s, in file order, typed by w.
+// Every tensor of an `arch` model of shape s, in file order, typed by w. The architectures
+// make-test-model writes are the rows of kArchPlans (test_model.cpp).
 std::vector<TensorPlan> plan_tensors(const ModelShape& s, const std::string& arch,
                                      const WeightScheme& w);
+
+// Architectures plan_tensors knows.
+std::vector<std::string> test_model_archs();
+
+// Meta's Llama 3.1 RoPE frequency factors, as the converter writes rope_freqs.weight (n_rot/2
+// values): pairs of wavelength below original_ctx/high_freq_factor keep factor 1, above
+// original_ctx/low_freq_factor get `factor`, and in between a smooth interpolation
+// 1 / ((1 - s)/factor + s), s = (original_ctx/wavelength - low) / (high - low). Llama 3.2 1B uses
+// factor 32, low 1, high 4, original context 8192.
+std::vector<float> llama3_rope_factors(int n_rot, float base, float factor = 32.0f,
+                                       float low_freq_factor = 1.0f, float high_freq_factor = 4.0f,
+                                       int original_ctx = 8192);
 
 struct TestModelOptions {
   std::string shape = "tiny";

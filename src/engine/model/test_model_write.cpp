@@ -137,7 +137,10 @@ void put_metadata(gguf::Writer& w, const std::string& arch, const ModelShape& s,
   w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
   w.set(a + "rope.freq_base", Value::f32(s.rope_base));
   w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(s.rms_eps));
-  if (arch == "llama") w.set(a + "rope.dimension_count", Value::u32(uint32_t(s.head_size())));
+  if (arch == "llama" || arch == "phi3")
+    w.set(a + "rope.dimension_count", Value::u32(uint32_t(s.head_size())));
+  if (arch == "gemma3")
+    w.set(a + "attention.sliding_window", Value::u32(uint32_t(s.n_swa > 0 ? s.n_swa : 512)));
   if (arch == "qwen3" || s.head_size() * s.n_head != s.n_embd) {
     w.set(a + "attention.key_length", Value::u32(uint32_t(s.head_size())));
     w.set(a + "attention.value_length", Value::u32(uint32_t(s.head_size())));
@@ -206,7 +209,10 @@ void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int f
         uint64_t st = tensor_seed + uint64_t(chunk_index) * 0xD1B54A32D192ED03ull;
         Gaussian g(splitmix64(st));
         buf.resize(size_t(nr * n_in));
-        for (auto& v : buf) v = mean + sigma * g.next();
+        if (t.role == TensorRole::RopeFreqs)
+          buf = llama3_rope_factors(int(2 * n_in), s.rope_base);
+        else
+          for (auto& v : buf) v = mean + sigma * g.next();
         ops::quantize_row(t.type, buf.data(), out.data() + size_t(first) * row_bytes, nr * n_in);
       }
     });
@@ -222,7 +228,7 @@ TestModelSummary write_test_model(const TestModelOptions& o) {
   ModelShape s = find_shape(o.shape);
   const std::string arch = o.arch.empty() ? s.arch : o.arch;
   {
-    const auto archs = supported_archs();
+    const auto archs = test_model_archs();
     if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
       std::string list;
       for (const auto& a : archs) list += (list.empty() ? "" : ", ") + a;

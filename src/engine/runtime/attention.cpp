@@ -109,6 +109,15 @@ void check_shape(const AttnShape& a) {
                                  std::to_string(a.head_dim));
 }
 
+// Sliding window: the scores of keys before n_keys[i] - window become -inf (softmax weight 0;
+// every variant's exp maps -inf to 0).
+void mask_outside_window(float* S, int ldS, const int* n_keys, int nq, int window) {
+  for (int i = 0; i < nq; ++i) {
+    const int hidden = std::max(0, n_keys[i] - window);
+    std::fill(S + size_t(i) * size_t(ldS), S + size_t(i) * size_t(ldS) + hidden, -INFINITY);
+  }
+}
+
 // One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads.
 void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
               AttnScratch::Thread& t) {
@@ -137,6 +146,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
     }
   float* S = t.scores.data();
   K.qk(t.q.data(), nq, hd, seq.kv, kvd, kvh, n_keys, a.scale, S, ldS);
+  if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
   for (const AttnTap& tap : seq.taps) {
     if (tap.row < row0 || tap.row >= row0 + rows) continue;
@@ -262,6 +272,8 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
         }
         sc[size_t(j)] = dot * a.scale;
       }
+      if (a.window > 0)
+        for (int j = 0; j < n_keys - a.window; ++j) sc[size_t(j)] = -INFINITY;
       model::softmax(sc.data(), n_keys);
       for (const AttnTap& tap : seq.taps)
         if (tap.row == r) std::copy(sc.begin(), sc.end(), tap.heads[h].begin());

@@ -33,6 +33,10 @@ struct AttnShape {
   int n_head_kv = 0;  // divides n_head
   int head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  // Sliding window (gemma3's local layers): > 0 = a query at position p sees only keys
+  // p - window + 1 .. p, as llama.cpp masks them (key j hidden when p - j >= window). The hidden
+  // keys get score -inf, so their softmax weights (and tapped weights) are exactly 0.
+  int window = 0;
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -66,7 +70,7 @@ struct KvView {
 };
 
 // A tapped query row: heads[h] (n_head vectors, sized by the caller to at least pos + 1) receives
-// head h's softmax weights over keys 0..pos.
+// head h's softmax weights over keys 0..pos (0 for keys outside a sliding window).
 struct AttnTap {
   int row = 0;  // index into the sequence's query rows
   std::vector<float>* heads = nullptr;

@@ -9,7 +9,7 @@ namespace ragform::tok {
 
 namespace {
 
-constexpr std::array<std::pair<ChatFamily, const char*>, 14> kNames = {{
+constexpr std::array<std::pair<ChatFamily, const char*>, 15> kNames = {{
     {ChatFamily::None, "none"},
     {ChatFamily::ChatML, "chatml"},
     {ChatFamily::Llama2, "llama2"},
@@ -23,17 +23,17 @@ constexpr std::array<std::pair<ChatFamily, const char*>, 14> kNames = {{
     {ChatFamily::MistralV7Tekken, "mistral-v7-tekken"},
     {ChatFamily::Phi3, "phi3"},
     {ChatFamily::Llama3, "llama3"},
+    {ChatFamily::Gemma, "gemma"},
     {ChatFamily::Unknown, "unknown"},
 }};
 
 // Names llama.cpp accepts in place of a template for families ragform does not render.
-constexpr std::array<const char*, 31> kOtherLlamaCppNames = {
-    "phi4",      "falcon3",    "zephyr",      "monarch",     "gemma",         "orion",
-    "openchat",  "vicuna",     "vicuna-orca", "deepseek",    "deepseek2",     "deepseek3",
-    "command-r", "chatglm3",   "chatglm4",    "glmedge",     "minicpm",       "exaone3",
-    "exaone4",   "rwkv-world", "granite",     "gigachat",    "megrez",        "yandex",
-    "bailing",   "llama4",     "smolvlm",     "hunyuan-moe", "hunyuan-dense", "kimi-k2",
-    "dots1"};
+constexpr std::array<const char*, 30> kOtherLlamaCppNames = {
+    "phi4",       "falcon3",     "zephyr",      "monarch",       "orion",     "openchat",
+    "vicuna",     "vicuna-orca", "deepseek",    "deepseek2",     "deepseek3", "command-r",
+    "chatglm3",   "chatglm4",    "glmedge",     "minicpm",       "exaone3",   "exaone4",
+    "rwkv-world", "granite",     "gigachat",    "megrez",        "yandex",    "bailing",
+    "llama4",     "smolvlm",     "hunyuan-moe", "hunyuan-dense", "kimi-k2",   "dots1"};
 
 // llama.cpp's trim(): isspace() in the C locale, i.e. ASCII whitespace only.
 bool is_space(char c) {
@@ -110,6 +110,26 @@ void render_llama2(std::string& out, ChatFamily f, const std::vector<ChatMessage
   }
 }
 
+// Gemma (google/gemma-7b-it, as llama.cpp renders it): no system role, so system texts (trimmed)
+// are collected and written before the next non-model turn's content; "assistant" becomes
+// "model"; every content is trimmed.
+void render_gemma(std::string& out, const std::vector<ChatMessage>& msgs) {
+  std::string system;
+  for (const auto& m : msgs) {
+    if (m.role == "system") {
+      system += trim(m.content);
+      continue;
+    }
+    const std::string role = m.role == "assistant" ? "model" : m.role;
+    out += "<start_of_turn>" + role + "\n";
+    if (!system.empty() && role != "model") {
+      out += system + "\n\n";
+      system.clear();
+    }
+    out += trim(m.content) + "<end_of_turn>\n";
+  }
+}
+
 }  // namespace
 
 std::string family_name(ChatFamily f) {
@@ -152,13 +172,15 @@ ChatFamily detect_chat_family(std::string_view tmpl) {
     return ChatFamily::Llama2;
   }
   if (has("<|assistant|>") && has("<|end|>")) return ChatFamily::Phi3;
-  // Families llama.cpp checks before Llama 3 and that ragform does not render: ChatGLM-4,
-  // Falcon 3 / GLM-Edge, Zephyr, Monarch, Gemma, Orion, OpenChat, Vicuna, DeepSeek coder,
+  // Families llama.cpp checks before Gemma and Llama 3 that ragform does not render: ChatGLM-4,
+  // Falcon 3 / GLM-Edge, Zephyr, Monarch; after Gemma: Orion, OpenChat, Vicuna, DeepSeek coder,
   // Command-R. A template carrying their markers is theirs even if it mentions header ids.
   if (has("[gMASK]<sop>") || (has("<|assistant|>") && has("<|user|>")) ||
       (has("<|{{ item['role'] }}|>") && has("<|begin_of_image|>")) ||
-      (has("<|user|>") && has("<|endoftext|>")) || has("bos_token + message['role']") ||
-      has("<start_of_turn>") || has("'\\n\\nAssistant: ' + eos_token") || has("GPT4 Correct ") ||
+      (has("<|user|>") && has("<|endoftext|>")) || has("bos_token + message['role']"))
+    return ChatFamily::Unknown;
+  if (has("<start_of_turn>")) return ChatFamily::Gemma;
+  if (has("'\\n\\nAssistant: ' + eos_token") || has("GPT4 Correct ") ||
       (has("USER: ") && has("ASSISTANT: ")) || (has("### Instruction:") && has("<|EOT|>")) ||
       (has("<|START_OF_TURN_TOKEN|>") && has("<|USER_TOKEN|>")))
     return ChatFamily::Unknown;
@@ -204,11 +226,16 @@ std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messa
                "<|eot_id|>";
       if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
       break;
+    case ChatFamily::Gemma:
+      render_gemma(out, messages);
+      if (add_generation_prompt) out += "<start_of_turn>model\n";
+      break;
     case ChatFamily::Unknown:
-      throw Error("chat template",
-                  "the model's chat template is of a family ragform cannot render (supported: "
-                  "chatml, llama2*, mistral-v1/v3/v7, phi3, llama3); use raw completion or name a "
-                  "family explicitly");
+      throw Error(
+          "chat template",
+          "the model's chat template is of a family ragform cannot render (supported: "
+          "chatml, llama2*, mistral-v1/v3/v7, phi3, llama3, gemma); use raw completion or name a "
+          "family explicitly");
   }
   return out;
 }

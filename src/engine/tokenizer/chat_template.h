@@ -32,7 +32,8 @@ enum class ChatFamily {
                     // detects it from template text either)
   Phi3,             // <|role|>\n...<|end|>\n
   Llama3,           // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
-  Unknown,          // a template llama.cpp would classify as another family (Gemma, Zephyr,
+  Gemma,            // <start_of_turn>role\n...<end_of_turn>\n, "assistant" written "model"
+  Unknown,          // a template llama.cpp would classify as another family (Zephyr,
                     // Phi-4, ...) or not at all: detected but not renderable
 };
 
@@ -49,13 +50,14 @@ ChatFamily detect_chat_family(std::string_view tmpl);
 
 // Stable lower-case name: "none", "chatml", "llama2", "llama2-sys", "llama2-sys-bos",
 // "llama2-sys-strip", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-// "mistral-v7-tekken", "phi3", "llama3", "unknown" (llama.cpp's names where it has one).
+// "mistral-v7-tekken", "phi3", "llama3", "gemma", "unknown" (llama.cpp's names where it has one).
 std::string family_name(ChatFamily f);
 // Inverse of family_name (for a --chat-template flag); nullopt for an unknown name.
 std::optional<ChatFamily> family_from_name(std::string_view name);
 
 // Renders `messages` in the family's format; `add_generation_prompt` appends the opening of an
-// assistant turn where the format has one (ChatML, Phi-3, Llama-3; the [INST] formats end with
+// assistant turn where the format has one (ChatML, Phi-3, Llama-3, Gemma; the [INST] formats end
+// with
 // "[/INST]" already). Throws ragform::Error for ChatFamily::Unknown.
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt);

@@ -214,6 +214,52 @@ TEST(TestModelWrite, Qwen2AndQwen3Architectures) {
   }
 }
 
+TEST(TestModelWrite, Gemma3AndPhi3Architectures) {
+  const std::string dir = testing::temp_dir("make_test_model_gemma_phi").string();
+  for (const char* arch : {"gemma3", "phi3"}) {
+    SCOPED_TRACE(arch);
+    const bool gemma = std::string(arch) == "gemma3";
+    const std::string path = write_small(dir, "q4_k_m", arch);
+    auto f = gguf::File::open(path);
+    EXPECT_EQ(f->find_tensor("blk.0.attn_qkv.weight") != nullptr, !gemma);
+    EXPECT_EQ(f->find_tensor("blk.0.ffn_gate.weight") != nullptr, gemma);
+    EXPECT_EQ(f->find_tensor("blk.1.post_ffw_norm.weight") != nullptr, gemma);
+    if (gemma) {
+      EXPECT_EQ(f->get_int("gemma3.attention.sliding_window"), 512);
+    } else {
+      // small: 256 x (256 + 2 * 128) attn_qkv, ffn_up of 2 n_ff rows; Q4_K_M's qkv rule: Q5_K.
+      EXPECT_EQ(f->tensor("blk.0.attn_qkv.weight").ne, (std::vector<int64_t>{256, 512}));
+      EXPECT_EQ(f->tensor("blk.0.ffn_up.weight").ne, (std::vector<int64_t>{256, 1536}));
+      EXPECT_EQ(f->tensor("blk.0.attn_qkv.weight").type, TensorType::Q5_K);
+    }
+    reader::NativeOptions no;
+    no.n_ctx = 128;
+    reader::NativeReader r(path, no);
+    EXPECT_TRUE(r.model().warnings().empty());
+    auto sc = r.score("a b c", " d");
+    EXPECT_TRUE(std::isfinite(sc.sum));
+  }
+}
+
+// Meta's Llama 3.1 factors for Llama 3.2 1B (head_dim 64, base 500000, factor 32, low 1, high 4,
+// original context 8192): pair p has wavelength 2 pi 500000^(p/32). Below 8192/4 = 2048 (pairs
+// 0..14; pair 14: 1956.5) the factor is 1; above 8192 (pairs 18..31; pair 18: 10089) it is 32;
+// pairs 15..17 interpolate. By hand for pair 16: wavelength 2 pi 500000^0.5 = 4442.9,
+// s = (8192/4442.9 - 1) / 3 = 0.2813, factor = 1 / ((1 - 0.2813)/32 + 0.2813) = 3.292.
+TEST(TestModelTypes, Llama3RopeFactors) {
+  const auto f = llama3_rope_factors(64, 500000.0f);
+  ASSERT_EQ(f.size(), 32u);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(f[size_t(i)], 1.0f) << i;
+  for (int i = 18; i < 32; ++i) EXPECT_EQ(f[size_t(i)], 32.0f) << i;
+  EXPECT_NEAR(f[16], 3.292, 0.002);
+  for (int i = 14; i < 18; ++i) EXPECT_LT(f[size_t(i)], f[size_t(i + 1)]);
+  // llama-3.2-1b carries them; the plan lists rope_freqs.weight with n_rot/2 values.
+  bool found = false;
+  for (const auto& t : plan_tensors(find_shape("llama-3.2-1b"), "llama", parse_scheme("q8_0")))
+    if (t.name == "rope_freqs.weight") found = t.ne == std::vector<int64_t>{32};
+  EXPECT_TRUE(found);
+}
+
 TEST(TestModelWrite, MetadataMatchesTheShape) {
   const std::string dir = testing::temp_dir("make_test_model_meta").string();
   const std::string path = write_small(dir, "q8_0", "qwen2", "small", 3);

@@ -195,6 +195,40 @@ TEST(Attention, PeakedScoresAndUnusualHeadDims) {
   }
 }
 
+// Sliding window (gemma3's local layers): every tier against the reference, prefill rows across
+// key tiles and a decode row far past the window; tapped weights are exactly 0 before the window
+// and the window's weights sum to 1.
+TEST(Attention, SlidingWindow) {
+  for (bool f16 : {false, true}) {
+    AttnShape sh{4, 2, 64, 0.125f};
+    sh.window = 16;
+    Case c(sh, 50, 40, f16, 1.5f, 21);
+    c.tap_rows = {0, 13, 39};
+    check_all_tiers(c, f16 ? "window f16" : "window f32");
+    Case d(sh, 300, 1, f16, 1.5f, 22);
+    d.tap_rows = {0};
+    check_all_tiers(d, f16 ? "window decode f16" : "window decode f32");
+    ThreadPool pool(1);
+    for (SimdLevel lv : tiers()) {
+      const Result r = run_kernel(c, lv, pool);
+      for (size_t t = 0; t < c.tap_rows.size(); ++t) {
+        const int pos = c.pos0 + c.tap_rows[t];
+        for (const auto& head : r.taps[t]) {
+          double in_window = 0;
+          for (int j = 0; j <= pos; ++j) {
+            if (pos - j >= sh.window) {
+              EXPECT_EQ(head[size_t(j)], 0.0f) << simd_name(lv) << " key " << j;
+            } else {
+              in_window += head[size_t(j)];
+            }
+          }
+          EXPECT_NEAR(in_window, 1.0, 1e-5);
+        }
+      }
+    }
+  }
+}
+
 TEST(Attention, SeveralSequencesInOneCallMatchSeparateRuns) {
   ThreadPool pool(2);
   std::vector<Case> cs;

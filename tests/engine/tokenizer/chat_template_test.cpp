@@ -68,10 +68,11 @@ TEST(ChatDetect, Phi3AndLlama3) {
 }
 
 TEST(ChatDetect, EarlierLlamaCppRulesWin) {
-  // Gemma's marker is checked before Llama 3's headers in llama.cpp: such a template is not
-  // Llama 3.
+  // Gemma's marker is checked before Llama 3's headers in llama.cpp: such a template is Gemma.
   EXPECT_EQ(detect_chat_family("<start_of_turn><|start_header_id|><|end_header_id|>"),
-            ChatFamily::Unknown);
+            ChatFamily::Gemma);
+  // Zephyr's markers come before Gemma's in llama.cpp.
+  EXPECT_EQ(detect_chat_family("<|user|><|endoftext|><start_of_turn>"), ChatFamily::Unknown);
   // ChatML beats [INST] (checked first).
   EXPECT_EQ(detect_chat_family("<|im_start|> [INST]"), ChatFamily::ChatML);
   // Zephyr (<|user|> with <|endoftext|>) is a family ragform does not render.
@@ -83,15 +84,16 @@ TEST(ChatDetect, TemplateMayBeAFamilyName) {
   EXPECT_EQ(detect_chat_family("chatml"), ChatFamily::ChatML);
   EXPECT_EQ(detect_chat_family("llama3"), ChatFamily::Llama3);
   EXPECT_EQ(detect_chat_family("mistral-v7-tekken"), ChatFamily::MistralV7Tekken);
-  EXPECT_EQ(detect_chat_family("gemma"), ChatFamily::Unknown);
+  EXPECT_EQ(detect_chat_family("gemma"), ChatFamily::Gemma);
+  EXPECT_EQ(detect_chat_family("zephyr"), ChatFamily::Unknown);
 }
 
 TEST(ChatNames, RoundTrip) {
-  for (ChatFamily f :
-       {ChatFamily::None, ChatFamily::ChatML, ChatFamily::Llama2, ChatFamily::Llama2Sys,
-        ChatFamily::Llama2SysBos, ChatFamily::Llama2SysStrip, ChatFamily::MistralV1,
-        ChatFamily::MistralV3, ChatFamily::MistralV3Tekken, ChatFamily::MistralV7,
-        ChatFamily::MistralV7Tekken, ChatFamily::Phi3, ChatFamily::Llama3, ChatFamily::Unknown}) {
+  for (ChatFamily f : {ChatFamily::None, ChatFamily::ChatML, ChatFamily::Llama2,
+                       ChatFamily::Llama2Sys, ChatFamily::Llama2SysBos, ChatFamily::Llama2SysStrip,
+                       ChatFamily::MistralV1, ChatFamily::MistralV3, ChatFamily::MistralV3Tekken,
+                       ChatFamily::MistralV7, ChatFamily::MistralV7Tekken, ChatFamily::Phi3,
+                       ChatFamily::Llama3, ChatFamily::Gemma, ChatFamily::Unknown}) {
     auto back = family_from_name(family_name(f));
     ASSERT_TRUE(back.has_value()) << family_name(f);
     EXPECT_EQ(*back, f);
@@ -187,6 +189,30 @@ TEST(ChatRender, Llama3TrimsContents) {
   // Only ASCII whitespace is trimmed: a UTF-8 no-break space (C2 A0) stays.
   EXPECT_EQ(render_chat(ChatFamily::Llama3, {{"user", "\t x\xC2\xA0\n"}}, false),
             "<|start_header_id|>user<|end_header_id|>\n\nx\xC2\xA0<|eot_id|>");
+}
+
+TEST(ChatDetect, GemmaByStartOfTurn) {
+  // The start of Gemma 3's own template (google/gemma-3-1b-it tokenizer_config.json).
+  EXPECT_EQ(detect_chat_family("{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}...{{ "
+                               "'<start_of_turn>' + role + '\n' + (first_user_prefix if "
+                               "loop.first else \"\") }}"),
+            ChatFamily::Gemma);
+}
+
+TEST(ChatRender, GemmaFoldsSystemIntoTheUserTurn) {
+  // Hand-written from llama.cpp's Gemma rule: system text (trimmed) opens the next user turn,
+  // "assistant" is written "model", contents are trimmed.
+  EXPECT_EQ(
+      render_chat(
+          ChatFamily::Gemma,
+          {{"system", " Be brief. "}, {"user", "Hi\n"}, {"assistant", " Hello! "}, {"user", "Bye"}},
+          true),
+      "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+      "<start_of_turn>model\nHello!<end_of_turn>\n"
+      "<start_of_turn>user\nBye<end_of_turn>\n"
+      "<start_of_turn>model\n");
+  EXPECT_EQ(render_chat(ChatFamily::Gemma, {{"user", "x"}}, false),
+            "<start_of_turn>user\nx<end_of_turn>\n");
 }
 
 TEST(ChatRender, RawCompletionJoinsContents) {

@@ -98,6 +98,23 @@ TEST(TokenizerVectors, Gpt2DecodeCleansSpaces) {
             "a. b'c's x 't y 'll");
   EXPECT_EQ(tok->decode(tok->encode("Why ? No !", false, false)), "Why? No!");
 }
+// The real Llama 3 tokenizer (tiny-llama31's vocabulary): llama-bpe pre-tokenizer, 128256 tokens.
+// Decoding cleans up spaces as for GPT-2 (llama.cpp's default clean_spaces; " ?" -> "?"), so texts
+// with those patterns do not round-trip, in llama.cpp either.
+TEST(TokenizerVectors, LlamaBpe) {
+  check_vectors("fixtures/vocab/ggml-vocab-llama-bpe.gguf", "llama-bpe", true, true);
+}
+// End of turn stops generation: <|eot_id|> (128009) and <|end_of_text|> (128001) are
+// end-of-generation tokens of the Llama 3 vocabulary, <|start_header_id|> is not.
+TEST(TokenizerSpecials, Llama3EndOfTurn) {
+  REQUIRE_SHARED(vocab, "fixtures/vocab/ggml-vocab-llama-bpe.gguf");
+  auto file = gguf::File::open(vocab.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_TRUE(tok->is_eog(128009));
+  EXPECT_TRUE(tok->is_eog(128001));
+  EXPECT_FALSE(tok->is_eog(128006));
+  EXPECT_EQ(tok->encode("<|eot_id|>", false, true), std::vector<int32_t>{128009});
+}
 TEST(TokenizerVectors, Qwen2) {
   check_vectors("fixtures/models/tiny-qwen2.gguf", "qwen2", true, false);
 }

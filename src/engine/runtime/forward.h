@@ -1,0 +1,101 @@
+// The steps of one Context::eval pass (context.cpp strings them together): batch bookkeeping,
+// embeddings, the attention block, the FFN block, the taps and the output head. Internal to
+// runtime/: the public interface is context.h.
+//
+// Every step works on one [rows][dim] activation matrix for all new tokens of all sequences. The
+// block is llama's pre-norm template (RMSNorm, attention, residual; RMSNorm, gated FFN, residual);
+// where an architecture leaves it, the step reads the ArchSpec / Hparams field that says how
+// (fused projections are row slices made at load time; post-norms, GELU gating, sliding windows,
+// scaled embeddings and soft-capping are fields), never the architecture's name.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "engine/model/blocks.h"
+#include "engine/model/model.h"
+#include "engine/runtime/attention.h"
+#include "engine/runtime/context.h"
+
+namespace ragform::runtime::detail {
+
+// Per-sequence KV cache: for each layer, K in attention.h's tiled layout (positions transposed in
+// tiles of kKeyTile) and V rows [pos][kv_dim], F32 or F16 (stored as the 16-bit pattern). Grows
+// in steps of 256 positions up to n_ctx.
+struct SeqCache {
+  bool live = false;
+  int n_past = 0;
+  int capacity = 0;
+  std::vector<std::vector<float>> k32, v32;
+  std::vector<std::vector<uint16_t>> k16, v16;
+};
+void grow(SeqCache& s, int need, const model::Hparams& hp, KvType kt, int n_ctx);
+
+// One row of the batch: which input, sequence, position and token.
+struct Row {
+  int input;  // index into inputs
+  int seq;
+  int pos;
+  int32_t token;
+};
+
+// Buffers reused across calls (grown, never shrunk): no allocation per decode step once warm.
+struct Scratch {
+  std::vector<float> x, cur, q, k, v, attn, o, gate, up;  // activations [rows][dim]
+  AttnScratch attn_scratch;
+  std::vector<AttnSeq> attn_seqs;
+  std::vector<Row> rows;
+  std::vector<model::RopeCache> rope[2];  // [variant][row]: 0 global layers, 1 sliding layers
+  std::vector<char> need_final;           // per row: read after the last layer's attention
+  std::vector<int32_t> ids;
+  std::vector<int64_t> keep, final_rows, lrows;
+  std::vector<float> h, logits;
+};
+
+// The state of one eval() call.
+struct Pass {
+  const model::Model& m;
+  const model::Hparams& hp;
+  ThreadPool& pool;
+  const std::vector<SeqInput>& inputs;
+  std::vector<SeqCache>& seqs;
+  Scratch& s;
+  std::vector<SeqOutput>& out;
+  bool f16kv = false;
+  SimdLevel simd = SimdLevel::Scalar;  // attention and SwiGLU tier (the model's CPU tier cap)
+  int64_t T = 0;                       // rows of the batch
+  int64_t Tn = 0;  // rows still computed: T, until the last layer keeps only the rows it outputs
+};
+
+// f(r) for r in [0, n): on the pool when n * cost_per_row (elements touched) is worth waking the
+// workers, else inline (decode rows are too small to split).
+template <class F>
+void for_rows(ThreadPool& pool, int64_t n, int64_t cost_per_row, const F& f) {
+  if (pool.size() == 1 || n * cost_per_row < (int64_t(1) << 14) || n < 2) {
+    for (int64_t r = 0; r < n; ++r) f(r);
+    return;
+  }
+  pool.parallel_for(size_t(n), [&](size_t b, size_t e, int) {
+    for (size_t r = b; r < e; ++r) f(int64_t(r));
+  });
+}
+
+SeqCache& get_seq(std::vector<SeqCache>& seqs, int seq);
+
+// batch.cpp: throws Error for any bad input before a cache is touched; fills s.rows.
+void check_inputs(const std::vector<SeqInput>& inputs, std::vector<SeqCache>& seqs,
+                  const model::Hparams& hp, int n_ctx, std::vector<Row>& rows);
+// Marks the rows someone reads after the last layer's attention (logits, final hidden state) and
+// sizes the activation buffers.
+void plan_rows(Pass& p);
+
+// forward.cpp: the steps, in order.
+void embed(Pass& p);                     // x = token embeddings (scaled where the arch says), RoPE
+void attention_block(Pass& p, int il);   // q, k, v, RoPE, cache, attention (+ taps) into s.attn
+bool keep_output_rows(Pass& p);          // last layer: compacts to the rows read; false = none
+void attention_output(Pass& p, int il);  // x += [post-norm] W_o attn
+void ffn_block(Pass& p, int il);         // x += [post-norm] W_down act(W_gate h) * W_up h
+void collect_hidden(Pass& p, int il);    // hidden-state tap after block il
+void output_head(Pass& p);               // final norm, final hidden tap, logits of the rows read
+
+}  // namespace ragform::runtime::detail
