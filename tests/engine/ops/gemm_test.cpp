@@ -187,7 +187,7 @@ TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
                   << " tokens " << n_tokens << " at " << i;
           }
           // The last token alone (decode) gives its row of the batch, bit for bit.
-          std::vector<float> one(size_t(n_out));
+          std::vector<float> one(static_cast<size_t>(n_out));
           gemm_f16(w, x.data() + (max_tokens - 1) * n_in, 1, one.data(), pools[1], tier);
           for (int64_t r = 0; r < n_out; ++r)
             ASSERT_EQ(bits(one[size_t(r)]), bits(ref.y[size_t((max_tokens - 1) * n_out + r)]));
