@@ -84,6 +84,8 @@ TEST(ServeBatchInvarianceFixture, SameGreedyTextAloneAndInBatches) {
     }
 
     for (size_t i = 0; i < n; ++i) {
+      EXPECT_FALSE(alone[i].text.empty()) << "prompt " << i;
+      EXPECT_FALSE(alone[i].logprobs.empty()) << "prompt " << i;
       EXPECT_EQ(together[i].text, alone[i].text) << "prompt " << i << " in one request";
       EXPECT_EQ(concurrent[i].text, alone[i].text) << "prompt " << i << " concurrently";
       // JSON numbers print with round-trip precision, so equal text means equal floats.
