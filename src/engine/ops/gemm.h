@@ -37,8 +37,8 @@ void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
 // FMA rate), only when the weight's policy asks for it (approximate; not batch-invariant: fewer
 // than kF16Int16MinTokens tokens take the exact path, so a row's bits depend on how many tokens
 // share the product): weights rounded to 14-bit integers with one scale per row, activations with
-// one scale per token and block of 32, exact int32 sums per block. Not bit-identical to vec_dot: the
-// rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
+// one scale per token and block of 32, exact int32 sums per block. Not bit-identical to vec_dot:
+// the rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
 // 0.0021 of llama.cpp, tolerance 0.005). Taken for F16 rows that are a multiple of 32 long and
 // at least kF16Int16MinTokens tokens (fewer, and quantising the weights would cost more than the
 // products), and only when the weight's policy asks for it (MatmulPolicy::f16 == int16;

@@ -1,9 +1,10 @@
 // The AVX512-VNNI int8 kernels (gemm.h: Q8_0-like GEMM/GEMV, K-quant GEMM) against the scalar
 // reference: one vec_dot per output with convert_activations, the path matmul takes on the scalar
 // tier. Every kernel must match it bit for bit (same integer block sums, same float operations in
-// the same order), which is what makes a row's result independent of the batch it is in. Shapes are odd on purpose: n_out not a multiple of the 4-row tile, 1..17 tokens
-// (partial 16-token panels, a lone panel after pairs), and a long row that splits the tokens into
-// several L2 blocks. Every tier of matmul_tier is checked the same way.
+// the same order), which is what makes a row's result independent of the batch it is in. Shapes are
+// odd on purpose: n_out not a multiple of the 4-row tile, 1..17 tokens (partial 16-token panels, a
+// lone panel after pairs), and a long row that splits the tokens into several L2 blocks. Every tier
+// of matmul_tier is checked the same way.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -278,9 +279,8 @@ TEST(MatmulTier, EveryTierMatchesTheScalarReference) {
           continue;
         }
         for (size_t i = 0; i < y.size(); ++i)
-          ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
-              << gguf::type_name(t) << " tier " << tier_name(tier) << " tokens " << n_tokens
-              << " at " << i;
+          ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << gguf::type_name(t) << " tier " << tier_name(tier)
+                                                << " tokens " << n_tokens << " at " << i;
       }
     }
 }

@@ -97,8 +97,7 @@ TEST(BatchInvarianceFixture, SamePromptSameLogitsAloneInABatchAndInDecode) {
 
       // Prefill in chunks (across the 16-token GEMM threshold), then decode token by token.
       EXPECT_EQ(first_difference(in_chunks(ctx, prompt, {20, 1, 16}), alone), -1) << "chunks";
-      EXPECT_EQ(first_difference(in_chunks(ctx, prompt, std::vector<int>(size_t(N), 1)), alone),
-                -1)
+      EXPECT_EQ(first_difference(in_chunks(ctx, prompt, std::vector<int>(size_t(N), 1)), alone), -1)
           << "decode";
 
       // One thread.
