@@ -7,12 +7,12 @@
 namespace ragform::cli {
 
 Opt<std::string>& f16_gemm_flag(Args& a) {
-  // The int16 error is the one measured on the F16 fixtures (docs/performance.md).
+  // The errors are the ones measured on the F16 fixtures (docs/engine.md, accuracy table).
   return a.opt<std::string>(
       "--f16-gemm", "HOW",
-      "F16/BF16 weight products: exact (default; the same logits in any batch) or int16 "
-      "(approximate: faster prefill on AVX512-VNNI CPUs, logits up to ~2e-3 further from "
-      "llama.cpp, batch-dependent)",
+      "F16/BF16 products: exact (default; a prompt's logits do not depend on its batch) or int16 "
+      "(approximate, AVX512-VNNI only: faster prefill, F16 fixture logits 2.1e-3 from llama.cpp's "
+      "against 1.4e-3, batch-dependent)",
       "");
 }
 

@@ -13,7 +13,9 @@
 //
 // The body is written once (gemm_f16_body.inc) over GCC vector types and compiled for AVX-512 and
 // for AVX2: the two give the same bits, and the AVX2 build is what tests can check on any x86-64
-// machine with AVX2. BF16 weights no longer use vdpbf16ps (it flushes subnormals and adds a pair
+// machine with AVX2. matmul takes it on the AVX-512 tier only: on AVX2 (a v16f is two ymm, the
+// tile 2 x 2, F16 products as multiply and add) it measured no faster than the vec_dot path
+// (pp512 2.29 vs 2.39 t/s in one alternated pair on a loaded machine), which gives the same bits. BF16 weights no longer use vdpbf16ps (it flushes subnormals and adds a pair
 // per lane, another order than vec_dot's).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 _mm512_undefined_* in headers
 // 64-byte vectors passed between the AVX2 build's internal (inlined) functions: no ABI crosses.
@@ -72,12 +74,12 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
 #pragma GCC pop_options
 
 bool gemm_f16_supported(TensorType t, CpuTier tier) {
-  return (t == TensorType::F16 || t == TensorType::BF16) && tier >= CpuTier::Avx2;
+  return (t == TensorType::F16 || t == TensorType::BF16) && tier == CpuTier::Avx512;
 }
 
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               CpuTier tier) {
-  if (!gemm_f16_supported(w.type, CpuTier::Avx512))
+  if (w.type != TensorType::F16 && w.type != TensorType::BF16)
     throw Error("gemm_f16", std::string("type ") + gguf::type_name(w.type) + " is not F16/BF16");
   tier = clamp_tier(tier);
   if (tier < CpuTier::Avx2) throw Error("gemm_f16", "this CPU lacks AVX2/FMA/F16C");

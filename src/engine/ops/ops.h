@@ -94,7 +94,7 @@ struct WeightView {
 // x and y must not overlap. Uses the fastest kernel of clamp_tier(w.policy.tier) for w's type: on
 // AVX-512 with VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM for several tokens and a GEMV
 // for one token, Q4_K/Q5_K/Q6_K through a GEMM for several tokens and (Q4_K, Q6_K) a GEMV for
-// one; on AVX2 or AVX-512, F16/BF16 through an fp32 GEMM/GEMV in vec_dot's order, or int16
+// one; on AVX-512, F16/BF16 through an fp32 GEMM/GEMV in vec_dot's order, or int16
 // products when w.policy.f16 asks for them (AVX512-VNNI, 16+ tokens). See gemm.h.
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 // matmul with the kernels of clamp_tier(tier) (tests and benchmarks compare tiers with it).
