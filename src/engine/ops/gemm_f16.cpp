@@ -15,8 +15,9 @@
 // for AVX2: the two give the same bits, and the AVX2 build is what tests can check on any x86-64
 // machine with AVX2. matmul takes it on the AVX-512 tier only: on AVX2 (a v16f is two ymm, the
 // tile 2 x 2, F16 products as multiply and add) it measured no faster than the vec_dot path
-// (pp512 2.29 vs 2.39 t/s in one alternated pair on a loaded machine), which gives the same bits. BF16 weights no longer use vdpbf16ps (it flushes subnormals and adds a pair
-// per lane, another order than vec_dot's).
+// (pp512 2.29 vs 2.39 t/s in one alternated pair on a loaded machine), which gives the same bits.
+// BF16 weights no longer use vdpbf16ps (it flushes subnormals and adds a pair per lane, another
+// order than vec_dot's).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 _mm512_undefined_* in headers
 // 64-byte vectors passed between the AVX2 build's internal (inlined) functions: no ABI crosses.
 #pragma GCC diagnostic ignored "-Wpsabi"
