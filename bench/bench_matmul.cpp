@@ -7,7 +7,8 @@
 //   peak_fp32     GFLOP/s over the fp32 FMA peak of kThreads threads, measured at start-up in
 //                 this process (machine_peak.h; about 234 GFLOP/s on the project's VM);
 //   peak_int8     GFLOP/s over the measured AVX512-VNNI int8 peak (quantised types);
-//   peak_int16    F16 where the int16 GEMM runs (gemm.h): over the measured vpdpwssd peak;
+//   peak_int16    F16 where the int16 GEMM runs (gemm.h; the ".../int16" entries, the approximate
+//                 --f16-gemm int16 path beside the exact default): over the measured vpdpwssd peak;
 //   GB/s, peak_bw decode only: weight bytes read per second, and that over the measured DRAM
 //                 read bandwidth of kThreads threads;
 //                 one 0.5B matrix (<= 9 MB) stays in the 32 MB L3 between iterations, so these
@@ -91,11 +92,12 @@ std::map<Key, double>& scalar_seconds() {
 }
 
 void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in_nominal,
-               int64_t n_out, int64_t n_tokens) {
+               int64_t n_out, int64_t n_tokens, F16Gemm f16) {
   const bool k_quant = gguf::type_info(t).block_size == 256;
   const int64_t n_in = k_quant ? (n_in_nominal + 255) / 256 * 256 : n_in_nominal;
   const auto data = make_weights(t, n_in, n_out);
-  const WeightView w{t, data.data(), n_in, n_out};
+  WeightView w{t, data.data(), n_in, n_out};
+  w.policy.f16 = f16;
   std::vector<float> x(size_t(n_in * n_tokens)), y(size_t(n_out * n_tokens));
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -146,9 +148,16 @@ const int kRegistered = [] {
           const std::string name = std::string("matmul/") + gguf::type_name(t) + "/" +
                                    tier_name(tier) + "/" + std::to_string(s[0]) + "x" +
                                    std::to_string(s[1]) + "/tokens:" + std::to_string(tokens);
-          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, tier, s[0], s[1], tokens)
+          benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, tier, s[0], s[1], tokens,
+                                       F16Gemm::exact)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
+          // The approximate int16 F16 prefill (--f16-gemm int16), beside the exact default.
+          if (t == TensorType::F16 && tier == CpuTier::Avx512 && tokens > 1)
+            benchmark::RegisterBenchmark((name + "/int16").c_str(), BM_Matmul, t, tier, s[0], s[1],
+                                         tokens, F16Gemm::int16)
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime();
         }
   return 0;
 }();

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
+#include "cli/reader_flags.h"
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
 
@@ -36,6 +37,7 @@ int run_bench(const std::vector<std::string>& argv) {
       a.opt<std::string>("--tg", "LIST", "generation lengths (comma-separated; 0 = none)", "32");
   auto& reps = a.opt<int>("-r,--repetitions", "N", "runs per test", 3);
   auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0);
+  auto& f16_gemm = f16_gemm_flag(a);
   auto& taps = a.opt<std::string>("--taps", "WHICH",
                                   "also measure prefill with a tap: attention, or none", "none");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
@@ -46,7 +48,7 @@ int run_bench(const std::vector<std::string>& argv) {
     throw UsageError("--taps", "expected attention or none");
   if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
   if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
-  EngineOptions eo = engine_options_from_env(threads.value);
+  EngineOptions eo = engine_options_from_env(threads.value, f16_gemm.value);
   eo.pool = eo.pool_or_new();
   const int n_threads = eo.pool->size();
   auto m = model::Model::load(model.value, eo);

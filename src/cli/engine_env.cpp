@@ -14,19 +14,16 @@ std::string env(const char* name) {
 }
 }  // namespace
 
-EngineOptions engine_options_from_env(int threads) {
+EngineOptions engine_options_from_env(int threads, const std::string& f16_gemm) {
   EngineOptions o;
   o.threads = threads;
   if (std::string cpu = env("RAGFORM_CPU"); !cpu.empty())
     o.cpu_tier = ops::parse_tier(cpu, "RAGFORM_CPU");
-  if (std::string f16 = env("RAGFORM_F16_GEMM"); !f16.empty()) {
-    if (f16 == "int16")
-      o.f16_gemm = ops::F16Gemm::int16;
-    else if (f16 == "fp32" || f16 == "exact")
-      o.f16_gemm = ops::F16Gemm::exact;
-    else
-      throw UsageError("RAGFORM_F16_GEMM", "must be int16, exact or fp32, got '" + f16 + "'");
-  }
+  // The flag, else the variable (a fallback: an unread bad value is no error).
+  if (!f16_gemm.empty())
+    o.f16_gemm = ops::parse_f16_gemm(f16_gemm, "--f16-gemm");
+  else if (std::string f16 = env("RAGFORM_F16_GEMM"); !f16.empty())
+    o.f16_gemm = ops::parse_f16_gemm(f16, "RAGFORM_F16_GEMM");
   if (std::string load = env("RAGFORM_LOAD"); !load.empty()) {
     if (load == "mmap")
       o.load = MappedFile::Load::map;

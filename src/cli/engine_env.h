@@ -8,9 +8,10 @@
 
 namespace ragform::cli {
 
-// EngineOptions with `threads` threads and the RAGFORM_* engine variables applied. An unknown
-// value is a UsageError naming the variable and the accepted values.
-EngineOptions engine_options_from_env(int threads);
+// EngineOptions with `threads` threads and the RAGFORM_* engine variables applied. A non-empty
+// `f16_gemm` (the --f16-gemm flag) overrides RAGFORM_F16_GEMM. An unknown value is a UsageError
+// naming the flag or variable and the accepted values.
+EngineOptions engine_options_from_env(int threads, const std::string& f16_gemm = "");
 
 // find_shared_dir(explicit_dir, $RAGFORM_SHARED).
 std::string shared_dir(const std::string& explicit_dir = "");

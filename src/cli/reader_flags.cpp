@@ -9,11 +9,22 @@
 
 namespace ragform::cli {
 
+Opt<std::string>& f16_gemm_flag(Args& a) {
+  // The errors are the ones measured on the F16 fixtures (docs/engine.md, accuracy table).
+  return a.opt<std::string>(
+      "--f16-gemm", "HOW",
+      "F16/BF16 products: exact (default; a prompt's logits do not depend on its batch) or int16 "
+      "(approximate, AVX512-VNNI only: faster prefill, F16 fixture logits 2.1e-3 from llama.cpp's "
+      "against 1.4e-3, batch-dependent)",
+      "");
+}
+
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
       ctx(a.opt<int>("--ctx", "N", "context size in tokens per sequence", 4096)),
       kv(a.opt<std::string>("--kv", "TYPE", "KV cache type: f32 or f16 (half the memory)", "f32")),
       threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)),
+      f16_gemm(f16_gemm_flag(a)),
       chat(a.flag("--chat", "wrap the prompt as the user turn of the model's chat template")),
       system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
       truncate(a.opt<std::string>("--truncate", "POLICY",
@@ -30,7 +41,7 @@ reader::NativeOptions ReaderFlags::native_options() const {
     throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
   o.kv_f16 = kv.value == "f16";
   if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
-  o.engine = engine_options_from_env(threads.value);
+  o.engine = engine_options_from_env(threads.value, f16_gemm.value);
   o.chat = chat.value;
   o.system_prompt = system.value;
   if (truncate.value == "error")

@@ -1,5 +1,5 @@
 // The flags every reader-using command shares (DESIGN.md "Command line"), declared once:
-//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --chat, --system, --truncate
+//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --f16-gemm, --chat, --system, --truncate
 // and the prompt source: -p TEXT or --file F (exact bytes).
 #pragma once
 #include <memory>
@@ -10,12 +10,17 @@
 
 namespace ragform::cli {
 
+// --f16-gemm exact|int16, declared by every command that loads a model (empty when not given:
+// RAGFORM_F16_GEMM, else exact; engine_options_from_env).
+Opt<std::string>& f16_gemm_flag(Args& a);
+
 struct ReaderFlags {
   explicit ReaderFlags(Args& a, bool model_required = true);
   Opt<std::string>& model;
   Opt<int>& ctx;
   Opt<std::string>& kv;
   Opt<int>& threads;
+  Opt<std::string>& f16_gemm;
   Flag& chat;
   Opt<std::string>& system;
   Opt<std::string>& truncate;

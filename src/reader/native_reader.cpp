@@ -42,7 +42,14 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
 NativeReader::~NativeReader() = default;
 
 std::string NativeReader::describe() const {
-  return "native:" + std::filesystem::path(path_).filename().string();
+  std::string d = "native:" + std::filesystem::path(path_).filename().string();
+  // The run store keys runs on this text: runs of a model with F16/BF16 matrices under the exact
+  // and the approximate int16 products must never merge as one run, so the choice is part of
+  // it (other models' numbers do not depend on it, and their description stays as it was).
+  for (const auto& t : model_->file().tensors())
+    if (t.ne.size() == 2 && (t.type == gguf::TensorType::F16 || t.type == gguf::TensorType::BF16))
+      return d + "#f16-gemm=" + ops::f16_gemm_name(opt_.engine.f16_gemm);
+  return d;
 }
 
 std::string NativeReader::chat_mode() const {

@@ -19,9 +19,10 @@ struct EngineOptions {
   std::shared_ptr<ThreadPool> pool;
   int threads = 0;
   // Kernel choice for every weight of a model loaded with these options (ops::MatmulPolicy):
-  // the CPU tier cap (never above what the CPU has) and the F16 prefill path.
+  // the CPU tier cap (never above what the CPU has) and the F16 prefill path (exact products
+  // unless int16 is asked for: it is approximate and not batch-invariant, ops.h).
   ops::CpuTier cpu_tier = ops::CpuTier::Avx512;
-  ops::F16Gemm f16_gemm = ops::F16Gemm::int16;
+  ops::F16Gemm f16_gemm = ops::F16Gemm::exact;
   // How model files are held: memory_if_room reads files of 64 MB+ into huge pages where there is
   // room (decode streams every weight per token), map always maps, memory always reads.
   MappedFile::Load load = MappedFile::Load::memory_if_room;

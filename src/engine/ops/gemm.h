@@ -25,25 +25,26 @@ void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, Th
 bool gemm_k_supported(TensorType t, CpuTier tier);
 void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// F16/BF16 weights with AVX-512 (gemm_f16.cpp): activations rounded as convert_activations
-// does, weights reused over up to 528 tokens in 8-row tiles. F16 weights: converted to fp32,
-// fp32 FMA. BF16 weights on CPUs with AVX512-BF16: vdpbf16ps on bf16 pairs (2x the arithmetic
-// rate; the same exact products, as ggml rounds BF16's activations to bf16 too). The GEMV is
-// the one-token form. Sums are in another order than vec_dot (k in order, per pair), so results
-// agree to float rounding of sum |w a|. (F16 weights are not rounded to bf16 for speed: that
-// misses the tinyq-f16/tiny-llama/tiny-qwen2 fixtures by 2-4x their 5e-3 logit tolerance.)
+// F16/BF16 weights, exact (gemm_f16.cpp): a GEMM for several tokens and a GEMV for one, with
+// AVX-512 or AVX2 (`tier`, clamped to the CPU; matmul uses it on the AVX-512 tier, where
+// gemm_f16_supported is true, and the vec_dot path, the same bits, below it). Bit-identical to the
+// vec_dot path for any number of tokens, any tiling and any thread count (the same products added
+// in the same order: 16 lanes over k, then vec_dot's reduction tree), so a row's result never
+// depends on the batch.
 bool gemm_f16_supported(TensorType t, CpuTier tier);
-void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
-void gemv_f16(const WeightView& w, const float* x, float* y, ThreadPool& pool);
+void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+              CpuTier tier = CpuTier::Avx512);
 
 // F16 prefill on int16 dot products (gemm_f16_int16.cpp, AVX512-VNNI vpdpwssd at twice the fp32
-// FMA rate): weights rounded to 14-bit integers with one scale per row, activations with one
-// scale per token and block of 32, exact int32 sums per block. Not bit-identical to vec_dot: the
-// rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
+// FMA rate), only when the weight's policy asks for it (approximate; not batch-invariant: fewer
+// than kF16Int16MinTokens tokens take the exact path, so a row's bits depend on how many tokens
+// share the product): weights rounded to 14-bit integers with one scale per row, activations with
+// one scale per token and block of 32, exact int32 sums per block. Not bit-identical to vec_dot:
+// the rounding is of the order of ggml's F16 rounding of activations (the F16 fixtures stay within
 // 0.0021 of llama.cpp, tolerance 0.005). Taken for F16 rows that are a multiple of 32 long and
 // at least kF16Int16MinTokens tokens (fewer, and quantising the weights would cost more than the
 // products), and only when the weight's policy asks for it (MatmulPolicy::f16 == int16;
-// F16Gemm::exact keeps every F16 product on fp32 FMA).
+// F16Gemm::exact, the default, keeps every F16 product exact).
 // gemm_f16_int16_reference is the scalar form, bit-identical to the kernel.
 constexpr int64_t kF16Int16MinTokens = 16;
 bool gemm_f16_int16_supported(const WeightView& w, int64_t n_tokens, CpuTier tier);
@@ -52,8 +53,8 @@ void gemm_f16_int16(const WeightView& w, const float* x, int64_t n_tokens, float
 void gemm_f16_int16_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);
 
 // Decode GEMV (one token) with AVX512-VNNI for the same types: memory-bound, rows split over
-// the pool. Float lanes are summed in a different order than vec_dot (8 lanes of partial sums
-// with FMA, as ggml's AVX kernels), so results agree to float rounding, not bit for bit.
+// the pool. The integer block sums are exact and the float operations per block are vec_dot's in
+// its block order, so it is bit-identical to vec_dot and to gemm_q8 (batch-invariant).
 void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 
 // Decode GEMV for Q4_K and Q6_K (gemv_k.cpp): per block the exact integers via vpmaddubsw +

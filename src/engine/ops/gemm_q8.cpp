@@ -281,8 +281,39 @@ RAGFORM_VNNI inline __m256i block_dot(const uint8_t* blk, const __m256i a, int32
   }
 }
 
-// GEMV body for rows [rb, re): 8 int32 lanes per block (block_dot), scaled into 8 float lanes
-// with FMA, two blocks in flight, reduced at the end of the row.
+// The exact integer sums of four blocks, each given as 8 int32 lanes (block_dot), as 4 lanes.
+RAGFORM_VNNI inline __m128i block_sums4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+RAGFORM_VNNI inline int32_t block_sum(__m256i s) {
+  const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  const __m128i q = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1)));
+}
+
+// vec_dot's float operations for four consecutive blocks: sumf += (d_w * d_x) * float(isum), in
+// block order, no FMA (the products four lanes at a time, the same roundings as one by one). This
+// is what makes the GEMV return the GEMM's bits, so decode and prefill agree exactly.
+RAGFORM_VNNI inline float add_blocks4(float sumf, __m128 dw, __m128 dx, __m128i isum) {
+  alignas(16) float t[4];
+  _mm_store_ps(t, _mm_mul_ps(_mm_mul_ps(dw, dx), _mm_cvtepi32_ps(isum)));
+  return sumf + t[0] + t[1] + t[2] + t[3];
+}
+
+// The f16 scales of four blocks `bsize` bytes apart (each block starts with its scale), as floats.
+RAGFORM_VNNI inline __m128 block_scales4(const uint8_t* b0, size_t bsize) {
+  uint16_t d[4];
+  for (int j = 0; j < 4; ++j) std::memcpy(&d[j], b0 + size_t(j) * bsize, 2);
+  uint64_t d4;
+  std::memcpy(&d4, d, 8);
+  return _mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(d4)));
+}
+
+// GEMV body for rows [rb, re): per block the exact integer dot (block_dot), four blocks' sums
+// gathered into one vector, then vec_dot's float operations in block order: bit-identical to the
+// vec_dot path and so to the GEMM.
 template <TensorType T>
 RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const float* dx,
                             const int32_t* asum, int64_t rb, int64_t re, float* y) {
@@ -290,35 +321,26 @@ RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const flo
   const size_t bsize = size_t(gguf::type_info(T).type_size);
   for (int64_t r = rb; r < re; ++r) {
     const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float sumf = 0.0f;
     int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
+    for (; b + 3 < nb; b += 4) {
       const uint8_t* b0 = row + size_t(b) * bsize;
-      const uint8_t* b1 = b0 + bsize;
-      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + 1].qs));
-      const __m256i s0 = block_dot<T>(b0, a0, asum[b]);
-      const __m256i s1 = block_dot<T>(b1, a1, asum[b + 1]);
-      uint16_t d0, d1;
-      std::memcpy(&d0, b0, 2);
-      std::memcpy(&d1, b1, 2);
-      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(d0) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
-      acc1 =
-          _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(d1) * dx[b + 1]), _mm256_cvtepi32_ps(s1), acc1);
+      __m256i s[4];
+      for (int j = 0; j < 4; ++j)
+        s[j] = block_dot<T>(b0 + size_t(j) * bsize,
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].qs)),
+                            asum[b + j]);
+      sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
+                         block_sums4(s[0], s[1], s[2], s[3]));
     }
     for (; b < nb; ++b) {
       const uint8_t* b0 = row + size_t(b) * bsize;
       const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-      const __m256i s0 = block_dot<T>(b0, a0, asum[b]);
       uint16_t d0;
       std::memcpy(&d0, b0, 2);
-      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(d0) * dx[b]), _mm256_cvtepi32_ps(s0), acc0);
+      sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
     }
-    const __m256 s = _mm256_add_ps(acc0, acc1);
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    y[r] = _mm_cvtss_f32(h);
+    y[r] = sumf;
   }
 }
 
@@ -358,19 +380,18 @@ RAGFORM_VNNI inline __m512i pair_dot(const uint8_t* b0, const uint8_t* b1, const
   return _mm512_dpbusd_epi32(_mm512_loadu_si512(offset), u, _mm512_loadu_si512(a));
 }
 
-// GEMV body for Q4_0/Q5_0 rows [rb, re), two blocks per step (pair_dot); the two blocks' float
-// scales d_w * d_x fill lanes 0..7 and 8..15 of one vector. A lone last block (odd block count)
-// takes the one-block path.
+// GEMV body for Q4_0/Q5_0 rows [rb, re), four blocks per step (two pair_dot), combined with
+// vec_dot's float operations in block order as gemv_rows does. A last group of fewer than four
+// blocks takes the one-block path.
 template <TensorType T>
 RAGFORM_VNNI void gemv_rows_paired(const WeightView& w, const PairedActivations& pa,
                                    const BlockQ8_0* act, const float* dx, const int32_t* asum,
                                    int64_t rb, int64_t re, float* y) {
   const int64_t nb = w.n_in / QK8_0;
   const size_t bsize = size_t(gguf::type_info(T).type_size);
-  const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   for (int64_t r = rb; r < re; ++r) {
     const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    float sumf = 0.0f;
     int64_t b = 0;
     for (; b + 3 < nb; b += 4) {
       const uint8_t* b0 = row + size_t(b) * bsize;
@@ -378,32 +399,18 @@ RAGFORM_VNNI void gemv_rows_paired(const WeightView& w, const PairedActivations&
           pair_dot<T>(b0, b0 + bsize, pa.q.data() + b * QK8_0, pa.offset.data() + 8 * b);
       const __m512i s1 = pair_dot<T>(b0 + 2 * bsize, b0 + 3 * bsize, pa.q.data() + (b + 2) * QK8_0,
                                      pa.offset.data() + 8 * (b + 2));
-      uint16_t d[4];
-      for (int j = 0; j < 4; ++j) std::memcpy(&d[j], b0 + size_t(j) * bsize, 2);
-      uint64_t d4;
-      std::memcpy(&d4, d, 8);
-      const __m128 sc =
-          _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(d4))), _mm_loadu_ps(dx + b));
-      const __m512 sc4 = _mm512_castps128_ps512(sc);
-      acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(halves, sc4), _mm512_cvtepi32_ps(s0), acc0);
-      acc1 = _mm512_fmadd_ps(
-          _mm512_permutexvar_ps(_mm512_add_epi32(halves, _mm512_set1_epi32(2)), sc4),
-          _mm512_cvtepi32_ps(s1), acc1);
+      sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
+                         block_sums4(_mm512_castsi512_si256(s0), _mm512_extracti64x4_epi64(s0, 1),
+                                     _mm512_castsi512_si256(s1), _mm512_extracti64x4_epi64(s1, 1)));
     }
-    float tail = 0.0f;
     for (; b < nb; ++b) {
       const uint8_t* b0 = row + size_t(b) * bsize;
       const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-      const __m256i s = block_dot<T>(b0, a0, asum[b]);
       uint16_t d0;
       std::memcpy(&d0, b0, 2);
-      alignas(32) int32_t lanes[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
-      int32_t isum = 0;
-      for (int j = 0; j < 8; ++j) isum += lanes[j];
-      tail += _cvtsh_ss(d0) * dx[b] * float(isum);
+      sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
     }
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
+    y[r] = sumf;
   }
 }
 

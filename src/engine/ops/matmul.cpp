@@ -31,6 +31,14 @@ constexpr size_t kTileBytes = 32 * 1024;
 
 }  // namespace
 
+const char* f16_gemm_name(F16Gemm g) { return g == F16Gemm::int16 ? "int16" : "exact"; }
+
+F16Gemm parse_f16_gemm(const std::string& name, const char* where) {
+  if (name == "exact" || name == "fp32") return F16Gemm::exact;
+  if (name == "int16") return F16Gemm::int16;
+  throw UsageError(where, "expected exact or int16, got '" + name + "'");
+}
+
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   matmul_tier(w, x, n_tokens, y, pool, w.policy.tier);
 }
@@ -49,10 +57,7 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
   if (n_tokens > 1 && gemm_k_supported(w.type, tier)) return gemm_k(w, x, n_tokens, y, pool);
   if (n_tokens == 1 && gemv_k_supported(w.type, tier)) return gemv_k(w, x, y, pool);
   if (gemm_f16_int16_supported(w, n_tokens, tier)) return gemm_f16_int16(w, x, n_tokens, y, pool);
-  if (gemm_f16_supported(w.type, tier)) {
-    if (n_tokens == 1) return gemv_f16(w, x, y, pool);
-    return gemm_f16(w, x, n_tokens, y, pool);
-  }
+  if (gemm_f16_supported(w.type, tier)) return gemm_f16(w, x, n_tokens, y, pool, tier);
 
   const DotFn dot = dot_function(w.type);
   const size_t act_bytes = activation_row_bytes(w.type, w.n_in);

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -56,17 +57,22 @@ void quantize_row_q8_K(const float* x, void* dst, int64_t n);
 // Dot product of one weight row (type w, n elements) with a converted activation row.
 float vec_dot(TensorType w, int64_t n, const void* w_row, const void* act_row);
 
-// How F16 weights are multiplied in prefill (gemm.h): `exact` keeps fp32 products of the F16
-// values; `int16` rounds weights and activations to 14-bit integers for VNNI int16 products
-// (approximate, faster).
+// How F16 weights are multiplied in prefill (gemm.h): `exact` (the default) sums the exact fp32
+// products of the F16 values in vec_dot's order, the same bits for any number of tokens; `int16`
+// rounds weights and activations to 14-bit integers for VNNI int16 products on AVX512-VNNI CPUs
+// (approximate: faster prefill, results that depend on how many tokens share the product).
 enum class F16Gemm : uint8_t { exact, int16 };
+// "exact" / "int16"; parse_f16_gemm throws UsageError(where, ...) for anything else ("fp32" is
+// accepted as the old name of exact).
+const char* f16_gemm_name(F16Gemm g);
+F16Gemm parse_f16_gemm(const std::string& name, const char* where);
 
 // The engine options that decide which kernel multiplies a weight, carried with the weight so
 // that every matmul of a model follows the options it was loaded with (EngineOptions): `tier`
 // caps the CPU tier (clamp_tier lowers it to what the CPU has), `f16` picks the F16 prefill path.
 struct MatmulPolicy {
   CpuTier tier = CpuTier::Avx512;
-  F16Gemm f16 = F16Gemm::int16;
+  F16Gemm f16 = F16Gemm::exact;
 };
 
 // A 2-D weight as stored in GGUF: n_out rows of n_in elements (ggml ne = [n_in, n_out]).
@@ -82,13 +88,14 @@ struct WeightView {
 
 // y[t][r] = sum_i W[r][i] * x[t][i]: x = [n_tokens][n_in] F32, y = [n_tokens][n_out] F32.
 // Activations are converted once per token into a per-thread reusable scratch; output rows are
-// split across the pool's threads. Bit-identical for any thread count.
+// split across the pool's threads. Bit-identical for any thread count, and batch-invariant: row
+// t of y is the same bits whatever n_tokens is (every kernel returns the vec_dot path's bits),
+// except on the approximate int16 path that w.policy.f16 == int16 asks for.
 // x and y must not overlap. Uses the fastest kernel of clamp_tier(w.policy.tier) for w's type: on
-// AVX-512 with VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM (bit-identical to the vec_dot
-// path) for several tokens and a GEMV (equal to float rounding) for one token, Q4_K/Q5_K/Q6_K
-// through a bit-identical GEMM for several tokens; on AVX-512, F16/BF16 through an fp32 FMA
-// GEMM/GEMV (equal to float rounding), or int16 products when w.policy.f16 asks for them. See
-// gemm.h.
+// AVX-512 with VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM for several tokens and a GEMV
+// for one token, Q4_K/Q5_K/Q6_K through a GEMM for several tokens and (Q4_K, Q6_K) a GEMV for
+// one; on AVX-512, F16/BF16 through an fp32 GEMM/GEMV in vec_dot's order, or int16
+// products when w.policy.f16 asks for them (AVX512-VNNI, 16+ tokens). See gemm.h.
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 // matmul with the kernels of clamp_tier(tier) (tests and benchmarks compare tiers with it).
 void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -48,12 +49,20 @@ int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGF
 void swiglu(const float* gate, const float* up, int64_t n, float* out, SimdLevel level) {
   if (level > cpu_simd_level())
     throw Error("swiglu", std::string("this CPU does not support ") + simd_name(level));
-  int64_t done = 0;
-  if (level == SimdLevel::Avx512)
-    done = avx512::swiglu(gate, up, n, out);
-  else if (level == SimdLevel::Avx2)
-    done = avx2::swiglu(gate, up, n, out);
-  if (done < n) model::swiglu(gate + done, up + done, int(n - done), out + done);
+  if (level == SimdLevel::Scalar) return model::swiglu(gate, up, int(n), out);
+  const auto body = level == SimdLevel::Avx512 ? &avx512::swiglu : &avx2::swiglu;
+  const int64_t done = body(gate, up, n, out);
+  if (done == n) return;
+  // The tail goes through the vector form too, zero padded: every element gets the same exp
+  // whatever its place in the array, so an element's result does not depend on how many rows
+  // the caller passes at once (batch invariance: a tail lane here would be a vector lane in a
+  // longer call).
+  alignas(64) float g[16] = {}, u[16] = {}, o[16];
+  const int64_t rest = n - done;
+  std::copy(gate + done, gate + n, g);
+  std::copy(up + done, up + n, u);
+  body(g, u, 16, o);
+  std::copy(o, o + rest, out + done);
 }
 
 }  // namespace ragform::runtime

@@ -11,7 +11,9 @@
 namespace ragform::runtime {
 
 // out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + e^-x) (Shazeer 2020, "GLU Variants Improve
-// Transformer", eq. 5 with Swish_1). out may alias gate.
+// Transformer", eq. 5 with Swish_1). out may alias gate. Every element is computed by the same
+// formula of its level whatever n and its index (a short tail too), so results do not depend on
+// how the caller splits an array.
 void swiglu(const float* gate, const float* up, int64_t n, float* out,
             SimdLevel level = cpu_simd_level());
 

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -45,6 +47,28 @@ TEST(Elementwise, SwigluMatchesScalarFormOnEveryTier) {
     std::vector<float> gi = g;
     swiglu(gi.data(), u.data(), n, gi.data(), lv);
     EXPECT_EQ(gi, out) << simd_name(lv);
+  }
+}
+
+// Batch invariance: an element's result is the same bits whether the array is passed whole or in
+// pieces of any length (a piece's tail is a vector lane of a longer call).
+TEST(Elementwise, SwigluSameBitsWhateverTheSplit) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  const int n = 24 * 7;  // 7 rows of an FFN of 24 (not a multiple of 16)
+  std::vector<float> g(n), u(n);
+  for (int i = 0; i < n; ++i) g[size_t(i)] = nd(rng), u[size_t(i)] = nd(rng);
+  for (SimdLevel lv : tiers()) {
+    std::vector<float> whole(n);
+    swiglu(g.data(), u.data(), n, whole.data(), lv);
+    for (int piece : {1, 5, 24, 40}) {
+      std::vector<float> split(n);
+      for (int b = 0; b < n; b += piece)
+        swiglu(&g[size_t(b)], &u[size_t(b)], std::min(piece, n - b), &split[size_t(b)], lv);
+      for (int i = 0; i < n; ++i)
+        ASSERT_EQ(std::memcmp(&split[size_t(i)], &whole[size_t(i)], 4), 0)
+            << simd_name(lv) << " piece " << piece << " at " << i;
+    }
   }
 }
 

@@ -24,8 +24,12 @@ struct Tol {
 Tol tolerance_for(const std::string& model) {
   if (model == "stories260K" || model == "tinyq-f32" || model == "tinyq-qwen2-f32")
     return {1e-3, 1e-4, 0.01};
-  if (model == "tinyq-f16" || model == "tiny-llama" || model == "tiny-qwen2")
-    return {5e-3, 1e-3, 0.1};
+  // F16 products are exact by default (issue 23): measured 1.42e-3 on tinyq-f16 and at most
+  // 1.4e-6 on tiny-llama / tiny-qwen2 (F16 embeddings and output only). The approximate int16
+  // path, when it was the default, gave 2.1e-3 / 9.3e-4 / 1.8e-3: these bars fail if it becomes
+  // the default again (on AVX512-VNNI machines, where it runs).
+  if (model == "tinyq-f16") return {1.6e-3, 1e-3, 0.1};
+  if (model == "tiny-llama" || model == "tiny-qwen2") return {1e-4, 1e-3, 0.1};
   if (model == "tinyq-bf16") return {2e-2, 3e-3, 0.1};
   return {0.25, 2.6e-2, 0.1};
 }

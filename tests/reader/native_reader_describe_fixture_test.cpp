@@ -1,0 +1,28 @@
+// The reader description is part of a run's identity in the run store (store/run_store.h): a
+// model with F16/BF16 matrices records the F16 product path in it, so runs with exact and with
+// approximate int16 products never merge as one run; other models' descriptions do not change.
+#include <gtest/gtest.h>
+
+#include "reader/native_reader.h"
+#include "support/test_support.h"
+
+namespace ragform::reader {
+namespace {
+
+TEST(NativeReaderDescribeFixture, RecordsTheF16PathForHalfPrecisionModels) {
+  REQUIRE_SHARED(f16, "fixtures/models/tinyq-f16.gguf");
+  REQUIRE_SHARED(bf16, "fixtures/models/tinyq-bf16.gguf");
+  REQUIRE_SHARED(q8, "fixtures/models/tinyq-q8_0.gguf");
+  NativeOptions o;
+  o.n_ctx = 64;
+  o.engine.threads = 1;
+  EXPECT_EQ(NativeReader(f16.string(), o).describe(), "native:tinyq-f16.gguf#f16-gemm=exact");
+  EXPECT_EQ(NativeReader(bf16.string(), o).describe(), "native:tinyq-bf16.gguf#f16-gemm=exact");
+  EXPECT_EQ(NativeReader(q8.string(), o).describe(), "native:tinyq-q8_0.gguf");
+  o.engine.f16_gemm = ops::F16Gemm::int16;
+  EXPECT_EQ(NativeReader(f16.string(), o).describe(), "native:tinyq-f16.gguf#f16-gemm=int16");
+  EXPECT_EQ(NativeReader(q8.string(), o).describe(), "native:tinyq-q8_0.gguf");
+}
+
+}  // namespace
+}  // namespace ragform::reader
