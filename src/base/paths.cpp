@@ -37,7 +37,8 @@ std::string find_data_dir(const std::string& rel, const std::string& fallback) {
   const std::string dir = executable_dir();
   if (!dir.empty()) {
     std::error_code ec;
-    for (const fs::path& p : {fs::path(dir) / ".." / "share" / "ragform" / rel, fs::path(dir) / rel})
+    for (const fs::path& p :
+         {fs::path(dir) / ".." / "share" / "ragform" / rel, fs::path(dir) / rel})
       if (fs::is_directory(p, ec)) return p.lexically_normal().string();
   }
   return fallback;

@@ -63,8 +63,8 @@ std::string pairs_drilldown(const std::vector<RunRows>& runs, const ReportOption
   }
   if (pairs.empty()) return "";
   size_t shown = std::min(pairs.size(), opt.drilldown_instances);
-  std::string s = "<h3>Instance pairs</h3><p class=\"muted\">The first " +
-                  std::to_string(shown) + " of " + std::to_string(pairs.size()) +
+  std::string s = "<h3>Instance pairs</h3><p class=\"muted\">The first " + std::to_string(shown) +
+                  " of " + std::to_string(pairs.size()) +
                   " measured pairs: the answer on the original and on the perturbed document, "
                   "and the verdict.</p>";
   std::vector<std::vector<std::string>> trs;
@@ -76,9 +76,9 @@ std::string pairs_drilldown(const std::vector<RunRows>& runs, const ReportOption
                    verdict(*p.org->correct, *p.pert->correct)});
   }
   s += "<div class=\"pairs\">" +
-       table({"pair", "perturbation", "answer on the original", "answer on the perturbed",
-              "verdict"},
-             trs) +
+       table(
+           {"pair", "perturbation", "answer on the original", "answer on the perturbed", "verdict"},
+           trs) +
        "</div>";
   for (size_t i = 0; i < shown; ++i) {
     const auto& p = pairs[i];

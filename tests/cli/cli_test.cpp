@@ -76,7 +76,7 @@ std::vector<std::string> numeric_flags(const std::string& cmd) {
   for (const auto& l : lines_of(run_ragform(cmd + " --help").out)) {
     size_t d = l.find("[default: ");
     if (l.rfind("  -", 0) != 0 || d == std::string::npos) continue;
-    std::string def = l.substr(d + 10, l.find(']', d) - d - 10);
+    std::string def = l.substr(d + 10, l.find_first_of("];", d) - d - 10);  // "0.5; 0..1]"
     char* end = nullptr;
     std::strtod(def.c_str(), &end);
     if (def.empty() || *end != '\0') continue;

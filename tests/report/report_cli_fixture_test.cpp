@@ -120,7 +120,7 @@ TEST(ReportCli, ReadsAStoreInAReadOnlyDirectoryAndWritesNothingBesideIt) {
   EXPECT_TRUE(fs::exists(out));
   EXPECT_EQ(names_in(dir), std::vector<std::string>{"run.sqlite"});
   // As the owner (who may write there), nothing is left beside the store either.
-  fs::permissions(dir, fs::perms::owner_all, fs::perms::perm_options::add);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
   r = ragform::testing::run_ragform("report " + ragform::testing::quoted(db) + " -o " +
                                     ragform::testing::quoted(base / "r2.html"));
   EXPECT_EQ(r.exit_code, 0) << r.err;

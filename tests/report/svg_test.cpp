@@ -140,11 +140,9 @@ TEST(Svg, SeriesColoursDistinctForTwelveSeries) {
 TEST(Svg, LegendSaysWhenTwoSeriesCoincide) {
   ChartOptions o;
   o.y_max = 1;
-  std::string s = line_chart({"1", "2"},
-                             {{"Baseline", {0.1, 0.2}, {}},
-                              {"C-NORM", {0.5, NAN}, {}},
-                              {"Min-Token", {0.5, NAN}, {}}},
-                             o);
+  std::string s = line_chart(
+      {"1", "2"},
+      {{"Baseline", {0.1, 0.2}, {}}, {"C-NORM", {0.5, NAN}, {}}, {"Min-Token", {0.5, NAN}, {}}}, o);
   EXPECT_NE(s.find(">Min-Token (= C-NORM, drawn over it)</text>"), std::string::npos) << s;
   EXPECT_NE(s.find(">C-NORM</text>"), std::string::npos);
   EXPECT_NE(s.find(">Baseline</text>"), std::string::npos);

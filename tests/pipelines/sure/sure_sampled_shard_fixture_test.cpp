@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "base/stable_hash.h"
 #include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/nq_pairs_input.h"
 #include "server/serve_harness.h"
