@@ -76,11 +76,12 @@ struct Opt : OptBase {
     is_required = true;
     return *this;
   }
-  // The closed interval of accepted values (numeric flags).
-  Opt& range(T low, T high) {
+  // The closed interval of accepted values (numeric flags); `text` replaces "lo..hi" in --help
+  // when an end depends on the machine (--threads), so the reference stays the same everywhere.
+  Opt& range(T low, T high, std::string text = "") {
     lo = low;
     hi = high;
-    range_text = describe_range(low, high);
+    range_text = text.empty() ? describe_range(low, high) : std::move(text);
     return *this;
   }
 };

@@ -35,9 +35,8 @@ int run_bench(const std::vector<std::string>& argv) {
   auto& tg =
       a.opt<std::string>("--tg", "LIST", "generation lengths (comma-separated; 0 = none)", "32");
   auto& reps = a.opt<int>("-r,--repetitions", "N", "runs per test", 3).range(1, 1000000);
-  auto& threads =
-      a.opt<int>("-t,--threads", "N", "threads (0 = all cores; at most 4 x the cores)", 0)
-          .range(0, max_threads());
+  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
+                      .range(0, max_threads(), "0..4 x the cores");
   auto& taps = a.opt<std::string>("--taps", "WHICH",
                                   "also measure prefill with a tap: attention, or none", "none");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");

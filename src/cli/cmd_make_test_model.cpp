@@ -46,9 +46,8 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& vocab = a.opt<std::string>("--vocab-from", "FILE", "copy the tokenizer of this GGUF");
   auto& layers = a.opt<int>("--layers", "N", "override the number of layers (0 = the shape's)", 0)
                      .range(0, 4096);
-  auto& threads =
-      a.opt<int>("-t,--threads", "N", "threads (0 = all cores; at most 4 x the cores)", 0)
-          .range(0, max_threads());
+  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
+                      .range(0, max_threads(), "0..4 x the cores");
   auto& json = a.flag("--json", "print a JSON summary on stdout");
   if (!a.parse(argv)) return 0;
 

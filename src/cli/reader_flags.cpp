@@ -14,14 +14,13 @@ namespace ragform::cli {
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
       ctx(a.opt<int>("--ctx", "N",
-                     "context size in tokens per sequence (default: 4096, or the model's training "
-                     "context when smaller)",
+                     "context size in tokens per sequence (the model's training context when "
+                     "that is smaller than the default)",
                      4096)
               .range(1, kMaxInt)),
       kv(a.opt<std::string>("--kv", "TYPE", "KV cache type: f32 or f16 (half the memory)", "f32")),
-      threads(a.opt<int>("-t,--threads", "N",
-                         "worker threads (0 = all cores; at most 4 x the cores)", 0)
-                  .range(0, max_threads())),
+      threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)
+                  .range(0, max_threads(), "0..4 x the cores")),
       chat(a.flag("--chat", "wrap the prompt as the user turn of the model's chat template")),
       system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
       truncate(a.opt<std::string>("--truncate", "POLICY",

@@ -274,7 +274,7 @@ TEST(ReportScreenshot, RendersInHeadlessChromium) {
   Image w = decode_png(ragform::testing::read_file(wide));
   ASSERT_EQ(w.w, 1400u);
   size_t spill = 0;
-  for (uint32_t y = 120; y < w.h; ++y)
+  for (uint32_t y = 160; y < w.h; ++y)
     for (uint32_t x = 1280; x < w.w; ++x) {
       const uint8_t* p = &w.rgb[(size_t(y) * w.w + x) * 3];
       spill += !(p[0] == 0xf6 && p[1] == 0xf7 && p[2] == 0xf9);
