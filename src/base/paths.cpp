@@ -26,4 +26,22 @@ std::string find_shared_dir(const std::string& explicit_dir, const std::string& 
           "); pass --shared DIR or set RAGFORM_SHARED to the folder holding fixtures/ and data/");
 }
 
+std::string executable_dir() {
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+std::string find_data_dir(const std::string& rel, const std::string& fallback) {
+  namespace fs = std::filesystem;
+  const std::string dir = executable_dir();
+  if (!dir.empty()) {
+    std::error_code ec;
+    for (const fs::path& p :
+         {fs::path(dir) / ".." / "share" / "ragform" / rel, fs::path(dir) / rel})
+      if (fs::is_directory(p, ec)) return p.lexically_normal().string();
+  }
+  return fallback;
+}
+
 }  // namespace ragform

@@ -9,4 +9,12 @@ namespace ragform {
 // Returns the first candidate that exists; throws ragform::Error listing what was tried otherwise.
 std::string find_shared_dir(const std::string& explicit_dir = "", const std::string& env_dir = "");
 
+// The directory of the running executable (/proc/self/exe), "" when it cannot be read.
+std::string executable_dir();
+
+// A data directory the binary reads at run time (`rel`, e.g. "prompts/sure"): beside the
+// executable first — <exe dir>/../share/ragform/<rel> (the `cmake --install` layout), then
+// <exe dir>/<rel> — else `fallback` (the source tree's copy, for a binary run from its build tree).
+std::string find_data_dir(const std::string& rel, const std::string& fallback);
+
 }  // namespace ragform

@@ -5,8 +5,16 @@
 
 namespace ragform {
 
+namespace {
+std::atomic<Progress::Mode> g_mode{Progress::Mode::automatic};
+}
+
+void Progress::set_mode(Mode m) { g_mode = m; }
+
 Progress::Progress(std::string label, uint64_t total, bool force)
-    : label_(std::move(label)), total_(total), enabled_(force || ::isatty(STDERR_FILENO)) {
+    : label_(std::move(label)), total_(total), terminal_(::isatty(STDERR_FILENO) != 0) {
+  const Mode m = g_mode.load();
+  enabled_ = m != Mode::never && (force || m == Mode::always || terminal_);
   start_ = last_draw_ = std::chrono::steady_clock::now();
 }
 
@@ -21,7 +29,7 @@ void Progress::add(uint64_t n) {
   if (!enabled_) return;
   auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  if (now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (now - last_draw_ < std::chrono::milliseconds(terminal_ ? 100 : 2000)) return;
   last_draw_ = now;
   draw(false);
 }
@@ -45,7 +53,10 @@ std::string Progress::format_line(const std::string& label, uint64_t done, uint6
 void Progress::draw(bool final) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string line = format_line(label_, done_.load(), total_.load(), secs);
-  std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
+  if (terminal_)
+    std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }
 

@@ -1,8 +1,13 @@
 #include "cli/args.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
+#include <thread>
 
 #include "base/error.h"
 
@@ -17,31 +22,63 @@ std::vector<std::string> split_names(const std::string& names) {
   return out;
 }
 
-long long to_ll(const std::string& flag, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw UsageError(flag, "expected an integer, got '" + text + "'");
-  return v;
-}
-
-double to_d(const std::string& flag, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw UsageError(flag, "expected a number, got '" + text + "'");
-  return v;
-}
-
 template <typename T>
 std::string show_default(const T& v) {
   std::ostringstream ss;
   ss << v;
   return ss.str();
 }
+
 }  // namespace
+
+template <typename T>
+std::string describe_range(T lo, T hi) {
+  const bool open_hi = hi == std::numeric_limits<T>::max();
+  const bool open_lo = lo == std::numeric_limits<T>::lowest();
+  if (open_hi && open_lo) return "any value";
+  if (open_hi) return show_default(lo) + " or more";
+  if (open_lo) return "at most " + show_default(hi);
+  return show_default(lo) + ".." + show_default(hi);
+}
+template std::string describe_range<int>(int, int);
+template std::string describe_range<long long>(long long, long long);
+template std::string describe_range<double>(double, double);
+
+template <typename T>
+T parse_number(const std::string& flag, const std::string& text, T lo, T hi) {
+  T v{};
+  errno = 0;
+  char* end = nullptr;
+  if constexpr (std::is_same_v<T, double>) {
+    v = std::strtod(text.c_str(), &end);
+    // strtod accepts "nan", "inf" and overflows to inf with ERANGE: none of them is a value a
+    // temperature, a weight or a fraction can take.
+    if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0])))
+      throw UsageError(flag, "expected a number, got '" + text + "'");
+    if (!std::isfinite(v) || (errno == ERANGE && std::fabs(v) > 1))
+      throw UsageError(flag, "expected a finite number, got '" + text + "'");
+  } else {
+    long long w = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0])))
+      throw UsageError(flag, "expected an integer, got '" + text + "'");
+    if (errno == ERANGE || w < static_cast<long long>(std::numeric_limits<T>::lowest()) ||
+        w > static_cast<long long>(std::numeric_limits<T>::max()))
+      throw UsageError(
+          flag, "value out of range: " + text + " (accepted: " + describe_range(lo, hi) + ")");
+    v = static_cast<T>(w);
+  }
+  if (v < lo || v > hi)
+    throw UsageError(flag,
+                     "value out of range: " + text + " (accepted: " + describe_range(lo, hi) + ")");
+  return v;
+}
+
+template int parse_number<int>(const std::string&, const std::string&, int, int);
+template long long parse_number<long long>(const std::string&, const std::string&, long long,
+                                           long long);
+template double parse_number<double>(const std::string&, const std::string&, double, double);
+
+int max_threads() { return 4 * int(std::max(1u, std::thread::hardware_concurrency())); }
 
 std::string OptBase::display_names() const {
   std::string s;
@@ -56,17 +93,15 @@ void Opt<std::string>::set(const std::string&, const std::string& text) {
 }
 template <>
 void Opt<int>::set(const std::string& flag, const std::string& text) {
-  long long v = to_ll(flag, text);
-  if (v < INT32_MIN || v > INT32_MAX) throw UsageError(flag, "value out of range: " + text);
-  value = int(v);
+  value = parse_number(flag, text, lo, hi);
 }
 template <>
 void Opt<long long>::set(const std::string& flag, const std::string& text) {
-  value = to_ll(flag, text);
+  value = parse_number(flag, text, lo, hi);
 }
 template <>
 void Opt<double>::set(const std::string& flag, const std::string& text) {
-  value = to_d(flag, text);
+  value = parse_number(flag, text, lo, hi);
 }
 template <>
 void Opt<std::vector<std::string>>::set(const std::string&, const std::string& text) {
@@ -203,22 +238,35 @@ std::string Args::help_text() const {
   for (auto& o : opts_) {
     std::string left = o->display_names();
     std::string right = o->help;
+    std::string range = o->range_text == "any value" ? "" : o->range_text;
     if (o->is_required)
       right += " (required)";
     else if (!o->default_text.empty())
-      right += " [default: " + o->default_text + "]";
+      right += " [default: " + o->default_text + (range.empty() ? "" : "; " + range) + "]";
+    else if (!range.empty())
+      right += " [" + range + "]";
     s << "  " << left << std::string(left.size() < 26 ? 26 - left.size() : 1, ' ') << right << "\n";
   }
   s << "  -h, --help                show this help\n";
   return s.str();
 }
 
-std::vector<int> parse_int_list(const std::string& flag, const std::string& text) {
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int lo, int hi) {
   std::vector<int> out;
   std::stringstream ss(text);
   std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(int(to_ll(flag, item)));
+  while (std::getline(ss, item, ',')) out.push_back(parse_number(flag, item, lo, hi));
   if (out.empty()) throw UsageError(flag, "expected a comma-separated list of integers");
+  return out;
+}
+
+std::vector<double> parse_number_list(const std::string& flag, const std::string& text, double lo,
+                                      double hi) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(parse_number(flag, item, lo, hi));
+  if (out.empty()) throw UsageError(flag, "expected a comma-separated list of numbers");
   return out;
 }
 

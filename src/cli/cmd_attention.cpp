@@ -18,8 +18,10 @@ int run_attention(const std::vector<std::string>& argv) {
          "\"abs\"} (ABS = 1 - 2|mu - 0.5| of the head mean, cnorm paper section 4.2).");
   ReaderFlags rf(a);
   PromptFlags pf(a);
-  auto& layer = a.opt<int>("--layer", "L", "layer (negative counts from the end)", -1);
-  auto& query = a.opt<int>("--query", "POS", "query position (negative counts from the end)", -1);
+  auto& layer = a.opt<int>("--layer", "L", "layer (negative counts from the end)", -1)
+                    .range(kAnyInt, kMaxInt);
+  auto& query = a.opt<int>("--query", "POS", "query position (negative counts from the end)", -1)
+                    .range(kAnyInt, kMaxInt);
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
   std::string prompt = pf.read();

@@ -35,24 +35,26 @@ int run_bench(const std::vector<std::string>& argv) {
       a.opt<std::string>("--pp", "LIST", "prompt lengths (comma-separated; 0 = none)", "512");
   auto& tg =
       a.opt<std::string>("--tg", "LIST", "generation lengths (comma-separated; 0 = none)", "32");
-  auto& reps = a.opt<int>("-r,--repetitions", "N", "runs per test", 3);
-  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0);
+  auto& reps = a.opt<int>("-r,--repetitions", "N", "runs per test", 3).range(1, 1000000);
+  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
+                      .range(0, max_threads(), "0..4 x the cores");
   auto& f16_gemm = f16_gemm_flag(a);
   auto& taps = a.opt<std::string>("--taps", "WHICH",
                                   "also measure prefill with a tap: attention, or none", "none");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
   auto& json = a.flag("--json", "print one JSON array on stdout");
   if (!a.parse(argv)) return 0;
-  if (reps.value < 1) throw UsageError("--repetitions", "must be >= 1");
   if (taps.value != "none" && taps.value != "attention")
     throw UsageError("--taps", "expected attention or none");
   if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
-  if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
   EngineOptions eo = engine_options_from_env(threads.value, f16_gemm.value);
   eo.pool = eo.pool_or_new();
   const int n_threads = eo.pool->size();
-  auto m = model::Model::load(model.value, eo);
   auto pps = parse_int_list("--pp", pp.value), tgs = parse_int_list("--tg", tg.value);
+  if (std::all_of(pps.begin(), pps.end(), [](int n) { return n == 0; }) &&
+      std::all_of(tgs.begin(), tgs.end(), [](int n) { return n == 0; }))
+    throw UsageError("bench", "--pp and --tg are both 0: nothing to measure");
+  auto m = model::Model::load(model.value, eo);
   int max_len = 1;
   for (int n : pps) max_len = std::max(max_len, n);
   for (int n : tgs) max_len = std::max(max_len, n + 1);

@@ -154,18 +154,21 @@ int run_calibrate(const std::vector<std::string>& argv) {
   ReaderFlags rf(a);
   auto& input = a.opt<std::string>("--input", "FILE", "QA or KV records (JSONL, gzip ok)", "");
   auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench").required();
-  auto& S = a.opt<int>("-S,--samples", "N", "number of sampled prompts", 6);
+  auto& S = a.opt<int>("-S,--samples", "N", "number of sampled prompts", 6).range(1, kMaxInt);
   auto& delims = a.opt<std::string>(
       "--delims", "LIST",
       "candidates, comma-separated ('original' = unformatted text, 'none' = empty delimiter, "
       "'comma' = ',')",
       default_delimiter_list());
-  auto& p = a.opt<double>("-p,--ratio", "P", "fraction of sentences reformatted", 0.5);
+  auto& p =
+      a.opt<double>("-p,--ratio", "P", "fraction of sentences reformatted", 0.5).range(0.0, 1.0);
   auto& seed =
       a.opt<long long>("--seed", "N", "seed of sampling, distractors and sentence choice", 0);
   auto& k =
-      a.opt<int>("-k,--docs", "K", "documents per prompt (qa, needle; kv uses every record)", 10);
-  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative counts from the end)", -1);
+      a.opt<int>("-k,--docs", "K", "documents per prompt (qa, needle; kv uses every record)", 10)
+          .range(1, kMaxInt);
+  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative counts from the end)", -1)
+                    .range(kAnyInt, kMaxInt);
   auto& heads = a.opt<std::string>(
       "--heads", "MODE", "mean (ABS of the head mean), per-head (mean of head ABS) or a head index",
       "mean");

@@ -193,7 +193,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
       "all");
   auto& profile =
       a.opt<std::string>("--profile", "FILE", "profile from cnorm calibrate").required();
-  auto& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10);
+  auto& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10).range(1, kMaxInt);
   auto& limit =
       a.opt<int>("--limit", "N", "questions to evaluate (0 = all; needle: default 20)", 0);
   auto& seeds_s =
@@ -201,7 +201,8 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
                          "seeds of the distractors (needle: of the items), comma-separated "
                          "(default: the profile's seed)",
                          "");
-  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16);
+  auto& max_tokens =
+      a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16).range(1, kMaxInt);
   auto& tmpl_path = a.opt<std::string>("--template", "FILE",
                                        "prompt template (default: lost-in-the-middle's)", "");
   auto& shared = a.opt<std::string>("--shared", "DIR",
@@ -342,7 +343,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
                     {"p", setup.variants[i].format.p},
                     {"oaa", f9(s.oaa)},
                     {"opa", f9(s.opa)},
-                    {"best_position", s.best_position},
+                    {"best_position", s.best_position + 1},  // 1-based, as the paper's figures
                     {"accuracy", acc},
                     {"n", s.n}});
     }
@@ -441,8 +442,8 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
 
   auto avg = average_over_seeds(sums_per_seed);
   for (const auto& s : avg)
-    std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu)\n", s.name.c_str(), s.oaa,
-                 s.opa, s.best_position);
+    std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu of %zu)\n", s.name.c_str(),
+                 s.oaa, s.opa, s.best_position + 1, s.accuracy.size());
   std::vector<std::string> analysis_lines;
   nlohmann::json analysis = eval_analysis(prof, avg, per_question, tokens, all_cands.value,
                                           !density.value.empty(), &analysis_lines);

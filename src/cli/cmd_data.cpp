@@ -31,7 +31,6 @@ int cmd_data_check(const std::vector<std::string>& argv) {
   auto& max_listed = a.opt<int>("--max-listed", "N", "bad lines to list with --skip-bad", 50);
   auto& json = a.flag("--json", "print one JSON object on stdout instead of the report");
   if (!a.parse(argv)) return 0;
-  if (max_listed.value < 0) throw UsageError("--max-listed", "expected a number >= 0");
 
   eval::Format f = eval::parse_format(format.value);
   eval::DatasetCheck c =

@@ -143,10 +143,13 @@ int run_demo(const std::vector<std::string>& argv) {
   auto& shared =
       a.opt<std::string>("--shared", "DIR", "the shared folder holding fixtures/ and data/", "");
   auto& out_dir = a.opt<std::string>("--out-dir", "DIR", "where the store and report go", ".");
-  auto& n_needle = a.opt<int>("--needle", "N", "story-needle items (C-NORM eval and SURE)", 20);
+  auto& n_needle = a.opt<int>("--needle", "N", "story-needle items (C-NORM eval and SURE)", 20)
+                       .range(1, kMaxInt);
   auto& n_nq = a.opt<int>("--nq", "N", "NQ-Open questions for SURE", 20);
-  auto& k_docs = a.opt<int>("-k,--docs", "K", "documents per C-NORM prompt (2..12)", 10);
-  auto& n_hotpot = a.opt<int>("--hotpot", "N", "HotpotQA dev questions for Spotlight", 300);
+  auto& k_docs =
+      a.opt<int>("-k,--docs", "K", "documents per C-NORM prompt (2..12)", 10).range(2, 12);
+  auto& n_hotpot =
+      a.opt<int>("--hotpot", "N", "HotpotQA dev questions for Spotlight", 300).range(1, kMaxInt);
   if (!a.parse(argv)) return 0;
   if (k_docs.value < 2 || k_docs.value > 12) throw UsageError("-k", "must be in 2..12");
   if (n_needle.value < 1 || n_nq.value < 0 || n_hotpot.value < 1)

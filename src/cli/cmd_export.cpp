@@ -42,7 +42,6 @@ int cmd_export(const std::vector<std::string>& argv) {
   } else {
     throw UsageError("--table", "expected results or runs, got '" + table.value + "'");
   }
-  if (run.value < 0) throw UsageError("--run", "expected a run id >= 1 (or 0 for all runs)");
   std::optional<std::int64_t> only;
   if (run.value > 0) only = run.value;
 

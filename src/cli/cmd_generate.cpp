@@ -19,9 +19,10 @@ int run_generate(const std::vector<std::string>& argv) {
   RemoteFlags xf(a);
   PromptFlags pf(a);
   auto& n = a.opt<int>("-n,--n-predict", "N", "maximum tokens to generate", 64);
-  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (0 = greedy)", 0.0);
+  auto& temp =
+      a.opt<double>("--temp", "T", "sampling temperature (0 = greedy)", 0.0).range(0.0, 100.0);
   auto& top_k = a.opt<int>("--top-k", "K", "sample from the K most likely tokens (0 = all)", 0);
-  auto& top_p = a.opt<double>("--top-p", "P", "nucleus sampling mass", 1.0);
+  auto& top_p = a.opt<double>("--top-p", "P", "nucleus sampling mass", 1.0).range(0.0, 1.0);
   auto& seed = a.opt<long long>("--seed", "S", "random seed for sampling", 0);
   auto& stop =
       a.opt<std::vector<std::string>>("--stop", "TEXT", "stop before this text (repeatable)");
@@ -47,7 +48,7 @@ int run_generate(const std::vector<std::string>& argv) {
   } else {
     std::fwrite(g.text.data(), 1, g.text.size(), stdout);
     std::fputc('\n', stdout);
-    std::fprintf(stderr, "ragform: %zu tokens, finish: %s\n", g.ids.size(),
+    std::fprintf(stderr, "generate: %zu tokens, finish: %s\n", g.ids.size(),
                  g.finish_reason.c_str());
   }
   return 0;

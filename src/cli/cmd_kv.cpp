@@ -25,7 +25,7 @@ int run_generate(const std::vector<std::string>& argv) {
   auto& fmt = a.opt<std::string>("--format", "F", "uuid, plain or modified", "uuid");
   auto& delim = a.opt<std::string>("--delimiter", "D", "delimiter of modified UUIDs", "&");
   auto& density = a.opt<std::string>("--density", "D", "low (40 x 32) or high (10 x 128)", "low");
-  auto& n = a.opt<int>("-n,--samples", "N", "samples (sets of pairs)", 10);
+  auto& n = a.opt<int>("-n,--samples", "N", "samples (sets of pairs)", 10).range(1, kMaxInt);
   auto& positions =
       a.opt<std::string>("--positions", "MODE", "all (gold at every position) or one", "all");
   auto& seed = a.opt<long long>("--seed", "N", "random seed", 0);
@@ -38,12 +38,10 @@ int run_generate(const std::vector<std::string>& argv) {
   if (delim.seen && spec.format != cnorm::KvFormat::Modified)
     throw UsageError("--delimiter", "only modified UUIDs take a delimiter");
   cnorm::apply_density(spec, density.value);
-  if (n.value < 1) throw UsageError("--samples", "must be at least 1");
   spec.samples = size_t(n.value);
   if (positions.value != "all" && positions.value != "one")
     throw UsageError("--positions", "expected all or one, got '" + positions.value + "'");
   spec.all_positions = positions.value == "all";
-  if (seed.value < 0) throw UsageError("--seed", "must be >= 0");
   spec.seed = uint64_t(seed.value);
 
   auto rows = cnorm::generate_kv(spec);

@@ -40,7 +40,7 @@ int run_logits(const std::vector<std::string>& argv) {
   f.write(reinterpret_cast<const char*>(res[0].logits.data()),
           std::streamsize(res[0].logits.size() * sizeof(float)));
   if (!f) throw Error(out.value, "write failed");
-  std::fprintf(stderr, "ragform: wrote %zu x %d logits to %s\n", res[0].logit_positions.size(),
+  std::fprintf(stderr, "logits: wrote %zu x %d logits to %s\n", res[0].logit_positions.size(),
                reader->model().hp().n_vocab, out.value.c_str());
   return 0;
 }

@@ -46,8 +46,10 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& arch = a.opt<std::string>("--arch", "A", archs + " (default: the shape's)");
   auto& seed = a.opt<long long>("--seed", "N", "random seed (same seed, same bytes)", 1);
   auto& vocab = a.opt<std::string>("--vocab-from", "FILE", "copy the tokenizer of this GGUF");
-  auto& layers = a.opt<int>("--layers", "N", "override the number of layers (0 = the shape's)", 0);
-  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0);
+  auto& layers = a.opt<int>("--layers", "N", "override the number of layers (0 = the shape's)", 0)
+                     .range(0, 4096);
+  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
+                      .range(0, max_threads(), "0..4 x the cores");
   auto& json = a.flag("--json", "print a JSON summary on stdout");
   if (!a.parse(argv)) return 0;
 
@@ -82,11 +84,12 @@ int run_make_test_model(const std::vector<std::string>& argv) {
                      {"file_bytes", s.file_bytes},
                      {"tensor_types", types}});
   } else {
-    std::fprintf(
-        stderr,
-        "ragform: wrote %s: %s %s, %d layers, vocab %d, %.1fM parameters, %.1f MB, tensors %s\n",
-        o.out.c_str(), s.arch.c_str(), s.shape.name.c_str(), s.shape.n_layer, s.shape.n_vocab,
-        double(s.n_params) / 1e6, double(s.file_bytes) / 1e6, types.dump().c_str());
+    std::fprintf(stderr,
+                 "make-test-model: wrote %s: %s %s, %d layers, vocab %d, %.1fM parameters, %.1f "
+                 "MB, tensors %s\n",
+                 o.out.c_str(), s.arch.c_str(), s.shape.name.c_str(), s.shape.n_layer,
+                 s.shape.n_vocab, double(s.n_params) / 1e6, double(s.file_bytes) / 1e6,
+                 types.dump().c_str());
   }
   return 0;
 }

@@ -3,7 +3,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,6 +26,26 @@
 namespace ragform::cli {
 namespace {
 
+// The server's API key: --api-key, --api-key-file or $RAGFORM_API_KEY (at most one of the flags;
+// the variable is read when neither is given). Empty = no key required.
+std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
+  if (key.seen && file.seen)
+    throw UsageError("--api-key-file", "give either --api-key or --api-key-file");
+  if (key.seen) return key.value;
+  if (file.seen) {
+    std::ifstream in(file.value, std::ios::binary);
+    if (!in)
+      throw Error(file.value, std::string("cannot read the API key file: ") + std::strerror(errno));
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) throw Error(file.value, "the API key file's first line is empty");
+    return line;
+  }
+  if (const char* env = std::getenv("RAGFORM_API_KEY")) return env;
+  return "";
+}
+
 int run_serve(const std::vector<std::string>& argv) {
   Args a(
       "serve", "Serve a model over an OpenAI-compatible HTTP API.",
@@ -31,25 +54,39 @@ int run_serve(const std::vector<std::string>& argv) {
       "/v1/rag/spotlight\n"
       "(SpotlightRAG) (docs/server.md). Up to --batch completions share every forward pass, a new\n"
       "request joining at the next token; stream: true sends tokens as they are generated. Stops\n"
-      "cleanly on SIGTERM / SIGINT.");
+      "cleanly on SIGTERM / SIGINT. The API key may also come from the environment variable\n"
+      "RAGFORM_API_KEY (when neither --api-key nor --api-key-file is given).");
   ReaderFlags rf(a);
   auto& host = a.opt<std::string>("--host", "ADDR", "address to bind", "127.0.0.1");
-  auto& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080);
+  auto& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080)
+                   .range(0, 65535);
   auto& alias =
       a.opt<std::string>("--alias", "NAME", "model id (default: file name without .gguf)", "");
-  auto& key = a.opt<std::string>("--api-key", "KEY", "require 'Authorization: Bearer KEY'", "");
-  auto& max_body = a.opt<int>("--max-body", "BYTES", "largest request body", 1 << 20);
+  auto& key = a.opt<std::string>(
+      "--api-key", "KEY",
+      "require 'Authorization: Bearer KEY'; visible to every local user in the process list "
+      "(ps): prefer --api-key-file or RAGFORM_API_KEY",
+      "");
+  auto& key_file = a.opt<std::string>("--api-key-file", "FILE",
+                                      "read the API key from FILE (its first line)", "");
+  auto& max_body =
+      a.opt<int>("--max-body", "BYTES", "largest request body", 1 << 20).range(1, kMaxInt);
   auto& max_prompt =
       a.opt<int>("--max-prompt-tokens", "N", "largest prompt (0 = the context size)", 0);
   auto& max_tokens =
       a.opt<int>("--max-tokens", "N", "largest max_tokens a request may ask for", 512);
-  auto& queue = a.opt<int>("--queue", "N", "requests waiting for a place before 503", 64);
-  auto& batch = a.opt<int>(
-      "--batch", "N",
-      "completions generated together, sharing each forward pass (1 = one at a time)", 8);
-  auto& pace = a.opt<int>(
-      "--pace-ms", "MS",
-      "sleep MS after each forward pass (to watch streaming on a tiny model; 0 = full speed)", 0);
+  auto& queue =
+      a.opt<int>("--queue", "N", "requests waiting for a place before 503", 64).range(1, kMaxInt);
+  auto& batch =
+      a.opt<int>("--batch", "N",
+                 "completions generated together, sharing each forward pass (1 = one at a time)", 8)
+          .range(1, kMaxInt);
+  auto& pace =
+      a.opt<int>(
+           "--pace-ms", "MS",
+           "sleep MS after each forward pass (to watch streaming on a tiny model; 0 = full speed)",
+           0)
+          .range(0, 10000);
   auto& tmpl = a.opt<std::string>(
       "--chat-template", "NAME",
       "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
@@ -64,12 +101,7 @@ int run_serve(const std::vector<std::string>& argv) {
   auto& spot_layer =
       a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
   if (!a.parse(argv)) return 0;
-  if (port.value < 0 || port.value > 65535) throw UsageError("serve", "--port must be in 0..65535");
-  if (max_body.value < 1) throw UsageError("serve", "--max-body must be positive");
-  if (queue.value < 1 || batch.value < 1 || max_tokens.value < 0)
-    throw UsageError("serve", "--queue and --batch must be >= 1, --max-tokens >= 0");
-  if (pace.value < 0 || pace.value > 10000)
-    throw UsageError("serve", "--pace-ms must be in 0..10000");
+  const std::string key_value = api_key(key, key_file);  // before the model: a bad file fails fast
   if (spot_enc.value != "static" && spot_enc.value != "hidden")
     throw UsageError("serve",
                      "--spotlight-encoder must be static or hidden, got '" + spot_enc.value + "'");
@@ -108,7 +140,7 @@ int run_serve(const std::vector<std::string>& argv) {
   server::ApiOptions ao;
   ao.model_id =
       alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
-  ao.api_key = key.value;
+  ao.api_key = key_value;
   ao.max_prompt_tokens = max_prompt.value;
   ao.max_tokens = max_tokens.value;
   ao.n_ctx = rf.ctx.value;

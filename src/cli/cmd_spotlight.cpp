@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/progress.h"
+#include "base/stable_hash.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
@@ -81,11 +82,13 @@ struct EncoderFlags {
 // a flag given explicitly overrides either.
 struct ScoreFlags {
   explicit ScoreFlags(Args& a)
-      : K(a.opt<int>("-K,--sentences", "K", "sentences to select", 6)),
+      : K(a.opt<int>("-K,--sentences", "K", "sentences to select", 6).range(1, kMaxInt)),
         k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)",
-                     default_score_params().top_k)),
+                     default_score_params().top_k)
+              .range(1, kMaxInt)),
         lambda(a.opt<double>("--lambda", "W", "positional prior weight (0 = none)",
-                             default_score_params().lambda)),
+                             default_score_params().lambda)
+                   .range(0.0, 1.0)),
         alpha(a.opt<std::string>("--alpha", "A", "query-token weights: idf or uniform (eq. 8)",
                                  default_score_params().alpha == Alpha::Idf ? "idf" : "uniform")),
         max_ctx(a.opt<int>("--max-context-tokens", "N",
@@ -252,7 +255,8 @@ int run_eval(const std::vector<std::string>& argv) {
       "--sweeps",
       "also run the Table 3 ablations and Table 4 sweeps (K, k, lambda, alpha, context length)");
   auto& generate = a.flag("--generate", "end-to-end EM/substring accuracy with the reader (-m)");
-  auto& n_predict = a.opt<int>("-n,--n-predict", "N", "max tokens per answer with --generate", 16);
+  auto& n_predict = a.opt<int>("-n,--n-predict", "N", "max tokens per answer with --generate", 16)
+                        .range(1, kMaxInt);
   auto& limit = a.opt<int>("--limit", "N", "use the first N questions (0 = all)", 0);
   auto& json = a.flag("--json", "one JSON object per result line on stdout");
   ShardFlag shard_f(a);
@@ -345,7 +349,7 @@ int run_eval(const std::vector<std::string>& argv) {
         }
       }
     }
-    uint64_t qseed = static_cast<uint64_t>(seed.value) ^ std::hash<std::string>{}(r.id);
+    uint64_t qseed = derive_seed(static_cast<uint64_t>(seed.value), r.id);
     std::map<std::string, Ranking> base_rk{{"spotlight", spot},
                                            {"lead", rank_lead(docs)},
                                            {"lead-doc", rank_lead_per_doc(docs)},

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/paths.h"
 #include "base/progress.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
@@ -44,6 +45,9 @@ void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 // of one question go to the same worker, so its closed-book row is computed once.
 std::vector<Pair> read_shard(const std::string& path, const Shard& shard) {
   std::vector<Pair> pairs = read_pairs(path);
+  // An empty input is an error (exit 1), as for every other command that reads records; an empty
+  // shard of a non-empty input is not.
+  if (pairs.empty()) throw Error(path == "-" ? "stdin" : path, "empty input: no pairs");
   std::erase_if(pairs, [&](const Pair& p) { return !shard.keeps(p.instance); });
   return pairs;
 }
@@ -56,7 +60,10 @@ struct SureSetup {
       : rf(a, false),
         xf(a),
         prompts_dir(
-            a.opt<std::string>("--prompts", "DIR", "prompt directory", default_prompts_dir())) {}
+            a.opt<std::string>("--prompts", "DIR",
+                               "prompt directory (default: <bin>/../share/ragform/prompts/sure of "
+                               "an installed binary, else the source tree's prompts/sure)",
+                               "")) {}
   ReaderFlags rf;
   RemoteFlags xf;
   Opt<std::string>& prompts_dir;
@@ -96,7 +103,11 @@ struct SureSetup {
     o.timeout_s = xf.timeout.value;
     return std::make_unique<reader::OpenAIReader>(o);
   }
-  PromptSet prompts() const { return load_prompts(prompts_dir.value); }
+  PromptSet prompts() const {
+    return load_prompts(prompts_dir.value.empty()
+                            ? find_data_dir("prompts/sure", RAGFORM_SOURCE_PROMPTS)
+                            : prompts_dir.value);
+  }
   // The model file's hash for the run store; a remote reader names a served model, not a file.
   std::string model_sha256() const {
     return remote() ? std::string() : store::sha256_file(rf.model.value);
@@ -131,8 +142,9 @@ int run_perturb(const std::vector<std::string>& argv) {
       a.opt<std::string>("--cutoff", "DATE", "knowledge cutoff for timestamps", "2023-10-01");
   auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
   auto& max_docs = a.opt<int>("--docs", "N", "first N documents of each record (0 = all)", 0);
-  auto& max_tokens = a.opt<int>("--max-tokens", "N", "tokens per LLM rewrite", 512);
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  auto& max_tokens =
+      a.opt<int>("--max-tokens", "N", "tokens per LLM rewrite", 512).range(1, kMaxInt);
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
   const Shard shard = shard_f.shard();
@@ -163,14 +175,16 @@ int run_perturb(const std::vector<std::string>& argv) {
     }
   }
   std::vector<Kind> active;
+  std::vector<std::string> skip_notes;  // printed once the input has loaded: errors come first
   for (Kind k : kinds) {
     NeedsReader n = info(k).needs;
     if ((n == NeedsReader::UnderTest && !under_test) ||
         (n == NeedsReader::Perturber && !perturber)) {
-      note(std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
-           (n == NeedsReader::UnderTest ? "-m or --reader openai"
-                                        : "--perturb-model, -m or --reader openai") +
-           ")");
+      skip_notes.push_back(
+          std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
+          (n == NeedsReader::UnderTest ? "-m or --reader openai"
+                                       : "--perturb-model, -m or --reader openai") +
+          ")");
       continue;
     }
     active.push_back(k);
@@ -183,6 +197,7 @@ int run_perturb(const std::vector<std::string>& argv) {
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(limit.value);
   auto recs = eval::load_qa_file(input.value, lo).records;
+  for (const auto& n : skip_notes) note(n);
   // --shard: whole records (every document and perturbation of an instance stay together).
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   std::vector<Pair> pairs;
@@ -273,7 +288,7 @@ int run_filter(const std::vector<std::string>& argv) {
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& nli_s = a.opt<std::string>(
       "--nli", "SCOPE", "kinds NLI checks: all, llm (reader-made kinds only) or none", "all");
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =
       a.opt<std::string>("--rejected", "FILE", "write dropped pairs with reasons", "");
@@ -348,12 +363,13 @@ int run_eval(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
-  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1);
-  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "answer tokens", 32);
+  auto& temp =
+      a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1).range(0.0, 100.0);
+  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "answer tokens", 32).range(1, kMaxInt);
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8);
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
   auto& con = a.flag("--chain-of-note", "Chain-of-Note instruction (Table 5 baseline)");
-  auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000);
+  auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000).range(1, kMaxInt);
   auto& judge_model = a.opt<std::string>(
       "--judge-model", "MODEL",
       "LLM-as-judge reader for Y: a GGUF file, or with --reader openai a served model name "
@@ -491,7 +507,8 @@ int run_sig(const std::vector<std::string>& argv) {
   auto& stores = a.opt<std::string>("--stores", "LIST", "run stores, comma-separated").required();
   auto& pairs_path =
       a.opt<std::string>("--pairs", "FILE", "the pairs that were evaluated").required();
-  auto& n = a.opt<int>("-N,--per-perturbation", "N", "pairs per perturbation", 100);
+  auto& n =
+      a.opt<int>("-N,--per-perturbation", "N", "pairs per perturbation", 100).range(1, kMaxInt);
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
   auto& out = a.opt<std::string>("-o,--output", "FILE", "benchmark JSONL (default stdout)", "");
   if (!a.parse(argv)) return 0;
@@ -575,9 +592,11 @@ int run_attention(const std::vector<std::string>& argv) {
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL (e.g. the SIG file)").required();
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store with the labels").required();
   auto& run = a.opt<long long>("--run", "ID", "which run (default: the only one)", 0);
-  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative from the end)", -1);
+  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative from the end)", -1)
+                    .range(kAnyInt, kMaxInt);
   auto& heads = a.opt<std::string>("--heads", "LIST", "heads to average (default: all)", "");
-  auto& per_group = a.opt<int>("--per-group", "N", "pairs per group (paper: 50)", 50);
+  auto& per_group =
+      a.opt<int>("--per-group", "N", "pairs per group (paper: 50)", 50).range(1, kMaxInt);
   auto& query = a.opt<std::string>(
       "--query", "TOKEN", "query token: question (its final token, the paper's t_q) or prompt",
       "question");

@@ -2,11 +2,13 @@
 // of the front end: UsageError -> exit 2, any other error -> exit 1, one line on stderr.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/progress.h"
 #include "cli/command.h"
 #include "ragform_version.h"
 
@@ -64,12 +66,16 @@ void print_help() {
       "version\n\n"
       "environment:\n"
       "  RAGFORM_SHARED=DIR        where ../shared (fixtures, data) is\n"
+      "  RAGFORM_PROGRESS=WHEN     progress lines (done/total, rate, ETA) on stderr: auto (when\n"
+      "                            stderr is a terminal, the default), always, never\n"
+      "  RAGFORM_API_KEY=KEY       serve: the API key, when --api-key(-file) is not given\n"
       "  RAGFORM_CPU=TIER          scalar, avx2 or avx512: cap the kernels' CPU tier\n"
       "  RAGFORM_F16_GEMM=HOW      exact (default) or int16 (approximate), when no --f16-gemm\n"
       "  RAGFORM_LOAD=HOW          mmap: map model files; memory: read them into huge pages\n"
       "                            (default: memory for files of 64 MB+ when there is room)\n\n"
       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
-      "2 usage error.\n";
+      "2 usage error. A numeric option takes a finite number in its range: 0 or more unless its\n"
+      "help gives another.\n";
   std::fputs(s.c_str(), stdout);
 }
 }  // namespace
@@ -94,6 +100,15 @@ int main(int argc, char** argv) {
   auto& reg = cli::registry();
   auto it = reg.find(first);
   try {
+    if (const char* p = std::getenv("RAGFORM_PROGRESS")) {
+      std::string v = p;
+      if (v == "always" || v == "1")
+        Progress::set_mode(Progress::Mode::always);
+      else if (v == "never" || v == "0")
+        Progress::set_mode(Progress::Mode::never);
+      else if (v != "auto" && !v.empty())
+        throw UsageError("RAGFORM_PROGRESS", "expected always, never or auto, got '" + v + "'");
+    }
     if (it == reg.end()) throw UsageError(first, "unknown command (see ragform --help)");
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
   } catch (const UsageError& e) {

@@ -1,10 +1,13 @@
 #include "cli/reader_flags.h"
 
 #include <cstdio>
+#include <exception>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "cli/engine_env.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model_card.h"
 #include "engine/model/model.h"
 
 namespace ragform::cli {
@@ -21,9 +24,14 @@ Opt<std::string>& f16_gemm_flag(Args& a) {
 
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
-      ctx(a.opt<int>("--ctx", "N", "context size in tokens per sequence", 4096)),
+      ctx(a.opt<int>("--ctx", "N",
+                     "context size in tokens per sequence (the model's training context when "
+                     "that is smaller than the default)",
+                     4096)
+              .range(1, kMaxInt)),
       kv(a.opt<std::string>("--kv", "TYPE", "KV cache type: f32 or f16 (half the memory)", "f32")),
-      threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)),
+      threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)
+                  .range(0, max_threads(), "0..4 x the cores")),
       f16_gemm(f16_gemm_flag(a)),
       chat(a.flag("--chat", "wrap the prompt as the user turn of the model's chat template")),
       system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
@@ -33,14 +41,48 @@ ReaderFlags::ReaderFlags(Args& a, bool model_required)
   if (model_required) model.required();
 }
 
+namespace {
+// The model's training context (`<arch>.context_length`), 0 when the file does not say. Reads only
+// the GGUF header (mapped, nothing dequantised); a file that cannot be read gives 0 here and its
+// real error when the reader opens it.
+int training_context(const std::string& path) {
+  try {
+    auto f = gguf::File::open(path);
+    auto card = model::summarize_file(*f);
+    return card.n_ctx_train && *card.n_ctx_train > 0 && *card.n_ctx_train < (1 << 30)
+               ? int(*card.n_ctx_train)
+               : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+}  // namespace
+
+void ReaderFlags::resolve_ctx() const {
+  if (ctx_resolved_ || model.value.empty()) return;
+  ctx_resolved_ = true;
+  const int train = training_context(model.value);
+  if (train <= 0) return;
+  if (!ctx.seen && train < ctx.value) {
+    // Positions past the training context are ones the model never saw (RoPE extrapolation):
+    // default to what it was trained on.
+    std::fprintf(stderr, "note: --ctx defaults to %d, the model's training context\n", train);
+    ctx.value = train;
+  } else if (ctx.seen && ctx.value > train) {
+    std::fprintf(stderr,
+                 "note: --ctx %d exceeds the model's training context %d; positions past %d are "
+                 "ones it never saw\n",
+                 ctx.value, train, train);
+  }
+}
+
 reader::NativeOptions ReaderFlags::native_options() const {
+  resolve_ctx();
   reader::NativeOptions o;
-  if (ctx.value <= 0) throw UsageError("--ctx", "must be positive");
   o.n_ctx = ctx.value;
   if (kv.value != "f32" && kv.value != "f16")
     throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
   o.kv_f16 = kv.value == "f16";
-  if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
   o.engine = engine_options_from_env(threads.value, f16_gemm.value);
   o.chat = chat.value;
   o.system_prompt = system.value;

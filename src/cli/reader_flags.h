@@ -24,8 +24,15 @@ struct ReaderFlags {
   Flag& chat;
   Opt<std::string>& system;
   Opt<std::string>& truncate;
+  // Sets --ctx to the model's training context when it was not given and the default exceeds it
+  // (a note on stderr), or notes a given --ctx beyond it. Called by native_options(); commands
+  // that read ctx.value before opening the reader call it first.
+  void resolve_ctx() const;
   reader::NativeOptions native_options() const;
   std::unique_ptr<reader::NativeReader> open_native() const;
+
+ private:
+  mutable bool ctx_resolved_ = false;
 };
 
 struct PromptFlags {

@@ -14,10 +14,13 @@ RemoteFlags::RemoteFlags(Args& a)
                                   "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1", "")),
       api_key_env(a.opt<std::string>("--api-key-env", "VAR",
                                      "environment variable holding the API key", "OPENAI_API_KEY")),
-      concurrency(a.opt<int>("--concurrency", "N", "requests in flight (openai reader)", 4)),
+      concurrency(
+          a.opt<int>("--concurrency", "N", "requests in flight (openai reader)", 4).range(1, 1024)),
       retries(
-          a.opt<int>("--retries", "N", "retries on 429/5xx/timeouts, with exponential backoff", 4)),
-      timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)) {}
+          a.opt<int>("--retries", "N", "retries on 429/5xx/timeouts, with exponential backoff", 4)
+              .range(0, 100)),
+      timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)
+                  .range(1, kMaxInt)) {}
 
 std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
   if (reader.value == "native") return rf.open_native();
@@ -25,7 +28,6 @@ std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
     throw UsageError("--reader", "'" + reader.value + "' is not native or openai");
   if (base_url.value.empty())
     throw UsageError("--base-url", "--reader openai needs --base-url URL");
-  if (concurrency.value < 1) throw UsageError("--concurrency", "must be >= 1");
   reader::OpenAIOptions o;
   o.base_url = base_url.value;
   o.model = rf.model.value;

@@ -11,18 +11,12 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "base/stable_hash.h"
 #include "cli/args.h"
 
 namespace ragform::cli {
 
-inline uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+using ::ragform::fnv1a64;  // the split's hash (base/stable_hash.h)
 
 struct Shard {
   int index = 0;  // i

@@ -104,6 +104,7 @@ runtime::GenerateOptions to_options(const GenerateParams& p) {
   o.sampling.top_k = p.top_k;
   o.sampling.top_p = p.top_p;
   o.sampling.seed = p.seed;
+  o.seeds = p.seeds;
   o.stop = p.stop;
   o.ignore_eos = p.ignore_eos;
   return o;

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/json_error.h"
+
 namespace ragform::reader {
 namespace {
 
@@ -34,8 +36,9 @@ json parse(const std::string& body, const char* what) {
   try {
     return json::parse(body);
   } catch (const json::parse_error& e) {
-    throw RequestFailed(std::string(what) + ": the server's answer is not JSON: " + e.what(), 200,
-                        1);
+    throw RequestFailed(
+        std::string(what) + ": the server's answer is not JSON: " + json_error_text(e.what()), 200,
+        1);
   }
 }
 
@@ -166,19 +169,26 @@ Generation OpenAIReader::generate(const std::string& prompt, const GenerateParam
       g.prompt_tokens = j["usage"].value("prompt_tokens", 0);
     return g;
   } catch (const json::exception& e) {
-    throw RequestFailed(std::string("generate: unexpected answer (") + e.what() + ")", 200, 1);
+    throw RequestFailed(
+        std::string("generate: unexpected answer (") + json_error_text(e.what()) + ")", 200, 1);
   }
 }
 
 std::vector<Generation> OpenAIReader::generate_batch(const std::vector<std::string>& prompts,
                                                      const GenerateParams& p) {
+  if (!p.seeds.empty() && p.seeds.size() != prompts.size())
+    throw Error("generate", "one seed per prompt expected");
   std::vector<Generation> out(prompts.size());
   std::vector<std::exception_ptr> errs(prompts.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < prompts.size();) {
       try {
-        out[i] = generate(prompts[i], p);
+        // Each request carries its prompt's seed, as the native reader samples it.
+        GenerateParams one = p;
+        one.seeds.clear();
+        one.seed = p.seeds.empty() ? p.seed + i : p.seeds[i];
+        out[i] = generate(prompts[i], one);
       } catch (...) {
         errs[i] = std::current_exception();
       }
@@ -290,8 +300,9 @@ ScoreResult OpenAIReader::score_ragform(const std::string& prompt,
     r.sum = j.at("sum").get<double>();
     return r;
   } catch (const json::exception& e) {
-    throw RequestFailed(std::string("score: unexpected answer from /score (") + e.what() + ")", 200,
-                        1);
+    throw RequestFailed(
+        std::string("score: unexpected answer from /score (") + json_error_text(e.what()) + ")",
+        200, 1);
   }
 }
 
@@ -332,7 +343,8 @@ AttentionResult OpenAIReader::attention(const std::string& prompt, const Attenti
     }
     return r;
   } catch (const json::exception& e) {
-    throw RequestFailed(std::string("attention: unexpected answer (") + e.what() + ")", 200, 1);
+    throw RequestFailed(
+        std::string("attention: unexpected answer (") + json_error_text(e.what()) + ")", 200, 1);
   }
 }
 

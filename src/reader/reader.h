@@ -27,6 +27,9 @@ struct GenerateParams {
   int top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 0;
+  // generate_batch: prompt i samples with seeds[i] when given (one per prompt), else seed + i.
+  // Per-prompt seeds make a prompt's output independent of the batch it ran in.
+  std::vector<uint64_t> seeds;
   std::vector<std::string> stop;
   bool ignore_eos = false;
 };

@@ -97,10 +97,11 @@ void calibration(Html& h, const RunRows& run) {
     if (!mass.empty()) {
       ChartOptions mo;
       mo.title = "Attention mass by relative position (Figure 3)";
-      mo.x_label = "relative position in the context (tenths)";
+      mo.x_label = "relative position in the context (bins of 10%)";
       mo.y_label = "mean attention mass";
       std::vector<std::string> bins;
-      for (int b = 0; b < 10; ++b) bins.push_back(std::to_string(b * 10) + "%");
+      for (int b = 0; b < 10; ++b)
+        bins.push_back(std::to_string(b * 10) + "–" + std::to_string(b * 10 + 10) + "%");
       h << line_chart(bins, mass, mo);
       ++h.charts;
       h << "</div>";

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "base/plural.h"
 #include "report/sections.h"
 #include "report/svg.h"
 
@@ -27,8 +28,10 @@ svg .ct{font-weight:600;font-size:13px} svg .tick{font-size:10px;fill:#4a5160}
 svg .al{font-size:11px;fill:#333} svg .lg{font-size:11px}
 svg .grid{stroke:#e3e6eb;stroke-width:1} svg .err{stroke:#222;stroke-width:1.2;fill:none}
 svg .line{stroke-width:2}
-table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
-th,td{border:1px solid #dde1e7;padding:3px 8px;text-align:right}
+section{overflow-x:auto}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px;max-width:100%}
+th,td{border:1px solid #dde1e7;padding:3px 8px;text-align:right;overflow-wrap:anywhere}
+.pairs td{text-align:left;vertical-align:top;max-width:320px}
 th{background:#f0f2f5} td:first-child,th:first-child{text-align:left}
 .nodata{color:#8a5a00;background:#fff6e0;padding:6px 10px;border-radius:4px}
 .muted{color:#6b7280} .ok{color:#137333;font-weight:600} .bad{color:#b3261e;font-weight:600}
@@ -115,7 +118,7 @@ std::string attention_strip(const nlohmann::json& extra) {
 
 std::string run_caption(const RunRows& r) {
   return "run " + std::to_string(r.info.id) + " · " + escape_html(r.info.pipeline) + " · seed " +
-         std::to_string(r.info.seed) + " · " + std::to_string(r.rows.size()) + " rows";
+         std::to_string(r.info.seed) + " · " + count_of((long long)r.rows.size(), "row");
 }
 
 namespace {
@@ -149,8 +152,8 @@ std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptio
   if (order.empty()) return "";
   size_t shown = std::min(order.size(), opt.drilldown_instances);
   std::string s = "<h3>Instances</h3><p class=\"muted\">The first " + std::to_string(shown) +
-                  " of " + std::to_string(order.size()) + " instances (" + std::to_string(total) +
-                  " rows); every row is in the store.</p>";
+                  " of " + count_of((long long)order.size(), "instance") + " (" +
+                  count_of((long long)total, "row") + "); every row is in the store.</p>";
   for (size_t i = 0; i < shown; ++i) {
     const auto& rows = by[order[i]];
     size_t ok = 0, bad = 0;
@@ -164,7 +167,7 @@ std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptio
          (runs.size() > 1 ? " <span class=\"muted\">(run " + std::to_string(order[i].first) + ", " +
                                 escape_html(runs_pipeline(runs, order[i].first)) + ")</span>"
                           : std::string()) +
-         " — " + std::to_string(rows.size()) + " rows";
+         " — " + count_of((long long)rows.size(), "row");
     if (ok + bad > 0)
       s += ", <span class=\"ok\">" + std::to_string(ok) + " correct</span>, <span class=\"bad\">" +
            std::to_string(bad) + " wrong</span>";
@@ -249,8 +252,8 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
       "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
       "<title>" +
       escape_html(opt.title) + "</title><style>" + kCss + "</style></head><body><header><h1>" +
-      escape_html(opt.title) + "</h1><p>" + std::to_string(infos.size()) + " runs, " +
-      std::to_string(rows) + " rows · " + escape_html(st.path().filename().string()) +
+      escape_html(opt.title) + "</h1><p>" + count_of((long long)infos.size(), "run") + ", " +
+      count_of((long long)rows, "row") + " · " + escape_html(st.path().filename().string()) +
       "</p></header><nav>" + nav + "</nav><main>" + body.out + metadata_section(infos, st) +
       "</main></body></html>\n";
   if (stats) *stats = {infos.size(), rows, body.charts, sections};

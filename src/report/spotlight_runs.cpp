@@ -5,6 +5,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/stable_hash.h"
 #include "pipelines/spotlight/evaluate.h"
 #include "pipelines/spotlight/select.h"
 #include "store/sha256.h"
@@ -58,7 +59,7 @@ SpotlightRunStats store_spotlight_eval(store::RunStore& st,
     }
     std::vector<Document> docs = documents_of(r);
     ScoredQuestion sq = score_question(enc, r.question, docs, opt.params);
-    uint64_t qseed = opt.seed ^ std::hash<std::string>{}(r.id);
+    uint64_t qseed = derive_seed(opt.seed, r.id);
     std::vector<std::pair<std::string, Ranking>> ranks = {{"spotlight", rank_scored(sq)},
                                                           {"lead", rank_lead(docs)},
                                                           {"lead-doc", rank_lead_per_doc(docs)},

@@ -32,6 +32,65 @@ std::string reader_name(const RunRows& r) {
   return "run " + std::to_string(r.info.id) + (s.empty() ? "" : " " + s);
 }
 
+std::string verdict(bool org, bool pert) {
+  if (org == pert) return "<span class=\"ok\">robust</span> (C = 0)";
+  return org ? "<span class=\"bad\">lose</span>: right → wrong (C = 1)"
+             : "<span class=\"ok\">win</span>: wrong → right (C = −1)";
+}
+
+std::string yes_no(bool y) {
+  return y ? "<span class=\"ok\">correct</span>" : "<span class=\"bad\">wrong</span>";
+}
+
+// The instance pairs first (section 3.5): per perturbed row, its original row, both answers and
+// the verdict C = Y(original) − Y(perturbed); the prompts open below.
+std::string pairs_drilldown(const std::vector<RunRows>& runs, const ReportOptions& opt) {
+  struct PairView {
+    const RunRows* run;
+    const store::Result* org;
+    const store::Result* pert;
+  };
+  std::vector<PairView> pairs;
+  for (const auto& r : runs) {
+    std::map<std::string, const store::Result*> originals;
+    for (const auto& row : r.rows)
+      if (row.variant == "original" && row.correct) originals[row.instance] = &row;
+    for (const auto& row : r.rows) {
+      if (row.variant == "original" || row.variant == "closed-book" || !row.correct) continue;
+      auto o = originals.find(row.instance);
+      if (o != originals.end()) pairs.push_back({&r, o->second, &row});
+    }
+  }
+  if (pairs.empty()) return "";
+  size_t shown = std::min(pairs.size(), opt.drilldown_instances);
+  std::string s = "<h3>Instance pairs</h3><p class=\"muted\">The first " + std::to_string(shown) +
+                  " of " + std::to_string(pairs.size()) +
+                  " measured pairs: the answer on the original and on the perturbed document, "
+                  "and the verdict.</p>";
+  std::vector<std::vector<std::string>> trs;
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& p = pairs[i];
+    trs.push_back({escape_html(p.pert->instance), escape_html(p.pert->variant),
+                   escape_html(p.org->output) + "<br>" + yes_no(*p.org->correct),
+                   escape_html(p.pert->output) + "<br>" + yes_no(*p.pert->correct),
+                   verdict(*p.org->correct, *p.pert->correct)});
+  }
+  s += "<div class=\"pairs\">" +
+       table(
+           {"pair", "perturbation", "answer on the original", "answer on the perturbed", "verdict"},
+           trs) +
+       "</div>";
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& p = pairs[i];
+    s += std::string(i == 0 ? "<details open>" : "<details>") + "<summary>prompts of <b>" +
+         escape_html(p.pert->instance) + "</b> · " + escape_html(p.pert->variant) +
+         "</summary><div class=\"muted\">original</div><pre>" + escape_html(p.org->prompt) +
+         "</pre><div class=\"muted\">perturbed</div><pre>" + escape_html(p.pert->prompt) +
+         "</pre></details>";
+  }
+  return s;
+}
+
 }  // namespace
 
 void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>& runs,
@@ -100,19 +159,19 @@ void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
     for (const auto& k : sure::all_kinds())
       if (find(reports[0], "perturbation", k.name, "all")) perts.push_back(k.name);
     Series wr{"WR", {}, {}}, lr{"LR", {}, {}};
-    std::vector<std::string> short_names;
+    std::vector<std::string> labels;  // "category/perturbation": the category stays readable
     for (const auto& p : perts) {
       const auto* row = find(reports[0], "perturbation", p, "all");
       wr.values.push_back(100 * row->rates.wr);
       lr.values.push_back(100 * row->rates.lr);
-      short_names.push_back(p.substr(p.find('/') + 1));
+      labels.push_back(p);
     }
     ChartOptions wo;
     wo.title = "Win Rate vs Lose Rate per perturbation, % — " + reader_name(*used[0]);
     wo.x_label = "perturbation";
     wo.y_label = "% of pairs";
     wo.width = std::max(560, int(70 * perts.size()) + 80);
-    h << bar_chart(short_names, {wr, lr}, wo) << "</div>";
+    h << bar_chart(labels, {wr, lr}, wo) << "</div>";
     ++h.charts;
 
     // Table 1 layout per run: rows = perturbations, columns = LR/RR/WR per subset, plus Org/Acc.
@@ -122,9 +181,9 @@ void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
       h << "<h3>Table 1 layout — " << run_caption(*used[i]) << "</h3>";
       std::vector<std::string> head = {"perturbation"};
       for (const char* s : subsets)
-        for (const char* m : {"LR", "RR", "WR"})
+        for (const char* m : {"LR", "RR", "WR", "n"})
           head.push_back(std::string(s == std::string("all") ? "All" : s) + " " + m);
-      head.insert(head.end(), {"Org", "Acc", "n"});
+      head.insert(head.end(), {"Org", "Acc"});
       std::vector<std::vector<std::string>> trs;
       auto add = [&](const std::string& scope, const std::string& key, const std::string& label) {
         const auto* all = find(rep, scope, key, "all");
@@ -137,17 +196,20 @@ void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
                               : pct(m == 0   ? row->rates.lr
                                     : m == 1 ? row->rates.rr
                                              : row->rates.wr));
+          // The pairs behind the cell's rates: a rate over 3 pairs is not one over 300.
+          tr.push_back(row ? std::to_string(row->rates.n) : "0");
         }
         tr.push_back(pct(all->rates.org));
         tr.push_back(pct(all->rates.acc));
-        tr.push_back(std::to_string(all->rates.n));
         trs.push_back(tr);
       };
       for (const auto& k : sure::all_kinds()) add("perturbation", k.name, escape_html(k.name));
       for (const auto& c : sure::categories())
         add("category_pooled", c, "<b>" + escape_html(c) + "</b> (pooled)");
       add("overall", "", "<b>overall</b>");
-      h << table(head, trs);
+      h << table(head, trs)
+        << "<p class=\"muted\">LR/RR/WR in % of the cell's n instance pairs; Org and Acc: "
+           "accuracy on the original and the perturbed documents over all pairs.</p>";
       // The paper's category robustness (4.2, Figure 4) beside the pooled rows above.
       std::vector<std::vector<std::string>> crs;
       for (const auto& c : sure::categories())
@@ -168,7 +230,13 @@ void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
           << std::to_string(o->rates.n) << " pairs.</p>";
     }
   }
-  h << drilldown(runs, opt) << "</section>";
+  h << pairs_drilldown(runs, opt);
+  // The rows per instance after the pairs: pair instances ("q#doc") before closed-book ones.
+  std::vector<RunRows> ordered = runs;
+  for (auto& r : ordered)
+    std::stable_partition(r.rows.begin(), r.rows.end(),
+                          [](const store::Result& x) { return x.variant != "closed-book"; });
+  h << drilldown(ordered, opt) << "</section>";
 }
 
 }  // namespace ragform::report

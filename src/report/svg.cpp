@@ -118,6 +118,42 @@ double data_max(const std::vector<Series>& series) {
   return m;
 }
 
+// The legend's name of each series. A series drawn exactly over an earlier one (same values, the
+// same gaps) would hide it without a word, so its entry says which series it coincides with.
+std::vector<std::string> legend_names(const std::vector<Series>& series) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < series.size(); ++i) {
+    std::string name = series[i].name;
+    for (size_t j = 0; j < i; ++j) {
+      const auto& a = series[i].values;
+      const auto& b = series[j].values;
+      bool same = a.size() == b.size() && !a.empty();
+      for (size_t k = 0; same && k < a.size(); ++k)
+        same = (std::isfinite(a[k]) || std::isfinite(b[k])) ? a[k] == b[k] : true;
+      if (same) {
+        name += " (= " + series[j].name + ", drawn over it)";
+        break;
+      }
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+// One legend row at y (text baseline): a swatch and the name of each series.
+std::string legend(const std::vector<Series>& series, double x, double y) {
+  std::string s;
+  const std::vector<std::string> names = legend_names(series);
+  for (size_t i = 0; i < series.size(); ++i) {
+    s += "<rect x=\"" + n1(x) + "\" y=\"" + n1(y - 9) + "\" width=\"10\" height=\"10\" fill=\"" +
+         series_color(i) + "\"/>";
+    s += "<text class=\"lg\" x=\"" + n1(x + 14) + "\" y=\"" + n1(y) + "\">" +
+         escape_html(names[i]) + "</text>";
+    x += 24 + 7.0 * double(names[i].size());
+  }
+  return s;
+}
+
 // Horizontal grid lines with labels, the y axis label, the x axis label and the legend.
 std::string axes(const Frame& f, const LinearScale& y, const ChartOptions& o,
                  const std::vector<Series>& series) {
@@ -137,14 +173,7 @@ std::string axes(const Frame& f, const LinearScale& y, const ChartOptions& o,
   if (!o.x_label.empty())
     s += "<text class=\"al\" x=\"" + n1((f.x0() + f.x1()) / 2) + "\" y=\"" + n1(f.H - 22.0) +
          "\" text-anchor=\"middle\">" + escape_html(o.x_label) + "</text>";
-  double lx = f.x0();
-  for (size_t i = 0; i < series.size() && series.size() > 1; ++i) {
-    s += "<rect x=\"" + n1(lx) + "\" y=\"" + n1(f.H - 12.0) +
-         "\" width=\"10\" height=\"10\" fill=\"" + series_color(i) + "\"/>";
-    s += "<text class=\"lg\" x=\"" + n1(lx + 14) + "\" y=\"" + n1(f.H - 3.0) + "\">" +
-         escape_html(series[i].name) + "</text>";
-    lx += 24 + 7.0 * double(series[i].name.size());
-  }
+  if (series.size() > 1) s += legend(series, f.x0(), f.H - 3.0);
   return s;
 }
 
@@ -171,7 +200,7 @@ std::string bar_chart(const std::vector<std::string>& categories, const std::vec
   double bw = group * 0.8 / double(ns);
   for (size_t si = 0; si < series.size(); ++si) {
     const Series& se = series[si];
-    std::string d, err;
+    std::string d, err, hover;
     for (size_t c = 0; c < categories.size() && c < se.values.size(); ++c) {
       double v = se.values[c];
       double bx = f.x0() + group * double(c) + group * 0.1 + bw * double(si);
@@ -182,6 +211,15 @@ std::string bar_chart(const std::vector<std::string>& categories, const std::vec
       }
       double vy = y(std::clamp(v, y.d0, y.d1)), by = y(y.d0);
       d += "M" + n1(bx) + " " + n1(by) + "V" + n1(vy) + "H" + n1(bx + bw) + "V" + n1(by) + "Z";
+      // The value on hover, as the line charts' markers give it: an invisible box over the bar.
+      hover += "<rect class=\"hit\" x=\"" + n1(bx) + "\" y=\"" + n1(std::min(vy, by)) +
+               "\" width=\"" + n1(bw) + "\" height=\"" + n1(std::max(1.0, std::fabs(by - vy))) +
+               "\" fill=\"#000\" fill-opacity=\"0\"><title>" + escape_html(se.name) + " — " +
+               escape_html(categories[c]) + ": " + fmt(v) +
+               (c < se.errors.size() && std::isfinite(se.errors[c]) && se.errors[c] > 0
+                    ? " ± " + fmt(se.errors[c])
+                    : std::string()) +
+               "</title></rect>";
       if (c < se.errors.size() && std::isfinite(se.errors[c]) && se.errors[c] > 0) {
         double lo = y(std::clamp(v - se.errors[c], y.d0, y.d1));
         double hi = y(std::clamp(v + se.errors[c], y.d0, y.d1));
@@ -194,6 +232,7 @@ std::string bar_chart(const std::vector<std::string>& categories, const std::vec
       s += "<path class=\"bar\" fill=\"" + std::string(series_color(si)) + "\" d=\"" + d + "\">" +
            "<title>" + escape_html(se.name) + "</title></path>";
     if (!err.empty()) s += "<path class=\"err\" d=\"" + err + "\"/>";
+    s += hover;
   }
   for (size_t c = 0; c < categories.size(); ++c) {
     double cx = f.x0() + group * (double(c) + 0.5), cy = f.y0() + 14;
@@ -284,14 +323,8 @@ std::string radar_chart(const std::vector<std::string>& axes_names,
            "\" fill-opacity=\"0.25\" stroke=\"" + series_color(si) + "\" d=\"" + d + "Z\"><title>" +
            escape_html(series[si].name) + "</title></path>";
   }
-  double lx = 10;
-  for (size_t i = 0; i < series.size() && series.size() > 1; ++i) {
-    s += "<rect x=\"" + n1(lx) + "\" y=\"" + n1(opt.height - 12.0) +
-         "\" width=\"10\" height=\"10\" fill=\"" + series_color(i) + "\"/>";
-    s += "<text class=\"lg\" x=\"" + n1(lx + 14) + "\" y=\"" + n1(opt.height - 3.0) + "\">" +
-         escape_html(series[i].name) + "</text>";
-    lx += 24 + 7.0 * double(series[i].name.size());
-  }
+  // Every radar has a legend, one reader too: the polygon's colour names its run.
+  s += legend(series, 10, opt.height - 3.0);
   return s + "</svg>";
 }
 

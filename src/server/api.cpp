@@ -174,6 +174,17 @@ Response Api::handle(const Request& req) noexcept {
   }
 }
 
+namespace {
+// Compares a presented credential with the expected one in time that depends only on their
+// lengths, not on where they first differ, so response times do not reveal the key byte by byte.
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  return diff == 0;
+}
+}  // namespace
+
 Response Api::dispatch(const Request& req) {
   if (req.path == "/health") {
     EngineStats st = engine_.stats();
@@ -184,7 +195,7 @@ Response Api::dispatch(const Request& req) {
                {"sequences", st.sequences},
                {"largest_batch", st.largest_batch}});
   }
-  if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
+  if (!opt_.api_key.empty() && !same_secret(req.authorization, "Bearer " + opt_.api_key))
     throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
                    "invalid_request_error", "invalid_api_key"};
   bool post = req.method == "POST";

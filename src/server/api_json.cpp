@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstdint>
 
+#include "base/json_error.h"
+
 namespace ragform::server::api_json {
 
 [[noreturn]] void bad(const std::string& msg, const std::string& code) {
@@ -15,8 +17,8 @@ json parse_body(const std::string& body) {
   try {
     j = json::parse(body);
   } catch (const json::parse_error& e) {
-    throw ApiError{400, std::string("malformed JSON body: ") + e.what(), "invalid_request_error",
-                   "invalid_json"};
+    throw ApiError{400, "malformed JSON body: " + json_error_text(e.what()),
+                   "invalid_request_error", "invalid_json"};
   }
   if (!j.is_object()) bad("the request body must be a JSON object", "invalid_json");
   return j;

@@ -5,6 +5,10 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
 #include "base/error.h"
 
 namespace ragform::server {
@@ -51,8 +55,13 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   int threads = impl_->opt.threads;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   svr.set_payload_max_length(impl_->opt.max_body);
+  // cpp-httplib's default options set SO_REUSEPORT, which lets a second server bind a port that
+  // one is already listening on (the kernel then splits connections between them). SO_REUSEADDR
+  // alone only allows rebinding a port whose old connections linger in TIME_WAIT; a port with a
+  // live listener stays refused (EADDRINUSE).
   svr.set_socket_options([this](socket_t sock) {
-    httplib::default_socket_options(sock);
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     impl_->listen_fd = int(sock);
   });
   svr.set_read_timeout(impl_->opt.timeout_s, 0);
@@ -65,8 +74,14 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
     r.body = req.body;
     write(impl_->handler(r), res);
   };
+  // Every method reaches the handler, which answers 405 with its JSON error for the wrong one
+  // (httplib alone would give 404 to a method without a route).
   svr.Get(".*", route);
   svr.Post(".*", route);
+  svr.Put(".*", route);
+  svr.Patch(".*", route);
+  svr.Delete(".*", route);
+  svr.Options(".*", route);
   // Errors raised by the library itself (413 payload too large, 400 unparsable request line):
   // give them a JSON body too.
   svr.set_error_handler(
@@ -81,15 +96,39 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
 
 HttpServer::~HttpServer() { stop(); }
 
+namespace {
+// Why bind() failed, in the words of the error policy ("address already in use").
+std::string bind_failure(int err) {
+  switch (err) {
+    case EADDRINUSE:
+      return "address already in use";
+    case EACCES:
+      return "permission denied (ports below 1024 need privileges)";
+    case EADDRNOTAVAIL:
+      return "not an address of this machine";
+    case 0:
+      return "cannot bind (unknown host?)";
+    default: {
+      std::string s = std::strerror(err);
+      if (!s.empty()) s[0] = char(std::tolower(static_cast<unsigned char>(s[0])));
+      return s;
+    }
+  }
+}
+}  // namespace
+
 int HttpServer::bind() {
   auto& o = impl_->opt;
   int port = o.port;
+  // httplib tries each address of the host, closing the socket after a failed bind or listen;
+  // errno still holds the bind's error afterwards (close and freeaddrinfo do not set it on
+  // success).
+  errno = 0;
   if (port == 0) {
     port = impl_->svr.bind_to_any_port(o.host);
-    if (port < 0) throw Error("serve", "cannot bind " + o.host + " to any port");
+    if (port < 0) throw Error("serve", o.host + ":0: " + bind_failure(errno));
   } else if (!impl_->svr.bind_to_port(o.host, port)) {
-    throw Error("serve", "cannot bind " + o.host + ":" + std::to_string(port) +
-                             " (in use, or not an address here)");
+    throw Error("serve", o.host + ":" + std::to_string(port) + ": " + bind_failure(errno));
   }
   // cpp-httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed in the compiled
   // library). With many clients opening connections at once the kernel then drops handshakes and

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -177,9 +178,29 @@ struct RunStore::Impl {
   void validate(const Result& r) const;
 };
 
+namespace {
+// "file:" + the path percent-encoded (RFC 3986 unreserved characters and '/' stay) + "?" + query.
+std::string sqlite_uri(const fs::path& p, const std::string& query) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out = "file:";
+  for (unsigned char c : p.string()) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out + "?" + query;
+}
+}  // namespace
+
 void RunStore::Impl::open(Mode mode, Durability durability) {
   std::error_code ec;
   bool exists = fs::exists(path, ec);
+  if (ec == std::errc::permission_denied)
+    throw Error(where, "permission denied (a directory on the way cannot be searched)");
   if (exists && fs::is_directory(path, ec)) throw Error(where, "is a directory");
   if (!exists && mode != Mode::create) throw Error(where, "no such file");
   if (!exists) {
@@ -190,11 +211,30 @@ void RunStore::Impl::open(Mode mode, Durability durability) {
   read_only = mode == Mode::read_only;
   int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   if (mode == Mode::create) flags |= SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::string name = path.string();
+  // Reading never writes beside the store. A store whose writers have all closed has no -wal file
+  // (the last connection checkpoints it into the database and deletes it): it is opened
+  // immutable=1, so SQLite creates no -wal/-shm file and takes no lock, and a store in a
+  // read-only directory reads. A store with a -wal file (a writer running, or killed) holds rows
+  // only the log has: it is opened mode=ro, which reads the log through the -shm index (SQLite
+  // creates that file when it is missing, so it needs a writable directory then).
+  bool has_wal = false;
+  if (read_only) {
+    has_wal = fs::exists(name + "-wal", ec);
+    name = sqlite_uri(fs::absolute(path, ec), has_wal ? "mode=ro" : "immutable=1");
+    flags |= SQLITE_OPEN_URI;
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     int sys = db ? sqlite3_system_errno(db) : 0;
-    if (sys) msg += std::string(" (") + std::strerror(sys) + ")";
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    if (sys) msg = std::strerror(sys);
+    if (sys == EACCES || sys == EPERM || sys == EROFS) {
+      msg = "permission denied";
+      if (has_wal)
+        msg += " (the store has a write-ahead log, " + path.filename().string() +
+               "-wal, that reading needs to index beside it)";
+    }
     throw Error(where, (exists ? "cannot open: " : "cannot create: ") + msg);
   }
   sqlite3_extended_result_codes(db, 1);

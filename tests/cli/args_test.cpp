@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <thread>
+
 #include "base/error.h"
 
 namespace ragform::cli {
@@ -9,7 +13,7 @@ namespace ragform::cli {
 TEST(Args, ParsesDeclaredFlagsWithDefaults) {
   Args a("x", "test");
   auto& m = a.opt<std::string>("-m,--model", "FILE", "model").required();
-  auto& n = a.opt<int>("-n", "N", "count", 32);
+  auto& n = a.opt<int>("-n", "N", "count", 32).range(kAnyInt, kMaxInt);
   auto& t = a.opt<double>("--temp", "T", "temperature", 0.8);
   auto& j = a.flag("--json", "json");
   auto& p = a.positional("INPUT", "input", false);
@@ -33,6 +37,91 @@ TEST(Args, BadInputIsAUsageError) {
   EXPECT_THROW(make()->parse({"-m", "a", "--bogus"}), UsageError);  // unknown flag
   EXPECT_THROW(make()->parse({"-m"}), UsageError);                  // missing value
   EXPECT_THROW(make()->parse({"-m", "a", "extra"}), UsageError);    // unexpected positional
+}
+
+// Issue 24 defect 3: non-finite and out-of-range numbers were accepted (--temp nan gave garbage
+// text, --temp -1 silently meant greedy, --lambda nan nulled every score).
+std::string usage_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
+}
+
+TEST(Args, NonFiniteNumbersAreRefusedNamingTheFlag) {
+  for (const char* bad : {"nan", "NaN", "-nan", "inf", "-inf", "infinity", "1e999", "-1e999"}) {
+    Args a("x", "test");
+    a.opt<double>("--temp", "T", "temperature", 0.1).range(-1e9, 1e9);
+    std::string msg = usage_message([&] { a.parse({"--temp", bad}); });
+    EXPECT_EQ(msg, std::string("--temp: expected a finite number, got '") + bad + "'") << bad;
+  }
+  Args a("x", "test");
+  a.opt<double>("--top-p", "P", "nucleus mass", 1.0).range(0.0, 1.0);
+  EXPECT_EQ(usage_message([&] { a.parse({"--top-p=nan"}); }),
+            "--top-p: expected a finite number, got 'nan'");
+}
+
+TEST(Args, NumbersOutsideTheDeclaredRangeAreRefused) {
+  auto make = [] {
+    auto a = std::make_unique<Args>("x", "test");
+    a->opt<double>("--temp", "T", "temperature", 0.1);  // default range: 0 or more
+    a->opt<double>("--lambda", "W", "weight", 0.5).range(0.0, 1.0);
+    a->opt<int>("-n", "N", "count", 16);
+    a->opt<int>("--limit", "N", "limit", 0);
+    a->opt<long long>("--seed", "S", "seed", 0);
+    a->opt<int>("--samples", "N", "samples", 10).range(1, kMaxInt);
+    return a;
+  };
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--temp", "-1"});
+            }),
+            "--temp: value out of range: -1 (accepted: 0 or more)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--lambda", "1.5"});
+            }),
+            "--lambda: value out of range: 1.5 (accepted: 0..1)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"-n", "-5"});
+            }),
+            "-n: value out of range: -5 (accepted: 0 or more)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--limit", "-1"});
+            }),
+            "--limit: value out of range: -1 (accepted: 0 or more)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--seed", "-3"});
+            }),
+            "--seed: value out of range: -3 (accepted: 0 or more)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--samples", "0"});
+            }),
+            "--samples: value out of range: 0 (accepted: 1 or more)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"-n", "99999999999"});
+            }),
+            "-n: value out of range: 99999999999 (accepted: 0 or more)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"-n", " 5"});
+            }),
+            "-n: expected an integer, got ' 5'");
+  // The ends of a range are accepted.
+  auto a = make();
+  ASSERT_TRUE(a->parse({"--lambda", "1", "--temp", "0", "--samples", "1"}));
+}
+
+TEST(Args, ListsFollowTheSameRule) {
+  EXPECT_EQ(parse_int_list("--pp", "1,2,3"), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(usage_message([] { parse_int_list("--pp", "512,-5"); }),
+            "--pp: value out of range: -5 (accepted: 0 or more)");
+  EXPECT_EQ(parse_number_list("--p-grid", "0,0.5,1", 0, 1), (std::vector<double>{0, 0.5, 1}));
+  EXPECT_EQ(usage_message([] { parse_number_list("--p-grid", "0.5,nan", 0, 1); }),
+            "--p-grid: expected a finite number, got 'nan'");
+}
+
+TEST(Args, ThreadCapIsFourTimesTheCores) {
+  EXPECT_EQ(max_threads(), 4 * int(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 TEST(Args, HelpListsEveryFlagWithDefault) {

@@ -1,6 +1,11 @@
 // The command-line contract: exit codes, one-line errors, --help and --version.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
 #include "support/test_support.h"
 
 using ragform::testing::run_ragform;
@@ -22,4 +27,136 @@ TEST(Cli, UnknownCommandIsUsageErrorOnOneLine) {
   auto r = run_ragform("frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "ragform: frobnicate: unknown command (see ragform --help)\n");
+}
+
+namespace {
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string l;
+  while (std::getline(ss, l)) out.push_back(l);
+  return out;
+}
+
+// The commands (and group verbs) listed by `ragform --help` / `ragform GROUP --help`.
+std::vector<std::string> all_commands() {
+  std::vector<std::string> cmds;
+  bool in = false;
+  for (const auto& l : lines_of(run_ragform("--help").out)) {
+    if (l == "commands:") {
+      in = true;
+      continue;
+    }
+    if (in && l.empty()) break;
+    if (in) cmds.push_back(l.substr(2, l.find(' ', 2) - 2));
+  }
+  std::vector<std::string> out;
+  for (const auto& c : cmds) {
+    auto help = run_ragform(c + " --help").out;
+    if (help.find("\nverbs:\n") == std::string::npos) {
+      out.push_back(c);
+      continue;
+    }
+    bool verbs = false;
+    for (const auto& l : lines_of(help)) {
+      if (l == "verbs:") {
+        verbs = true;
+        continue;
+      }
+      if (verbs && l.empty()) break;
+      if (verbs) out.push_back(c + " " + l.substr(2, l.find(' ', 2) - 2));
+    }
+  }
+  return out;
+}
+
+// The long names of a command's options whose default is a number.
+std::vector<std::string> numeric_flags(const std::string& cmd) {
+  std::vector<std::string> out;
+  for (const auto& l : lines_of(run_ragform(cmd + " --help").out)) {
+    size_t d = l.find("[default: ");
+    if (l.rfind("  -", 0) != 0 || d == std::string::npos) continue;
+    std::string def = l.substr(d + 10, l.find_first_of("];", d) - d - 10);  // "0.5; 0..1]"
+    char* end = nullptr;
+    std::strtod(def.c_str(), &end);
+    if (def.empty() || *end != '\0') continue;
+    std::string name;
+    std::stringstream ss(l);
+    std::string tok;
+    while (ss >> tok && tok[0] == '-')
+      name = tok.back() == ',' ? tok.substr(0, tok.size() - 1) : tok;
+    if (tok != "LIST") out.push_back(name);  // lists (bench --pp 512) are checked after -m
+  }
+  return out;
+}
+}  // namespace
+
+// Issue 24 defect 3: every numeric flag of every command refuses non-finite values (exit 2, the
+// flag named), through the one parsing rule of cli/args.
+TEST(Cli, EveryNumericFlagOfEveryCommandRefusesNanAndInf) {
+  auto cmds = all_commands();
+  ASSERT_GT(cmds.size(), 20u);
+  size_t checked = 0;
+  for (const auto& c : cmds)
+    for (const auto& f : numeric_flags(c))
+      for (const char* bad : {"nan", "inf"}) {
+        auto r = run_ragform(c + " " + f + " " + bad);
+        EXPECT_EQ(r.exit_code, 2) << c << " " << f << " " << bad << ": " << r.err;
+        EXPECT_EQ(r.err.rfind("ragform: " + f + ": ", 0), 0u) << c << " " << f << ": " << r.err;
+        ++checked;
+      }
+  EXPECT_GT(checked, 100u);
+}
+
+// The cases named in issue 24, each refused before any model is opened.
+TEST(Cli, IssueCasesOfBadNumbersAreUsageErrors) {
+  struct Case {
+    std::string args, err;
+  };
+  const std::string th = std::to_string(4 * std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& c : std::vector<Case>{
+           {"generate -m x.gguf -p hi --temp nan", "--temp: expected a finite number, got 'nan'"},
+           {"generate -m x.gguf -p hi --temp inf", "--temp: expected a finite number, got 'inf'"},
+           {"generate -m x.gguf -p hi --top-p nan", "--top-p: expected a finite number, got 'nan'"},
+           {"generate -m x.gguf -p hi --temp -1",
+            "--temp: value out of range: -1 (accepted: 0..100)"},
+           {"generate -m x.gguf -p hi -n -5", "-n: value out of range: -5 (accepted: 0 or more)"},
+           {"spotlight select --lambda nan", "--lambda: expected a finite number, got 'nan'"},
+           {"cnorm eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
+           {"spotlight eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
+           {"kv generate -n 0", "-n: value out of range: 0 (accepted: 1 or more)"},
+           {"bench -m x.gguf --pp -5", "--pp: value out of range: -5 (accepted: 0 or more)"},
+           {"bench -m x.gguf --pp 0 --tg 0", "bench: --pp and --tg are both 0: nothing to measure"},
+           {"generate -m x.gguf -p hi --threads 100000",
+            "--threads: value out of range: 100000 (accepted: 0.." + th + ")"},
+       }) {
+    auto r = run_ragform(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_EQ(r.err, "ragform: " + c.err + "\n") << c.args;
+  }
+}
+
+// Issue 24 defect 6: empty input is an error for every reading command (exit 1), sure filter and
+// sure eval included; parser internals stay out of messages.
+TEST(Cli, EmptyInputAndBadJsonAreRuntimeErrors) {
+  auto r = run_ragform("sure filter --nli none", "");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "ragform: stdin: empty input: no pairs\n");
+  r = run_ragform("sure eval -m x.gguf --store x.sqlite", "\n\n");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "ragform: stdin: empty input: no pairs\n");
+  r = run_ragform("sure filter --nli none", "{\"id\": \n");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad JSON: parse error"), std::string::npos) << r.err;
+}
+
+// Issue 24 defect 4: the real error comes first (it was printed after five "skipping ...: needs a
+// reader" notes); notes appear only when the run goes on.
+TEST(Cli, ErrorComesBeforeNotes) {
+  auto r = run_ragform("sure perturb --input /nonexistent/in.jsonl");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("ragform: /nonexistent/in.jsonl: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.find("skipping"), std::string::npos) << r.err;
 }

@@ -106,7 +106,10 @@ void fill_store(const fs::path& db) {
       st, "Document [1](Title: <A> & \"B\") text\nQuestion: who?\nAnswer:", "Lily"};
   store::RunConfig rc;
   rc.tool_version = "test";
-  rc.model_path = "stories260K.gguf";
+  // A long path, as real model paths are: the runs table must still fit its card.
+  rc.model_path =
+      "/srv/models/huggingface/hub/models--example--stories260K/snapshots/"
+      "0123456789abcdef0123456789abcdef01234567/quantised/q8_0/stories260K.gguf";
   rc.model_sha256 = "abc";
   rc.reader = "native";
   rc.chat_mode = "raw";
@@ -234,6 +237,49 @@ TEST(ReportScreenshot, RendersInHeadlessChromium) {
   EXPECT_EQ(kinds["radar"], 1);  // Figure 4 (3 categories)
   EXPECT_EQ(dom.find("<script"), std::string::npos);
   EXPECT_NE(dom.find("Paris is the <mark"), std::string::npos);
+
+  // Issue 24, the HTML report. SURE's drill-down shows the instance pairs (original, perturbed,
+  // both answers, the verdict) before any per-instance rows.
+  size_t sure_at = dom.find("<section id=\"sure\">");
+  ASSERT_NE(sure_at, std::string::npos);
+  size_t pairs_at = dom.find("<h3>Instance pairs</h3>", sure_at);
+  size_t rows_at = dom.find("<h3>Instances</h3>", sure_at);
+  ASSERT_NE(pairs_at, std::string::npos);
+  EXPECT_LT(pairs_at, rows_at);
+  EXPECT_NE(dom.find("<th>answer on the original</th><th>answer on the perturbed</th>", pairs_at),
+            std::string::npos);
+  EXPECT_NE(dom.find("right → wrong (C = 1)", pairs_at), std::string::npos);
+  // The first instance of the row drill-down is a pair instance, not a closed-book row.
+  EXPECT_EQ(dom.find("<summary><b>r0#0</b>", rows_at), dom.find("<summary><b>", rows_at));
+  // Coinciding series say so (the fixture's Min-Token answers are the Baseline's); the radar has
+  // a legend; Figure 3's x axis labels bins; Table 1 gives pair counts; the Win/Lose chart keeps
+  // the category; bars give their value on hover.
+  EXPECT_NE(dom.find(">Min-Token (= Baseline, drawn over it)</text>"), std::string::npos);
+  size_t radar_at = dom.find("class=\"chart radar\"");
+  ASSERT_NE(radar_at, std::string::npos);
+  EXPECT_LT(dom.find("class=\"lg\"", radar_at), dom.find("</svg>", radar_at));
+  EXPECT_NE(dom.find(">0–10%</text>"), std::string::npos);
+  EXPECT_NE(dom.find(">90–100%</text>"), std::string::npos);
+  EXPECT_NE(dom.find("<th>K-G n</th>"), std::string::npos);
+  EXPECT_NE(dom.find(">logic/reverse</text>"), std::string::npos);
+  EXPECT_NE(dom.find("<title>WR — logic/reverse: "), std::string::npos);
+
+  // The runs table fits its card at 1400 px: right of the page's content column nothing but the
+  // page background, below the full-width header and navigation bar.
+  fs::path wide = dir / "wide.png";
+  rc = std::system((base + "--screenshot='" + wide.string() + "' --window-size=1400,9000 '" + url +
+                    "' > /dev/null 2> '" + (dir / "wide.log").string() + "'")
+                       .c_str());
+  ASSERT_EQ(rc, 0) << ragform::testing::read_file(dir / "wide.log");
+  Image w = decode_png(ragform::testing::read_file(wide));
+  ASSERT_EQ(w.w, 1400u);
+  size_t spill = 0;
+  for (uint32_t y = 160; y < w.h; ++y)
+    for (uint32_t x = 1280; x < w.w; ++x) {
+      const uint8_t* p = &w.rgb[(size_t(y) * w.w + x) * 3];
+      spill += !(p[0] == 0xf6 && p[1] == 0xf7 && p[2] == 0xf9);
+    }
+  EXPECT_EQ(spill, 0u) << "something is drawn right of the content column at 1400 px";
 
   // The screenshot: a 1280x2000 PNG, not blank, with the charts' first two palette colours.
   ASSERT_TRUE(fs::exists(png));

@@ -136,14 +136,22 @@ TEST(Report, SureTable1FromStoredRows) {
   o.resamples = 50;
   std::string h = report::render_report(st, o, &stats);
   EXPECT_EQ(stats.charts, 2u) << "2 categories: bars instead of a radar, plus WR vs LR";
-  // Row logic/reverse: K-G LR 50 RR 50 WR 0; K-N, U-G, U-N empty; All 50/50/0; Org 100 Acc 50.
-  EXPECT_NE(h.find("<td>logic/reverse</td><td>50.0</td><td>50.0</td><td>0.0</td><td>–</td>"),
+  // Row logic/reverse: K-G LR 50 RR 50 WR 0 over n = 2 pairs; K-N, U-G, U-N empty (n = 0);
+  // All 50/50/0 over 2; Org 100 Acc 50.
+  EXPECT_NE(h.find("<td>logic/reverse</td><td>50.0</td><td>50.0</td><td>0.0</td><td>2</td>"
+                   "<td>–</td><td>–</td><td>–</td><td>0</td><td>–</td><td>–</td><td>–</td>"
+                   "<td>0</td><td>–</td><td>–</td><td>–</td><td>0</td>"
+                   "<td>50.0</td><td>50.0</td><td>0.0</td><td>2</td><td>100.0</td><td>50.0</td>"),
             std::string::npos)
       << h;
-  EXPECT_NE(h.find("<td>100.0</td><td>50.0</td><td>2</td>"), std::string::npos);
   // format/json: All = 1 robust + 1 win of 2 -> LR 0, RR 50, WR 50; Org 50, Acc 100.
-  EXPECT_NE(h.find("<td>0.0</td><td>50.0</td><td>50.0</td><td>50.0</td><td>100.0</td><td>2</td>"),
+  EXPECT_NE(h.find("<td>0.0</td><td>50.0</td><td>50.0</td><td>2</td><td>50.0</td><td>100.0</td>"),
             std::string::npos);
+  // The pairs come first in the drill-down: a#1 turned wrong (lose), b#0 turned right (win).
+  EXPECT_LT(h.find("<h3>Instance pairs</h3>"), h.find("<h3>Instances</h3>"));
+  EXPECT_NE(h.find("<td>a#1</td><td>logic/reverse</td>"), std::string::npos);
+  EXPECT_NE(h.find("right → wrong (C = 1)"), std::string::npos);
+  EXPECT_NE(h.find("wrong → right (C = −1)"), std::string::npos);
   // overall over 4 pairs: 2 robust, 1 lose, 1 win.
   EXPECT_NE(h.find("Overall RR 50.0%"), std::string::npos);
 }

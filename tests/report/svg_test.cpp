@@ -134,3 +134,34 @@ TEST(Svg, SeriesColoursDistinctForTwelveSeries) {
   for (size_t i = 0; i < 12; ++i) EXPECT_TRUE(seen.insert(series_color(i)).second) << i;
   EXPECT_EQ(std::string(series_color(12)), series_color(0));  // then the palette repeats
 }
+
+// Issue 24 (the HTML report, 12): hidden coinciding series, values on hover, a radar legend.
+
+TEST(Svg, LegendSaysWhenTwoSeriesCoincide) {
+  ChartOptions o;
+  o.y_max = 1;
+  std::string s = line_chart(
+      {"1", "2"},
+      {{"Baseline", {0.1, 0.2}, {}}, {"C-NORM", {0.5, NAN}, {}}, {"Min-Token", {0.5, NAN}, {}}}, o);
+  EXPECT_NE(s.find(">Min-Token (= C-NORM, drawn over it)</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find(">C-NORM</text>"), std::string::npos);
+  EXPECT_NE(s.find(">Baseline</text>"), std::string::npos);
+}
+
+TEST(Svg, BarsShowTheirValueOnHover) {
+  ChartOptions o;
+  o.y_max = 1;
+  std::string s = bar_chart({"a", "b"}, {{"WR", {0.25, NAN}, {}}, {"LR", {0.5, 0.75}, {0.1}}}, o);
+  EXPECT_NE(s.find("<title>WR — a: 0.250</title>"), std::string::npos) << s;
+  EXPECT_NE(s.find("<title>LR — a: 0.500 ± 0.100</title>"), std::string::npos) << s;
+  EXPECT_NE(s.find("<title>LR — b: 0.750</title>"), std::string::npos) << s;
+  EXPECT_EQ(count(s, "class=\"hit\""), 3u);  // one per drawn bar, none for n/a
+}
+
+TEST(Svg, RadarOfOneReaderHasALegend) {
+  ChartOptions o;
+  o.y_max = 100;
+  std::string s = radar_chart({"a", "b", "c"}, {{"run 1 model.gguf", {10, 20, 30}, {}}}, o);
+  EXPECT_EQ(count(s, "class=\"lg\""), 1u);
+  EXPECT_NE(s.find(">run 1 model.gguf</text>"), std::string::npos);
+}

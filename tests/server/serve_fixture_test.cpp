@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "server/serve_harness.h"
 
@@ -198,6 +199,95 @@ TEST(ServeFixture, ChatStreamingReassemblesToTheSameText) {
   EXPECT_EQ(reassemble(s->body, &chunks, &finish), text);
   EXPECT_GT(chunks, 3u);  // role chunk, several content chunks, the finish chunk
   EXPECT_EQ(finish, j["choices"][0]["finish_reason"]);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Runs `ragform serve ARGS` with stderr captured; kills it after timeout_s (a server that started
+// when it should have failed). Returns {exit status or -1 when it had to be killed, stderr}.
+std::pair<int, std::string> run_serve_expecting_exit(const std::vector<std::string>& args,
+                                                     int timeout_s = 60) {
+  auto log = temp_dir("serve_exit") / "stderr.log";
+  std::vector<std::string> argv = {ragform_bin().string(), "serve"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stderr);
+    (void)f;
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  int st = 0;
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    if (waitpid(pid, &st, WNOHANG) == pid)
+      return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), read_file(log)};
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return {-1, read_file(log)};
+}
+
+// Issue 24 defect 2: a second server on a port already served started anyway (cpp-httplib's
+// SO_REUSEPORT) and the kernel split the connections between the two.
+TEST(ServeFixture, SecondServerOnABusyPortFails) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess first({"-m", model.string(), "--ctx", "64", "--alias", "first"});
+  const std::string port = std::to_string(first.port());
+  auto [code, err] = run_serve_expecting_exit(
+      {"-m", model.string(), "--ctx", "64", "--alias", "second", "--port", port});
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_EQ(err, "ragform: serve: 127.0.0.1:" + port + ": address already in use\n");
+  // Every request still reaches the first server.
+  for (int i = 0; i < 8; ++i) {
+    httplib::Client c("127.0.0.1", first.port());
+    auto r = c.Get("/v1/models");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "first");
+  }
+  EXPECT_EQ(first.stop(), 0) << first.log();
+}
+
+// Issue 24 defect 12: the key can come from a file (not the process list); the right bearer token
+// is admitted, any other refused with 401.
+TEST(ServeFixture, ApiKeyFromAFileAdmitsOnlyThatKey) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto key_file = temp_dir("serve_key") / "key.txt";
+  write_file(key_file, "file-secret-1234\n");
+  ServeProcess srv({"-m", model.string(), "--ctx", "64", "--api-key-file", key_file.string()});
+  const std::string body = R"({"prompt": "Once", "max_tokens": 2, "temperature": 0})";
+  Client right{srv.port(), "file-secret-1234"};
+  auto ok = right.post("/v1/completions", body);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  for (const char* wrong : {"file-secret-1235", "file-secret-123", "file-secret-12345", ""}) {
+    Client c{srv.port(), wrong};
+    expect_api_error(c.post("/v1/completions", body), 401);
+  }
+  // The key does not appear on the command line.
+  std::string cmdline = read_file("/proc/" + std::to_string(srv.pid()) + "/cmdline");
+  EXPECT_EQ(cmdline.find("file-secret"), std::string::npos);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+
+  // A missing key file is a runtime error naming the file.
+  auto [code, err] = run_serve_expecting_exit(
+      {"-m", model.string(), "--api-key-file", (key_file.parent_path() / "none").string()});
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("none: cannot read the API key file"), std::string::npos) << err;
+}
+
+// Issue 24 defect 6: a known endpoint with the wrong method is 405 with the string code.
+TEST(ServeFixture, WrongMethodIs405) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "64"});
+  httplib::Client c("127.0.0.1", srv.port());
+  auto r = c.Delete("/v1/completions");
+  expect_api_error(r, 405);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "method_not_allowed");
+  expect_api_error(c.Put("/v1/models", "{}", "application/json"), 405);
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 

@@ -24,6 +24,9 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
                                      const GenerateOptions& opt) {
   if (opt.max_tokens < 0) throw UsageError("generate", "max_tokens must be >= 0");
   const size_t n = prompts.size();
+  if (!opt.seeds.empty() && opt.seeds.size() != n)
+    throw Error("generate", std::to_string(opt.seeds.size()) + " seeds for " + std::to_string(n) +
+                                " prompts: one seed per prompt expected");
   std::vector<GenerateOutput> out(n);
   std::vector<int> seq(n, -1);
   std::vector<Sampler> samplers;
@@ -47,7 +50,7 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
                   "prompt of " + std::to_string(prompts[i].size()) +
                       " tokens exceeds the context size n_ctx = " + std::to_string(ctx.n_ctx()));
     SamplingParams sp = opt.sampling;
-    sp.seed += i;
+    sp.seed = opt.seeds.empty() ? sp.seed + i : opt.seeds[i];
     samplers.emplace_back(sp);
     seq[i] = ctx.new_sequence();
     out[i].prompt_tokens = int(prompts[i].size());

@@ -14,6 +14,8 @@ namespace ragform::runtime {
 struct GenerateOptions {
   int max_tokens = 64;
   SamplingParams sampling;
+  // Sequence i samples with seeds[i] when given (one per prompt), else sampling.seed + i.
+  std::vector<uint64_t> seeds;
   std::vector<std::string> stop;
   bool ignore_eos = false;
 };
@@ -31,7 +33,7 @@ struct GenerateOutput {
 bool apply_stop_strings(GenerateOutput& out, const std::vector<std::string>& stop);
 
 // Each prompt is a token sequence (already tokenised, BOS included). Sequence i uses seed
-// sampling.seed + i so batched and one-by-one runs agree.
+// opt.seeds[i] (when given) or sampling.seed + i, so batched and one-by-one runs agree.
 std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
                                      const std::vector<std::vector<int32_t>>& prompts,
                                      const GenerateOptions& opt);

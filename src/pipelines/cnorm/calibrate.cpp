@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "pipelines/cnorm/abs.h"
 #include "store/sha256.h"
 
@@ -437,7 +438,7 @@ Profile load_profile(const std::string& path) {
   try {
     j = nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path, std::string("profile is not JSON: ") + e.what());
+    throw Error(path, "profile is not JSON: " + json_error_text(e.what()));
   }
   return profile_from_json(j, path);
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 
 namespace ragform::spotlight {
 namespace {
@@ -71,7 +72,7 @@ WordVectors WordVectors::load(const std::string& path) {
   try {
     j = nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error("word vectors", path + ": not valid JSON (" + e.what() + ")");
+    throw Error("word vectors", path + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   if (!j.is_object() || j.empty())
     throw Error("word vectors", path + ": expected a non-empty object {word: [floats]}");

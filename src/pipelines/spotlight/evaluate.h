@@ -8,7 +8,8 @@
 //   lead) lead-doc    round-robin leads: sentence 0 of every document, then sentence 1, ... (a
 //   stronger
 //               positional baseline: HotpotQA supporting facts are mostly lead sentences)
-//   random      a uniformly random order, seeded per question (seed ^ hash(question id))
+//   random      a uniformly random order, seeded per question (derive_seed(seed, question id),
+//               base/stable_hash.h: the same order on every machine and standard library)
 //   bm25        Okapi BM25 with k1 = 1.2, b = 0.75; each sentence is a document, the collection is
 //               the question's sentences; terms are the step-3 keys of encoder.h's word_keys
 //               (lowercased, punctuation stripped); idf = ln(1 + (N - df + 0.5) / (df + 0.5)).

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/stable_hash.h"
 #include "pipelines/sure/taxonomy.h"
 #include "text/metrics.h"
 
@@ -56,6 +57,12 @@ std::string judge_prompt(const PromptSet& prompts, const std::string& question,
               {{"question", question}, {"answers", gold}, {"response", response}});
 }
 
+uint64_t row_seed(uint64_t seed, std::string_view instance, std::string_view variant) {
+  // FNV-1a of "instance \0 variant" continued byte by byte (base/stable_hash.h), then SplitMix64.
+  uint64_t h = fnv1a64(variant, fnv1a64(std::string_view("\0", 1), fnv1a64(instance)));
+  return splitmix64_mix(seed ^ h) >> 33;
+}
+
 namespace {
 
 struct Job {
@@ -78,7 +85,11 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
   for (size_t b = 0; b < jobs.size(); b += B) {
     size_t e = std::min(jobs.size(), b + B);
     std::vector<std::string> ps;
-    for (size_t i = b; i < e; ++i) ps.push_back(jobs[i].prompt);
+    gp.seeds.clear();
+    for (size_t i = b; i < e; ++i) {
+      ps.push_back(jobs[i].prompt);
+      gp.seeds.push_back(row_seed(opt.seed, jobs[i].instance, jobs[i].variant));
+    }
     gp.max_tokens = jobs[b].max_tokens;
     std::vector<reader::Generation> gens;
     auto t0 = std::chrono::steady_clock::now();
@@ -104,7 +115,10 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
           r.timings_ms["batch_total"] = batch_ms;
         } else {
           auto t1 = std::chrono::steady_clock::now();
-          g = reader.generate(j.prompt, gp);
+          reader::GenerateParams one = gp;
+          one.seeds.clear();
+          one.seed = gp.seeds[i - b];
+          g = reader.generate(j.prompt, one);
           r.timings_ms["total"] =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1)
                   .count();

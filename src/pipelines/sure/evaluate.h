@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipelines/sure/metrics.h"
@@ -43,6 +44,13 @@ struct EvalOptions {
   reader::Reader* judge = nullptr;
   int judge_max_tokens = 256;
 };
+
+// The sampler seed of one row (instance, variant) of a run seeded `seed`:
+//   (splitmix64_mix(seed XOR fnv1a64(instance + '\0' + variant))) >> 33   (base/stable_hash.h)
+// so a row samples the same tokens whichever rows ran before it or beside it in a batch (a study
+// split with --shard and merged equals one run). 31 bits, so the value fits the `seed` field of
+// every OpenAI-compatible server (llama-server keeps 32 bits), which receives the same seed.
+uint64_t row_seed(uint64_t seed, std::string_view instance, std::string_view variant);
 
 // The RAG prompt P = (I, G, Q).
 std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,

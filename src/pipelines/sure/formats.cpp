@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "pipelines/sure/format_parsers.h"
 
 namespace ragform::sure {
@@ -342,7 +343,7 @@ ParsedDoc validate_format(DocFormat format, std::string_view doc) {
       try {
         j = nlohmann::json::parse(doc);
       } catch (const nlohmann::json::exception& e) {
-        fail("json", e.what());
+        fail("json", json_error_text(e.what()));
       }
       if (!j.is_object() || j.size() != 2 || !j.contains("title") || !j.contains("text") ||
           !j["title"].is_string() || !j["text"].is_string())

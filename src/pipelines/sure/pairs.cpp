@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "pipelines/sure/taxonomy.h"
 
 namespace ragform::sure {
@@ -86,7 +87,7 @@ std::vector<Pair> read_pairs(const std::string& path) {
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      throw Error(where, std::string("bad JSON: ") + e.what());
+      throw Error(where, "bad JSON: " + json_error_text(e.what()));
     }
     out.push_back(pair_from_json(j, where));
   }
