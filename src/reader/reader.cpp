@@ -1,5 +1,9 @@
 #include "reader/reader.h"
 
+#include <chrono>
+
+#include "base/error.h"
+
 #include "base/error.h"
 
 namespace ragform::reader {
@@ -15,6 +19,45 @@ std::vector<Generation> Reader::generate_batch(const std::vector<std::string>& p
   for (size_t i = 0; i < prompts.size(); ++i) {
     one.seed = p.seeds.empty() ? p.seed + i : p.seeds[i];
     out.push_back(generate(prompts[i], one));
+  }
+  return out;
+}
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+std::vector<Attempt> generate_each(Reader& r, const std::vector<std::string>& prompts,
+                                   const GenerateParams& p) {
+  std::vector<Attempt> out(prompts.size());
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    std::vector<Generation> gens = r.generate_batch(prompts, p);
+    if (gens.size() == prompts.size()) {
+      const double ms = ms_since(t0);
+      for (size_t i = 0; i < gens.size(); ++i) {
+        out[i].gen = std::move(gens[i]);
+        out[i].ms = ms;
+        out[i].batched = true;
+      }
+      return out;
+    }
+  } catch (const Error&) {
+    // Retried one by one below: the error belongs to one prompt, or to all of them.
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerateParams one = p;
+    one.seeds.clear();
+    if (i < p.seeds.size()) one.seed = p.seeds[i];
+    t0 = std::chrono::steady_clock::now();
+    try {
+      out[i].gen = r.generate(prompts[i], one);
+    } catch (const Error& e) {
+      out[i].error = e.what();
+    }
+    out[i].ms = ms_since(t0);
   }
   return out;
 }

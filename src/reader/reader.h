@@ -12,6 +12,7 @@
 // chat mode, in which case the text is the user turn of the model's chat template.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,5 +103,21 @@ class Reader {
   // Number of prompt tokens the reader would feed (for budgets and reports).
   virtual int count_tokens(const std::string& prompt) = 0;
 };
+
+// One prompt's outcome in a study: its generation, or the reader's error (a failed request, a
+// prompt over the context), which studies store as an unmeasured row before going on.
+struct Attempt {
+  std::optional<Generation> gen;
+  std::string error;  // set when gen is empty
+  double ms = 0;      // wall time of the batch (batched) or of this prompt alone
+  bool batched = false;
+};
+
+// Generates every prompt: as one batch first; when the batch fails, each prompt alone (with its
+// own seed from p.seeds, when given), so one bad prompt fails alone. Only ragform::Error (a
+// reader's or a server's failure) becomes a per-prompt error; anything else (std::bad_alloc, a
+// programming error) propagates to the caller.
+std::vector<Attempt> generate_each(Reader& r, const std::vector<std::string>& prompts,
+                                   const GenerateParams& p);
 
 }  // namespace ragform::reader

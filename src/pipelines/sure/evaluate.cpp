@@ -91,45 +91,29 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
       gp.seeds.push_back(row_seed(opt.seed, jobs[i].instance, jobs[i].variant));
     }
     gp.max_tokens = jobs[b].max_tokens;
-    std::vector<reader::Generation> gens;
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      gens = reader.generate_batch(ps, gp);
-    } catch (const std::exception&) {
-      gens.clear();
-    }
-    double batch_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const std::vector<reader::Attempt> gens = reader::generate_each(reader, ps, gp);
+    double batch_ms = 0;
     for (size_t i = b; i < e; ++i) {
       Job& j = jobs[i];
+      const reader::Attempt& at = gens[i - b];
+      batch_ms = at.batched ? at.ms : batch_ms + at.ms;
       store::Result r;
       r.run = run;
       r.instance = j.instance;
       r.variant = j.variant;
       r.prompt = j.prompt;
       r.extra = j.extra;
+      r.timings_ms[at.batched ? "batch_total" : "total"] = at.ms;
       try {
-        reader::Generation g;
-        if (gens.size() == ps.size()) {
-          g = gens[i - b];
-          r.timings_ms["batch_total"] = batch_ms;
-        } else {
-          auto t1 = std::chrono::steady_clock::now();
-          reader::GenerateParams one = gp;
-          one.seeds.clear();
-          one.seed = gp.seeds[i - b];
-          g = reader.generate(j.prompt, one);
-          r.timings_ms["total"] =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1)
-                  .count();
-        }
+        if (!at.gen) throw Error(at.error);
+        const reader::Generation& g = *at.gen;
         r.output = g.text;
         r.prompt_tokens = g.prompt_tokens;
         stats.prompt_tokens += g.prompt_tokens;
         r.extra["finish_reason"] = g.finish_reason;
-        finish(j, r);
+        finish(j, r);  // grading; a judge's failure also leaves the row unmeasured
         ++stats.generated;
-      } catch (const std::exception& ex) {
+      } catch (const Error& ex) {
         r.status = store::Status::unmeasured;
         r.error = ex.what();
         r.correct.reset();

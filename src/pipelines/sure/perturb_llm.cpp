@@ -133,21 +133,15 @@ std::vector<Perturbation> run_llm_perturbations(reader::Reader& reader, const Pr
     size_t e = std::min(reqs.size(), b + B);
     std::vector<std::string> ps;
     for (size_t i = b; i < e; ++i) ps.push_back(llm_prompt(prompts, reqs[i]));
-    std::vector<reader::Generation> gens;
-    try {
-      gens = reader.generate_batch(ps, gp);
-    } catch (const std::exception&) {
-      gens.clear();  // retry one by one so one bad prompt fails alone
-    }
+    const std::vector<reader::Attempt> gens = reader::generate_each(reader, ps, gp);
     for (size_t i = b; i < e; ++i) {
-      try {
-        std::string text =
-            gens.size() == ps.size() ? gens[i - b].text : reader.generate(ps[i - b], gp).text;
-        out[i] = parse_llm_output(reqs[i], text);
-      } catch (const std::exception& ex) {
+      const reader::Attempt& at = gens[i - b];
+      if (!at.gen) {
         out[i].failed = true;
-        out[i].note = std::string("reader error: ") + ex.what();
+        out[i].note = "reader error: " + at.error;
+        continue;
       }
+      out[i] = parse_llm_output(reqs[i], at.gen->text);
     }
   }
   return out;

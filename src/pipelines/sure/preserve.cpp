@@ -133,19 +133,10 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
     }
     std::vector<std::string> outs(ps.size());
     std::vector<bool> ok(ps.size(), true);
-    std::vector<reader::Generation> gens;
-    try {
-      gens = nli_reader->generate_batch(ps, gp);
-    } catch (const std::exception&) {
-      gens.clear();
-    }
+    const std::vector<reader::Attempt> gens = reader::generate_each(*nli_reader, ps, gp);
     for (size_t q = 0; q < ps.size(); ++q) {
-      try {
-        outs[q] = gens.size() == ps.size() ? gens[q].text : nli_reader->generate(ps[q], gp).text;
-      } catch (const std::exception& ex) {
-        ok[q] = false;
-        outs[q] = ex.what();
-      }
+      ok[q] = gens[q].gen.has_value();
+      outs[q] = ok[q] ? gens[q].gen->text : gens[q].error;
     }
     for (size_t t = b; t < e; ++t) {
       size_t q = 2 * (t - b);
