@@ -6,7 +6,8 @@
 //   3. sure perturb | sure filter | sure eval  rule-based perturbations (logic, format, metadata)
 //   of
 //                                              story-needle items and NQ passages, RR/WR/LR
-//   4. Spotlight selection + recall@K on HotpotQA dev with GloVe vectors (report/spotlight_runs.h:
+//   4. Spotlight selection + recall@K on HotpotQA dev with GloVe vectors
+//   (pipelines/spotlight/run.h:
 //      `spotlight eval` keeps no store, so the demo writes its rows with the same library calls)
 //   5. report                                  one self-contained HTML page
 // Outputs: ./ragform-demo.sqlite and ./ragform-demo.html (or --out-dir); intermediate files go to
@@ -30,8 +31,8 @@
 #include "eval/datasets.h"
 #include "pipelines/cnorm/tasks.h"
 #include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/run.h"
 #include "ragform_version.h"
-#include "report/spotlight_runs.h"
 #include "store/run_store.h"
 
 namespace ragform::cli {
@@ -259,14 +260,14 @@ int run_demo(const std::vector<std::string>& argv) {
   auto recs = eval::load_qa_file(hotpot, lo).records;
   auto wv = spotlight::WordVectors::load(glove);
   spotlight::StaticEncoder enc(wv);
-  report::SpotlightRunOptions so;
+  spotlight::RunOptions so;
   so.input_path = hotpot;
   so.vectors_path = glove;
   so.params = spotlight::default_score_params();  // what `spotlight select` uses with no flags
   so.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   {
     store::RunStore st(db);
-    auto ss = report::store_spotlight_eval(st, recs, enc, so);
+    auto ss = spotlight::run_eval(st, recs, enc, so);
     std::fprintf(stderr, "spotlight: %zu questions (%zu rows written, %zu reused, %zu skipped)\n",
                  ss.questions, ss.written, ss.reused, ss.skipped);
     // 5. The report.

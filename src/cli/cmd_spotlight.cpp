@@ -18,8 +18,11 @@
 #include "eval/stats.h"
 #include "pipelines/spotlight/encoder.h"
 #include "pipelines/spotlight/evaluate.h"
+#include "pipelines/spotlight/run.h"
 #include "pipelines/spotlight/scoring.h"
 #include "pipelines/spotlight/select.h"
+#include "ragform_version.h"
+#include "store/run_store.h"
 #include "text/metrics.h"
 #include "text/sentences.h"
 
@@ -239,6 +242,40 @@ struct Row {
   std::vector<double> recalls;
 };
 
+// `spotlight eval --store`: the pipeline's runner (spotlight/run.h) writes the rows; the summary
+// printed is the run's mean recall per method over every stored question (resumed ones too).
+int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& recs,
+                    TokenEncoder& enc, const EncoderFlags& ef, const ScoreParams& params, int K,
+                    uint64_t seed, const std::string& input, bool json) {
+  store::RunStore st(path);
+  RunOptions o;
+  o.K = K;
+  o.recall_ks = {K};
+  o.params = params;
+  o.seed = seed;
+  o.input_path = input;
+  o.vectors_path = ef.encoder.value == "static" ? ef.vectors.value : "";
+  o.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  const RunSummary sum = run_eval(st, recs, enc, o);
+  std::fprintf(stderr,
+               "spotlight eval: run %lld in %s: %zu questions (%zu without resolvable gold "
+               "skipped), %zu rows written, %zu reused\n",
+               static_cast<long long>(sum.run), path.c_str(), sum.questions, sum.skipped,
+               sum.written, sum.reused);
+  for (const auto& [key, mean] : sum.mean_recall) {
+    const std::string method = key.substr(0, key.find('@'));
+    std::fprintf(stderr, "%-10s recall%s = %.4f\n", method.c_str(),
+                 key.substr(key.find('@')).c_str(), mean);
+    if (json)
+      print_json_line(ojson{{"kind", "recall"},
+                            {"method", method},
+                            {"K", K},
+                            {"recall", f9(mean)},
+                            {"run", sum.run}});
+  }
+  return 0;
+}
+
 int run_eval(const std::vector<std::string>& argv) {
   Args a(
       "spotlight eval",
@@ -259,8 +296,16 @@ int run_eval(const std::vector<std::string>& argv) {
                         .range(1, kMaxInt);
   auto& limit = a.opt<int>("--limit", "N", "use the first N questions (0 = all)", 0);
   auto& json = a.flag("--json", "one JSON object per result line on stdout");
+  auto& store_path = a.opt<std::string>(
+      "--store", "FILE",
+      "keep every question's rankings and recall@K in this run store (resumable: questions "
+      "already stored are not recomputed); prints the run's mean recall per method",
+      "");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  if (store_path.seen && (sweeps.value || generate.value))
+    throw UsageError("--store",
+                     "stores the main comparison only: leave out --sweeps and --generate");
   const Shard shard = shard_f.shard();
   const ScoreParams base = sf.params();
   const int K = sf.K.value;
@@ -269,6 +314,9 @@ int run_eval(const std::vector<std::string>& argv) {
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
+  if (store_path.seen)
+    return eval_into_store(store_path.value, recs, enc, ef, base, K, uint64_t(seed.value),
+                           input.value, json.value);
 
   // Configurations: (group, name, params, K).
   struct Config {

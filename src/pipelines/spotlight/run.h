@@ -1,7 +1,8 @@
-// Writes SpotlightRAG evidence-selection results into a run store (pipeline "spotlight eval") in
-// the layout the report's Spotlight section reads, so `ragform demo` leaves them beside the
-// C-NORM and SURE runs. `ragform spotlight eval` prints its numbers but keeps no store; this
-// uses the same library calls (spotlight/evaluate.h, scoring.h, select.h) per question.
+// SpotlightRAG's store-backed runner (the shape every pipeline has: run_*(..., RunStore&,
+// options) -> summary): evidence-selection results in a run store (pipeline "spotlight eval"), in
+// the layout the report's Spotlight section reads. Used by `ragform spotlight eval --store` and
+// `ragform demo`; the same library calls (evaluate.h, scoring.h, select.h) per question as the
+// store-less `spotlight eval`.
 //
 // Rows: instance = question id, variant = ranking method (spotlight, lead, lead-doc, random, bm25
 // as in evaluate.h), scores {"recall@K": ...} for every K of recall_ks, no correctness (nothing is
@@ -21,25 +22,23 @@
 #include "pipelines/spotlight/scoring.h"
 #include "store/run_store.h"
 
-namespace ragform::report {
+namespace ragform::spotlight {
 
-struct SpotlightRunOptions {
+struct RunOptions {
   int K = 6;                         // sentences selected for the prompt
   std::vector<int> recall_ks{2, 6};  // recall@K columns
-  spotlight::ScoreParams params;     // k, lambda, alpha
+  ScoreParams params;                // k, lambda, alpha
   uint64_t seed = 1;                 // random baseline (as `spotlight eval --seed`)
   std::string input_path, vectors_path, tool_version;
 };
 
-struct SpotlightRunStats {
+struct RunSummary {
   int64_t run = 0;
   size_t questions = 0, skipped = 0, written = 0, reused = 0;
   std::map<std::string, double> mean_recall;  // "<method>@<K>" over the run's stored rows
 };
 
-SpotlightRunStats store_spotlight_eval(store::RunStore& st,
-                                       const std::vector<eval::QaRecord>& records,
-                                       spotlight::TokenEncoder& enc,
-                                       const SpotlightRunOptions& opt);
+RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& records,
+                    TokenEncoder& enc, const RunOptions& opt);
 
-}  // namespace ragform::report
+}  // namespace ragform::spotlight

@@ -1,4 +1,4 @@
-#include "report/spotlight_runs.h"
+#include "pipelines/spotlight/run.h"
 
 #include <algorithm>
 #include <functional>
@@ -10,13 +10,10 @@
 #include "pipelines/spotlight/select.h"
 #include "store/sha256.h"
 
-namespace ragform::report {
+namespace ragform::spotlight {
 
-using namespace ragform::spotlight;
-
-SpotlightRunStats store_spotlight_eval(store::RunStore& st,
-                                       const std::vector<eval::QaRecord>& records,
-                                       TokenEncoder& enc, const SpotlightRunOptions& opt) {
+RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& records,
+                    TokenEncoder& enc, const RunOptions& opt) {
   if (opt.K < 1) throw Error("spotlight eval", "K must be >= 1");
   if (opt.recall_ks.empty()) throw Error("spotlight eval", "no recall@K given");
   store::RunConfig rc;
@@ -40,7 +37,7 @@ SpotlightRunStats store_spotlight_eval(store::RunStore& st,
   rc.reader = "none";
   rc.chat_mode = "none";
   rc.seed = int64_t(opt.seed);
-  SpotlightRunStats stats;
+  RunSummary stats;
   stats.run = st.begin_run(rc);
   auto done = st.done_keys(stats.run);
   const char* methods[] = {"spotlight", "lead", "lead-doc", "random", "bm25"};
@@ -121,4 +118,4 @@ SpotlightRunStats store_spotlight_eval(store::RunStore& st,
   return stats;
 }
 
-}  // namespace ragform::report
+}  // namespace ragform::spotlight

@@ -1,11 +1,13 @@
-// The Spotlight rows the demo stores (report/spotlight_runs.h) against `ragform spotlight eval`:
+// The Spotlight rows the demo stores (pipelines/spotlight/run.h) against `ragform spotlight eval`:
 // on the first 30 HotpotQA dev questions with GloVe, the mean recall@6 of every method in the
 // store equals the recall the command prints, the spotlight rows carry the selection with its
 // matches, and a second call reuses every row.
-#include "report/spotlight_runs.h"
+#include "pipelines/spotlight/run.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "eval/datasets.h"
@@ -24,9 +26,9 @@ TEST(SpotlightRuns, MatchesSpotlightEvalAndResumes) {
   spotlight::StaticEncoder enc(wv);
   fs::path db = ragform::testing::temp_dir("spotlight-runs") / "s.sqlite";
   store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
-  report::SpotlightRunOptions opt;
+  spotlight::RunOptions opt;
   opt.recall_ks = {2, 6};
-  auto stats = report::store_spotlight_eval(st, recs, enc, opt);
+  auto stats = spotlight::run_eval(st, recs, enc, opt);
   EXPECT_EQ(stats.questions + stats.skipped, 30u);
   EXPECT_EQ(stats.written, stats.questions * 5);
 
@@ -65,9 +67,48 @@ TEST(SpotlightRuns, MatchesSpotlightEvalAndResumes) {
   });
   EXPECT_EQ(rows, stats.questions);
 
-  auto again = report::store_spotlight_eval(st, recs, enc, opt);
+  auto again = spotlight::run_eval(st, recs, enc, opt);
   EXPECT_EQ(again.run, stats.run);
   EXPECT_EQ(again.written, 0u);
   EXPECT_EQ(again.reused, stats.written);
   EXPECT_EQ(again.mean_recall, stats.mean_recall);
+}
+
+// `ragform spotlight eval --store` runs the same runner, resumes after being stopped part-way
+// (here: a first call over 10 questions, then the full 20: only the new 10 are computed), and its
+// printed means equal the store-less command's.
+TEST(SpotlightRuns, EvalStoreFlagResumes) {
+  REQUIRE_SHARED(hotpot, "data/hotpotqa-distractor/dev.jsonl");
+  REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
+  const fs::path db = ragform::testing::temp_dir("spotlight-store-flag") / "s.sqlite";
+  const std::string base = "spotlight eval --input '" + hotpot.string() + "' --vectors '" +
+                           glove.string() + "' --json --store '" + db.string() + "'";
+  auto first = ragform::testing::run_ragform(base + " --limit 10");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto second = ragform::testing::run_ragform(base + " --limit 20");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  auto plain =
+      ragform::testing::run_ragform("spotlight eval --input '" + hotpot.string() + "' --vectors '" +
+                                    glove.string() + "' --limit 20 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::map<std::string, double> stored, printed;
+  for (const auto& j : ragform::testing::json_lines(second.out))
+    if (j.value("kind", "") == "recall") stored[j["method"].get<std::string>()] = j["recall"];
+  for (const auto& j : ragform::testing::json_lines(plain.out))
+    if (j.value("kind", "") == "recall" && j.value("group", "") == "main")
+      printed[j["method"].get<std::string>()] = j["recall"];
+  ASSERT_EQ(stored.size(), 5u) << second.out;
+  for (const auto& [m, v] : stored) EXPECT_NEAR(v, printed.at(m), 1e-8) << m;
+  // The second call computed only the questions the first did not store.
+  size_t first_written = 0, second_reused = 0;
+  EXPECT_EQ(std::sscanf(first.err.c_str(), "%*[^,], %zu rows written", &first_written), 1)
+      << first.err;
+  const auto at = second.err.find("rows written, ");
+  ASSERT_NE(at, std::string::npos) << second.err;
+  EXPECT_EQ(std::sscanf(second.err.c_str() + at, "rows written, %zu reused", &second_reused), 1);
+  EXPECT_EQ(second_reused, first_written);
+  EXPECT_GT(first_written, 0u);
+  // --sweeps and --generate are not stored: refused with --store.
+  auto bad = ragform::testing::run_ragform(base + " --limit 2 --sweeps");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
