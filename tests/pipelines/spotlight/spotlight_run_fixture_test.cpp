@@ -100,12 +100,18 @@ TEST(SpotlightRuns, EvalStoreFlagResumes) {
   ASSERT_EQ(stored.size(), 5u) << second.out;
   for (const auto& [m, v] : stored) EXPECT_NEAR(v, printed.at(m), 1e-8) << m;
   // The second call computed only the questions the first did not store.
-  size_t first_written = 0, second_reused = 0;
-  EXPECT_EQ(std::sscanf(first.err.c_str(), "%*[^,], %zu rows written", &first_written), 1)
-      << first.err;
-  const auto at = second.err.find("rows written, ");
-  ASSERT_NE(at, std::string::npos) << second.err;
-  EXPECT_EQ(std::sscanf(second.err.c_str() + at, "rows written, %zu reused", &second_reused), 1);
+  // "..., N rows written, M reused" on stderr.
+  auto counts = [](const std::string& err) {
+    size_t written = 0, reused = 0;
+    const auto at = err.rfind(", ", err.find(" rows written, "));
+    EXPECT_NE(at, std::string::npos) << err;
+    if (at != std::string::npos)
+      EXPECT_EQ(std::sscanf(err.c_str() + at, ", %zu rows written, %zu reused", &written, &reused),
+                2)
+          << err;
+    return std::make_pair(written, reused);
+  };
+  const size_t first_written = counts(first.err).first, second_reused = counts(second.err).second;
   EXPECT_EQ(second_reused, first_written);
   EXPECT_GT(first_written, 0u);
   // --sweeps and --generate are not stored: refused with --store.
