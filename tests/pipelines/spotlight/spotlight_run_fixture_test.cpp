@@ -105,10 +105,11 @@ TEST(SpotlightRuns, EvalStoreFlagResumes) {
     size_t written = 0, reused = 0;
     const auto at = err.rfind(", ", err.find(" rows written, "));
     EXPECT_NE(at, std::string::npos) << err;
-    if (at != std::string::npos)
+    if (at != std::string::npos) {
       EXPECT_EQ(std::sscanf(err.c_str() + at, ", %zu rows written, %zu reused", &written, &reused),
                 2)
           << err;
+    }
     return std::make_pair(written, reused);
   };
   const size_t first_written = counts(first.err).first, second_reused = counts(second.err).second;
