@@ -22,9 +22,9 @@ std::string PromptSet::identity(const std::string& name) const {
 }
 
 std::string default_prompts_dir() {
-  fs::path here(__FILE__);  // <src>/src/pipelines/sure/prompts.cpp
-  return (here.parent_path().parent_path().parent_path().parent_path() / "prompts" / "sure")
-      .string();
+  // The source tree's prompts/sure, recorded by CMake as an absolute path (not derived from
+  // __FILE__, which a compiler launcher may make relative to the build directory).
+  return RAGFORM_SOURCE_PROMPTS;
 }
 
 PromptSet load_prompts(const std::string& dir_in) {

@@ -9,8 +9,8 @@
 //   chain_of_note                 Chain-of-Note instruction (Table 5 baseline)
 //   closed_book                   closed-book answering for Known/Unknown (3.3)
 //   judge                         LLM-as-judge (Appendix G), two demonstrations, CoT verdict
-// The default directory is found relative to this source file (__FILE__), i.e. the source tree the
-// binary was built from; a prompt's identity in run stores is "<name>.v<N>" plus the SHA-256 of its
+// The default directory is the source tree's prompts/sure (an absolute path recorded by CMake),
+// i.e. the source tree the binary was built from; a prompt's identity in run stores is "<name>.v<N>" plus the SHA-256 of its
 // text, so a changed prompt never resumes an old run.
 #pragma once
 #include <map>
@@ -27,7 +27,7 @@ struct PromptSet {
   std::string identity(const std::string& name) const;
 };
 
-// <source tree>/prompts/sure, from __FILE__.
+// <source tree>/prompts/sure, recorded at configure time.
 std::string default_prompts_dir();
 
 // Loads the highest version of every required prompt in `dir` (empty = default). Throws Error
