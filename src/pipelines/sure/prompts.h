@@ -10,8 +10,8 @@
 //   closed_book                   closed-book answering for Known/Unknown (3.3)
 //   judge                         LLM-as-judge (Appendix G), two demonstrations, CoT verdict
 // The default directory is the source tree's prompts/sure (an absolute path recorded by CMake),
-// i.e. the source tree the binary was built from; a prompt's identity in run stores is "<name>.v<N>" plus the SHA-256 of its
-// text, so a changed prompt never resumes an old run.
+// i.e. the source tree the binary was built from; a prompt's identity in run stores is
+// "<name>.v<N>" plus the SHA-256 of its text, so a changed prompt never resumes an old run.
 #pragma once
 #include <map>
 #include <string>
