@@ -18,20 +18,18 @@ Truncate parse_truncate(const std::string& name) {
   throw UsageError("truncate", "unknown mode '" + name + "' (right or error)");
 }
 
-EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_max, Truncate trunc,
-                           int n_token_types, const std::string_view* b) {
+namespace {
+EncoderInput make_input(const tok::Tokenizer& tok, std::string_view a, int n_max, Truncate trunc,
+                        int n_token_types, const std::string_view* b) {
   // The tokenizer adds the specials the vocabulary asks for ([CLS] ... [SEP] for WordPiece):
   // split them off so the pieces can be truncated and a pair assembled around them.
-  std::vector<int32_t> ids = tok.encode(a, /*add_special=*/true, /*parse_special=*/false);
-  std::vector<int32_t> head, tail;
-  if (tok.add_bos() && !ids.empty()) {
-    head.push_back(ids.front());
-    ids.erase(ids.begin());
-  }
-  if (tok.add_eos() && !ids.empty()) {
-    tail.push_back(ids.back());
-    ids.pop_back();
-  }
+  // The specials alone are what an empty text encodes to: [CLS] [SEP] for WordPiece (llama.cpp
+  // adds [SEP] through its add_sep flag, not add_eos), the BOS first when there is one.
+  const std::vector<int32_t> specials = tok.encode("", /*add_special=*/true, false);
+  const size_t n_head = tok.add_bos() && !specials.empty() ? 1 : 0;
+  const std::vector<int32_t> head(specials.begin(), specials.begin() + std::ptrdiff_t(n_head));
+  const std::vector<int32_t> tail(specials.begin() + std::ptrdiff_t(n_head), specials.end());
+  std::vector<int32_t> ids = tok.encode(a, /*add_special=*/false, /*parse_special=*/false);
   std::vector<int32_t> ids_b;
   if (b) ids_b = tok.encode(*b, /*add_special=*/false, /*parse_special=*/false);
 
@@ -69,6 +67,17 @@ EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_
     }
   }
   return in;
+}
+}  // namespace
+
+EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_max,
+                           Truncate trunc) {
+  return make_input(tok, a, n_max, trunc, 0, nullptr);
+}
+
+EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::string_view a, std::string_view b,
+                                int n_max, Truncate trunc, int n_token_types) {
+  return make_input(tok, a, n_max, trunc, n_token_types, &b);
 }
 
 void l2_normalize(std::vector<float>& v) {

@@ -37,12 +37,15 @@ struct EncoderInput {
 enum class Truncate { Right, Error };
 Truncate parse_truncate(const std::string& name);  // "right" | "error", throws UsageError
 
-// `[CLS] a [SEP]` (as the tokenizer adds its specials), or for a pair `[CLS] a [SEP] b [SEP]` with
-// type 1 on b's pieces and its [SEP] when the model has n_token_types >= 2. Inputs longer than
-// n_max tokens: Truncate::Right drops word-pieces at the end (of the longer segment first, for a
-// pair: HF's longest_first) and sets `truncated`; Truncate::Error throws Error("encoder", ...).
-EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_max, Truncate trunc,
-                           int n_token_types = 0, const std::string_view* b = nullptr);
+// `[CLS] a [SEP]` as the tokenizer adds its specials. Inputs longer than n_max tokens:
+// Truncate::Right drops word-pieces at the end (keeping [SEP]) and sets `truncated`;
+// Truncate::Error throws Error("encoder", ...). n_max <= 0: no limit.
+EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_max,
+                           Truncate trunc);
+// `[CLS] a [SEP] b [SEP]`, with type 1 on b's pieces and its [SEP] when the model has
+// n_token_types >= 2 (else all 0). Truncation trims the longer segment first (HF's longest_first).
+EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::string_view a, std::string_view b,
+                                int n_max, Truncate trunc, int n_token_types);
 
 struct EncoderOutput {
   int n_tokens = 0;

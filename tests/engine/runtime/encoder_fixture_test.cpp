@@ -50,8 +50,7 @@ TEST_P(EncoderFixture, MatchesLlamaCpp) {
   auto tok = tok::Tokenizer::from_gguf(m->file());
   const std::string prompt = meta["prompt"].get<std::string>();
   const auto ids = meta["prompt_ids"].get<std::vector<int32_t>>();
-  EncoderInput in =
-      encoder_input(*tok, prompt, m->hp().n_ctx_train, Truncate::Error, m->hp().n_token_types);
+  EncoderInput in = encoder_input(*tok, prompt, m->hp().n_ctx_train, Truncate::Error);
   ASSERT_EQ(in.tokens, ids);
 
   const model::Pooling pooling = model::parse_pooling(meta["settings"]["pooling"]);
