@@ -12,16 +12,47 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/reader_flags.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/bert.h"
 #include "engine/model/model.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/spotlight/encoder.h"
+#include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
+#include "server/api_encoder.h"
 #include "server/engine.h"
 #include "server/http.h"
 
 namespace ragform::cli {
 namespace {
+
+// Binds, serves until SIGTERM / SIGINT (blocked in every thread by the caller, waited for here by
+// one thread with sigwait), and returns once the server has stopped.
+void serve_until_signal(server::HttpServer& http, const std::string& what, const std::string& host,
+                        sigset_t sigs) {
+  int bound = http.bind();
+  std::fprintf(stderr, "ragform serve: %s listening on http://%s:%d\n", what.c_str(), host.c_str(),
+               bound);
+  std::fflush(stderr);
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (served) return;  // woken by ourselves after serve() returned
+    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", sig);
+    http.stop();
+  });
+  http.serve();
+  // serve() may also return on its own (listen error): wake the waiter so it can be joined.
+  served = true;
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+}
+
+bool is_encoder_model(const std::string& path) {
+  return model::is_encoder_file(*gguf::File::open(path));
+}
 
 int run_serve(const std::vector<std::string>& argv) {
   Args a(
@@ -29,7 +60,9 @@ int run_serve(const std::vector<std::string>& argv) {
       "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,\n"
       "POST /v1/score, POST /v1/attention, POST /v1/rag/normalize (C-NORM), POST "
       "/v1/rag/spotlight\n"
-      "(SpotlightRAG) (docs/server.md). Up to --batch completions share every forward pass, a new\n"
+      "(SpotlightRAG) (docs/server.md). An encoder model (bert: embeddings, rerankers) answers\n"
+      "POST /v1/embeddings and POST /v1/rerank instead (docs/encoders.md). Up to --batch "
+      "completions share every forward pass, a new\n"
       "request joining at the next token; stream: true sends tokens as they are generated. Stops\n"
       "cleanly on SIGTERM / SIGINT.");
   ReaderFlags rf(a);
@@ -94,6 +127,25 @@ int run_serve(const std::vector<std::string>& argv) {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+  if (is_encoder_model(rf.model.value)) {
+    // An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
+    ThreadPool pool(rf.threads.value);
+    reader::NativeEncoder enc(rf.model.value, pool);
+    server::EncoderApiOptions eo;
+    eo.model_id =
+        alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
+    eo.api_key = key.value;
+    server::EncoderApi api(enc, eo);
+    server::HttpOptions ho;
+    ho.host = host.value;
+    ho.port = port.value;
+    ho.max_body = size_t(max_body.value);
+    ho.threads = std::max(16, queue.value + 4);
+    server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
+    serve_until_signal(http, "encoder '" + eo.model_id + "'", host.value, sigs);
+    std::fprintf(stderr, "ragform serve: stopped\n");
+    return 0;
+  }
   auto reader = rf.open_native();
   int n_layer = int(reader->model().hp().n_layer);
   if (spot_enc.value == "hidden" && (spot_layer.value < 0 || spot_layer.value > n_layer))
@@ -125,24 +177,7 @@ int run_serve(const std::vector<std::string>& argv) {
   ho.max_body = size_t(max_body.value);
   ho.threads = std::max(16, queue.value + 4);
   server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
-  int bound = http.bind();
-  std::fprintf(stderr, "ragform serve: model '%s' listening on http://%s:%d\n", ao.model_id.c_str(),
-               host.value.c_str(), bound);
-  std::fflush(stderr);
-
-  std::atomic<bool> served{false};
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    if (served) return;  // woken by ourselves after serve() returned
-    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", sig);
-    http.stop();
-  });
-  http.serve();
-  // serve() may also return on its own (listen error): wake the waiter so it can be joined.
-  served = true;
-  pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
+  serve_until_signal(http, "model '" + ao.model_id + "'", host.value, sigs);
   engine.stop();
   auto st = engine.stats();
   std::fprintf(stderr,
