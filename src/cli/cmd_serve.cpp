@@ -93,7 +93,11 @@ int run_serve(const std::vector<std::string>& argv) {
       "--vectors", "FILE", "word vectors JSON {word: [floats]} for /v1/rag/spotlight", "");
   auto& spot_enc = a.opt<std::string>(
       "--spotlight-encoder", "NAME",
-      "/v1/rag/spotlight encoder: static (--vectors) or hidden (the served model)", "static");
+      "/v1/rag/spotlight encoder: static (--vectors), hidden (the served model) or model "
+      "(--encoder-model)",
+      "static");
+  auto& enc_model = a.opt<std::string>("--encoder-model", "FILE",
+                                       "encoder GGUF (bert) for --spotlight-encoder model", "");
   auto& spot_layer =
       a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
   if (!a.parse(argv)) return 0;
@@ -103,9 +107,11 @@ int run_serve(const std::vector<std::string>& argv) {
     throw UsageError("serve", "--queue and --batch must be >= 1, --max-tokens >= 0");
   if (pace.value < 0 || pace.value > 10000)
     throw UsageError("serve", "--pace-ms must be in 0..10000");
-  if (spot_enc.value != "static" && spot_enc.value != "hidden")
-    throw UsageError("serve",
-                     "--spotlight-encoder must be static or hidden, got '" + spot_enc.value + "'");
+  if (spot_enc.value != "static" && spot_enc.value != "hidden" && spot_enc.value != "model")
+    throw UsageError("serve", "--spotlight-encoder must be static, hidden or model, got '" +
+                                  spot_enc.value + "'");
+  if ((spot_enc.value == "model") != !enc_model.value.empty())
+    throw UsageError("serve", "--spotlight-encoder model and --encoder-model FILE go together");
   // Loaded before the model, so a bad file fails fast.
   std::string profile_json;
   if (!cnorm_profile.value.empty()) {
@@ -170,6 +176,11 @@ int run_serve(const std::vector<std::string>& argv) {
   ao.vectors = wv;
   ao.spotlight_encoder = spot_enc.value;
   ao.spotlight_layer = spot_layer.value;
+  std::unique_ptr<ThreadPool> enc_pool;
+  if (!enc_model.value.empty()) {
+    enc_pool = std::make_unique<ThreadPool>(rf.threads.value);
+    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(enc_model.value, *enc_pool);
+  }
   server::Api api(*reader, engine, ao);
   server::HttpOptions ho;
   ho.host = host.value;

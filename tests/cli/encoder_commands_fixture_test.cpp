@@ -176,3 +176,24 @@ TEST(EncoderCommands, UsageErrors) {
 }
 
 }  // namespace
+
+namespace {
+TEST(EncoderCommands, SpotlightRunsWithAnEncoderModel) {
+  REQUIRE_SHARED(data, "data/hotpotqa-distractor/dev.jsonl");
+  const std::string enc =
+      " --encoder model --encoder-model " + quoted(shared_path("fixtures/models/tiny-bert.gguf"));
+  auto r = run_ragform("spotlight select --input " + quoted(data) + " --limit 2 --json" + enc);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ragform::testing::json_lines(r.out).size(), 2u);
+  EXPECT_NE(r.err.find("encoder model:"), std::string::npos) << r.err;
+  auto e = run_ragform("spotlight eval --input " + quoted(data) + " --limit 3 --json" + enc);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  bool recall = false;
+  for (const auto& j : ragform::testing::json_lines(e.out))
+    recall |= j.value("method", "") == "spotlight";
+  EXPECT_TRUE(recall) << e.out;
+  // The flag pair is checked.
+  EXPECT_EQ(run_ragform("spotlight select --input " + quoted(data) + " --encoder model").exit_code,
+            2);
+}
+}  // namespace

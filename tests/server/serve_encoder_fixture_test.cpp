@@ -121,5 +121,21 @@ TEST(ServeEncoder, EmbeddingsAndRerankShapesErrorsAndRemoteEncoder) {
   EXPECT_EQ(cls.stop(), 0);
 }
 
+TEST(ServeEncoder, SpotlightWithAnEncoderModel) {
+  REQUIRE_SHARED(reader_model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(bert, "fixtures/models/tiny-bert.gguf");
+  ServeProcess s({"-m", reader_model.string(), "-t", "1", "--spotlight-encoder", "model",
+                  "--encoder-model", bert.string()});
+  auto r = post(
+      s, "/v1/rag/spotlight",
+      R"({"question": "Where does Nessie live?", "K": 1, "documents": [{"title": "N", "text": "Nessie lives in Loch Ness. Tokyo is far away."}]})");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  ASSERT_TRUE(j.contains("selected")) << r->body;
+  EXPECT_EQ(j["selected"].size(), 1u);
+  EXPECT_EQ(s.stop(), 0);
+}
+
 }  // namespace
 }  // namespace ragform::testing
