@@ -189,9 +189,10 @@ void BM_SpotlightOverhead(benchmark::State& state) {
   Reader& r = reader();
   if (!r.error.empty()) return state.SkipWithError(r.error.c_str());
   std::unique_ptr<reader::NativeEncoder> native;
-  ThreadPool pool(kThreads);
   try {
-    native = std::make_unique<reader::NativeEncoder>(bert_model("bge-small", "f16"), pool);
+    reader::NativeEncoderOptions no;
+    no.engine.threads = kThreads;
+    native = std::make_unique<reader::NativeEncoder>(bert_model("bge-small", "f16"), no);
   } catch (const std::exception& e) {
     return state.SkipWithError(e.what());
   }

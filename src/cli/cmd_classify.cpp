@@ -54,8 +54,7 @@ int cmd_classify(const std::vector<std::string>& argv) {
     });
   }
 
-  ThreadPool pool(ef.threads.value);
-  auto enc = ef.open(pool);
+  auto enc = ef.open();
   auto res = enc->classify(pairs);
   size_t n_trunc = 0;
   for (const auto& c : res) n_trunc += c.truncated ? 1 : 0;

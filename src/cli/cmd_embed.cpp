@@ -62,8 +62,7 @@ int cmd_embed(const std::vector<std::string>& argv) {
     });
   }
 
-  ThreadPool pool(ef.threads.value);
-  auto enc = ef.open(pool);
+  auto enc = ef.open();
   const model::Pooling used = pool_kind.value_or(enc->default_pooling());
   auto embs = enc->embed(texts, pool_kind, normalize.value);
   size_t n_trunc = 0;

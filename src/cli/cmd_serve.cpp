@@ -135,8 +135,9 @@ int run_serve(const std::vector<std::string>& argv) {
 
   if (is_encoder_model(rf.model.value)) {
     // An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
-    ThreadPool pool(rf.threads.value);
-    reader::NativeEncoder enc(rf.model.value, pool);
+    reader::NativeEncoderOptions no;
+    no.engine = rf.native_options().engine;
+    reader::NativeEncoder enc(rf.model.value, no);
     server::EncoderApiOptions eo;
     eo.model_id =
         alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
@@ -176,10 +177,10 @@ int run_serve(const std::vector<std::string>& argv) {
   ao.vectors = wv;
   ao.spotlight_encoder = spot_enc.value;
   ao.spotlight_layer = spot_layer.value;
-  std::unique_ptr<ThreadPool> enc_pool;
   if (!enc_model.value.empty()) {
-    enc_pool = std::make_unique<ThreadPool>(rf.threads.value);
-    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(enc_model.value, *enc_pool);
+    reader::NativeEncoderOptions no;
+    no.engine = rf.native_options().engine;  // its own pool: requests run beside the engine
+    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(enc_model.value, no);
   }
   server::Api api(*reader, engine, ao);
   server::HttpOptions ho;

@@ -58,7 +58,6 @@ struct EncoderFlags {
   std::unique_ptr<WordVectors> wv;
   std::unique_ptr<reader::NativeReader> reader;
   std::unique_ptr<TokenEncoder> enc;
-  std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<reader::NativeEncoder> model_enc;
   ModelEncoder* model_encoder = nullptr;  // enc, when --encoder model
 
@@ -79,8 +78,9 @@ struct EncoderFlags {
     } else if (encoder.value == "model") {
       if (encoder_model.value.empty())
         throw UsageError("spotlight", "--encoder model needs --encoder-model FILE");
-      pool = std::make_unique<ThreadPool>(rf.threads.value);
-      model_enc = std::make_unique<reader::NativeEncoder>(encoder_model.value, *pool);
+      reader::NativeEncoderOptions no;
+      no.engine = rf.native_options().engine;
+      model_enc = std::make_unique<reader::NativeEncoder>(encoder_model.value, no);
       auto me = std::make_unique<ModelEncoder>(*model_enc);
       model_encoder = me.get();
       enc = std::move(me);

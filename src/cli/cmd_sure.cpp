@@ -298,10 +298,11 @@ int run_filter(const std::vector<std::string>& argv) {
         (fo.nli == NliScope::ReaderMade && info(*k).needs != NeedsReader::None))
       need = true;
   }
-  ThreadPool nli_pool(nli_model.value.empty() ? 1 : su.rf.threads.value);
   std::unique_ptr<reader::NativeEncoder> nli_enc;
   if (need && !nli_model.value.empty()) {
-    nli_enc = std::make_unique<reader::NativeEncoder>(nli_model.value, nli_pool);
+    reader::NativeEncoderOptions no;
+    no.engine = su.rf.native_options().engine;
+    nli_enc = std::make_unique<reader::NativeEncoder>(nli_model.value, no);
     check_nli_labels(nli_enc->model().labels, nli_model.value);
     fo.judge = encoder_nli_judge(*nli_enc);
   } else if (need) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "cli/engine_env.h"
 #include "reader/native_encoder.h"
 #include "reader/remote_encoder.h"
 
@@ -25,7 +26,7 @@ EncoderFlags::EncoderFlags(Args& a)
                             "longest input in tokens (0 = the model's position table)", 0)),
       batch_tokens(a.opt<int>("--batch-tokens", "N", "tokens per forward pass", 4096)) {}
 
-std::unique_ptr<reader::Encoder> EncoderFlags::open(ThreadPool& pool) const {
+std::unique_ptr<reader::Encoder> EncoderFlags::open() const {
   if (base_url.seen) {
     reader::RemoteEncoderOptions o;
     o.base_url = base_url.value;
@@ -37,10 +38,11 @@ std::unique_ptr<reader::Encoder> EncoderFlags::open(ThreadPool& pool) const {
   if (batch_tokens.value < 1) throw UsageError("--batch-tokens", "must be positive");
   if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
   reader::NativeEncoderOptions o;
+  o.engine = engine_options_from_env(threads.value);
   o.truncate = runtime::parse_truncate(truncate.value);
   o.max_tokens = max_tokens.value;
   o.max_batch_tokens = batch_tokens.value;
-  return std::make_unique<reader::NativeEncoder>(model.value, pool, o);
+  return std::make_unique<reader::NativeEncoder>(model.value, o);
 }
 
 std::string EncoderFlags::model_name() const {

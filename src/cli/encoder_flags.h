@@ -9,7 +9,6 @@
 #pragma once
 #include <memory>
 
-#include "base/thread_pool.h"
 #include "cli/args.h"
 #include "reader/encoder.h"
 
@@ -23,8 +22,8 @@ struct EncoderFlags {
   Opt<std::string>& truncate;
   Opt<int>& max_tokens;
   Opt<int>& batch_tokens;
-  // The encoder these flags describe; native encoders run on `pool` (which must outlive it).
-  std::unique_ptr<reader::Encoder> open(ThreadPool& pool) const;
+  // The encoder these flags describe (native: --threads and the RAGFORM_* engine variables).
+  std::unique_ptr<reader::Encoder> open() const;
   // The model name for JSON output ("tiny-bert.gguf").
   std::string model_name() const;
 };

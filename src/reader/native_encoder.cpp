@@ -7,12 +7,12 @@
 
 namespace ragform::reader {
 
-NativeEncoder::NativeEncoder(const std::string& model_path, ThreadPool& pool,
-                             const NativeEncoderOptions& opt)
+NativeEncoder::NativeEncoder(const std::string& model_path, const NativeEncoderOptions& opt)
     : path_(model_path), opt_(opt) {
-  model_ = model::BertModel::load(model_path);
+  pool_ = opt.engine.pool_or_new();
+  model_ = model::BertModel::load(model_path, opt.engine);
   tok_ = tok::Tokenizer::from_gguf(model_->file());
-  enc_ = std::make_unique<runtime::Encoder>(*model_, pool);
+  enc_ = std::make_unique<runtime::Encoder>(*model_, *pool_);
   if (opt_.max_tokens < 0) throw UsageError("encoder", "max_tokens must be >= 0");
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/thread_pool.h"
+#include "engine/model/engine_options.h"
 #include "engine/runtime/encoder.h"
 #include "reader/encoder.h"
 
@@ -18,6 +19,7 @@ class Tokenizer;
 namespace ragform::reader {
 
 struct NativeEncoderOptions {
+  EngineOptions engine;  // thread pool (or thread count), CPU tier, F16 path, load mode
   runtime::Truncate truncate = runtime::Truncate::Right;
   int max_tokens = 0;           // longest input; 0 = the model's position table
   int max_batch_tokens = 4096;  // tokens per forward pass
@@ -25,9 +27,8 @@ struct NativeEncoderOptions {
 
 class NativeEncoder : public Encoder {
  public:
-  // The pool must outlive the encoder.
-  NativeEncoder(const std::string& model_path, ThreadPool& pool,
-                const NativeEncoderOptions& opt = {});
+  // Runs on opt.engine's pool (shared), else on a pool of its own.
+  NativeEncoder(const std::string& model_path, const NativeEncoderOptions& opt = {});
   ~NativeEncoder() override;
 
   std::string describe() const override;
@@ -44,6 +45,7 @@ class NativeEncoder : public Encoder {
  private:
   std::string path_;
   NativeEncoderOptions opt_;
+  std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<model::BertModel> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
   std::unique_ptr<runtime::Encoder> enc_;

@@ -46,8 +46,9 @@ TEST(ServeEncoder, EmbeddingsAndRerankShapesErrorsAndRemoteEncoder) {
   EXPECT_NEAR(n2, 1.0, 1e-5);
 
   // The remote encoder against the server equals the native one on the same file.
-  ThreadPool pool(1);
-  reader::NativeEncoder native(bert.string(), pool);
+  reader::NativeEncoderOptions no;
+  no.engine.threads = 1;
+  reader::NativeEncoder native(bert.string(), no);
   reader::RemoteEncoder remote({emb.url(), "", "", 0, 0.1, 30, 64});
   const std::vector<std::string> texts{"The capital of France is", "a second, longer text here"};
   for (auto pooling : {std::optional<reader::Pooling>{}, std::optional(reader::Pooling::Cls),
@@ -79,7 +80,7 @@ TEST(ServeEncoder, EmbeddingsAndRerankShapesErrorsAndRemoteEncoder) {
             jr["results"][1]["relevance_score"].get<double>());
   EXPECT_EQ(jr["results"][0]["labels"], json({"entailment", "neutral", "contradiction"}));
   EXPECT_TRUE(jr["results"][0]["document"].contains("text"));
-  reader::NativeEncoder native_nli(nli.string(), pool);
+  reader::NativeEncoder native_nli(nli.string(), no);
   reader::RemoteEncoder remote_nli({cls.url(), "", "", 0, 0.1, 30, 64});
   const std::vector<reader::TextPair> pairs{{"The capital of France is", std::string("Paris.")},
                                             {"cats", std::string("dogs")}};

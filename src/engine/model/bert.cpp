@@ -57,8 +57,8 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 }
 }  // namespace
 
-std::unique_ptr<BertModel> BertModel::load(const std::string& path) {
-  return from_file(gguf::File::open(path, MappedFile::Load::memory_if_room));
+std::unique_ptr<BertModel> BertModel::load(const std::string& path, const EngineOptions& opt) {
+  return from_file(gguf::File::open(path, opt.load), opt);
 }
 
 const float* BertModel::vec(const std::string& name, int64_t n, bool required) {
@@ -85,7 +85,7 @@ ops::WeightView BertModel::mat(const std::string& name, int64_t n_in, int64_t n_
   if (!ops::is_weight_type(t.type))
     throw Error("model", file_->path() + ": tensor '" + name + "' has type " +
                              gguf::type_name(t.type) + ", which cannot be a weight matrix");
-  return ops::WeightView{t.type, t.data, n_in, t.ne[1]};
+  return ops::WeightView{t.type, t.data, n_in, t.ne[1], policy_};
 }
 
 std::vector<float> BertModel::table(const std::string& name, int64_t n_in, int64_t* rows) {
@@ -94,9 +94,11 @@ std::vector<float> BertModel::table(const std::string& name, int64_t n_in, int64
   return ops::dequantize_tensor(w);
 }
 
-std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File> file) {
+std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File> file,
+                                                const EngineOptions& opt) {
   std::unique_ptr<BertModel> m(new BertModel());
   m->file_ = std::move(file);
+  m->policy_ = opt.matmul_policy();
   const gguf::File& f = *m->file_;
   const std::string arch = f.architecture();
   if (arch != "bert")

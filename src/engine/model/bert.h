@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf.h"
+#include "engine/model/engine_options.h"
 #include "engine/ops/ops.h"
 
 namespace ragform::model {
@@ -58,8 +59,11 @@ class BertModel {
  public:
   // Opens and validates every tensor's presence, type and shape; throws Error naming the file and
   // the tensor. Architectures other than `bert` are refused with the list of decoder commands.
-  static std::unique_ptr<BertModel> load(const std::string& path);
-  static std::unique_ptr<BertModel> from_file(std::shared_ptr<const gguf::File> file);
+  // opt: the load mode and the kernel policy of every weight (engine_options.h); its pool is
+  // not used here (the Encoder takes one).
+  static std::unique_ptr<BertModel> load(const std::string& path, const EngineOptions& opt = {});
+  static std::unique_ptr<BertModel> from_file(std::shared_ptr<const gguf::File> file,
+                                              const EngineOptions& opt = {});
 
   const BertHparams& hp() const { return hp_; }
   const gguf::File& file() const { return *file_; }
@@ -87,6 +91,7 @@ class BertModel {
  private:
   std::shared_ptr<const gguf::File> file_;
   BertHparams hp_;
+  ops::MatmulPolicy policy_;
   std::vector<std::vector<float>> owned_;
   const float* vec(const std::string& name, int64_t n, bool required);
   ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);

@@ -50,8 +50,9 @@ TEST(GroupPieces, WordStartsContinuationsSpecialsAndCase) {
 
 TEST(ModelEncoder, WordVectorsAreNormalisedMeansOfPieceStates) {
   REQUIRE_SHARED(path, "fixtures/models/tiny-bert.gguf");
-  ThreadPool pool(2);
-  reader::NativeEncoder native(path.string(), pool);
+  reader::NativeEncoderOptions no;
+  no.engine.threads = 2;
+  reader::NativeEncoder native(path.string(), no);
   ModelEncoder enc(native);
   const std::string text = "The little llama named Nessie loved Tokyo.";
   EncodedText e = enc.encode(text);
@@ -91,8 +92,9 @@ TEST(ModelEncoder, WordVectorsAreNormalisedMeansOfPieceStates) {
 
 TEST(ModelEncoder, ScoresQuestionsEndToEnd) {
   REQUIRE_SHARED(path, "fixtures/models/tiny-bert.gguf");
-  ThreadPool pool(2);
-  reader::NativeEncoder native(path.string(), pool);
+  reader::NativeEncoderOptions no;
+  no.engine.threads = 2;
+  reader::NativeEncoder native(path.string(), no);
   ModelEncoder enc(native);
   Document d{"d0", "Nessie", "Nessie lives in Loch Ness. Tokyo is far away.", {{0, 26}, {27, 45}}};
   ScoredQuestion sq = score_question(enc, "Where does Nessie live?", {d}, ScoreParams{});
