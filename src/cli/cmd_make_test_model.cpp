@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "engine/model/test_model.h"
+#include "engine/model/test_model_bert.h"
 
 namespace ragform::cli {
 namespace {
@@ -20,6 +21,13 @@ std::string details() {
                   "  %-13s %-6s n_embd %4d, %2d layers, %2d/%d heads, n_ff %5d, vocab %6d%s\n",
                   s.name.c_str(), s.arch.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv,
                   s.n_ff, s.n_vocab, s.tied ? ", tied output" : "");
+    shapes += line;
+  }
+  for (const auto& s : model::bert_shapes()) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  %-13s %-6s n_embd %4d, %2d layers, %2d heads, n_ff %5d, vocab %6d (encoder)\n",
+                  s.name.c_str(), s.arch.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_ff, s.n_vocab);
     shapes += line;
   }
   for (const auto& t : model::scheme_names()) types += (types.empty() ? "" : ", ") + t;
@@ -43,7 +51,7 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& out = a.opt<std::string>("-o,--output", "FILE", "output GGUF file").required();
   std::string archs;
   for (const auto& n : model::test_model_archs()) archs += (archs.empty() ? "" : ", ") + n;
-  auto& arch = a.opt<std::string>("--arch", "A", archs + " (default: the shape's)");
+  auto& arch = a.opt<std::string>("--arch", "A", archs + ", bert (default: the shape's)");
   auto& seed = a.opt<long long>("--seed", "N", "random seed (same seed, same bytes)", 1);
   auto& vocab = a.opt<std::string>("--vocab-from", "FILE", "copy the tokenizer of this GGUF");
   auto& layers = a.opt<int>("--layers", "N", "override the number of layers (0 = the shape's)", 0)

@@ -15,16 +15,47 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/reader_flags.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/bert.h"
 #include "engine/model/model.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/spotlight/encoder.h"
+#include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
+#include "server/api_encoder.h"
 #include "server/engine.h"
 #include "server/http.h"
 
 namespace ragform::cli {
 namespace {
+
+// Binds, serves until SIGTERM / SIGINT (blocked in every thread by the caller, waited for here by
+// one thread with sigwait), and returns once the server has stopped.
+void serve_until_signal(server::HttpServer& http, const std::string& what, const std::string& host,
+                        sigset_t sigs) {
+  int bound = http.bind();
+  std::fprintf(stderr, "ragform serve: %s listening on http://%s:%d\n", what.c_str(), host.c_str(),
+               bound);
+  std::fflush(stderr);
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (served) return;  // woken by ourselves after serve() returned
+    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", sig);
+    http.stop();
+  });
+  http.serve();
+  // serve() may also return on its own (listen error): wake the waiter so it can be joined.
+  served = true;
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+}
+
+bool is_encoder_model(const std::string& path) {
+  return model::is_encoder_file(*gguf::File::open(path));
+}
 
 // The server's API key: --api-key, --api-key-file or $RAGFORM_API_KEY (at most one of the flags;
 // the variable is read when neither is given). Empty = no key required.
@@ -52,7 +83,9 @@ int run_serve(const std::vector<std::string>& argv) {
       "Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,\n"
       "POST /v1/score, POST /v1/attention, POST /v1/rag/normalize (C-NORM), POST "
       "/v1/rag/spotlight\n"
-      "(SpotlightRAG) (docs/server.md). Up to --batch completions share every forward pass, a new\n"
+      "(SpotlightRAG) (docs/server.md). An encoder model (bert: embeddings, rerankers) answers\n"
+      "POST /v1/embeddings and POST /v1/rerank instead (docs/encoders.md). Up to --batch "
+      "completions share every forward pass, a new\n"
       "request joining at the next token; stream: true sends tokens as they are generated. Stops\n"
       "cleanly on SIGTERM / SIGINT. The API key may also come from the environment variable\n"
       "RAGFORM_API_KEY (when neither --api-key nor --api-key-file is given).");
@@ -97,14 +130,20 @@ int run_serve(const std::vector<std::string>& argv) {
       "--vectors", "FILE", "word vectors JSON {word: [floats]} for /v1/rag/spotlight", "");
   auto& spot_enc = a.opt<std::string>(
       "--spotlight-encoder", "NAME",
-      "/v1/rag/spotlight encoder: static (--vectors) or hidden (the served model)", "static");
+      "/v1/rag/spotlight encoder: static (--vectors), hidden (the served model) or model "
+      "(--encoder-model)",
+      "static");
+  auto& enc_model = a.opt<std::string>("--encoder-model", "FILE",
+                                       "encoder GGUF (bert) for --spotlight-encoder model", "");
   auto& spot_layer =
       a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
   if (!a.parse(argv)) return 0;
   const std::string key_value = api_key(key, key_file);  // before the model: a bad file fails fast
-  if (spot_enc.value != "static" && spot_enc.value != "hidden")
-    throw UsageError("serve",
-                     "--spotlight-encoder must be static or hidden, got '" + spot_enc.value + "'");
+  if (spot_enc.value != "static" && spot_enc.value != "hidden" && spot_enc.value != "model")
+    throw UsageError("serve", "--spotlight-encoder must be static, hidden or model, got '" +
+                                  spot_enc.value + "'");
+  if ((spot_enc.value == "model") != !enc_model.value.empty())
+    throw UsageError("serve", "--spotlight-encoder model and --encoder-model FILE go together");
   // Loaded before the model, so a bad file fails fast.
   std::string profile_json;
   if (!cnorm_profile.value.empty()) {
@@ -126,6 +165,26 @@ int run_serve(const std::vector<std::string>& argv) {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+  if (is_encoder_model(rf.model.value)) {
+    // An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
+    reader::NativeEncoderOptions no;
+    no.engine = rf.native_options().engine;
+    reader::NativeEncoder enc(rf.model.value, no);
+    server::EncoderApiOptions eo;
+    eo.model_id =
+        alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
+    eo.api_key = key_value;
+    server::EncoderApi api(enc, eo);
+    server::HttpOptions ho;
+    ho.host = host.value;
+    ho.port = port.value;
+    ho.max_body = size_t(max_body.value);
+    ho.threads = std::max(16, queue.value + 4);
+    server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
+    serve_until_signal(http, "encoder '" + eo.model_id + "'", host.value, sigs);
+    std::fprintf(stderr, "ragform serve: stopped\n");
+    return 0;
+  }
   auto reader = rf.open_native();
   int n_layer = int(reader->model().hp().n_layer);
   if (spot_enc.value == "hidden" && (spot_layer.value < 0 || spot_layer.value > n_layer))
@@ -150,6 +209,11 @@ int run_serve(const std::vector<std::string>& argv) {
   ao.vectors = wv;
   ao.spotlight_encoder = spot_enc.value;
   ao.spotlight_layer = spot_layer.value;
+  if (!enc_model.value.empty()) {
+    reader::NativeEncoderOptions no;
+    no.engine = rf.native_options().engine;  // its own pool: requests run beside the engine
+    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(enc_model.value, no);
+  }
   server::Api api(*reader, engine, ao);
   server::HttpOptions ho;
   ho.host = host.value;
@@ -157,24 +221,7 @@ int run_serve(const std::vector<std::string>& argv) {
   ho.max_body = size_t(max_body.value);
   ho.threads = std::max(16, queue.value + 4);
   server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
-  int bound = http.bind();
-  std::fprintf(stderr, "ragform serve: model '%s' listening on http://%s:%d\n", ao.model_id.c_str(),
-               host.value.c_str(), bound);
-  std::fflush(stderr);
-
-  std::atomic<bool> served{false};
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    if (served) return;  // woken by ourselves after serve() returned
-    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", sig);
-    http.stop();
-  });
-  http.serve();
-  // serve() may also return on its own (listen error): wake the waiter so it can be joined.
-  served = true;
-  pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
+  serve_until_signal(http, "model '" + ao.model_id + "'", host.value, sigs);
   engine.stop();
   auto st = engine.stats();
   std::fprintf(stderr,

@@ -18,10 +18,12 @@
 #include "eval/stats.h"
 #include "pipelines/spotlight/encoder.h"
 #include "pipelines/spotlight/evaluate.h"
+#include "pipelines/spotlight/model_encoder.h"
 #include "pipelines/spotlight/run.h"
 #include "pipelines/spotlight/scoring.h"
 #include "pipelines/spotlight/select.h"
 #include "ragform_version.h"
+#include "reader/native_encoder.h"
 #include "store/run_store.h"
 #include "text/metrics.h"
 #include "text/sentences.h"
@@ -36,9 +38,15 @@ using ojson = nlohmann::ordered_json;
 struct EncoderFlags {
   explicit EncoderFlags(Args& a)
       : rf(a, false),
-        encoder(a.opt<std::string>("--encoder", "NAME",
-                                   "static (word vectors) or hidden (reader hidden states)",
-                                   "static")),
+        encoder(a.opt<std::string>(
+            "--encoder", "NAME",
+            "static (word vectors), hidden (reader hidden states) or model (--encoder-model)",
+            "static")),
+        encoder_model(a.opt<std::string>(
+            "--encoder-model", "FILE",
+            "encoder GGUF (bert: BGE, MiniLM, ...) for --encoder model: word-piece final states "
+            "averaged per word",
+            "")),
         vectors(a.opt<std::string>("--vectors", "FILE",
                                    "word vectors JSON {word: [floats]} for --encoder static", "")),
         oov(a.opt<std::string>(
@@ -47,12 +55,15 @@ struct EncoderFlags {
                          1)) {}
   ReaderFlags rf;
   Opt<std::string>& encoder;
+  Opt<std::string>& encoder_model;
   Opt<std::string>& vectors;
   Opt<std::string>& oov;
   Opt<int>& layer;
   std::unique_ptr<WordVectors> wv;
   std::unique_ptr<reader::NativeReader> reader;
   std::unique_ptr<TokenEncoder> enc;
+  std::unique_ptr<reader::NativeEncoder> model_enc;
+  ModelEncoder* model_encoder = nullptr;  // enc, when --encoder model
 
   TokenEncoder& open() {
     if (encoder.value == "static") {
@@ -68,11 +79,33 @@ struct EncoderFlags {
         throw UsageError("spotlight", "--encoder hidden needs -m MODEL.gguf");
       open_reader();
       enc = std::make_unique<HiddenEncoder>(*reader, layer.value);
+    } else if (encoder.value == "model") {
+      if (encoder_model.value.empty())
+        throw UsageError("spotlight", "--encoder model needs --encoder-model FILE");
+      reader::NativeEncoderOptions no;
+      no.engine = rf.native_options().engine;
+      model_enc = std::make_unique<reader::NativeEncoder>(encoder_model.value, no);
+      auto me = std::make_unique<ModelEncoder>(*model_enc);
+      model_encoder = me.get();
+      enc = std::move(me);
     } else {
       throw UsageError("spotlight",
-                       "--encoder must be static or hidden, got '" + encoder.value + "'");
+                       "--encoder must be static, hidden or model, got '" + encoder.value + "'");
     }
     return *enc;
+  }
+  // --encoder model: the encoder's cost on stderr (paper section 3.6 compares it with the
+  // reader's prefill; docs/performance.md has the measurement).
+  void report_encoder_cost() const {
+    if (!model_encoder) return;
+    const double s = model_encoder->seconds();
+    std::fprintf(stderr, "spotlight: encoder model: %zu word-pieces in %.3f s (%.0f pieces/s)%s\n",
+                 model_encoder->pieces(), s, s > 0 ? double(model_encoder->pieces()) / s : 0.0,
+                 model_encoder->truncated_texts()
+                     ? (", " + std::to_string(model_encoder->truncated_texts()) +
+                        " texts truncated to the model's length")
+                           .c_str()
+                     : "");
   }
   reader::Reader& open_reader() {
     if (!reader) reader = rf.open_native();
@@ -233,6 +266,7 @@ int run_select(const std::vector<std::string>& argv) {
   });
   std::fprintf(stderr, "spotlight: %s; OOV words %zu of %zu (%.1f%%)\n", enc.describe().c_str(),
                oov, words, words ? 100.0 * double(oov) / double(words) : 0.0);
+  ef.report_encoder_cost();
   return 0;
 }
 
@@ -486,6 +520,7 @@ int run_eval(const std::vector<std::string>& argv) {
                               {"reader", ef.open_reader().describe()}});
     }
   }
+  ef.report_encoder_cost();
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "eval/datasets.h"
 #include "pipelines/sure/analyses.h"
 #include "pipelines/sure/evaluate.h"
+#include "pipelines/sure/nli_encoder.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/perturb_llm.h"
 #include "pipelines/sure/perturb_rules.h"
@@ -29,6 +30,7 @@
 #include "pipelines/sure/prompts.h"
 #include "pipelines/sure/taxonomy.h"
 #include "ragform_version.h"
+#include "reader/native_encoder.h"
 #include "reader/openai_reader.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -281,13 +283,17 @@ int run_filter(const std::vector<std::string>& argv) {
       "sure filter", "Keep pairs whose causal features are preserved (SURE 3.4).",
       "Reads pairs (sure perturb output), drops failed perturbations, golden documents that lost\n"
       "their answer and noise documents that gained one (normalised substring match), then asks\n"
-      "the NLI reader (-m, or --reader openai) the Figure 10 prompt both ways; kept pairs are\n"
+      "the NLI reader (-m, or --reader openai) the Figure 10 prompt both ways, or classifies both\n"
+      "directions with an NLI cross-encoder (--nli-model, its entailment label); kept pairs are\n"
       "printed on stdout with nli_forward / nli_backward, the counts of each filter on stderr\n"
       "(and --counts FILE).");
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
   auto& nli_s = a.opt<std::string>(
       "--nli", "SCOPE", "kinds NLI checks: all, llm (reader-made kinds only) or none", "all");
+  auto& nli_model = a.opt<std::string>(
+      "--nli-model", "FILE",
+      "NLI cross-encoder GGUF (bert with an entailment label) instead of the reader prompt", "");
   auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =
@@ -307,14 +313,22 @@ int run_filter(const std::vector<std::string>& argv) {
         (fo.nli == NliScope::ReaderMade && info(*k).needs != NeedsReader::None))
       need = true;
   }
-  if (need) {
+  std::unique_ptr<reader::NativeEncoder> nli_enc;
+  if (need && !nli_model.value.empty()) {
+    reader::NativeEncoderOptions no;
+    no.engine = su.rf.native_options().engine;
+    nli_enc = std::make_unique<reader::NativeEncoder>(nli_model.value, no);
+    check_nli_labels(nli_enc->model().labels, nli_model.value);
+    fo.judge = encoder_nli_judge(*nli_enc);
+  } else if (need) {
     if (!su.given())
       throw UsageError("sure filter",
                        "NLI needs a reader: give -m MODEL, or --reader openai --base-url URL, or "
                        "--nli none");
     rd = su.open("sure filter");
   }
-  PromptSet prompts = su.prompts();
+  // The cross-encoder needs no prompt.
+  PromptSet prompts = fo.judge ? PromptSet{} : su.prompts();
   FilterCounts counts;
   auto verdicts = filter_pairs(pairs, rd.get(), prompts, fo, counts);
   std::FILE* rej = nullptr;

@@ -16,7 +16,8 @@
 
 namespace ragform::reader {
 class NativeReader;
-}
+class Encoder;
+}  // namespace ragform::reader
 namespace ragform::spotlight {
 class WordVectors;
 }
@@ -33,11 +34,13 @@ struct ApiOptions {
   // /v1/rag/normalize: the profile JSON used when a request brings none (--cnorm-profile),
   // and its file name for messages. Empty = none.
   std::string cnorm_profile, cnorm_profile_name;
-  // /v1/rag/spotlight: "static" (word vectors, --vectors) or "hidden" (the served model's hidden
-  // states of spotlight_layer).
+  // /v1/rag/spotlight: "static" (word vectors, --vectors), "hidden" (the served model's hidden
+  // states of spotlight_layer) or "model" (spotlight_model).
   std::string spotlight_encoder = "static";
   std::shared_ptr<const spotlight::WordVectors> vectors;
   int spotlight_layer = 1;
+  // spotlight_encoder "model": an encoder model's word-piece states (--encoder-model).
+  std::shared_ptr<reader::Encoder> spotlight_model;
 };
 
 struct Request {

@@ -8,6 +8,7 @@
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/tasks.h"
 #include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/model_encoder.h"
 #include "pipelines/spotlight/scoring.h"
 #include "pipelines/spotlight/select.h"
 #include "reader/native_reader.h"
@@ -139,6 +140,9 @@ Response Api::spotlight(const std::string& body) {
           sq = score_question(enc, question, docs, sp);
         })
         .get();
+  } else if (opt_.spotlight_encoder == "model" && opt_.spotlight_model) {
+    ModelEncoder enc(*opt_.spotlight_model);  // the encoder serialises its own calls
+    sq = score_question(enc, question, docs, sp);
   } else if (opt_.vectors) {
     StaticEncoder enc(*opt_.vectors, OovPolicy::Match);
     sq = score_question(enc, question, docs, sp);

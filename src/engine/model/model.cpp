@@ -1,6 +1,7 @@
 #include "engine/model/model.h"
 
 #include "base/error.h"
+#include "engine/model/bert.h"
 
 namespace ragform::model {
 
@@ -79,6 +80,10 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file,
   std::string arch = f.architecture();
   if (arch.empty())
     throw Error("model", f.path() + ": missing metadata key 'general.architecture'");
+  if (is_encoder_file(f))
+    throw Error("model", f.path() + ": '" + arch +
+                             "' is an encoder, not a reader: use it with `ragform embed`, "
+                             "`ragform classify` or an --encoder-model / --nli-model flag");
   m->arch_ = &find_arch(arch);
   m->hp_ = Hparams::from_gguf(f, m->arch_->rope_type);
   Hparams& hp = m->hp_;

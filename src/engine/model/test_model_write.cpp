@@ -20,6 +20,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/model/arch.h"
 #include "engine/model/test_model.h"
+#include "engine/model/test_model_bert.h"
 #include "engine/ops/quantize_weights.h"
 
 namespace ragform::model {
@@ -225,6 +226,7 @@ void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int f
 
 TestModelSummary write_test_model(const TestModelOptions& o) {
   if (o.out.empty()) throw UsageError("make-test-model", "no output file (-o FILE)");
+  if (o.arch == "bert" || is_bert_shape(o.shape)) return write_bert_test_model(o);
   ModelShape s = find_shape(o.shape);
   const std::string arch = o.arch.empty() ? s.arch : o.arch;
   {

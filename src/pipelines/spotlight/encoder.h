@@ -2,7 +2,7 @@
 // token, each token carrying its byte span in the text so that scores can be mapped back to
 // sentences and shown as highlighted spans (the match matrix).
 //
-// Two encoders behind one interface:
+// Encoders behind one interface:
 //  * StaticEncoder — static word vectors from a JSON file `{word: [d floats], ...}` (the GloVe
 //    file in ../shared/data/embeddings, or any file in that format). Tokens are the words of
 //    text::split_words. Out-of-vocabulary rule, applied in order:
@@ -17,6 +17,7 @@
 //         names ("Tulsa"), which are exactly what multi-hop questions hinge on; Match keeps exact
 //         name overlap without inventing vectors. Pure punctuation is always dropped.
 //    EncodedText::oov counts step-4 words, so the OOV ratio is oov / (tokens kept + skipped).
+//  * ModelEncoder (model_encoder.h) — the final states of an encoder model's word-pieces.
 //  * HiddenEncoder — the reader's own hidden states of a chosen layer (Reader::hidden), i.e.
 //    contextual embeddings. Alignment: the reader's token pieces are matched left to right
 //    against the text (a piece is searched for from the current byte cursor after stripping a
@@ -56,6 +57,14 @@ class TokenEncoder {
  public:
   virtual ~TokenEncoder() = default;
   virtual EncodedText encode(std::string_view text) = 0;
+  // Several texts at once (an encoder model batches them into shared forward passes); the
+  // default encodes them one by one.
+  virtual std::vector<EncodedText> encode_batch(const std::vector<std::string_view>& texts) {
+    std::vector<EncodedText> out;
+    out.reserve(texts.size());
+    for (std::string_view t : texts) out.push_back(encode(t));
+    return out;
+  }
   virtual std::string describe() const = 0;
 };
 

@@ -116,12 +116,24 @@ ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
         p.lexical_weight + p.paragraph_weight <= 1))
     throw UsageError("spotlight", "lexical and paragraph weights must be >= 0 with sum <= 1");
   ScoredQuestion out;
-  EncodedText q = enc.encode(question);
+  // The question, every passage and (with title context) every title in one call, so an encoder
+  // model batches them.
+  std::vector<std::string_view> texts{question};
+  for (const Document& doc : docs) texts.push_back(doc.text);
+  std::vector<size_t> title_at(docs.size(), 0);  // index into texts; 0 = no title
+  if (p.title_context)
+    for (size_t i = 0; i < docs.size(); ++i)
+      if (!docs[i].title.empty()) {
+        title_at[i] = texts.size();
+        texts.push_back(docs[i].title);
+      }
+  std::vector<EncodedText> all = enc.encode_batch(texts);
+  EncodedText q = std::move(all[0]);
   std::vector<EncodedText> d, dt;
   d.reserve(docs.size());
-  for (const Document& doc : docs) {
-    d.push_back(enc.encode(doc.text));
-    dt.push_back(p.title_context && !doc.title.empty() ? enc.encode(doc.title) : EncodedText{});
+  for (size_t i = 0; i < docs.size(); ++i) {
+    d.push_back(std::move(all[i + 1]));
+    dt.push_back(title_at[i] ? std::move(all[title_at[i]]) : EncodedText{});
   }
   out.words = q.words;
   out.oov = q.oov;

@@ -114,7 +114,7 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
     if (opt.nli == NliScope::All || (opt.nli == NliScope::ReaderMade && reader_made))
       nli_todo.push_back(i);
   }
-  if (!nli_todo.empty() && !nli_reader)
+  if (!nli_todo.empty() && !nli_reader && !opt.judge)
     throw Error("sure filter", "NLI needs a reader (give -m / --nli-model, or --nli none)");
   reader::GenerateParams gp;
   gp.max_tokens = opt.max_tokens;
@@ -124,19 +124,35 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
     size_t e = std::min(nli_todo.size(), b + B);
     // Both directions of every pair in one batch: [fwd_0, bwd_0, fwd_1, bwd_1, ...].
     std::vector<std::string> ps;
-    for (size_t t = b; t < e; ++t) {
+    for (size_t t = b; t < e && !opt.judge; ++t) {
       const Pair& p = pairs[nli_todo[t]];
       ps.push_back(
           fill(prompts.get("nli"), {{"premise", p.original}, {"hypothesis", p.perturbed}}));
       ps.push_back(
           fill(prompts.get("nli"), {{"premise", p.perturbed}, {"hypothesis", p.original}}));
     }
-    std::vector<std::string> outs(ps.size());
-    std::vector<bool> ok(ps.size(), true);
-    const std::vector<reader::Attempt> gens = reader::generate_each(*nli_reader, ps, gp);
-    for (size_t q = 0; q < ps.size(); ++q) {
-      ok[q] = gens[q].gen.has_value();
-      outs[q] = ok[q] ? gens[q].gen->text : gens[q].error;
+    const size_t n_q = 2 * (e - b);
+    std::vector<std::string> outs(n_q);
+    std::vector<bool> ok(n_q, true);
+    if (opt.judge) {  // a cross-encoder: its label word stands in for the reader's answer
+      std::vector<std::pair<std::string, std::string>> ph;
+      for (size_t t = b; t < e; ++t) {
+        const Pair& p = pairs[nli_todo[t]];
+        ph.emplace_back(p.original, p.perturbed);
+        ph.emplace_back(p.perturbed, p.original);
+      }
+      try {
+        std::vector<NliLabel> labels = opt.judge(ph);
+        for (size_t q = 0; q < n_q; ++q) outs[q] = to_string(labels.at(q));
+      } catch (const Error& ex) {
+        for (size_t q = 0; q < n_q; ++q) ok[q] = false, outs[q] = ex.what();
+      }
+    } else {
+      const std::vector<reader::Attempt> gens = reader::generate_each(*nli_reader, ps, gp);
+      for (size_t q = 0; q < ps.size(); ++q) {
+        ok[q] = gens[q].gen.has_value();
+        outs[q] = ok[q] ? gens[q].gen->text : gens[q].error;
+      }
     }
     for (size_t t = b; t < e; ++t) {
       size_t q = 2 * (t - b);

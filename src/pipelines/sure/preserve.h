@@ -14,7 +14,9 @@
 // output can drift, on the argument that rule-based kinds are equivalent by construction.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,8 +35,14 @@ NliLabel parse_nli(const std::string& output);
 enum class NliScope { None, ReaderMade, All };
 NliScope parse_nli_scope(const std::string& s);  // "none" | "llm" | "all"; UsageError otherwise
 
+// An NLI model other than the reader prompt (nli_encoder.h): the label of each (premise,
+// hypothesis) pair, or throws (the pairs are then unmeasured).
+using NliJudge = std::function<std::vector<NliLabel>(
+    const std::vector<std::pair<std::string, std::string>>& premise_hypothesis)>;
+
 struct FilterOptions {
   NliScope nli = NliScope::All;
+  NliJudge judge;  // set: NLI by this judge instead of the reader's Figure 10 prompt
   int max_tokens = 8;
   size_t batch = 8;
 };
@@ -61,7 +69,8 @@ struct FilterVerdict {
 // Answer-preservation check alone.
 FilterVerdict check_answers(const Pair& p);
 
-// Runs every filter over `pairs`; `nli_reader` may be null only when opt.nli == None.
+// Runs every filter over `pairs`; `nli_reader` may be null when opt.nli == None or opt.judge is
+// set.
 std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::Reader* nli_reader,
                                         const PromptSet& prompts, const FilterOptions& opt,
                                         FilterCounts& counts);

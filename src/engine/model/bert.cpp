@@ -1,0 +1,202 @@
+#include "engine/model/bert.h"
+
+#include <cmath>
+
+#include "base/error.h"
+
+namespace ragform::model {
+
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::None:
+      return "none";
+    case Pooling::Mean:
+      return "mean";
+    case Pooling::Cls:
+      return "cls";
+    case Pooling::Last:
+      return "last";
+    case Pooling::Rank:
+      return "rank";
+  }
+  return "?";
+}
+
+Pooling parse_pooling(const std::string& name) {
+  for (Pooling p : {Pooling::None, Pooling::Mean, Pooling::Cls, Pooling::Last, Pooling::Rank})
+    if (name == pooling_name(p)) return p;
+  throw Error("pooling", "unknown pooling '" + name + "' (none, mean, cls, last or rank)");
+}
+
+void layer_norm(const float* x, const float* w, const float* b, int n, float eps, float* out) {
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += double(x[i]);
+  const float mean = float(sum / n);
+  double sum2 = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i] - mean;
+    out[i] = v;
+    sum2 += double(v * v);
+  }
+  const float scale = 1.0f / std::sqrt(float(sum2 / n) + eps);
+  for (int i = 0; i < n; ++i) {
+    float v = out[i] * scale;
+    if (w) v *= w[i];
+    if (b) v += b[i];
+    out[i] = v;
+  }
+}
+
+bool is_encoder_file(const gguf::File& file) { return file.architecture() == "bert"; }
+
+namespace {
+std::string shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "[";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+}  // namespace
+
+std::unique_ptr<BertModel> BertModel::load(const std::string& path, const EngineOptions& opt) {
+  return from_file(gguf::File::open(path, opt.load), opt);
+}
+
+const float* BertModel::vec(const std::string& name, int64_t n, bool required) {
+  const gguf::TensorInfo* t = file_->find_tensor(name);
+  if (!t) {
+    if (required) throw Error("model", file_->path() + ": missing tensor '" + name + "'");
+    return nullptr;
+  }
+  if (t->n_elements() != n)
+    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t->ne) +
+                             ", expected [" + std::to_string(n) + "]");
+  if (t->type == gguf::TensorType::F32) return reinterpret_cast<const float*>(t->data);
+  owned_.emplace_back(size_t(n));
+  ops::dequantize_row(t->type, t->data, owned_.back().data(), n);
+  return owned_.back().data();
+}
+
+ops::WeightView BertModel::mat(const std::string& name, int64_t n_in, int64_t n_out) {
+  const gguf::TensorInfo& t = file_->tensor(name);
+  if (t.ne.size() != 2 || t.ne[0] != n_in || (n_out >= 0 && t.ne[1] != n_out))
+    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t.ne) +
+                             ", expected [" + std::to_string(n_in) + ", " +
+                             (n_out >= 0 ? std::to_string(n_out) : std::string("n")) + "]");
+  if (!ops::is_weight_type(t.type))
+    throw Error("model", file_->path() + ": tensor '" + name + "' has type " +
+                             gguf::type_name(t.type) + ", which cannot be a weight matrix");
+  return ops::WeightView{t.type, t.data, n_in, t.ne[1], policy_};
+}
+
+std::vector<float> BertModel::table(const std::string& name, int64_t n_in, int64_t* rows) {
+  ops::WeightView w = mat(name, n_in, -1);
+  *rows = w.n_out;
+  return ops::dequantize_tensor(w);
+}
+
+std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File> file,
+                                                const EngineOptions& opt) {
+  std::unique_ptr<BertModel> m(new BertModel());
+  m->file_ = std::move(file);
+  m->policy_ = opt.matmul_policy();
+  const gguf::File& f = *m->file_;
+  const std::string arch = f.architecture();
+  if (arch != "bert")
+    throw Error("model", f.path() + ": architecture '" + arch +
+                             "' is not an encoder (supported encoders: bert); use it as a reader "
+                             "(generate, logits, ...)");
+  BertHparams& hp = m->hp_;
+  auto req = [&](const std::string& key) -> int {
+    if (!f.has(key)) throw Error("model", f.path() + ": missing metadata key '" + key + "'");
+    const int64_t v = f.get_int(key);
+    if (v <= 0 || v > (1 << 30))
+      throw Error("model",
+                  f.path() + ": '" + key + "' = " + std::to_string(v) + " is out of range");
+    return int(v);
+  };
+  hp.n_embd = req("bert.embedding_length");
+  hp.n_layer = req("bert.block_count");
+  hp.n_head = req("bert.attention.head_count");
+  hp.n_ff = req("bert.feed_forward_length");
+  if (hp.n_embd % hp.n_head != 0)
+    throw Error("model", f.path() + ": embedding_length " + std::to_string(hp.n_embd) +
+                             " is not a multiple of head_count " + std::to_string(hp.n_head));
+  hp.head_dim = hp.n_embd / hp.n_head;
+  hp.norm_eps = float(f.get_float("bert.attention.layer_norm_epsilon", 1e-12));
+  if (f.get_bool("bert.attention.causal", false))
+    throw Error("model", f.path() +
+                             ": bert.attention.causal = true is not supported (BERT "
+                             "encoders attend in both directions)");
+  const int64_t pt = f.get_int("bert.pooling_type", 0);
+  if (pt < 0 || pt > 4)
+    throw Error("model", f.path() + ": bert.pooling_type " + std::to_string(pt) + " is unknown");
+  hp.pooling = Pooling(int(pt));
+
+  const int64_t E = hp.n_embd, FF = hp.n_ff;
+  m->tok_embd = m->mat("token_embd.weight", E, -1);
+  hp.n_vocab = int(m->tok_embd.n_out);
+  if (f.has("tokenizer.ggml.tokens") &&
+      int64_t(f.get_strings("tokenizer.ggml.tokens").size()) != m->tok_embd.n_out)
+    throw Error("model", f.path() + ": token_embd has " + std::to_string(m->tok_embd.n_out) +
+                             " rows but the vocabulary has " +
+                             std::to_string(f.get_strings("tokenizer.ggml.tokens").size()) +
+                             " tokens");
+  int64_t rows = 0;
+  m->pos_embd = m->table("position_embd.weight", E, &rows);
+  hp.n_ctx_train = int(rows);
+  if (f.find_tensor("token_types.weight")) {
+    m->type_embd = m->table("token_types.weight", E, &rows);
+    hp.n_token_types = int(rows);
+  }
+  m->embd_norm_w = m->vec("token_embd_norm.weight", E, true);
+  m->embd_norm_b = m->vec("token_embd_norm.bias", E, true);
+
+  m->layers.resize(size_t(hp.n_layer));
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const std::string p = "blk." + std::to_string(il) + ".";
+    BertLayer& L = m->layers[size_t(il)];
+    L.wq = m->mat(p + "attn_q.weight", E, E);
+    L.wk = m->mat(p + "attn_k.weight", E, E);
+    L.wv = m->mat(p + "attn_v.weight", E, E);
+    L.wo = m->mat(p + "attn_output.weight", E, E);
+    L.bq = m->vec(p + "attn_q.bias", E, true);
+    L.bk = m->vec(p + "attn_k.bias", E, true);
+    L.bv = m->vec(p + "attn_v.bias", E, true);
+    L.bo = m->vec(p + "attn_output.bias", E, true);
+    L.attn_norm_w = m->vec(p + "attn_output_norm.weight", E, true);
+    L.attn_norm_b = m->vec(p + "attn_output_norm.bias", E, true);
+    L.w_up = m->mat(p + "ffn_up.weight", E, FF);
+    L.b_up = m->vec(p + "ffn_up.bias", FF, true);
+    L.w_down = m->mat(p + "ffn_down.weight", FF, E);
+    L.b_down = m->vec(p + "ffn_down.bias", E, true);
+    L.out_norm_w = m->vec(p + "layer_output_norm.weight", E, true);
+    L.out_norm_b = m->vec(p + "layer_output_norm.bias", E, true);
+  }
+
+  if (f.find_tensor("cls.weight")) {
+    m->has_cls = true;
+    m->cls = m->mat("cls.weight", E, E);
+    m->cls_b = m->vec("cls.bias", E, false);
+  }
+  if (f.find_tensor("cls.output.weight")) {
+    m->has_cls_out = true;
+    m->cls_out = m->mat("cls.output.weight", E, -1);
+    m->cls_out_b = m->vec("cls.output.bias", m->cls_out.n_out, false);
+    if (f.has("bert.classifier.output_labels")) {
+      for (auto s : f.get_strings("bert.classifier.output_labels")) m->labels.emplace_back(s);
+      if (int64_t(m->labels.size()) != m->cls_out.n_out)
+        throw Error("model", f.path() + ": bert.classifier.output_labels has " +
+                                 std::to_string(m->labels.size()) + " labels but cls.output has " +
+                                 std::to_string(m->cls_out.n_out) + " rows");
+    } else {
+      for (int64_t i = 0; i < m->cls_out.n_out; ++i)
+        m->labels.push_back("LABEL_" + std::to_string(i));
+    }
+  }
+  if (hp.pooling == Pooling::Rank && !m->has_cls_out)
+    throw Error("model",
+                f.path() + ": pooling_type rank needs a classification head ('cls.output.weight')");
+  return m;
+}
+
+}  // namespace ragform::model

@@ -1,0 +1,336 @@
+#include "engine/runtime/encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "engine/model/blocks.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ragform::runtime {
+
+using model::Pooling;
+
+Truncate parse_truncate(const std::string& name) {
+  if (name == "right") return Truncate::Right;
+  if (name == "error") return Truncate::Error;
+  throw UsageError("truncate", "unknown mode '" + name + "' (right or error)");
+}
+
+namespace {
+EncoderInput make_input(const tok::Tokenizer& tok, std::string_view a, int n_max, Truncate trunc,
+                        int n_token_types, const std::string_view* b) {
+  // The tokenizer adds the specials the vocabulary asks for ([CLS] ... [SEP] for WordPiece):
+  // split them off so the pieces can be truncated and a pair assembled around them.
+  // The specials alone are what an empty text encodes to: [CLS] [SEP] for WordPiece (llama.cpp
+  // adds [SEP] through its add_sep flag, not add_eos), the BOS first when there is one.
+  const std::vector<int32_t> specials = tok.encode("", /*add_special=*/true, false);
+  const size_t n_head = tok.add_bos() && !specials.empty() ? 1 : 0;
+  const std::vector<int32_t> head(specials.begin(), specials.begin() + std::ptrdiff_t(n_head));
+  const std::vector<int32_t> tail(specials.begin() + std::ptrdiff_t(n_head), specials.end());
+  std::vector<int32_t> ids = tok.encode(a, /*add_special=*/false, /*parse_special=*/false);
+  std::vector<int32_t> ids_b;
+  if (b) ids_b = tok.encode(*b, /*add_special=*/false, /*parse_special=*/false);
+
+  EncoderInput in;
+  const size_t n_special = head.size() + tail.size() * (b ? 2 : 1);
+  const size_t n_total = n_special + ids.size() + ids_b.size();
+  if (n_max > 0 && n_total > size_t(n_max)) {
+    if (trunc == Truncate::Error)
+      throw Error("encoder", "input of " + std::to_string(n_total) +
+                                 " tokens exceeds the model's " + std::to_string(n_max) +
+                                 " (use --truncate right)");
+    if (size_t(n_max) <= n_special)
+      throw Error("encoder", "context of " + std::to_string(n_max) + " tokens is too small");
+    size_t budget = size_t(n_max) - n_special;
+    while (ids.size() + ids_b.size() > budget) {  // longest_first: trim the longer segment
+      if (ids.size() >= ids_b.size())
+        ids.pop_back();
+      else
+        ids_b.pop_back();
+    }
+    in.truncated = true;
+  }
+  // (push_back, not insert: GCC 12 reports a false -Wstringop-overflow for the inserts)
+  in.tokens.reserve(n_total);
+  for (int32_t t : head) in.tokens.push_back(t);
+  for (int32_t t : ids) in.tokens.push_back(t);
+  for (int32_t t : tail) in.tokens.push_back(t);
+  if (b) {
+    const size_t first_b = in.tokens.size();
+    for (int32_t t : ids_b) in.tokens.push_back(t);
+    for (int32_t t : tail) in.tokens.push_back(t);
+    if (n_token_types >= 2) {
+      in.types.assign(in.tokens.size(), 0);
+      std::fill(in.types.begin() + std::ptrdiff_t(first_b), in.types.end(), 1);
+    }
+  }
+  return in;
+}
+}  // namespace
+
+EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_max,
+                           Truncate trunc) {
+  return make_input(tok, a, n_max, trunc, 0, nullptr);
+}
+
+EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::string_view a, std::string_view b,
+                                int n_max, Truncate trunc, int n_token_types) {
+  return make_input(tok, a, n_max, trunc, n_token_types, &b);
+}
+
+void l2_normalize(std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += double(x) * x;
+  if (s <= 0) return;
+  const float inv = float(1.0 / std::sqrt(s));
+  for (float& x : v) x *= inv;
+}
+
+namespace {
+// f(r) for r in [0, n) on the pool when there is enough work to wake it.
+template <class F>
+void for_rows(ThreadPool& pool, int64_t n, int64_t cost_per_row, const F& f) {
+  if (pool.size() == 1 || n < 2 || n * cost_per_row < (int64_t(1) << 14)) {
+    for (int64_t r = 0; r < n; ++r) f(r);
+    return;
+  }
+  pool.parallel_for(size_t(n), [&](size_t b, size_t e, int) {
+    for (size_t r = b; r < e; ++r) f(int64_t(r));
+  });
+}
+
+void add_bias_rows(float* y, const float* b, int64_t rows, int64_t n) {
+  if (!b) return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] += b[i];
+}
+}  // namespace
+
+struct Encoder::Impl {
+  std::vector<float> x, q, k, v, attn, o, ff;
+  std::vector<std::vector<float>> thread_scratch;  // per pool thread: K^T of one head + scores
+  std::vector<int32_t> ids;
+};
+
+Encoder::Encoder(const model::BertModel& m, ThreadPool& pool)
+    : m_(m), pool_(pool), impl_(std::make_unique<Impl>()) {}
+
+Encoder::~Encoder() = default;
+
+std::vector<EncoderOutput> Encoder::encode(const std::vector<EncoderInput>& inputs,
+                                           const EncodeOptions& opt) {
+  const model::BertHparams& hp = m_.hp();
+  if (opt.pooling == Pooling::Rank && !m_.has_cls_out)
+    throw Error("encoder", m_.file().path() +
+                               ": rank pooling needs a classification head, and "
+                               "this model has none");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const EncoderInput& in = inputs[i];
+    const std::string where = "input " + std::to_string(i) + ": ";
+    if (in.tokens.empty()) throw Error("encoder", where + "no tokens");
+    if (int64_t(in.tokens.size()) > hp.n_ctx_train)
+      throw Error("encoder", where + std::to_string(in.tokens.size()) +
+                                 " tokens exceed the model's " + std::to_string(hp.n_ctx_train) +
+                                 " positions");
+    for (int32_t t : in.tokens)
+      if (t < 0 || t >= hp.n_vocab)
+        throw Error("encoder", where + "token id " + std::to_string(t) +
+                                   " is outside the vocabulary of " + std::to_string(hp.n_vocab));
+    if (!in.types.empty()) {
+      if (in.types.size() != in.tokens.size())
+        throw Error("encoder", where + "types and tokens differ in length");
+      for (int32_t t : in.types)
+        if (t < 0 || t >= std::max(1, hp.n_token_types))
+          throw Error("encoder", where + "token type " + std::to_string(t) +
+                                     " is outside the model's " + std::to_string(hp.n_token_types) +
+                                     " types");
+    }
+  }
+  std::vector<EncoderOutput> out(inputs.size());
+  // Greedy passes of consecutive inputs up to max_batch_tokens.
+  size_t i = 0;
+  while (i < inputs.size()) {
+    std::vector<const EncoderInput*> batch{&inputs[i]};
+    int64_t n = int64_t(inputs[i].tokens.size());
+    size_t j = i + 1;
+    while (j < inputs.size() &&
+           n + int64_t(inputs[j].tokens.size()) <= int64_t(std::max(1, opt.max_batch_tokens))) {
+      n += int64_t(inputs[j].tokens.size());
+      batch.push_back(&inputs[j++]);
+    }
+    run_pass(batch, opt, &out[i]);
+    i = j;
+  }
+  return out;
+}
+
+void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const EncodeOptions& opt,
+                       EncoderOutput* out) {
+  const model::BertModel& M = m_;
+  const model::BertHparams& hp = M.hp();
+  Impl& I = *impl_;
+  ThreadPool& pool = pool_;
+  const int E = hp.n_embd, FF = hp.n_ff, HD = hp.head_dim, NH = hp.n_head;
+  const size_t nb = batch.size();
+  std::vector<int64_t> base(nb + 1, 0);
+  for (size_t s = 0; s < nb; ++s) base[s + 1] = base[s] + int64_t(batch[s]->tokens.size());
+  const int64_t T = base[nb];
+
+  I.x.resize(size_t(T * E));
+  I.q.resize(size_t(T * E));
+  I.k.resize(size_t(T * E));
+  I.v.resize(size_t(T * E));
+  I.attn.resize(size_t(T * E));
+  I.o.resize(size_t(T * E));
+  I.ff.resize(size_t(T * FF));
+
+  // Embeddings: (token + token_type) + position, then LayerNorm (llm_build_bert's order).
+  I.ids.resize(size_t(T));
+  for (size_t s = 0; s < nb; ++s)
+    std::copy(batch[s]->tokens.begin(), batch[s]->tokens.end(), I.ids.begin() + base[s]);
+  ops::get_rows(M.tok_embd, I.ids.data(), T, I.x.data());
+  for (size_t s = 0; s < nb; ++s) {
+    const EncoderInput& in = *batch[s];
+    for (int64_t t = 0; t < int64_t(in.tokens.size()); ++t) {
+      float* xr = &I.x[size_t((base[s] + t) * E)];
+      if (!M.type_embd.empty()) {
+        const float* ty = &M.type_embd[size_t(in.types.empty() ? 0 : in.types[size_t(t)]) * E];
+        for (int e = 0; e < E; ++e) xr[e] += ty[e];
+      }
+      const float* pe = &M.pos_embd[size_t(t * E)];
+      for (int e = 0; e < E; ++e) xr[e] += pe[e];
+    }
+  }
+  for_rows(pool, T, E, [&](int64_t r) {
+    float* xr = &I.x[size_t(r * E)];
+    model::layer_norm(xr, M.embd_norm_w, M.embd_norm_b, E, hp.norm_eps, xr);
+  });
+
+  // Attention scratch per pool thread: K^T of one head [HD][n] and one score row [n].
+  int64_t n_max = 0;
+  for (size_t s = 0; s < nb; ++s) n_max = std::max(n_max, base[s + 1] - base[s]);
+  I.thread_scratch.resize(size_t(pool.size()));
+  for (auto& sc : I.thread_scratch) sc.resize(size_t(n_max * (HD + 1)));
+  const float scale = 1.0f / std::sqrt(float(HD));
+
+  for (const model::BertLayer& L : M.layers) {
+    ops::matmul(L.wq, I.x.data(), T, I.q.data(), pool);
+    ops::matmul(L.wk, I.x.data(), T, I.k.data(), pool);
+    ops::matmul(L.wv, I.x.data(), T, I.v.data(), pool);
+    add_bias_rows(I.q.data(), L.bq, T, E);
+    add_bias_rows(I.k.data(), L.bk, T, E);
+    add_bias_rows(I.v.data(), L.bv, T, E);
+
+    // Bidirectional attention, one work item per (input, head): scores over all of the input's
+    // keys, scaled, softmax (max-subtracted, sum in double as ggml_soft_max), then P V.
+    const int64_t n_items = int64_t(nb) * NH;
+    auto head_fn = [&](int64_t item, int thread) {
+      const size_t s = size_t(item / NH);
+      const int h = int(item % NH);
+      const int64_t n = base[s + 1] - base[s], r0 = base[s];
+      float* kt = I.thread_scratch[size_t(thread)].data();  // [HD][n]
+      float* sc = kt + n * HD;                              // [n]
+      for (int64_t j = 0; j < n; ++j)
+        for (int d = 0; d < HD; ++d) kt[d * n + j] = I.k[size_t((r0 + j) * E + h * HD + d)];
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qi = &I.q[size_t((r0 + i) * E + h * HD)];
+        std::fill(sc, sc + n, 0.0f);
+        for (int d = 0; d < HD; ++d) {
+          const float qd = qi[d];
+          const float* krow = kt + d * n;
+          for (int64_t j = 0; j < n; ++j) sc[j] += qd * krow[j];
+        }
+        for (int64_t j = 0; j < n; ++j) sc[j] *= scale;
+        model::softmax(sc, int(n));
+        float* oi = &I.attn[size_t((r0 + i) * E + h * HD)];
+        std::fill(oi, oi + HD, 0.0f);
+        for (int64_t j = 0; j < n; ++j) {
+          const float p = sc[j];
+          const float* vj = &I.v[size_t((r0 + j) * E + h * HD)];
+          for (int d = 0; d < HD; ++d) oi[d] += p * vj[d];
+        }
+      }
+    };
+    if (pool.size() == 1 || n_items < 2) {
+      for (int64_t it = 0; it < n_items; ++it) head_fn(it, 0);
+    } else {
+      pool.parallel_for(size_t(n_items), [&](size_t b, size_t e, int th) {
+        for (size_t it = b; it < e; ++it) head_fn(int64_t(it), th);
+      });
+    }
+
+    // x = LN(x + Wo attn + bo)
+    ops::matmul(L.wo, I.attn.data(), T, I.o.data(), pool);
+    for_rows(pool, T, 4 * E, [&](int64_t r) {
+      float* xr = &I.x[size_t(r * E)];
+      const float* orow = &I.o[size_t(r * E)];
+      for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.bo[e];
+      model::layer_norm(xr, L.attn_norm_w, L.attn_norm_b, E, hp.norm_eps, xr);
+    });
+    // x = LN(x + W_down GELU(W_up x + b_up) + b_down)
+    ops::matmul(L.w_up, I.x.data(), T, I.ff.data(), pool);
+    for_rows(pool, T, 4 * FF, [&](int64_t r) {
+      float* fr = &I.ff[size_t(r * FF)];
+      for (int e = 0; e < FF; ++e) fr[e] += L.b_up[e];
+      model::gelu(fr, FF, fr);
+    });
+    ops::matmul(L.w_down, I.ff.data(), T, I.o.data(), pool);
+    for_rows(pool, T, 4 * E, [&](int64_t r) {
+      float* xr = &I.x[size_t(r * E)];
+      const float* orow = &I.o[size_t(r * E)];
+      for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.b_down[e];
+      model::layer_norm(xr, L.out_norm_w, L.out_norm_b, E, hp.norm_eps, xr);
+    });
+  }
+
+  // Pooling.
+  std::vector<float> cls_rows;  // rank: [nb][E] CLS states
+  for (size_t s = 0; s < nb; ++s) {
+    EncoderOutput& o = out[s];
+    const int64_t n = base[s + 1] - base[s];
+    const float* xs = &I.x[size_t(base[s] * E)];
+    o.n_tokens = int(n);
+    switch (opt.pooling) {
+      case Pooling::None:
+        o.states.assign(xs, xs + n * E);
+        break;
+      case Pooling::Mean: {
+        std::vector<double> acc(size_t(E), 0.0);
+        for (int64_t t = 0; t < n; ++t)
+          for (int e = 0; e < E; ++e) acc[size_t(e)] += xs[t * E + e];
+        o.pooled.resize(size_t(E));
+        for (int e = 0; e < E; ++e) o.pooled[size_t(e)] = float(acc[size_t(e)] / double(n));
+        break;
+      }
+      case Pooling::Cls:
+        o.pooled.assign(xs, xs + E);
+        break;
+      case Pooling::Last:
+        o.pooled.assign(xs + (n - 1) * E, xs + n * E);
+        break;
+      case Pooling::Rank:
+        cls_rows.insert(cls_rows.end(), xs, xs + E);
+        break;
+    }
+  }
+  if (opt.pooling == Pooling::Rank) {
+    const int64_t NB = int64_t(nb);
+    std::vector<float> h = cls_rows;
+    if (M.has_cls) {
+      ops::matmul(M.cls, cls_rows.data(), NB, h.data(), pool);
+      add_bias_rows(h.data(), M.cls_b, NB, E);
+      for (float& val : h) val = std::tanh(val);
+    }
+    const int NL = M.n_labels();
+    std::vector<float> scores(size_t(NB * NL));
+    ops::matmul(M.cls_out, h.data(), NB, scores.data(), pool);
+    add_bias_rows(scores.data(), M.cls_out_b, NB, NL);
+    for (size_t s = 0; s < nb; ++s)
+      out[s].pooled.assign(scores.begin() + std::ptrdiff_t(s * size_t(NL)),
+                           scores.begin() + std::ptrdiff_t((s + 1) * size_t(NL)));
+  }
+}
+
+}  // namespace ragform::runtime

@@ -1,0 +1,94 @@
+#include "reader/native_encoder.h"
+
+#include <filesystem>
+
+#include "base/error.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ragform::reader {
+
+NativeEncoder::NativeEncoder(const std::string& model_path, const NativeEncoderOptions& opt)
+    : path_(model_path), opt_(opt) {
+  pool_ = opt.engine.pool_or_new();
+  model_ = model::BertModel::load(model_path, opt.engine);
+  tok_ = tok::Tokenizer::from_gguf(model_->file());
+  enc_ = std::make_unique<runtime::Encoder>(*model_, *pool_);
+  if (opt_.max_tokens < 0) throw UsageError("encoder", "max_tokens must be >= 0");
+}
+
+NativeEncoder::~NativeEncoder() = default;
+
+std::string NativeEncoder::describe() const {
+  return "native:" + std::filesystem::path(path_).filename().string();
+}
+
+Pooling NativeEncoder::default_pooling() const { return model_->hp().pooling; }
+
+int NativeEncoder::max_tokens() const {
+  const int n = model_->hp().n_ctx_train;
+  return opt_.max_tokens > 0 ? std::min(opt_.max_tokens, n) : n;
+}
+
+std::vector<Embedding> NativeEncoder::embed(const std::vector<std::string>& texts,
+                                            std::optional<Pooling> pooling, bool normalize) {
+  const Pooling p = pooling.value_or(default_pooling());
+  if (p == Pooling::Rank)
+    throw UsageError("embed", path_ +
+                                  ": the model's pooling is rank (a classifier): use classify, "
+                                  "or ask for none, mean, cls or last");
+  std::vector<runtime::EncoderInput> ins;
+  ins.reserve(texts.size());
+  for (const std::string& t : texts)
+    ins.push_back(runtime::encoder_input(*tok_, t, max_tokens(), opt_.truncate));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto outs = enc_->encode(ins, {p, opt_.max_batch_tokens});
+  const int E = model_->hp().n_embd;
+  std::vector<Embedding> res(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Embedding& e = res[i];
+    e.n_tokens = outs[i].n_tokens;
+    e.truncated = ins[i].truncated;
+    e.n_embd = E;
+    if (p == Pooling::None) {
+      e.token_vectors = std::move(outs[i].states);
+      e.pieces.reserve(ins[i].tokens.size());
+      for (int32_t id : ins[i].tokens) e.pieces.push_back(tok_->token_text(id));
+      if (normalize)
+        for (int t = 0; t < e.n_tokens; ++t) {
+          std::vector<float> row(e.token_vectors.begin() + t * E,
+                                 e.token_vectors.begin() + (t + 1) * E);
+          runtime::l2_normalize(row);
+          std::copy(row.begin(), row.end(), e.token_vectors.begin() + t * E);
+        }
+    } else {
+      e.vector = std::move(outs[i].pooled);
+      if (normalize) runtime::l2_normalize(e.vector);
+    }
+  }
+  return res;
+}
+
+std::vector<Classification> NativeEncoder::classify(const std::vector<TextPair>& pairs) {
+  if (!model_->has_cls_out)
+    throw Error("classify", path_ + ": the model has no classification head (cls.output)");
+  std::vector<runtime::EncoderInput> ins;
+  ins.reserve(pairs.size());
+  for (const TextPair& pr : pairs)
+    ins.push_back(pr.b ? runtime::encoder_pair_input(*tok_, pr.a, *pr.b, max_tokens(),
+                                                     opt_.truncate, model_->hp().n_token_types)
+                       : runtime::encoder_input(*tok_, pr.a, max_tokens(), opt_.truncate));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto outs = enc_->encode(ins, {Pooling::Rank, opt_.max_batch_tokens});
+  std::vector<Classification> res(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Classification& c = res[i];
+    c.labels = model_->labels;
+    c.scores = std::move(outs[i].pooled);
+    c.probs = softmax_probs(c.scores);
+    c.n_tokens = outs[i].n_tokens;
+    c.truncated = ins[i].truncated;
+  }
+  return res;
+}
+
+}  // namespace ragform::reader

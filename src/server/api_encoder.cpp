@@ -1,0 +1,202 @@
+#include "server/api_encoder.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "reader/encoder.h"
+#include "server/api_json.h"
+
+namespace ragform::server {
+
+using namespace api_json;
+
+EncoderApi::EncoderApi(reader::Encoder& enc, EncoderApiOptions opt)
+    : enc_(enc),
+      opt_(std::move(opt)),
+      created_(long(std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count())) {}
+
+Response EncoderApi::handle(const Request& req) noexcept {
+  try {
+    return dispatch(req);
+  } catch (const ApiError& e) {
+    Response r;
+    r.status = e.status;
+    try {
+      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
+    } catch (...) {
+      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
+    }
+    return r;
+  } catch (const UsageError& e) {
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const NotSupported& e) {
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const Error& e) {
+    // The encoder's refusals (input too long with truncation off, no classification head) are
+    // about the request.
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const std::exception& e) {
+    return error_response(500, e.what(), "server_error");
+  } catch (...) {
+    return error_response(500, "unknown error", "server_error");
+  }
+}
+
+Response EncoderApi::dispatch(const Request& req) {
+  if (req.path == "/health") return ok({{"status", "ok"}, {"encoder", enc_.describe()}});
+  if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
+    throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                   "invalid_request_error", "invalid_api_key"};
+  const std::string& p = req.path;
+  if (p == "/v1/models" || p == "/models") {
+    if (req.method != "GET")
+      throw ApiError{405, "use GET", "invalid_request_error", "method_not_allowed"};
+    return ok({{"object", "list"},
+               {"data", json::array({{{"id", opt_.model_id},
+                                      {"object", "model"},
+                                      {"created", created_},
+                                      {"owned_by", "ragform"}}})}});
+  }
+  const bool emb = p == "/v1/embeddings" || p == "/embeddings";
+  const bool rr = p == "/v1/rerank" || p == "/rerank";
+  if (!emb && !rr)
+    throw ApiError{
+        404,
+        "no endpoint " + p + " (this server runs an encoder model: /v1/embeddings and /v1/rerank)",
+        "invalid_request_error", "not_found"};
+  if (req.method != "POST")
+    throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
+  return emb ? embeddings(req.body) : rerank(req.body);
+}
+
+namespace {
+void check_model(const json& j, const std::string& id) {
+  const std::string model = get_str(j, "model", false);
+  if (!model.empty() && model != id)
+    throw ApiError{404,
+                   "model '" + model + "' is not served here (this server serves '" + id + "')",
+                   "invalid_request_error", "model_not_found"};
+}
+
+json floats(const float* v, size_t n) {
+  json a = json::array();
+  for (size_t i = 0; i < n; ++i) a.push_back(v[i]);
+  return a;
+}
+}  // namespace
+
+Response EncoderApi::embeddings(const std::string& body) {
+  const json j = parse_body(body);
+  check_model(j, opt_.model_id);
+  if (!j.contains("input") || j["input"].is_null()) bad("missing field 'input'", "missing_field");
+  std::vector<std::string> texts;
+  const json& in = j["input"];
+  if (in.is_string()) {
+    texts.push_back(in.get<std::string>());
+  } else if (in.is_array()) {
+    for (const auto& t : in) {
+      if (!t.is_string())
+        bad("'input' must be a string or an array of strings (token arrays are not accepted)",
+            "invalid_type");
+      texts.push_back(t.get<std::string>());
+    }
+  } else {
+    bad("'input' must be a string or an array of strings", "invalid_type");
+  }
+  if (texts.empty()) bad("'input' is an empty array");
+  if (int(texts.size()) > opt_.max_inputs)
+    bad("'input' holds " + std::to_string(texts.size()) + " texts, more than this server's " +
+        std::to_string(opt_.max_inputs));
+  const std::string fmt = get_str(j, "encoding_format", false);
+  if (!fmt.empty() && fmt != "float") bad("'encoding_format' must be \"float\"");
+  std::optional<reader::Pooling> pooling;
+  const std::string pname = get_str(j, "pooling", false);
+  if (!pname.empty()) {
+    if (pname != "none" && pname != "mean" && pname != "cls" && pname != "last")
+      bad("'pooling' must be none, mean, cls or last, got '" + pname + "'");
+    pooling = model::parse_pooling(pname);
+  } else if (enc_.default_pooling() == reader::Pooling::Rank) {
+    bad("the served model is a classifier (pooling rank): ask for 'pooling' (none, mean, cls, "
+        "last) or use /v1/rerank");
+  }
+  const bool normalize = get_bool(j, "normalize", true);
+  const auto embs = enc_.embed(texts, pooling, normalize);
+  json data = json::array();
+  long n_tok = 0;
+  for (size_t i = 0; i < embs.size(); ++i) {
+    const reader::Embedding& e = embs[i];
+    json item = {{"object", "embedding"},
+                 {"index", i},
+                 {"n_tokens", e.n_tokens},
+                 {"truncated", e.truncated}};
+    if (pooling && *pooling == reader::Pooling::None) {
+      json rows = json::array();
+      for (int t = 0; t < e.n_tokens; ++t)
+        rows.push_back(
+            floats(e.token_vectors.data() + size_t(t) * size_t(e.n_embd), size_t(e.n_embd)));
+      item["embedding"] = std::move(rows);
+      item["pieces"] = e.pieces;
+    } else {
+      item["embedding"] = floats(e.vector.data(), e.vector.size());
+    }
+    n_tok += e.n_tokens;
+    data.push_back(std::move(item));
+  }
+  return ok({{"object", "list"},
+             {"model", opt_.model_id},
+             {"data", std::move(data)},
+             {"usage", {{"prompt_tokens", n_tok}, {"total_tokens", n_tok}}}});
+}
+
+Response EncoderApi::rerank(const std::string& body) {
+  const json j = parse_body(body);
+  check_model(j, opt_.model_id);
+  const std::string query = get_str(j, "query", true);
+  if (!j.contains("documents") || !j["documents"].is_array())
+    bad("'documents' must be an array of strings",
+        j.contains("documents") ? "invalid_type" : "missing_field");
+  std::vector<reader::TextPair> pairs;
+  std::vector<std::string> docs;
+  for (const auto& d : j["documents"]) {
+    // Jina/Cohere also accept {"text": ...} objects.
+    if (d.is_string())
+      docs.push_back(d.get<std::string>());
+    else if (d.is_object() && d.contains("text") && d["text"].is_string())
+      docs.push_back(d["text"].get<std::string>());
+    else
+      bad("'documents' must be an array of strings", "invalid_type");
+  }
+  if (docs.empty()) bad("'documents' is an empty array");
+  if (int(docs.size()) > opt_.max_inputs)
+    bad("'documents' holds " + std::to_string(docs.size()) + " texts, more than this server's " +
+        std::to_string(opt_.max_inputs));
+  const int top_n = get_int(j, "top_n", int(docs.size()), 1, 1 << 30);
+  const bool return_docs = get_bool(j, "return_documents", false);
+  for (const std::string& d : docs) pairs.push_back({query, d});
+  const auto res = enc_.classify(pairs);
+  std::vector<size_t> order(res.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return res[a].scores[0] > res[b].scores[0]; });
+  json results = json::array();
+  long n_tok = 0;
+  for (const auto& c : res) n_tok += c.n_tokens;
+  for (size_t k = 0; k < order.size() && int(k) < top_n; ++k) {
+    const reader::Classification& c = res[order[k]];
+    json r = {{"index", order[k]},
+              {"relevance_score", c.scores[0]},
+              {"labels", c.labels},
+              {"scores", floats(c.scores.data(), c.scores.size())},
+              {"n_tokens", c.n_tokens}};
+    if (return_docs) r["document"] = {{"text", docs[order[k]]}};
+    results.push_back(std::move(r));
+  }
+  return ok({{"object", "list"},
+             {"model", opt_.model_id},
+             {"results", std::move(results)},
+             {"usage", {{"prompt_tokens", n_tok}, {"total_tokens", n_tok}}}});
+}
+
+}  // namespace ragform::server

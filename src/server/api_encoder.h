@@ -1,0 +1,49 @@
+// The HTTP API of `ragform serve` when it runs an encoder model (reader/encoder.h), independent of
+// any HTTP library like api.h (same Request / Response, same OpenAI-style error objects; handle()
+// never throws):
+//   GET  /health, GET /v1/models                as for a reader
+//   POST /v1/embeddings {input: string | [strings], model?, encoding_format?: "float",
+//                        pooling?: none|mean|cls|last, normalize?: bool (default true)}
+//        -> {object: "list", model, data: [{object: "embedding", index, embedding, n_tokens,
+//            truncated}], usage: {prompt_tokens, total_tokens}} (OpenAI's shape; with pooling
+//            none `embedding` is one vector per token and `pieces` names the tokens)
+//   POST /v1/rerank {query, documents: [strings], top_n?, return_documents?, model?}
+//        -> {object: "list", model, results: [{index, relevance_score, labels, scores,
+//            document?: {text}}] (highest first, top_n of them), usage} (llama.cpp / Jina shape);
+//            each document is scored as the pair [CLS] query [SEP] document [SEP];
+//            relevance_score is the head's first raw output, as llama.cpp's rerank reports it.
+// Bad input is a 400 naming the field (not JSON, empty or non-string input, unknown pooling, a
+// classifier asked for embeddings without pooling, rerank on a model without a head); a model
+// name other than the served one is a 404.
+#pragma once
+#include <string>
+
+#include "server/api.h"
+
+namespace ragform::reader {
+class Encoder;
+}
+
+namespace ragform::server {
+
+struct EncoderApiOptions {
+  std::string model_id;
+  std::string api_key;    // empty = no key required
+  int max_inputs = 2048;  // texts per /v1/embeddings request, documents per /v1/rerank
+};
+
+class EncoderApi {
+ public:
+  EncoderApi(reader::Encoder& enc, EncoderApiOptions opt);
+  Response handle(const Request& req) noexcept;
+
+ private:
+  Response dispatch(const Request& req);
+  Response embeddings(const std::string& body);
+  Response rerank(const std::string& body);
+  reader::Encoder& enc_;
+  EncoderApiOptions opt_;
+  long created_;
+};
+
+}  // namespace ragform::server
