@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/model/test_model.h"
+#include "engine/runtime/context.h"
 
 namespace ragform::bench {
 
@@ -35,6 +36,13 @@ inline std::string bench_model(const std::string& file_name, model::TestModelOpt
     model::write_test_model(o);
   }
   return path;
+}
+
+// A context of n_ctx tokens per sequence, its own pool, F32 KV cache.
+inline runtime::ContextParams context_params(int n_ctx) {
+  runtime::ContextParams p;
+  p.n_ctx = n_ctx;
+  return p;
 }
 
 }  // namespace ragform::bench
