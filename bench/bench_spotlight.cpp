@@ -103,7 +103,7 @@ Engine& engine() {
       out.path = bench::bench_model("spotlight-qwen2.5-0.5b-q8_0.gguf", o);
       out.m = model::Model::load(out.path);
       out.tok = tok::Tokenizer::from_gguf(out.m->file());
-      out.ctx = std::make_unique<runtime::Context>(*out.m, context_params(8192));
+      out.ctx = std::make_unique<runtime::Context>(*out.m, bench::context_params(8192));
     } catch (const std::exception& ex) {
       out.error = std::string("cannot write or load the Qwen2.5-0.5B-shape model: ") + ex.what();
     }

@@ -134,7 +134,7 @@ void BM_EvalVsPrefill(benchmark::State& state) {
   const auto durability =
       state.range(1) ? store::RunStore::Durability::full : store::RunStore::Durability::normal;
   eo.batch = kBatch;
-  runtime::Context ctx(s.reader->model(), context_params(2048));
+  runtime::Context ctx(s.reader->model(), bench::context_params(2048));
   double eval_s = 0, raw_s = 0, tokens = 0, eval_tokens = 0, gen_s = 0;
   int iter = 0;
   // One eval + prefill round: returns false (after SkipWithError) when eval did not measure every
