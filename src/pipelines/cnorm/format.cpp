@@ -58,25 +58,7 @@ std::vector<Delimiter> parse_delimiter_list(std::string_view list) {
   return out;
 }
 
-uint64_t fnv1a64(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t document_seed(uint64_t seed, std::string_view text) {
-  return splitmix64(seed ^ fnv1a64(text));
-}
+uint64_t document_seed(uint64_t seed, std::string_view text) { return derive_seed(seed, text); }
 
 std::vector<size_t> seeded_permutation(size_t n, uint64_t seed) {
   std::vector<size_t> order(n);

@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/stable_hash.h"
+
 namespace ragform::cnorm {
 
 struct Delimiter {
@@ -54,9 +56,9 @@ Delimiter parse_delimiter(std::string_view token);
 // A comma-separated list ("none,-,&,comma,||"); duplicates (by name) are an error.
 std::vector<Delimiter> parse_delimiter_list(std::string_view list);
 
-// FNV-1a 64 of the bytes and splitmix64 (Steele et al.'s finaliser), exposed for tests.
-uint64_t fnv1a64(std::string_view bytes);
-uint64_t splitmix64(uint64_t x);
+// FNV-1a 64 and SplitMix64's finaliser: the project's stable hashes (base/stable_hash.h).
+using ::ragform::fnv1a64;
+constexpr uint64_t splitmix64(uint64_t x) { return splitmix64_mix(x); }
 // Step 3 of the rule above.
 uint64_t document_seed(uint64_t seed, std::string_view text);
 
