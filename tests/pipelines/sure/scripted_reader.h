@@ -22,6 +22,7 @@
 #include <map>
 #include <string>
 
+#include "base/stable_hash.h"
 #include "support/fake_reader.h"
 #include "text/metrics.h"
 
@@ -42,11 +43,7 @@ class ScriptedReader : public ::ragform::testing::FakeReader {
   ScriptedReader(const ScriptedReader&) = delete;
   ScriptedReader& operator=(const ScriptedReader&) = delete;
 
-  static size_t h(const std::string& s) {
-    size_t x = 1469598103934665603ULL;
-    for (unsigned char c : s) x = (x ^ c) * 1099511628211ULL;
-    return x;
-  }
+  static size_t h(const std::string& s) { return size_t(::ragform::fnv1a64(s)); }
   bool known(const std::string& q) const { return h(q) % 2 == 0; }
 
   static std::string between(const std::string& s, const std::string& a, const std::string& b) {
