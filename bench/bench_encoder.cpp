@@ -164,7 +164,7 @@ Reader& reader() {
       o.type = "q8_0";
       out.m = model::Model::load(bench::bench_model("spotlight-qwen2.5-0.5b-q8_0.gguf", o));
       out.tok = tok::Tokenizer::from_gguf(out.m->file());
-      out.ctx = std::make_unique<runtime::Context>(*out.m, runtime::ContextParams{8192});
+      out.ctx = std::make_unique<runtime::Context>(*out.m, bench::context_params(8192));
     } catch (const std::exception& e) {
       out.error = e.what();
     }
