@@ -77,9 +77,8 @@ void ReaderFlags::resolve_ctx() const {
 }
 
 reader::NativeOptions ReaderFlags::native_options() const {
-  resolve_ctx();
+  // Every flag is checked before the --ctx note, so a usage error is the only thing printed.
   reader::NativeOptions o;
-  o.n_ctx = ctx.value;
   if (kv.value != "f32" && kv.value != "f16")
     throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
   o.kv_f16 = kv.value == "f16";
@@ -92,6 +91,8 @@ reader::NativeOptions ReaderFlags::native_options() const {
     o.overflow = reader::Overflow::TruncateLeft;
   else
     throw UsageError("--truncate", "expected error or left, got '" + truncate.value + "'");
+  resolve_ctx();
+  o.n_ctx = ctx.value;
   return o;
 }
 
