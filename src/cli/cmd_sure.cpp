@@ -79,6 +79,7 @@ struct SureSetup {
   void require(const std::string& verb) const {
     if (!given())
       throw UsageError(verb, "needs a reader: -m MODEL.gguf, or --reader openai --base-url URL");
+    xf.check();
   }
   std::unique_ptr<reader::Reader> open(const std::string& verb) const {
     require(verb);

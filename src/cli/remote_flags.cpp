@@ -22,12 +22,16 @@ RemoteFlags::RemoteFlags(Args& a)
       timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)
                   .range(1, kMaxInt)) {}
 
-std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
-  if (reader.value == "native") return rf.open_native();
-  if (reader.value != "openai")
+void RemoteFlags::check() const {
+  if (reader.value != "native" && reader.value != "openai")
     throw UsageError("--reader", "'" + reader.value + "' is not native or openai");
-  if (base_url.value.empty())
+  if (reader.value == "openai" && base_url.value.empty())
     throw UsageError("--base-url", "--reader openai needs --base-url URL");
+}
+
+std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
+  check();
+  if (reader.value == "native") return rf.open_native();
   reader::OpenAIOptions o;
   o.base_url = base_url.value;
   o.model = rf.model.value;

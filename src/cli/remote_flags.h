@@ -22,8 +22,9 @@ struct RemoteFlags {
   Opt<int>& concurrency;
   Opt<int>& retries;
   Opt<int>& timeout;
-  // The reader these flags and `rf` describe. UsageError for an unknown --reader or a missing
-  // --base-url.
+  // UsageError for an unknown --reader or a missing --base-url (before any input is read).
+  void check() const;
+  // The reader these flags and `rf` describe; check() first.
   std::unique_ptr<reader::Reader> open(const ReaderFlags& rf) const;
 };
 
