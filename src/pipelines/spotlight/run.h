@@ -25,10 +25,10 @@
 namespace ragform::spotlight {
 
 struct RunOptions {
-  int K = 6;                         // sentences selected for the prompt
-  std::vector<int> recall_ks{2, 6};  // recall@K columns
-  ScoreParams params;                // k, lambda, alpha
-  uint64_t seed = 1;                 // random baseline (as `spotlight eval --seed`)
+  int K = 6;                                    // sentences selected for the prompt
+  std::vector<int> recall_ks{2, 6};             // recall@K columns
+  ScoreParams params = default_score_params();  // the CLI's defaults (scoring.h)
+  uint64_t seed = 1;                            // random baseline (as `spotlight eval --seed`)
   std::string input_path, vectors_path, tool_version;
 };
 
