@@ -116,9 +116,11 @@ Response Api::spotlight(const std::string& body) {
   std::vector<Document> docs;
   for (size_t i = 0; i < j["documents"].size(); ++i)
     docs.push_back(spot_document(j["documents"][i], i, qid));
-  ScoreParams sp;
-  sp.top_k = get_int(j, "k", 5, 1, 1 << 20);
-  sp.lambda = get_num(j, "lambda", 0.5, 0.0, 1.0);
+  // The defaults of `ragform spotlight select` (scoring.h default_score_params), so the endpoint
+  // and the command select the same sentences for the same request.
+  ScoreParams sp = default_score_params();
+  sp.top_k = get_int(j, "k", sp.top_k, 1, 1 << 20);
+  sp.lambda = get_num(j, "lambda", sp.lambda, 0.0, 1.0);
   std::string alpha = get_str(j, "alpha", false);
   if (!alpha.empty() && alpha != "idf" && alpha != "uniform")
     bad("'alpha' must be \"idf\" or \"uniform\"");
