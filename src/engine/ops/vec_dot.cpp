@@ -21,8 +21,10 @@
 // and picked at load time (GCC/Clang function multiversioning): only integer and
 // lane-structured float code, and no FMA contraction (ISO mode => -ffp-contract=off), so every
 // clone returns the same bits as the baseline.
+// Not under ASan or TSan: the clones' ifunc resolvers run while the dynamic loader relocates the
+// binary, before the sanitizer runtime is up, and crash in instrumented code.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__SANITIZE_ADDRESS__)
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define RAGFORM_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
 #define RAGFORM_KERNEL
