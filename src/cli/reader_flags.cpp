@@ -7,8 +7,8 @@
 #include "base/mapped_file.h"
 #include "cli/engine_env.h"
 #include "engine/gguf/gguf.h"
-#include "engine/model/model_card.h"
 #include "engine/model/model.h"
+#include "engine/model/model_card.h"
 
 namespace ragform::cli {
 
