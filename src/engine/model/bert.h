@@ -87,6 +87,7 @@ class BertModel {
   // bert.classifier.output_labels, else "LABEL_0".. (HF's default names); empty without a head.
   std::vector<std::string> labels;
   int n_labels() const { return int(labels.size()); }
+  const ops::MatmulPolicy& policy() const { return policy_; }
 
  private:
   std::shared_ptr<const gguf::File> file_;

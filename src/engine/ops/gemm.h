@@ -25,8 +25,8 @@ void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, Th
 bool gemm_k_supported(TensorType t, CpuTier tier);
 void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// F16/BF16 weights, exact (gemm_f16.cpp): a GEMM for several tokens and a GEMV for one, with
-// AVX-512 or AVX2 (`tier`, clamped to the CPU; matmul uses it on the AVX-512 tier, where
+// F32, F16 and BF16 weights, exact (gemm_f16.cpp): a GEMM for several tokens and a GEMV for one,
+// with AVX-512 or AVX2 (`tier`, clamped to the CPU; matmul uses it on the AVX-512 tier, where
 // gemm_f16_supported is true, and the vec_dot path, the same bits, below it). Bit-identical to the
 // vec_dot path for any number of tokens, any tiling and any thread count (the same products added
 // in the same order: 16 lanes over k, then vec_dot's reduction tree), so a row's result never

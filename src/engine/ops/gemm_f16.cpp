@@ -1,4 +1,5 @@
-// F16/BF16 weights, exact products (gemm.h): a GEMM for prefill and a GEMV for decode that both
+// Float weights (F16/BF16, and F32 through the same body), exact products (gemm.h): a GEMM for
+// prefill and a GEMV for decode that both
 // return vec_dot's bits for every output, so a row's logits do not depend on the company it keeps
 // (batch size, prompt length, prefill or decode, thread count).
 //
@@ -75,13 +76,15 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
 #pragma GCC pop_options
 
 bool gemm_f16_supported(TensorType t, CpuTier tier) {
-  return (t == TensorType::F16 || t == TensorType::BF16) && tier == CpuTier::Avx512;
+  return (t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) &&
+         tier == CpuTier::Avx512;
 }
 
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               CpuTier tier) {
-  if (w.type != TensorType::F16 && w.type != TensorType::BF16)
-    throw Error("gemm_f16", std::string("type ") + gguf::type_name(w.type) + " is not F16/BF16");
+  if (w.type != TensorType::F32 && w.type != TensorType::F16 && w.type != TensorType::BF16)
+    throw Error("gemm_f16",
+                std::string("type ") + gguf::type_name(w.type) + " is not F32/F16/BF16");
   tier = clamp_tier(tier);
   if (tier < CpuTier::Avx2) throw Error("gemm_f16", "this CPU lacks AVX2/FMA/F16C");
   if (n_tokens <= 0 || w.n_out <= 0) return;

@@ -19,7 +19,7 @@
 
 // The kernels are plain C++ written to auto-vectorise. On x86-64 each is also compiled for AVX2
 // and picked at load time (GCC/Clang function multiversioning): only integer and
-// lane-structured float code, and no FMA contraction (ISO mode => -ffp-contract=off), so every
+// lane-structured float code, and no FMA contraction (neither clone's target has FMA), so every
 // clone returns the same bits as the baseline.
 // Not under ASan or TSan: the clones' ifunc resolvers run while the dynamic loader relocates the
 // binary, before the sanitizer runtime is up, and crash in instrumented code.

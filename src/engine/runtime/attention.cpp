@@ -100,6 +100,11 @@ Kernels kernels_for(SimdLevel s) {
 // Query rows per work item: enough query vectors (rows x group heads) to reuse each K/V tile.
 int rows_per_tile(int group) { return std::max(1, 32 / group); }
 
+// Keys that query row r of seq attends to (before any sliding-window mask).
+int keys_seen(const AttnShape& a, const AttnSeq& seq, int r) {
+  return a.causal ? seq.pos0 + r + 1 : seq.pos0 + seq.n_rows;
+}
+
 int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
 void check_shape(const AttnShape& a) {
@@ -107,6 +112,8 @@ void check_shape(const AttnShape& a) {
     throw Error("attention", "bad shape: " + std::to_string(a.n_head) + " query heads, " +
                                  std::to_string(a.n_head_kv) + " kv heads, head_dim " +
                                  std::to_string(a.head_dim));
+  if (a.window > 0 && !a.causal)
+    throw Error("attention", "a sliding window needs causal attention");
 }
 
 // Sliding window: the scores of keys before n_keys[i] - window become -inf (softmax weight 0;
@@ -123,7 +130,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
               AttnScratch::Thread& t) {
   const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
   const int nq = rows * G;
-  const int n_keys = seq.pos0 + row0 + rows;
+  const int n_keys = a.causal ? seq.pos0 + row0 + rows : seq.pos0 + seq.n_rows;
   const int ldS = round_up(n_keys, kKeyTile);
   // Grown only; steady-state decode and prefill allocate nothing here.
   if (t.scores.size() < size_t(nq) * size_t(ldS)) t.scores.resize(size_t(nq) * size_t(ldS));
@@ -141,7 +148,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
         for (int d = 0; d < hd; ++d) dst[d] = ops::round_fp16(src[d]);
       else
         std::copy(src, src + hd, dst);
-      t.n_keys[i] = seq.pos0 + row0 + r + 1;
+      t.n_keys[i] = a.causal ? seq.pos0 + row0 + r + 1 : n_keys;
       t.out[i] = seq.out + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
     }
   float* S = t.scores.data();
@@ -225,7 +232,7 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
     for (int r0 = 0; r0 < s.n_rows; r0 += qt) {
       const int rows = std::min(qt, s.n_rows - r0);
       for (int kvh = 0; kvh < a.n_head_kv; ++kvh)
-        items.push_back({int(si), kvh, r0, rows, double(rows) * (s.pos0 + r0 + rows)});
+        items.push_back({int(si), kvh, r0, rows, double(rows) * keys_seen(a, s, r0 + rows - 1)});
     }
   }
   if (items.empty()) return;
@@ -258,7 +265,7 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
   const bool f16 = seq.kv.f16();
   std::vector<float> sc, qh(static_cast<size_t>(hd));
   for (int r = 0; r < seq.n_rows; ++r) {
-    const int n_keys = seq.pos0 + r + 1;
+    const int n_keys = keys_seen(a, seq, r);
     sc.assign(size_t(n_keys), 0.0f);
     for (int h = 0; h < a.n_head; ++h) {
       const int kvh = h / G;
@@ -293,7 +300,7 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
 double attention_flops(const AttnShape& a, const std::vector<AttnSeq>& seqs) {
   double f = 0.0;
   for (const AttnSeq& s : seqs)
-    for (int r = 0; r < s.n_rows; ++r) f += 4.0 * a.head_dim * double(s.pos0 + r + 1);
+    for (int r = 0; r < s.n_rows; ++r) f += 4.0 * a.head_dim * double(keys_seen(a, s, r));
   return f * a.n_head;
 }
 

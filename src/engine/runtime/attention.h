@@ -1,6 +1,8 @@
 // Causal, GQA-aware scaled dot-product attention over a per-sequence KV cache (F32 or F16), the
 // kernel behind Context::eval: out = softmax(scale * q K^T + causal mask) V for every query row
 // and head ("Attention Is All You Need", eq. 1), key/value head = query head / (n_head/n_head_kv).
+// With AttnShape::causal false the mask is dropped (the BERT encoder's bidirectional attention,
+// runtime/encoder.cpp): one kernel for both, so the encoder gets the same SIMD paths.
 //
 // Why a separate module: attention is the one part of the forward pass whose cost grows with the
 // context, and the attention tap must read exact softmax rows out of it. The kernel is two-pass
@@ -37,6 +39,9 @@ struct AttnShape {
   // p - window + 1 .. p, as llama.cpp masks them (key j hidden when p - j >= window). The hidden
   // keys get score -inf, so their softmax weights (and tapped weights) are exactly 0.
   int window = 0;
+  // false = bidirectional (BERT encoders): every query row sees all of its sequence's keys,
+  // 0 .. pos0 + n_rows - 1, instead of keys 0 .. its own position.
+  bool causal = true;
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/model/blocks.h"
+#include "engine/runtime/attention.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ragform::runtime {
@@ -110,7 +111,9 @@ void add_bias_rows(float* y, const float* b, int64_t rows, int64_t n) {
 
 struct Encoder::Impl {
   std::vector<float> x, q, k, v, attn, o, ff;
-  std::vector<std::vector<float>> thread_scratch;  // per pool thread: K^T of one head + scores
+  std::vector<float> keys;  // every input's K, tiled as the attention kernel reads it
+  std::vector<AttnSeq> seqs;
+  AttnScratch attn_scratch;
   std::vector<int32_t> ids;
 };
 
@@ -208,12 +211,18 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
     model::layer_norm(xr, M.embd_norm_w, M.embd_norm_b, E, hp.norm_eps, xr);
   });
 
-  // Attention scratch per pool thread: K^T of one head [HD][n] and one score row [n].
-  int64_t n_max = 0;
-  for (size_t s = 0; s < nb; ++s) n_max = std::max(n_max, base[s + 1] - base[s]);
-  I.thread_scratch.resize(size_t(pool.size()));
-  for (auto& sc : I.thread_scratch) sc.resize(size_t(n_max * (HD + 1)));
-  const float scale = 1.0f / std::sqrt(float(HD));
+  // Each input's keys in the attention kernel's tiled layout (whole tiles per input).
+  std::vector<size_t> key_off(nb + 1, 0);
+  for (size_t s = 0; s < nb; ++s)
+    key_off[s + 1] = key_off[s] + key_cache_elems(int(base[s + 1] - base[s]), E);
+  I.keys.assign(key_off[nb], 0.0f);
+  AttnShape shape;
+  shape.n_head = NH;
+  shape.n_head_kv = NH;
+  shape.head_dim = HD;
+  shape.scale = 1.0f / std::sqrt(float(HD));
+  shape.causal = false;
+  const SimdLevel simd = simd_level_for(M.policy().tier);
 
   for (const model::BertLayer& L : M.layers) {
     ops::matmul(L.wq, I.x.data(), T, I.q.data(), pool);
@@ -223,43 +232,22 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
     add_bias_rows(I.k.data(), L.bk, T, E);
     add_bias_rows(I.v.data(), L.bv, T, E);
 
-    // Bidirectional attention, one work item per (input, head): scores over all of the input's
-    // keys, scaled, softmax (max-subtracted, sum in double as ggml_soft_max), then P V.
-    const int64_t n_items = int64_t(nb) * NH;
-    auto head_fn = [&](int64_t item, int thread) {
-      const size_t s = size_t(item / NH);
-      const int h = int(item % NH);
+    // Bidirectional attention per input (runtime/attention.h with causal = false): the decoders'
+    // kernel, so the same SIMD paths and the same softmax (max-subtracted, sum in double as
+    // ggml_soft_max). K goes into the kernel's tiled layout; V rows are read where they are.
+    std::vector<AttnSeq>& seqs = I.seqs;
+    seqs.resize(nb);
+    for (size_t s = 0; s < nb; ++s) {
       const int64_t n = base[s + 1] - base[s], r0 = base[s];
-      float* kt = I.thread_scratch[size_t(thread)].data();  // [HD][n]
-      float* sc = kt + n * HD;                              // [n]
-      for (int64_t j = 0; j < n; ++j)
-        for (int d = 0; d < HD; ++d) kt[d * n + j] = I.k[size_t((r0 + j) * E + h * HD + d)];
-      for (int64_t i = 0; i < n; ++i) {
-        const float* qi = &I.q[size_t((r0 + i) * E + h * HD)];
-        std::fill(sc, sc + n, 0.0f);
-        for (int d = 0; d < HD; ++d) {
-          const float qd = qi[d];
-          const float* krow = kt + d * n;
-          for (int64_t j = 0; j < n; ++j) sc[j] += qd * krow[j];
-        }
-        for (int64_t j = 0; j < n; ++j) sc[j] *= scale;
-        model::softmax(sc, int(n));
-        float* oi = &I.attn[size_t((r0 + i) * E + h * HD)];
-        std::fill(oi, oi + HD, 0.0f);
-        for (int64_t j = 0; j < n; ++j) {
-          const float p = sc[j];
-          const float* vj = &I.v[size_t((r0 + j) * E + h * HD)];
-          for (int d = 0; d < HD; ++d) oi[d] += p * vj[d];
-        }
-      }
-    };
-    if (pool.size() == 1 || n_items < 2) {
-      for (int64_t it = 0; it < n_items; ++it) head_fn(it, 0);
-    } else {
-      pool.parallel_for(size_t(n_items), [&](size_t b, size_t e, int th) {
-        for (size_t it = b; it < e; ++it) head_fn(int64_t(it), th);
-      });
+      float* keys = I.keys.data() + key_off[s];
+      for (int64_t j = 0; j < n; ++j) store_key(keys, int(j), &I.k[size_t((r0 + j) * E)], NH, HD);
+      seqs[s].kv = KvView{keys, &I.v[size_t(r0 * E)], nullptr, nullptr};
+      seqs[s].q = &I.q[size_t(r0 * E)];
+      seqs[s].out = &I.attn[size_t(r0 * E)];
+      seqs[s].pos0 = 0;
+      seqs[s].n_rows = int(n);
     }
+    attention(shape, seqs, pool, I.attn_scratch, simd);
 
     // x = LN(x + Wo attn + bo)
     ops::matmul(L.wo, I.attn.data(), T, I.o.data(), pool);

@@ -160,7 +160,7 @@ TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
   for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << "at " << i;
 }
 
-// The exact F16/BF16 kernels return vec_dot's bits for every output, whatever the number of
+// The exact F32/F16/BF16 kernels return vec_dot's bits for every output, whatever the number of
 // tokens (the GEMV for one, tiles of 6 or 2 tokens with a partial last tile, token blocks), the
 // row tile an output falls in and the thread count: a row's result never depends on the batch.
 TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
@@ -171,7 +171,7 @@ TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
   // n_in 7: only the partial last step; 300: 18 steps and a tail of 12; 4864: several token
   // blocks of rounded activations (256 KB / 19 KB per token). n_out 13: partial row tiles.
   for (CpuTier tier : tiers)
-    for (TensorType t : {TensorType::F16, TensorType::BF16})
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16})
       for (int64_t n_in : {7, 16, 300, 4864})
         for (int64_t n_out : {1, 5, 13}) {
           const auto data = random_rows(t, n_in, n_out, uint32_t(n_in * 3 + n_out) + uint32_t(t));

@@ -66,8 +66,8 @@ AttnSeq make_seq(const Case& c, Result& r) {
   s.pos0 = c.pos0;
   s.n_rows = c.n_rows;
   for (size_t t = 0; t < c.tap_rows.size(); ++t) {
-    r.taps[t].assign(size_t(c.shape.n_head),
-                     std::vector<float>(size_t(c.pos0 + c.tap_rows[t] + 1), -1.0f));
+    const int n_keys = c.shape.causal ? c.pos0 + c.tap_rows[t] + 1 : c.pos0 + c.n_rows;
+    r.taps[t].assign(size_t(c.shape.n_head), std::vector<float>(size_t(n_keys), -1.0f));
     s.taps.push_back(AttnTap{c.tap_rows[t], r.taps[t].data()});
   }
   return s;
@@ -229,6 +229,56 @@ TEST(Attention, SlidingWindow) {
   }
 }
 
+// Bidirectional attention (causal = false, the BERT encoder's): every tier against the
+// reference, and the reference against a plain double-precision softmax over all keys written
+// here, so a query row sees the keys after it.
+TEST(Attention, BidirectionalMatchesPlainSoftmaxOverAllKeys) {
+  AttnShape sh{4, 4, 32, 1.0f / std::sqrt(32.0f)};
+  sh.causal = false;
+  Case c(sh, 0, 70, false, 1.0f, 7);  // 70 keys: two key tiles
+  c.tap_rows = {0, 69};
+  check_all_tiers(c, "bidirectional");
+  const Result ref = run_reference(c);
+  const int hd = sh.head_dim, qd = sh.q_dim();
+  for (int r : {0, 33, 69})
+    for (int h = 0; h < sh.n_head; ++h) {
+      std::vector<double> w(70);
+      double mx = -1e300, sum = 0.0;
+      for (int j = 0; j < 70; ++j) {
+        double dot = 0.0;
+        for (int d = 0; d < hd; ++d)
+          dot += double(c.q[size_t(r * qd + h * hd + d)]) *
+                 c.k32[key_index(j, h, d, sh.n_head_kv, hd)];
+        w[size_t(j)] = dot * sh.scale;
+        mx = std::max(mx, w[size_t(j)]);
+      }
+      for (double& x : w) sum += (x = std::exp(x - mx));
+      for (int d = 0; d < hd; ++d) {
+        double o = 0.0;
+        for (int j = 0; j < 70; ++j) o += w[size_t(j)] / sum * c.v32[size_t(j * qd + h * hd + d)];
+        EXPECT_NEAR(ref.out[size_t(r * qd + h * hd + d)], o, 2e-5) << "row " << r << " head " << h;
+      }
+      if (r == 0) {
+        EXPECT_NEAR(ref.taps[0][size_t(h)][69], w[69] / sum, 1e-6);
+      }
+    }
+}
+
+TEST(Attention, BidirectionalWithWindowThrows) {
+  std::vector<float> q(16), out(16), k(key_cache_elems(1, 16)), v(16);
+  AttnSeq seq;
+  seq.kv = KvView{k.data(), v.data(), nullptr, nullptr};
+  seq.q = q.data();
+  seq.out = out.data();
+  seq.n_rows = 1;
+  AttnShape sh{1, 1, 16, 1.0f};
+  sh.causal = false;
+  sh.window = 4;
+  ThreadPool pool(1);
+  AttnScratch scratch;
+  EXPECT_THROW(attention(sh, {seq}, pool, scratch), Error);
+}
+
 TEST(Attention, SeveralSequencesInOneCallMatchSeparateRuns) {
   ThreadPool pool(2);
   std::vector<Case> cs;
@@ -279,6 +329,9 @@ TEST(Attention, FlopCountIsCausal) {
   s.pos0 = 4;
   s.n_rows = 2;
   EXPECT_DOUBLE_EQ(attention_flops(AttnShape{2, 1, 8, 1.0f}, {s}), 2.0 * 4.0 * 8.0 * 11.0);
+  AttnShape bidir{2, 1, 8, 1.0f};
+  bidir.causal = false;  // both rows see all 6 keys
+  EXPECT_DOUBLE_EQ(attention_flops(bidir, {s}), 2.0 * 4.0 * 8.0 * 12.0);
 }
 
 TEST(Attention, TiledKeyLayout) {
