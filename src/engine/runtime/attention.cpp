@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "engine/model/blocks.h"
 #include "engine/ops/fp16.h"
+#include "engine/runtime/simd_target.h"
 
 namespace ragform::runtime {
 
@@ -61,24 +62,29 @@ void pv(const float* P, int ldS, const int* n_keys, int nq, int hd, const KvView
 
 #include "engine/runtime/simd_traits.inc"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+// clang-format off
+RAGFORM_TARGET_BEGIN("avx2,fma,f16c")
+// clang-format on
 namespace avx2 {
 #include "engine/runtime/attention_simd.inc"
 }  // namespace avx2
-#pragma GCC pop_options
+// clang-format off
+RAGFORM_TARGET_END
+// clang-format on
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma,f16c")
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see simd_traits.inc
-namespace avx512 {
+// clang-format off
+RAGFORM_TARGET_BEGIN("avx512f,avx2,fma,f16c")
+RAGFORM_AVX512_WARNINGS_OFF  // see simd_target.h
+    // clang-format on
+    namespace avx512{
 #include "engine/runtime/attention_simd.inc"
-}  // namespace avx512
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+    }  // namespace avx512
+// clang-format off
+RAGFORM_AVX512_WARNINGS_ON
+RAGFORM_TARGET_END
+    // clang-format on
 
-struct Kernels {
+    struct Kernels {
   void (*qk)(const float*, int, int, const KvView&, int, int, int, float, float*, int);
   void (*softmax)(float*, int, int);
   void (*round_f16_row)(float*, int);

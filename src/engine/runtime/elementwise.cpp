@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "engine/model/blocks.h"
+#include "engine/runtime/simd_target.h"
 
 namespace ragform::runtime {
 namespace {
@@ -25,22 +26,27 @@ namespace {
   }                                                                   \
   return i;
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+// clang-format off
+RAGFORM_TARGET_BEGIN("avx2,fma,f16c")
+// clang-format on
 namespace avx2 {
 int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
 }  // namespace avx2
-#pragma GCC pop_options
+// clang-format off
+RAGFORM_TARGET_END
+// clang-format on
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma,f16c")
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // see simd_traits.inc
-namespace avx512 {
-int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
+// clang-format off
+RAGFORM_TARGET_BEGIN("avx512f,avx2,fma,f16c")
+RAGFORM_AVX512_WARNINGS_OFF  // see simd_target.h
+    // clang-format on
+    namespace avx512 {
+  int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
 }  // namespace avx512
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
+// clang-format off
+RAGFORM_AVX512_WARNINGS_ON
+RAGFORM_TARGET_END
+// clang-format on
 
 #undef RAGFORM_SWIGLU_BODY
 
