@@ -4,27 +4,22 @@
 // (5.1; cmd_cnorm_eval.cpp). The logic lives in src/pipelines/cnorm; these files read flags and
 // files and print.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 
 #include "base/error.h"
 #include "base/progress.h"
+#include "base/stable_hash.h"
 #include "cli/cnorm_verbs.h"
 #include "cli/command.h"
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
-#include "cli/shard.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/format.h"
-#include "pipelines/cnorm/longbench.h"
-#include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/system_prompts.h"
 #include "pipelines/cnorm/tasks.h"
 #include "ragform_version.h"
@@ -96,13 +91,21 @@ std::string template_for(cnorm::Task task, const std::string& explicit_path,
   return cnorm::load_template(task, "", shared_dir(shared));
 }
 
-void record_reader(store::RunConfig& rc, const std::string& model_path,
-                   const std::string& model_sha256, const reader::Reader& r) {
-  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  rc.model_path = model_path;
-  rc.model_sha256 = model_sha256;
-  rc.reader = r.describe();
-  rc.chat_mode = r.chat_mode();
+cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256) {
+  return {std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")", model_path, model_sha256};
+}
+
+cnorm::RunHooks cli_hooks(std::optional<Progress>* progress) {
+  cnorm::RunHooks h;
+  h.note = note;
+  h.begin = [progress](const std::string& label, uint64_t total) {
+    progress->emplace(label, total);
+  };
+  h.advance = [progress](uint64_t n) {
+    if (*progress) (*progress)->add(n);
+  };
+  h.end = [progress] { progress->reset(); };
+  return h;
 }
 
 }  // namespace cnorm_verbs
@@ -133,7 +136,7 @@ AbsOptions parse_abs_options(int layer, const std::string& heads, bool context_s
 
 // ---------------------------------------------------------------- calibrate
 
-int run_calibrate(const std::vector<std::string>& argv) {
+int cmd_calibrate(const std::vector<std::string>& argv) {
   Args a(
       "cnorm calibrate",
       "Choose the delimiter whose formatted prompts give the most balanced attention (C-NORM 4.2).",
@@ -231,179 +234,32 @@ int run_calibrate(const std::vector<std::string>& argv) {
     setup.search = Search::Halving;
   else if (search.value != "exhaustive")
     throw UsageError("--search", "expected exhaustive or halving, got '" + search.value + "'");
-  const std::vector<CandidateScore> cand_list = candidate_list(setup);
+  (void)candidate_list(setup);  // validates the candidates before any file is read
 
   // Needle items for calibration come from their own stream (splitmix64(seed)), so they are not
   // the items `cnorm eval` generates from the same seed.
-  uint64_t item_seed = task == Task::Needle ? splitmix64(setup.seed) : setup.seed;
+  uint64_t item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
   // longbench: one context per prompt (k = 1).
   const size_t k_task = task == Task::Longbench ? 1 : size_t(k.value);
   std::vector<Item> items = task_items(task, input.value, k_task, item_seed, size_t(S.value));
   if (items.empty()) throw Error("cnorm calibrate", "no items in " + input.value);
   auto reader = rf.open_native();
-  std::vector<Format> fmts;
-  for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
-  // Sample S items by the seeded permutation (all of them when there are fewer). A longbench
-  // context cannot be shortened: a question whose prompt does not fit --ctx under every candidate
-  // is passed over.
-  std::vector<Item> sample;
-  size_t too_long = 0;
-  for (size_t i : seeded_permutation(items.size(), setup.seed)) {
-    if (sample.size() >= size_t(S.value)) break;
-    if (task == Task::Longbench) {
-      try {
-        fit_k(*reader, task, setup.tmpl, {items[i]}, 1, fmts, size_t(rf.ctx.value));
-      } catch (const NotSupported&) {
-        throw;
-      } catch (const Error&) {
-        ++too_long;
-        continue;
-      }
-    }
-    sample.push_back(items[i]);
-  }
-  if (too_long)
-    note("cnorm calibrate: note: " + std::to_string(too_long) +
-         " questions passed over: their prompt does not fit --ctx " + std::to_string(rf.ctx.value) +
-         " tokens");
-  if (sample.empty()) throw Error("cnorm calibrate", "no question fits the context");
-  if (sample.size() < size_t(S.value))
-    note("cnorm calibrate: only " + std::to_string(sample.size()) + " items, S reduced to that");
-
-  // kv prompts hold every record of the file (k is not used); other tasks k documents. Either is
-  // reduced, with a note, until every prompt fits the context.
-  size_t k_req = k_task;
-  if (task == Task::Kv) {
-    k_req = 0;
-    for (const auto& it : sample) k_req = std::max(k_req, it.distractors.size() + 1);
-  }
-  size_t k_eff = fit_k(*reader, task, setup.tmpl, sample, k_req, fmts, size_t(rf.ctx.value));
-  if (k_eff < k_req)
-    note("cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
-         std::to_string(k_eff) + (task == Task::Kv ? " records" : " documents") +
-         " so that every prompt fits --ctx " + std::to_string(rf.ctx.value) + " tokens");
-  std::vector<PromptSpec> specs;
-  for (const auto& it : sample) {
-    PromptSpec ps{&it, std::min(k_eff, it.distractors.size() + 1), 0};
-    // kv and needle keep their own gold position (the file's, the generator's) when it fits.
-    ps.gold_pos = task == Task::Qa ? size_t(splitmix64(setup.seed ^ fnv1a64(it.id)) % ps.k)
-                                   : it.natural_position % ps.k;
-    specs.push_back(ps);
-  }
-
-  std::string model_sha = store::sha256_file(rf.model.value);
-  nlohmann::json dl = nlohmann::json::array();
-  // "original" and "none" both replace with "": the unformatted candidate is named.
-  for (const auto& d : setup.candidates) dl.push_back(d.original ? d.name : d.text);
-  nlohmann::json cands_id = nlohmann::json::array();
-  for (const auto& c : cand_list)
-    cands_id.push_back({c.delim.original ? c.delim.name : c.delim.text, c.p, c.wrapper});
-  nlohmann::json config = {
-      {"k", k_eff},
-      {"attention", setup.abs.to_json()},
-      {"template_sha256", store::sha256_hex(setup.tmpl)},
-      {"input_sha256", input.value.empty() ? "" : store::sha256_file(input.value)},
-      {"chat_mode", reader->chat_mode()},
-      {"system_sha256", rf.system.value.empty() ? "" : store::sha256_hex(rf.system.value)}};
-  nlohmann::json identity = {{"model_sha256", model_sha},
-                             {"task", task_name(task)},
-                             {"p", setup.p},
-                             {"seed", setup.seed},
-                             {"S", specs.size()},
-                             {"delimiters", dl},
-                             {"config", config},
-                             {"version", 2}};
-  if (!setup.p_grid.empty() || !setup.wrappers.empty() || setup.search != Search::Exhaustive) {
-    identity["candidates"] = cands_id;
-    identity["search"] = search.value;
-  }
-  std::string key = cache_key(identity);
-  std::string cdir = cache_dir.value.empty() ? cnorm_cache_dir() : cache_dir.value;
-
-  Profile prof;
-  std::optional<Profile> cached;
-  // With --store the store is the resume mechanism and must hold every row: no cache shortcut.
-  if (!no_cache.value && store_path.value.empty()) cached = cache_lookup(cdir, key);
-  if (cached) {
-    prof = *cached;
-    note("cnorm calibrate: reusing cached profile " + cdir + "/" + key +
-         ".json (same model, task and config)");
-  } else {
-    if (!dump.value.empty()) std::filesystem::create_directories(dump.value);
-    std::optional<store::RunStore> st;
-    int64_t run = 0;
-    std::map<store::Key, double> stored;  // (instance, variant) -> ABS of finished rows
-    if (!store_path.value.empty()) {
-      st.emplace(store_path.value);
-      store::RunConfig rc;
-      rc.pipeline = "cnorm calibrate";
-      rc.config = identity;
-      record_reader(rc, rf.model.value, model_sha, *reader);
-      rc.seed = int64_t(setup.seed);
-      run = st->begin_run(rc);
-      st->for_each_result(run, [&](const store::Result& r) {
-        auto it = r.scores.find("abs");
-        if (r.status == store::Status::ok && it != r.scores.end())
-          stored[{r.instance, r.variant}] = it->second;
-      });
-      if (!stored.empty())
-        note("cnorm calibrate: resuming run " + std::to_string(run) + ": " +
-             std::to_string(stored.size()) + " scored prompts already stored");
-    }
-    size_t reused = 0;
-    Progress prog("cnorm calibrate", uint64_t(specs.size() * cand_list.size()));
-    auto cal = run_calibration(setup, specs, [&](size_t c, size_t s, const Prompt& pr) {
-      const CandidateScore& cand = cand_list[c];
-      const std::string& inst = specs[s].item->id;
-      if (!dump.value.empty()) {
-        std::string path =
-            dump.value + "/f" + std::to_string(c) + "-s" + std::to_string(s) + ".txt";
-        std::ofstream o(path, std::ios::binary);
-        o << pr.text;
-        if (!o) throw Error("cnorm calibrate", "cannot write " + path);
-      }
-      prog.add();
-      if (!st) return prompt_abs(*reader, pr, setup.abs);
-      if (auto it = stored.find({inst, cand.label()}); it != stored.end()) {
-        ++reused;
-        return it->second;
-      }
-      auto t0 = std::chrono::steady_clock::now();
-      PromptMeasure m = measure_prompt(*reader, pr, setup.abs);
-      double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      store::Result r;
-      r.run = run;
-      r.instance = inst;
-      r.variant = cand.label();
-      r.prompt = pr.text;
-      r.prompt_tokens = int64_t(m.attention.size());
-      r.scores = {{"abs", m.abs}, {"mu", m.mu}};
-      r.timings_ms = {{"total", ms}};
-      r.extra = calibration_row_extra(m, cand, specs[s]);
-      st->put(r);
-      return m.abs;
-    });
-    if (reused) note("cnorm calibrate: " + std::to_string(reused) + " scores read from the store");
-    prof.model_sha256 = model_sha;
-    prof.task = task_name(task);
-    const CandidateScore& best = cal.candidates[cal.best];
-    // The deployed ratio: setup.p unless the (f, p) search chose another. "original" deploys the
-    // text as it came whatever p is; the profile keeps the calibration's p for Min-Token.
-    prof.p = best.delim.original ? setup.p : best.p;
-    prof.seed = setup.seed;
-    prof.S = specs.size();
-    prof.candidates = cal.candidates;
-    prof.best = best.delim;
-    prof.best_wrapper = best.wrapper;
-    prof.best_name = best.name;
-    prof.search = cal.search;
-    prof.extra = config;
-    nlohmann::json ids = nlohmann::json::array();
-    for (const auto& s : specs) ids.push_back({{"id", s.item->id}, {"gold_position", s.gold_pos}});
-    prof.extra["samples"] = ids;
-    if (!no_cache.value) cache_store(cdir, key, prof);
-  }
+  CalibrateOptions co;
+  co.setup = setup;
+  co.samples = size_t(S.value);
+  co.k = k_task;
+  co.ctx = size_t(rf.ctx.value);
+  co.origin = run_origin(rf.model.value, store::sha256_file(rf.model.value));
+  co.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);
+  co.system_sha256 = rf.system.value.empty() ? "" : store::sha256_hex(rf.system.value);
+  if (!no_cache.value) co.cache_dir = cache_dir.value.empty() ? cnorm_cache_dir() : cache_dir.value;
+  co.dump_dir = dump.value;
+  std::optional<Progress> progress;
+  co.hooks = cli_hooks(&progress);
+  std::optional<store::RunStore> st;
+  if (!store_path.value.empty()) st.emplace(store_path.value);
+  const Profile prof = st ? cnorm::run_calibrate(*reader, *st, items, co).profile
+                          : cnorm::run_calibrate(*reader, items, co).profile;
   save_profile(prof, out.value);
   for (const auto& c : prof.candidates) {
     std::string name = c.label();  // padded to 10 columns (code points, not bytes)
@@ -421,7 +277,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
 
 // ---------------------------------------------------------------- apply
 
-int run_apply(const std::vector<std::string>& argv) {
+int cmd_apply(const std::vector<std::string>& argv) {
   Args a("cnorm apply",
          "Reformat documents with a calibrated profile's delimiter and ratio (C-NORM 4.3).",
          "Input JSONL lines are QA records with \"ctxs\" (every ctxs[i].text is reformatted) or "
@@ -485,8 +341,8 @@ int run_cnorm(const std::vector<std::string>& args) {
   return run_verbs(
       "cnorm", "C-NORM: calibrate, apply and evaluate attention-balanced context formatting.",
       {{"calibrate", "choose a delimiter by mean Attention Balance Score over sampled prompts",
-        run_calibrate},
-       {"apply", "reformat documents with a calibrated profile", run_apply},
+        cmd_calibrate},
+       {"apply", "reformat documents with a calibrated profile", cmd_apply},
        {"eval", "gold-position sweep: Baseline vs C-NORM vs Min-Token (OAA, OPA)", run_cnorm_eval}},
       args);
 }

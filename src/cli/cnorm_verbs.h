@@ -4,14 +4,16 @@
 // verb's entry, which cmd_cnorm.cpp lists with the others.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "cli/reader_flags.h"
 #include "eval/qa_record.h"
+#include "pipelines/cnorm/run.h"
 #include "pipelines/cnorm/tasks.h"
 #include "reader/reader.h"
-#include "store/run_store.h"
 
 namespace ragform::cli::cnorm_verbs {
 
@@ -34,10 +36,11 @@ std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, 
 std::string template_for(cnorm::Task task, const std::string& explicit_path,
                          const std::string& shared);
 
-// Records in a run's configuration what ran it: ragform's version, the model file (path and
-// sha256) and the reader (its description and chat mode).
-void record_reader(store::RunConfig& rc, const std::string& model_path,
-                   const std::string& model_sha256, const reader::Reader& r);
+// What a run records about what ran it: ragform's version and the model file (path and sha256).
+cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256);
+
+// The runners' notes on stderr, their stages as base/progress.h lines (held in *progress).
+cnorm::RunHooks cli_hooks(std::optional<Progress>* progress);
 
 // --system-preset NAME (pipelines/cnorm/system_prompts.h): sets the reader's --system text. Needs
 // --chat; UsageError when --system was given as well. An empty name does nothing.
