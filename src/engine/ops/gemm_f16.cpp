@@ -32,6 +32,7 @@
 #include "base/error.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
+#include "engine/ops/simd_target.h"
 
 namespace ragform::ops {
 
@@ -45,8 +46,9 @@ typedef float v2f __attribute__((vector_size(8)));
 constexpr size_t kActBlockBytes = 256 * 1024;
 }  // namespace
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
+// clang-format off
+RAGFORM_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
+// clang-format on
 namespace avx512_f16 {
 namespace {
 constexpr int kTileRows = 4, kTileTokens = 6, kGemvRows = 4;  // 24 + 4 + 1 of 32 zmm
@@ -58,10 +60,13 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
   gemm(w, x, n_tokens, y, pool);
 }
 }  // namespace avx512_f16
-#pragma GCC pop_options
+// clang-format off
+RAGFORM_TARGET_END
+// clang-format on
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+// clang-format off
+RAGFORM_TARGET_BEGIN("avx2,fma,f16c")
+// clang-format on
 namespace avx2_f16 {
 namespace {
 constexpr int kTileRows = 2, kTileTokens = 2, kGemvRows = 4;  // a v16f is two of the 16 ymm
@@ -73,7 +78,9 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
   gemm(w, x, n_tokens, y, pool);
 }
 }  // namespace avx2_f16
-#pragma GCC pop_options
+// clang-format off
+RAGFORM_TARGET_END
+// clang-format on
 
 bool gemm_f16_supported(TensorType t, CpuTier tier) {
   return (t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) &&

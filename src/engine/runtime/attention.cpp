@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "engine/model/blocks.h"
 #include "engine/ops/fp16.h"
-#include "engine/runtime/simd_target.h"
+#include "engine/ops/simd_target.h"
 
 namespace ragform::runtime {
 
