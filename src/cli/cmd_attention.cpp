@@ -4,7 +4,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
-#include "pipelines/cnorm/abs.h"
+#include "pipelines/cnorm/cnorm.h"
 
 namespace ragform::cli {
 namespace {

@@ -29,9 +29,8 @@
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "eval/datasets.h"
-#include "pipelines/cnorm/tasks.h"
-#include "pipelines/spotlight/encoder.h"
-#include "pipelines/spotlight/run.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/spotlight/spotlight.h"
 #include "ragform_version.h"
 #include "store/run_store.h"
 

@@ -7,7 +7,7 @@
 #include "base/error.h"
 #include "cli/args.h"
 #include "cli/command.h"
-#include "pipelines/cnorm/kvgen.h"
+#include "pipelines/cnorm/cnorm.h"
 
 namespace ragform::cli {
 namespace {

@@ -11,8 +11,7 @@
 #include "base/progress.h"
 #include "cli/reader_flags.h"
 #include "eval/qa_record.h"
-#include "pipelines/cnorm/run.h"
-#include "pipelines/cnorm/tasks.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "reader/reader.h"
 
 namespace ragform::cli::cnorm_verbs {

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "base/error.h"
-#include "pipelines/cnorm/calibrate.h"
-#include "pipelines/cnorm/sweep.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/cnorm/detail/numeric.h"
 #include "report/sections.h"
 #include "report/svg.h"
 
@@ -69,7 +69,7 @@ void calibration(Html& h, const RunRows& run) {
       mean.errors.push_back(NAN);
       continue;
     }
-    auto [m, sd] = cnorm::mean_std(c.abs);
+    auto [m, sd] = cnorm::detail::mean_std(c.abs);
     mean.values.push_back(m);
     mean.errors.push_back(sd);
     if (m > best) best = m, best_i = i;

@@ -6,9 +6,7 @@
 #include <set>
 
 #include "base/error.h"
-#include "pipelines/sure/evaluate.h"
-#include "pipelines/sure/metrics.h"
-#include "pipelines/sure/taxonomy.h"
+#include "pipelines/sure/sure.h"
 #include "report/sections.h"
 #include "report/svg.h"
 

@@ -5,12 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipelines/cnorm/calibrate.h"
-#include "pipelines/cnorm/tasks.h"
-#include "pipelines/spotlight/encoder.h"
-#include "pipelines/spotlight/model_encoder.h"
-#include "pipelines/spotlight/scoring.h"
-#include "pipelines/spotlight/select.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/spotlight/spotlight.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
 #include "server/api_json.h"

@@ -1,4 +1,5 @@
 #include "pipelines/cnorm/analysis.h"
+#include "pipelines/cnorm/detail/numeric.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,8 @@
 #include "eval/stats.h"
 
 namespace ragform::cnorm {
+
+using detail::round9;
 
 std::vector<double> average_ranks(const std::vector<double>& v) {
   std::vector<size_t> order(v.size());

@@ -1,4 +1,5 @@
 #include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/detail/numeric.h"
 
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,10 @@
 #include "store/sha256.h"
 
 namespace ragform::cnorm {
+
+using detail::argmax_mean;
+using detail::mean_std;
+using detail::round9;
 
 nlohmann::json AbsOptions::to_json() const {
   const char* m = heads == HeadMode::Mean      ? "mean"
@@ -176,7 +181,7 @@ double prompt_abs(reader::Reader& r, const Prompt& p, const AbsOptions& o) {
   return row_abs(res.rows[0], o, sp.tb, sp.te);
 }
 
-std::pair<double, double> mean_std(const std::vector<double>& v) {
+std::pair<double, double> detail::mean_std(const std::vector<double>& v) {
   double m = 0;
   for (double x : v) m += x;
   m /= double(v.size());
@@ -186,7 +191,7 @@ std::pair<double, double> mean_std(const std::vector<double>& v) {
   return {m, std::sqrt(ss / double(v.size() - 1))};
 }
 
-size_t argmax_mean(const std::vector<CandidateScore>& c) {
+size_t detail::argmax_mean(const std::vector<CandidateScore>& c) {
   if (c.empty()) throw Error("cnorm", "no candidate formats");
   size_t best = 0;
   for (size_t i = 1; i < c.size(); ++i)
@@ -313,7 +318,7 @@ Calibration calibrate(reader::Reader& r, const CalibrationSetup& setup,
 
 Format profile_format(const Profile& p) { return Format{p.best, p.p, p.seed, p.best_wrapper}; }
 
-double round9(double v) {
+double detail::round9(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return std::strtod(buf, nullptr);

@@ -90,11 +90,6 @@ struct Calibration {
   nlohmann::json search = nlohmann::json::object();  // method, rounds, passes (profile "search")
 };
 
-// (mean, sample std) of values; the caller guarantees values is not empty.
-std::pair<double, double> mean_std(const std::vector<double>& v);
-// Index of the largest mean (first on ties).
-size_t argmax_mean(const std::vector<CandidateScore>& c);
-
 struct CalibrationSetup {
   Task task = Task::Qa;
   std::string tmpl;
@@ -156,7 +151,6 @@ struct Profile {
   nlohmann::json extra = nlohmann::json::object();   // k, attention options, template, ...
 };
 
-double round9(double v);  // what "%.9g" prints
 // The deployed format of a profile: best delimiter, p, seed and wrapper.
 Format profile_format(const Profile& p);
 nlohmann::json profile_to_json(const Profile& p);

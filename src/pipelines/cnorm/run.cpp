@@ -1,4 +1,5 @@
 #include "pipelines/cnorm/run.h"
+#include "pipelines/cnorm/detail/numeric.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,8 @@
 #include "store/sha256.h"
 
 namespace ragform::cnorm {
+
+using detail::round9;
 namespace {
 
 void note(const RunHooks& h, const std::string& s) {

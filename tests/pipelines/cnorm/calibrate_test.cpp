@@ -1,6 +1,7 @@
 // Calibration (section 4.2) with a fake reader whose attention is known: ABS per prompt, mean and
 // spread per candidate, argmax, attention options, profiles and the cache.
 #include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/detail/numeric.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,9 @@
 #include "support/test_support.h"
 
 namespace ragform::cnorm {
+
+using detail::argmax_mean;
+using detail::mean_std;
 namespace {
 
 using testing::FakeReader;

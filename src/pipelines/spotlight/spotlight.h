@@ -1,0 +1,15 @@
+// SpotlightRAG — the front door: include this one header to score, rank and select evidence
+// sentences and to evaluate the selection. Start with:
+//   run_eval(store, records, encoder, RunOptions) -> RunSummary  (run.h; store-backed, resumes)
+//   score_question(encoder, question, documents, ScoreParams)          (scoring.h; eqs. 3-8)
+//   select_and_annotate(question, documents, scored, SelectParams)     (select.h; eqs. 9-10)
+//   gold_sentences, recall_at, the baselines rank_lead/random/bm25     (evaluate.h)
+//   encoders: StaticEncoder, HiddenEncoder (encoder.h), ModelEncoder (model_encoder.h)
+#pragma once
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/evaluate.h"
+#include "pipelines/spotlight/lexical.h"
+#include "pipelines/spotlight/model_encoder.h"
+#include "pipelines/spotlight/run.h"
+#include "pipelines/spotlight/scoring.h"
+#include "pipelines/spotlight/select.h"

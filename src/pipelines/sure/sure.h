@@ -1,0 +1,26 @@
+// SURE (sure-spurious-features.txt) — the front door: include this one header to perturb
+// documents, keep the pairs that preserve the causal features, and evaluate a reader's robustness.
+// Start with:
+//   apply_rule(kind, document, RuleOptions, ...) -> Perturbation      (perturb_rules.h; 3.3)
+//   run_llm_perturbations(reader, prompts, ...) -> Perturbations      (perturb_llm.h; 3.2-3.3)
+//   filter_pairs(pairs, nli_reader, prompts, FilterOptions, counts)   (preserve.h; 3.4)
+//   evaluate_pairs(reader, store, run, pairs, EvalOptions) -> Outcomes (evaluate.h; 3.5, store-
+//                                                                       backed and resumable)
+//   robustness_report(outcomes) -> rows; select_sig and the analyses   (metrics.h, analyses.h)
+//   read_pairs / pair_to_json                                         (pairs.h)
+//   load_prompts                                                      (prompts.h)
+// The document renderings the format perturbations use are text/doc_formats.h (shared with
+// C-NORM); their real-parser validators are format_parsers.h.
+#pragma once
+#include "pipelines/sure/analyses.h"
+#include "pipelines/sure/evaluate.h"
+#include "pipelines/sure/format_parsers.h"
+#include "pipelines/sure/formats.h"
+#include "pipelines/sure/metrics.h"
+#include "pipelines/sure/nli_encoder.h"
+#include "pipelines/sure/pairs.h"
+#include "pipelines/sure/perturb_llm.h"
+#include "pipelines/sure/perturb_rules.h"
+#include "pipelines/sure/preserve.h"
+#include "pipelines/sure/prompts.h"
+#include "pipelines/sure/taxonomy.h"
