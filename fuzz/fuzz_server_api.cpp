@@ -45,7 +45,7 @@ struct Served {
     ro.n_ctx = 128;
     ro.engine.threads = 1;
     reader = std::make_unique<reader::NativeReader>(model, ro);
-    server::EngineOptions eo;
+    server::SchedulerOptions eo;
     eo.n_ctx = 128;
     eo.max_batch = 2;
     engine = std::make_unique<server::Engine>(*reader, eo);

@@ -18,8 +18,8 @@
 #include "engine/gguf/gguf.h"
 #include "engine/model/bert.h"
 #include "engine/model/model.h"
-#include "pipelines/cnorm/calibrate.h"
-#include "pipelines/spotlight/encoder.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/spotlight/spotlight.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
@@ -77,6 +77,130 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
   return "";
 }
 
+// The flags of `ragform serve`, declared in --help order; both kinds of server read them.
+struct ServeFlags {
+  explicit ServeFlags(Args& args) : a(args) {}
+  Args& a;
+  ReaderFlags rf{a};
+  Opt<std::string>& host = a.opt<std::string>("--host", "ADDR", "address to bind", "127.0.0.1");
+  Opt<int>& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080)
+                       .range(0, 65535);
+  Opt<std::string>& alias =
+      a.opt<std::string>("--alias", "NAME", "model id (default: file name without .gguf)", "");
+  Opt<std::string>& key = a.opt<std::string>(
+      "--api-key", "KEY",
+      "require 'Authorization: Bearer KEY'; visible to every local user in the process list "
+      "(ps): prefer --api-key-file or RAGFORM_API_KEY",
+      "");
+  Opt<std::string>& key_file = a.opt<std::string>(
+      "--api-key-file", "FILE", "read the API key from FILE (its first line)", "");
+  Opt<int>& max_body =
+      a.opt<int>("--max-body", "BYTES", "largest request body", 1 << 20).range(1, kMaxInt);
+  Opt<int>& max_prompt =
+      a.opt<int>("--max-prompt-tokens", "N", "largest prompt (0 = the context size)", 0);
+  Opt<int>& max_tokens =
+      a.opt<int>("--max-tokens", "N", "largest max_tokens a request may ask for", 512);
+  Opt<int>& queue =
+      a.opt<int>("--queue", "N", "requests waiting for a place before 503", 64).range(1, kMaxInt);
+  Opt<int>& batch =
+      a.opt<int>("--batch", "N",
+                 "completions generated together, sharing each forward pass (1 = one at a time)", 8)
+          .range(1, kMaxInt);
+  Opt<int>& pace =
+      a.opt<int>(
+           "--pace-ms", "MS",
+           "sleep MS after each forward pass (to watch streaming on a tiny model; 0 = full speed)",
+           0)
+          .range(0, 10000);
+  Opt<std::string>& tmpl = a.opt<std::string>(
+      "--chat-template", "NAME",
+      "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
+  Opt<std::string>& cnorm_profile = a.opt<std::string>(
+      "--cnorm-profile", "FILE",
+      "C-NORM profile (cnorm calibrate) for /v1/rag/normalize requests that bring none", "");
+  Opt<std::string>& vectors = a.opt<std::string>(
+      "--vectors", "FILE", "word vectors JSON {word: [floats]} for /v1/rag/spotlight", "");
+  Opt<std::string>& spot_enc = a.opt<std::string>(
+      "--spotlight-encoder", "NAME",
+      "/v1/rag/spotlight encoder: static (--vectors), hidden (the served model) or model "
+      "(--encoder-model)",
+      "static");
+  Opt<std::string>& enc_model = a.opt<std::string>(
+      "--encoder-model", "FILE", "encoder GGUF (bert) for --spotlight-encoder model", "");
+  Opt<int>& spot_layer =
+      a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
+
+  std::string model_id() const {
+    return alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string()
+                               : alias.value;
+  }
+  server::HttpOptions http() const {
+    server::HttpOptions ho;
+    ho.host = host.value;
+    ho.port = port.value;
+    ho.max_body = size_t(max_body.value);
+    ho.threads = std::max(16, queue.value + 4);
+    return ho;
+  }
+};
+
+// An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
+void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) {
+  reader::NativeEncoderOptions no;
+  no.engine = f.rf.native_options().engine;
+  reader::NativeEncoder enc(f.rf.model.value, no);
+  server::EncoderApiOptions eo;
+  eo.model_id = f.model_id();
+  eo.api_key = key;
+  server::EncoderApi api(enc, eo);
+  server::HttpServer http(f.http(), [&api](const server::Request& r) { return api.handle(r); });
+  serve_until_signal(http, "encoder '" + eo.model_id + "'", f.host.value, sigs);
+  std::fprintf(stderr, "ragform serve: stopped\n");
+}
+
+// A generative model: completions through the batching engine, scoring, attention and the RAG
+// endpoints (server/api.h). profile_json: the --cnorm-profile file's text ("" = none).
+void serve_model(ServeFlags& f, const std::string& key, const std::string& profile_json,
+                 std::shared_ptr<const spotlight::WordVectors> wv, const sigset_t& sigs) {
+  auto reader = f.rf.open_native();
+  int n_layer = int(reader->model().hp().n_layer);
+  if (f.spot_enc.value == "hidden" && (f.spot_layer.value < 0 || f.spot_layer.value > n_layer))
+    throw UsageError("serve", "--spotlight-layer must be in 0.." + std::to_string(n_layer));
+  server::SchedulerOptions so;
+  so.n_ctx = f.rf.ctx.value;
+  so.kv_f16 = f.rf.kv.value == "f16";
+  so.max_batch = f.batch.value;
+  so.max_queue = f.queue.value;
+  so.pace_ms = f.pace.value;
+  server::Engine engine(*reader, so);
+  server::ApiOptions ao;
+  ao.model_id = f.model_id();
+  ao.api_key = key;
+  ao.max_prompt_tokens = f.max_prompt.value;
+  ao.max_tokens = f.max_tokens.value;
+  ao.n_ctx = f.rf.ctx.value;
+  ao.chat_template = f.tmpl.value;
+  ao.cnorm_profile = profile_json;
+  ao.cnorm_profile_name = f.cnorm_profile.value;
+  ao.vectors = std::move(wv);
+  ao.spotlight_encoder = f.spot_enc.value;
+  ao.spotlight_layer = f.spot_layer.value;
+  if (!f.enc_model.value.empty()) {
+    reader::NativeEncoderOptions no;
+    no.engine = f.rf.native_options().engine;  // its own pool: requests run beside the engine
+    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(f.enc_model.value, no);
+  }
+  server::Api api(*reader, engine, ao);
+  server::HttpServer http(f.http(), [&api](const server::Request& r) { return api.handle(r); });
+  serve_until_signal(http, "model '" + ao.model_id + "'", f.host.value, sigs);
+  engine.stop();
+  auto st = engine.stats();
+  std::fprintf(stderr,
+               "ragform serve: stopped after %llu forward passes, %llu sequences (largest batch "
+               "%d)\n",
+               (unsigned long long)st.steps, (unsigned long long)st.sequences, st.largest_batch);
+}
+
 int run_serve(const std::vector<std::string>& argv) {
   Args a(
       "serve", "Serve a model over an OpenAI-compatible HTTP API.",
@@ -89,74 +213,28 @@ int run_serve(const std::vector<std::string>& argv) {
       "request joining at the next token; stream: true sends tokens as they are generated. Stops\n"
       "cleanly on SIGTERM / SIGINT. The API key may also come from the environment variable\n"
       "RAGFORM_API_KEY (when neither --api-key nor --api-key-file is given).");
-  ReaderFlags rf(a);
-  auto& host = a.opt<std::string>("--host", "ADDR", "address to bind", "127.0.0.1");
-  auto& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080)
-                   .range(0, 65535);
-  auto& alias =
-      a.opt<std::string>("--alias", "NAME", "model id (default: file name without .gguf)", "");
-  auto& key = a.opt<std::string>(
-      "--api-key", "KEY",
-      "require 'Authorization: Bearer KEY'; visible to every local user in the process list "
-      "(ps): prefer --api-key-file or RAGFORM_API_KEY",
-      "");
-  auto& key_file = a.opt<std::string>("--api-key-file", "FILE",
-                                      "read the API key from FILE (its first line)", "");
-  auto& max_body =
-      a.opt<int>("--max-body", "BYTES", "largest request body", 1 << 20).range(1, kMaxInt);
-  auto& max_prompt =
-      a.opt<int>("--max-prompt-tokens", "N", "largest prompt (0 = the context size)", 0);
-  auto& max_tokens =
-      a.opt<int>("--max-tokens", "N", "largest max_tokens a request may ask for", 512);
-  auto& queue =
-      a.opt<int>("--queue", "N", "requests waiting for a place before 503", 64).range(1, kMaxInt);
-  auto& batch =
-      a.opt<int>("--batch", "N",
-                 "completions generated together, sharing each forward pass (1 = one at a time)", 8)
-          .range(1, kMaxInt);
-  auto& pace =
-      a.opt<int>(
-           "--pace-ms", "MS",
-           "sleep MS after each forward pass (to watch streaming on a tiny model; 0 = full speed)",
-           0)
-          .range(0, 10000);
-  auto& tmpl = a.opt<std::string>(
-      "--chat-template", "NAME",
-      "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
-  auto& cnorm_profile = a.opt<std::string>(
-      "--cnorm-profile", "FILE",
-      "C-NORM profile (cnorm calibrate) for /v1/rag/normalize requests that bring none", "");
-  auto& vectors = a.opt<std::string>(
-      "--vectors", "FILE", "word vectors JSON {word: [floats]} for /v1/rag/spotlight", "");
-  auto& spot_enc = a.opt<std::string>(
-      "--spotlight-encoder", "NAME",
-      "/v1/rag/spotlight encoder: static (--vectors), hidden (the served model) or model "
-      "(--encoder-model)",
-      "static");
-  auto& enc_model = a.opt<std::string>("--encoder-model", "FILE",
-                                       "encoder GGUF (bert) for --spotlight-encoder model", "");
-  auto& spot_layer =
-      a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
+  ServeFlags f(a);
   if (!a.parse(argv)) return 0;
-  const std::string key_value = api_key(key, key_file);  // before the model: a bad file fails fast
-  if (spot_enc.value != "static" && spot_enc.value != "hidden" && spot_enc.value != "model")
+  const std::string key_value =
+      api_key(f.key, f.key_file);  // before the model: a bad file fails fast
+  if (f.spot_enc.value != "static" && f.spot_enc.value != "hidden" && f.spot_enc.value != "model")
     throw UsageError("serve", "--spotlight-encoder must be static, hidden or model, got '" +
-                                  spot_enc.value + "'");
-  if ((spot_enc.value == "model") != !enc_model.value.empty())
+                                  f.spot_enc.value + "'");
+  if ((f.spot_enc.value == "model") != !f.enc_model.value.empty())
     throw UsageError("serve", "--spotlight-encoder model and --encoder-model FILE go together");
   // Loaded before the model, so a bad file fails fast.
   std::string profile_json;
-  if (!cnorm_profile.value.empty()) {
-    cnorm::load_profile(cnorm_profile.value);  // validates, naming the file and the field
-    std::ifstream in(cnorm_profile.value, std::ios::binary);
+  if (!f.cnorm_profile.value.empty()) {
+    cnorm::load_profile(f.cnorm_profile.value);  // validates, naming the file and the field
+    std::ifstream in(f.cnorm_profile.value, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     profile_json = ss.str();
   }
   std::shared_ptr<const spotlight::WordVectors> wv;
-  if (!vectors.value.empty())
-    wv =
-        std::make_shared<const spotlight::WordVectors>(spotlight::WordVectors::load(vectors.value));
+  if (!f.vectors.value.empty())
+    wv = std::make_shared<const spotlight::WordVectors>(
+        spotlight::WordVectors::load(f.vectors.value));
 
   // Block the stop signals in every thread; one thread waits for them with sigwait.
   sigset_t sigs;
@@ -164,70 +242,10 @@ int run_serve(const std::vector<std::string>& argv) {
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-
-  if (is_encoder_model(rf.model.value)) {
-    // An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
-    reader::NativeEncoderOptions no;
-    no.engine = rf.native_options().engine;
-    reader::NativeEncoder enc(rf.model.value, no);
-    server::EncoderApiOptions eo;
-    eo.model_id =
-        alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
-    eo.api_key = key_value;
-    server::EncoderApi api(enc, eo);
-    server::HttpOptions ho;
-    ho.host = host.value;
-    ho.port = port.value;
-    ho.max_body = size_t(max_body.value);
-    ho.threads = std::max(16, queue.value + 4);
-    server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
-    serve_until_signal(http, "encoder '" + eo.model_id + "'", host.value, sigs);
-    std::fprintf(stderr, "ragform serve: stopped\n");
-    return 0;
-  }
-  auto reader = rf.open_native();
-  int n_layer = int(reader->model().hp().n_layer);
-  if (spot_enc.value == "hidden" && (spot_layer.value < 0 || spot_layer.value > n_layer))
-    throw UsageError("serve", "--spotlight-layer must be in 0.." + std::to_string(n_layer));
-  server::EngineOptions eo;
-  eo.n_ctx = rf.ctx.value;
-  eo.kv_f16 = rf.kv.value == "f16";
-  eo.max_batch = batch.value;
-  eo.max_queue = queue.value;
-  eo.pace_ms = pace.value;
-  server::Engine engine(*reader, eo);
-  server::ApiOptions ao;
-  ao.model_id =
-      alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string() : alias.value;
-  ao.api_key = key_value;
-  ao.max_prompt_tokens = max_prompt.value;
-  ao.max_tokens = max_tokens.value;
-  ao.n_ctx = rf.ctx.value;
-  ao.chat_template = tmpl.value;
-  ao.cnorm_profile = profile_json;
-  ao.cnorm_profile_name = cnorm_profile.value;
-  ao.vectors = wv;
-  ao.spotlight_encoder = spot_enc.value;
-  ao.spotlight_layer = spot_layer.value;
-  if (!enc_model.value.empty()) {
-    reader::NativeEncoderOptions no;
-    no.engine = rf.native_options().engine;  // its own pool: requests run beside the engine
-    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(enc_model.value, no);
-  }
-  server::Api api(*reader, engine, ao);
-  server::HttpOptions ho;
-  ho.host = host.value;
-  ho.port = port.value;
-  ho.max_body = size_t(max_body.value);
-  ho.threads = std::max(16, queue.value + 4);
-  server::HttpServer http(ho, [&api](const server::Request& r) { return api.handle(r); });
-  serve_until_signal(http, "model '" + ao.model_id + "'", host.value, sigs);
-  engine.stop();
-  auto st = engine.stats();
-  std::fprintf(stderr,
-               "ragform serve: stopped after %llu forward passes, %llu sequences (largest batch "
-               "%d)\n",
-               (unsigned long long)st.steps, (unsigned long long)st.sequences, st.largest_batch);
+  if (is_encoder_model(f.rf.model.value))
+    serve_encoder(f, key_value, sigs);
+  else
+    serve_model(f, key_value, profile_json, std::move(wv), sigs);
   return 0;
 }
 

@@ -16,7 +16,7 @@
 
 #include "engine/model/model.h"
 #include "engine/tokenizer/chat_template.h"
-#include "pipelines/cnorm/abs.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "reader/native_reader.h"
 #include "server/api_json.h"
 
@@ -148,42 +148,10 @@ Api::Api(reader::NativeReader& reader, Engine& engine, ApiOptions opt)
 Response Api::handle(const Request& req) noexcept {
   try {
     return dispatch(req);
-  } catch (const ApiError& e) {
-    Response r;
-    r.status = e.status;
-    try {
-      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
-    } catch (...) {
-      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
-    }
-    return r;
-  } catch (const QueueFull& e) {
-    return error_response(503, e.what(), "server_error");
-  } catch (const UsageError& e) {
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const NotSupported& e) {
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const Error& e) {
-    // The reader's refusals (empty prompt, a continuation that adds no tokens, a bad layer) are
-    // about the request.
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const std::exception& e) {
-    return error_response(500, e.what(), "server_error");
   } catch (...) {
-    return error_response(500, "unknown error", "server_error");
+    return response_for_current_exception();
   }
 }
-
-namespace {
-// Compares a presented credential with the expected one in time that depends only on their
-// lengths, not on where they first differ, so response times do not reveal the key byte by byte.
-bool same_secret(const std::string& given, const std::string& expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i)
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-  return diff == 0;
-}
-}  // namespace
 
 Response Api::dispatch(const Request& req) {
   if (req.path == "/health") {
@@ -195,9 +163,7 @@ Response Api::dispatch(const Request& req) {
                {"sequences", st.sequences},
                {"largest_batch", st.largest_batch}});
   }
-  if (!opt_.api_key.empty() && !same_secret(req.authorization, "Bearer " + opt_.api_key))
-    throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
-                   "invalid_request_error", "invalid_api_key"};
+  require_api_key(req, opt_.api_key);
   bool post = req.method == "POST";
   if (req.path == "/v1/models" || req.path == "/models") {
     if (req.method != "GET")

@@ -20,35 +20,14 @@ EncoderApi::EncoderApi(reader::Encoder& enc, EncoderApiOptions opt)
 Response EncoderApi::handle(const Request& req) noexcept {
   try {
     return dispatch(req);
-  } catch (const ApiError& e) {
-    Response r;
-    r.status = e.status;
-    try {
-      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
-    } catch (...) {
-      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
-    }
-    return r;
-  } catch (const UsageError& e) {
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const NotSupported& e) {
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const Error& e) {
-    // The encoder's refusals (input too long with truncation off, no classification head) are
-    // about the request.
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const std::exception& e) {
-    return error_response(500, e.what(), "server_error");
   } catch (...) {
-    return error_response(500, "unknown error", "server_error");
+    return response_for_current_exception();
   }
 }
 
 Response EncoderApi::dispatch(const Request& req) {
   if (req.path == "/health") return ok({{"status", "ok"}, {"encoder", enc_.describe()}});
-  if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
-    throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
-                   "invalid_request_error", "invalid_api_key"};
+  require_api_key(req, opt_.api_key);
   const std::string& p = req.path;
   if (p == "/v1/models" || p == "/models") {
     if (req.method != "GET")

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "base/json_error.h"
+#include "server/engine.h"
 
 namespace ragform::server::api_json {
 
@@ -67,6 +68,41 @@ Response ok(const json& j) {
   Response r;
   r.body = dump(j);
   return r;
+}
+
+void require_api_key(const Request& req, const std::string& key) {
+  if (key.empty()) return;
+  const std::string expected = "Bearer " + key;
+  const std::string& given = req.authorization;
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i)
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  if (diff != 0)
+    throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                   "invalid_request_error", "invalid_api_key"};
+}
+
+Response response_for_current_exception() noexcept {
+  try {
+    throw;
+  } catch (const ApiError& e) {
+    Response r;
+    r.status = e.status;
+    try {
+      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
+    } catch (...) {
+      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
+    }
+    return r;
+  } catch (const QueueFull& e) {
+    return error_response(503, e.what(), "server_error");
+  } catch (const Error& e) {  // UsageError, NotSupported and the rest
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const std::exception& e) {
+    return error_response(500, e.what(), "server_error");
+  } catch (...) {
+    return error_response(500, "unknown error", "server_error");
+  }
 }
 
 }  // namespace ragform::server::api_json

@@ -1,6 +1,6 @@
-// The JSON side of the API handlers (api.cpp, api_rag.cpp), internal to src/server: reading a
-// request's fields, where every bad field is an ApiError that Api::handle turns into an
-// OpenAI-style 400 naming the field, and writing a 200 response.
+// The JSON side of the API handlers (api.cpp, api_rag.cpp, api_encoder.cpp), internal to
+// src/server: reading a request's fields, where every bad field is an ApiError that Api::handle
+// turns into an OpenAI-style 400 naming the field, and writing a 200 response.
 #pragma once
 #include <string>
 
@@ -31,6 +31,17 @@ double get_num(const json& j, const char* key, double def, double lo, double hi)
 bool get_bool(const json& j, const char* key, bool def);
 // A string field; "" when missing or null unless `required` (then 400 missing_field).
 std::string get_str(const json& j, const char* key, bool required);
+
+// 401 invalid_api_key unless req.authorization is "Bearer <key>", compared in time that depends
+// only on the lengths (not on where they first differ, so response times do not reveal the key
+// byte by byte). Nothing when key is empty.
+void require_api_key(const Request& req, const std::string& key);
+
+// The response for the exception being handled, at an API's edge (call inside a catch block):
+// an ApiError as it says; QueueFull 503; UsageError, NotSupported and every other Error 400 (a
+// reader's or encoder's refusal - an empty prompt, a bad layer, no classification head - is about
+// the request); anything else 500.
+Response response_for_current_exception() noexcept;
 
 // Compact JSON, invalid UTF-8 replaced rather than thrown on.
 std::string dump(const json& j);

@@ -61,7 +61,7 @@ size_t stable_prefix(const std::string& text, const std::vector<std::string>& st
   return keep;
 }
 
-Engine::Engine(reader::NativeReader& reader, const EngineOptions& opt)
+Engine::Engine(reader::NativeReader& reader, const SchedulerOptions& opt)
     : reader_(reader), opt_(opt) {
   if (opt_.max_batch < 1) opt_.max_batch = 1;
   ctx_ = std::make_unique<CtxHolder>();

@@ -44,7 +44,9 @@ class QueueFull : public Error {
   using Error::Error;
 };
 
-struct EngineOptions {
+// The batch scheduler's settings (the model's own are engine/model/engine_options.h's
+// EngineOptions).
+struct SchedulerOptions {
   int n_ctx = 4096;
   bool kv_f16 = false;
   int max_batch = 8;   // completions active at once, sharing each forward pass (1 = one at a time)
@@ -70,7 +72,7 @@ struct CompletionHooks {
 
 class Engine {
  public:
-  Engine(reader::NativeReader& reader, const EngineOptions& opt);
+  Engine(reader::NativeReader& reader, const SchedulerOptions& opt);
   ~Engine();  // stops the thread; pending and active jobs fail with an Error
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -95,7 +97,7 @@ class Engine {
   void finish(Active& a);
   void fail(const std::shared_ptr<Job>& j, std::exception_ptr e);
   reader::NativeReader& reader_;
-  EngineOptions opt_;
+  SchedulerOptions opt_;
   struct CtxHolder;
   std::unique_ptr<CtxHolder> ctx_;
   mutable std::mutex mu_;

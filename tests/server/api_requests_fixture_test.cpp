@@ -27,7 +27,7 @@ class ApiRequests : public ::testing::Test {
     ro.n_ctx = 128;
     ro.engine.threads = 1;
     reader_ = std::make_unique<reader::NativeReader>(model.string(), ro);
-    server::EngineOptions eo;
+    server::SchedulerOptions eo;
     eo.n_ctx = 128;
     engine_ = std::make_unique<server::Engine>(*reader_, eo);
     server::ApiOptions ao;

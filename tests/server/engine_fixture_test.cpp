@@ -88,7 +88,7 @@ TEST(ServeEngineFixture, ContinuousBatchingEqualsGenerateOneByOne) {
   }
   EXPECT_EQ(want[1].finish_reason, "stop");
 
-  EngineOptions eo;
+  SchedulerOptions eo;
   eo.n_ctx = 256;
   eo.max_batch = 4;  // fewer places than cases: later ones join as earlier ones finish
   Engine eng(rd, eo);
