@@ -16,9 +16,9 @@ namespace ragform::reader {
 
 NativeReader::NativeReader(const std::string& model_path, const NativeOptions& opt)
     : path_(model_path), opt_(opt) {
-  // The pool is the caller's (shared) or this reader's own; the context holds it, so it lives as
-  // long as the context that runs on it.
-  pool_ = opt.engine.pool_or_new();
+  // The pool is the caller's (shared) or this reader's own; the context holds it too, so it lives
+  // as long as the context that runs on it.
+  opt_.engine.pool = opt.engine.pool_or_new();
   model_ = model::Model::load(model_path, opt.engine);
   tok_ = tok::Tokenizer::from_gguf(model_->file());
   if (tok_->n_vocab() != model_->hp().n_vocab)
@@ -27,7 +27,7 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   runtime::ContextParams cp;
   cp.n_ctx = opt.n_ctx;
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
-  cp.pool = pool_;
+  cp.pool = opt_.engine.pool;
   ctx_ = std::make_unique<runtime::Context>(*model_, cp);
   if (opt.chat) {
     auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));

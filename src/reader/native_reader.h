@@ -56,15 +56,14 @@ class NativeReader : public Reader {
   const tok::Tokenizer& tokenizer() const { return *tok_; }
   const std::string& model_path() const { return path_; }
   // The pool this reader's forward passes run on (for contexts built beside it).
-  std::shared_ptr<ThreadPool> pool() const { return pool_; }
+  std::shared_ptr<ThreadPool> pool() const { return opt_.engine.pool; }
 
  private:
   std::string render(const std::string& prompt) const;
   std::string path_;
-  NativeOptions opt_;
+  NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
-  std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<runtime::Context> ctx_;
   int chat_family_ = 0;
   std::mutex mu_;

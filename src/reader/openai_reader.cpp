@@ -18,29 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_text(const std::string& body) {
-  try {
-    auto j = json::parse(body);
-    if (j.contains("error")) {
-      auto& e = j["error"];
-      if (e.is_object() && e.contains("message") && e["message"].is_string())
-        return e["message"].get<std::string>();
-      if (e.is_string()) return e.get<std::string>();
-    }
-  } catch (...) {
-  }
-  return body.substr(0, 300);
-}
-
-json parse(const std::string& body, const char* what) {
-  try {
-    return json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw RequestFailed(
-        std::string(what) + ": the server's answer is not JSON: " + json_error_text(e.what()), 200,
-        1);
-  }
-}
+json parse(const std::string& body, const char* what) { return parse_json_answer(body, what); }
 
 std::string finish_reason(const json& choice, const GenerateParams& p) {
   std::string r = choice.value("finish_reason", std::string());
@@ -51,61 +29,18 @@ std::string finish_reason(const json& choice, const GenerateParams& p) {
 
 }  // namespace
 
-OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
-  const std::string& u = opt_.base_url;
-  size_t scheme_end = u.find("://");
-  if (scheme_end == std::string::npos)
-    throw UsageError("openai reader", "base URL '" + u + "' must start with http:// or https://");
-  std::string scheme = u.substr(0, scheme_end);
-  if (scheme != "http" && scheme != "https")
-    throw UsageError("openai reader", "base URL '" + u + "' must start with http:// or https://");
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-  if (scheme == "https")
-    throw UsageError("openai reader",
-                     "this build has no HTTPS support (cpp-httplib without OpenSSL); use http://");
-#endif
-  size_t path = u.find('/', scheme_end + 3);
-  scheme_host_port_ = u.substr(0, path);
-  prefix_ = path == std::string::npos ? "/v1" : u.substr(path);
-  while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
+OpenAIReader::OpenAIReader(OpenAIOptions opt)
+    : opt_(std::move(opt)), http_(opt_.base_url, "openai reader") {
   if (opt_.concurrency < 1) opt_.concurrency = 1;
   if (opt_.retries < 0) opt_.retries = 0;
 }
 
 std::string OpenAIReader::describe() const {
-  return "openai:" + scheme_host_port_ + prefix_ + "#" + opt_.model;
+  return "openai:" + http_.scheme_host_port() + http_.prefix() + "#" + opt_.model;
 }
 
 std::string OpenAIReader::post(const std::string& endpoint, const std::string& body) const {
-  httplib::Headers headers;
-  if (!opt_.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt_.api_key);
-  std::string last = "no attempt";
-  int status = 0;
-  for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
-    if (attempt > 0) {
-      double delay = opt_.backoff_s * double(1 << std::min(attempt - 1, 16));
-      std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(delay * 1000)));
-    }
-    httplib::Client cli(scheme_host_port_);
-    cli.set_connection_timeout(opt_.timeout_s, 0);
-    cli.set_read_timeout(opt_.timeout_s, 0);
-    cli.set_write_timeout(opt_.timeout_s, 0);
-    auto res = cli.Post(prefix_ + endpoint, headers, body, "application/json");
-    if (!res) {
-      status = 0;
-      last = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
-             httplib::to_string(res.error()) + ")";
-      continue;
-    }
-    status = res->status;
-    if (status >= 200 && status < 300) return res->body;
-    last = "HTTP " + std::to_string(status) + " from " + prefix_ + endpoint + ": " +
-           error_text(res->body);
-    if (status == 429 || status >= 500) continue;
-    throw RequestFailed(last, status, attempt + 1);
-  }
-  throw RequestFailed(last + " (after " + std::to_string(opt_.retries + 1) + " attempts)", status,
-                      opt_.retries + 1);
+  return http_.post(endpoint, body, {opt_.api_key, opt_.retries, opt_.backoff_s, opt_.timeout_s});
 }
 
 bool OpenAIReader::is_ragform_server() const {
@@ -113,11 +48,11 @@ bool OpenAIReader::is_ragform_server() const {
   if (ragform_) return *ragform_;
   httplib::Headers headers;
   if (!opt_.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt_.api_key);
-  httplib::Client cli(scheme_host_port_);
+  httplib::Client cli(http_.scheme_host_port());
   int t = std::min(opt_.timeout_s, 30);
   cli.set_connection_timeout(t, 0);
   cli.set_read_timeout(t, 0);
-  auto res = cli.Get(prefix_ + "/models", headers);
+  auto res = cli.Get(http_.prefix() + "/models", headers);
   if (!res) return false;  // no answer: not remembered, the next call asks again
   bool ragform = false;
   if (res->status >= 200 && res->status < 300) {

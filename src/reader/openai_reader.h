@@ -27,22 +27,12 @@
 #include <string>
 
 #include "base/error.h"
+#include "reader/http_json.h"
 #include "reader/reader.h"
 
 namespace ragform::reader {
 
-// A request that finally failed (after retries, or a non-retryable 4xx).
-class RequestFailed : public Error {
- public:
-  RequestFailed(const std::string& why, int status, int attempts)
-      : Error("openai reader", why), status_(status), attempts_(attempts) {}
-  int status() const { return status_; }  // last HTTP status, 0 = no answer (connection/timeout)
-  int attempts() const { return attempts_; }
-
- private:
-  int status_, attempts_;
-};
-
+// RequestFailed: reader/http_json.h.
 struct OpenAIOptions {
   std::string base_url;       // "http://127.0.0.1:8080" or ".../v1" (a missing path means /v1)
   std::string model;          // sent as "model"; empty = not sent (the server's own model)
@@ -78,7 +68,7 @@ class OpenAIReader : public Reader {
 
  private:
   OpenAIOptions opt_;
-  std::string scheme_host_port_, prefix_;
+  HttpJsonClient http_;  // after opt_: built from opt_.base_url
   mutable std::mutex probe_mu_;
   mutable std::optional<bool> ragform_;
   ScoreResult score_ragform(const std::string& prompt, const std::string& continuation);

@@ -11,27 +11,8 @@ namespace ragform::reader {
 namespace {
 using nlohmann::json;
 
-std::string error_text(const std::string& body) {
-  try {
-    auto j = json::parse(body);
-    if (j.contains("error")) {
-      const auto& e = j["error"];
-      if (e.is_object() && e.contains("message") && e["message"].is_string())
-        return e["message"].get<std::string>();
-      if (e.is_string()) return e.get<std::string>();
-    }
-  } catch (...) {
-  }
-  return body.substr(0, 300);
-}
-
 json parse_answer(const std::string& body, const char* what) {
-  try {
-    return json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw RequestFailed(std::string(what) + ": the server's answer is not JSON: " + e.what(), 200,
-                        1);
-  }
+  return parse_json_answer(body, what);
 }
 
 std::vector<float> floats(const json& j, const char* what) {
@@ -48,53 +29,18 @@ std::vector<float> floats(const json& j, const char* what) {
 }
 }  // namespace
 
-RemoteEncoder::RemoteEncoder(RemoteEncoderOptions opt) : opt_(std::move(opt)) {
-  const std::string& u = opt_.base_url;
-  const size_t scheme_end = u.find("://");
-  if (scheme_end == std::string::npos ||
-      (u.compare(0, scheme_end, "http") != 0 && u.compare(0, scheme_end, "https") != 0))
-    throw UsageError("remote encoder", "base URL '" + u + "' must start with http:// or https://");
-  const size_t path = u.find('/', scheme_end + 3);
-  scheme_host_port_ = u.substr(0, path);
-  prefix_ = path == std::string::npos ? "/v1" : u.substr(path);
-  while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
+RemoteEncoder::RemoteEncoder(RemoteEncoderOptions opt)
+    : opt_(std::move(opt)), http_(opt_.base_url, "remote encoder") {
   if (opt_.batch < 1) opt_.batch = 1;
   if (opt_.retries < 0) opt_.retries = 0;
 }
 
 std::string RemoteEncoder::describe() const {
-  return "remote:" + scheme_host_port_ + prefix_ + "#" + opt_.model;
+  return "remote:" + http_.scheme_host_port() + http_.prefix() + "#" + opt_.model;
 }
 
 std::string RemoteEncoder::post(const std::string& endpoint, const std::string& body) const {
-  httplib::Headers headers;
-  if (!opt_.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt_.api_key);
-  std::string last = "no attempt";
-  int status = 0;
-  for (int attempt = 0; attempt <= opt_.retries; ++attempt) {
-    if (attempt > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(
-          int64_t(opt_.backoff_s * 1000 * double(1 << std::min(attempt - 1, 16)))));
-    httplib::Client cli(scheme_host_port_);
-    cli.set_connection_timeout(opt_.timeout_s, 0);
-    cli.set_read_timeout(opt_.timeout_s, 0);
-    cli.set_write_timeout(opt_.timeout_s, 0);
-    auto res = cli.Post(prefix_ + endpoint, headers, body, "application/json");
-    if (!res) {
-      status = 0;
-      last = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
-             httplib::to_string(res.error()) + ")";
-      continue;
-    }
-    status = res->status;
-    if (status >= 200 && status < 300) return res->body;
-    last = "HTTP " + std::to_string(status) + " from " + prefix_ + endpoint + ": " +
-           error_text(res->body);
-    if (status == 429 || status >= 500) continue;
-    throw RequestFailed(last, status, attempt + 1);
-  }
-  throw RequestFailed(last + " (after " + std::to_string(opt_.retries + 1) + " attempts)", status,
-                      opt_.retries + 1);
+  return http_.post(endpoint, body, {opt_.api_key, opt_.retries, opt_.backoff_s, opt_.timeout_s});
 }
 
 std::vector<Embedding> RemoteEncoder::embed(const std::vector<std::string>& texts,

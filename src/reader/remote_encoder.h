@@ -45,7 +45,7 @@ class RemoteEncoder : public Encoder {
  private:
   std::string post(const std::string& endpoint, const std::string& body) const;
   RemoteEncoderOptions opt_;
-  std::string scheme_host_port_, prefix_;
+  HttpJsonClient http_;  // after opt_: built from opt_.base_url
 };
 
 }  // namespace ragform::reader

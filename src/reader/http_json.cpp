@@ -1,0 +1,91 @@
+#include "reader/http_json.h"
+
+// Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli support; the
+// build passes its pkg-config flags (CPPHTTPLIB_*_SUPPORT) so this header matches the library.
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "base/json_error.h"
+
+namespace ragform::reader {
+
+using nlohmann::json;
+
+HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) {
+  const size_t scheme_end = u.find("://");
+  const std::string scheme = scheme_end == std::string::npos ? "" : u.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https")
+    throw UsageError(who, "base URL '" + u + "' must start with http:// or https://");
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (scheme == "https")
+    throw UsageError(who,
+                     "this build has no HTTPS support (cpp-httplib without OpenSSL); use http://");
+#endif
+  const size_t path = u.find('/', scheme_end + 3);
+  scheme_host_port_ = u.substr(0, path);
+  prefix_ = path == std::string::npos ? "/v1" : u.substr(path);
+  while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
+}
+
+std::string HttpJsonClient::post(const std::string& endpoint, const std::string& body,
+                                 const HttpJsonOptions& opt) const {
+  httplib::Headers headers;
+  if (!opt.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt.api_key);
+  const int retries = std::max(0, opt.retries);
+  std::string last = "no attempt";
+  int status = 0;
+  for (int attempt = 0; attempt <= retries; ++attempt) {
+    if (attempt > 0) {
+      double delay = opt.backoff_s * double(1 << std::min(attempt - 1, 16));
+      std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(delay * 1000)));
+    }
+    httplib::Client cli(scheme_host_port_);
+    cli.set_connection_timeout(opt.timeout_s, 0);
+    cli.set_read_timeout(opt.timeout_s, 0);
+    cli.set_write_timeout(opt.timeout_s, 0);
+    auto res = cli.Post(prefix_ + endpoint, headers, body, "application/json");
+    if (!res) {
+      status = 0;
+      last = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
+             httplib::to_string(res.error()) + ")";
+      continue;
+    }
+    status = res->status;
+    if (status >= 200 && status < 300) return res->body;
+    last = "HTTP " + std::to_string(status) + " from " + prefix_ + endpoint + ": " +
+           http_error_text(res->body);
+    if (status == 429 || status >= 500) continue;
+    throw RequestFailed(last, status, attempt + 1);
+  }
+  throw RequestFailed(last + " (after " + std::to_string(retries + 1) + " attempts)", status,
+                      retries + 1);
+}
+
+std::string http_error_text(const std::string& body) {
+  try {
+    auto j = json::parse(body);
+    if (j.contains("error")) {
+      const auto& e = j["error"];
+      if (e.is_object() && e.contains("message") && e["message"].is_string())
+        return e["message"].get<std::string>();
+      if (e.is_string()) return e.get<std::string>();
+    }
+  } catch (...) {
+  }
+  return body.substr(0, 300);
+}
+
+json parse_json_answer(const std::string& body, const char* what) {
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw RequestFailed(
+        std::string(what) + ": the server's answer is not JSON: " + json_error_text(e.what()), 200,
+        1);
+  }
+}
+
+}  // namespace ragform::reader

@@ -1,0 +1,55 @@
+// The small HTTP JSON client of the remote readers (OpenAIReader, RemoteEncoder): a base URL split
+// into scheme://host:port and a path prefix, and POSTs of a JSON body with retries — exponential
+// backoff (backoff_s * 2^(attempt-1)) after a connection error, a timeout, 429 or 5xx; any other
+// non-2xx answer fails at once with the server's message.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace ragform::reader {
+
+// A request that finally failed (after retries, or a non-retryable 4xx).
+class RequestFailed : public Error {
+ public:
+  RequestFailed(const std::string& why, int status, int attempts)
+      : Error("openai reader", why), status_(status), attempts_(attempts) {}
+  int status() const { return status_; }  // last HTTP status, 0 = no answer (connection/timeout)
+  int attempts() const { return attempts_; }
+
+ private:
+  int status_, attempts_;
+};
+
+struct HttpJsonOptions {
+  std::string api_key;     // "Authorization: Bearer ..." when not empty
+  int retries = 2;         // further attempts after the first
+  double backoff_s = 0.5;  // first retry delay; doubles each time
+  int timeout_s = 300;     // connect/read/write timeout of one attempt
+};
+
+class HttpJsonClient {
+ public:
+  // base_url: http(s)://host[:port][/prefix] (prefix default "/v1", trailing '/' dropped).
+  // UsageError naming `who` for another scheme, or https in a build without TLS.
+  HttpJsonClient(const std::string& base_url, const char* who);
+  // POSTs `body` to prefix + endpoint ("/completions"); the answer's body on 2xx, else
+  // RequestFailed (its message: the server's error.message when the answer has one).
+  std::string post(const std::string& endpoint, const std::string& body,
+                   const HttpJsonOptions& opt) const;
+  const std::string& scheme_host_port() const { return scheme_host_port_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  std::string scheme_host_port_, prefix_;
+};
+
+// The message of an error answer: {"error": {"message": ...}} or {"error": "..."}, else the
+// body's first 300 bytes.
+std::string http_error_text(const std::string& body);
+// The answer parsed as JSON; RequestFailed("<what>: the server's answer is not JSON: ...").
+nlohmann::json parse_json_answer(const std::string& body, const char* what);
+
+}  // namespace ragform::reader
