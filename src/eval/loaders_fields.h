@@ -3,6 +3,7 @@
 // 'question'", "field 'answers[1]': expected string, got number"), so the reader can prefix file
 // and line.
 #pragma once
+#include <climits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,6 +100,15 @@ inline std::optional<bool> opt_bool(const json& obj, const std::string& name,
 inline long long as_int(const json& v, const std::string& path) {
   if (!v.is_number_integer()) wrong_type(path, "integer", v);
   return v.get<long long>();
+}
+// An integer that fits an int (a larger one is an error, never truncated).
+inline int as_int32(const json& v, const std::string& path) {
+  if (!v.is_number_integer()) wrong_type(path, "integer", v);
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<unsigned long long>() <= (unsigned long long)INT_MAX
+                        : v.get<long long>() >= INT_MIN && v.get<long long>() <= INT_MAX;
+  if (!fits) throw RowError("field '" + path + "': " + v.dump() + " is out of range for an int");
+  return int(v.get<long long>());
 }
 
 // A number, or a string holding one (DPR-style retrievers write scores as strings).

@@ -65,13 +65,13 @@ std::vector<std::pair<std::string, int>> hotpot_support(const json& row) {
                      std::to_string(ids.size()) + " sent_ids");
     for (size_t i = 0; i < titles.size(); ++i)
       out.emplace_back(titles[i],
-                       static_cast<int>(f::as_int(ids[i], f::at("supporting_facts.sent_id", i))));
+                       f::as_int32(ids[i], f::at("supporting_facts.sent_id", i)));
   } else if (sf.is_array()) {  // original: [[title, sent_id], ...]
     for (size_t i = 0; i < sf.size(); ++i) {
       const std::string path = f::at("supporting_facts", i);
       if (!sf[i].is_array() || sf[i].size() != 2) f::wrong_type(path, "[title, sent_id]", sf[i]);
       out.emplace_back(f::as_string(sf[i][0], path + "[0]"),
-                       static_cast<int>(f::as_int(sf[i][1], path + "[1]")));
+                       f::as_int32(sf[i][1], path + "[1]"));
     }
   } else {
     f::wrong_type("supporting_facts", "object {title, sent_id} or array", sf);

@@ -198,6 +198,17 @@ TEST(Datasets, HotpotQaBothSchemas) {
   mismatch.replace(mismatch.find("[1, 0]"), 6, "[1]");
   EXPECT_EQ(load_error(write("hp_bad.jsonl", mismatch)).reason(),
             "field 'supporting_facts': 2 titles but 1 sent_ids");
+  // A sentence index beyond int is an error naming the field, never a truncated index.
+  std::string huge = hf;
+  huge.replace(huge.find("[1, 0]"), 6, "[1, 4294967296]");
+  DataError e = load_error(write("hp_huge.jsonl", huge));
+  EXPECT_EQ(e.reason(),
+            "field 'supporting_facts.sent_id[1]': 4294967296 is out of range for an int");
+  EXPECT_EQ(e.line(), 1u);
+  std::string huge_orig = orig;
+  huge_orig.replace(huge_orig.find("[\"B\", 5]"), 8, "[\"B\", -2147483649]");
+  EXPECT_EQ(load_error(write("hp_huge2.jsonl", huge_orig)).reason(),
+            "field 'supporting_facts[1][1]': -2147483649 is out of range for an int");
 }
 
 TEST(Datasets, KvRetrieval) {

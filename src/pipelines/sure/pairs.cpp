@@ -1,5 +1,6 @@
 #include "pipelines/sure/pairs.h"
 
+#include <climits>
 #include <fstream>
 #include <iostream>
 
@@ -42,8 +43,13 @@ Pair pair_from_json(const nlohmann::json& j, const std::string& where) {
   p.instance = str("instance", false);
   if (p.instance.empty()) p.instance = p.id.substr(0, p.id.rfind('#'));
   if (j.contains("doc")) {
-    if (!j["doc"].is_number_integer()) throw Error(where, "field 'doc': expected integer");
-    p.doc = j["doc"].get<int>();
+    const nlohmann::json& d = j["doc"];
+    if (!d.is_number_integer()) throw Error(where, "field 'doc': expected integer");
+    // An index that does not fit an int is an error, never truncated.
+    if (d.is_number_unsigned() ? d.get<unsigned long long>() > (unsigned long long)INT_MAX
+                               : d.get<long long>() < INT_MIN || d.get<long long>() > INT_MAX)
+      throw Error(where, "field 'doc': " + d.dump() + " is out of range for an int");
+    p.doc = d.get<int>();
   }
   p.perturbation = str("perturbation", true);
   auto k = parse_kind(p.perturbation);

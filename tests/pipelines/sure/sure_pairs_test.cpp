@@ -1,0 +1,59 @@
+// Reading pairs JSONL (pairs.h): a bad field is an error naming the file and line, never a value
+// changed on the way in.
+#include "pipelines/sure/pairs.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "support/test_support.h"
+
+namespace ragform::sure {
+namespace {
+
+std::string read_error(const std::string& jsonl) {
+  const auto path = ragform::testing::temp_dir("sure_pairs") / "pairs.jsonl";
+  ragform::testing::write_file(path, jsonl);
+  try {
+    read_pairs(path.string());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A valid pair's JSON line with its "doc" field replaced by `doc` (JSON text).
+std::string pair_line(const std::string& doc) {
+  Pair p;
+  p.id = "q1#0";
+  p.perturbation = "format/json";
+  p.question = "Where?";
+  p.answers = {"Paris"};
+  p.title = "T";
+  p.original = "In Paris.";
+  p.perturbed = "{\"text\": \"In Paris.\"}";
+  nlohmann::json j = nlohmann::json::parse(pair_to_json(p).dump());
+  j["doc"] = nlohmann::json::parse(doc);
+  return j.dump();
+}
+
+TEST(SurePairs, DocIndexOutOfIntRangeIsAnError) {
+  const std::string ok = pair_line("2147483647");
+  const auto path = ragform::testing::temp_dir("sure_pairs_ok") / "pairs.jsonl";
+  ragform::testing::write_file(path, ok + "\n");
+  std::vector<Pair> pairs = read_pairs(path.string());
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].doc, 2147483647);
+
+  std::string err = read_error("\n" + pair_line("4294967296") + "\n");
+  EXPECT_NE(err.find("pairs.jsonl:2"), std::string::npos) << err;
+  EXPECT_NE(err.find("field 'doc': 4294967296 is out of range for an int"), std::string::npos)
+      << err;
+  err = read_error(pair_line("-2147483649") + "\n");
+  EXPECT_NE(err.find("field 'doc': -2147483649 is out of range for an int"), std::string::npos)
+      << err;
+}
+
+}  // namespace
+}  // namespace ragform::sure
