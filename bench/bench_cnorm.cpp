@@ -1,15 +1,17 @@
 // C-NORM calibration cost (issue 7, "Done when"; cnorm-surface-formatting.txt section 5.3: "the
 // computational cost, defined by |S| x |F| forward passes"). Ratios are measured in one process,
 // each against its own reference, so the busy machine's noise cancels as far as it can:
-//   BM_CalibrationVsPasses  calibrate() with S = 6 and the 9 paper delimiters (54 attention-only
+//   BM_CalibrationVsPasses  calibrate() with S = 6 and the 11 default candidates (the text as it
+//                           came, the empty delimiter and the 9 paper delimiters: 66 attention-only
 //                           passes) on ~1k-token NQ-Open prompts (lost-in-the-middle qa.prompt, k
-//                           the largest with every prompt <= 2000 tokens), against the same 54
+//                           the largest with every prompt <= 2000 tokens), against the same 66
 //                           prompts rendered beforehand and passed to Reader::attention one by one.
 //                           Three alternating rounds; counter ratio = min(calibration) /
 //                           min(passes) (target <= 1.05).
 //   BM_HalvingVsExhaustive  successive halving against the exhaustive search on the story needle
-//                           (stories260K, S = 6, 9 delimiters, k = 10): exhaustive is timed before
-//                           and after halving; counters ratio = halving / mean(exhaustive) (target
+//                           (stories260K, S = 6, the 11 default candidates, k = 10): exhaustive is
+//                           timed before and after halving; counters ratio = halving /
+//                           mean(exhaustive) (target
 //                           <= 0.6), passes of each, and same_best (1 when both pick the same f*).
 // The model of the first benchmark: $RAGFORM_CNORM_MODEL when set (e.g. the full 24-layer
 // /work/models/q05-q8_0.gguf), else a 2-layer Qwen2.5-0.5B-shape Q8_0 random-weight model written
@@ -86,7 +88,7 @@ QwenSetup& qwen() {
       out.setup.p = 0.5;
       std::vector<Format> fmts;
       for (const auto& d : out.setup.candidates) fmts.push_back({d, 0.5, 0});
-      // The largest k whose 54 prompts all fit 2000 tokens: ~1k tokens on average (formatted
+      // The largest k whose 66 prompts all fit 2000 tokens: ~1k tokens on average (formatted
       // text costs more tokens than plain text in a byte-level BPE).
       size_t k = fit_k(*out.reader, Task::Qa, out.setup.tmpl, out.items, 10, fmts, 2000);
       for (size_t s = 0; s < out.items.size(); ++s) out.specs.push_back({&out.items[s], k, s % k});
@@ -111,7 +113,7 @@ void BM_CalibrationVsPasses(benchmark::State& state) {
     state.SkipWithError(q.error.c_str());
     return;
   }
-  // The 54 prompts exactly as calibrate() renders them.
+  // The 66 prompts (6 x 11 candidates) exactly as calibrate() renders them.
   std::vector<std::string> prompts;
   for (const auto& d : q.setup.candidates)
     for (const auto& ps : q.specs)
@@ -126,7 +128,7 @@ void BM_CalibrationVsPasses(benchmark::State& state) {
     for (const auto& p : prompts) benchmark::DoNotOptimize(q.reader->attention(p, aq));
     return seconds_since(t0);
   };
-  // Three alternating rounds of (54 passes, calibration); the minimum of each is the least
+  // Three alternating rounds of (66 passes, calibration); the minimum of each is the least
   // disturbed by the other processes on this shared machine.
   double cal_s = 1e300, pass_s = 1e300;
   for (auto _ : state) {
@@ -136,7 +138,7 @@ void BM_CalibrationVsPasses(benchmark::State& state) {
       Calibration cal = calibrate(*q.reader, q.setup, q.specs);
       cal_s = std::min(cal_s, seconds_since(t0));
       benchmark::DoNotOptimize(cal.best);
-      if (cal.passes != prompts.size()) state.SkipWithError("calibration pass count is not 54");
+      if (cal.passes != prompts.size()) state.SkipWithError("calibration pass count is not S x F");
     }
   }
   state.counters["passes"] = double(prompts.size());
@@ -157,7 +159,7 @@ void BM_HalvingVsExhaustive(benchmark::State& state) {
   reader::NativeOptions no;
   no.n_ctx = 1024;
   reader::NativeReader r(path, no);
-  std::vector<Item> items = make_needle_items(6, 10, splitmix64(0));
+  std::vector<Item> items = make_needle_items(6, 10, splitmix64_mix(0));
   std::vector<PromptSpec> specs;
   for (const auto& it : items) specs.push_back({&it, 10, it.natural_position % 10});
   CalibrationSetup setup;

@@ -18,10 +18,7 @@
 #include "cli/reader_flags.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
-#include "pipelines/cnorm/calibrate.h"
-#include "pipelines/cnorm/format.h"
-#include "pipelines/cnorm/system_prompts.h"
-#include "pipelines/cnorm/tasks.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "ragform_version.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -136,6 +133,60 @@ AbsOptions parse_abs_options(int layer, const std::string& heads, bool context_s
 
 // ---------------------------------------------------------------- calibrate
 
+// The flags of `ragform cnorm calibrate`, declared in --help order.
+struct CalibrateFlags {
+  explicit CalibrateFlags(Args& args) : a(args) {}
+  Args& a;
+  ReaderFlags rf{a};
+  Opt<std::string>& input =
+      a.opt<std::string>("--input", "FILE", "QA or KV records (JSONL, gzip ok)", "");
+  Opt<std::string>& task_s =
+      a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench").required();
+  Opt<int>& S = a.opt<int>("-S,--samples", "N", "number of sampled prompts", 6).range(1, kMaxInt);
+  Opt<std::string>& delims = a.opt<std::string>(
+      "--delims", "LIST",
+      "candidates, comma-separated ('original' = unformatted text, 'none' = empty delimiter, "
+      "'comma' = ',')",
+      default_delimiter_list());
+  Opt<double>& p =
+      a.opt<double>("-p,--ratio", "P", "fraction of sentences reformatted", 0.5).range(0.0, 1.0);
+  Opt<long long>& seed =
+      a.opt<long long>("--seed", "N", "seed of sampling, distractors and sentence choice", 0);
+  Opt<int>& k =
+      a.opt<int>("-k,--docs", "K", "documents per prompt (qa, needle; kv uses every record)", 10)
+          .range(1, kMaxInt);
+  Opt<int>& layer = a.opt<int>("--layer", "L", "attention layer (negative counts from the end)", -1)
+                        .range(kAnyInt, kMaxInt);
+  Opt<std::string>& heads = a.opt<std::string>(
+      "--heads", "MODE", "mean (ABS of the head mean), per-head (mean of head ABS) or a head index",
+      "mean");
+  Flag& span = a.flag("--context-span",
+                      "restrict the attention to the documents' tokens (raw prompts only)");
+  Opt<std::string>& tmpl_path = a.opt<std::string>(
+      "--template", "FILE", "prompt template (default: lost-in-the-middle's)", "");
+  Opt<std::string>& shared = a.opt<std::string>(
+      "--shared", "DIR", "the shared data folder (default: found automatically)", "");
+  Opt<std::string>& cache_dir = a.opt<std::string>(
+      "--cache-dir", "DIR", "profile cache (default: ~/.cache/ragform/cnorm)", "");
+  Flag& no_cache = a.flag("--no-cache", "always recompute");
+  Opt<std::string>& dump = a.opt<std::string>("--dump-prompts", "DIR",
+                                              "write every scored prompt to DIR/f<i>-s<j>.txt", "");
+  Opt<std::string>& p_grid = a.opt<std::string>(
+      "--p-grid", "LIST", "joint search over (f, p): every delimiter at each p (e.g. 0.25,0.5,1)",
+      "");
+  Opt<std::string>& formats = a.opt<std::string>(
+      "--formats", "LIST", "SURE document formats as extra candidates: json,markdown,yaml", "");
+  Opt<std::string>& search = a.opt<std::string>(
+      "--search", "MODE", "exhaustive (every candidate on every prompt) or halving", "exhaustive");
+  Opt<std::string>& store_path = a.opt<std::string>(
+      "--store", "FILE",
+      "SQLite run store: one row per (prompt, candidate) with ABS, mu, attention; resumes", "");
+  Opt<std::string>& out =
+      a.opt<std::string>("-o,--output", "FILE", "profile JSON to write").required();
+  Opt<std::string>& sys_preset = a.opt<std::string>(
+      "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
+};
+
 int cmd_calibrate(const std::vector<std::string>& argv) {
   Args a(
       "cnorm calibrate",
@@ -154,69 +205,25 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
       "(generated story-needle probe; no --input), longbench (LongBench-v2 records, Appendix D's\n"
       "prompt, one context per prompt; questions that do not fit --ctx are skipped). Candidates:\n"
       "'original' is the unformatted text (p does not apply), the others are delimiters.");
-  ReaderFlags rf(a);
-  auto& input = a.opt<std::string>("--input", "FILE", "QA or KV records (JSONL, gzip ok)", "");
-  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench").required();
-  auto& S = a.opt<int>("-S,--samples", "N", "number of sampled prompts", 6).range(1, kMaxInt);
-  auto& delims = a.opt<std::string>(
-      "--delims", "LIST",
-      "candidates, comma-separated ('original' = unformatted text, 'none' = empty delimiter, "
-      "'comma' = ',')",
-      default_delimiter_list());
-  auto& p =
-      a.opt<double>("-p,--ratio", "P", "fraction of sentences reformatted", 0.5).range(0.0, 1.0);
-  auto& seed =
-      a.opt<long long>("--seed", "N", "seed of sampling, distractors and sentence choice", 0);
-  auto& k =
-      a.opt<int>("-k,--docs", "K", "documents per prompt (qa, needle; kv uses every record)", 10)
-          .range(1, kMaxInt);
-  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative counts from the end)", -1)
-                    .range(kAnyInt, kMaxInt);
-  auto& heads = a.opt<std::string>(
-      "--heads", "MODE", "mean (ABS of the head mean), per-head (mean of head ABS) or a head index",
-      "mean");
-  auto& span = a.flag("--context-span",
-                      "restrict the attention to the documents' tokens (raw prompts only)");
-  auto& tmpl_path = a.opt<std::string>("--template", "FILE",
-                                       "prompt template (default: lost-in-the-middle's)", "");
-  auto& shared = a.opt<std::string>("--shared", "DIR",
-                                    "the shared data folder (default: found automatically)", "");
-  auto& cache_dir = a.opt<std::string>("--cache-dir", "DIR",
-                                       "profile cache (default: ~/.cache/ragform/cnorm)", "");
-  auto& no_cache = a.flag("--no-cache", "always recompute");
-  auto& dump = a.opt<std::string>("--dump-prompts", "DIR",
-                                  "write every scored prompt to DIR/f<i>-s<j>.txt", "");
-  auto& p_grid = a.opt<std::string>(
-      "--p-grid", "LIST", "joint search over (f, p): every delimiter at each p (e.g. 0.25,0.5,1)",
-      "");
-  auto& formats = a.opt<std::string>(
-      "--formats", "LIST", "SURE document formats as extra candidates: json,markdown,yaml", "");
-  auto& search = a.opt<std::string>(
-      "--search", "MODE", "exhaustive (every candidate on every prompt) or halving", "exhaustive");
-  auto& store_path = a.opt<std::string>(
-      "--store", "FILE",
-      "SQLite run store: one row per (prompt, candidate) with ABS, mu, attention; resumes", "");
-  auto& out = a.opt<std::string>("-o,--output", "FILE", "profile JSON to write").required();
-  auto& sys_preset = a.opt<std::string>(
-      "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
+  CalibrateFlags f(a);
   if (!a.parse(argv)) return 0;
 
-  Task task = parse_task(task_s.value);
-  apply_system_preset(rf, sys_preset.value);
-  if (S.value < 1) throw UsageError("-S", "must be at least 1");
-  if (k.value < 1) throw UsageError("-k", "must be at least 1");
-  if (seed.value < 0) throw UsageError("--seed", "must be >= 0");
+  Task task = parse_task(f.task_s.value);
+  apply_system_preset(f.rf, f.sys_preset.value);
+  if (f.S.value < 1) throw UsageError("-S", "must be at least 1");
+  if (f.k.value < 1) throw UsageError("-k", "must be at least 1");
+  if (f.seed.value < 0) throw UsageError("--seed", "must be >= 0");
   CalibrationSetup setup;
   setup.task = task;
-  setup.candidates = parse_delimiter_list(delims.value);
-  setup.p = p.value;
+  setup.candidates = parse_delimiter_list(f.delims.value);
+  setup.p = f.p.value;
   choose_sentences(0, setup.p, 0);  // validates p
-  setup.seed = uint64_t(seed.value);
-  setup.abs = parse_abs_options(layer.value, heads.value, span.value);
-  setup.tmpl = template_for(task, tmpl_path.value, shared.value);
-  if (!p_grid.value.empty()) {
-    if (p.seen) throw UsageError("--p-grid", "give either -p or --p-grid");
-    for (const auto& tok : split_list(p_grid.value)) {
+  setup.seed = uint64_t(f.seed.value);
+  setup.abs = parse_abs_options(f.layer.value, f.heads.value, f.span.value);
+  setup.tmpl = template_for(task, f.tmpl_path.value, f.shared.value);
+  if (!f.p_grid.value.empty()) {
+    if (f.p.seen) throw UsageError("--p-grid", "give either -p or --p-grid");
+    for (const auto& tok : split_list(f.p_grid.value)) {
       char* end = nullptr;
       double v = std::strtod(tok.c_str(), &end);
       if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
@@ -224,43 +231,44 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
       setup.p_grid.push_back(v);
     }
   }
-  if (!formats.value.empty()) {
+  if (!f.formats.value.empty()) {
     if (task == Task::Kv || task == Task::Longbench)
       throw UsageError("--formats",
                        std::string("document formats do not apply to ") + task_name(task));
-    for (const auto& w : split_list(formats.value)) setup.wrappers.push_back(parse_wrapper(w));
+    for (const auto& w : split_list(f.formats.value)) setup.wrappers.push_back(parse_wrapper(w));
   }
-  if (search.value == "halving")
+  if (f.search.value == "halving")
     setup.search = Search::Halving;
-  else if (search.value != "exhaustive")
-    throw UsageError("--search", "expected exhaustive or halving, got '" + search.value + "'");
+  else if (f.search.value != "exhaustive")
+    throw UsageError("--search", "expected exhaustive or halving, got '" + f.search.value + "'");
   (void)candidate_list(setup);  // validates the candidates before any file is read
 
   // Needle items for calibration come from their own stream (splitmix64(seed)), so they are not
   // the items `cnorm eval` generates from the same seed.
   uint64_t item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
   // longbench: one context per prompt (k = 1).
-  const size_t k_task = task == Task::Longbench ? 1 : size_t(k.value);
-  std::vector<Item> items = task_items(task, input.value, k_task, item_seed, size_t(S.value));
-  if (items.empty()) throw Error("cnorm calibrate", "no items in " + input.value);
-  auto reader = rf.open_native();
+  const size_t k_task = task == Task::Longbench ? 1 : size_t(f.k.value);
+  std::vector<Item> items = task_items(task, f.input.value, k_task, item_seed, size_t(f.S.value));
+  if (items.empty()) throw Error("cnorm calibrate", "no items in " + f.input.value);
+  auto reader = f.rf.open_native();
   CalibrateOptions co;
   co.setup = setup;
-  co.samples = size_t(S.value);
+  co.samples = size_t(f.S.value);
   co.k = k_task;
-  co.ctx = size_t(rf.ctx.value);
-  co.origin = run_origin(rf.model.value, store::sha256_file(rf.model.value));
-  co.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);
-  co.system_sha256 = rf.system.value.empty() ? "" : store::sha256_hex(rf.system.value);
-  if (!no_cache.value) co.cache_dir = cache_dir.value.empty() ? cnorm_cache_dir() : cache_dir.value;
-  co.dump_dir = dump.value;
+  co.ctx = size_t(f.rf.ctx.value);
+  co.origin = run_origin(f.rf.model.value, store::sha256_file(f.rf.model.value));
+  co.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
+  co.system_sha256 = f.rf.system.value.empty() ? "" : store::sha256_hex(f.rf.system.value);
+  if (!f.no_cache.value)
+    co.cache_dir = f.cache_dir.value.empty() ? cnorm_cache_dir() : f.cache_dir.value;
+  co.dump_dir = f.dump.value;
   std::optional<Progress> progress;
   co.hooks = cli_hooks(&progress);
   std::optional<store::RunStore> st;
-  if (!store_path.value.empty()) st.emplace(store_path.value);
+  if (!f.store_path.value.empty()) st.emplace(f.store_path.value);
   const Profile prof = st ? cnorm::run_calibrate(*reader, *st, items, co).profile
                           : cnorm::run_calibrate(*reader, items, co).profile;
-  save_profile(prof, out.value);
+  save_profile(prof, f.out.value);
   for (const auto& c : prof.candidates) {
     std::string name = c.label();  // padded to 10 columns (code points, not bytes)
     size_t cols = 0;

@@ -12,10 +12,7 @@
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "cli/shard.h"
-#include "pipelines/cnorm/calibrate.h"
-#include "pipelines/cnorm/format.h"
-#include "pipelines/cnorm/run.h"
-#include "pipelines/cnorm/tasks.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 
@@ -68,6 +65,52 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
 
 }  // namespace
 
+// The flags of `ragform cnorm eval`, declared in --help order.
+struct EvalFlags {
+  explicit EvalFlags(Args& args) : a(args) {}
+  Args& a;
+  ReaderFlags rf{a};
+  Opt<std::string>& input =
+      a.opt<std::string>("--input", "FILE", "QA records (qa) or key-value records (kv)", "");
+  Opt<std::string>& task_s =
+      a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench", "qa");
+  Opt<std::string>& positions = a.opt<std::string>(
+      "--positions", "MODE",
+      "all (move the gold to every position) or natural (each item's own gold position, for "
+      "data that already has every position, e.g. `ragform kv generate`)",
+      "all");
+  Opt<std::string>& profile =
+      a.opt<std::string>("--profile", "FILE", "profile from cnorm calibrate").required();
+  Opt<int>& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10).range(1, kMaxInt);
+  Opt<int>& limit =
+      a.opt<int>("--limit", "N", "questions to evaluate (0 = all; needle: default 20)", 0);
+  Opt<std::string>& seeds_s =
+      a.opt<std::string>("--seeds", "LIST",
+                         "seeds of the distractors (needle: of the items), comma-separated "
+                         "(default: the profile's seed)",
+                         "");
+  Opt<int>& max_tokens =
+      a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16).range(1, kMaxInt);
+  Opt<std::string>& tmpl_path = a.opt<std::string>(
+      "--template", "FILE", "prompt template (default: lost-in-the-middle's)", "");
+  Opt<std::string>& shared = a.opt<std::string>(
+      "--shared", "DIR", "the shared data folder (default: found automatically)", "");
+  Opt<std::string>& store_path =
+      a.opt<std::string>("--store", "FILE", "SQLite run store").required();
+  Flag& all_cands = a.flag("--all-candidates",
+                           "also evaluate every profile candidate (variants f:<name>): rank "
+                           "correlation of ABS with accuracy and the token-count analysis");
+  Opt<std::string>& density = a.opt<std::string>(
+      "--density", "LIST",
+      "density sweep (Figure 6): f* at each p of LIST (variants p=<p>), e.g. 0,0.25,0.5,0.75,1",
+      "");
+  Flag& force = a.flag(
+      "--force", "evaluate a profile calibrated on another model or task (refused otherwise)");
+  Opt<std::string>& sys_preset = a.opt<std::string>(
+      "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
+  ShardFlag sf{a};
+};
+
 int run_cnorm_eval(const std::vector<std::string>& argv) {
   Args a("cnorm eval",
          "Gold-position sweep: Baseline vs C-NORM vs Min-Token, OAA and OPA (C-NORM 5.1).",
@@ -80,82 +123,46 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
          "question, position and variant; a rerun resumes). Prints one JSON summary line: the "
          "variants\n"
          "averaged over the seeds, and each seed's own.");
-  ReaderFlags rf(a);
-  auto& input =
-      a.opt<std::string>("--input", "FILE", "QA records (qa) or key-value records (kv)", "");
-  auto& task_s = a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench", "qa");
-  auto& positions = a.opt<std::string>(
-      "--positions", "MODE",
-      "all (move the gold to every position) or natural (each item's own gold position, for "
-      "data that already has every position, e.g. `ragform kv generate`)",
-      "all");
-  auto& profile =
-      a.opt<std::string>("--profile", "FILE", "profile from cnorm calibrate").required();
-  auto& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10).range(1, kMaxInt);
-  auto& limit =
-      a.opt<int>("--limit", "N", "questions to evaluate (0 = all; needle: default 20)", 0);
-  auto& seeds_s =
-      a.opt<std::string>("--seeds", "LIST",
-                         "seeds of the distractors (needle: of the items), comma-separated "
-                         "(default: the profile's seed)",
-                         "");
-  auto& max_tokens =
-      a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16).range(1, kMaxInt);
-  auto& tmpl_path = a.opt<std::string>("--template", "FILE",
-                                       "prompt template (default: lost-in-the-middle's)", "");
-  auto& shared = a.opt<std::string>("--shared", "DIR",
-                                    "the shared data folder (default: found automatically)", "");
-  auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store").required();
-  auto& all_cands = a.flag("--all-candidates",
-                           "also evaluate every profile candidate (variants f:<name>): rank "
-                           "correlation of ABS with accuracy and the token-count analysis");
-  auto& density = a.opt<std::string>(
-      "--density", "LIST",
-      "density sweep (Figure 6): f* at each p of LIST (variants p=<p>), e.g. 0,0.25,0.5,0.75,1",
-      "");
-  auto& force = a.flag(
-      "--force", "evaluate a profile calibrated on another model or task (refused otherwise)");
-  auto& sys_preset = a.opt<std::string>(
-      "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
-  ShardFlag sf(a);
+  EvalFlags f(a);
   if (!a.parse(argv)) return 0;
 
-  const Shard shard = sf.shard();
-  apply_system_preset(rf, sys_preset.value);
-  if (task_s.value == "longbench") {
-    if (max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
-    if (limit.value < 0) throw UsageError("--limit", "must be >= 0");
-    return eval_longbench(rf, input.value, load_profile(profile.value), limit.value,
-                          max_tokens.value, store_path.value, shard, force.value);
+  const Shard shard = f.sf.shard();
+  apply_system_preset(f.rf, f.sys_preset.value);
+  if (f.task_s.value == "longbench") {
+    if (f.max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
+    if (f.limit.value < 0) throw UsageError("--limit", "must be >= 0");
+    return eval_longbench(f.rf, f.input.value, load_profile(f.profile.value), f.limit.value,
+                          f.max_tokens.value, f.store_path.value, shard, f.force.value);
   }
-  Task task = parse_task(task_s.value);
-  if (positions.value != "all" && positions.value != "natural")
-    throw UsageError("--positions", "expected all or natural, got '" + positions.value + "'");
-  if (k.value < 1) throw UsageError("-k", "must be at least 1");
-  if (limit.value < 0) throw UsageError("--limit", "must be >= 0");
-  if (max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
-  Profile prof = load_profile(profile.value);
-  const std::string model_sha = store::sha256_file(rf.model.value);
-  check_profile(prof, model_sha, task_name(task), force.value);
+  Task task = parse_task(f.task_s.value);
+  if (f.positions.value != "all" && f.positions.value != "natural")
+    throw UsageError("--positions", "expected all or natural, got '" + f.positions.value + "'");
+  if (f.k.value < 1) throw UsageError("-k", "must be at least 1");
+  if (f.limit.value < 0) throw UsageError("--limit", "must be >= 0");
+  if (f.max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
+  Profile prof = load_profile(f.profile.value);
+  const std::string model_sha = store::sha256_file(f.rf.model.value);
+  check_profile(prof, model_sha, task_name(task), f.force.value);
   std::vector<uint64_t> seeds;
-  if (seeds_s.value.empty()) {
+  if (f.seeds_s.value.empty()) {
     seeds = {prof.seed};
   } else {
     std::set<int> seen;
-    for (int s : parse_int_list("--seeds", seeds_s.value)) {
+    for (int s : parse_int_list("--seeds", f.seeds_s.value)) {
       if (s < 0) throw UsageError("--seeds", "seeds must be >= 0");
       if (!seen.insert(s).second)
         throw UsageError("--seeds", "seed " + std::to_string(s) + " given twice");
       seeds.push_back(uint64_t(s));
     }
   }
-  std::string tmpl = template_for(task, tmpl_path.value, shared.value);
-  size_t n_needle = limit.value > 0 ? size_t(limit.value) : 20;
+  std::string tmpl = template_for(task, f.tmpl_path.value, f.shared.value);
+  size_t n_needle = f.limit.value > 0 ? size_t(f.limit.value) : 20;
   // One item set per seed (the runner decides k and Min-Token over all of them).
   std::vector<std::vector<Item>> per_seed;
   for (uint64_t sd : seeds) {
-    std::vector<Item> items = task_items(task, input.value, size_t(k.value), sd, n_needle);
-    if (limit.value > 0 && items.size() > size_t(limit.value)) items.resize(size_t(limit.value));
+    std::vector<Item> items = task_items(task, f.input.value, size_t(f.k.value), sd, n_needle);
+    if (f.limit.value > 0 && items.size() > size_t(f.limit.value))
+      items.resize(size_t(f.limit.value));
     if (items.empty()) throw Error("cnorm eval", "no items");
     std::set<std::string> ids;
     for (const auto& it : items)
@@ -169,13 +176,13 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   eo.tmpl = tmpl;
   eo.profile = prof;
   eo.seeds = seeds;
-  eo.k = size_t(k.value);
-  eo.ctx = size_t(rf.ctx.value);
-  eo.max_tokens = max_tokens.value;
-  eo.natural_positions = positions.value == "natural";
-  eo.all_candidates = all_cands.value;
-  if (!density.value.empty())
-    for (const auto& tok : split_list(density.value)) {
+  eo.k = size_t(f.k.value);
+  eo.ctx = size_t(f.rf.ctx.value);
+  eo.max_tokens = f.max_tokens.value;
+  eo.natural_positions = f.positions.value == "natural";
+  eo.all_candidates = f.all_cands.value;
+  if (!f.density.value.empty())
+    for (const auto& tok : split_list(f.density.value)) {
       char* end = nullptr;
       double v = std::strtod(tok.c_str(), &end);
       if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
@@ -183,20 +190,20 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
       eo.density.push_back(v);
     }
   eo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
-  eo.origin = run_origin(rf.model.value, model_sha);
-  eo.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);
+  eo.origin = run_origin(f.rf.model.value, model_sha);
+  eo.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
   std::optional<Progress> progress;
   eo.hooks = cli_hooks(&progress);
 
-  auto reader = rf.open_native();
-  store::RunStore st(store_path.value);
+  auto reader = f.rf.open_native();
+  store::RunStore st(f.store_path.value);
   EvalSummary sum = run_eval(*reader, st, per_seed, eo);
   for (const auto& s : sum.average)
     std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu of %zu)\n", s.name.c_str(),
                  s.oaa, s.opa, s.best_position + 1, s.accuracy.size());
   for (const auto& l : sum.analysis_lines) note("  " + l);
   nlohmann::json j = eval_summary_json(sum, eo);
-  j["store"] = store_path.value;
+  j["store"] = f.store_path.value;
   j["shard"] = shard.describe();
   print_json_line(j);
   return 0;

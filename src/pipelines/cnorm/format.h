@@ -58,7 +58,7 @@ std::vector<Delimiter> parse_delimiter_list(std::string_view list);
 
 // FNV-1a 64 and SplitMix64's finaliser: the project's stable hashes (base/stable_hash.h).
 using ::ragform::fnv1a64;
-constexpr uint64_t splitmix64(uint64_t x) { return splitmix64_mix(x); }
+using ::ragform::splitmix64_mix;
 // Step 3 of the rule above.
 uint64_t document_seed(uint64_t seed, std::string_view text);
 

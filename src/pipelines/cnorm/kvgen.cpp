@@ -47,7 +47,7 @@ std::string random_uuid_id(uint64_t& state, size_t groups) {
     std::string d;
     for (int w = 0; w < 2; ++w) {  // 2 x 64 bits = 32 hex digits
       state += 0x9E3779B97F4A7C15ull;
-      uint64_t x = splitmix64(state);
+      uint64_t x = splitmix64_mix(state);
       for (int i = 0; i < 16; ++i) d += hex[(x >> (4 * (15 - i))) & 0xF];
     }
     d[12] = '4';  // version 4
@@ -83,7 +83,7 @@ std::vector<nlohmann::json> generate_kv(const KvSpec& spec) {
   for (size_t s = 0; s < spec.samples; ++s) {
     // The sample's stream depends on (seed, sample) only, not on the format: the three formats
     // of one seed hold the same digits.
-    uint64_t state = splitmix64(spec.seed ^ splitmix64(s + 1));
+    uint64_t state = splitmix64_mix(spec.seed ^ splitmix64_mix(s + 1));
     std::vector<std::pair<std::string, std::string>> pairs;
     std::set<std::string> seen;
     while (pairs.size() < spec.pairs) {
@@ -97,7 +97,7 @@ std::vector<nlohmann::json> generate_kv(const KvSpec& spec) {
     if (spec.all_positions) {
       for (size_t j = 0; j < spec.pairs; ++j) positions.push_back(j);
     } else {
-      positions.push_back(size_t(splitmix64(state) % spec.pairs));
+      positions.push_back(size_t(splitmix64_mix(state) % spec.pairs));
     }
     for (size_t j : positions) {
       nlohmann::json recs = nlohmann::json::array();

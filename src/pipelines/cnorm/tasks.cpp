@@ -240,7 +240,7 @@ std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, siz
         if (int(i) != gold_of[r]) it.distractors.push_back({rec.ctxs[i].title, rec.ctxs[i].text});
     } else {
       it.natural_position = 0;
-      for (size_t j : seeded_permutation(records.size(), splitmix64(seed ^ fnv1a64(rec.id)))) {
+      for (size_t j : seeded_permutation(records.size(), splitmix64_mix(seed ^ fnv1a64(rec.id)))) {
         if (it.distractors.size() >= k - 1) break;
         if (j == r) continue;
         const auto& d = records[j].ctxs[size_t(gold_of[j])];
@@ -302,7 +302,7 @@ std::vector<Item> make_needle_items(size_t n, size_t k, uint64_t seed) {
   };
   std::vector<Item> items;
   for (size_t i = 0; i < n; ++i) {
-    std::mt19937_64 rng(splitmix64(seed ^ (0x6e6565646c65ULL + i)));
+    std::mt19937_64 rng(splitmix64_mix(seed ^ (0x6e6565646c65ULL + i)));
     auto pick = [&rng](size_t m) { return size_t(rng() % uint64_t(m)); };
     size_t a = pick(animals.size()), nm = pick(names.size());
     Item it;

@@ -33,7 +33,7 @@ TEST(CnormFormat, DefaultCandidateSetIsThePapersWithOriginalAndBothDots) {
 TEST(CnormFormat, HashesAndPermutationMatchReference) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ULL);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
-  EXPECT_EQ(splitmix64(0), 0xe220a8397b1dcdafULL);
+  EXPECT_EQ(splitmix64_mix(0), 0xe220a8397b1dcdafULL);
   EXPECT_EQ(seeded_permutation(5, 42), (std::vector<size_t>{2, 3, 4, 0, 1}));
   EXPECT_EQ(seeded_permutation(10, 7), (std::vector<size_t>{0, 7, 4, 9, 3, 1, 2, 8, 6, 5}));
   EXPECT_EQ(seeded_permutation(0, 7), std::vector<size_t>{});
