@@ -64,14 +64,12 @@ std::vector<std::pair<std::string, int>> hotpot_support(const json& row) {
       throw RowError("field 'supporting_facts': " + std::to_string(titles.size()) + " titles but " +
                      std::to_string(ids.size()) + " sent_ids");
     for (size_t i = 0; i < titles.size(); ++i)
-      out.emplace_back(titles[i],
-                       f::as_int32(ids[i], f::at("supporting_facts.sent_id", i)));
+      out.emplace_back(titles[i], f::as_int32(ids[i], f::at("supporting_facts.sent_id", i)));
   } else if (sf.is_array()) {  // original: [[title, sent_id], ...]
     for (size_t i = 0; i < sf.size(); ++i) {
       const std::string path = f::at("supporting_facts", i);
       if (!sf[i].is_array() || sf[i].size() != 2) f::wrong_type(path, "[title, sent_id]", sf[i]);
-      out.emplace_back(f::as_string(sf[i][0], path + "[0]"),
-                       f::as_int32(sf[i][1], path + "[1]"));
+      out.emplace_back(f::as_string(sf[i][0], path + "[0]"), f::as_int32(sf[i][1], path + "[1]"));
     }
   } else {
     f::wrong_type("supporting_facts", "object {title, sent_id} or array", sf);

@@ -46,9 +46,7 @@ typedef float v2f __attribute__((vector_size(8)));
 constexpr size_t kActBlockBytes = 256 * 1024;
 }  // namespace
 
-// clang-format off
 RAGFORM_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
-// clang-format on
 namespace avx512_f16 {
 namespace {
 constexpr int kTileRows = 4, kTileTokens = 6, kGemvRows = 4;  // 24 + 4 + 1 of 32 zmm
@@ -60,13 +58,9 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
   gemm(w, x, n_tokens, y, pool);
 }
 }  // namespace avx512_f16
-// clang-format off
 RAGFORM_TARGET_END
-// clang-format on
 
-// clang-format off
 RAGFORM_TARGET_BEGIN("avx2,fma,f16c")
-// clang-format on
 namespace avx2_f16 {
 namespace {
 constexpr int kTileRows = 2, kTileTokens = 2, kGemvRows = 4;  // a v16f is two of the 16 ymm
@@ -78,9 +72,7 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
   gemm(w, x, n_tokens, y, pool);
 }
 }  // namespace avx2_f16
-// clang-format off
 RAGFORM_TARGET_END
-// clang-format on
 
 bool gemm_f16_supported(TensorType t, CpuTier tier) {
   return (t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) &&

@@ -1,11 +1,11 @@
 #pragma once
 // Target regions for the runtime's SIMD kernels: every function defined between
 // RAGFORM_TARGET_BEGIN("avx2,fma,f16c") and RAGFORM_TARGET_END is compiled for that instruction
-// set, whatever -march says, and the caller dispatches at run time (attention.h cpu_simd_level, cpu_features.h).
-// GCC spells a region `#pragma GCC push_options` + `#pragma GCC target(...)`; clang ignores those
-// and has `#pragma clang attribute push(__attribute__((target(...))), apply_to = function)`, which
-// gives each function declared in the region the same target attribute. The GCC expansion is the
-// pragma pair this file replaced, so GCC builds compile exactly as before.
+// set, whatever -march says, and the caller dispatches at run time (attention.h cpu_simd_level,
+// cpu_features.h). GCC spells a region `#pragma GCC push_options` + `#pragma GCC target(...)`;
+// clang ignores those and has `#pragma clang attribute push(__attribute__((target(...))), apply_to
+// = function)`, which gives each function declared in the region the same target attribute. The GCC
+// expansion is the pragma pair this file replaced, so GCC builds compile exactly as before.
 
 // clang-format off
 #define RAGFORM_PRAGMA(x) _Pragma(#x)

@@ -62,29 +62,21 @@ void pv(const float* P, int ldS, const int* n_keys, int nq, int hd, const KvView
 
 #include "engine/runtime/simd_traits.inc"
 
-// clang-format off
 RAGFORM_TARGET_BEGIN("avx2,fma,f16c")
-// clang-format on
 namespace avx2 {
 #include "engine/runtime/attention_simd.inc"
 }  // namespace avx2
-// clang-format off
 RAGFORM_TARGET_END
-// clang-format on
 
-// clang-format off
 RAGFORM_TARGET_BEGIN("avx512f,avx2,fma,f16c")
 RAGFORM_AVX512_WARNINGS_OFF  // see simd_target.h
-    // clang-format on
-    namespace avx512{
+namespace avx512 {
 #include "engine/runtime/attention_simd.inc"
-    }  // namespace avx512
-// clang-format off
+}  // namespace avx512
 RAGFORM_AVX512_WARNINGS_ON
 RAGFORM_TARGET_END
-    // clang-format on
 
-    struct Kernels {
+struct Kernels {
   void (*qk)(const float*, int, int, const KvView&, int, int, int, float, float*, int);
   void (*softmax)(float*, int, int);
   void (*round_f16_row)(float*, int);

@@ -26,27 +26,19 @@ namespace {
   }                                                                   \
   return i;
 
-// clang-format off
 RAGFORM_TARGET_BEGIN("avx2,fma,f16c")
-// clang-format on
 namespace avx2 {
 int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
 }  // namespace avx2
-// clang-format off
 RAGFORM_TARGET_END
-// clang-format on
 
-// clang-format off
 RAGFORM_TARGET_BEGIN("avx512f,avx2,fma,f16c")
 RAGFORM_AVX512_WARNINGS_OFF  // see simd_target.h
-    // clang-format on
-    namespace avx512 {
-  int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
+namespace avx512 {
+int64_t swiglu(const float* gate, const float* up, int64_t n, float* out) { RAGFORM_SWIGLU_BODY }
 }  // namespace avx512
-// clang-format off
 RAGFORM_AVX512_WARNINGS_ON
 RAGFORM_TARGET_END
-// clang-format on
 
 #undef RAGFORM_SWIGLU_BODY
 
