@@ -7,18 +7,22 @@
 namespace ragform::py {
 
 nlohmann::json to_json(const pyb::handle& obj) {
-  static const pyb::object dumps = pyb::module_::import("json").attr("dumps");
+  // Leaked on purpose: a static pybind11::object would be released after the interpreter ends.
+  static const pyb::handle dumps =
+      pyb::object(pyb::module_::import("json").attr("dumps")).release();
   std::string s = pyb::str(dumps(obj, pyb::arg("allow_nan") = false));
   return nlohmann::json::parse(s);
 }
 
 pyb::object from_json(const nlohmann::json& j) {
-  static const pyb::object loads = pyb::module_::import("json").attr("loads");
+  static const pyb::handle loads =
+      pyb::object(pyb::module_::import("json").attr("loads")).release();
   return loads(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 pyb::object from_json(const nlohmann::ordered_json& j) {
-  static const pyb::object loads = pyb::module_::import("json").attr("loads");
+  static const pyb::handle loads =
+      pyb::object(pyb::module_::import("json").attr("loads")).release();
   return loads(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 

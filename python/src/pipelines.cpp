@@ -263,14 +263,23 @@ pyb::list sure_perturb(const pyb::iterable& records, std::optional<std::string> 
                        int64_t seed, const std::string& cutoff, int docs) {
   using namespace sure;
   if (docs < 0) throw UsageError("docs", "must be >= 0");
+  // A kind that needs a reader is an error when named; a category or "all" leaves it out, as
+  // the CLI without a reader skips it.
   std::vector<Kind> kinds;
-  for (Kind k : select_kinds(kinds_s ? *kinds_s : "all")) {
+  const std::string list = kinds_s ? *kinds_s : "all";
+  for (Kind k : select_kinds(list)) {
     if (info(k).needs == NeedsReader::None) {
       kinds.push_back(k);
-    } else if (kinds_s && *kinds_s != "all") {
-      throw UsageError("sure perturb", std::string(info(k).name) +
-                                           " needs a reader: use `ragform sure perturb` with -m "
-                                           "or --perturb-model");
+      continue;
+    }
+    const std::string name = info(k).name;
+    for (size_t b = 0; b <= list.size();) {
+      size_t e = std::min(list.find(',', b), list.size());
+      if (list.compare(b, e - b, name) == 0)
+        throw UsageError("sure perturb", name +
+                                             " needs a reader: use `ragform sure perturb` with -m "
+                                             "or --perturb-model");
+      b = e + 1;
     }
   }
   RuleOptions ro;

@@ -26,8 +26,8 @@ def test_cnorm_calibrate_equals_cli(model, model_path, cli, tmp_path, nq_records
     # Records as dicts: the same profile; only the input hash is of their JSON lines.
     got2 = ragform.cnorm.calibrate(model, nq_records, task="qa", S=2, k=3, delims="none,-,&",
                                    seed=3, progress=False)
-    assert got2["extra"].pop("input_sha256") != ""
-    want["extra"].pop("input_sha256")
+    assert got2["config"].pop("input_sha256") != ""
+    want["config"].pop("input_sha256")
     assert got2 == want
 
 
@@ -56,16 +56,18 @@ def test_sure_perturb_equals_cli(cli, tmp_path, nq_records):
 
 def test_spotlight_select_equals_cli(cli, tmp_path, nq_records):
     vec = shared_file("data/embeddings/glove-50d-5k.json")
-    inp = write_jsonl(tmp_path / "nq.jsonl", nq_records[:2])
+    # One record alone has no line number to name it: give each an id.
+    records = [dict(r, id=f"q{i}") for i, r in enumerate(nq_records[:2])]
+    inp = write_jsonl(tmp_path / "nq.jsonl", records)
     lines = cli("spotlight", "select", "--input", inp, "--vectors", vec, "-K", 3, "--json",
                 json_out=False).splitlines()
     vectors = json.loads(vec.read_text())
-    for rec, line in zip(nq_records[:2], lines):
+    for rec, line in zip(records, lines):
         want = json.loads(line)
         for v in (str(vec), vectors):
             got = ragform.spotlight.select(rec, vectors=v, K=3)
             assert got["id"] == want["id"] and got["prompt"] == want["prompt"]
-            assert len(got["selected"]) == len(want["selected"]) == 3
+            assert 0 < len(got["selected"]) == len(want["selected"]) <= 3
             for g, w in zip(got["selected"], want["selected"]):
                 for key in ("title", "doc_id", "sent_id", "text", "prefix", "category"):
                     assert g[key] == w[key]
