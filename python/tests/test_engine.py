@@ -106,3 +106,42 @@ def test_reader_properties(model, model_path):
     assert model.description.startswith("native:stories260K.gguf")
     assert model.chat_mode == "raw"
     assert model.count_tokens(PROMPTS[0]) == len(model.tokenize(PROMPTS[0]))
+
+
+def test_encoder_embed_equals_cli(cli, tmp_path):
+    from conftest import shared_file
+    import ragform
+    path = str(shared_file("fixtures/models/tiny-bert.gguf"))
+    texts = ["a small test passage", "Another one, a little longer than the first."]
+    enc = ragform.Encoder(path, threads=1)
+    got = enc.embed(texts)
+    assert got.shape[0] == 2 and got.dtype == np.float32
+    for i, t in enumerate(texts):
+        f = tmp_path / f"t{i}.txt"
+        f.write_text(t)
+        want = cli("embed", "-m", path, "-f", f, "--json")
+        np.testing.assert_allclose(got[i], want["embedding"], rtol=0, atol=1e-5)
+        want = cli("embed", "-m", path, "-f", f, "--pooling", "cls", "--normalize", "--json")
+        np.testing.assert_allclose(enc.embed([t], pooling="cls", normalize=True)[0],
+                                   want["embedding"], rtol=0, atol=1e-6)
+
+
+def test_generate_chat_equals_cli(cli):
+    from conftest import shared_file
+    import ragform
+    path = str(shared_file("fixtures/models/tiny-llama31.gguf"))
+    m = ragform.Model(path, threads=1)
+    want = cli("generate", "-m", path, "--chat", "-p", "hi", "-n", 4, "--json")
+    raw = cli("generate", "-m", path, "-p", "hi", "-n", 4, "--json")
+    assert m.generate("hi", n_predict=4, chat=True) == want["text"]  # a second, chat reader
+    assert m.generate("hi", n_predict=4) == raw["text"]
+    assert want["prompt_tokens"] > raw["prompt_tokens"]  # the template's tokens
+
+
+def test_chat_without_template_is_the_cli_error(model, model_path, ragform_bin):
+    import subprocess
+    r = subprocess.run([ragform_bin, "generate", "-m", model_path, "--chat", "-p", "x"],
+                       capture_output=True, text=True)
+    with pytest.raises(RuntimeError) as e:
+        model.generate("x", chat=True)
+    assert "ragform: " + str(e.value) == r.stderr.strip().splitlines()[-1]

@@ -136,3 +136,20 @@ def test_progress_callback_exception_propagates(model, nq_records):
         ragform.cnorm._ragform._cnorm_calibrate(model, nq_records, "qa", 1, "-,&", 0.5, 0, 2, -1,
                                                 "mean", False, "", "", "", model.ctx, boom)
     assert model.generate("Once", n_predict=4)  # the model is still usable
+
+
+@pytest.mark.parametrize("kind", ["hidden", "model"])
+def test_spotlight_select_encoders_equal_cli(model, model_path, cli, tmp_path, nq_records, kind):
+    records = [dict(nq_records[0], id="q0")]
+    inp = write_jsonl(tmp_path / "nq.jsonl", records)
+    if kind == "hidden":
+        args, enc = ["--encoder", "hidden", "-m", model_path, "--layer", 2], model
+        got = ragform.spotlight.select(records[0], encoder=enc, K=2, layer=2)
+    else:
+        bert = str(shared_file("fixtures/models/tiny-bert.gguf"))
+        args = ["--encoder", "model", "--encoder-model", bert]
+        got = ragform.spotlight.select(records[0], encoder=ragform.Encoder(bert), K=2)
+    want = cli("spotlight", "select", "--input", inp, *args, "-K", 2, "--json")
+    assert got["prompt"] == want["prompt"]
+    assert [s["R_raw"] for s in got["selected"]] == pytest.approx(
+        [s["R_raw"] for s in want["selected"]], rel=1e-6)
