@@ -42,10 +42,18 @@ class CMakeBuild(build_ext):
             subprocess.check_call(["cmake", python, "-DRAGFORM_BUILD_PYTHON=ON", str(build)])
         else:
             build = HERE / "build" / "cmake"
-            subprocess.check_call([
-                "cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                "-DRAGFORM_NATIVE=ON", "-DRAGFORM_BUILD_TESTS=OFF", "-DRAGFORM_BUILD_BENCH=OFF",
-                "-DRAGFORM_BUILD_PYTHON=ON", python])
+            args = ["cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                    "-DRAGFORM_NATIVE=ON", "-DRAGFORM_BUILD_TESTS=OFF",
+                    "-DRAGFORM_BUILD_BENCH=OFF", "-DRAGFORM_BUILD_PYTHON=ON", python]
+            # pybind11's CMake files from its Python package (pip's isolated build environment,
+            # pyproject.toml) when there is no system-wide pybind11-dev.
+            try:
+                import pybind11
+                if Path(pybind11.get_cmake_dir()).is_dir():
+                    args.append(f"-Dpybind11_DIR={pybind11.get_cmake_dir()}")
+            except ImportError:
+                pass
+            subprocess.check_call(args)
         subprocess.check_call(["cmake", "--build", str(build), "--target", "_ragform",
                                "-j", jobs])
         built = list((build / "python").glob("_ragform*.so"))
