@@ -152,7 +152,7 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
   uint64_t item_seed = task == Task::Needle ? splitmix64(setup.seed) : setup.seed;
   const size_t k_task = task == Task::Longbench ? 1 : size_t(k);
   std::vector<Item> items = task_items(task, std::move(recs), k_task, item_seed, size_t(S));
-  if (items.empty()) throw Error("cnorm calibrate", "no items in the records");
+  if (items.empty()) throw UsageError("cnorm calibrate", "no items in the records");
   std::vector<Format> fmts;
   for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
   const size_t max_tokens = size_t(n_ctx);  // every prompt must fit the reader's context

@@ -31,6 +31,16 @@ def test_cnorm_calibrate_equals_cli(model, model_path, cli, tmp_path, nq_records
     assert got2 == want
 
 
+def test_cnorm_calibrate_needle_equals_cli(model, model_path, cli, tmp_path):
+    want = cli("cnorm", "calibrate", "-m", model_path, "--task", "needle", "-S", 2, "-k", 3,
+               "--delims", "none,|", "--heads", "per-head", "--no-cache", "-o", tmp_path / "p.json")
+    got = ragform.cnorm.calibrate(model, None, task="needle", S=2, k=3, delims="none,|",
+                                  heads="per-head", progress=False)
+    assert got == want
+    with pytest.raises(ValueError, match="no items in the records"):
+        ragform.cnorm.calibrate(model, [], task="qa", progress=False)
+
+
 def test_cnorm_apply_equals_cli(model, model_path, cli, tmp_path, nq_records):
     prof = ragform.cnorm.calibrate(model, nq_records, S=1, k=2, delims="-,&", progress=False)
     pf = tmp_path / "p.json"
