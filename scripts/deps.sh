@@ -7,7 +7,9 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libcpp-httplib-dev libssl-dev libbrotli-dev libyaml-cpp-dev libgumbo-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       clang clang-format libclang-rt-14-dev
-      chromium)  # headless Chromium for the report screenshot test
+      chromium   # headless Chromium for the report screenshot test
+      pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-wheel python3-venv
+      python3-setuptools python3-pandas)  # the Python package (python/, docs/python.md)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,6 +3,7 @@
 #   1. the `ci` preset (Release, warnings as errors, clang-format checked): every default-tier test;
 #   2. the `asan` preset (ASan + UBSan): the `unit` tier and the `concurrency` tests;
 #   3. the `tsan` preset (ThreadSanitizer): only the `concurrency` tests (their targets alone).
+# After step 1, scripts/test-python.sh: the Python package built in build/ci, its pytest suite.
 # Set RAGFORM_TEST_ASAN=0 / RAGFORM_TEST_TSAN=0 to skip step 2 / 3.
 # Slow tests: ctest --preset release -L slow.
 set -euo pipefail
@@ -14,6 +15,7 @@ cmake --preset ci >/dev/null
 cmake --build --preset ci --target format-check   # clang-format --dry-run over src/ tests/ bench/ fuzz/
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
+scripts/test-python.sh
 if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs"

@@ -16,6 +16,19 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// A file that cannot be opened or read (missing, no permission, a directory). `err` is the errno
+// value when there is one (0 otherwise), so a front end can tell "no such file" from the rest (the
+// Python module raises FileNotFoundError / PermissionError / OSError from it).
+class FileError : public Error {
+ public:
+  FileError(const std::string& where, const std::string& why, int err = 0)
+      : Error(where, why), err_(err) {}
+  int error_code() const { return err_; }
+
+ private:
+  int err_;
+};
+
 // The caller asked for something impossible (bad flag value, missing argument). CLI exit code 2.
 class UsageError : public Error {
  public:

@@ -50,16 +50,16 @@ bool read_into_memory(MappedFile::Load how, size_t size) {
 
 MappedFile::MappedFile(const std::string& path, Load how) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path, std::strerror(errno));
+  if (fd < 0) throw FileError(path, std::strerror(errno), errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    throw Error(path, std::strerror(e));
+    throw FileError(path, std::strerror(e), e);
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    throw Error(path, "is a directory");
+    throw FileError(path, "is a directory", EISDIR);
   }
   size_ = static_cast<size_t>(st.st_size);
   bool memory = false;

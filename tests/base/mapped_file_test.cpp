@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <string>
 
 #include "base/error.h"
@@ -58,6 +59,25 @@ TEST(MappedFile, BadInputIsAnErrorNamingIt) {
   MappedFile empty((dir / "empty.bin").string(), MappedFile::Load::memory);
   EXPECT_EQ(empty.size(), 0u);
   EXPECT_EQ(empty.data(), nullptr);
+}
+
+// A file that cannot be opened is a FileError carrying its errno (the Python module turns it into
+// FileNotFoundError / IsADirectoryError), with the message "<path>: <strerror>".
+int error_code_of(const std::string& path) {
+  try {
+    MappedFile f(path);
+  } catch (const FileError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": ", 0), 0u) << e.what();
+    return e.error_code();
+  }
+  ADD_FAILURE() << path << " opened";
+  return 0;
+}
+
+TEST(MappedFile, OpenFailuresAreFileErrorsWithErrno) {
+  const auto dir = testing::temp_dir("mapped_file_errno");
+  EXPECT_EQ(error_code_of((dir / "missing.bin").string()), ENOENT);
+  EXPECT_EQ(error_code_of(dir.string()), EISDIR);
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+"""ragform for Python: the GGUF engine's internals as numpy arrays, and the SURE, C-NORM and
+SpotlightRAG pipelines, over the same C++ library as the `ragform` command (docs/python.md).
+
+    import ragform
+    m = ragform.Model("stories260K.gguf")
+    m.generate("Once upon a time", n_predict=12)   # the continuation, as `ragform generate`
+    a = m.attention("Once upon a time")           # .heads [heads, positions], .mean, .abs
+
+Errors raise ValueError (bad input), OSError (files) or RuntimeError (anything else) with the
+message the CLI prints after "ragform: ".
+"""
+import os as _os
+
+from . import _ragform
+from ._ragform import Attention, Encoder, Reader
+
+__version__ = _ragform.__version__
+
+__all__ = ["Model", "OpenAIReader", "Encoder", "Reader", "Attention", "RunStore",
+           "cnorm", "sure", "spotlight"]
+
+
+def _generate(reader, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_eos, details):
+    if isinstance(stop, str):
+        stop = [stop]
+    g = reader._generate(prompt, n_predict=n_predict, temp=temp, top_k=top_k, top_p=top_p,
+                         seed=seed, stop=list(stop or []), ignore_eos=ignore_eos)
+    return g if details else g["text"]
+
+
+class Model(_ragform._Model):
+    """A GGUF model on ragform's own engine (the reader `ragform generate -m` opens).
+
+    Model(path, threads=0, ctx=None, kv="f32", chat=False, system="", truncate="error",
+          f16_gemm="exact")
+
+    threads: the size of this model's own thread pool (0 = all cores). ctx: tokens per sequence;
+    None = 4096, or the model's training context when that is smaller (the CLI's --ctx default).
+    kv: KV cache type, "f32" or "f16". chat: prompts become the user turn of the model's chat
+    template (system: its system message). truncate: a prompt longer than ctx is an error
+    ("error") or keeps BOS and its end ("left"). f16_gemm: "exact" or "int16" (approximate).
+
+    Methods release the GIL for every forward pass: Models in different Python threads run at
+    the same time; calls on one Model are serialised.
+    """
+
+    def __init__(self, path, threads=0, ctx=None, kv="f32", chat=False, system="",
+                 truncate="error", f16_gemm="exact"):
+        path = _os.fspath(path)
+        if ctx is None:
+            train = _ragform._training_context(path)
+            ctx = min(4096, train) if train > 0 else 4096
+        super().__init__(path, threads, ctx, kv, chat, system, truncate, f16_gemm)
+        self.ctx, self.kv, self.chat, self.system = ctx, kv, chat, system
+        self._args = dict(threads=threads, ctx=ctx, kv=kv, truncate=truncate, f16_gemm=f16_gemm)
+        self._chat_model = None
+
+    def __repr__(self):
+        return f"<ragform.Model {self.description} ctx={self.ctx} chat={self.chat_mode}>"
+
+    def _for_chat(self, chat):
+        if chat is None or bool(chat) == self.chat:
+            return self
+        if not chat:
+            raise ValueError("generate: chat=False on a Model opened with chat=True")
+        if self._chat_model is None:  # a second reader of the same file, in chat mode
+            self._chat_model = Model(self.path, chat=True, system=self.system, **self._args)
+        return self._chat_model
+
+    def generate(self, prompt, n_predict=64, temp=0.0, stop=None, chat=None, top_k=0, top_p=1.0,
+                 seed=0, ignore_eos=False, details=False):
+        """The continuation of `prompt` (not prompt + continuation), as `ragform generate`'s text:
+        greedy unless temp > 0 (then top_k / top_p / seed sampling). stop: a string or list of
+        strings to stop before. chat=True: the prompt is the user turn of the model's chat
+        template (None: as the Model was opened). details=True returns the dict of
+        `ragform generate --json`: {text, ids, finish_reason, prompt_tokens}."""
+        return _generate(self._for_chat(chat), prompt, n_predict, temp, stop, top_k, top_p,
+                         seed, ignore_eos, details)
+
+    def logits(self, prompt, positions="last"):
+        """Raw logits of the prompt's tokens: numpy float32 [1, n_vocab] for positions="last",
+        [n_tokens, n_vocab] for "all" (what `ragform logits` writes)."""
+        return self._logits(prompt, positions, self.kv)
+
+    def embed(self, *args, **kwargs):
+        """Pooled embeddings belong to encoder models: use ragform.Encoder(path).embed(texts)."""
+        raise NotImplementedError(
+            "embed: a generative model has no pooled embeddings; open a BERT-family GGUF with "
+            "ragform.Encoder(path) (or use Model.hidden for hidden states)")
+
+
+class OpenAIReader(_ragform.OpenAIReader):
+    """A reader over an OpenAI-compatible server (llama-server, vLLM, `ragform serve`).
+
+    OpenAIReader(base_url, model="", api_key="", chat=False, system="", concurrency=4,
+                 retries=4, timeout=300)
+
+    generate() always works; score() where the server returns log-probs; attention() and
+    hidden() raise NotImplementedError (a remote server does not expose them)."""
+
+    def generate(self, prompt, n_predict=64, temp=0.0, stop=None, top_k=0, top_p=1.0, seed=0,
+                 ignore_eos=False, details=False):
+        """The continuation of `prompt` (see Model.generate)."""
+        return _generate(self, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_eos,
+                         details)
+
+
+class RunStore:
+    """A run store (the SQLite file of `--store`), read-only: runs() and rows(run=None) as lists
+    of dicts (the columns of the runs / results tables, JSON columns decoded), counts(run), and
+    to_pandas(run=None) when pandas is importable."""
+
+    def __init__(self, path):
+        self._s = _ragform._RunStore(_os.fspath(path))
+        self.path = self._s.path
+
+    def __repr__(self):
+        return f"<ragform.RunStore {self.path}>"
+
+    def runs(self):
+        """Every run: id, created_at, pipeline, config, tool_version, model_path, model_sha256,
+        reader, chat_mode, seed, config_key."""
+        return self._s.runs()
+
+    def rows(self, run=None):
+        """Rows of one run (every run when None) in insertion order: run, instance, variant,
+        status, error, prompt, prompt_tokens, output, correct, scores, timings_ms, extra."""
+        return self._s.rows(run)
+
+    def counts(self, run):
+        """Tallies of one run: rows, ok, unmeasured, correct, wrong, ungraded."""
+        return self._s.counts(run)
+
+    def to_pandas(self, run=None):
+        """rows(run) as a pandas DataFrame; scores and timings become columns score_<name> and
+        ms_<name>. Raises ImportError when pandas is not installed."""
+        import pandas as pd
+        flat = []
+        for r in self.rows(run):
+            r = dict(r)
+            for k, v in r.pop("scores").items():
+                r["score_" + k] = v
+            for k, v in r.pop("timings_ms").items():
+                r["ms_" + k] = v
+            flat.append(r)
+        return pd.DataFrame(flat)
+
+
+from . import cnorm, spotlight, sure  # noqa: E402  (they use Model / RunStore)

@@ -1,0 +1,41 @@
+"""C-NORM (cnorm-surface-formatting.txt): calibrate a delimiter by attention balance, apply it to
+documents. The functions of `ragform cnorm calibrate|apply` (docs/cnorm.md)."""
+from . import _ragform
+from ._progress import Progress
+
+__all__ = ["calibrate", "apply", "default_delimiters"]
+
+
+def default_delimiters():
+    """The default candidate list (comma-separated), as `ragform cnorm calibrate --delims`."""
+    return _ragform._cnorm_default_delimiters()
+
+
+def calibrate(model, records, task="qa", S=6, delims=None, p=0.5, seed=0, k=10, layer=-1,
+              heads="mean", context_span=False, template=None, shared=None, progress=True):
+    """Chooses the candidate delimiter whose formatted prompts give the most balanced attention
+    (paper 4.2) and returns the profile JSON as a dict, equal to what `ragform cnorm calibrate
+    --no-cache` writes with the same arguments (-S S --delims delims -p p --seed seed -k k
+    --layer layer --heads heads).
+
+    model: a ragform.Model. records: a list of QA / KV / LongBench record dicts (the JSONL
+    objects), or the path of such a file (then the profile's input_sha256 is the file's, as the
+    CLI records it); None for task "needle". task: qa, kv, needle or longbench. delims: a
+    comma-separated candidate list (None = default_delimiters()). template: a prompt template
+    file (None = lost-in-the-middle's from the shared folder `shared`, found as the CLI does).
+    progress: show a progress bar (tqdm if importable). Ctrl-C stops between two passes."""
+    import os
+    if records is not None and not isinstance(records, (str, os.PathLike)):
+        records = list(records)
+    with Progress("cnorm calibrate", show=progress) as bar:
+        return _ragform._cnorm_calibrate(model, records, task, S, delims, p, seed, k, layer,
+                                         str(heads), context_span, template or "", shared or "",
+                                         getattr(model, "system", ""), model.ctx, bar)
+
+
+def apply(profile, record):
+    """The record with its documents reformatted by the profile's delimiter and ratio (paper
+    4.3), as `ragform cnorm apply` does to one JSONL line: every ctxs[i].text, or the "text"
+    string; other fields unchanged. profile: the dict calibrate() returns (or a profile file
+    loaded with json.load)."""
+    return _ragform._cnorm_apply(profile, record)

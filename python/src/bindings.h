@@ -1,0 +1,56 @@
+// Shared helpers of the _ragform extension module (docs/python.md): the per-area binders, JSON
+// <-> Python conversion, numpy arrays that own the engine's buffers, and the Ctrl-C check of long
+// loops. The bindings wrap the library's own functions; they compute nothing themselves.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ragform::py {
+
+namespace pyb = pybind11;
+
+void bind_errors(pyb::module_& m);
+void bind_engine(pyb::module_& m);
+void bind_pipelines(pyb::module_& m);
+void bind_store(pyb::module_& m);
+
+// Python objects (dicts, lists, str, numbers, bool, None) <-> JSON, through Python's json module so
+// that both sides agree on every corner (non-string keys, NaN: rejected by allow_nan=False).
+nlohmann::json to_json(const pyb::handle& obj);
+pyb::object from_json(const nlohmann::json& j);
+pyb::object from_json(const nlohmann::ordered_json& j);
+
+// A numpy array over `v`'s storage without a copy: the vector moves into a capsule that the array
+// holds as its base object, so the buffer lives exactly as long as the array.
+template <typename T>
+pyb::array_t<T> to_numpy(std::vector<T>&& v, std::vector<pyb::ssize_t> shape) {
+  auto* owned = new std::vector<T>(std::move(v));
+  pyb::capsule base(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return pyb::array_t<T>(std::move(shape), owned->data(), base);
+}
+
+// Called between the items of a long loop that runs with the GIL released: takes the GIL, calls
+// `progress(done, total)` when a callable was given, and throws pybind11::error_already_set when a
+// signal handler raised (Ctrl-C: KeyboardInterrupt), so the loop stops between two items, never
+// inside a store write. Holds the callable borrowed (no reference counting without the GIL): the
+// caller's argument keeps it alive.
+class LoopHook {
+ public:
+  LoopHook(pyb::handle progress, size_t total) : progress_(progress), total_(total) {}
+  void step(size_t done) const { step_of(done, total_); }
+  void step_of(size_t done, size_t total) const;
+
+ private:
+  pyb::handle progress_;
+  size_t total_;
+};
+
+}  // namespace ragform::py

@@ -1,0 +1,437 @@
+// The engine side of the Python module: Reader (the interface of reader/reader.h), Model (a
+// NativeReader over a GGUF file, plus the tokenizer and raw logits), OpenAIReader and Encoder.
+// Every method computes what the matching CLI command computes (src/cli/cmd_generate.cpp,
+// cmd_score.cpp, cmd_attention.cpp, cmd_logits.cpp, cmd_tokenize.cpp, cmd_embed.cpp) through the
+// same library calls; the GIL is released for the length of each forward pass, so models in
+// different Python threads run at the same time.
+#include <algorithm>
+#include <optional>
+
+#include <pybind11/stl.h>
+
+#include "base/error.h"
+#include "bindings.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model.h"
+#include "engine/model/model_card.h"
+#include "engine/runtime/context.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "pipelines/cnorm/abs.h"
+#include "reader/native_encoder.h"
+#include "reader/native_reader.h"
+#include "reader/openai_reader.h"
+
+namespace ragform::py {
+
+namespace {
+
+using reader::Reader;
+
+// The model's training context (`<arch>.context_length`), 0 when the header does not say or
+// cannot be read (loading then reports the real error). As cli/reader_flags.cpp: the default
+// context is the smaller of 4096 and this.
+int training_context(const std::string& path) {
+  try {
+    auto f = gguf::File::open(path);
+    auto card = model::summarize_file(*f);
+    return card.n_ctx_train && *card.n_ctx_train > 0 && *card.n_ctx_train < (1 << 30)
+               ? int(*card.n_ctx_train)
+               : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+EngineOptions engine_options(int threads, const std::string& f16_gemm) {
+  if (threads < 0) throw UsageError("threads", "must be >= 0, got " + std::to_string(threads));
+  EngineOptions e;
+  e.threads = threads;  // each Model owns a pool of this many threads (0 = all cores)
+  if (f16_gemm == "exact")
+    e.f16_gemm = ops::F16Gemm::exact;
+  else if (f16_gemm == "int16")
+    e.f16_gemm = ops::F16Gemm::int16;
+  else
+    throw UsageError("f16_gemm", "expected exact or int16, got '" + f16_gemm + "'");
+  return e;
+}
+
+std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int threads,
+                                                 std::optional<int> ctx, const std::string& kv,
+                                                 bool chat, const std::string& system,
+                                                 const std::string& truncate,
+                                                 const std::string& f16_gemm) {
+  reader::NativeOptions o;
+  if (kv != "f32" && kv != "f16") throw UsageError("kv", "expected f32 or f16, got '" + kv + "'");
+  o.kv_f16 = kv == "f16";
+  o.engine = engine_options(threads, f16_gemm);
+  o.chat = chat;
+  o.system_prompt = system;
+  if (truncate == "error")
+    o.overflow = reader::Overflow::Error;
+  else if (truncate == "left")
+    o.overflow = reader::Overflow::TruncateLeft;
+  else
+    throw UsageError("truncate", "expected error or left, got '" + truncate + "'");
+  if (ctx) {
+    if (*ctx < 1) throw UsageError("ctx", "must be >= 1, got " + std::to_string(*ctx));
+    o.n_ctx = *ctx;
+  } else {
+    const int train = training_context(path);
+    o.n_ctx = train > 0 ? std::min(4096, train) : 4096;
+  }
+  pyb::gil_scoped_release nogil;
+  return std::make_shared<reader::NativeReader>(path, o);
+}
+
+reader::GenerateParams generate_params(int n_predict, double temp, int top_k, double top_p,
+                                       uint64_t seed, const std::vector<std::string>& stop,
+                                       bool ignore_eos) {
+  if (n_predict < 0) throw UsageError("n_predict", "must be >= 0");
+  if (!(temp >= 0 && temp <= 100)) throw UsageError("temp", "must be in [0, 100]");
+  if (!(top_p >= 0 && top_p <= 1)) throw UsageError("top_p", "must be in [0, 1]");
+  if (top_k < 0) throw UsageError("top_k", "must be >= 0");
+  reader::GenerateParams p;
+  p.max_tokens = n_predict;
+  p.temperature = temp;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.seed = seed;
+  p.stop = stop;
+  p.ignore_eos = ignore_eos;
+  return p;
+}
+
+// The result of Reader.attention: one query row of one layer.
+struct Attention {
+  int layer = 0;
+  int query_position = 0;
+  pyb::array_t<float> heads;  // [heads, positions]
+  pyb::array_t<float> mean;   // [positions]
+  double abs = 0;
+  std::vector<int> head_ids;
+  std::vector<int32_t> ids;
+  std::vector<std::string> pieces;
+};
+
+Attention attention(Reader& r, const std::string& prompt, int layer, int query) {
+  reader::AttentionResult res;
+  {
+    pyb::gil_scoped_release nogil;
+    reader::AttentionQuery q;
+    q.layers = {layer};
+    q.query_positions = {query};
+    res = r.attention(prompt, q);
+  }
+  reader::AttentionRows& row = res.rows.at(0);
+  Attention a;
+  a.layer = row.layer;
+  a.query_position = row.query_position;
+  // ABS of the head-mean row (cnorm paper 4.2), as `ragform attention` prints it.
+  a.abs = cnorm::attention_balance_score(row.mean);
+  const size_t n_heads = row.heads.size();
+  const size_t n_pos = row.mean.size();
+  std::vector<float> flat;
+  flat.reserve(n_heads * n_pos);
+  for (const auto& h : row.heads) {
+    if (h.size() != n_pos) throw Error("attention", "head rows of different lengths");
+    flat.insert(flat.end(), h.begin(), h.end());
+  }
+  a.heads = to_numpy(std::move(flat), {pyb::ssize_t(n_heads), pyb::ssize_t(n_pos)});
+  a.mean = to_numpy(std::move(row.mean), {pyb::ssize_t(n_pos)});
+  a.head_ids = row.head_ids;
+  a.ids = std::move(res.ids);
+  a.pieces = std::move(res.pieces);
+  return a;
+}
+
+pyb::array_t<double> score(Reader& r, const std::string& prompt, const std::string& cont) {
+  reader::ScoreResult res;
+  {
+    pyb::gil_scoped_release nogil;
+    res = r.score(prompt, cont);
+  }
+  std::vector<double> lp;
+  lp.reserve(res.tokens.size());
+  for (const auto& t : res.tokens) lp.push_back(t.logprob);
+  const auto n = pyb::ssize_t(lp.size());
+  return to_numpy(std::move(lp), {n});
+}
+
+pyb::dict score_details(Reader& r, const std::string& prompt, const std::string& cont) {
+  reader::ScoreResult res;
+  {
+    pyb::gil_scoped_release nogil;
+    res = r.score(prompt, cont);
+  }
+  pyb::list toks;
+  for (const auto& t : res.tokens) {
+    pyb::dict d;
+    d["id"] = t.id;
+    d["piece"] = pyb::bytes(t.piece).attr("decode")("utf-8", "replace");
+    d["logprob"] = t.logprob;
+    toks.append(d);
+  }
+  pyb::dict out;
+  out["tokens"] = toks;
+  out["sum"] = res.sum;
+  out["prompt_tokens"] = res.prompt_tokens;
+  return out;
+}
+
+pyb::dict generation_dict(const reader::Generation& g) {
+  pyb::dict d;
+  d["text"] = pyb::bytes(g.text).attr("decode")("utf-8", "replace");
+  d["ids"] = g.ids;
+  d["finish_reason"] = g.finish_reason;
+  d["prompt_tokens"] = g.prompt_tokens;
+  return d;
+}
+
+pyb::array_t<float> hidden(Reader& r, const std::string& prompt, int layer) {
+  reader::HiddenResult res;
+  {
+    pyb::gil_scoped_release nogil;
+    res = r.hidden(prompt, layer);
+  }
+  const pyb::ssize_t n_embd = res.n_embd;
+  const pyb::ssize_t n = n_embd > 0 ? pyb::ssize_t(res.states.size()) / n_embd : 0;
+  return to_numpy(std::move(res.states), {n, n_embd});
+}
+
+// As `ragform logits`: one pass of the prompt's tokens in a context of exactly their length, on
+// the reader's pool; rows for the last position or for all.
+pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
+                           const std::string& positions, const std::string& kv) {
+  if (positions != "last" && positions != "all")
+    throw UsageError("positions", "expected last or all, got '" + positions + "'");
+  std::vector<float> out;
+  size_t rows = 0;
+  const int n_vocab = r.model().hp().n_vocab;
+  {
+    pyb::gil_scoped_release nogil;
+    auto ids = r.prompt_tokens(prompt);
+    runtime::ContextParams cp;
+    cp.n_ctx = std::max<int>(int(ids.size()), 1);
+    cp.kv_type = kv == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
+    cp.pool = r.pool();
+    runtime::Context ctx(r.model(), cp);
+    runtime::SeqInput in;
+    in.seq = ctx.new_sequence();
+    in.tokens = std::move(ids);
+    in.logits = positions == "all" ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
+    auto res = ctx.eval({in});
+    rows = res[0].logit_positions.size();
+    out = std::move(res[0].logits);
+  }
+  return to_numpy(std::move(out), {pyb::ssize_t(rows), pyb::ssize_t(n_vocab)});
+}
+
+pyb::str piece_str(const std::string& s) {
+  return pyb::bytes(s).attr("decode")("utf-8", "replace");
+}
+
+}  // namespace
+
+void bind_engine(pyb::module_& m) {
+  m.def("_training_context", &training_context, pyb::arg("path"),
+        "The model file's training context (0 when its header does not say).");
+  pyb::class_<Attention>(m, "Attention",
+                         "Softmax attention of one query token over the prompt (one layer).")
+      .def_readonly("layer", &Attention::layer, "the layer (counted from 0)")
+      .def_readonly("query_position", &Attention::query_position, "the query token's position")
+      .def_readonly("heads", &Attention::heads,
+                    "numpy float32 [heads, positions]: each head's weights over keys "
+                    "0..query_position")
+      .def_readonly("mean", &Attention::mean, "numpy float32 [positions]: the mean over heads")
+      .def_readonly("abs", &Attention::abs,
+                    "C-NORM's Attention Balance Score of `mean`: 1 - 2|mu - 0.5| (paper 4.2)")
+      .def_readonly("head_ids", &Attention::head_ids, "which heads `heads` holds")
+      .def_readonly("ids", &Attention::ids, "the prompt's token ids")
+      .def_readonly("pieces", &Attention::pieces, "the prompt's token pieces")
+      .def("__repr__", [](const Attention& a) {
+        return "<ragform.Attention layer " + std::to_string(a.layer) + ", query " +
+               std::to_string(a.query_position) + ", " + std::to_string(a.head_ids.size()) +
+               " heads, ABS " + std::to_string(a.abs) + ">";
+      });
+
+  pyb::class_<Reader, std::shared_ptr<Reader>> rd(
+      m, "Reader",
+      "What every reader answers (reader/reader.h): generate, score and, on the native engine, "
+      "attention and hidden states.");
+  rd.def_property_readonly("description", &Reader::describe,
+                           "stable description for run stores: native:<file> or "
+                           "openai:<url>#<model>")
+      .def_property_readonly("chat_mode", &Reader::chat_mode, "raw, or the chat family used")
+      .def_property_readonly(
+          "capabilities",
+          [](const Reader& r) {
+            auto c = r.capabilities();
+            pyb::dict d;
+            d["generate"] = c.generate;
+            d["score"] = c.score;
+            d["attention"] = c.attention;
+            d["hidden"] = c.hidden;
+            return d;
+          },
+          "which of generate, score, attention, hidden this reader answers")
+      .def(
+          "_generate",
+          [](Reader& r, const std::string& prompt, int n_predict, double temp, int top_k,
+             double top_p, uint64_t seed, const std::vector<std::string>& stop, bool ignore_eos) {
+            auto p = generate_params(n_predict, temp, top_k, top_p, seed, stop, ignore_eos);
+            reader::Generation g;
+            {
+              pyb::gil_scoped_release nogil;
+              g = r.generate(prompt, p);
+            }
+            return generation_dict(g);
+          },
+          pyb::arg("prompt"), pyb::arg("n_predict") = 64, pyb::arg("temp") = 0.0,
+          pyb::arg("top_k") = 0, pyb::arg("top_p") = 1.0, pyb::arg("seed") = 0,
+          pyb::arg("stop") = std::vector<std::string>{}, pyb::arg("ignore_eos") = false,
+          "One generation as a dict {text, ids, finish_reason, prompt_tokens} (as `ragform "
+          "generate --json`).")
+      .def("score", &score, pyb::arg("prompt"), pyb::arg("continuation") = "",
+           "Per-token natural-log probabilities of `continuation` after `prompt` (numpy "
+           "float64), as the `logprob`s of `ragform score --json`. An empty continuation scores "
+           "the prompt's own tokens after the first.")
+      .def("score_details", &score_details, pyb::arg("prompt"), pyb::arg("continuation") = "",
+           "As score(), as the dict `ragform score --json` prints: {tokens: [{id, piece, "
+           "logprob}], sum, prompt_tokens}.")
+      .def("attention", &attention, pyb::arg("prompt"), pyb::arg("layer") = -1,
+           pyb::arg("query") = -1,
+           "Attention of the `query` token (negative counts from the end) over the prompt in "
+           "`layer` (negative counts from the end), as `ragform attention --json`: an Attention "
+           "with .heads, .mean and .abs.")
+      .def("hidden", &hidden, pyb::arg("prompt"), pyb::arg("layer"),
+           "Hidden states after block `layer` (n_layer = the final norm's output) for every "
+           "prompt token: numpy float32 [positions, n_embd].")
+      .def(
+          "count_tokens",
+          [](Reader& r, const std::string& prompt) {
+            pyb::gil_scoped_release nogil;
+            return r.count_tokens(prompt);
+          },
+          pyb::arg("prompt"), "Number of tokens the reader would feed for `prompt`.");
+
+  pyb::class_<reader::NativeReader, Reader, std::shared_ptr<reader::NativeReader>>(
+      m, "_Model", "A GGUF model on ragform's engine (reader::NativeReader).")
+      .def(pyb::init(&open_model), pyb::arg("path"), pyb::arg("threads") = 0,
+           pyb::arg("ctx") = std::nullopt, pyb::arg("kv") = "f32", pyb::arg("chat") = false,
+           pyb::arg("system") = "", pyb::arg("truncate") = "error", pyb::arg("f16_gemm") = "exact")
+      .def_property_readonly("path", &reader::NativeReader::model_path)
+      .def_property_readonly("n_vocab",
+                             [](const reader::NativeReader& r) { return r.model().hp().n_vocab; })
+      .def_property_readonly("n_embd",
+                             [](const reader::NativeReader& r) { return r.model().hp().n_embd; })
+      .def_property_readonly("n_layer",
+                             [](const reader::NativeReader& r) { return r.model().hp().n_layer; })
+      .def_property_readonly("n_head",
+                             [](const reader::NativeReader& r) { return r.model().hp().n_head; })
+      .def_property_readonly("warnings",
+                             [](const reader::NativeReader& r) { return r.model().warnings(); })
+      .def(
+          "tokenize",
+          [](const reader::NativeReader& r, const std::string& text, bool bos, bool special) {
+            pyb::gil_scoped_release nogil;
+            return r.tokenizer().encode(text, bos, special);
+          },
+          pyb::arg("text"), pyb::arg("bos") = true, pyb::arg("special") = false,
+          "Token ids of `text`. bos: add BOS (and EOS / [CLS] [SEP]) as the vocabulary asks; "
+          "special: parse special-token text (off, as for prompts: documents cannot inject "
+          "control tokens). `ragform tokenize --no-special` gives the same ids.")
+      .def(
+          "detokenize",
+          [](const reader::NativeReader& r, const std::vector<int32_t>& ids, bool render_special) {
+            const int32_t n = r.tokenizer().n_vocab();
+            for (int32_t id : ids)
+              if (id < 0 || id >= n)
+                throw UsageError("detokenize", "token id " + std::to_string(id) +
+                                                   " out of range 0.." + std::to_string(n - 1));
+            return piece_str(r.tokenizer().decode(ids, render_special));
+          },
+          pyb::arg("ids"), pyb::arg("render_special") = false, "Text of token ids.")
+      .def(
+          "token_piece",
+          [](const reader::NativeReader& r, int32_t id) {
+            if (id < 0 || id >= r.tokenizer().n_vocab())
+              throw UsageError("token_piece", "token id " + std::to_string(id) + " out of range");
+            return piece_str(r.tokenizer().token_to_piece(id, true));
+          },
+          pyb::arg("id"), "The piece of one token.")
+      .def(
+          "prompt_tokens",
+          [](const reader::NativeReader& r, const std::string& prompt) {
+            pyb::gil_scoped_release nogil;
+            return r.prompt_tokens(prompt);
+          },
+          pyb::arg("prompt"),
+          "The tokens a prompt becomes when fed (chat wrapping and truncation applied).")
+      .def("_logits", &logits, pyb::arg("prompt"), pyb::arg("positions") = "last",
+           pyb::arg("kv") = "f32");
+
+  pyb::class_<reader::OpenAIReader, Reader, std::shared_ptr<reader::OpenAIReader>>(
+      m, "OpenAIReader",
+      "A reader over an OpenAI-compatible server (llama-server, vLLM, ragform serve): generate "
+      "and, where the server gives log-probs, score. Asking for attention or hidden states "
+      "raises NotImplementedError.")
+      .def(pyb::init([](const std::string& base_url, const std::string& model,
+                        const std::string& api_key, bool chat, const std::string& system,
+                        int concurrency, int retries, int timeout) {
+             if (base_url.empty()) throw UsageError("base_url", "must not be empty");
+             if (concurrency < 1 || retries < 0 || timeout < 1)
+               throw UsageError("OpenAIReader",
+                                "concurrency and timeout must be >= 1, retries >= 0");
+             reader::OpenAIOptions o;
+             o.base_url = base_url;
+             o.model = model;
+             o.api_key = api_key;
+             o.chat = chat;
+             o.system_prompt = system;
+             o.concurrency = concurrency;
+             o.retries = retries;
+             o.timeout_s = timeout;
+             return std::make_shared<reader::OpenAIReader>(o);
+           }),
+           pyb::arg("base_url"), pyb::arg("model") = "", pyb::arg("api_key") = "",
+           pyb::arg("chat") = false, pyb::arg("system") = "", pyb::arg("concurrency") = 4,
+           pyb::arg("retries") = 4, pyb::arg("timeout") = 300);
+
+  pyb::class_<reader::NativeEncoder, std::shared_ptr<reader::NativeEncoder>>(
+      m, "Encoder",
+      "A BERT-family encoder (BGE, MiniLM, NLI cross-encoders) on ragform's engine "
+      "(reader::NativeEncoder, docs/encoders.md).")
+      .def(pyb::init([](const std::string& path, int threads) {
+             reader::NativeEncoderOptions o;
+             o.engine = engine_options(threads, "exact");
+             pyb::gil_scoped_release nogil;
+             return std::make_shared<reader::NativeEncoder>(path, o);
+           }),
+           pyb::arg("path"), pyb::arg("threads") = 0)
+      .def_property_readonly("description", &reader::NativeEncoder::describe)
+      .def(
+          "embed",
+          [](reader::NativeEncoder& e, const std::vector<std::string>& texts,
+             std::optional<std::string> pooling, bool normalize) {
+            std::optional<model::Pooling> pool;
+            if (pooling) pool = model::parse_pooling(*pooling);
+            if (pool == model::Pooling::None)
+              throw UsageError("embed", "pooling none gives token vectors: use a pooled mode");
+            std::vector<reader::Embedding> res;
+            {
+              pyb::gil_scoped_release nogil;
+              res = e.embed(texts, pool, normalize);
+            }
+            const pyb::ssize_t n_embd = res.empty() ? 0 : res[0].n_embd;
+            std::vector<float> flat;
+            flat.reserve(res.size() * size_t(n_embd));
+            for (const auto& r : res) flat.insert(flat.end(), r.vector.begin(), r.vector.end());
+            return to_numpy(std::move(flat), {pyb::ssize_t(res.size()), n_embd});
+          },
+          pyb::arg("texts"), pyb::arg("pooling") = std::nullopt, pyb::arg("normalize") = false,
+          "Pooled vectors of `texts` (numpy float32 [len(texts), n_embd]); pooling: mean, cls "
+          "or last (None: the model's own), L2-normalised with normalize=True (as `ragform embed "
+          "--json`, --normalize).");
+}
+
+}  // namespace ragform::py

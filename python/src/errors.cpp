@@ -1,0 +1,56 @@
+// Library exceptions -> Python exceptions, with the message the CLI prints after "ragform: "
+// (base/error.h, cli/main.cpp): bad input (UsageError, a malformed data row or record) ->
+// ValueError; a file that cannot be opened (FileError) -> OSError with its errno, so Python picks
+// FileNotFoundError / PermissionError / IsADirectoryError; a capability the reader lacks
+// (NotSupported) -> NotImplementedError (a RuntimeError); any other ragform::Error or C++
+// exception -> RuntimeError. Nothing escapes to terminate the interpreter.
+#include <new>
+
+#include "base/error.h"
+#include "bindings.h"
+#include "eval/jsonl.h"
+
+namespace ragform::py {
+
+namespace {
+
+void raise_os_error(const FileError& e) {
+  if (e.error_code() == 0) {
+    PyErr_SetString(PyExc_OSError, e.what());
+    return;
+  }
+  // OSError(errno, message): Python maps the errno to the matching subclass.
+  pyb::tuple args = pyb::make_tuple(e.error_code(), e.what());
+  PyErr_SetObject(PyExc_OSError, args.ptr());
+}
+
+}  // namespace
+
+void bind_errors(pyb::module_& m) {
+  pyb::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const FileError& e) {
+      raise_os_error(e);
+    } catch (const UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const NotSupported& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const eval::DataError& e) {
+      // A data file that cannot be opened is a file error; any other is malformed input.
+      const bool open_failed = e.line() == 0 && e.reason().rfind("cannot open", 0) == 0;
+      PyErr_SetString(open_failed ? PyExc_OSError : PyExc_ValueError, e.what());
+    } catch (const eval::RowError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError, "out of memory");
+    }
+    // pybind11's own exceptions and any other std::exception fall through to pybind11's default
+    // translators (std::exception -> RuntimeError).
+  });
+  (void)m;
+}
+
+}  // namespace ragform::py

@@ -1,0 +1,45 @@
+// The _ragform extension module: the C++ half of the `ragform` Python package (python/ragform/
+// holds the pure-Python half and re-exports these names). One binder per area.
+#include "bindings.h"
+
+#include "ragform_version.h"
+
+namespace ragform::py {
+
+nlohmann::json to_json(const pyb::handle& obj) {
+  // Leaked on purpose: a static pybind11::object would be released after the interpreter ends.
+  static const pyb::handle dumps =
+      pyb::object(pyb::module_::import("json").attr("dumps")).release();
+  std::string s = pyb::str(dumps(obj, pyb::arg("allow_nan") = false));
+  return nlohmann::json::parse(s);
+}
+
+pyb::object from_json(const nlohmann::json& j) {
+  static const pyb::handle loads =
+      pyb::object(pyb::module_::import("json").attr("loads")).release();
+  return loads(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+pyb::object from_json(const nlohmann::ordered_json& j) {
+  static const pyb::handle loads =
+      pyb::object(pyb::module_::import("json").attr("loads")).release();
+  return loads(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
+
+void LoopHook::step_of(size_t done, size_t total) const {
+  pyb::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw pyb::error_already_set();
+  if (progress_ && !progress_.is_none()) progress_(done, total);
+}
+
+}  // namespace ragform::py
+
+PYBIND11_MODULE(_ragform, m) {
+  m.doc() = "ragform's engine, readers, pipelines and run store (C++); use the ragform package.";
+  m.attr("__version__") = RAGFORM_VERSION;
+  m.attr("git") = RAGFORM_GIT;
+  ragform::py::bind_errors(m);
+  ragform::py::bind_engine(m);
+  ragform::py::bind_pipelines(m);
+  ragform::py::bind_store(m);
+}

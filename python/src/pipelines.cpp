@@ -1,0 +1,496 @@
+// The three pipelines for Python: C-NORM calibrate / apply (pipelines/cnorm), SURE rule-based
+// perturbations and the store-backed evaluation (pipelines/sure), SpotlightRAG selection
+// (pipelines/spotlight). Records and results are plain dicts, the JSON objects of the JSONL files.
+//
+// cnorm_calibrate follows `ragform cnorm calibrate` (src/cli/cmd_cnorm.cpp run_calibrate) step by
+// step with the library's functions, without its profile cache and run store: there is no
+// library runner for the whole calibration yet, and its profile must equal the CLI's.
+#include <algorithm>
+#include <optional>
+
+#include <pybind11/stl.h>
+
+#include "base/error.h"
+#include "base/paths.h"
+#include "base/stable_hash.h"
+#include "bindings.h"
+#include "eval/datasets.h"
+#include "pipelines/cnorm/calibrate.h"
+#include "pipelines/cnorm/format.h"
+#include "pipelines/cnorm/longbench.h"
+#include "pipelines/cnorm/sweep.h"
+#include "pipelines/cnorm/tasks.h"
+#include "pipelines/spotlight/encoder.h"
+#include "pipelines/spotlight/evaluate.h"
+#include "pipelines/spotlight/model_encoder.h"
+#include "pipelines/spotlight/scoring.h"
+#include "pipelines/spotlight/select.h"
+#include "pipelines/sure/evaluate.h"
+#include "pipelines/sure/pairs.h"
+#include "pipelines/sure/perturb_rules.h"
+#include "pipelines/sure/prompts.h"
+#include "pipelines/sure/taxonomy.h"
+#include "ragform_version.h"
+#include "reader/native_encoder.h"
+#include "reader/native_reader.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
+
+namespace ragform::py {
+
+namespace {
+
+// Python dicts -> QaRecords, the format detected from the first record as the file loaders do
+// (eval/datasets.h); a record that does not fit it is a ValueError naming the record.
+std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
+  std::vector<eval::QaRecord> out;
+  std::optional<eval::Format> fmt;
+  size_t i = 0;
+  for (pyb::handle h : records) {
+    ++i;
+    nlohmann::json j = to_json(h);
+    if (!fmt) {
+      fmt = eval::detect_format(j);
+      if (!fmt)
+        throw UsageError("record " + std::to_string(i),
+                         "its fields match no known QA format (docs/datasets.md)");
+    }
+    try {
+      out.push_back(eval::to_qa_record(j, *fmt, {i, ""}));
+    } catch (const eval::RowError& e) {
+      throw UsageError("record " + std::to_string(i), e.what());
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- C-NORM
+
+std::vector<cnorm::Item> task_items(cnorm::Task task, std::vector<eval::QaRecord> records, size_t k,
+                                    uint64_t seed, size_t n_needle) {
+  switch (task) {
+    case cnorm::Task::Qa:
+      return cnorm::build_qa_items(records, k, seed, nullptr);
+    case cnorm::Task::Kv:
+      return cnorm::build_kv_items(records);
+    case cnorm::Task::Needle:
+      if (!records.empty())
+        throw UsageError("records", "the needle task generates its items; give no records");
+      return cnorm::make_needle_items(n_needle, k, seed);
+    case cnorm::Task::Longbench: {
+      std::vector<cnorm::Item> items;
+      for (const auto& mc : cnorm::build_mc_items(records)) items.push_back(cnorm::mc_to_item(mc));
+      return items;
+    }
+  }
+  return {};
+}
+
+cnorm::AbsOptions abs_options(int layer, const std::string& heads, bool context_span) {
+  cnorm::AbsOptions o;
+  o.layer = layer;
+  o.context_span = context_span;
+  if (heads == "mean") {
+    o.heads = cnorm::HeadMode::Mean;
+  } else if (heads == "per-head") {
+    o.heads = cnorm::HeadMode::PerHead;
+  } else {
+    char* end = nullptr;
+    long h = std::strtol(heads.c_str(), &end, 10);
+    if (heads.empty() || *end != '\0' || h < 0 || h > (1 << 20))
+      throw UsageError("heads", "expected mean, per-head or one head index, got '" + heads + "'");
+    o.heads = cnorm::HeadMode::Single;
+    o.head = int(h);
+  }
+  return o;
+}
+
+// records: a list of dicts or the path of a JSONL file (then input_sha256 is the file's hash, as
+// the CLI records it; for dicts it is the hash of their canonical JSON lines).
+pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
+                            const std::string& task_s, int S, std::optional<std::string> delims,
+                            double p, int64_t seed, int k, int layer, const std::string& heads,
+                            bool context_span, const std::string& template_path,
+                            const std::string& shared, const std::string& system, int n_ctx,
+                            pyb::object progress) {
+  using namespace cnorm;
+  if (n_ctx < 1) throw UsageError("n_ctx", "must be >= 1");
+  Task task = parse_task(task_s);
+  if (S < 1) throw UsageError("S", "must be at least 1");
+  if (k < 1) throw UsageError("k", "must be at least 1");
+  if (seed < 0) throw UsageError("seed", "must be >= 0");
+  if (!(p >= 0 && p <= 1)) throw UsageError("p", "must be in [0, 1]");
+  CalibrationSetup setup;
+  setup.task = task;
+  setup.candidates = parse_delimiter_list(delims ? *delims : default_delimiter_list());
+  setup.p = p;
+  choose_sentences(0, setup.p, 0);  // validates p
+  setup.seed = uint64_t(seed);
+  setup.abs = abs_options(layer, heads, context_span);
+  if (!template_path.empty() || task == Task::Needle || task == Task::Longbench)
+    setup.tmpl = load_template(task, template_path, "");
+  else
+    setup.tmpl = load_template(task, "", find_shared_dir(shared));
+  const std::vector<CandidateScore> cand_list = candidate_list(setup);
+
+  std::vector<eval::QaRecord> recs;
+  std::string input_sha;
+  if (pyb::isinstance<pyb::str>(records) ||
+      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
+    std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
+    pyb::gil_scoped_release nogil;
+    recs = eval::load_qa_file(path).records;
+    input_sha = store::sha256_file(path);
+  } else if (!records.is_none()) {
+    recs = qa_records(records);
+    std::string lines;
+    for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
+    input_sha = lines.empty() ? "" : store::sha256_hex(lines);
+  }
+
+  pyb::gil_scoped_release nogil;
+  uint64_t item_seed = task == Task::Needle ? splitmix64(setup.seed) : setup.seed;
+  const size_t k_task = task == Task::Longbench ? 1 : size_t(k);
+  std::vector<Item> items = task_items(task, std::move(recs), k_task, item_seed, size_t(S));
+  if (items.empty()) throw UsageError("cnorm calibrate", "no items in the records");
+  std::vector<Format> fmts;
+  for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
+  const size_t max_tokens = size_t(n_ctx);  // every prompt must fit the reader's context
+  std::vector<Item> sample;
+  for (size_t i : seeded_permutation(items.size(), setup.seed)) {
+    if (sample.size() >= size_t(S)) break;
+    if (task == Task::Longbench) {
+      try {
+        fit_k(reader, task, setup.tmpl, {items[i]}, 1, fmts, max_tokens);
+      } catch (const NotSupported&) {
+        throw;
+      } catch (const Error&) {
+        continue;
+      }
+    }
+    sample.push_back(items[i]);
+  }
+  if (sample.empty()) throw Error("cnorm calibrate", "no question fits the context");
+  size_t k_req = k_task;
+  if (task == Task::Kv) {
+    k_req = 0;
+    for (const auto& it : sample) k_req = std::max(k_req, it.distractors.size() + 1);
+  }
+  const size_t k_eff = fit_k(reader, task, setup.tmpl, sample, k_req, fmts, max_tokens);
+  std::vector<PromptSpec> specs;
+  for (const auto& it : sample) {
+    PromptSpec ps{&it, std::min(k_eff, it.distractors.size() + 1), 0};
+    ps.gold_pos = task == Task::Qa ? size_t(splitmix64(setup.seed ^ fnv1a64(it.id)) % ps.k)
+                                   : it.natural_position % ps.k;
+    specs.push_back(ps);
+  }
+  const std::string model_sha = store::sha256_file(reader.model_path());
+  nlohmann::json config = {{"k", k_eff},
+                           {"attention", setup.abs.to_json()},
+                           {"template_sha256", store::sha256_hex(setup.tmpl)},
+                           {"input_sha256", input_sha},
+                           {"chat_mode", reader.chat_mode()},
+                           {"system_sha256", system.empty() ? "" : store::sha256_hex(system)}};
+
+  LoopHook hook(progress, specs.size() * cand_list.size());
+  size_t done = 0;
+  auto cal = run_calibration(setup, specs, [&](size_t, size_t, const Prompt& pr) {
+    hook.step(done);  // Ctrl-C and the progress bar, between two passes
+    double a = prompt_abs(reader, pr, setup.abs);
+    ++done;
+    return a;
+  });
+  hook.step(done);
+  Profile prof;
+  prof.model_sha256 = model_sha;
+  prof.task = task_name(task);
+  const CandidateScore& best = cal.candidates[cal.best];
+  prof.p = best.delim.original ? setup.p : best.p;
+  prof.seed = setup.seed;
+  prof.S = specs.size();
+  prof.candidates = cal.candidates;
+  prof.best = best.delim;
+  prof.best_wrapper = best.wrapper;
+  prof.best_name = best.name;
+  prof.search = cal.search;
+  prof.extra = config;
+  nlohmann::json ids = nlohmann::json::array();
+  for (const auto& s : specs) ids.push_back({{"id", s.item->id}, {"gold_position", s.gold_pos}});
+  prof.extra["samples"] = ids;
+  nlohmann::json out = profile_to_json(prof);
+  pyb::gil_scoped_acquire gil;
+  return from_json(out);
+}
+
+// As `ragform cnorm apply` on one record: every ctxs[i].text, or the "text" string, formatted
+// with the profile's delimiter and ratio; every other field unchanged.
+pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
+  using namespace cnorm;
+  Profile prof = profile_from_json(to_json(profile), "profile");
+  Task task = parse_task(prof.task);
+  Format f = profile_format(prof);
+  if (!f.wrapper.empty())
+    throw UsageError("cnorm apply", "the profile's best candidate is the document format '" +
+                                        f.wrapper +
+                                        "'; apply writes text fields, wrap documents when "
+                                        "building the prompt instead");
+  nlohmann::json j = to_json(record);
+  if (!j.is_object()) throw UsageError("cnorm apply", "the record must be a dict");
+  if (j.contains("ctxs")) {
+    if (!j["ctxs"].is_array()) throw UsageError("cnorm apply", "field 'ctxs': expected array");
+    for (size_t i = 0; i < j["ctxs"].size(); ++i) {
+      auto& c = j["ctxs"][i];
+      if (!c.is_object() || !c.contains("text") || !c["text"].is_string())
+        throw UsageError("cnorm apply",
+                         "field 'ctxs[" + std::to_string(i) + "].text': expected string");
+      c["text"] = format_text(task, c["text"].get<std::string>(), f);
+    }
+  } else if (j.contains("text") && j["text"].is_string()) {
+    j["text"] = format_text(task, j["text"].get<std::string>(), f);
+  } else {
+    throw UsageError("cnorm apply", "expected a \"ctxs\" array or a \"text\" string");
+  }
+  return from_json(j);
+}
+
+// ---------------------------------------------------------------- SURE
+
+// As `ragform sure perturb` without readers: for each record, each of its first `docs` documents
+// (0 = all), each rule-based kind, one pair dict (sure/pairs.h). kinds: a --kinds list; None =
+// every rule-based kind (the CLI without a reader skips the others); a kind that needs a reader
+// is a ValueError.
+pyb::list sure_perturb(const pyb::iterable& records, std::optional<std::string> kinds_s,
+                       int64_t seed, const std::string& cutoff, int docs) {
+  using namespace sure;
+  if (docs < 0) throw UsageError("docs", "must be >= 0");
+  // A kind that needs a reader is an error when named; a category or "all" leaves it out, as
+  // the CLI without a reader skips it.
+  std::vector<Kind> kinds;
+  const std::string list = kinds_s ? *kinds_s : "all";
+  for (Kind k : select_kinds(list)) {
+    if (info(k).needs == NeedsReader::None) {
+      kinds.push_back(k);
+      continue;
+    }
+    const std::string name = info(k).name;
+    for (size_t b = 0; b <= list.size();) {
+      size_t e = std::min(list.find(',', b), list.size());
+      if (list.compare(b, e - b, name) == 0)
+        throw UsageError("sure perturb", name +
+                                             " needs a reader: use `ragform sure perturb` with -m "
+                                             "or --perturb-model");
+      b = e + 1;
+    }
+  }
+  RuleOptions ro;
+  ro.seed = uint64_t(seed);
+  ro.knowledge_cutoff = cutoff;
+  parse_date(cutoff);  // fail early on a bad date
+  std::vector<eval::QaRecord> recs = qa_records(records);
+  pyb::list out;
+  for (const auto& r : recs) {
+    size_t nd = r.ctxs.size();
+    if (docs > 0) nd = std::min(nd, size_t(docs));
+    for (size_t di = 0; di < nd; ++di) {
+      const auto& c = r.ctxs[di];
+      Document d{c.title, c.text};
+      for (Kind k : kinds) {
+        Pair p;
+        p.instance = r.id;
+        p.doc = int(di);
+        p.id = r.id + "#" + std::to_string(di);
+        p.perturbation = info(k).name;
+        p.category = info(k).category;
+        p.question = r.question;
+        p.answers = r.answers;
+        p.title = c.title;
+        p.original = c.text;
+        p.embeds_title = info(k).embeds_title;
+        Perturbation pt = apply_rule(k, d, ro, p.id);
+        p.perturbed = pt.text;
+        p.note = pt.note;
+        out.append(from_json(pair_to_json(p)));
+      }
+    }
+  }
+  return out;
+}
+
+// As `ragform sure eval`: the three stages into `store_path` (resumable), then the robustness
+// report rows. Ctrl-C stops after the batch in flight (each row is committed on its own).
+pyb::dict sure_evaluate(reader::Reader& reader, const pyb::iterable& pairs_in,
+                        const std::string& store_path, double temperature, int max_tokens,
+                        int64_t seed, int batch, bool chain_of_note, int resamples,
+                        const std::string& prompts_dir, pyb::object progress) {
+  using namespace sure;
+  if (batch < 1 || max_tokens < 1 || resamples < 1)
+    throw UsageError("sure evaluate", "batch, max_tokens and resamples must be >= 1");
+  if (!(temperature >= 0 && temperature <= 100))
+    throw UsageError("temperature", "must be in [0, 100]");
+  std::vector<Pair> pairs;
+  size_t i = 0;
+  for (pyb::handle h : pairs_in)
+    pairs.push_back(pair_from_json(to_json(h), "pair " + std::to_string(++i)));
+  pyb::gil_scoped_release nogil;
+  PromptSet prompts = load_prompts(prompts_dir);
+  EvalOptions eo;
+  eo.temperature = temperature;
+  eo.max_tokens = max_tokens;
+  eo.seed = uint64_t(seed);
+  eo.batch = size_t(batch);
+  eo.chain_of_note = chain_of_note;
+  store::RunStore st(store_path, store::RunStore::Mode::create,
+                     store::RunStore::Durability::normal);
+  store::RunConfig rc;
+  rc.pipeline = "sure eval";
+  rc.config = {
+      {"temperature", eo.temperature},
+      {"max_tokens", eo.max_tokens},
+      {"chain_of_note", eo.chain_of_note},
+      {"prompts",
+       {{"qa_prompt", prompts.identity("qa_prompt")},
+        {"instruction", prompts.identity(eo.chain_of_note ? "chain_of_note" : "qa_instruction")},
+        {"closed_book", prompts.identity("closed_book")}}},
+      {"grading", "substring_match"}};
+  auto* native = dynamic_cast<reader::NativeReader*>(&reader);
+  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  rc.model_path = native ? native->model_path() : "";
+  rc.model_sha256 = native ? store::sha256_file(native->model_path()) : "";
+  rc.reader = reader.describe();
+  rc.chat_mode = reader.chat_mode();
+  rc.seed = seed;
+  const int64_t run = st.begin_run(rc);
+  EvalStats stats;
+  const LoopHook hook(progress, 0);
+  hook.step(0);
+  auto outcomes = evaluate_pairs(reader, st, run, prompts, pairs, eo, stats,
+                                 [&](size_t d, size_t t) { hook.step_of(d, t); });
+  auto rows = robustness_report(outcomes, eo.seed, size_t(resamples));
+  pyb::gil_scoped_acquire gil;
+  pyb::list groups;
+  for (const auto& r : rows) groups.append(from_json(r.to_json()));
+  pyb::dict s;
+  s["generated"] = stats.generated;
+  s["skipped_done"] = stats.skipped_done;
+  s["unmeasured"] = stats.unmeasured;
+  s["deferred"] = stats.deferred;
+  s["pairs_measured"] = stats.pairs_measured;
+  s["pairs_unmeasured"] = stats.pairs_unmeasured;
+  s["generate_seconds"] = stats.generate_seconds;
+  s["prompt_tokens"] = stats.prompt_tokens;
+  pyb::dict out;
+  out["run"] = run;
+  out["store"] = store_path;
+  out["groups"] = groups;
+  out["stats"] = s;
+  return out;
+}
+
+// ---------------------------------------------------------------- SpotlightRAG
+
+// As `ragform spotlight select --json` on one record. The token encoder: word vectors (a dict
+// {word: [floats]} or a JSON file path), an Encoder (--encoder model) or a Model's hidden states
+// of `layer` (--encoder hidden). k / lam None: default_score_params(), the CLI's defaults.
+pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb::object encoder,
+                             int K, std::optional<int> k, std::optional<double> lam,
+                             const std::string& order, bool special_tokens, const std::string& oov,
+                             int layer) {
+  using namespace spotlight;
+  if (K < 1) throw UsageError("spotlight", "K must be >= 1");
+  if (order != "doc" && order != "score")
+    throw UsageError("spotlight", "order must be doc or score, got '" + order + "'");
+  if (oov != "match" && oov != "skip")
+    throw UsageError("spotlight", "oov must be match or skip, got '" + oov + "'");
+  ScoreParams sp = default_score_params();
+  if (k) sp.top_k = *k;
+  if (lam) sp.lambda = *lam;
+  if (sp.top_k < 1) throw UsageError("spotlight", "k must be >= 1");
+  if (sp.lambda < 0 || sp.lambda > 1) throw UsageError("spotlight", "lam must be in [0, 1]");
+  if (vectors.is_none() == encoder.is_none())
+    throw UsageError("spotlight", "give exactly one of vectors= or encoder=");
+  std::unique_ptr<WordVectors> wv;
+  std::unique_ptr<TokenEncoder> enc;
+  if (!vectors.is_none()) {
+    if (pyb::isinstance<pyb::dict>(vectors)) {
+      std::unordered_map<std::string, std::vector<float>> m;
+      for (auto item : pyb::reinterpret_borrow<pyb::dict>(vectors))
+        m[item.first.cast<std::string>()] = item.second.cast<std::vector<float>>();
+      wv = std::make_unique<WordVectors>(WordVectors::from_map(m));
+    } else {
+      std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(vectors));
+      wv = std::make_unique<WordVectors>(WordVectors::load(path));
+    }
+    enc = std::make_unique<StaticEncoder>(*wv, oov == "match" ? OovPolicy::Match : OovPolicy::Skip);
+  } else if (pyb::isinstance<reader::NativeEncoder>(encoder)) {
+    enc = std::make_unique<ModelEncoder>(encoder.cast<reader::NativeEncoder&>());
+  } else if (pyb::isinstance<reader::Reader>(encoder)) {
+    enc = std::make_unique<HiddenEncoder>(encoder.cast<reader::Reader&>(), layer);
+  } else {
+    throw UsageError("spotlight", "encoder must be a ragform.Encoder or a ragform.Model");
+  }
+  std::vector<eval::QaRecord> recs = qa_records(pyb::make_tuple(record));
+  const eval::QaRecord& r = recs.at(0);
+  if (r.ctxs.empty()) throw UsageError("spotlight", "record '" + r.id + "' has no contexts");
+  SelectParams sel{K, order == "doc" ? Order::Document : Order::Score, special_tokens};
+  nlohmann::ordered_json out;
+  {
+    pyb::gil_scoped_release nogil;
+    std::vector<Document> docs = documents_of(r);
+    ScoredQuestion sq = score_question(*enc, r.question, docs, sp);
+    Selection s = select_and_annotate(r.question, docs, sq, sel);
+    // The object `spotlight select --json` prints (cmd_spotlight.cpp selection_json), with the
+    // full-precision scores (the CLI rounds them to 9 significant digits).
+    nlohmann::ordered_json sj = nlohmann::ordered_json::array();
+    for (const Selected& x : s.selected) {
+      nlohmann::ordered_json mm = nlohmann::ordered_json::array();
+      for (const Match& y : x.score.matches) mm.push_back({{"q", y.q}, {"c", y.c}, {"s", y.s}});
+      sj.push_back({{"title", x.title},
+                    {"doc_id", x.doc_id},
+                    {"sent_id", x.score.sent},
+                    {"text", x.text},
+                    {"R", x.score.R_norm},
+                    {"R_raw", x.score.R},
+                    {"prefix", x.prefix},
+                    {"category", x.category},
+                    {"matches", mm}});
+    }
+    out = {{"id", r.id}, {"selected", sj}, {"prompt", s.prompt}};
+  }
+  return from_json(out);
+}
+
+}  // namespace
+
+void bind_pipelines(pyb::module_& m) {
+  using pyb::arg;
+  m.def("_cnorm_calibrate", &cnorm_calibrate, arg("model"), arg("records"), arg("task"), arg("S"),
+        arg("delims"), arg("p"), arg("seed"), arg("k"), arg("layer"), arg("heads"),
+        arg("context_span"), arg("template"), arg("shared"), arg("system"), arg("n_ctx"),
+        arg("progress"));
+  m.def("_cnorm_apply", &cnorm_apply, arg("profile"), arg("record"));
+  m.def("_cnorm_default_delimiters", &cnorm::default_delimiter_list);
+  m.def("_sure_perturb", &sure_perturb, arg("records"), arg("kinds"), arg("seed"), arg("cutoff"),
+        arg("docs"));
+  m.def(
+      "_sure_kinds",
+      [] {
+        pyb::list l;
+        for (const auto& k : sure::all_kinds()) {
+          pyb::dict d;
+          d["name"] = k.name;
+          d["category"] = k.category;
+          d["needs_reader"] = k.needs != sure::NeedsReader::None;
+          l.append(d);
+        }
+        return l;
+      },
+      "The fifteen SURE perturbation kinds (Table 1 order).");
+  m.def("_sure_evaluate", &sure_evaluate, arg("model"), arg("pairs"), arg("store"),
+        arg("temperature"), arg("max_tokens"), arg("seed"), arg("batch"), arg("chain_of_note"),
+        arg("resamples"), arg("prompts"), arg("progress"));
+  m.def("_spotlight_select", &spotlight_select, arg("record"), arg("vectors"), arg("encoder"),
+        arg("K"), arg("k"), arg("lam"), arg("order"), arg("special_tokens"), arg("oov"),
+        arg("layer"));
+}
+
+}  // namespace ragform::py
