@@ -1,0 +1,180 @@
+#include "pipelines/sure/prepare.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/error.h"
+#include "base/stable_hash.h"
+#include "eval/jsonl.h"
+#include "pipelines/sure/evaluate.h"
+#include "text/metrics.h"
+
+namespace ragform::sure {
+
+namespace {
+
+std::string key2(std::string_view a, std::string_view b) {
+  std::string k(a);
+  k += '\0';
+  k += b;
+  return k;
+}
+
+}  // namespace
+
+std::map<std::string, bool> read_known_file(const std::string& path) {
+  std::map<std::string, bool> out;
+  eval::for_each_json_record(path, {}, [&](const eval::JsonRow& row) {
+    auto id = row.value.find("id");
+    auto kn = row.value.find("known");
+    if (id == row.value.end()) throw eval::RowError("missing field 'id'");
+    if (kn == row.value.end()) throw eval::RowError("missing field 'known'");
+    if (!kn->is_boolean())
+      throw eval::RowError(std::string("field 'known': expected boolean, got ") + kn->type_name());
+    std::string s = id->is_string() ? id->get<std::string>() : id->dump();
+    if (!out.emplace(s, kn->get<bool>()).second) throw eval::RowError("duplicate id '" + s + "'");
+  });
+  return out;
+}
+
+PrepareSummary run_prepare(reader::Reader& reader, store::RunStore& store, int64_t run,
+                           const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
+                           const PrepareOptions& opt,
+                           const std::function<void(size_t, size_t)>& progress) {
+  PrepareSummary sum;
+  sum.questions = records.size();
+  std::map<std::string, std::string> closed_book;  // id -> response (generated rows)
+  std::map<std::string, bool> known;
+
+  if (opt.known) {
+    for (const auto& r : records) {
+      auto it = opt.known->find(r.id);
+      if (it == opt.known->end())
+        throw Error("sure prepare",
+                    "no closed-book verdict for question '" + r.id + "' in --known");
+      known[r.id] = it->second;
+    }
+  } else {
+    // Stage: closed-book answers, skipping rows a killed run already stored.
+    std::map<std::string, store::Result> done;
+    store.for_each_result(run, [&](const store::Result& r) {
+      if (r.variant == "closed-book" && r.status == store::Status::ok) done[r.instance] = r;
+    });
+    std::vector<const eval::QaRecord*> todo;
+    std::set<std::string> ids;
+    for (const auto& r : records) {
+      if (!ids.insert(r.id).second)
+        throw Error("sure prepare", "duplicate question id '" + r.id + "'");
+      if (done.count(r.id))
+        ++sum.skipped_done;
+      else
+        todo.push_back(&r);
+    }
+    reader::GenerateParams gp;
+    gp.temperature = opt.temperature;
+    gp.seed = opt.seed;
+    gp.max_tokens = opt.max_tokens;
+    const size_t B = std::max<size_t>(1, opt.batch);
+    for (size_t b = 0; b < todo.size(); b += B) {
+      const size_t e = std::min(todo.size(), b + B);
+      std::vector<std::string> ps;
+      gp.seeds.clear();
+      for (size_t i = b; i < e; ++i) {
+        ps.push_back(closed_book_prompt(prompts, todo[i]->question));
+        gp.seeds.push_back(row_seed(opt.seed, todo[i]->id, "closed-book"));
+      }
+      auto gens = reader::generate_each(reader, ps, gp);
+      for (size_t i = b; i < e; ++i) {
+        const auto& at = gens[i - b];
+        store::Result r;
+        r.run = run;
+        r.instance = todo[i]->id;
+        r.variant = "closed-book";
+        r.prompt = ps[i - b];
+        r.timings_ms[at.batched ? "batch_total" : "total"] = at.ms;
+        if (at.gen) {
+          r.output = at.gen->text;
+          r.prompt_tokens = at.gen->prompt_tokens;
+          r.correct = grade(r.output, todo[i]->answers, false);
+          r.scores["Y"] = *r.correct ? 1.0 : 0.0;
+          r.extra["finish_reason"] = at.gen->finish_reason;
+          ++sum.generated;
+          done[r.instance] = r;
+        } else {
+          r.status = store::Status::unmeasured;
+          r.error = at.error.empty() ? "generation failed" : at.error;
+          ++sum.unmeasured;
+        }
+        store.put(r);
+      }
+      if (progress) progress(e, todo.size());
+    }
+    for (const auto& [id, r] : done) {
+      known[id] = r.correct.value_or(false);
+      closed_book[id] = r.output;
+    }
+  }
+
+  // Cells: per question, its Golden and Noise passages.
+  struct Candidate {
+    const eval::QaRecord* rec;
+    size_t ctx;
+    uint64_t order;
+  };
+  std::array<std::vector<Candidate>, 4> cells;
+  for (const auto& r : records) {
+    auto k = known.find(r.id);
+    if (k == known.end()) continue;  // unmeasured closed-book row
+    ++(k->second ? sum.known : sum.unknown);
+    std::array<std::optional<std::pair<size_t, uint64_t>>, 2> best;  // [golden, noise]
+    for (size_t i = 0; i < r.ctxs.size(); ++i) {
+      const bool golden = text::substring_match(r.ctxs[i].text, r.answers) > 0;
+      const int cell = (k->second ? 0 : 2) + (golden ? 0 : 1);
+      const uint64_t h =
+          derive_seed(opt.seed, key2(key2(kCells[size_t(cell)], r.id), r.ctxs[i].id));
+      auto& b = best[golden ? 0 : 1];
+      if (!b || h < b->second) b = std::make_pair(i, h);
+    }
+    for (int g = 0; g < 2; ++g) {
+      if (!best[size_t(g)]) continue;
+      const size_t cell = size_t((k->second ? 0 : 2) + g);
+      cells[cell].push_back(
+          {&r, best[size_t(g)]->first, derive_seed(opt.seed, key2(kCells[cell], r.id))});
+    }
+  }
+  for (size_t c = 0; c < 4; ++c) {
+    auto& v = cells[c];
+    sum.cells[c].candidates = v.size();
+    std::sort(v.begin(), v.end(), [](const Candidate& a, const Candidate& b) {
+      return a.order != b.order ? a.order < b.order : a.rec->id < b.rec->id;
+    });
+    if (v.size() > opt.per_cell) v.resize(opt.per_cell);
+    sum.cells[c].chosen = v.size();
+    std::sort(v.begin(), v.end(),
+              [](const Candidate& a, const Candidate& b) { return a.rec->id < b.rec->id; });
+    for (const auto& cand : v) {
+      const auto& r = *cand.rec;
+      const auto& ctx = r.ctxs[cand.ctx];
+      nlohmann::ordered_json j;
+      j["id"] = r.id + "|" + kCells[c];
+      j["question"] = r.question;
+      j["answers"] = r.answers;
+      nlohmann::ordered_json cj;
+      cj["id"] = ctx.id;
+      cj["title"] = ctx.title;
+      cj["text"] = ctx.text;
+      cj["hasanswer"] = c == 0 || c == 2;
+      cj["rank"] = cand.ctx + 1;
+      j["ctxs"] = nlohmann::ordered_json::array({cj});
+      j["sure_cell"] = kCells[c];
+      j["known"] = c < 2;
+      j["golden"] = c == 0 || c == 2;
+      j["question_id"] = r.id;
+      if (auto it = closed_book.find(r.id); it != closed_book.end()) j["closed_book"] = it->second;
+      sum.rows.push_back(std::move(j));
+    }
+  }
+  return sum;
+}
+
+}  // namespace ragform::sure

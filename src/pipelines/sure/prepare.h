@@ -1,0 +1,80 @@
+// SURE's instance preparation (section 3.1, eq. 1, and 3.3): from retrieved passages to the four
+// cells of instances that `sure perturb` takes.
+//
+//   Known / Unknown   the reader under test answers the question closed-book (the closed_book
+//                     prompt, as stage 1 of evaluate.h, same row seeds); Known iff Y(response)
+//                     = 1: a normalised gold answer is a substring of the response
+//                     (text/metrics.h substring_match, grade() in evaluate.h). Or the verdicts
+//                     come from a file (PrepareOptions::known).
+//   Golden / Noise    a retrieved passage is Golden iff it contains a gold answer by the same
+//                     normalised substring rule, else Noise.
+//   cells             K-G, K-N, U-G, U-N: (question, passage) candidates. A question contributes
+//                     at most one passage per cell — its candidate with the smallest
+//                     derive_seed(seed, "<cell>\0<question id>\0<passage id>") — and each cell
+//                     keeps the per_cell questions with the smallest
+//                     derive_seed(seed, "<cell>\0<question id>") (base/stable_hash.h), so the
+//                     choice is seeded and independent of the input order.
+//
+// Output rows (the litm-qa shape `sure perturb` reads), one per chosen instance, by cell then
+// question id:
+//   {"id": "<question id>|<cell>", "question", "answers", "ctxs": [{"id", "title", "text",
+//    "hasanswer", "rank"}], "sure_cell": "K-G", "known": bool, "golden": bool,
+//    "question_id": id, "closed_book": response (absent with known verdicts from a file)}
+// Closed-book generations are rows of the run store (instance = question id, variant
+// "closed-book", correct = Known), written batch by batch, so a killed run resumes without
+// generating them again. A question whose closed-book row is unmeasured (a reader error) is in
+// no cell and counted.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/qa_record.h"
+#include "pipelines/sure/prompts.h"
+#include "reader/reader.h"
+#include "store/run_store.h"
+
+namespace ragform::sure {
+
+inline constexpr std::array<const char*, 4> kCells = {"K-G", "K-N", "U-G", "U-N"};
+
+struct PrepareOptions {
+  size_t per_cell = 50;  // instances per cell
+  uint64_t seed = 0;
+  double temperature = 0.1;  // the closed-book answers, as `sure eval` (Appendix D)
+  int max_tokens = 32;
+  size_t batch = 8;
+  // Closed-book verdicts given instead of generated (question id -> Known); every question must
+  // have one.
+  std::optional<std::map<std::string, bool>> known;
+};
+
+struct CellCount {
+  size_t candidates = 0;  // questions with at least one passage of this cell
+  size_t chosen = 0;      // min(candidates, per_cell)
+};
+
+struct PrepareSummary {
+  size_t questions = 0, known = 0, unknown = 0;
+  size_t generated = 0, skipped_done = 0, unmeasured = 0;
+  std::array<CellCount, 4> cells;  // in kCells order
+  std::vector<nlohmann::ordered_json> rows;
+};
+
+// `records`: questions with their retrieved passages (ctxs, best first) and gold answers.
+// `prompts` gives the closed_book prompt (unused with opt.known). Rows go to `run` of `store`.
+PrepareSummary run_prepare(reader::Reader& reader, store::RunStore& store, int64_t run,
+                           const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
+                           const PrepareOptions& opt,
+                           const std::function<void(size_t, size_t)>& progress = {});
+
+// Reads --known FILE: JSONL {"id", "known": bool}; errors "<file>:<line>: <reason>".
+std::map<std::string, bool> read_known_file(const std::string& path);
+
+}  // namespace ragform::sure

@@ -1,0 +1,213 @@
+#include "retrieval/bm25_index.h"
+
+#include <cctype>
+#include <filesystem>
+#include <unordered_set>
+
+#include "base/error.h"
+#include "eval/jsonl.h"
+#include "retrieval/sqlite_db.h"
+
+namespace ragform::retrieval {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormatVersion = "1";
+
+bool has_word_char(std::string_view w) {
+  for (unsigned char c : w)
+    if (c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+std::string fts5_query(std::string_view question) {
+  std::string out;
+  std::unordered_set<std::string> seen;
+  size_t i = 0;
+  while (i < question.size()) {
+    while (i < question.size() && std::isspace(static_cast<unsigned char>(question[i]))) ++i;
+    size_t j = i;
+    while (j < question.size() && !std::isspace(static_cast<unsigned char>(question[j]))) ++j;
+    std::string_view w = question.substr(i, j - i);
+    i = j;
+    if (w.empty() || !has_word_char(w) || !seen.insert(std::string(w)).second) continue;
+    if (!out.empty()) out += " OR ";
+    out += '"';
+    for (char c : w) {
+      if (c == '"') out += '"';
+      out += c;
+    }
+    out += '"';
+  }
+  return out;
+}
+
+struct Bm25Index::Impl {
+  std::unique_ptr<sql::Db> db;
+  std::unique_ptr<sql::Stmt> find_id, insert, insert_fts, search, get;
+  int64_t build = 0;
+};
+
+std::string Bm25Index::file_in(const std::string& dir) {
+  return (fs::path(dir) / "index.sqlite").string();
+}
+
+Bm25Index::Bm25Index(const std::string& dir, Open mode) : impl_(std::make_unique<Impl>()) {
+  const std::string file = file_in(dir);
+  const bool exists = fs::exists(file);
+  if (mode == Open::Read && !exists)
+    throw Error("index",
+                dir + ": no index here (missing index.sqlite; build one with ragform index build)");
+  if (mode == Open::Create && exists)
+    throw Error("index", dir + ": already holds an index (use --append to add to it)");
+  if (mode != Open::Read) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error("index", dir + ": cannot create: " + ec.message());
+  }
+  impl_->db = std::make_unique<sql::Db>(file, mode == Open::Read);
+  auto& db = *impl_->db;
+  if (mode != Open::Read) {
+    db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    db.exec(
+        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS passages(rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+        " title TEXT NOT NULL, text TEXT NOT NULL, line INTEGER, build INTEGER NOT NULL);"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(title, text,"
+        " content='passages', content_rowid='rowid', tokenize='" +
+        std::string(kFts5Tokenizer) + "');");
+    std::string version = meta("format");
+    if (!version.empty() && version != kFormatVersion)
+      throw Error("index", file + ": format " + version + ", this ragform reads " + kFormatVersion);
+    std::string builds = meta("builds");
+    impl_->build = builds.empty() ? 1 : std::stoll(builds) + 1;
+    sql::Stmt put(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
+    for (auto [k, v] : {std::pair<std::string, std::string>{"format", kFormatVersion},
+                        {"tokenizer", kFts5Tokenizer},
+                        {"builds", std::to_string(impl_->build)}}) {
+      put.bind(1, k).bind(2, v);
+      put.step();
+      put.reset();
+    }
+    impl_->find_id = std::make_unique<sql::Stmt>(
+        db, "SELECT rowid, title, text, line, build FROM passages WHERE id = ?1");
+    impl_->insert = std::make_unique<sql::Stmt>(
+        db, "INSERT INTO passages(id, title, text, line, build) VALUES(?1, ?2, ?3, ?4, ?5)");
+    impl_->insert_fts = std::make_unique<sql::Stmt>(
+        db, "INSERT INTO passages_fts(rowid, title, text) VALUES(?1, ?2, ?3)");
+  } else {
+    std::string version = meta("format");
+    if (version != kFormatVersion)
+      throw Error("index", file + ": not a ragform index of format " + std::string(kFormatVersion) +
+                               (version.empty() ? "" : " (format " + version + ")"));
+  }
+  // ORDER BY rank with a LIMIT lets FTS5 keep only the best k rows (rank = bm25() by default).
+  impl_->search = std::make_unique<sql::Stmt>(
+      db,
+      "SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ?1 ORDER BY rank LIMIT ?2");
+  impl_->get =
+      std::make_unique<sql::Stmt>(db, "SELECT id, title, text FROM passages WHERE rowid = ?1");
+}
+
+Bm25Index::~Bm25Index() = default;
+
+std::string Bm25Index::meta(const std::string& key) const {
+  sql::Stmt s(*impl_->db, "SELECT value FROM meta WHERE key = ?1");
+  s.bind(1, key);
+  try {
+    return s.step() ? s.text(0) : std::string();
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+std::pair<Bm25Index::Added, int64_t> Bm25Index::add(const Passage& p, const std::string& source) {
+  auto& im = *impl_;
+  if (!im.insert) throw Error("index", "opened for reading");
+  auto& f = *im.find_id;
+  f.bind(1, p.id);
+  if (f.step()) {
+    const int64_t rowid = f.int64(0);
+    const std::string title = f.text(1), text = f.text(2);
+    const int64_t line = f.int64(3), build = f.int64(4);
+    f.reset();
+    if (build == im.build)
+      throw eval::DataError(
+          source, p.line,
+          "duplicate id '" + p.id + "' (first at line " + std::to_string(line) + ")");
+    if (title != p.title || text != p.text)
+      throw eval::DataError(source, p.line,
+                            "id '" + p.id + "' is already in the index with a different " +
+                                (title != p.title ? "title" : "text"));
+    return {Added::AlreadyIndexed, rowid};
+  }
+  f.reset();
+  auto& ins = *im.insert;
+  ins.bind(1, p.id).bind(2, p.title).bind(3, p.text).bind(4, int64_t(p.line)).bind(5, im.build);
+  ins.step();
+  ins.reset();
+  const int64_t rowid = im.db->last_rowid();
+  auto& fts = *im.insert_fts;
+  fts.bind(1, rowid).bind(2, p.title).bind(3, p.text);
+  fts.step();
+  fts.reset();
+  return {Added::New, rowid};
+}
+
+void Bm25Index::begin() { impl_->db->exec("BEGIN"); }
+void Bm25Index::commit() { impl_->db->exec("COMMIT"); }
+void Bm25Index::optimize() {
+  impl_->db->exec("INSERT INTO passages_fts(passages_fts) VALUES('optimize')");
+}
+
+size_t Bm25Index::size() const {
+  sql::Stmt s(*impl_->db, "SELECT count(*) FROM passages");
+  s.step();
+  return size_t(s.int64(0));
+}
+
+std::vector<Hit> Bm25Index::search_match(const std::string& match, int k) const {
+  std::vector<Hit> hits;
+  if (match.empty() || k <= 0) return hits;
+  auto& s = *impl_->search;
+  s.bind(1, match).bind(2, int64_t(k));
+  try {
+    while (s.step()) hits.push_back({s.int64(0), -s.real(1)});
+  } catch (...) {
+    s.reset();
+    throw;
+  }
+  s.reset();
+  return hits;
+}
+
+StoredPassage Bm25Index::passage(int64_t rowid) const {
+  auto& g = *impl_->get;
+  g.bind(1, rowid);
+  if (!g.step()) {
+    g.reset();
+    throw Error("index", impl_->db->path() + ": no passage at row " + std::to_string(rowid));
+  }
+  StoredPassage p{g.text(0), g.text(1), g.text(2)};
+  g.reset();
+  return p;
+}
+
+std::optional<int64_t> Bm25Index::rowid_of(const std::string& id) const {
+  sql::Stmt s(*impl_->db, "SELECT rowid FROM passages WHERE id = ?1");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return s.int64(0);
+}
+
+void Bm25Index::for_each(const std::function<void(int64_t, const StoredPassage&)>& fn) const {
+  sql::Stmt s(*impl_->db, "SELECT rowid, id, title, text FROM passages ORDER BY rowid");
+  while (s.step()) fn(s.int64(0), StoredPassage{s.text(1), s.text(2), s.text(3)});
+}
+
+}  // namespace ragform::retrieval

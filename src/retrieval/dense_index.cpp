@@ -1,0 +1,242 @@
+#include "retrieval/dense_index.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexIDMap.h>
+#include <faiss/IndexIVFFlat.h>
+#include <faiss/index_io.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "store/sha256.h"
+
+namespace ragform::retrieval {
+
+namespace fs = std::filesystem;
+using idx_t = faiss::Index::idx_t;  // FAISS 1.7.3 (later releases: faiss::idx_t)
+
+namespace {
+
+std::string meta_file(const std::string& dir) { return (fs::path(dir) / "dense.json").string(); }
+std::string faiss_file(const std::string& dir) { return (fs::path(dir) / "dense.faiss").string(); }
+
+faiss::IndexIDMap* id_map(faiss::Index* ix) { return dynamic_cast<faiss::IndexIDMap*>(ix); }
+
+// FAISS reports failures as faiss::FaissException (a std::exception): re-thrown as ragform errors.
+template <typename F>
+auto guarded(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("faiss", what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+EncoderId encoder_id(const std::string& model_path) {
+  return {fs::path(model_path).filename().string(), store::sha256_file(model_path)};
+}
+
+const char* faiss_kind_name(FaissKind k) {
+  switch (k) {
+    case FaissKind::Flat:
+      return "flat";
+    case FaissKind::Hnsw:
+      return "hnsw";
+    case FaissKind::Ivf:
+      return "ivf";
+  }
+  return "?";
+}
+
+FaissKind parse_faiss_kind(const std::string& s) {
+  if (s == "flat") return FaissKind::Flat;
+  if (s == "hnsw") return FaissKind::Hnsw;
+  if (s == "ivf") return FaissKind::Ivf;
+  throw UsageError("--faiss", "expected flat, hnsw or ivf, got '" + s + "'");
+}
+
+bool DenseIndex::exists(const std::string& dir) { return fs::exists(meta_file(dir)); }
+
+DenseIndex::DenseIndex(std::string dir, DenseMeta meta)
+    : dir_(std::move(dir)), meta_(std::move(meta)) {
+  const int d = meta_.dims;
+  if (d <= 0) throw Error("index", "dense vectors need at least one dimension");
+  std::unique_ptr<faiss::Index> inner;
+  guarded("create", [&] {
+    switch (meta_.kind) {
+      case FaissKind::Flat:
+        inner = std::make_unique<faiss::IndexFlatIP>(d);
+        break;
+      case FaissKind::Hnsw:
+        inner =
+            std::make_unique<faiss::IndexHNSWFlat>(d, meta_.hnsw_m, faiss::METRIC_INNER_PRODUCT);
+        break;
+      case FaissKind::Ivf:
+        break;  // created by train(), when nlist is known
+    }
+    return 0;
+  });
+  if (inner) {
+    auto* m = new faiss::IndexIDMap(inner.release());
+    m->own_fields = true;
+    index_.reset(m);
+  }
+}
+
+DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
+  std::ifstream in(meta_file(dir_));
+  if (!in) throw Error("index", dir_ + ": no dense index (missing dense.json; build with --dense)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+    meta_.encoder = j.at("encoder").get<std::string>();
+    meta_.encoder_sha256 = j.at("encoder_sha256").get<std::string>();
+    meta_.pooling = j.at("pooling").get<std::string>();
+    meta_.normalize = j.at("normalize").get<bool>();
+    meta_.metric = j.at("metric").get<std::string>();
+    meta_.dims = j.at("dims").get<int>();
+    meta_.kind = parse_faiss_kind(j.at("faiss").get<std::string>());
+    meta_.count = j.at("count").get<int64_t>();
+    meta_.truncated = j.value("truncated", int64_t(0));
+    meta_.hnsw_m = j.value("hnsw_m", 32);
+    meta_.ivf_nlist = j.value("ivf_nlist", 0);
+    meta_.ivf_nprobe = j.value("ivf_nprobe", 0);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("index", meta_file(dir_) + ": " + e.what());
+  }
+  if (meta_.metric != "inner_product")
+    throw Error("index", meta_file(dir_) + ": metric '" + meta_.metric + "' is not supported");
+  if (fs::exists(faiss_file(dir_))) {
+    index_.reset(
+        guarded(faiss_file(dir_), [&] { return faiss::read_index(faiss_file(dir_).c_str()); }));
+    auto* m = id_map(index_.get());
+    if (!m || index_->d != meta_.dims)
+      throw Error("index", faiss_file(dir_) + ": not the index dense.json describes");
+    sorted_ids_.assign(m->id_map.begin(), m->id_map.end());
+    std::sort(sorted_ids_.begin(), sorted_ids_.end());
+    meta_.count = index_->ntotal;
+    if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(m->index))
+      ivf->nprobe = size_t(std::max(1, meta_.ivf_nprobe));
+  } else if (meta_.count > 0 || meta_.kind != FaissKind::Ivf) {
+    throw Error("index", dir_ +
+                             ": dense.json without dense.faiss (an interrupted build: rebuild "
+                             "with --append)");
+  }
+}
+
+DenseIndex::~DenseIndex() = default;
+
+bool DenseIndex::trained() const { return index_ && index_->is_trained; }
+
+void DenseIndex::train(const float* x, size_t n) {
+  if (meta_.kind != FaissKind::Ivf || trained()) return;
+  if (n == 0) throw Error("index", "an IVF index needs training vectors");
+  const int nlist = int(std::min<size_t>(1024, std::max<size_t>(1, n / 39)));
+  meta_.ivf_nlist = nlist;
+  meta_.ivf_nprobe = std::max(1, nlist / 8);
+  guarded("train", [&] {
+    auto* q = new faiss::IndexFlatIP(meta_.dims);
+    auto* ivf = new faiss::IndexIVFFlat(q, meta_.dims, size_t(nlist), faiss::METRIC_INNER_PRODUCT);
+    ivf->own_fields = true;
+    ivf->nprobe = size_t(meta_.ivf_nprobe);
+    auto* m = new faiss::IndexIDMap(ivf);
+    m->own_fields = true;
+    index_.reset(m);
+    m->train(idx_t(n), x);
+    return 0;
+  });
+}
+
+void DenseIndex::add(const float* x, const int64_t* rowids, size_t n) {
+  if (n == 0) return;
+  if (!trained()) throw Error("index", "the IVF index is not trained");
+  std::vector<idx_t> ids(rowids, rowids + n);
+  guarded("add", [&] {
+    index_->add_with_ids(idx_t(n), x, ids.data());
+    return 0;
+  });
+  meta_.count = index_->ntotal;
+  const size_t old = sorted_ids_.size();
+  sorted_ids_.insert(sorted_ids_.end(), rowids, rowids + n);
+  std::sort(sorted_ids_.begin() + long(old), sorted_ids_.end());
+  std::inplace_merge(sorted_ids_.begin(), sorted_ids_.begin() + long(old), sorted_ids_.end());
+}
+
+bool DenseIndex::contains(int64_t rowid) const {
+  return std::binary_search(sorted_ids_.begin(), sorted_ids_.end(), rowid);
+}
+
+void DenseIndex::save() const {
+  if (index_) {
+    const std::string tmp = faiss_file(dir_) + ".tmp";
+    guarded(faiss_file(dir_), [&] {
+      faiss::write_index(index_.get(), tmp.c_str());
+      return 0;
+    });
+    fs::rename(tmp, faiss_file(dir_));
+  }
+  nlohmann::ordered_json j;
+  j["encoder"] = meta_.encoder;
+  j["encoder_sha256"] = meta_.encoder_sha256;
+  j["pooling"] = meta_.pooling;
+  j["normalize"] = meta_.normalize;
+  j["metric"] = meta_.metric;
+  j["dims"] = meta_.dims;
+  j["faiss"] = faiss_kind_name(meta_.kind);
+  j["count"] = meta_.count;
+  j["truncated"] = meta_.truncated;
+  j["hnsw_m"] = meta_.hnsw_m;
+  j["ivf_nlist"] = meta_.ivf_nlist;
+  j["ivf_nprobe"] = meta_.ivf_nprobe;
+  const std::string tmp = meta_file(dir_) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw Error("index", tmp + ": cannot write");
+  }
+  fs::rename(tmp, meta_file(dir_));
+}
+
+void DenseIndex::require_encoder(const std::string& sha256, const std::string& name) const {
+  if (sha256 == meta_.encoder_sha256) return;
+  throw Error("index", dir_ + " was built with encoder " + meta_.encoder + " (sha256 " +
+                           meta_.encoder_sha256.substr(0, 16) + "...); queries embedded by " +
+                           name + " (sha256 " + sha256.substr(0, 16) +
+                           "...) would be compared with vectors of another model: use -m " +
+                           meta_.encoder);
+}
+
+std::vector<std::vector<Hit>> DenseIndex::search(const float* q, size_t n, int k) const {
+  std::vector<std::vector<Hit>> out(n);
+  if (n == 0 || k <= 0 || !index_ || index_->ntotal == 0) return out;
+  auto* m = id_map(index_.get());
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(m->index)) h->hnsw.efSearch = std::max(64, k);
+  std::vector<float> dist(n * size_t(k));
+  std::vector<idx_t> lab(n * size_t(k));
+  guarded("search", [&] {
+    index_->search(idx_t(n), q, idx_t(k), dist.data(), lab.data());
+    return 0;
+  });
+  for (size_t i = 0; i < n; ++i)
+    for (int j = 0; j < k; ++j) {
+      const size_t at = i * size_t(k) + size_t(j);
+      if (lab[at] >= 0) out[i].push_back({int64_t(lab[at]), double(dist[at])});
+    }
+  return out;
+}
+
+void DenseIndex::set_threads(int n) {
+  if (n > 0) omp_set_num_threads(n);
+}
+
+}  // namespace ragform::retrieval
