@@ -19,6 +19,7 @@
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "cli/shard.h"
+#include "cli/sure_prepare.h"
 #include "eval/datasets.h"
 #include "pipelines/sure/sure.h"
 #include "ragform_version.h"
@@ -706,7 +707,8 @@ int run_oracle(const std::vector<std::string>& argv) {
 int run_sure(const std::vector<std::string>& args) {
   return run_verbs(
       "sure", "SURE: robustness of RAG readers to spurious features",
-      {{"perturb", "inject spurious features into documents (15 perturbations)", run_perturb},
+      {{"prepare", "instances K-G/K-N/U-G/U-N from a retrieval index (SURE 3.1)", run_sure_prepare},
+       {"perturb", "inject spurious features into documents (15 perturbations)", run_perturb},
        {"filter", "keep pairs with preserved causal features (NLI + answers)", run_filter},
        {"eval", "instance-level robustness RR/WR/LR with a run store", run_eval},
        {"sig", "extract the SIG benchmark from several readers' runs", run_sig},
@@ -718,7 +720,8 @@ int run_sure(const std::vector<std::string>& args) {
 
 }  // namespace
 
-RAGFORM_COMMAND("sure", "SURE: perturb|filter|eval|sig|attention|oracle|export (spurious features)",
+RAGFORM_COMMAND("sure",
+                "SURE: prepare|perturb|filter|eval|sig|attention|oracle|export (spurious features)",
                 run_sure, 60);
 
 }  // namespace ragform::cli

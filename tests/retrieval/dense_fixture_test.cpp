@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "reader/native_encoder.h"
 #include "retrieval/index_build.h"
 #include "retrieval/make_corpus.h"
@@ -83,7 +84,9 @@ TEST_P(Dense, PassageTextFindsItselfFirstAndHybridFuses) {
     EXPECT_EQ(got[q][0].rank, 1);
     EXPECT_GE(got[q][0].score, got[q][4].score);
     self_first += got[q][0].id == s.ids[q * 30];
-    if (got[q][0].id == s.ids[q * 30]) EXPECT_NEAR(got[q][0].score, 1.0, 1e-4);
+    if (got[q][0].id == s.ids[q * 30]) {
+      EXPECT_NEAR(got[q][0].score, 1.0, 1e-4);
+    }
   }
   // flat is exact; HNSW / IVF (nprobe = nlist / 8) are approximate.
   EXPECT_GE(self_first, GetParam() == retrieval::FaissKind::Flat ? qs.size() : qs.size() / 2);
@@ -95,7 +98,9 @@ TEST_P(Dense, PassageTextFindsItselfFirstAndHybridFuses) {
   for (size_t i = 0; i < 20; ++i) {
     EXPECT_EQ(hy[0][i].rank, int(i) + 1);
     EXPECT_LE(hy[0][i].score, 2.0 / 61 + 1e-12);  // at most first in both rankings
-    if (i) EXPECT_LE(hy[0][i].score, hy[0][i - 1].score);
+    if (i) {
+      EXPECT_LE(hy[0][i].score, hy[0][i - 1].score);
+    }
   }
 }
 

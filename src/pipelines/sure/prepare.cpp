@@ -37,7 +37,7 @@ std::map<std::string, bool> read_known_file(const std::string& path) {
   return out;
 }
 
-PrepareSummary run_prepare(reader::Reader& reader, store::RunStore& store, int64_t run,
+PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64_t run,
                            const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
                            const PrepareOptions& opt,
                            const std::function<void(size_t, size_t)>& progress) {
@@ -55,6 +55,8 @@ PrepareSummary run_prepare(reader::Reader& reader, store::RunStore& store, int64
       known[r.id] = it->second;
     }
   } else {
+    if (!reader)
+      throw UsageError("sure prepare", "needs a reader or closed-book verdicts (--known)");
     // Stage: closed-book answers, skipping rows a killed run already stored.
     std::map<std::string, store::Result> done;
     store.for_each_result(run, [&](const store::Result& r) {
@@ -83,7 +85,7 @@ PrepareSummary run_prepare(reader::Reader& reader, store::RunStore& store, int64
         ps.push_back(closed_book_prompt(prompts, todo[i]->question));
         gp.seeds.push_back(row_seed(opt.seed, todo[i]->id, "closed-book"));
       }
-      auto gens = reader::generate_each(reader, ps, gp);
+      auto gens = reader::generate_each(*reader, ps, gp);
       for (size_t i = b; i < e; ++i) {
         const auto& at = gens[i - b];
         store::Result r;

@@ -68,8 +68,9 @@ struct PrepareSummary {
 };
 
 // `records`: questions with their retrieved passages (ctxs, best first) and gold answers.
-// `prompts` gives the closed_book prompt (unused with opt.known). Rows go to `run` of `store`.
-PrepareSummary run_prepare(reader::Reader& reader, store::RunStore& store, int64_t run,
+// `prompts` gives the closed_book prompt; `reader` may be null when opt.known gives the verdicts.
+// Rows go to `run` of `store`.
+PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64_t run,
                            const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
                            const PrepareOptions& opt,
                            const std::function<void(size_t, size_t)>& progress = {});

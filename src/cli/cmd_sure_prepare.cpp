@@ -1,0 +1,173 @@
+// `ragform sure prepare --index DIR --input Q.jsonl -m READER [-k 100] [--per-cell N] --seed S
+// [--known FILE] [--store DB]`: SURE's instance preparation (pipelines/sure/prepare.h) — BM25
+// retrieval of the top k passages (retrieval/retriever.h), closed-book Known/Unknown, Golden/Noise
+// passages, N instances per cell K-G, K-N, U-G, U-N; writes the JSONL `sure perturb` reads.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/paths.h"
+#include "base/progress.h"
+#include "cli/args.h"
+#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+#include "cli/remote_flags.h"
+#include "cli/sure_prepare.h"
+#include "eval/jsonl.h"
+#include "pipelines/sure/prepare.h"
+#include "pipelines/sure/prompts.h"
+#include "ragform_version.h"
+#include "retrieval/questions.h"
+#include "retrieval/retriever.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
+
+namespace ragform::cli {
+
+int run_sure_prepare(const std::vector<std::string>& argv) {
+  Args a(
+      "sure prepare", "Build SURE's instances from retrieval (SURE 3.1, eq. 1).",
+      "Retrieves the top k passages of every question from --index (BM25), asks the reader the\n"
+      "question closed-book (Known iff a normalised gold answer is in its response; or the\n"
+      "verdicts of --known FILE, JSONL {\"id\", \"known\": bool}), marks each passage Golden (it\n"
+      "contains a gold answer) or Noise, and writes N instances per cell K-G, K-N, U-G, U-N\n"
+      "(seeded) as the JSONL `sure perturb` reads. Closed-book answers go to --store\n"
+      "(resumable). Cell counts and empty cells are reported on stderr. See docs/retrieval.md.");
+  ReaderFlags rf(a, false);
+  RemoteFlags xf(a);
+  auto& index =
+      a.opt<std::string>("--index", "DIR", "retrieval index (ragform index build)").required();
+  auto& input = a.opt<std::string>("--input", "Q.jsonl", "questions with gold answers").required();
+  auto& k = a.opt<int>("-k,--top-k", "N", "passages retrieved per question", 100).range(1, 100000);
+  auto& per_cell = a.opt<int>("--per-cell", "N", "instances per cell", 50).range(1, kMaxInt);
+  auto& seed = a.opt<long long>("--seed", "S", "seed of the per-cell choice and the sampling", 0);
+  auto& known = a.opt<std::string>("--known", "FILE", "closed-book verdicts instead of the reader");
+  auto& store_path =
+      a.opt<std::string>("--store", "DB", "run store of the closed-book answers (SQLite)");
+  auto& temp = a.opt<double>("--temperature", "T", "closed-book sampling temperature", 0.1);
+  auto& max_tokens =
+      a.opt<int>("--max-tokens", "N", "closed-book answer tokens", 32).range(1, kMaxInt);
+  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
+  auto& prompts_dir =
+      a.opt<std::string>("--prompts", "DIR", "prompt directory (default: SURE's)", "");
+  if (!a.parse(argv)) return 0;
+  const bool have_reader = xf.reader.value == "openai" || !rf.model.value.empty();
+  if (!known.seen && !have_reader)
+    throw UsageError(
+        "sure prepare",
+        "needs a reader (-m MODEL.gguf, or --reader openai --base-url URL) or --known FILE");
+  if (!known.seen && !store_path.seen)
+    throw UsageError("--store", "the closed-book answers need a run store (--store DB)");
+  if (have_reader) xf.check();
+
+  sure::PrepareOptions o;
+  o.per_cell = size_t(per_cell.value);
+  o.seed = uint64_t(seed.value);
+  o.temperature = temp.value;
+  o.max_tokens = max_tokens.value;
+  o.batch = size_t(batch.value);
+  if (known.seen) o.known = sure::read_known_file(known.value);
+
+  // Questions with answers, and their retrieved passages.
+  std::vector<retrieval::Question> qs;
+  size_t no_answers = 0;
+  eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
+    auto q = retrieval::question_from_json(row.value, row.line);
+    if (q.answers.empty())
+      ++no_answers;
+    else
+      qs.push_back(std::move(q));
+  });
+  if (no_answers)
+    std::fprintf(stderr, "sure prepare: %zu questions without gold answers skipped\n", no_answers);
+  retrieval::RetrieverOptions ro;
+  ro.threads = std::max(1, std::min(4, int(std::thread::hardware_concurrency())));
+  retrieval::Retriever retriever(index.value, ro);
+  std::vector<eval::QaRecord> recs;
+  const size_t B = 256;
+  for (size_t b = 0; b < qs.size(); b += B) {
+    std::vector<std::string> texts;
+    for (size_t i = b; i < std::min(qs.size(), b + B); ++i) texts.push_back(qs[i].question);
+    auto res = retriever.retrieve(texts, k.value);
+    for (size_t i = 0; i < res.size(); ++i) {
+      eval::QaRecord r;
+      r.id = qs[b + i].id;
+      r.question = qs[b + i].question;
+      r.answers = qs[b + i].answers;
+      for (auto& c : res[i]) {
+        eval::Context x;
+        x.id = c.id;
+        x.title = c.title;
+        x.text = c.text;
+        x.score = c.score;
+        r.ctxs.push_back(std::move(x));
+      }
+      recs.push_back(std::move(r));
+    }
+  }
+
+  std::unique_ptr<reader::Reader> reader;
+  sure::PromptSet prompts;
+  if (!o.known) {
+    reader = xf.open(rf);
+    prompts = sure::load_prompts(prompts_dir.value.empty()
+                                     ? find_data_dir("prompts/sure", RAGFORM_SOURCE_PROMPTS)
+                                     : prompts_dir.value);
+  }
+  // With --known and no --store the store only holds the run's identity: a temporary file.
+  std::filesystem::path db = store_path.seen
+                                 ? std::filesystem::path(store_path.value)
+                                 : std::filesystem::temp_directory_path() /
+                                       ("ragform-prepare-" + std::to_string(getpid()) + ".sqlite");
+  std::optional<sure::PrepareSummary> sum;
+  {
+    store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
+    store::RunConfig rc;
+    rc.pipeline = "sure prepare";
+    rc.config = {{"temperature", o.temperature},
+                 {"max_tokens", o.max_tokens},
+                 {"closed_book", o.known ? "file" : prompts.identity("closed_book")},
+                 {"grading", "substring_match"}};
+    rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+    rc.model_path = rf.model.value;
+    rc.model_sha256 =
+        reader && xf.reader.value != "openai" ? store::sha256_file(rf.model.value) : "";
+    rc.reader = reader ? reader->describe() : "known-file";
+    rc.chat_mode = reader ? reader->chat_mode() : "";
+    rc.seed = seed.value;
+    const int64_t run = st.begin_run(rc);
+    Progress prog("sure prepare", 0);
+    size_t last = 0;
+    sum = sure::run_prepare(reader.get(), st, run, prompts, recs, o, [&](size_t d, size_t t) {
+      prog.set_total(t);
+      prog.add(d - last);
+      last = d;
+    });
+  }
+  if (!store_path.seen) {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(db.string() + suffix, ec);
+  }
+  for (const auto& row : sum->rows) print_json_line(row);
+  std::string cells;
+  std::string empty;
+  for (size_t c = 0; c < 4; ++c) {
+    cells += std::string(c ? ", " : "") + sure::kCells[c] + " " +
+             std::to_string(sum->cells[c].chosen) + "/" + std::to_string(o.per_cell);
+    if (sum->cells[c].chosen == 0)
+      empty += std::string(empty.empty() ? "" : ", ") + sure::kCells[c];
+  }
+  std::fprintf(stderr,
+               "sure prepare: %zu questions: %zu known, %zu unknown (%zu generated, %zu already "
+               "done, %zu unmeasured); cells %s%s\n",
+               sum->questions, sum->known, sum->unknown, sum->generated, sum->skipped_done,
+               sum->unmeasured, cells.c_str(), empty.empty() ? "" : ("; empty: " + empty).c_str());
+  return 0;
+}
+
+}  // namespace ragform::cli
