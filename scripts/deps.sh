@@ -6,6 +6,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libpcre2-dev nlohmann-json3-dev libsqlite3-dev zlib1g-dev libfmt-dev
       libcpp-httplib-dev libssl-dev libbrotli-dev libyaml-cpp-dev libgumbo-dev
       libgtest-dev libgmock-dev libbenchmark-dev
+      libfaiss-dev libopenblas-dev  # retrieval: FAISS dense indexes (OpenBLAS, not the reference BLAS)
       clang clang-format libclang-rt-14-dev
       chromium   # headless Chromium for the report screenshot test
       pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-wheel python3-venv

@@ -24,8 +24,10 @@
 #include "reader/native_reader.h"
 #include "server/api.h"
 #include "server/api_encoder.h"
+#include "server/api_retrieve.h"
 #include "server/engine.h"
 #include "server/http.h"
+#include "store/sha256.h"
 
 namespace ragform::cli {
 namespace {
@@ -129,6 +131,9 @@ struct ServeFlags {
       "--encoder-model", "FILE", "encoder GGUF (bert) for --spotlight-encoder model", "");
   Opt<int>& spot_layer =
       a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
+  Opt<std::string>& index_dir = a.opt<std::string>(
+      "--index", "DIR",
+      "also answer POST /v1/retrieve from this retrieval index (docs/retrieval.md)", "");
 
   std::string model_id() const {
     return alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string()
@@ -144,6 +149,26 @@ struct ServeFlags {
   }
 };
 
+// POST /v1/retrieve when --index is given (server/api_retrieve.h); dense and hybrid when `enc`
+// (from `enc_path`) is the index's encoder.
+std::unique_ptr<server::RetrieveApi> open_retrieve_api(const std::string& dir,
+                                                       const std::string& key, reader::Encoder* enc,
+                                                       const std::string& enc_path) {
+  if (dir.empty()) return nullptr;
+  server::RetrieveApiOptions o;
+  o.index_dir = dir;
+  o.api_key = key;
+  if (enc && !enc_path.empty()) {
+    o.encoder = enc;
+    o.encoder_sha256 = store::sha256_file(enc_path);
+    o.encoder_name = std::filesystem::path(enc_path).filename().string();
+  }
+  auto api = std::make_unique<server::RetrieveApi>(o);
+  std::fprintf(stderr, "ragform serve: POST /v1/retrieve from %s (bm25%s)\n", dir.c_str(),
+               api->dense_available() ? ", dense, hybrid" : "");
+  return api;
+}
+
 // An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
 void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) {
   reader::NativeEncoderOptions no;
@@ -153,7 +178,12 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
   eo.model_id = f.model_id();
   eo.api_key = key;
   server::EncoderApi api(enc, eo);
-  server::HttpServer http(f.http(), [&api](const server::Request& r) { return api.handle(r); });
+  auto retr = open_retrieve_api(f.index_dir.value, key, &enc, f.rf.model.value);
+  server::HttpServer http(f.http(), [&api, &retr](const server::Request& r) {
+    if (retr)
+      if (auto x = retr->handle(r)) return *x;
+    return api.handle(r);
+  });
   serve_until_signal(http, "encoder '" + eo.model_id + "'", f.host.value, sigs);
   std::fprintf(stderr, "ragform serve: stopped\n");
 }
@@ -191,7 +221,13 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
     ao.spotlight_model = std::make_shared<reader::NativeEncoder>(f.enc_model.value, no);
   }
   server::Api api(*reader, engine, ao);
-  server::HttpServer http(f.http(), [&api](const server::Request& r) { return api.handle(r); });
+  auto retr =
+      open_retrieve_api(f.index_dir.value, key, ao.spotlight_model.get(), f.enc_model.value);
+  server::HttpServer http(f.http(), [&api, &retr](const server::Request& r) {
+    if (retr)
+      if (auto x = retr->handle(r)) return *x;
+    return api.handle(r);
+  });
   serve_until_signal(http, "model '" + ao.model_id + "'", f.host.value, sigs);
   engine.stop();
   auto st = engine.stats();

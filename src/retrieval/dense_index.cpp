@@ -220,7 +220,10 @@ std::vector<std::vector<Hit>> DenseIndex::search(const float* q, size_t n, int k
   std::vector<std::vector<Hit>> out(n);
   if (n == 0 || k <= 0 || !index_ || index_->ntotal == 0) return out;
   auto* m = id_map(index_.get());
-  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(m->index)) h->hnsw.efSearch = std::max(64, k);
+  // efSearch >= max(64, k); written only when it must grow, so concurrent searches of the same
+  // k (the usual case) only read it.
+  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(m->index); h && h->hnsw.efSearch < std::max(64, k))
+    h->hnsw.efSearch = std::max(64, k);
   std::vector<float> dist(n * size_t(k));
   std::vector<idx_t> lab(n * size_t(k));
   guarded("search", [&] {

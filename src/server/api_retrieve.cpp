@@ -1,0 +1,126 @@
+#include "server/api_retrieve.h"
+
+#include "base/error.h"
+#include "retrieval/dense_index.h"
+#include "retrieval/questions.h"
+#include "retrieval/retriever.h"
+#include "server/api_json.h"
+
+namespace ragform::server {
+
+using namespace api_json;
+
+RetrieveApi::RetrieveApi(RetrieveApiOptions opt) : opt_(std::move(opt)) {
+  retrieval::RetrieverOptions ro;
+  ro.threads = std::max(1, opt_.threads);
+  bm25_ = std::make_unique<retrieval::Retriever>(opt_.index_dir, ro);
+  if (!retrieval::DenseIndex::exists(opt_.index_dir)) {
+    why_no_dense_ = "the index has no dense vectors (index build --dense)";
+  } else if (!opt_.encoder) {
+    why_no_dense_ =
+        "the server has no encoder model for this index (serve its encoder, or "
+        "--encoder-model)";
+  } else {
+    ro.encoder = opt_.encoder;
+    ro.encoder_sha256 = opt_.encoder_sha256;
+    ro.encoder_name = opt_.encoder_name;
+    try {
+      ro.mode = retrieval::Mode::Dense;
+      dense_ = std::make_unique<retrieval::Retriever>(opt_.index_dir, ro);
+      ro.mode = retrieval::Mode::Hybrid;
+      hybrid_ = std::make_unique<retrieval::Retriever>(opt_.index_dir, ro);
+    } catch (const Error& e) {
+      dense_.reset();
+      why_no_dense_ = e.what();  // another encoder: refused, as `retrieve` refuses it
+    }
+  }
+}
+
+RetrieveApi::~RetrieveApi() = default;
+
+std::optional<Response> RetrieveApi::handle(const Request& req) noexcept {
+  if (req.path != "/v1/retrieve" && req.path != "/retrieve") return std::nullopt;
+  try {
+    if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
+      throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                     "invalid_request_error", "invalid_api_key"};
+    if (req.method != "POST")
+      throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
+    return retrieve(req.body);
+  } catch (const ApiError& e) {
+    Response r;
+    r.status = e.status;
+    try {
+      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
+    } catch (...) {
+      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
+    }
+    return r;
+  } catch (const eval::RowError& e) {
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const UsageError& e) {
+    return error_response(400, e.what(), "invalid_request_error");
+  } catch (const std::exception& e) {
+    return error_response(500, e.what(), "server_error");
+  } catch (...) {
+    return error_response(500, "unknown error", "server_error");
+  }
+}
+
+Response RetrieveApi::retrieve(const std::string& body) {
+  const json j = parse_body(body);
+  const int k = get_int(j, "k", 20, 1, 1000);
+  const std::string mode_s = j.contains("mode") ? get_str(j, "mode", true) : "bm25";
+  retrieval::Mode mode;
+  try {
+    mode = retrieval::parse_mode(mode_s);
+  } catch (const UsageError&) {
+    bad("field 'mode': expected bm25, dense or hybrid, got '" + mode_s + "'");
+  }
+  retrieval::Retriever* r = bm25_.get();
+  if (mode != retrieval::Mode::Bm25) {
+    if (!dense_) bad("mode " + mode_s + " is not available: " + why_no_dense_, "mode_unavailable");
+    r = mode == retrieval::Mode::Dense ? dense_.get() : hybrid_.get();
+  }
+  std::vector<retrieval::Question> qs;
+  auto add = [&](const json& q, size_t i) {
+    if (q.is_string()) {
+      retrieval::Question x;
+      x.id = "q" + std::to_string(i);
+      x.question = q.get<std::string>();
+      qs.push_back(std::move(x));
+    } else if (q.is_object()) {
+      try {
+        qs.push_back(retrieval::question_from_json(q, i + 1));
+      } catch (const std::exception& e) {
+        bad("questions[" + std::to_string(i) + "]: " + e.what());
+      }
+    } else {
+      bad("questions[" + std::to_string(i) + "]: expected string or object, got " + q.type_name());
+    }
+  };
+  if (j.contains("question")) {
+    add(j["question"], 0);
+  } else if (j.contains("questions") && j["questions"].is_array()) {
+    const json& a = j["questions"];
+    if (a.empty()) bad("field 'questions' is empty");
+    if (a.size() > size_t(opt_.max_questions))
+      bad("at most " + std::to_string(opt_.max_questions) + " questions per request");
+    for (size_t i = 0; i < a.size(); ++i) add(a[i], i);
+  } else {
+    bad("missing field 'question' (a string) or 'questions' (an array)", "missing_field");
+  }
+  std::vector<std::string> texts;
+  for (const auto& q : qs) texts.push_back(q.question);
+  std::vector<std::vector<retrieval::Retrieved>> res;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    res = r->retrieve(texts, k);
+  }
+  json data = json::array();
+  for (size_t i = 0; i < qs.size(); ++i)
+    data.push_back(json::parse(retrieval::retrieval_row(qs[i], res[i]).dump()));
+  return ok({{"object", "list"}, {"mode", mode_s}, {"k", k}, {"data", std::move(data)}});
+}
+
+}  // namespace ragform::server

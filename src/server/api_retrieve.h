@@ -1,0 +1,59 @@
+// POST /v1/retrieve on `ragform serve --index DIR` (docs/retrieval.md): the retrieval of
+// `ragform retrieve` over HTTP, beside whichever API the served model answers (api.h for a reader,
+// api_encoder.h for an encoder). Same error objects as the other APIs; handle() never throws.
+//   POST /v1/retrieve {question: string | questions: [string | {"question", "id"?, "answers"?,
+//   ...}],
+//                      k?: 1..1000 (default 20), mode?: "bm25" | "dense" | "hybrid"}
+//     -> {object: "list", mode, k, data: [{"id", "question", "answers", ..., "ctxs": [{"id",
+//         "title", "text", "score", "rank"}]}]}   (one row per question, retrieve --json's shape;
+//         a string question gets the id "q<index>")
+// dense and hybrid need the index's encoder: the served encoder model, or --encoder-model, when
+// its SHA-256 is the one in DIR/dense.json; otherwise they are a 400 naming the reason.
+// Requests are served one at a time (one Retriever; SQLite and FAISS calls are short).
+#pragma once
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "server/api.h"
+
+namespace ragform::reader {
+class Encoder;
+}
+namespace ragform::retrieval {
+class Retriever;
+}
+
+namespace ragform::server {
+
+struct RetrieveApiOptions {
+  std::string index_dir;
+  std::string api_key;  // empty = no key required
+  int threads = 1;
+  // The encoder for dense / hybrid (may be null) and its model file's SHA-256 and name.
+  reader::Encoder* encoder = nullptr;
+  std::string encoder_sha256, encoder_name;
+  int max_questions = 1024;
+};
+
+class RetrieveApi {
+ public:
+  // Opens the index (throws Error when DIR holds none).
+  explicit RetrieveApi(RetrieveApiOptions opt);
+  ~RetrieveApi();
+  // The response for /v1/retrieve, or nullopt for any other path (the model's API answers it).
+  std::optional<Response> handle(const Request& req) noexcept;
+  // Modes this server answers: "bm25", plus "dense" and "hybrid" with a matching encoder.
+  bool dense_available() const { return bool(dense_); }
+  const std::string& dense_unavailable_reason() const { return why_no_dense_; }
+
+ private:
+  Response retrieve(const std::string& body);
+  RetrieveApiOptions opt_;
+  std::mutex mu_;
+  std::unique_ptr<retrieval::Retriever> bm25_, dense_, hybrid_;
+  std::string why_no_dense_;
+};
+
+}  // namespace ragform::server
