@@ -71,7 +71,9 @@ TEST(RetrieveCli, DprShapeThatSpotlightAndSureRead) {
       const auto& x = rows[i]["ctxs"][c];
       EXPECT_EQ(x["rank"], int(c) + 1);
       EXPECT_TRUE(x["id"].is_string() && x["title"].is_string() && x["text"].is_string());
-      if (c) EXPECT_LE(x["score"].get<double>(), rows[i]["ctxs"][c - 1]["score"].get<double>());
+      if (c) {
+        EXPECT_LE(x["score"].get<double>(), rows[i]["ctxs"][c - 1]["score"].get<double>());
+      }
     }
   }
   write_file(dir / "retrieved.jsonl", r.out);
