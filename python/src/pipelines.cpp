@@ -18,6 +18,7 @@
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/format.h"
 #include "pipelines/cnorm/longbench.h"
+#include "pipelines/cnorm/run.h"
 #include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/tasks.h"
 #include "pipelines/spotlight/encoder.h"
@@ -131,7 +132,6 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
     setup.tmpl = load_template(task, template_path, "");
   else
     setup.tmpl = load_template(task, "", find_shared_dir(shared));
-  const std::vector<CandidateScore> cand_list = candidate_list(setup);
 
   std::vector<eval::QaRecord> recs;
   std::string input_sha;
@@ -149,74 +149,29 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
   }
 
   pyb::gil_scoped_release nogil;
-  uint64_t item_seed = task == Task::Needle ? splitmix64(setup.seed) : setup.seed;
+  uint64_t item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
   const size_t k_task = task == Task::Longbench ? 1 : size_t(k);
   std::vector<Item> items = task_items(task, std::move(recs), k_task, item_seed, size_t(S));
   if (items.empty()) throw UsageError("cnorm calibrate", "no items in the records");
-  std::vector<Format> fmts;
-  for (const auto& c : cand_list) fmts.push_back(candidate_format(c, setup.seed));
-  const size_t max_tokens = size_t(n_ctx);  // every prompt must fit the reader's context
-  std::vector<Item> sample;
-  for (size_t i : seeded_permutation(items.size(), setup.seed)) {
-    if (sample.size() >= size_t(S)) break;
-    if (task == Task::Longbench) {
-      try {
-        fit_k(reader, task, setup.tmpl, {items[i]}, 1, fmts, max_tokens);
-      } catch (const NotSupported&) {
-        throw;
-      } catch (const Error&) {
-        continue;
-      }
-    }
-    sample.push_back(items[i]);
-  }
-  if (sample.empty()) throw Error("cnorm calibrate", "no question fits the context");
-  size_t k_req = k_task;
-  if (task == Task::Kv) {
-    k_req = 0;
-    for (const auto& it : sample) k_req = std::max(k_req, it.distractors.size() + 1);
-  }
-  const size_t k_eff = fit_k(reader, task, setup.tmpl, sample, k_req, fmts, max_tokens);
-  std::vector<PromptSpec> specs;
-  for (const auto& it : sample) {
-    PromptSpec ps{&it, std::min(k_eff, it.distractors.size() + 1), 0};
-    ps.gold_pos = task == Task::Qa ? size_t(splitmix64(setup.seed ^ fnv1a64(it.id)) % ps.k)
-                                   : it.natural_position % ps.k;
-    specs.push_back(ps);
-  }
-  const std::string model_sha = store::sha256_file(reader.model_path());
-  nlohmann::json config = {{"k", k_eff},
-                           {"attention", setup.abs.to_json()},
-                           {"template_sha256", store::sha256_hex(setup.tmpl)},
-                           {"input_sha256", input_sha},
-                           {"chat_mode", reader.chat_mode()},
-                           {"system_sha256", system.empty() ? "" : store::sha256_hex(system)}};
-
-  LoopHook hook(progress, specs.size() * cand_list.size());
-  size_t done = 0;
-  auto cal = run_calibration(setup, specs, [&](size_t, size_t, const Prompt& pr) {
-    hook.step(done);  // Ctrl-C and the progress bar, between two passes
-    double a = prompt_abs(reader, pr, setup.abs);
-    ++done;
-    return a;
-  });
-  hook.step(done);
-  Profile prof;
-  prof.model_sha256 = model_sha;
-  prof.task = task_name(task);
-  const CandidateScore& best = cal.candidates[cal.best];
-  prof.p = best.delim.original ? setup.p : best.p;
-  prof.seed = setup.seed;
-  prof.S = specs.size();
-  prof.candidates = cal.candidates;
-  prof.best = best.delim;
-  prof.best_wrapper = best.wrapper;
-  prof.best_name = best.name;
-  prof.search = cal.search;
-  prof.extra = config;
-  nlohmann::json ids = nlohmann::json::array();
-  for (const auto& s : specs) ids.push_back({{"id", s.item->id}, {"gold_position", s.gold_pos}});
-  prof.extra["samples"] = ids;
+  // The CLI's runner (pipelines/cnorm/run.h) without a store or a profile cache.
+  CalibrateOptions opt;
+  opt.setup = setup;
+  opt.samples = size_t(S);
+  opt.k = k_task;
+  opt.ctx = size_t(n_ctx);
+  opt.origin.model_path = reader.model_path();
+  opt.origin.model_sha256 = store::sha256_file(reader.model_path());
+  opt.input_sha256 = input_sha;
+  opt.system_sha256 = system.empty() ? "" : store::sha256_hex(system);
+  LoopHook hook(progress, 0);
+  size_t done = 0, total = 0;
+  opt.hooks.begin = [&](const std::string&, uint64_t n) { total = size_t(n); };
+  opt.hooks.advance = [&](uint64_t n) {
+    hook.step_of(done, total);  // Ctrl-C and the progress bar, between two passes
+    done += size_t(n);
+  };
+  const Profile prof = run_calibrate(reader, items, opt).profile;
+  hook.step_of(done, total);
   nlohmann::json out = profile_to_json(prof);
   pyb::gil_scoped_acquire gil;
   return from_json(out);
