@@ -62,7 +62,7 @@ double pct(std::vector<double> v, double p) {
 // Per-query latencies (ms) of `qs` spread over `threads` threads, each with its own connection.
 std::vector<double> bm25_latencies(const std::string& dir, const std::vector<std::string>& qs,
                                    int threads, double* wall) {
-  std::vector<std::vector<double>> per(size_t(threads));
+  std::vector<std::vector<double>> per(static_cast<size_t>(threads));
   auto t0 = clk::now();
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
@@ -163,7 +163,10 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> g;
     auto unit = [&](float* v) {
       double s = 0;
-      for (int j = 0; j < d; ++j) s += double(v[j] = g(rng)) * v[j];
+      for (int j = 0; j < d; ++j) {
+        v[j] = g(rng);
+        s += double(v[j]) * v[j];
+      }
       const float inv = float(1.0 / std::sqrt(s));
       for (int j = 0; j < d; ++j) v[j] *= inv;
     };
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < 1000; ++i) unit(&q[i * d]);
     for (int threads : {1, 2}) {
       retrieval::DenseIndex::set_threads(1);  // one query per call: parallelism across callers
-      std::vector<std::vector<double>> per(size_t(threads));
+      std::vector<std::vector<double>> per(static_cast<size_t>(threads));
       auto w0 = clk::now();
       std::vector<std::thread> ts;
       for (int t = 0; t < threads; ++t)
