@@ -1,6 +1,8 @@
 // ragform serve: an OpenAI-compatible HTTP server over the native engine (server/api.h).
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -32,27 +34,57 @@
 namespace ragform::cli {
 namespace {
 
-// Binds, serves until SIGTERM / SIGINT (blocked in every thread by the caller, waited for here by
-// one thread with sigwait), and returns once the server has stopped.
+// The write end of the stop pipe: the signal handler's only state (write(2) is async-signal-safe).
+int g_stop_fd = -1;
+
+void on_stop_signal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_stop_fd, &b, 1);
+  errno = saved;
+}
+
+// Binds, serves until SIGTERM / SIGINT, and returns once the server has stopped. The caller blocks
+// the signals in its threads (so no engine or HTTP thread is interrupted); a handler catches them
+// wherever the kernel delivers them — this waiter, which unblocks them, or a thread a library
+// started before the mask (OpenBLAS, under FAISS, starts its pool when it is loaded: with only
+// sigwait such a thread took the default action and killed the process) — and writes the signal
+// number to a pipe the waiter reads.
 void serve_until_signal(server::HttpServer& http, const std::string& what, const std::string& host,
                         sigset_t sigs) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    throw Error("serve", std::string("cannot create the stop pipe: ") + std::strerror(errno));
+  g_stop_fd = fds[1];
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
   int bound = http.bind();
   std::fprintf(stderr, "ragform serve: %s listening on http://%s:%d\n", what.c_str(), host.c_str(),
                bound);
   std::fflush(stderr);
-  std::atomic<bool> served{false};
   std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    if (served) return;  // woken by ourselves after serve() returned
-    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", sig);
+    pthread_sigmask(SIG_UNBLOCK, &sigs, nullptr);
+    unsigned char sig = 0;
+    while (read(fds[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;  // woken by ourselves after serve() returned
+    std::fprintf(stderr, "ragform serve: signal %d, stopping\n", int(sig));
     http.stop();
   });
   http.serve();
   // serve() may also return on its own (listen error): wake the waiter so it can be joined.
-  served = true;
-  pthread_kill(waiter.native_handle(), SIGTERM);
+  const unsigned char zero = 0;
+  [[maybe_unused]] ssize_t n = write(fds[1], &zero, 1);
   waiter.join();
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  g_stop_fd = -1;
+  close(fds[0]);
+  close(fds[1]);
 }
 
 bool is_encoder_model(const std::string& path) {
@@ -272,7 +304,7 @@ int run_serve(const std::vector<std::string>& argv) {
     wv = std::make_shared<const spotlight::WordVectors>(
         spotlight::WordVectors::load(f.vectors.value));
 
-  // Block the stop signals in every thread; one thread waits for them with sigwait.
+  // Block the stop signals in our threads; serve_until_signal catches them (see there).
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);

@@ -21,6 +21,7 @@
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/perturb_llm.h"
 #include "pipelines/sure/perturb_rules.h"
+#include "pipelines/sure/prepare.h"
 #include "pipelines/sure/preserve.h"
 #include "pipelines/sure/prompts.h"
 #include "pipelines/sure/taxonomy.h"
