@@ -11,18 +11,27 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 unset OPENBLAS_CORETYPE  # this machine may preset Haswell, which halves OpenBLAS speed on Zen 5
 jobs=$(nproc)
+start=$SECONDS
+stage() { echo "ragform test.sh: $1 done at $((SECONDS - start)) s" >&2; }  # CI's budget is 90 min
 cmake --preset ci >/dev/null
 cmake --build --preset ci --target format-check   # clang-format --dry-run over src/ tests/ bench/ fuzz/
 cmake --build --preset ci -j "$jobs"
+stage "ci build"
 ctest --preset ci -j "$jobs"
+stage "ci tests"
 scripts/test-python.sh
+stage "python tests"
 if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs"
+  stage "asan build"
   ctest --preset asan -j "$jobs"
+  stage "asan tests"
 fi
 if [[ "${RAGFORM_TEST_TSAN:-1}" != 0 ]]; then
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j "$jobs"
+  stage "tsan build"
   ctest --preset tsan -j "$jobs"
+  stage "tsan tests"
 fi
