@@ -21,11 +21,24 @@ for t in "${types[@]}"; do
   echo "== $t"
   "$build/bin/ragform" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 3 --taps attention
 done
+# Both F16 paths in one window, alternated: exact (the default) and int16 (approximate).
+for r in 1 2; do
+  for how in exact int16; do
+    echo "== f16 --f16-gemm $how (round $r)"
+    "$build/bin/ragform" bench -m "$models/q05-f16.gguf" --pp 512 --tg 32 -r 1 --f16-gemm "$how"
+  done
+done
+# BASELINE: e.g. a build of the commit before issue 23 (f20c778), whose F16 default was int16;
+# BASELINE_ENV is set for its runs (RAGFORM_F16_GEMM=fp32 selects its exact outer-product kernel).
 if [[ -n ${BASELINE:-} ]]; then
   for t in "${types[@]}"; do
     for bin in "$BASELINE" "$build/bin/ragform"; do
       echo "== $t $bin"
-      "$bin" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 1
+      if [[ $bin == "$BASELINE" ]]; then
+        env ${BASELINE_ENV:-} "$bin" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 1
+      else
+        "$bin" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 1
+      fi
     done
   done
 fi
