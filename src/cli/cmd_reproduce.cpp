@@ -74,13 +74,22 @@ std::string duration(double s) {
   return b;
 }
 
-// The work of a job and its ETA from one timed generation of its sample prompt on this machine.
+// The work of a job and its ETA from one timed generation of its sample prompt on this machine. A
+// sample longer than the context is cut (halved until it fits, as the runners reduce k to fit).
 void print_work(reader::Reader& r, const reproduce::Job& job, size_t ctx) {
   const std::string name = job.planned.info.paper + " " + job.planned.info.name;
+  std::string sample = job.sample_prompt;
   int tokens = 0;
-  try {
-    tokens = r.count_tokens(job.sample_prompt);
-  } catch (const Error&) {
+  bool cut = false;
+  for (int i = 0; i < 8 && !sample.empty(); ++i) {
+    try {
+      tokens = r.count_tokens(sample);
+      if (size_t(tokens) + size_t(job.max_tokens) <= ctx) break;
+    } catch (const Error&) {
+      tokens = 0;
+    }
+    sample.resize(sample.size() / 2);
+    cut = true;
   }
   std::string eta = "ETA unknown";
   if (tokens > 0 && size_t(tokens) + size_t(job.max_tokens) <= ctx) {
@@ -88,17 +97,16 @@ void print_work(reader::Reader& r, const reproduce::Job& job, size_t ctx) {
     gp.max_tokens = job.max_tokens;
     auto t0 = std::chrono::steady_clock::now();
     try {
-      r.generate(job.sample_prompt, gp);
+      r.generate(sample, gp);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      char b[64];
+      std::snprintf(b, sizeof b, "%.3f", s);
       eta = "ETA " + duration(s * double(job.prompts)) + " (one prompt of " +
-            std::to_string(tokens) + " tokens took " + std::to_string(s).substr(0, 5) +
-            " s here; rows already stored are skipped)";
+            std::to_string(tokens) + " tokens took " + b + " s here" +
+            (cut ? ", the sample cut to fit --ctx" : "") + "; stored rows are skipped)";
     } catch (const Error& e) {
       eta = std::string("ETA unknown (the measurement failed: ") + e.what() + ")";
     }
-  } else if (tokens > 0) {
-    eta = "ETA unknown (a sample prompt of " + std::to_string(tokens) +
-          " tokens exceeds the context; the runners shorten k to fit)";
   }
   say("reproduce " + name + ": " + std::to_string(job.prompts) + " prompts of ~" +
       std::to_string(tokens) + " tokens (~" + std::to_string(size_t(tokens) * job.prompts) +

@@ -57,10 +57,21 @@ void one_run(Html& h, const RunRows& run) {
     for (const auto* e : refs)
       if (!pm.empty() && pm == e->model && r.instance == e->method && r.variant == e->metric)
         ref = e;
-    std::vector<std::string> row = {escape_html(r.instance), escape_html(r.variant),
-                                    ref ? fmt(ref->value, 3) + " <span class=\"muted\">(" +
-                                              escape_html(ref->source) + ")</span>"
-                                        : "—"};
+    std::string paper_cell = "—";
+    if (ref) {
+      paper_cell = fmt(ref->value, 3) + " <span class=\"muted\">(" + escape_html(ref->source) +
+                   ")</span>";
+    } else {
+      // Not the paper's model: the paper's values of the same method and metric, as reference.
+      std::string refs_text;
+      for (const auto* e : refs)
+        if (r.instance == e->method && r.variant == e->metric)
+          refs_text += std::string(refs_text.empty() ? "" : "<br>") + fmt(e->value, 3) +
+                       " <span class=\"muted\">(reference: " + escape_html(e->model) + ", " +
+                       escape_html(e->source) + ")</span>";
+      if (!refs_text.empty()) paper_cell = refs_text;
+    }
+    std::vector<std::string> row = {escape_html(r.instance), escape_html(r.variant), paper_cell};
     for (auto& c : run_cells(r)) row.push_back(c);
     row.push_back(ref ? fmt(score(r, "value", 0) - ref->value, 3) : "—");
     rows.push_back(std::move(row));

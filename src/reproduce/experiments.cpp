@@ -119,7 +119,9 @@ std::pair<double, double> wilson(double k, double n) {
   const double z = 1.959963984540054, p = k / n, z2 = z * z;
   double c = (p + z2 / (2 * n)) / (1 + z2 / n);
   double h = z * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n);
-  return {std::max(0.0, c - h), std::min(1.0, c + h)};
+  // Rounding leaves c - h a few ulps above 0 (or c + h below 1) at k = 0 (k = n).
+  double lo = c - h < 1e-12 ? 0.0 : c - h, hi = c + h > 1 - 1e-12 ? 1.0 : c + h;
+  return {lo, hi};
 }
 
 namespace detail {

@@ -21,8 +21,12 @@ Job spotlight_job(const Planned& p, const Options& opt) {
   j.planned = p;
   j.max_tokens = 16;
   j.prompts = recs.size();
-  for (const auto& c : recs[0].ctxs) j.sample_prompt += c.title + ": " + c.text + "\n";
-  j.sample_prompt = j.sample_prompt.substr(0, j.sample_prompt.size() * 6 / 10) + recs[0].question;
+  // The eq. (10) prompt of the first question's first K = 6 sentences (the selection's size).
+  std::vector<std::string> lines;
+  for (const auto& c : recs[0].ctxs)
+    for (const auto& sent : c.sentences)
+      if (lines.size() < 6) lines.push_back(spotlight::rel_token(0.5) + " " + sent);
+  j.sample_prompt = spotlight::build_prompt(recs[0].question, lines);
   j.note = std::string(
                "HotpotQA distractor dev (multi-hop) stands in for MultiHopQA; GloVe token "
                "vectors instead of the trained ColBERT-style scorer") +
