@@ -14,6 +14,7 @@
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/remote_flags.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_card.h"
 #include "ragform_version.h"
@@ -140,6 +141,7 @@ int run_reproduce(const std::vector<std::string>& argv) {
   auto& experiment =
       a.opt<std::string>("--experiment", "NAME", "run only this experiment of the paper", "");
   ReaderFlags rf(a, false);
+  RemoteFlags xf(a);
   auto& scale = a.opt<std::string>("--scale", "SCALE", "smoke or paper", "smoke");
   auto& data = a.opt<std::string>("--data", "DIR", "data sets not in the shared folder", "");
   auto& shared = a.opt<std::string>(
@@ -154,7 +156,11 @@ int run_reproduce(const std::vector<std::string>& argv) {
   if (json.value) throw UsageError("--json", "only with --list");
   if (!paper.value)
     throw UsageError("reproduce", "missing argument PAPER (cnorm, sure or spotlight)");
-  if (rf.model.value.empty()) throw UsageError("-m", "required: the GGUF model to run");
+  xf.check();
+  const bool remote = xf.reader.value == "openai";
+  if (rf.model.value.empty())
+    throw UsageError(
+        "-m", remote ? "required: the served model's name" : "required: the GGUF model to run");
   if (store_path.value.empty()) throw UsageError("--store", "required");
   if (out.value.empty()) throw UsageError("-o", "required: the HTML report to write");
   if (scale.value != "smoke" && scale.value != "paper")
@@ -186,8 +192,9 @@ int run_reproduce(const std::vector<std::string>& argv) {
   if (runnable.empty()) throw Error("reproduce " + opt.paper, "no experiment has its data");
 
   opt.model_path = rf.model.value;
-  opt.model_sha256 = store::sha256_file(rf.model.value);
-  opt.model_name = model_name(rf.model.value);
+  // A remote reader names a served model, not a file (no hash; its name is matched).
+  opt.model_sha256 = remote ? "" : store::sha256_file(rf.model.value);
+  opt.model_name = remote ? rf.model.value : model_name(rf.model.value);
   if (!paper_model.value.empty()) {
     auto models = report::paper_models();
     if (std::find(models.begin(), models.end(), paper_model.value) == models.end()) {
@@ -216,7 +223,12 @@ int run_reproduce(const std::vector<std::string>& argv) {
   };
   opt.hooks.end = [&] { progress.reset(); };
 
-  auto reader = rf.open_native();
+  std::unique_ptr<reader::Reader> reader;
+  if (remote) {
+    reader = xf.open(rf);
+  } else {
+    reader = rf.open_native();  // resolves --ctx to the model's training context
+  }
   opt.ctx = size_t(rf.ctx.value);
   std::vector<reproduce::Job> jobs;
   for (const auto& p : runnable) jobs.push_back(reproduce::make_job(p, opt));

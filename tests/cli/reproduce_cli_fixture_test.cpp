@@ -121,4 +121,42 @@ TEST(ReproduceCli, SureAndSpotlightSmokeRunsWriteThePaperSection) {
   EXPECT_EQ(st.results(std::nullopt).size(), rows);
 }
 
+// LongBench-v2 is brought with --data: three questions in its data.json schema (written here) run
+// the calibration and the three methods, and the report puts Table 1 beside them.
+TEST(ReproduceCli, LongbenchFromData) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  fs::path dir = ragform::testing::temp_dir("reproduce-cli-longbench");
+  nlohmann::json rows = nlohmann::json::array();
+  const char* cells[3][2] = {{"easy", "short"}, {"hard", "medium"}, {"hard", "long"}};
+  for (int i = 0; i < 3; ++i)
+    rows.push_back(
+        {{"_id", "q" + std::to_string(i)},
+         {"domain", "Single-Document QA"},
+         {"sub_domain", "story"},
+         {"difficulty", cells[i][0]},
+         {"length", cells[i][1]},
+         {"question", "What pet does Tom have?"},
+         {"choice_A", "a dog"},
+         {"choice_B", "a cat"},
+         {"choice_C", "a bird"},
+         {"choice_D", "a fish"},
+         {"answer", "B"},
+         {"context", "Tom had a cat. The cat was small. Tom played with it every day."}});
+  ragform::testing::write_file(dir / "longbench-v2.json", rows.dump());
+  fs::path db = dir / "run.sqlite", html = dir / "report.html";
+  auto r = run_ragform("reproduce cnorm --experiment longbench --data " + quoted(dir) + " -m " +
+                       quoted(model) + " --paper-model Qwen2.5-1.5B-Instruct --store " +
+                       quoted(db) + " -o " + quoted(html));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ragform::testing::json_lines(r.out);
+  ASSERT_GE(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["experiment"], "longbench");
+  bool hard = false;
+  for (const auto& v : lines[0]["values"])
+    if (v["method"] == "C-NORM" && v["metric"] == "accuracy hard") hard = v["n"] == 2;
+  EXPECT_TRUE(hard) << lines[0].dump();
+  std::string page = ragform::testing::read_file(html);
+  EXPECT_NE(page.find("<td>C-NORM</td><td>accuracy hard</td><td>25.700"), std::string::npos);
+}
+
 }  // namespace
