@@ -151,6 +151,7 @@ int run_reproduce(const std::vector<std::string>& argv) {
       "the paper's model this one is (default: matched by general.name or file name)", "");
   auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store (resumable)", "");
   auto& out = a.opt<std::string>("-o,--output", "FILE", "HTML report to write", "");
+  auto& dry = a.flag("--dry-run", "print the work and the ETA of each experiment, run nothing");
   if (!a.parse(argv)) return 0;
   if (list.value) return list_numbers(json.value);
   if (json.value) throw UsageError("--json", "only with --list");
@@ -161,8 +162,8 @@ int run_reproduce(const std::vector<std::string>& argv) {
   if (rf.model.value.empty())
     throw UsageError(
         "-m", remote ? "required: the served model's name" : "required: the GGUF model to run");
-  if (store_path.value.empty()) throw UsageError("--store", "required");
-  if (out.value.empty()) throw UsageError("-o", "required: the HTML report to write");
+  if (store_path.value.empty() && !dry.value) throw UsageError("--store", "required");
+  if (out.value.empty() && !dry.value) throw UsageError("-o", "required: the HTML report to write");
   if (scale.value != "smoke" && scale.value != "paper")
     throw UsageError("--scale", "expected smoke or paper, got '" + scale.value + "'");
   if (!data.value.empty() && !fs::is_directory(data.value))
@@ -233,6 +234,7 @@ int run_reproduce(const std::vector<std::string>& argv) {
   std::vector<reproduce::Job> jobs;
   for (const auto& p : runnable) jobs.push_back(reproduce::make_job(p, opt));
   for (const auto& j : jobs) print_work(*reader, j, opt.ctx);
+  if (dry.value) return 0;
   store::RunStore st(store_path.value);
   for (const auto& j : jobs) {
     auto t0 = std::chrono::steady_clock::now();
