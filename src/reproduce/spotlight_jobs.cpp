@@ -34,7 +34,8 @@ Job spotlight_job(const Planned& p, const Options& opt) {
   j.run = [=](reader::Reader& r, store::RunStore& st) {
     auto wv = spotlight::WordVectors::load(vectors);
     spotlight::StaticEncoder enc(wv);
-    spotlight::RunOptions so;  // K = 6, the CLI's scoring defaults (section 4.3)
+    spotlight::RunOptions so;                     // K = 6 (section 4.3)
+    so.params = spotlight::paper_score_params();  // k = 5, lambda = 0.5, IDF, 512-token contexts
     so.input_path = input;
     so.vectors_path = vectors;
     so.tool_version = opt.tool_version;
