@@ -59,8 +59,8 @@ void one_run(Html& h, const RunRows& run) {
         ref = e;
     std::string paper_cell = "—";
     if (ref) {
-      paper_cell = fmt(ref->value, 3) + " <span class=\"muted\">(" + escape_html(ref->source) +
-                   ")</span>";
+      paper_cell =
+          fmt(ref->value, 3) + " <span class=\"muted\">(" + escape_html(ref->source) + ")</span>";
     } else {
       // Not the paper's model: the paper's values of the same method and metric, as reference.
       std::string refs_text;
