@@ -83,7 +83,7 @@ TEST(ReproduceCli, SureAndSpotlightSmokeRunsWriteThePaperSection) {
   // The skipped experiment is named on one line, the work and ETA are printed before the run.
   EXPECT_NE(r.err.find("reproduce: skipped sure sig-trivial: SIG_Trivial"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("reproduce sure sure-wiki: 36 prompts of ~"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reproduce sure sure-wiki: 104 prompts of ~"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ETA"), std::string::npos) << r.err;
   auto lines = ragform::testing::json_lines(r.out);
   ASSERT_GE(lines.size(), 1u);
