@@ -98,7 +98,8 @@ void one_run(Html& h, const RunRows& run) {
 
 void paper_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions&) {
   h << "<section id=\"paper\"><h2>Paper vs this run</h2><p class=\"muted\">Each experiment "
-       "`ragform reproduce` ran, with the paper's value beside this run's (95% interval, n) "
+       "<code>ragform reproduce</code> ran, with the paper's value beside this run's (95% "
+       "interval, n) "
        "when the model is the paper's. Values are in the paper's unit (% or a fraction).</p>";
   for (const auto& r : runs) one_run(h, r);
   h << "</section>";
