@@ -89,7 +89,9 @@ void print_work(reader::Reader& r, const reproduce::Job& job, size_t ctx) {
     } catch (const Error&) {
       tokens = 0;
     }
-    sample.resize(sample.size() / 2);
+    // Halved at a space, so no UTF-8 sequence is split.
+    size_t half = sample.rfind(' ', sample.size() / 2);
+    sample.resize(half == std::string::npos ? sample.size() / 2 : half);
     cut = true;
   }
   std::string eta = "ETA unknown";
