@@ -5,6 +5,7 @@
 // reproduce_cli_slow_test.cpp.
 #include <gtest/gtest.h>
 
+#include "server/serve_harness.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
 
@@ -157,6 +158,29 @@ TEST(ReproduceCli, LongbenchFromData) {
   EXPECT_TRUE(hard) << lines[0].dump();
   std::string page = ragform::testing::read_file(html);
   EXPECT_NE(page.find("<td>C-NORM</td><td>accuracy hard</td><td>25.700"), std::string::npos);
+}
+
+// --reader openai: the same SURE smoke run against `ragform serve` (an OpenAI-compatible server);
+// -m names the served model, which is matched by name (stories260K is none of the papers').
+TEST(ReproduceCli, SureThroughAnOpenAiServer) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ragform::testing::ServeProcess srv({"-m", model.string(), "--ctx", "2048"});
+  fs::path dir = ragform::testing::temp_dir("reproduce-cli-openai");
+  fs::path db = dir / "run.sqlite", html = dir / "report.html";
+  auto r = run_ragform(
+      "reproduce sure --reader openai --base-url http://127.0.0.1:" + std::to_string(srv.port()) +
+      "/v1 -m stories260K --store " + quoted(db) + " -o " + quoted(html));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = ragform::testing::json_lines(r.out);
+  ASSERT_GE(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["experiment"], "sure-wiki");
+  EXPECT_GT(lines[0]["values"].size(), 10u);
+  ragform::store::RunStore st(db, ragform::store::RunStore::Mode::read_only);
+  bool remote = false;
+  for (const auto& run : st.runs())
+    if (run.pipeline == "reproduce") remote = run.model_sha256.empty() && run.reader != "native";
+  EXPECT_TRUE(remote);
+  EXPECT_NE(ragform::testing::read_file(html).find("sure · sure-wiki"), std::string::npos);
 }
 
 }  // namespace
