@@ -206,7 +206,7 @@ std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptio
 
 std::string render_report(const store::RunStore& st, const ReportOptions& opt, ReportStats* stats) {
   const std::vector<store::RunInfo> infos = st.runs();
-  std::vector<RunRows> calib, ceval, sure, spot, other;
+  std::vector<RunRows> calib, ceval, sure, spot, paper, other;
   size_t rows = 0;
   for (const auto& info : infos) {
     RunRows r{info, st.results(info.id)};
@@ -216,12 +216,18 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
                    : p == "cnorm eval"                                ? ceval
                    : p == "sure eval"                                 ? sure
                    : p == "spotlight eval" || p == "spotlight select" ? spot
+                   : p == "reproduce"                                 ? paper
                                                                       : other;
     bucket.push_back(std::move(r));
   }
   Html body;
   size_t sections = 0;
   std::string nav;
+  if (!paper.empty()) {
+    paper_section(body, paper, opt);
+    nav += "<a href=\"#paper\">Paper vs this run</a>";
+    ++sections;
+  }
   if (!calib.empty() || !ceval.empty()) {
     cnorm_section(body, calib, ceval, opt);
     nav += "<a href=\"#cnorm\">C-NORM</a>";

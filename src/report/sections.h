@@ -45,5 +45,7 @@ void cnorm_section(Html& h, const std::vector<RunRows>& calibrate, const std::ve
 void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>& runs,
                   const ReportOptions& opt);
 void spotlight_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions& opt);
+// `ragform reproduce` runs beside the papers' numbers (paper_section.cpp).
+void paper_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions& opt);
 
 }  // namespace ragform::report

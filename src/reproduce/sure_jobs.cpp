@@ -1,0 +1,235 @@
+// SURE's experiments through its front door (pipelines/sure/sure.h): the rule-based perturbations
+// (apply_rule, section 3.3) of each question's passage, evaluate_pairs (3.5, store-backed) and
+// robustness_report (Table 1 rows; the category means of Figure 4 / Table 3).
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "base/error.h"
+#include "eval/datasets.h"
+#include "pipelines/sure/sure.h"
+#include "reproduce/jobs.h"
+
+namespace ragform::reproduce::detail {
+
+namespace {
+
+// The paper's names (Table 1 rows, subsets, Table 3 columns) for the pipeline's.
+const std::map<std::string, std::string>& table1_names() {
+  static const std::map<std::string, std::string> m = {
+      {"style/simple", "Simple"},
+      {"style/complex", "Complex"},
+      {"source/llm-generated", "LLM-Generated"},
+      {"source/self-generated", "Self-Generated"},
+      {"logic/reverse", "Reverse"},
+      {"logic/random", "Random"},
+      {"logic/llm-ranked", "LLM-Ranked"},
+      {"format/json", "JSON"},
+      {"format/html", "HTML"},
+      {"format/yaml", "YAML"},
+      {"format/markdown", "Markdown"},
+      {"metadata/timestamp-pre", "Timestamp (pre)"},
+      {"metadata/timestamp-post", "Timestamp (post)"},
+      {"metadata/datasource-wiki", "Datasource (wiki)"},
+      {"metadata/datasource-twitter", "Datasource (twitter)"}};
+  return m;
+}
+std::string subset_name(const std::string& s) {
+  return s == "K-G"   ? "Known-Golden"
+         : s == "K-N" ? "Known-Noise"
+         : s == "U-G" ? "Unknown-Golden"
+         : s == "U-N" ? "Unknown-Noise"
+                      : s;
+}
+std::string category_name(const std::string& c) {
+  if (c == "metadata") return "Metadata";
+  std::string o = c;
+  if (!o.empty()) o[0] = char(o[0] - 'a' + 'A');
+  return o;
+}
+
+// Each question with retrieved passages: its own gold passage first, then the gold passages of
+// the next two questions (in file order) as retrieved noise, so that section 3.1's four cells
+// (Known/Unknown x Golden/Noise) can all be filled from NQ-Open's oracle file.
+std::vector<eval::QaRecord> with_noise(std::vector<eval::QaRecord> recs) {
+  std::vector<eval::QaRecord> out;
+  const size_t n = recs.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (recs[i].ctxs.empty()) continue;
+    eval::QaRecord r = recs[i];
+    r.ctxs.resize(1);
+    r.ctxs[0].id = r.id + "/0";
+    for (size_t d = 1; d <= 2 && n > 2; ++d) {
+      const auto& other = recs[(i + d) % n];
+      if (other.ctxs.empty()) continue;
+      eval::Context c = other.ctxs[0];
+      c.id = other.id + "/0";
+      c.isgold = false;
+      c.hasanswer.reset();
+      r.ctxs.push_back(std::move(c));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// The rule-based perturbations (section 3.3) of each prepared instance's passage.
+std::vector<sure::Pair> make_pairs(const std::vector<nlohmann::ordered_json>& rows) {
+  std::vector<sure::Pair> pairs;
+  sure::RuleOptions ro;
+  for (const auto& row : rows) {
+    const auto& c = row.at("ctxs").at(0);
+    const std::string title = c.value("title", ""), text = c.value("text", "");
+    for (const auto& k : sure::all_kinds()) {
+      if (k.needs != sure::NeedsReader::None) continue;  // style/source/llm-ranked need an LLM
+      sure::Pair p;
+      p.instance = row.at("id").get<std::string>();
+      p.doc = 0;
+      p.id = p.instance + "#0";
+      p.perturbation = k.name;
+      p.category = k.category;
+      p.question = row.at("question").get<std::string>();
+      p.answers = row.at("answers").get<std::vector<std::string>>();
+      p.title = title;
+      p.original = text;
+      p.embeds_title = k.embeds_title;
+      auto pt = sure::apply_rule(k.kind, {title, text}, ro, p.id);
+      if (pt.failed) continue;
+      p.perturbed = pt.text;
+      p.note = pt.note;
+      pairs.push_back(std::move(p));
+    }
+  }
+  return pairs;
+}
+
+// Table 1 values of the report rows (percentages, as the paper prints them).
+void table1_values(const std::vector<sure::ReportRow>& rows, std::vector<Value>& out) {
+  for (const auto& row : rows) {
+    const auto& r = row.rates;
+    const double n = double(r.n);
+    if (row.scope == "perturbation" && table1_names().count(row.key) && row.subset != "all") {
+      const std::string m = table1_names().at(row.key), s = subset_name(row.subset);
+      out.push_back(proportion(m, s + " RR", double(r.robust), n, 100));
+      if (row.subset == "U-N") continue;  // the paper gives RR only for U-N
+      out.push_back(proportion(m, s + " LR", double(r.lose), n, 100));
+      out.push_back(proportion(m, s + " WR", double(r.win), n, 100));
+      out.push_back(proportion(m, s + " Acc", double(r.pert_correct), n, 100));
+    }
+    if (row.scope == "category_pooled" && row.subset != "all" && row.subset != "U-N")
+      out.push_back(proportion(category_name(row.key) + " (category)",
+                               subset_name(row.subset) + " Org", double(r.org_correct), n, 100));
+  }
+}
+
+// Table 3: the category robustness rate (mean of its perturbations' RR).
+void table3_values(const std::vector<sure::ReportRow>& rows, std::vector<Value>& out) {
+  for (const auto& row : rows)
+    if (row.scope == "category") {
+      std::string c = row.key == "metadata" ? "Meta" : category_name(row.key);
+      out.push_back({"string match", "RR " + c, 100 * row.rates.rr, std::nullopt, std::nullopt,
+                     size_t(row.rates.n)});
+    }
+}
+
+store::RunConfig run_config(const std::string& pipeline, const nlohmann::json& config,
+                            const reader::Reader& r, const Options& opt) {
+  store::RunConfig rc;
+  rc.pipeline = pipeline;
+  rc.config = config;
+  rc.tool_version = opt.tool_version;
+  rc.model_path = opt.model_path;
+  rc.model_sha256 = opt.model_sha256;
+  rc.reader = r.describe();
+  rc.chat_mode = r.chat_mode();
+  return rc;
+}
+
+std::function<void(size_t, size_t)> progress(const Options& opt, const char* label) {
+  auto last = std::make_shared<size_t>(0);
+  auto started = std::make_shared<bool>(false);
+  return [&opt, label, last, started](size_t done, size_t total) {
+    if (!*started && opt.hooks.begin) opt.hooks.begin(label, total);
+    *started = true;
+    if (opt.hooks.advance && done > *last) opt.hooks.advance(done - *last);
+    *last = done;
+  };
+}
+
+}  // namespace
+
+Job sure_job(const Planned& p, const Options& opt) {
+  const bool smoke = opt.scale == Scale::Smoke, trivial = p.info.name == "sig-trivial";
+  eval::LoadOptions lo;
+  lo.limit = smoke ? 8 : 0;
+  const std::string input = p.inputs.at(0);
+  auto recs = eval::load_qa_file(input, lo).records;
+  if (!trivial) recs = with_noise(std::move(recs));  // SIG_Trivial brings its own passages
+  if (recs.empty()) throw Error("reproduce", "no questions with passages in " + input);
+  sure::PrepareOptions po;  // temperature 0.1, 32 tokens (Appendix D), seed 0
+  po.per_cell = smoke ? 2 : recs.size();
+  const size_t kinds = 10;  // the rule-based perturbations
+  Job j;
+  j.planned = p;
+  j.max_tokens = po.max_tokens;
+  // Closed-book answers (prepare), then per instance its closed-book, original and perturbed
+  // prompts. A question is Known or Unknown, so it fills at most two cells (its Golden and one
+  // Noise passage): at most min(4 x per_cell, 2 x questions) instances.
+  const size_t instances = std::min(4 * po.per_cell, 2 * recs.size());
+  j.prompts = recs.size() + instances * (2 + kinds);
+  j.note = std::string(
+               "rule-based perturbations only (logic reverse/random, 4 formats, 4 "
+               "metadata), no NLI filter; ") +
+           (trivial ? ""
+                    : "NQ-Open gold passages stand in for SURE_Wiki, other questions' "
+                      "gold passages for the retrieved noise") +
+           (smoke ? "; smoke scale: " + std::to_string(recs.size()) + " questions, " +
+                        std::to_string(po.per_cell) + " instances per cell"
+                  : "");
+  const auto prompts = sure::load_prompts(opt.sure_prompts_dir);
+  j.sample_prompt =
+      sure::rag_prompt(prompts, "(Title: " + recs[0].ctxs[0].title + ") " + recs[0].ctxs[0].text,
+                       recs[0].question, false);
+  j.run = [=](reader::Reader& r, store::RunStore& st) {
+    // Section 3.1: Known/Unknown by the closed-book answer, Golden/Noise by the passage.
+    auto prep_rc = run_config("sure prepare",
+                              {{"temperature", po.temperature},
+                               {"max_tokens", po.max_tokens},
+                               {"closed_book", prompts.identity("closed_book")},
+                               {"grading", "substring_match"}},
+                              r, opt);
+    const int64_t prep_run = st.begin_run(prep_rc);
+    auto prepared =
+        sure::run_prepare(&r, st, prep_run, prompts, recs, po, progress(opt, "sure prepare"));
+    if (opt.hooks.end) opt.hooks.end();
+    auto pairs = make_pairs(prepared.rows);
+    if (pairs.empty()) throw Error("reproduce", "no instances prepared from " + input);
+    sure::EvalOptions eo;  // temperature 0.1, 32 tokens (Appendix D)
+    auto rc = run_config("sure eval",
+                         {{"temperature", eo.temperature},
+                          {"max_tokens", eo.max_tokens},
+                          {"chain_of_note", false},
+                          {"prompts",
+                           {{"qa_prompt", prompts.identity("qa_prompt")},
+                            {"instruction", prompts.identity("qa_instruction")},
+                            {"closed_book", prompts.identity("closed_book")}}},
+                          {"grading", "substring_match"},
+                          {"reproduce", p.info.name}},
+                         r, opt);
+    int64_t run = st.begin_run(rc);
+    sure::EvalStats stats;
+    auto outcomes =
+        sure::evaluate_pairs(r, st, run, prompts, pairs, eo, stats, progress(opt, "sure eval"));
+    if (opt.hooks.end) opt.hooks.end();
+    auto rows = sure::robustness_report(outcomes, 0, 1000);
+    std::vector<Value> out;
+    if (trivial)
+      table3_values(rows, out);
+    else
+      table1_values(rows, out);
+    return out;
+  };
+  return j;
+}
+
+}  // namespace ragform::reproduce::detail
