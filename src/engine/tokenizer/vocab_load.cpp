@@ -212,29 +212,31 @@ void apply_heuristics(const gguf::File& f, Vocab& v) {
 
   for (int32_t id : {v.fim_pad, v.fim_rep, v.fim_sep})
     if (id != -1) v.eog.insert(id);
-  static const char* const kEog[] = {"<|eot_id|>",
-                                     "<|im_end|>",
-                                     "<|end|>",
-                                     "<|return|>",
-                                     "<|call|>",
-                                     "<|flush|>",
-                                     "<|calls|>",
-                                     "<end_of_turn>",
-                                     "<|endoftext|>",
-                                     "</s>",
-                                     "<|eom_id|>",
-                                     "<EOT>",
-                                     "_<EOT>",
-                                     "[EOT]",
-                                     "[EOS]",
-                                     "<|end_of_text|>",
-                                     "<end_of_utterance>",
-                                     "<eos>",
-                                     "<turn|>",
-                                     "<|tool_response>",
-                                     "<\xef\xbd\x9c"
-                                     "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-                                     "[e~["};
+  // DeepSeek's end of sentence spells its 'e' as \x65, which ends the hex escape before it (a
+  // literal split in two reads, to clang, as a missing comma).
+  static const char* const kEog[] = {
+      "<|eot_id|>",
+      "<|im_end|>",
+      "<|end|>",
+      "<|return|>",
+      "<|call|>",
+      "<|flush|>",
+      "<|calls|>",
+      "<end_of_turn>",
+      "<|endoftext|>",
+      "</s>",
+      "<|eom_id|>",
+      "<EOT>",
+      "_<EOT>",
+      "[EOT]",
+      "[EOS]",
+      "<|end_of_text|>",
+      "<end_of_utterance>",
+      "<eos>",
+      "<turn|>",
+      "<|tool_response>",
+      "<\xef\xbd\x9c\x65nd\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+      "[e~["};
   for (const char* t : kEog) {
     const int32_t id = v.find(t);
     if (id < 0) continue;
