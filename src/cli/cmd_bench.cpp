@@ -26,6 +26,97 @@ struct Sample {
   std::vector<double> tps;
 };
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// One context over the model, fed random token ids (as llama-bench) from one seeded generator.
+struct Bench {
+  Bench(const model::Model& model, const runtime::ContextParams& cp)
+      : m(model), ctx(model, cp), rng(42), tok(0, model.hp().n_vocab - 1) {}
+  const model::Model& m;
+  runtime::Context ctx;
+  std::mt19937 rng;
+  std::uniform_int_distribution<int32_t> tok;
+  using clock = std::chrono::steady_clock;
+
+  // Tokens/s of one prefill of n tokens in a fresh sequence. tap: capture the final token's
+  // last-layer attention (what an attention read-out captures).
+  double prefill(int n, bool tap) {
+    runtime::SeqInput in;
+    in.seq = ctx.new_sequence();
+    for (int i = 0; i < n; ++i) in.tokens.push_back(tok(rng));
+    in.logits = runtime::LogitsMode::Last;
+    if (tap) in.attn_layers = {m.hp().n_layer - 1};  // no attn_queries = the final token
+    auto t0 = clock::now();
+    ctx.eval({in});
+    double s = std::chrono::duration<double>(clock::now() - t0).count();
+    ctx.free_sequence(in.seq);
+    return n / s;
+  }
+
+  // ppN (and ppN+attn with the tap), reps runs each.
+  std::vector<Sample> prompt_processing(int n, int reps, bool with_tap) {
+    prefill(std::min(n, 16), false);  // warm-up
+    const int n_modes = with_tap ? 2 : 1;
+    std::vector<Sample> ss;
+    for (int mode = 0; mode < n_modes; ++mode)
+      ss.push_back({"pp" + std::to_string(n) + (mode == 1 ? "+attn" : ""), {}});
+    // Interleaved, so the tap's cost is measured against the same machine state.
+    for (int r = 0; r < reps; ++r)
+      for (int mode = 0; mode < n_modes; ++mode)
+        ss[size_t(mode)].tps.push_back(prefill(n, mode == 1));
+    for (int mode = 1; mode < n_modes; ++mode)
+      std::fprintf(stderr, "%s: attention tap adds %+.2f%% to prefill time (median vs %s)\n",
+                   ss[size_t(mode)].test.c_str(),
+                   100.0 * (median(ss[0].tps) / median(ss[size_t(mode)].tps) - 1.0),
+                   ss[0].test.c_str());
+    return ss;
+  }
+
+  // tgN: n decode steps after a one-token prompt, reps runs.
+  Sample generation(int n, int reps) {
+    Sample s{"tg" + std::to_string(n), {}};
+    for (int r = 0; r < reps; ++r) {
+      runtime::SeqInput in;
+      in.seq = ctx.new_sequence();
+      in.tokens = {tok(rng)};
+      ctx.eval({in});
+      auto t0 = clock::now();
+      for (int i = 0; i < n; ++i) {
+        in.tokens = {tok(rng)};
+        ctx.eval({in});
+      }
+      s.tps.push_back(n / std::chrono::duration<double>(clock::now() - t0).count());
+      ctx.free_sequence(in.seq);
+    }
+    return s;
+  }
+};
+
+// The table (or with --json one array): median, min and max tokens/s of every test.
+void print_results(const std::vector<Sample>& results, int n_threads, bool json) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  if (!json)
+    std::printf("%-14s %8s %12s %12s %12s\n", "test", "threads", "t/s median", "min", "max");
+  for (auto& s : results) {
+    auto v = s.tps;
+    std::sort(v.begin(), v.end());
+    const double med = median(v);
+    if (json)
+      arr.push_back(nlohmann::ordered_json{{"test", s.test},
+                                           {"threads", n_threads},
+                                           {"t_s_median", f9(med)},
+                                           {"t_s_min", f9(v.front())},
+                                           {"t_s_max", f9(v.back())}});
+    else
+      std::printf("%-14s %8d %12.2f %12.2f %12.2f\n", s.test.c_str(), n_threads, med, v.front(),
+                  v.back());
+  }
+  if (json) print_json_line(arr);
+}
+
 int run_bench(const std::vector<std::string>& argv) {
   Args a("bench", "Measure prompt processing (ppN) and generation (tgN) speed in tokens/s.",
          "Tokens are random ids (as llama-bench). --json prints one JSON array of\n"
@@ -62,83 +153,16 @@ int run_bench(const std::vector<std::string>& argv) {
   cp.n_ctx = max_len;
   cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = eo.pool;
-  runtime::Context ctx(*m, cp);
-  std::mt19937 rng(42);
-  std::uniform_int_distribution<int32_t> tok(0, m->hp().n_vocab - 1);
-  using clock = std::chrono::steady_clock;
+  Bench b(*m, cp);
   std::vector<Sample> results;
-
-  // tap: capture the final token's last-layer attention (what an attention read-out captures).
-  auto prefill = [&](int n, bool tap) {
-    runtime::SeqInput in;
-    in.seq = ctx.new_sequence();
-    for (int i = 0; i < n; ++i) in.tokens.push_back(tok(rng));
-    in.logits = runtime::LogitsMode::Last;
-    if (tap) in.attn_layers = {m->hp().n_layer - 1};  // no attn_queries = the final token
-    auto t0 = clock::now();
-    ctx.eval({in});
-    double s = std::chrono::duration<double>(clock::now() - t0).count();
-    ctx.free_sequence(in.seq);
-    return n / s;
-  };
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
   for (int n : pps) {
     if (n <= 0) continue;
-    prefill(std::min(n, 16), false);  // warm-up
-    const int n_modes = taps.value == "attention" ? 2 : 1;
-    std::vector<Sample> ss;
-    for (int mode = 0; mode < n_modes; ++mode)
-      ss.push_back({"pp" + std::to_string(n) + (mode == 1 ? "+attn" : ""), {}});
-    // Interleaved, so the tap's cost is measured against the same machine state.
-    for (int r = 0; r < reps.value; ++r)
-      for (int mode = 0; mode < n_modes; ++mode)
-        ss[size_t(mode)].tps.push_back(prefill(n, mode == 1));
-    for (int mode = 1; mode < n_modes; ++mode)
-      std::fprintf(stderr, "%s: attention tap adds %+.2f%% to prefill time (median vs %s)\n",
-                   ss[size_t(mode)].test.c_str(),
-                   100.0 * (median(ss[0].tps) / median(ss[size_t(mode)].tps) - 1.0),
-                   ss[0].test.c_str());
+    auto ss = b.prompt_processing(n, reps.value, taps.value == "attention");
     results.insert(results.end(), ss.begin(), ss.end());
   }
-  for (int n : tgs) {
-    if (n <= 0) continue;
-    Sample s{"tg" + std::to_string(n), {}};
-    for (int r = 0; r < reps.value; ++r) {
-      runtime::SeqInput in;
-      in.seq = ctx.new_sequence();
-      in.tokens = {tok(rng)};
-      ctx.eval({in});
-      auto t0 = clock::now();
-      for (int i = 0; i < n; ++i) {
-        in.tokens = {tok(rng)};
-        ctx.eval({in});
-      }
-      s.tps.push_back(n / std::chrono::duration<double>(clock::now() - t0).count());
-      ctx.free_sequence(in.seq);
-    }
-    results.push_back(s);
-  }
-  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  if (!json.value)
-    std::printf("%-14s %8s %12s %12s %12s\n", "test", "threads", "t/s median", "min", "max");
-  for (auto& s : results) {
-    auto v = s.tps;
-    std::sort(v.begin(), v.end());
-    const double med = median(v);
-    if (json.value)
-      arr.push_back(nlohmann::ordered_json{{"test", s.test},
-                                           {"threads", n_threads},
-                                           {"t_s_median", f9(med)},
-                                           {"t_s_min", f9(v.front())},
-                                           {"t_s_max", f9(v.back())}});
-    else
-      std::printf("%-14s %8d %12.2f %12.2f %12.2f\n", s.test.c_str(), n_threads, med, v.front(),
-                  v.back());
-  }
-  if (json.value) print_json_line(arr);
+  for (int n : tgs)
+    if (n > 0) results.push_back(b.generation(n, reps.value));
+  print_results(results, n_threads, json.value);
   return 0;
 }
 

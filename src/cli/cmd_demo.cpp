@@ -4,11 +4,9 @@
 //   1. cnorm calibrate --task needle --store   C-NORM delimiter calibration (ABS, Figure 3 data)
 //   2. cnorm eval --task needle --store        gold-position sweep: Baseline / Min-Token / C-NORM
 //   3. sure perturb | sure filter | sure eval  rule-based perturbations (logic, format, metadata)
-//   of
-//                                              story-needle items and NQ passages, RR/WR/LR
-//   4. Spotlight selection + recall@K on HotpotQA dev with GloVe vectors
-//   (pipelines/spotlight/run.h:
-//      `spotlight eval` keeps no store, so the demo writes its rows with the same library calls)
+//                                              of story-needle items and NQ passages, RR/WR/LR
+//   4. Spotlight selection + recall@K on HotpotQA dev with GloVe vectors, through the runner
+//      `spotlight eval --store` uses (pipelines/spotlight/run.h)
 //   5. report                                  one self-contained HTML page
 // Outputs: ./ragform-demo.sqlite and ./ragform-demo.html (or --out-dir); intermediate files go to
 // a temporary folder that is removed at the end. A rerun reuses every stored row (resumable).
@@ -128,6 +126,161 @@ size_t count_lines(const fs::path& p) {
   return size_t(std::count(s.begin(), s.end(), '\n'));
 }
 
+// The demo's inputs, found before any step runs so that a missing file is reported at once.
+struct DemoInputs {
+  std::string shared, model, nq, hotpot, glove;
+};
+
+DemoInputs find_inputs(const std::string& shared_flag, const std::string& model_flag) {
+  if (!shared_flag.empty() && !fs::is_directory(shared_flag))
+    throw UsageError("--shared", shared_flag + " is not a directory");
+  DemoInputs in;
+  try {
+    in.shared = shared_dir(shared_flag);
+  } catch (const Error& e) {
+    throw Error("demo",
+                std::string("no shared data folder (fixtures/ and data/) found: pass --shared DIR, "
+                            "or set RAGFORM_SHARED=DIR (") +
+                    e.what() + ")");
+  }
+  const std::string& sh = in.shared;
+  in.model = model_flag.empty() ? sh + "/fixtures/models/stories260K.gguf" : model_flag;
+  in.nq = sh + "/data/lost-in-the-middle/nq-open-oracle.jsonl.gz";
+  in.hotpot = sh + "/data/hotpotqa-distractor/dev.jsonl";
+  in.glove = sh + "/data/embeddings/glove-50d-5k.json";
+  std::string missing;
+  for (const auto& p : {in.model, in.nq, in.hotpot, in.glove})
+    if (!fs::exists(p)) missing += "\n  " + p;
+  if (!missing.empty())
+    throw Error("demo",
+                "missing input files (give -m MODEL.gguf for the model, --shared DIR for "
+                "the data):" +
+                    missing);
+  return in;
+}
+
+// Sizes from the command line, and where the outputs and the intermediate files go.
+struct DemoPlan {
+  int needle = 0, nq = 0, docs = 0, hotpot = 0;
+  fs::path db, html, work;
+};
+
+// What each step printed, for the summary.
+struct DemoResults {
+  nlohmann::json profile, cnorm_eval;  // the last JSON line of calibrate and of eval
+  size_t sure_pairs = 0;
+  nlohmann::json sure_overall;
+  std::vector<nlohmann::json> sure_categories;  // the paper's category RR (Figure 4)
+  spotlight::RunSummary spotlight;
+};
+
+// Steps 1-2: C-NORM on the story-needle probe.
+void cnorm_steps(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
+  const std::string& m = in.model;
+  const std::string N = std::to_string(plan.needle), K = std::to_string(plan.docs);
+  const fs::path profile = plan.work / "profile.json";
+  std::vector<std::string> cal = {"cnorm",       "calibrate",
+                                  "-m",          m,
+                                  "--task",      "needle",
+                                  "-S",          "6",
+                                  "-k",          K,
+                                  "-o",          profile.string(),
+                                  "--cache-dir", (plan.work / "cache").string(),
+                                  "--store",     plan.db.string()};
+  invoke(cal, plan.work / "calibrate.json");
+  res.profile = last_json(plan.work / "calibrate.json");
+  invoke({"cnorm", "eval", "-m", m, "--task", "needle", "--profile", profile.string(), "--limit", N,
+          "-k", K, "--store", plan.db.string()},
+         plan.work / "cnorm-eval.json");
+  res.cnorm_eval = last_json(plan.work / "cnorm-eval.json");
+}
+
+// Step 3: SURE, rule-based perturbations of story-needle items and NQ passages, then eval.
+void sure_steps(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
+  const fs::path& work = plan.work;
+  const fs::path needle = work / "needle.jsonl";
+  write_needle_records(needle, size_t(plan.needle), 0);
+  const fs::path pairs = work / "pairs.jsonl";
+  {
+    std::ofstream all(pairs, std::ios::binary);
+    invoke({"sure", "perturb", "--input", needle.string(), "--kinds", "logic,format,metadata"},
+           work / "pairs-needle.jsonl");
+    append_lines(work / "pairs-needle.jsonl", all);
+    if (plan.nq > 0) {
+      invoke({"sure", "perturb", "--input", in.nq, "--kinds", "logic,format,metadata", "--limit",
+              std::to_string(plan.nq), "--docs", "1"},
+             work / "pairs-nq.jsonl");
+      append_lines(work / "pairs-nq.jsonl", all);
+    }
+  }
+  invoke({"sure", "filter", "--input", pairs.string(), "--nli", "none"}, work / "kept.jsonl");
+  res.sure_pairs = count_lines(work / "kept.jsonl");
+  invoke({"sure", "eval", "-m", in.model, "--input", (work / "kept.jsonl").string(), "--store",
+          plan.db.string(), "--resamples", "500"},
+         work / "sure-eval.json");
+  std::istringstream lines(read_text(work / "sure-eval.json"));
+  for (std::string l; std::getline(lines, l);) {
+    auto j = nlohmann::json::parse(l, nullptr, false);
+    if (j.is_object() && j.value("scope", "") == "overall" && j.value("subset", "") == "all")
+      res.sure_overall = j;
+    if (j.is_object() && j.value("scope", "") == "category") res.sure_categories.push_back(j);
+  }
+}
+
+// Step 4: Spotlight on HotpotQA dev, its rows written with the pipeline's runner into the store.
+void spotlight_step(const DemoInputs& in, const DemoPlan& plan, store::RunStore& st,
+                    DemoResults& res) {
+  std::fprintf(stderr,
+               "\n# spotlight selection + recall (the rows of `ragform spotlight eval --input %s "
+               "--vectors %s --limit %d`, stored)\n",
+               in.hotpot.c_str(), in.glove.c_str(), plan.hotpot);
+  eval::LoadOptions lo;
+  lo.limit = size_t(plan.hotpot);
+  auto recs = eval::load_qa_file(in.hotpot, lo).records;
+  auto wv = spotlight::WordVectors::load(in.glove);
+  spotlight::StaticEncoder enc(wv);
+  spotlight::RunOptions so;
+  so.input_path = in.hotpot;
+  so.vectors_path = in.glove;
+  so.params = spotlight::default_score_params();  // what `spotlight select` uses with no flags
+  so.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  res.spotlight = spotlight::run_eval(st, recs, enc, so);
+  const spotlight::RunSummary& ss = res.spotlight;
+  std::fprintf(stderr, "spotlight: %zu questions (%zu rows written, %zu reused, %zu skipped)\n",
+               ss.questions, ss.written, ss.reused, ss.skipped);
+}
+
+// The summary on stdout: one line or two per pipeline, then where the outputs are.
+void print_summary(const DemoInputs& in, const DemoPlan& plan, const DemoResults& res,
+                   double secs) {
+  std::printf("ragform demo on %s (%.0f s)\n", fs::path(in.model).filename().c_str(), secs);
+  const nlohmann::json& prof = res.profile;
+  if (prof.is_object() && prof.contains("best") && prof["best"].is_string())
+    std::printf("  C-NORM    calibrated delimiter f* = '%s' over %zu candidates\n",
+                prof["best"].get<std::string>().c_str(),
+                prof.contains("candidates") ? prof["candidates"].size() : size_t(0));
+  if (res.cnorm_eval.is_object() && res.cnorm_eval.contains("variants"))
+    for (const auto& v : res.cnorm_eval["variants"])
+      std::printf("            %-10s OAA %.3f  OPA %.3f\n", v.value("name", std::string()).c_str(),
+                  v.value("oaa", 0.0), v.value("opa", 0.0));
+  if (res.sure_overall.is_object())
+    std::printf("  SURE      %zu pairs: RR %.3f  WR %.3f  LR %.3f\n", res.sure_pairs,
+                res.sure_overall.value("RR", 0.0), res.sure_overall.value("WR", 0.0),
+                res.sure_overall.value("LR", 0.0));
+  if (!res.sure_categories.empty()) {
+    std::printf("            category RR (mean of its perturbations' RR, Golden pairs):");
+    for (const auto& c : res.sure_categories)
+      std::printf(" %s %.3f", c.value("key", std::string()).c_str(), c.value("RR", 0.0));
+    std::printf("\n");
+  }
+  std::printf("  Spotlight %zu HotpotQA questions, recall@6:", res.spotlight.questions);
+  for (const char* mth : {"spotlight", "bm25", "lead", "random"}) {
+    auto it = res.spotlight.mean_recall.find(std::string(mth) + "@6");
+    if (it != res.spotlight.mean_recall.end()) std::printf(" %s %.3f", mth, it->second);
+  }
+  std::printf("\n  store  %s\n  report %s\n", plan.db.c_str(), plan.html.c_str());
+}
+
 int run_demo(const std::vector<std::string>& argv) {
   Args a(
       "demo",
@@ -155,151 +308,41 @@ int run_demo(const std::vector<std::string>& argv) {
   if (n_needle.value < 1 || n_nq.value < 0 || n_hotpot.value < 1)
     throw UsageError("demo", "--needle and --hotpot must be >= 1, --nq >= 0");
   auto t0 = std::chrono::steady_clock::now();
+  const DemoInputs in = find_inputs(shared.value, model.value);
 
-  if (!shared.value.empty() && !fs::is_directory(shared.value))
-    throw UsageError("--shared", shared.value + " is not a directory");
-  std::string sh;
-  try {
-    sh = shared_dir(shared.value);
-  } catch (const Error& e) {
-    throw Error("demo",
-                std::string("no shared data folder (fixtures/ and data/) found: pass --shared DIR, "
-                            "or set RAGFORM_SHARED=DIR (") +
-                    e.what() + ")");
-  }
-  std::string m = model.value.empty() ? sh + "/fixtures/models/stories260K.gguf" : model.value;
-  const std::string nq = sh + "/data/lost-in-the-middle/nq-open-oracle.jsonl.gz";
-  const std::string hotpot = sh + "/data/hotpotqa-distractor/dev.jsonl";
-  const std::string glove = sh + "/data/embeddings/glove-50d-5k.json";
-  std::string missing;
-  for (const auto& p : {m, nq, hotpot, glove})
-    if (!fs::exists(p)) missing += "\n  " + p;
-  if (!missing.empty())
-    throw Error("demo",
-                "missing input files (give -m MODEL.gguf for the model, --shared DIR for "
-                "the data):" +
-                    missing);
-
+  DemoPlan plan;
+  plan.needle = n_needle.value;
+  plan.nq = n_nq.value;
+  plan.docs = k_docs.value;
+  plan.hotpot = n_hotpot.value;
   fs::create_directories(out_dir.value);
-  const fs::path db = fs::path(out_dir.value) / "ragform-demo.sqlite";
-  const fs::path html = fs::path(out_dir.value) / "ragform-demo.html";
-  const fs::path work =
-      fs::temp_directory_path() / ("ragform-demo-" + std::to_string(long(getpid())));
-  fs::create_directories(work);
+  plan.db = fs::path(out_dir.value) / "ragform-demo.sqlite";
+  plan.html = fs::path(out_dir.value) / "ragform-demo.html";
+  plan.work = fs::temp_directory_path() / ("ragform-demo-" + std::to_string(long(getpid())));
+  fs::create_directories(plan.work);
   struct Cleanup {
     fs::path p;
     ~Cleanup() {
       std::error_code ec;
       fs::remove_all(p, ec);
     }
-  } cleanup{work};
+  } cleanup{plan.work};
   std::fprintf(stderr,
                "ragform demo: model %s\n  shared data %s\n  store %s (resumable)\n  "
                "intermediate files (profile, pairs, command outputs) in %s, removed at the end\n",
-               m.c_str(), sh.c_str(), db.c_str(), work.c_str());
-  const std::string N = std::to_string(n_needle.value), K = std::to_string(k_docs.value);
+               in.model.c_str(), in.shared.c_str(), plan.db.c_str(), plan.work.c_str());
 
-  // 1-2. C-NORM on the story-needle probe.
-  const fs::path profile = work / "profile.json";
-  std::vector<std::string> cal = {"cnorm",       "calibrate",
-                                  "-m",          m,
-                                  "--task",      "needle",
-                                  "-S",          "6",
-                                  "-k",          K,
-                                  "-o",          profile.string(),
-                                  "--cache-dir", (work / "cache").string(),
-                                  "--store",     db.string()};
-  invoke(cal, work / "calibrate.json");
-  nlohmann::json prof = last_json(work / "calibrate.json");
-  invoke({"cnorm", "eval", "-m", m, "--task", "needle", "--profile", profile.string(), "--limit", N,
-          "-k", K, "--store", db.string()},
-         work / "cnorm-eval.json");
-  nlohmann::json ceval = last_json(work / "cnorm-eval.json");
-
-  // 3. SURE: rule-based perturbations of story-needle items and NQ passages, then eval.
-  const fs::path needle = work / "needle.jsonl";
-  write_needle_records(needle, size_t(n_needle.value), 0);
-  const fs::path pairs = work / "pairs.jsonl";
+  DemoResults res;
+  cnorm_steps(in, plan, res);
+  sure_steps(in, plan, res);
   {
-    std::ofstream all(pairs, std::ios::binary);
-    invoke({"sure", "perturb", "--input", needle.string(), "--kinds", "logic,format,metadata"},
-           work / "pairs-needle.jsonl");
-    append_lines(work / "pairs-needle.jsonl", all);
-    if (n_nq.value > 0) {
-      invoke({"sure", "perturb", "--input", nq, "--kinds", "logic,format,metadata", "--limit",
-              std::to_string(n_nq.value), "--docs", "1"},
-             work / "pairs-nq.jsonl");
-      append_lines(work / "pairs-nq.jsonl", all);
-    }
-  }
-  invoke({"sure", "filter", "--input", pairs.string(), "--nli", "none"}, work / "kept.jsonl");
-  size_t n_pairs = count_lines(work / "kept.jsonl");
-  invoke({"sure", "eval", "-m", m, "--input", (work / "kept.jsonl").string(), "--store",
-          db.string(), "--resamples", "500"},
-         work / "sure-eval.json");
-  nlohmann::json sure_overall;
-  std::vector<nlohmann::json> sure_categories;  // the paper's category RR (Figure 4)
-  {
-    std::istringstream in(read_text(work / "sure-eval.json"));
-    for (std::string l; std::getline(in, l);) {
-      auto j = nlohmann::json::parse(l, nullptr, false);
-      if (j.is_object() && j.value("scope", "") == "overall" && j.value("subset", "") == "all")
-        sure_overall = j;
-      if (j.is_object() && j.value("scope", "") == "category") sure_categories.push_back(j);
-    }
-  }
-
-  // 4. Spotlight on HotpotQA dev.
-  std::fprintf(stderr,
-               "\n# spotlight selection + recall (the rows of `ragform spotlight eval --input %s "
-               "--vectors %s --limit %d`, stored)\n",
-               hotpot.c_str(), glove.c_str(), n_hotpot.value);
-  eval::LoadOptions lo;
-  lo.limit = size_t(n_hotpot.value);
-  auto recs = eval::load_qa_file(hotpot, lo).records;
-  auto wv = spotlight::WordVectors::load(glove);
-  spotlight::StaticEncoder enc(wv);
-  spotlight::RunOptions so;
-  so.input_path = hotpot;
-  so.vectors_path = glove;
-  so.params = spotlight::default_score_params();  // what `spotlight select` uses with no flags
-  so.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  {
-    store::RunStore st(db);
-    auto ss = spotlight::run_eval(st, recs, enc, so);
-    std::fprintf(stderr, "spotlight: %zu questions (%zu rows written, %zu reused, %zu skipped)\n",
-                 ss.questions, ss.written, ss.reused, ss.skipped);
+    // The store stays open through the report, as when the steps were one function.
+    store::RunStore st(plan.db);
+    spotlight_step(in, plan, st, res);
     // 5. The report.
-    invoke({"report", db.string(), "-o", html.string()}, work / "report.json");
+    invoke({"report", plan.db.string(), "-o", plan.html.string()}, plan.work / "report.json");
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-    // Summary on stdout.
-    std::printf("ragform demo on %s (%.0f s)\n", fs::path(m).filename().c_str(), secs);
-    if (prof.is_object() && prof.contains("best") && prof["best"].is_string())
-      std::printf("  C-NORM    calibrated delimiter f* = '%s' over %zu candidates\n",
-                  prof["best"].get<std::string>().c_str(),
-                  prof.contains("candidates") ? prof["candidates"].size() : size_t(0));
-    if (ceval.is_object() && ceval.contains("variants"))
-      for (const auto& v : ceval["variants"])
-        std::printf("            %-10s OAA %.3f  OPA %.3f\n",
-                    v.value("name", std::string()).c_str(), v.value("oaa", 0.0),
-                    v.value("opa", 0.0));
-    if (sure_overall.is_object())
-      std::printf("  SURE      %zu pairs: RR %.3f  WR %.3f  LR %.3f\n", n_pairs,
-                  sure_overall.value("RR", 0.0), sure_overall.value("WR", 0.0),
-                  sure_overall.value("LR", 0.0));
-    if (!sure_categories.empty()) {
-      std::printf("            category RR (mean of its perturbations' RR, Golden pairs):");
-      for (const auto& c : sure_categories)
-        std::printf(" %s %.3f", c.value("key", std::string()).c_str(), c.value("RR", 0.0));
-      std::printf("\n");
-    }
-    std::printf("  Spotlight %zu HotpotQA questions, recall@6:", ss.questions);
-    for (const char* mth : {"spotlight", "bm25", "lead", "random"}) {
-      auto it = ss.mean_recall.find(std::string(mth) + "@6");
-      if (it != ss.mean_recall.end()) std::printf(" %s %.3f", mth, it->second);
-    }
-    std::printf("\n  store  %s\n  report %s\n", db.c_str(), html.c_str());
+    print_summary(in, plan, res, secs);
   }
   return 0;
 }

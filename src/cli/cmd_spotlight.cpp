@@ -305,6 +305,209 @@ int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& 
   return 0;
 }
 
+// One configuration of the scorer evaluated on every question: a row group, its name, the
+// parameters and the K of its recall.
+struct Config {
+  std::string group, name;
+  ScoreParams p;
+  int K;
+};
+
+// The main configuration first (rows[0] feeds the baselines' comparison and --generate), then
+// with --sweeps Table 3's ablations and Table 4's k and lambda sweeps.
+std::vector<Config> eval_configs(const ScoreParams& base, int K, bool sweeps) {
+  std::vector<Config> cfgs{{"main", "spotlight", base, K}};
+  if (!sweeps) return cfgs;
+  auto with = [&](auto f) {
+    ScoreParams p = base;
+    f(p);
+    return p;
+  };
+  cfgs.push_back({"ablation", "w/o fine-grained scorer",
+                  with([](ScoreParams& p) { p.scorer = Scorer::MeanVector; }), K});
+  // Table 3's "w/o importance weighting", both readings (scoring.h).
+  cfgs.push_back({"ablation", "w/o query importance alpha (eq. 8)",
+                  with([](ScoreParams& p) { p.alpha = Alpha::Uniform; }), K});
+  cfgs.push_back({"ablation", "w/o context weights w (eq. 6)",
+                  with([](ScoreParams& p) { p.weighting = Weighting::Uniform; }), K});
+  for (int k : {1, 3, 5, 7})
+    cfgs.push_back(
+        {"sweep-k", "k=" + std::to_string(k), with([&](ScoreParams& p) { p.top_k = k; }), K});
+  for (double l : {0.0, 0.5, 1.0})
+    cfgs.push_back({"sweep-lambda", "lambda=" + std::to_string(l).substr(0, 3),
+                    with([&](ScoreParams& p) { p.lambda = l; }), K});
+  return cfgs;
+}
+
+// What `spotlight eval` measures on each question, as given on its command line.
+struct EvalSettings {
+  ScoreParams base;
+  int K = 0;
+  uint64_t seed = 0;
+  bool sweeps = false;
+  bool generate = false;
+  int n_predict = 0;
+  bool json = false;
+};
+
+// Everything accumulated over the questions, printed at the end.
+struct EvalTally {
+  std::vector<Row> rows;   // one per configuration (eval_configs)
+  std::vector<Row> krows;  // K sweep of the main configuration and the baselines
+  // Table 4's context length: the gold paragraphs plus the first d distractors (d = 8: all of a
+  // HotpotQA distractor record), Spotlight and BM25 at K; crows[2i] spotlight, [2i+1] bm25.
+  std::vector<int> distractors;
+  std::vector<Row> crows;
+  std::vector<double> ctx_words;  // words of the contexts per distractor count, summed
+  PositionalAnalysis pa;
+  size_t skipped = 0, words = 0, oov = 0;
+  std::vector<double> em_full, sub_full, em_plain, sub_plain;  // --generate, per question
+};
+
+EvalTally make_tally(const std::vector<Config>& cfgs, const EvalSettings& es) {
+  EvalTally t;
+  for (const auto& c : cfgs) t.rows.push_back({c.group, c.name, c.K, {}});
+  const std::vector<int> Ks = es.sweeps ? std::vector<int>{2, 4, 6, 8} : std::vector<int>{es.K};
+  for (const char* m : {"spotlight", "lead", "lead-doc", "random", "bm25"})
+    for (int k : Ks) t.krows.push_back({"sweep-K", m, k, {}});
+  if (es.sweeps) t.distractors = {0, 2, 4, 8};
+  t.ctx_words.assign(t.distractors.size(), 0.0);
+  for (int d : t.distractors)
+    for (const char* m : {"spotlight", "bm25"})
+      t.crows.push_back({"sweep-context", std::string(m) + " gold+" + std::to_string(d), es.K, {}});
+  return t;
+}
+
+// --generate: the reader's answer to the main configuration's selection, with and without the
+// special tokens (the paper's end-to-end comparison).
+void answer_question(reader::Reader& rd, const eval::QaRecord& r, const std::vector<Document>& docs,
+                     const ScoredQuestion& sq, const EvalSettings& es, EvalTally& t) {
+  reader::GenerateParams gp;
+  gp.max_tokens = es.n_predict;
+  gp.stop = {"\n"};
+  for (bool special : {true, false}) {
+    Selection s = select_and_annotate(r.question, docs, sq, {es.K, Order::Document, special});
+    std::string out = rd.generate(s.prompt, gp).text;
+    (special ? t.em_full : t.em_plain).push_back(text::exact_match(out, r.answers));
+    (special ? t.sub_full : t.sub_plain).push_back(text::substring_match(out, r.answers));
+  }
+}
+
+// One question: every configuration's recall, the baselines' K sweep and the context-length
+// sweep. Questions without resolvable gold sentences are counted and skipped.
+void eval_question(const eval::QaRecord& r, TokenEncoder& enc, EncoderFlags& ef,
+                   const std::vector<Config>& cfgs, const EvalSettings& es, EvalTally& t) {
+  auto gold = gold_sentences(r);
+  if (gold.empty()) {
+    ++t.skipped;
+    return;
+  }
+  add_positions(r, t.pa);
+  std::vector<Document> docs = documents_of(r);
+  Ranking spot;
+  for (size_t i = 0; i < cfgs.size(); ++i) {
+    ScoredQuestion sq = score_question(enc, r.question, docs, cfgs[i].p);
+    Ranking rk = rank_scored(sq);
+    t.rows[i].recalls.push_back(recall_at(rk, gold, cfgs[i].K));
+    if (i == 0) {
+      spot = rk;
+      t.words += sq.words;
+      t.oov += sq.oov;
+      if (es.generate) answer_question(ef.open_reader(), r, docs, sq, es, t);
+    }
+  }
+  uint64_t qseed = derive_seed(es.seed, r.id);
+  std::map<std::string, Ranking> base_rk{{"spotlight", spot},
+                                         {"lead", rank_lead(docs)},
+                                         {"lead-doc", rank_lead_per_doc(docs)},
+                                         {"random", rank_random(docs, qseed)},
+                                         {"bm25", rank_bm25(r.question, docs)}};
+  for (Row& kr : t.krows) kr.recalls.push_back(recall_at(base_rk[kr.method], gold, kr.K));
+  for (size_t i = 0; i < t.distractors.size(); ++i) {
+    ContextSubset cs = with_distractors(docs, gold, t.distractors[i]);
+    for (const Document& d : cs.docs) t.ctx_words[i] += double(text::words(d.text).size());
+    ScoredQuestion sq = score_question(enc, r.question, cs.docs, es.base);
+    t.crows[2 * i].recalls.push_back(recall_at(rank_scored(sq), cs.gold, es.K));
+    t.crows[2 * i + 1].recalls.push_back(recall_at(rank_bm25(r.question, cs.docs), cs.gold, es.K));
+  }
+}
+
+// A row's mean recall with its bootstrap 95% interval, on stderr (and stdout with --json).
+void report_row(const Row& row, bool json) {
+  if (row.recalls.empty()) return;
+  eval::BootstrapCI ci = eval::bootstrap_mean_ci(row.recalls, 0.95, 2000, 7);
+  if (json)
+    print_json_line(ojson{{"kind", "recall"},
+                          {"group", row.group},
+                          {"method", row.method},
+                          {"K", row.K},
+                          {"recall", f9(ci.mean)},
+                          {"ci95", {f9(ci.lo), f9(ci.hi)}},
+                          {"questions", row.recalls.size()}});
+  std::fprintf(stderr, "%-13s %-26s recall@%d = %.4f  [%.4f, %.4f]  n=%zu\n", row.group.c_str(),
+               row.method.c_str(), row.K, ci.mean, ci.lo, ci.hi, row.recalls.size());
+}
+
+// The recall rows: the main comparison at K, the ablations and sweeps, then the context lengths.
+void report_recalls(const EvalTally& t, const EvalSettings& es) {
+  for (const Row& kr : t.krows)
+    if (kr.K == es.K) report_row({"main", kr.method, kr.K, kr.recalls}, es.json);
+  for (size_t i = 1; i < t.rows.size(); ++i) report_row(t.rows[i], es.json);
+  if (es.sweeps)
+    for (const Row& kr : t.krows)
+      if (kr.K != es.K) report_row(kr, es.json);
+  for (size_t i = 0; i < t.distractors.size(); ++i) {
+    double n = double(t.crows[2 * i].recalls.size());
+    double words_mean = n > 0 ? t.ctx_words[i] / n : 0.0;
+    std::fprintf(stderr, "context gold+%d distractors: %.0f words per question on average\n",
+                 t.distractors[i], words_mean);
+    if (es.json)
+      print_json_line(ojson{{"kind", "context"},
+                            {"distractors", t.distractors[i]},
+                            {"words", f9(words_mean)},
+                            {"questions", t.crows[2 * i].recalls.size()}});
+    report_row(t.crows[2 * i], es.json);
+    report_row(t.crows[2 * i + 1], es.json);
+  }
+}
+
+// Figure 1(a): where gold sentences sit in their paragraphs, against all sentences.
+void report_positions(const PositionalAnalysis& pa, bool json) {
+  auto lift = pa.lift();
+  const char* bins[5] = {"0-20%", "20-40%", "40-60%", "60-80%", "80-100%"};
+  for (int b = 0; b < 5; ++b) {
+    std::fprintf(stderr, "position %-8s gold %5.0f  all %5.0f  lift %.3f\n", bins[b], pa.gold[b],
+                 pa.all[b], lift[b]);
+    if (json)
+      print_json_line(ojson{{"kind", "position"},
+                            {"bin", bins[b]},
+                            {"gold", pa.gold[b]},
+                            {"sentences", pa.all[b]},
+                            {"lift", f9(lift[b])}});
+  }
+}
+
+// --generate: end-to-end EM and substring accuracy, with and without the special tokens.
+void report_answers(const EvalTally& t, EncoderFlags& ef, bool json) {
+  auto mean = [](const std::vector<double>& v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  };
+  for (bool special : {true, false}) {
+    double em = mean(special ? t.em_full : t.em_plain),
+           sub = mean(special ? t.sub_full : t.sub_plain);
+    const char* name = special ? "spotlight" : "w/o special tokens";
+    std::fprintf(stderr, "end-to-end %-20s EM %.4f  substring %.4f  n=%zu\n", name, em, sub,
+                 t.em_full.size());
+    if (json)
+      print_json_line(ojson{{"kind", "answer"},
+                            {"variant", name},
+                            {"em", f9(em)},
+                            {"substring", f9(sub)},
+                            {"questions", t.em_full.size()},
+                            {"reader", ef.open_reader().describe()}});
+  }
+}
+
 int run_eval(const std::vector<std::string>& argv) {
   Args a(
       "spotlight eval",
@@ -336,185 +539,44 @@ int run_eval(const std::vector<std::string>& argv) {
     throw UsageError("--store",
                      "stores the main comparison only: leave out --sweeps and --generate");
   const Shard shard = shard_f.shard();
-  const ScoreParams base = sf.params();
-  const int K = sf.K.value;
+  EvalSettings es;
+  es.base = sf.params();
+  es.K = sf.K.value;
+  es.seed = static_cast<uint64_t>(seed.value);
+  es.sweeps = sweeps.value;
+  es.generate = generate.value;
+  es.n_predict = n_predict.value;
+  es.json = json.value;
   TokenEncoder& enc = ef.open();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   if (store_path.seen)
-    return eval_into_store(store_path.value, recs, enc, ef, base, K, uint64_t(seed.value),
-                           input.value, json.value);
+    return eval_into_store(store_path.value, recs, enc, ef, es.base, es.K, es.seed, input.value,
+                           es.json);
 
-  // Configurations: (group, name, params, K).
-  struct Config {
-    std::string group, name;
-    ScoreParams p;
-    int K;
-  };
-  std::vector<Config> cfgs{{"main", "spotlight", base, K}};
-  if (sweeps.value) {
-    auto with = [&](auto f) {
-      ScoreParams p = base;
-      f(p);
-      return p;
-    };
-    cfgs.push_back({"ablation", "w/o fine-grained scorer",
-                    with([](ScoreParams& p) { p.scorer = Scorer::MeanVector; }), K});
-    // Table 3's "w/o importance weighting", both readings (scoring.h).
-    cfgs.push_back({"ablation", "w/o query importance alpha (eq. 8)",
-                    with([](ScoreParams& p) { p.alpha = Alpha::Uniform; }), K});
-    cfgs.push_back({"ablation", "w/o context weights w (eq. 6)",
-                    with([](ScoreParams& p) { p.weighting = Weighting::Uniform; }), K});
-    for (int k : {1, 3, 5, 7})
-      cfgs.push_back(
-          {"sweep-k", "k=" + std::to_string(k), with([&](ScoreParams& p) { p.top_k = k; }), K});
-    for (double l : {0.0, 0.5, 1.0})
-      cfgs.push_back({"sweep-lambda", "lambda=" + std::to_string(l).substr(0, 3),
-                      with([&](ScoreParams& p) { p.lambda = l; }), K});
-  }
-  std::vector<Row> rows;
-  for (const auto& c : cfgs) rows.push_back({c.group, c.name, c.K, {}});
-  const std::vector<int> Ks = sweeps.value ? std::vector<int>{2, 4, 6, 8} : std::vector<int>{K};
-  std::vector<Row> krows;  // K sweep of the main configuration and the baselines
-  for (const char* m : {"spotlight", "lead", "lead-doc", "random", "bm25"})
-    for (int k : Ks) krows.push_back({"sweep-K", m, k, {}});
-  // Table 4's context length: the gold paragraphs plus the first d distractors (d = 8: all of a
-  // HotpotQA distractor record), Spotlight and BM25 at K; crows[2i] spotlight, [2i+1] bm25.
-  const std::vector<int> distractors =
-      sweeps.value ? std::vector<int>{0, 2, 4, 8} : std::vector<int>{};
-  std::vector<Row> crows;
-  std::vector<double> ctx_words(distractors.size(), 0.0);
-  for (int d : distractors)
-    for (const char* m : {"spotlight", "bm25"})
-      crows.push_back({"sweep-context", std::string(m) + " gold+" + std::to_string(d), K, {}});
+  const std::vector<Config> cfgs = eval_configs(es.base, es.K, es.sweeps);
+  EvalTally t = make_tally(cfgs, es);
+  {
+    Progress prog("spotlight eval", recs.size());
+    for (const eval::QaRecord& r : recs) {
+      prog.add();
+      eval_question(r, enc, ef, cfgs, es, t);
+    }
+  }  // the progress line ends before the report
 
-  PositionalAnalysis pa;
-  size_t skipped = 0, words = 0, oov = 0;
-  std::vector<double> em_full, sub_full, em_plain, sub_plain;
-  std::unique_ptr<Progress> prog = std::make_unique<Progress>("spotlight eval", recs.size());
-  for (const eval::QaRecord& r : recs) {
-    prog->add();
-    auto gold = gold_sentences(r);
-    if (gold.empty()) {
-      ++skipped;
-      continue;
-    }
-    add_positions(r, pa);
-    std::vector<Document> docs = documents_of(r);
-    Ranking spot;
-    for (size_t i = 0; i < cfgs.size(); ++i) {
-      ScoredQuestion sq = score_question(enc, r.question, docs, cfgs[i].p);
-      Ranking rk = rank_scored(sq);
-      rows[i].recalls.push_back(recall_at(rk, gold, cfgs[i].K));
-      if (i == 0) {
-        spot = rk;
-        words += sq.words;
-        oov += sq.oov;
-        if (generate.value) {
-          reader::Reader& rd = ef.open_reader();
-          reader::GenerateParams gp;
-          gp.max_tokens = n_predict.value;
-          gp.stop = {"\n"};
-          for (bool special : {true, false}) {
-            Selection s = select_and_annotate(r.question, docs, sq, {K, Order::Document, special});
-            std::string out = rd.generate(s.prompt, gp).text;
-            (special ? em_full : em_plain).push_back(text::exact_match(out, r.answers));
-            (special ? sub_full : sub_plain).push_back(text::substring_match(out, r.answers));
-          }
-        }
-      }
-    }
-    uint64_t qseed = derive_seed(static_cast<uint64_t>(seed.value), r.id);
-    std::map<std::string, Ranking> base_rk{{"spotlight", spot},
-                                           {"lead", rank_lead(docs)},
-                                           {"lead-doc", rank_lead_per_doc(docs)},
-                                           {"random", rank_random(docs, qseed)},
-                                           {"bm25", rank_bm25(r.question, docs)}};
-    for (Row& kr : krows) kr.recalls.push_back(recall_at(base_rk[kr.method], gold, kr.K));
-    for (size_t i = 0; i < distractors.size(); ++i) {
-      ContextSubset cs = with_distractors(docs, gold, distractors[i]);
-      for (const Document& d : cs.docs) ctx_words[i] += double(text::words(d.text).size());
-      ScoredQuestion sq = score_question(enc, r.question, cs.docs, base);
-      crows[2 * i].recalls.push_back(recall_at(rank_scored(sq), cs.gold, K));
-      crows[2 * i + 1].recalls.push_back(recall_at(rank_bm25(r.question, cs.docs), cs.gold, K));
-    }
-  }
-  prog.reset();
-
-  auto report = [&](const Row& row) {
-    if (row.recalls.empty()) return;
-    eval::BootstrapCI ci = eval::bootstrap_mean_ci(row.recalls, 0.95, 2000, 7);
-    if (json.value)
-      print_json_line(ojson{{"kind", "recall"},
-                            {"group", row.group},
-                            {"method", row.method},
-                            {"K", row.K},
-                            {"recall", f9(ci.mean)},
-                            {"ci95", {f9(ci.lo), f9(ci.hi)}},
-                            {"questions", row.recalls.size()}});
-    std::fprintf(stderr, "%-13s %-26s recall@%d = %.4f  [%.4f, %.4f]  n=%zu\n", row.group.c_str(),
-                 row.method.c_str(), row.K, ci.mean, ci.lo, ci.hi, row.recalls.size());
-  };
   std::fprintf(stderr,
                "encoder %s; %zu questions (%zu without resolvable gold skipped); OOV %zu of %zu "
                "words (%.1f%%)\n",
-               enc.describe().c_str(), recs.size() - skipped, skipped, oov, words,
-               words ? 100.0 * double(oov) / double(words) : 0.0);
-  for (const Row& kr : krows)
-    if (kr.K == K) report({"main", kr.method, kr.K, kr.recalls});
-  for (size_t i = 1; i < rows.size(); ++i) report(rows[i]);
-  if (sweeps.value)
-    for (const Row& kr : krows)
-      if (kr.K != K) report(kr);
-  for (size_t i = 0; i < distractors.size(); ++i) {
-    double n = double(crows[2 * i].recalls.size());
-    double words_mean = n > 0 ? ctx_words[i] / n : 0.0;
-    std::fprintf(stderr, "context gold+%d distractors: %.0f words per question on average\n",
-                 distractors[i], words_mean);
-    if (json.value)
-      print_json_line(ojson{{"kind", "context"},
-                            {"distractors", distractors[i]},
-                            {"words", f9(words_mean)},
-                            {"questions", crows[2 * i].recalls.size()}});
-    report(crows[2 * i]);
-    report(crows[2 * i + 1]);
-  }
-  if (json.value)
+               enc.describe().c_str(), recs.size() - t.skipped, t.skipped, t.oov, t.words,
+               t.words ? 100.0 * double(t.oov) / double(t.words) : 0.0);
+  report_recalls(t, es);
+  if (es.json)
     print_json_line(
-        ojson{{"kind", "oov"}, {"words", words}, {"oov", oov}, {"encoder", enc.describe()}});
-  // Figure 1(a).
-  auto lift = pa.lift();
-  const char* bins[5] = {"0-20%", "20-40%", "40-60%", "60-80%", "80-100%"};
-  for (int b = 0; b < 5; ++b) {
-    std::fprintf(stderr, "position %-8s gold %5.0f  all %5.0f  lift %.3f\n", bins[b], pa.gold[b],
-                 pa.all[b], lift[b]);
-    if (json.value)
-      print_json_line(ojson{{"kind", "position"},
-                            {"bin", bins[b]},
-                            {"gold", pa.gold[b]},
-                            {"sentences", pa.all[b]},
-                            {"lift", f9(lift[b])}});
-  }
-  if (generate.value && !em_full.empty()) {
-    auto mean = [](const std::vector<double>& v) {
-      return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-    };
-    for (bool special : {true, false}) {
-      double em = mean(special ? em_full : em_plain), sub = mean(special ? sub_full : sub_plain);
-      const char* name = special ? "spotlight" : "w/o special tokens";
-      std::fprintf(stderr, "end-to-end %-20s EM %.4f  substring %.4f  n=%zu\n", name, em, sub,
-                   em_full.size());
-      if (json.value)
-        print_json_line(ojson{{"kind", "answer"},
-                              {"variant", name},
-                              {"em", f9(em)},
-                              {"substring", f9(sub)},
-                              {"questions", em_full.size()},
-                              {"reader", ef.open_reader().describe()}});
-    }
-  }
+        ojson{{"kind", "oov"}, {"words", t.words}, {"oov", t.oov}, {"encoder", enc.describe()}});
+  report_positions(t.pa, es.json);
+  if (es.generate && !t.em_full.empty()) report_answers(t, ef, es.json);
   ef.report_encoder_cost();
   return 0;
 }

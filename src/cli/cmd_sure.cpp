@@ -112,6 +112,121 @@ struct SureSetup {
 
 // ---------------------------------------------------------------- perturb
 
+// The readers `sure perturb` uses: the reader under test (source/self-generated, and the
+// perturber when --perturb-model is not given) and the perturber (style, llm-generated,
+// llm-ranked). Kinds whose reader was not given are left out with a note.
+struct PerturbReaders {
+  std::unique_ptr<reader::Reader> under_test, perturber_own;
+  reader::Reader* perturber = nullptr;
+  std::vector<Kind> active;             // the kinds that run
+  std::vector<std::string> skip_notes;  // printed once the input has loaded: errors come first
+};
+
+PerturbReaders open_perturb_readers(const SureSetup& su, const std::vector<Kind>& kinds,
+                                    const std::string& pmodel, const std::string& pbase) {
+  PerturbReaders pr;
+  bool need_test = false, need_pert = false;
+  for (Kind k : kinds) {
+    need_test |= info(k).needs == NeedsReader::UnderTest;
+    need_pert |= info(k).needs == NeedsReader::Perturber;
+  }
+  if ((need_test || (need_pert && pmodel.empty())) && su.given())
+    pr.under_test = su.open("sure perturb");
+  if (need_pert) {
+    if (!pmodel.empty()) {
+      pr.perturber_own = su.open_other(pmodel, pbase);
+      pr.perturber = pr.perturber_own.get();
+    } else {
+      pr.perturber = pr.under_test.get();
+    }
+  }
+  for (Kind k : kinds) {
+    NeedsReader n = info(k).needs;
+    if ((n == NeedsReader::UnderTest && !pr.under_test) ||
+        (n == NeedsReader::Perturber && !pr.perturber)) {
+      pr.skip_notes.push_back(
+          std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
+          (n == NeedsReader::UnderTest ? "-m or --reader openai"
+                                       : "--perturb-model, -m or --reader openai") +
+          ")");
+      continue;
+    }
+    pr.active.push_back(k);
+  }
+  return pr;
+}
+
+// Every (record, document, kind) pair in input order: rule-based kinds are applied at once, the
+// others are queued as requests to the reader that writes them (the index of their pair beside).
+struct PerturbPlan {
+  std::vector<Pair> pairs;
+  std::vector<LlmRequest> test_reqs, pert_reqs;
+  std::vector<size_t> test_idx, pert_idx;
+  size_t no_ctx = 0;  // records without documents
+};
+
+PerturbPlan plan_pairs(const std::vector<eval::QaRecord>& recs, const std::vector<Kind>& active,
+                       int max_docs, const RuleOptions& ro) {
+  PerturbPlan pl;
+  for (const auto& r : recs) {
+    if (r.ctxs.empty()) ++pl.no_ctx;
+    size_t nd = r.ctxs.size();
+    if (max_docs > 0) nd = std::min(nd, static_cast<size_t>(max_docs));
+    for (size_t di = 0; di < nd; ++di) {
+      const auto& c = r.ctxs[di];
+      Document d{c.title, c.text};
+      for (Kind k : active) {
+        Pair p;
+        p.instance = r.id;
+        p.doc = static_cast<int>(di);
+        p.id = r.id + "#" + std::to_string(di);
+        p.perturbation = info(k).name;
+        p.category = info(k).category;
+        p.question = r.question;
+        p.answers = r.answers;
+        p.title = c.title;
+        p.original = c.text;
+        p.embeds_title = info(k).embeds_title;
+        if (info(k).needs == NeedsReader::None) {
+          Perturbation pt = apply_rule(k, d, ro, p.id);
+          p.perturbed = pt.text;
+          p.note = pt.note;
+        } else if (info(k).needs == NeedsReader::UnderTest) {
+          pl.test_reqs.push_back({k, d, r.question});
+          pl.test_idx.push_back(pl.pairs.size());
+        } else {
+          pl.pert_reqs.push_back({k, d, r.question});
+          pl.pert_idx.push_back(pl.pairs.size());
+        }
+        pl.pairs.push_back(std::move(p));
+      }
+    }
+  }
+  return pl;
+}
+
+// The LLM-written perturbations of `reqs`, in batches of lopt.batch prompts, into the pairs at
+// `idx`.
+void apply_llm(reader::Reader* rd, const PromptSet& prompts, const LlmOptions& lopt,
+               const std::vector<LlmRequest>& reqs, const std::vector<size_t>& idx,
+               std::vector<Pair>& pairs) {
+  if (reqs.empty()) return;
+  Progress prog("perturb", reqs.size());
+  for (size_t b = 0; b < reqs.size(); b += lopt.batch) {
+    size_t e = std::min(reqs.size(), b + lopt.batch);
+    std::vector<LlmRequest> chunk(reqs.begin() + static_cast<long>(b),
+                                  reqs.begin() + static_cast<long>(e));
+    auto res = run_llm_perturbations(*rd, prompts, chunk, lopt);
+    for (size_t i = b; i < e; ++i) {
+      Pair& p = pairs[idx[i]];
+      p.perturbed = res[i - b].text;
+      p.note = res[i - b].note;
+      p.failed = res[i - b].failed;
+    }
+    prog.add(e - b);
+  }
+}
+
 int run_perturb(const std::vector<std::string>& argv) {
   Args a(
       "sure perturb", "Inject spurious features into each document (SURE 3.2-3.3).",
@@ -153,119 +268,33 @@ int run_perturb(const std::vector<std::string>& argv) {
   ro.knowledge_cutoff = cutoff.value;
   parse_date(cutoff.value);  // fail early on a bad date
 
-  std::unique_ptr<reader::Reader> under_test, perturber_own;
-  reader::Reader* perturber = nullptr;
-  bool need_test = false, need_pert = false;
-  for (Kind k : kinds) {
-    need_test |= info(k).needs == NeedsReader::UnderTest;
-    need_pert |= info(k).needs == NeedsReader::Perturber;
-  }
-  if ((need_test || (need_pert && pmodel.value.empty())) && su.given())
-    under_test = su.open("sure perturb");
-  if (need_pert) {
-    if (!pmodel.value.empty()) {
-      perturber_own = su.open_other(pmodel.value, pbase.value);
-      perturber = perturber_own.get();
-    } else {
-      perturber = under_test.get();
-    }
-  }
-  std::vector<Kind> active;
-  std::vector<std::string> skip_notes;  // printed once the input has loaded: errors come first
-  for (Kind k : kinds) {
-    NeedsReader n = info(k).needs;
-    if ((n == NeedsReader::UnderTest && !under_test) ||
-        (n == NeedsReader::Perturber && !perturber)) {
-      skip_notes.push_back(
-          std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
-          (n == NeedsReader::UnderTest ? "-m or --reader openai"
-                                       : "--perturb-model, -m or --reader openai") +
-          ")");
-      continue;
-    }
-    active.push_back(k);
-  }
+  PerturbReaders pr = open_perturb_readers(su, kinds, pmodel.value, pbase.value);
   PromptSet prompts;
   bool any_llm = false;
-  for (Kind k : active) any_llm |= info(k).needs != NeedsReader::None;
+  for (Kind k : pr.active) any_llm |= info(k).needs != NeedsReader::None;
   if (any_llm) prompts = su.prompts();
 
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(limit.value);
   auto recs = eval::load_qa_file(input.value, lo).records;
-  for (const auto& n : skip_notes) note(n);
+  for (const auto& n : pr.skip_notes) note(n);
   // --shard: whole records (every document and perturbation of an instance stay together).
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
-  std::vector<Pair> pairs;
-  std::vector<LlmRequest> test_reqs, pert_reqs;
-  std::vector<size_t> test_idx, pert_idx;
-  size_t no_ctx = 0;
-  for (const auto& r : recs) {
-    if (r.ctxs.empty()) ++no_ctx;
-    size_t nd = r.ctxs.size();
-    if (max_docs.value > 0) nd = std::min(nd, static_cast<size_t>(max_docs.value));
-    for (size_t di = 0; di < nd; ++di) {
-      const auto& c = r.ctxs[di];
-      Document d{c.title, c.text};
-      for (Kind k : active) {
-        Pair p;
-        p.instance = r.id;
-        p.doc = static_cast<int>(di);
-        p.id = r.id + "#" + std::to_string(di);
-        p.perturbation = info(k).name;
-        p.category = info(k).category;
-        p.question = r.question;
-        p.answers = r.answers;
-        p.title = c.title;
-        p.original = c.text;
-        p.embeds_title = info(k).embeds_title;
-        if (info(k).needs == NeedsReader::None) {
-          Perturbation pt = apply_rule(k, d, ro, p.id);
-          p.perturbed = pt.text;
-          p.note = pt.note;
-        } else if (info(k).needs == NeedsReader::UnderTest) {
-          test_reqs.push_back({k, d, r.question});
-          test_idx.push_back(pairs.size());
-        } else {
-          pert_reqs.push_back({k, d, r.question});
-          pert_idx.push_back(pairs.size());
-        }
-        pairs.push_back(std::move(p));
-      }
-    }
-  }
-  if (no_ctx)
-    note("sure perturb: " + std::to_string(no_ctx) + " records without documents skipped");
+  PerturbPlan pl = plan_pairs(recs, pr.active, max_docs.value, ro);
+  if (pl.no_ctx)
+    note("sure perturb: " + std::to_string(pl.no_ctx) + " records without documents skipped");
   LlmOptions lopt;
   lopt.max_tokens = max_tokens.value;
   lopt.batch = static_cast<size_t>(batch.value);
   lopt.seed = ro.seed;
-  auto apply_llm = [&](reader::Reader* rd, const std::vector<LlmRequest>& reqs,
-                       const std::vector<size_t>& idx) {
-    if (reqs.empty()) return;
-    Progress prog("perturb", reqs.size());
-    for (size_t b = 0; b < reqs.size(); b += lopt.batch) {
-      size_t e = std::min(reqs.size(), b + lopt.batch);
-      std::vector<LlmRequest> chunk(reqs.begin() + static_cast<long>(b),
-                                    reqs.begin() + static_cast<long>(e));
-      auto res = run_llm_perturbations(*rd, prompts, chunk, lopt);
-      for (size_t i = b; i < e; ++i) {
-        Pair& p = pairs[idx[i]];
-        p.perturbed = res[i - b].text;
-        p.note = res[i - b].note;
-        p.failed = res[i - b].failed;
-      }
-      prog.add(e - b);
-    }
-  };
-  apply_llm(perturber, pert_reqs, pert_idx);
-  apply_llm(under_test.get(), test_reqs, test_idx);
+  apply_llm(pr.perturber, prompts, lopt, pl.pert_reqs, pl.pert_idx, pl.pairs);
+  apply_llm(pr.under_test.get(), prompts, lopt, pl.test_reqs, pl.test_idx, pl.pairs);
   size_t failed = 0;
-  for (const auto& p : pairs) {
+  for (const auto& p : pl.pairs) {
     failed += p.failed;
     print_json_line(pair_to_json(p));
   }
-  note("sure perturb: " + std::to_string(pairs.size()) + " pairs (" + std::to_string(failed) +
+  note("sure perturb: " + std::to_string(pl.pairs.size()) + " pairs (" + std::to_string(failed) +
        " failed) from " + std::to_string(recs.size()) + " records");
   return 0;
 }

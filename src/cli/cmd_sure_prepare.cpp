@@ -27,6 +27,75 @@
 
 namespace ragform::cli {
 
+namespace {
+
+// The questions of `path` that have gold answers (the others cannot be graded: counted on stderr).
+std::vector<retrieval::Question> questions_with_answers(const std::string& path) {
+  std::vector<retrieval::Question> qs;
+  size_t no_answers = 0;
+  eval::for_each_json_record(path, {}, [&](const eval::JsonRow& row) {
+    auto q = retrieval::question_from_json(row.value, row.line);
+    if (q.answers.empty())
+      ++no_answers;
+    else
+      qs.push_back(std::move(q));
+  });
+  if (no_answers)
+    std::fprintf(stderr, "sure prepare: %zu questions without gold answers skipped\n", no_answers);
+  return qs;
+}
+
+// Each question as a QA record whose contexts are its top k passages from the index, retrieved in
+// blocks of 256 questions.
+std::vector<eval::QaRecord> retrieve_records(const std::string& index,
+                                             const std::vector<retrieval::Question>& qs, int k) {
+  retrieval::RetrieverOptions ro;
+  ro.threads = std::max(1, std::min(4, int(std::thread::hardware_concurrency())));
+  retrieval::Retriever retriever(index, ro);
+  std::vector<eval::QaRecord> recs;
+  const size_t B = 256;
+  for (size_t b = 0; b < qs.size(); b += B) {
+    std::vector<std::string> texts;
+    for (size_t i = b; i < std::min(qs.size(), b + B); ++i) texts.push_back(qs[i].question);
+    auto res = retriever.retrieve(texts, k);
+    for (size_t i = 0; i < res.size(); ++i) {
+      eval::QaRecord r;
+      r.id = qs[b + i].id;
+      r.question = qs[b + i].question;
+      r.answers = qs[b + i].answers;
+      for (auto& c : res[i]) {
+        eval::Context x;
+        x.id = c.id;
+        x.title = c.title;
+        x.text = c.text;
+        x.score = c.score;
+        r.ctxs.push_back(std::move(x));
+      }
+      recs.push_back(std::move(r));
+    }
+  }
+  return recs;
+}
+
+// The instances on stdout, the counts and the cells left short on stderr.
+void print_prepare_summary(const sure::PrepareSummary& sum, size_t per_cell) {
+  for (const auto& row : sum.rows) print_json_line(row);
+  std::string cells;
+  std::string empty;
+  for (size_t c = 0; c < 4; ++c) {
+    cells += std::string(c ? ", " : "") + sure::kCells[c] + " " +
+             std::to_string(sum.cells[c].chosen) + "/" + std::to_string(per_cell);
+    if (sum.cells[c].chosen == 0) empty += std::string(empty.empty() ? "" : ", ") + sure::kCells[c];
+  }
+  std::fprintf(stderr,
+               "sure prepare: %zu questions: %zu known, %zu unknown (%zu generated, %zu already "
+               "done, %zu unmeasured); cells %s%s\n",
+               sum.questions, sum.known, sum.unknown, sum.generated, sum.skipped_done,
+               sum.unmeasured, cells.c_str(), empty.empty() ? "" : ("; empty: " + empty).c_str());
+}
+
+}  // namespace
+
 int run_sure_prepare(const std::vector<std::string>& argv) {
   Args a(
       "sure prepare", "Build SURE's instances from retrieval (SURE 3.1, eq. 1).",
@@ -72,42 +141,8 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
   if (known.seen) o.known = sure::read_known_file(known.value);
 
   // Questions with answers, and their retrieved passages.
-  std::vector<retrieval::Question> qs;
-  size_t no_answers = 0;
-  eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
-    auto q = retrieval::question_from_json(row.value, row.line);
-    if (q.answers.empty())
-      ++no_answers;
-    else
-      qs.push_back(std::move(q));
-  });
-  if (no_answers)
-    std::fprintf(stderr, "sure prepare: %zu questions without gold answers skipped\n", no_answers);
-  retrieval::RetrieverOptions ro;
-  ro.threads = std::max(1, std::min(4, int(std::thread::hardware_concurrency())));
-  retrieval::Retriever retriever(index.value, ro);
-  std::vector<eval::QaRecord> recs;
-  const size_t B = 256;
-  for (size_t b = 0; b < qs.size(); b += B) {
-    std::vector<std::string> texts;
-    for (size_t i = b; i < std::min(qs.size(), b + B); ++i) texts.push_back(qs[i].question);
-    auto res = retriever.retrieve(texts, k.value);
-    for (size_t i = 0; i < res.size(); ++i) {
-      eval::QaRecord r;
-      r.id = qs[b + i].id;
-      r.question = qs[b + i].question;
-      r.answers = qs[b + i].answers;
-      for (auto& c : res[i]) {
-        eval::Context x;
-        x.id = c.id;
-        x.title = c.title;
-        x.text = c.text;
-        x.score = c.score;
-        r.ctxs.push_back(std::move(x));
-      }
-      recs.push_back(std::move(r));
-    }
-  }
+  const std::vector<eval::QaRecord> recs =
+      retrieve_records(index.value, questions_with_answers(input.value), k.value);
 
   std::unique_ptr<reader::Reader> reader;
   sure::PromptSet prompts;
@@ -152,20 +187,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
     for (const char* suffix : {"", "-wal", "-shm"})
       std::filesystem::remove(db.string() + suffix, ec);
   }
-  for (const auto& row : sum->rows) print_json_line(row);
-  std::string cells;
-  std::string empty;
-  for (size_t c = 0; c < 4; ++c) {
-    cells += std::string(c ? ", " : "") + sure::kCells[c] + " " +
-             std::to_string(sum->cells[c].chosen) + "/" + std::to_string(o.per_cell);
-    if (sum->cells[c].chosen == 0)
-      empty += std::string(empty.empty() ? "" : ", ") + sure::kCells[c];
-  }
-  std::fprintf(stderr,
-               "sure prepare: %zu questions: %zu known, %zu unknown (%zu generated, %zu already "
-               "done, %zu unmeasured); cells %s%s\n",
-               sum->questions, sum->known, sum->unknown, sum->generated, sum->skipped_done,
-               sum->unmeasured, cells.c_str(), empty.empty() ? "" : ("; empty: " + empty).c_str());
+  print_prepare_summary(*sum, o.per_cell);
   return 0;
 }
 

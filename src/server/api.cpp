@@ -237,8 +237,10 @@ static void check_prompt_len(size_t n, int max_tokens, const ApiOptions& opt) {
         "context_length_exceeded");
 }
 
-Response Api::completions(const std::string& body) {
-  json j = parse_body(body);
+namespace {
+
+// 'prompt': a string or a non-empty array of strings.
+std::vector<std::string> completion_prompts(const json& j) {
   if (!j.contains("prompt")) bad("'prompt' is required", "missing_field");
   std::vector<std::string> prompts;
   if (j["prompt"].is_string()) {
@@ -251,6 +253,102 @@ Response Api::completions(const std::string& body) {
   } else {
     bad("'prompt' must be a string or a non-empty array of strings", "invalid_type");
   }
+  return prompts;
+}
+
+// One streamed text_completion chunk: choice i's new text, or its finish reason.
+using ChunkFn = std::function<json(size_t, const std::string&, json)>;
+
+// The streamed reply: every prompt is queued before the stream starts, so a full queue is still a
+// 503; then the echoed prompts, each generation's text as it comes and its finish, and [DONE].
+Response stream_completions(Engine& engine, const std::vector<std::vector<int32_t>>& ids,
+                            const std::function<runtime::GenerateOptions(size_t)>& gen_for,
+                            const std::vector<std::string>& prompts, bool echo,
+                            const ChunkFn& base) {
+  auto ch = std::make_shared<Channel>();
+  auto futs = std::make_shared<std::vector<std::future<runtime::GenerateOutput>>>();
+  try {
+    for (size_t i = 0; i < ids.size(); ++i)
+      futs->push_back(engine.complete(ids[i], gen_for(i), ch->hooks(ch, i)));
+  } catch (...) {
+    ch->gone = true;  // the prompts already queued are dropped at their first token
+    throw;
+  }
+  Response r;
+  r.stream = true;
+  r.content_type = "text/event-stream";
+  r.producer = [ch, futs, prompts, echo,
+                base](const std::function<bool(const std::string&)>& send) {
+    if (echo)
+      for (size_t i = 0; i < prompts.size(); ++i)
+        if (!send(dump(base(i, prompts[i], nullptr)))) {
+          ch->gone = true;
+          return;
+        }
+    for (size_t finished = 0; finished < futs->size();) {
+      Channel::Event e = ch->pop();
+      if (!e.finished) {
+        if (!send(dump(base(e.index, e.delta, nullptr)))) {
+          ch->gone = true;
+          return;
+        }
+        continue;
+      }
+      ++finished;
+      try {
+        runtime::GenerateOutput g = (*futs)[e.index].get();
+        if (!send(dump(base(e.index, "", finish(g.finish_reason))))) {
+          ch->gone = true;
+          return;
+        }
+      } catch (const std::exception& ex) {
+        ch->gone = true;
+        send(stream_error(ex));
+        return;
+      }
+    }
+    send("[DONE]");
+  };
+  return r;
+}
+
+// The 'logprobs' object of one choice. Prompt tokens (echo): the first has no log-prob, as in
+// OpenAI's legacy API. Generated tokens: the text is re-scored after the prompt (tokenised
+// together with it). Scoring runs on the engine's thread, between its steps.
+json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std::string& prompt,
+                         const std::vector<int32_t>& prompt_ids, const std::string& text,
+                         bool echo) {
+  const auto& tk = reader.tokenizer();
+  json toks = json::array(), lps = json::array(), offs = json::array();
+  size_t off = 0;
+  auto add = [&](const std::string& piece, json v) {
+    toks.push_back(piece);
+    lps.push_back(v);
+    offs.push_back(off);
+    off += piece.size();
+  };
+  if (echo) {
+    std::string p = prompt;
+    reader::ScoreResult sr;
+    if (prompt_ids.size() > 1) engine.run([&] { sr = reader.score(p, ""); }).get();
+    add(tk.token_to_piece(prompt_ids[0], true), nullptr);
+    for (auto& t : sr.tokens) add(t.piece, t.logprob);
+  }
+  if (!text.empty()) {
+    reader::ScoreResult sr;
+    std::string p = prompt, t = text;
+    engine.run([&] { sr = reader.score(p, t); }).get();
+    for (auto& x : sr.tokens) add(x.piece, x.logprob);
+  }
+  return {
+      {"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offs}};
+}
+
+}  // namespace
+
+Response Api::completions(const std::string& body) {
+  json j = parse_body(body);
+  std::vector<std::string> prompts = completion_prompts(j);
   Common c = common_fields(j, opt_, 16);
   bool echo = get_bool(j, "echo", false);
   int logprobs = -1;
@@ -278,55 +376,7 @@ Response Api::completions(const std::string& body) {
     g.sampling.seed += i;
     return g;
   };
-
-  if (c.stream) {
-    // Queue every prompt before the stream starts, so a full queue is still a 503.
-    auto ch = std::make_shared<Channel>();
-    auto futs = std::make_shared<std::vector<std::future<runtime::GenerateOutput>>>();
-    try {
-      for (size_t i = 0; i < ids.size(); ++i)
-        futs->push_back(engine_.complete(ids[i], gen_for(i), ch->hooks(ch, i)));
-    } catch (...) {
-      ch->gone = true;  // the prompts already queued are dropped at their first token
-      throw;
-    }
-    Response r;
-    r.stream = true;
-    r.content_type = "text/event-stream";
-    r.producer = [ch, futs, prompts, echo,
-                  base](const std::function<bool(const std::string&)>& send) {
-      if (echo)
-        for (size_t i = 0; i < prompts.size(); ++i)
-          if (!send(dump(base(i, prompts[i], nullptr)))) {
-            ch->gone = true;
-            return;
-          }
-      for (size_t finished = 0; finished < futs->size();) {
-        Channel::Event e = ch->pop();
-        if (!e.finished) {
-          if (!send(dump(base(e.index, e.delta, nullptr)))) {
-            ch->gone = true;
-            return;
-          }
-          continue;
-        }
-        ++finished;
-        try {
-          runtime::GenerateOutput g = (*futs)[e.index].get();
-          if (!send(dump(base(e.index, "", finish(g.finish_reason))))) {
-            ch->gone = true;
-            return;
-          }
-        } catch (const std::exception& ex) {
-          ch->gone = true;
-          send(stream_error(ex));
-          return;
-        }
-      }
-      send("[DONE]");
-    };
-    return r;
-  }
+  if (c.stream) return stream_completions(engine_, ids, gen_for, prompts, echo, base);
 
   // Queue every prompt before waiting, so the prompts of one request share the engine's steps.
   std::vector<std::future<runtime::GenerateOutput>> futs;
@@ -334,7 +384,6 @@ Response Api::completions(const std::string& body) {
   std::vector<runtime::GenerateOutput> outs(prompts.size());
   for (size_t i = 0; i < futs.size(); ++i) outs[i] = futs[i].get();
 
-  const auto& tk = reader_.tokenizer();
   json choices = json::array();
   int completion_tokens = 0, prompt_tokens = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -342,35 +391,7 @@ Response Api::completions(const std::string& body) {
     completion_tokens += int(g.ids.size());
     prompt_tokens += int(ids[i].size());
     json lp = nullptr;
-    if (logprobs >= 0) {
-      // Prompt tokens (echo): the first has no log-prob, as in OpenAI's legacy API. Generated
-      // tokens: the text is re-scored after the prompt (tokenised together with it).
-      json toks = json::array(), lps = json::array(), offs = json::array();
-      size_t off = 0;
-      auto add = [&](const std::string& piece, json v) {
-        toks.push_back(piece);
-        lps.push_back(v);
-        offs.push_back(off);
-        off += piece.size();
-      };
-      if (echo) {
-        std::string p = prompts[i];
-        reader::ScoreResult sr;
-        if (ids[i].size() > 1) engine_.run([&] { sr = reader_.score(p, ""); }).get();
-        add(tk.token_to_piece(ids[i][0], true), nullptr);
-        for (auto& t : sr.tokens) add(t.piece, t.logprob);
-      }
-      if (!g.text.empty()) {
-        reader::ScoreResult sr;
-        std::string p = prompts[i], t = g.text;
-        engine_.run([&] { sr = reader_.score(p, t); }).get();
-        for (auto& x : sr.tokens) add(x.piece, x.logprob);
-      }
-      lp = {{"tokens", toks},
-            {"token_logprobs", lps},
-            {"top_logprobs", nullptr},
-            {"text_offset", offs}};
-    }
+    if (logprobs >= 0) lp = completion_logprobs(reader_, engine_, prompts[i], ids[i], g.text, echo);
     choices.push_back({{"index", i},
                        {"text", echo ? prompts[i] + g.text : g.text},
                        {"logprobs", lp},

@@ -1,8 +1,13 @@
 // Reference weight quantisers (see quantize_weights.h). Every expression keeps ggml's operand
 // order and float (not double) arithmetic so results are bit-identical with
 // `quantize_row_*_ref`; fused multiply-add contraction is switched off for the same reason (ggml
-// is compiled as ISO C, where GCC does not contract).
+// is compiled as ISO C, where GCC does not contract). Clang ignores GCC's optimize pragma and
+// contracts within an expression by default, so it gets its own spelling.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include "engine/ops/quantize_weights.h"
 

@@ -115,7 +115,153 @@ struct Encoder::Impl {
   std::vector<AttnSeq> seqs;
   AttnScratch attn_scratch;
   std::vector<int32_t> ids;
+
+  // The steps of one pass over a batch of inputs laid end to end (input s holds rows
+  // [base[s], base[s+1]) of every [T][...] buffer).
+  void embed(const model::BertModel& M, const std::vector<const EncoderInput*>& batch,
+             const std::vector<int64_t>& base, ThreadPool& pool);
+  void layer(const model::BertModel& M, const model::BertLayer& L, const std::vector<int64_t>& base,
+             const std::vector<size_t>& key_off, const AttnShape& shape, SimdLevel simd,
+             ThreadPool& pool);
+  void pool_rows(const model::BertModel& M, const std::vector<int64_t>& base, Pooling pooling,
+                 EncoderOutput* out, ThreadPool& pool) const;
 };
+
+// Embeddings: (token + token_type) + position, then LayerNorm (llm_build_bert's order).
+void Encoder::Impl::embed(const model::BertModel& M, const std::vector<const EncoderInput*>& batch,
+                          const std::vector<int64_t>& base, ThreadPool& pool) {
+  const model::BertHparams& hp = M.hp();
+  const int E = hp.n_embd;
+  const size_t nb = batch.size();
+  const int64_t T = base[nb];
+  ids.resize(size_t(T));
+  for (size_t s = 0; s < nb; ++s)
+    std::copy(batch[s]->tokens.begin(), batch[s]->tokens.end(), ids.begin() + base[s]);
+  ops::get_rows(M.tok_embd, ids.data(), T, x.data());
+  for (size_t s = 0; s < nb; ++s) {
+    const EncoderInput& in = *batch[s];
+    for (int64_t t = 0; t < int64_t(in.tokens.size()); ++t) {
+      float* xr = &x[size_t((base[s] + t) * E)];
+      if (!M.type_embd.empty()) {
+        const float* ty = &M.type_embd[size_t(in.types.empty() ? 0 : in.types[size_t(t)]) * E];
+        for (int e = 0; e < E; ++e) xr[e] += ty[e];
+      }
+      const float* pe = &M.pos_embd[size_t(t * E)];
+      for (int e = 0; e < E; ++e) xr[e] += pe[e];
+    }
+  }
+  for_rows(pool, T, E, [&](int64_t r) {
+    float* xr = &x[size_t(r * E)];
+    model::layer_norm(xr, M.embd_norm_w, M.embd_norm_b, E, hp.norm_eps, xr);
+  });
+}
+
+// One post-norm encoder layer over every row of the batch.
+void Encoder::Impl::layer(const model::BertModel& M, const model::BertLayer& L,
+                          const std::vector<int64_t>& base, const std::vector<size_t>& key_off,
+                          const AttnShape& shape, SimdLevel simd, ThreadPool& pool) {
+  const model::BertHparams& hp = M.hp();
+  const int E = hp.n_embd, FF = hp.n_ff, HD = hp.head_dim, NH = hp.n_head;
+  const size_t nb = base.size() - 1;
+  const int64_t T = base[nb];
+  ops::matmul(L.wq, x.data(), T, q.data(), pool);
+  ops::matmul(L.wk, x.data(), T, k.data(), pool);
+  ops::matmul(L.wv, x.data(), T, v.data(), pool);
+  add_bias_rows(q.data(), L.bq, T, E);
+  add_bias_rows(k.data(), L.bk, T, E);
+  add_bias_rows(v.data(), L.bv, T, E);
+
+  // Bidirectional attention per input (runtime/attention.h with causal = false): the decoders'
+  // kernel, so the same SIMD paths and the same softmax (max-subtracted, sum in double as
+  // ggml_soft_max). K goes into the kernel's tiled layout; V rows are read where they are.
+  seqs.resize(nb);
+  for (size_t s = 0; s < nb; ++s) {
+    const int64_t n = base[s + 1] - base[s], r0 = base[s];
+    float* ks = keys.data() + key_off[s];
+    for (int64_t j = 0; j < n; ++j) store_key(ks, int(j), &k[size_t((r0 + j) * E)], NH, HD);
+    seqs[s].kv = KvView{ks, &v[size_t(r0 * E)], nullptr, nullptr};
+    seqs[s].q = &q[size_t(r0 * E)];
+    seqs[s].out = &attn[size_t(r0 * E)];
+    seqs[s].pos0 = 0;
+    seqs[s].n_rows = int(n);
+  }
+  attention(shape, seqs, pool, attn_scratch, simd);
+
+  // x = LN(x + Wo attn + bo)
+  ops::matmul(L.wo, attn.data(), T, o.data(), pool);
+  for_rows(pool, T, 4 * E, [&](int64_t r) {
+    float* xr = &x[size_t(r * E)];
+    const float* orow = &o[size_t(r * E)];
+    for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.bo[e];
+    model::layer_norm(xr, L.attn_norm_w, L.attn_norm_b, E, hp.norm_eps, xr);
+  });
+  // x = LN(x + W_down GELU(W_up x + b_up) + b_down)
+  ops::matmul(L.w_up, x.data(), T, ff.data(), pool);
+  for_rows(pool, T, 4 * FF, [&](int64_t r) {
+    float* fr = &ff[size_t(r * FF)];
+    for (int e = 0; e < FF; ++e) fr[e] += L.b_up[e];
+    model::gelu(fr, FF, fr);
+  });
+  ops::matmul(L.w_down, ff.data(), T, o.data(), pool);
+  for_rows(pool, T, 4 * E, [&](int64_t r) {
+    float* xr = &x[size_t(r * E)];
+    const float* orow = &o[size_t(r * E)];
+    for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.b_down[e];
+    model::layer_norm(xr, L.out_norm_w, L.out_norm_b, E, hp.norm_eps, xr);
+  });
+}
+
+// Each input's output from its final states: all of them, their mean, the first (CLS) or last
+// row, or (rank) the classification head over the CLS rows of the whole batch at once.
+void Encoder::Impl::pool_rows(const model::BertModel& M, const std::vector<int64_t>& base,
+                              Pooling pooling, EncoderOutput* out, ThreadPool& pool) const {
+  const int E = M.hp().n_embd;
+  const size_t nb = base.size() - 1;
+  std::vector<float> cls_rows;  // rank: [nb][E] CLS states
+  for (size_t s = 0; s < nb; ++s) {
+    EncoderOutput& res = out[s];
+    const int64_t n = base[s + 1] - base[s];
+    const float* xs = &x[size_t(base[s] * E)];
+    res.n_tokens = int(n);
+    switch (pooling) {
+      case Pooling::None:
+        res.states.assign(xs, xs + n * E);
+        break;
+      case Pooling::Mean: {
+        std::vector<double> acc(size_t(E), 0.0);
+        for (int64_t t = 0; t < n; ++t)
+          for (int e = 0; e < E; ++e) acc[size_t(e)] += xs[t * E + e];
+        res.pooled.resize(size_t(E));
+        for (int e = 0; e < E; ++e) res.pooled[size_t(e)] = float(acc[size_t(e)] / double(n));
+        break;
+      }
+      case Pooling::Cls:
+        res.pooled.assign(xs, xs + E);
+        break;
+      case Pooling::Last:
+        res.pooled.assign(xs + (n - 1) * E, xs + n * E);
+        break;
+      case Pooling::Rank:
+        cls_rows.insert(cls_rows.end(), xs, xs + E);
+        break;
+    }
+  }
+  if (pooling != Pooling::Rank) return;
+  const int64_t NB = int64_t(nb);
+  std::vector<float> h = cls_rows;
+  if (M.has_cls) {
+    ops::matmul(M.cls, cls_rows.data(), NB, h.data(), pool);
+    add_bias_rows(h.data(), M.cls_b, NB, E);
+    for (float& val : h) val = std::tanh(val);
+  }
+  const int NL = M.n_labels();
+  std::vector<float> scores(size_t(NB * NL));
+  ops::matmul(M.cls_out, h.data(), NB, scores.data(), pool);
+  add_bias_rows(scores.data(), M.cls_out_b, NB, NL);
+  for (size_t s = 0; s < nb; ++s)
+    out[s].pooled.assign(scores.begin() + std::ptrdiff_t(s * size_t(NL)),
+                         scores.begin() + std::ptrdiff_t((s + 1) * size_t(NL)));
+}
 
 Encoder::Encoder(const model::BertModel& m, ThreadPool& pool)
     : m_(m), pool_(pool), impl_(std::make_unique<Impl>()) {}
@@ -174,7 +320,6 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
   const model::BertModel& M = m_;
   const model::BertHparams& hp = M.hp();
   Impl& I = *impl_;
-  ThreadPool& pool = pool_;
   const int E = hp.n_embd, FF = hp.n_ff, HD = hp.head_dim, NH = hp.n_head;
   const size_t nb = batch.size();
   std::vector<int64_t> base(nb + 1, 0);
@@ -188,28 +333,7 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
   I.attn.resize(size_t(T * E));
   I.o.resize(size_t(T * E));
   I.ff.resize(size_t(T * FF));
-
-  // Embeddings: (token + token_type) + position, then LayerNorm (llm_build_bert's order).
-  I.ids.resize(size_t(T));
-  for (size_t s = 0; s < nb; ++s)
-    std::copy(batch[s]->tokens.begin(), batch[s]->tokens.end(), I.ids.begin() + base[s]);
-  ops::get_rows(M.tok_embd, I.ids.data(), T, I.x.data());
-  for (size_t s = 0; s < nb; ++s) {
-    const EncoderInput& in = *batch[s];
-    for (int64_t t = 0; t < int64_t(in.tokens.size()); ++t) {
-      float* xr = &I.x[size_t((base[s] + t) * E)];
-      if (!M.type_embd.empty()) {
-        const float* ty = &M.type_embd[size_t(in.types.empty() ? 0 : in.types[size_t(t)]) * E];
-        for (int e = 0; e < E; ++e) xr[e] += ty[e];
-      }
-      const float* pe = &M.pos_embd[size_t(t * E)];
-      for (int e = 0; e < E; ++e) xr[e] += pe[e];
-    }
-  }
-  for_rows(pool, T, E, [&](int64_t r) {
-    float* xr = &I.x[size_t(r * E)];
-    model::layer_norm(xr, M.embd_norm_w, M.embd_norm_b, E, hp.norm_eps, xr);
-  });
+  I.embed(M, batch, base, pool_);
 
   // Each input's keys in the attention kernel's tiled layout (whole tiles per input).
   std::vector<size_t> key_off(nb + 1, 0);
@@ -224,101 +348,8 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
   shape.causal = false;
   const SimdLevel simd = simd_level_for(M.policy().tier);
 
-  for (const model::BertLayer& L : M.layers) {
-    ops::matmul(L.wq, I.x.data(), T, I.q.data(), pool);
-    ops::matmul(L.wk, I.x.data(), T, I.k.data(), pool);
-    ops::matmul(L.wv, I.x.data(), T, I.v.data(), pool);
-    add_bias_rows(I.q.data(), L.bq, T, E);
-    add_bias_rows(I.k.data(), L.bk, T, E);
-    add_bias_rows(I.v.data(), L.bv, T, E);
-
-    // Bidirectional attention per input (runtime/attention.h with causal = false): the decoders'
-    // kernel, so the same SIMD paths and the same softmax (max-subtracted, sum in double as
-    // ggml_soft_max). K goes into the kernel's tiled layout; V rows are read where they are.
-    std::vector<AttnSeq>& seqs = I.seqs;
-    seqs.resize(nb);
-    for (size_t s = 0; s < nb; ++s) {
-      const int64_t n = base[s + 1] - base[s], r0 = base[s];
-      float* keys = I.keys.data() + key_off[s];
-      for (int64_t j = 0; j < n; ++j) store_key(keys, int(j), &I.k[size_t((r0 + j) * E)], NH, HD);
-      seqs[s].kv = KvView{keys, &I.v[size_t(r0 * E)], nullptr, nullptr};
-      seqs[s].q = &I.q[size_t(r0 * E)];
-      seqs[s].out = &I.attn[size_t(r0 * E)];
-      seqs[s].pos0 = 0;
-      seqs[s].n_rows = int(n);
-    }
-    attention(shape, seqs, pool, I.attn_scratch, simd);
-
-    // x = LN(x + Wo attn + bo)
-    ops::matmul(L.wo, I.attn.data(), T, I.o.data(), pool);
-    for_rows(pool, T, 4 * E, [&](int64_t r) {
-      float* xr = &I.x[size_t(r * E)];
-      const float* orow = &I.o[size_t(r * E)];
-      for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.bo[e];
-      model::layer_norm(xr, L.attn_norm_w, L.attn_norm_b, E, hp.norm_eps, xr);
-    });
-    // x = LN(x + W_down GELU(W_up x + b_up) + b_down)
-    ops::matmul(L.w_up, I.x.data(), T, I.ff.data(), pool);
-    for_rows(pool, T, 4 * FF, [&](int64_t r) {
-      float* fr = &I.ff[size_t(r * FF)];
-      for (int e = 0; e < FF; ++e) fr[e] += L.b_up[e];
-      model::gelu(fr, FF, fr);
-    });
-    ops::matmul(L.w_down, I.ff.data(), T, I.o.data(), pool);
-    for_rows(pool, T, 4 * E, [&](int64_t r) {
-      float* xr = &I.x[size_t(r * E)];
-      const float* orow = &I.o[size_t(r * E)];
-      for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.b_down[e];
-      model::layer_norm(xr, L.out_norm_w, L.out_norm_b, E, hp.norm_eps, xr);
-    });
-  }
-
-  // Pooling.
-  std::vector<float> cls_rows;  // rank: [nb][E] CLS states
-  for (size_t s = 0; s < nb; ++s) {
-    EncoderOutput& o = out[s];
-    const int64_t n = base[s + 1] - base[s];
-    const float* xs = &I.x[size_t(base[s] * E)];
-    o.n_tokens = int(n);
-    switch (opt.pooling) {
-      case Pooling::None:
-        o.states.assign(xs, xs + n * E);
-        break;
-      case Pooling::Mean: {
-        std::vector<double> acc(size_t(E), 0.0);
-        for (int64_t t = 0; t < n; ++t)
-          for (int e = 0; e < E; ++e) acc[size_t(e)] += xs[t * E + e];
-        o.pooled.resize(size_t(E));
-        for (int e = 0; e < E; ++e) o.pooled[size_t(e)] = float(acc[size_t(e)] / double(n));
-        break;
-      }
-      case Pooling::Cls:
-        o.pooled.assign(xs, xs + E);
-        break;
-      case Pooling::Last:
-        o.pooled.assign(xs + (n - 1) * E, xs + n * E);
-        break;
-      case Pooling::Rank:
-        cls_rows.insert(cls_rows.end(), xs, xs + E);
-        break;
-    }
-  }
-  if (opt.pooling == Pooling::Rank) {
-    const int64_t NB = int64_t(nb);
-    std::vector<float> h = cls_rows;
-    if (M.has_cls) {
-      ops::matmul(M.cls, cls_rows.data(), NB, h.data(), pool);
-      add_bias_rows(h.data(), M.cls_b, NB, E);
-      for (float& val : h) val = std::tanh(val);
-    }
-    const int NL = M.n_labels();
-    std::vector<float> scores(size_t(NB * NL));
-    ops::matmul(M.cls_out, h.data(), NB, scores.data(), pool);
-    add_bias_rows(scores.data(), M.cls_out_b, NB, NL);
-    for (size_t s = 0; s < nb; ++s)
-      out[s].pooled.assign(scores.begin() + std::ptrdiff_t(s * size_t(NL)),
-                           scores.begin() + std::ptrdiff_t((s + 1) * size_t(NL)));
-  }
+  for (const model::BertLayer& L : M.layers) I.layer(M, L, base, key_off, shape, simd, pool_);
+  I.pool_rows(M, base, opt.pooling, out, pool_);
 }
 
 }  // namespace ragform::runtime

@@ -169,8 +169,9 @@ void load_special_ids(const gguf::File& f, Vocab& v) {
 
 void mark_control(Vocab& v, int32_t id) { v.attr[id] |= kAttrControl; }
 
-// llama.cpp's text heuristics: EOT/EOM/FIM tokens, unused tokens, the end-of-generation set.
-void apply_heuristics(const gguf::File& f, Vocab& v) {
+// EOT/EOM/FIM tokens found by their text when the file names none (marked control), and control
+// tokens named "unused".
+void detect_special_tokens(Vocab& v) {
   auto detect = [&](int32_t& slot, std::initializer_list<const char*> texts) {
     if (slot != -1) return;
     for (const char* t : texts) {
@@ -209,32 +210,38 @@ void apply_heuristics(const gguf::File& f, Vocab& v) {
     if ((v.attr[id] & kAttrControl) && v.text[id].find("unused") != std::string::npos)
       v.attr[id] |= kAttrUnused;
   }
+}
 
+// The end-of-generation set: EOS/EOT/EOM, the FIM pad/repo/separator and the known end texts,
+// less the exceptions of models that reuse an end text mid-turn.
+void end_of_generation_set(Vocab& v) {
   for (int32_t id : {v.fim_pad, v.fim_rep, v.fim_sep})
     if (id != -1) v.eog.insert(id);
-  static const char* const kEog[] = {"<|eot_id|>",
-                                     "<|im_end|>",
-                                     "<|end|>",
-                                     "<|return|>",
-                                     "<|call|>",
-                                     "<|flush|>",
-                                     "<|calls|>",
-                                     "<end_of_turn>",
-                                     "<|endoftext|>",
-                                     "</s>",
-                                     "<|eom_id|>",
-                                     "<EOT>",
-                                     "_<EOT>",
-                                     "[EOT]",
-                                     "[EOS]",
-                                     "<|end_of_text|>",
-                                     "<end_of_utterance>",
-                                     "<eos>",
-                                     "<turn|>",
-                                     "<|tool_response>",
-                                     "<\xef\xbd\x9c"
-                                     "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-                                     "[e~["};
+  // DeepSeek's end of sentence spells its 'e' as \x65, which ends the hex escape before it (a
+  // literal split in two reads, to clang, as a missing comma).
+  static const char* const kEog[] = {
+      "<|eot_id|>",
+      "<|im_end|>",
+      "<|end|>",
+      "<|return|>",
+      "<|call|>",
+      "<|flush|>",
+      "<|calls|>",
+      "<end_of_turn>",
+      "<|endoftext|>",
+      "</s>",
+      "<|eom_id|>",
+      "<EOT>",
+      "_<EOT>",
+      "[EOT]",
+      "[EOS]",
+      "<|end_of_text|>",
+      "<end_of_utterance>",
+      "<eos>",
+      "<turn|>",
+      "<|tool_response>",
+      "<\xef\xbd\x9c\x65nd\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+      "[e~["};
   for (const char* t : kEog) {
     const int32_t id = v.find(t);
     if (id < 0) continue;
@@ -266,7 +273,9 @@ void apply_heuristics(const gguf::File& f, Vocab& v) {
     v.eog.erase(s_id);
     v.attr[s_id] = kAttrNormal;
   }
+}
 
+void build_caches(Vocab& v) {
   // Special-token cache: longest text first (same comparator and input order as llama.cpp).
   for (int32_t id = 0; id < v.n(); ++id)
     if (v.attr[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown))
@@ -276,7 +285,9 @@ void apply_heuristics(const gguf::File& f, Vocab& v) {
 
   v.piece_cache.resize(v.text.size());
   for (int32_t id = 0; id < v.n(); ++id) v.piece_cache[id] = compute_piece(v, id);
+}
 
+void strip_attributes(const gguf::File& f, Vocab& v) {
   // Per-model strip attributes (after the piece cache, as in llama.cpp).
   std::string name = f.get_string("general.name", "");
   std::transform(name.begin(), name.end(), name.begin(),
@@ -299,6 +310,15 @@ void apply_heuristics(const gguf::File& f, Vocab& v) {
   } else if (name.find("modern-bert") != std::string::npos) {
     set_attr("[MASK]", kAttrLstrip, true);
   }
+}
+
+// llama.cpp's text heuristics, in its order: EOT/EOM/FIM tokens, unused tokens, the
+// end-of-generation set, the special-token and piece caches, then per-model strip attributes.
+void apply_heuristics(const gguf::File& f, Vocab& v) {
+  detect_special_tokens(v);
+  end_of_generation_set(v);
+  build_caches(v);
+  strip_attributes(f, v);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -125,23 +126,12 @@ std::vector<size_t> best_by_sample_size(const std::vector<CandidateScore>& candi
 
 namespace {
 double f9(double v) { return round9(v); }
-}  // namespace
 
-nlohmann::json eval_analysis(
-    const Profile& prof, const std::vector<VariantSummary>& avg,
-    const std::map<std::string, std::map<std::string, std::pair<double, double>>>& per_question,
-    const std::map<std::string, std::pair<double, double>>& tokens, bool all_candidates,
-    bool density, std::vector<std::string>* lines) {
-  auto note = [&](const std::string& l) {
-    if (lines) lines->push_back(l);
-  };
-  nlohmann::json out = nlohmann::json::object();
-  auto oaa_of = [&](const std::string& name) -> std::optional<double> {
-    for (const auto& s : avg)
-      if (s.name == name) return s.oaa;
-    return std::nullopt;
-  };
-  // Stability of f* in S (5.3), from the profile's per-prompt scores.
+using Notes = std::function<void(const std::string&)>;
+
+// Stability of f* in S (5.3), from the profile's per-prompt scores: the best candidate with the
+// first S samples, for every S, and the S from which it no longer changes.
+nlohmann::json stability(const Profile& prof, const Notes& note) {
   try {
     auto best = best_by_sample_size(prof.candidates);
     nlohmann::json rows = nlohmann::json::array();
@@ -156,79 +146,110 @@ nlohmann::json eval_analysis(
       rows.push_back({{"S", s + 1}, {"best", prof.candidates[best[s]].label()}});
       line += " " + prof.candidates[best[s]].label();
     }
-    out["stability"] = {{"best_by_S", rows}, {"stable_from_S", stable_from}};
     note("f* by S = 1.." + std::to_string(best.size()) + ":" + line +
          " (stable from S = " + std::to_string(stable_from) + ")");
+    return {{"best_by_S", rows}, {"stable_from_S", stable_from}};
   } catch (const Error& e) {
-    out["stability"] = {{"error", e.what()}};
+    return {{"error", e.what()}};
   }
-  if (all_candidates) {
-    std::vector<double> abs, oaa, tok;
-    std::vector<std::string> names;
-    nlohmann::json per = nlohmann::json::array();
-    for (const auto& c : prof.candidates) {
-      std::string v = "f:" + c.label();
-      auto o = oaa_of(v);
-      auto t = tokens.find(v);
-      if (!o || t == tokens.end() || t->second.second == 0) continue;
-      names.push_back(v);
-      abs.push_back(c.mean);
-      oaa.push_back(*o);
-      tok.push_back(t->second.first / t->second.second);
-      per.push_back({{"candidate", c.label()},
-                     {"abs_mean", f9(c.mean)},
-                     {"oaa", f9(*o)},
-                     {"mean_prompt_tokens", f9(tok.back())}});
-    }
-    // Per question accuracy under every candidate (questions answered under all of them).
-    std::vector<std::vector<double>> acc;
-    for (const auto& [q, by_v] : per_question) {
-      std::vector<double> row;
-      for (const auto& v : names) {
-        auto it = by_v.find(v);
-        if (it == by_v.end() || it->second.second == 0) break;
-        row.push_back(it->second.first / it->second.second);
-      }
-      if (row.size() == names.size()) acc.push_back(row);
-    }
-    RankCorrelation rc = bootstrap_spearman(abs, acc);
-    auto opt = [](const std::optional<double>& v) {
-      return v ? nlohmann::json(f9(*v)) : nlohmann::json(nullptr);
-    };
-    out["abs_vs_accuracy"] = {{"spearman_rho", opt(rc.rho)},
-                              {"ci95", {opt(rc.lo), opt(rc.hi)}},
-                              {"resamples", rc.resamples},
-                              {"questions", acc.size()},
-                              {"candidates", per}};
-    nlohmann::json tc = {{"candidates", names.size()}};
-    try {
-      auto pr = eval::pearson(tok, oaa);
-      tc["pearson_r"] = f9(pr.r);
-      tc["p"] = f9(pr.p);
-    } catch (const Error& e) {
-      tc["pearson_r"] = nullptr;
-      tc["note"] = e.what();
-    }
-    out["token_count_vs_oaa"] = tc;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "ABS vs accuracy: Spearman rho %s [%s, %s] over %zu candidates",
-                  rc.rho ? std::to_string(*rc.rho).c_str() : "n/a",
-                  rc.lo ? std::to_string(*rc.lo).c_str() : "n/a",
-                  rc.hi ? std::to_string(*rc.hi).c_str() : "n/a", names.size());
-    note(buf);
-    note("tokens vs OAA: Pearson r " +
-         (tc["pearson_r"].is_null() ? std::string("n/a (") + tc["note"].get<std::string>() + ")"
-                                    : std::to_string(tc["pearson_r"].get<double>())));
-  }
-  if (density) {
-    nlohmann::json d = nlohmann::json::array();
+}
+
+// With every candidate evaluated: ABS against accuracy (Spearman over the candidates, bootstrapped
+// over questions answered under all of them) and prompt length against OAA (Pearson); written
+// into out["abs_vs_accuracy"] and out["token_count_vs_oaa"].
+void candidate_correlations(
+    const Profile& prof, const std::vector<VariantSummary>& avg,
+    const std::map<std::string, std::map<std::string, std::pair<double, double>>>& per_question,
+    const std::map<std::string, std::pair<double, double>>& tokens, const Notes& note,
+    nlohmann::json& out) {
+  auto oaa_of = [&](const std::string& name) -> std::optional<double> {
     for (const auto& s : avg)
-      if (s.name.rfind("p=", 0) == 0)
-        d.push_back({{"p", std::strtod(s.name.c_str() + 2, nullptr)},
-                     {"oaa", f9(s.oaa)},
-                     {"opa", f9(s.opa)}});
-    out["density"] = d;
+      if (s.name == name) return s.oaa;
+    return std::nullopt;
+  };
+  std::vector<double> abs, oaa, tok;
+  std::vector<std::string> names;
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& c : prof.candidates) {
+    std::string v = "f:" + c.label();
+    auto o = oaa_of(v);
+    auto t = tokens.find(v);
+    if (!o || t == tokens.end() || t->second.second == 0) continue;
+    names.push_back(v);
+    abs.push_back(c.mean);
+    oaa.push_back(*o);
+    tok.push_back(t->second.first / t->second.second);
+    per.push_back({{"candidate", c.label()},
+                   {"abs_mean", f9(c.mean)},
+                   {"oaa", f9(*o)},
+                   {"mean_prompt_tokens", f9(tok.back())}});
   }
+  // Per question accuracy under every candidate (questions answered under all of them).
+  std::vector<std::vector<double>> acc;
+  for (const auto& [q, by_v] : per_question) {
+    std::vector<double> row;
+    for (const auto& v : names) {
+      auto it = by_v.find(v);
+      if (it == by_v.end() || it->second.second == 0) break;
+      row.push_back(it->second.first / it->second.second);
+    }
+    if (row.size() == names.size()) acc.push_back(row);
+  }
+  RankCorrelation rc = bootstrap_spearman(abs, acc);
+  auto opt = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(f9(*v)) : nlohmann::json(nullptr);
+  };
+  out["abs_vs_accuracy"] = {{"spearman_rho", opt(rc.rho)},
+                            {"ci95", {opt(rc.lo), opt(rc.hi)}},
+                            {"resamples", rc.resamples},
+                            {"questions", acc.size()},
+                            {"candidates", per}};
+  nlohmann::json tc = {{"candidates", names.size()}};
+  try {
+    auto pr = eval::pearson(tok, oaa);
+    tc["pearson_r"] = f9(pr.r);
+    tc["p"] = f9(pr.p);
+  } catch (const Error& e) {
+    tc["pearson_r"] = nullptr;
+    tc["note"] = e.what();
+  }
+  out["token_count_vs_oaa"] = tc;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "ABS vs accuracy: Spearman rho %s [%s, %s] over %zu candidates",
+                rc.rho ? std::to_string(*rc.rho).c_str() : "n/a",
+                rc.lo ? std::to_string(*rc.lo).c_str() : "n/a",
+                rc.hi ? std::to_string(*rc.hi).c_str() : "n/a", names.size());
+  note(buf);
+  note("tokens vs OAA: Pearson r " +
+       (tc["pearson_r"].is_null() ? std::string("n/a (") + tc["note"].get<std::string>() + ")"
+                                  : std::to_string(tc["pearson_r"].get<double>())));
+}
+
+// The density sweep's variants ("p=X"): OAA and OPA by the share p of delimited positions.
+nlohmann::json density_rows(const std::vector<VariantSummary>& avg) {
+  nlohmann::json d = nlohmann::json::array();
+  for (const auto& s : avg)
+    if (s.name.rfind("p=", 0) == 0)
+      d.push_back({{"p", std::strtod(s.name.c_str() + 2, nullptr)},
+                   {"oaa", f9(s.oaa)},
+                   {"opa", f9(s.opa)}});
+  return d;
+}
+
+}  // namespace
+
+nlohmann::json eval_analysis(
+    const Profile& prof, const std::vector<VariantSummary>& avg,
+    const std::map<std::string, std::map<std::string, std::pair<double, double>>>& per_question,
+    const std::map<std::string, std::pair<double, double>>& tokens, bool all_candidates,
+    bool density, std::vector<std::string>* lines) {
+  const Notes note = [&](const std::string& l) {
+    if (lines) lines->push_back(l);
+  };
+  nlohmann::json out = nlohmann::json::object();
+  out["stability"] = stability(prof, note);
+  if (all_candidates) candidate_correlations(prof, avg, per_question, tokens, note, out);
+  if (density) out["density"] = density_rows(avg);
   return out;
 }
 

@@ -107,62 +107,70 @@ std::vector<double> min_max(const std::vector<double>& v) {
   return out;
 }
 
-}  // namespace
+// A scored context token: its document, its index in the document's text (or title), its global
+// sentence id and its prior factor rho_j.
+struct Ref {
+  int doc, tok, sent;
+  double rho;
+  bool title;
+};
 
-ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
-                              const std::vector<Document>& docs, const ScoreParams& p) {
-  if (p.max_context_tokens < 0) throw UsageError("spotlight", "max context tokens must be >= 0");
-  if (!(p.lexical_weight >= 0 && p.paragraph_weight >= 0 &&
-        p.lexical_weight + p.paragraph_weight <= 1))
-    throw UsageError("spotlight", "lexical and paragraph weights must be >= 0 with sum <= 1");
-  ScoredQuestion out;
-  // The question, every passage and (with title context) every title in one call, so an encoder
-  // model batches them.
+// The question and every document's text and title, encoded.
+struct EncodedQuestion {
+  EncodedText q;
+  std::vector<EncodedText> d, dt;  // per document: text, title (no tokens without title context)
+  const EncodedText& of(const Ref& r) const { return r.title ? dt[r.doc] : d[r.doc]; }
+};
+
+// The question, every passage and (with title context) every title in one call, so an encoder
+// model batches them.
+EncodedQuestion encode_question(TokenEncoder& enc, const std::string& question,
+                                const std::vector<Document>& docs, bool title_context) {
   std::vector<std::string_view> texts{question};
   for (const Document& doc : docs) texts.push_back(doc.text);
   std::vector<size_t> title_at(docs.size(), 0);  // index into texts; 0 = no title
-  if (p.title_context)
+  if (title_context)
     for (size_t i = 0; i < docs.size(); ++i)
       if (!docs[i].title.empty()) {
         title_at[i] = texts.size();
         texts.push_back(docs[i].title);
       }
   std::vector<EncodedText> all = enc.encode_batch(texts);
-  EncodedText q = std::move(all[0]);
-  std::vector<EncodedText> d, dt;
-  d.reserve(docs.size());
+  EncodedQuestion e;
+  e.q = std::move(all[0]);
+  e.d.reserve(docs.size());
   for (size_t i = 0; i < docs.size(); ++i) {
-    d.push_back(std::move(all[i + 1]));
-    dt.push_back(title_at[i] ? std::move(all[title_at[i]]) : EncodedText{});
+    e.d.push_back(std::move(all[i + 1]));
+    e.dt.push_back(title_at[i] ? std::move(all[title_at[i]]) : EncodedText{});
   }
-  out.words = q.words;
-  out.oov = q.oov;
-  out.query_tokens = q.tokens.size();
+  return e;
+}
 
-  // Flatten context tokens: document, token index (of the text, or of the title), global
-  // sentence id, prior factor rho_j.
-  struct Ref {
-    int doc, tok, sent;
-    double rho;
-    bool title;
-  };
+// The context tokens that are scored, flattened over the documents, with the sentences they
+// belong to.
+struct ContextTokens {
   std::vector<Ref> refs;
   std::vector<std::pair<int, int>> sent_ids;  // global sentence -> (doc, sent)
-  std::vector<size_t> cut(docs.size());       // bytes of each text that are scored
+  std::vector<size_t> cut;                    // bytes of each text that are scored
+};
+
+ContextTokens flatten_context(const EncodedQuestion& e, const std::vector<Document>& docs,
+                              const ScoreParams& p) {
+  ContextTokens ct;
+  ct.cut.resize(docs.size());
   for (size_t di = 0; di < docs.size(); ++di) {
-    out.words += d[di].words;
-    out.oov += d[di].oov;
+    const EncodedText& d = e.d[di];
     const auto& sents = docs[di].sentences;
-    size_t n_tok = d[di].tokens.size();
-    cut[di] = docs[di].text.size();
+    size_t n_tok = d.tokens.size();
+    ct.cut[di] = docs[di].text.size();
     if (p.max_context_tokens > 0 && n_tok > size_t(p.max_context_tokens)) {
       n_tok = size_t(p.max_context_tokens);
-      cut[di] = d[di].tokens[n_tok].span.begin;  // section 3.6: truncated to N tokens
+      ct.cut[di] = d.tokens[n_tok].span.begin;  // section 3.6: truncated to N tokens
     }
-    int base = static_cast<int>(sent_ids.size());
+    int base = static_cast<int>(ct.sent_ids.size());
     size_t n_kept = 0;
-    for (size_t si = 0; si < sents.size() && sents[si].begin < cut[di]; ++si) {
-      sent_ids.emplace_back(static_cast<int>(di), static_cast<int>(si));
+    for (size_t si = 0; si < sents.size() && sents[si].begin < ct.cut[di]; ++si) {
+      ct.sent_ids.emplace_back(static_cast<int>(di), static_cast<int>(si));
       ++n_kept;
     }
     auto rho_of = [&](size_t si) {
@@ -171,128 +179,183 @@ ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
     };
     size_t si = 0;
     for (size_t ti = 0; ti < n_tok; ++ti) {
-      size_t b = d[di].tokens[ti].span.begin;
+      size_t b = d.tokens[ti].span.begin;
       while (si < sents.size() && b >= sents[si].end) ++si;
       if (si == sents.size() || si >= n_kept || b < sents[si].begin)
         continue;  // between sentences (e.g. a bullet marker)
-      refs.push_back({static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(si),
-                      rho_of(si), false});
+      ct.refs.push_back({static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(si),
+                         rho_of(si), false});
     }
+    // With title context every kept sentence sees its paragraph's title tokens.
     for (size_t s2 = 0; s2 < n_kept; ++s2)
-      for (size_t ti = 0; ti < dt[di].tokens.size(); ++ti)
-        refs.push_back({static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(s2),
-                        rho_of(s2), true});
+      for (size_t ti = 0; ti < e.dt[di].tokens.size(); ++ti)
+        ct.refs.push_back({static_cast<int>(di), static_cast<int>(ti), base + static_cast<int>(s2),
+                           rho_of(s2), true});
   }
-  out.context_tokens = refs.size();
-  const int n_sent = static_cast<int>(sent_ids.size());
-  const size_t nq = q.tokens.size(), nc = refs.size();
-  auto enc_of = [&](const Ref& r) -> const EncodedText& { return r.title ? dt[r.doc] : d[r.doc]; };
+  return ct;
+}
 
-  // (5) with the prior: s^_ij = cos(h_qi, h_cj) - (1 - rho_j).
+// (5) with the prior: s^_ij = cos(h_qi, h_cj) - (1 - rho_j).
+std::vector<std::vector<double>> prior_similarities(const EncodedQuestion& e,
+                                                    const std::vector<Ref>& refs) {
+  const EncodedText& q = e.q;
+  const size_t nq = q.tokens.size(), nc = refs.size();
   std::vector<std::vector<double>> s(nq, std::vector<double>(nc));
   for (size_t i = 0; i < nq; ++i)
     for (size_t j = 0; j < nc; ++j) {
       const Ref& r = refs[j];
-      const EncodedText& e = enc_of(r);
-      s[i][j] = apply_prior(token_similarity(q, q.tokens[i], e, e.tokens[r.tok]), r.rho);
+      const EncodedText& c = e.of(r);
+      s[i][j] = apply_prior(token_similarity(q, q.tokens[i], c, c.tokens[r.tok]), r.rho);
     }
+  return s;
+}
 
-  // alpha: uniform or IDF over the question's passages (keys present per passage).
+// alpha (eq. 8): uniform, or IDF of each query token over the question's passages (keys present
+// per passage, titles included).
+std::vector<double> query_weights(const EncodedQuestion& e, Alpha kind) {
+  const size_t nq = e.q.tokens.size(), n_docs = e.d.size();
   std::vector<double> alpha(nq, nq ? 1.0 / nq : 0.0);
-  if (p.alpha == Alpha::Idf && nq > 0) {
-    std::vector<std::set<std::string>> keys(docs.size());
-    for (size_t di = 0; di < docs.size(); ++di) {
-      for (const Token& t : d[di].tokens) keys[di].insert(t.key);
-      for (const Token& t : dt[di].tokens) keys[di].insert(t.key);
-    }
-    double N = static_cast<double>(docs.size()), z = 0;
-    for (size_t i = 0; i < nq; ++i) {
-      double df = 0;
-      for (const auto& k : keys) df += k.count(q.tokens[i].key) ? 1 : 0;
-      z += (alpha[i] = std::log(1.0 + (N - df + 0.5) / (df + 0.5)));
-    }
-    if (z > 0)
-      for (double& a : alpha) a /= z;
+  if (kind != Alpha::Idf || nq == 0) return alpha;
+  std::vector<std::set<std::string>> keys(n_docs);
+  for (size_t di = 0; di < n_docs; ++di) {
+    for (const Token& t : e.d[di].tokens) keys[di].insert(t.key);
+    for (const Token& t : e.dt[di].tokens) keys[di].insert(t.key);
   }
-
-  std::vector<double> R;
-  if (p.scorer == Scorer::FineGrained) {
-    std::vector<int> sentence_of(nc);
-    for (size_t j = 0; j < nc; ++j) sentence_of[j] = refs[j].sent;
-    R = sentence_relevance(s, sentence_of, n_sent, alpha, p.top_k, p.weighting);
-  } else {
-    // Table 3 "w/o fine-grained scorer": cosine of mean vectors (identity tokens ignored).
-    const int dim = q.dim;
-    std::vector<double> qm(dim, 0.0);
-    for (const Token& t : q.tokens)
-      if (t.vec >= 0)
-        for (int k = 0; k < dim; ++k) qm[k] += q.row(t.vec)[k];
-    std::vector<std::vector<double>> sm(n_sent, std::vector<double>(dim, 0.0));
-    std::vector<double> rho(n_sent, 1.0);
-    for (const Ref& r : refs) {
-      rho[r.sent] = r.rho;
-      const EncodedText& e = enc_of(r);
-      const Token& t = e.tokens[r.tok];
-      if (t.vec >= 0)
-        for (int k = 0; k < dim; ++k) sm[r.sent][k] += e.row(t.vec)[k];
-    }
-    auto norm = [](const std::vector<double>& v) {
-      double n = 0;
-      for (double x : v) n += x * x;
-      return std::sqrt(n);
-    };
-    R.assign(n_sent, 0.0);
-    double nqm = norm(qm);
-    for (int t = 0; t < n_sent; ++t) {
-      double ns = norm(sm[t]), dot = 0;
-      for (int k = 0; k < dim; ++k) dot += qm[k] * sm[t][k];
-      R[t] = apply_prior((nqm > 0 && ns > 0) ? dot / (nqm * ns) : 0.0, rho[t]);
-    }
+  double N = static_cast<double>(n_docs), z = 0;
+  for (size_t i = 0; i < nq; ++i) {
+    double df = 0;
+    for (const auto& k : keys) df += k.count(e.q.tokens[i].key) ? 1 : 0;
+    z += (alpha[i] = std::log(1.0 + (N - df + 0.5) / (df + 0.5)));
   }
+  if (z > 0)
+    for (double& a : alpha) a /= z;
+  return alpha;
+}
 
-  // Lexical evidence beside the late-interaction score (scoring.h).
-  if (n_sent > 0 && (p.lexical_weight > 0 || p.paragraph_weight > 0)) {
-    const std::vector<std::string> qt = bm25_terms(question);
-    std::vector<std::vector<std::string>> st, pt;
-    for (const auto& [di, si] : sent_ids) {
-      const Document& doc = docs[size_t(di)];
-      const text::TextSpan sp = doc.sentences[size_t(si)];
-      // A kept sentence starts before the cut; only its bytes before the cut count.
-      std::string_view sv =
-          std::string_view(doc.text).substr(sp.begin, std::min(sp.end, cut[size_t(di)]) - sp.begin);
-      st.push_back(bm25_terms(doc.title + " " + std::string(sv)));
-    }
-    for (size_t di = 0; di < docs.size(); ++di)
-      pt.push_back(bm25_terms(docs[di].title + " " + docs[di].text.substr(0, cut[di])));
-    std::vector<double> ls = min_max(bm25_scores(qt, st)), ps_doc = min_max(bm25_scores(qt, pt));
-    std::vector<double> rn = min_max(R);
-    const double w = 1.0 - p.lexical_weight - p.paragraph_weight;
-    for (int t = 0; t < n_sent; ++t)
-      R[size_t(t)] = w * rn[size_t(t)] + p.lexical_weight * ls[size_t(t)] +
-                     p.paragraph_weight * ps_doc[size_t(sent_ids[size_t(t)].first)];
+// Table 3 "w/o fine-grained scorer": cosine of mean vectors (identity tokens ignored), with the
+// sentence's prior.
+std::vector<double> mean_vector_relevance(const EncodedQuestion& e, const std::vector<Ref>& refs,
+                                          int n_sent) {
+  const EncodedText& q = e.q;
+  const int dim = q.dim;
+  std::vector<double> qm(dim, 0.0);
+  for (const Token& t : q.tokens)
+    if (t.vec >= 0)
+      for (int k = 0; k < dim; ++k) qm[k] += q.row(t.vec)[k];
+  std::vector<std::vector<double>> sm(n_sent, std::vector<double>(dim, 0.0));
+  std::vector<double> rho(n_sent, 1.0);
+  for (const Ref& r : refs) {
+    rho[r.sent] = r.rho;
+    const EncodedText& c = e.of(r);
+    const Token& t = c.tokens[r.tok];
+    if (t.vec >= 0)
+      for (int k = 0; k < dim; ++k) sm[r.sent][k] += c.row(t.vec)[k];
   }
+  auto norm = [](const std::vector<double>& v) {
+    double n = 0;
+    for (double x : v) n += x * x;
+    return std::sqrt(n);
+  };
+  std::vector<double> R(n_sent, 0.0);
+  double nqm = norm(qm);
+  for (int t = 0; t < n_sent; ++t) {
+    double ns = norm(sm[t]), dot = 0;
+    for (int k = 0; k < dim; ++k) dot += qm[k] * sm[t][k];
+    R[t] = apply_prior((nqm > 0 && ns > 0) ? dot / (nqm * ns) : 0.0, rho[t]);
+  }
+  return R;
+}
 
+// Lexical evidence beside the late-interaction score (scoring.h): R becomes a weighted sum of the
+// min-max normalised R, BM25 over title + sentence and BM25 over title + paragraph.
+void blend_lexical(std::vector<double>& R, const std::string& question,
+                   const std::vector<Document>& docs, const ContextTokens& ct,
+                   const ScoreParams& p) {
+  const size_t n_sent = ct.sent_ids.size();
+  const std::vector<std::string> qt = bm25_terms(question);
+  std::vector<std::vector<std::string>> st, pt;
+  for (const auto& [di, si] : ct.sent_ids) {
+    const Document& doc = docs[size_t(di)];
+    const text::TextSpan sp = doc.sentences[size_t(si)];
+    // A kept sentence starts before the cut; only its bytes before the cut count.
+    std::string_view sv = std::string_view(doc.text).substr(
+        sp.begin, std::min(sp.end, ct.cut[size_t(di)]) - sp.begin);
+    st.push_back(bm25_terms(doc.title + " " + std::string(sv)));
+  }
+  for (size_t di = 0; di < docs.size(); ++di)
+    pt.push_back(bm25_terms(docs[di].title + " " + docs[di].text.substr(0, ct.cut[di])));
+  std::vector<double> ls = min_max(bm25_scores(qt, st)), ps_doc = min_max(bm25_scores(qt, pt));
+  std::vector<double> rn = min_max(R);
+  const double w = 1.0 - p.lexical_weight - p.paragraph_weight;
+  for (size_t t = 0; t < n_sent; ++t)
+    R[t] = w * rn[t] + p.lexical_weight * ls[t] +
+           p.paragraph_weight * ps_doc[size_t(ct.sent_ids[t].first)];
+}
+
+// Each sentence's score, normalised score and match-matrix row (the best context token of the
+// sentence's text for each query token).
+std::vector<SentenceScore> sentence_scores(const EncodedQuestion& e, const ContextTokens& ct,
+                                           const std::vector<std::vector<double>>& s,
+                                           const std::vector<double>& R) {
+  const int n_sent = static_cast<int>(ct.sent_ids.size());
+  const size_t nq = e.q.tokens.size();
   double lo = n_sent ? *std::min_element(R.begin(), R.end()) : 0,
          hi = n_sent ? *std::max_element(R.begin(), R.end()) : 0;
   std::vector<std::vector<size_t>> members(n_sent);
-  for (size_t j = 0; j < nc; ++j)
-    if (!refs[j].title) members[refs[j].sent].push_back(j);  // the match matrix shows text tokens
-  out.sentences.resize(n_sent);
+  for (size_t j = 0; j < ct.refs.size(); ++j)
+    if (!ct.refs[j].title) members[ct.refs[j].sent].push_back(j);  // the matrix shows text tokens
+  std::vector<SentenceScore> out(n_sent);
   for (int t = 0; t < n_sent; ++t) {
-    SentenceScore& ss = out.sentences[t];
-    ss.doc = sent_ids[t].first;
-    ss.sent = sent_ids[t].second;
+    SentenceScore& ss = out[t];
+    ss.doc = ct.sent_ids[t].first;
+    ss.sent = ct.sent_ids[t].second;
     ss.R = R[t];
     ss.R_norm = hi > lo ? (R[t] - lo) / (hi - lo) : 1.0;
-    // The match matrix row of each query token: its best context token in this sentence.
     for (size_t i = 0; i < nq && !members[t].empty(); ++i) {
       size_t best = members[t][0];
       for (size_t j : members[t])
         if (s[i][j] > s[i][best]) best = j;
-      const Token& ct = d[refs[best].doc].tokens[refs[best].tok];
-      ss.matches.push_back({q.tokens[i].text, ct.text, ct.span, s[i][best]});
+      const Token& c = e.d[ct.refs[best].doc].tokens[ct.refs[best].tok];
+      ss.matches.push_back({e.q.tokens[i].text, c.text, c.span, s[i][best]});
     }
   }
+  return out;
+}
+
+}  // namespace
+
+ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
+                              const std::vector<Document>& docs, const ScoreParams& p) {
+  if (p.max_context_tokens < 0) throw UsageError("spotlight", "max context tokens must be >= 0");
+  if (!(p.lexical_weight >= 0 && p.paragraph_weight >= 0 &&
+        p.lexical_weight + p.paragraph_weight <= 1))
+    throw UsageError("spotlight", "lexical and paragraph weights must be >= 0 with sum <= 1");
+  const EncodedQuestion e = encode_question(enc, question, docs, p.title_context);
+  ScoredQuestion out;
+  out.words = e.q.words;
+  out.oov = e.q.oov;
+  out.query_tokens = e.q.tokens.size();
+  for (const EncodedText& d : e.d) {
+    out.words += d.words;
+    out.oov += d.oov;
+  }
+  const ContextTokens ct = flatten_context(e, docs, p);
+  out.context_tokens = ct.refs.size();
+  const int n_sent = static_cast<int>(ct.sent_ids.size());
+
+  const std::vector<std::vector<double>> s = prior_similarities(e, ct.refs);
+  const std::vector<double> alpha = query_weights(e, p.alpha);
+  std::vector<double> R;
+  if (p.scorer == Scorer::FineGrained) {
+    std::vector<int> sentence_of(ct.refs.size());
+    for (size_t j = 0; j < ct.refs.size(); ++j) sentence_of[j] = ct.refs[j].sent;
+    R = sentence_relevance(s, sentence_of, n_sent, alpha, p.top_k, p.weighting);
+  } else {
+    R = mean_vector_relevance(e, ct.refs, n_sent);
+  }
+  if (n_sent > 0 && (p.lexical_weight > 0 || p.paragraph_weight > 0))
+    blend_lexical(R, question, docs, ct, p);
+  out.sentences = sentence_scores(e, ct, s, R);
   return out;
 }
 

@@ -37,92 +37,95 @@ std::map<std::string, bool> read_known_file(const std::string& path) {
   return out;
 }
 
-PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64_t run,
-                           const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
-                           const PrepareOptions& opt,
-                           const std::function<void(size_t, size_t)>& progress) {
-  PrepareSummary sum;
-  sum.questions = records.size();
-  std::map<std::string, std::string> closed_book;  // id -> response (generated rows)
+namespace {
+
+// --known: every question's verdict from the file.
+std::map<std::string, bool> known_from_file(const std::vector<eval::QaRecord>& records,
+                                            const std::map<std::string, bool>& verdicts) {
   std::map<std::string, bool> known;
-
-  if (opt.known) {
-    for (const auto& r : records) {
-      auto it = opt.known->find(r.id);
-      if (it == opt.known->end())
-        throw Error("sure prepare",
-                    "no closed-book verdict for question '" + r.id + "' in --known");
-      known[r.id] = it->second;
-    }
-  } else {
-    if (!reader)
-      throw UsageError("sure prepare", "needs a reader or closed-book verdicts (--known)");
-    // Stage: closed-book answers, skipping rows a killed run already stored.
-    std::map<std::string, store::Result> done;
-    store.for_each_result(run, [&](const store::Result& r) {
-      if (r.variant == "closed-book" && r.status == store::Status::ok) done[r.instance] = r;
-    });
-    std::vector<const eval::QaRecord*> todo;
-    std::set<std::string> ids;
-    for (const auto& r : records) {
-      if (!ids.insert(r.id).second)
-        throw Error("sure prepare", "duplicate question id '" + r.id + "'");
-      if (done.count(r.id))
-        ++sum.skipped_done;
-      else
-        todo.push_back(&r);
-    }
-    reader::GenerateParams gp;
-    gp.temperature = opt.temperature;
-    gp.seed = opt.seed;
-    gp.max_tokens = opt.max_tokens;
-    const size_t B = std::max<size_t>(1, opt.batch);
-    for (size_t b = 0; b < todo.size(); b += B) {
-      const size_t e = std::min(todo.size(), b + B);
-      std::vector<std::string> ps;
-      gp.seeds.clear();
-      for (size_t i = b; i < e; ++i) {
-        ps.push_back(closed_book_prompt(prompts, todo[i]->question));
-        gp.seeds.push_back(row_seed(opt.seed, todo[i]->id, "closed-book"));
-      }
-      auto gens = reader::generate_each(*reader, ps, gp);
-      for (size_t i = b; i < e; ++i) {
-        const auto& at = gens[i - b];
-        store::Result r;
-        r.run = run;
-        r.instance = todo[i]->id;
-        r.variant = "closed-book";
-        r.prompt = ps[i - b];
-        r.timings_ms[at.batched ? "batch_total" : "total"] = at.ms;
-        if (at.gen) {
-          r.output = at.gen->text;
-          r.prompt_tokens = at.gen->prompt_tokens;
-          r.correct = grade(r.output, todo[i]->answers, false);
-          r.scores["Y"] = *r.correct ? 1.0 : 0.0;
-          r.extra["finish_reason"] = at.gen->finish_reason;
-          ++sum.generated;
-          done[r.instance] = r;
-        } else {
-          r.status = store::Status::unmeasured;
-          r.error = at.error.empty() ? "generation failed" : at.error;
-          ++sum.unmeasured;
-        }
-        store.put(r);
-      }
-      if (progress) progress(e, todo.size());
-    }
-    for (const auto& [id, r] : done) {
-      known[id] = r.correct.value_or(false);
-      closed_book[id] = r.output;
-    }
+  for (const auto& r : records) {
+    auto it = verdicts.find(r.id);
+    if (it == verdicts.end())
+      throw Error("sure prepare", "no closed-book verdict for question '" + r.id + "' in --known");
+    known[r.id] = it->second;
   }
+  return known;
+}
 
-  // Cells: per question, its Golden and Noise passages.
-  struct Candidate {
-    const eval::QaRecord* rec;
-    size_t ctx;
-    uint64_t order;
-  };
+// The closed-book answers stored in `run` (a killed run's rows are read back, not regenerated),
+// the missing ones generated in batches and stored; returns every measured row by question.
+std::map<std::string, store::Result> closed_book_stage(
+    reader::Reader& reader, store::RunStore& store, int64_t run, const PromptSet& prompts,
+    const std::vector<eval::QaRecord>& records, const PrepareOptions& opt,
+    const std::function<void(size_t, size_t)>& progress, PrepareSummary& sum) {
+  std::map<std::string, store::Result> done;
+  store.for_each_result(run, [&](const store::Result& r) {
+    if (r.variant == "closed-book" && r.status == store::Status::ok) done[r.instance] = r;
+  });
+  std::vector<const eval::QaRecord*> todo;
+  std::set<std::string> ids;
+  for (const auto& r : records) {
+    if (!ids.insert(r.id).second)
+      throw Error("sure prepare", "duplicate question id '" + r.id + "'");
+    if (done.count(r.id))
+      ++sum.skipped_done;
+    else
+      todo.push_back(&r);
+  }
+  reader::GenerateParams gp;
+  gp.temperature = opt.temperature;
+  gp.seed = opt.seed;
+  gp.max_tokens = opt.max_tokens;
+  const size_t B = std::max<size_t>(1, opt.batch);
+  for (size_t b = 0; b < todo.size(); b += B) {
+    const size_t e = std::min(todo.size(), b + B);
+    std::vector<std::string> ps;
+    gp.seeds.clear();
+    for (size_t i = b; i < e; ++i) {
+      ps.push_back(closed_book_prompt(prompts, todo[i]->question));
+      gp.seeds.push_back(row_seed(opt.seed, todo[i]->id, "closed-book"));
+    }
+    auto gens = reader::generate_each(reader, ps, gp);
+    for (size_t i = b; i < e; ++i) {
+      const auto& at = gens[i - b];
+      store::Result r;
+      r.run = run;
+      r.instance = todo[i]->id;
+      r.variant = "closed-book";
+      r.prompt = ps[i - b];
+      r.timings_ms[at.batched ? "batch_total" : "total"] = at.ms;
+      if (at.gen) {
+        r.output = at.gen->text;
+        r.prompt_tokens = at.gen->prompt_tokens;
+        r.correct = grade(r.output, todo[i]->answers, false);
+        r.scores["Y"] = *r.correct ? 1.0 : 0.0;
+        r.extra["finish_reason"] = at.gen->finish_reason;
+        ++sum.generated;
+        done[r.instance] = r;
+      } else {
+        r.status = store::Status::unmeasured;
+        r.error = at.error.empty() ? "generation failed" : at.error;
+        ++sum.unmeasured;
+      }
+      store.put(r);
+    }
+    if (progress) progress(e, todo.size());
+  }
+  return done;
+}
+
+// A question's passage that may stand for it in a cell, and the seeded order the cell draws by.
+struct Candidate {
+  const eval::QaRecord* rec;
+  size_t ctx;
+  uint64_t order;
+};
+
+// Per question with a verdict: its seeded choice among its Golden passages and among its Noise
+// passages, each a candidate of the cell K-G/K-N (known) or U-G/U-N (unknown).
+std::array<std::vector<Candidate>, 4> cell_candidates(const std::vector<eval::QaRecord>& records,
+                                                      const std::map<std::string, bool>& known,
+                                                      uint64_t seed, PrepareSummary& sum) {
   std::array<std::vector<Candidate>, 4> cells;
   for (const auto& r : records) {
     auto k = known.find(r.id);
@@ -132,8 +135,7 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
     for (size_t i = 0; i < r.ctxs.size(); ++i) {
       const bool golden = text::substring_match(r.ctxs[i].text, r.answers) > 0;
       const int cell = (k->second ? 0 : 2) + (golden ? 0 : 1);
-      const uint64_t h =
-          derive_seed(opt.seed, key2(key2(kCells[size_t(cell)], r.id), r.ctxs[i].id));
+      const uint64_t h = derive_seed(seed, key2(key2(kCells[size_t(cell)], r.id), r.ctxs[i].id));
       auto& b = best[golden ? 0 : 1];
       if (!b || h < b->second) b = std::make_pair(i, h);
     }
@@ -141,9 +143,60 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
       if (!best[size_t(g)]) continue;
       const size_t cell = size_t((k->second ? 0 : 2) + g);
       cells[cell].push_back(
-          {&r, best[size_t(g)]->first, derive_seed(opt.seed, key2(kCells[cell], r.id))});
+          {&r, best[size_t(g)]->first, derive_seed(seed, key2(kCells[cell], r.id))});
     }
   }
+  return cells;
+}
+
+// One instance row: the question with the one chosen passage, as `sure perturb` reads it.
+nlohmann::ordered_json instance_row(const Candidate& cand, size_t c,
+                                    const std::map<std::string, std::string>& closed_book) {
+  const auto& r = *cand.rec;
+  const auto& ctx = r.ctxs[cand.ctx];
+  nlohmann::ordered_json j;
+  j["id"] = r.id + "|" + kCells[c];
+  j["question"] = r.question;
+  j["answers"] = r.answers;
+  nlohmann::ordered_json cj;
+  cj["id"] = ctx.id;
+  cj["title"] = ctx.title;
+  cj["text"] = ctx.text;
+  cj["hasanswer"] = c == 0 || c == 2;
+  cj["rank"] = cand.ctx + 1;
+  j["ctxs"] = nlohmann::ordered_json::array({cj});
+  j["sure_cell"] = kCells[c];
+  j["known"] = c < 2;
+  j["golden"] = c == 0 || c == 2;
+  j["question_id"] = r.id;
+  if (auto it = closed_book.find(r.id); it != closed_book.end()) j["closed_book"] = it->second;
+  return j;
+}
+
+}  // namespace
+
+PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64_t run,
+                           const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
+                           const PrepareOptions& opt,
+                           const std::function<void(size_t, size_t)>& progress) {
+  PrepareSummary sum;
+  sum.questions = records.size();
+  std::map<std::string, std::string> closed_book;  // id -> response (generated rows)
+  std::map<std::string, bool> known;
+  if (opt.known) {
+    known = known_from_file(records, *opt.known);
+  } else {
+    if (!reader)
+      throw UsageError("sure prepare", "needs a reader or closed-book verdicts (--known)");
+    for (const auto& [id, r] :
+         closed_book_stage(*reader, store, run, prompts, records, opt, progress, sum)) {
+      known[id] = r.correct.value_or(false);
+      closed_book[id] = r.output;
+    }
+  }
+
+  // Each cell keeps its first per_cell candidates in the seeded order, written by question id.
+  std::array<std::vector<Candidate>, 4> cells = cell_candidates(records, known, opt.seed, sum);
   for (size_t c = 0; c < 4; ++c) {
     auto& v = cells[c];
     sum.cells[c].candidates = v.size();
@@ -154,27 +207,7 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
     sum.cells[c].chosen = v.size();
     std::sort(v.begin(), v.end(),
               [](const Candidate& a, const Candidate& b) { return a.rec->id < b.rec->id; });
-    for (const auto& cand : v) {
-      const auto& r = *cand.rec;
-      const auto& ctx = r.ctxs[cand.ctx];
-      nlohmann::ordered_json j;
-      j["id"] = r.id + "|" + kCells[c];
-      j["question"] = r.question;
-      j["answers"] = r.answers;
-      nlohmann::ordered_json cj;
-      cj["id"] = ctx.id;
-      cj["title"] = ctx.title;
-      cj["text"] = ctx.text;
-      cj["hasanswer"] = c == 0 || c == 2;
-      cj["rank"] = cand.ctx + 1;
-      j["ctxs"] = nlohmann::ordered_json::array({cj});
-      j["sure_cell"] = kCells[c];
-      j["known"] = c < 2;
-      j["golden"] = c == 0 || c == 2;
-      j["question_id"] = r.id;
-      if (auto it = closed_book.find(r.id); it != closed_book.end()) j["closed_book"] = it->second;
-      sum.rows.push_back(std::move(j));
-    }
+    for (const auto& cand : v) sum.rows.push_back(instance_row(cand, c, closed_book));
   }
   return sum;
 }

@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "context_feed.h"
 #include "engine/model/engine_options.h"
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
@@ -23,32 +23,11 @@ namespace {
 const char* const kModels[] = {"tinyq-f32.gguf",  "tinyq-f16.gguf",  "tinyq-bf16.gguf",
                                "tinyq-q8_0.gguf", "tinyq-q4_0.gguf", "tinyq-q4_k_m.gguf"};
 
-std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(1, n_vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
+using testing::logits_in_chunks;
+using testing::random_tokens;
 
-// Logits of every position of `toks`, fed in chunks of the given sizes to a fresh sequence.
-std::vector<float> in_chunks(Context& ctx, const std::vector<int32_t>& toks,
-                             const std::vector<int>& chunks) {
-  const int seq = ctx.new_sequence();
-  std::vector<float> all;
-  size_t at = 0;
-  for (int c : chunks) {
-    SeqInput in;
-    in.seq = seq;
-    in.tokens.assign(toks.begin() + long(at), toks.begin() + long(at + size_t(c)));
-    in.logits = LogitsMode::All;
-    auto out = ctx.eval({in});
-    all.insert(all.end(), out[0].logits.begin(), out[0].logits.end());
-    at += size_t(c);
-  }
-  ctx.free_sequence(seq);
-  return all;
-}
+// Prompts from [1, n_vocab): the draws this test was written with.
+constexpr int32_t kFirstToken = 1;
 
 // The first index where a and b differ bitwise, or -1.
 long first_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -73,11 +52,11 @@ TEST(BatchInvarianceFixture, SamePromptSameLogitsAloneInABatchAndInDecode) {
     auto m = model::Model::load(path.string(), eo);
     ASSERT_EQ(m->policy().f16, ops::F16Gemm::exact) << name;
     const int V = m->hp().n_vocab, N = 37;
-    const auto prompt = random_tokens(N, V, 7);
+    const auto prompt = random_tokens(N, V, 7, kFirstToken);
     for (KvType kv : {KvType::F32, KvType::F16}) {
       SCOPED_TRACE(std::string(name) + (kv == KvType::F16 ? " kv f16" : " kv f32"));
       Context ctx(*m, {128, kv, nullptr, 2});
-      const auto alone = in_chunks(ctx, prompt, {N});
+      const auto alone = logits_in_chunks(ctx, prompt, {N});
       ASSERT_EQ(alone.size(), size_t(N) * size_t(V));
 
       // In one forward pass with 15 other sequences of other lengths (prompt at index 5).
@@ -87,7 +66,7 @@ TEST(BatchInvarianceFixture, SamePromptSameLogitsAloneInABatchAndInDecode) {
         SeqInput in;
         in.seq = ctx.new_sequence();
         seqs.push_back(in.seq);
-        in.tokens = s == 5 ? prompt : random_tokens(3 + 5 * s, V, 100 + uint32_t(s));
+        in.tokens = s == 5 ? prompt : random_tokens(3 + 5 * s, V, 100 + uint32_t(s), kFirstToken);
         in.logits = LogitsMode::All;
         batch.push_back(in);
       }
@@ -96,13 +75,16 @@ TEST(BatchInvarianceFixture, SamePromptSameLogitsAloneInABatchAndInDecode) {
       for (int s : seqs) ctx.free_sequence(s);
 
       // Prefill in chunks (across the 16-token GEMM threshold), then decode token by token.
-      EXPECT_EQ(first_difference(in_chunks(ctx, prompt, {20, 1, 16}), alone), -1) << "chunks";
-      EXPECT_EQ(first_difference(in_chunks(ctx, prompt, std::vector<int>(size_t(N), 1)), alone), -1)
+      EXPECT_EQ(first_difference(logits_in_chunks(ctx, prompt, {20, 1, 16}), alone), -1)
+          << "chunks";
+      EXPECT_EQ(
+          first_difference(logits_in_chunks(ctx, prompt, std::vector<int>(size_t(N), 1)), alone),
+          -1)
           << "decode";
 
       // One thread.
       Context one(*m, {128, kv, nullptr, 1});
-      EXPECT_EQ(first_difference(in_chunks(one, prompt, {N}), alone), -1) << "1 thread";
+      EXPECT_EQ(first_difference(logits_in_chunks(one, prompt, {N}), alone), -1) << "1 thread";
     }
   }
 }

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
+#include "context_feed.h"
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
 #include "support/test_support.h"
@@ -15,33 +15,8 @@
 namespace ragform::runtime {
 namespace {
 
-std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = d(rng);
-  return t;
-}
-
-// Logits of every token when fed in chunks of the given sizes (a chunk of 1 = a decode step).
-std::vector<float> logits_in_chunks(Context& ctx, const std::vector<int32_t>& toks,
-                                    const std::vector<int>& chunks) {
-  const int seq = ctx.new_sequence();
-  std::vector<float> all;
-  size_t at = 0;
-  for (int c : chunks) {
-    SeqInput in;
-    in.seq = seq;
-    in.tokens.assign(toks.begin() + long(at), toks.begin() + long(at + size_t(c)));
-    in.logits = LogitsMode::All;
-    auto out = ctx.eval({in});
-    all.insert(all.end(), out[0].logits.begin(), out[0].logits.end());
-    at += size_t(c);
-  }
-  EXPECT_EQ(at, toks.size());
-  ctx.free_sequence(seq);
-  return all;
-}
+using testing::logits_in_chunks;
+using testing::random_tokens;
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

@@ -5,9 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "base/error.h"
+#include "capital_items.h"
 #include "support/fake_reader.h"
 #include "support/test_support.h"
 
@@ -16,7 +15,8 @@ namespace {
 
 using ragform::testing::FakeReader;
 
-const std::string kTmpl = "{search_results}\nQ: {question}\nA:";
+using testing::capital_items;
+using testing::kQaTemplate;
 
 // One unit of mass on every token, plus `extra` on the first (the documents' span always holds
 // some mass, as calibration_row_extra's mass_by_position needs).
@@ -28,25 +28,8 @@ std::vector<float> front_heavy(size_t T, float extra) {
 
 // The text of the first "Document [i](Title: t) text" line: right only with the gold first.
 std::string echo_first_document(const std::string& prompt) {
-  std::istringstream in(prompt);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("Document [", 0) == 0) return " " + line.substr(line.find(") ") + 2);
-  return "";
-}
-
-std::vector<Item> items() {
-  Item a;
-  a.id = "i1";
-  a.question = "capital of France?";
-  a.answers = {"Paris"};
-  a.gold = {"G1", "The answer is Paris."};
-  a.distractors = {{"D1", "Rome is old."}, {"D2", "Oslo is cold."}};
-  Item b = a;
-  b.id = "i2";
-  b.question = "capital of Germany?";
-  b.answers = {"Berlin"};
-  b.gold = {"G2", "It is Berlin."};
-  return {a, b};
+  const std::vector<std::string> docs = testing::document_texts(prompt);
+  return docs.empty() ? "" : " " + docs.front();
 }
 
 // Prompts with '&' put most of the mass on the first token (mu near 0, ABS near 0); the others
@@ -63,7 +46,7 @@ FakeReader attention_reader() {
 CalibrateOptions calibrate_options() {
   CalibrateOptions o;
   o.setup.task = Task::Qa;
-  o.setup.tmpl = kTmpl;
+  o.setup.tmpl = kQaTemplate;
   o.setup.candidates = parse_delimiter_list("&,-");
   o.setup.p = 1.0;
   o.samples = 2;
@@ -82,7 +65,7 @@ TEST(CnormRun, CalibrateStoresEveryScoreAndResumes) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_calibrate");
   store::RunStore st(dir / "runs.sqlite");
   FakeReader r = attention_reader();
-  const std::vector<Item> its = items();
+  const std::vector<Item> its = capital_items();
   CalibrateSummary first = run_calibrate(r, st, its, calibrate_options());
   EXPECT_EQ(r.attention_calls, 4);  // S x F
   EXPECT_EQ(rows(st, first.run), 4u);
@@ -110,10 +93,10 @@ TEST(CnormRun, CalibrateWithoutStoreUsesTheCache) {
   FakeReader r = attention_reader();
   CalibrateOptions o = calibrate_options();
   o.cache_dir = (dir / "cache").string();
-  CalibrateSummary first = run_calibrate(r, items(), o);
+  CalibrateSummary first = run_calibrate(r, capital_items(), o);
   EXPECT_FALSE(first.from_cache);
   EXPECT_EQ(r.attention_calls, 4);
-  CalibrateSummary second = run_calibrate(r, items(), o);
+  CalibrateSummary second = run_calibrate(r, capital_items(), o);
   EXPECT_TRUE(second.from_cache);
   EXPECT_EQ(r.attention_calls, 4);
   EXPECT_EQ(profile_to_json(second.profile), profile_to_json(first.profile));
@@ -122,7 +105,7 @@ TEST(CnormRun, CalibrateWithoutStoreUsesTheCache) {
 EvalOptions eval_options(const Profile& prof) {
   EvalOptions o;
   o.task = Task::Qa;
-  o.tmpl = kTmpl;
+  o.tmpl = kQaTemplate;
   o.profile = prof;
   o.seeds = {1};
   o.k = 3;
@@ -135,9 +118,9 @@ TEST(CnormRun, EvalSweepsEveryPositionAndResumes) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_eval");
   store::RunStore st(dir / "runs.sqlite");
   FakeReader r = attention_reader();
-  const Profile prof = run_calibrate(r, items(), calibrate_options()).profile;
+  const Profile prof = run_calibrate(r, capital_items(), calibrate_options()).profile;
   const EvalOptions o = eval_options(prof);
-  EvalSummary first = run_eval(r, st, {items()}, o);
+  EvalSummary first = run_eval(r, st, {capital_items()}, o);
   // 2 questions x 3 gold positions x 3 variants.
   EXPECT_EQ(r.generate_calls, 18);
   ASSERT_EQ(first.per_seed.size(), 1u);
@@ -151,7 +134,7 @@ TEST(CnormRun, EvalSweepsEveryPositionAndResumes) {
     EXPECT_NEAR(v.oaa, 1.0 / 3.0, 1e-12) << v.name;
     EXPECT_EQ(v.opa, 1.0) << v.name;
   }
-  EvalSummary second = run_eval(r, st, {items()}, o);
+  EvalSummary second = run_eval(r, st, {capital_items()}, o);
   EXPECT_EQ(r.generate_calls, 18);  // every answer read back from the store
   EXPECT_EQ(eval_summary_json(second, o), eval_summary_json(first, o));
 }
@@ -160,15 +143,15 @@ TEST(CnormRun, EvalShardAnswersOnlyItsQuestions) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_shard");
   store::RunStore st(dir / "runs.sqlite");
   FakeReader r = attention_reader();
-  const Profile prof = run_calibrate(r, items(), calibrate_options()).profile;
+  const Profile prof = run_calibrate(r, capital_items(), calibrate_options()).profile;
   EvalOptions o = eval_options(prof);
   o.keep = [](const std::string& id) { return id == "i2"; };
-  EvalSummary s = run_eval(r, st, {items()}, o);
+  EvalSummary s = run_eval(r, st, {capital_items()}, o);
   EXPECT_EQ(r.generate_calls, 9);
   EXPECT_EQ(s.items, 2u);  // the run's identity still counts every question
   // The whole evaluation continues the shard's run: only i1's 9 answers are new.
   o.keep = {};
-  EXPECT_EQ(run_eval(r, st, {items()}, o).per_seed[0].run, s.per_seed[0].run);
+  EXPECT_EQ(run_eval(r, st, {capital_items()}, o).per_seed[0].run, s.per_seed[0].run);
   EXPECT_EQ(r.generate_calls, 18);
 }
 
@@ -176,10 +159,10 @@ TEST(CnormRun, EvalNeedsOneItemSetPerSeed) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_seeds");
   store::RunStore st(dir / "runs.sqlite");
   FakeReader r = attention_reader();
-  const Profile prof = run_calibrate(r, items(), calibrate_options()).profile;
+  const Profile prof = run_calibrate(r, capital_items(), calibrate_options()).profile;
   EvalOptions o = eval_options(prof);
   o.seeds = {1, 2};
-  EXPECT_THROW(run_eval(r, st, {items()}, o), Error);
+  EXPECT_THROW(run_eval(r, st, {capital_items()}, o), Error);
 }
 
 }  // namespace

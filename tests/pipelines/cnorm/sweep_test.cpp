@@ -4,9 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "base/error.h"
+#include "capital_items.h"
 #include "fake_reader.h"
 
 namespace ragform::cnorm {
@@ -14,37 +13,20 @@ namespace {
 
 using testing::FakeReader;
 
-const std::string kTmpl = "{search_results}\nQ: {question}\nA:";
+using testing::capital_items;
+using testing::kQaTemplate;
 
 // The text of the first (or last) "Document [i](Title: t) text" line.
 std::string echo_document(const std::string& prompt) {
-  std::vector<std::string> docs;
-  std::istringstream in(prompt);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("Document [", 0) == 0) docs.push_back(line.substr(line.find(") ") + 2));
+  const std::vector<std::string> docs = testing::document_texts(prompt);
   if (docs.empty()) return "";
   return " " + (prompt.find('&') != std::string::npos ? docs.back() : docs.front()) + "\nmore text";
-}
-
-std::vector<Item> items() {
-  Item a;
-  a.id = "i1";
-  a.question = "capital of France?";
-  a.answers = {"Paris"};
-  a.gold = {"G1", "The answer is Paris."};
-  a.distractors = {{"D1", "Rome is old."}, {"D2", "Oslo is cold."}};
-  Item b = a;
-  b.id = "i2";
-  b.question = "capital of Germany?";
-  b.answers = {"Berlin"};
-  b.gold = {"G2", "It is Berlin."};
-  return {a, b};
 }
 
 SweepSetup setup3() {
   SweepSetup s;
   s.task = Task::Qa;
-  s.tmpl = kTmpl;
+  s.tmpl = kQaTemplate;
   s.k = 3;
   s.variants = {{"baseline", {{"none", ""}, 0.0, 1}},
                 {"cnorm", {{"&", "&"}, 1.0, 1}},
@@ -74,7 +56,7 @@ TEST(CnormSweep, FirstLine) {
 TEST(CnormSweep, AccuracyByGoldPositionOaaOpa) {
   FakeReader r;
   r.answer = echo_document;
-  auto its = items();
+  auto its = capital_items();
   auto s = setup3();
   std::vector<CellAnswer> got;
   run_sweep(r, s, its, {}, [&](const CellAnswer& a) { got.push_back(a); });
@@ -118,7 +100,7 @@ TEST(CnormSweep, SkipsFinishedCells) {
   r.answer = echo_document;
   size_t n = 0;
   run_sweep(
-      r, setup3(), items(),
+      r, setup3(), capital_items(),
       [](const std::string& inst, const std::string& v) { return inst == "i2" || v == "cnorm@1"; },
       [&](const CellAnswer& a) {
         EXPECT_EQ(a.instance, "i1");
@@ -162,28 +144,30 @@ TEST(CnormSweep, AverageOverSeeds) {
 
 TEST(CnormSweep, MinTokenPicksTheShortestFormatting) {
   FakeReader r;
-  auto its = items();
-  EXPECT_EQ(min_token_index(r, Task::Qa, kTmpl, its, 3, parse_delimiter_list("&,none,||"), 1.0, 1),
-            1u);
-  EXPECT_EQ(min_token_index(r, Task::Qa, kTmpl, its, 3, parse_delimiter_list("-,&"), 1.0, 1),
+  auto its = capital_items();
+  EXPECT_EQ(
+      min_token_index(r, Task::Qa, kQaTemplate, its, 3, parse_delimiter_list("&,none,||"), 1.0, 1),
+      1u);
+  EXPECT_EQ(min_token_index(r, Task::Qa, kQaTemplate, its, 3, parse_delimiter_list("-,&"), 1.0, 1),
             0u);  // tie: first
 }
 
 TEST(CnormSweep, FitKShrinksToTheBudget) {
   FakeReader r;
-  auto its = items();
+  auto its = capital_items();
   std::vector<Format> f = {{{"none", ""}, 0.0, 1}};
   auto longest = [&](size_t k) {
     size_t m = 0;
     for (const auto& it : its)
       m = std::max(
-          m, size_t(r.count_tokens(render(Task::Qa, kTmpl, it, arrange(it, k, 0), f[0]).text)));
+          m,
+          size_t(r.count_tokens(render(Task::Qa, kQaTemplate, it, arrange(it, k, 0), f[0]).text)));
     return m;
   };
-  EXPECT_EQ(fit_k(r, Task::Qa, kTmpl, its, 3, f, longest(3)), 3u);
-  EXPECT_EQ(fit_k(r, Task::Qa, kTmpl, its, 3, f, longest(3) - 1), 2u);
-  EXPECT_EQ(fit_k(r, Task::Qa, kTmpl, its, 3, f, longest(1)), 1u);
-  EXPECT_THROW(fit_k(r, Task::Qa, kTmpl, its, 3, f, longest(1) - 1), Error);
+  EXPECT_EQ(fit_k(r, Task::Qa, kQaTemplate, its, 3, f, longest(3)), 3u);
+  EXPECT_EQ(fit_k(r, Task::Qa, kQaTemplate, its, 3, f, longest(3) - 1), 2u);
+  EXPECT_EQ(fit_k(r, Task::Qa, kQaTemplate, its, 3, f, longest(1)), 1u);
+  EXPECT_THROW(fit_k(r, Task::Qa, kQaTemplate, its, 3, f, longest(1) - 1), Error);
 }
 
 }  // namespace ragform::cnorm
