@@ -515,6 +515,7 @@ int run_eval(const std::vector<std::string>& argv) {
                               {"reader", ef.open_reader().describe()}});
     }
   }
+  if (generate.value) note_prefill(ef.open_reader());
   ef.report_encoder_cost();
   return 0;
 }

@@ -32,6 +32,10 @@ struct NativeOptions {
   bool chat = false;          // wrap prompts in the model's chat template (user turn)
   std::string system_prompt;  // chat mode only
   Overflow overflow = Overflow::Error;
+  // Prefix cache (engine/runtime/prefix_cache.h): prompts reuse the KV rows of the longest
+  // prefix prefilled before. Exact (the rows are the same numbers); off costs only speed.
+  bool prefix_cache = true;
+  size_t prefix_cache_bytes = 0;  // LRU bound; 0 = runtime::default_prefix_cache_bytes()
 };
 
 class NativeReader : public Reader {
@@ -49,6 +53,7 @@ class NativeReader : public Reader {
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q) override;
   HiddenResult hidden(const std::string& prompt, int layer) override;
   int count_tokens(const std::string& prompt) override;
+  std::optional<PrefillCounts> prefill_counts() const override;
 
   // The tokens a prompt becomes (after chat wrapping and the overflow policy).
   std::vector<int32_t> prompt_tokens(const std::string& prompt) const;
@@ -66,7 +71,7 @@ class NativeReader : public Reader {
   std::unique_ptr<tok::Tokenizer> tok_;
   std::unique_ptr<runtime::Context> ctx_;
   int chat_family_ = 0;
-  std::mutex mu_;
+  mutable std::mutex mu_;
 };
 
 }  // namespace ragform::reader
