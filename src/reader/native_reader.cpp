@@ -30,8 +30,9 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = opt_.engine.pool;
   if (opt.prefix_cache)
-    cp.prefix_cache = std::make_shared<runtime::PrefixCache>(
+    prefix_cache_ = std::make_shared<runtime::PrefixCache>(
         opt.prefix_cache_bytes ? opt.prefix_cache_bytes : runtime::default_prefix_cache_bytes());
+  cp.prefix_cache = prefix_cache_;
   ctx_ = std::make_unique<runtime::Context>(*model_, cp);
   if (opt.chat) {
     auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));

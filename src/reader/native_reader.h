@@ -19,7 +19,8 @@ class Tokenizer;
 }
 namespace ragform::runtime {
 class Context;
-}
+class PrefixCache;
+}  // namespace ragform::runtime
 
 namespace ragform::reader {
 
@@ -62,6 +63,9 @@ class NativeReader : public Reader {
   const std::string& model_path() const { return path_; }
   // The pool this reader's forward passes run on (for contexts built beside it).
   std::shared_ptr<ThreadPool> pool() const { return opt_.engine.pool; }
+  // The prefix cache of this reader's context (null when off), for contexts built beside it
+  // (serve's engine): their prompts and the reader's reuse each other's prefixes.
+  std::shared_ptr<runtime::PrefixCache> prefix_cache() const { return prefix_cache_; }
 
  private:
   std::string render(const std::string& prompt) const;
@@ -69,6 +73,7 @@ class NativeReader : public Reader {
   NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
+  std::shared_ptr<runtime::PrefixCache> prefix_cache_;
   std::unique_ptr<runtime::Context> ctx_;
   int chat_family_ = 0;
   mutable std::mutex mu_;

@@ -27,7 +27,7 @@ struct ContextParams {
   std::shared_ptr<ThreadPool> pool;
   int threads = 0;
   // Shared prefix cache (prefix_cache.h), or null: no reuse across sequences.
-  std::shared_ptr<PrefixCache> prefix_cache;
+  std::shared_ptr<PrefixCache> prefix_cache = nullptr;
 };
 
 // Prompt tokens submitted to reuse_prefix() and how many of them had to be computed.
