@@ -3,6 +3,13 @@
 // the attention tap costs (issue 5's criterion): the same prefill capturing the final token's
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
 // time ratio on stderr.
+//
+// --workload cnorm-sweep|sure-pairs measures the prefix cache (issue 21) on a study's prompt shape,
+// random token ids standing in for text: cnorm-sweep moves one gold passage through k positions of
+// a fixed passage list (k prompts per question); sure-pairs has per question one original prompt
+// and --perturbations prompts in which one passage is replaced. Every repetition runs the workload
+// with a fresh prefix cache and without one, alternately; printed: prompt tokens/s submitted
+// (what a study asks for) and the share of tokens computed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -117,6 +124,121 @@ void print_results(const std::vector<Sample>& results, int n_threads, bool json)
   if (json) print_json_line(arr);
 }
 
+struct WorkloadShape {
+  int questions, docs, doc_tokens, head_tokens, tail_tokens, perturbations;
+};
+
+// The prompts of one question of a workload, in the order a study submits them.
+std::vector<std::vector<int32_t>> workload_prompts(const std::string& kind, const WorkloadShape& w,
+                                                   std::mt19937& rng, int n_vocab) {
+  std::uniform_int_distribution<int32_t> tok(1, n_vocab - 1);
+  auto span = [&](int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& t : v) t = tok(rng);
+    return v;
+  };
+  const auto head = span(w.head_tokens), tail = span(w.tail_tokens);
+  std::vector<std::vector<int32_t>> docs;
+  for (int d = 0; d < w.docs; ++d) docs.push_back(span(w.doc_tokens));
+  auto prompt = [&](const std::vector<std::vector<int32_t>>& ds) {
+    std::vector<int32_t> p = head;
+    for (const auto& d : ds) p.insert(p.end(), d.begin(), d.end());
+    p.insert(p.end(), tail.begin(), tail.end());
+    return p;
+  };
+  std::vector<std::vector<int32_t>> out;
+  if (kind == "cnorm-sweep") {
+    // docs[0] is the gold passage; the distractors keep their order.
+    for (int g = 0; g < w.docs; ++g) {
+      std::vector<std::vector<int32_t>> ds(docs.begin() + 1, docs.end());
+      ds.insert(ds.begin() + g, docs[0]);
+      out.push_back(prompt(ds));
+    }
+  } else {
+    out.push_back(prompt(docs));
+    const int at = std::uniform_int_distribution<int>(0, w.docs - 1)(rng);
+    for (int j = 0; j < w.perturbations; ++j) {
+      auto ds = docs;
+      ds[size_t(at)] = span(w.doc_tokens);
+      out.push_back(prompt(ds));
+    }
+  }
+  return out;
+}
+
+// Prefills every prompt (logits of the last token, as generation's first step), through the
+// prefix cache when the context has one: sorted order within a question, as runtime::generate.
+void prefill_all(runtime::Context& ctx, std::vector<std::vector<int32_t>> prompts) {
+  if (ctx.prefix_cache()) std::sort(prompts.begin(), prompts.end());
+  for (const auto& p : prompts) {
+    runtime::ScopedSequence seq(ctx);
+    const int reused = ctx.reuse_prefix(seq.id(), p);
+    runtime::SeqInput in;
+    in.seq = seq.id();
+    in.tokens.assign(p.begin() + reused, p.end());
+    ctx.eval({in});
+    ctx.cache_prefix(seq.id());
+  }
+}
+
+int run_workload(const std::string& kind, const std::string& model_path, const EngineOptions& eo,
+                 const WorkloadShape& w, int reps, runtime::KvType kv, size_t cache_bytes,
+                 bool json) {
+  auto m = model::Model::load(model_path, eo);
+  std::mt19937 rng(42);
+  std::vector<std::vector<std::vector<int32_t>>> questions;
+  size_t longest = 0;
+  for (int q = 0; q < w.questions; ++q) {
+    questions.push_back(workload_prompts(kind, w, rng, m->hp().n_vocab));
+    for (const auto& p : questions.back()) longest = std::max(longest, p.size());
+  }
+  Sample on{kind + "+cache", {}}, off{kind, {}};
+  double share = 0;
+  using clock = std::chrono::steady_clock;
+  for (int r = 0; r < reps; ++r)
+    for (bool cached : {true, false}) {
+      runtime::ContextParams cp;
+      cp.n_ctx = int(longest);
+      cp.kv_type = kv;
+      cp.pool = eo.pool;
+      if (cached) cp.prefix_cache = std::make_shared<runtime::PrefixCache>(cache_bytes);
+      runtime::Context ctx(*m, cp);
+      auto t0 = clock::now();
+      for (const auto& qs : questions) prefill_all(ctx, qs);
+      const double sec = std::chrono::duration<double>(clock::now() - t0).count();
+      const runtime::PrefillCounts c = ctx.prefill_counts();
+      (cached ? on : off).tps.push_back(double(c.submitted) / sec);
+      if (cached) share = double(c.computed) / double(c.submitted);
+    }
+  const double speedup = median(on.tps) / median(off.tps);
+  std::fprintf(stderr,
+               "%s: prefix cache computes %.1f%% of the submitted prompt tokens; %.2fx the "
+               "submitted tokens/s of no cache (medians of %d alternated runs)\n",
+               kind.c_str(), 100.0 * share, speedup, reps);
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  if (!json)
+    std::printf("%-22s %14s %14s %12s %12s\n", "test", "submitted t/s", "computed t/s", "min",
+                "max");
+  for (const Sample* s : {&on, &off}) {
+    auto v = s->tps;
+    std::sort(v.begin(), v.end());
+    const double f = s == &on ? share : 1.0, med = median(v);
+    if (json)
+      arr.push_back(nlohmann::ordered_json{{"test", s->test},
+                                           {"threads", eo.pool->size()},
+                                           {"t_s_median", f9(med)},
+                                           {"computed_t_s_median", f9(med * f)},
+                                           {"computed_share", f9(f)},
+                                           {"t_s_min", f9(v.front())},
+                                           {"t_s_max", f9(v.back())}});
+    else
+      std::printf("%-22s %14.2f %14.2f %12.2f %12.2f\n", s->test.c_str(), med, med * f, v.front(),
+                  v.back());
+  }
+  if (json) print_json_line(arr);
+  return 0;
+}
+
 int run_bench(const std::vector<std::string>& argv) {
   Args a("bench", "Measure prompt processing (ppN) and generation (tgN) speed in tokens/s.",
          "Tokens are random ids (as llama-bench). --json prints one JSON array of\n"
@@ -134,12 +256,44 @@ int run_bench(const std::vector<std::string>& argv) {
                                   "also measure prefill with a tap: attention, or none", "none");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
   auto& json = a.flag("--json", "print one JSON array on stdout");
+  auto& workload =
+      a.opt<std::string>("--workload", "KIND",
+                         "prefix-cache workload instead of pp/tg: cnorm-sweep or sure-pairs", "");
+  auto& questions = a.opt<int>("--questions", "N", "workload: questions", 3).range(1, 1000000);
+  auto& docs = a.opt<int>("--docs", "K", "workload: passages per prompt", 10).range(1, 10000);
+  auto& doc_tokens =
+      a.opt<int>("--doc-tokens", "N", "workload: tokens per passage", 120).range(1, 1000000);
+  auto& head_tokens =
+      a.opt<int>("--head-tokens", "N", "workload: instruction tokens before the passages", 40)
+          .range(0, 1000000);
+  auto& tail_tokens =
+      a.opt<int>("--tail-tokens", "N", "workload: question tokens after the passages", 20)
+          .range(1, 1000000);
+  auto& perturbations =
+      a.opt<int>("--perturbations", "N", "sure-pairs: perturbed prompts per question", 4)
+          .range(1, 1000000);
+  auto& cache_mb =
+      a.opt<int>("--prefix-cache-mb", "N",
+                 "workload: prefix cache bound in MiB (0 = 1/8 of RAM, at most 2048)", 0)
+          .range(0, 1 << 20);
   if (!a.parse(argv)) return 0;
   if (taps.value != "none" && taps.value != "attention")
     throw UsageError("--taps", "expected attention or none");
   if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
   EngineOptions eo = engine_options_from_env(threads.value, f16_gemm.value);
   eo.pool = eo.pool_or_new();
+  if (!workload.value.empty()) {
+    if (workload.value != "cnorm-sweep" && workload.value != "sure-pairs")
+      throw UsageError("--workload",
+                       "expected cnorm-sweep or sure-pairs, got '" + workload.value + "'");
+    WorkloadShape w{questions.value,   docs.value,        doc_tokens.value,
+                    head_tokens.value, tail_tokens.value, perturbations.value};
+    const size_t bytes =
+        cache_mb.value ? size_t(cache_mb.value) << 20 : runtime::default_prefix_cache_bytes();
+    return run_workload(workload.value, model.value, eo, w, reps.value,
+                        kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32, bytes,
+                        json.value);
+  }
   const int n_threads = eo.pool->size();
   auto pps = parse_int_list("--pp", pp.value), tgs = parse_int_list("--tg", tg.value);
   if (std::all_of(pps.begin(), pps.end(), [](int n) { return n == 0; }) &&

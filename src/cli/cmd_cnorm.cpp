@@ -279,6 +279,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
         c.abs.size(),
         c.label() == (prof.best_name.empty() ? prof.best.name : prof.best_name) ? "  <- best" : "");
   }
+  note_prefill(*reader);
   print_json_line(profile_to_json(prof));
   return 0;
 }

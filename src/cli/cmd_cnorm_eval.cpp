@@ -56,6 +56,7 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   LongbenchSummary sum = run_longbench(*reader, st, items, lo);
   for (const auto& s : sum.summaries)
     std::fprintf(stderr, "  %-10s accuracy %.4f (n = %zu)\n", s.variant.c_str(), s.accuracy, s.n);
+  note_prefill(*reader);
   nlohmann::json j = longbench_summary_json(sum);
   j["store"] = store_path;
   j["shard"] = shard.describe();
@@ -202,6 +203,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu of %zu)\n", s.name.c_str(),
                  s.oaa, s.opa, s.best_position + 1, s.accuracy.size());
   for (const auto& l : sum.analysis_lines) note("  " + l);
+  note_prefill(*reader);
   nlohmann::json j = eval_summary_json(sum, eo);
   j["store"] = f.store_path.value;
   j["shard"] = shard.describe();

@@ -577,6 +577,7 @@ int run_eval(const std::vector<std::string>& argv) {
         ojson{{"kind", "oov"}, {"words", t.words}, {"oov", t.oov}, {"encoder", enc.describe()}});
   report_positions(t.pa, es.json);
   if (es.generate && !t.em_full.empty()) report_answers(t, ef, es.json);
+  if (es.generate) note_prefill(ef.open_reader());
   ef.report_encoder_cost();
   return 0;
 }

@@ -485,6 +485,7 @@ int run_eval(const std::vector<std::string>& argv) {
                 static_cast<long long>(stats.pairs_unmeasured), stats.generate_seconds,
                 stats.generate_seconds > 0 ? stats.prompt_tokens / stats.generate_seconds : 0.0);
   note(buf);
+  note_prefill(*reader);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
+#include "reader/prefill_meter.h"
 
 namespace ragform::cli {
 
@@ -37,7 +38,13 @@ ReaderFlags::ReaderFlags(Args& a, bool model_required)
       system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
       truncate(a.opt<std::string>("--truncate", "POLICY",
                                   "prompt longer than --ctx: error, or left (keep BOS and the end)",
-                                  "error")) {
+                                  "error")),
+      prefix_cache(a.opt<std::string>(
+          "--prefix-cache", "on|off",
+          "reuse the KV rows of prompt prefixes prefilled before (exact: same numbers)", "on")),
+      prefix_cache_mb(a.opt<int>("--prefix-cache-mb", "N",
+                                 "prefix cache bound in MiB (LRU; 0 = 1/8 of RAM, at most 2048)", 0)
+                          .range(0, 1 << 20)) {
   if (model_required) model.required();
 }
 
@@ -91,6 +98,10 @@ reader::NativeOptions ReaderFlags::native_options() const {
     o.overflow = reader::Overflow::TruncateLeft;
   else
     throw UsageError("--truncate", "expected error or left, got '" + truncate.value + "'");
+  if (prefix_cache.value != "on" && prefix_cache.value != "off")
+    throw UsageError("--prefix-cache", "expected on or off, got '" + prefix_cache.value + "'");
+  o.prefix_cache = prefix_cache.value == "on";
+  o.prefix_cache_bytes = size_t(prefix_cache_mb.value) << 20;
   resolve_ctx();
   o.n_ctx = ctx.value;
   return o;
@@ -102,6 +113,10 @@ std::unique_ptr<reader::NativeReader> ReaderFlags::open_native() const {
   for (const std::string& w : r->model().warnings())
     std::fprintf(stderr, "ragform: warning: %s\n", w.c_str());
   return r;
+}
+
+void note_prefill(const reader::Reader& r) {
+  if (auto c = r.prefill_counts()) std::fprintf(stderr, "%s\n", reader::prefill_line(*c).c_str());
 }
 
 PromptFlags::PromptFlags(Args& a)

@@ -1,5 +1,6 @@
 // The flags every reader-using command shares (DESIGN.md "Command line"), declared once:
-//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --f16-gemm, --chat, --system, --truncate
+//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --f16-gemm, --chat, --system, --truncate,
+//   --prefix-cache on|off, --prefix-cache-mb N
 // and the prompt source: -p TEXT or --file F (exact bytes).
 #pragma once
 #include <memory>
@@ -24,6 +25,8 @@ struct ReaderFlags {
   Flag& chat;
   Opt<std::string>& system;
   Opt<std::string>& truncate;
+  Opt<std::string>& prefix_cache;
+  Opt<int>& prefix_cache_mb;
   // Sets --ctx to the model's training context when it was not given and the default exceeds it
   // (a note on stderr), or notes a given --ctx beyond it. Called by native_options(); commands
   // that read ctx.value before opening the reader call it first.
@@ -34,6 +37,10 @@ struct ReaderFlags {
  private:
   mutable bool ctx_resolved_ = false;
 };
+
+// Prints "prefill: computed C of S prompt tokens (R% reused)" on stderr: what the reader
+// prefilled since it was opened (one reader per invocation), for readers that count (native).
+void note_prefill(const reader::Reader& r);
 
 struct PromptFlags {
   explicit PromptFlags(Args& a);

@@ -8,6 +8,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/generate.h"
+#include "engine/runtime/prefix_cache.h"
 #include "engine/runtime/sampler.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -28,6 +29,10 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   cp.n_ctx = opt.n_ctx;
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = opt_.engine.pool;
+  if (opt.prefix_cache)
+    prefix_cache_ = std::make_shared<runtime::PrefixCache>(
+        opt.prefix_cache_bytes ? opt.prefix_cache_bytes : runtime::default_prefix_cache_bytes());
+  cp.prefix_cache = prefix_cache_;
   ctx_ = std::make_unique<runtime::Context>(*model_, cp);
   if (opt.chat) {
     auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));
@@ -96,6 +101,12 @@ int NativeReader::count_tokens(const std::string& prompt) {
   return int(prompt_tokens(prompt).size());
 }
 
+std::optional<PrefillCounts> NativeReader::prefill_counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  runtime::PrefillCounts c = ctx_->prefill_counts();
+  return PrefillCounts{c.submitted, c.computed};
+}
+
 namespace {
 runtime::GenerateOptions to_options(const GenerateParams& p) {
   runtime::GenerateOptions o;
@@ -152,7 +163,9 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   r.prompt_tokens = int(split);
   std::lock_guard<std::mutex> lock(mu_);
   runtime::ScopedSequence seq(*ctx_);
-  for (size_t b = 0; b < all.size(); b += kChunk) {
+  // Rows before split - 1 give no logit that is read: those may come from the prefix cache.
+  const size_t reused = size_t(ctx_->reuse_prefix(seq.id(), all, int(split) - 1));
+  for (size_t b = reused; b < all.size(); b += kChunk) {
     size_t e = std::min(all.size(), b + kChunk);
     runtime::SeqInput in;
     in.seq = seq.id();
@@ -173,6 +186,7 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
       r.tokens.push_back(std::move(tl));
     }
   }
+  ctx_->cache_prefix(seq.id());
   return r;
 }
 
@@ -212,7 +226,13 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
     std::lock_guard<std::mutex> lock(mu_);
     runtime::ScopedSequence seq(*ctx_);
     in.seq = seq.id();
+    // Every tapped query row is computed; the rows before the first may come from the cache.
+    const int first = *std::min_element(in.attn_queries.begin(), in.attn_queries.end());
+    const int reused = ctx_->reuse_prefix(seq.id(), in.tokens, first);
+    in.tokens.erase(in.tokens.begin(), in.tokens.begin() + reused);
+    for (int& qp : in.attn_queries) qp -= reused;
     out = ctx_->eval({in});
+    ctx_->cache_prefix(seq.id());
   }
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
   for (auto& ar : out[0].attention) {
@@ -250,7 +270,9 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
     std::lock_guard<std::mutex> lock(mu_);
     runtime::ScopedSequence seq(*ctx_);
     in.seq = seq.id();
+    ctx_->reuse_prefix(seq.id(), in.tokens, 0);  // every row's state is read: counted only
     out = ctx_->eval({in});
+    ctx_->cache_prefix(seq.id());
   }
   r.states = std::move(out[0].hidden);
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));

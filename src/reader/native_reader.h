@@ -19,7 +19,8 @@ class Tokenizer;
 }
 namespace ragform::runtime {
 class Context;
-}
+class PrefixCache;
+}  // namespace ragform::runtime
 
 namespace ragform::reader {
 
@@ -32,6 +33,10 @@ struct NativeOptions {
   bool chat = false;          // wrap prompts in the model's chat template (user turn)
   std::string system_prompt;  // chat mode only
   Overflow overflow = Overflow::Error;
+  // Prefix cache (engine/runtime/prefix_cache.h): prompts reuse the KV rows of the longest
+  // prefix prefilled before. Exact (the rows are the same numbers); off costs only speed.
+  bool prefix_cache = true;
+  size_t prefix_cache_bytes = 0;  // LRU bound; 0 = runtime::default_prefix_cache_bytes()
 };
 
 class NativeReader : public Reader {
@@ -49,6 +54,7 @@ class NativeReader : public Reader {
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q) override;
   HiddenResult hidden(const std::string& prompt, int layer) override;
   int count_tokens(const std::string& prompt) override;
+  std::optional<PrefillCounts> prefill_counts() const override;
 
   // The tokens a prompt becomes (after chat wrapping and the overflow policy).
   std::vector<int32_t> prompt_tokens(const std::string& prompt) const;
@@ -57,6 +63,9 @@ class NativeReader : public Reader {
   const std::string& model_path() const { return path_; }
   // The pool this reader's forward passes run on (for contexts built beside it).
   std::shared_ptr<ThreadPool> pool() const { return opt_.engine.pool; }
+  // The prefix cache of this reader's context (null when off), for contexts built beside it
+  // (serve's engine): their prompts and the reader's reuse each other's prefixes.
+  std::shared_ptr<runtime::PrefixCache> prefix_cache() const { return prefix_cache_; }
 
  private:
   std::string render(const std::string& prompt) const;
@@ -64,9 +73,10 @@ class NativeReader : public Reader {
   NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
+  std::shared_ptr<runtime::PrefixCache> prefix_cache_;
   std::unique_ptr<runtime::Context> ctx_;
   int chat_family_ = 0;
-  std::mutex mu_;
+  mutable std::mutex mu_;
 };
 
 }  // namespace ragform::reader

@@ -82,6 +82,13 @@ struct HiddenResult {
   std::vector<float> states;  // [n_tokens][n_embd]
 };
 
+// Prompt tokens a reader was given to prefill, and how many it computed (the rest came from its
+// prefix cache, engine/runtime/prefix_cache.h). Cumulative over the reader's life.
+struct PrefillCounts {
+  int64_t submitted = 0;
+  int64_t computed = 0;
+};
+
 class Reader {
  public:
   virtual ~Reader() = default;
@@ -102,6 +109,8 @@ class Reader {
   virtual HiddenResult hidden(const std::string& prompt, int layer) = 0;
   // Number of prompt tokens the reader would feed (for budgets and reports).
   virtual int count_tokens(const std::string& prompt) = 0;
+  // Prefill accounting, for readers that prefill locally (nullopt for remote readers).
+  virtual std::optional<PrefillCounts> prefill_counts() const { return std::nullopt; }
 };
 
 // One prompt's outcome in a study: its generation, or the reader's error (a failed request, a

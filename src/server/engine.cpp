@@ -34,6 +34,7 @@ struct Engine::Active {
   size_t emitted = 0;         // bytes of out.text already given to on_text
   bool finished = false;
   bool cancelled = false;
+  bool prefilled = false;  // the prompt went through a step (and was offered to the cache)
 };
 
 size_t stable_prefix(const std::string& text, const std::vector<std::string>& stop) {
@@ -69,6 +70,8 @@ Engine::Engine(reader::NativeReader& reader, const SchedulerOptions& opt)
   cp.n_ctx = opt.n_ctx;
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = reader_.pool();  // shared with the reader's own passes (/v1/score): calls serialise
+  // The reader's prefix cache, when its KV type is the engine's (entries never mix types anyway).
+  cp.prefix_cache = reader_.prefix_cache();
   ctx_->ctx = std::make_unique<runtime::Context>(reader_.model(), cp);
   thread_ = std::thread([this] { loop(); });
 }
@@ -203,6 +206,11 @@ void Engine::step(std::vector<Active>& active) {
     stats_.steps++;
     stats_.largest_batch = std::max(stats_.largest_batch, int(active.size()));
   }
+  for (auto& a : active)
+    if (!a.prefilled) {
+      ctx.cache_prefix(a.seq);
+      a.prefilled = true;
+    }
   for (size_t b = 0; b < active.size(); ++b) {
     Active& a = active[b];
     const auto& opt = a.job->opt;
@@ -292,7 +300,7 @@ void Engine::loop() {
         fail(j, err);
         continue;
       }
-      Active a{j, -1, runtime::Sampler(j->opt.sampling), {}, j->ids, 0, false, false};
+      Active a{j, -1, runtime::Sampler(j->opt.sampling), {}, j->ids, 0, false, false, false};
       a.out.prompt_tokens = int(j->ids.size());
       if (j->opt.max_tokens == 0) {
         a.out.finish_reason = "length";
@@ -300,6 +308,13 @@ void Engine::loop() {
         continue;
       }
       a.seq = ctx.new_sequence();
+      const int reused = ctx.reuse_prefix(a.seq, a.next);
+      a.next.erase(a.next.begin(), a.next.begin() + reused);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stats_.prompt_tokens += j->ids.size();
+        stats_.prompt_tokens_computed += j->ids.size() - size_t(reused);
+      }
       active.push_back(std::move(a));
     }
     if (!active.empty()) {

@@ -8,6 +8,11 @@
 // token counts) run between steps on the same thread, so the model is never driven by two threads
 // at once.
 //
+// Prefix cache: the engine's context shares the reader's (NativeReader::prefix_cache()), so a
+// prompt starting with a system prompt or context another request (or a /v1/score call) prefilled
+// copies those KV rows and prefills only the rest; every prompt is offered to the cache once
+// prefilled. The rows are the same numbers (engine/runtime/prefix_cache.h), so outputs are too.
+//
 // The decode rule is runtime::generate's (generate.h), token for token: greedy or seeded sampling
 // (every completion has its own Sampler, so a sampled request gives the same text whatever else
 // shares its steps), end-of-generation tokens, stop strings (text cut before the stop string),
@@ -62,6 +67,9 @@ struct EngineStats {
   uint64_t sequences = 0;  // completions finished
   int largest_batch = 0;   // most sequences in one forward pass
   int active = 0;          // completions active now
+  // Prompt tokens of admitted completions, and those prefilled (the rest came from the reader's
+  // prefix cache, shared with the engine's context).
+  uint64_t prompt_tokens = 0, prompt_tokens_computed = 0;
 };
 
 // Hooks of one completion, called on the engine thread. Both may be empty.

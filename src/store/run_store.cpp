@@ -489,6 +489,24 @@ std::optional<RunInfo> RunStore::run(std::int64_t id) const {
   return impl_->read_run(s);
 }
 
+void RunStore::set_run_meta(std::int64_t run, const std::string& name, const json& value) {
+  std::lock_guard lock(impl_->mu);
+  sqlite3_stmt* s = impl_->stmt("INSERT OR REPLACE INTO ragform_meta(key, value) VALUES (?, ?)");
+  impl_->bind(s, 1, "run/" + std::to_string(run) + "/" + name);
+  impl_->bind(s, 2, value.dump());
+  impl_->step(s, "writing run metadata");
+}
+
+std::optional<json> RunStore::run_meta(std::int64_t run, const std::string& name) const {
+  std::lock_guard lock(impl_->mu);
+  sqlite3_stmt* s = impl_->stmt("SELECT value FROM ragform_meta WHERE key = ?");
+  impl_->bind(s, 1, "run/" + std::to_string(run) + "/" + name);
+  if (!impl_->step(s, "reading run metadata")) return std::nullopt;
+  json j = json::parse(text_col(s, 0), nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
 std::vector<RunInfo> RunStore::runs() const {
   std::lock_guard lock(impl_->mu);
   std::vector<RunInfo> out;

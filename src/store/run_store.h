@@ -152,6 +152,11 @@ class RunStore {
   std::vector<Result> results(std::optional<std::int64_t> run) const;
   Counts counts(std::int64_t run) const;
 
+  // Facts about a run that are not part of its identity nor a row (e.g. the prefill accounting
+  // of its last invocation), as JSON in ragform_meta under the key "run/<id>/<name>".
+  void set_run_meta(std::int64_t run, const std::string& name, const nlohmann::json& value);
+  std::optional<nlohmann::json> run_meta(std::int64_t run, const std::string& name) const;
+
   // Copies the runs and rows of other run stores into this one, matching runs by identity
   // (config_key). Each source file is merged in one transaction. On a key present in both, a
   // measured row replaces an unmeasured one; otherwise the existing row is kept (and counted).

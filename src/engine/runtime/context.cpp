@@ -1,6 +1,10 @@
 #include "engine/runtime/context.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "base/error.h"
+#include "engine/runtime/attention.h"
 #include "engine/runtime/forward.h"
 
 namespace ragform::runtime {
@@ -50,6 +54,85 @@ void Context::truncate(int seq, int n) {
     throw Error("context", "cannot truncate sequence of " + std::to_string(s.n_past) +
                                " tokens to " + std::to_string(n));
   s.n_past = n;
+  s.tokens.resize(size_t(n));
+}
+
+namespace {
+// Copies the first n positions of one layer's K (tiled) and V from src to dst, then zeroes the
+// rest of the last key tile, so the copied sequence holds what a fresh one that computed these n
+// positions would hold.
+template <class T>
+void copy_layer(const std::vector<T>& ks, const std::vector<T>& vs, std::vector<T>& kd,
+                std::vector<T>& vd, int n, const Hparams& hp) {
+  const size_t ke = key_cache_elems(n, hp.kv_dim()), ve = size_t(n) * size_t(hp.kv_dim());
+  std::memcpy(kd.data(), ks.data(), ke * sizeof(T));
+  std::memcpy(vd.data(), vs.data(), ve * sizeof(T));
+  for (int p = n; p % kKeyTile != 0; ++p)
+    for (int h = 0; h < hp.n_head_kv; ++h)
+      for (int d = 0; d < hp.head_dim; ++d)
+        kd[key_index(p, h, d, hp.n_head_kv, hp.head_dim)] = T(0);
+}
+}  // namespace
+
+int Context::reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_reuse) {
+  SeqCache& s = get_seq(impl_->seqs, seq);
+  if (s.n_past != 0)
+    throw Error("context", "reuse_prefix needs an empty sequence, sequence " + std::to_string(seq) +
+                               " holds " + std::to_string(s.n_past) + " tokens");
+  const int64_t total = int64_t(tokens.size());
+  counts_.submitted += total;
+  int n = 0;
+  PrefixCache* pc = params_.prefix_cache.get();
+  if (pc && total > 1 && max_reuse > 0 && total <= params_.n_ctx) {
+    const Hparams& hp = m_.hp();
+    const bool f16 = params_.kv_type == KvType::F16;
+    const size_t cap = std::min(size_t(total - 1), size_t(max_reuse));
+    PrefixMatch m = pc->lookup(&m_, f16, tokens.data(), tokens.size(), cap);
+    if (m.entry && m.n > 0) {
+      detail::grow(s, m.n, hp, params_.kv_type, params_.n_ctx);
+      for (int l = 0; l < hp.n_layer; ++l) {
+        const size_t L = size_t(l);
+        if (f16)
+          copy_layer(m.entry->k16[L], m.entry->v16[L], s.k16[L], s.v16[L], m.n, hp);
+        else
+          copy_layer(m.entry->k32[L], m.entry->v32[L], s.k32[L], s.v32[L], m.n, hp);
+      }
+      s.n_past = m.n;
+      s.tokens.assign(tokens.begin(), tokens.begin() + m.n);
+      n = m.n;
+    }
+  }
+  counts_.computed += total - n;
+  return n;
+}
+
+void Context::cache_prefix(int seq) {
+  PrefixCache* pc = params_.prefix_cache.get();
+  if (!pc) return;
+  SeqCache& s = get_seq(impl_->seqs, seq);
+  const int n = s.n_past;
+  if (n <= 0 || s.tokens.size() != size_t(n)) return;
+  const bool f16 = params_.kv_type == KvType::F16;
+  if (pc->covers(&m_, f16, s.tokens.data(), s.tokens.size())) return;
+  const Hparams& hp = m_.hp();
+  const size_t ke = key_cache_elems(n, hp.kv_dim()), ve = size_t(n) * size_t(hp.kv_dim());
+  const size_t bytes = size_t(hp.n_layer) * (ke + ve) * (f16 ? 2 : 4);
+  if (bytes > pc->max_bytes()) return;  // would not be kept: do not copy it
+  auto e = std::make_shared<PrefixEntry>();
+  e->owner = &m_;
+  e->f16 = f16;
+  e->tokens = s.tokens;
+  for (int l = 0; l < hp.n_layer; ++l) {
+    const size_t L = size_t(l);
+    if (f16) {
+      e->k16.emplace_back(s.k16[L].begin(), s.k16[L].begin() + long(ke));
+      e->v16.emplace_back(s.v16[L].begin(), s.v16[L].begin() + long(ve));
+    } else {
+      e->k32.emplace_back(s.k32[L].begin(), s.k32[L].begin() + long(ke));
+      e->v32.emplace_back(s.v32[L].begin(), s.v32[L].begin() + long(ve));
+    }
+  }
+  pc->insert(std::move(e));
 }
 
 int Context::n_past(int seq) const { return get_seq(impl_->seqs, seq).n_past; }
@@ -92,7 +175,11 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     detail::collect_hidden(p, il);
     if (last_layer) detail::output_head(p);
   }
-  for (auto& in : inputs) get_seq(I.seqs, in.seq).n_past += int(in.tokens.size());
+  for (auto& in : inputs) {
+    SeqCache& s = get_seq(I.seqs, in.seq);
+    s.n_past += int(in.tokens.size());
+    s.tokens.insert(s.tokens.end(), in.tokens.begin(), in.tokens.end());
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/model/model.h"
+#include "engine/runtime/prefix_cache.h"
 
 namespace ragform::runtime {
 
@@ -25,6 +26,14 @@ struct ContextParams {
   // context creates its own pool of `threads` threads (0 = all cores).
   std::shared_ptr<ThreadPool> pool;
   int threads = 0;
+  // Shared prefix cache (prefix_cache.h), or null: no reuse across sequences.
+  std::shared_ptr<PrefixCache> prefix_cache = nullptr;
+};
+
+// Prompt tokens submitted to reuse_prefix() and how many of them had to be computed.
+struct PrefillCounts {
+  int64_t submitted = 0;
+  int64_t computed = 0;
 };
 
 enum class LogitsMode { None, Last, All };
@@ -71,6 +80,15 @@ class Context {
   int n_ctx() const { return params_.n_ctx; }
   ThreadPool& pool() const { return *params_.pool; }
   const model::Model& model() const { return m_; }
+  // Starts the empty sequence `seq` on a prompt: copies the KV rows of the longest cached prefix
+  // of `tokens` (never the last token, whose outputs the caller reads, and at most max_reuse
+  // tokens) and returns how many positions are now filled; the caller evaluates the rest,
+  // tokens[returned..]. Counts the prompt in prefill_counts(). Without a cache: 0.
+  int reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_reuse = 1 << 30);
+  // Offers the sequence's rows 0..n_past-1 (and their tokens) to the prefix cache.
+  void cache_prefix(int seq);
+  PrefixCache* prefix_cache() const { return params_.prefix_cache.get(); }
+  PrefillCounts prefill_counts() const { return counts_; }
   // Bytes held by the KV caches of live sequences.
   size_t kv_bytes() const;
 
@@ -82,6 +100,7 @@ class Context {
   struct Impl;
   const model::Model& m_;
   ContextParams params_;
+  PrefillCounts counts_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -26,6 +26,7 @@ struct SeqCache {
   bool live = false;
   int n_past = 0;
   int capacity = 0;
+  std::vector<int32_t> tokens;  // [n_past]: the tokens the cache rows were computed from
   std::vector<std::vector<float>> k32, v32;
   std::vector<std::vector<uint16_t>> k16, v16;
 };

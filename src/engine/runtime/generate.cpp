@@ -1,5 +1,7 @@
 #include "engine/runtime/generate.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace ragform::runtime {
@@ -67,8 +69,29 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
   for (size_t i = 0; i < n; ++i) order.push_back(i);
   if (opt.max_tokens == 0) return out;
 
+  std::vector<SeqOutput> res;
+  if (ctx.prefix_cache()) {
+    // Prefill one prompt at a time in sorted token order, each starting from the longest cached
+    // prefix (which, in sorted order, the prompt before it provides) and then offered to the
+    // cache. A token's numbers do not depend on its batch, so this computes what one batched pass
+    // would; decoding below is batched as before.
+    std::vector<size_t> by_tokens = order;
+    std::stable_sort(by_tokens.begin(), by_tokens.end(),
+                     [&](size_t a, size_t b) { return prompts[a] < prompts[b]; });
+    res.resize(n);
+    for (size_t i : by_tokens) {
+      const int reused = ctx.reuse_prefix(seq[i], prompts[i]);
+      SeqInput in = batch[i];
+      in.tokens.erase(in.tokens.begin(), in.tokens.begin() + reused);
+      res[i] = std::move(ctx.eval({in})[0]);
+      ctx.cache_prefix(seq[i]);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) ctx.reuse_prefix(seq[i], prompts[i]);  // counts only
+    res = ctx.eval(batch);
+  }
+
   while (!batch.empty()) {
-    auto res = ctx.eval(batch);
     std::vector<SeqInput> next;
     std::vector<size_t> next_order;
     for (size_t b = 0; b < batch.size(); ++b) {
@@ -94,6 +117,7 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
     }
     batch = std::move(next);
     order = std::move(next_order);
+    if (!batch.empty()) res = ctx.eval(batch);
   }
   return out;
 }

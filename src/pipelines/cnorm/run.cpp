@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/stable_hash.h"
 #include "pipelines/cnorm/analysis.h"
+#include "reader/prefill_meter.h"
 #include "store/sha256.h"
 
 namespace ragform::cnorm {
@@ -20,6 +21,12 @@ namespace {
 
 void note(const RunHooks& h, const std::string& s) {
   if (h.note) h.note(s);
+}
+
+// The prefill accounting of this invocation (issue 21), kept with the run.
+void store_prefill(store::RunStore& st, int64_t run, const reader::PrefillMeter& m) {
+  if (auto c = m.counts())
+    st.set_run_meta(run, "prefill", {{"submitted", c->submitted}, {"computed", c->computed}});
 }
 
 // One progress stage: begin on construction, end on destruction.
@@ -170,7 +177,8 @@ Calibration score_candidates(reader::Reader& r, store::RunStore* st, const Calib
                           std::to_string(stored.size()) + " scored prompts already stored");
   }
   Stage prog(opt.hooks, "cnorm calibrate", uint64_t(specs.size() * cand_list.size()));
-  return run_calibration(setup, specs, [&](size_t c, size_t s, const Prompt& pr) {
+  reader::PrefillMeter meter(r);
+  Calibration cal = run_calibration(setup, specs, [&](size_t c, size_t s, const Prompt& pr) {
     const CandidateScore& cand = cand_list[c];
     const std::string& inst = specs[s].item->id;
     if (!opt.dump_dir.empty()) {
@@ -202,6 +210,8 @@ Calibration score_candidates(reader::Reader& r, store::RunStore* st, const Calib
     st->put(row);
     return m.abs;
   });
+  if (st) store_prefill(*st, sum.run, meter);
+  return cal;
 }
 
 CalibrateSummary calibrate_impl(reader::Reader& r, store::RunStore* st,
@@ -351,6 +361,7 @@ SeedRun run_seed(reader::Reader& r, store::RunStore& st, const EvalOptions& opt,
   {
     Stage prog(opt.hooks, "cnorm eval seed " + std::to_string(seed), total);
     prog.add(done.size());
+    reader::PrefillMeter meter(r);
     run_sweep(
         r, setup, mine,
         [&](const std::string& inst, const std::string& v) {
@@ -378,6 +389,7 @@ SeedRun run_seed(reader::Reader& r, store::RunStore& st, const EvalOptions& opt,
           st.put(row);
           prog.add();
         });
+    store_prefill(st, out.run, meter);
   }
   // The summary is computed from the store, so a resumed run counts every stored answer.
   std::vector<Graded> graded;
@@ -562,6 +574,7 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   {
     Stage prog(opt.hooks, "cnorm eval longbench", mf.items.size() * variants.size());
     prog.add(done.size());
+    reader::PrefillMeter meter(r);
     run_mc(
         r, mf.items, variants, gen,
         [&](const std::string& id, const std::string& v) {
@@ -587,6 +600,7 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
           st.put(row);
           prog.add();
         });
+    store_prefill(st, sum.run, meter);
   }
   std::vector<McGraded> graded;
   st.for_each_result(sum.run, [&](const store::Result& row) {

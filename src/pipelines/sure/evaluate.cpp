@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/stable_hash.h"
 #include "pipelines/sure/taxonomy.h"
+#include "reader/prefill_meter.h"
 #include "text/metrics.h"
 
 namespace ragform::sure {
@@ -135,6 +136,7 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
                                     const EvalOptions& opt, EvalStats& stats,
                                     const std::function<void(size_t, size_t)>& progress) {
   std::set<store::Key> done = store.done_keys(run);
+  reader::PrefillMeter meter(reader);
   int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
   // Stage 1 and 2 jobs, one per question / document.
   std::vector<Job> cb, org;
@@ -222,6 +224,8 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
         r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
       },
       progress, count, total);
+  if (auto c = meter.counts())  // this invocation's prefill accounting (issue 21)
+    store.set_run_meta(run, "prefill", {{"submitted", c->submitted}, {"computed", c->computed}});
   std::set<store::Key> wanted;
   for (const Pair& p : pairs)
     if (!p.failed) wanted.insert({p.id, p.perturbation});

@@ -1,0 +1,126 @@
+#include "engine/runtime/prefix_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace ragform::runtime {
+
+size_t PrefixEntry::bytes() const {
+  size_t b = tokens.size() * sizeof(int32_t);
+  for (const auto& x : k32) b += x.size() * sizeof(float);
+  for (const auto& x : v32) b += x.size() * sizeof(float);
+  for (const auto& x : k16) b += x.size() * sizeof(uint16_t);
+  for (const auto& x : v16) b += x.size() * sizeof(uint16_t);
+  return b;
+}
+
+namespace {
+size_t common_prefix(const std::vector<int32_t>& a, const int32_t* b, size_t n) {
+  size_t m = std::min(a.size(), n), i = 0;
+  while (i < m && a[i] == b[i]) ++i;
+  return i;
+}
+}  // namespace
+
+PrefixCache::PrefixCache(size_t max_bytes) : max_bytes_(max_bytes) { st_.max_bytes = max_bytes; }
+
+PrefixMatch PrefixCache::lookup(const void* owner, bool f16, const int32_t* tokens, size_t n,
+                                size_t max_len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++st_.lookups;
+  PrefixMatch best;
+  auto best_it = lru_.end();
+  const size_t cap = std::min(n, max_len);
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    const PrefixEntry& e = **it;
+    if (e.owner != owner || e.f16 != f16) continue;
+    size_t m = std::min(common_prefix(e.tokens, tokens, n), cap);
+    if (int(m) > best.n) {
+      best.n = int(m);
+      best_it = it;
+      if (m == cap) break;  // cannot do better
+    }
+  }
+  if (best_it != lru_.end()) {
+    best.entry = *best_it;
+    lru_.splice(lru_.begin(), lru_, best_it);
+    ++st_.hits;
+    st_.tokens_reused += best.n;
+  }
+  return best;
+}
+
+bool PrefixCache::covers(const void* owner, bool f16, const int32_t* tokens, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    const PrefixEntry& e = **it;
+    if (e.owner == owner && e.f16 == f16 && common_prefix(e.tokens, tokens, n) == n) {
+      lru_.splice(lru_.begin(), lru_, it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void PrefixCache::insert(std::shared_ptr<const PrefixEntry> e) {
+  if (!e || e->tokens.empty()) return;
+  const size_t b = e->bytes();
+  std::lock_guard<std::mutex> lock(mu_);
+  // Already covered by a cached entry: refresh that one instead.
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    const PrefixEntry& c = **it;
+    if (c.owner == e->owner && c.f16 == e->f16 && c.tokens.size() >= e->tokens.size() &&
+        common_prefix(c.tokens, e->tokens.data(), e->tokens.size()) == e->tokens.size()) {
+      lru_.splice(lru_.begin(), lru_, it);
+      return;
+    }
+  }
+  if (b > max_bytes_) return;
+  // Entries that are prefixes of the new one are redundant.
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    const PrefixEntry& c = **it;
+    if (c.owner == e->owner && c.f16 == e->f16 &&
+        common_prefix(e->tokens, c.tokens.data(), c.tokens.size()) == c.tokens.size()) {
+      bytes_ -= c.bytes();
+      it = lru_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  evict_to(max_bytes_ - b);
+  lru_.push_front(std::move(e));
+  bytes_ += b;
+  ++st_.inserts;
+}
+
+void PrefixCache::evict_to(size_t budget) {
+  while (bytes_ > budget && !lru_.empty()) {
+    bytes_ -= lru_.back()->bytes();
+    lru_.pop_back();
+    ++st_.evictions;
+  }
+}
+
+void PrefixCache::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  lru_.clear();
+  bytes_ = 0;
+}
+
+PrefixCacheStats PrefixCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PrefixCacheStats s = st_;
+  s.entries = lru_.size();
+  s.bytes = bytes_;
+  return s;
+}
+
+size_t default_prefix_cache_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const size_t gib = size_t(1) << 30;
+  if (pages <= 0 || page <= 0) return gib;
+  return std::min(size_t(pages) * size_t(page) / 8, 2 * gib);
+}
+
+}  // namespace ragform::runtime

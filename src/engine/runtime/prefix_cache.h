@@ -1,0 +1,90 @@
+// The prefix cache: the KV rows of prompts already prefilled, keyed by their tokens, so that a new
+// sequence whose prompt starts with a cached prefix copies those rows and prefills only the rest
+// (issue 21; the idea of vLLM's automatic prefix caching and SGLang's radix attention).
+//
+// Why copying rows is exact: the key and value of position p depend only on tokens 0..p (causal
+// attention), and a token's numbers do not depend on how it was batched (docs/engine.md "Batch
+// invariance"). The rows copied in are therefore the same bits a full prefill would write, and
+// every tap of the new tokens (logits, attention rows, hidden states) is unchanged.
+//
+// Layout of an entry: for each layer, K in the context's tiled key layout (attention.h,
+// key_cache_elems(n) elements: whole tiles of kKeyTile positions) and V rows [n][kv_dim], F32 or
+// F16 as the context stores them; the tokens 0..n-1 they were computed from.
+//
+// Lookup: the longest common prefix over all entries (a scan; a study keeps tens to hundreds of
+// entries, and comparing token ids costs nothing next to prefilling one token). Callers that
+// submit prompts in sorted token order (runtime::generate does) find their best match in the
+// entry inserted just before, which also keeps a small cache effective.
+//
+// Memory: bounded by max_bytes. Inserting past the bound evicts least-recently-used entries; an
+// entry that is a prefix of a newly inserted one is dropped (the new one covers it). Entries are
+// reference counted (shared_ptr): an entry evicted while a context copies from it lives until the
+// copy ends, so the bound can be exceeded by at most the entries being copied at that moment.
+//
+// Thread-safe: every method takes the cache's mutex (serve's engine thread and Python threads
+// may share one cache).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace ragform::runtime {
+
+// One cached prefix: tokens [n] and, per layer, K (tiled) and V ([n][kv_dim]) of positions 0..n-1.
+struct PrefixEntry {
+  const void* owner = nullptr;  // the model the rows belong to (never compared across models)
+  bool f16 = false;
+  std::vector<int32_t> tokens;                  // [n]
+  std::vector<std::vector<float>> k32, v32;     // [n_layer][...] when !f16
+  std::vector<std::vector<uint16_t>> k16, v16;  // [n_layer][...] when f16
+  size_t bytes() const;
+};
+
+struct PrefixMatch {
+  std::shared_ptr<const PrefixEntry> entry;  // null when nothing matches
+  int n = 0;                                 // tokens of the query covered by entry->tokens
+};
+
+struct PrefixCacheStats {
+  size_t entries = 0;
+  size_t bytes = 0;
+  size_t max_bytes = 0;
+  int64_t lookups = 0, hits = 0, inserts = 0, evictions = 0;
+  int64_t tokens_reused = 0;  // summed match lengths handed out
+};
+
+class PrefixCache {
+ public:
+  explicit PrefixCache(size_t max_bytes);
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  // The entry sharing the longest prefix with tokens[0..n), at most max_len tokens of it, among
+  // entries of `owner` with the given KV type. Marks it most recently used.
+  PrefixMatch lookup(const void* owner, bool f16, const int32_t* tokens, size_t n, size_t max_len);
+  // Adds an entry (evicting LRU entries to stay within max_bytes). An entry larger than the whole
+  // bound is not kept. An entry whose tokens are a prefix of a cached one only refreshes it.
+  void insert(std::shared_ptr<const PrefixEntry> e);
+  // True when an entry of `owner` already holds tokens[0..n) (the caller can skip building one).
+  bool covers(const void* owner, bool f16, const int32_t* tokens, size_t n);
+  void clear();
+  PrefixCacheStats stats() const;
+  size_t max_bytes() const { return max_bytes_; }
+
+ private:
+  void evict_to(size_t budget);  // mu_ held
+  const size_t max_bytes_;
+  mutable std::mutex mu_;
+  std::list<std::shared_ptr<const PrefixEntry>> lru_;  // front = most recently used
+  size_t bytes_ = 0;
+  PrefixCacheStats st_;
+};
+
+// The default bound: an eighth of physical memory, at most 2 GiB (0 when it cannot be read: then
+// 1 GiB).
+size_t default_prefix_cache_bytes();
+
+}  // namespace ragform::runtime
