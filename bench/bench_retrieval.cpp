@@ -14,11 +14,14 @@
 // p50 / p99 latency of single queries.
 //
 // usage: bench_retrieval [--n=1000000] [--dense-n=1000000] [--queries=2000] [--dir=DIR]
-// (--queries: how many of the shared questions time BM25; other flags ignored, so
+//                        [--compare-stop-words=N]
+// (--queries: how many of the shared questions time BM25; --compare-stop-words: N questions timed
+// with and without the stop words in the OR query, alternated; other flags ignored, so
 // ctest's --benchmark_min_time does no harm; label slow).
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -83,11 +86,33 @@ std::vector<double> bm25_latencies(const std::string& dir, const std::vector<std
   return all;
 }
 
+// The OR of every quoted word, stop words included (what fts5_query built before it dropped
+// them), for the comparison run.
+std::string all_terms_query(const std::string& q) {
+  std::string out;
+  size_t i = 0;
+  while (i < q.size()) {
+    while (i < q.size() && std::isspace(static_cast<unsigned char>(q[i]))) ++i;
+    size_t j = i;
+    while (j < q.size() && !std::isspace(static_cast<unsigned char>(q[j]))) ++j;
+    std::string w = q.substr(i, j - i);
+    i = j;
+    bool word = false;
+    for (unsigned char c : w) word |= c >= 0x80 || std::isalnum(c);
+    if (!word) continue;
+    if (!out.empty()) out += " OR ";
+    out += '"';
+    for (char c : w) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    out += '"';
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each result line as soon as it is measured
-  size_t n = 1000000, dense_n = 1000000, max_queries = 2000;
+  size_t n = 1000000, dense_n = 1000000, max_queries = 2000, compare = 0;
   std::string dir = "bench-retrieval";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -95,6 +120,7 @@ int main(int argc, char** argv) {
     if (a.rfind("--dense-n=", 0) == 0) dense_n = std::stoull(a.substr(10));
     if (a.rfind("--dir=", 0) == 0) dir = a.substr(6);
     if (a.rfind("--queries=", 0) == 0) max_queries = std::stoull(a.substr(10));
+    if (a.rfind("--compare-stop-words=", 0) == 0) compare = std::stoull(a.substr(21));
   }
   const std::string shared = RAGFORM_SHARED_DIR;
   std::vector<std::string> words, questions;
@@ -161,6 +187,31 @@ int main(int argc, char** argv) {
     std::printf("bm25 top-10, %d thread%s: %zu queries, p50 %.2f ms, p99 %.2f ms, %.1f queries/s\n",
                 threads, threads > 1 ? "s" : "", lat.size(), pct(lat, 0.5), pct(lat, 0.99),
                 double(lat.size()) / wall);
+  }
+
+  // Stop words dropped (fts5_query) against every word kept, the same questions alternated on
+  // one connection (which goes first alternates too), so both see the same cache and load.
+  if (compare > 0) {
+    retrieval::Bm25Index ix(bdir, retrieval::Bm25Index::Open::Read);
+    std::vector<double> drop, keep, ratio;
+    for (size_t i = 0; i < std::min(compare, questions.size()); ++i) {
+      const std::string a = retrieval::fts5_query(questions[i]), b = all_terms_query(questions[i]);
+      double ta = 0, tb = 0;
+      for (int order = 0; order < 2; ++order) {
+        const bool first_drop = (i + size_t(order)) % 2 == 0;
+        auto t = clk::now();
+        ix.search_match(first_drop ? a : b, 10);
+        (first_drop ? ta : tb) = secs(t, clk::now()) * 1e3;
+      }
+      drop.push_back(ta);
+      keep.push_back(tb);
+      ratio.push_back(tb / std::max(ta, 1e-6));
+    }
+    std::printf(
+        "bm25 stop words, %zu queries, 1 thread: dropped p50 %.2f ms p99 %.2f ms; kept p50 %.2f "
+        "ms p99 %.2f ms; per-query time ratio kept/dropped p50 %.2f\n",
+        drop.size(), pct(drop, 0.5), pct(drop, 0.99), pct(keep, 0.5), pct(keep, 0.99),
+        pct(ratio, 0.5));
   }
 
   // ---- FAISS HNSW
