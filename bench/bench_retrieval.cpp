@@ -13,11 +13,16 @@
 // first, so its figure is the BM25 peak; the dense figure is the process peak after both), and the
 // p50 / p99 latency of single queries.
 //
-// usage: bench_retrieval [--n=1000000] [--dense-n=1000000] [--dir=DIR] (other flags ignored, so
+// usage: bench_retrieval [--n=1000000] [--dense-n=1000000] [--queries=2000] [--dir=DIR]
+//                        [--compare-stop-words=N]
+// (--queries: how many of the shared questions time BM25; --compare-stop-words: N questions timed
+// with and without the stop words in the OR query, alternated; other flags ignored, so
 // ctest's --benchmark_min_time does no harm; label slow).
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -41,6 +46,21 @@ double secs(clk::time_point a, clk::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// CPU time of the calling thread (ms) and of the whole process (s): on a machine shared with other
+// jobs the wall-clock latency mostly measures the scheduler, the CPU time the work.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+
+double process_cpu_s() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 double peak_rss_mib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -61,8 +81,8 @@ double pct(std::vector<double> v, double p) {
 
 // Per-query latencies (ms) of `qs` spread over `threads` threads, each with its own connection.
 std::vector<double> bm25_latencies(const std::string& dir, const std::vector<std::string>& qs,
-                                   int threads, double* wall) {
-  std::vector<std::vector<double>> per(static_cast<size_t>(threads));
+                                   int threads, double* wall, std::vector<double>* cpu) {
+  std::vector<std::vector<double>> per(static_cast<size_t>(threads)), per_cpu(per.size());
   auto t0 = clk::now();
   std::vector<std::thread> ts;
   for (int t = 0; t < threads; ++t)
@@ -70,7 +90,9 @@ std::vector<double> bm25_latencies(const std::string& dir, const std::vector<std
       retrieval::Bm25Index ix(dir, retrieval::Bm25Index::Open::Read);
       for (size_t i = size_t(t); i < qs.size(); i += size_t(threads)) {
         auto a = clk::now();
+        const double c = thread_cpu_ms();
         auto h = ix.search(qs[i], 10);
+        per_cpu[size_t(t)].push_back(thread_cpu_ms() - c);
         per[size_t(t)].push_back(secs(a, clk::now()) * 1e3);
         if (h.size() > 10) std::abort();
       }
@@ -79,20 +101,45 @@ std::vector<double> bm25_latencies(const std::string& dir, const std::vector<std
   *wall = secs(t0, clk::now());
   std::vector<double> all;
   for (auto& p : per) all.insert(all.end(), p.begin(), p.end());
+  for (auto& p : per_cpu) cpu->insert(cpu->end(), p.begin(), p.end());
   return all;
+}
+
+// The OR of every quoted word, stop words included (what fts5_query built before it dropped
+// them), for the comparison run.
+std::string all_terms_query(const std::string& q) {
+  std::string out;
+  size_t i = 0;
+  while (i < q.size()) {
+    while (i < q.size() && std::isspace(static_cast<unsigned char>(q[i]))) ++i;
+    size_t j = i;
+    while (j < q.size() && !std::isspace(static_cast<unsigned char>(q[j]))) ++j;
+    std::string w = q.substr(i, j - i);
+    i = j;
+    bool word = false;
+    for (unsigned char c : w) word |= c >= 0x80 || std::isalnum(c);
+    if (!word) continue;
+    if (!out.empty()) out += " OR ";
+    out += '"';
+    for (char c : w) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    out += '"';
+  }
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each result line as soon as it is measured
-  size_t n = 1000000, dense_n = 1000000;
+  size_t n = 1000000, dense_n = 1000000, max_queries = 2000, compare = 0;
   std::string dir = "bench-retrieval";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--n=", 0) == 0) n = std::stoull(a.substr(4));
     if (a.rfind("--dense-n=", 0) == 0) dense_n = std::stoull(a.substr(10));
     if (a.rfind("--dir=", 0) == 0) dir = a.substr(6);
+    if (a.rfind("--queries=", 0) == 0) max_queries = std::stoull(a.substr(10));
+    if (a.rfind("--compare-stop-words=", 0) == 0) compare = std::stoull(a.substr(21));
   }
   const std::string shared = RAGFORM_SHARED_DIR;
   std::vector<std::string> words, questions;
@@ -114,7 +161,11 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("source: %zu words, %zu questions\n", words.size(), questions.size());
+  // The first max_queries questions of a seeded shuffle (HotpotQA and NQ mixed), so the latency
+  // run is bounded and the same on every run.
+  std::shuffle(questions.begin(), questions.end(), std::mt19937_64(20));
+  if (questions.size() > max_queries) questions.resize(max_queries);
+  std::printf("source: %zu words, %zu questions used\n", words.size(), questions.size());
 
   // ---- BM25
   fs::remove_all(dir);
@@ -122,6 +173,7 @@ int main(int argc, char** argv) {
   const std::string bdir = dir + "/bm25";
   std::mt19937_64 rng(19);
   auto t0 = clk::now();
+  const double cpu0 = process_cpu_s();
   {
     retrieval::Bm25Index ix(bdir, retrieval::Bm25Index::Open::Create);
     ix.begin();
@@ -145,16 +197,47 @@ int main(int argc, char** argv) {
     ix.commit();
     ix.optimize();
   }
-  const double bm25_build = secs(t0, clk::now());
+  const double bm25_build = secs(t0, clk::now()), bm25_cpu = process_cpu_s() - cpu0;
   std::printf(
-      "bm25: %zu passages, build %.1f s (%.0f passages/s), index %.1f MiB, peak RSS %.0f MiB\n", n,
-      bm25_build, double(n) / bm25_build, double(dir_bytes(bdir)) / 1048576.0, peak_rss_mib());
+      "bm25: %zu passages, build %.1f s wall, %.1f s CPU (%.0f passages/CPU-s), index %.1f MiB, "
+      "peak RSS %.0f MiB\n",
+      n, bm25_build, bm25_cpu, double(n) / bm25_cpu, double(dir_bytes(bdir)) / 1048576.0,
+      peak_rss_mib());
   for (int threads : {1, 2}) {
     double wall = 0;
-    auto lat = bm25_latencies(bdir, questions, threads, &wall);
-    std::printf("bm25 top-10, %d thread%s: %zu queries, p50 %.2f ms, p99 %.2f ms, %.1f queries/s\n",
-                threads, threads > 1 ? "s" : "", lat.size(), pct(lat, 0.5), pct(lat, 0.99),
-                double(lat.size()) / wall);
+    std::vector<double> cpu;
+    auto lat = bm25_latencies(bdir, questions, threads, &wall, &cpu);
+    std::printf(
+        "bm25 top-10, %d thread%s: %zu queries, wall p50 %.2f ms p99 %.2f ms, CPU p50 %.2f ms "
+        "p99 %.2f ms, %.1f queries/s\n",
+        threads, threads > 1 ? "s" : "", lat.size(), pct(lat, 0.5), pct(lat, 0.99), pct(cpu, 0.5),
+        pct(cpu, 0.99), double(lat.size()) / wall);
+  }
+
+  // Stop words dropped (fts5_query) against every word kept, the same questions alternated on
+  // one connection (which goes first alternates too), so both see the same cache and load.
+  if (compare > 0) {
+    retrieval::Bm25Index ix(bdir, retrieval::Bm25Index::Open::Read);
+    std::vector<double> drop, keep, ratio;
+    for (size_t i = 0; i < std::min(compare, questions.size()); ++i) {
+      const std::string a = retrieval::fts5_query(questions[i]), b = all_terms_query(questions[i]);
+      double ta = 0, tb = 0;
+      for (int order = 0; order < 2; ++order) {
+        const bool first_drop = (i + size_t(order)) % 2 == 0;
+        const double t = thread_cpu_ms();
+        ix.search_match(first_drop ? a : b, 10);
+        (first_drop ? ta : tb) = thread_cpu_ms() - t;
+      }
+      drop.push_back(ta);
+      keep.push_back(tb);
+      ratio.push_back(tb / std::max(ta, 1e-6));
+    }
+    std::printf(
+        "bm25 stop words, %zu queries, 1 thread, CPU: dropped p50 %.2f ms p99 %.2f ms; kept p50 "
+        "%.2f "
+        "ms p99 %.2f ms; per-query time ratio kept/dropped p50 %.2f\n",
+        drop.size(), pct(drop, 0.5), pct(drop, 0.99), pct(keep, 0.5), pct(keep, 0.99),
+        pct(ratio, 0.5));
   }
 
   // ---- FAISS HNSW
@@ -184,6 +267,7 @@ int main(int argc, char** argv) {
     std::vector<float> x(chunk * d);
     std::vector<int64_t> ids(chunk);
     auto d0 = clk::now();
+    const double dcpu0 = process_cpu_s();
     for (size_t b = 0; b < dense_n; b += chunk) {
       const size_t e = std::min(dense_n, b + chunk);
       for (size_t i = b; i < e; ++i) {
@@ -193,33 +277,39 @@ int main(int argc, char** argv) {
       di.add(x.data(), ids.data(), e - b);
     }
     di.save();
-    const double dense_build = secs(d0, clk::now());
+    const double dense_build = secs(d0, clk::now()), dense_cpu = process_cpu_s() - dcpu0;
     std::printf(
-        "hnsw: %zu x %d-d, build %.1f s on 2 OpenMP threads, index %.1f MiB, peak RSS %.0f MiB\n",
-        dense_n, d, dense_build, double(dir_bytes(ddir)) / 1048576.0, peak_rss_mib());
+        "hnsw: %zu x %d-d, build %.1f s wall, %.1f s CPU on 2 OpenMP threads, index %.1f MiB, "
+        "peak RSS %.0f MiB\n",
+        dense_n, d, dense_build, dense_cpu, double(dir_bytes(ddir)) / 1048576.0, peak_rss_mib());
     std::vector<float> q(1000 * size_t(d));
     for (size_t i = 0; i < 1000; ++i) unit(&q[i * d]);
     for (int threads : {1, 2}) {
       retrieval::DenseIndex::set_threads(1);  // one query per call: parallelism across callers
-      std::vector<std::vector<double>> per(static_cast<size_t>(threads));
+      std::vector<std::vector<double>> per(static_cast<size_t>(threads)), per_cpu(per.size());
       auto w0 = clk::now();
       std::vector<std::thread> ts;
       for (int t = 0; t < threads; ++t)
         ts.emplace_back([&, t] {
           for (size_t i = size_t(t); i < 1000; i += size_t(threads)) {
             auto a = clk::now();
+            const double c = thread_cpu_ms();
             auto h = di.search(&q[i * d], 1, 10);
+            per_cpu[size_t(t)].push_back(thread_cpu_ms() - c);
             per[size_t(t)].push_back(secs(a, clk::now()) * 1e3);
             if (h[0].size() != 10) std::abort();
           }
         });
       for (auto& t : ts) t.join();
       const double wall = secs(w0, clk::now());
-      std::vector<double> all;
+      std::vector<double> all, cpu;
       for (auto& p : per) all.insert(all.end(), p.begin(), p.end());
+      for (auto& p : per_cpu) cpu.insert(cpu.end(), p.begin(), p.end());
       std::printf(
-          "hnsw top-10, %d thread%s: 1000 queries, p50 %.3f ms, p99 %.3f ms, %.0f queries/s\n",
-          threads, threads > 1 ? "s" : "", pct(all, 0.5), pct(all, 0.99), 1000.0 / wall);
+          "hnsw top-10, %d thread%s: 1000 queries, wall p50 %.3f ms p99 %.3f ms, CPU p50 %.3f ms "
+          "p99 %.3f ms, %.0f queries/s\n",
+          threads, threads > 1 ? "s" : "", pct(all, 0.5), pct(all, 0.99), pct(cpu, 0.5),
+          pct(cpu, 0.99), 1000.0 / wall);
     }
   }
   fs::remove_all(dir);

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+
 namespace ragform::py {
 
 namespace pyb = pybind11;
@@ -35,6 +37,23 @@ pyb::array_t<T> to_numpy(std::vector<T>&& v, std::vector<pyb::ssize_t> shape) {
   auto* owned = new std::vector<T>(std::move(v));
   pyb::capsule base(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
   return pyb::array_t<T>(std::move(shape), owned->data(), base);
+}
+
+// Runs a library parser on a user's argument. Some parsers below the front ends throw the plain
+// ragform::Error that the CLI reports with exit code 1 (model::parse_pooling, sure::parse_date);
+// from Python the argument is bad input, so the error becomes a UsageError (ValueError) with the
+// same message. File errors and usage errors pass through unchanged.
+template <typename F>
+auto parse_arg(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const FileError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 // Called between the items of a long loop that runs with the GIL released: takes the GIL, calls

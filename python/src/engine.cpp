@@ -5,6 +5,7 @@
 // same library calls; the GIL is released for the length of each forward pass, so models in
 // different Python threads run at the same time.
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
 
 #include <pybind11/stl.h>
@@ -42,16 +43,35 @@ int training_context(const std::string& path) {
   }
 }
 
+// The argument checks every method shares, with one message shape each (the CLI's).
+
+// The index of `value` in `options`, or UsageError "<arg>: expected a, b or c, got 'value'".
+size_t choice(const char* arg, const std::string& value,
+              std::initializer_list<const char*> options) {
+  std::string expected;
+  size_t i = 0;
+  for (const char* o : options) {
+    if (value == o) return i;
+    expected += (i == 0 ? "" : i + 1 == options.size() ? " or " : ", ") + std::string(o);
+    ++i;
+  }
+  throw UsageError(arg, "expected " + expected + ", got '" + value + "'");
+}
+
+bool kv_f16(const std::string& kv) { return choice("kv", kv, {"f32", "f16"}) == 1; }
+
+void check_token_id(const char* where, int32_t id, int32_t n_vocab) {
+  if (id < 0 || id >= n_vocab)
+    throw UsageError(where, "token id " + std::to_string(id) + " out of range 0.." +
+                                std::to_string(n_vocab - 1));
+}
+
 EngineOptions engine_options(int threads, const std::string& f16_gemm) {
   if (threads < 0) throw UsageError("threads", "must be >= 0, got " + std::to_string(threads));
   EngineOptions e;
   e.threads = threads;  // each Model owns a pool of this many threads (0 = all cores)
-  if (f16_gemm == "exact")
-    e.f16_gemm = ops::F16Gemm::exact;
-  else if (f16_gemm == "int16")
-    e.f16_gemm = ops::F16Gemm::int16;
-  else
-    throw UsageError("f16_gemm", "expected exact or int16, got '" + f16_gemm + "'");
+  e.f16_gemm = choice("f16_gemm", f16_gemm, {"exact", "int16"}) == 0 ? ops::F16Gemm::exact
+                                                                     : ops::F16Gemm::int16;
   return e;
 }
 
@@ -61,17 +81,13 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int th
                                                  const std::string& truncate,
                                                  const std::string& f16_gemm) {
   reader::NativeOptions o;
-  if (kv != "f32" && kv != "f16") throw UsageError("kv", "expected f32 or f16, got '" + kv + "'");
-  o.kv_f16 = kv == "f16";
+  o.kv_f16 = kv_f16(kv);
   o.engine = engine_options(threads, f16_gemm);
   o.chat = chat;
   o.system_prompt = system;
-  if (truncate == "error")
-    o.overflow = reader::Overflow::Error;
-  else if (truncate == "left")
-    o.overflow = reader::Overflow::TruncateLeft;
-  else
-    throw UsageError("truncate", "expected error or left, got '" + truncate + "'");
+  o.overflow = choice("truncate", truncate, {"error", "left"}) == 0
+                   ? reader::Overflow::Error
+                   : reader::Overflow::TruncateLeft;
   if (ctx) {
     if (*ctx < 1) throw UsageError("ctx", "must be >= 1, got " + std::to_string(*ctx));
     o.n_ctx = *ctx;
@@ -202,8 +218,8 @@ pyb::array_t<float> hidden(Reader& r, const std::string& prompt, int layer) {
 // the reader's pool; rows for the last position or for all.
 pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
                            const std::string& positions, const std::string& kv) {
-  if (positions != "last" && positions != "all")
-    throw UsageError("positions", "expected last or all, got '" + positions + "'");
+  const bool all = choice("positions", positions, {"last", "all"}) == 1;
+  const bool f16 = kv_f16(kv);
   std::vector<float> out;
   size_t rows = 0;
   const int n_vocab = r.model().hp().n_vocab;
@@ -212,13 +228,13 @@ pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
     auto ids = r.prompt_tokens(prompt);
     runtime::ContextParams cp;
     cp.n_ctx = std::max<int>(int(ids.size()), 1);
-    cp.kv_type = kv == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
+    cp.kv_type = f16 ? runtime::KvType::F16 : runtime::KvType::F32;
     cp.pool = r.pool();
     runtime::Context ctx(r.model(), cp);
     runtime::SeqInput in;
     in.seq = ctx.new_sequence();
     in.tokens = std::move(ids);
-    in.logits = positions == "all" ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
+    in.logits = all ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
     auto res = ctx.eval({in});
     rows = res[0].logit_positions.size();
     out = std::move(res[0].logits);
@@ -343,19 +359,14 @@ void bind_engine(pyb::module_& m) {
       .def(
           "detokenize",
           [](const reader::NativeReader& r, const std::vector<int32_t>& ids, bool render_special) {
-            const int32_t n = r.tokenizer().n_vocab();
-            for (int32_t id : ids)
-              if (id < 0 || id >= n)
-                throw UsageError("detokenize", "token id " + std::to_string(id) +
-                                                   " out of range 0.." + std::to_string(n - 1));
+            for (int32_t id : ids) check_token_id("detokenize", id, r.tokenizer().n_vocab());
             return piece_str(r.tokenizer().decode(ids, render_special));
           },
           pyb::arg("ids"), pyb::arg("render_special") = false, "Text of token ids.")
       .def(
           "token_piece",
           [](const reader::NativeReader& r, int32_t id) {
-            if (id < 0 || id >= r.tokenizer().n_vocab())
-              throw UsageError("token_piece", "token id " + std::to_string(id) + " out of range");
+            check_token_id("token_piece", id, r.tokenizer().n_vocab());
             return piece_str(r.tokenizer().token_to_piece(id, true));
           },
           pyb::arg("id"), "The piece of one token.")
@@ -414,7 +425,7 @@ void bind_engine(pyb::module_& m) {
           [](reader::NativeEncoder& e, const std::vector<std::string>& texts,
              std::optional<std::string> pooling, bool normalize) {
             std::optional<model::Pooling> pool;
-            if (pooling) pool = model::parse_pooling(*pooling);
+            if (pooling) pool = parse_arg([&] { return model::parse_pooling(*pooling); });
             if (pool == model::Pooling::None)
               throw UsageError("embed", "pooling none gives token vectors: use a pooled mode");
             std::vector<reader::Embedding> res;

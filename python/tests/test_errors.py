@@ -1,12 +1,14 @@
 """Bad input raises the mapped Python exception with the CLI's one-line message (what the CLI
 prints after "ragform: "), and the interpreter survives: ValueError for bad input, OSError (with
 errno: FileNotFoundError, ...) for files, RuntimeError otherwise."""
+import json
 import os
 import subprocess
 
 import pytest
 
 import ragform
+from conftest import shared_file
 
 
 def cli_error(ragform_bin, *args):
@@ -54,6 +56,39 @@ def test_bad_arguments_are_value_errors(model, model_path):
         ragform.sure.perturb({"no": "fields"})
     with pytest.raises(ValueError, match="exactly one of vectors= or encoder="):
         ragform.spotlight.select({"question": "q", "answers": ["a"], "ctxs": []})
+
+
+def test_library_parse_errors_are_value_errors(model, ragform_bin, tmp_path, nq_records):
+    # Parsers below the front ends that throw the plain ragform::Error (exit code 1 in the CLI):
+    # from Python the argument is bad input.
+    inp = tmp_path / "nq.jsonl"
+    inp.write_text(json.dumps(nq_records[0]) + "\n")
+    _, msg = cli_error(ragform_bin, "sure", "perturb", "--input", inp, "--cutoff", "2023-13-01")
+    with pytest.raises(ValueError) as e:
+        ragform.sure.perturb(nq_records[0], cutoff="2023-13-01")
+    assert str(e.value) == msg
+    enc = ragform.Encoder(str(shared_file("fixtures/models/tiny-bert.gguf")), threads=1)
+    with pytest.raises(ValueError, match="^pooling: unknown pooling 'max'"):
+        enc.embed(["x"], pooling="max")
+    with pytest.raises(ValueError, match="^kv: expected f32 or f16, got 'f8'$"):
+        model._logits("x", "last", "f8")
+    with pytest.raises(ValueError, match="token_piece: token id -1 out of range"):
+        model.token_piece(-1)
+
+
+def test_each_error_class(model, tmp_path):
+    # ValueError: bad input; OSError (its errno subclass): files; RuntimeError: the rest.
+    with pytest.raises(ValueError):
+        model.generate("x", n_predict=-1)
+    with pytest.raises(FileNotFoundError):
+        ragform.Encoder(str(tmp_path / "none.gguf"))
+    with pytest.raises(FileNotFoundError):
+        ragform.sure.evaluate(model, [], prompts=str(tmp_path / "no-prompts"), progress=False)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 60)
+    with pytest.raises(RuntimeError) as e:
+        ragform.Encoder(str(bad))
+    assert not isinstance(e.value, (ValueError, OSError))
 
 
 def test_engine_errors_equal_cli(model, model_path, ragform_bin):

@@ -64,6 +64,39 @@ def test_sure_perturb_equals_cli(cli, tmp_path, nq_records):
                    and p["perturbation"] in ("logic/reverse", "logic/random", "format/json")]
 
 
+def test_sure_perturb_with_readers_equals_cli(model, model_path, cli, tmp_path, nq_records):
+    # Every kind, the LLM ones by stories260K (reader under test and perturber), as `sure
+    # perturb -m` does; 2 records (the oracle file: one document each), short rewrites.
+    recs = nq_records[:2]
+    inp = write_jsonl(tmp_path / "nq.jsonl", recs)
+    want = [json.loads(x) for x in
+            cli("sure", "perturb", "--input", inp, "--seed", 3, "--docs", 2, "-m", model_path,
+                "--max-tokens", 16, "--batch", 3, json_out=False).splitlines()]
+    got = ragform.sure.perturb(recs, seed=3, docs=2, model=model, max_tokens=16, batch=3)
+    n_docs = sum(min(2, len(r["ctxs"])) for r in recs)
+    assert len(got) == n_docs * len(ragform.sure.kinds()) and got == want
+    llm = {k["name"] for k in ragform.sure.kinds() if k["needs_reader"]}
+    assert {p["perturbation"] for p in got} >= llm
+    # A separate perturber for style / llm-generated / llm-ranked (here the same file).
+    style = ragform.sure.perturb(recs[0], kinds="style/simple", docs=1, model=None,
+                                 perturb_model=model, max_tokens=16)
+    assert style == [p for p in want if p["instance"] == want[0]["instance"] and p["doc"] == 0
+                     and p["perturbation"] == "style/simple"]
+
+
+def test_sure_perturb_named_llm_kind_without_reader_is_value_error(nq_records, model):
+    with pytest.raises(ValueError, match="source/self-generated needs the reader under test"):
+        ragform.sure.perturb(nq_records[0], kinds="source/self-generated")
+    with pytest.raises(ValueError, match="style/simple needs a reader: pass perturb_model="):
+        ragform.sure.perturb(nq_records[0], kinds="style/simple,format/json")
+    # self-generated is the reader under test's: a perturber alone does not make it.
+    with pytest.raises(ValueError, match="source/self-generated"):
+        ragform.sure.perturb(nq_records[0], kinds=["source/self-generated"], perturb_model=model)
+    # From a category, the kinds without their reader are left out, as the CLI skips them.
+    got = ragform.sure.perturb(nq_records[0], kinds="source,logic", docs=1)
+    assert {p["perturbation"] for p in got} == {"logic/reverse", "logic/random"}
+
+
 def test_spotlight_select_equals_cli(cli, tmp_path, nq_records):
     vec = shared_file("data/embeddings/glove-50d-5k.json")
     # One record alone has no line number to name it: give each an id.

@@ -439,22 +439,8 @@ int run_eval(const std::vector<std::string>& argv) {
   // throughput (bench/bench_sure_eval.cpp, docs/sure.md).
   store::RunStore st(store_path.value, store::RunStore::Mode::create,
                      store::RunStore::Durability::normal);
-  store::RunConfig rc;
-  rc.pipeline = "sure eval";
-  rc.config = {
-      {"temperature", eo.temperature},
-      {"max_tokens", eo.max_tokens},
-      {"chain_of_note", eo.chain_of_note},
-      {"prompts",
-       {{"qa_prompt", prompts.identity("qa_prompt")},
-        {"instruction", prompts.identity(eo.chain_of_note ? "chain_of_note" : "qa_instruction")},
-        {"closed_book", prompts.identity("closed_book")}}},
-      {"grading", judge ? "judge" : "substring_match"}};
-  if (judge) {
-    rc.config["judge"] = judge->describe();
-    if (!su.remote()) rc.config["judge_sha256"] = store::sha256_file(judge_model.value);
-    rc.config["prompts"]["judge"] = prompts.identity("judge");
-  }
+  store::RunConfig rc = eval_run_config(
+      eo, prompts, judge && !su.remote() ? store::sha256_file(judge_model.value) : "");
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = su.rf.model.value;
   rc.model_sha256 = su.model_sha256();

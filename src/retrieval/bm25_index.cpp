@@ -23,9 +23,21 @@ bool has_word_char(std::string_view w) {
   return false;
 }
 
-}  // namespace
+bool is_stop_word(std::string_view w) {
+  // The word without its surrounding ASCII punctuation, lower-cased ("The" and "is?" are stop
+  // words; "U.S." is not one).
+  size_t a = 0, b = w.size();
+  auto punct = [](unsigned char c) { return c < 0x80 && !std::isalnum(c); };
+  while (a < b && punct(static_cast<unsigned char>(w[a]))) ++a;
+  while (b > a && punct(static_cast<unsigned char>(w[b - 1]))) --b;
+  std::string low(w.substr(a, b - a));
+  for (auto& c : low) c = char(std::tolower(static_cast<unsigned char>(c)));
+  static const std::unordered_set<std::string> stop(std::begin(kStopWords), std::end(kStopWords));
+  return stop.count(low) > 0;
+}
 
-std::string fts5_query(std::string_view question) {
+// The OR of the quoted words of `question`; stop words left out when `drop_stop` is set.
+std::string or_query(std::string_view question, bool drop_stop) {
   std::string out;
   std::unordered_set<std::string> seen;
   size_t i = 0;
@@ -35,7 +47,9 @@ std::string fts5_query(std::string_view question) {
     while (j < question.size() && !std::isspace(static_cast<unsigned char>(question[j]))) ++j;
     std::string_view w = question.substr(i, j - i);
     i = j;
-    if (w.empty() || !has_word_char(w) || !seen.insert(std::string(w)).second) continue;
+    if (w.empty() || !has_word_char(w) || (drop_stop && is_stop_word(w)) ||
+        !seen.insert(std::string(w)).second)
+      continue;
     if (!out.empty()) out += " OR ";
     out += '"';
     for (char c : w) {
@@ -45,6 +59,13 @@ std::string fts5_query(std::string_view question) {
     out += '"';
   }
   return out;
+}
+
+}  // namespace
+
+std::string fts5_query(std::string_view question) {
+  std::string q = or_query(question, true);
+  return q.empty() ? or_query(question, false) : q;  // a question of stop words only keeps them
 }
 
 struct Bm25Index::Impl {

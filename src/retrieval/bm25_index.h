@@ -15,9 +15,15 @@
 //
 // Queries: FTS5 ANDs bare terms, which finds almost nothing for a natural-language question, so a
 // question becomes an OR of its whitespace-separated words, each double-quoted (a quote inside a
-// word doubled, FTS5's string escape), duplicates and words without a letter or digit left out:
+// word doubled, FTS5's string escape), duplicates, stop words (kStopWords) and words without a
+// letter or digit left out:
 //   who wrote "Hamlet"?  ->  "who" OR "wrote" OR """Hamlet""?"
 // Inside quotes FTS5 tokenises the word itself, so punctuation never becomes query syntax.
+// Stop words: Lucene's English stop set (EnglishAnalyzer / StopAnalyzer, the 33 words below, which
+// Pyserini's BM25 also drops). In an OR query every stop word matches most of the corpus, so
+// bm25() scores nearly every row for a near-zero IDF: dropping them changes the ranking little
+// (recall@10 within 0.03 of the all-terms textbook reference, tests/retrieval) and the query time
+// a lot on a large index (docs/performance.md). A question made only of stop words keeps them.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,6 +38,11 @@
 namespace ragform::retrieval {
 
 inline constexpr const char* kFts5Tokenizer = "porter unicode61 remove_diacritics 2";
+
+inline constexpr const char* kStopWords[] = {
+    "a",   "an",    "and",  "are",   "as",    "at",   "be",   "but", "by",  "for",  "if",
+    "in",  "into",  "is",   "it",    "no",    "not",  "of",   "on",  "or",  "such", "that",
+    "the", "their", "then", "there", "these", "they", "this", "to",  "was", "will", "with"};
 
 // The FTS5 MATCH expression for a question (see above); empty when it has no searchable word.
 std::string fts5_query(std::string_view question);

@@ -220,16 +220,21 @@ std::vector<std::vector<Hit>> DenseIndex::search(const float* q, size_t n, int k
   std::vector<std::vector<Hit>> out(n);
   if (n == 0 || k <= 0 || !index_ || index_->ntotal == 0) return out;
   auto* m = id_map(index_.get());
-  // efSearch >= max(64, k); written only when it must grow, so concurrent searches of the same
-  // k (the usual case) only read it.
-  if (auto* h = dynamic_cast<faiss::IndexHNSW*>(m->index); h && h->hnsw.efSearch < std::max(64, k))
-    h->hnsw.efSearch = std::max(64, k);
   std::vector<float> dist(n * size_t(k));
   std::vector<idx_t> lab(n * size_t(k));
+  // efSearch = max(64, k) travels with this call (SearchParametersHNSW) instead of being written
+  // into the shared index, so concurrent searches with different k never race on it. FAISS 1.7.3's
+  // IndexIDMap refuses search parameters, so the inner index is searched and its sequential
+  // labels are mapped to rowids here (IndexIDMap::search does the same mapping).
+  faiss::SearchParametersHNSW hp;
+  hp.efSearch = std::max(64, k);
+  const bool hnsw = dynamic_cast<const faiss::IndexHNSW*>(m->index) != nullptr;
   guarded("search", [&] {
-    index_->search(idx_t(n), q, idx_t(k), dist.data(), lab.data());
+    m->index->search(idx_t(n), q, idx_t(k), dist.data(), lab.data(), hnsw ? &hp : nullptr);
     return 0;
   });
+  for (auto& l : lab)
+    if (l >= 0) l = m->id_map[size_t(l)];
   for (size_t i = 0; i < n; ++i)
     for (int j = 0; j < k; ++j) {
       const size_t at = i * size_t(k) + size_t(j);

@@ -26,7 +26,9 @@ Mode parse_mode(const std::string& s) {
   throw UsageError("--mode", "expected bm25, dense or hybrid, got '" + s + "'");
 }
 
-Retriever::Retriever(const std::string& dir, const RetrieverOptions& opt) : dir_(dir), opt_(opt) {
+Retriever::Retriever(const std::string& dir, const RetrieverOptions& opt,
+                     std::shared_ptr<const DenseIndex> dense)
+    : dir_(dir), opt_(opt), dense_(std::move(dense)) {
   const int n = std::max(1, opt_.threads);
   for (int i = 0; i < n; ++i)
     conns_.push_back(std::make_unique<Bm25Index>(dir, Bm25Index::Open::Read));
@@ -35,7 +37,7 @@ Retriever::Retriever(const std::string& dir, const RetrieverOptions& opt) : dir_
     if (!opt_.encoder)
       throw UsageError("retrieve", std::string("--mode ") + mode_name(opt_.mode) +
                                        " needs the index's encoder model (-m)");
-    dense_ = std::make_unique<DenseIndex>(dir);
+    if (!dense_) dense_ = std::make_shared<const DenseIndex>(dir);
     dense_->require_encoder(opt_.encoder_sha256, opt_.encoder_name);
     DenseIndex::set_threads(n);
   }

@@ -3,7 +3,8 @@
 //
 // Threads: BM25 questions are spread over `threads` workers, each with its own read-only SQLite
 // connection (SQLite connections are not shared between threads); dense queries are embedded in
-// one batched encoder call and searched in one FAISS call on `threads` OpenMP threads.
+// one batched encoder call and searched in one FAISS call on `threads` OpenMP threads. Concurrent
+// callers use one Retriever each (retriever_pool.h), sharing the read-only FAISS index.
 // Hybrid: each ranker contributes its top max(2k, 100) passages, fused with k_rrf = 60.
 #pragma once
 #include <memory>
@@ -39,7 +40,10 @@ struct RetrieverOptions {
 
 class Retriever {
  public:
-  Retriever(const std::string& dir, const RetrieverOptions& opt);
+  // `dense`: an already open FAISS index of DIR to share (RetrieverPool); null = open it here when
+  // the mode needs it.
+  Retriever(const std::string& dir, const RetrieverOptions& opt,
+            std::shared_ptr<const DenseIndex> dense = nullptr);
   ~Retriever();
   // The top k passages of every question, best first (exactly k when the index holds k and the
   // question has a searchable word). Not reentrant: one batch at a time per Retriever.
@@ -55,7 +59,7 @@ class Retriever {
   RetrieverOptions opt_;
   std::vector<std::unique_ptr<Bm25Index>> conns_;  // one per worker
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<DenseIndex> dense_;
+  std::shared_ptr<const DenseIndex> dense_;
   size_t truncated_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include "retrieval/dense_index.h"
 #include "retrieval/questions.h"
 #include "retrieval/retriever.h"
+#include "retrieval/retriever_pool.h"
 #include "server/api_json.h"
 
 namespace ragform::server {
@@ -12,8 +13,8 @@ using namespace api_json;
 
 RetrieveApi::RetrieveApi(RetrieveApiOptions opt) : opt_(std::move(opt)) {
   retrieval::RetrieverOptions ro;
-  ro.threads = std::max(1, opt_.threads);
-  bm25_ = std::make_unique<retrieval::Retriever>(opt_.index_dir, ro);
+  ro.threads = 1;  // parallelism across requests (the pool), not within one
+  bm25_ = std::make_unique<retrieval::RetrieverPool>(opt_.index_dir, ro, nullptr, opt_.parallel);
   if (!retrieval::DenseIndex::exists(opt_.index_dir)) {
     why_no_dense_ = "the index has no dense vectors (index build --dense)";
   } else if (!opt_.encoder) {
@@ -25,10 +26,13 @@ RetrieveApi::RetrieveApi(RetrieveApiOptions opt) : opt_(std::move(opt)) {
     ro.encoder_sha256 = opt_.encoder_sha256;
     ro.encoder_name = opt_.encoder_name;
     try {
+      auto shared = std::make_shared<const retrieval::DenseIndex>(opt_.index_dir);
       ro.mode = retrieval::Mode::Dense;
-      dense_ = std::make_unique<retrieval::Retriever>(opt_.index_dir, ro);
+      dense_ =
+          std::make_unique<retrieval::RetrieverPool>(opt_.index_dir, ro, shared, opt_.parallel);
       ro.mode = retrieval::Mode::Hybrid;
-      hybrid_ = std::make_unique<retrieval::Retriever>(opt_.index_dir, ro);
+      hybrid_ =
+          std::make_unique<retrieval::RetrieverPool>(opt_.index_dir, ro, shared, opt_.parallel);
     } catch (const Error& e) {
       dense_.reset();
       why_no_dense_ = e.what();  // another encoder: refused, as `retrieve` refuses it
@@ -77,10 +81,10 @@ Response RetrieveApi::retrieve(const std::string& body) {
   } catch (const UsageError&) {
     bad("field 'mode': expected bm25, dense or hybrid, got '" + mode_s + "'");
   }
-  retrieval::Retriever* r = bm25_.get();
+  retrieval::RetrieverPool* pool = bm25_.get();
   if (mode != retrieval::Mode::Bm25) {
     if (!dense_) bad("mode " + mode_s + " is not available: " + why_no_dense_, "mode_unavailable");
-    r = mode == retrieval::Mode::Dense ? dense_.get() : hybrid_.get();
+    pool = mode == retrieval::Mode::Dense ? dense_.get() : hybrid_.get();
   }
   std::vector<retrieval::Question> qs;
   auto add = [&](const json& q, size_t i) {
@@ -112,11 +116,7 @@ Response RetrieveApi::retrieve(const std::string& body) {
   }
   std::vector<std::string> texts;
   for (const auto& q : qs) texts.push_back(q.question);
-  std::vector<std::vector<retrieval::Retrieved>> res;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    res = r->retrieve(texts, k);
-  }
+  const auto res = pool->acquire()->retrieve(texts, k);
   json data = json::array();
   for (size_t i = 0; i < qs.size(); ++i)
     data.push_back(json::parse(retrieval::retrieval_row(qs[i], res[i]).dump()));

@@ -9,10 +9,11 @@
 //         a string question gets the id "q<index>")
 // dense and hybrid need the index's encoder: the served encoder model, or --encoder-model, when
 // its SHA-256 is the one in DIR/dense.json; otherwise they are a 400 naming the reason.
-// Requests are served one at a time (one Retriever; SQLite and FAISS calls are short).
+// Concurrent requests run in parallel, up to `parallel` at once, each on a Retriever leased from a
+// pool (retrieval/retriever_pool.h: its own SQLite connection; one shared FAISS index searched
+// with per-call parameters); more wait for a free one.
 #pragma once
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -22,7 +23,7 @@ namespace ragform::reader {
 class Encoder;
 }
 namespace ragform::retrieval {
-class Retriever;
+class RetrieverPool;
 }
 
 namespace ragform::server {
@@ -30,7 +31,7 @@ namespace ragform::server {
 struct RetrieveApiOptions {
   std::string index_dir;
   std::string api_key;  // empty = no key required
-  int threads = 1;
+  int parallel = 4;     // retrievals run at once (SQLite connections per mode, opened on demand)
   // The encoder for dense / hybrid (may be null) and its model file's SHA-256 and name.
   reader::Encoder* encoder = nullptr;
   std::string encoder_sha256, encoder_name;
@@ -51,8 +52,7 @@ class RetrieveApi {
  private:
   Response retrieve(const std::string& body);
   RetrieveApiOptions opt_;
-  std::mutex mu_;
-  std::unique_ptr<retrieval::Retriever> bm25_, dense_, hybrid_;
+  std::unique_ptr<retrieval::RetrieverPool> bm25_, dense_, hybrid_;
   std::string why_no_dense_;
 };
 

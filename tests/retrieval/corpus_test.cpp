@@ -138,8 +138,18 @@ TEST(IndexBuild, CreateRefusesAnExistingIndexAndAppendResumes) {
 TEST(Fts5Query, OrOfQuotedWordsWithQuotesDoubled) {
   EXPECT_EQ(retrieval::fts5_query("who wrote \"Hamlet\"?"),
             "\"who\" OR \"wrote\" OR \"\"\"Hamlet\"\"?\"");
-  EXPECT_EQ(retrieval::fts5_query("  a  a ?? NEAR(x) "), "\"a\" OR \"NEAR(x)\"");
+  EXPECT_EQ(retrieval::fts5_query("  x  x ?? NEAR(x) "), "\"x\" OR \"NEAR(x)\"");
   EXPECT_EQ(retrieval::fts5_query("?! ..."), "");
+}
+
+TEST(Fts5Query, StopWordsLeftOutUnlessTheQuestionHasNothingElse) {
+  // "The", "of" and "is?" are stop words (case and surrounding punctuation ignored); "who" and
+  // "U.S." are not.
+  EXPECT_EQ(retrieval::fts5_query("Who is the president of the U.S.?"),
+            "\"Who\" OR \"president\" OR \"U.S.?\"");
+  EXPECT_EQ(retrieval::fts5_query("The capital of France is?"), "\"capital\" OR \"France\"");
+  // Only stop words: they are kept, so the query still finds something.
+  EXPECT_EQ(retrieval::fts5_query("to be or not to be"), "\"to\" OR \"be\" OR \"or\" OR \"not\"");
 }
 
 TEST(Bm25Index, RanksByBm25AndSurvivesQuerySyntax) {

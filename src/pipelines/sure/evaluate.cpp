@@ -274,4 +274,25 @@ std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t r
   return out;
 }
 
+store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,
+                                 const std::string& judge_sha256) {
+  store::RunConfig rc;
+  rc.pipeline = "sure eval";
+  rc.config = {
+      {"temperature", opt.temperature},
+      {"max_tokens", opt.max_tokens},
+      {"chain_of_note", opt.chain_of_note},
+      {"prompts",
+       {{"qa_prompt", prompts.identity("qa_prompt")},
+        {"instruction", prompts.identity(opt.chain_of_note ? "chain_of_note" : "qa_instruction")},
+        {"closed_book", prompts.identity("closed_book")}}},
+      {"grading", opt.judge ? "judge" : "substring_match"}};
+  if (opt.judge) {
+    rc.config["judge"] = opt.judge->describe();
+    if (!judge_sha256.empty()) rc.config["judge_sha256"] = judge_sha256;
+    rc.config["prompts"]["judge"] = prompts.identity("judge");
+  }
+  return rc;
+}
+
 }  // namespace ragform::sure

@@ -76,6 +76,14 @@ struct EvalStats {
   int64_t prompt_tokens = 0;
 };
 
+// The identity of a `sure eval` run (store/run_store.h): pipeline "sure eval" and the config JSON
+// of what changes its rows (temperature, max_tokens, Chain-of-Note, the prompts' identities, the
+// grading: "substring_match", or "judge" with opt.judge's description, `judge_sha256` when not
+// empty, and the judge prompt). The model, reader, tool version and seed are the caller's to
+// fill. One function for the CLI and the Python module, so both resume the same runs.
+store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,
+                                 const std::string& judge_sha256 = "");
+
 // Runs the three stages for `pairs` on `reader`, writing rows of `run`, then returns the outcomes
 // of every pair whose three rows are measured. `progress` (may be empty) is called after each
 // batch with (rows done, rows total).
