@@ -187,14 +187,18 @@ void Encoder::Impl::layer(const model::BertModel& M, const model::BertLayer& L,
   }
   attention(shape, seqs, pool, attn_scratch, simd);
 
+  // Post-norm residual of a BERT block: x = LN(x + o + bias), row by row.
+  auto residual_norm = [&](const float* bias, const float* norm_w, const float* norm_b) {
+    for_rows(pool, T, 4 * E, [&](int64_t r) {
+      float* xr = &x[size_t(r * E)];
+      const float* orow = &o[size_t(r * E)];
+      for (int e = 0; e < E; ++e) xr[e] += orow[e] + bias[e];
+      model::layer_norm(xr, norm_w, norm_b, E, hp.norm_eps, xr);
+    });
+  };
   // x = LN(x + Wo attn + bo)
   ops::matmul(L.wo, attn.data(), T, o.data(), pool);
-  for_rows(pool, T, 4 * E, [&](int64_t r) {
-    float* xr = &x[size_t(r * E)];
-    const float* orow = &o[size_t(r * E)];
-    for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.bo[e];
-    model::layer_norm(xr, L.attn_norm_w, L.attn_norm_b, E, hp.norm_eps, xr);
-  });
+  residual_norm(L.bo, L.attn_norm_w, L.attn_norm_b);
   // x = LN(x + W_down GELU(W_up x + b_up) + b_down)
   ops::matmul(L.w_up, x.data(), T, ff.data(), pool);
   for_rows(pool, T, 4 * FF, [&](int64_t r) {
@@ -203,12 +207,7 @@ void Encoder::Impl::layer(const model::BertModel& M, const model::BertLayer& L,
     model::gelu(fr, FF, fr);
   });
   ops::matmul(L.w_down, ff.data(), T, o.data(), pool);
-  for_rows(pool, T, 4 * E, [&](int64_t r) {
-    float* xr = &x[size_t(r * E)];
-    const float* orow = &o[size_t(r * E)];
-    for (int e = 0; e < E; ++e) xr[e] += orow[e] + L.b_down[e];
-    model::layer_norm(xr, L.out_norm_w, L.out_norm_b, E, hp.norm_eps, xr);
-  });
+  residual_norm(L.b_down, L.out_norm_w, L.out_norm_b);
 }
 
 // Each input's output from its final states: all of them, their mean, the first (CLS) or last
