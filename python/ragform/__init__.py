@@ -32,27 +32,32 @@ class Model(_ragform._Model):
     """A GGUF model on ragform's own engine (the reader `ragform generate -m` opens).
 
     Model(path, threads=0, ctx=None, kv="f32", chat=False, system="", truncate="error",
-          f16_gemm="exact")
+          f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0)
 
     threads: the size of this model's own thread pool (0 = all cores). ctx: tokens per sequence;
     None = 4096, or the model's training context when that is smaller (the CLI's --ctx default).
     kv: KV cache type, "f32" or "f16". chat: prompts become the user turn of the model's chat
     template (system: its system message). truncate: a prompt longer than ctx is an error
     ("error") or keeps BOS and its end ("left"). f16_gemm: "exact" or "int16" (approximate).
+    prefix_cache: reuse the KV rows of prompt prefixes prefilled before (the same numbers; the
+    CLI's --prefix-cache), bounded by prefix_cache_mb MiB (0 = an eighth of RAM, at most 2048).
+    `prefill` and `prefix_cache_stats` tell how much prompt work it saved.
 
     Methods release the GIL for every forward pass: Models in different Python threads run at
     the same time; calls on one Model are serialised.
     """
 
     def __init__(self, path, threads=0, ctx=None, kv="f32", chat=False, system="",
-                 truncate="error", f16_gemm="exact"):
+                 truncate="error", f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0):
         path = _os.fspath(path)
         if ctx is None:
             train = _ragform._training_context(path)
             ctx = min(4096, train) if train > 0 else 4096
-        super().__init__(path, threads, ctx, kv, chat, system, truncate, f16_gemm)
+        super().__init__(path, threads, ctx, kv, chat, system, truncate, f16_gemm, prefix_cache,
+                         prefix_cache_mb)
         self.ctx, self.kv, self.chat, self.system = ctx, kv, chat, system
-        self._args = dict(threads=threads, ctx=ctx, kv=kv, truncate=truncate, f16_gemm=f16_gemm)
+        self._args = dict(threads=threads, ctx=ctx, kv=kv, truncate=truncate, f16_gemm=f16_gemm,
+                          prefix_cache=prefix_cache, prefix_cache_mb=prefix_cache_mb)
         self._chat_model = None
 
     def __repr__(self):

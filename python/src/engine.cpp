@@ -16,6 +16,7 @@
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
 #include "engine/runtime/context.h"
+#include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "pipelines/cnorm/abs.h"
 #include "reader/native_encoder.h"
@@ -79,8 +80,15 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int th
                                                  std::optional<int> ctx, const std::string& kv,
                                                  bool chat, const std::string& system,
                                                  const std::string& truncate,
-                                                 const std::string& f16_gemm) {
+                                                 const std::string& f16_gemm, bool prefix_cache,
+                                                 int prefix_cache_mb) {
   reader::NativeOptions o;
+  if (prefix_cache_mb < 0)
+    throw UsageError("prefix_cache_mb",
+                     "must be >= 0 (0 = an eighth of RAM, at most 2048), got " +
+                         std::to_string(prefix_cache_mb));
+  o.prefix_cache = prefix_cache;  // the CLI's --prefix-cache on|off and --prefix-cache-mb
+  o.prefix_cache_bytes = size_t(prefix_cache_mb) << 20;
   o.kv_f16 = kv_f16(kv);
   o.engine = engine_options(threads, f16_gemm);
   o.chat = chat;
@@ -334,8 +342,39 @@ void bind_engine(pyb::module_& m) {
       m, "_Model", "A GGUF model on ragform's engine (reader::NativeReader).")
       .def(pyb::init(&open_model), pyb::arg("path"), pyb::arg("threads") = 0,
            pyb::arg("ctx") = std::nullopt, pyb::arg("kv") = "f32", pyb::arg("chat") = false,
-           pyb::arg("system") = "", pyb::arg("truncate") = "error", pyb::arg("f16_gemm") = "exact")
+           pyb::arg("system") = "", pyb::arg("truncate") = "error", pyb::arg("f16_gemm") = "exact",
+           pyb::arg("prefix_cache") = true, pyb::arg("prefix_cache_mb") = 0)
       .def_property_readonly("path", &reader::NativeReader::model_path)
+      .def_property_readonly(
+          "prefill",
+          [](const reader::NativeReader& r) {
+            pyb::dict d;
+            if (auto c = r.prefill_counts()) {
+              d["submitted"] = c->submitted;
+              d["computed"] = c->computed;
+            }
+            return d;
+          },
+          "Prompt tokens given to prefill since the Model opened ({'submitted', 'computed'}; the "
+          "rest came from the prefix cache).")
+      .def_property_readonly(
+          "prefix_cache_stats",
+          [](const reader::NativeReader& r) -> pyb::object {
+            auto pc = r.prefix_cache();
+            if (!pc) return pyb::none();
+            const runtime::PrefixCacheStats s = pc->stats();
+            pyb::dict d;
+            d["entries"] = s.entries;
+            d["bytes"] = s.bytes;
+            d["max_bytes"] = s.max_bytes;
+            d["lookups"] = s.lookups;
+            d["hits"] = s.hits;
+            d["inserts"] = s.inserts;
+            d["evictions"] = s.evictions;
+            d["tokens_reused"] = s.tokens_reused;
+            return pyb::object(std::move(d));
+          },
+          "The prefix cache's counters (as serve's /health), or None when it is off.")
       .def_property_readonly("n_vocab",
                              [](const reader::NativeReader& r) { return r.model().hp().n_vocab; })
       .def_property_readonly("n_embd",

@@ -369,7 +369,7 @@ pyb::dict sure_evaluate(reader::Reader& reader, const pyb::iterable& pairs_in,
   eo.chain_of_note = chain_of_note;
   store::RunStore st(store_path, store::RunStore::Mode::create,
                      store::RunStore::Durability::normal);
-  store::RunConfig rc = eval_run_config(eo, prompts);  // the CLI's run identity
+  store::RunConfig rc = eval_run_config(eo, prompts, pairs_sha256(pairs));  // the CLI's identity
   auto* native = dynamic_cast<reader::NativeReader*>(&reader);
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = native ? native->model_path() : "";

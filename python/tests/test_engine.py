@@ -145,3 +145,25 @@ def test_chat_without_template_is_the_cli_error(model, model_path, ragform_bin):
     with pytest.raises(RuntimeError) as e:
         model.generate("x", chat=True)
     assert "ragform: " + str(e.value) == r.stderr.strip().splitlines()[-1]
+
+
+def test_prefix_cache_saves_prompt_work_and_changes_no_number(model_path):
+    import ragform
+    p = PROMPTS[0] + " She liked to play with her ball in the garden."
+    on = ragform.Model(model_path, ctx=256)
+    off = ragform.Model(model_path, ctx=256, prefix_cache=False)
+    got_on = [on.generate(p, n_predict=8) for _ in range(2)]
+    got_off = [off.generate(p, n_predict=8) for _ in range(2)]
+    assert got_on == got_off  # the cached rows are the same numbers
+    n = len(on.prompt_tokens(p))
+    assert on.prefill["submitted"] == off.prefill["submitted"] == 2 * n
+    assert off.prefill["computed"] == 2 * n
+    assert on.prefill["computed"] <= n + 1  # the second prompt computes at most its last token
+    stats = on.prefix_cache_stats
+    assert stats["hits"] >= 1 and stats["entries"] >= 1
+    assert 0 < stats["bytes"] <= stats["max_bytes"]
+    assert off.prefix_cache_stats is None
+    assert ragform.Model(model_path, ctx=64, prefix_cache_mb=1).prefix_cache_stats[
+        "max_bytes"] == 1 << 20
+    with pytest.raises(ValueError, match="prefix_cache_mb"):
+        ragform.Model(model_path, ctx=64, prefix_cache_mb=-1)

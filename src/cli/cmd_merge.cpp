@@ -19,7 +19,11 @@ int run_merge(const std::vector<std::string>& argv) {
          "rows\n"
          "that differ are a conflict: the first is kept and the conflict counted. OUT is created "
          "when\n"
-         "missing (it may also be one of the stores being extended). --json prints the counts.");
+         "missing (it may also be one of the stores being extended). Run metadata is copied "
+         "where OUT\n"
+         "lacks it; the prefill counters of shards that each brought rows to a run are added up. "
+         "--json\n"
+         "prints the counts.");
   a.positional("OUT", "the run store to write (created when missing)", false);
   a.positional("IN...", "run stores to merge into OUT", false);
   auto& json = a.flag("--json", "print the counts as one JSON object on stdout");
@@ -52,7 +56,10 @@ int run_merge(const std::vector<std::string>& argv) {
                                    {"rows_added", st.rows_added},
                                    {"rows_replaced", st.rows_replaced},
                                    {"rows_identical", st.rows_identical},
-                                   {"rows_conflicting", st.rows_conflicting}});
+                                   {"rows_conflicting", st.rows_conflicting},
+                                   {"meta_added", st.meta_added},
+                                   {"meta_summed", st.meta_summed},
+                                   {"meta_conflicting", st.meta_conflicting}});
   } else {
     std::fprintf(stderr,
                  "merged %zu stores into %s: %lld runs added, %lld rows added, %lld unmeasured "

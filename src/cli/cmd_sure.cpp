@@ -37,12 +37,15 @@ using namespace ragform::sure;
 void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
 // The pairs of `path` whose instance (QA record id) is in `shard`: all documents and perturbations
-// of one question go to the same worker, so its closed-book row is computed once.
-std::vector<Pair> read_shard(const std::string& path, const Shard& shard) {
+// of one question go to the same worker, so its closed-book row is computed once. `whole_sha256`
+// (when given) receives the identity of the whole input (pairs_sha256), shared by every shard.
+std::vector<Pair> read_shard(const std::string& path, const Shard& shard,
+                             std::string* whole_sha256 = nullptr) {
   std::vector<Pair> pairs = read_pairs(path);
   // An empty input is an error (exit 1), as for every other command that reads records; an empty
   // shard of a non-empty input is not.
   if (pairs.empty()) throw Error(path == "-" ? "stdin" : path, "empty input: no pairs");
+  if (whole_sha256) *whole_sha256 = pairs_sha256(pairs);
   std::erase_if(pairs, [&](const Pair& p) { return !shard.keeps(p.instance); });
   return pairs;
 }
@@ -420,7 +423,8 @@ int run_eval(const std::vector<std::string>& argv) {
   if (batch.value < 1 || max_tokens.value < 1 || resamples.value < 1)
     throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
   su.require("sure eval");
-  std::vector<Pair> pairs = read_shard(input.value, shard_f.shard());
+  std::string input_sha256;
+  std::vector<Pair> pairs = read_shard(input.value, shard_f.shard(), &input_sha256);
   PromptSet prompts = su.prompts();
   auto reader = su.open("sure eval");
   EvalOptions eo;
@@ -440,7 +444,8 @@ int run_eval(const std::vector<std::string>& argv) {
   store::RunStore st(store_path.value, store::RunStore::Mode::create,
                      store::RunStore::Durability::normal);
   store::RunConfig rc = eval_run_config(
-      eo, prompts, judge && !su.remote() ? store::sha256_file(judge_model.value) : "");
+      eo, prompts, input_sha256,
+      judge && !su.remote() ? store::sha256_file(judge_model.value) : "");
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = su.rf.model.value;
   rc.model_sha256 = su.model_sha256();

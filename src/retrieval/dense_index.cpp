@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
+#include "base/json_file.h"
 #include "store/sha256.h"
 
 namespace ragform::retrieval {
@@ -94,11 +96,10 @@ DenseIndex::DenseIndex(std::string dir, DenseMeta meta)
 }
 
 DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
-  std::ifstream in(meta_file(dir_));
-  if (!in) throw Error("index", dir_ + ": no dense index (missing dense.json; build with --dense)");
-  nlohmann::json j;
+  if (!fs::exists(meta_file(dir_)))
+    throw Error("index", dir_ + ": no dense index (missing dense.json; build with --dense)");
+  const nlohmann::json j = read_json_file(meta_file(dir_), "dense index metadata");
   try {
-    j = nlohmann::json::parse(in);
     meta_.encoder = j.at("encoder").get<std::string>();
     meta_.encoder_sha256 = j.at("encoder_sha256").get<std::string>();
     meta_.pooling = j.at("pooling").get<std::string>();
@@ -112,7 +113,7 @@ DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
     meta_.ivf_nlist = j.value("ivf_nlist", 0);
     meta_.ivf_nprobe = j.value("ivf_nprobe", 0);
   } catch (const nlohmann::json::exception& e) {
-    throw Error("index", meta_file(dir_) + ": " + e.what());
+    throw Error(meta_file(dir_), "dense index metadata: " + json_error_text(e.what()));
   }
   if (meta_.metric != "inner_product")
     throw Error("index", meta_file(dir_) + ": metric '" + meta_.metric + "' is not supported");

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/model.h"
+#include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/chat_template.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/native_reader.h"
@@ -156,12 +157,24 @@ Response Api::handle(const Request& req) noexcept {
 Response Api::dispatch(const Request& req) {
   if (req.path == "/health") {
     EngineStats st = engine_.stats();
+    // The prefix cache's counters (engine/runtime/prefix_cache.h): how much prompt work the
+    // shared prefixes saved since start, and what the cache holds now (null when it is off).
+    json cache = nullptr;
+    if (auto pc = reader_.prefix_cache()) {
+      const runtime::PrefixCacheStats c = pc->stats();
+      cache = {{"entries", c.entries},   {"bytes", c.bytes},       {"max_bytes", c.max_bytes},
+               {"lookups", c.lookups},   {"hits", c.hits},         {"inserts", c.inserts},
+               {"evictions", c.evictions}, {"tokens_reused", c.tokens_reused}};
+    }
     return ok({{"status", "ok"},
                {"active", st.active},
                {"pending", engine_.pending()},
                {"steps", st.steps},
                {"sequences", st.sequences},
-               {"largest_batch", st.largest_batch}});
+               {"largest_batch", st.largest_batch},
+               {"prompt_tokens", st.prompt_tokens},
+               {"prompt_tokens_computed", st.prompt_tokens_computed},
+               {"prefix_cache", cache}});
   }
   require_api_key(req, opt_.api_key);
   bool post = req.method == "POST";

@@ -491,6 +491,10 @@ std::optional<RunInfo> RunStore::run(std::int64_t id) const {
 
 void RunStore::set_run_meta(std::int64_t run, const std::string& name, const json& value) {
   std::lock_guard lock(impl_->mu);
+  set_run_meta_locked(run, name, value);
+}
+
+void RunStore::set_run_meta_locked(std::int64_t run, const std::string& name, const json& value) {
   sqlite3_stmt* s = impl_->stmt("INSERT OR REPLACE INTO ragform_meta(key, value) VALUES (?, ?)");
   impl_->bind(s, 1, "run/" + std::to_string(run) + "/" + name);
   impl_->bind(s, 2, value.dump());
@@ -499,6 +503,10 @@ void RunStore::set_run_meta(std::int64_t run, const std::string& name, const jso
 
 std::optional<json> RunStore::run_meta(std::int64_t run, const std::string& name) const {
   std::lock_guard lock(impl_->mu);
+  return run_meta_locked(run, name);
+}
+
+std::optional<json> RunStore::run_meta_locked(std::int64_t run, const std::string& name) const {
   sqlite3_stmt* s = impl_->stmt("SELECT value FROM ragform_meta WHERE key = ?");
   impl_->bind(s, 1, "run/" + std::to_string(run) + "/" + name);
   if (!impl_->step(s, "reading run metadata")) return std::nullopt;
@@ -598,6 +606,43 @@ Counts RunStore::counts(std::int64_t run) const {
   return c;
 }
 
+// Run metadata follows the rows it describes. A name this store lacks for the run is copied.
+// The prefill accounting is a pair of counters over invocations, so shards of one run add up:
+// a source's counts are added when that source brought new rows to the run (merging the same
+// store twice brings none, and adds nothing). Any other name present in both keeps this store's
+// value, as a conflicting row does.
+void RunStore::merge_run_meta(const RunStore& other, const std::map<std::int64_t, std::int64_t>& id_map,
+                              const std::set<std::int64_t>& grew, MergeStats& st) {
+  for (const auto& [oid, id] : id_map) {
+    const std::string from = "run/" + std::to_string(oid) + "/";
+    std::vector<std::pair<std::string, std::string>> kv;
+    sqlite3_stmt* q = other.impl_->stmt(
+        "SELECT key, value FROM ragform_meta WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key");
+    other.impl_->bind(q, 1, from);
+    while (other.impl_->step(q, "reading run metadata"))
+      kv.emplace_back(text_col(q, 0).substr(from.size()), text_col(q, 1));
+    for (const auto& [name, text] : kv) {
+      json in = json::parse(text, nullptr, false);
+      if (in.is_discarded()) continue;  // not written by ragform; run_meta() ignores it too
+      std::optional<json> have = run_meta_locked(id, name);
+      if (!have) {
+        set_run_meta_locked(id, name, in);
+        ++st.meta_added;
+      } else if (*have == in) {
+        continue;
+      } else if (name == "prefill" && grew.count(oid) && have->is_object() && in.is_object()) {
+        json sum = *have;
+        for (const char* c : {"submitted", "computed"})
+          sum[c] = have->value(c, std::int64_t{0}) + in.value(c, std::int64_t{0});
+        set_run_meta_locked(id, name, sum);
+        ++st.meta_summed;
+      } else {
+        ++st.meta_conflicting;
+      }
+    }
+  }
+}
+
 MergeStats RunStore::merge(const std::vector<fs::path>& others) {
   std::lock_guard lock(impl_->mu);
   if (impl_->read_only) throw Error(impl_->where, "merge: store is open read-only");
@@ -622,6 +667,7 @@ MergeStats RunStore::merge(const std::vector<fs::path>& others) {
           ++st.runs_added;
         }
       }
+      std::set<std::int64_t> grew;  // other's runs that brought at least one new row
       other.for_each_result(std::nullopt, [&](const Result& in) {
         Result r = in;
         r.run = id_map.at(in.run);
@@ -631,6 +677,7 @@ MergeStats RunStore::merge(const std::vector<fs::path>& others) {
                                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
           impl_->bind_result(s, r);
           impl_->step(s, "merging row");
+          grew.insert(in.run);
           ++st.rows_added;
         } else if (*have == r) {
           ++st.rows_identical;
@@ -646,6 +693,7 @@ MergeStats RunStore::merge(const std::vector<fs::path>& others) {
           ++st.rows_conflicting;
         }
       });
+      merge_run_meta(other, id_map, grew, st);
       impl_->exec("COMMIT");
     } catch (...) {
       sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);

@@ -104,6 +104,9 @@ struct MergeStats {
   std::int64_t rows_replaced = 0;     // unmeasured rows replaced by a measured one
   std::int64_t rows_identical = 0;    // already present with the same content
   std::int64_t rows_conflicting = 0;  // present with different content: the existing row is kept
+  std::int64_t meta_added = 0;        // run metadata names copied (see RunStore::merge)
+  std::int64_t meta_summed = 0;       // prefill counters of a shard added to the run's
+  std::int64_t meta_conflicting = 0;  // other metadata that differs: the existing value is kept
 };
 
 class RunStore {
@@ -160,9 +163,16 @@ class RunStore {
   // Copies the runs and rows of other run stores into this one, matching runs by identity
   // (config_key). Each source file is merged in one transaction. On a key present in both, a
   // measured row replaces an unmeasured one; otherwise the existing row is kept (and counted).
+  // Run metadata is copied where missing; the prefill counters of shards that each brought rows
+  // to a run are added up.
   MergeStats merge(const std::vector<std::filesystem::path>& others);
 
  private:
+  void set_run_meta_locked(std::int64_t run, const std::string& name, const nlohmann::json& value);
+  std::optional<nlohmann::json> run_meta_locked(std::int64_t run, const std::string& name) const;
+  void merge_run_meta(const RunStore& other, const std::map<std::int64_t, std::int64_t>& id_map,
+                      const std::set<std::int64_t>& grew, MergeStats& st);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

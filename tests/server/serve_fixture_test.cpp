@@ -142,6 +142,24 @@ TEST(ServeFixture, EndpointsLimitsAndErrors) {
       c.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"), 400);
   expect_serving(c);
 
+  // /health counts the prompt work the prefix cache saved: the same prompt twice is prefilled
+  // once (the second computes at most its last token, which gives the logits).
+  auto health = [&] { return json::parse(httplib::Client("127.0.0.1", srv.port()).Get("/health")->body); };
+  const json h0 = health();
+  ASSERT_TRUE(h0["prefix_cache"].is_object()) << h0.dump();
+  const std::string repeated = R"({"prompt": "Once upon a time there was a dog", "max_tokens": 1})";
+  ASSERT_EQ(c.post("/v1/completions", repeated)->status, 200);
+  ASSERT_EQ(c.post("/v1/completions", repeated)->status, 200);
+  const json h1 = health();
+  const int64_t submitted = h1["prompt_tokens"].get<int64_t>() - h0["prompt_tokens"].get<int64_t>();
+  const int64_t computed =
+      h1["prompt_tokens_computed"].get<int64_t>() - h0["prompt_tokens_computed"].get<int64_t>();
+  EXPECT_GT(submitted, 10) << h1.dump();
+  EXPECT_LE(computed, submitted / 2 + 1) << h1.dump();
+  EXPECT_GT(h1["prefix_cache"]["hits"].get<int64_t>(), h0["prefix_cache"]["hits"].get<int64_t>());
+  EXPECT_GT(h1["prefix_cache"]["entries"].get<int64_t>(), 0);
+  EXPECT_LE(h1["prefix_cache"]["bytes"].get<int64_t>(), h1["prefix_cache"]["max_bytes"].get<int64_t>());
+
   EXPECT_EQ(srv.stop(), 0) << srv.log();
   EXPECT_NE(srv.log().find("stopping"), std::string::npos);
 }
@@ -256,7 +274,12 @@ TEST(ServeFixture, ApiKeyFromAFileAdmitsOnlyThatKey) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto key_file = temp_dir("serve_key") / "key.txt";
   write_file(key_file, "file-secret-1234\n");
-  ServeProcess srv({"-m", model.string(), "--ctx", "64", "--api-key-file", key_file.string()});
+  // (with the prefix cache off: /health says so with a null)
+  ServeProcess srv({"-m", model.string(), "--ctx", "64", "--api-key-file", key_file.string(),
+                    "--prefix-cache", "off"});
+  EXPECT_TRUE(
+      json::parse(httplib::Client("127.0.0.1", srv.port()).Get("/health")->body)["prefix_cache"]
+          .is_null());
   const std::string body = R"({"prompt": "Once", "max_tokens": 2, "temperature": 0})";
   Client right{srv.port(), "file-secret-1234"};
   auto ok = right.post("/v1/completions", body);

@@ -397,6 +397,36 @@ TEST(RunStore, MergeCombinesStoresByRunIdentity) {
   EXPECT_EQ(a.results(std::nullopt).size(), 5u);
 }
 
+// Shards of one run each record their own prefill counters; the merged run carries their sum,
+// and merging a shard a second time adds nothing (it brings no new row).
+TEST(RunStore, MergeAddsShardPrefillCountersAndCopiesOtherMetadata) {
+  auto dir = testing::temp_dir("store");
+  RunStore out(dir / "out.sqlite"), s1(dir / "s1.sqlite"), s2(dir / "s2.sqlite");
+  auto r1 = s1.begin_run(config());
+  s1.put(row(r1, "q1", "v"));
+  s1.set_run_meta(r1, "prefill", {{"submitted", 100}, {"computed", 40}});
+  s1.set_run_meta(r1, "note", "first");
+  auto r2 = s2.begin_run(config());
+  s2.put(row(r2, "q2", "v"));
+  s2.set_run_meta(r2, "prefill", {{"submitted", 50}, {"computed", 30}});
+  s2.set_run_meta(r2, "note", "second");
+  s2.set_run_meta(r2, "only_in_s2", {{"x", 1}});
+
+  MergeStats st = out.merge({s1.path(), s2.path()});
+  ASSERT_EQ(out.runs().size(), 1u);
+  const auto id = out.runs()[0].id;
+  EXPECT_EQ(out.run_meta(id, "prefill"), (nlohmann::json{{"submitted", 150}, {"computed", 70}}));
+  EXPECT_EQ(out.run_meta(id, "note"), nlohmann::json("first"));  // the first value is kept
+  EXPECT_EQ(out.run_meta(id, "only_in_s2"), (nlohmann::json{{"x", 1}}));
+  EXPECT_EQ(st.meta_added, 3);  // prefill and note from s1, only_in_s2 from s2
+  EXPECT_EQ(st.meta_summed, 1);
+  EXPECT_EQ(st.meta_conflicting, 1);
+
+  st = out.merge({s2.path()});
+  EXPECT_EQ(st.rows_added + st.meta_added + st.meta_summed, 0);
+  EXPECT_EQ(out.run_meta(id, "prefill"), (nlohmann::json{{"submitted", 150}, {"computed", 70}}));
+}
+
 TEST(RunStore, ConcurrentWritersFromThreads) {
   auto dir = testing::temp_dir("store");
   RunStore st(dir / "run.sqlite", RunStore::Mode::create, RunStore::Durability::normal);

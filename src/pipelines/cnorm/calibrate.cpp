@@ -7,10 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/error.h"
-#include "base/json_error.h"
+#include "base/json_file.h"
 #include "pipelines/cnorm/abs.h"
 #include "store/sha256.h"
 
@@ -435,17 +434,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
 }
 
 Profile load_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cnorm", "cannot read profile " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path, "profile is not JSON: " + json_error_text(e.what()));
-  }
-  return profile_from_json(j, path);
+  return profile_from_json(read_json_file(path, "profile"), path);
 }
 
 std::string profile_mismatch(const Profile& p, const std::string& model_sha256,

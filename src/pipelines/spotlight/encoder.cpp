@@ -3,13 +3,11 @@
 
 #include <cctype>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "base/json_error.h"
+#include "base/json_file.h"
 
 namespace ragform::spotlight {
 namespace {
@@ -64,16 +62,7 @@ WordVectors WordVectors::from_map(const std::unordered_map<std::string, std::vec
 }
 
 WordVectors WordVectors::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("word vectors", "cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error("word vectors", path + ": not valid JSON (" + json_error_text(e.what()) + ")");
-  }
+  const nlohmann::json j = read_json_file(path, "word vectors");
   if (!j.is_object() || j.empty())
     throw Error("word vectors", path + ": expected a non-empty object {word: [floats]}");
   WordVectors w;

@@ -275,6 +275,7 @@ std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t r
 }
 
 store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,
+                                 const std::string& pairs_sha256,
                                  const std::string& judge_sha256) {
   store::RunConfig rc;
   rc.pipeline = "sure eval";
@@ -286,7 +287,8 @@ store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompt
        {{"qa_prompt", prompts.identity("qa_prompt")},
         {"instruction", prompts.identity(opt.chain_of_note ? "chain_of_note" : "qa_instruction")},
         {"closed_book", prompts.identity("closed_book")}}},
-      {"grading", opt.judge ? "judge" : "substring_match"}};
+      {"grading", opt.judge ? "judge" : "substring_match"},
+      {"pairs_sha256", pairs_sha256}};
   if (opt.judge) {
     rc.config["judge"] = opt.judge->describe();
     if (!judge_sha256.empty()) rc.config["judge_sha256"] = judge_sha256;

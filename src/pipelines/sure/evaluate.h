@@ -79,9 +79,12 @@ struct EvalStats {
 // The identity of a `sure eval` run (store/run_store.h): pipeline "sure eval" and the config JSON
 // of what changes its rows (temperature, max_tokens, Chain-of-Note, the prompts' identities, the
 // grading: "substring_match", or "judge" with opt.judge's description, `judge_sha256` when not
-// empty, and the judge prompt). The model, reader, tool version and seed are the caller's to
-// fill. One function for the CLI and the Python module, so both resume the same runs.
+// empty, and the judge prompt) and of its input (`pairs_sha256`, pairs.h: two pair files never
+// share a run, so a resume never skips a row computed for other pairs under the same id). The
+// model, reader, tool version and seed are the caller's to fill. One function for the CLI and the
+// Python module, so both resume the same runs.
 store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,
+                                 const std::string& pairs_sha256,
                                  const std::string& judge_sha256 = "");
 
 // Runs the three stages for `pairs` on `reader`, writing rows of `run`, then returns the outcomes

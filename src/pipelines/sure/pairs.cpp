@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/json_error.h"
 #include "pipelines/sure/taxonomy.h"
+#include "store/sha256.h"
 
 namespace ragform::sure {
 
@@ -26,6 +27,12 @@ nlohmann::ordered_json pair_to_json(const Pair& p) {
   j["note"] = p.note;
   j["failed"] = p.failed;
   return j;
+}
+
+std::string pairs_sha256(const std::vector<Pair>& pairs) {
+  std::string text;
+  for (const auto& p : pairs) text += pair_to_json(p).dump() + "\n";
+  return store::sha256_hex(text);
 }
 
 Pair pair_from_json(const nlohmann::json& j, const std::string& where) {

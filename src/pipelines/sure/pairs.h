@@ -30,6 +30,10 @@ struct Pair {
 };
 
 nlohmann::ordered_json pair_to_json(const Pair& p);
+// The identity of a set of pairs: hex SHA-256 of their pair_to_json lines (compact, in order, one
+// per line). It names a run's input (sure eval's run identity) whether the pairs came from a file,
+// stdin or Python; a shard hashes the whole input, so the shards of one study share a run.
+std::string pairs_sha256(const std::vector<Pair>& pairs);
 // Throws Error("<where>", reason) naming the bad field.
 Pair pair_from_json(const nlohmann::json& j, const std::string& where);
 // Reads a pairs JSONL file ("-" = stdin); errors are "<file>:<line>: <reason>".

@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "pipelines/sure/evaluate.h"
+#include "pipelines/sure/prompts.h"
+#include "store/run_store.h"
 #include "support/test_support.h"
 
 namespace ragform::sure {
@@ -53,6 +56,38 @@ TEST(SurePairs, DocIndexOutOfIntRangeIsAnError) {
   err = read_error(pair_line("-2147483649") + "\n");
   EXPECT_NE(err.find("field 'doc': -2147483649 is out of range for an int"), std::string::npos)
       << err;
+}
+
+// The pairs are part of a sure eval run's identity: a store evaluated on one pairs file and then
+// on another with the same instance ids holds two runs, never one whose rows were skipped.
+TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
+  Pair a;
+  a.id = "q1#0";
+  a.instance = "q1";
+  a.perturbation = "format/json";
+  a.question = "Where?";
+  a.answers = {"Paris"};
+  a.original = "In Paris.";
+  a.perturbed = "{\"text\": \"In Paris.\"}";
+  // As read (pair_from_json fills what the perturbation implies: category, embeds_title).
+  const auto read_back = [](const Pair& p) {
+    return pair_from_json(nlohmann::json::parse(pair_to_json(p).dump()), "t");
+  };
+  a = read_back(a);
+  Pair b = a;
+  b.perturbed = "{\"text\": \"In Rome.\"}";
+  const std::string ha = pairs_sha256({a}), hb = pairs_sha256({b});
+  EXPECT_EQ(ha.size(), 64u);
+  EXPECT_NE(ha, hb);
+  EXPECT_NE(pairs_sha256({a, b}), pairs_sha256({b, a}));  // order is part of the input
+  // Read back from its JSON line, a pair has the same identity (file, stdin and Python agree).
+  EXPECT_EQ(pairs_sha256({read_back(a)}), ha);
+
+  PromptSet ps = load_prompts();
+  EvalOptions eo;
+  EXPECT_NE(store::run_key(eval_run_config(eo, ps, ha)), store::run_key(eval_run_config(eo, ps, hb)));
+  EXPECT_EQ(store::run_key(eval_run_config(eo, ps, ha)), store::run_key(eval_run_config(eo, ps, ha)));
+  EXPECT_EQ(eval_run_config(eo, ps, ha).config.at("pairs_sha256"), ha);
 }
 
 }  // namespace
