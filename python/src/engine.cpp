@@ -84,9 +84,8 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int th
                                                  int prefix_cache_mb) {
   reader::NativeOptions o;
   if (prefix_cache_mb < 0)
-    throw UsageError("prefix_cache_mb",
-                     "must be >= 0 (0 = an eighth of RAM, at most 2048), got " +
-                         std::to_string(prefix_cache_mb));
+    throw UsageError("prefix_cache_mb", "must be >= 0 (0 = an eighth of RAM, at most 2048), got " +
+                                            std::to_string(prefix_cache_mb));
   o.prefix_cache = prefix_cache;  // the CLI's --prefix-cache on|off and --prefix-cache-mb
   o.prefix_cache_bytes = size_t(prefix_cache_mb) << 20;
   o.kv_f16 = kv_f16(kv);

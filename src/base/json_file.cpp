@@ -2,10 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
-#include <filesystem>
 
 #include "base/error.h"
 #include "base/json_error.h"

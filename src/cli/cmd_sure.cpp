@@ -443,9 +443,9 @@ int run_eval(const std::vector<std::string>& argv) {
   // throughput (bench/bench_sure_eval.cpp, docs/sure.md).
   store::RunStore st(store_path.value, store::RunStore::Mode::create,
                      store::RunStore::Durability::normal);
-  store::RunConfig rc = eval_run_config(
-      eo, prompts, input_sha256,
-      judge && !su.remote() ? store::sha256_file(judge_model.value) : "");
+  store::RunConfig rc =
+      eval_run_config(eo, prompts, input_sha256,
+                      judge && !su.remote() ? store::sha256_file(judge_model.value) : "");
   rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
   rc.model_path = su.rf.model.value;
   rc.model_sha256 = su.model_sha256();

@@ -162,8 +162,9 @@ Response Api::dispatch(const Request& req) {
     json cache = nullptr;
     if (auto pc = reader_.prefix_cache()) {
       const runtime::PrefixCacheStats c = pc->stats();
-      cache = {{"entries", c.entries},   {"bytes", c.bytes},       {"max_bytes", c.max_bytes},
-               {"lookups", c.lookups},   {"hits", c.hits},         {"inserts", c.inserts},
+      cache = {{"entries", c.entries},     {"bytes", c.bytes},
+               {"max_bytes", c.max_bytes}, {"lookups", c.lookups},
+               {"hits", c.hits},           {"inserts", c.inserts},
                {"evictions", c.evictions}, {"tokens_reused", c.tokens_reused}};
     }
     return ok({{"status", "ok"},

@@ -611,7 +611,8 @@ Counts RunStore::counts(std::int64_t run) const {
 // a source's counts are added when that source brought new rows to the run (merging the same
 // store twice brings none, and adds nothing). Any other name present in both keeps this store's
 // value, as a conflicting row does.
-void RunStore::merge_run_meta(const RunStore& other, const std::map<std::int64_t, std::int64_t>& id_map,
+void RunStore::merge_run_meta(const RunStore& other,
+                              const std::map<std::int64_t, std::int64_t>& id_map,
                               const std::set<std::int64_t>& grew, MergeStats& st) {
   for (const auto& [oid, id] : id_map) {
     const std::string from = "run/" + std::to_string(oid) + "/";

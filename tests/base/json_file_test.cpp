@@ -47,9 +47,10 @@ TEST(JsonFile, ErrorsNameTheFileAndTheReason) {
     FAIL() << "a parse error is not a file error";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_EQ(m.rfind(bad.string() + ": dense index metadata is not valid JSON: parse error at line 3",
-                      0),
-              0u)
+    EXPECT_EQ(
+        m.rfind(bad.string() + ": dense index metadata is not valid JSON: parse error at line 3",
+                0),
+        0u)
         << m;
     EXPECT_EQ(m.find("[json.exception"), std::string::npos) << m;
   }

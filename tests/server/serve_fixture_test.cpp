@@ -144,7 +144,9 @@ TEST(ServeFixture, EndpointsLimitsAndErrors) {
 
   // /health counts the prompt work the prefix cache saved: the same prompt twice is prefilled
   // once (the second computes at most its last token, which gives the logits).
-  auto health = [&] { return json::parse(httplib::Client("127.0.0.1", srv.port()).Get("/health")->body); };
+  auto health = [&] {
+    return json::parse(httplib::Client("127.0.0.1", srv.port()).Get("/health")->body);
+  };
   const json h0 = health();
   ASSERT_TRUE(h0["prefix_cache"].is_object()) << h0.dump();
   const std::string repeated = R"({"prompt": "Once upon a time there was a dog", "max_tokens": 1})";
@@ -158,7 +160,8 @@ TEST(ServeFixture, EndpointsLimitsAndErrors) {
   EXPECT_LE(computed, submitted / 2 + 1) << h1.dump();
   EXPECT_GT(h1["prefix_cache"]["hits"].get<int64_t>(), h0["prefix_cache"]["hits"].get<int64_t>());
   EXPECT_GT(h1["prefix_cache"]["entries"].get<int64_t>(), 0);
-  EXPECT_LE(h1["prefix_cache"]["bytes"].get<int64_t>(), h1["prefix_cache"]["max_bytes"].get<int64_t>());
+  EXPECT_LE(h1["prefix_cache"]["bytes"].get<int64_t>(),
+            h1["prefix_cache"]["max_bytes"].get<int64_t>());
 
   EXPECT_EQ(srv.stop(), 0) << srv.log();
   EXPECT_NE(srv.log().find("stopping"), std::string::npos);

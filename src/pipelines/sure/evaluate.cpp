@@ -275,8 +275,7 @@ std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t r
 }
 
 store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,
-                                 const std::string& pairs_sha256,
-                                 const std::string& judge_sha256) {
+                                 const std::string& pairs_sha256, const std::string& judge_sha256) {
   store::RunConfig rc;
   rc.pipeline = "sure eval";
   rc.config = {

@@ -85,8 +85,10 @@ TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
 
   PromptSet ps = load_prompts();
   EvalOptions eo;
-  EXPECT_NE(store::run_key(eval_run_config(eo, ps, ha)), store::run_key(eval_run_config(eo, ps, hb)));
-  EXPECT_EQ(store::run_key(eval_run_config(eo, ps, ha)), store::run_key(eval_run_config(eo, ps, ha)));
+  EXPECT_NE(store::run_key(eval_run_config(eo, ps, ha)),
+            store::run_key(eval_run_config(eo, ps, hb)));
+  EXPECT_EQ(store::run_key(eval_run_config(eo, ps, ha)),
+            store::run_key(eval_run_config(eo, ps, ha)));
   EXPECT_EQ(eval_run_config(eo, ps, ha).config.at("pairs_sha256"), ha);
 }
 
