@@ -26,8 +26,8 @@ std::string read_error(const std::string& jsonl) {
   return "no error";
 }
 
-// A valid pair's JSON line with its "doc" field replaced by `doc` (JSON text).
-std::string pair_line(const std::string& doc) {
+// A valid pair (JSON document formatting of one passage).
+Pair sample_pair() {
   Pair p;
   p.id = "q1#0";
   p.perturbation = "format/json";
@@ -36,7 +36,12 @@ std::string pair_line(const std::string& doc) {
   p.title = "T";
   p.original = "In Paris.";
   p.perturbed = "{\"text\": \"In Paris.\"}";
-  nlohmann::json j = nlohmann::json::parse(pair_to_json(p).dump());
+  return p;
+}
+
+// A valid pair's JSON line with its "doc" field replaced by `doc` (JSON text).
+std::string pair_line(const std::string& doc) {
+  nlohmann::json j = nlohmann::json::parse(pair_to_json(sample_pair()).dump());
   j["doc"] = nlohmann::json::parse(doc);
   return j.dump();
 }
@@ -61,19 +66,11 @@ TEST(SurePairs, DocIndexOutOfIntRangeIsAnError) {
 // The pairs are part of a sure eval run's identity: a store evaluated on one pairs file and then
 // on another with the same instance ids holds two runs, never one whose rows were skipped.
 TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
-  Pair a;
-  a.id = "q1#0";
-  a.instance = "q1";
-  a.perturbation = "format/json";
-  a.question = "Where?";
-  a.answers = {"Paris"};
-  a.original = "In Paris.";
-  a.perturbed = "{\"text\": \"In Paris.\"}";
   // As read (pair_from_json fills what the perturbation implies: category, embeds_title).
   const auto read_back = [](const Pair& p) {
     return pair_from_json(nlohmann::json::parse(pair_to_json(p).dump()), "t");
   };
-  a = read_back(a);
+  const Pair a = read_back(sample_pair());
   Pair b = a;
   b.perturbed = "{\"text\": \"In Rome.\"}";
   const std::string ha = pairs_sha256({a}), hb = pairs_sha256({b});
