@@ -125,6 +125,62 @@ void write_report(const std::string& store, const std::string& out) {
   if (rc != 0) throw Error("reproduce", "the report exited with " + std::to_string(rc));
 }
 
+// The experiments of opt.paper (or opt.experiment) whose data is there; the others are named on
+// stderr, or an error when the one asked for by name cannot run.
+std::vector<reproduce::Planned> runnable_experiments(const reproduce::Options& opt) {
+  std::vector<reproduce::Planned> runnable;
+  for (const auto& p : reproduce::plan(opt)) {
+    if (p.missing.empty()) {
+      runnable.push_back(p);
+      continue;
+    }
+    if (!opt.experiment.empty())
+      throw Error("reproduce " + opt.paper + " " + p.info.name, p.missing);
+    say("reproduce: skipped " + opt.paper + " " + p.info.name + ": " + p.missing);
+  }
+  if (runnable.empty()) throw Error("reproduce " + opt.paper, "no experiment has its data");
+  return runnable;
+}
+
+// The paper model this run is compared with: --paper-model (checked against the papers' models),
+// else matched by the model's name or file name ("" when none matches).
+std::string paper_model_of(const std::string& flag, const std::string& model_name,
+                           const std::string& model_path) {
+  if (flag.empty())
+    return report::match_paper_model(model_name, fs::path(model_path).filename().string());
+  auto models = report::paper_models();
+  if (std::find(models.begin(), models.end(), flag) == models.end()) {
+    std::string names;
+    for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
+    throw UsageError("--paper-model", "'" + flag + "' is none of " + names);
+  }
+  return flag;
+}
+
+// Runs one experiment and prints its values as one JSON line on stdout.
+void run_and_print(reader::Reader& reader, store::RunStore& st, const reproduce::Job& j,
+                   const reproduce::Options& opt, const std::string& scale) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = reproduce::run_job(reader, st, j, opt);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  say("reproduce " + opt.paper + " " + j.planned.info.name + ": done in " + duration(secs) +
+      " (run " + std::to_string(res.run) + ", " + std::to_string(res.values.size()) + " values)");
+  nlohmann::ordered_json vals = nlohmann::ordered_json::array();
+  for (const auto& v : res.values) {
+    nlohmann::ordered_json o = {
+        {"method", v.method}, {"metric", v.metric}, {"value", f9(v.value)}, {"n", v.n}};
+    if (v.lo && v.hi) o["ci95"] = {f9(*v.lo), f9(*v.hi)};
+    vals.push_back(o);
+  }
+  print_json_line(nlohmann::ordered_json{{"paper", opt.paper},
+                                         {"experiment", j.planned.info.name},
+                                         {"scale", scale},
+                                         {"paper_model", opt.paper_model},
+                                         {"run", res.run},
+                                         {"seconds", f9(secs)},
+                                         {"values", vals}});
+}
+
 int run_reproduce(const std::vector<std::string>& argv) {
   Args a("reproduce",
          "Run a paper's experiments at its settings and put the paper's numbers beside this "
@@ -181,35 +237,13 @@ int run_reproduce(const std::vector<std::string>& argv) {
     opt.shared_dir = "";  // experiments on shared data are then named as missing
   }
   opt.data_dir = data.value;
-  auto planned = reproduce::plan(opt);
-  std::vector<reproduce::Planned> runnable;
-  for (const auto& p : planned) {
-    if (p.missing.empty()) {
-      runnable.push_back(p);
-      continue;
-    }
-    if (!opt.experiment.empty())
-      throw Error("reproduce " + opt.paper + " " + p.info.name, p.missing);
-    say("reproduce: skipped " + opt.paper + " " + p.info.name + ": " + p.missing);
-  }
-  if (runnable.empty()) throw Error("reproduce " + opt.paper, "no experiment has its data");
+  const std::vector<reproduce::Planned> runnable = runnable_experiments(opt);
 
   opt.model_path = rf.model.value;
   // A remote reader names a served model, not a file (no hash; its name is matched).
   opt.model_sha256 = remote ? "" : store::sha256_file(rf.model.value);
   opt.model_name = remote ? rf.model.value : model_name(rf.model.value);
-  if (!paper_model.value.empty()) {
-    auto models = report::paper_models();
-    if (std::find(models.begin(), models.end(), paper_model.value) == models.end()) {
-      std::string names;
-      for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
-      throw UsageError("--paper-model", "'" + paper_model.value + "' is none of " + names);
-    }
-    opt.paper_model = paper_model.value;
-  } else {
-    opt.paper_model =
-        report::match_paper_model(opt.model_name, fs::path(rf.model.value).filename().string());
-  }
+  opt.paper_model = paper_model_of(paper_model.value, opt.model_name, rf.model.value);
   say("reproduce " + opt.paper + ": model " + opt.model_name + " (" +
       (opt.paper_model.empty() ? std::string("none of the papers' models: their numbers are "
                                              "shown as reference only")
@@ -238,27 +272,7 @@ int run_reproduce(const std::vector<std::string>& argv) {
   for (const auto& j : jobs) print_work(*reader, j, opt.ctx);
   if (dry.value) return 0;
   store::RunStore st(store_path.value);
-  for (const auto& j : jobs) {
-    auto t0 = std::chrono::steady_clock::now();
-    auto res = reproduce::run_job(*reader, st, j, opt);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    say("reproduce " + opt.paper + " " + j.planned.info.name + ": done in " + duration(secs) +
-        " (run " + std::to_string(res.run) + ", " + std::to_string(res.values.size()) + " values)");
-    nlohmann::ordered_json vals = nlohmann::ordered_json::array();
-    for (const auto& v : res.values) {
-      nlohmann::ordered_json o = {
-          {"method", v.method}, {"metric", v.metric}, {"value", f9(v.value)}, {"n", v.n}};
-      if (v.lo && v.hi) o["ci95"] = {f9(*v.lo), f9(*v.hi)};
-      vals.push_back(o);
-    }
-    print_json_line(nlohmann::ordered_json{{"paper", opt.paper},
-                                           {"experiment", j.planned.info.name},
-                                           {"scale", scale.value},
-                                           {"paper_model", opt.paper_model},
-                                           {"run", res.run},
-                                           {"seconds", f9(secs)},
-                                           {"values", vals}});
-  }
+  for (const auto& j : jobs) run_and_print(*reader, st, j, opt, scale.value);
   write_report(store_path.value, out.value);
   return 0;
 }
