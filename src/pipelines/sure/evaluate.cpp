@@ -129,16 +129,14 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
   }
 }
 
-}  // namespace
-
-std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
-                                    const PromptSet& prompts, const std::vector<Pair>& pairs,
-                                    const EvalOptions& opt, EvalStats& stats,
-                                    const std::function<void(size_t, size_t)>& progress) {
-  std::set<store::Key> done = store.done_keys(run);
-  reader::PrefillMeter meter(reader);
-  int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
-  // Stage 1 and 2 jobs, one per question / document.
+// Stage 1 and 2 jobs, one per question (closed-book) and one per document (original), less those
+// the store has done.
+std::pair<std::vector<Job>, std::vector<Job>> first_stage_jobs(const PromptSet& prompts,
+                                                               const std::vector<Pair>& pairs,
+                                                               const EvalOptions& opt,
+                                                               const std::set<store::Key>& done,
+                                                               EvalStats& stats) {
+  const int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
   std::vector<Job> cb, org;
   std::set<std::string> seen_q, seen_doc;
   for (const Pair& p : pairs) {
@@ -166,10 +164,15 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
       }
     }
   }
-  size_t total = cb.size() + org.size(), count = 0;
-  for (const Pair& p : pairs)
-    if (!p.failed && !done.count({p.id, p.perturbation})) ++total;
-  auto grade_job = [&](Job& j, store::Result& r) {
+  return {std::move(cb), std::move(org)};
+}
+
+// Y(.) of a finished job: substring match, or the judge's verdict (Appendix G) with the
+// substring match kept beside it.
+struct Grader {
+  const PromptSet& prompts;
+  const EvalOptions& opt;
+  void operator()(Job& j, store::Result& r) const {
     bool con = j.variant != "closed-book" && opt.chain_of_note;
     if (opt.judge) {
       reader::GenerateParams jp;
@@ -184,17 +187,21 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
       r.correct = grade(r.output, *j.answers, con);
     }
     r.scores["Y"] = *r.correct ? 1.0 : 0.0;
-  };
-  run_jobs(reader, store, run, cb, opt, stats, grade_job, progress, count, total);
-  run_jobs(reader, store, run, org, opt, stats, grade_job, progress, count, total);
+  }
+};
 
+// Stage 3 jobs, one per perturbed document whose closed-book and original rows are measured
+// (the others are deferred to a later run); each carries its subset and the original's verdict.
+std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const PromptSet& prompts,
+                                const std::vector<Pair>& pairs, const EvalOptions& opt,
+                                const std::set<store::Key>& done, EvalStats& stats) {
+  const int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
   // What is measured so far: closed-book and original rows.
   std::map<store::Key, store::Result> rows;
   store.for_each_result(run, [&](const store::Result& r) {
     if (r.status == store::Status::ok) rows[{r.instance, r.variant}] = r;
   });
   std::vector<Job> pert;
-  std::vector<const Pair*> pert_pairs;
   for (const Pair& p : pairs) {
     if (p.failed || done.count({p.id, p.perturbation})) continue;
     Job j{p.id, p.perturbation,
@@ -217,6 +224,25 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
     j.extra["original_correct"] = *orr->second.correct;
     pert.push_back(std::move(j));
   }
+  return pert;
+}
+
+}  // namespace
+
+std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
+                                    const PromptSet& prompts, const std::vector<Pair>& pairs,
+                                    const EvalOptions& opt, EvalStats& stats,
+                                    const std::function<void(size_t, size_t)>& progress) {
+  std::set<store::Key> done = store.done_keys(run);
+  reader::PrefillMeter meter(reader);
+  auto [cb, org] = first_stage_jobs(prompts, pairs, opt, done, stats);
+  size_t total = cb.size() + org.size(), count = 0;
+  for (const Pair& p : pairs)
+    if (!p.failed && !done.count({p.id, p.perturbation})) ++total;
+  const Grader grade_job{prompts, opt};
+  run_jobs(reader, store, run, cb, opt, stats, grade_job, progress, count, total);
+  run_jobs(reader, store, run, org, opt, stats, grade_job, progress, count, total);
+  std::vector<Job> pert = perturbed_jobs(store, run, prompts, pairs, opt, done, stats);
   run_jobs(
       reader, store, run, pert, opt, stats,
       [&](Job& j, store::Result& r) {
