@@ -326,6 +326,17 @@ TEST(RunStore, ReadOnlyPlaces) {
   }
 }
 
+// A store that cannot be created is an error naming it, whoever runs the test: a parent that is a
+// file fails for root too (the read-only directory below does not stop root).
+TEST(RunStore, CannotCreateUnderAFile) {
+  auto dir = testing::temp_dir("store");
+  testing::write_file(dir / "plain", "not a directory");
+  const fs::path p = dir / "plain" / "new.sqlite";
+  std::string e = error_of([&] { RunStore{p}; });
+  EXPECT_NE(e.find("cannot create"), std::string::npos) << e;
+  EXPECT_NE(e.find(p.string()), std::string::npos) << e;
+}
+
 TEST(RunStore, ReadOnlyDirectory) {
   auto dir = testing::temp_dir("store");
   fs::path p = dir / "ro" / "run.sqlite";
