@@ -12,10 +12,12 @@
 
 namespace ragform::spotlight {
 
-RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& records,
-                    TokenEncoder& enc, const RunOptions& opt) {
-  if (opt.K < 1) throw Error("spotlight eval", "K must be >= 1");
-  if (opt.recall_ks.empty()) throw Error("spotlight eval", "no recall@K given");
+namespace {
+
+// The identity of a spotlight eval run: every setting that changes a row, the encoder and the
+// hashes of the input and word-vector files.
+store::RunConfig eval_run_config(const std::vector<eval::QaRecord>& records,
+                                 const TokenEncoder& enc, const RunOptions& opt) {
   store::RunConfig rc;
   rc.pipeline = "spotlight eval";
   nlohmann::json ks = opt.recall_ks;
@@ -37,6 +39,45 @@ RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& reco
   rc.reader = "none";
   rc.chat_mode = "none";
   rc.seed = int64_t(opt.seed);
+  return rc;
+}
+
+// The selected spans of a spotlight row, as the report shows them: title, sentence text, R and
+// its normalised form, category, whether the sentence is gold, and the matched word pairs with
+// their offsets in the sentence.
+nlohmann::json selected_json(const Selection& sel, const std::vector<Document>& docs,
+                             const std::set<std::pair<int, int>>& gold_set) {
+  nlohmann::json js = nlohmann::json::array();
+  for (const Selected& s : sel.selected) {
+    const Document& d = docs.at(size_t(s.score.doc));
+    const text::TextSpan sp = d.sentences.at(size_t(s.score.sent));
+    nlohmann::json mj = nlohmann::json::array();
+    for (const Match& x : s.score.matches) {
+      if (x.c_span.begin < sp.begin || x.c_span.end > sp.end || x.c_span.size() == 0) continue;
+      mj.push_back({{"q", x.q},
+                    {"c", x.c},
+                    {"s", x.s},
+                    {"begin", x.c_span.begin - sp.begin},
+                    {"end", x.c_span.end - sp.begin}});
+    }
+    js.push_back({{"title", s.title},
+                  {"text", d.text.substr(sp.begin, sp.size())},
+                  {"R", s.score.R},
+                  {"R_norm", s.score.R_norm},
+                  {"category", s.category},
+                  {"gold", gold_set.count({s.score.doc, s.score.sent}) > 0},
+                  {"matches", mj}});
+  }
+  return js;
+}
+
+}  // namespace
+
+RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& records,
+                    TokenEncoder& enc, const RunOptions& opt) {
+  if (opt.K < 1) throw Error("spotlight eval", "K must be >= 1");
+  if (opt.recall_ks.empty()) throw Error("spotlight eval", "no recall@K given");
+  const store::RunConfig rc = eval_run_config(records, enc, opt);
   RunSummary stats;
   stats.run = st.begin_run(rc);
   auto done = st.done_keys(stats.run);
@@ -78,29 +119,7 @@ RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& reco
       if (m == "spotlight") {
         Selection sel = select_and_annotate(r.question, docs, sq, {opt.K, Order::Document, true});
         row.prompt = sel.prompt;
-        nlohmann::json js = nlohmann::json::array();
-        for (const Selected& s : sel.selected) {
-          const Document& d = docs.at(size_t(s.score.doc));
-          const text::TextSpan sp = d.sentences.at(size_t(s.score.sent));
-          nlohmann::json mj = nlohmann::json::array();
-          for (const Match& x : s.score.matches) {
-            if (x.c_span.begin < sp.begin || x.c_span.end > sp.end || x.c_span.size() == 0)
-              continue;
-            mj.push_back({{"q", x.q},
-                          {"c", x.c},
-                          {"s", x.s},
-                          {"begin", x.c_span.begin - sp.begin},
-                          {"end", x.c_span.end - sp.begin}});
-          }
-          js.push_back({{"title", s.title},
-                        {"text", d.text.substr(sp.begin, sp.size())},
-                        {"R", s.score.R},
-                        {"R_norm", s.score.R_norm},
-                        {"category", s.category},
-                        {"gold", gold_set.count({s.score.doc, s.score.sent}) > 0},
-                        {"matches", mj}});
-        }
-        row.extra["selected"] = js;
+        row.extra["selected"] = selected_json(sel, docs, gold_set);
       }
       st.put(row);
       ++stats.written;
