@@ -94,18 +94,12 @@ std::vector<float> BertModel::table(const std::string& name, int64_t n_in, int64
   return ops::dequantize_tensor(w);
 }
 
-std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File> file,
-                                                const EngineOptions& opt) {
-  std::unique_ptr<BertModel> m(new BertModel());
-  m->file_ = std::move(file);
-  m->policy_ = opt.matmul_policy();
-  const gguf::File& f = *m->file_;
-  const std::string arch = f.architecture();
-  if (arch != "bert")
-    throw Error("model", f.path() + ": architecture '" + arch +
-                             "' is not an encoder (supported encoders: bert); use it as a reader "
-                             "(generate, logits, ...)");
-  BertHparams& hp = m->hp_;
+namespace {
+
+// The hyperparameters of a bert GGUF, each checked: required sizes positive, the embedding a
+// multiple of the heads, a bidirectional encoder, a known pooling type.
+BertHparams read_hparams(const gguf::File& f) {
+  BertHparams hp;
   auto req = [&](const std::string& key) -> int {
     if (!f.has(key)) throw Error("model", f.path() + ": missing metadata key '" + key + "'");
     const int64_t v = f.get_int(key);
@@ -131,71 +125,101 @@ std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File
   if (pt < 0 || pt > 4)
     throw Error("model", f.path() + ": bert.pooling_type " + std::to_string(pt) + " is unknown");
   hp.pooling = Pooling(int(pt));
+  return hp;
+}
 
-  const int64_t E = hp.n_embd, FF = hp.n_ff;
-  m->tok_embd = m->mat("token_embd.weight", E, -1);
-  hp.n_vocab = int(m->tok_embd.n_out);
+}  // namespace
+
+void BertModel::load_embeddings() {
+  const gguf::File& f = *file_;
+  const int64_t E = hp_.n_embd;
+  tok_embd = mat("token_embd.weight", E, -1);
+  hp_.n_vocab = int(tok_embd.n_out);
   if (f.has("tokenizer.ggml.tokens") &&
-      int64_t(f.get_strings("tokenizer.ggml.tokens").size()) != m->tok_embd.n_out)
-    throw Error("model", f.path() + ": token_embd has " + std::to_string(m->tok_embd.n_out) +
+      int64_t(f.get_strings("tokenizer.ggml.tokens").size()) != tok_embd.n_out)
+    throw Error("model", f.path() + ": token_embd has " + std::to_string(tok_embd.n_out) +
                              " rows but the vocabulary has " +
                              std::to_string(f.get_strings("tokenizer.ggml.tokens").size()) +
                              " tokens");
   int64_t rows = 0;
-  m->pos_embd = m->table("position_embd.weight", E, &rows);
-  hp.n_ctx_train = int(rows);
+  pos_embd = table("position_embd.weight", E, &rows);
+  hp_.n_ctx_train = int(rows);
   if (f.find_tensor("token_types.weight")) {
-    m->type_embd = m->table("token_types.weight", E, &rows);
-    hp.n_token_types = int(rows);
+    type_embd = table("token_types.weight", E, &rows);
+    hp_.n_token_types = int(rows);
   }
-  m->embd_norm_w = m->vec("token_embd_norm.weight", E, true);
-  m->embd_norm_b = m->vec("token_embd_norm.bias", E, true);
+  embd_norm_w = vec("token_embd_norm.weight", E, true);
+  embd_norm_b = vec("token_embd_norm.bias", E, true);
+}
 
-  m->layers.resize(size_t(hp.n_layer));
-  for (int il = 0; il < hp.n_layer; ++il) {
-    const std::string p = "blk." + std::to_string(il) + ".";
-    BertLayer& L = m->layers[size_t(il)];
-    L.wq = m->mat(p + "attn_q.weight", E, E);
-    L.wk = m->mat(p + "attn_k.weight", E, E);
-    L.wv = m->mat(p + "attn_v.weight", E, E);
-    L.wo = m->mat(p + "attn_output.weight", E, E);
-    L.bq = m->vec(p + "attn_q.bias", E, true);
-    L.bk = m->vec(p + "attn_k.bias", E, true);
-    L.bv = m->vec(p + "attn_v.bias", E, true);
-    L.bo = m->vec(p + "attn_output.bias", E, true);
-    L.attn_norm_w = m->vec(p + "attn_output_norm.weight", E, true);
-    L.attn_norm_b = m->vec(p + "attn_output_norm.bias", E, true);
-    L.w_up = m->mat(p + "ffn_up.weight", E, FF);
-    L.b_up = m->vec(p + "ffn_up.bias", FF, true);
-    L.w_down = m->mat(p + "ffn_down.weight", FF, E);
-    L.b_down = m->vec(p + "ffn_down.bias", E, true);
-    L.out_norm_w = m->vec(p + "layer_output_norm.weight", E, true);
-    L.out_norm_b = m->vec(p + "layer_output_norm.bias", E, true);
-  }
+BertLayer BertModel::load_layer(int il) {
+  const int64_t E = hp_.n_embd, FF = hp_.n_ff;
+  const std::string p = "blk." + std::to_string(il) + ".";
+  BertLayer L;
+  L.wq = mat(p + "attn_q.weight", E, E);
+  L.wk = mat(p + "attn_k.weight", E, E);
+  L.wv = mat(p + "attn_v.weight", E, E);
+  L.wo = mat(p + "attn_output.weight", E, E);
+  L.bq = vec(p + "attn_q.bias", E, true);
+  L.bk = vec(p + "attn_k.bias", E, true);
+  L.bv = vec(p + "attn_v.bias", E, true);
+  L.bo = vec(p + "attn_output.bias", E, true);
+  L.attn_norm_w = vec(p + "attn_output_norm.weight", E, true);
+  L.attn_norm_b = vec(p + "attn_output_norm.bias", E, true);
+  L.w_up = mat(p + "ffn_up.weight", E, FF);
+  L.b_up = vec(p + "ffn_up.bias", FF, true);
+  L.w_down = mat(p + "ffn_down.weight", FF, E);
+  L.b_down = vec(p + "ffn_down.bias", E, true);
+  L.out_norm_w = vec(p + "layer_output_norm.weight", E, true);
+  L.out_norm_b = vec(p + "layer_output_norm.bias", E, true);
+  return L;
+}
 
+// The optional heads: cls (pooler dense) and cls.output (classifier, labels from the metadata or
+// LABEL_i). Rank pooling needs the classifier.
+void BertModel::load_heads() {
+  const gguf::File& f = *file_;
+  const int64_t E = hp_.n_embd;
   if (f.find_tensor("cls.weight")) {
-    m->has_cls = true;
-    m->cls = m->mat("cls.weight", E, E);
-    m->cls_b = m->vec("cls.bias", E, false);
+    has_cls = true;
+    cls = mat("cls.weight", E, E);
+    cls_b = vec("cls.bias", E, false);
   }
   if (f.find_tensor("cls.output.weight")) {
-    m->has_cls_out = true;
-    m->cls_out = m->mat("cls.output.weight", E, -1);
-    m->cls_out_b = m->vec("cls.output.bias", m->cls_out.n_out, false);
+    has_cls_out = true;
+    cls_out = mat("cls.output.weight", E, -1);
+    cls_out_b = vec("cls.output.bias", cls_out.n_out, false);
     if (f.has("bert.classifier.output_labels")) {
-      for (auto s : f.get_strings("bert.classifier.output_labels")) m->labels.emplace_back(s);
-      if (int64_t(m->labels.size()) != m->cls_out.n_out)
+      for (auto s : f.get_strings("bert.classifier.output_labels")) labels.emplace_back(s);
+      if (int64_t(labels.size()) != cls_out.n_out)
         throw Error("model", f.path() + ": bert.classifier.output_labels has " +
-                                 std::to_string(m->labels.size()) + " labels but cls.output has " +
-                                 std::to_string(m->cls_out.n_out) + " rows");
+                                 std::to_string(labels.size()) + " labels but cls.output has " +
+                                 std::to_string(cls_out.n_out) + " rows");
     } else {
-      for (int64_t i = 0; i < m->cls_out.n_out; ++i)
-        m->labels.push_back("LABEL_" + std::to_string(i));
+      for (int64_t i = 0; i < cls_out.n_out; ++i) labels.push_back("LABEL_" + std::to_string(i));
     }
   }
-  if (hp.pooling == Pooling::Rank && !m->has_cls_out)
+  if (hp_.pooling == Pooling::Rank && !has_cls_out)
     throw Error("model",
                 f.path() + ": pooling_type rank needs a classification head ('cls.output.weight')");
+}
+
+std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File> file,
+                                                const EngineOptions& opt) {
+  std::unique_ptr<BertModel> m(new BertModel());
+  m->file_ = std::move(file);
+  m->policy_ = opt.matmul_policy();
+  const gguf::File& f = *m->file_;
+  const std::string arch = f.architecture();
+  if (arch != "bert")
+    throw Error("model", f.path() + ": architecture '" + arch +
+                             "' is not an encoder (supported encoders: bert); use it as a reader "
+                             "(generate, logits, ...)");
+  m->hp_ = read_hparams(f);
+  m->load_embeddings();
+  m->layers.reserve(size_t(m->hp_.n_layer));
+  for (int il = 0; il < m->hp_.n_layer; ++il) m->layers.push_back(m->load_layer(il));
+  m->load_heads();
   return m;
 }
 

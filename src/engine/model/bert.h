@@ -97,6 +97,10 @@ class BertModel {
   const float* vec(const std::string& name, int64_t n, bool required);
   ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);
   std::vector<float> table(const std::string& name, int64_t n_in, int64_t* rows);
+  // from_file's steps: the embedding tables, one block's tensors, the classification heads.
+  void load_embeddings();
+  BertLayer load_layer(int il);
+  void load_heads();
 };
 
 // LayerNorm as ggml_norm then ggml_mul / ggml_add compute it: mean and variance summed in double,
