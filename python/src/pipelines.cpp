@@ -31,6 +31,7 @@
 #include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/perturb_llm.h"
+#include "pipelines/sure/perturb_plan.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "pipelines/sure/prompts.h"
 #include "pipelines/sure/taxonomy.h"
@@ -274,73 +275,28 @@ pyb::list sure_perturb(const pyb::iterable& records, std::optional<std::string> 
   ro.knowledge_cutoff = cutoff;
   parse_arg([&] { return parse_date(cutoff); });  // fail early on a bad date
   std::vector<eval::QaRecord> recs = qa_records(records);
-  std::vector<Pair> pairs;
-  std::vector<LlmRequest> reqs;  // LLM kinds, rewritten after the rules
-  std::vector<size_t> req_pair;
-  for (const auto& r : recs) {
-    size_t nd = r.ctxs.size();
-    if (docs > 0) nd = std::min(nd, size_t(docs));
-    for (size_t di = 0; di < nd; ++di) {
-      const auto& c = r.ctxs[di];
-      Document d{c.title, c.text};
-      for (Kind k : kinds) {
-        Pair p;
-        p.instance = r.id;
-        p.doc = int(di);
-        p.id = r.id + "#" + std::to_string(di);
-        p.perturbation = info(k).name;
-        p.category = info(k).category;
-        p.question = r.question;
-        p.answers = r.answers;
-        p.title = c.title;
-        p.original = c.text;
-        p.embeds_title = info(k).embeds_title;
-        if (info(k).needs == NeedsReader::None) {
-          Perturbation pt = apply_rule(k, d, ro, p.id);
-          p.perturbed = pt.text;
-          p.note = pt.note;
-        } else {
-          reqs.push_back({k, d, r.question});
-          req_pair.push_back(pairs.size());
-        }
-        pairs.push_back(std::move(p));
-      }
-    }
-  }
-  if (any_llm && !reqs.empty()) {
+  PerturbPlan pl = plan_pairs(recs, kinds, docs, ro);
+  const size_t n_reqs = pl.pert_reqs.size() + pl.test_reqs.size();
+  if (any_llm && n_reqs > 0) {
     LlmOptions lo;
     lo.max_tokens = max_tokens;
     lo.batch = size_t(batch);
     lo.seed = ro.seed;
-    const LoopHook hook(progress, reqs.size());
+    const LoopHook hook(progress, n_reqs);
     pyb::gil_scoped_release nogil;
     const PromptSet prompts = prompts_of(prompts_dir);
-    // As the CLI: the perturber's kinds first, then the reader under test's; batches of one
-    // reader at a time.
-    size_t done = 0;
+    // As the CLI: the perturber's kinds first, then the reader under test's.
     hook.step(0);
-    for (NeedsReader who : {NeedsReader::Perturber, NeedsReader::UnderTest}) {
-      std::vector<size_t> idx;
-      for (size_t i = 0; i < reqs.size(); ++i)
-        if (info(reqs[i].kind).needs == who) idx.push_back(i);
-      for (size_t b = 0; b < idx.size(); b += lo.batch) {
-        const size_t e = std::min(idx.size(), b + lo.batch);
-        std::vector<LlmRequest> chunk;
-        for (size_t i = b; i < e; ++i) chunk.push_back(reqs[idx[i]]);
-        auto res = run_llm_perturbations(*reader_of(chunk[0].kind), prompts, chunk, lo);
-        for (size_t i = b; i < e; ++i) {
-          Pair& p = pairs[req_pair[idx[i]]];
-          p.perturbed = res[i - b].text;
-          p.note = res[i - b].note;
-          p.failed = res[i - b].failed;
-        }
-        done += e - b;
-        hook.step(done);
-      }
-    }
+    size_t before = 0;
+    const auto step = [&](size_t done) { hook.step(before + done); };
+    if (!pl.pert_reqs.empty())
+      apply_llm(*perturber, prompts, lo, pl.pert_reqs, pl.pert_idx, pl.pairs, step);
+    before = pl.pert_reqs.size();
+    if (!pl.test_reqs.empty())
+      apply_llm(*under_test, prompts, lo, pl.test_reqs, pl.test_idx, pl.pairs, step);
   }
   pyb::list out;
-  for (const auto& p : pairs) out.append(from_json(pair_to_json(p)));
+  for (const auto& p : pl.pairs) out.append(from_json(pair_to_json(p)));
   return out;
 }
 

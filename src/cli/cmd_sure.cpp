@@ -159,75 +159,17 @@ PerturbReaders open_perturb_readers(const SureSetup& su, const std::vector<Kind>
   return pr;
 }
 
-// Every (record, document, kind) pair in input order: rule-based kinds are applied at once, the
-// others are queued as requests to the reader that writes them (the index of their pair beside).
-struct PerturbPlan {
-  std::vector<Pair> pairs;
-  std::vector<LlmRequest> test_reqs, pert_reqs;
-  std::vector<size_t> test_idx, pert_idx;
-  size_t no_ctx = 0;  // records without documents
-};
-
-PerturbPlan plan_pairs(const std::vector<eval::QaRecord>& recs, const std::vector<Kind>& active,
-                       int max_docs, const RuleOptions& ro) {
-  PerturbPlan pl;
-  for (const auto& r : recs) {
-    if (r.ctxs.empty()) ++pl.no_ctx;
-    size_t nd = r.ctxs.size();
-    if (max_docs > 0) nd = std::min(nd, static_cast<size_t>(max_docs));
-    for (size_t di = 0; di < nd; ++di) {
-      const auto& c = r.ctxs[di];
-      Document d{c.title, c.text};
-      for (Kind k : active) {
-        Pair p;
-        p.instance = r.id;
-        p.doc = static_cast<int>(di);
-        p.id = r.id + "#" + std::to_string(di);
-        p.perturbation = info(k).name;
-        p.category = info(k).category;
-        p.question = r.question;
-        p.answers = r.answers;
-        p.title = c.title;
-        p.original = c.text;
-        p.embeds_title = info(k).embeds_title;
-        if (info(k).needs == NeedsReader::None) {
-          Perturbation pt = apply_rule(k, d, ro, p.id);
-          p.perturbed = pt.text;
-          p.note = pt.note;
-        } else if (info(k).needs == NeedsReader::UnderTest) {
-          pl.test_reqs.push_back({k, d, r.question});
-          pl.test_idx.push_back(pl.pairs.size());
-        } else {
-          pl.pert_reqs.push_back({k, d, r.question});
-          pl.pert_idx.push_back(pl.pairs.size());
-        }
-        pl.pairs.push_back(std::move(p));
-      }
-    }
-  }
-  return pl;
-}
-
-// The LLM-written perturbations of `reqs`, in batches of lopt.batch prompts, into the pairs at
-// `idx`.
-void apply_llm(reader::Reader* rd, const PromptSet& prompts, const LlmOptions& lopt,
-               const std::vector<LlmRequest>& reqs, const std::vector<size_t>& idx,
-               std::vector<Pair>& pairs) {
+// The LLM-written perturbations of `reqs` (none: nothing to do), with a progress bar.
+void apply_llm_with_progress(reader::Reader* rd, const PromptSet& prompts, const LlmOptions& lopt,
+                             const std::vector<LlmRequest>& reqs, const std::vector<size_t>& idx,
+                             std::vector<Pair>& pairs) {
   if (reqs.empty()) return;
   Progress prog("perturb", reqs.size());
-  for (size_t b = 0; b < reqs.size(); b += lopt.batch) {
-    size_t e = std::min(reqs.size(), b + lopt.batch);
-    std::vector<LlmRequest> chunk(reqs.begin() + static_cast<long>(b),
-                                  reqs.begin() + static_cast<long>(e));
-    auto res = run_llm_perturbations(*rd, prompts, chunk, lopt);
-    for (size_t i = b; i < e; ++i) {
-      Pair& p = pairs[idx[i]];
-      p.perturbed = res[i - b].text;
-      p.note = res[i - b].note;
-      p.failed = res[i - b].failed;
-    }
-    prog.add(e - b);
-  }
+  size_t last = 0;
+  apply_llm(*rd, prompts, lopt, reqs, idx, pairs, [&](size_t done) {
+    prog.add(done - last);
+    last = done;
+  });
 }
 
 int run_perturb(const std::vector<std::string>& argv) {
@@ -290,8 +232,8 @@ int run_perturb(const std::vector<std::string>& argv) {
   lopt.max_tokens = max_tokens.value;
   lopt.batch = static_cast<size_t>(batch.value);
   lopt.seed = ro.seed;
-  apply_llm(pr.perturber, prompts, lopt, pl.pert_reqs, pl.pert_idx, pl.pairs);
-  apply_llm(pr.under_test.get(), prompts, lopt, pl.test_reqs, pl.test_idx, pl.pairs);
+  apply_llm_with_progress(pr.perturber, prompts, lopt, pl.pert_reqs, pl.pert_idx, pl.pairs);
+  apply_llm_with_progress(pr.under_test.get(), prompts, lopt, pl.test_reqs, pl.test_idx, pl.pairs);
   size_t failed = 0;
   for (const auto& p : pl.pairs) {
     failed += p.failed;

@@ -82,17 +82,9 @@ std::vector<sure::Pair> make_pairs(const std::vector<nlohmann::ordered_json>& ro
     const std::string title = c.value("title", ""), text = c.value("text", "");
     for (const auto& k : sure::all_kinds()) {
       if (k.needs != sure::NeedsReader::None) continue;  // style/source/llm-ranked need an LLM
-      sure::Pair p;
-      p.instance = row.at("id").get<std::string>();
-      p.doc = 0;
-      p.id = p.instance + "#0";
-      p.perturbation = k.name;
-      p.category = k.category;
-      p.question = row.at("question").get<std::string>();
-      p.answers = row.at("answers").get<std::vector<std::string>>();
-      p.title = title;
-      p.original = text;
-      p.embeds_title = k.embeds_title;
+      sure::Pair p =
+          sure::pair_of(row.at("id").get<std::string>(), 0, row.at("question").get<std::string>(),
+                        row.at("answers").get<std::vector<std::string>>(), {title, text}, k.kind);
       auto pt = sure::apply_rule(k.kind, {title, text}, ro, p.id);
       if (pt.failed) continue;
       p.perturbed = pt.text;

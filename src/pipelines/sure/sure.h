@@ -3,6 +3,7 @@
 // Start with:
 //   apply_rule(kind, document, RuleOptions, ...) -> Perturbation      (perturb_rules.h; 3.3)
 //   run_llm_perturbations(reader, prompts, ...) -> Perturbations      (perturb_llm.h; 3.2-3.3)
+//   plan_pairs(records, kinds, ...) -> pairs + LLM requests; apply_llm (perturb_plan.h; 3.3)
 //   filter_pairs(pairs, nli_reader, prompts, FilterOptions, counts)   (preserve.h; 3.4)
 //   evaluate_pairs(reader, store, run, pairs, EvalOptions) -> Outcomes (evaluate.h; 3.5, store-
 //                                                                       backed and resumable)
@@ -20,6 +21,7 @@
 #include "pipelines/sure/nli_encoder.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/perturb_llm.h"
+#include "pipelines/sure/perturb_plan.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "pipelines/sure/prepare.h"
 #include "pipelines/sure/preserve.h"
