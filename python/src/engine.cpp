@@ -12,7 +12,6 @@
 
 #include "base/error.h"
 #include "bindings.h"
-#include "engine/gguf/gguf.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
 #include "engine/runtime/context.h"
@@ -29,20 +28,7 @@ namespace {
 
 using reader::Reader;
 
-// The model's training context (`<arch>.context_length`), 0 when the header does not say or
-// cannot be read (loading then reports the real error). As cli/reader_flags.cpp: the default
-// context is the smaller of 4096 and this.
-int training_context(const std::string& path) {
-  try {
-    auto f = gguf::File::open(path);
-    auto card = model::summarize_file(*f);
-    return card.n_ctx_train && *card.n_ctx_train > 0 && *card.n_ctx_train < (1 << 30)
-               ? int(*card.n_ctx_train)
-               : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
+using model::training_context;
 
 // The argument checks every method shares, with one message shape each (the CLI's).
 

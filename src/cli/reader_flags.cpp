@@ -1,12 +1,10 @@
 #include "cli/reader_flags.h"
 
 #include <cstdio>
-#include <exception>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "cli/engine_env.h"
-#include "engine/gguf/gguf.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
 #include "reader/prefill_meter.h"
@@ -48,27 +46,10 @@ ReaderFlags::ReaderFlags(Args& a, bool model_required)
   if (model_required) model.required();
 }
 
-namespace {
-// The model's training context (`<arch>.context_length`), 0 when the file does not say. Reads only
-// the GGUF header (mapped, nothing dequantised); a file that cannot be read gives 0 here and its
-// real error when the reader opens it.
-int training_context(const std::string& path) {
-  try {
-    auto f = gguf::File::open(path);
-    auto card = model::summarize_file(*f);
-    return card.n_ctx_train && *card.n_ctx_train > 0 && *card.n_ctx_train < (1 << 30)
-               ? int(*card.n_ctx_train)
-               : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-}  // namespace
-
 void ReaderFlags::resolve_ctx() const {
   if (ctx_resolved_ || model.value.empty()) return;
   ctx_resolved_ = true;
-  const int train = training_context(model.value);
+  const int train = model::training_context(model.value);
   if (train <= 0) return;
   if (!ctx.seen && train < ctx.value) {
     // Positions past the training context are ones the model never saw (RoPE extrapolation):

@@ -439,6 +439,18 @@ ModelCard summarize_file(const gguf::File& f) {
   return c;
 }
 
+int training_context(const std::string& path) {
+  try {
+    auto f = gguf::File::open(path);
+    const ModelCard card = summarize_file(*f);
+    return card.n_ctx_train && *card.n_ctx_train > 0 && *card.n_ctx_train < (1 << 30)
+               ? int(*card.n_ctx_train)
+               : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 nlohmann::json to_json(const ModelCard& c) {
   using nlohmann::json;
   json types = json::array();

@@ -96,6 +96,12 @@ inline ModelCard summarize(const gguf::File& f) {
   return c;
 }
 
+// The training context (`<arch>.context_length`) of the model file at `path`, 0 when the header
+// does not say or cannot be read (loading the model then reports the real error). Reads only the
+// GGUF header (mapped, nothing dequantised). The CLI and the Python module take the smaller of
+// 4096 and this as the default context.
+int training_context(const std::string& path);
+
 // One JSON object (every field above; absent optionals are null).
 nlohmann::json to_json(const ModelCard& card);
 // A readable multi-line card for humans.
