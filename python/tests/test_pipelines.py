@@ -150,12 +150,23 @@ def test_ctrl_c_stops_cleanly_and_resumes(model, tmp_path, nq_records):
 
     def progress(done, total):  # a Ctrl-C arrives once the first batch is stored
         calls.append(done)
-        if done > 0 and len(calls) == 2:
+        if done > 0 and len([c for c in calls if c > 0]) == 1:
             signal.raise_signal(signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
+    # Python's own Ctrl-C handler, whatever an earlier test or library left installed (one run in
+    # about fifteen of the whole suite once saw no KeyboardInterrupt here; the calls and the
+    # handler are printed if it happens again).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
         ragform.sure._ragform._sure_evaluate(model, pairs, str(store), 0.1, 8, 0, 2, False,
                                              100, "", progress)
+    except KeyboardInterrupt:
+        pass
+    else:
+        pytest.fail(f"no KeyboardInterrupt: progress calls {calls}, SIGINT handler before the "
+                    f"test {previous}")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     done = ragform.RunStore(store).rows()
     assert 0 < len(done) < 4 + 4 + len(pairs)
     assert all(r["status"] == "ok" for r in done)
