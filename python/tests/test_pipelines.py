@@ -153,9 +153,9 @@ def test_ctrl_c_stops_cleanly_and_resumes(model, tmp_path, nq_records):
         if done > 0 and len([c for c in calls if c > 0]) == 1:
             signal.raise_signal(signal.SIGINT)
 
-    # Python's own Ctrl-C handler, whatever an earlier test or library left installed (one run in
-    # about fifteen of the whole suite once saw no KeyboardInterrupt here; the calls and the
-    # handler are printed if it happens again).
+    # Python's own Ctrl-C handler, whatever the process inherited: a shell starts a background job
+    # (`scripts/test.sh &`) with SIGINT ignored, Python then leaves it ignored, and the signal
+    # never arrives (seen once: "DID NOT RAISE").
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         ragform.sure._ragform._sure_evaluate(model, pairs, str(store), 0.1, 8, 0, 2, False,
