@@ -160,12 +160,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
   std::optional<sure::PrepareSummary> sum;
   {
     store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
-    store::RunConfig rc;
-    rc.pipeline = "sure prepare";
-    rc.config = {{"temperature", o.temperature},
-                 {"max_tokens", o.max_tokens},
-                 {"closed_book", o.known ? "file" : prompts.identity("closed_book")},
-                 {"grading", "substring_match"}};
+    store::RunConfig rc = sure::prepare_run_config(o, prompts, recs);
     rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
     rc.model_path = rf.model.value;
     rc.model_sha256 =

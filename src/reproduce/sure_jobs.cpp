@@ -184,12 +184,8 @@ Job sure_job(const Planned& p, const Options& opt) {
                        recs[0].question, false);
   j.run = [=](reader::Reader& r, store::RunStore& st) {
     // Section 3.1: Known/Unknown by the closed-book answer, Golden/Noise by the passage.
-    auto prep_rc = run_config("sure prepare",
-                              {{"temperature", po.temperature},
-                               {"max_tokens", po.max_tokens},
-                               {"closed_book", prompts.identity("closed_book")},
-                               {"grading", "substring_match"}},
-                              r, opt);
+    auto prep_rc =
+        run_config("sure prepare", sure::prepare_run_config(po, prompts, recs).config, r, opt);
     const int64_t prep_run = st.begin_run(prep_rc);
     auto prepared =
         sure::run_prepare(&r, st, prep_run, prompts, recs, po, progress(opt, "sure prepare"));
@@ -197,17 +193,11 @@ Job sure_job(const Planned& p, const Options& opt) {
     auto pairs = make_pairs(prepared.rows);
     if (pairs.empty()) throw Error("reproduce", "no instances prepared from " + input);
     sure::EvalOptions eo;  // temperature 0.1, 32 tokens (Appendix D)
-    auto rc = run_config("sure eval",
-                         {{"temperature", eo.temperature},
-                          {"max_tokens", eo.max_tokens},
-                          {"chain_of_note", false},
-                          {"prompts",
-                           {{"qa_prompt", prompts.identity("qa_prompt")},
-                            {"instruction", prompts.identity("qa_instruction")},
-                            {"closed_book", prompts.identity("closed_book")}}},
-                          {"grading", "substring_match"},
-                          {"reproduce", p.info.name}},
-                         r, opt);
+    // sure eval's identity (its pairs included), marked as this experiment's.
+    nlohmann::json eval_config =
+        sure::eval_run_config(eo, prompts, sure::pairs_sha256(pairs)).config;
+    eval_config["reproduce"] = p.info.name;
+    auto rc = run_config("sure eval", eval_config, r, opt);
     int64_t run = st.begin_run(rc);
     sure::EvalStats stats;
     auto outcomes =

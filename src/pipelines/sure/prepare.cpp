@@ -7,6 +7,7 @@
 #include "base/stable_hash.h"
 #include "eval/jsonl.h"
 #include "pipelines/sure/evaluate.h"
+#include "store/sha256.h"
 #include "text/metrics.h"
 
 namespace ragform::sure {
@@ -21,6 +22,20 @@ std::string key2(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+store::RunConfig prepare_run_config(const PrepareOptions& opt, const PromptSet& prompts,
+                                    const std::vector<eval::QaRecord>& records) {
+  nlohmann::json questions = nlohmann::json::array();
+  for (const auto& r : records) questions.push_back({r.id, r.question, r.answers});
+  store::RunConfig rc;
+  rc.pipeline = "sure prepare";
+  rc.config = {{"temperature", opt.temperature},
+               {"max_tokens", opt.max_tokens},
+               {"closed_book", opt.known ? "file" : prompts.identity("closed_book")},
+               {"grading", "substring_match"},
+               {"questions_sha256", store::sha256_hex(questions.dump())}};
+  return rc;
+}
 
 std::map<std::string, bool> read_known_file(const std::string& path) {
   std::map<std::string, bool> out;

@@ -75,6 +75,15 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
                            const PrepareOptions& opt,
                            const std::function<void(size_t, size_t)>& progress = {});
 
+// The identity of a `sure prepare` run (store/run_store.h): the closed-book settings (temperature,
+// max_tokens, the closed_book prompt's identity, or "file" for verdicts from opt.known), the
+// grading, and `questions_sha256`: the hex SHA-256 of every record's id, question and gold answers
+// (what a closed-book row depends on), so two question sets never share rows under the same ids.
+// The model, reader, tool version and seed are the caller's to fill. One function for the CLI and
+// `reproduce`.
+store::RunConfig prepare_run_config(const PrepareOptions& opt, const PromptSet& prompts,
+                                    const std::vector<eval::QaRecord>& records);
+
 // Reads --known FILE: JSONL {"id", "known": bool}; errors "<file>:<line>: <reason>".
 std::map<std::string, bool> read_known_file(const std::string& path);
 

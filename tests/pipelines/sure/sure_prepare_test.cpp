@@ -162,5 +162,33 @@ TEST(SurePrepare, UnmeasuredQuestionsAreInNoCellAndKnownFileReplacesTheReader) {
   }
 }
 
+// The questions are part of the run's identity: a second question set with the same ids (q0, q1,
+// ...) never resumes into the first one's closed-book rows. The passages are not (they do not
+// change a closed-book row).
+TEST(SurePrepare, TheQuestionsArePartOfTheRunIdentity) {
+  auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
+  sure::PrepareOptions o;
+  const auto a = records(3);
+  auto b = a;
+  b[1].question = "what is another thing?";
+  auto c = a;
+  c[2].answers = {"something else"};
+  auto d = a;
+  d[0].ctxs.pop_back();
+  const auto key = [&](const std::vector<eval::QaRecord>& r) {
+    return store::run_key(sure::prepare_run_config(o, prompts, r));
+  };
+  EXPECT_NE(key(a), key(b));
+  EXPECT_NE(key(a), key(c));
+  EXPECT_EQ(key(a), key(d));
+  EXPECT_EQ(sure::prepare_run_config(o, prompts, a)
+                .config.at("questions_sha256")
+                .get<std::string>()
+                .size(),
+            64u);
+  o.known = std::map<std::string, bool>{{"q0", true}};
+  EXPECT_EQ(sure::prepare_run_config(o, prompts, a).config.at("closed_book"), "file");
+}
+
 }  // namespace
 }  // namespace ragform::testing
