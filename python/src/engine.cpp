@@ -333,8 +333,14 @@ void bind_engine(pyb::module_& m) {
       .def_property_readonly(
           "prefill",
           [](const reader::NativeReader& r) {
+            std::optional<reader::PrefillCounts> c;
+            {
+              // the reader's lock, which a generating thread holds with the GIL released
+              pyb::gil_scoped_release nogil;
+              c = r.prefill_counts();
+            }
             pyb::dict d;
-            if (auto c = r.prefill_counts()) {
+            if (c) {
               d["submitted"] = c->submitted;
               d["computed"] = c->computed;
             }
