@@ -1,11 +1,11 @@
 #include "engine/model/test_model_bert.h"
 
 #include <cmath>
-#include <numbers>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "engine/gguf/gguf.h"
+#include "engine/model/random_normal.h"
 #include "engine/ops/quantize_weights.h"
 
 namespace ragform::model {
@@ -15,29 +15,10 @@ using gguf::TensorType;
 using gguf::Value;
 using gguf::ValueType;
 
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t name_hash(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-// n standard normal samples (Box-Muller) from one seed.
+// n standard normal samples from one seed.
 void gaussians(uint64_t seed, float* out, int64_t n) {
-  uint64_t s = seed;
-  for (int64_t i = 0; i < n; i += 2) {
-    const double u1 = (double(splitmix(s) >> 11) + 0.5) * 0x1p-53;
-    const double u2 = double(splitmix(s) >> 11) * 0x1p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    out[i] = float(r * std::cos(2.0 * std::numbers::pi * u2));
-    if (i + 1 < n) out[i + 1] = float(r * std::sin(2.0 * std::numbers::pi * u2));
-  }
+  detail::Gaussian g(seed);
+  for (int64_t i = 0; i < n; ++i) out[i] = g.next();
 }
 
 struct Planned {
@@ -185,7 +166,7 @@ TestModelSummary write_bert_test_model(const TestModelOptions& o) {
     const int64_t n_in = t.ne[0], rows = t.ne.size() > 1 ? t.ne[1] : 1;
     const size_t row_bytes = gguf::row_bytes(t.type, n_in);
     t.bytes.resize(row_bytes * size_t(rows));
-    const uint64_t tseed = o.seed ^ name_hash(t.name);
+    const uint64_t tseed = o.seed ^ fnv1a64(t.name);
     const int64_t chunks = (rows + 63) / 64;
     pool.parallel_for(size_t(chunks), [&](size_t c0, size_t c1, int) {
       std::vector<float> buf;
@@ -193,7 +174,7 @@ TestModelSummary write_bert_test_model(const TestModelOptions& o) {
         const int64_t r0 = int64_t(c) * 64, nr = std::min<int64_t>(64, rows - r0);
         uint64_t st = tseed + uint64_t(c) * 0xD1B54A32D192ED03ull;
         buf.resize(size_t(nr * n_in));
-        gaussians(splitmix(st), buf.data(), nr * n_in);
+        gaussians(detail::splitmix64_next(st), buf.data(), nr * n_in);
         for (float& v : buf) v = t.mean + t.sigma * v;
         ops::quantize_row(t.type, buf.data(), t.bytes.data() + size_t(r0) * row_bytes, nr * n_in);
       }

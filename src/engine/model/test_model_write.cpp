@@ -13,12 +13,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <numbers>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/arch.h"
+#include "engine/model/random_normal.h"
 #include "engine/model/test_model.h"
 #include "engine/model/test_model_bert.h"
 #include "engine/ops/quantize_weights.h"
@@ -33,41 +33,8 @@ using gguf::ValueType;
 constexpr int64_t kChunkRows = 64;           // rows per independently seeded generator
 constexpr int64_t kBatchElements = 8 << 20;  // F32 elements generated per batch (32 MB)
 
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-// Standard normal samples (Box-Muller over splitmix64), deterministic for a seed.
-class Gaussian {
- public:
-  explicit Gaussian(uint64_t seed) : s_(seed) {}
-  float next() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u1 = (double(splitmix64(s_) >> 11) + 0.5) * 0x1p-53;  // (0, 1)
-    const double u2 = double(splitmix64(s_) >> 11) * 0x1p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = float(r * std::sin(2.0 * std::numbers::pi * u2));
-    has_spare_ = true;
-    return float(r * std::cos(2.0 * std::numbers::pi * u2));
-  }
-
- private:
-  uint64_t s_;
-  float spare_ = 0;
-  bool has_spare_ = false;
-};
+using detail::Gaussian;
+using detail::splitmix64_next;
 
 // value = mean + sigma * N(0, 1) for every element of a tensor with this role.
 void distribution(const TensorPlan& t, const ModelShape& s, float& mean, float& sigma) {
@@ -193,7 +160,7 @@ void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int f
   const size_t row_bytes = gguf::row_bytes(t.type, n_in);
   float mean, sigma;
   distribution(t, s, mean, sigma);
-  const uint64_t tensor_seed = seed ^ fnv1a(t.name);
+  const uint64_t tensor_seed = seed ^ fnv1a64(t.name);
   const int64_t batch_rows =
       std::max<int64_t>(kChunkRows, kBatchElements / n_in / kChunkRows * kChunkRows);
   std::vector<uint8_t> out;
@@ -208,7 +175,7 @@ void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int f
         const int64_t nr = std::min(kChunkRows, rows - first);
         const int64_t chunk_index = (r0 + first) / kChunkRows;
         uint64_t st = tensor_seed + uint64_t(chunk_index) * 0xD1B54A32D192ED03ull;
-        Gaussian g(splitmix64(st));
+        Gaussian g(splitmix64_next(st));
         buf.resize(size_t(nr * n_in));
         if (t.role == TensorRole::RopeFreqs)
           buf = llama3_rope_factors(int(2 * n_in), s.rope_base);
