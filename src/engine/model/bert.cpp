@@ -49,43 +49,8 @@ void layer_norm(const float* x, const float* w, const float* b, int n, float eps
 
 bool is_encoder_file(const gguf::File& file) { return file.architecture() == "bert"; }
 
-namespace {
-std::string shape_str(const std::vector<int64_t>& ne) {
-  std::string s = "[";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-}  // namespace
-
 std::unique_ptr<BertModel> BertModel::load(const std::string& path, const EngineOptions& opt) {
   return from_file(gguf::File::open(path, opt.load), opt);
-}
-
-const float* BertModel::vec(const std::string& name, int64_t n, bool required) {
-  const gguf::TensorInfo* t = file_->find_tensor(name);
-  if (!t) {
-    if (required) throw Error("model", file_->path() + ": missing tensor '" + name + "'");
-    return nullptr;
-  }
-  if (t->n_elements() != n)
-    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t->ne) +
-                             ", expected [" + std::to_string(n) + "]");
-  if (t->type == gguf::TensorType::F32) return reinterpret_cast<const float*>(t->data);
-  owned_.emplace_back(size_t(n));
-  ops::dequantize_row(t->type, t->data, owned_.back().data(), n);
-  return owned_.back().data();
-}
-
-ops::WeightView BertModel::mat(const std::string& name, int64_t n_in, int64_t n_out) {
-  const gguf::TensorInfo& t = file_->tensor(name);
-  if (t.ne.size() != 2 || t.ne[0] != n_in || (n_out >= 0 && t.ne[1] != n_out))
-    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t.ne) +
-                             ", expected [" + std::to_string(n_in) + ", " +
-                             (n_out >= 0 ? std::to_string(n_out) : std::string("n")) + "]");
-  if (!ops::is_weight_type(t.type))
-    throw Error("model", file_->path() + ": tensor '" + name + "' has type " +
-                             gguf::type_name(t.type) + ", which cannot be a weight matrix");
-  return ops::WeightView{t.type, t.data, n_in, t.ne[1], policy_};
 }
 
 std::vector<float> BertModel::table(const std::string& name, int64_t n_in, int64_t* rows) {
@@ -209,6 +174,7 @@ std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File
   std::unique_ptr<BertModel> m(new BertModel());
   m->file_ = std::move(file);
   m->policy_ = opt.matmul_policy();
+  m->tensors_ = TensorReader(m->file_, m->policy_);
   const gguf::File& f = *m->file_;
   const std::string arch = f.architecture();
   if (arch != "bert")

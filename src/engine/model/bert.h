@@ -13,6 +13,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/model/engine_options.h"
+#include "engine/model/tensor_reader.h"
 #include "engine/ops/ops.h"
 
 namespace ragform::model {
@@ -93,9 +94,13 @@ class BertModel {
   std::shared_ptr<const gguf::File> file_;
   BertHparams hp_;
   ops::MatmulPolicy policy_;
-  std::vector<std::vector<float>> owned_;
-  const float* vec(const std::string& name, int64_t n, bool required);
-  ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);
+  TensorReader tensors_;
+  const float* vec(const std::string& name, int64_t n, bool required) {
+    return tensors_.vec(name, n, required);
+  }
+  ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out) {
+    return tensors_.mat(name, n_in, n_out);
+  }
   std::vector<float> table(const std::string& name, int64_t n_in, int64_t* rows);
   // from_file's steps: the embedding tables, one block's tensors, the classification heads.
   void load_embeddings();

@@ -6,12 +6,6 @@
 namespace ragform::model {
 
 namespace {
-std::string shape_str(const std::vector<int64_t>& ne) {
-  std::string s = "[";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
 // Rows [r0, r0 + n) of a weight matrix: rows are contiguous, so a slice of a fused matrix is a
 // matrix of its own (phi3's attn_qkv and ffn_up).
 ops::WeightView row_slice(const ops::WeightView& w, int64_t r0, int64_t n) {
@@ -42,40 +36,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const EngineOptions&
   return from_file(std::move(f), opt);
 }
 
-const float* Model::vec(const std::string& name, int64_t n, bool required) {
-  const gguf::TensorInfo* t = file_->find_tensor(name);
-  if (!t) {
-    if (required) throw Error("model", file_->path() + ": missing tensor '" + name + "'");
-    return nullptr;
-  }
-  used_.insert(name);
-  if (t->n_elements() != n)
-    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t->ne) +
-                             ", expected [" + std::to_string(n) + "]");
-  if (t->type == gguf::TensorType::F32) return reinterpret_cast<const float*>(t->data);
-  owned_.emplace_back(size_t(n));
-  ops::dequantize_row(t->type, t->data, owned_.back().data(), n);
-  return owned_.back().data();
-}
-
-ops::WeightView Model::mat(const std::string& name, int64_t n_in, int64_t n_out) {
-  const gguf::TensorInfo& t = file_->tensor(name);
-  used_.insert(name);
-  if (t.ne.size() != 2 || t.ne[0] != n_in || t.ne[1] != n_out)
-    throw Error("model", file_->path() + ": tensor '" + name + "' has shape " + shape_str(t.ne) +
-                             ", expected [" + std::to_string(n_in) + ", " + std::to_string(n_out) +
-                             "]");
-  if (!ops::is_weight_type(t.type))
-    throw Error("model", file_->path() + ": tensor '" + name + "' has type " +
-                             gguf::type_name(t.type) + ", which cannot be a weight matrix");
-  return ops::WeightView{t.type, t.data, n_in, n_out, policy_};
-}
-
 std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file,
                                         const EngineOptions& opt) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   m->policy_ = opt.matmul_policy();
+  m->tensors_ = TensorReader(m->file_, m->policy_);
   const gguf::File& f = *m->file_;
   std::string arch = f.architecture();
   if (arch.empty())
@@ -165,7 +131,7 @@ void Model::check_all_tensors_used() {
   int n_harmless = 0;
   std::string first_harmless;
   for (const gguf::TensorInfo& t : file_->tensors()) {
-    if (used_.count(t.name)) continue;
+    if (tensors_.used(t.name)) continue;
     if (std::string why = refused_tensor_reason(t.name); !why.empty())
       throw Error("model", file_->path() + ": tensor '" + t.name + "': " + why);
     if (harmless_tensor(t.name)) {

@@ -3,7 +3,6 @@
 // to F32 once).
 #pragma once
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "engine/model/arch.h"
 #include "engine/model/engine_options.h"
 #include "engine/model/hparams.h"
+#include "engine/model/tensor_reader.h"
 #include "engine/ops/ops.h"
 
 namespace ragform::model {
@@ -70,13 +70,16 @@ class Model {
   Hparams hp_;
   const ArchSpec* arch_ = nullptr;
   ops::MatmulPolicy policy_{};
-  std::vector<std::vector<float>> owned_;  // F32 copies of 1-D tensors
+  TensorReader tensors_;  // every tensor read, and the F32 copies of 1-D tensors
   std::vector<std::string> warnings_;
-  std::set<std::string> used_;  // tensors read so far
   void check_all_tensors_used();
   void load_layer(int il);
-  const float* vec(const std::string& name, int64_t n, bool required);
-  ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out);
+  const float* vec(const std::string& name, int64_t n, bool required) {
+    return tensors_.vec(name, n, required);
+  }
+  ops::WeightView mat(const std::string& name, int64_t n_in, int64_t n_out) {
+    return tensors_.mat(name, n_in, n_out);
+  }
 };
 
 }  // namespace ragform::model
