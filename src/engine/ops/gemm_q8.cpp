@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
+#include "engine/ops/panel_gemm.h"
 #include "engine/ops/quant_blocks.h"
 #include "engine/ops/scratch.h"
 
@@ -431,32 +432,16 @@ bool gemm_q8_supported(TensorType t, CpuTier tier) {
 void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   check_q8_shape(w, "gemm_q8");
   if (n_tokens <= 0 || w.n_out <= 0) return;
-  const int64_t nb = w.n_in / QK8_0;
-  const int64_t n_panels = (n_tokens + kPanel - 1) / kPanel;
-  const size_t pstride = size_t(nb) * kBlockBytes;
-
-  thread_local std::vector<uint8_t> panel_buf;
-  uint8_t* panels = aligned_scratch(panel_buf, pstride * size_t(n_panels));
-
   // Quantise (quantize_row_q8_0, the reference's conversion) and pack, one panel per task.
-  pool.parallel_for(size_t(n_panels), [&](size_t pb, size_t pe, int) {
-    thread_local std::vector<BlockQ8_0> q;
-    if (q.size() < size_t(nb)) q.resize(size_t(nb));
-    for (size_t p = pb; p < pe; ++p)
-      for (int lane = 0; lane < kPanel; ++lane) {
-        const int64_t t = int64_t(p) * kPanel + lane;
-        const bool real = t < n_tokens;
-        if (real) quantize_row_q8_0(x + size_t(t) * size_t(w.n_in), q.data(), w.n_in);
-        pack_lane(real ? q.data() : nullptr, nb, panels + p * pstride, lane);
-      }
-  });
-
-  pool.parallel_for(
-      size_t(w.n_out),
-      [&](size_t rb, size_t re, int) {
-        gemm_rows(w, panels, n_panels, n_tokens, pstride, int64_t(rb), int64_t(re), y);
+  run_panel_gemm<BlockQ8_0>(
+      w, x, n_tokens, w.n_in / QK8_0, kPanel, kBlockBytes, kRows, pool,
+      [](const float* xr, BlockQ8_0* q, int64_t n) { quantize_row_q8_0(xr, q, n); },
+      [](const BlockQ8_0* q, int64_t nb, uint8_t* panel, int lane) {
+        pack_lane(q, nb, panel, lane);
       },
-      kRows);
+      [&](const uint8_t* panels, int64_t n_panels, size_t pstride, int64_t rb, int64_t re) {
+        gemm_rows(w, panels, n_panels, n_tokens, pstride, rb, re, y);
+      });
 }
 
 void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
