@@ -93,21 +93,11 @@ bool is_bert_shape(const std::string& name) {
   return false;
 }
 
-TestModelSummary write_bert_test_model(const TestModelOptions& o) {
-  if (o.out.empty()) throw UsageError("make-test-model", "no output file (-o FILE)");
-  if (!o.arch.empty() && o.arch != "bert")
-    throw UsageError("make-test-model", "shape '" + o.shape + "' is a bert encoder shape");
-  ModelShape s;
-  bool found = false;
-  for (const auto& b : bert_shapes())
-    if (b.name == o.shape) s = b, found = true;
-  if (!found)
-    throw UsageError("make-test-model",
-                     "--arch bert takes --shape bge-small or bge-base, not '" + o.shape + "'");
-  if (o.layers < 0) throw UsageError("make-test-model", "--layers must be positive");
-  if (o.layers > 0) s.n_layer = o.layers;
-  const WeightScheme scheme = parse_scheme(o.type);
+namespace {
 
+// The tokenizer metadata: a synthetic WordPiece vocabulary of s.n_vocab tokens, or the one of
+// --vocab-from (which then sets s.n_vocab).
+std::vector<std::pair<std::string, Value>> bert_vocab(const TestModelOptions& o, ModelShape& s) {
   std::vector<std::pair<std::string, Value>> vocab;
   if (o.vocab_from.empty()) {
     vocab = synthetic_wpm_vocab(s.n_vocab);
@@ -122,6 +112,12 @@ TestModelSummary write_bert_test_model(const TestModelOptions& o) {
     s.n_vocab = int(f->get_strings("tokenizer.ggml.tokens").size());
   }
 
+  return vocab;
+}
+
+// Every tensor of the encoder with its type (the weight scheme's choice per role) and the normal
+// distribution its values are drawn from.
+std::vector<Planned> plan_bert_tensors(const ModelShape& s, const WeightScheme& scheme) {
   const int64_t E = s.n_embd, FF = s.n_ff;
   std::vector<Planned> plan;
   auto mat = [&](const std::string& name, int64_t n_in, int64_t n_out, TensorRole role, int layer) {
@@ -157,9 +153,16 @@ TestModelSummary write_bert_test_model(const TestModelOptions& o) {
     vec(p + "layer_output_norm.bias", E, false);
   }
 
-  TestModelSummary sum;
+  return plan;
+}
+
+// The tensors' bytes: seeded normal values per chunk of 64 rows (the same for any thread count),
+// quantised to each tensor's type. Counts the types and parameters into `sum`.
+bool fill_tensors(std::vector<Planned>& plan, const TestModelOptions& o, TestModelSummary& sum,
+                  uint64_t& total) {
   ThreadPool pool(o.threads);
-  uint64_t total = 0, done = 0;
+  total = 0;
+  uint64_t done = 0;
   for (const auto& t : plan) total += uint64_t(t.ne[0] * (t.ne.size() > 1 ? t.ne[1] : 1));
   bool quantized = false;
   for (Planned& t : plan) {
@@ -184,6 +187,32 @@ TestModelSummary write_bert_test_model(const TestModelOptions& o) {
     quantized |= gguf::type_info(t.type).block_size > 1;
     ++sum.type_counts[gguf::type_name(t.type)];
   }
+
+  return quantized;
+}
+
+}  // namespace
+
+TestModelSummary write_bert_test_model(const TestModelOptions& o) {
+  if (o.out.empty()) throw UsageError("make-test-model", "no output file (-o FILE)");
+  if (!o.arch.empty() && o.arch != "bert")
+    throw UsageError("make-test-model", "shape '" + o.shape + "' is a bert encoder shape");
+  ModelShape s;
+  bool found = false;
+  for (const auto& b : bert_shapes())
+    if (b.name == o.shape) s = b, found = true;
+  if (!found)
+    throw UsageError("make-test-model",
+                     "--arch bert takes --shape bge-small or bge-base, not '" + o.shape + "'");
+  if (o.layers < 0) throw UsageError("make-test-model", "--layers must be positive");
+  if (o.layers > 0) s.n_layer = o.layers;
+  const WeightScheme scheme = parse_scheme(o.type);
+
+  std::vector<std::pair<std::string, Value>> vocab = bert_vocab(o, s);
+  std::vector<Planned> plan = plan_bert_tensors(s, scheme);
+  TestModelSummary sum;
+  uint64_t total = 0;
+  const bool quantized = fill_tensors(plan, o, sum, total);
 
   gguf::Writer w;
   w.set("general.architecture", Value::str("bert"));
