@@ -353,17 +353,7 @@ void bind_engine(pyb::module_& m) {
           [](const reader::NativeReader& r) -> pyb::object {
             auto pc = r.prefix_cache();
             if (!pc) return pyb::none();
-            const runtime::PrefixCacheStats s = pc->stats();
-            pyb::dict d;
-            d["entries"] = s.entries;
-            d["bytes"] = s.bytes;
-            d["max_bytes"] = s.max_bytes;
-            d["lookups"] = s.lookups;
-            d["hits"] = s.hits;
-            d["inserts"] = s.inserts;
-            d["evictions"] = s.evictions;
-            d["tokens_reused"] = s.tokens_reused;
-            return pyb::object(std::move(d));
+            return from_json(runtime::to_json(pc->stats()));
           },
           "The prefix cache's counters (as serve's /health), or None when it is off.")
       .def_property_readonly("n_vocab",

@@ -172,12 +172,10 @@ void prefill_all(runtime::Context& ctx, std::vector<std::vector<int32_t>> prompt
   if (ctx.prefix_cache()) std::sort(prompts.begin(), prompts.end());
   for (const auto& p : prompts) {
     runtime::ScopedSequence seq(ctx);
-    const int reused = ctx.reuse_prefix(seq.id(), p);
     runtime::SeqInput in;
     in.seq = seq.id();
-    in.tokens.assign(p.begin() + reused, p.end());
-    ctx.eval({in});
-    ctx.cache_prefix(seq.id());
+    in.tokens = p;
+    ctx.eval_prompt(std::move(in));
   }
 }
 
@@ -288,8 +286,7 @@ int run_bench(const std::vector<std::string>& argv) {
                        "expected cnorm-sweep or sure-pairs, got '" + workload.value + "'");
     WorkloadShape w{questions.value,   docs.value,        doc_tokens.value,
                     head_tokens.value, tail_tokens.value, perturbations.value};
-    const size_t bytes =
-        cache_mb.value ? size_t(cache_mb.value) << 20 : runtime::default_prefix_cache_bytes();
+    const size_t bytes = size_t(cache_mb.value) << 20;  // 0: PrefixCache's default bound
     return run_workload(workload.value, model.value, eo, w, reps.value,
                         kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32, bytes,
                         json.value);

@@ -30,8 +30,7 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   cp.kv_type = opt.kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = opt_.engine.pool;
   if (opt.prefix_cache)
-    prefix_cache_ = std::make_shared<runtime::PrefixCache>(
-        opt.prefix_cache_bytes ? opt.prefix_cache_bytes : runtime::default_prefix_cache_bytes());
+    prefix_cache_ = std::make_shared<runtime::PrefixCache>(opt.prefix_cache_bytes);
   cp.prefix_cache = prefix_cache_;
   ctx_ = std::make_unique<runtime::Context>(*model_, cp);
   if (opt.chat) {
@@ -227,12 +226,7 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
     runtime::ScopedSequence seq(*ctx_);
     in.seq = seq.id();
     // Every tapped query row is computed; the rows before the first may come from the cache.
-    const int first = *std::min_element(in.attn_queries.begin(), in.attn_queries.end());
-    const int reused = ctx_->reuse_prefix(seq.id(), in.tokens, first);
-    in.tokens.erase(in.tokens.begin(), in.tokens.begin() + reused);
-    for (int& qp : in.attn_queries) qp -= reused;
-    out = ctx_->eval({in});
-    ctx_->cache_prefix(seq.id());
+    out.push_back(ctx_->eval_prompt(std::move(in)));
   }
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
   for (auto& ar : out[0].attention) {
@@ -270,9 +264,7 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
     std::lock_guard<std::mutex> lock(mu_);
     runtime::ScopedSequence seq(*ctx_);
     in.seq = seq.id();
-    ctx_->reuse_prefix(seq.id(), in.tokens, 0);  // every row's state is read: counted only
-    out = ctx_->eval({in});
-    ctx_->cache_prefix(seq.id());
+    out.push_back(ctx_->eval_prompt(std::move(in)));  // every row's state is read: none reused
   }
   r.states = std::move(out[0].hidden);
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));

@@ -36,7 +36,7 @@ struct NativeOptions {
   // Prefix cache (engine/runtime/prefix_cache.h): prompts reuse the KV rows of the longest
   // prefix prefilled before. Exact (the rows are the same numbers); off costs only speed.
   bool prefix_cache = true;
-  size_t prefix_cache_bytes = 0;  // LRU bound; 0 = runtime::default_prefix_cache_bytes()
+  size_t prefix_cache_bytes = 0;  // LRU bound; 0 = the default (runtime::PrefixCache)
 };
 
 class NativeReader : public Reader {

@@ -160,13 +160,7 @@ Response Api::dispatch(const Request& req) {
     // The prefix cache's counters (engine/runtime/prefix_cache.h): how much prompt work the
     // shared prefixes saved since start, and what the cache holds now (null when it is off).
     json cache = nullptr;
-    if (auto pc = reader_.prefix_cache()) {
-      const runtime::PrefixCacheStats c = pc->stats();
-      cache = {{"entries", c.entries},     {"bytes", c.bytes},
-               {"max_bytes", c.max_bytes}, {"lookups", c.lookups},
-               {"hits", c.hits},           {"inserts", c.inserts},
-               {"evictions", c.evictions}, {"tokens_reused", c.tokens_reused}};
-    }
+    if (auto pc = reader_.prefix_cache()) cache = runtime::to_json(pc->stats());
     return ok({{"status", "ok"},
                {"active", st.active},
                {"pending", engine_.pending()},

@@ -311,9 +311,11 @@ void Engine::loop() {
       const int reused = ctx.reuse_prefix(a.seq, a.next);
       a.next.erase(a.next.begin(), a.next.begin() + reused);
       {
+        // The context's own accounting (reuse_prefix counts every prompt), published under mu_.
+        const runtime::PrefillCounts c = ctx.prefill_counts();
         std::lock_guard<std::mutex> lock(mu_);
-        stats_.prompt_tokens += j->ids.size();
-        stats_.prompt_tokens_computed += j->ids.size() - size_t(reused);
+        stats_.prompt_tokens = uint64_t(c.submitted);
+        stats_.prompt_tokens_computed = uint64_t(c.computed);
       }
       active.push_back(std::move(a));
     }

@@ -106,6 +106,20 @@ int Context::reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_r
   return n;
 }
 
+SeqOutput Context::eval_prompt(SeqInput in) {
+  int max_reuse = 1 << 30;  // reuse_prefix keeps the last token in any case
+  if (in.logits == LogitsMode::All || in.hidden_layer >= 0) max_reuse = 0;
+  if (!in.attn_layers.empty() && !in.attn_queries.empty())
+    max_reuse =
+        std::min(max_reuse, *std::min_element(in.attn_queries.begin(), in.attn_queries.end()));
+  const int reused = reuse_prefix(in.seq, in.tokens, max_reuse);
+  in.tokens.erase(in.tokens.begin(), in.tokens.begin() + reused);
+  for (int& q : in.attn_queries) q -= reused;
+  SeqOutput out = std::move(eval({in})[0]);
+  cache_prefix(in.seq);
+  return out;
+}
+
 void Context::cache_prefix(int seq) {
   PrefixCache* pc = params_.prefix_cache.get();
   if (!pc) return;

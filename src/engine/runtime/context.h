@@ -87,6 +87,11 @@ class Context {
   int reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_reuse = 1 << 30);
   // Offers the sequence's rows 0..n_past-1 (and their tokens) to the prefix cache.
   void cache_prefix(int seq);
+  // A whole prompt on its empty sequence, through the prefix cache: reuse_prefix of in.tokens
+  // (only rows whose outputs `in` does not read: none when it asks for every row's logits or
+  // hidden states, only those before the first attention query), eval of the rest (attention
+  // query indices shifted to match), then cache_prefix. Outputs are what eval({in}) returns.
+  SeqOutput eval_prompt(SeqInput in);
   PrefixCache* prefix_cache() const { return params_.prefix_cache.get(); }
   PrefillCounts prefill_counts() const { return counts_; }
   // Bytes held by the KV caches of live sequences.

@@ -79,13 +79,7 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
     std::stable_sort(by_tokens.begin(), by_tokens.end(),
                      [&](size_t a, size_t b) { return prompts[a] < prompts[b]; });
     res.resize(n);
-    for (size_t i : by_tokens) {
-      const int reused = ctx.reuse_prefix(seq[i], prompts[i]);
-      SeqInput in = batch[i];
-      in.tokens.erase(in.tokens.begin(), in.tokens.begin() + reused);
-      res[i] = std::move(ctx.eval({in})[0]);
-      ctx.cache_prefix(seq[i]);
-    }
+    for (size_t i : by_tokens) res[i] = ctx.eval_prompt(batch[i]);
   } else {
     for (size_t i = 0; i < n; ++i) ctx.reuse_prefix(seq[i], prompts[i]);  // counts only
     res = ctx.eval(batch);

@@ -23,7 +23,17 @@ size_t common_prefix(const std::vector<int32_t>& a, const int32_t* b, size_t n) 
 }
 }  // namespace
 
-PrefixCache::PrefixCache(size_t max_bytes) : max_bytes_(max_bytes) { st_.max_bytes = max_bytes; }
+nlohmann::json to_json(const PrefixCacheStats& s) {
+  return {{"entries", s.entries},     {"bytes", s.bytes},
+          {"max_bytes", s.max_bytes}, {"lookups", s.lookups},
+          {"hits", s.hits},           {"inserts", s.inserts},
+          {"evictions", s.evictions}, {"tokens_reused", s.tokens_reused}};
+}
+
+PrefixCache::PrefixCache(size_t max_bytes)
+    : max_bytes_(max_bytes ? max_bytes : default_prefix_cache_bytes()) {
+  st_.max_bytes = max_bytes_;
+}
 
 PrefixMatch PrefixCache::lookup(const void* owner, bool f16, const int32_t* tokens, size_t n,
                                 size_t max_len) {
@@ -51,31 +61,29 @@ PrefixMatch PrefixCache::lookup(const void* owner, bool f16, const int32_t* toke
   return best;
 }
 
-bool PrefixCache::covers(const void* owner, bool f16, const int32_t* tokens, size_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
+std::list<std::shared_ptr<const PrefixEntry>>::iterator PrefixCache::find_covering(
+    const void* owner, bool f16, const int32_t* tokens, size_t n) {
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     const PrefixEntry& e = **it;
     if (e.owner == owner && e.f16 == f16 && common_prefix(e.tokens, tokens, n) == n) {
       lru_.splice(lru_.begin(), lru_, it);
-      return true;
+      return lru_.begin();
     }
   }
-  return false;
+  return lru_.end();
+}
+
+bool PrefixCache::covers(const void* owner, bool f16, const int32_t* tokens, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return find_covering(owner, f16, tokens, n) != lru_.end();
 }
 
 void PrefixCache::insert(std::shared_ptr<const PrefixEntry> e) {
   if (!e || e->tokens.empty()) return;
   const size_t b = e->bytes();
   std::lock_guard<std::mutex> lock(mu_);
-  // Already covered by a cached entry: refresh that one instead.
-  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
-    const PrefixEntry& c = **it;
-    if (c.owner == e->owner && c.f16 == e->f16 && c.tokens.size() >= e->tokens.size() &&
-        common_prefix(c.tokens, e->tokens.data(), e->tokens.size()) == e->tokens.size()) {
-      lru_.splice(lru_.begin(), lru_, it);
-      return;
-    }
-  }
+  // Already covered by a cached entry: that one is refreshed instead.
+  if (find_covering(e->owner, e->f16, e->tokens.data(), e->tokens.size()) != lru_.end()) return;
   if (b > max_bytes_) return;
   // Entries that are prefixes of the new one are redundant.
   for (auto it = lru_.begin(); it != lru_.end();) {

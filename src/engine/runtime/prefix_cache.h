@@ -31,6 +31,8 @@
 #include <mutex>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace ragform::runtime {
 
 // One cached prefix: tokens [n] and, per layer, K (tiled) and V ([n][kv_dim]) of positions 0..n-1.
@@ -55,9 +57,13 @@ struct PrefixCacheStats {
   int64_t lookups = 0, hits = 0, inserts = 0, evictions = 0;
   int64_t tokens_reused = 0;  // summed match lengths handed out
 };
+// {"entries", "bytes", "max_bytes", "lookups", "hits", "inserts", "evictions", "tokens_reused"}:
+// what serve's /health and the Python module report.
+nlohmann::json to_json(const PrefixCacheStats& s);
 
 class PrefixCache {
  public:
+  // max_bytes 0: default_prefix_cache_bytes().
   explicit PrefixCache(size_t max_bytes);
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -76,6 +82,11 @@ class PrefixCache {
 
  private:
   void evict_to(size_t budget);  // mu_ held
+  // The entry of owner/f16 whose tokens start with tokens[0..n), moved to the front; end() when
+  // none. mu_ held.
+  std::list<std::shared_ptr<const PrefixEntry>>::iterator find_covering(const void* owner, bool f16,
+                                                                        const int32_t* tokens,
+                                                                        size_t n);
   const size_t max_bytes_;
   mutable std::mutex mu_;
   std::list<std::shared_ptr<const PrefixEntry>> lru_;  // front = most recently used
@@ -83,8 +94,7 @@ class PrefixCache {
   PrefixCacheStats st_;
 };
 
-// The default bound: an eighth of physical memory, at most 2 GiB (0 when it cannot be read: then
-// 1 GiB).
+// The default bound: an eighth of physical memory, at most 2 GiB (1 GiB when it cannot be read).
 size_t default_prefix_cache_bytes();
 
 }  // namespace ragform::runtime

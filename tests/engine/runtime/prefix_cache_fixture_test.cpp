@@ -143,5 +143,48 @@ TEST(PrefixCacheFixture, GenerateWithTheCacheMatchesGenerateWithout) {
   EXPECT_EQ(ctx.prefill_counts().submitted, 2 * submitted);
 }
 
+// eval_prompt reuses only rows whose outputs the input does not read: every row of a cached prompt
+// but the last for last-token logits, none for all logits or hidden states, the rows before the
+// first attention query for an attention tap; the outputs equal a context without a cache.
+TEST(PrefixCacheFixture, EvalPromptReusesOnlyRowsNobodyReads) {
+  REQUIRE_SHARED(path, "fixtures/models/stories260K.gguf");
+  auto m = model::Model::load(path.string());
+  ContextParams plain{512, KvType::F32, nullptr};
+  ContextParams cached = plain;
+  cached.prefix_cache = std::make_shared<PrefixCache>(size_t(64) << 20);
+  Context ref(*m, plain), ctx(*m, cached);
+  const auto toks = random_tokens(150, m->hp().n_vocab, 7);
+  const auto eval_both = [&](SeqInput in) {
+    ScopedSequence a(ref), b(ctx);
+    in.seq = a.id();
+    SeqOutput want = ref.eval_prompt(in);
+    in.seq = b.id();
+    const int64_t before = ctx.prefill_counts().computed;
+    SeqOutput got = ctx.eval_prompt(in);
+    EXPECT_EQ(want.logits, got.logits);
+    EXPECT_EQ(want.logit_positions, got.logit_positions);
+    EXPECT_EQ(want.hidden, got.hidden);
+    EXPECT_EQ(want.attention.size(), got.attention.size());
+    for (size_t i = 0; i < want.attention.size() && i < got.attention.size(); ++i) {
+      EXPECT_EQ(want.attention[i].query_pos, got.attention[i].query_pos);
+      EXPECT_EQ(want.attention[i].heads, got.attention[i].heads);
+    }
+    return ctx.prefill_counts().computed - before;
+  };
+  SeqInput in;
+  in.tokens = toks;
+  EXPECT_EQ(eval_both(in), 150);  // nothing cached yet
+  EXPECT_EQ(eval_both(in), 1);    // last-token logits: all but the last row reused
+  in.logits = LogitsMode::All;
+  EXPECT_EQ(eval_both(in), 150);
+  in.logits = LogitsMode::None;
+  in.hidden_layer = 2;
+  EXPECT_EQ(eval_both(in), 150);
+  in.hidden_layer = -1;
+  in.attn_layers = {0, m->hp().n_layer - 1};
+  in.attn_queries = {120, 100, 149};
+  EXPECT_EQ(eval_both(in), 50);  // rows 100.. computed
+}
+
 }  // namespace
 }  // namespace ragform::runtime
