@@ -42,7 +42,8 @@ void sweep_values(const cnorm::EvalSummary& s, std::vector<Value>& out) {
 }
 
 cnorm::CalibrateOptions calibrate_options(cnorm::Task task, const std::string& tmpl, size_t S,
-                                          size_t k, const std::string& input, const Options& opt) {
+                                          size_t k, const std::string& input_sha256,
+                                          const Options& opt) {
   cnorm::CalibrateOptions co;
   co.setup.task = task;
   co.setup.tmpl = tmpl;
@@ -53,14 +54,14 @@ cnorm::CalibrateOptions calibrate_options(cnorm::Task task, const std::string& t
   co.k = k;
   co.ctx = opt.ctx;
   co.origin = origin(opt);
-  co.input_sha256 = store::sha256_file(input);
+  co.input_sha256 = input_sha256;
   co.hooks = hooks(opt);
   return co;
 }
 
 Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   const bool smoke = opt.scale == Scale::Smoke;
-  const std::string input = p.inputs.at(0);
+  const std::string input = p.inputs.at(0), input_sha256 = store::sha256_file(input);
   const std::string tmpl = cnorm::load_template(task, p.inputs.at(1), "");
   auto records = eval::load_qa_file(input).records;
   // Paper: 500 questions (5.1) / samples (section 3); 3 seeds for the NQ sweep (5.1: "averaged
@@ -101,7 +102,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
                   "every profile delimiter is evaluated, not only '-' and '&'"
                 : "";
   j.run = [=, per_seed = std::move(per_seed)](reader::Reader& r, store::RunStore& st) {
-    auto co = calibrate_options(task, tmpl, S, docs, input, opt);
+    auto co = calibrate_options(task, tmpl, S, docs, input_sha256, opt);
     auto cal = cnorm::run_calibrate(r, st, per_seed[0], co);
     cnorm::EvalOptions eo;
     eo.task = task;
@@ -113,7 +114,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
     eo.max_tokens = j.max_tokens;
     eo.all_candidates = kv;  // every delimiter: '&' (section 3) and the token analysis (App. A)
     eo.origin = origin(opt);
-    eo.input_sha256 = store::sha256_file(input);
+    eo.input_sha256 = input_sha256;
     eo.hooks = hooks(opt);
     auto sum = cnorm::run_eval(r, st, per_seed, eo);
     std::vector<Value> out;
@@ -138,7 +139,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
 
 Job longbench_job(const Planned& p, const Options& opt) {
   const bool smoke = opt.scale == Scale::Smoke;
-  const std::string input = p.inputs.at(0);
+  const std::string input = p.inputs.at(0), input_sha256 = store::sha256_file(input);
   auto items = cnorm::build_mc_items(eval::load_qa_file(input).records);
   if (smoke && items.size() > 4) items.resize(4);
   if (items.empty()) throw Error("reproduce", "no questions in " + input);
@@ -152,14 +153,14 @@ Job longbench_job(const Planned& p, const Options& opt) {
   j.sample_prompt = cnorm::longbench_prompt(items[0], cnorm::Format{});
   j.note = smoke ? "smoke scale: " + std::to_string(items.size()) + " questions" : "";
   j.run = [=](reader::Reader& r, store::RunStore& st) {
-    auto co =
-        calibrate_options(cnorm::Task::Longbench, cnorm::longbench_template(), S, 1, input, opt);
+    auto co = calibrate_options(cnorm::Task::Longbench, cnorm::longbench_template(), S, 1,
+                                input_sha256, opt);
     auto cal = cnorm::run_calibrate(r, st, cal_items, co);
     cnorm::LongbenchOptions lo;
     lo.profile = cal.profile;
     lo.ctx = opt.ctx;
     lo.origin = origin(opt);
-    lo.input_sha256 = store::sha256_file(input);
+    lo.input_sha256 = input_sha256;
     lo.hooks = hooks(opt);
     auto sum = cnorm::run_longbench(r, st, items, lo);
     std::vector<Value> out;

@@ -125,6 +125,19 @@ std::pair<double, double> wilson(double k, double n) {
 }
 
 namespace detail {
+store::RunConfig run_config(const std::string& pipeline, const nlohmann::json& config,
+                            const reader::Reader& r, const Options& opt) {
+  store::RunConfig rc;
+  rc.pipeline = pipeline;
+  rc.config = config;
+  rc.tool_version = opt.tool_version;
+  rc.model_path = opt.model_path;
+  rc.model_sha256 = opt.model_sha256;
+  rc.reader = r.describe();
+  rc.chat_mode = r.chat_mode();
+  return rc;
+}
+
 Value proportion(const std::string& method, const std::string& metric, double k, double n,
                  double scale) {
   auto [lo, hi] = wilson(k, n);
@@ -143,17 +156,15 @@ Job make_job(const Planned& p, const Options& opt) {
 JobResult run_job(reader::Reader& r, store::RunStore& st, const Job& job, const Options& opt) {
   JobResult out;
   out.values = job.run(r, st);
-  store::RunConfig rc;
-  rc.pipeline = "reproduce";
-  rc.config = {{"paper", job.planned.info.paper},    {"experiment", job.planned.info.name},
-               {"scale", scale_name(opt.scale)},     {"model_name", opt.model_name},
-               {"paper_model", opt.paper_model},     {"note", job.note},
-               {"setting", job.planned.info.setting}};
-  rc.tool_version = opt.tool_version;
-  rc.model_path = opt.model_path;
-  rc.model_sha256 = opt.model_sha256;
-  rc.reader = r.describe();
-  rc.chat_mode = r.chat_mode();
+  const store::RunConfig rc = detail::run_config("reproduce",
+                                                 {{"paper", job.planned.info.paper},
+                                                  {"experiment", job.planned.info.name},
+                                                  {"scale", scale_name(opt.scale)},
+                                                  {"model_name", opt.model_name},
+                                                  {"paper_model", opt.paper_model},
+                                                  {"note", job.note},
+                                                  {"setting", job.planned.info.setting}},
+                                                 r, opt);
   out.run = st.begin_run(rc);
   // The values follow from the pipelines' stored rows, so a resumed run computes the same ones:
   // a row already stored is kept.

@@ -41,15 +41,9 @@ Job spotlight_job(const Planned& p, const Options& opt) {
     so.tool_version = opt.tool_version;
     auto sum = spotlight::run_eval(st, recs, enc, so);
     // The generator's answers to the stored selection prompts, one row per question.
-    store::RunConfig rc;
-    rc.pipeline = "spotlight generate";
-    rc.config = {{"spotlight_run", sum.run}, {"max_tokens", j.max_tokens}, {"grading", "em"}};
-    rc.tool_version = opt.tool_version;
-    rc.model_path = opt.model_path;
-    rc.model_sha256 = opt.model_sha256;
-    rc.reader = r.describe();
-    rc.chat_mode = r.chat_mode();
-    int64_t run = st.begin_run(rc);
+    const int64_t run = st.begin_run(run_config(
+        "spotlight generate",
+        {{"spotlight_run", sum.run}, {"max_tokens", j.max_tokens}, {"grading", "em"}}, r, opt));
     auto done = st.done_keys(run);
     std::map<std::string, std::vector<std::string>> answers;
     for (const auto& rec : recs) answers[rec.id] = rec.answers;

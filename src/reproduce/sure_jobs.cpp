@@ -124,19 +124,6 @@ void table3_values(const std::vector<sure::ReportRow>& rows, std::vector<Value>&
     }
 }
 
-store::RunConfig run_config(const std::string& pipeline, const nlohmann::json& config,
-                            const reader::Reader& r, const Options& opt) {
-  store::RunConfig rc;
-  rc.pipeline = pipeline;
-  rc.config = config;
-  rc.tool_version = opt.tool_version;
-  rc.model_path = opt.model_path;
-  rc.model_sha256 = opt.model_sha256;
-  rc.reader = r.describe();
-  rc.chat_mode = r.chat_mode();
-  return rc;
-}
-
 std::function<void(size_t, size_t)> progress(const Options& opt, const char* label) {
   auto last = std::make_shared<size_t>(0);
   auto started = std::make_shared<bool>(false);
