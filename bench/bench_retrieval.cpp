@@ -22,7 +22,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -103,28 +102,6 @@ std::vector<double> bm25_latencies(const std::string& dir, const std::vector<std
   for (auto& p : per) all.insert(all.end(), p.begin(), p.end());
   for (auto& p : per_cpu) cpu->insert(cpu->end(), p.begin(), p.end());
   return all;
-}
-
-// The OR of every quoted word, stop words included (what fts5_query built before it dropped
-// them), for the comparison run.
-std::string all_terms_query(const std::string& q) {
-  std::string out;
-  size_t i = 0;
-  while (i < q.size()) {
-    while (i < q.size() && std::isspace(static_cast<unsigned char>(q[i]))) ++i;
-    size_t j = i;
-    while (j < q.size() && !std::isspace(static_cast<unsigned char>(q[j]))) ++j;
-    std::string w = q.substr(i, j - i);
-    i = j;
-    bool word = false;
-    for (unsigned char c : w) word |= c >= 0x80 || std::isalnum(c);
-    if (!word) continue;
-    if (!out.empty()) out += " OR ";
-    out += '"';
-    for (char c : w) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    out += '"';
-  }
-  return out;
 }
 
 }  // namespace
@@ -220,7 +197,8 @@ int main(int argc, char** argv) {
     retrieval::Bm25Index ix(bdir, retrieval::Bm25Index::Open::Read);
     std::vector<double> drop, keep, ratio;
     for (size_t i = 0; i < std::min(compare, questions.size()); ++i) {
-      const std::string a = retrieval::fts5_query(questions[i]), b = all_terms_query(questions[i]);
+      const std::string a = retrieval::fts5_query(questions[i]),
+                        b = retrieval::fts5_query(questions[i], retrieval::StopWords::keep);
       double ta = 0, tb = 0;
       for (int order = 0; order < 2; ++order) {
         const bool first_drop = (i + size_t(order)) % 2 == 0;

@@ -63,7 +63,8 @@ std::string or_query(std::string_view question, bool drop_stop) {
 
 }  // namespace
 
-std::string fts5_query(std::string_view question) {
+std::string fts5_query(std::string_view question, StopWords stop) {
+  if (stop == StopWords::keep) return or_query(question, false);
   std::string q = or_query(question, true);
   return q.empty() ? or_query(question, false) : q;  // a question of stop words only keeps them
 }

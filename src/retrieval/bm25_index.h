@@ -45,7 +45,10 @@ inline constexpr const char* kStopWords[] = {
     "the", "their", "then", "there", "these", "they", "this", "to",  "was", "will", "with"};
 
 // The FTS5 MATCH expression for a question (see above); empty when it has no searchable word.
-std::string fts5_query(std::string_view question);
+// StopWords::keep quotes every word (the query before stop words were dropped; the benchmark's
+// comparison).
+enum class StopWords { drop, keep };
+std::string fts5_query(std::string_view question, StopWords stop = StopWords::drop);
 
 struct Hit {
   int64_t rowid = 0;  // the passage's row in index.sqlite (also its FAISS label)

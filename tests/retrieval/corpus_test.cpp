@@ -150,6 +150,8 @@ TEST(Fts5Query, StopWordsLeftOutUnlessTheQuestionHasNothingElse) {
   EXPECT_EQ(retrieval::fts5_query("The capital of France is?"), "\"capital\" OR \"France\"");
   // Only stop words: they are kept, so the query still finds something.
   EXPECT_EQ(retrieval::fts5_query("to be or not to be"), "\"to\" OR \"be\" OR \"or\" OR \"not\"");
+  EXPECT_EQ(retrieval::fts5_query("The capital of France is?", retrieval::StopWords::keep),
+            "\"The\" OR \"capital\" OR \"of\" OR \"France\" OR \"is?\"");
 }
 
 TEST(Bm25Index, RanksByBm25AndSurvivesQuerySyntax) {
