@@ -13,4 +13,8 @@ std::string prefill_line(const PrefillCounts& c) {
   return buf;
 }
 
+nlohmann::json to_json(const PrefillCounts& c) {
+  return {{"submitted", c.submitted}, {"computed", c.computed}};
+}
+
 }  // namespace ragform::reader

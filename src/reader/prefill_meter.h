@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "reader/reader.h"
 
 namespace ragform::reader {
@@ -25,5 +27,8 @@ class PrefillMeter {
 
 // "prefill: computed C of S prompt tokens (R% reused)", R with one decimal.
 std::string prefill_line(const PrefillCounts& c);
+// {"submitted": S, "computed": C}: the run metadata "prefill" the pipelines store with a run (and
+// `merge` adds up over shards).
+nlohmann::json to_json(const PrefillCounts& c);
 
 }  // namespace ragform::reader

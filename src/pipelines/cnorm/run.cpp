@@ -25,8 +25,7 @@ void note(const RunHooks& h, const std::string& s) {
 
 // The prefill accounting of this invocation (issue 21), kept with the run.
 void store_prefill(store::RunStore& st, int64_t run, const reader::PrefillMeter& m) {
-  if (auto c = m.counts())
-    st.set_run_meta(run, "prefill", {{"submitted", c->submitted}, {"computed", c->computed}});
+  if (auto c = m.counts()) st.set_run_meta(run, "prefill", reader::to_json(*c));
 }
 
 // One progress stage: begin on construction, end on destruction.

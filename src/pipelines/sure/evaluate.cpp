@@ -251,7 +251,7 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
       },
       progress, count, total);
   if (auto c = meter.counts())  // this invocation's prefill accounting (issue 21)
-    store.set_run_meta(run, "prefill", {{"submitted", c->submitted}, {"computed", c->computed}});
+    store.set_run_meta(run, "prefill", reader::to_json(*c));
   std::set<store::Key> wanted;
   for (const Pair& p : pairs)
     if (!p.failed) wanted.insert({p.id, p.perturbation});
