@@ -110,12 +110,6 @@ void PrefixCache::evict_to(size_t budget) {
   }
 }
 
-void PrefixCache::clear() {
-  std::lock_guard<std::mutex> lock(mu_);
-  lru_.clear();
-  bytes_ = 0;
-}
-
 PrefixCacheStats PrefixCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   PrefixCacheStats s = st_;

@@ -76,7 +76,6 @@ class PrefixCache {
   void insert(std::shared_ptr<const PrefixEntry> e);
   // True when an entry of `owner` already holds tokens[0..n) (the caller can skip building one).
   bool covers(const void* owner, bool f16, const int32_t* tokens, size_t n);
-  void clear();
   PrefixCacheStats stats() const;
   size_t max_bytes() const { return max_bytes_; }
 
