@@ -29,7 +29,7 @@
 #include <string>
 
 #include "bench_support.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "eval/datasets.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/sweep.h"
@@ -62,7 +62,7 @@ QwenSetup& qwen() {
       if (const char* env = std::getenv("RAGFORM_CNORM_MODEL"); env && *env) {
         path = env;
       } else {
-        model::TestModelOptions o;
+        model::RandomModelOptions o;
         o.shape = "qwen2.5-0.5b";
         o.arch = "qwen2";
         o.type = "q8_0";

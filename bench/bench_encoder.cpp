@@ -22,7 +22,7 @@
 #include "bench_support.h"
 #include "engine/model/bert.h"
 #include "engine/model/model.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/encoder.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -55,13 +55,13 @@ std::string bert_model(const std::string& shape, const std::string& type) {
   const std::string path =
       (std::filesystem::current_path() / ("encoder-" + shape + "-" + type + ".gguf")).string();
   if (!std::filesystem::exists(path)) {
-    model::TestModelOptions o;
+    model::RandomModelOptions o;
     o.shape = shape;
     o.arch = "bert";
     o.type = type;
     o.out = path;
     o.vocab_from = shared("fixtures/models/tiny-bert.gguf");
-    model::write_test_model(o);
+    model::write_random_model(o);
   }
   return path;
 }
@@ -158,7 +158,7 @@ Reader& reader() {
   static Reader r = [] {
     Reader out;
     try {
-      model::TestModelOptions o;
+      model::RandomModelOptions o;
       o.shape = "qwen2.5-0.5b";
       o.arch = "qwen2";
       o.type = "q8_0";

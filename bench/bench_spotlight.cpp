@@ -13,7 +13,7 @@
 //                   so it grows linearly with N; N = 5, 10 take minutes on a shared CPU and are
 //                   left out.
 // The model is written once into <build>/bench/spotlight-qwen2.5-0.5b-q8_0.gguf by
-// write_test_model (tokenizer copied from ../shared/fixtures/vocab/ggml-vocab-gpt-2.gguf, a
+// write_random_model (tokenizer copied from ../shared/fixtures/vocab/ggml-vocab-gpt-2.gguf, a
 // byte-level BPE like Qwen's, so token counts are realistic); if that fails the model benchmarks
 // are skipped with the reason.
 #include <benchmark/benchmark.h>
@@ -26,7 +26,7 @@
 
 #include "bench_support.h"
 #include "engine/model/model.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "engine/runtime/context.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "eval/datasets.h"
@@ -96,7 +96,7 @@ Engine& engine() {
   static Engine e = [] {
     Engine out;
     try {
-      model::TestModelOptions o;
+      model::RandomModelOptions o;
       o.shape = "qwen2.5-0.5b";
       o.arch = "qwen2";
       o.type = "q8_0";

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "engine/runtime/context.h"
 
 namespace ragform::bench {
@@ -26,14 +26,14 @@ inline double seconds_since(clock_type::time_point t0) {
 
 // The path of <working dir>/file_name, a random-weight model of `o`'s shape, arch, type and layers
 // with the GPT-2 byte-level BPE vocabulary of ../shared/fixtures/vocab (so token counts are those
-// of a real BPE tokenizer). Written by write_test_model the first time; a file already there is
-// reused as it is. Throws what write_test_model throws.
-inline std::string bench_model(const std::string& file_name, model::TestModelOptions o) {
+// of a real BPE tokenizer). Written by write_random_model the first time; a file already there is
+// reused as it is. Throws what write_random_model throws.
+inline std::string bench_model(const std::string& file_name, model::RandomModelOptions o) {
   std::string path = (std::filesystem::current_path() / file_name).string();
   if (!std::filesystem::exists(path)) {
     o.out = path;
     o.vocab_from = shared("fixtures/vocab/ggml-vocab-gpt-2.gguf");
-    model::write_test_model(o);
+    model::write_random_model(o);
   }
   return path;
 }

@@ -33,7 +33,7 @@
 
 #include "bench_support.h"
 #include "engine/model/model.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "engine/runtime/context.h"
 #include "eval/datasets.h"
 #include "pipelines/sure/evaluate.h"
@@ -63,7 +63,7 @@ Setup& setup() {
   static Setup s = [] {
     Setup out;
     try {
-      model::TestModelOptions o;
+      model::RandomModelOptions o;
       o.shape = "small";
       o.type = "q8_0";
       std::string path = bench::bench_model("sure-eval-small-q8_0.gguf", o);

@@ -1,5 +1,5 @@
 // `ragform make-test-model`: write a random-weight GGUF of a real model's shape
-// (engine/model/test_model.h) for benchmarks and memory tests.
+// (engine/model/random_model.h) for benchmarks and memory tests.
 #include <cstdio>
 #include <iostream>
 
@@ -7,8 +7,8 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
-#include "engine/model/test_model.h"
-#include "engine/model/test_model_bert.h"
+#include "engine/model/random_model.h"
+#include "engine/model/random_model_bert.h"
 
 namespace ragform::cli {
 namespace {
@@ -50,7 +50,7 @@ int run_make_test_model(const std::vector<std::string>& argv) {
       a.opt<std::string>("--type", "T", "weight type or llama-quantize mixture").required();
   auto& out = a.opt<std::string>("-o,--output", "FILE", "output GGUF file").required();
   std::string archs;
-  for (const auto& n : model::test_model_archs()) archs += (archs.empty() ? "" : ", ") + n;
+  for (const auto& n : model::random_model_archs()) archs += (archs.empty() ? "" : ", ") + n;
   auto& arch = a.opt<std::string>("--arch", "A", archs + ", bert (default: the shape's)");
   auto& seed = a.opt<long long>("--seed", "N", "random seed (same seed, same bytes)", 1);
   auto& vocab = a.opt<std::string>("--vocab-from", "FILE", "copy the tokenizer of this GGUF");
@@ -61,7 +61,7 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& json = a.flag("--json", "print a JSON summary on stdout");
   if (!a.parse(argv)) return 0;
 
-  model::TestModelOptions o;
+  model::RandomModelOptions o;
   o.shape = shape.value;
   o.arch = arch.value;
   o.type = type.value;
@@ -77,7 +77,7 @@ int run_make_test_model(const std::vector<std::string>& argv) {
     progress.add(done - reported);
     reported = done;
   };
-  model::TestModelSummary s = model::write_test_model(o);
+  model::RandomModelSummary s = model::write_random_model(o);
 
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [k, v] : s.type_counts) types[k] = v;

@@ -1,5 +1,5 @@
-// The random numbers of the random-weight test models (make-test-model: test_model_write.cpp for
-// the decoders, test_model_bert.cpp for the encoders): the same values on every machine, compiler
+// The random numbers of the random-weight test models (make-test-model: random_model_write.cpp for
+// the decoders, random_model_bert.cpp for the encoders): the same values on every machine, compiler
 // and thread count, so a model written twice with one seed is the same file.
 //
 //   splitmix64_next(s)  SplitMix64 (Steele, Lea and Flood): returns splitmix64_mix(s), then

@@ -3,7 +3,7 @@
 // `quantize_row_*_ref` arithmetic operation for operation (ggml-quants.c), which is what
 // llama-quantize runs when no importance matrix is given, so a tensor quantised here has the same
 // bytes as llama-quantize's output for it (checked against the tinyq fixtures). Used to write
-// random-weight test models (engine/model/test_model.h) and to test the dequantisers.
+// random-weight test models (engine/model/random_model.h) and to test the dequantisers.
 //
 // The scale searches, in brief (ggml names):
 //   Q4_0/Q5_0: d = max/-8 (/-16) with max the signed largest-magnitude element, q = trunc(x/d+8.5);

@@ -11,20 +11,20 @@
 #include "base/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/model.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "support/test_support.h"
 
 namespace ragform::model {
 namespace {
 
 std::string base_model(const std::string& dir, const std::string& arch = "llama") {
-  TestModelOptions o;
+  RandomModelOptions o;
   o.shape = "tiny";
   o.arch = arch;
   o.type = "f32";
   o.threads = 1;
   o.out = dir + "/base-" + arch + ".gguf";
-  write_test_model(o);
+  write_random_model(o);
   return o.out;
 }
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/gguf/gguf.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "engine/runtime/context.h"
 #include "reference_forward.h"
 #include "support/test_support.h"
@@ -17,12 +17,12 @@ namespace {
 
 TEST(RopeScaling, LinearFactorMatchesTheReference) {
   const std::string dir = testing::temp_dir("rope_scaling_linear").string();
-  model::TestModelOptions o;
+  model::RandomModelOptions o;
   o.shape = "tiny";
   o.type = "f32";
   o.threads = 1;
   o.out = dir + "/tiny.gguf";
-  model::write_test_model(o);
+  model::write_random_model(o);
   auto src = gguf::File::open(o.out);
   gguf::Writer w = gguf::Writer::copy_of(*src);
   w.set("llama.rope.scaling.type", gguf::Value::str("linear"));

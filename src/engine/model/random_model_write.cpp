@@ -1,5 +1,5 @@
-// The streaming writer behind write_test_model (test_model.h). Pass 1: gguf::Writer lays the file
-// out (metadata, tensor table, alignment) with every tensor's bytes read from one read-only
+// The streaming writer behind write_random_model (random_model.h). Pass 1: gguf::Writer lays the
+// file out (metadata, tensor table, alignment) with every tensor's bytes read from one read-only
 // anonymous mapping, which the kernel backs with the shared zero page (no resident memory).
 // Pass 2: the file is re-opened with the GGUF reader to learn each tensor's absolute offset, and
 // each tensor is generated, quantised and pwrite()n in batches of rows. Peak memory is one batch
@@ -18,9 +18,9 @@
 #include "base/thread_pool.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/arch.h"
+#include "engine/model/random_model.h"
+#include "engine/model/random_model_bert.h"
 #include "engine/model/random_normal.h"
-#include "engine/model/test_model.h"
-#include "engine/model/test_model_bert.h"
 #include "engine/ops/quantize_weights.h"
 
 namespace ragform::model {
@@ -191,13 +191,13 @@ void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int f
 
 }  // namespace
 
-TestModelSummary write_test_model(const TestModelOptions& o) {
+RandomModelSummary write_random_model(const RandomModelOptions& o) {
   if (o.out.empty()) throw UsageError("make-test-model", "no output file (-o FILE)");
-  if (o.arch == "bert" || is_bert_shape(o.shape)) return write_bert_test_model(o);
+  if (o.arch == "bert" || is_bert_shape(o.shape)) return write_random_bert_model(o);
   ModelShape s = find_shape(o.shape);
   const std::string arch = o.arch.empty() ? s.arch : o.arch;
   {
-    const auto archs = test_model_archs();
+    const auto archs = random_model_archs();
     if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
       std::string list;
       for (const auto& a : archs) list += (list.empty() ? "" : ", ") + a;
@@ -216,7 +216,7 @@ TestModelSummary write_test_model(const TestModelOptions& o) {
   const std::vector<TensorPlan> plan = plan_tensors(s, arch, scheme);
   bool quantized = false;
   uint64_t max_bytes = 0, total_elements = 0;
-  TestModelSummary sum;
+  RandomModelSummary sum;
   std::vector<uint64_t> n_bytes;
   for (const auto& t : plan) {
     int64_t n = 1;

@@ -1,7 +1,7 @@
 // make-test-model: llama-quantize's per-tensor type rules on the real shapes (checked without
 // writing), the synthetic vocabulary, and small models of every type and mixture that the engine
 // loads and runs.
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +35,7 @@ std::string blk(int i, const char* what) {
 // use_more_bits(i, 24): i < 3, i >= 21, or (i - 3) % 3 == 2.
 const std::set<int> kMoreBits24 = {0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23};
 
-TEST(TestModelTypes, Qwen25_05B_Q4_K_M_AsLlamaQuantize) {
+TEST(RandomModelTypes, Qwen25_05B_Q4_K_M_AsLlamaQuantize) {
   // n_embd 896 = 3.5 * 256: every tensor whose rows are 896 long falls back (Q4_K -> Q5_0,
   // Q6_K -> Q8_0); ffn_down rows are n_ff = 4864 = 19 * 256 and keep K-quants.
   const auto plan = plan_tensors(find_shape("qwen2.5-0.5b"), "qwen2", parse_scheme("q4_k_m"));
@@ -58,7 +58,7 @@ TEST(TestModelTypes, Qwen25_05B_Q4_K_M_AsLlamaQuantize) {
   }
 }
 
-TEST(TestModelTypes, Llama32_1B_Mixtures) {
+TEST(RandomModelTypes, Llama32_1B_Mixtures) {
   const ModelShape& s = find_shape("llama-3.2-1b");
   // use_more_bits(i, 16): i < 2, i >= 14, (i - 2) % 3 == 2.
   const std::set<int> more = {0, 1, 4, 7, 10, 13, 14, 15};
@@ -81,7 +81,7 @@ TEST(TestModelTypes, Llama32_1B_Mixtures) {
   }
 }
 
-TEST(TestModelTypes, Qwen25_15B_Q5_K_M) {
+TEST(RandomModelTypes, Qwen25_15B_Q5_K_M) {
   // 1536 = 6 * 256 and 8960 = 35 * 256: no fallbacks. use_more_bits(i, 28): i < 3, i >= 24,
   // (i - 3) % 3 == 2.
   const std::set<int> more = {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27};
@@ -95,7 +95,7 @@ TEST(TestModelTypes, Qwen25_15B_Q5_K_M) {
   }
 }
 
-TEST(TestModelTypes, FallbacksAndPureTypes) {
+TEST(RandomModelTypes, FallbacksAndPureTypes) {
   const WeightScheme q2 = parse_scheme("q2_k"), q3 = parse_scheme("q3_k"),
                      q5 = parse_scheme("q5_k"), q6 = parse_scheme("q6_k"),
                      q40 = parse_scheme("q4_0"), f16 = parse_scheme("f16");
@@ -118,7 +118,7 @@ TEST(TestModelTypes, FallbacksAndPureTypes) {
   EXPECT_EQ(km.file_type, 15u);
 }
 
-TEST(TestModelTypes, BadNamesAreUsageErrors) {
+TEST(RandomModelTypes, BadNamesAreUsageErrors) {
   EXPECT_THROW(parse_scheme("q4_k_l"), UsageError);
   EXPECT_THROW(find_shape("gpt-5"), UsageError);
   try {
@@ -128,7 +128,7 @@ TEST(TestModelTypes, BadNamesAreUsageErrors) {
   }
 }
 
-TEST(TestModelVocab, SyntheticSpmVocabulary) {
+TEST(RandomModelVocab, SyntheticSpmVocabulary) {
   const auto v = synthetic_spm_vocab(151936);
   ASSERT_EQ(v.tokens.size(), 151936u);
   EXPECT_EQ(v.tokens[0], "<unk>");
@@ -152,7 +152,7 @@ TEST(TestModelVocab, SyntheticSpmVocabulary) {
 std::string write_small(const std::string& dir, const std::string& type, const std::string& arch,
                         const std::string& shape = "small", int layers = 2, uint64_t seed = 1,
                         int threads = 0) {
-  TestModelOptions o;
+  RandomModelOptions o;
   o.shape = shape;
   o.arch = arch;
   o.type = type;
@@ -161,11 +161,11 @@ std::string write_small(const std::string& dir, const std::string& type, const s
   o.threads = threads;
   o.out = dir + "/" + shape + "-" + arch + "-" + type + "-" + std::to_string(seed) + "-" +
           std::to_string(threads) + ".gguf";
-  write_test_model(o);
+  write_random_model(o);
   return o.out;
 }
 
-TEST(TestModelWrite, EveryTypeAndMixtureLoadsAndRuns) {
+TEST(RandomModelWrite, EveryTypeAndMixtureLoadsAndRuns) {
   const std::string dir = testing::temp_dir("make_test_model_types").string();
   for (const auto& type : scheme_names()) {
     SCOPED_TRACE(type);
@@ -194,7 +194,7 @@ TEST(TestModelWrite, EveryTypeAndMixtureLoadsAndRuns) {
   }
 }
 
-TEST(TestModelWrite, Qwen2AndQwen3Architectures) {
+TEST(RandomModelWrite, Qwen2AndQwen3Architectures) {
   const std::string dir = testing::temp_dir("make_test_model_archs").string();
   for (const char* arch : {"qwen2", "qwen3"}) {
     SCOPED_TRACE(arch);
@@ -214,7 +214,7 @@ TEST(TestModelWrite, Qwen2AndQwen3Architectures) {
   }
 }
 
-TEST(TestModelWrite, Gemma3AndPhi3Architectures) {
+TEST(RandomModelWrite, Gemma3AndPhi3Architectures) {
   const std::string dir = testing::temp_dir("make_test_model_gemma_phi").string();
   for (const char* arch : {"gemma3", "phi3"}) {
     SCOPED_TRACE(arch);
@@ -246,7 +246,7 @@ TEST(TestModelWrite, Gemma3AndPhi3Architectures) {
 // 0..14; pair 14: 1956.5) the factor is 1; above 8192 (pairs 18..31; pair 18: 10089) it is 32;
 // pairs 15..17 interpolate. By hand for pair 16: wavelength 2 pi 500000^0.5 = 4442.9,
 // s = (8192/4442.9 - 1) / 3 = 0.2813, factor = 1 / ((1 - 0.2813)/32 + 0.2813) = 3.292.
-TEST(TestModelTypes, Llama3RopeFactors) {
+TEST(RandomModelTypes, Llama3RopeFactors) {
   const auto f = llama3_rope_factors(64, 500000.0f);
   ASSERT_EQ(f.size(), 32u);
   for (int i = 0; i < 15; ++i) EXPECT_EQ(f[size_t(i)], 1.0f) << i;
@@ -260,7 +260,7 @@ TEST(TestModelTypes, Llama3RopeFactors) {
   EXPECT_TRUE(found);
 }
 
-TEST(TestModelWrite, MetadataMatchesTheShape) {
+TEST(RandomModelWrite, MetadataMatchesTheShape) {
   const std::string dir = testing::temp_dir("make_test_model_meta").string();
   const std::string path = write_small(dir, "q8_0", "qwen2", "small", 3);
   auto f = gguf::File::open(path);
@@ -286,7 +286,7 @@ TEST(TestModelWrite, MetadataMatchesTheShape) {
 }
 
 // Weight statistics follow the stated distributions (F32 file, so values are exact).
-TEST(TestModelWrite, WeightDistributions) {
+TEST(RandomModelWrite, WeightDistributions) {
   const std::string dir = testing::temp_dir("make_test_model_stats").string();
   const std::string path = write_small(dir, "f32", "qwen2");
   auto f = gguf::File::open(path);
@@ -318,7 +318,7 @@ TEST(TestModelWrite, WeightDistributions) {
   EXPECT_NEAR(sd, 0.1, 0.02);
 }
 
-TEST(TestModelWrite, DeterministicForASeedWhateverTheThreads) {
+TEST(RandomModelWrite, DeterministicForASeedWhateverTheThreads) {
   const std::string dir = testing::temp_dir("make_test_model_seed").string();
   const auto a = testing::read_file(write_small(dir, "q4_k_m", "llama", "small", 2, 7, 1));
   const auto b = testing::read_file(write_small(dir, "q4_k_m", "llama", "small", 2, 7, 2));
@@ -328,22 +328,22 @@ TEST(TestModelWrite, DeterministicForASeedWhateverTheThreads) {
   EXPECT_NE(a, c);
 }
 
-TEST(TestModelWrite, ErrorsLeaveNoFileBehind) {
+TEST(RandomModelWrite, ErrorsLeaveNoFileBehind) {
   const std::string dir = testing::temp_dir("make_test_model_err").string();
-  TestModelOptions o;
+  RandomModelOptions o;
   o.shape = "tiny";
   o.type = "q8_0";
   o.out = dir + "/x.gguf";
   o.vocab_from = dir + "/missing.gguf";
-  EXPECT_THROW(write_test_model(o), Error);
+  EXPECT_THROW(write_random_model(o), Error);
   EXPECT_FALSE(std::filesystem::exists(o.out));
   EXPECT_FALSE(std::filesystem::exists(o.out + ".tmp"));
   o.vocab_from.clear();
   o.arch = "gpt2";
-  EXPECT_THROW(write_test_model(o), UsageError);
+  EXPECT_THROW(write_random_model(o), UsageError);
   o.arch.clear();
   o.out = dir + "/no/such/dir/x.gguf";
-  EXPECT_THROW(write_test_model(o), Error);
+  EXPECT_THROW(write_random_model(o), Error);
 }
 
 }  // namespace

@@ -100,12 +100,12 @@ struct TensorPlan {
 };
 
 // Every tensor of an `arch` model of shape s, in file order, typed by w. The architectures
-// make-test-model writes are the rows of kArchPlans (test_model.cpp).
+// make-test-model writes are the rows of kArchPlans (random_model.cpp).
 std::vector<TensorPlan> plan_tensors(const ModelShape& s, const std::string& arch,
                                      const WeightScheme& w);
 
 // Architectures plan_tensors knows.
-std::vector<std::string> test_model_archs();
+std::vector<std::string> random_model_archs();
 
 // Meta's Llama 3.1 RoPE frequency factors, as the converter writes rope_freqs.weight (n_rot/2
 // values): pairs of wavelength below original_ctx/high_freq_factor keep factor 1, above
@@ -116,7 +116,7 @@ std::vector<float> llama3_rope_factors(int n_rot, float base, float factor = 32.
                                        float low_freq_factor = 1.0f, float high_freq_factor = 4.0f,
                                        int original_ctx = 8192);
 
-struct TestModelOptions {
+struct RandomModelOptions {
   std::string shape = "tiny";
   std::string arch;          // empty = the shape's
   std::string type = "f32";  // WeightScheme name
@@ -131,7 +131,7 @@ struct TestModelOptions {
   std::function<void(uint64_t, uint64_t)> progress;
 };
 
-struct TestModelSummary {
+struct RandomModelSummary {
   std::string arch;
   ModelShape shape;  // as written (layers and vocabulary size applied)
   int64_t n_params = 0;
@@ -141,7 +141,7 @@ struct TestModelSummary {
 
 // Writes the model to o.out (via a temporary file renamed at the end). Throws UsageError for a
 // bad option, Error for I/O failures or an unreadable --vocab-from file.
-TestModelSummary write_test_model(const TestModelOptions& o);
+RandomModelSummary write_random_model(const RandomModelOptions& o);
 
 // A synthetic SentencePiece vocabulary of n tokens (n >= 300): <unk>, <s>, </s>, the 256 byte
 // tokens <0x00>..<0xFF>, then "▁" and printable ASCII characters, "▁"-prefixed and bare letter

@@ -1,4 +1,4 @@
-// make-test-model's bert writer (test_model_bert.h): the file loads as a BertModel of the shape,
+// make-test-model's bert writer (random_model_bert.h): the file loads as a BertModel of the shape,
 // with a WordPiece tokenizer, and the same seed written as F16 / Q8_0 / Q4_K gives the F32 model's
 // states within each type's rounding (the encoder runs every weight type through ops::matmul).
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include "base/error.h"
 #include "engine/model/bert.h"
-#include "engine/model/test_model.h"
-#include "engine/model/test_model_bert.h"
+#include "engine/model/random_model.h"
+#include "engine/model/random_model_bert.h"
 #include "engine/runtime/encoder.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "support/test_support.h"
@@ -27,19 +27,19 @@ std::vector<float> encode(const std::string& path, const std::string& text, int*
   return out[0].states;
 }
 
-TEST(TestModelBert, WritesLoadableBgeShapesInEveryWeightType) {
+TEST(RandomModelBert, WritesLoadableBgeShapesInEveryWeightType) {
   const auto dir = testing::temp_dir("bert_writer");
   const std::string text = "the quick brown fox jumps over the lazy dog, twice.";
   std::vector<float> ref;
   int n_ref = 0;
   for (const char* type : {"f32", "f16", "q8_0", "q4_k"}) {
     SCOPED_TRACE(type);
-    TestModelOptions o;
+    RandomModelOptions o;
     o.shape = "bge-small";
     o.type = type;
     o.layers = 2;
     o.out = (dir / (std::string(type) + ".gguf")).string();
-    TestModelSummary s = write_test_model(o);
+    RandomModelSummary s = write_random_model(o);
     EXPECT_EQ(s.arch, "bert");
     auto m = BertModel::load(o.out);
     EXPECT_EQ(m->hp().n_embd, 384);
@@ -72,16 +72,16 @@ TEST(TestModelBert, WritesLoadableBgeShapesInEveryWeightType) {
   }
 }
 
-TEST(TestModelBert, RejectsDecoderShapesAndOtherArchs) {
+TEST(RandomModelBert, RejectsDecoderShapesAndOtherArchs) {
   const auto dir = testing::temp_dir("bert_writer_bad");
-  TestModelOptions o;
+  RandomModelOptions o;
   o.out = (dir / "x.gguf").string();
   o.arch = "bert";
   o.shape = "tiny";
-  EXPECT_THROW(write_test_model(o), UsageError);
+  EXPECT_THROW(write_random_model(o), UsageError);
   o.arch = "llama";
   o.shape = "bge-small";
-  EXPECT_THROW(write_test_model(o), UsageError);
+  EXPECT_THROW(write_random_model(o), UsageError);
 }
 
 }  // namespace

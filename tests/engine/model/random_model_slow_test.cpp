@@ -13,7 +13,7 @@
 #include <string>
 
 #include "engine/gguf/gguf.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "reader/native_reader.h"
 #include "support/test_support.h"
 
@@ -28,15 +28,15 @@ long status_kb(const std::string& field) {
   return -1;
 }
 
-TEST(TestModelSlow, Qwen25_05B_Q4_K_M_RunsUnder1GB) {
+TEST(RandomModelSlow, Qwen25_05B_Q4_K_M_RunsUnder1GB) {
   REQUIRE_SHARED(vocab, "fixtures/models/tiny-qwen2.gguf");
   const std::string out = (ragform::testing::temp_dir("make_test_model_q05") / "q05.gguf").string();
-  ragform::model::TestModelOptions o;
+  ragform::model::RandomModelOptions o;
   o.shape = "qwen2.5-0.5b";
   o.type = "q4_k_m";
   o.vocab_from = vocab.string();
   o.out = out;
-  const auto sum = ragform::model::write_test_model(o);
+  const auto sum = ragform::model::write_random_model(o);
   const long hwm_write = status_kb("VmHWM");
   // Qwen2.5-0.5B has 494,032,768 parameters; its llama-quantize Q4_K_M mixes Q5_0 (896-long rows)
   // and Q8_0 (token_embd and the use_more_bits attn_v) with Q4_K/Q6_K ffn_down.

@@ -1,6 +1,6 @@
 // Random-weight models of real shapes: shapes, weight schemes, llama-quantize's per-tensor type
-// rules and the synthetic vocabulary (the streaming writer is in test_model_write.cpp).
-#include "engine/model/test_model.h"
+// rules and the synthetic vocabulary (the streaming writer is in random_model_write.cpp).
+#include "engine/model/random_model.h"
 
 #include <cctype>
 #include <cmath>
@@ -212,7 +212,7 @@ const ArchPlan kArchPlans[] = {
 
 }  // namespace
 
-std::vector<std::string> test_model_archs() {
+std::vector<std::string> random_model_archs() {
   std::vector<std::string> v;
   for (const auto& r : kArchPlans) v.push_back(r.arch);
   return v;
@@ -225,7 +225,7 @@ std::vector<TensorPlan> plan_tensors(const ModelShape& s, const std::string& arc
     if (arch == r.arch) row = &r;
   if (!row) {
     std::string list;
-    for (const auto& a : test_model_archs()) list += (list.empty() ? "" : ", ") + a;
+    for (const auto& a : random_model_archs()) list += (list.empty() ? "" : ", ") + a;
     throw UsageError("make-test-model", "unknown --arch '" + arch + "' (supported: " + list + ")");
   }
   std::vector<TensorPlan> out;

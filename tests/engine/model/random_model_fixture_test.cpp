@@ -7,7 +7,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/model/model.h"
-#include "engine/model/test_model.h"
+#include "engine/model/random_model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "support/test_support.h"
 
@@ -23,7 +23,7 @@ ModelShape tinyq_shape(bool tied) {
   return s;
 }
 
-TEST(TestModelFixture, TensorTypesMatchLlamaQuantize) {
+TEST(RandomModelFixture, TensorTypesMatchLlamaQuantize) {
   REQUIRE_SHARED(path, "fixtures/models/tensor_types.json");
   std::ifstream in(path);
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -68,16 +68,16 @@ TEST(TestModelFixture, TensorTypesMatchLlamaQuantize) {
   }
 }
 
-TEST(TestModelFixture, VocabFromCopiesTheQwenTokenizer) {
+TEST(RandomModelFixture, VocabFromCopiesTheQwenTokenizer) {
   REQUIRE_SHARED(src, "fixtures/models/tiny-qwen2.gguf");
   const std::string out = (testing::temp_dir("make_test_model_vocab") / "q.gguf").string();
-  TestModelOptions o;
+  RandomModelOptions o;
   o.shape = "tiny";
   o.arch = "qwen2";
   o.type = "q8_0";
   o.vocab_from = src.string();
   o.out = out;
-  const TestModelSummary s = write_test_model(o);
+  const RandomModelSummary s = write_random_model(o);
   EXPECT_EQ(s.shape.n_vocab, 151936);
 
   auto a = gguf::File::open(src.string());

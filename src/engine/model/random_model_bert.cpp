@@ -1,4 +1,4 @@
-#include "engine/model/test_model_bert.h"
+#include "engine/model/random_model_bert.h"
 
 #include <cmath>
 
@@ -97,7 +97,7 @@ namespace {
 
 // The tokenizer metadata: a synthetic WordPiece vocabulary of s.n_vocab tokens, or the one of
 // --vocab-from (which then sets s.n_vocab).
-std::vector<std::pair<std::string, Value>> bert_vocab(const TestModelOptions& o, ModelShape& s) {
+std::vector<std::pair<std::string, Value>> bert_vocab(const RandomModelOptions& o, ModelShape& s) {
   std::vector<std::pair<std::string, Value>> vocab;
   if (o.vocab_from.empty()) {
     vocab = synthetic_wpm_vocab(s.n_vocab);
@@ -158,7 +158,7 @@ std::vector<Planned> plan_bert_tensors(const ModelShape& s, const WeightScheme& 
 
 // The tensors' bytes: seeded normal values per chunk of 64 rows (the same for any thread count),
 // quantised to each tensor's type. Counts the types and parameters into `sum`.
-bool fill_tensors(std::vector<Planned>& plan, const TestModelOptions& o, TestModelSummary& sum,
+bool fill_tensors(std::vector<Planned>& plan, const RandomModelOptions& o, RandomModelSummary& sum,
                   uint64_t& total) {
   ThreadPool pool(o.threads);
   total = 0;
@@ -193,7 +193,7 @@ bool fill_tensors(std::vector<Planned>& plan, const TestModelOptions& o, TestMod
 
 }  // namespace
 
-TestModelSummary write_bert_test_model(const TestModelOptions& o) {
+RandomModelSummary write_random_bert_model(const RandomModelOptions& o) {
   if (o.out.empty()) throw UsageError("make-test-model", "no output file (-o FILE)");
   if (!o.arch.empty() && o.arch != "bert")
     throw UsageError("make-test-model", "shape '" + o.shape + "' is a bert encoder shape");
@@ -210,7 +210,7 @@ TestModelSummary write_bert_test_model(const TestModelOptions& o) {
 
   std::vector<std::pair<std::string, Value>> vocab = bert_vocab(o, s);
   std::vector<Planned> plan = plan_bert_tensors(s, scheme);
-  TestModelSummary sum;
+  RandomModelSummary sum;
   uint64_t total = 0;
   const bool quantized = fill_tensors(plan, o, sum, total);
 
