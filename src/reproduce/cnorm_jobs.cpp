@@ -1,5 +1,5 @@
 // C-NORM's experiments through its runners (pipelines/cnorm/run.h): run_calibrate for the profile
-// (sections 4.1-4.2), then run_eval (the gold-position sweep, 5.1; KV retrieval, section 3 and
+// (sections 4.1-4.2), then run_eval (the gold-position sweep, 5.1; KV retrieval, section 2 and
 // Appendix A) or run_longbench (5.2).
 #include <algorithm>
 
@@ -64,9 +64,9 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   const std::string input = p.inputs.at(0), input_sha256 = store::sha256_file(input);
   const std::string tmpl = cnorm::load_template(task, p.inputs.at(1), "");
   auto records = eval::load_qa_file(input).records;
-  // Paper: 500 questions (5.1) / samples (section 3); 3 seeds for the NQ sweep (5.1: "averaged
-  // over three random seeds"), one for KV (section 3 names none). KV: the shared file's 75 records
-  // per sample are cut to 40, section 3's low-density setting (6 at smoke scale).
+  // Paper: 500 questions (5.1) / samples (section 2); 3 seeds for the NQ sweep (5.1: "averaged
+  // over three random seeds"), one for KV (section 2 names none). KV: the shared file's 75 records
+  // per sample are cut to 40, section 2's low-density setting (6 at smoke scale).
   const bool kv_task = task == cnorm::Task::Kv;
   const size_t n = smoke ? 2 : 500, S = smoke ? 2 : 8, k = 10;
   const size_t kv_records = smoke ? 6 : 40;
@@ -112,7 +112,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
     eo.k = docs;
     eo.ctx = opt.ctx;
     eo.max_tokens = j.max_tokens;
-    eo.all_candidates = kv;  // every delimiter: '&' (section 3) and the token analysis (App. A)
+    eo.all_candidates = kv;  // every delimiter: '&' (section 2) and the token analysis (App. A)
     eo.origin = origin(opt);
     eo.input_sha256 = input_sha256;
     eo.hooks = hooks(opt);
@@ -120,7 +120,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
     std::vector<Value> out;
     sweep_values(sum, out);
     if (kv) {
-      // Section 3: the records' own hyphenated UUIDs (the baseline) vs '&' in place of '-'.
+      // Section 2: the records' own hyphenated UUIDs (the baseline) vs '&' in place of '-'.
       for (const auto& v : std::vector<Value>(out)) {
         Value c = v;
         c.method = v.method == "Baseline" ? "UUID (-)" : "Modified UUID (&)";
