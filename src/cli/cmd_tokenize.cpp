@@ -1,7 +1,9 @@
 // `ragform tokenize -m MODEL (--text T | --file F) [--no-bos] [--no-special] [--json] [--chat]`:
 // the model's own tokenizer (engine/tokenizer/tokenizer.h), with llama-tokenize's defaults: special
 // tokens (BOS/EOS, [CLS]/[SEP]) are added when the vocabulary asks for them (--no-bos adds
-// none), and special-token text in the input is parsed (--no-special disables that).
+// none), and special-token text in the input is parsed (--no-special disables that). With --chat
+// the text is the user turn of the model's chat template and stays text: only the template's own
+// markers become special tokens.
 // Output is this command's result, so it goes to stdout: one `id -> 'piece'` line per token as
 // llama-tokenize prints it, or with --json one line {"ids": [...], "pieces": [...]} (pieces that
 // are not valid UTF-8, e.g. a lone byte token, have their invalid bytes replaced by U+FFFD).
@@ -39,6 +41,8 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
 
   std::string prompt = text.seen ? text.value : read_file_bytes(file.value);
   auto f = gguf::File::open(model.value);
+  auto tok = tok::Tokenizer::from_gguf(*f);
+  std::vector<int32_t> ids;
   if (chat.value) {
     auto family = tok::detect_chat_family(f->get_string("tokenizer.chat_template", ""));
     if (family == tok::ChatFamily::None)
@@ -47,13 +51,15 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
     std::vector<tok::ChatMessage> msgs;
     if (!system.value.empty()) msgs.push_back({"system", system.value});
     msgs.push_back({"user", prompt});
-    prompt = tok::render_chat(family, msgs, /*add_generation_prompt=*/true);
+    // The messages are text: special-token text in them stays text (as in serve's chat).
+    tok::ChatPrompt cp =
+        tok::tokenize_chat(*tok, family, msgs, /*add_generation_prompt=*/true, !no_bos.value);
     std::fprintf(stderr, "chat template: %s\n%s\n", tok::family_name(family).c_str(),
-                 prompt.c_str());
+                 cp.text.c_str());
+    ids = no_special.value ? tok->encode(cp.text, !no_bos.value, false) : std::move(cp.ids);
+  } else {
+    ids = tok->encode(prompt, !no_bos.value, !no_special.value);
   }
-
-  auto tok = tok::Tokenizer::from_gguf(*f);
-  const std::vector<int32_t> ids = tok->encode(prompt, !no_bos.value, !no_special.value);
 
   if (json.value) {
     nlohmann::json pieces = nlohmann::json::array();

@@ -60,40 +60,43 @@ std::string NativeReader::chat_mode() const {
   return opt_.chat ? tok::family_name(tok::ChatFamily(chat_family_)) : std::string("raw");
 }
 
-std::string NativeReader::render(const std::string& prompt) const {
-  if (!opt_.chat) return prompt;
+std::vector<int32_t> NativeReader::prompt_ids(const std::string& prompt) const {
+  if (!opt_.chat) return tok_->encode(prompt, true, false);
+  // The prompt (and system message) is the user's turn: its text stays text, only the template's
+  // own markers are special tokens, so document text cannot close the turn or forge another.
   std::vector<tok::ChatMessage> msgs;
   if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
   msgs.push_back({"user", prompt});
-  return tok::render_chat(tok::ChatFamily(chat_family_), msgs, true);
+  return tok::tokenize_chat(*tok_, tok::ChatFamily(chat_family_), msgs, true).ids;
 }
 
-std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt) const {
-  std::vector<int32_t> ids;
-  if (opt_.chat) {
-    // The template's own markers are control tokens: parse them. The user's text is inside, so
-    // it could carry special-token text too; that is the price of chat mode, documented.
-    ids = tok_->encode(render(prompt), true, true);
-  } else {
-    ids = tok_->encode(prompt, true, false);
-  }
-  if (int(ids.size()) > opt_.n_ctx) {
-    if (opt_.overflow == Overflow::Error)
+std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt, int reserve) const {
+  std::vector<int32_t> ids = prompt_ids(prompt);
+  if (opt_.overflow == Overflow::Error) {
+    if (int(ids.size()) > opt_.n_ctx)
       throw Error("reader",
                   "prompt of " + std::to_string(ids.size()) +
                       " tokens exceeds the context size n_ctx = " + std::to_string(opt_.n_ctx) +
                       " (raise --ctx or choose a truncation policy)");
-    // Keep BOS (if any) and the last tokens.
-    std::vector<int32_t> cut;
-    size_t keep = size_t(opt_.n_ctx);
-    if (!ids.empty() && ids[0] == tok_->bos() && tok_->add_bos()) {
-      cut.push_back(ids[0]);
-      keep -= 1;
-    }
-    cut.insert(cut.end(), ids.end() - long(keep), ids.end());
-    ids = std::move(cut);
+    return ids;
   }
-  return ids;
+  return truncate_left(std::move(ids), std::max(0, reserve));
+}
+
+// Keeps BOS (if any) and the end of the prompt, so that `reserve` generated tokens still fit in
+// n_ctx after it: a prompt cut to the whole context would leave room for one token only.
+std::vector<int32_t> NativeReader::truncate_left(std::vector<int32_t> ids, int reserve) const {
+  if (int64_t(ids.size()) + reserve <= opt_.n_ctx) return ids;
+  const bool bos = !ids.empty() && ids[0] == tok_->bos() && tok_->add_bos();
+  const int room = opt_.n_ctx - reserve - (bos ? 1 : 0);
+  if (room < 1)
+    throw Error("reader", "--truncate left: " + std::to_string(reserve) +
+                              " tokens to generate leave no room for the prompt in n_ctx = " +
+                              std::to_string(opt_.n_ctx) + " (lower -n or raise --ctx)");
+  std::vector<int32_t> cut;
+  if (bos) cut.push_back(ids[0]);
+  cut.insert(cut.end(), ids.end() - long(room), ids.end());
+  return cut;
 }
 
 int NativeReader::count_tokens(const std::string& prompt) {
@@ -124,7 +127,7 @@ runtime::GenerateOptions to_options(const GenerateParams& p) {
 std::vector<Generation> NativeReader::generate_batch(const std::vector<std::string>& prompts,
                                                      const GenerateParams& p) {
   std::vector<std::vector<int32_t>> toks;
-  for (auto& pr : prompts) toks.push_back(prompt_tokens(pr));
+  for (auto& pr : prompts) toks.push_back(prompt_tokens(pr, p.max_tokens));
   std::lock_guard<std::mutex> lock(mu_);
   auto outs = runtime::generate(*ctx_, *tok_, toks, to_options(p));
   std::vector<Generation> res;

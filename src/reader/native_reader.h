@@ -1,7 +1,7 @@
 // NativeReader: the Reader over ragform's own GGUF engine. Answers all four questions. Prompt text
 // is tokenised with BOS as the vocabulary asks and special-token parsing OFF (as the fixtures
 // were), so document text cannot inject control tokens; in chat mode the prompt becomes the user
-// turn of the model's chat template, whose own control tokens are parsed.
+// turn of the model's chat template, whose own control tokens (only those) are parsed.
 // Thread-safe: calls are serialised by a mutex (one forward pass at a time uses all threads).
 #pragma once
 #include <memory>
@@ -56,8 +56,10 @@ class NativeReader : public Reader {
   int count_tokens(const std::string& prompt) override;
   std::optional<PrefillCounts> prefill_counts() const override;
 
-  // The tokens a prompt becomes (after chat wrapping and the overflow policy).
-  std::vector<int32_t> prompt_tokens(const std::string& prompt) const;
+  // The tokens a prompt becomes (after chat wrapping and the overflow policy). With
+  // Overflow::TruncateLeft the prompt is cut so that `reserve` generated tokens fit after it in
+  // n_ctx (an error when even one prompt token would not); Overflow::Error ignores `reserve`.
+  std::vector<int32_t> prompt_tokens(const std::string& prompt, int reserve = 0) const;
   const model::Model& model() const { return *model_; }
   const tok::Tokenizer& tokenizer() const { return *tok_; }
   const std::string& model_path() const { return path_; }
@@ -68,7 +70,9 @@ class NativeReader : public Reader {
   std::shared_ptr<runtime::PrefixCache> prefix_cache() const { return prefix_cache_; }
 
  private:
-  std::string render(const std::string& prompt) const;
+  // The tokens of the prompt (chat-wrapped in chat mode) before the overflow policy.
+  std::vector<int32_t> prompt_ids(const std::string& prompt) const;
+  std::vector<int32_t> truncate_left(std::vector<int32_t> ids, int reserve) const;
   std::string path_;
   NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;

@@ -364,7 +364,7 @@ Response Api::completions(const std::string& body) {
     logprobs = get_int(j, "logprobs", 0, 0, 20);
   std::vector<std::vector<int32_t>> ids;
   for (auto& p : prompts) {
-    ids.push_back(reader_.prompt_tokens(p));
+    ids.push_back(reader_.prompt_tokens(p, c.gen.max_tokens));
     check_prompt_len(ids.back().size(), c.gen.max_tokens, opt_);
   }
   std::string id = next_id("cmpl-");
@@ -443,9 +443,9 @@ Response Api::chat(const std::string& body) {
     msgs.push_back({role, content});
   }
   Common c = common_fields(j, opt_, opt_.max_tokens);
-  const auto& tk = reader_.tokenizer();
-  std::string text = tok::render_chat(tok::ChatFamily(chat_family_), msgs, true);
-  std::vector<int32_t> ids = tk.encode(text, true, true);
+  // Message contents are text: only the template's own markers become special tokens.
+  std::vector<int32_t> ids =
+      tok::tokenize_chat(reader_.tokenizer(), tok::ChatFamily(chat_family_), msgs, true).ids;
   int max_tokens = c.gen.max_tokens;
   if (!j.contains("max_tokens") && !j.contains("max_completion_tokens"))
     max_tokens = std::max(0, std::min(max_tokens, opt_.n_ctx - int(ids.size())));

@@ -1,5 +1,10 @@
-// `ragform tokenize --chat`: the text becomes the user turn of the model's chat template.
+// `ragform tokenize --chat`: the text becomes the user turn of the model's chat template, and stays
+// text: special-token text in it is not parsed (nor in `generate --chat`'s prompt), only the
+// template's own markers are.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf.h"
@@ -34,6 +39,53 @@ TEST(TokenizeChat, RendersTheTemplateBeforeTokenising) {
   auto none = run_ragform("tokenize -m '" + src.string() + "' --text Hi --chat");
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.err.find("has no chat template"), std::string::npos);
+}
+
+// tiny-qwen2 with a ChatML template (the fixture has none), written to `dir`.
+std::string qwen_chatml(const std::filesystem::path& src, const std::filesystem::path& dir) {
+  auto f = ragform::gguf::File::open(src.string());
+  auto w = ragform::gguf::Writer::copy_of(*f);
+  w.set("tokenizer.chat_template", ragform::gguf::Value::str("{{'<|im_start|>' + role}}"));
+  const std::string model = (dir / "qwen-chatml.gguf").string();
+  w.write(model);
+  return model;
+}
+
+TEST(TokenizeChat, SpecialTokenTextInTheMessageStaysText) {
+  REQUIRE_SHARED(src, "fixtures/models/tiny-qwen2.gguf");
+  const std::string model = qwen_chatml(src, ragform::testing::temp_dir("tokchat_inject"));
+  auto ids_of = [&](const std::string& text, const std::string& flags) {
+    auto r = run_ragform("tokenize -m '" + model + "' --text '" + text + "' --json " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out)["ids"].get<std::vector<int>>();
+  };
+  const std::vector<int> im_end = ids_of("<|im_end|>", "--no-bos");
+  ASSERT_EQ(im_end.size(), 1u);  // the control token, when parsed outside chat mode
+  const auto hello = ids_of("hello", "--chat");
+  const auto injected = ids_of("<|im_end|>", "--chat");
+  const auto partial = ids_of("<|im_end|", "--chat");
+  // The template's own <|im_end|> is the only one: the message's is text (more tokens than the
+  // one-token "hello", at least as many as its prefix "<|im_end|").
+  EXPECT_EQ(std::count(injected.begin(), injected.end(), im_end[0]), 1);
+  EXPECT_EQ(std::count(hello.begin(), hello.end(), im_end[0]), 1);
+  EXPECT_GT(injected.size(), hello.size());
+  EXPECT_GE(injected.size(), partial.size());
+  // --no-special keeps its meaning: no special-token text is parsed, the template's included.
+  const auto raw = ids_of("hello", "--chat --no-special");
+  EXPECT_EQ(std::count(raw.begin(), raw.end(), im_end[0]), 0);
+}
+
+TEST(TokenizeChat, GenerateChatPromptKeepsMessageTextAsText) {
+  REQUIRE_SHARED(src, "fixtures/models/tiny-qwen2.gguf");
+  const std::string model = qwen_chatml(src, ragform::testing::temp_dir("genchat_inject"));
+  auto prompt_tokens = [&](const std::string& text) {
+    auto r = run_ragform("generate -m '" + model + "' --chat -p '" + text + "' -n 1 --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out)["prompt_tokens"].get<int>();
+  };
+  const int hello = prompt_tokens("hello"), injected = prompt_tokens("<|im_end|>");
+  EXPECT_GT(injected, hello);
+  EXPECT_GE(injected, prompt_tokens("<|im_end|"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ragform::tok {
 
@@ -46,36 +47,76 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-void render_mistral_v7(std::string& out, bool tekken, const std::vector<ChatMessage>& msgs) {
-  const char* sp = tekken ? "" : " ";
-  for (const auto& m : msgs) {
-    if (m.role == "system")
-      out += std::string("[SYSTEM_PROMPT]") + sp + m.content + "[/SYSTEM_PROMPT]";
-    else if (m.role == "user")
-      out += std::string("[INST]") + sp + m.content + "[/INST]";
+// The rendered prompt and which of its bytes the template wrote. Contents come from the
+// conversation (a server takes them from its client), so they go through content(); the family's
+// fixed markers go through tmpl(), role names through role().
+class Out {
+ public:
+  void tmpl(std::string_view s) {
+    if (s.empty()) return;
+    if (!spans_.empty() && spans_.back().end == r_.size())
+      spans_.back().end += s.size();  // adjacent template text is one span
     else
-      out += sp + m.content + "</s>";
+      spans_.push_back({r_.size(), r_.size() + s.size()});
+    r_.append(s);
+  }
+  void content(std::string_view s) { r_.append(s); }
+  // A role the formats know is the template's (Phi-3 writes it inside its marker, "<|user|>", a
+  // control token); any other role name is the client's text: with it a message must not be able
+  // to spell another marker ("end" would make Phi-3's "<|end|>").
+  void role(std::string_view r) {
+    for (const char* known : {"system", "user", "assistant", "model", "tool"})
+      if (r == known) return tmpl(r);
+    content(r);
+  }
+  RenderedChat take() { return {std::move(r_), std::move(spans_)}; }
+
+ private:
+  std::string r_;
+  std::vector<TextSpan> spans_;
+};
+
+void render_mistral_v7(Out& out, bool tekken, const std::vector<ChatMessage>& msgs) {
+  const std::string sp = tekken ? "" : " ";
+  for (const auto& m : msgs) {
+    if (m.role == "system") {
+      out.tmpl("[SYSTEM_PROMPT]" + sp);
+      out.content(m.content);
+      out.tmpl("[/SYSTEM_PROMPT]");
+    } else if (m.role == "user") {
+      out.tmpl("[INST]" + sp);
+      out.content(m.content);
+      out.tmpl("[/INST]");
+    } else {
+      out.tmpl(sp);
+      out.content(m.content);
+      out.tmpl("</s>");
+    }
   }
 }
 
 // Mistral v1/v3/v3-tekken (mistralai cookbook "chat_templates.md"): a system message opens the
 // first [INST] block and is followed by "\n\n"; assistant turns close the block with </s>.
-void render_mistral_v1_v3(std::string& out, ChatFamily f, const std::vector<ChatMessage>& msgs) {
+void render_mistral_v1_v3(Out& out, ChatFamily f, const std::vector<ChatMessage>& msgs) {
   const std::string lead = f == ChatFamily::MistralV1 ? " " : "";
   const std::string trail = f == ChatFamily::MistralV3Tekken ? "" : " ";
   const bool trim_assistant = f == ChatFamily::MistralV3;
   bool inside_turn = false;
   for (const auto& m : msgs) {
     if (!inside_turn) {
-      out += lead + "[INST]" + trail;
+      out.tmpl(lead + "[INST]" + trail);
       inside_turn = true;
     }
     if (m.role == "system") {
-      out += m.content + "\n\n";
+      out.content(m.content);
+      out.tmpl("\n\n");
     } else if (m.role == "user") {
-      out += m.content + lead + "[/INST]";
+      out.content(m.content);
+      out.tmpl(lead + "[/INST]");
     } else {
-      out += trail + (trim_assistant ? trim(m.content) : m.content) + "</s>";
+      out.tmpl(trail);
+      out.content(trim_assistant ? trim(m.content) : m.content);
+      out.tmpl("</s>");
       inside_turn = false;
     }
   }
@@ -84,27 +125,33 @@ void render_mistral_v1_v3(std::string& out, ChatFamily f, const std::vector<Chat
 // Llama 2 (huggingface.co/blog/llama2 "How to prompt Llama 2"). The first "[INST] " is written
 // without BOS (the tokenizer adds it); later turns start with "<s>[INST] " only in the -bos
 // variant, as llama.cpp renders it.
-void render_llama2(std::string& out, ChatFamily f, const std::vector<ChatMessage>& msgs) {
+void render_llama2(Out& out, ChatFamily f, const std::vector<ChatMessage>& msgs) {
   const bool system_block = f != ChatFamily::Llama2;
   const bool bos_inside = f == ChatFamily::Llama2SysBos;
   const bool strip = f == ChatFamily::Llama2SysStrip;
   bool inside_turn = true;
-  out += "[INST] ";
+  out.tmpl("[INST] ");
   for (const auto& m : msgs) {
     const std::string content = strip ? trim(m.content) : m.content;
     if (!inside_turn) {
       inside_turn = true;
-      out += bos_inside ? "<s>[INST] " : "[INST] ";
+      out.tmpl(bos_inside ? "<s>[INST] " : "[INST] ");
     }
     if (m.role == "system") {
-      if (system_block)
-        out += "<<SYS>>\n" + content + "\n<</SYS>>\n\n";
-      else
-        out += content + "\n";  // no system support: prepend the text to the first turn
+      if (system_block) {
+        out.tmpl("<<SYS>>\n");
+        out.content(content);
+        out.tmpl("\n<</SYS>>\n\n");
+      } else {
+        out.content(content);  // no system support: prepend the text to the first turn
+        out.tmpl("\n");
+      }
     } else if (m.role == "user") {
-      out += content + " [/INST]";
+      out.content(content);
+      out.tmpl(" [/INST]");
     } else {
-      out += content + "</s>";
+      out.content(content);
+      out.tmpl("</s>");
       inside_turn = false;
     }
   }
@@ -113,7 +160,7 @@ void render_llama2(std::string& out, ChatFamily f, const std::vector<ChatMessage
 // Gemma (google/gemma-7b-it, as llama.cpp renders it): no system role, so system texts (trimmed)
 // are collected and written before the next non-model turn's content; "assistant" becomes
 // "model"; every content is trimmed.
-void render_gemma(std::string& out, const std::vector<ChatMessage>& msgs) {
+void render_gemma(Out& out, const std::vector<ChatMessage>& msgs) {
   std::string system;
   for (const auto& m : msgs) {
     if (m.role == "system") {
@@ -121,12 +168,16 @@ void render_gemma(std::string& out, const std::vector<ChatMessage>& msgs) {
       continue;
     }
     const std::string role = m.role == "assistant" ? "model" : m.role;
-    out += "<start_of_turn>" + role + "\n";
+    out.tmpl("<start_of_turn>");
+    out.role(role);
+    out.tmpl("\n");
     if (!system.empty() && role != "model") {
-      out += system + "\n\n";
+      out.content(system);
+      out.tmpl("\n\n");
       system.clear();
     }
-    out += trim(m.content) + "<end_of_turn>\n";
+    out.content(trim(m.content));
+    out.tmpl("<end_of_turn>\n");
   }
 }
 
@@ -188,17 +239,25 @@ ChatFamily detect_chat_family(std::string_view tmpl) {
   return ChatFamily::Unknown;
 }
 
-std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt) {
-  std::string out;
+RenderedChat render_chat_spans(ChatFamily family, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt) {
+  Out out;
   switch (family) {
     case ChatFamily::None:
-      for (size_t i = 0; i < messages.size(); ++i) out += (i ? "\n\n" : "") + messages[i].content;
+      for (size_t i = 0; i < messages.size(); ++i) {
+        out.tmpl(i ? "\n\n" : "");
+        out.content(messages[i].content);
+      }
       break;
     case ChatFamily::ChatML:
-      for (const auto& m : messages)
-        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      for (const auto& m : messages) {
+        out.tmpl("<|im_start|>");
+        out.role(m.role);
+        out.tmpl("\n");
+        out.content(m.content);
+        out.tmpl("<|im_end|>\n");
+      }
+      if (add_generation_prompt) out.tmpl("<|im_start|>assistant\n");
       break;
     case ChatFamily::Llama2:
     case ChatFamily::Llama2Sys:
@@ -216,19 +275,29 @@ std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messa
       render_mistral_v7(out, family == ChatFamily::MistralV7Tekken, messages);
       break;
     case ChatFamily::Phi3:
-      for (const auto& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
-      if (add_generation_prompt) out += "<|assistant|>\n";
+      for (const auto& m : messages) {
+        out.tmpl("<|");
+        out.role(m.role);
+        out.tmpl("|>\n");
+        out.content(m.content);
+        out.tmpl("<|end|>\n");
+      }
+      if (add_generation_prompt) out.tmpl("<|assistant|>\n");
       break;
     case ChatFamily::Llama3:
       // Llama 3 trims every message (llama.cpp does; Meta's template applies | trim).
-      for (const auto& m : messages)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) +
-               "<|eot_id|>";
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      for (const auto& m : messages) {
+        out.tmpl("<|start_header_id|>");
+        out.role(m.role);
+        out.tmpl("<|end_header_id|>\n\n");
+        out.content(trim(m.content));
+        out.tmpl("<|eot_id|>");
+      }
+      if (add_generation_prompt) out.tmpl("<|start_header_id|>assistant<|end_header_id|>\n\n");
       break;
     case ChatFamily::Gemma:
       render_gemma(out, messages);
-      if (add_generation_prompt) out += "<start_of_turn>model\n";
+      if (add_generation_prompt) out.tmpl("<start_of_turn>model\n");
       break;
     case ChatFamily::Unknown:
       throw Error(
@@ -237,7 +306,20 @@ std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messa
           "chatml, llama2*, mistral-v1/v3/v7, phi3, llama3, gemma); use raw completion or name a "
           "family explicitly");
   }
-  return out;
+  return out.take();
+}
+
+std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt) {
+  return render_chat_spans(family, messages, add_generation_prompt).text;
+}
+
+ChatPrompt tokenize_chat(const Tokenizer& tk, ChatFamily family,
+                         const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                         bool add_special) {
+  RenderedChat r = render_chat_spans(family, messages, add_generation_prompt);
+  std::vector<int32_t> ids = tk.encode_with_special_spans(r.text, r.template_spans, add_special);
+  return {std::move(r.text), std::move(ids)};
 }
 
 }  // namespace ragform::tok

@@ -9,11 +9,17 @@
 //
 // The rendered prompt never contains the leading BOS: the tokenizer adds it (add_special), as
 // llama.cpp does. `ChatFamily::None` is raw completion (base models, or the user asking for it).
+//
+// Message contents (and roles) are text: special-token text inside them stays text, so a message
+// cannot close its own turn or open another. Only the template's own markers become special
+// tokens. tokenize_chat is the one way a conversation becomes token ids.
 #pragma once
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ragform::tok {
 
@@ -57,9 +63,29 @@ std::optional<ChatFamily> family_from_name(std::string_view name);
 
 // Renders `messages` in the family's format; `add_generation_prompt` appends the opening of an
 // assistant turn where the format has one (ChatML, Phi-3, Llama-3, Gemma; the [INST] formats end
-// with
-// "[/INST]" already). Throws ragform::Error for ChatFamily::Unknown.
+// with "[/INST]" already). Throws ragform::Error for ChatFamily::Unknown.
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt);
+
+// render_chat's text and the byte ranges of it the template wrote (sorted, disjoint; adjacent
+// template text is one range). Everything outside them came from the messages.
+struct RenderedChat {
+  std::string text;
+  std::vector<TextSpan> template_spans;
+};
+RenderedChat render_chat_spans(ChatFamily family, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt);
+
+// The rendered prompt and its token ids: special-token text is parsed only where the template
+// wrote it (Tokenizer::encode_with_special_spans), BOS/EOS added as the vocabulary asks when
+// add_special. For contents without special-token text the ids are encode(text, add_special,
+// true)'s, i.e. llama.cpp's.
+struct ChatPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+ChatPrompt tokenize_chat(const Tokenizer& tk, ChatFamily family,
+                         const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                         bool add_special = true);
 
 }  // namespace ragform::tok

@@ -1,5 +1,6 @@
 #include "engine/tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/error.h"
@@ -65,15 +66,28 @@ struct Fragment {
   size_t off, len;
 };
 
+// Whether [at, at + len) lies wholly inside one of the sorted, disjoint `spans`.
+bool inside_spans(const std::vector<TextSpan>& spans, size_t at, size_t len) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), at,
+                             [](size_t x, const TextSpan& s) { return x < s.begin; });
+  if (it == spans.begin()) return false;
+  --it;
+  return at >= it->begin && at + len <= it->end;
+}
+
 // llama.cpp's tokenizer_st_partition: split raw text around special-token occurrences, longest
-// special tokens first. Control/unknown tokens only when parse_special; user-defined always.
-std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special) {
+// special tokens first. Control/unknown tokens only when parse_special, and then, if `spans` is
+// given, only occurrences wholly inside one of them; user-defined always.
+std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool parse_special,
+                                const std::vector<TextSpan>* spans = nullptr) {
   std::vector<Fragment> frags, next;
   if (text.empty()) return frags;
   frags.push_back({-1, 0, text.size()});
   for (int32_t id : v.special_cache) {
     const uint32_t attr = v.attr[id];
-    if (!parse_special && (attr & (kAttrControl | kAttrUnknown))) continue;
+    const bool gated = (attr & (kAttrControl | kAttrUnknown)) != 0;
+    if (!parse_special && gated) continue;
+    const bool check_spans = gated && spans != nullptr;
     const std::string& tok = v.text[id];
     next.clear();
     for (const Fragment& fr : frags) {
@@ -81,12 +95,16 @@ std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool pars
         next.push_back(fr);
         continue;
       }
-      size_t base = fr.off, len = fr.len;
+      size_t base = fr.off, len = fr.len, from = base;
       while (len > 0) {
-        const size_t m = text.substr(0, base + len).find(tok, base);
+        const size_t m = text.substr(0, base + len).find(tok, from);
         if (m == std::string_view::npos) {
           next.push_back({-1, base, len});
           break;
+        }
+        if (check_spans && !inside_spans(*spans, m, tok.size())) {
+          from = m + 1;  // message text: not this token here; look further on
+          continue;
         }
         size_t left = m - base;
         if (attr & kAttrLstrip)
@@ -98,6 +116,7 @@ std::vector<Fragment> partition(const Vocab& v, std::string_view text, bool pars
           while (r_len > 0 && is_space_ascii(text[r_off])) ++r_off, --r_len;
         base = r_off;
         len = r_len;
+        from = base;
       }
     }
     frags.swap(next);
@@ -146,41 +165,11 @@ std::string clean_spaces(const std::string& in) {
   });
 }
 
-}  // namespace
-
-// Piece of a token with special tokens rendered (llama.cpp's token_to_piece cache).
-std::string compute_piece(const Vocab& v, int32_t id) {
-  const uint32_t attr = v.attr[id];
-  const std::string& text = v.text[id];
-  if (attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return text;
-  if (attr & kAttrNormal) {
-    if (v.kind == VocabKind::kBpe) return decode_byte_level(text);
-    std::string s = text;
-    replace_all(s, kSpace, " ");
-    return s;
-  }
-  if ((attr & kAttrByte) && v.kind != VocabKind::kWpm) return std::string(1, byte_of(text));
-  return "";  // undefined / unused tokens render as nothing
-}
-
-struct Tokenizer::Impl {
-  Vocab v;
-};
-
-Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Tokenizer::~Tokenizer() = default;
-
-std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
-  auto impl = std::make_unique<Impl>();
-  load_vocab(f, impl->v);
-  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
-}
-
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
-                                       bool parse_special) const {
-  const Vocab& v = impl_->v;
+// Token ids of partitioned text: special tokens as they are, raw fragments by the vocabulary's
+// algorithm, BOS/EOS around them when add_special.
+std::vector<int32_t> encode_fragments(const Vocab& v, std::string_view text,
+                                      const std::vector<Fragment>& frags, bool add_special) {
   std::vector<int32_t> out;
-  const std::vector<Fragment> frags = partition(v, text, parse_special);
   switch (v.kind) {
     case VocabKind::kSpm: {
       bool prev_special = true;  // the first fragment gets the leading space
@@ -225,6 +214,47 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
     }
   }
   return out;
+}
+
+}  // namespace
+
+// Piece of a token with special tokens rendered (llama.cpp's token_to_piece cache).
+std::string compute_piece(const Vocab& v, int32_t id) {
+  const uint32_t attr = v.attr[id];
+  const std::string& text = v.text[id];
+  if (attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) return text;
+  if (attr & kAttrNormal) {
+    if (v.kind == VocabKind::kBpe) return decode_byte_level(text);
+    std::string s = text;
+    replace_all(s, kSpace, " ");
+    return s;
+  }
+  if ((attr & kAttrByte) && v.kind != VocabKind::kWpm) return std::string(1, byte_of(text));
+  return "";  // undefined / unused tokens render as nothing
+}
+
+struct Tokenizer::Impl {
+  Vocab v;
+};
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::File& f) {
+  auto impl = std::make_unique<Impl>();
+  load_vocab(f, impl->v);
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
+                                       bool parse_special) const {
+  return encode_fragments(impl_->v, text, partition(impl_->v, text, parse_special), add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_with_special_spans(
+    std::string_view text, const std::vector<TextSpan>& special_spans, bool add_special) const {
+  return encode_fragments(impl_->v, text, partition(impl_->v, text, true, &special_spans),
+                          add_special);
 }
 
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {

@@ -30,6 +30,11 @@ class File;
 
 namespace ragform::tok {
 
+// A byte range [begin, end) of a text.
+struct TextSpan {
+  size_t begin = 0, end = 0;
+};
+
 class Tokenizer {
  public:
   static std::unique_ptr<Tokenizer> from_gguf(const gguf::File& f);
@@ -38,6 +43,13 @@ class Tokenizer {
   // add_special: BOS/EOS (or [CLS]/[SEP]) as the vocabulary asks; parse_special: special-token
   // text in `text` becomes the special token. Never throws on arbitrary bytes.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // encode(text, add_special, true), except that a control or unknown token's text becomes that
+  // token only where it lies wholly inside one of `special_spans` (sorted, disjoint); elsewhere
+  // it is text, as with parse_special off. For a chat prompt whose spans are the template's own
+  // text (chat_template.h).
+  std::vector<int32_t> encode_with_special_spans(std::string_view text,
+                                                 const std::vector<TextSpan>& special_spans,
+                                                 bool add_special) const;
   // Detokenised bytes of one token (llama_token_to_piece with lstrip 0). Control and unknown
   // tokens render as their text only when render_special. Throws on an out-of-range id.
   std::string token_to_piece(int32_t id, bool render_special = true) const;
