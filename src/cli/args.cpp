@@ -61,8 +61,17 @@ T parse_number(const std::string& flag, const std::string& text, T lo, T hi) {
     long long w = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0])))
       throw UsageError(flag, "expected an integer, got '" + text + "'");
-    if (errno == ERANGE || w < static_cast<long long>(std::numeric_limits<T>::lowest()) ||
-        w > static_cast<long long>(std::numeric_limits<T>::max()))
+    // strtoll saturates to the sign's extreme with ERANGE.
+    const bool above =
+        (errno == ERANGE && w > 0) || w > static_cast<long long>(std::numeric_limits<T>::max());
+    const bool below =
+        (errno == ERANGE && w < 0) || w < static_cast<long long>(std::numeric_limits<T>::lowest());
+    // An open range's upper bound is the type's largest value: "accepted: 0 or more" would
+    // contradict a large positive number, so name the limit instead.
+    if (above && hi == std::numeric_limits<T>::max())
+      throw UsageError(
+          flag, "value too large: " + text + " (largest accepted: " + show_default(hi) + ")");
+    if (above || below)
       throw UsageError(
           flag, "value out of range: " + text + " (accepted: " + describe_range(lo, hi) + ")");
     v = static_cast<T>(w);

@@ -45,9 +45,12 @@ std::string details() {
 int run_make_test_model(const std::vector<std::string>& argv) {
   Args a("make-test-model", "Write a random-weight model of a real shape (benchmarks, tests).",
          details());
-  auto& shape = a.opt<std::string>("--shape", "S", "model shape (see below)").required();
-  auto& type =
-      a.opt<std::string>("--type", "T", "weight type or llama-quantize mixture").required();
+  // The help prints the Shapes and Types lists before the options.
+  auto& shape =
+      a.opt<std::string>("--shape", "S", "model shape (one of the Shapes listed above)").required();
+  auto& type = a.opt<std::string>("--type", "T",
+                                  "weight type or llama-quantize mixture (Types listed above)")
+                   .required();
   auto& out = a.opt<std::string>("-o,--output", "FILE", "output GGUF file").required();
   std::string archs;
   for (const auto& n : model::random_model_archs()) archs += (archs.empty() ? "" : ", ") + n;

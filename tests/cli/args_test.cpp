@@ -101,11 +101,30 @@ TEST(Args, NumbersOutsideTheDeclaredRangeAreRefused) {
   EXPECT_EQ(usage_message([&] {
               make()->parse({"-n", "99999999999"});
             }),
-            "-n: value out of range: 99999999999 (accepted: 0 or more)");
+            "-n: value too large: 99999999999 (largest accepted: 2147483647)");
   EXPECT_EQ(usage_message([&] {
               make()->parse({"-n", " 5"});
             }),
             "-n: expected an integer, got ' 5'");
+  // A value too large for the type (even for strtoll) names the largest one accepted, for every
+  // integer type; a value too far below stays out of the "0 or more" range.
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"-n", "99999999999999999999"});
+            }),
+            "-n: value too large: 99999999999999999999 (largest accepted: 2147483647)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--seed", "99999999999999999999"});
+            }),
+            "--seed: value too large: 99999999999999999999 (largest accepted: "
+            "9223372036854775807)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"--samples", "2147483648"});
+            }),
+            "--samples: value too large: 2147483648 (largest accepted: 2147483647)");
+  EXPECT_EQ(usage_message([&] {
+              make()->parse({"-n", "-99999999999999999999"});
+            }),
+            "-n: value out of range: -99999999999999999999 (accepted: 0 or more)");
   // The ends of a range are accepted.
   auto a = make();
   ASSERT_TRUE(a->parse({"--lambda", "1", "--temp", "0", "--samples", "1"}));
@@ -115,6 +134,8 @@ TEST(Args, ListsFollowTheSameRule) {
   EXPECT_EQ(parse_int_list("--pp", "1,2,3"), (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(usage_message([] { parse_int_list("--pp", "512,-5"); }),
             "--pp: value out of range: -5 (accepted: 0 or more)");
+  EXPECT_EQ(usage_message([] { parse_int_list("--pp", "512,99999999999999999999"); }),
+            "--pp: value too large: 99999999999999999999 (largest accepted: 2147483647)");
   EXPECT_EQ(parse_number_list("--p-grid", "0,0.5,1", 0, 1), (std::vector<double>{0, 0.5, 1}));
   EXPECT_EQ(usage_message([] { parse_number_list("--p-grid", "0.5,nan", 0, 1); }),
             "--p-grid: expected a finite number, got 'nan'");
