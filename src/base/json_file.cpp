@@ -7,10 +7,109 @@
 #include <sstream>
 #include <system_error>
 
-#include "base/error.h"
 #include "base/json_error.h"
 
 namespace ragform {
+
+namespace {
+
+// A SAX consumer that builds nothing and keeps where the parser gave up: nlohmann::json's DOM
+// parser passes that position to its error handler and then drops it from the out_of_range
+// exception it throws, so a failed text is parsed a second time with this to find it.
+struct ErrorPosition : nlohmann::json_sax<nlohmann::json> {
+  size_t chars_read = 0;  // characters the lexer had read when it failed (the last one is bad)
+  bool failed = false;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception&) override {
+    chars_read = position;
+    failed = true;
+    return false;
+  }
+};
+
+// 1-based line and column of byte `offset` of `text`.
+std::pair<size_t, size_t> line_and_column(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  size_t line = 1, start = 0;
+  for (size_t i = 0; i < offset; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      start = i + 1;
+    }
+  return {line, offset - start + 1};
+}
+
+// nlohmann's parse_error text after its "parse error at line L, column C: " (or after the tag
+// alone when there is no position).
+std::string parse_error_detail(const std::string& what) {
+  std::string m = json_error_text(what);
+  const size_t col = m.find(", column ");
+  if (col != std::string::npos) {
+    const size_t colon = m.find(": ", col);
+    if (colon != std::string::npos) return m.substr(colon + 2);
+  }
+  const std::string prefix = "parse error: ";
+  return m.rfind(prefix, 0) == 0 ? m.substr(prefix.size()) : m;
+}
+
+// The token nlohmann names in "number overflow parsing '1e309'".
+std::string overflow_token(const std::string& what) {
+  const size_t a = what.find('\''), b = what.rfind('\'');
+  return a != std::string::npos && b > a ? what.substr(a + 1, b - a - 1) : std::string();
+}
+
+[[noreturn]] void throw_located(std::string_view text, std::string kind, std::string detail) {
+  ErrorPosition pos;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &pos);
+  // The lexer stops on the bad character, which is the last one it read.
+  const size_t bad = pos.chars_read > 0 ? pos.chars_read - 1 : 0;
+  auto [line, column] = line_and_column(text, bad);
+  throw JsonTextError(std::move(kind), std::move(detail), line, column,
+                      pos.failed && pos.chars_read >= text.size());
+}
+
+}  // namespace
+
+JsonTextError::JsonTextError(std::string kind, std::string detail, size_t line, size_t column,
+                             bool at_end)
+    : Error(kind + " at line " + std::to_string(line) + ", column " + std::to_string(column) +
+            ": " + detail),
+      kind_(std::move(kind)),
+      detail_(std::move(detail)),
+      line_(line),
+      column_(column),
+      at_end_(at_end) {}
+
+std::string JsonTextError::without_line() const {
+  return kind_ + " at column " + std::to_string(column_) + ": " + detail_;
+}
+
+nlohmann::json parse_json_text(std::string_view text) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw_located(text, "parse error", parse_error_detail(e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // 406: a number literal whose value is beyond a double (the only out_of_range the parser
+    // throws).
+    const std::string token = overflow_token(e.what());
+    throw_located(text, "number out of range",
+                  token.empty() ? json_error_text(e.what()) : token + " does not fit a double");
+  }
+}
 
 nlohmann::json read_json_file(const std::string& path, const std::string& what) {
   std::error_code ec;
@@ -23,9 +122,10 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
   std::ostringstream ss;
   ss << in.rdbuf();
   try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(path, what + " is not valid JSON: " + json_error_text(e.what()));
+    return parse_json_text(ss.str());
+  } catch (const JsonTextError& e) {
+    throw Error(path + ":" + std::to_string(e.line()),
+                what + " is not valid JSON: " + e.without_line());
   }
 }
 

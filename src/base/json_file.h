@@ -1,16 +1,51 @@
-// A whole JSON document read from a file (a calibration profile, word vectors, an index's
-// metadata), with the two failures a user can act on named the same way everywhere: the file
-// cannot be read (FileError "<path>: <strerror>", so the Python module raises FileNotFoundError /
-// PermissionError) and the text is not JSON (Error "<path>: <what> is not valid JSON: parse error
-// at line L, column C: ..."). What the document must hold is the caller's to check.
+// JSON text and whole JSON documents read from files (a calibration profile, word vectors, an
+// index's metadata), with every failure a user can act on named the same way everywhere:
+//   - the file cannot be read: FileError "<path>: <strerror>" (so the Python module raises
+//     FileNotFoundError / PermissionError);
+//   - the text is not JSON, or holds a number no double can hold ({"x": 1e309}): the position
+//     (line and column) and the reason, without the JSON library's internal tag. nlohmann::json
+//     reports the second case as out_of_range 406 with no position at all, so a caller that caught
+//     only parse_error printed the library's raw text; parse_json_text() finds the position of
+//     both and throws one JsonTextError.
+// What the document must hold is the caller's to check.
 #pragma once
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+
 namespace ragform {
 
+// A JSON text that does not parse. what() is "<kind> at line L, column C: <detail>", e.g.
+// "parse error at line 3, column 8: syntax error while parsing value - invalid literal; last read:
+// '"b": o'" or "number out of range at line 1, column 10: 1e309 does not fit a double".
+class JsonTextError : public Error {
+ public:
+  JsonTextError(std::string kind, std::string detail, size_t line, size_t column, bool at_end);
+  const std::string& kind() const { return kind_; }      // "parse error", "number out of range"
+  const std::string& detail() const { return detail_; }  // the reason without the position
+  size_t line() const { return line_; }                  // 1-based, within the parsed text
+  size_t column() const { return column_; }              // 1-based, in bytes
+  // The parser ran out of text (a cut-off document or record).
+  bool at_end() const { return at_end_; }
+  // "<kind> at column C: <detail>", for callers that name the line themselves.
+  std::string without_line() const;
+
+ private:
+  std::string kind_, detail_;
+  size_t line_, column_;
+  bool at_end_;
+};
+
+// Parses `text`; throws JsonTextError.
+nlohmann::json parse_json_text(std::string_view text);
+
 // `what` names the document in the message ("profile", "word vectors", "dense index metadata").
+// A text that is not JSON is Error "<path>:<line>: <what> is not valid JSON: <kind> at column C:
+// <detail>".
 nlohmann::json read_json_file(const std::string& path, const std::string& what);
 
 }  // namespace ragform

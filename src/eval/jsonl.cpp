@@ -11,6 +11,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/json_file.h"
 #include "text/utf8.h"
 
 namespace ragform::eval {
@@ -295,27 +296,6 @@ size_t scan_value(std::string_view s, size_t pos) {
 
 const char* json_type_name(const nlohmann::json& j) { return j.type_name(); }
 
-// nlohmann's parse_error text without its "[json.exception.parse_error.101] " prefix, with
-// "at line L, column C" reduced to "at column C" (the caller names the absolute line). Returns the
-// message and the 1-based line within the parsed text.
-std::pair<std::string, size_t> clean_parse_error(const std::string& what) {
-  std::string m = what;
-  if (m.rfind("[json.exception.", 0) == 0) {
-    size_t sp = m.find("] ");
-    if (sp != std::string::npos) m = m.substr(sp + 2);
-  }
-  size_t rel_line = 1;
-  size_t at = m.find("at line ");
-  if (at != std::string::npos) {
-    size_t comma = m.find(", column ", at);
-    if (comma != std::string::npos) {
-      rel_line = std::strtoull(m.c_str() + at + 8, nullptr, 10);
-      m.erase(at + 3, comma + 2 - (at + 3));  // "at line 3, column 7" -> "at column 7"
-    }
-  }
-  return {m, std::max<size_t>(rel_line, 1)};
-}
-
 }  // namespace
 
 struct JsonRecordReader::Impl {
@@ -383,17 +363,17 @@ struct JsonRecordReader::Impl {
       return false;
     }
     try {
-      row.value = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      auto [msg, rel_line] = clean_parse_error(e.what());
+      row.value = parse_json_text(text);
+    } catch (const JsonTextError& e) {
+      const std::string msg = e.without_line();
       // The parser ran out of input: the record was cut off (inside a string or not).
       bool truncated =
-          msg.find("unexpected end of input") != std::string::npos ||
-          (e.byte >= text.size() && msg.find("missing closing quote") != std::string::npos);
+          e.detail().find("unexpected end of input") != std::string::npos ||
+          (e.at_end() && e.detail().find("missing closing quote") != std::string::npos);
       std::string reason =
           truncated ? "truncated record (the JSON ends early): " + msg : "invalid JSON: " + msg;
       if (truncated && last_without_newline) reason += " [last line, no newline at end of file]";
-      bad(line + rel_line - 1, reason);
+      bad(line + e.line() - 1, reason);
       return false;
     }
     if (!row.value.is_object()) {
@@ -441,6 +421,11 @@ struct JsonRecordReader::Impl {
     }
     std::string first(l);
     if (!first.empty() && first.back() == '\r') first.pop_back();
+    if (opts.lines_only) {
+      pending = std::move(first);
+      pending_newline = nl;
+      return;
+    }
     size_t b = first.find_first_not_of(" \t");
     char c0 = first[b];
     if (c0 == '{') {

@@ -89,6 +89,10 @@ struct ReadStats {
 struct ReadOptions {
   bool skip_bad = false;     // count bad rows instead of throwing DataError
   size_t keep_reasons = 10;  // how many bad rows to keep in ReadStats::first_bad
+  // JSONL only: every line is a record, whatever the first line looks like. For inputs that
+  // accept no other layout (a retrieval corpus), so that a broken first line is reported as
+  // the same line further down would be, not as a document of another layout.
+  bool lines_only = false;
 };
 
 struct JsonRow {

@@ -48,11 +48,57 @@ TEST(JsonFile, ErrorsNameTheFileAndTheReason) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_EQ(
-        m.rfind(bad.string() + ": dense index metadata is not valid JSON: parse error at line 3",
+        m.rfind(bad.string() + ":3: dense index metadata is not valid JSON: parse error at column ",
                 0),
         0u)
         << m;
     EXPECT_EQ(m.find("[json.exception"), std::string::npos) << m;
+  }
+}
+
+// nlohmann::json throws a number beyond a double's range as out_of_range 406 without a position;
+// it is reported as a parse error is, with the line and column of the number.
+TEST(JsonFile, ANumberOutOfRangeHasItsLineAndColumn) {
+  try {
+    parse_json_text("{\n  \"a\": [1,\n    -1e309]}");
+    FAIL() << "no error for 1e309";
+  } catch (const JsonTextError& e) {
+    EXPECT_EQ(e.kind(), "number out of range");
+    EXPECT_EQ(e.line(), 3u);
+    EXPECT_EQ(e.column(), 10u);  // the number's last character: where the lexer stopped
+    EXPECT_EQ(std::string(e.what()),
+              "number out of range at line 3, column 10: -1e309 does not fit a double");
+  }
+  const auto path = testing::temp_dir("json_file_range") / "v.json";
+  testing::write_file(path, "{\"alpha\": [1, 0],\n \"beta\": [1e309, 1]}\n");
+  try {
+    read_json_file(path.string(), "word vectors");
+    FAIL() << "no error for 1e309";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() +
+                                         ":2: word vectors is not valid JSON: number out of range "
+                                         "at column 15: 1e309 does not fit a double");
+  }
+  // Large numbers that a double holds are fine.
+  EXPECT_EQ(parse_json_text("[1e308, 18446744073709551616]").size(), 2u);
+}
+
+TEST(JsonFile, ParseErrorsAreLocatedInTheText) {
+  try {
+    parse_json_text("[1,\n 2,\n oops]");
+    FAIL() << "no error";
+  } catch (const JsonTextError& e) {
+    EXPECT_EQ(e.kind(), "parse error");
+    EXPECT_EQ(e.line(), 3u);
+    EXPECT_EQ(e.column(), 2u);
+    EXPECT_EQ(e.detail().find("parse error"), std::string::npos) << e.detail();
+    EXPECT_FALSE(e.at_end());
+  }
+  try {
+    parse_json_text("{\"a\": \"cut");
+    FAIL() << "no error";
+  } catch (const JsonTextError& e) {
+    EXPECT_TRUE(e.at_end());
   }
 }
 

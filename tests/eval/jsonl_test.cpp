@@ -150,6 +150,27 @@ TEST(Jsonl, InvalidJsonCarriesNlohmannMessageAndColumn) {
       << e.reason();
 }
 
+// nlohmann::json throws a number beyond a double as out_of_range without a position: it is a
+// bad row with its line and column like any invalid JSON, strict or skipped.
+TEST(Jsonl, NumberOutOfRangeIsABadRowWithItsLine) {
+  std::string path = write("range.jsonl", "{\"q\": 1}\n{\"q\": 2}\n{\"q\": 1e309}\n{\"q\": 4}\n");
+  DataError e = strict_error(path);
+  EXPECT_EQ(e.line(), 3u);
+  EXPECT_EQ(e.reason(),
+            "invalid JSON: number out of range at column 11: 1e309 does not fit a double");
+  ReadOptions o;
+  o.skip_bad = true;
+  ReadStats st = for_each_json_record(path, o, [](const JsonRow&) {});
+  EXPECT_EQ(st.rows_ok, 3u);
+  ASSERT_EQ(st.first_bad.size(), 1u);
+  EXPECT_EQ(st.first_bad[0].line, 3u);
+  // A pretty-printed array: the line inside the document.
+  path = write("range.json", "[\n  {\"q\": 1},\n  {\"q\":\n    -1e400}\n]\n");
+  e = strict_error(path);
+  EXPECT_EQ(e.line(), 4u);
+  EXPECT_NE(e.reason().find("number out of range"), std::string::npos) << e.reason();
+}
+
 TEST(Jsonl, InvalidUtf8NamesByteOffset) {
   std::string path = write("utf8.jsonl", "{\"q\": 1}\n{\"q\": \"caf\xC3\x28\"}\n");
   DataError e = strict_error(path);
