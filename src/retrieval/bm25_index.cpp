@@ -1,6 +1,10 @@
 #include "retrieval/bm25_index.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <unordered_set>
 
@@ -79,19 +83,47 @@ std::string Bm25Index::file_in(const std::string& dir) {
   return (fs::path(dir) / "index.sqlite").string();
 }
 
+namespace {
+
+// Creates DIR and its missing parents, a failure naming the directory that could not be made
+// (create_directories names only the path it was given).
+void make_dirs(const fs::path& p) {
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) return;
+  const fs::path parent = p.parent_path();
+  if (!parent.empty() && parent != p) make_dirs(parent);
+  if (fs::create_directory(p, ec) || !ec) return;
+  throw Error(p.string(), "cannot create the directory: " + ec.message());
+}
+
+void make_index_dir(const std::string& dir) {
+  make_dirs(dir);
+  // SQLite says only "unable to open database file" for a directory it cannot write in.
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    throw Error(dir, std::string("cannot write an index here: ") + std::strerror(errno));
+}
+
+}  // namespace
+
+bool Bm25Index::exists_in(const std::string& dir) {
+  std::error_code ec;
+  const bool exists = fs::exists(file_in(dir), ec);
+  // A directory on the way that cannot be searched: the reason, not filesystem_error's text.
+  if (ec) throw Error(dir, "cannot look for an index: " + ec.message());
+  return exists;
+}
+
+void Bm25Index::require_no_index(const std::string& dir) {
+  if (exists_in(dir)) throw Error(dir, "already holds an index (use --append to add to it)");
+}
+
 Bm25Index::Bm25Index(const std::string& dir, Open mode) : impl_(std::make_unique<Impl>()) {
   const std::string file = file_in(dir);
-  const bool exists = fs::exists(file);
+  const bool exists = exists_in(dir);
   if (mode == Open::Read && !exists)
-    throw Error("index",
-                dir + ": no index here (missing index.sqlite; build one with ragform index build)");
-  if (mode == Open::Create && exists)
-    throw Error("index", dir + ": already holds an index (use --append to add to it)");
-  if (mode != Open::Read) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw Error("index", dir + ": cannot create: " + ec.message());
-  }
+    throw Error(dir, "no index here (missing index.sqlite; build one with ragform index build)");
+  if (mode == Open::Create) require_no_index(dir);
+  if (mode != Open::Read) make_index_dir(dir);
   impl_->db = std::make_unique<sql::Db>(file, mode == Open::Read);
   auto& db = *impl_->db;
   if (mode != Open::Read) {
@@ -179,6 +211,18 @@ std::pair<Bm25Index::Added, int64_t> Bm25Index::add(const Passage& p, const std:
   fts.step();
   fts.reset();
   return {Added::New, rowid};
+}
+
+void Bm25Index::settle() {
+  // A WAL-mode database is read through an -shm file that SQLite creates beside it, so a
+  // read-only directory (an index shared by another user, a read-only mount) could not be read.
+  // A finished build goes back to a rollback journal; the next --append turns WAL on again.
+  try {
+    impl_->db->exec("PRAGMA journal_mode=DELETE");
+  } catch (const Error&) {
+    // Another connection has the file open (a server reading it): it stays in WAL mode, which
+    // reads fine wherever the directory is writable.
+  }
 }
 
 void Bm25Index::begin() { impl_->db->exec("BEGIN"); }

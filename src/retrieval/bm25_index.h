@@ -70,6 +70,11 @@ class Bm25Index {
   Bm25Index& operator=(const Bm25Index&) = delete;
 
   static std::string file_in(const std::string& dir);  // DIR/index.sqlite
+  // Whether DIR holds an index; Error "DIR: <reason>" when that cannot be told (a directory on
+  // the way that cannot be searched).
+  static bool exists_in(const std::string& dir);
+  // Error "DIR: already holds an index (use --append ...)" when it does.
+  static void require_no_index(const std::string& dir);
 
   // --- building (Create / Append) ---
   enum class Added { New, AlreadyIndexed };
@@ -81,6 +86,8 @@ class Bm25Index {
   void begin();     // opens a write transaction
   void commit();    // commits it
   void optimize();  // merges FTS5 segments (faster queries); at the end of a build
+  // At the end of a build: leaves WAL mode, so that the index reads in a read-only directory.
+  void settle();
 
   // --- reading ---
   size_t size() const;

@@ -1,6 +1,8 @@
 #include "retrieval/corpus.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -8,6 +10,7 @@
 
 #include "base/error.h"
 #include "eval/jsonl.h"
+#include "text/utf8.h"
 
 namespace ragform::retrieval {
 
@@ -79,41 +82,93 @@ struct CorpusReader::Impl {
   size_t line = 0;
 };
 
-CorpusReader::CorpusReader(std::string path) : impl_(std::make_unique<Impl>()) {
-  impl_->path = std::move(path);
-  std::error_code ec;
-  impl_->size = std::filesystem::file_size(impl_->path, ec);
-  if (ec) impl_->size = 0;
-  // The first bytes decide: gzip or '{' -> JSONL, anything else -> TSV.
-  std::ifstream probe(impl_->path, std::ios::binary);
-  if (!probe) throw eval::DataError(impl_->path, 0, "cannot open");
-  std::string first;
-  char c;
+namespace {
+
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+// The first bytes of a corpus, enough to decide its format.
+struct Probe {
   bool gzip = false;
-  unsigned char m[2] = {0, 0};
-  if (probe.get(c)) m[0] = static_cast<unsigned char>(c);
-  if (probe.get(c)) m[1] = static_cast<unsigned char>(c);
-  gzip = m[0] == 0x1f && m[1] == 0x8b;
-  probe.clear();
-  probe.seekg(0);
-  char first_char = 0;
-  while (probe.get(c))
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-      first_char = c;
+  std::string first_line;  // the first non-blank line, without a UTF-8 BOM (may be cut short)
+  size_t first_line_no = 0;
+};
+
+Probe probe_corpus(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw eval::DataError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  std::string head(64 << 10, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  Probe p;
+  p.gzip = head.size() >= 2 && head[0] == '\x1f' && head[1] == '\x8b';
+  if (p.gzip) return p;
+  if (head.rfind(kBom, 0) == 0) head.erase(0, kBom.size());
+  size_t at = 0, line = 1;
+  while (at < head.size()) {
+    size_t nl = head.find('\n', at);
+    std::string_view l = std::string_view(head).substr(at, nl == std::string::npos ? nl : nl - at);
+    if (!blank(l)) {
+      p.first_line = std::string(l);
+      p.first_line_no = line;
       break;
     }
-  if (!gzip && first_char == 0) throw eval::DataError(impl_->path, 0, "empty file");
-  if (gzip || first_char == '{') {
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+    ++line;
+  }
+  return p;
+}
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// "invalid UTF-8 at byte offset N of the line (byte 0xXX)", as the JSON reader says it, or "".
+std::string utf8_problem(std::string_view line) {
+  size_t bad = 0;
+  if (text::is_valid_utf8(line, &bad)) return {};
+  static const char* hex = "0123456789ABCDEF";
+  const auto c = static_cast<unsigned char>(line[bad]);
+  return "invalid UTF-8 at byte offset " + std::to_string(bad) + " of the line (byte 0x" +
+         hex[c >> 4] + hex[c & 15] + ")";
+}
+
+}  // namespace
+
+CorpusReader::CorpusReader(std::string path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = std::move(path);
+  const std::string& file = impl_->path;
+  std::error_code ec;
+  impl_->size = std::filesystem::file_size(file, ec);
+  if (ec) impl_->size = 0;
+  // The bytes decide, never the name: gzip, or a first line that starts as JSON does, is JSONL;
+  // anything else is DPR TSV. A JSONL corpus is read line by line from its first line on, so a
+  // bad first line gets the message the same line would get further down.
+  const Probe p = probe_corpus(file);
+  if (!p.gzip && ends_with(file, ".gz"))
+    throw eval::DataError(file, 0,
+                          "not gzip data: the name ends in .gz, but the file does not start with "
+                          "gzip's magic bytes 1F 8B (a broken download or copy?)");
+  if (!p.gzip && p.first_line_no == 0 && impl_->size < (64 << 10))
+    throw eval::DataError(file, 0, "empty file");
+  const size_t b = p.first_line.find_first_not_of(" \t");
+  const char c0 = b == std::string::npos ? 0 : p.first_line[b];
+  if (p.gzip || c0 == '{' || c0 == '[') {
+    const std::string rest = b == std::string::npos ? "" : chomp_cr(p.first_line.substr(b + 1));
+    if (!p.gzip && blank(rest))
+      throw eval::DataError(file, p.first_line_no,
+                            std::string("expected JSONL (one passage per line), got a JSON "
+                                        "document spread over lines (a lone '") +
+                                c0 + "' opens it)");
+    eval::ReadOptions ro;
+    ro.lines_only = true;
     impl_->format = CorpusFormat::Jsonl;
-    impl_->json = std::make_unique<eval::JsonRecordReader>(impl_->path);
-    if (impl_->json->layout() != eval::JsonLayout::Lines)
-      throw eval::DataError(impl_->path, 0,
-                            std::string("expected JSONL (one passage per line), got ") +
-                                eval::layout_name(impl_->json->layout()));
+    impl_->json = std::make_unique<eval::JsonRecordReader>(file, ro);
   } else {
     impl_->format = CorpusFormat::Tsv;
-    impl_->tsv.open(impl_->path, std::ios::binary);
-    if (!impl_->tsv) throw eval::DataError(impl_->path, 0, "cannot open");
+    impl_->tsv.open(file, std::ios::binary);
+    if (!impl_->tsv)
+      throw eval::DataError(file, 0, std::string("cannot open: ") + std::strerror(errno));
   }
 }
 
@@ -138,7 +193,11 @@ bool CorpusReader::next(Passage& p) {
   std::string s;
   while (std::getline(im.tsv, s)) {
     ++im.line;
+    if (im.line == 1 && s.rfind(kBom, 0) == 0) s.erase(0, kBom.size());
     if (blank(s)) continue;
+    // Binary data or another encoding: said as such, not as a count of tab-separated fields.
+    if (std::string why = utf8_problem(s); !why.empty())
+      throw eval::DataError(im.path, im.line, why);
     if (im.line == 1 && is_tsv_header(s)) continue;
     try {
       p = parse_tsv_line(s);

@@ -1,12 +1,17 @@
 // Streaming reader of a retrieval corpus: one passage {id, title, text} at a time, so an index
 // build holds one batch, never the corpus.
 //
-// Accepted formats (detected from the first non-blank line, never from the file name):
+// Accepted formats (detected from the bytes, never from the file name): gzip, or a first
+// non-blank line (after a UTF-8 byte order mark) that starts with '{' or '[', is JSONL; anything
+// else is DPR TSV.
 //   JSONL    one object per line with string fields "id", "title", "text" (a numeric id is
 //            accepted and written in decimal, as DPR's JSON files do); plain or gzip, read with
-//            eval::JsonRecordReader (eval/jsonl.h), so every JSON error names file and line.
+//            eval::JsonRecordReader (eval/jsonl.h) line by line from the first line on, so a bad
+//            first line gets the reason the same bytes get on any other line.
 //   DPR TSV  `id \t text \t title` per line (psgs_w100.tsv), an optional header line
-//            "id\ttext\ttitle"; exactly three tab-separated fields; plain text only.
+//            "id\ttext\ttitle"; exactly three tab-separated fields; UTF-8; plain text only.
+// A name ending in .gz whose bytes are not gzip is an error of its own (a broken download), as
+// is a JSON document spread over lines (a lone '[' or '{' on the first line).
 // A passage needs a non-empty id and text (title may be empty). Every bad line throws
 // eval::DataError "<file>:<line>: <reason>": missing field, wrong type, bad JSON, wrong number of
 // TSV fields. Duplicate ids are found by the index (bm25_index.h), which knows what it holds.

@@ -1,5 +1,6 @@
 #include "retrieval/index_build.h"
 
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "retrieval/corpus.h"
 
 namespace ragform::retrieval {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -86,9 +89,8 @@ struct DenseBuilder {
   }
 };
 
-}  // namespace
-
-BuildSummary build_index(const BuildOptions& opt) {
+// The build itself; on an error the caller cleans up (build_index).
+BuildSummary build_into(const BuildOptions& opt) {
   BuildSummary sum;
   CorpusReader corpus(opt.corpus);
   Bm25Index ix(opt.dir, opt.append ? Bm25Index::Open::Append : Bm25Index::Open::Create);
@@ -123,7 +125,41 @@ BuildSummary build_index(const BuildOptions& opt) {
   if (dense) dense->finish();
   if (sum.added > 0) ix.optimize();
   sum.total = ix.size();
+  ix.settle();
   return sum;
+}
+
+// The files a build writes into its directory (bm25_index.h, dense_index.h), with SQLite's
+// write-ahead log and the temporary files of a save.
+void remove_index_files(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* f :
+       {"index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal",
+        "dense.faiss", "dense.json", "dense.faiss.tmp", "dense.json.tmp"})
+    fs::remove(dir / f, ec);
+}
+
+}  // namespace
+
+BuildSummary build_index(const BuildOptions& opt) {
+  // --append: every passage goes in through transactions, so a failed append rolls back to the
+  // last checkpoint and the index that was there stays as it was (plus, for a long corpus, whole
+  // checkpoints of it, which a rerun with --append skips).
+  if (opt.append) return build_into(opt);
+  // A new index that fails (a bad corpus line, a truncated .gz) is removed, with the directory
+  // when the build made it: a leftover empty index would make the rerun with a fixed corpus
+  // "already hold an index" and give empty results to retrieve. (A killed build leaves its
+  // checkpoints instead, for --append to resume.)
+  std::error_code ec;
+  const bool dir_existed = fs::exists(opt.dir, ec) || ec;
+  Bm25Index::require_no_index(opt.dir);
+  try {
+    return build_into(opt);
+  } catch (...) {
+    remove_index_files(opt.dir);
+    if (!dir_existed) fs::remove(opt.dir, ec);  // only if empty: never another's files
+    throw;
+  }
 }
 
 }  // namespace ragform::retrieval

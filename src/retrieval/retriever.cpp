@@ -32,6 +32,12 @@ Retriever::Retriever(const std::string& dir, const RetrieverOptions& opt,
   const int n = std::max(1, opt_.threads);
   for (int i = 0; i < n; ++i)
     conns_.push_back(std::make_unique<Bm25Index>(dir, Bm25Index::Open::Read));
+  // An index without passages answers every question with nothing: an error, not empty results
+  // that look like a retrieval failure of every question.
+  if (conns_[0]->size() == 0)
+    throw Error(dir,
+                "the index holds no passages (an index build that failed before its first "
+                "passage? rebuild it)");
   if (n > 1) pool_ = std::make_unique<ThreadPool>(n);
   if (opt_.mode != Mode::Bm25) {
     if (!opt_.encoder)

@@ -1,6 +1,10 @@
 #include "retrieval/sqlite_db.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
 
 #include "base/error.h"
 
@@ -11,19 +15,45 @@ Db::Db(const std::string& path, bool readonly) : path_(path) {
   // NOMUTEX: one connection per thread (the retriever opens one per worker).
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    // The system's reason ("Permission denied") rather than SQLite's "unable to open database
+    // file".
+    const int sys = db_ ? sqlite3_system_errno(db_) : 0;
+    std::string msg = sys ? std::strerror(sys) : db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw Error("index", path + ": cannot open: " + msg);
+    throw Error(path, "cannot open: " + msg);
   }
   sqlite3_busy_timeout(db_, 10000);
+  if (readonly) check_readable();
+}
+
+void Db::check_readable() const {
+  // The schema is read at the first statement; a failure there would otherwise surface as a
+  // "prepare" error of whatever statement came first.
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, "SELECT count(*) FROM sqlite_schema", nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc == SQLITE_OK) return;
+  const int base = rc & 0xff;
+  const std::filesystem::path file(path_);
+  const std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
+  // An index left in WAL mode (a killed build, or one built before builds ended in rollback
+  // mode) is read through an -shm file that SQLite must create beside it.
+  if ((base == SQLITE_READONLY || base == SQLITE_CANTOPEN) && access(dir.c_str(), W_OK) != 0)
+    throw Error(path_, "cannot read: the index is in write-ahead-log mode and SQLite must write " +
+                           file.filename().string() +
+                           "-shm beside it, but the directory is not "
+                           "writable (finish the build with --append as a user who can write "
+                           "there)");
+  if (base == SQLITE_NOTADB) throw Error(path_, "cannot read: not an SQLite database");
+  fail("cannot read");
 }
 
 Db::~Db() { sqlite3_close(db_); }
 int64_t Db::last_rowid() const { return sqlite3_last_insert_rowid(db_); }
 
 void Db::fail(const std::string& what) const {
-  throw Error("index", path_ + ": " + what + ": " + sqlite3_errmsg(db_));
+  throw Error(path_, what + ": " + sqlite3_errmsg(db_));
 }
 
 void Db::exec(const std::string& sql) {
@@ -31,7 +61,7 @@ void Db::exec(const std::string& sql) {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "unknown error";
     sqlite3_free(err);
-    throw Error("index", path_ + ": " + msg);
+    throw Error(path_, msg);
   }
 }
 

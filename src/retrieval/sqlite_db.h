@@ -24,6 +24,7 @@ class Db {
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
+  void check_readable() const;  // throws Error "<path>: cannot read: <reason>"
   sqlite3* db_ = nullptr;
   std::string path_;
 };

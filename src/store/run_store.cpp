@@ -1,6 +1,7 @@
 #include "store/run_store.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -118,7 +119,8 @@ std::string run_key(const RunConfig& c) {
 
 struct RunStore::Impl {
   fs::path path;
-  std::string where;  // "store: <path>", prefix of every error
+  std::string where;     // "<path>", prefix of every error
+  bool has_wal = false;  // read-only: a -wal file was there (reading indexes it beside the store)
   sqlite3* db = nullptr;
   bool read_only = false;
   mutable std::recursive_mutex mu;
@@ -167,6 +169,7 @@ struct RunStore::Impl {
   }
 
   void open(Mode mode, Durability durability);
+  void require_writable(const fs::path& parent) const;
   void check_schema(Mode mode);
   std::optional<std::int64_t> find_run(const std::string& key) const;
   std::int64_t insert_run(const RunInfo& r) const;
@@ -203,11 +206,17 @@ void RunStore::Impl::open(Mode mode, Durability durability) {
     throw Error(where, "permission denied (a directory on the way cannot be searched)");
   if (exists && fs::is_directory(path, ec)) throw Error(where, "is a directory");
   if (!exists && mode != Mode::create) throw Error(where, "no such file");
+  const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!exists) {
-    fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
     if (!fs::is_directory(parent, ec))
       throw Error(where, "cannot create: directory '" + parent.string() + "' does not exist");
+    // SQLite reports a directory it may not write in as "No such file or directory" (its last
+    // try opens the missing file read-only).
+    if (access(parent.c_str(), W_OK | X_OK) != 0)
+      throw Error(where, "cannot create: directory '" + parent.string() +
+                             "' is not writable: " + std::strerror(errno));
   }
+  if (exists && mode != Mode::read_only) require_writable(parent);
   read_only = mode == Mode::read_only;
   int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
   if (mode == Mode::create) flags |= SQLITE_OPEN_CREATE;
@@ -218,7 +227,6 @@ void RunStore::Impl::open(Mode mode, Durability durability) {
   // read-only directory reads. A store with a -wal file (a writer running, or killed) holds rows
   // only the log has: it is opened mode=ro, which reads the log through the -shm index (SQLite
   // creates that file when it is missing, so it needs a writable directory then).
-  bool has_wal = false;
   if (read_only) {
     has_wal = fs::exists(name + "-wal", ec);
     name = sqlite_uri(fs::absolute(path, ec), has_wal ? "mode=ro" : "immutable=1");
@@ -251,6 +259,18 @@ void RunStore::Impl::open(Mode mode, Durability durability) {
   exec("PRAGMA foreign_keys=ON");
 }
 
+// A writer needs the store file and its directory (SQLite's -wal and -shm files go beside it);
+// SQLite itself would say "attempt to write a readonly database" at the first statement.
+void RunStore::Impl::require_writable(const fs::path& parent) const {
+  if (access(path.c_str(), W_OK) != 0)
+    throw Error(where, std::string("read-only: cannot write the store: ") + std::strerror(errno));
+  if (access(parent.c_str(), W_OK | X_OK) != 0)
+    throw Error(where,
+                "read-only: cannot write beside the store (SQLite keeps its -wal and -shm "
+                "files there): directory '" +
+                    parent.string() + "': " + std::strerror(errno));
+}
+
 void RunStore::Impl::check_schema(Mode mode) {
   // Counts all tables and the ragform_meta table. The first read of a file that is not SQLite
   // fails here with SQLITE_NOTADB.
@@ -266,6 +286,13 @@ void RunStore::Impl::check_schema(Mode mode) {
     }
     sqlite3_finalize(raw);
     if ((rc & 0xff) == SQLITE_NOTADB) throw Error(where, "not an SQLite database");
+    const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    if (rc != SQLITE_ROW && read_only && has_wal && access(dir.c_str(), W_OK) != 0)
+      throw Error(where, "cannot read: the store has a write-ahead log, " +
+                             path.filename().string() +
+                             "-wal, that reading must index beside it, and its directory is not "
+                             "writable (a writer is running or was killed: let it finish, or "
+                             "open the store once with write access)");
     if (rc != SQLITE_ROW) fail("cannot read");
   };
   std::int64_t tables = 0, meta = 0;
@@ -442,7 +469,8 @@ void RunStore::Impl::bind_result(sqlite3_stmt* s, const Result& r) const {
 RunStore::RunStore(const fs::path& path, Mode mode, Durability durability)
     : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
-  impl_->where = "store: " + path.string();
+  // Every message is "<path>: <reason>", as for any other file the CLI names.
+  impl_->where = path.string();
   impl_->open(mode, durability);
 }
 
@@ -658,7 +686,7 @@ MergeStats RunStore::merge(const std::vector<fs::path>& others) {
       std::map<std::int64_t, std::int64_t> id_map;  // other's run id -> ours
       for (const RunInfo& r : other.runs()) {
         if (run_key(r) != r.config_key)
-          throw Error("store: " + other_path.string(),
+          throw Error(other_path.string(),
                       "run " + std::to_string(r.id) +
                           ": config_key does not match its configuration (edited by hand?)");
         if (auto found = impl_->find_run(r.config_key)) {

@@ -84,7 +84,7 @@ TEST(Corpus, TsvErrorsNameFileLineAndReason) {
   EXPECT_EQ(error_of([&] { read_all(f); }),
             f + ":1: expected 3 tab-separated fields (id, text, title), got 4");
   EXPECT_EQ(error_of([&] { CorpusReader r((d / "missing.tsv").string()); }),
-            (d / "missing.tsv").string() + ": cannot open");
+            (d / "missing.tsv").string() + ": cannot open: No such file or directory");
   write_file(d / "empty", "\n\n");
   EXPECT_EQ(error_of([&] { CorpusReader r((d / "empty").string()); }),
             (d / "empty").string() + ": empty file");

@@ -267,48 +267,45 @@ TEST(RunStore, BadFilesGiveClearErrors) {
   const std::string d = dir.string();
   // Missing file (read or write an existing store).
   EXPECT_EQ(error_of([&] { RunStore(dir / "none.sqlite", RunStore::Mode::read_only); }),
-            "store: " + d + "/none.sqlite: no such file");
+            d + "/none.sqlite: no such file");
   EXPECT_EQ(error_of([&] { RunStore(dir / "none.sqlite", RunStore::Mode::write); }),
-            "store: " + d + "/none.sqlite: no such file");
+            d + "/none.sqlite: no such file");
   // Not SQLite at all.
   testing::write_file(dir / "text.sqlite", std::string(4096, 'x'));
   EXPECT_EQ(error_of([&] { RunStore(dir / "text.sqlite"); }),
-            "store: " + d + "/text.sqlite: not an SQLite database");
+            d + "/text.sqlite: not an SQLite database");
   EXPECT_EQ(error_of([&] { RunStore(dir / "text.sqlite", RunStore::Mode::read_only); }),
-            "store: " + d + "/text.sqlite: not an SQLite database");
+            d + "/text.sqlite: not an SQLite database");
   EXPECT_EQ(testing::read_file(dir / "text.sqlite"), std::string(4096, 'x'));  // untouched
   // Some other SQLite database.
   raw_sql(dir / "other.sqlite", "CREATE TABLE t(x)");
   EXPECT_EQ(error_of([&] { RunStore(dir / "other.sqlite"); }),
-            "store: " + d +
-                "/other.sqlite: an SQLite database, but not a ragform run store (no ragform_meta "
+            d + "/other.sqlite: an SQLite database, but not a ragform run store (no ragform_meta "
                 "table)");
   // A newer schema, and a garbled one.
   { RunStore(dir / "new.sqlite").begin_run(config()); }
   raw_sql(dir / "new.sqlite", "UPDATE ragform_meta SET value='2' WHERE key='schema_version'");
   EXPECT_EQ(error_of([&] { RunStore(dir / "new.sqlite", RunStore::Mode::read_only); }),
-            "store: " + d +
-                "/new.sqlite: schema version 2 is newer than this ragform supports (1); use a "
+            d + "/new.sqlite: schema version 2 is newer than this ragform supports (1); use a "
                 "newer ragform");
   raw_sql(dir / "new.sqlite", "UPDATE ragform_meta SET value='one' WHERE key='schema_version'");
   EXPECT_EQ(error_of([&] { RunStore(dir / "new.sqlite"); }),
-            "store: " + d + "/new.sqlite: unknown schema version 'one'");
+            d + "/new.sqlite: unknown schema version 'one'");
   // An empty file is an empty SQLite database: a writer initialises it, a reader refuses it.
   testing::write_file(dir / "empty.sqlite", "");
   EXPECT_EQ(error_of([&] { RunStore(dir / "empty.sqlite", RunStore::Mode::read_only); }),
-            "store: " + d + "/empty.sqlite: empty database, not a ragform run store");
+            d + "/empty.sqlite: empty database, not a ragform run store");
   EXPECT_EQ(RunStore(dir / "empty.sqlite").begin_run(config()), 1);
   // A directory, and a missing parent directory.
-  EXPECT_EQ(error_of([&] { RunStore{dir}; }), "store: " + d + ": is a directory");
-  EXPECT_EQ(
-      error_of([&] { RunStore(dir / "no" / "run.sqlite"); }),
-      "store: " + d + "/no/run.sqlite: cannot create: directory '" + d + "/no' does not exist");
+  EXPECT_EQ(error_of([&] { RunStore{dir}; }), d + ": is a directory");
+  EXPECT_EQ(error_of([&] { RunStore(dir / "no" / "run.sqlite"); }),
+            d + "/no/run.sqlite: cannot create: directory '" + d + "/no' does not exist");
 }
 
 TEST(RunStore, ReadOnlyPlaces) {
   // /proc refuses new files even for root.
   std::string e = error_of([] { RunStore("/proc/ragform-run.sqlite"); });
-  EXPECT_EQ(e.rfind("store: /proc/ragform-run.sqlite: cannot create: ", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("/proc/ragform-run.sqlite: cannot create: ", 0), 0u) << e;
 
   auto dir = testing::temp_dir("store");
   fs::path p = dir / "ro" / "run.sqlite";
@@ -397,13 +394,13 @@ TEST(RunStore, MergeCombinesStoresByRunIdentity) {
   // A bad source is reported by name and leaves the target unchanged.
   testing::write_file(dir / "bad.sqlite", "not a database, not at all, no");
   EXPECT_EQ(error_of([&] { a.merge({dir / "bad.sqlite"}); }),
-            "store: " + (dir / "bad.sqlite").string() + ": not an SQLite database");
+            (dir / "bad.sqlite").string() + ": not an SQLite database");
   EXPECT_EQ(a.results(std::nullopt).size(), 5u);
   // A run whose stored config no longer matches its key (edited by hand) is refused.
   { RunStore(dir / "edited.sqlite").begin_run(config("edited")); }
   raw_sql(dir / "edited.sqlite", "UPDATE runs SET config = '{\"k\":6}' WHERE id = 1");
   EXPECT_EQ(error_of([&] { a.merge({dir / "edited.sqlite"}); }),
-            "store: " + (dir / "edited.sqlite").string() +
+            (dir / "edited.sqlite").string() +
                 ": run 1: config_key does not match its configuration (edited by hand?)");
   EXPECT_EQ(a.results(std::nullopt).size(), 5u);
 }

@@ -1,0 +1,168 @@
+// Files and directories the user may not read or write, as the CLI reports them: one line
+// `ragform: <path>: <reason>` with the real reason. The commands run as an unprivileged user
+// (uid 65534 through setpriv when the tests run as root, who passes every permission check; as
+// the user running the tests otherwise), on files whose modes deny everyone but root.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "store/run_store.h"
+#include "support/test_support.h"
+
+namespace ragform::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Unprivileged {
+  int exit_code = -1;
+  std::string err;
+};
+
+// `ragform <args>` as a user without privileges; stderr captured in `dir` (writable by root or by
+// the user running the tests: the shell opens it before dropping privileges).
+Unprivileged run_unprivileged(const fs::path& dir, const std::string& args) {
+  const fs::path err = dir / "stderr.txt";
+  std::string prefix;
+  if (geteuid() == 0) prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  const std::string cmd = "cd " + quoted(dir) + " && " + prefix + quoted(ragform_bin()) + " " +
+                          args + " >/dev/null 2>" + quoted(err);
+  const int status = std::system(cmd.c_str());
+  Unprivileged r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = read_file(err);
+  return r;
+}
+
+// A directory tree the unprivileged user can enter (the test's temp folder may sit under paths
+// only root reads when the tests run as root).
+fs::path open_dir(const std::string& tag) {
+  if (geteuid() == 0 && std::system("setpriv --version >/dev/null 2>&1") != 0) return {};
+  fs::path d = fs::temp_directory_path() / ("ragform-perm-" + tag + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  fs::permissions(d, fs::perms::all);
+  return d;
+}
+
+
+void expect_one_line(const Unprivileged& r, const std::string& line) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "ragform: " + line + "\n");
+}
+
+class Permissions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = open_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    if (dir_.empty()) GTEST_SKIP() << "running as root without setpriv: cannot drop privileges";
+    write_file(dir_ / "c.jsonl", "{\"id\": \"a\", \"text\": \"alpha beta\"}\n");
+    write_file(dir_ / "q.jsonl", "{\"question\": \"alpha?\"}\n");
+    fs::permissions(dir_ / "c.jsonl",
+                    fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(dir_ / "q.jsonl",
+                    fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    // Modes that deny the owner too are undone before the tree is removed.
+    for (auto& e :
+         fs::recursive_directory_iterator(dir_, fs::directory_options::skip_permission_denied))
+      fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add);
+    for (const char* sub : {"ro", "hidden", "ix", "w"})
+      if (fs::exists(dir_ / sub))
+        fs::permissions(dir_ / sub, fs::perms::owner_all, fs::perm_options::add);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  // A directory nobody but root may write in.
+  fs::path read_only_dir(const std::string& name) {
+    fs::create_directories(dir_ / name);
+    fs::permissions(dir_ / name, fs::perms::owner_read | fs::perms::owner_exec |
+                                     fs::perms::group_read | fs::perms::group_exec |
+                                     fs::perms::others_read | fs::perms::others_exec);
+    return dir_ / name;
+  }
+  void build_index(const fs::path& ix) {
+    auto r = run_ragform("index build --corpus " + quoted(dir_ / "c.jsonl") + " -o " + quoted(ix));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  fs::path dir_;
+};
+
+TEST_F(Permissions, IndexInANonWritableDirectory) {
+  read_only_dir("ro");
+  expect_one_line(run_unprivileged(dir_, "index build --corpus c.jsonl -o ro/ix"),
+                  "ro/ix: cannot create the directory: Permission denied");
+  expect_one_line(run_unprivileged(dir_, "index build --corpus c.jsonl -o ro/a/ix"),
+                  "ro/a: cannot create the directory: Permission denied");
+}
+
+TEST_F(Permissions, IndexThatCannotBeSearchedOrRead) {
+  build_index(dir_ / "hidden" / "ix");
+  fs::permissions(dir_ / "hidden", fs::perms::none);
+  expect_one_line(run_unprivileged(dir_, "retrieve --index hidden/ix --input q.jsonl"),
+                  "hidden/ix: cannot look for an index: Permission denied");
+  build_index(dir_ / "ix");
+  fs::permissions(dir_ / "ix" / "index.sqlite", fs::perms::none);
+  expect_one_line(run_unprivileged(dir_, "retrieve --index ix --input q.jsonl"),
+                  "ix/index.sqlite: cannot open: Permission denied");
+  fs::permissions(dir_ / "c.jsonl", fs::perms::none);
+  expect_one_line(run_unprivileged(dir_, "index build --corpus c.jsonl -o new"),
+                  "c.jsonl: cannot open: Permission denied");
+}
+
+// A finished index is read without writing beside it (a shared index, a read-only mount).
+TEST_F(Permissions, IndexInAReadOnlyDirectoryIsRead) {
+  build_index(dir_ / "ro" / "ix");
+  read_only_dir("ro/ix");
+  read_only_dir("ro");
+  auto r = run_unprivileged(dir_, "retrieve --index ro/ix --input q.jsonl");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(Permissions, StoreInANonWritableDirectory) {
+  { store::RunStore src(dir_ / "src.sqlite"); }
+  fs::permissions(dir_ / "src.sqlite", fs::perms::all);
+  read_only_dir("ro");
+  expect_one_line(run_unprivileged(dir_, "merge ro/new.sqlite src.sqlite"),
+                  "ro/new.sqlite: cannot create: directory 'ro' is not writable: Permission "
+                  "denied");
+}
+
+TEST_F(Permissions, ReadOnlyStoreOpenedForWriting) {
+  fs::create_directories(dir_ / "w");
+  fs::permissions(dir_ / "w", fs::perms::all);
+  { store::RunStore st(dir_ / "w" / "run.sqlite"); }
+  { store::RunStore src(dir_ / "src.sqlite"); }
+  fs::permissions(dir_ / "src.sqlite", fs::perms::all);
+  fs::permissions(dir_ / "w" / "run.sqlite",
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  expect_one_line(run_unprivileged(dir_, "merge w/run.sqlite src.sqlite"),
+                  "w/run.sqlite: read-only: cannot write the store: Permission denied");
+  // A read-only store is read, by the commands that only read.
+  auto r = run_unprivileged(dir_, "export w/run.sqlite");
+  EXPECT_EQ(r.err.find("readonly"), std::string::npos) << r.err;
+}
+
+// A store with a write-ahead log (its writer running or killed) in a directory the reader may
+// not write: SQLite must create the log's index (-shm) beside it.
+TEST_F(Permissions, StoreWithALogInANonWritableDirectory) {
+  fs::create_directories(dir_ / "ro");
+  { store::RunStore st(dir_ / "ro" / "run.sqlite"); }
+  write_file(dir_ / "ro" / "run.sqlite-wal", "");
+  for (const char* f : {"run.sqlite", "run.sqlite-wal"})
+    fs::permissions(dir_ / "ro" / f,
+                    fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  read_only_dir("ro");
+  expect_one_line(
+      run_unprivileged(dir_, "report ro/run.sqlite -o out.html"),
+      "ro/run.sqlite: cannot read: the store has a write-ahead log, run.sqlite-wal, that reading "
+      "must index beside it, and its directory is not writable (a writer is running or was "
+      "killed: let it finish, or open the store once with write access)");
+}
+
+}  // namespace
+}  // namespace ragform::testing
