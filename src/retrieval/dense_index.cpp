@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -39,6 +41,24 @@ auto guarded(const std::string& what, F&& f) {
     throw;
   } catch (const std::exception& e) {
     throw Error("faiss", what + ": " + e.what());
+  }
+}
+
+// FAISS reads a file with fread and says only which read came short, in a multi-line
+// "Error in ... at faiss/impl/index_read.cpp:..." text; whatever it says, the file is cut off or
+// is not a FAISS index, and that is what a user can act on.
+faiss::Index* read_faiss_file(const std::string& path) {
+  if (std::ifstream probe(path, std::ios::binary); !probe)
+    throw FileError(path, std::string("cannot read: ") + std::strerror(errno), errno);
+  try {
+    return faiss::read_index(path.c_str());
+  } catch (const std::exception&) {
+    std::error_code ec;
+    const auto bytes = fs::file_size(path, ec);
+    throw Error(path, "truncated or corrupt FAISS index" +
+                          (ec ? std::string() : " (" + std::to_string(bytes) + " bytes)") +
+                          ": FAISS cannot read it; rebuild the dense index (ragform index build "
+                          "--dense)");
   }
 }
 
@@ -118,8 +138,7 @@ DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
   if (meta_.metric != "inner_product")
     throw Error("index", meta_file(dir_) + ": metric '" + meta_.metric + "' is not supported");
   if (fs::exists(faiss_file(dir_))) {
-    index_.reset(
-        guarded(faiss_file(dir_), [&] { return faiss::read_index(faiss_file(dir_).c_str()); }));
+    index_.reset(read_faiss_file(faiss_file(dir_)));
     auto* m = id_map(index_.get());
     if (!m || index_->d != meta_.dims)
       throw Error("index", faiss_file(dir_) + ": not the index dense.json describes");
