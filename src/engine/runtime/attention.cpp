@@ -123,6 +123,26 @@ void mask_outside_window(float* S, int ldS, const int* n_keys, int nq, int windo
   }
 }
 
+// For each tapped (row, head of the group) of this item, in tap order: whether its scores hold NaN
+// or +inf. The SIMD softmax clamps its input and would turn such a row into uniform weights, a
+// plausible-looking answer; the tap gets NaN instead, which Context::eval reports. Only tapped
+// rows are scanned.
+std::vector<char> tapped_rows_not_finite(const AttnSeq& seq, int row0, int rows, int G,
+                                         const float* S, int ldS, const std::vector<int>& n_keys) {
+  std::vector<char> bad;
+  for (const AttnTap& tap : seq.taps) {
+    if (tap.row < row0 || tap.row >= row0 + rows) continue;
+    for (int g = 0; g < G; ++g) {
+      const int i = (tap.row - row0) * G + g;
+      const float* s = S + size_t(i) * size_t(ldS);
+      bool b = false;
+      for (int j = 0; j < n_keys[size_t(i)]; ++j) b |= std::isnan(s[j]) || s[j] == INFINITY;
+      bad.push_back(b);
+    }
+  }
+  return bad;
+}
+
 // One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads.
 void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
               AttnScratch::Thread& t) {
@@ -152,13 +172,19 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   float* S = t.scores.data();
   K.qk(t.q.data(), nq, hd, seq.kv, kvd, kvh, n_keys, a.scale, S, ldS);
   if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
+  const std::vector<char> bad_tap = tapped_rows_not_finite(seq, row0, rows, G, S, ldS, t.n_keys);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
+  size_t k = 0;
   for (const AttnTap& tap : seq.taps) {
     if (tap.row < row0 || tap.row >= row0 + rows) continue;
-    for (int g = 0; g < G; ++g) {
+    for (int g = 0; g < G; ++g, ++k) {
       const int i = (tap.row - row0) * G + g;
       const float* s = S + size_t(i) * size_t(ldS);
-      std::copy(s, s + t.n_keys[size_t(i)], tap.heads[kvh * G + g].begin());
+      auto& head = tap.heads[kvh * G + g];
+      if (bad_tap[k])
+        std::fill(head.begin(), head.begin() + t.n_keys[size_t(i)], std::nanf(""));
+      else
+        std::copy(s, s + t.n_keys[size_t(i)], head.begin());
     }
   }
   if (seq.kv.f16())  // ggml converts the probabilities to F16 for the F16 V product

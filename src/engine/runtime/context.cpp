@@ -72,6 +72,32 @@ void copy_layer(const std::vector<T>& ks, const std::vector<T>& vs, std::vector<
       for (int d = 0; d < hp.head_dim; ++d)
         kd[key_index(p, h, d, hp.n_head_kv, hp.head_dim)] = T(0);
 }
+
+// Whether any of x[0..n) is NaN or infinite (exponent bits all ones). An integer OR over the bits
+// vectorises, so the scan costs a fraction of the projection that produced the values.
+bool any_non_finite(const float* x, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    bad |= uint32_t((b & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad != 0;
+}
+
+// Which output of a pass is not finite ("" when all are): a model whose weights or
+// hyperparameters hold NaN or overflow produces NaN everywhere, and argmax over NaN logits picks
+// token 0, an empty text that would otherwise pass for an answer.
+const char* non_finite_output(const std::vector<SeqOutput>& out) {
+  for (const SeqOutput& o : out) {
+    if (any_non_finite(o.logits.data(), o.logits.size())) return "logits";
+    for (const AttentionRow& r : o.attention)
+      for (const auto& h : r.heads)
+        if (any_non_finite(h.data(), h.size())) return "attention weights";
+    if (any_non_finite(o.hidden.data(), o.hidden.size())) return "hidden states";
+  }
+  return "";
+}
 }  // namespace
 
 int Context::reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_reuse) {
@@ -189,6 +215,11 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
     detail::collect_hidden(p, il);
     if (last_layer) detail::output_head(p);
   }
+  // Before the caches advance, so a failed pass leaves them as they were.
+  if (const char* what = non_finite_output(out); *what)
+    throw Error("model", m_.file().path() + ": the forward pass produced non-finite " + what +
+                             " (NaN or infinity): the model's weights or hyperparameters (e.g. a "
+                             "norm epsilon) are not finite");
   for (auto& in : inputs) {
     SeqCache& s = get_seq(I.seqs, in.seq);
     s.n_past += int(in.tokens.size());

@@ -98,7 +98,9 @@ class Context {
   size_t kv_bytes() const;
 
   // Runs the new tokens of every input through the model. Throws Error when a sequence would
-  // exceed n_ctx or a token id is out of range; the caches are unchanged then.
+  // exceed n_ctx or a token id is out of range, or when a requested output (logits, attention
+  // weights, hidden states) holds NaN or infinity (a model with non-finite weights); the caches
+  // are unchanged then.
   std::vector<SeqOutput> eval(const std::vector<SeqInput>& inputs);
 
  private:
