@@ -20,7 +20,6 @@
 #include "ragform_version.h"
 #include "reader/native_encoder.h"
 #include "store/run_store.h"
-#include "text/metrics.h"
 #include "text/sentences.h"
 
 namespace ragform::cli {
@@ -379,17 +378,15 @@ EvalTally make_tally(const std::vector<Config>& cfgs, const EvalSettings& es) {
 }
 
 // --generate: the reader's answer to the main configuration's selection, with and without the
-// special tokens (the paper's end-to-end comparison).
+// special tokens (the paper's end-to-end comparison), graded by the pipeline's answer step
+// (answer.h), the same one `reproduce spotlight` uses.
 void answer_question(reader::Reader& rd, const eval::QaRecord& r, const std::vector<Document>& docs,
                      const ScoredQuestion& sq, const EvalSettings& es, EvalTally& t) {
-  reader::GenerateParams gp;
-  gp.max_tokens = es.n_predict;
-  gp.stop = {"\n"};
   for (bool special : {true, false}) {
     Selection s = select_and_annotate(r.question, docs, sq, {es.K, Order::Document, special});
-    std::string out = rd.generate(s.prompt, gp).text;
-    (special ? t.em_full : t.em_plain).push_back(text::exact_match(out, r.answers));
-    (special ? t.sub_full : t.sub_plain).push_back(text::substring_match(out, r.answers));
+    const GradedAnswer g = answer_and_grade(rd, s.prompt, r.answers, es.n_predict);
+    (special ? t.em_full : t.em_plain).push_back(g.em);
+    (special ? t.sub_full : t.sub_plain).push_back(g.substring);
   }
 }
 

@@ -40,10 +40,15 @@ Job spotlight_job(const Planned& p, const Options& opt) {
     so.vectors_path = vectors;
     so.tool_version = opt.tool_version;
     auto sum = spotlight::run_eval(st, recs, enc, so);
-    // The generator's answers to the stored selection prompts, one row per question.
-    const int64_t run = st.begin_run(run_config(
-        "spotlight generate",
-        {{"spotlight_run", sum.run}, {"max_tokens", j.max_tokens}, {"grading", "em"}}, r, opt));
+    // The generator's answers to the stored selection prompts, one row per question, generated
+    // and graded by the pipeline's answer step (stop at the first newline, EM of that line), as
+    // `spotlight eval --generate` grades them. "grading" names that rule so that rows graded on
+    // the whole output (earlier versions) are never resumed into this run.
+    const int64_t run = st.begin_run(run_config("spotlight generate",
+                                                {{"spotlight_run", sum.run},
+                                                 {"max_tokens", j.max_tokens},
+                                                 {"grading", "em of the first line"}},
+                                                r, opt));
     auto done = st.done_keys(run);
     std::map<std::string, std::vector<std::string>> answers;
     for (const auto& rec : recs) answers[rec.id] = rec.answers;
@@ -53,8 +58,6 @@ Job spotlight_job(const Planned& p, const Options& opt) {
           !done.count({row.instance, "spotlight"}))
         todo.push_back(row);
     if (opt.hooks.begin) opt.hooks.begin("spotlight generate", todo.size());
-    reader::GenerateParams gp;
-    gp.max_tokens = j.max_tokens;  // greedy
     for (const auto& row : todo) {
       store::Result out;
       out.run = run;
@@ -62,11 +65,11 @@ Job spotlight_job(const Planned& p, const Options& opt) {
       out.variant = "spotlight";
       out.prompt = row.prompt;
       try {
-        auto g = r.generate(row.prompt, gp);
+        const spotlight::GradedAnswer g =
+            spotlight::answer_and_grade(r, row.prompt, answers[row.instance], j.max_tokens);
         out.output = g.text;
-        double em = text::exact_match(g.text, answers[row.instance]);
-        out.correct = em > 0.5;
-        out.scores = {{"em", em}};
+        out.correct = g.em > 0.5;
+        out.scores = {{"em", g.em}};
       } catch (const Error& e) {
         out.status = store::Status::unmeasured;
         out.error = e.what();

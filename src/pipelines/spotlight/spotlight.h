@@ -4,8 +4,10 @@
 //   score_question(encoder, question, documents, ScoreParams)          (scoring.h; eqs. 3-8)
 //   select_and_annotate(question, documents, scored, SelectParams)     (select.h; eqs. 9-10)
 //   gold_sentences, recall_at, the baselines rank_lead/random/bm25     (evaluate.h)
+//   answer_and_grade(reader, prompt, answers, max_tokens): EM           (answer.h; end to end)
 //   encoders: StaticEncoder, HiddenEncoder (encoder.h), ModelEncoder (model_encoder.h)
 #pragma once
+#include "pipelines/spotlight/answer.h"
 #include "pipelines/spotlight/encoder.h"
 #include "pipelines/spotlight/evaluate.h"
 #include "pipelines/spotlight/lexical.h"

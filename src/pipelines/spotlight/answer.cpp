@@ -1,0 +1,37 @@
+// The generation + EM step of SpotlightRAG (see answer.h).
+#include "pipelines/spotlight/answer.h"
+
+#include "text/metrics.h"
+
+namespace ragform::spotlight {
+
+reader::GenerateParams answer_params(int max_tokens) {
+  reader::GenerateParams gp;
+  gp.max_tokens = max_tokens;
+  gp.temperature = 0.0;  // greedy: the paper's answers are deterministic
+  gp.stop = {"\n"};
+  return gp;
+}
+
+std::string answer_line(std::string_view generated) {
+  const size_t b = generated.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  generated.remove_prefix(b);
+  return std::string(generated.substr(0, generated.find('\n')));
+}
+
+GradedAnswer grade_answer(std::string_view generated, const std::vector<std::string>& answers) {
+  GradedAnswer g;
+  g.text = answer_line(generated);
+  const text::AnswerScores s = text::score_answer(g.text, answers);
+  g.em = s.exact_match;
+  g.substring = s.substring_match;
+  return g;
+}
+
+GradedAnswer answer_and_grade(reader::Reader& r, const std::string& prompt,
+                              const std::vector<std::string>& answers, int max_tokens) {
+  return grade_answer(r.generate(prompt, answer_params(max_tokens)).text, answers);
+}
+
+}  // namespace ragform::spotlight

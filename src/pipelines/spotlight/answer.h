@@ -1,0 +1,39 @@
+// SpotlightRAG's end-to-end step (paper section 4, Tables 1-3: EM, %): the generator's answer to
+// an eq. (10) prompt and its grade. One step for every front end that generates (`spotlight eval
+// --generate`, `reproduce spotlight`), so they count EM the same way:
+//   generation  greedy, at most max_tokens, stopped at the first newline (the prompt ends in
+//               "Answer:", and a reader continues with the next question or more evidence);
+//   answer      the generated text with leading whitespace removed, cut at its first newline
+//               (lost-in-the-middle's `prediction.strip().split("\n")[0]`), so a reader that
+//               does not honour the stop string is graded on the same line;
+//   grade       exact match and substring match of that line against the gold answers, with
+//               the SQuAD answer normalisation (text/metrics.h).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reader/reader.h"
+
+namespace ragform::spotlight {
+
+struct GradedAnswer {
+  std::string text;  // the answer line that was graded
+  double em = 0, substring = 0;
+};
+
+// Greedy, max_tokens, stop at "\n".
+reader::GenerateParams answer_params(int max_tokens);
+
+// The answer line of a generated text (see above).
+std::string answer_line(std::string_view generated);
+
+// The answer line of `generated` graded against `answers` (non-empty; text/metrics.h throws
+// otherwise).
+GradedAnswer grade_answer(std::string_view generated, const std::vector<std::string>& answers);
+
+// Generates the answer to `prompt` and grades it. Errors of the reader propagate.
+GradedAnswer answer_and_grade(reader::Reader& r, const std::string& prompt,
+                              const std::vector<std::string>& answers, int max_tokens);
+
+}  // namespace ragform::spotlight
