@@ -18,6 +18,28 @@
 namespace ragform::cli {
 namespace {
 
+// Questions that got fewer than k passages. BM25 returns only passages holding one of the
+// question's words, so a question of words no passage holds ("zzzqqq xyzzy", a script the corpus
+// does not use) gets none; the output shows that only as a short ctxs list, so stderr says it.
+struct ShortOfK {
+  size_t fewer = 0, none = 0;
+  void add(size_t got, size_t k) {
+    fewer += got < k ? 1 : 0;
+    none += got == 0 ? 1 : 0;
+  }
+  std::string note(size_t questions, size_t k, size_t passages, retrieval::Mode m) const {
+    if (fewer == 0) return {};
+    std::string s = "retrieve: " + std::to_string(fewer) + " of " + std::to_string(questions) +
+                    " questions got fewer than " + std::to_string(k) + " passages (" +
+                    std::to_string(none) + " got none)";
+    if (passages < k) return s + ": the index holds " + std::to_string(passages) + " passages";
+    if (m != retrieval::Mode::Bm25) return s;
+    return s +
+           ": BM25 returns only passages that hold one of a question's words (stop words "
+           "aside); see docs/retrieval.md";
+  }
+};
+
 int cmd_retrieve(const std::vector<std::string>& argv) {
   Args a(
       "retrieve", "Retrieve the top k passages of every question from an index.",
@@ -65,11 +87,13 @@ int cmd_retrieve(const std::vector<std::string>& argv) {
 
   std::vector<retrieval::Question> qs;
   size_t n_questions = 0;
+  ShortOfK short_of_k;
   auto flush = [&] {
     if (qs.empty()) return;
     std::vector<std::string> texts;
     for (const auto& q : qs) texts.push_back(q.question);
     auto res = r.retrieve(texts, k.value);
+    for (const auto& ctxs : res) short_of_k.add(ctxs.size(), size_t(k.value));
     for (size_t i = 0; i < qs.size(); ++i) {
       if (json.value) {
         print_json_line(retrieval::retrieval_row(qs[i], res[i]));
@@ -90,6 +114,8 @@ int cmd_retrieve(const std::vector<std::string>& argv) {
   if (r.truncated_queries() > 0)
     std::fprintf(stderr, "retrieve: %zu of %zu questions truncated to the encoder's context\n",
                  r.truncated_queries(), n_questions);
+  if (std::string note = short_of_k.note(n_questions, size_t(k.value), r.size(), m); !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   return 0;
 }
 
