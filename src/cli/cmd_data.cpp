@@ -1,11 +1,15 @@
 // ragform data check: load a QA data file the way every pipeline will (eval/datasets.h), report
-// its format, row and field counts, and its bad lines.
+// its format, row and field counts, and its bad lines. ragform data needle: generated story-needle
+// QA records.
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "cli/args.h"
 #include "cli/command.h"
 #include "eval/datasets_check.h"
+#include "pipelines/cnorm/tasks.h"
 
 namespace ragform::cli {
 namespace {
@@ -44,10 +48,44 @@ int cmd_data_check(const std::vector<std::string>& argv) {
   return c.ok() ? 0 : 1;
 }
 
+// Story-needle items (cnorm/tasks.h) as lost-in-the-middle QA records, the gold document first
+// ("isgold": true) and its distractors after it: the input `demo` gives `sure perturb`, as a
+// command so that the demo's printed steps can be run by hand.
+int cmd_data_needle(const std::vector<std::string>& argv) {
+  Args a("data needle", "Write generated story-needle QA records (JSONL) on stdout.",
+         "The story-needle probe of `cnorm --task needle` (a fact hidden in a short story and a\n"
+         "question about it), one lost-in-the-middle record per item: {\"id\", \"question\",\n"
+         "\"answers\", \"ctxs\": [gold document (\"isgold\": true), distractors...]}. The same\n"
+         "--count, --docs and --seed give the same records. `ragform demo` perturbs them with\n"
+         "`sure perturb`.");
+  auto& count = a.opt<int>("-n,--count", "N", "items", 20).range(1, 1000000);
+  auto& docs = a.opt<int>("-k,--docs", "K",
+                          "documents per record (the gold one and K-1 "
+                          "distractors)",
+                          2)
+                   .range(2, 12);
+  auto& seed = a.opt<int>("--seed", "S", "seed of the items", 0).range(0, kMaxInt);
+  if (!a.parse(argv)) return 0;
+  for (const auto& it :
+       cnorm::make_needle_items(size_t(count.value), size_t(docs.value), uint64_t(seed.value))) {
+    nlohmann::json ctxs = nlohmann::json::array();
+    ctxs.push_back({{"title", it.gold.title}, {"text", it.gold.text}, {"isgold", true}});
+    for (const auto& d : it.distractors)
+      ctxs.push_back({{"title", d.title}, {"text", d.text}, {"isgold", false}});
+    const nlohmann::json rec = {
+        {"id", it.id}, {"question", it.question}, {"answers", it.answers}, {"ctxs", ctxs}};
+    std::printf("%s\n", rec.dump().c_str());
+  }
+  if (std::fflush(stdout) != 0) throw Error("data needle", "cannot write the records");
+  return 0;
+}
+
 int cmd_data(const std::vector<std::string>& args) {
   return run_verbs(
-      "data", "Inspect QA data files (the inputs of every pipeline).",
-      {{"check", "detect a file's format, count rows and fields, list bad lines", cmd_data_check}},
+      "data",
+      "Inspect QA data files (the inputs of every pipeline), or generate story-needle ones.",
+      {{"check", "detect a file's format, count rows and fields, list bad lines", cmd_data_check},
+       {"needle", "write generated story-needle QA records (JSONL)", cmd_data_needle}},
       args);
 }
 

@@ -3,7 +3,8 @@
 // rerun any of them by hand), on the real trained stories260K model by default:
 //   1. cnorm calibrate --task needle --store   C-NORM delimiter calibration (ABS, Figure 3 data)
 //   2. cnorm eval --task needle --store        gold-position sweep: Baseline / Min-Token / C-NORM
-//   3. sure perturb | sure filter | sure eval  rule-based perturbations (logic, format, metadata)
+//   3. data needle | sure perturb | sure filter | sure eval
+//                                              rule-based perturbations (logic, format, metadata)
 //                                              of story-needle items and NQ passages, RR/WR/LR
 //   4. Spotlight selection + recall@K on HotpotQA dev with GloVe vectors, through the runner
 //      `spotlight eval --store` uses (pipelines/spotlight/run.h)
@@ -27,7 +28,6 @@
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "eval/datasets.h"
-#include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "ragform_version.h"
 #include "store/run_store.h"
@@ -49,7 +49,8 @@ std::string quote(const std::string& s) {
 int invoke(const std::vector<std::string>& args, const fs::path& out_file) {
   std::string line = "$ ragform";
   for (const auto& a : args) line += " " + quote(a);
-  if (!out_file.empty()) line += " > " + quote(out_file.filename().string());
+  // The whole path: a later step reads the file by it, and the printed lines run as printed.
+  if (!out_file.empty()) line += " > " + quote(out_file.string());
   std::fprintf(stderr, "\n%s\n", line.c_str());
   auto it = registry().find(args.at(0));
   if (it == registry().end()) throw Error("demo", "no command '" + args[0] + "' in this build");
@@ -99,27 +100,15 @@ nlohmann::json last_json(const fs::path& p) {
   return last;
 }
 
-// Story-needle items (cnorm/tasks.h) as lost-in-the-middle QA records with the gold document
-// and one distractor, the input of `sure perturb`.
-void write_needle_records(const fs::path& path, size_t n, uint64_t seed) {
-  std::ofstream f(path, std::ios::binary);
-  for (const auto& it : cnorm::make_needle_items(n, 2, seed)) {
-    nlohmann::json ctxs = nlohmann::json::array();
-    ctxs.push_back({{"title", it.gold.title}, {"text", it.gold.text}, {"isgold", true}});
-    for (const auto& d : it.distractors)
-      ctxs.push_back({{"title", d.title}, {"text", d.text}, {"isgold", false}});
-    f << nlohmann::json{{"id", it.id},
-                        {"question", it.question},
-                        {"answers", it.answers},
-                        {"ctxs", ctxs}}
-             .dump()
-      << '\n';
-  }
-  if (!f.flush()) throw Error("demo", "cannot write " + path.string());
+// The files `from`, one after the other, into `to`; printed as the `cat` that does the same.
+void concatenate(const std::vector<fs::path>& from, const fs::path& to) {
+  std::string line = "$ cat";
+  for (const auto& f : from) line += " " + quote(f.string());
+  std::fprintf(stderr, "\n%s > %s\n", line.c_str(), quote(to.string()).c_str());
+  std::ofstream out(to, std::ios::binary);
+  for (const auto& f : from) out << read_text(f);
+  if (!out.flush()) throw Error("demo", "cannot write " + to.string());
 }
-
-// Lines of `from` appended to `to`.
-void append_lines(const fs::path& from, std::ofstream& to) { to << read_text(from); }
 
 size_t count_lines(const fs::path& p) {
   std::string s = read_text(p);
@@ -199,20 +188,18 @@ void cnorm_steps(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
 void sure_steps(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
   const fs::path& work = plan.work;
   const fs::path needle = work / "needle.jsonl";
-  write_needle_records(needle, size_t(plan.needle), 0);
-  const fs::path pairs = work / "pairs.jsonl";
-  {
-    std::ofstream all(pairs, std::ios::binary);
-    invoke({"sure", "perturb", "--input", needle.string(), "--kinds", "logic,format,metadata"},
-           work / "pairs-needle.jsonl");
-    append_lines(work / "pairs-needle.jsonl", all);
-    if (plan.nq > 0) {
-      invoke({"sure", "perturb", "--input", in.nq, "--kinds", "logic,format,metadata", "--limit",
-              std::to_string(plan.nq), "--docs", "1"},
-             work / "pairs-nq.jsonl");
-      append_lines(work / "pairs-nq.jsonl", all);
-    }
+  invoke({"data", "needle", "-n", std::to_string(plan.needle), "-k", "2", "--seed", "0"}, needle);
+  std::vector<fs::path> parts = {work / "pairs-needle.jsonl"};
+  invoke({"sure", "perturb", "--input", needle.string(), "--kinds", "logic,format,metadata"},
+         parts.back());
+  if (plan.nq > 0) {
+    parts.push_back(work / "pairs-nq.jsonl");
+    invoke({"sure", "perturb", "--input", in.nq, "--kinds", "logic,format,metadata", "--limit",
+            std::to_string(plan.nq), "--docs", "1"},
+           parts.back());
   }
+  const fs::path pairs = work / "pairs.jsonl";
+  concatenate(parts, pairs);
   invoke({"sure", "filter", "--input", pairs.string(), "--nli", "none"}, work / "kept.jsonl");
   res.sure_pairs = count_lines(work / "kept.jsonl");
   invoke({"sure", "eval", "-m", in.model, "--input", (work / "kept.jsonl").string(), "--store",

@@ -4,6 +4,9 @@
 // a message naming what to provide.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "store/run_store.h"
@@ -14,7 +17,58 @@ using ragform::testing::run_ragform;
 
 namespace {
 const char* kSmall = " --needle 2 -k 3 --nq 2 --hotpot 10";
+
+// The words of a printed command line, with the shell's single quotes undone.
+std::vector<std::string> shell_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string w;
+  bool in_word = false, quoted = false;
+  for (char c : line) {
+    if (quoted) {
+      if (c == '\'')
+        quoted = false;
+      else
+        w += c;
+    } else if (c == '\'') {
+      quoted = in_word = true;
+    } else if (c == ' ') {
+      if (in_word) words.push_back(w);
+      w.clear();
+      in_word = false;
+    } else {
+      w += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(w);
+  return words;
 }
+
+// Every file a printed step reads exists, or an earlier printed step writes it: the steps run
+// by hand, in order, as printed. Returns the problems, one per line.
+std::string unrunnable_steps(const std::string& err) {
+  static const std::set<std::string> reads = {"--input", "--profile", "-m", "--vectors"};
+  static const std::set<std::string> writes = {"-o", "--store", "--cache-dir", ">"};
+  std::set<std::string> written;
+  std::string problems;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("$ ", 0) != 0) continue;
+    auto w = shell_words(line.substr(2));
+    std::vector<std::string> inputs;
+    for (size_t i = 0; i + 1 < w.size(); ++i) {
+      if (reads.count(w[i])) inputs.push_back(w[i + 1]);
+      if (w[0] == "cat" && i > 0 && w[i] != ">" && w[i - 1] != ">") inputs.push_back(w[i]);
+    }
+    if (w.size() > 2 && w[0] == "ragform" && w[1] == "report") inputs.push_back(w[2]);
+    for (const auto& f : inputs)
+      if (!written.count(f) && !fs::exists(f)) problems += line + "\n  reads " + f + "\n";
+    for (size_t i = 0; i + 1 < w.size(); ++i)
+      if (writes.count(w[i])) written.insert(w[i + 1]);
+  }
+  return problems;
+}
+}  // namespace
 
 TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
@@ -40,6 +94,9 @@ TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
        {"$ ragform cnorm calibrate", "$ ragform cnorm eval", "$ ragform sure perturb",
         "$ ragform sure filter", "$ ragform sure eval", "$ ragform report"})
     EXPECT_NE(r.err.find(step), std::string::npos) << step;
+  // ... and each can be rerun by hand in the printed order.
+  EXPECT_NE(r.err.find("$ ragform data needle -n 2 -k 2 --seed 0 > "), std::string::npos) << r.err;
+  EXPECT_EQ(unrunnable_steps(r.err), "") << r.err;
 
   ragform::store::RunStore st(db, ragform::store::RunStore::Mode::read_only);
   std::map<std::string, int64_t> rows;
