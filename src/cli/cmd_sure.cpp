@@ -94,7 +94,7 @@ struct SureSetup {
     o.base_url = url.empty() ? xf.base_url.value : url;
     if (o.base_url.empty()) throw UsageError("--base-url", "--reader openai needs --base-url URL");
     o.model = model;
-    if (const char* k = std::getenv(xf.api_key_env.value.c_str())) o.api_key = k;
+    o.api_key = api_key_from_env(xf.api_key_env);
     o.chat = rf.chat.value;
     o.system_prompt = rf.system.value;
     o.concurrency = xf.concurrency.value;

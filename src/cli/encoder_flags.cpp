@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "cli/engine_env.h"
+#include "cli/remote_flags.h"
 #include "reader/native_encoder.h"
 #include "reader/remote_encoder.h"
 
@@ -17,6 +18,7 @@ EncoderFlags::EncoderFlags(Args& a)
       base_url(a.opt<std::string>("--base-url", "URL",
                                   "encode on an OpenAI-compatible server (/v1/embeddings, "
                                   "/v1/rerank) instead of the engine")),
+      api_key_env(api_key_env_flag(a)),
       threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)),
       truncate(a.opt<std::string>("--truncate", "MODE",
                                   "input longer than the model: right (drop word-pieces at the "
@@ -31,6 +33,7 @@ std::unique_ptr<reader::Encoder> EncoderFlags::open() const {
     reader::RemoteEncoderOptions o;
     o.base_url = base_url.value;
     o.model = model.value;
+    o.api_key = api_key_from_env(api_key_env);
     return std::make_unique<reader::RemoteEncoder>(o);
   }
   if (!model.seen) throw UsageError("-m", "missing encoder model (-m FILE)");

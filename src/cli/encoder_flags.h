@@ -2,6 +2,7 @@
 //   -m FILE            the encoder model (GGUF, architecture bert); with --base-url, the server's
 //                      model name (may be omitted)
 //   --base-url URL     use an HTTP server (/v1/embeddings, /v1/rerank) instead of the engine
+//   --api-key-env VAR  the server's API key, by the readers' rule (remote_flags.h)
 //   -t, --threads N    engine threads (0 = all cores)
 //   --truncate MODE    right (default: drop word-pieces at the end, counted) or error
 //   --max-tokens N     longest input in tokens (0 = the model's position table)
@@ -18,6 +19,7 @@ struct EncoderFlags {
   explicit EncoderFlags(Args& a);
   Opt<std::string>& model;
   Opt<std::string>& base_url;
+  Opt<std::string>& api_key_env;
   Opt<int>& threads;
   Opt<std::string>& truncate;
   Opt<int>& max_tokens;

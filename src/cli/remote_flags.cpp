@@ -7,13 +7,30 @@
 
 namespace ragform::cli {
 
+Opt<std::string>& api_key_env_flag(Args& a) {
+  return a.opt<std::string>(
+      "--api-key-env", "VAR",
+      "environment variable holding the server's API key (without this flag: RAGFORM_API_KEY "
+      "when OPENAI_API_KEY is unset)",
+      "OPENAI_API_KEY");
+}
+
+std::string api_key_from_env(const Opt<std::string>& api_key_env) {
+  auto get = [](const std::string& var) {
+    const char* v = std::getenv(var.c_str());
+    return v ? std::string(v) : std::string();
+  };
+  if (api_key_env.seen) return get(api_key_env.value);
+  std::string key = get("OPENAI_API_KEY");
+  return key.empty() ? get("RAGFORM_API_KEY") : key;
+}
+
 RemoteFlags::RemoteFlags(Args& a)
     : reader(a.opt<std::string>("--reader", "KIND", "native (GGUF engine) or openai (HTTP server)",
                                 "native")),
       base_url(a.opt<std::string>("--base-url", "URL",
                                   "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1", "")),
-      api_key_env(a.opt<std::string>("--api-key-env", "VAR",
-                                     "environment variable holding the API key", "OPENAI_API_KEY")),
+      api_key_env(api_key_env_flag(a)),
       concurrency(
           a.opt<int>("--concurrency", "N", "requests in flight (openai reader)", 4).range(1, 1024)),
       retries(
@@ -35,7 +52,7 @@ std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
   reader::OpenAIOptions o;
   o.base_url = base_url.value;
   o.model = rf.model.value;
-  if (const char* k = std::getenv(api_key_env.value.c_str())) o.api_key = k;
+  o.api_key = api_key_from_env(api_key_env);
   o.chat = rf.chat.value;
   o.system_prompt = rf.system.value;
   o.concurrency = concurrency.value;

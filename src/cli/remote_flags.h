@@ -1,7 +1,7 @@
 // Flags that choose the Reader behind a command: the native engine or an OpenAI-compatible server.
 //   --reader native|openai   (default native)
 //   --base-url URL           server base URL, e.g. http://127.0.0.1:8080/v1 (openai)
-//   --api-key-env VAR        environment variable holding the API key (default OPENAI_API_KEY)
+//   --api-key-env VAR        environment variable holding the API key (api_key_from_env)
 //   --concurrency N          requests in flight (openai)
 //   --retries N, --timeout S
 // With --reader openai, -m/--model (from ReaderFlags) is the server's model name, --chat selects
@@ -13,6 +13,15 @@
 #include "reader/reader.h"
 
 namespace ragform::cli {
+
+// --api-key-env VAR: declared by every command that talks to a server (RemoteFlags for readers,
+// EncoderFlags for encoders), so all of them take a key the same way.
+Opt<std::string>& api_key_env_flag(Args& a);
+// The key the flag names: $VAR when --api-key-env VAR was given; otherwise $OPENAI_API_KEY, else
+// $RAGFORM_API_KEY (the variable `ragform serve` reads its key from, so a client and a server on
+// one machine share it). "" when none is set: no Authorization header is sent. Never a flag value,
+// which every local user could read in the process list.
+std::string api_key_from_env(const Opt<std::string>& api_key_env);
 
 struct RemoteFlags {
   explicit RemoteFlags(Args& a);
