@@ -18,6 +18,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_card.h"
 #include "ragform_version.h"
+#include "reader/measured.h"
 #include "report/paper_numbers.h"
 #include "reproduce/reproduce.h"
 #include "store/sha256.h"
@@ -86,7 +87,10 @@ void print_work(reader::Reader& r, const reproduce::Job& job, size_t ctx) {
     try {
       tokens = r.count_tokens(sample);
       if (size_t(tokens) + size_t(job.max_tokens) <= ctx) break;
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      // A server that cannot answer at all (a wrong key, nothing listening) fails the run here,
+      // with its reason, before any experiment starts.
+      if (reader::is_outage(e)) throw;
       tokens = 0;
     }
     // Halved at a space, so no UTF-8 sequence is split.
@@ -163,15 +167,26 @@ void run_and_print(reader::Reader& reader, store::RunStore& st, const reproduce:
   auto t0 = std::chrono::steady_clock::now();
   auto res = reproduce::run_job(reader, st, j, opt);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  say("reproduce " + opt.paper + " " + j.planned.info.name + ": done in " + duration(secs) +
-      " (run " + std::to_string(res.run) + ", " + std::to_string(res.values.size()) + " values)");
+  size_t not_measured = 0;
   nlohmann::ordered_json vals = nlohmann::ordered_json::array();
   for (const auto& v : res.values) {
-    nlohmann::ordered_json o = {
-        {"method", v.method}, {"metric", v.metric}, {"value", f9(v.value)}, {"n", v.n}};
-    if (v.lo && v.hi) o["ci95"] = {f9(*v.lo), f9(*v.hi)};
+    // A value over no item is null with a note, never a 0.0 beside the paper's number.
+    nlohmann::ordered_json o = {{"method", v.method},
+                                {"metric", v.metric},
+                                {"value", v.measured() ? nlohmann::ordered_json(f9(v.value))
+                                                       : nlohmann::ordered_json(nullptr)},
+                                {"n", v.n}};
+    if (!v.measured()) {
+      o["note"] = "not measured";
+      ++not_measured;
+    } else if (v.lo && v.hi) {
+      o["ci95"] = {f9(*v.lo), f9(*v.hi)};
+    }
     vals.push_back(o);
   }
+  say("reproduce " + opt.paper + " " + j.planned.info.name + ": done in " + duration(secs) +
+      " (run " + std::to_string(res.run) + ", " + std::to_string(res.values.size()) + " values" +
+      (not_measured ? ", " + std::to_string(not_measured) + " not measured" : "") + ")");
   print_json_line(nlohmann::ordered_json{{"paper", opt.paper},
                                          {"experiment", j.planned.info.name},
                                          {"scale", scale},

@@ -3,8 +3,7 @@
 #include <chrono>
 
 #include "base/error.h"
-
-#include "base/error.h"
+#include "reader/measured.h"
 
 namespace ragform::reader {
 
@@ -56,6 +55,7 @@ std::vector<Attempt> generate_each(Reader& r, const std::vector<std::string>& pr
       out[i].gen = r.generate(prompts[i], one);
     } catch (const Error& e) {
       out[i].error = e.what();
+      out[i].status = failure_status(e);
     }
     out[i].ms = ms_since(t0);
   }

@@ -118,6 +118,7 @@ class Reader {
 struct Attempt {
   std::optional<Generation> gen;
   std::string error;  // set when gen is empty
+  int status = -1;    // with error: reader/measured.h failure_status() of its cause
   double ms = 0;      // wall time of the batch (batched) or of this prompt alone
   bool batched = false;
 };

@@ -3,7 +3,8 @@
 // value: instance = the paper's method, variant = the paper's metric, scores {value, n, and ci_lo,
 // ci_hi when there is an interval}) beside the papers' own numbers (paper_numbers.h). The paper's
 // value is shown beside the run's only when the run's model is the paper's model (paper_model set
-// by name or --paper-model); otherwise the paper's values are listed as reference only.
+// by name or --paper-model); otherwise the paper's values are listed as reference only. A value
+// over no item is stored as an unmeasured row and shown as "not measured".
 #include <map>
 
 #include "report/paper_numbers.h"
@@ -52,7 +53,6 @@ void one_run(Html& h, const RunRows& run) {
   if (!note.empty()) h << "<p class=\"muted\">" << escape_html(note) << "</p>";
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : run.rows) {
-    if (r.status != store::Status::ok) continue;
     const PaperNumber* ref = nullptr;
     for (const auto* e : refs)
       if (!pm.empty() && pm == e->model && r.instance == e->method && r.variant == e->metric)
@@ -72,8 +72,14 @@ void one_run(Html& h, const RunRows& run) {
       if (!refs_text.empty()) paper_cell = refs_text;
     }
     std::vector<std::string> row = {escape_html(r.instance), escape_html(r.variant), paper_cell};
-    for (auto& c : run_cells(r)) row.push_back(c);
-    row.push_back(ref ? fmt(score(r, "value", 0) - ref->value, 3) : "—");
+    const bool measured = r.status == store::Status::ok;
+    if (measured) {
+      for (auto& c : run_cells(r)) row.push_back(c);
+    } else {
+      // A value over no item: shown as such, never as a 0 beside the paper's.
+      row.insert(row.end(), {"<span class=\"bad\">not measured</span>", "—", "0"});
+    }
+    row.push_back(ref && measured ? fmt(score(r, "value", 0) - ref->value, 3) : "—");
     rows.push_back(std::move(row));
   }
   if (rows.empty())

@@ -175,6 +175,14 @@ JobResult run_job(reader::Reader& r, store::RunStore& st, const Job& job, const 
     row.run = out.run;
     row.instance = v.method;
     row.variant = v.metric;
+    if (!v.measured()) {
+      // No value rather than a 0 the report would print beside the paper's; a resume that
+      // measures it replaces the row.
+      row.status = store::Status::unmeasured;
+      row.error = "not measured: no item behind this value was measured";
+      st.put(row);
+      continue;
+    }
     row.scores = {{"value", v.value}, {"n", double(v.n)}};
     if (v.lo && v.hi) {
       row.scores["ci_lo"] = *v.lo;

@@ -65,12 +65,15 @@ struct Planned {
 // The experiments opt asks for (all of opt.paper, or opt.experiment: UsageError when unknown).
 std::vector<Planned> plan(const Options& opt);
 
-// A measured value in the paper's unit, named as the paper's table names it.
+// A value in the paper's unit, named as the paper's table names it. A value over no item (n = 0:
+// every row behind it unmeasured, or an empty subset) is *not measured*, never a 0: run_job
+// stores it as an unmeasured row, the CLI prints it as null and the report as "not measured".
 struct Value {
   std::string method, metric;
   double value = 0;
   std::optional<double> lo, hi;  // 95% interval
   size_t n = 0;
+  bool measured() const { return n > 0; }
 };
 
 struct Job {
@@ -87,6 +90,8 @@ struct JobResult {
   int64_t run = 0;  // the "reproduce" run
   std::vector<Value> values;
 };
+// Runs the job and stores its values; reader::NothingMeasured (reader/measured.h) from the
+// pipelines when the reader measured nothing.
 JobResult run_job(reader::Reader& r, store::RunStore& st, const Job& job, const Options& opt);
 
 // 95% Wilson score interval of k successes in n, in [0, 1] (n = 0 gives [0, 1]).

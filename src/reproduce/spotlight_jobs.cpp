@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "eval/datasets.h"
 #include "pipelines/spotlight/spotlight.h"
+#include "reader/measured.h"
 #include "reproduce/jobs.h"
 #include "text/metrics.h"
 
@@ -58,6 +59,8 @@ Job spotlight_job(const Planned& p, const Options& opt) {
           !done.count({row.instance, "spotlight"}))
         todo.push_back(row);
     if (opt.hooks.begin) opt.hooks.begin("spotlight generate", todo.size());
+    reader::MeasuredTally tally;
+    tally.measured(int64_t(done.size()));
     for (const auto& row : todo) {
       store::Result out;
       out.run = run;
@@ -70,14 +73,21 @@ Job spotlight_job(const Planned& p, const Options& opt) {
         out.output = g.text;
         out.correct = g.em > 0.5;
         out.scores = {{"em", g.em}};
+        tally.measured();
       } catch (const Error& e) {
         out.status = store::Status::unmeasured;
         out.error = e.what();
+        tally.failed(e);
       }
       st.put(out);
       if (opt.hooks.advance) opt.hooks.advance(1);
+      tally.fail_fast("spotlight generate");
     }
     if (opt.hooks.end) opt.hooks.end();
+    tally.check("spotlight generate");
+    if (tally.unmeasured() > 0 && opt.hooks.note)
+      opt.hooks.note("spotlight generate: " + std::to_string(tally.unmeasured()) +
+                     " questions unmeasured (a rerun with the same --store retries them)");
     double k = 0, n = 0;
     for (const auto& row : st.results(run))
       if (row.status == store::Status::ok && row.correct) {

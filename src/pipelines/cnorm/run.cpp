@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/stable_hash.h"
 #include "pipelines/cnorm/analysis.h"
+#include "reader/measured.h"
 #include "reader/prefill_meter.h"
 #include "store/sha256.h"
 
@@ -79,7 +80,8 @@ CalibrationPrompts calibration_prompts(reader::Reader& r, const std::vector<Item
         fit_k(r, task, setup.tmpl, {items[i]}, 1, fmts, opt.ctx);
       } catch (const NotSupported&) {
         throw;
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        if (reader::is_outage(e)) throw;  // the server failed, not the prompt's length
         ++too_long;
         continue;
       }

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "reader/measured.h"
 #include "text/metrics.h"
 
 namespace ragform::cnorm {
@@ -190,6 +191,9 @@ size_t fit_k(reader::Reader& r, Task t, const std::string& tmpl, const std::vect
         } catch (const NotSupported&) {
           throw;
         } catch (const Error& e) {
+          // A failed request (a wrong key, a server down) says nothing of the prompt's length:
+          // the reader's error, as every runner reports it (reader/measured.h).
+          if (reader::is_outage(e)) throw;
           why = e.what();
         }
         if (why.empty()) break;

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/stable_hash.h"
 #include "pipelines/sure/taxonomy.h"
+#include "reader/measured.h"
 #include "reader/prefill_meter.h"
 #include "text/metrics.h"
 
@@ -74,9 +75,10 @@ struct Job {
   int max_tokens = 32;
 };
 
-// Runs jobs in batches; rows are written as each batch finishes.
+// Runs jobs in batches; rows are written as each batch finishes. Every row counts in `tally`
+// (reader/measured.h), and a run that can no longer measure anything stops between batches.
 void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::vector<Job>& jobs,
-              const EvalOptions& opt, EvalStats& stats,
+              const EvalOptions& opt, EvalStats& stats, reader::MeasuredTally& tally,
               const std::function<void(Job&, store::Result&)>& finish,
               const std::function<void(size_t, size_t)>& progress, size_t& done, size_t total) {
   reader::GenerateParams gp;
@@ -105,27 +107,38 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
       r.prompt = j.prompt;
       r.extra = j.extra;
       r.timings_ms[at.batched ? "batch_total" : "total"] = at.ms;
-      try {
-        if (!at.gen) throw Error(at.error);
-        const reader::Generation& g = *at.gen;
-        r.output = g.text;
-        r.prompt_tokens = g.prompt_tokens;
-        stats.prompt_tokens += g.prompt_tokens;
-        r.extra["finish_reason"] = g.finish_reason;
-        finish(j, r);  // grading; a judge's failure also leaves the row unmeasured
+      std::string error = at.error;
+      int status = at.status;
+      if (at.gen) {
+        try {
+          const reader::Generation& g = *at.gen;
+          r.output = g.text;
+          r.prompt_tokens = g.prompt_tokens;
+          r.extra["finish_reason"] = g.finish_reason;
+          finish(j, r);  // grading; a judge's failure also leaves the row unmeasured
+        } catch (const Error& ex) {
+          error = ex.what();
+          status = reader::failure_status(ex);
+        }
+      }
+      if (at.gen && error.empty()) {
+        stats.prompt_tokens += r.prompt_tokens.value_or(0);
         ++stats.generated;
-      } catch (const Error& ex) {
+        tally.measured();
+      } else {
         r.status = store::Status::unmeasured;
-        r.error = ex.what();
+        r.error = error.empty() ? "generation failed" : error;
         r.correct.reset();
         r.output.clear();
         ++stats.unmeasured;
+        tally.failed(r.error, status);
       }
       store.put(r);
     }
     stats.generate_seconds += batch_ms / 1000.0;
     done += e - b;
     if (progress) progress(done, total);
+    tally.fail_fast("sure eval");
   }
 }
 
@@ -203,7 +216,11 @@ std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const
   });
   std::vector<Job> pert;
   for (const Pair& p : pairs) {
-    if (p.failed || done.count({p.id, p.perturbation})) continue;
+    if (p.failed) continue;
+    if (done.count({p.id, p.perturbation})) {
+      ++stats.skipped_done;  // a stored row the run reuses, as the first stages count theirs
+      continue;
+    }
     Job j{p.id, p.perturbation,
           rag_prompt(prompts, grounding_perturbed(p), p.question, opt.chain_of_note), &p.answers,
           &p.question};
@@ -240,11 +257,15 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
   for (const Pair& p : pairs)
     if (!p.failed && !done.count({p.id, p.perturbation})) ++total;
   const Grader grade_job{prompts, opt};
-  run_jobs(reader, store, run, cb, opt, stats, grade_job, progress, count, total);
-  run_jobs(reader, store, run, org, opt, stats, grade_job, progress, count, total);
+  reader::MeasuredTally tally;
+  tally.measured(stats.skipped_done);  // rows the run reuses are measured rows of its result
+  run_jobs(reader, store, run, cb, opt, stats, tally, grade_job, progress, count, total);
+  run_jobs(reader, store, run, org, opt, stats, tally, grade_job, progress, count, total);
+  const int64_t reused_before = stats.skipped_done;
   std::vector<Job> pert = perturbed_jobs(store, run, prompts, pairs, opt, done, stats);
+  tally.measured(stats.skipped_done - reused_before);
   run_jobs(
-      reader, store, run, pert, opt, stats,
+      reader, store, run, pert, opt, stats, tally,
       [&](Job& j, store::Result& r) {
         grade_job(j, r);
         r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
@@ -263,6 +284,8 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
   int64_t live = 0;
   for (const Pair& p : pairs) live += !p.failed;
   stats.pairs_unmeasured = live - measured;
+  // The run's result is its pairs: rows measured without a pair measured give nothing.
+  tally.check("sure eval", measured);
   return out;
 }
 

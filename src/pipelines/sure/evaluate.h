@@ -66,6 +66,10 @@ bool parse_judge_verdict(const std::string& judge_output);
 std::string judge_prompt(const PromptSet& prompts, const std::string& question,
                          const std::vector<std::string>& answers, const std::string& response);
 
+// The rows of one invocation: every row of the pairs is generated (measured now), skipped_done
+// (measured and stored before: reused), unmeasured (a reader error now) or deferred, so the four
+// add up to the run's rows for these pairs (one closed-book row per question, one original row
+// per document, one row per pair).
 struct EvalStats {
   int64_t generated = 0, skipped_done = 0, unmeasured = 0;
   // Perturbed rows not generated because their closed-book or original row is unmeasured: they
@@ -88,8 +92,10 @@ store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompt
                                  const std::string& judge_sha256 = "");
 
 // Runs the three stages for `pairs` on `reader`, writing rows of `run`, then returns the outcomes
-// of every pair whose three rows are measured. `progress` (may be empty) is called after each
-// batch with (rows done, rows total).
+// of every pair whose three rows are measured. Throws reader::NothingMeasured (reader/measured.h)
+// when rows failed and no pair is measured, or every failure is a client error (401/403/404; the
+// run then stops after the first batch that shows it): the rows stay stored for a resume.
+// `progress` (may be empty) is called after each batch with (rows done, rows total).
 std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
                                     const PromptSet& prompts, const std::vector<Pair>& pairs,
                                     const EvalOptions& opt, EvalStats& stats,

@@ -7,6 +7,7 @@
 #include "base/stable_hash.h"
 #include "eval/jsonl.h"
 #include "pipelines/sure/evaluate.h"
+#include "reader/measured.h"
 #include "store/sha256.h"
 #include "text/metrics.h"
 
@@ -87,6 +88,8 @@ std::map<std::string, store::Result> closed_book_stage(
     else
       todo.push_back(&r);
   }
+  reader::MeasuredTally tally;
+  tally.measured(int64_t(sum.skipped_done));
   reader::GenerateParams gp;
   gp.temperature = opt.temperature;
   gp.seed = opt.seed;
@@ -116,16 +119,20 @@ std::map<std::string, store::Result> closed_book_stage(
         r.scores["Y"] = *r.correct ? 1.0 : 0.0;
         r.extra["finish_reason"] = at.gen->finish_reason;
         ++sum.generated;
+        tally.measured();
         done[r.instance] = r;
       } else {
         r.status = store::Status::unmeasured;
         r.error = at.error.empty() ? "generation failed" : at.error;
         ++sum.unmeasured;
+        tally.failed(r.error, at.status);
       }
       store.put(r);
     }
     if (progress) progress(e, todo.size());
+    tally.fail_fast("sure prepare");
   }
+  tally.check("sure prepare");
   return done;
 }
 

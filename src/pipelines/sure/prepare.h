@@ -23,7 +23,8 @@
 // Closed-book generations are rows of the run store (instance = question id, variant
 // "closed-book", correct = Known), written batch by batch, so a killed run resumes without
 // generating them again. A question whose closed-book row is unmeasured (a reader error) is in
-// no cell and counted.
+// no cell and counted; when no closed-book row is measured, or every failure is a client error
+// (401/403/404), run_prepare throws reader::NothingMeasured (reader/measured.h) instead.
 #pragma once
 #include <array>
 #include <cstdint>
