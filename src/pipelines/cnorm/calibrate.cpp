@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/json_file.h"
@@ -351,14 +352,42 @@ nlohmann::json profile_to_json(const Profile& p) {
   return j;
 }
 
-Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
+namespace {
+
+// The prefix of a profile's errors: "<where>: profile", or `where` alone when it names the profile
+// already ("profile", "request 'profile'"), so no message says "profile: profile: ...".
+std::string profile_where(const std::string& where) {
+  auto ends = [&](std::string_view s) {
+    return where.size() >= s.size() && where.compare(where.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends("profile") || ends("profile'") ? where : where + ": profile";
+}
+
+// A value that is not the object `cnorm calibrate` writes at all (a string, an array, an object
+// with none of its fields): said as such, rather than as the first field it lacks.
+void require_profile_shape(const nlohmann::json& j, const std::string& where) {
+  static const char* const kFields[] = {"model_sha256", "task", "p", "best", "candidates"};
+  bool any = false;
+  if (j.is_object())
+    for (const char* f : kFields) any |= j.contains(f);
+  if (any) return;
+  throw Error(where, std::string("not a C-NORM profile: expected the JSON object `cnorm "
+                                 "calibrate` writes (model_sha256, task, p, seed, S, best, "
+                                 "candidates), got ") +
+                         (j.is_object() ? "an object without those fields" : j.type_name()));
+}
+
+}  // namespace
+
+Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) {
+  const std::string where = profile_where(where_in);
+  require_profile_shape(j, where);
   auto field = [&](const char* name) -> const nlohmann::json& {
-    if (!j.is_object() || !j.contains(name))
-      throw Error(where, std::string("profile: missing field '") + name + "'");
+    if (!j.contains(name)) throw Error(where, std::string("missing field '") + name + "'");
     return j.at(name);
   };
   auto bad = [&](const char* name, const char* want) {
-    return Error(where, std::string("profile: field '") + name + "': expected " + want);
+    return Error(where, std::string("field '") + name + "': expected " + want);
   };
   Profile p;
   if (!field("model_sha256").is_string()) throw bad("model_sha256", "string");
@@ -388,7 +417,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
     try {
       cs.delim = parse_delimiter(c["delimiter"].get<std::string>());
     } catch (const UsageError& e) {
-      throw Error(where, std::string("profile: candidate delimiter: ") + e.what());
+      throw Error(where, std::string("candidate delimiter: ") + e.what());
     }
     cs.mean = c["abs_mean"];
     cs.std = c["abs_std"];
@@ -406,7 +435,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
       try {
         cs.wrapper = parse_wrapper(c["format"].get<std::string>());
       } catch (const UsageError& e) {
-        throw Error(where, std::string("profile: candidate format: ") + e.what());
+        throw Error(where, std::string("candidate format: ") + e.what());
       }
     }
     if (c.contains("name")) {
@@ -426,8 +455,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
       found = true;
     }
   if (!found)
-    throw Error(where, "profile: best delimiter '" + j["best"].get<std::string>() +
-                           "' is not among the candidates");
+    throw Error(
+        where, "best delimiter '" + j["best"].get<std::string>() + "' is not among the candidates");
   if (j.contains("config") && j["config"].is_object()) p.extra = j["config"];
   if (j.contains("search") && j["search"].is_object()) p.search = j["search"];
   return p;

@@ -154,7 +154,9 @@ struct Profile {
 // The deployed format of a profile: best delimiter, p, seed and wrapper.
 Format profile_format(const Profile& p);
 nlohmann::json profile_to_json(const Profile& p);
-// Validates every field; errors name `where` (a file name) and the field.
+// Validates every field; errors read "<where>: profile: <why>" (`where`: a file name; alone when it
+// names the profile already, e.g. "request 'profile'") and name the field, or say that the value
+// is not a C-NORM profile at all (not an object, or an object with none of its fields).
 Profile profile_from_json(const nlohmann::json& j, const std::string& where);
 Profile load_profile(const std::string& path);
 // Why a profile does not belong to (model, task): "" when it does. Calibration is per model-task
