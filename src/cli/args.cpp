@@ -87,8 +87,6 @@ template long long parse_number<long long>(const std::string&, const std::string
                                            long long);
 template double parse_number<double>(const std::string&, const std::string&, double, double);
 
-int max_threads() { return 4 * int(std::max(1u, std::thread::hardware_concurrency())); }
-
 std::string OptBase::display_names() const {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];

@@ -22,15 +22,17 @@
 #include <string>
 #include <vector>
 
+#include "base/threads.h"
+
 namespace ragform::cli {
 
 // Range ends for .range(): kAnyInt..kMaxInt accepts every int (a layer counted from the end).
 inline constexpr int kAnyInt = std::numeric_limits<int>::lowest();
 inline constexpr int kMaxInt = std::numeric_limits<int>::max();
 
-// The largest --threads any command accepts: 4 x the logical cores of this machine. More threads
-// than that only add context switches (and each one is a thread the process limit must allow).
-int max_threads();
+// The largest --threads any command accepts (base/threads.h: 4 x the logical cores), the bound
+// the Python module applies too.
+using ::ragform::max_threads;
 
 struct OptBase {
   std::vector<std::string> names;  // "-m", "--model"
