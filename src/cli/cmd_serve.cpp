@@ -29,6 +29,7 @@
 #include "server/api_retrieve.h"
 #include "server/engine.h"
 #include "server/http.h"
+#include "server/router.h"
 #include "store/sha256.h"
 
 namespace ragform::cli {
@@ -92,11 +93,16 @@ bool is_encoder_model(const std::string& path) {
 }
 
 // The server's API key: --api-key, --api-key-file or $RAGFORM_API_KEY (at most one of the flags;
-// the variable is read when neither is given). Empty = no key required.
+// the variable is read when neither is given). Empty = no key required: only when none of the
+// three is given, since an empty key that was meant to protect the server would leave it open.
 std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
   if (key.seen && file.seen)
     throw UsageError("--api-key-file", "give either --api-key or --api-key-file");
-  if (key.seen) return key.value;
+  if (key.seen) {
+    if (key.value.empty())
+      throw UsageError("--api-key", "the key is empty (omit the flag to serve without a key)");
+    return key.value;
+  }
   if (file.seen) {
     std::ifstream in(file.value, std::ios::binary);
     if (!in)
@@ -107,7 +113,11 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
     if (line.empty()) throw Error(file.value, "the API key file's first line is empty");
     return line;
   }
-  if (const char* env = std::getenv("RAGFORM_API_KEY")) return env;
+  if (const char* env = std::getenv("RAGFORM_API_KEY")) {
+    if (*env == '\0')
+      throw UsageError("RAGFORM_API_KEY", "is set but empty (unset it to serve without a key)");
+    return env;
+  }
   return "";
 }
 
@@ -128,8 +138,21 @@ struct ServeFlags {
       "");
   Opt<std::string>& key_file = a.opt<std::string>(
       "--api-key-file", "FILE", "read the API key from FILE (its first line)", "");
-  Opt<int>& max_body =
-      a.opt<int>("--max-body", "BYTES", "largest request body", 1 << 20).range(1, kMaxInt);
+  Opt<int>& max_body = a.opt<int>("--max-body", "BYTES",
+                                  "largest request body (any content type or encoding)", 1 << 20)
+                           .range(1, kMaxInt);
+  Opt<int>& max_conn =
+      a.opt<int>("--max-connections", "N",
+                 "connections served at once, a thread each (more wait their turn)", 256)
+          .range(1, 65536);
+  Opt<int>& read_timeout =
+      a.opt<int>("--read-timeout", "S",
+                 "drop a connection whose request stays silent for S seconds", 10)
+          .range(1, 3600);
+  Opt<int>& request_timeout =
+      a.opt<int>("--request-timeout", "S",
+                 "a request's line, headers and body must arrive within S seconds (else 408)", 30)
+          .range(1, 3600);
   Opt<int>& max_prompt =
       a.opt<int>("--max-prompt-tokens", "N", "largest prompt (0 = the context size)", 0);
   Opt<int>& max_tokens =
@@ -176,20 +199,20 @@ struct ServeFlags {
     ho.host = host.value;
     ho.port = port.value;
     ho.max_body = size_t(max_body.value);
-    ho.threads = std::max(16, queue.value + 4);
+    ho.max_connections = max_conn.value;
+    ho.read_timeout_s = read_timeout.value;
+    ho.request_timeout_s = request_timeout.value;
     return ho;
   }
 };
 
 // POST /v1/retrieve when --index is given (server/api_retrieve.h); dense and hybrid when `enc`
 // (from `enc_path`) is the index's encoder.
-std::unique_ptr<server::RetrieveApi> open_retrieve_api(const std::string& dir,
-                                                       const std::string& key, reader::Encoder* enc,
+std::unique_ptr<server::RetrieveApi> open_retrieve_api(const std::string& dir, reader::Encoder* enc,
                                                        const std::string& enc_path) {
   if (dir.empty()) return nullptr;
   server::RetrieveApiOptions o;
   o.index_dir = dir;
-  o.api_key = key;
   if (enc && !enc_path.empty()) {
     o.encoder = enc;
     o.encoder_sha256 = store::sha256_file(enc_path);
@@ -208,14 +231,13 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
   reader::NativeEncoder enc(f.rf.model.value, no);
   server::EncoderApiOptions eo;
   eo.model_id = f.model_id();
-  eo.api_key = key;
   server::EncoderApi api(enc, eo);
-  auto retr = open_retrieve_api(f.index_dir.value, key, &enc, f.rf.model.value);
-  server::HttpServer http(f.http(), [&api, &retr](const server::Request& r) {
-    if (retr)
-      if (auto x = retr->handle(r)) return *x;
-    return api.handle(r);
-  });
+  auto retr = open_retrieve_api(f.index_dir.value, &enc, f.rf.model.value);
+  server::Router router(key);
+  api.add_routes(router);
+  if (retr) retr->add_routes(router);
+  server::HttpServer http(f.http(),
+                          [&router](const server::Request& r) { return router.handle(r); });
   serve_until_signal(http, "encoder '" + eo.model_id + "'", f.host.value, sigs);
   std::fprintf(stderr, "ragform serve: stopped\n");
 }
@@ -237,7 +259,6 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   server::Engine engine(*reader, so);
   server::ApiOptions ao;
   ao.model_id = f.model_id();
-  ao.api_key = key;
   ao.max_prompt_tokens = f.max_prompt.value;
   ao.max_tokens = f.max_tokens.value;
   ao.n_ctx = f.rf.ctx.value;
@@ -253,13 +274,12 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
     ao.spotlight_model = std::make_shared<reader::NativeEncoder>(f.enc_model.value, no);
   }
   server::Api api(*reader, engine, ao);
-  auto retr =
-      open_retrieve_api(f.index_dir.value, key, ao.spotlight_model.get(), f.enc_model.value);
-  server::HttpServer http(f.http(), [&api, &retr](const server::Request& r) {
-    if (retr)
-      if (auto x = retr->handle(r)) return *x;
-    return api.handle(r);
-  });
+  auto retr = open_retrieve_api(f.index_dir.value, ao.spotlight_model.get(), f.enc_model.value);
+  server::Router router(key);
+  api.add_routes(router);
+  if (retr) retr->add_routes(router);
+  server::HttpServer http(f.http(),
+                          [&router](const server::Request& r) { return router.handle(r); });
   serve_until_signal(http, "model '" + ao.model_id + "'", f.host.value, sigs);
   engine.stop();
   auto st = engine.stats();

@@ -20,6 +20,7 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/native_reader.h"
 #include "server/api_json.h"
+#include "server/router.h"
 
 namespace ragform::server {
 
@@ -108,7 +109,8 @@ struct Channel {
 
 // The error event of a stream that failed after it started.
 std::string stream_error(const std::exception& e) {
-  return json({{"error", {{"message", e.what()}, {"type", "server_error"}, {"code", 500}}}})
+  return json({{"error",
+                {{"message", e.what()}, {"type", "server_error"}, {"code", error_code(500)}}}})
       .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -125,11 +127,39 @@ std::string next_id(const char* prefix) {
 
 }  // namespace
 
-Response error_response(int status, const std::string& message, const std::string& type) {
+std::string error_code(int status) {
+  switch (status) {
+    case 400:
+      return "invalid_request";
+    case 401:
+      return "invalid_api_key";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 408:
+      return "request_timeout";
+    case 413:
+      return "request_too_large";
+    case 414:
+      return "uri_too_long";
+    case 500:
+      return "internal_error";
+    case 503:
+      return "unavailable";
+    default:
+      return "http_" + std::to_string(status);
+  }
+}
+
+Response error_response(int status, const std::string& message, const std::string& type,
+                        const std::string& code) {
   Response r;
   r.status = status;
-  json code = status == 400 ? json("invalid_request") : json(status);
-  r.body = dump({{"error", {{"message", message}, {"type", type}, {"code", code}}}});
+  r.body = dump({{"error",
+                  {{"message", message},
+                   {"type", type},
+                   {"code", code.empty() ? error_code(status) : code}}}});
   return r;
 }
 
@@ -144,51 +174,48 @@ Api::Api(reader::NativeReader& reader, Engine& engine, ApiOptions opt)
     if (!f) throw UsageError("serve", "unknown chat template family '" + opt_.chat_template + "'");
     chat_family_ = int(*f);
   }
+  own_ = std::make_unique<Router>();
+  add_routes(*own_);
 }
 
-Response Api::handle(const Request& req) noexcept {
-  try {
-    return dispatch(req);
-  } catch (...) {
-    return response_for_current_exception();
-  }
+Api::~Api() = default;
+
+void Api::add_routes(Router& router) {
+  auto post = [this](Response (Api::*fn)(const std::string&)) {
+    return [this, fn](const Request& req) { return (this->*fn)(req.body); };
+  };
+  router.add(
+      "GET", {"/health"}, [this](const Request&) { return health(); }, Access::Open);
+  router.add("GET", {"/v1/models", "/models"}, [this](const Request&) { return models(); });
+  router.add("POST", {"/v1/completions"}, post(&Api::completions));
+  router.add("POST", {"/v1/chat/completions"}, post(&Api::chat));
+  router.add("POST", {"/v1/score"}, post(&Api::score));
+  router.add("POST", {"/v1/attention"}, post(&Api::attention));
+  router.add("POST", {"/v1/rag/normalize"}, post(&Api::normalize));
+  router.add("POST", {"/v1/rag/spotlight"}, post(&Api::spotlight));
+  router.hint({"/v1/embeddings", "/embeddings", "/v1/rerank", "/rerank"},
+              "this server serves a decoder model; embeddings and rerank need `ragform serve -m "
+              "ENCODER.gguf`");
+  router.hint({"/v1/retrieve", "/retrieve"}, "start the server with --index DIR to retrieve");
 }
 
-Response Api::dispatch(const Request& req) {
-  if (req.path == "/health") {
-    EngineStats st = engine_.stats();
-    // The prefix cache's counters (engine/runtime/prefix_cache.h): how much prompt work the
-    // shared prefixes saved since start, and what the cache holds now (null when it is off).
-    json cache = nullptr;
-    if (auto pc = reader_.prefix_cache()) cache = runtime::to_json(pc->stats());
-    return ok({{"status", "ok"},
-               {"active", st.active},
-               {"pending", engine_.pending()},
-               {"steps", st.steps},
-               {"sequences", st.sequences},
-               {"largest_batch", st.largest_batch},
-               {"prompt_tokens", st.prompt_tokens},
-               {"prompt_tokens_computed", st.prompt_tokens_computed},
-               {"prefix_cache", cache}});
-  }
-  require_api_key(req, opt_.api_key);
-  bool post = req.method == "POST";
-  if (req.path == "/v1/models" || req.path == "/models") {
-    if (req.method != "GET")
-      throw ApiError{405, "use GET", "invalid_request_error", "method_not_allowed"};
-    return models();
-  }
-  const std::string& p = req.path;
-  bool known = p == "/v1/completions" || p == "/v1/chat/completions" || p == "/v1/score" ||
-               p == "/v1/attention" || p == "/v1/rag/normalize" || p == "/v1/rag/spotlight";
-  if (!known) throw ApiError{404, "no endpoint " + p, "invalid_request_error", "not_found"};
-  if (!post) throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
-  if (p == "/v1/completions") return completions(req.body);
-  if (p == "/v1/chat/completions") return chat(req.body);
-  if (p == "/v1/score") return score(req.body);
-  if (p == "/v1/rag/normalize") return normalize(req.body);
-  if (p == "/v1/rag/spotlight") return spotlight(req.body);
-  return attention(req.body);
+Response Api::handle(const Request& req) noexcept { return own_->handle(req); }
+
+Response Api::health() {
+  EngineStats st = engine_.stats();
+  // The prefix cache's counters (engine/runtime/prefix_cache.h): how much prompt work the
+  // shared prefixes saved since start, and what the cache holds now (null when it is off).
+  json cache = nullptr;
+  if (auto pc = reader_.prefix_cache()) cache = runtime::to_json(pc->stats());
+  return ok({{"status", "ok"},
+             {"active", st.active},
+             {"pending", engine_.pending()},
+             {"steps", st.steps},
+             {"sequences", st.sequences},
+             {"largest_batch", st.largest_batch},
+             {"prompt_tokens", st.prompt_tokens},
+             {"prompt_tokens_computed", st.prompt_tokens_computed},
+             {"prefix_cache", cache}});
 }
 
 Response Api::models() {
@@ -357,6 +384,13 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
 Response Api::completions(const std::string& body) {
   json j = parse_body(body);
   std::vector<std::string> prompts = completion_prompts(j);
+  // Every prompt of a request is queued at once, so more than the queue holds could never be
+  // accepted, however idle the server: a 400, not a 503 inviting a retry.
+  if (prompts.size() > size_t(engine_.max_queue()))
+    bad("'prompt' holds " + std::to_string(prompts.size()) +
+            " prompts, more than this server's limit of " + std::to_string(engine_.max_queue()) +
+            " per request (--queue)",
+        "too_many_prompts");
   Common c = common_fields(j, opt_, 16);
   bool echo = get_bool(j, "echo", false);
   int logprobs = -1;
@@ -438,7 +472,9 @@ Response Api::chat(const std::string& body) {
         content += get_str(part, "text", true);
       }
     } else {
-      content = get_str(m, "content", false);
+      // Required: OpenAI allows a null content only beside tool calls, which this server does
+      // not take, and a message without one rendered as an empty turn the client never sent.
+      content = get_str(m, "content", true);
     }
     msgs.push_back({role, content});
   }

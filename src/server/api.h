@@ -1,7 +1,8 @@
 // The OpenAI-compatible API of `ragform serve`, independent of any HTTP library: a request is a
 // method, a path, the Authorization header and a body; a response is a status, a JSON body, or a
-// list of server-sent events for `stream: true`. Api::handle never throws — every failure becomes
-// an OpenAI-style error object {"error": {"message", "type", "code"}} with its HTTP status.
+// list of server-sent events for `stream: true`. The endpoints are routes of the server's one
+// table (router.h), which checks the API key and turns every failure into an OpenAI-style error
+// object {"error": {"message", "type", "code"}} with its HTTP status.
 //
 // Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions,
 // POST /v1/score {prompt, continuation} (ragform), POST /v1/attention {prompt, layers?,
@@ -26,7 +27,6 @@ namespace ragform::server {
 
 struct ApiOptions {
   std::string model_id;       // the served model's id (file name without .gguf, or --alias)
-  std::string api_key;        // empty = no key required
   int max_prompt_tokens = 0;  // 0 = the context size
   int max_tokens = 512;       // upper bound of a request's max_tokens
   int n_ctx = 4096;
@@ -61,16 +61,26 @@ struct Response {
   std::function<void(const std::function<bool(const std::string&)>& send)> producer;
 };
 
-// An error object as OpenAI/llama-server write it.
-Response error_response(int status, const std::string& message, const std::string& type);
+// An error object as OpenAI/llama-server write it. `code` is always a string: the given one, or
+// the status's own ("invalid_request" for 400, "request_too_large" for 413, ... error_code).
+Response error_response(int status, const std::string& message, const std::string& type,
+                        const std::string& code = "");
+// The code of an error response with this status and no more specific code.
+std::string error_code(int status);
+
+class Router;
 
 class Api {
  public:
   Api(reader::NativeReader& reader, Engine& engine, ApiOptions opt);
+  ~Api();
+  // Adds these endpoints to the server's table, with 404 hints for the encoder's.
+  void add_routes(Router& router);
+  // In process (tests, fuzzing): a table of these routes alone, no API key. Never throws.
   Response handle(const Request& req) noexcept;
 
  private:
-  Response dispatch(const Request& req);
+  Response health();
   Response models();
   Response completions(const std::string& body);
   Response chat(const std::string& body);
@@ -83,6 +93,7 @@ class Api {
   ApiOptions opt_;
   int chat_family_ = 0;  // tok::ChatFamily of the model's template (0 = none)
   long created_;
+  std::unique_ptr<Router> own_;  // handle()'s table
 };
 
 }  // namespace ragform::server

@@ -5,6 +5,7 @@
 
 #include "reader/encoder.h"
 #include "server/api_json.h"
+#include "server/router.h"
 
 namespace ragform::server {
 
@@ -17,37 +18,25 @@ EncoderApi::EncoderApi(reader::Encoder& enc, EncoderApiOptions opt)
                         std::chrono::system_clock::now().time_since_epoch())
                         .count())) {}
 
-Response EncoderApi::handle(const Request& req) noexcept {
-  try {
-    return dispatch(req);
-  } catch (...) {
-    return response_for_current_exception();
-  }
-}
-
-Response EncoderApi::dispatch(const Request& req) {
-  if (req.path == "/health") return ok({{"status", "ok"}, {"encoder", enc_.describe()}});
-  require_api_key(req, opt_.api_key);
-  const std::string& p = req.path;
-  if (p == "/v1/models" || p == "/models") {
-    if (req.method != "GET")
-      throw ApiError{405, "use GET", "invalid_request_error", "method_not_allowed"};
+void EncoderApi::add_routes(Router& router) {
+  router.add(
+      "GET", {"/health"},
+      [this](const Request&) {
+        return ok({{"status", "ok"}, {"encoder", enc_.describe()}});
+      },
+      Access::Open);
+  router.add("GET", {"/v1/models", "/models"}, [this](const Request&) {
     return ok({{"object", "list"},
                {"data", json::array({{{"id", opt_.model_id},
                                       {"object", "model"},
                                       {"created", created_},
                                       {"owned_by", "ragform"}}})}});
-  }
-  const bool emb = p == "/v1/embeddings" || p == "/embeddings";
-  const bool rr = p == "/v1/rerank" || p == "/rerank";
-  if (!emb && !rr)
-    throw ApiError{
-        404,
-        "no endpoint " + p + " (this server runs an encoder model: /v1/embeddings and /v1/rerank)",
-        "invalid_request_error", "not_found"};
-  if (req.method != "POST")
-    throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
-  return emb ? embeddings(req.body) : rerank(req.body);
+  });
+  router.add("POST", {"/v1/embeddings", "/embeddings"},
+             [this](const Request& r) { return embeddings(r.body); });
+  router.add("POST", {"/v1/rerank", "/rerank"},
+             [this](const Request& r) { return rerank(r.body); });
+  router.default_hint("this server runs an encoder model: /v1/embeddings and /v1/rerank");
 }
 
 namespace {
@@ -85,6 +74,12 @@ Response EncoderApi::embeddings(const std::string& body) {
     bad("'input' must be a string or an array of strings", "invalid_type");
   }
   if (texts.empty()) bad("'input' is an empty array");
+  // OpenAI refuses empty strings; an empty text would embed the bare [CLS] [SEP] pair, a vector
+  // that means nothing.
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (texts[i].empty())
+      bad(in.is_string() ? std::string("'input' is an empty string")
+                         : "'input' holds an empty string at index " + std::to_string(i));
   if (int(texts.size()) > opt_.max_inputs)
     bad("'input' holds " + std::to_string(texts.size()) + " texts, more than this server's " +
         std::to_string(opt_.max_inputs));

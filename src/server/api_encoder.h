@@ -1,7 +1,8 @@
 // The HTTP API of `ragform serve` when it runs an encoder model (reader/encoder.h), independent of
-// any HTTP library like api.h (same Request / Response, same OpenAI-style error objects; handle()
-// never throws):
-//   GET  /health, GET /v1/models                as for a reader
+// any HTTP library like api.h (same Request / Response, routes of the same table, router.h, with
+// the same API key check and OpenAI-style error objects):
+//   GET  /health -> {status: "ok", encoder: the model's description}; GET /v1/models as for a
+//   reader
 //   POST /v1/embeddings {input: string | [strings], model?, encoding_format?: "float",
 //                        pooling?: none|mean|cls|last, normalize?: bool (default true)}
 //        -> {object: "list", model, data: [{object: "embedding", index, embedding, n_tokens,
@@ -12,7 +13,8 @@
 //            document?: {text}}] (highest first, top_n of them), usage} (llama.cpp / Jina shape);
 //            each document is scored as the pair [CLS] query [SEP] document [SEP];
 //            relevance_score is the head's first raw output, as llama.cpp's rerank reports it.
-// Bad input is a 400 naming the field (not JSON, empty or non-string input, unknown pooling, a
+// Bad input is a 400 naming the field (not JSON, empty or non-string input — an empty string
+// too, as OpenAI refuses it —, unknown pooling, a
 // classifier asked for embeddings without pooling, rerank on a model without a head); a model
 // name other than the served one is a 404.
 #pragma once
@@ -28,17 +30,18 @@ namespace ragform::server {
 
 struct EncoderApiOptions {
   std::string model_id;
-  std::string api_key;    // empty = no key required
   int max_inputs = 2048;  // texts per /v1/embeddings request, documents per /v1/rerank
 };
+
+class Router;
 
 class EncoderApi {
  public:
   EncoderApi(reader::Encoder& enc, EncoderApiOptions opt);
-  Response handle(const Request& req) noexcept;
+  // Adds these endpoints to the server's table; every other 404 names them.
+  void add_routes(Router& router);
 
  private:
-  Response dispatch(const Request& req);
   Response embeddings(const std::string& body);
   Response rerank(const std::string& body);
   reader::Encoder& enc_;

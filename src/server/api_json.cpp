@@ -1,7 +1,9 @@
 // Request fields and responses of the API handlers (api_json.h).
 #include "server/api_json.h"
 
+#include <cctype>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 #include "base/json_error.h"
@@ -17,7 +19,9 @@ json parse_body(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number beyond double's range (1e309) is an out_of_range (406) from
+    // the parser, wherever it stands in the body.
     throw ApiError{400, "malformed JSON body: " + json_error_text(e.what()),
                    "invalid_request_error", "invalid_json"};
   }
@@ -28,6 +32,16 @@ json parse_body(const std::string& body) {
 int get_int(const json& j, const char* key, int def, int lo, int hi) {
   if (!j.contains(key) || j[key].is_null()) return def;
   const json& v = j[key];
+  // An integer literal beyond 64 bits reaches us as a float (the parser keeps its value, not its
+  // digits): it is an integer all the same, only too large for any field.
+  if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+      v.get<double>() == std::trunc(v.get<double>()) && std::fabs(v.get<double>()) >= 0x1p63) {
+    if (v.get<double>() > 0)
+      bad(std::string("'") + key + "' = " + v.dump() + " is too large (at most " +
+          std::to_string(hi) + ")");
+    bad(std::string("'") + key + "' = " + v.dump() + " is too small (at least " +
+        std::to_string(lo) + ")");
+  }
   if (!v.is_number_integer() && !v.is_number_unsigned())
     bad(std::string("'") + key + "' must be an integer", "invalid_type");
   // An unsigned value above LLONG_MAX would wrap to a negative one in get<long long>.
@@ -70,14 +84,36 @@ Response ok(const json& j) {
   return r;
 }
 
+namespace {
+bool equal_ignoring_case(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// Whether `given` equals `key`, in time that depends only on the lengths (not on where they first
+// differ, so response times do not reveal the key byte by byte).
+bool same_key(const std::string& given, const std::string& key) {
+  unsigned char diff = given.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>(key[i] ^ (i < given.size() ? given[i] : 0));
+  return diff == 0;
+}
+}  // namespace
+
 void require_api_key(const Request& req, const std::string& key) {
   if (key.empty()) return;
-  const std::string expected = "Bearer " + key;
-  const std::string& given = req.authorization;
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i)
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-  if (diff != 0)
+  // "Bearer" is an auth-scheme, and schemes are case-insensitive (RFC 9110 section 11.1); one or
+  // more spaces separate it from the token.
+  const std::string& h = req.authorization;
+  const size_t sp = h.find(' ');
+  const bool bearer = sp != std::string::npos && equal_ignoring_case(h.substr(0, sp), "bearer");
+  const size_t at = bearer ? h.find_first_not_of(' ', sp) : std::string::npos;
+  const std::string given = at == std::string::npos ? "" : h.substr(at);
+  if (!same_key(given, key) || !bearer)
     throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
                    "invalid_request_error", "invalid_api_key"};
 }
@@ -95,7 +131,7 @@ Response response_for_current_exception() noexcept {
     }
     return r;
   } catch (const QueueFull& e) {
-    return error_response(503, e.what(), "server_error");
+    return error_response(503, e.what(), "server_error", "queue_full");
   } catch (const Error& e) {  // UsageError, NotSupported and the rest
     return error_response(400, e.what(), "invalid_request_error");
   } catch (const std::exception& e) {

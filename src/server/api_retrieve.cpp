@@ -6,6 +6,7 @@
 #include "retrieval/retriever.h"
 #include "retrieval/retriever_pool.h"
 #include "server/api_json.h"
+#include "server/router.h"
 
 namespace ragform::server {
 
@@ -42,33 +43,21 @@ RetrieveApi::RetrieveApi(RetrieveApiOptions opt) : opt_(std::move(opt)) {
 
 RetrieveApi::~RetrieveApi() = default;
 
-std::optional<Response> RetrieveApi::handle(const Request& req) noexcept {
-  if (req.path != "/v1/retrieve" && req.path != "/retrieve") return std::nullopt;
-  try {
-    if (!opt_.api_key.empty() && req.authorization != "Bearer " + opt_.api_key)
-      throw ApiError{401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
-                     "invalid_request_error", "invalid_api_key"};
-    if (req.method != "POST")
-      throw ApiError{405, "use POST", "invalid_request_error", "method_not_allowed"};
-    return retrieve(req.body);
-  } catch (const ApiError& e) {
-    Response r;
-    r.status = e.status;
+void RetrieveApi::add_routes(Router& router) {
+  router.add("POST", {"/v1/retrieve", "/retrieve"}, [this](const Request& req) {
     try {
-      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
-    } catch (...) {
-      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
+      return retrieve(req.body);
+    } catch (const eval::RowError& e) {
+      throw ApiError{400, e.what(), "invalid_request_error", error_code(400)};
+    } catch (const UsageError&) {
+      throw;  // a bad request: 400
+    } catch (const ApiError&) {
+      throw;
+    } catch (const Error& e) {
+      // The index failed (SQLite, FAISS, the encoder): the server's fault, not the request's.
+      throw ApiError{500, e.what(), "server_error", error_code(500)};
     }
-    return r;
-  } catch (const eval::RowError& e) {
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const UsageError& e) {
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const std::exception& e) {
-    return error_response(500, e.what(), "server_error");
-  } catch (...) {
-    return error_response(500, "unknown error", "server_error");
-  }
+  });
 }
 
 Response RetrieveApi::retrieve(const std::string& body) {

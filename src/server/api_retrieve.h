@@ -1,6 +1,7 @@
 // POST /v1/retrieve on `ragform serve --index DIR` (docs/retrieval.md): the retrieval of
 // `ragform retrieve` over HTTP, beside whichever API the served model answers (api.h for a reader,
-// api_encoder.h for an encoder). Same error objects as the other APIs; handle() never throws.
+// api_encoder.h for an encoder): a route of the same table (router.h), with the same API key check
+// and error objects.
 //   POST /v1/retrieve {question: string | questions: [string | {"question", "id"?, "answers"?,
 //   ...}],
 //                      k?: 1..1000 (default 20), mode?: "bm25" | "dense" | "hybrid"}
@@ -14,7 +15,6 @@
 // with per-call parameters); more wait for a free one.
 #pragma once
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "server/api.h"
@@ -28,10 +28,11 @@ class RetrieverPool;
 
 namespace ragform::server {
 
+class Router;
+
 struct RetrieveApiOptions {
   std::string index_dir;
-  std::string api_key;  // empty = no key required
-  int parallel = 4;     // retrievals run at once (SQLite connections per mode, opened on demand)
+  int parallel = 4;  // retrievals run at once (SQLite connections per mode, opened on demand)
   // The encoder for dense / hybrid (may be null) and its model file's SHA-256 and name.
   reader::Encoder* encoder = nullptr;
   std::string encoder_sha256, encoder_name;
@@ -43,8 +44,8 @@ class RetrieveApi {
   // Opens the index (throws Error when DIR holds none).
   explicit RetrieveApi(RetrieveApiOptions opt);
   ~RetrieveApi();
-  // The response for /v1/retrieve, or nullopt for any other path (the model's API answers it).
-  std::optional<Response> handle(const Request& req) noexcept;
+  // Adds POST /v1/retrieve (and /retrieve) to the server's table.
+  void add_routes(Router& router);
   // Modes this server answers: "bm25", plus "dense" and "hybrid" with a matching encoder.
   bool dense_available() const { return bool(dense_); }
   const std::string& dense_unavailable_reason() const { return why_no_dense_; }

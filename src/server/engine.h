@@ -95,6 +95,8 @@ class Engine {
   void stop();
   EngineStats stats() const;
   int pending() const;
+  // Jobs that may wait at once (SchedulerOptions::max_queue).
+  int max_queue() const { return opt_.max_queue; }
 
  private:
   struct Job;

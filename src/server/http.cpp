@@ -3,20 +3,261 @@
 // Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli support; the
 // build passes its pkg-config flags (CPPHTTPLIB_*_SUPPORT) so this header matches the library.
 #include <httplib.h>
+#include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
 
 namespace ragform::server {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// httplib's connection threads (its TaskQueue): one per connection being served, started when no
+// idle thread can take it, up to `max`; beyond that, connections wait in arrival order. (A fixed
+// pool the size of the engine's queue let some 68 stalled clients starve every other client,
+// /health included.) A thread idle for a minute ends, so a burst leaves no crowd of threads.
+class ConnectionThreads : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(size_t max) : max_(std::max<size_t>(1, max)) {}
+  ~ConnectionThreads() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::list<std::thread> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(std::move(fn));
+      if (jobs_.size() > idle_ && threads_.size() < max_) {
+        auto it = threads_.emplace(threads_.end());
+        *it = std::thread([this, it] { work(it); });  // it waits for mu_, so *it is set first
+      } else {
+        cv_.notify_one();
+      }
+      done.swap(finished_);
+    }
+    for (auto& t : done) t.join();
+  }
+
+  // Runs the connections already queued (each ends at once: the listening socket is closed),
+  // then joins every thread.
+  void shutdown() override {
+    std::list<std::thread> done;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+      exited_.wait(lock, [&] { return threads_.empty(); });
+      done.swap(finished_);
+    }
+    for (auto& t : done) t.join();
+  }
+
+ private:
+  void work(std::list<std::thread>::iterator self) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ++idle_;
+      const bool woken =
+          cv_.wait_for(lock, std::chrono::seconds(60), [&] { return !jobs_.empty() || stopping_; });
+      --idle_;
+      if (jobs_.empty()) {
+        if (stopping_ || !woken) break;
+        continue;
+      }
+      std::function<void()> fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+    // A thread cannot join itself: its handle goes to whoever joins next (enqueue or shutdown).
+    finished_.splice(finished_.end(), threads_, self);
+    exited_.notify_all();
+  }
+
+  const size_t max_;
+  std::mutex mu_;
+  std::condition_variable cv_, exited_;
+  std::deque<std::function<void()>> jobs_;
+  std::list<std::thread> threads_, finished_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+// One connection's socket as httplib reads and writes it. httplib's own stream (internal to the
+// compiled library) only bounds each read; this one also ends a read at the request's deadline
+// and when the server stops, so a client that sends a byte now and then cannot hold its thread.
+class Connection : public httplib::Stream {
+ public:
+  Connection(socket_t fd, const HttpOptions& opt, const std::atomic<socket_t>& listener)
+      : fd_(fd), opt_(opt), listener_(listener) {}
+
+  // Waits for the next request's first byte (up to the keep-alive timeout); its clock starts then.
+  bool next_request() {
+    timed_out_ = false;
+    if (pos_ == end_ &&
+        !wait(POLLIN, Clock::now() + std::chrono::seconds(opt_.keep_alive_timeout_s)))
+      return false;
+    deadline_ = Clock::now() + std::chrono::seconds(opt_.request_timeout_s);
+    return true;
+  }
+  // A read of this request ran out of time (the read timeout or the request's deadline).
+  bool timed_out() const { return timed_out_; }
+  // The request was refused before its body was read to the end: what follows is not a request.
+  void close_after_response() { close_ = true; }
+  bool must_close() const { return close_ || timed_out_; }
+
+  bool is_readable() const override { return pos_ < end_ || wait_to_read(); }
+  bool is_writable() const override {
+    return wait(POLLOUT, Clock::now() + std::chrono::seconds(opt_.write_timeout_s)) && alive();
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (pos_ == end_) {
+      if (!wait_to_read()) return -1;
+      ssize_t got;
+      do {
+        got = ::recv(fd_, buf_, sizeof buf_, 0);
+      } while (got < 0 && errno == EINTR);
+      if (got <= 0) return got;
+      pos_ = 0;
+      end_ = size_t(got);
+    }
+    const size_t n = std::min(size, end_ - pos_);
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    return ssize_t(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do {
+      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  // Data to read within the read timeout and before the request's deadline.
+  bool wait_to_read() const {
+    const auto idle_end = Clock::now() + std::chrono::seconds(opt_.read_timeout_s);
+    if (wait(POLLIN, std::min(idle_end, deadline_))) return true;
+    timed_out_ = listener_ != INVALID_SOCKET;  // (not when the server stops)
+    return false;
+  }
+
+  // poll() for `events` until `until`, in short slices so that a stopping server (its listening
+  // socket closed) releases the connection at once.
+  bool wait(short events, Clock::time_point until) const {
+    for (;;) {
+      if (listener_ == INVALID_SOCKET) return false;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd_, events, 0};
+      const int r = ::poll(&p, 1, int(std::min<long long>(left, 100)));
+      if (r > 0) return true;
+      if (r < 0 && errno != EINTR) return false;
+    }
+  }
+
+  // Whether the client is still there (as httplib checks before each write): a hung-up client
+  // reads as end of file, so a stream stops at its next event.
+  bool alive() const {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0) return true;
+    char c;
+    return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  }
+
+  template <typename F>
+  void address(F get, std::string& ip, int& port) const {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
+    if (get(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0 &&
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, serv, sizeof serv,
+                      NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+      ip = host;
+      port = std::atoi(serv);
+    }
+  }
+
+  socket_t fd_;
+  const HttpOptions& opt_;
+  const std::atomic<socket_t>& listener_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  mutable bool timed_out_ = false;
+  bool close_ = false;
+  char buf_[16384];
+  size_t pos_ = 0, end_ = 0;
+};
+
+// The connection this thread serves, for the handlers httplib calls on it (which see only the
+// request): whether a read timed out, and to close it after a refused body.
+thread_local Connection* t_connection = nullptr;
+
+// httplib::Server serving each connection through Connection. process_and_close_socket is the
+// library's per-connection entry (virtual, called from its accept loop); this one keeps its
+// keep-alive rule (at most keep_alive_max_count_ requests, the last answered with
+// "Connection: close").
+class ConnectionServer : public httplib::Server {
+ public:
+  explicit ConnectionServer(const HttpOptions& opt) : opt_(opt) {}
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    bool ret = false;
+    {
+      Connection conn(sock, opt_, svr_sock_);
+      t_connection = &conn;
+      for (size_t left = keep_alive_max_count_; left > 0 && conn.next_request(); --left) {
+        bool closed = false;
+        ret = process_request(conn, left == 1, closed, nullptr);
+        if (!ret || closed || conn.must_close()) break;
+      }
+      t_connection = nullptr;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ret;
+  }
+
+  const HttpOptions& opt_;
+};
+
+}  // namespace
+
 struct HttpServer::Impl {
+  explicit Impl(HttpOptions o) : opt(std::move(o)), svr(opt) {}
   HttpOptions opt;
   Handler handler;
-  httplib::Server svr;
+  ConnectionServer svr;
   int listen_fd = -1;  // the listening socket, seen through the socket-options hook
 };
 
@@ -46,14 +287,51 @@ void write(const Response& r, httplib::Response& res) {
                                      return open;
                                    });
 }
+
+const char* const kTimeoutMessage =
+    "request timeout: the request did not arrive in time (--read-timeout, --request-timeout)";
+
+// Reads the body through `content`, at most `max` bytes: the library's own limit
+// (set_payload_max_length) covers only a declared Content-Length, not a chunked body. Returns 0, or
+// the status that refuses the request: 413 too large, 408 too slow, 400 broken off. A multipart
+// body is counted and dropped: no endpoint takes one, and the empty body then fails as JSON like
+// any other non-JSON body.
+int read_body(const httplib::Request& req, httplib::Response& res,
+              const httplib::ContentReader& content, size_t max, std::string& body) {
+  // A request with neither Content-Length nor chunked encoding has no body (RFC 9112 section
+  // 6.3); httplib would read one until the client closes, keeping it waiting for an answer.
+  if (!req.has_header("Content-Length") &&
+      req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos)
+    return 0;
+  bool too_large = false;
+  bool ok;
+  if (req.is_multipart_form_data()) {
+    size_t seen = 0;
+    ok = content([](const httplib::MultipartFormData&) { return true; },
+                 [&](const char*, size_t n) {
+                   seen += n;
+                   too_large = seen > max;
+                   return !too_large;
+                 });
+  } else {
+    ok = content([&](const char* data, size_t n) {
+      too_large = body.size() + n > max;
+      if (!too_large) body.append(data, n);
+      return !too_large;
+    });
+  }
+  if (ok) return 0;
+  if (too_large || res.status == 413) return 413;
+  if (t_connection && t_connection->timed_out()) return 408;
+  return 400;
+}
 }  // namespace
 
-HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl>()) {
-  impl_->opt = std::move(opt);
+HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl>(std::move(opt))) {
   impl_->handler = std::move(h);
   auto& svr = impl_->svr;
-  int threads = impl_->opt.threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  const size_t max_connections = size_t(std::max(1, impl_->opt.max_connections));
+  svr.new_task_queue = [max_connections] { return new ConnectionThreads(max_connections); };
   svr.set_payload_max_length(impl_->opt.max_body);
   // cpp-httplib's default options set SO_REUSEPORT, which lets a second server bind a port that
   // one is already listening on (the kernel then splits connections between them). SO_REUSEADDR
@@ -64,29 +342,52 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     impl_->listen_fd = int(sock);
   });
-  svr.set_read_timeout(impl_->opt.timeout_s, 0);
-  svr.set_write_timeout(impl_->opt.timeout_s, 0);
-  auto route = [this](const httplib::Request& req, httplib::Response& res) {
+  svr.set_read_timeout(impl_->opt.read_timeout_s, 0);
+  svr.set_write_timeout(impl_->opt.write_timeout_s, 0);
+  svr.set_keep_alive_timeout(impl_->opt.keep_alive_timeout_s);
+  auto serve = [this](const httplib::Request& req, std::string body, httplib::Response& res) {
     Request r;
     r.method = req.method;
     r.path = req.path;
     r.authorization = req.get_header_value("Authorization");
-    r.body = req.body;
+    r.body = std::move(body);
     write(impl_->handler(r), res);
   };
   // Every method reaches the handler, which answers 405 with its JSON error for the wrong one
   // (httplib alone would give 404 to a method without a route).
-  svr.Get(".*", route);
-  svr.Post(".*", route);
-  svr.Put(".*", route);
-  svr.Patch(".*", route);
-  svr.Delete(".*", route);
-  svr.Options(".*", route);
-  // Errors raised by the library itself (413 payload too large, 400 unparsable request line):
-  // give them a JSON body too.
+  httplib::Server::Handler without_body =
+      [serve](const httplib::Request& req, httplib::Response& res) { serve(req, req.body, res); };
+  // Methods with a body read it here rather than in httplib, whose own reading caps a
+  // form-encoded body (application/x-www-form-urlencoded, as `curl -d` sends) at 8 KiB whatever
+  // the payload limit (CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, fixed in the compiled
+  // library); every endpoint reads its body as JSON whatever the content type says.
+  httplib::Server::HandlerWithContentReader with_body =
+      [this, serve](const httplib::Request& req, httplib::Response& res,
+                    const httplib::ContentReader& content) {
+        std::string body;
+        const int refused = read_body(req, res, content, impl_->opt.max_body, body);
+        if (refused == 0) return serve(req, std::move(body), res);
+        if (t_connection) t_connection->close_after_response();
+        const char* msg = refused == 413   ? "request body too large"
+                          : refused == 408 ? kTimeoutMessage
+                                           : "the request body could not be read";
+        write(error_response(refused, msg, "invalid_request_error"), res);
+      };
+  svr.Get(".*", without_body);
+  svr.Options(".*", without_body);
+  svr.Post(".*", with_body);
+  svr.Put(".*", with_body);
+  svr.Patch(".*", with_body);
+  svr.Delete(".*", with_body);
+  // Errors raised by the library itself (400 unparsable request line or headers, 414 URI too
+  // long): give them a JSON body too. Headers cut off by a timeout are a 408.
   svr.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (res.status == 400 && t_connection && t_connection->timed_out()) {
+          write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);
+          return httplib::Server::HandlerResponse::Handled;
+        }
         std::string msg = res.status == 413 ? "request body too large"
                                             : "HTTP error " + std::to_string(res.status);
         write(error_response(res.status, msg, "invalid_request_error"), res);

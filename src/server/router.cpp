@@ -1,0 +1,61 @@
+#include "server/router.h"
+
+#include "base/error.h"
+#include "server/api_json.h"
+
+namespace ragform::server {
+
+using namespace api_json;
+
+Router::Router(std::string api_key) : key_(std::move(api_key)) {}
+
+void Router::add(const std::string& method, const std::vector<std::string>& paths, Handler handler,
+                 Access access) {
+  for (const std::string& p : paths) {
+    if (find(p)) throw Error("serve", "two endpoints for " + p);
+    routes_.push_back({method, p, handler, access});
+  }
+}
+
+void Router::hint(const std::vector<std::string>& paths, const std::string& why) {
+  for (const std::string& p : paths) hints_.emplace_back(p, why);
+}
+
+const Router::Route* Router::find(const std::string& path) const {
+  for (const Route& r : routes_)
+    if (r.path == path) return &r;
+  return nullptr;
+}
+
+std::string Router::not_found(const std::string& path) const {
+  std::string why = default_hint_;
+  for (const auto& [p, w] : hints_)
+    if (p == path) why = w;
+  return "no endpoint " + path + (why.empty() ? "" : " (" + why + ")");
+}
+
+Response Router::handle(const Request& req) const noexcept {
+  try {
+    return dispatch(req);
+  } catch (...) {
+    return response_for_current_exception();
+  }
+}
+
+Response Router::dispatch(const Request& req) const {
+  const Route* r = find(req.path);
+  if (!r || r->access == Access::Key) require_api_key(req, key_);
+  if (!r) throw ApiError{404, not_found(req.path), "invalid_request_error", "not_found"};
+  // httplib answers HEAD through the GET handlers (and drops the body).
+  const bool same = req.method == r->method || (r->method == "GET" && req.method == "HEAD");
+  if (!same) throw ApiError{405, "use " + r->method, "invalid_request_error", "method_not_allowed"};
+  return r->handler(req);
+}
+
+std::vector<std::string> Router::routes() const {
+  std::vector<std::string> out;
+  for (const Route& r : routes_) out.push_back(r.method + " " + r.path);
+  return out;
+}
+
+}  // namespace ragform::server

@@ -1,0 +1,59 @@
+// The one table of `ragform serve`'s endpoints. Every API (the decoder's api.h, the encoder's
+// api_encoder.h, /v1/retrieve's api_retrieve.h) adds its routes here, and only the router decides
+// what a request reaches:
+//   - the API key: one constant-time check (api_json.h require_api_key) before every route but the
+//     open ones (GET /health) — also before a 404, so a client without the key learns nothing
+//     about which paths exist;
+//   - an unknown path: 404 "no endpoint PATH", with the hint of that path (a path another kind of
+//     server answers) or the router's default hint;
+//   - a known path with another method: 405 "use GET" / "use POST" (HEAD counts as GET);
+//   - whatever a handler throws: the one error JSON (api_json.h response_for_current_exception).
+// A new endpoint is one add() line plus its handler (docs/architecture.md "Adding an endpoint").
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "server/api.h"
+
+namespace ragform::server {
+
+enum class Access { Key, Open };  // Open: no API key needed (only /health)
+
+class Router {
+ public:
+  using Handler = std::function<Response(const Request&)>;
+  // api_key: empty = no key required.
+  explicit Router(std::string api_key = "");
+
+  // Serves `method` ("GET" or "POST") on each of `paths` (a path and its aliases). Throws Error
+  // when a path is already routed: two APIs must not silently shadow each other.
+  void add(const std::string& method, const std::vector<std::string>& paths, Handler handler,
+           Access access = Access::Key);
+  // The 404 message's parenthesis for `paths` when nothing routes them (why this server does not
+  // answer them and which one would).
+  void hint(const std::vector<std::string>& paths, const std::string& why);
+  // The parenthesis of every other 404 ("" = none).
+  void default_hint(const std::string& why) { default_hint_ = why; }
+
+  // Never throws.
+  Response handle(const Request& req) const noexcept;
+  // "GET /health", "POST /v1/completions", ... in the order added (tests and docs list them).
+  std::vector<std::string> routes() const;
+
+ private:
+  struct Route {
+    std::string method, path;
+    Handler handler;
+    Access access;
+  };
+  const Route* find(const std::string& path) const;
+  Response dispatch(const Request& req) const;
+  std::string not_found(const std::string& path) const;
+  std::string key_;
+  std::vector<Route> routes_;
+  std::vector<std::pair<std::string, std::string>> hints_;  // path -> why
+  std::string default_hint_;
+};
+
+}  // namespace ragform::server

@@ -1,0 +1,279 @@
+// `ragform serve` on loopback, the hardening of its API: an empty API key refused at start; the
+// Bearer scheme in any case; every endpoint of the one route table behind the one key check
+// (decoder, encoder and /v1/retrieve alike) with /health open; out-of-range JSON numbers, huge
+// integers, too many prompts and a chat message without content as 400s; --max-body for form
+// and chunked bodies; error codes that are strings for every status; 404s that say which server
+// would answer; empty embedding inputs refused.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+#include "retrieval/make_corpus.h"
+#include "server/raw_http.h"
+#include "server/serve_harness.h"
+
+namespace ragform::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+httplib::Result post(int port, const std::string& path, const std::string& body,
+                     const std::string& auth = "", const std::string& type = "application/json") {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(60, 0);
+  httplib::Headers h;
+  if (!auth.empty()) h.emplace("Authorization", auth);
+  return c.Post(path.c_str(), h, body, type.c_str());
+}
+
+httplib::Result get(int port, const std::string& path, const std::string& auth = "") {
+  httplib::Client c("127.0.0.1", port);
+  httplib::Headers h;
+  if (!auth.empty()) h.emplace("Authorization", auth);
+  return c.Get(path.c_str(), h);
+}
+
+// The error's "code", which must be a string.
+std::string error_code_of(const httplib::Result& r) {
+  if (!r) return "<no answer>";
+  const json j = json::parse(r->body, nullptr, false);
+  if (j.is_discarded() || !j.contains("error")) return "<no error object>";
+  const json& c = j["error"]["code"];
+  return c.is_string() ? c.get<std::string>() : "<not a string: " + c.dump() + ">";
+}
+
+TEST(ServeHardening, AnEmptyApiKeyIsAUsageError) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto [code, err] = serve_to_exit({"-m", model.string(), "--api-key", ""}, {}, 20);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_EQ(err.rfind("ragform: --api-key: ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  std::tie(code, err) = serve_to_exit({"-m", model.string()}, {{"RAGFORM_API_KEY", ""}}, 20);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_EQ(err.rfind("ragform: RAGFORM_API_KEY: ", 0), 0u) << err;
+}
+
+TEST(ServeHardening, DecoderRequestsAndLimits) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "128", "--api-key", "sekret", "--max-body",
+                    "20000", "--max-tokens", "32"});
+  const int port = srv.port();
+  const std::string key = "Bearer sekret";
+  const std::string small = R"({"prompt": "Once", "max_tokens": 2, "temperature": 0})";
+
+  // The scheme is case-insensitive; the key is not; another scheme is refused.
+  for (const char* auth : {"bearer sekret", "BEARER sekret", "Bearer  sekret"}) {
+    auto r = post(port, "/v1/completions", small, auth);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << auth << ": " << r->body;
+  }
+  for (const char* auth : {"bearer SEKRET", "Basic sekret", "sekret", "Bearersekret"})
+    EXPECT_EQ(error_code_of(post(port, "/v1/completions", small, auth)), "invalid_api_key") << auth;
+
+  // A number beyond double's range, even in a field nobody reads: 400 malformed JSON.
+  for (const char* path : {"/v1/completions", "/v1/score", "/v1/rag/normalize"}) {
+    const std::string msg =
+        expect_api_error(post(port, path, R"({"prompt": "Once", "x": 1e309})", key), 400);
+    EXPECT_NE(msg.find("malformed JSON"), std::string::npos) << path << ": " << msg;
+  }
+
+  // A 23-digit max_tokens is an integer, too large.
+  std::string msg =
+      expect_api_error(post(port, "/v1/completions",
+                            R"({"prompt": "Once", "max_tokens": 12345678901234567890123})", key),
+                       400);
+  EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1073741824"), std::string::npos) << msg;
+
+  // More prompts than the queue holds can never be accepted: 400 naming the limit, not 503.
+  json many = {{"prompt", std::vector<std::string>(100, "a")}, {"max_tokens", 1}};
+  auto r = post(port, "/v1/completions", many.dump(), key);
+  msg = expect_api_error(r, 400);
+  EXPECT_NE(msg.find("limit of 64"), std::string::npos) << msg;
+  many["prompt"] = std::vector<std::string>(64, "a");
+  r = post(port, "/v1/completions", many.dump(), key);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+
+  // A form-encoded body (what `curl -d` sends) over 8 KiB but under --max-body is read as JSON.
+  std::string padded = small + std::string(12000, ' ');
+  r = post(port, "/v1/completions", padded, key, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  // Over --max-body: 413 with a string code, whether the length is declared or chunked.
+  padded = small + std::string(25000, ' ');
+  r = post(port, "/v1/completions", padded, key, "application/x-www-form-urlencoded");
+  expect_api_error(r, 413);
+  EXPECT_EQ(error_code_of(r), "request_too_large");
+  {
+    RawSocket s(port);
+    std::string req =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: " + key +
+        "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: "
+        "close\r\n\r\n";
+    for (int i = 0; i < 6; ++i) req += "1000\r\n" + std::string(0x1000, ' ') + "\r\n";
+    req += "0\r\n\r\n";
+    auto res = s.exchange(req, 30);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(raw_status(*res), 413) << *res;
+    EXPECT_EQ(json::parse(raw_body(*res))["error"]["code"], "request_too_large") << *res;
+  }
+  // A chunked body within the limit is served.
+  {
+    RawSocket s(port);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", small.size());
+    auto res = s.exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: " + key +
+                              "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + size +
+                              "\r\n" + small + "\r\n0\r\n\r\n",
+                          30);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(raw_status(*res), 200) << *res;
+  }
+  // A POST without Content-Length has no body (RFC 9112): answered at once, not after waiting
+  // for the client to close.
+  {
+    RawSocket s(port);
+    auto res = s.exchange("POST /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
+    EXPECT_TRUE(res) << "no answer within 5 s";
+    if (res) {
+      EXPECT_EQ(raw_status(*res), 405) << *res;
+    }
+  }
+  // httplib's own errors carry string codes too: a URI over 8 KiB is 414.
+  auto uri = get(port, "/v1/" + std::string(9000, 'a'), key);
+  expect_api_error(uri, 414);
+  EXPECT_EQ(error_code_of(uri), "uri_too_long");
+
+  // The decoder's 404 for the encoder's endpoints says which server answers them.
+  for (const char* path : {"/v1/embeddings", "/v1/rerank"}) {
+    msg = expect_api_error(post(port, path, R"({"input": "x"})", key), 404);
+    EXPECT_NE(msg.find("serve -m ENCODER.gguf"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(error_code_of(post(port, "/v1/nothing", "{}", key)), "not_found");
+  auto still = post(port, "/v1/completions", small, key);
+  ASSERT_TRUE(still);
+  EXPECT_EQ(still->status, 200) << still->body;
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+TEST(ServeHardening, ChatMessageWithoutContentIs400) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "128", "--chat-template", "chatml"});
+  for (const char* messages :
+       {R"([{"role": "user"}])", R"([{"role": "user", "content": null}])",
+        R"([{"role": "system", "content": "Be brief."}, {"role": "user"}])"}) {
+    const std::string body = std::string(R"({"max_tokens": 2, "messages": )") + messages + "}";
+    const std::string msg = expect_api_error(post(srv.port(), "/v1/chat/completions", body), 400);
+    EXPECT_NE(msg.find("'content'"), std::string::npos) << messages << ": " << msg;
+  }
+  auto r = post(srv.port(), "/v1/chat/completions",
+                R"({"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// The reader endpoints of a decoder server, with /v1/retrieve, and the encoder server's: each
+// answers 401 without the key, with a wrong one, and not with the right one in any case.
+void expect_every_route_behind_the_key(int port, const std::vector<std::string>& routes) {
+  for (const std::string& route : routes) {
+    const std::string method = route.substr(0, route.find(' '));
+    const std::string path = route.substr(route.find(' ') + 1);
+    auto call = [&](const std::string& auth) {
+      return method == "GET" ? get(port, path, auth) : post(port, path, "{}", auth);
+    };
+    EXPECT_EQ(error_code_of(call("")), "invalid_api_key") << route;
+    EXPECT_EQ(error_code_of(call("Bearer wrong")), "invalid_api_key") << route;
+    auto r = call("bearer k3y");
+    ASSERT_TRUE(r) << route;
+    EXPECT_NE(r->status, 401) << route << ": " << r->body;
+  }
+  auto h = get(port, "/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200) << h->body;
+}
+
+TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(bert, "fixtures/models/tiny-bert.gguf");
+  const auto dir = temp_dir("serve-hardening");
+  {
+    auto corpus = make_corpus(dir, "nq");
+    std::ifstream in(corpus);
+    std::ofstream out(dir / "small.jsonl");
+    std::string line;
+    for (int i = 0; i < 50 && std::getline(in, line); ++i) out << line << "\n";
+  }
+  auto built = run_ragform("index build --corpus " + quoted(dir / "small.jsonl") + " -o " +
+                           quoted(dir / "ix"));
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+
+  ServeProcess dec(
+      {"-m", model.string(), "--ctx", "128", "--api-key", "k3y", "--index", (dir / "ix").string()});
+  expect_every_route_behind_the_key(
+      dec.port(),
+      {"GET /v1/models", "GET /models", "POST /v1/completions", "POST /v1/chat/completions",
+       "POST /v1/score", "POST /v1/attention", "POST /v1/rag/normalize", "POST /v1/rag/spotlight",
+       "POST /v1/retrieve", "POST /retrieve", "POST /v1/nothing"});
+  EXPECT_EQ(dec.stop(), 0) << dec.log();
+
+  ServeProcess enc(
+      {"-m", bert.string(), "-t", "1", "--api-key", "k3y", "--index", (dir / "ix").string()});
+  expect_every_route_behind_the_key(
+      enc.port(), {"GET /v1/models", "GET /models", "POST /v1/embeddings", "POST /embeddings",
+                   "POST /v1/rerank", "POST /rerank", "POST /v1/retrieve", "POST /retrieve"});
+  // A known path with the wrong method is 405 on every kind of route.
+  for (const char* path : {"/v1/retrieve", "/v1/embeddings"}) {
+    httplib::Client c("127.0.0.1", enc.port());
+    expect_api_error(c.Get(path, {{"Authorization", "Bearer k3y"}}), 405);
+  }
+  expect_api_error(post(enc.port(), "/health", "{}"), 405);
+
+  // Empty inputs are refused, as OpenAI refuses them; the encoder's /health has its two fields.
+  const std::string key = "Bearer k3y";
+  for (const char* body : {R"({"input": ""})", R"({"input": ["ok", ""]})"}) {
+    const std::string msg = expect_api_error(post(enc.port(), "/v1/embeddings", body, key), 400);
+    EXPECT_NE(msg.find("empty string"), std::string::npos) << body << ": " << msg;
+  }
+  auto ok = post(enc.port(), "/v1/embeddings", R"({"input": ["ok", "fine"]})", key);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  const json health = json::parse(get(enc.port(), "/health")->body);
+  EXPECT_EQ(health.size(), 2u) << health.dump();
+  EXPECT_EQ(health["status"], "ok");
+  EXPECT_TRUE(health["encoder"].is_string()) << health.dump();
+  EXPECT_EQ(enc.stop(), 0) << enc.log();
+}
+
+// docs/server.md's synopsis names every flag `ragform serve --help` lists.
+TEST(ServeHardening, SynopsisNamesEveryFlag) {
+  auto help = run_ragform("serve --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  const std::string text = help.out + help.err;
+  const std::string doc = read_file(fs::path(RAGFORM_SOURCE_DIR) / "docs/server.md");
+  const size_t end = doc.find("\n\n", doc.find("    ragform serve"));
+  const std::string synopsis = doc.substr(0, end);
+  std::istringstream lines(text);
+  std::string line;
+  int flags = 0;
+  while (std::getline(lines, line)) {
+    const size_t at = line.find_first_not_of(' ');
+    if (at == std::string::npos || line.compare(at, 2, "--") != 0) continue;
+    const std::string flag = line.substr(at, line.find_first_of(" ,", at) - at);
+    if (flag == "--help") continue;
+    ++flags;
+    const bool named = synopsis.find(flag + " ") != std::string::npos ||
+                       synopsis.find(flag + "]") != std::string::npos;
+    EXPECT_TRUE(named) << flag << " missing from:\n" << synopsis;
+  }
+  EXPECT_GT(flags, 25);
+}
+
+}  // namespace
+}  // namespace ragform::testing
