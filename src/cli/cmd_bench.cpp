@@ -4,6 +4,10 @@
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
 // time ratio on stderr.
 //
+// Prefill runs in batches of 2048 tokens (llama-bench's default n_batch), so a long ppN shows
+// progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
+// than the model's training context gets one warning line on stderr.
+//
 // --workload cnorm-sweep|sure-pairs measures the prefix cache (issue 21) on a study's prompt shape,
 // random token ids standing in for text: cnorm-sweep moves one gold passage through k positions of
 // a fixed passage list (k prompts per question); sure-pairs has per question one original prompt
@@ -16,6 +20,7 @@
 #include <random>
 
 #include "base/error.h"
+#include "base/progress.h"
 #include "base/thread_pool.h"
 #include "cli/args.h"
 #include "cli/command.h"
@@ -42,29 +47,37 @@ double median(std::vector<double> v) {
 struct Bench {
   Bench(const model::Model& model, const runtime::ContextParams& cp)
       : m(model), ctx(model, cp), rng(42), tok(0, model.hp().n_vocab - 1) {}
+  static constexpr int kBatch = 2048;
   const model::Model& m;
   runtime::Context ctx;
   std::mt19937 rng;
   std::uniform_int_distribution<int32_t> tok;
   using clock = std::chrono::steady_clock;
 
-  // Tokens/s of one prefill of n tokens in a fresh sequence. tap: capture the final token's
-  // last-layer attention (what an attention read-out captures).
-  double prefill(int n, bool tap) {
-    runtime::SeqInput in;
-    in.seq = ctx.new_sequence();
-    for (int i = 0; i < n; ++i) in.tokens.push_back(tok(rng));
-    in.logits = runtime::LogitsMode::Last;
-    if (tap) in.attn_layers = {m.hp().n_layer - 1};  // no attn_queries = the final token
+  // Tokens/s of one prefill of n tokens in a fresh sequence, in batches of kBatch tokens (as
+  // llama-bench's default n_batch; a long prompt then shows progress and needs the scratch of one
+  // batch only). tap: capture the final token's last-layer attention (what an attention read-out
+  // captures).
+  double prefill(int n, bool tap, Progress* progress = nullptr) {
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < n; ++i) tokens.push_back(tok(rng));
+    runtime::ScopedSequence seq(ctx);
     auto t0 = clock::now();
-    ctx.eval({in});
-    double s = std::chrono::duration<double>(clock::now() - t0).count();
-    ctx.free_sequence(in.seq);
-    return n / s;
+    for (int b = 0; b < n; b += kBatch) {
+      runtime::SeqInput in;
+      in.seq = seq.id();
+      in.tokens.assign(tokens.begin() + b, tokens.begin() + std::min(n, b + kBatch));
+      const bool last = b + kBatch >= n;
+      in.logits = last ? runtime::LogitsMode::Last : runtime::LogitsMode::None;
+      if (tap && last) in.attn_layers = {m.hp().n_layer - 1};  // no attn_queries = final token
+      ctx.eval({in});
+      if (progress) progress->add(in.tokens.size());
+    }
+    return n / std::chrono::duration<double>(clock::now() - t0).count();
   }
 
   // ppN (and ppN+attn with the tap), reps runs each.
-  std::vector<Sample> prompt_processing(int n, int reps, bool with_tap) {
+  std::vector<Sample> prompt_processing(int n, int reps, bool with_tap, Progress& progress) {
     prefill(std::min(n, 16), false);  // warm-up
     const int n_modes = with_tap ? 2 : 1;
     std::vector<Sample> ss;
@@ -73,7 +86,7 @@ struct Bench {
     // Interleaved, so the tap's cost is measured against the same machine state.
     for (int r = 0; r < reps; ++r)
       for (int mode = 0; mode < n_modes; ++mode)
-        ss[size_t(mode)].tps.push_back(prefill(n, mode == 1));
+        ss[size_t(mode)].tps.push_back(prefill(n, mode == 1, &progress));
     for (int mode = 1; mode < n_modes; ++mode)
       std::fprintf(stderr, "%s: attention tap adds %+.2f%% to prefill time (median vs %s)\n",
                    ss[size_t(mode)].test.c_str(),
@@ -83,7 +96,7 @@ struct Bench {
   }
 
   // tgN: n decode steps after a one-token prompt, reps runs.
-  Sample generation(int n, int reps) {
+  Sample generation(int n, int reps, Progress& progress) {
     Sample s{"tg" + std::to_string(n), {}};
     for (int r = 0; r < reps; ++r) {
       runtime::SeqInput in;
@@ -94,6 +107,7 @@ struct Bench {
       for (int i = 0; i < n; ++i) {
         in.tokens = {tok(rng)};
         ctx.eval({in});
+        progress.add(1);
       }
       s.tps.push_back(n / std::chrono::duration<double>(clock::now() - t0).count());
       ctx.free_sequence(in.seq);
@@ -237,6 +251,32 @@ int run_workload(const std::string& kind, const std::string& model_path, const E
   return 0;
 }
 
+// One line when a test runs past the positions the model was trained on: its speed is still
+// measured, but such a run may take very long (attention grows with the position) and measures
+// positions the model never saw.
+void warn_past_training_context(const model::Model& m, const std::vector<int>& pps,
+                                const std::vector<int>& tgs) {
+  const int train = m.hp().n_ctx_train;
+  if (train <= 0) return;
+  int pp = 0, tg = 0;
+  for (int n : pps) pp = std::max(pp, n);
+  for (int n : tgs) tg = std::max(tg, n + 1);  // tgN decodes after a one-token prompt
+  if (std::max(pp, tg) <= train) return;
+  std::fprintf(stderr,
+               "ragform: warning: bench: --pp/--tg need a context of %d tokens, more than the "
+               "model's training context %d (positions it never saw; attention slows with each)\n",
+               std::max(pp, tg), train);
+}
+
+// Tokens the whole pp/tg run evaluates after its warm-up (the progress total).
+uint64_t bench_tokens(const std::vector<int>& pps, const std::vector<int>& tgs, int reps,
+                      bool tap) {
+  uint64_t n = 0;
+  for (int p : pps) n += uint64_t(std::max(0, p)) * uint64_t(tap ? 2 : 1);
+  for (int t : tgs) n += uint64_t(std::max(0, t));
+  return n * uint64_t(reps);
+}
+
 int run_bench(const std::vector<std::string>& argv) {
   Args a("bench", "Measure prompt processing (ppN) and generation (tgN) speed in tokens/s.",
          "Tokens are random ids (as llama-bench). --json prints one JSON array of\n"
@@ -300,19 +340,26 @@ int run_bench(const std::vector<std::string>& argv) {
   int max_len = 1;
   for (int n : pps) max_len = std::max(max_len, n);
   for (int n : tgs) max_len = std::max(max_len, n + 1);
+  warn_past_training_context(*m, pps, tgs);
   runtime::ContextParams cp;
   cp.n_ctx = max_len;
   cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = eo.pool;
   Bench b(*m, cp);
+  const bool tap = taps.value == "attention";
   std::vector<Sample> results;
-  for (int n : pps) {
-    if (n <= 0) continue;
-    auto ss = b.prompt_processing(n, reps.value, taps.value == "attention");
-    results.insert(results.end(), ss.begin(), ss.end());
+  {
+    // Tokens evaluated, on stderr when it is a terminal (or RAGFORM_PROGRESS=always); its final
+    // line comes before the results.
+    Progress progress("bench", bench_tokens(pps, tgs, reps.value, tap));
+    for (int n : pps) {
+      if (n <= 0) continue;
+      auto ss = b.prompt_processing(n, reps.value, tap, progress);
+      results.insert(results.end(), ss.begin(), ss.end());
+    }
+    for (int n : tgs)
+      if (n > 0) results.push_back(b.generation(n, reps.value, progress));
   }
-  for (int n : tgs)
-    if (n > 0) results.push_back(b.generation(n, reps.value));
   print_results(results, n_threads, json.value);
   return 0;
 }
