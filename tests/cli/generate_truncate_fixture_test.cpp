@@ -31,8 +31,8 @@ TEST(GenerateTruncate, LeftKeepsRoomForTheTokensToGenerate) {
   EXPECT_EQ(j["finish_reason"], "length");
 
   // The prompt is longer than the context (BOS included).
-  auto tok = run_ragform("tokenize -m '" + model.string() + "' --file '" + file +
-                         "' --no-special --json");
+  auto tok =
+      run_ragform("tokenize -m '" + model.string() + "' --file '" + file + "' --no-special --json");
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
   const auto all = json::parse(tok.out)["ids"].get<std::vector<int>>();
   ASSERT_GT(all.size(), 64u);
