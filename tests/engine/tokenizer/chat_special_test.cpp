@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -136,6 +137,10 @@ TEST(ChatSpecial, MessageTextNeverBecomesAControlTokenInAnyFamily) {
     EXPECT_GT(count_control(tk, tk.encode(injected.text, true, true)),
               count_control(tk, plain.ids));
   }
+}
+
+TEST(ChatSpecial, AnUnknownFamilyIsAnError) {
+  EXPECT_THROW(tokenize_chat(tokenizer(), ChatFamily::Unknown, conversation(""), true), Error);
 }
 
 TEST(ChatSpecial, RoleNamesAreTextToo) {
