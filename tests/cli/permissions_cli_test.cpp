@@ -47,7 +47,6 @@ fs::path open_dir(const std::string& tag) {
   return d;
 }
 
-
 void expect_one_line(const Unprivileged& r, const std::string& line) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err, "ragform: " + line + "\n");

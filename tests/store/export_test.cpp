@@ -289,8 +289,7 @@ TEST(ExportCli, ErrorsAreOneLineWithExitCodes) {
   testing::write_file(dir / "junk.sqlite", "junk junk junk junk junk junk junk junk junk junk");
   r = testing::run_ragform("export '" + (dir / "junk.sqlite").string() + "'");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "ragform: " + (dir / "junk.sqlite").string() + ": not an SQLite database\n");
+  EXPECT_EQ(r.err, "ragform: " + (dir / "junk.sqlite").string() + ": not an SQLite database\n");
   r = testing::run_ragform("export '" + p.string() + "' --run 9");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "ragform: export: " + p.string() + ": no run 9 (runs: 1, 2)\n");
