@@ -19,6 +19,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "base/error.h"
@@ -45,7 +46,13 @@ class ConnectionThreads : public httplib::TaskQueue {
       jobs_.push_back(std::move(fn));
       if (jobs_.size() > idle_ && threads_.size() < max_) {
         auto it = threads_.emplace(threads_.end());
-        *it = std::thread([this, it] { work(it); });  // it waits for mu_, so *it is set first
+        try {
+          *it = std::thread([this, it] { work(it); });  // it waits for mu_, so *it is set first
+        } catch (const std::system_error&) {
+          // The process's thread limit: the connection waits for a running thread instead.
+          threads_.erase(it);
+          cv_.notify_one();
+        }
       } else {
         cv_.notify_one();
       }
