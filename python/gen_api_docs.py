@@ -34,6 +34,7 @@ def _signature(name, obj):
 
 
 def _body(obj):
+    obj = inspect.unwrap(obj)  # a method the package wraps (ragform/_text.py): the original's doc
     d = _doc(obj)
     if d and not inspect.isclass(obj) and not inspect.isfunction(obj):
         d = "\n".join(d.splitlines()[1:]).strip()  # pybind11: drop the signature line

@@ -6,13 +6,15 @@ SpotlightRAG pipelines, over the same C++ library as the `ragform` command (docs
     m.generate("Once upon a time", n_predict=12)   # the continuation, as `ragform generate`
     a = m.attention("Once upon a time")           # .heads [heads, positions], .mean, .abs
 
-Errors raise ValueError (bad input), OSError (files) or RuntimeError (anything else) with the
-message the CLI prints after "ragform: ".
+Errors raise ValueError (bad input, including text that is not valid UTF-8: a str with a lone
+surrogate), OSError (files) or RuntimeError (anything else) with the message the CLI prints after
+"ragform: ".
 """
 import os as _os
 
 from . import _ragform
 from ._ragform import Attention, Encoder, Reader
+from ._text import check_methods as _check_methods
 
 __version__ = _ragform.__version__
 
@@ -100,8 +102,11 @@ class OpenAIReader(_ragform.OpenAIReader):
     OpenAIReader(base_url, model="", api_key="", chat=False, system="", concurrency=4,
                  retries=4, timeout=300)
 
-    generate() always works; score() where the server returns log-probs; attention() and
-    hidden() raise NotImplementedError (a remote server does not expose them)."""
+    generate() always works; score() where the server returns log-probs. attention() works
+    against `ragform serve`, which exposes /v1/attention: it returns the Attention Model.attention
+    gives for the same prompt. Other servers (llama-server, vLLM, Ollama, hosted APIs) expose no
+    attention: attention() raises NotImplementedError ("attention is not supported by this
+    server") without sending the prompt. hidden() always raises NotImplementedError."""
 
     def generate(self, prompt, n_predict=64, temp=0.0, stop=None, top_k=0, top_p=1.0, seed=0,
                  ignore_eos=False, details=False):
@@ -150,5 +155,10 @@ class RunStore:
             flat.append(r)
         return pd.DataFrame(flat)
 
+
+# Text arguments that cannot cross into C++ (lone surrogates) raise ValueError naming them.
+for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.Encoder, Model,
+             OpenAIReader):
+    _check_methods(_cls)
 
 from . import cnorm, spotlight, sure  # noqa: E402  (they use Model / RunStore)

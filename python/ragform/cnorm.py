@@ -2,6 +2,7 @@
 documents. The functions of `ragform cnorm calibrate|apply` (docs/cnorm.md)."""
 from . import _ragform
 from ._progress import Progress
+from ._text import checked
 
 __all__ = ["calibrate", "apply", "default_delimiters"]
 
@@ -11,6 +12,7 @@ def default_delimiters():
     return _ragform._cnorm_default_delimiters()
 
 
+@checked
 def calibrate(model, records, task="qa", S=6, delims=None, p=0.5, seed=0, k=10, layer=-1,
               heads="mean", context_span=False, template=None, shared=None, progress=True):
     """Chooses the candidate delimiter whose formatted prompts give the most balanced attention
@@ -33,6 +35,7 @@ def calibrate(model, records, task="qa", S=6, delims=None, p=0.5, seed=0, k=10, 
                                          getattr(model, "system", ""), model.ctx, bar)
 
 
+@checked
 def apply(profile, record):
     """The record with its documents reformatted by the profile's delimiter and ratio (paper
     4.3), as `ragform cnorm apply` does to one JSONL line: every ctxs[i].text, or the "text"

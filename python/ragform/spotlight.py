@@ -1,10 +1,12 @@
 """SpotlightRAG: span-level evidence selection with relevance prefix tokens. The function of
 `ragform spotlight select` (docs/spotlight.md)."""
 from . import _ragform
+from ._text import checked
 
 __all__ = ["select"]
 
 
+@checked
 def select(record, vectors=None, encoder=None, K=6, k=None, lam=None, order="doc",
            special_tokens=True, oov="match", layer=1):
     """The top-K sentences of a QA record's contexts by SpotlightRAG's token-level score (eqs.

@@ -5,6 +5,7 @@ import tempfile
 
 from . import _ragform
 from ._progress import Progress
+from ._text import checked
 
 __all__ = ["kinds", "perturb", "evaluate"]
 
@@ -14,6 +15,7 @@ def kinds():
     return _ragform._sure_kinds()
 
 
+@checked
 def perturb(record, kinds=None, seed=0, cutoff="2023-10-01", docs=0, model=None,
             perturb_model=None, max_tokens=512, batch=8, prompts=None, progress=False):
     """Perturbations of a QA record's documents (or of a list of records), as the pairs
@@ -35,6 +37,7 @@ def perturb(record, kinds=None, seed=0, cutoff="2023-10-01", docs=0, model=None,
                                       max_tokens, batch, prompts or "", bar)
 
 
+@checked
 def evaluate(model, pairs, store=None, temperature=0.1, max_tokens=32, seed=0, batch=8,
              chain_of_note=False, resamples=2000, prompts=None, progress=True):
     """Instance-level robustness of `model` (a Model or OpenAIReader) over pairs (perturb()'s
@@ -42,7 +45,10 @@ def evaluate(model, pairs, store=None, temperature=0.1, max_tokens=32, seed=0, b
     the run store, then the report rows. Returns {run, store, groups: [one dict per (scope, key,
     subset): n, lose/robust/win, LR, RR, WR, ...], stats}. store: the SQLite file (resumable: a
     second call with the same configuration only computes missing rows); None = a temporary file
-    removed afterwards. Ctrl-C stops after the batch in flight; every committed row stays."""
+    removed afterwards. Ctrl-C stops after the batch in flight; every committed row stays. When
+    nothing is measured, or every failure is a 401/403/404 (a remote reader's wrong key, model or
+    URL), raises RuntimeError with `ragform sure eval`'s message (the server's reason); rows that
+    failed beside measured ones are counted in stats["unmeasured"]."""
     pairs = list(pairs)
     with Progress("sure eval", show=progress) as bar:
         if store is not None:

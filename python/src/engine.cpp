@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include "base/error.h"
+#include "base/threads.h"
 #include "bindings.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
@@ -53,8 +54,13 @@ void check_token_id(const char* where, int32_t id, int32_t n_vocab) {
                                 std::to_string(n_vocab - 1));
 }
 
+// Every constructor taking threads= comes here: the CLI's --threads bound (base/threads.h), so a
+// typo of 100000 is a ValueError, not tens of thousands of threads started before a failure.
 EngineOptions engine_options(int threads, const std::string& f16_gemm) {
-  if (threads < 0) throw UsageError("threads", "must be >= 0, got " + std::to_string(threads));
+  if (threads < 0 || threads > max_threads())
+    throw UsageError("threads", "must be in 0.." + std::to_string(max_threads()) +
+                                    " (0 = all cores, at most 4 x the cores), got " +
+                                    std::to_string(threads));
   EngineOptions e;
   e.threads = threads;  // each Model owns a pool of this many threads (0 = all cores)
   e.f16_gemm = choice("f16_gemm", f16_gemm, {"exact", "int16"}) == 0 ? ops::F16Gemm::exact
@@ -99,6 +105,9 @@ reader::GenerateParams generate_params(int n_predict, double temp, int top_k, do
   if (!(temp >= 0 && temp <= 100)) throw UsageError("temp", "must be in [0, 100]");
   if (!(top_p >= 0 && top_p <= 1)) throw UsageError("top_p", "must be in [0, 1]");
   if (top_k < 0) throw UsageError("top_k", "must be >= 0");
+  // An empty stop string would stop before the first token; the server refuses it with these words.
+  for (const auto& s : stop)
+    if (s.empty()) throw UsageError("stop", "'stop' strings must not be empty");
   reader::GenerateParams p;
   p.max_tokens = n_predict;
   p.temperature = temp;
@@ -266,7 +275,7 @@ void bind_engine(pyb::module_& m) {
   pyb::class_<Reader, std::shared_ptr<Reader>> rd(
       m, "Reader",
       "What every reader answers (reader/reader.h): generate, score and, on the native engine, "
-      "attention and hidden states.");
+      "attention and hidden states (attention also through ragform serve).");
   rd.def_property_readonly("description", &Reader::describe,
                            "stable description for run stores: native:<file> or "
                            "openai:<url>#<model>")
@@ -404,8 +413,8 @@ void bind_engine(pyb::module_& m) {
   pyb::class_<reader::OpenAIReader, Reader, std::shared_ptr<reader::OpenAIReader>>(
       m, "OpenAIReader",
       "A reader over an OpenAI-compatible server (llama-server, vLLM, ragform serve): generate "
-      "and, where the server gives log-probs, score. Asking for attention or hidden states "
-      "raises NotImplementedError.")
+      "and, where the server gives log-probs, score; attention only from ragform serve (other "
+      "servers raise NotImplementedError); hidden states never (NotImplementedError).")
       .def(pyb::init([](const std::string& base_url, const std::string& model,
                         const std::string& api_key, bool chat, const std::string& system,
                         int concurrency, int retries, int timeout) {
@@ -453,7 +462,8 @@ void bind_engine(pyb::module_& m) {
               pyb::gil_scoped_release nogil;
               res = e.embed(texts, pool, normalize);
             }
-            const pyb::ssize_t n_embd = res.empty() ? 0 : res[0].n_embd;
+            // No texts: still [0, n_embd], so the result stacks with other batches' vectors.
+            const pyb::ssize_t n_embd = res.empty() ? e.model().hp().n_embd : res[0].n_embd;
             std::vector<float> flat;
             flat.reserve(res.size() * size_t(n_embd));
             for (const auto& r : res) flat.insert(flat.end(), r.vector.begin(), r.vector.end());

@@ -56,9 +56,16 @@ std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
     nlohmann::json j = to_json(h);
     if (!fmt) {
       fmt = eval::detect_format(j);
-      if (!fmt)
+      if (!fmt) {
+        // The formats by name, and the one page that describes them: `ragform data check`
+        // in docs/cli.md (which also checks a file of such records).
+        std::string names;
+        for (eval::Format k : eval::known_formats())
+          names += std::string(names.empty() ? "" : ", ") + eval::format_name(k);
         throw UsageError("record " + std::to_string(i),
-                         "its fields match no known QA format (docs/datasets.md)");
+                         "its fields match no known QA format (" + names +
+                             "; see `ragform data check` in docs/cli.md)");
+      }
     }
     try {
       out.push_back(eval::to_qa_record(j, *fmt, {i, ""}));
@@ -181,11 +188,23 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
   return from_json(out);
 }
 
+// A profile passed as a Python value is an argument: a bad one is a ValueError (UsageError), as
+// for any other bad argument, with the loader's message.
+cnorm::Profile profile_arg(const pyb::handle& profile) {
+  try {
+    return cnorm::profile_from_json(to_json(profile), "profile");
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // As `ragform cnorm apply` on one record: every ctxs[i].text, or the "text" string, formatted
 // with the profile's delimiter and ratio; every other field unchanged.
 pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
   using namespace cnorm;
-  Profile prof = profile_from_json(to_json(profile), "profile");
+  Profile prof = profile_arg(profile);
   Task task = parse_task(prof.task);
   Format f = profile_format(prof);
   if (!f.wrapper.empty())

@@ -1,0 +1,97 @@
+"""Text arguments that are not valid UTF-8: a str holding a lone surrogate (what os.fsdecode or
+json.loads make of broken bytes) cannot cross into C++. pybind11 reports that as "incompatible
+function arguments" (TypeError) and the JSON bridge as a parse error; checked() turns both into a
+ValueError naming the argument and the surrogate. The arguments are looked at only after a call
+failed, so a valid call costs nothing."""
+import functools
+import inspect
+
+
+def bad_text(name, value):
+    """The ValueError for the first lone surrogate inside `value` (a str, or lists, tuples and
+    dicts of them), named `name` and its path inside; None when every string is valid."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return ValueError(f"{name}: not valid UTF-8 text: a lone surrogate "
+                              f"U+{ord(value[e.start]):04X} at index {e.start}")
+        return None
+    if isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    elif isinstance(value, dict):
+        items = value.items()
+    else:
+        return None
+    for key, v in items:
+        err = bad_text(f"{name}[{key!r}]", key) or bad_text(f"{name}[{key!r}]", v)
+        if err:
+            return err
+    return None
+
+
+def _split_top_level(s):
+    """s split at the commas outside brackets and quotes."""
+    parts, depth, quote, cur = [], 0, None, ""
+    for ch in s:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    return parts + [cur]
+
+
+def param_names(fn):
+    """The names of fn's positional parameters: from its signature, or for a pybind11 function
+    from the first line of its docstring, "name(self: T, prompt: str, layer: int = -1) -> R"."""
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        pass
+    head = (getattr(fn, "__doc__", None) or "").lstrip().split("\n", 1)[0]
+    open_at = head.find("(")
+    close_at = head.rfind(")")
+    if open_at < 0 or close_at < open_at:
+        return []
+    return [p.split(":", 1)[0].split("=", 1)[0].strip()
+            for p in _split_top_level(head[open_at + 1:close_at])]
+
+
+def checked(fn):
+    """fn, raising ValueError (see above) in place of the TypeError or RuntimeError a bad text
+    argument causes."""
+    names = None
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        nonlocal names
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, RuntimeError):
+            if names is None:
+                names = param_names(fn)
+            named = [(names[i] if i < len(names) else f"argument {i + 1}", v)
+                     for i, v in enumerate(args)] + list(kwargs.items())
+            for name, v in named:
+                err = bad_text(name, v)
+                if err:
+                    raise err from None
+            raise
+    return call
+
+
+def check_methods(cls):
+    """Every method defined on cls (its constructor included) wrapped by checked()."""
+    for name, attr in list(vars(cls).items()):
+        if callable(attr) and (name == "__init__" or not name.startswith("__")):
+            setattr(cls, name, checked(attr))
+    return cls
