@@ -11,7 +11,7 @@
 //   - otherwise it succeeded and unmeasured() rows wait for a resume (front ends print the count).
 // hopeless() tells a runner to stop early: nothing measured yet and every failure so far a client
 // error or a server that never answered (after its retries), so a run against a wrong key or a
-// closed port fails in seconds instead of trying every row.
+// closed port fails after its first batch instead of trying every row.
 #pragma once
 #include <cstdint>
 #include <exception>
