@@ -318,6 +318,8 @@ int run_demo(const std::vector<std::string>& argv) {
                "ragform demo: model %s\n  shared data %s\n  store %s (resumable)\n  "
                "intermediate files (profile, pairs, command outputs) in %s, removed at the end\n",
                in.model.c_str(), in.shared.c_str(), plan.db.c_str(), plan.work.c_str());
+  // The folder is gone when the demo ends: a user who reruns the printed steps makes it first.
+  std::fprintf(stderr, "\n$ mkdir -p %s\n", quote(plan.work.string()).c_str());
 
   DemoResults res;
   cnorm_steps(in, plan, res);

@@ -63,8 +63,15 @@ std::string unrunnable_steps(const std::string& err) {
     if (w.size() > 2 && w[0] == "ragform" && w[1] == "report") inputs.push_back(w[2]);
     for (const auto& f : inputs)
       if (!written.count(f) && !fs::exists(f)) problems += line + "\n  reads " + f + "\n";
-    for (size_t i = 0; i + 1 < w.size(); ++i)
-      if (writes.count(w[i])) written.insert(w[i + 1]);
+    if (w.size() == 3 && w[0] == "mkdir" && w[1] == "-p") written.insert(w[2]);
+    // A file is written into a folder that exists or that an earlier step made.
+    for (size_t i = 0; i + 1 < w.size(); ++i) {
+      if (!writes.count(w[i])) continue;
+      const std::string parent = fs::path(w[i + 1]).parent_path().string();
+      if (!parent.empty() && !written.count(parent) && !fs::is_directory(parent))
+        problems += line + "\n  writes into " + parent + "\n";
+      written.insert(w[i + 1]);
+    }
   }
   return problems;
 }
