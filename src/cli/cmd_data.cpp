@@ -91,7 +91,8 @@ int cmd_data(const std::vector<std::string>& args) {
 
 }  // namespace
 
-RAGFORM_COMMAND("data", "check QA data files: format, row and field counts, bad lines", cmd_data,
-                85);
+RAGFORM_COMMAND(
+    "data", "check QA data files (format, row and field counts, bad lines); story-needle records",
+    cmd_data, 85);
 
 }  // namespace ragform::cli

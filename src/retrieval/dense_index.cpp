@@ -87,7 +87,16 @@ FaissKind parse_faiss_kind(const std::string& s) {
   throw UsageError("--faiss", "expected flat, hnsw or ivf, got '" + s + "'");
 }
 
-bool DenseIndex::exists(const std::string& dir) { return fs::exists(meta_file(dir)); }
+// Existence checks that cannot throw filesystem_error's raw text: a file that cannot be looked at
+// is reported by the read that follows, with its path and reason.
+namespace {
+bool file_exists(const std::string& p) {
+  std::error_code ec;
+  return fs::exists(p, ec) || (ec && ec != std::errc::no_such_file_or_directory);
+}
+}  // namespace
+
+bool DenseIndex::exists(const std::string& dir) { return file_exists(meta_file(dir)); }
 
 DenseIndex::DenseIndex(std::string dir, DenseMeta meta)
     : dir_(std::move(dir)), meta_(std::move(meta)) {
@@ -116,7 +125,7 @@ DenseIndex::DenseIndex(std::string dir, DenseMeta meta)
 }
 
 DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
-  if (!fs::exists(meta_file(dir_)))
+  if (!file_exists(meta_file(dir_)))
     throw Error("index", dir_ + ": no dense index (missing dense.json; build with --dense)");
   const nlohmann::json j = read_json_file(meta_file(dir_), "dense index metadata");
   try {
@@ -137,7 +146,7 @@ DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
   }
   if (meta_.metric != "inner_product")
     throw Error("index", meta_file(dir_) + ": metric '" + meta_.metric + "' is not supported");
-  if (fs::exists(faiss_file(dir_))) {
+  if (file_exists(faiss_file(dir_))) {
     index_.reset(read_faiss_file(faiss_file(dir_)));
     auto* m = id_map(index_.get());
     if (!m || index_->d != meta_.dims)
