@@ -179,10 +179,10 @@ class Connection : public httplib::Stream {
   }
 
   // poll() for `events` until `until`, in short slices so that a stopping server (its listening
-  // socket closed) releases the connection at once.
+  // socket closed) stops reading at once; a response already under way is still written out.
   bool wait(short events, Clock::time_point until) const {
     for (;;) {
-      if (listener_ == INVALID_SOCKET) return false;
+      if (events == POLLIN && listener_ == INVALID_SOCKET) return false;
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
       if (left <= 0) return false;

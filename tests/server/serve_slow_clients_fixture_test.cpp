@@ -1,7 +1,8 @@
 // `ragform serve` under slow and stalled clients, through raw loopback sockets: 80 connections
 // stalled mid-request-line leave /health answering at once; a request whose headers or body
 // stall, or dribble in a byte at a time, is cut with 408 at --read-timeout / --request-timeout;
-// --max-connections bounds the connections served at once and the timeouts free their places.
+// --max-connections bounds the connections served at once and the timeouts free their places;
+// stopping the server still writes the responses under way.
 #include <chrono>
 #include <vector>
 
@@ -112,6 +113,30 @@ TEST(ServeSlowClients, MaxConnectionsBoundsWhatIsServedAtOnce) {
   EXPECT_EQ(health(srv.port(), 10), 200);
   EXPECT_GE(seconds_since(t0), 1.0);
   EXPECT_LT(seconds_since(t0), 6.0);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// SIGTERM stops reading new requests at once, but a response under way is still written: the
+// connection stream's stop rule applies to reads only.
+TEST(ServeSlowClients, StopStillWritesTheResponsesUnderWay) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "64", "--pace-ms", "50"});
+  int status = 0;
+  std::string body;
+  std::thread client([&] {
+    httplib::Client c("127.0.0.1", srv.port());
+    c.set_read_timeout(30, 0);
+    auto r = c.Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 20, "temperature": 0})",
+                    "application/json");
+    if (r) {
+      status = r->status;
+      body = r->body;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // generating (20 x 50 ms)
+  kill(srv.pid(), SIGTERM);
+  client.join();
+  EXPECT_EQ(status, 200) << "the response under way was dropped: " << body;
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
