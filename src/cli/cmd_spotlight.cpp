@@ -1,5 +1,6 @@
 // `ragform spotlight select|eval`: SpotlightRAG span-level evidence selection (paper sections
-// 3.3-3.5) and its evaluation on HotpotQA-style data (docs/spotlight.md).
+// 3.3-3.5) and its evaluation on HotpotQA-style data (docs/spotlight.md); `train-alpha` is in
+// cmd_spotlight_train.cpp.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -12,168 +13,23 @@
 #include "base/stable_hash.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
-#include "cli/reader_flags.h"
 #include "cli/shard.h"
+#include "cli/spotlight_flags.h"
 #include "eval/datasets.h"
 #include "eval/stats.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "ragform_version.h"
-#include "reader/native_encoder.h"
 #include "store/run_store.h"
 #include "text/sentences.h"
 
 namespace ragform::cli {
+
+int run_spotlight_train_alpha(const std::vector<std::string>& args);  // cmd_spotlight_train.cpp
+
 namespace {
 
 using namespace ragform::spotlight;
 using ojson = nlohmann::ordered_json;
-
-// The encoder flags shared by both verbs.
-struct EncoderFlags {
-  explicit EncoderFlags(Args& a)
-      : rf(a, false),
-        encoder(a.opt<std::string>(
-            "--encoder", "NAME",
-            "static (word vectors), hidden (reader hidden states) or model (--encoder-model)",
-            "static")),
-        encoder_model(a.opt<std::string>(
-            "--encoder-model", "FILE",
-            "encoder GGUF (bert: BGE, MiniLM, ...) for --encoder model: word-piece final states "
-            "averaged per word",
-            "")),
-        vectors(a.opt<std::string>("--vectors", "FILE",
-                                   "word vectors JSON {word: [floats]} for --encoder static", "")),
-        oov(a.opt<std::string>(
-            "--oov", "RULE", "out-of-vocabulary words: match (identity tokens) or skip", "match")),
-        layer(a.opt<int>("--layer", "L", "hidden-state layer for --encoder hidden (0..n_layer)",
-                         1)) {}
-  ReaderFlags rf;
-  Opt<std::string>& encoder;
-  Opt<std::string>& encoder_model;
-  Opt<std::string>& vectors;
-  Opt<std::string>& oov;
-  Opt<int>& layer;
-  std::unique_ptr<WordVectors> wv;
-  std::unique_ptr<reader::NativeReader> reader;
-  std::unique_ptr<TokenEncoder> enc;
-  std::unique_ptr<reader::NativeEncoder> model_enc;
-  ModelEncoder* model_encoder = nullptr;  // enc, when --encoder model
-
-  TokenEncoder& open() {
-    if (encoder.value == "static") {
-      if (vectors.value.empty())
-        throw UsageError("spotlight", "--encoder static needs --vectors FILE");
-      if (oov.value != "match" && oov.value != "skip")
-        throw UsageError("spotlight", "--oov must be match or skip, got '" + oov.value + "'");
-      wv = std::make_unique<WordVectors>(WordVectors::load(vectors.value));
-      enc = std::make_unique<StaticEncoder>(
-          *wv, oov.value == "match" ? OovPolicy::Match : OovPolicy::Skip);
-    } else if (encoder.value == "hidden") {
-      if (rf.model.value.empty())
-        throw UsageError("spotlight", "--encoder hidden needs -m MODEL.gguf");
-      open_reader();
-      enc = std::make_unique<HiddenEncoder>(*reader, layer.value);
-    } else if (encoder.value == "model") {
-      if (encoder_model.value.empty())
-        throw UsageError("spotlight", "--encoder model needs --encoder-model FILE");
-      reader::NativeEncoderOptions no;
-      no.engine = rf.native_options().engine;
-      model_enc = std::make_unique<reader::NativeEncoder>(encoder_model.value, no);
-      auto me = std::make_unique<ModelEncoder>(*model_enc);
-      model_encoder = me.get();
-      enc = std::move(me);
-    } else {
-      throw UsageError("spotlight",
-                       "--encoder must be static, hidden or model, got '" + encoder.value + "'");
-    }
-    return *enc;
-  }
-  // --encoder model: the encoder's cost on stderr (paper section 3.6 compares it with the
-  // reader's prefill; docs/performance.md has the measurement).
-  void report_encoder_cost() const {
-    if (!model_encoder) return;
-    const double s = model_encoder->seconds();
-    std::fprintf(stderr, "spotlight: encoder model: %zu word-pieces in %.3f s (%.0f pieces/s)%s\n",
-                 model_encoder->pieces(), s, s > 0 ? double(model_encoder->pieces()) / s : 0.0,
-                 model_encoder->truncated_texts()
-                     ? (", " + std::to_string(model_encoder->truncated_texts()) +
-                        " texts truncated to the model's length")
-                           .c_str()
-                     : "");
-  }
-  reader::Reader& open_reader() {
-    if (!reader) reader = rf.open_native();
-    return *reader;
-  }
-};
-
-// Scoring flags. With no flag the defaults are default_score_params() (the ranker chosen on
-// HotpotQA dev, docs/spotlight.md); --paper-defaults starts from paper_score_params() instead;
-// a flag given explicitly overrides either.
-struct ScoreFlags {
-  explicit ScoreFlags(Args& a)
-      : K(a.opt<int>("-K,--sentences", "K", "sentences to select", 6).range(1, kMaxInt)),
-        k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)",
-                     default_score_params().top_k)
-              .range(1, kMaxInt)),
-        lambda(a.opt<double>("--lambda", "W", "positional prior weight (0 = none)",
-                             default_score_params().lambda)
-                   .range(0.0, 1.0)),
-        alpha(a.opt<std::string>("--alpha", "A", "query-token weights: idf or uniform (eq. 8)",
-                                 default_score_params().alpha == Alpha::Idf ? "idf" : "uniform")),
-        max_ctx(a.opt<int>("--max-context-tokens", "N",
-                           "cut each context after N encoder tokens (0 = whole; paper: 512)",
-                           default_score_params().max_context_tokens)),
-        titles(a.opt<std::string>(
-            "--title-context", "on|off",
-            "score each sentence with its paragraph title's tokens as context tokens",
-            default_score_params().title_context ? "on" : "off")),
-        lexical(a.opt<double>("--lexical-weight", "L",
-                              "weight of BM25 over title + sentence in the score (0 = none)",
-                              default_score_params().lexical_weight)),
-        paragraph(a.opt<double>("--paragraph-weight", "P",
-                                "weight of BM25 over title + paragraph in the score (0 = none)",
-                                default_score_params().paragraph_weight)),
-        paper(a.flag("--paper-defaults",
-                     "the paper's settings: k 5, lambda 0.5, alpha idf, contexts cut at 512 "
-                     "tokens, no title context, no BM25 (flags given override them)")) {}
-  Opt<int>& K;
-  Opt<int>& k;
-  Opt<double>& lambda;
-  Opt<std::string>& alpha;
-  Opt<int>& max_ctx;
-  Opt<std::string>& titles;
-  Opt<double>& lexical;
-  Opt<double>& paragraph;
-  Flag& paper;
-  ScoreParams params() const {
-    if (K.value < 1) throw UsageError("spotlight", "-K must be >= 1");
-    ScoreParams p = paper.value ? paper_score_params() : default_score_params();
-    if (k.seen) p.top_k = k.value;
-    if (lambda.seen) p.lambda = lambda.value;
-    if (alpha.seen) {
-      if (alpha.value != "idf" && alpha.value != "uniform")
-        throw UsageError("spotlight", "--alpha must be idf or uniform, got '" + alpha.value + "'");
-      p.alpha = alpha.value == "idf" ? Alpha::Idf : Alpha::Uniform;
-    }
-    if (max_ctx.seen) p.max_context_tokens = max_ctx.value;
-    if (titles.seen) {
-      if (titles.value != "on" && titles.value != "off")
-        throw UsageError("spotlight", "--title-context must be on or off");
-      p.title_context = titles.value == "on";
-    }
-    if (lexical.seen) p.lexical_weight = lexical.value;
-    if (paragraph.seen) p.paragraph_weight = paragraph.value;
-    if (p.top_k < 1) throw UsageError("spotlight", "-k must be >= 1");
-    if (p.lambda < 0 || p.lambda > 1) throw UsageError("spotlight", "--lambda must be in [0, 1]");
-    if (p.max_context_tokens < 0)
-      throw UsageError("spotlight", "--max-context-tokens must be >= 0");
-    if (p.lexical_weight < 0 || p.paragraph_weight < 0 || p.lexical_weight + p.paragraph_weight > 1)
-      throw UsageError("spotlight",
-                       "--lexical-weight and --paragraph-weight must be >= 0 with a sum <= 1");
-    return p;
-  }
-};
 
 // "text with [[matched]] tokens" for the human report.
 std::string highlight(const Document& d, const Selected& s) {
@@ -220,8 +76,8 @@ int run_select(const std::vector<std::string>& argv) {
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records (JSONL, gzip ok; any format with contexts)")
           .required();
-  EncoderFlags ef(a);
-  ScoreFlags sf(a);
+  SpotlightEncoderFlags ef(a);
+  SpotlightScoreFlags sf(a);
   auto& order =
       a.opt<std::string>("--order", "O", "sentence order in the prompt: doc or score", "doc");
   auto& no_special = a.flag("--no-special-tokens", "leave out the <Rel> and category tokens");
@@ -273,8 +129,8 @@ struct Row {
 // `spotlight eval --store`: the pipeline's runner (spotlight/run.h) writes the rows; the summary
 // printed is the run's mean recall per method over every stored question (resumed ones too).
 int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& recs,
-                    TokenEncoder& enc, const EncoderFlags& ef, const ScoreParams& params, int K,
-                    uint64_t seed, const std::string& input, bool json) {
+                    TokenEncoder& enc, const SpotlightEncoderFlags& ef, const ScoreParams& params,
+                    int K, uint64_t seed, const std::string& input, bool json) {
   store::RunStore st(path);
   RunOptions o;
   o.K = K;
@@ -392,7 +248,7 @@ void answer_question(reader::Reader& rd, const eval::QaRecord& r, const std::vec
 
 // One question: every configuration's recall, the baselines' K sweep and the context-length
 // sweep. Questions without resolvable gold sentences are counted and skipped.
-void eval_question(const eval::QaRecord& r, TokenEncoder& enc, EncoderFlags& ef,
+void eval_question(const eval::QaRecord& r, TokenEncoder& enc, SpotlightEncoderFlags& ef,
                    const std::vector<Config>& cfgs, const EvalSettings& es, EvalTally& t) {
   auto gold = gold_sentences(r);
   if (gold.empty()) {
@@ -485,7 +341,7 @@ void report_positions(const PositionalAnalysis& pa, bool json) {
 }
 
 // --generate: end-to-end EM and substring accuracy, with and without the special tokens.
-void report_answers(const EvalTally& t, EncoderFlags& ef, bool json) {
+void report_answers(const EvalTally& t, SpotlightEncoderFlags& ef, bool json) {
   auto mean = [](const std::vector<double>& v) {
     return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
   };
@@ -514,8 +370,8 @@ int run_eval(const std::vector<std::string>& argv) {
       "end-to-end EM / substring accuracy with a reader (--generate, needs -m).");
   auto& input =
       a.opt<std::string>("--input", "FILE", "HotpotQA distractor records (JSONL)").required();
-  EncoderFlags ef(a);
-  ScoreFlags sf(a);
+  SpotlightEncoderFlags ef(a);
+  SpotlightScoreFlags sf(a);
   auto& seed = a.opt<int>("--seed", "S", "seed of the random-K baseline", 1);
   auto& sweeps = a.flag(
       "--sweeps",
@@ -583,11 +439,13 @@ int run_spotlight(const std::vector<std::string>& args) {
   return run_verbs(
       "spotlight", "SpotlightRAG: span-level evidence selection with relevance prefix tokens.",
       {{"select", "top-K sentences annotated with <RelX.XX> and category tokens", run_select},
-       {"eval", "recall@K vs lead/random/BM25, ablations, sweeps, positions, EM", run_eval}},
+       {"eval", "recall@K vs lead/random/BM25, ablations, sweeps, positions, EM", run_eval},
+       {"train-alpha", "fit the query-token weights alpha (eq. 8) on supporting-fact labels",
+        run_spotlight_train_alpha}},
       args);
 }
 
-RAGFORM_COMMAND("spotlight", "SpotlightRAG: select|eval span-level evidence selection",
+RAGFORM_COMMAND("spotlight", "SpotlightRAG: select|eval|train-alpha span-level evidence selection",
                 run_spotlight, 70);
 
 }  // namespace

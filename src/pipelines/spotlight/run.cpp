@@ -15,7 +15,7 @@ namespace ragform::spotlight {
 namespace {
 
 // The identity of a spotlight eval run: every setting that changes a row, the encoder and the
-// hashes of the input and word-vector files.
+// hashes of the input, word-vector and (learned) alpha files.
 store::RunConfig eval_run_config(const std::vector<eval::QaRecord>& records,
                                  const TokenEncoder& enc, const RunOptions& opt) {
   store::RunConfig rc;
@@ -26,7 +26,9 @@ store::RunConfig eval_run_config(const std::vector<eval::QaRecord>& records,
       {"recall_ks", ks},
       {"top_k", opt.params.top_k},
       {"lambda", opt.params.lambda},
-      {"alpha", opt.params.alpha == Alpha::Idf ? "idf" : "uniform"},
+      {"alpha", opt.params.alpha == Alpha::Idf       ? "idf"
+                : opt.params.alpha == Alpha::Uniform ? "uniform"
+                                                     : "learned"},
       {"max_context_tokens", opt.params.max_context_tokens},
       {"title_context", opt.params.title_context},
       {"lexical_weight", opt.params.lexical_weight},
@@ -35,6 +37,10 @@ store::RunConfig eval_run_config(const std::vector<eval::QaRecord>& records,
       {"questions", records.size()},
       {"input_sha256", opt.input_path.empty() ? "" : store::sha256_file(opt.input_path)},
       {"vectors_sha256", opt.vectors_path.empty() ? "" : store::sha256_file(opt.vectors_path)}};
+  // A learned alpha is its file's bytes: runs with different alpha files never merge (idf and
+  // uniform runs keep the identity they had before learned alphas existed).
+  if (opt.params.alpha == Alpha::Learned)
+    rc.config["alpha_sha256"] = opt.params.learned ? opt.params.learned->sha256 : "";
   rc.tool_version = opt.tool_version;
   rc.reader = "none";
   rc.chat_mode = "none";

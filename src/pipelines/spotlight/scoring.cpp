@@ -29,14 +29,11 @@ double token_similarity(const EncodedText& a, const Token& ta, const EncodedText
   return d;  // rows are unit-normalised
 }
 
-std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s,
-                                       const std::vector<int>& sentence_of, int n_sent,
-                                       const std::vector<double>& alpha, int top_k,
-                                       Weighting weighting, std::vector<double>* w_out) {
+std::vector<std::vector<double>> top_k_sums(const std::vector<std::vector<double>>& s,
+                                            const std::vector<int>& sentence_of, int n_sent,
+                                            int top_k, Weighting weighting,
+                                            std::vector<double>* w_out) {
   const size_t nq = s.size(), nc = sentence_of.size();
-  if (alpha.size() != nq)
-    throw Error("spotlight", "alpha has " + std::to_string(alpha.size()) + " entries for " +
-                                 std::to_string(nq) + " query tokens");
   if (top_k < 1)
     throw UsageError("spotlight", "token top-k must be >= 1, got " + std::to_string(top_k));
   // (6): w_j = softmax_j(max_i s_ij), computed stably.
@@ -56,7 +53,7 @@ std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s
       throw Error("spotlight", "token sentence index out of range");
     members[sentence_of[j]].push_back(j);
   }
-  std::vector<double> R(n_sent, 0.0);
+  std::vector<std::vector<double>> sums(nq, std::vector<double>(n_sent, 0.0));
   std::vector<size_t> idx;
   for (int t = 0; t < n_sent; ++t) {
     for (size_t i = 0; i < nq; ++i) {
@@ -68,9 +65,34 @@ std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s
       });
       double sum = 0;
       for (size_t r = 0; r < k; ++r) sum += s[i][idx[r]] * w[idx[r]];
-      R[t] += alpha[i] * sum / top_k;  // (7) then (8)
+      sums[i][t] = sum;
     }
   }
+  return sums;
+}
+
+std::vector<double> weighted_relevance(const std::vector<std::vector<double>>& sums,
+                                       const std::vector<double>& alpha, int top_k) {
+  if (alpha.size() != sums.size())
+    throw Error("spotlight", "alpha has " + std::to_string(alpha.size()) + " entries for " +
+                                 std::to_string(sums.size()) + " query tokens");
+  const size_t n_sent = sums.empty() ? 0 : sums[0].size();
+  std::vector<double> R(n_sent, 0.0);
+  for (size_t t = 0; t < n_sent; ++t)
+    for (size_t i = 0; i < sums.size(); ++i) R[t] += alpha[i] * sums[i][t] / top_k;  // (7), (8)
+  return R;
+}
+
+std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s,
+                                       const std::vector<int>& sentence_of, int n_sent,
+                                       const std::vector<double>& alpha, int top_k,
+                                       Weighting weighting, std::vector<double>* w_out) {
+  if (alpha.size() != s.size())
+    throw Error("spotlight", "alpha has " + std::to_string(alpha.size()) + " entries for " +
+                                 std::to_string(s.size()) + " query tokens");
+  std::vector<double> R =
+      weighted_relevance(top_k_sums(s, sentence_of, n_sent, top_k, weighting, w_out), alpha, top_k);
+  R.resize(size_t(std::max(n_sent, 0)), 0.0);  // no query token: every sentence scores 0
   return R;
 }
 
@@ -210,23 +232,35 @@ std::vector<std::vector<double>> prior_similarities(const EncodedQuestion& e,
   return s;
 }
 
-// alpha (eq. 8): uniform, or IDF of each query token over the question's passages (keys present
-// per passage, titles included).
-std::vector<double> query_weights(const EncodedQuestion& e, Alpha kind) {
+// idf of each query token over the question's passages (keys present per passage, titles
+// included): ln(1 + (N - df + 0.5) / (df + 0.5)).
+std::vector<double> query_idf(const EncodedQuestion& e) {
   const size_t nq = e.q.tokens.size(), n_docs = e.d.size();
-  std::vector<double> alpha(nq, nq ? 1.0 / nq : 0.0);
-  if (kind != Alpha::Idf || nq == 0) return alpha;
   std::vector<std::set<std::string>> keys(n_docs);
   for (size_t di = 0; di < n_docs; ++di) {
     for (const Token& t : e.d[di].tokens) keys[di].insert(t.key);
     for (const Token& t : e.dt[di].tokens) keys[di].insert(t.key);
   }
-  double N = static_cast<double>(n_docs), z = 0;
+  const double N = static_cast<double>(n_docs);
+  std::vector<double> idf(nq);
   for (size_t i = 0; i < nq; ++i) {
     double df = 0;
     for (const auto& k : keys) df += k.count(e.q.tokens[i].key) ? 1 : 0;
-    z += (alpha[i] = std::log(1.0 + (N - df + 0.5) / (df + 0.5)));
+    idf[i] = std::log(1.0 + (N - df + 0.5) / (df + 0.5));
   }
+  return idf;
+}
+
+// alpha (eq. 8): uniform, IDF normalised to sum 1, or the learned model (alpha.h).
+std::vector<double> query_weights(const EncodedQuestion& e, const ScoreParams& p) {
+  const size_t nq = e.q.tokens.size();
+  std::vector<double> alpha(nq, nq ? 1.0 / nq : 0.0);
+  if (p.alpha == Alpha::Uniform || nq == 0) return alpha;
+  const std::vector<double> idf = query_idf(e);
+  if (p.alpha == Alpha::Learned)
+    return learned_alpha(query_token_features(e.q.tokens, idf), p.learned->weights);
+  double z = 0;
+  for (size_t i = 0; i < nq; ++i) z += (alpha[i] = idf[i]);
   if (z > 0)
     for (double& a : alpha) a /= z;
   return alpha;
@@ -266,12 +300,14 @@ std::vector<double> mean_vector_relevance(const EncodedQuestion& e, const std::v
   return R;
 }
 
-// Lexical evidence beside the late-interaction score (scoring.h): R becomes a weighted sum of the
-// min-max normalised R, BM25 over title + sentence and BM25 over title + paragraph.
-void blend_lexical(std::vector<double>& R, const std::string& question,
-                   const std::vector<Document>& docs, const ContextTokens& ct,
-                   const ScoreParams& p) {
-  const size_t n_sent = ct.sent_ids.size();
+// Lexical evidence beside the late-interaction score (scoring.h): min-max normalised BM25 of each
+// kept sentence over title + sentence, and of its paragraph over title + paragraph.
+struct LexicalScores {
+  std::vector<double> sentence, paragraph;  // [n_sent]
+};
+
+LexicalScores lexical_scores(const std::string& question, const std::vector<Document>& docs,
+                             const ContextTokens& ct) {
   const std::vector<std::string> qt = bm25_terms(question);
   std::vector<std::vector<std::string>> st, pt;
   for (const auto& [di, si] : ct.sent_ids) {
@@ -284,12 +320,22 @@ void blend_lexical(std::vector<double>& R, const std::string& question,
   }
   for (size_t di = 0; di < docs.size(); ++di)
     pt.push_back(bm25_terms(docs[di].title + " " + docs[di].text.substr(0, ct.cut[di])));
-  std::vector<double> ls = min_max(bm25_scores(qt, st)), ps_doc = min_max(bm25_scores(qt, pt));
+  LexicalScores ls;
+  ls.sentence = min_max(bm25_scores(qt, st));
+  const std::vector<double> ps_doc = min_max(bm25_scores(qt, pt));
+  for (const auto& ids : ct.sent_ids) ls.paragraph.push_back(ps_doc[size_t(ids.first)]);
+  return ls;
+}
+
+bool blends_lexical(const ScoreParams& p) { return p.lexical_weight > 0 || p.paragraph_weight > 0; }
+
+// R becomes a weighted sum of the min-max normalised R and the two BM25 scores.
+void blend_lexical(std::vector<double>& R, const std::vector<double>& sentence,
+                   const std::vector<double>& paragraph, const ScoreParams& p) {
   std::vector<double> rn = min_max(R);
   const double w = 1.0 - p.lexical_weight - p.paragraph_weight;
-  for (size_t t = 0; t < n_sent; ++t)
-    R[t] = w * rn[t] + p.lexical_weight * ls[t] +
-           p.paragraph_weight * ps_doc[size_t(ct.sent_ids[t].first)];
+  for (size_t t = 0; t < R.size(); ++t)
+    R[t] = w * rn[t] + p.lexical_weight * sentence[t] + p.paragraph_weight * paragraph[t];
 }
 
 // Each sentence's score, normalised score and match-matrix row (the best context token of the
@@ -322,14 +368,51 @@ std::vector<SentenceScore> sentence_scores(const EncodedQuestion& e, const Conte
   return out;
 }
 
-}  // namespace
-
-ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
-                              const std::vector<Document>& docs, const ScoreParams& p) {
+void check_params(const ScoreParams& p) {
   if (p.max_context_tokens < 0) throw UsageError("spotlight", "max context tokens must be >= 0");
   if (!(p.lexical_weight >= 0 && p.paragraph_weight >= 0 &&
         p.lexical_weight + p.paragraph_weight <= 1))
     throw UsageError("spotlight", "lexical and paragraph weights must be >= 0 with sum <= 1");
+  if (p.alpha == Alpha::Learned && !p.learned)
+    throw UsageError("spotlight", "learned alpha without its model (set_alpha learned:FILE)");
+}
+
+std::vector<int> sentence_of(const ContextTokens& ct) {
+  std::vector<int> out(ct.refs.size());
+  for (size_t j = 0; j < ct.refs.size(); ++j) out[j] = ct.refs[j].sent;
+  return out;
+}
+
+}  // namespace
+
+void set_alpha(ScoreParams& p, const std::string& spec) {
+  static const std::string learned = "learned:";
+  if (spec == "idf" || spec == "uniform") {
+    p.alpha = spec == "idf" ? Alpha::Idf : Alpha::Uniform;
+    p.learned.reset();
+  } else if (spec.rfind(learned, 0) == 0 && spec.size() > learned.size()) {
+    p.learned = std::make_shared<const LearnedAlpha>(load_alpha_file(spec.substr(learned.size())));
+    p.alpha = Alpha::Learned;
+  } else {
+    throw UsageError("--alpha", "must be idf, uniform or learned:FILE, got '" + spec + "'");
+  }
+}
+
+std::string alpha_spec(const ScoreParams& p) {
+  switch (p.alpha) {
+    case Alpha::Uniform:
+      return "uniform";
+    case Alpha::Idf:
+      return "idf";
+    case Alpha::Learned:
+      return "learned:" + (p.learned ? p.learned->source : std::string());
+  }
+  return "";
+}
+
+ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
+                              const std::vector<Document>& docs, const ScoreParams& p) {
+  check_params(p);
   const EncodedQuestion e = encode_question(enc, question, docs, p.title_context);
   ScoredQuestion out;
   out.words = e.q.words;
@@ -344,19 +427,48 @@ ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
   const int n_sent = static_cast<int>(ct.sent_ids.size());
 
   const std::vector<std::vector<double>> s = prior_similarities(e, ct.refs);
-  const std::vector<double> alpha = query_weights(e, p.alpha);
+  const std::vector<double> alpha = query_weights(e, p);
   std::vector<double> R;
-  if (p.scorer == Scorer::FineGrained) {
-    std::vector<int> sentence_of(ct.refs.size());
-    for (size_t j = 0; j < ct.refs.size(); ++j) sentence_of[j] = ct.refs[j].sent;
-    R = sentence_relevance(s, sentence_of, n_sent, alpha, p.top_k, p.weighting);
-  } else {
+  if (p.scorer == Scorer::FineGrained)
+    R = sentence_relevance(s, sentence_of(ct), n_sent, alpha, p.top_k, p.weighting);
+  else
     R = mean_vector_relevance(e, ct.refs, n_sent);
+  if (n_sent > 0 && blends_lexical(p)) {
+    const LexicalScores ls = lexical_scores(question, docs, ct);
+    blend_lexical(R, ls.sentence, ls.paragraph, p);
   }
-  if (n_sent > 0 && (p.lexical_weight > 0 || p.paragraph_weight > 0))
-    blend_lexical(R, question, docs, ct, p);
   out.sentences = sentence_scores(e, ct, s, R);
   return out;
+}
+
+AlphaTerms alpha_terms(TokenEncoder& enc, const std::string& question,
+                       const std::vector<Document>& docs, const ScoreParams& p) {
+  check_params(p);
+  if (p.scorer != Scorer::FineGrained)
+    throw UsageError("spotlight", "alpha weighs the fine-grained scorer only (eq. 8)");
+  const EncodedQuestion e = encode_question(enc, question, docs, p.title_context);
+  const ContextTokens ct = flatten_context(e, docs, p);
+  const int n_sent = static_cast<int>(ct.sent_ids.size());
+  AlphaTerms t;
+  t.sums =
+      top_k_sums(prior_similarities(e, ct.refs), sentence_of(ct), n_sent, p.top_k, p.weighting);
+  t.idf = query_idf(e);
+  t.features = query_token_features(e.q.tokens, t.idf);
+  t.sent_ids = ct.sent_ids;
+  if (n_sent > 0 && blends_lexical(p)) {
+    LexicalScores ls = lexical_scores(question, docs, ct);
+    t.lexical = std::move(ls.sentence);
+    t.paragraph = std::move(ls.paragraph);
+  }
+  return t;
+}
+
+std::vector<double> relevance_for_alpha(const AlphaTerms& t, const std::vector<double>& alpha,
+                                        const ScoreParams& p) {
+  std::vector<double> R = weighted_relevance(t.sums, alpha, p.top_k);
+  R.resize(t.sent_ids.size(), 0.0);  // no query token: every sentence scores 0
+  if (!t.lexical.empty()) blend_lexical(R, t.lexical, t.paragraph, p);
+  return R;
 }
 
 }  // namespace ragform::spotlight

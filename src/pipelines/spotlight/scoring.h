@@ -9,8 +9,9 @@
 //   R(t)      = sum_i alpha_i * TopAvg_t(q_i)                           (8)
 //   alpha_i   = 1/n (Alpha::Uniform, the paper's fallback) or IDF-weighted (Alpha::Idf, default):
 //               idf(q_i) = ln(1 + (N - df + 0.5) / (df + 0.5)) with N = passages of the question
-//               and df = passages containing q_i's key, normalised to sum to 1. The paper's learned
-//               ColBERT-style alpha needs training data and a trained encoder we do not have.
+//               and df = passages containing q_i's key, normalised to sum to 1; or learned
+//               (Alpha::Learned, alpha.h): a log-linear model over features of the query token,
+//               fitted on HotpotQA train labels, in place of the paper's ColBERT-style module.
 //
 // Equations 3-4 (h = E(x) + p) are ambiguous: p is an unspecified vector "encoding sentence or
 // document position", and adding the same vector to every token of a passage would shift all its
@@ -47,8 +48,11 @@
 //    (over the question's paragraphs):  R' = (1 - L - P) R_n + L BM25_sentence,n + P BM25_par,n.
 //    BM25 brings the term saturation and length normalisation static vectors lack.
 #pragma once
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+#include "pipelines/spotlight/alpha.h"
 #include "pipelines/spotlight/encoder.h"
 
 namespace ragform::spotlight {
@@ -58,7 +62,6 @@ struct PositionalPrior {
   double operator()(double x) const;  // pi(x), x in [0,1]
 };
 
-enum class Alpha { Uniform, Idf };
 enum class Weighting { Softmax, Uniform };
 enum class Scorer { FineGrained, MeanVector };
 
@@ -69,6 +72,7 @@ struct ScoreParams {
   double lambda = 0.5;  // positional prior weight
   PositionalPrior prior;
   Alpha alpha = Alpha::Idf;
+  std::shared_ptr<const LearnedAlpha> learned;  // the model of Alpha::Learned
   Weighting weighting = Weighting::Softmax;
   Scorer scorer = Scorer::FineGrained;
   int max_context_tokens = 0;  // 0 = whole contexts
@@ -82,6 +86,13 @@ ScoreParams paper_score_params();
 // What `spotlight select` / `spotlight eval` use with no flags (chosen on HotpotQA dev,
 // docs/spotlight.md).
 ScoreParams default_score_params();
+
+// --alpha SPEC: "idf", "uniform" or "learned:FILE" (an alpha file, alpha.h, loaded and
+// validated here). Sets p.alpha and p.learned; UsageError for another spec. The one parser of
+// the flag: every front end that takes an alpha spec should call it.
+void set_alpha(ScoreParams& p, const std::string& spec);
+// The spec of p's alpha: "idf", "uniform" or "learned:FILE".
+std::string alpha_spec(const ScoreParams& p);
 
 // The prior-weighted similarity s^ = s - (1 - rho) (see above).
 double apply_prior(double s, double rho);
@@ -120,6 +131,33 @@ std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s
                                        const std::vector<int>& sentence_of, int n_sent,
                                        const std::vector<double>& alpha, int top_k,
                                        Weighting weighting, std::vector<double>* w = nullptr);
+
+// Eq. (7) before its division by k: sums[i][t] = sum_{c_j in T_k(q_i, t)} s_ij * w_j,
+// [n_q][n_sent].
+std::vector<std::vector<double>> top_k_sums(const std::vector<std::vector<double>>& s,
+                                            const std::vector<int>& sentence_of, int n_sent,
+                                            int top_k, Weighting weighting,
+                                            std::vector<double>* w = nullptr);
+// Eq. (8) from those sums: R(t) = sum_i alpha_i * sums[i][t] / k (sentence_relevance's
+// arithmetic, term for term).
+std::vector<double> weighted_relevance(const std::vector<std::vector<double>>& sums,
+                                       const std::vector<double>& alpha, int top_k);
+
+// Everything R of a question depends on except alpha, for fitting alpha (train_alpha.h): eq. (8)
+// is linear in alpha, and the lexical blend only rescales R, so R for any alpha follows from these
+// without encoding the question again. Fine-grained scorer only.
+struct AlphaTerms {
+  std::vector<std::vector<double>> sums;      // [n_q][n_sent] top_k_sums
+  std::vector<double> idf;                    // [n_q] as Alpha::Idf, before normalising
+  std::vector<TokenFeatures> features;        // [n_q] alpha.h
+  std::vector<std::pair<int, int>> sent_ids;  // [n_sent] (doc, sentence) of each scored sentence
+  std::vector<double> lexical, paragraph;     // [n_sent] min-max normalised BM25 (empty: no blend)
+};
+AlphaTerms alpha_terms(TokenEncoder& enc, const std::string& question,
+                       const std::vector<Document>& docs, const ScoreParams& p);
+// R of every scored sentence for `alpha`: what score_question gives with that alpha.
+std::vector<double> relevance_for_alpha(const AlphaTerms& t, const std::vector<double>& alpha,
+                                        const ScoreParams& p);
 
 // Similarity of two encoded tokens: cosine of their vectors; identity tokens (no vector) are 1
 // to an identity token with the same key, else 0.

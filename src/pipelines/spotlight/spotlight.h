@@ -4,9 +4,11 @@
 //   score_question(encoder, question, documents, ScoreParams)          (scoring.h; eqs. 3-8)
 //   select_and_annotate(question, documents, scored, SelectParams)     (select.h; eqs. 9-10)
 //   gold_sentences, recall_at, the baselines rank_lead/random/bm25     (evaluate.h)
+//   learned alpha: train-alpha's fit (train_alpha.h) and its file (alpha.h; --alpha learned:FILE)
 //   answer_and_grade(reader, prompt, answers, max_tokens): EM           (answer.h; end to end)
 //   encoders: StaticEncoder, HiddenEncoder (encoder.h), ModelEncoder (model_encoder.h)
 #pragma once
+#include "pipelines/spotlight/alpha.h"
 #include "pipelines/spotlight/answer.h"
 #include "pipelines/spotlight/encoder.h"
 #include "pipelines/spotlight/evaluate.h"
@@ -15,3 +17,4 @@
 #include "pipelines/spotlight/run.h"
 #include "pipelines/spotlight/scoring.h"
 #include "pipelines/spotlight/select.h"
+#include "pipelines/spotlight/train_alpha.h"
