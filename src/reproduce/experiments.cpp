@@ -138,6 +138,13 @@ store::RunConfig run_config(const std::string& pipeline, const nlohmann::json& c
   return rc;
 }
 
+void note_unmeasured(const Options& opt, const std::string& stage, int64_t n, int64_t of,
+                     const std::string& what) {
+  if (n > 0 && opt.hooks.note)
+    opt.hooks.note(stage + ": " + std::to_string(n) + " of " + std::to_string(of) + " " + what +
+                   " unmeasured (a rerun with the same --store retries them)");
+}
+
 Value proportion(const std::string& method, const std::string& metric, double k, double n,
                  double scale) {
   auto [lo, hi] = wilson(k, n);

@@ -13,6 +13,11 @@ Job spotlight_job(const Planned& p, const Options& opt);
 store::RunConfig run_config(const std::string& pipeline, const nlohmann::json& config,
                             const reader::Reader& r, const Options& opt);
 
+// "<stage>: N of M <what> unmeasured (...)" through opt.hooks.note when N > 0: rows a reader left
+// unmeasured in a run that still measured some (reader/measured.h), retried by a rerun.
+void note_unmeasured(const Options& opt, const std::string& stage, int64_t n, int64_t of,
+                     const std::string& what);
+
 // A proportion k/n in the paper's unit (x `scale`: 100 for a percentage) with its Wilson interval.
 Value proportion(const std::string& method, const std::string& metric, double k, double n,
                  double scale);

@@ -85,9 +85,8 @@ Job spotlight_job(const Planned& p, const Options& opt) {
     }
     if (opt.hooks.end) opt.hooks.end();
     tally.check("spotlight generate");
-    if (tally.unmeasured() > 0 && opt.hooks.note)
-      opt.hooks.note("spotlight generate: " + std::to_string(tally.unmeasured()) +
-                     " questions unmeasured (a rerun with the same --store retries them)");
+    note_unmeasured(opt, "spotlight generate", tally.unmeasured(),
+                    tally.unmeasured() + tally.measured_count(), "questions");
     double k = 0, n = 0;
     for (const auto& row : st.results(run))
       if (row.status == store::Status::ok && row.correct) {

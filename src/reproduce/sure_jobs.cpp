@@ -135,14 +135,6 @@ std::function<void(size_t, size_t)> progress(const Options& opt, const char* lab
   };
 }
 
-// Rows a reader left unmeasured in a run that still measured some (reader/measured.h): counted on
-// stderr, retried by a rerun with the same store.
-void note_unmeasured(const Options& opt, const char* stage, int64_t n, const char* what) {
-  if (n > 0 && opt.hooks.note)
-    opt.hooks.note(std::string(stage) + ": " + std::to_string(n) + " " + what +
-                   " unmeasured (a rerun with the same --store retries them)");
-}
-
 }  // namespace
 
 Job sure_job(const Planned& p, const Options& opt) {
@@ -185,7 +177,8 @@ Job sure_job(const Planned& p, const Options& opt) {
     auto prepared =
         sure::run_prepare(&r, st, prep_run, prompts, recs, po, progress(opt, "sure prepare"));
     if (opt.hooks.end) opt.hooks.end();
-    note_unmeasured(opt, "sure prepare", int64_t(prepared.unmeasured), "closed-book rows");
+    note_unmeasured(opt, "sure prepare", int64_t(prepared.unmeasured), int64_t(prepared.questions),
+                    "closed-book rows");
     auto pairs = make_pairs(prepared.rows);
     if (pairs.empty()) throw Error("reproduce", "no instances prepared from " + input);
     sure::EvalOptions eo;  // temperature 0.1, 32 tokens (Appendix D)
@@ -199,7 +192,8 @@ Job sure_job(const Planned& p, const Options& opt) {
     auto outcomes =
         sure::evaluate_pairs(r, st, run, prompts, pairs, eo, stats, progress(opt, "sure eval"));
     if (opt.hooks.end) opt.hooks.end();
-    note_unmeasured(opt, "sure eval", stats.pairs_unmeasured, "pairs");
+    note_unmeasured(opt, "sure eval", stats.pairs_unmeasured,
+                    stats.pairs_measured + stats.pairs_unmeasured, "pairs");
     auto rows = sure::robustness_report(outcomes, 0, 1000);
     std::vector<Value> out;
     if (trivial)

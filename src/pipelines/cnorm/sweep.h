@@ -99,7 +99,9 @@ size_t min_token_index(reader::Reader& r, Task t, const std::string& tmpl,
 
 // The largest k' <= k for which every item's prompt under every format has at most max_tokens
 // tokens. A count_tokens that throws ragform::Error (a reader refusing a prompt longer than its
-// context) counts as not fitting. Throws Error when not even one document fits.
+// context) counts as not fitting; a server that cannot answer at all (reader::is_outage: no
+// answer, 401/403/404, 429/5xx) is not a length and its error propagates. Throws Error when not
+// even one document fits.
 size_t fit_k(reader::Reader& r, Task t, const std::string& tmpl, const std::vector<Item>& items,
              size_t k, const std::vector<Format>& formats, size_t max_tokens);
 
