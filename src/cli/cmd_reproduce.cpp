@@ -39,12 +39,15 @@ int list_numbers(bool json) {
                      {"model", e.model},
                      {"method", e.method},
                      {"metric", e.metric},
-                     {"value", e.value},
+                     {"value", e.value},  // null for a text entry (NaN)
+                     {"stars", e.stars},
+                     {"text", e.text},
                      {"source", e.source}});
       continue;
     }
-    std::printf("%-9s %-18s %-26s %-30s %-34s %8g  %s\n", e.paper, e.experiment, e.model, e.method,
-                e.metric, e.value, e.source);
+    // printed_value: the number as %g with its significance stars, or a text entry's text.
+    std::printf("%-9s %-18s %-26s %-30s %-34s %8s  %s\n", e.paper, e.experiment, e.model, e.method,
+                e.metric, report::printed_value(e).c_str(), e.source);
   }
   if (json) print_json_line(arr);
   if (!json) {

@@ -47,6 +47,33 @@ TEST(ReproduceCli, ListJsonHoldsTheMainTables) {
   EXPECT_NE(r.out.find("kv-retrieval"), std::string::npos);
 }
 
+// A number printed with significance stars keeps them, and a cell that is no number (SURE Table
+// 11's scheduler) is listed as its text: never "nan" in the text listing, null beside the text in
+// JSON.
+TEST(ReproduceCli, ListShowsStarsAndTextEntries) {
+  auto r = run_ragform("reproduce --list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto arr = nlohmann::json::parse(r.out);
+  size_t starred = 0, text = 0;
+  for (const auto& e : arr) {
+    ASSERT_TRUE(e.contains("stars") && e.contains("text")) << e.dump();
+    if (e["stars"] != "") ++starred;
+    if (e["text"] != "") {
+      ++text;
+      EXPECT_TRUE(e["value"].is_null()) << e.dump();
+    } else {
+      EXPECT_TRUE(e["value"].is_number()) << e.dump();
+    }
+  }
+  EXPECT_GT(starred, 0u);
+  EXPECT_GT(text, 0u);
+  r = run_ragform("reproduce --list");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("nan"), std::string::npos);
+  EXPECT_NE(r.out.find("1.01e-05***"), std::string::npos);
+  EXPECT_NE(r.out.find("cosine"), std::string::npos);
+}
+
 TEST(ReproduceCli, MissingDataAndBadArguments) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   fs::path dir = ragform::testing::temp_dir("reproduce-cli-errors");
