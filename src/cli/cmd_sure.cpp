@@ -4,7 +4,6 @@
 // flags and files and prints. See docs/sure.md.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -24,7 +23,6 @@
 #include "pipelines/sure/sure.h"
 #include "ragform_version.h"
 #include "reader/native_encoder.h"
-#include "reader/openai_reader.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 #include "text/metrics.h"
@@ -90,17 +88,7 @@ struct SureSetup {
         throw UsageError("--reader", "'" + xf.reader.value + "' is not native or openai");
       return std::make_unique<reader::NativeReader>(model, rf.native_options());
     }
-    reader::OpenAIOptions o;
-    o.base_url = url.empty() ? xf.base_url.value : url;
-    if (o.base_url.empty()) throw UsageError("--base-url", "--reader openai needs --base-url URL");
-    o.model = model;
-    o.api_key = api_key_from_env(xf.api_key_env);
-    o.chat = rf.chat.value;
-    o.system_prompt = rf.system.value;
-    o.concurrency = xf.concurrency.value;
-    o.retries = xf.retries.value;
-    o.timeout_s = xf.timeout.value;
-    return std::make_unique<reader::OpenAIReader>(o);
+    return xf.open_other(rf, model, url);
   }
   PromptSet prompts() const {
     return load_prompts(prompts_dir.value.empty()

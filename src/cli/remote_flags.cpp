@@ -49,9 +49,16 @@ void RemoteFlags::check() const {
 std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
   check();
   if (reader.value == "native") return rf.open_native();
+  return open_other(rf, rf.model.value, base_url.value);
+}
+
+std::unique_ptr<reader::Reader> RemoteFlags::open_other(const ReaderFlags& rf,
+                                                        const std::string& model,
+                                                        const std::string& url) const {
   reader::OpenAIOptions o;
-  o.base_url = base_url.value;
-  o.model = rf.model.value;
+  o.base_url = url.empty() ? base_url.value : url;
+  if (o.base_url.empty()) throw UsageError("--base-url", "--reader openai needs --base-url URL");
+  o.model = model;
   o.api_key = api_key_from_env(api_key_env);
   o.chat = rf.chat.value;
   o.system_prompt = rf.system.value;

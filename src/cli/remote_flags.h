@@ -35,6 +35,10 @@ struct RemoteFlags {
   void check() const;
   // The reader these flags and `rf` describe; check() first.
   std::unique_ptr<reader::Reader> open(const ReaderFlags& rf) const;
+  // A second served reader with the same HTTP, key and chat settings: the model `model` at `url`
+  // (default: --base-url), e.g. a judge or a perturber beside the reader under test.
+  std::unique_ptr<reader::Reader> open_other(const ReaderFlags& rf, const std::string& model,
+                                             const std::string& url) const;
 };
 
 }  // namespace ragform::cli
