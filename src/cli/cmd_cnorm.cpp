@@ -81,11 +81,14 @@ void apply_system_preset(ReaderFlags& rf, const std::string& preset) {
   rf.system.value = cnorm::system_prompt_preset(preset);
 }
 
-std::string template_for(cnorm::Task task, const std::string& explicit_path,
-                         const std::string& shared) {
-  if (!explicit_path.empty() || task == cnorm::Task::Needle || task == cnorm::Task::Longbench)
-    return cnorm::load_template(task, explicit_path, "");
-  return cnorm::load_template(task, "", shared_dir(shared));
+std::string template_for(cnorm::Task task, const std::string& explicit_path) {
+  return cnorm::load_template(task, explicit_path);
+}
+
+cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag) {
+  if (flag.seen && task != cnorm::Task::Longbench)
+    throw UsageError("--overflow", "applies to --task longbench only");
+  return cnorm::parse_overflow(flag.value);
 }
 
 cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256) {
@@ -163,9 +166,13 @@ struct CalibrateFlags {
   Flag& span = a.flag("--context-span",
                       "restrict the attention to the documents' tokens (raw prompts only)");
   Opt<std::string>& tmpl_path = a.opt<std::string>(
-      "--template", "FILE", "prompt template (default: lost-in-the-middle's)", "");
-  Opt<std::string>& shared = a.opt<std::string>(
-      "--shared", "DIR", "the shared data folder (default: found automatically)", "");
+      "--template", "FILE",
+      "prompt template (default: the paper's, Appendix D for qa, Appendix B for kv)", "");
+  Opt<std::string>& overflow = a.opt<std::string>(
+      "--overflow", "MODE",
+      "longbench prompt over --ctx: truncate-middle (cut the middle of its context, as "
+      "LongBench) or drop (pass the question over)",
+      "truncate-middle");
   Opt<std::string>& cache_dir = a.opt<std::string>(
       "--cache-dir", "DIR", "profile cache (default: ~/.cache/ragform/cnorm)", "");
   Flag& no_cache = a.flag("--no-cache", "always recompute");
@@ -200,10 +207,12 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
       "Writes the profile to -o and prints it as one JSON line. Profiles are cached by (model "
       "hash,\n"
       "task, config): a second run with the same configuration reuses the cached profile.\n"
-      "Tasks: qa (lost-in-the-middle qa_ordered_randomly.prompt, Appendix D's controlled setting,\n"
-      "over QA records), kv (kv_retrieval.prompt over lost-in-the-middle KV records), needle\n"
-      "(generated story-needle probe; no --input), longbench (LongBench-v2 records, Appendix D's\n"
-      "prompt, one context per prompt; questions that do not fit --ctx are skipped). Candidates:\n"
+      "Tasks: qa (Appendix D's controlled-setting prompt over QA records), kv (Appendix B's "
+      "prompt\n"
+      "over lost-in-the-middle KV records), needle (generated story-needle probe; no --input),\n"
+      "longbench (LongBench-v2 records, Appendix D's prompt, one context per prompt; a context "
+      "over\n"
+      "--ctx loses its middle, or with --overflow drop its question is skipped). Candidates:\n"
       "'original' is the unformatted text (p does not apply), the others are delimiters.");
   CalibrateFlags f(a);
   if (!a.parse(argv)) return 0;
@@ -220,7 +229,8 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   choose_sentences(0, setup.p, 0);  // validates p
   setup.seed = uint64_t(f.seed.value);
   setup.abs = parse_abs_options(f.layer.value, f.heads.value, f.span.value);
-  setup.tmpl = template_for(task, f.tmpl_path.value, f.shared.value);
+  setup.tmpl = template_for(task, f.tmpl_path.value);
+  const Overflow overflow = overflow_for(task, f.overflow);
   if (!f.p_grid.value.empty()) {
     if (f.p.seen) throw UsageError("--p-grid", "give either -p or --p-grid");
     for (const auto& tok : split_list(f.p_grid.value)) {
@@ -262,6 +272,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   if (!f.no_cache.value)
     co.cache_dir = f.cache_dir.value.empty() ? cnorm_cache_dir() : f.cache_dir.value;
   co.dump_dir = f.dump.value;
+  co.overflow = overflow;
   std::optional<Progress> progress;
   co.hooks = cli_hooks(&progress);
   std::optional<store::RunStore> st;

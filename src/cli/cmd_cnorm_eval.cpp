@@ -34,7 +34,8 @@ void check_profile(const Profile& prof, const std::string& model_sha, const std:
 // `cnorm eval --task longbench`: LongBench-v2-style multiple choice (section 5.2; run.h
 // run_longbench).
 int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& prof, int limit,
-                   int max_tokens, const std::string& store_path, const Shard& shard, bool force) {
+                   int max_tokens, Overflow overflow, const std::string& store_path,
+                   const Shard& shard, bool force) {
   std::vector<McItem> items = build_mc_items(load_records(input));
   if (limit > 0 && items.size() > size_t(limit)) items.resize(size_t(limit));
   if (items.empty()) throw Error("cnorm eval", "no questions in " + input);
@@ -47,6 +48,7 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   lo.profile = prof;
   lo.ctx = size_t(rf.ctx.value);
   lo.max_tokens = max_tokens;
+  lo.overflow = overflow;
   lo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
   lo.origin = run_origin(rf.model.value, model_sha);
   lo.input_sha256 = store::sha256_file(input);
@@ -93,9 +95,13 @@ struct EvalFlags {
   Opt<int>& max_tokens =
       a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16).range(1, kMaxInt);
   Opt<std::string>& tmpl_path = a.opt<std::string>(
-      "--template", "FILE", "prompt template (default: lost-in-the-middle's)", "");
-  Opt<std::string>& shared = a.opt<std::string>(
-      "--shared", "DIR", "the shared data folder (default: found automatically)", "");
+      "--template", "FILE",
+      "prompt template (default: the paper's, Appendix D for qa, Appendix B for kv)", "");
+  Opt<std::string>& overflow = a.opt<std::string>(
+      "--overflow", "MODE",
+      "longbench prompt and answer over --ctx: truncate-middle (cut the middle of its context, "
+      "as LongBench) or drop (leave the question out)",
+      "truncate-middle");
   Opt<std::string>& store_path =
       a.opt<std::string>("--store", "FILE", "SQLite run store").required();
   Flag& all_cands = a.flag("--all-candidates",
@@ -129,13 +135,14 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
 
   const Shard shard = f.sf.shard();
   apply_system_preset(f.rf, f.sys_preset.value);
-  if (f.task_s.value == "longbench") {
+  Task task = parse_task(f.task_s.value);
+  const Overflow overflow = overflow_for(task, f.overflow);
+  if (task == Task::Longbench) {
     if (f.max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
     if (f.limit.value < 0) throw UsageError("--limit", "must be >= 0");
     return eval_longbench(f.rf, f.input.value, load_profile(f.profile.value), f.limit.value,
-                          f.max_tokens.value, f.store_path.value, shard, f.force.value);
+                          f.max_tokens.value, overflow, f.store_path.value, shard, f.force.value);
   }
-  Task task = parse_task(f.task_s.value);
   if (f.positions.value != "all" && f.positions.value != "natural")
     throw UsageError("--positions", "expected all or natural, got '" + f.positions.value + "'");
   if (f.k.value < 1) throw UsageError("-k", "must be at least 1");
@@ -156,7 +163,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
       seeds.push_back(uint64_t(s));
     }
   }
-  std::string tmpl = template_for(task, f.tmpl_path.value, f.shared.value);
+  std::string tmpl = template_for(task, f.tmpl_path.value);
   size_t n_needle = f.limit.value > 0 ? size_t(f.limit.value) : 20;
   // One item set per seed (the runner decides k and Min-Token over all of them).
   std::vector<std::vector<Item>> per_seed;

@@ -1,7 +1,7 @@
 // What the `ragform cnorm` verbs share: calibrate and apply live in cmd_cnorm.cpp, eval in
-// cmd_cnorm_eval.cpp. The helpers turn --task / --input / --template / --shared into the items and
-// the prompt template of a task, split comma lists and print notes; run_cnorm_eval is the eval
-// verb's entry, which cmd_cnorm.cpp lists with the others.
+// cmd_cnorm_eval.cpp. The helpers turn --task / --input / --template / --overflow into the items,
+// the prompt template and the overflow rule of a task, split comma lists and print notes;
+// run_cnorm_eval is the eval verb's entry, which cmd_cnorm.cpp lists with the others.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -30,10 +30,11 @@ std::vector<eval::QaRecord> load_records(const std::string& path);
 std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, size_t k,
                                     uint64_t seed, size_t n_needle);
 
-// The task's prompt template: --template when given, else the lost-in-the-middle one found in the
-// shared folder (needle has its own built-in template).
-std::string template_for(cnorm::Task task, const std::string& explicit_path,
-                         const std::string& shared);
+// The task's prompt template: --template when given, else the built-in one (the paper's).
+std::string template_for(cnorm::Task task, const std::string& explicit_path);
+
+// --overflow (longbench only: a UsageError when given for another task).
+cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag);
 
 // What a run records about what ran it: ragform's version and the model file (path and sha256).
 cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256);

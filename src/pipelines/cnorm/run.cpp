@@ -69,13 +69,19 @@ CalibrationPrompts calibration_prompts(reader::Reader& r, const std::vector<Item
                                        const std::vector<Format>& fmts) {
   const CalibrationSetup& setup = opt.setup;
   const Task task = setup.task;
-  // A longbench context cannot be shortened: a question whose prompt does not fit the context
-  // under every candidate is passed over.
+  // A longbench question whose prompt cannot fit the context is passed over: with Drop, one that
+  // does not fit as written under every candidate; cut to fit, one whose instruction, question
+  // and choices leave no room for its context.
   std::vector<const Item*> sample;
   size_t too_long = 0;
+  const bool cut = task == Task::Longbench && opt.overflow == Overflow::TruncateMiddle;
   for (size_t i : seeded_permutation(items.size(), setup.seed)) {
     if (sample.size() >= opt.samples) break;
-    if (task == Task::Longbench) {
+    if (cut && !longbench_fits_cut(r, items[i], opt.ctx)) {
+      ++too_long;
+      continue;
+    }
+    if (task == Task::Longbench && !cut) {
       try {
         fit_k(r, task, setup.tmpl, {items[i]}, 1, fmts, opt.ctx);
       } catch (const NotSupported&) {
@@ -91,7 +97,8 @@ CalibrationPrompts calibration_prompts(reader::Reader& r, const std::vector<Item
   if (too_long)
     note(opt.hooks, "cnorm calibrate: note: " + std::to_string(too_long) +
                         " questions passed over: their prompt does not fit --ctx " +
-                        std::to_string(opt.ctx) + " tokens");
+                        std::to_string(opt.ctx) + " tokens" +
+                        (cut ? " even without its context" : ""));
   if (sample.empty()) throw Error("cnorm calibrate", "no question fits the context");
   if (sample.size() < opt.samples)
     note(opt.hooks,
@@ -106,7 +113,9 @@ CalibrationPrompts calibration_prompts(reader::Reader& r, const std::vector<Item
   }
   std::vector<Item> sampled;
   for (const Item* it : sample) sampled.push_back(*it);
-  size_t k_eff = fit_k(r, task, setup.tmpl, sampled, k_req, fmts, opt.ctx);
+  // A longbench prompt holds one context, cut to fit when it must (score_candidates).
+  size_t k_eff =
+      cut ? std::min<size_t>(k_req, 1) : fit_k(r, task, setup.tmpl, sampled, k_req, fmts, opt.ctx);
   if (k_eff < k_req)
     note(opt.hooks, "cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
                         std::to_string(k_eff) + (task == Task::Kv ? " records" : " documents") +
@@ -139,6 +148,10 @@ nlohmann::json calibration_identity(const CalibrateOptions& opt, const reader::R
             {"input_sha256", opt.input_sha256},
             {"chat_mode", r.chat_mode()},
             {"system_sha256", opt.system_sha256}};
+  // Only a cut longbench calibration names its overflow: a Drop one keeps the identity (and
+  // cache key) of the calibrations made before the option, which all passed over long questions.
+  if (setup.task == Task::Longbench && opt.overflow == Overflow::TruncateMiddle)
+    config["overflow"] = overflow_name(opt.overflow);
   nlohmann::json identity = {{"model_sha256", opt.origin.model_sha256},
                              {"task", task_name(setup.task)},
                              {"p", setup.p},
@@ -179,9 +192,22 @@ Calibration score_candidates(reader::Reader& r, store::RunStore* st, const Calib
   }
   Stage prog(opt.hooks, "cnorm calibrate", uint64_t(specs.size() * cand_list.size()));
   reader::PrefillMeter meter(r);
-  Calibration cal = run_calibration(setup, specs, [&](size_t c, size_t s, const Prompt& pr) {
+  const bool longbench = setup.task == Task::Longbench;
+  Calibration cal = run_calibration(setup, specs, [&](size_t c, size_t s, const Prompt& rendered) {
     const CandidateScore& cand = cand_list[c];
     const std::string& inst = specs[s].item->id;
+    // A longbench prompt over the context is cut (or, with Drop, was never sampled).
+    std::optional<FittedPrompt> fitted;
+    if (longbench) {
+      fitted = fit_longbench_prompt(r, *specs[s].item, candidate_format(cand, setup.seed), opt.ctx,
+                                    opt.overflow);
+      if (!fitted)
+        throw Error("cnorm calibrate", "question " + inst + ": the prompt of candidate " +
+                                           cand.label() + " does not fit --ctx " +
+                                           std::to_string(opt.ctx) + " tokens");
+      sum.truncation.add(inst, fitted->tokens_removed);
+    }
+    const Prompt& pr = fitted ? fitted->prompt : rendered;
     if (!opt.dump_dir.empty()) {
       std::string path =
           opt.dump_dir + "/f" + std::to_string(c) + "-s" + std::to_string(s) + ".txt";
@@ -208,10 +234,12 @@ Calibration score_candidates(reader::Reader& r, store::RunStore* st, const Calib
     row.scores = {{"abs", m.abs}, {"mu", m.mu}};
     row.timings_ms = {{"total", ms}};
     row.extra = calibration_row_extra(m, cand, specs[s]);
+    if (fitted) row.extra["tokens_removed"] = fitted->tokens_removed;
     st->put(row);
     return m.abs;
   });
   if (st) store_prefill(*st, sum.run, meter);
+  if (st && longbench) st->set_run_meta(sum.run, "truncation", sum.truncation.to_json());
   return cal;
 }
 
@@ -244,6 +272,8 @@ CalibrateSummary calibrate_impl(reader::Reader& r, store::RunStore* st,
   if (sum.reused)
     note(opt.hooks,
          "cnorm calibrate: " + std::to_string(sum.reused) + " scores read from the store");
+  if (std::string cut = sum.truncation.note("cnorm calibrate: note", opt.ctx); !cut.empty())
+    note(opt.hooks, cut);
   Profile& prof = sum.profile;
   prof.model_sha256 = opt.origin.model_sha256;
   prof.task = task_name(setup.task);
@@ -539,15 +569,18 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   const size_t budget = opt.ctx > size_t(opt.max_tokens) ? opt.ctx - size_t(opt.max_tokens) : 1;
   std::vector<Format> fmts = {{{"none", ""}, 0.0, prof.seed}, cn};
   for (const auto& d : cands) fmts.push_back({d, prof.p, prof.seed});
-  McFit mf = fit_mc_items(r, items, fmts, budget);
+  McFit mf = fit_mc_items(r, items, fmts, budget, opt.overflow);
   LongbenchSummary sum;
   sum.items = mf.items.size();
   sum.left_out = mf.left_out;
+  sum.overflow = opt.overflow;
+  const bool cut = opt.overflow == Overflow::TruncateMiddle;
   if (sum.left_out)
     note(opt.hooks, "cnorm eval: note: " + std::to_string(sum.left_out) + " of " +
                         std::to_string(items.size()) +
                         " questions left out: their prompt and answer do not fit --ctx " +
-                        std::to_string(opt.ctx) + " tokens");
+                        std::to_string(opt.ctx) + " tokens" +
+                        (cut ? " even without their context" : ""));
   if (mf.items.empty()) throw Error("cnorm eval", "no question fits the context");
   size_t mt = 0;  // Min-Token: fewest tokens over the fitted questions (first on ties)
   for (size_t c = 1; c < cands.size(); ++c)
@@ -566,6 +599,9 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
                {"cnorm_delimiter", cn.delim.text},
                {"min_token_delimiter", cands[mt].text},
                {"format_seed", prof.seed}};
+  // Only a cut run names its overflow: a Drop run keeps the identity of the runs made before the
+  // option (which all dropped), and a cut run never resumes one of them.
+  if (cut) rc.config["overflow"] = overflow_name(opt.overflow);
   record_origin(rc, opt.origin, r);
   sum.run = st.begin_run(rc);
   auto done = st.done_keys(sum.run);
@@ -577,7 +613,7 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
     prog.add(done.size());
     reader::PrefillMeter meter(r);
     run_mc(
-        r, mf.items, variants, gen,
+        r, mf.items, variants, gen, budget, opt.overflow,
         [&](const std::string& id, const std::string& v) {
           return (opt.keep && !opt.keep(id)) || done.count({id, v}) > 0;
         },
@@ -597,20 +633,27 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
                        {"difficulty", it.difficulty},
                        {"length", it.length},
                        {"gold", std::string(1, it.answer)},
-                       {"extracted", a.extracted ? std::string(1, *a.extracted) : std::string()}};
+                       {"extracted", a.extracted ? std::string(1, *a.extracted) : std::string()},
+                       {"tokens_removed", a.tokens_removed}};
           st.put(row);
           prog.add();
         });
     store_prefill(st, sum.run, meter);
   }
+  // Accuracy and the cut prompts come from the store, so a resumed run counts every answer.
   std::vector<McGraded> graded;
   st.for_each_result(sum.run, [&](const store::Result& row) {
     if (row.status != store::Status::ok || !row.correct || !row.extra.contains("difficulty"))
       return;
     graded.push_back({row.variant, row.extra["difficulty"].get<std::string>(),
                       row.extra["length"].get<std::string>(), *row.correct});
+    if (row.extra.contains("tokens_removed"))
+      sum.truncation.add(row.instance, row.extra["tokens_removed"].get<size_t>());
   });
   for (const auto& v : variants) sum.summaries.push_back(summarize_mc(graded, {v.name})[0]);
+  st.set_run_meta(sum.run, "truncation", sum.truncation.to_json());
+  if (std::string line = sum.truncation.note("cnorm eval: note", opt.ctx); !line.empty())
+    note(opt.hooks, line);
   return sum;
 }
 
@@ -633,6 +676,8 @@ nlohmann::json longbench_summary_json(const LongbenchSummary& s) {
   return {{"task", "longbench"},
           {"items", s.items},
           {"left_out", s.left_out},
+          {"overflow", overflow_name(s.overflow)},
+          {"truncated", s.truncation.to_json()},
           {"run", s.run},
           {"variants", vs}};
 }

@@ -49,14 +49,19 @@ struct CalibrateOptions {
   std::string system_sha256;  // of the chat system prompt, "" when there is none
   std::string cache_dir;      // profile cache; "" = none (a run store also skips the lookup)
   std::string dump_dir;       // every scored prompt to DIR/f<i>-s<j>.txt; "" = none
+  // longbench: a prompt over ctx has the middle of its context cut (longbench.h), or its question
+  // is passed over (Drop). A cut calibration records "overflow" in its config (identity, cache
+  // key, profile); a Drop one has no such key, as runs made before the option.
+  Overflow overflow = Overflow::TruncateMiddle;
   RunHooks hooks;
 };
 
 struct CalibrateSummary {
   Profile profile;
-  bool from_cache = false;  // the cached profile of the same identity was reused
-  int64_t run = 0;          // the store's run (0 without a store)
-  size_t reused = 0;        // scores read from the store
+  bool from_cache = false;     // the cached profile of the same identity was reused
+  int64_t run = 0;             // the store's run (0 without a store)
+  size_t reused = 0;           // scores read from the store
+  TruncationStats truncation;  // longbench: the scored prompts cut to fit (stored ones included)
 };
 
 // Samples S of `items` by the seeded permutation (a longbench question that does not fit the
@@ -117,6 +122,10 @@ struct LongbenchOptions {
   Profile profile;
   size_t ctx = 4096;  // prompt + answer must fit
   int max_tokens = 16;
+  // A prompt over ctx - max_tokens: the middle of its context cut (LongBench's own rule), or the
+  // question left out (Drop). A cut run has "overflow" in its identity; a Drop run has no such
+  // key, so it resumes (and merges with) runs made before the option, which all dropped.
+  Overflow overflow = Overflow::TruncateMiddle;
   std::function<bool(const std::string& id)> keep;  // as EvalOptions::keep
   RunOrigin origin;
   std::string input_sha256;
@@ -125,7 +134,9 @@ struct LongbenchOptions {
 
 struct LongbenchSummary {
   int64_t run = 0;
-  size_t items = 0, left_out = 0;    // questions evaluated / left out (do not fit the context)
+  size_t items = 0, left_out = 0;  // questions evaluated / left out (do not fit the context)
+  Overflow overflow = Overflow::TruncateMiddle;
+  TruncationStats truncation;        // the run's prompts cut to fit, from the store
   std::vector<Variant> variants;     // baseline, cnorm, min-token
   std::vector<McSummary> summaries;  // per variant, from the store
 };
@@ -135,7 +146,8 @@ struct LongbenchSummary {
 LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
                                const std::vector<McItem>& items, const LongbenchOptions& opt);
 
-// task "longbench", items, left_out, run and variants (accuracy by difficulty and length).
+// task "longbench", items, left_out, overflow, truncated (TruncationStats::to_json), run and
+// variants (accuracy by difficulty and length).
 nlohmann::json longbench_summary_json(const LongbenchSummary& s);
 
 // Min-Token's candidates (5.2): the profile's delimiters; not its document formats and not the

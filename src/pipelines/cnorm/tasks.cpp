@@ -59,6 +59,21 @@ const std::string& needle_template() {
   return t;
 }
 
+const std::string& appendix_d_qa_template() {
+  static const std::string t =
+      "Write a high-quality answer for the given question using only the provided search results "
+      "(some of which might be irrelevant). The search results are ordered randomly.\n\n"
+      "Search Results: {search_results}\n\nQuestion: {question}\nAnswer:";
+  return t;
+}
+
+const std::string& appendix_b_kv_template() {
+  static const std::string t =
+      "Extract the value corresponding to the specified key in the JSON object below.\n\n"
+      "{formatted_kv_records}\n\nKey: \"{key}\"\nCorresponding value:";
+  return t;
+}
+
 const std::string& longbench_template() {
   static const std::string t =
       "Please read the following text and answer the question below.\n\n<text>\n"
@@ -77,12 +92,11 @@ std::string load_template(Task t, const std::string& explicit_path, const std::s
                        "longbench uses Appendix D's prompt; --template does not apply");
     return longbench_template();
   }
-  if (path.empty() && t == Task::Needle) {
-    text = needle_template();
+  if (path.empty()) {
+    text = t == Task::Needle ? needle_template()
+           : t == Task::Qa   ? appendix_d_qa_template()
+                             : appendix_b_kv_template();
   } else {
-    if (path.empty())
-      path = shared_dir + "/data/lost-in-the-middle/" +
-             (t == Task::Qa ? "qa_ordered_randomly.prompt" : "kv_retrieval.prompt");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cnorm", "cannot read prompt template " + path);
     std::ostringstream ss;
@@ -141,22 +155,29 @@ std::string wrap_document(const std::string& wrapper, const std::string& title,
 
 namespace {
 
-// Appendix D's LongBench-v2 prompt (longbench_template()), filled field by field.
+// Appendix D's LongBench-v2 prompt (longbench_template()) of one formatted context.
 Prompt render_longbench(const Item& item, const std::vector<Document>& docs, const Format& f) {
-  if (docs.size() != 1 || item.choices.size() != 4)
+  if (docs.size() != 1)
     throw Error("cnorm", "longbench item " + item.id + ": one context and four choices expected");
+  return render_longbench_context(item, format_text(Task::Longbench, docs[0].text, f));
+}
+
+}  // namespace
+
+Prompt render_longbench_context(const Item& item, const std::string& context) {
+  if (item.choices.size() != 4)
+    throw Error("cnorm", "longbench item " + item.id + ": one context and four choices expected");
+  // Filled field by field, so text inside a field is never taken for a placeholder.
   Prompt p;
   p.text = "Please read the following text and answer the question below.\n\n<text>\n";
   p.ctx_begin = p.text.size();
-  p.text += format_text(Task::Longbench, docs[0].text, f);
+  p.text += context;
   p.ctx_end = p.text.size();
   p.text += "\n</text>\n\nQuestion: " + item.question + "\n\nChoices:\n(A) " + item.choices[0] +
             "\n(B) " + item.choices[1] + "\n(C) " + item.choices[2] + "\n(D) " + item.choices[3] +
             "\n\nFormat your response as follows: \"The correct answer is (insert answer here)\".";
   return p;
 }
-
-}  // namespace
 
 Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
               const Format& f) {

@@ -4,11 +4,13 @@
 // document with a candidate format (format.h) and fills the task's prompt template.
 //
 // Tasks and templates:
-//   qa      lost-in-the-middle's qa.prompt ({search_results}, {question}); search results are
-//           "Document [i](Title: <title>) <formatted text>" joined by "\n" (their get_qa_prompt).
-//           Only passage text is formatted; titles are kept.
-//   kv      lost-in-the-middle's kv_retrieval.prompt ({formatted_kv_records}, {key}); the records
-//           are written as their code does: `{"k1": "v1",\n "k2": "v2",\n ... "kn": "vn"}`. A
+//   qa      Appendix D's controlled-setting prompt ({search_results}, {question};
+//           appendix_d_qa_template()); search results are "Document [i](Title: <title>)
+//           <formatted text>" joined by "\n" (lost-in-the-middle's get_qa_prompt). Only passage
+//           text is formatted; titles are kept.
+//   kv      Appendix B's prompt ({formatted_kv_records}, {key}; appendix_b_kv_template()); the
+//           records are written as lost-in-the-middle's code does:
+//           `{"k1": "v1",\n "k2": "v2",\n ... "kn": "vn"}`. A
 //           format with p > 0 replaces every '-' of every key and value, and of the query key, with
 //           the delimiter (Appendix B "Modified UUID"; "none" = "Plain Text"); p = 0 is the UUID
 //           baseline.
@@ -22,9 +24,11 @@
 //           (Item::choices); calibrated per model-task pair like the others (5.3: "incurred only
 //           once per model-task pair"). The template is built in (longbench_template()).
 //
-// The qa task's default template is lost-in-the-middle's qa_ordered_randomly.prompt: Appendix D's
-// controlled-setting instruction ends "The search results are ordered randomly." (qa.prompt, the
-// same without that sentence, is one --template away).
+// The qa and kv defaults are the paper's prompts, built in. Both start from lost-in-the-middle's
+// files (which the paper's tasks come from) and differ from them where the paper's text does:
+// Appendix D writes "Search Results: " before the documents (qa_ordered_randomly.prompt has no
+// label), Appendix B has no "JSON data:" line before the records (kv_retrieval.prompt has). The
+// files themselves are one --template away.
 //
 // QA items from a file (build_qa_items): the gold is the first ctx with isgold, else the first
 // with hasanswer, else ctxs[0]. When a record has at least k ctxs the others (file order) are its
@@ -87,11 +91,19 @@ struct Prompt {
   size_t ctx_begin = 0, ctx_end = 0;  // byte span of the documents inside text
 };
 
-// The template text for a task: `explicit_path` when given, else the lost-in-the-middle file under
-// `shared_dir` (qa_ordered_randomly.prompt, kv_retrieval.prompt), else the built-in needle or
-// longbench template. Trailing newlines are removed. Throws Error when the file cannot be read or
-// lacks a placeholder; UsageError for a --template with longbench (its prompt is fixed).
-std::string load_template(Task t, const std::string& explicit_path, const std::string& shared_dir);
+// The template text for a task: `explicit_path` when given, else the task's built-in template
+// (shared_dir is not read: the defaults no longer come from the shared folder). Trailing newlines
+// of a file are removed. Throws Error when the file cannot be read or lacks a placeholder;
+// UsageError for a --template with longbench (its prompt is fixed).
+std::string load_template(Task t, const std::string& explicit_path,
+                          const std::string& shared_dir = "");
+// Appendix D's controlled-setting prompt: qa_ordered_randomly.prompt's text with the paper's
+// "Search Results: " label before {search_results}, on the same line as the paper prints it.
+const std::string& appendix_d_qa_template();
+// Appendix B's key-value prompt: kv_retrieval.prompt's text without its "JSON data:" line. The
+// query key stays quoted and "Corresponding value:" on its own line as in that file: Appendix B's
+// box drops the records' JSON quoting and braces as well, so it shows content, not characters.
+const std::string& appendix_b_kv_template();
 // The built-in needle template.
 const std::string& needle_template();
 // Appendix D's LongBench-v2 prompt with {search_results}, {question} and {choice_a}..{choice_d}:
@@ -106,6 +118,9 @@ std::vector<Document> arrange(const Item& item, size_t k, size_t gold_pos);
 // The prompt for `docs` formatted with `f`.
 Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
               const Format& f);
+// Appendix D's LongBench-v2 prompt of `item` (question and choices) around `context`, taken as
+// already formatted (a context cut to fit, longbench.h fit_longbench_prompt).
+Prompt render_longbench_context(const Item& item, const std::string& context);
 // The formatted text of one document under `f` for task t.
 std::string format_text(Task t, const std::string& text, const Format& f);
 

@@ -172,15 +172,25 @@ TEST(CnormFixture, CalibrateApplyEvalOnStories260K) {
 TEST(CnormFixture, LostInTheMiddleTemplatesAndNqItems) {
   REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
   std::string shared = ragform::testing::shared_dir().string();
+  // The paper's prompts are lost-in-the-middle's files changed only where the paper's text
+  // differs: Appendix D's "Search Results: " label before the documents, and no "JSON data:" line
+  // before the key-value records (Appendix B).
+  const std::string litm = shared + "/data/lost-in-the-middle/";
+  std::string qa_file = load_template(Task::Qa, litm + "qa_ordered_randomly.prompt", "");
+  std::string kv_file = load_template(Task::Kv, litm + "kv_retrieval.prompt", "");
   std::string qa = load_template(Task::Qa, "", shared);
+  std::string kv = load_template(Task::Kv, "", shared);
+  qa_file.replace(qa_file.find("{search_results}"), 0, "Search Results: ");
+  EXPECT_EQ(qa, qa_file);
+  ASSERT_NE(kv_file.find("JSON data:\n"), std::string::npos);
+  kv_file.erase(kv_file.find("JSON data:\n"), 11);
+  EXPECT_EQ(kv, kv_file);
   EXPECT_EQ(qa.rfind("Write a high-quality answer for the given question using only the provided "
                      "search results (some of which might be irrelevant). The search results are "
-                     "ordered randomly.\n\n{search_results}",
+                     "ordered randomly.\n\nSearch Results: {search_results}",
                      0),
-            0u);  // Appendix D's controlled-setting instruction (qa_ordered_randomly.prompt)
+            0u);  // Appendix D's controlled-setting prompt
   EXPECT_EQ(qa.substr(qa.size() - 7), "Answer:");
-  std::string kv = load_template(Task::Kv, "", shared);
-  EXPECT_NE(kv.find("{formatted_kv_records}"), std::string::npos);
   eval::LoadOptions lo;
   lo.limit = 50;
   auto recs = eval::load_qa_file(nq.string(), lo).records;
@@ -200,6 +210,7 @@ TEST(CnormFixture, LostInTheMiddleTemplatesAndNqItems) {
   EXPECT_NE(p.text.find("Question: who got the first nobel prize in physics\nAnswer:"),
             std::string::npos);
   EXPECT_EQ(p.text.substr(p.ctx_begin, 13), "Document [1](");
+  EXPECT_EQ(p.text.rfind("Search Results: Document [1](", p.ctx_begin), p.ctx_begin - 16);
   // A usage error for a missing input.
   auto r = run_ragform("cnorm calibrate -m x.gguf --task qa -o /dev/null");
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "base/error.h"
 #include "capital_items.h"
 #include "support/fake_reader.h"
@@ -155,6 +157,29 @@ TEST(CnormRun, EvalShardAnswersOnlyItsQuestions) {
   EXPECT_EQ(r.generate_calls, 18);
 }
 
+// The paper's prompts changed the default qa and kv prompts: a run of the paper's prompt never
+// resumes a run of lost-in-the-middle's (the template's hash is part of the identity).
+TEST(CnormRun, EvalOfThePapersPromptIsANewRun) {
+  const auto dir = ragform::testing::temp_dir("cnorm_run_template");
+  store::RunStore st(dir / "runs.sqlite");
+  FakeReader r = attention_reader();
+  const Profile prof = run_calibrate(r, capital_items(), calibrate_options()).profile;
+  EvalOptions o = eval_options(prof);
+  // lost-in-the-middle's qa_ordered_randomly.prompt, the default before.
+  o.tmpl =
+      "Write a high-quality answer for the given question using only the provided search results "
+      "(some of which might be irrelevant). The search results are ordered randomly.\n\n"
+      "{search_results}\n\nQuestion: {question}\nAnswer:";
+  const int64_t before = run_eval(r, st, {capital_items()}, o).per_seed[0].run;
+  o.tmpl = load_template(Task::Qa, "", "");
+  const int64_t now = run_eval(r, st, {capital_items()}, o).per_seed[0].run;
+  EXPECT_NE(now, before);
+  EXPECT_EQ(r.generate_calls, 36);  // nothing reused across the two prompts
+  st.for_each_result(now, [](const store::Result& row) {
+    EXPECT_NE(row.prompt.find("\n\nSearch Results: Document [1]("), std::string::npos);
+  });
+}
+
 TEST(CnormRun, EvalNeedsOneItemSetPerSeed) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_seeds");
   store::RunStore st(dir / "runs.sqlite");
@@ -163,6 +188,140 @@ TEST(CnormRun, EvalNeedsOneItemSetPerSeed) {
   EvalOptions o = eval_options(prof);
   o.seeds = {1, 2};
   EXPECT_THROW(run_eval(r, st, {capital_items()}, o), Error);
+}
+
+// A LongBench-v2 profile by hand: f* = '&' among '&' and '-'.
+Profile longbench_profile() {
+  Profile prof;
+  prof.model_sha256 = "abc";
+  prof.task = "longbench";
+  prof.p = 1.0;
+  prof.best = {"&", "&"};
+  CandidateScore amp, dash;
+  amp.delim = {"&", "&"};
+  dash.delim = {"-", "-"};
+  prof.candidates = {amp, dash};
+  return prof;
+}
+
+std::vector<McItem> longbench_items() {
+  McItem a;
+  a.id = "short";
+  a.question = "Who went home?";
+  a.choices = {"the cat", "the dog", "a bird", "no one"};
+  a.answer = 'B';
+  a.difficulty = "easy";
+  a.length = "short";
+  a.context = "The dog went home.";
+  McItem b = a;
+  b.id = "long";
+  b.difficulty = "hard";
+  b.length = "long";
+  b.context = "At first the dog slept.";
+  while (b.context.size() < 4000) b.context += " The cat played in the garden all day.";
+  b.context += " In the end the dog went home.";
+  return {a, b};
+}
+
+// A question over the context has the middle of its context cut (the default), the run's
+// identity says so, and the rows, summary and run metadata count the tokens removed. A Drop run
+// is another run: its identity has no "overflow", as the runs made before the option (which
+// dropped); neither resumes the other.
+TEST(CnormRun, LongbenchCutsTheMiddleOfLongContexts) {
+  const auto dir = ragform::testing::temp_dir("cnorm_run_longbench");
+  store::RunStore st(dir / "runs.sqlite");
+  FakeReader r;
+  r.answer = [](const std::string&) { return std::string("The correct answer is (B)"); };
+  LongbenchOptions o;
+  o.profile = longbench_profile();
+  o.ctx = 600;
+  o.max_tokens = 8;
+  o.origin = {"test", "model.gguf", "abc"};
+  LongbenchSummary cut = run_longbench(r, st, longbench_items(), o);
+  EXPECT_EQ(cut.items, 2u);
+  EXPECT_EQ(cut.left_out, 0u);
+  EXPECT_EQ(r.generate_calls, 6);
+  EXPECT_EQ(cut.truncation.questions, (std::set<std::string>{"long"}));
+  EXPECT_EQ(cut.truncation.prompts, 3u);
+  st.for_each_result(cut.run, [&](const store::Result& row) {
+    EXPECT_LE(*row.prompt_tokens, 600 - 8) << row.variant;
+    EXPECT_NE(row.prompt.find("Question: Who went home?\n\nChoices:\n(A) the cat\n(B) the dog"),
+              std::string::npos);
+    const size_t removed = row.extra["tokens_removed"].get<size_t>();
+    EXPECT_EQ(removed > 0, row.instance == "long") << row.instance;
+    if (row.variant == "baseline" && row.instance == "long") {
+      EXPECT_NE(row.prompt.find("<text>\nAt first the dog slept."), std::string::npos);
+      EXPECT_NE(row.prompt.find("In the end the dog went home.\n</text>"), std::string::npos);
+    }
+  });
+  EXPECT_EQ(st.run(cut.run)->config["overflow"], "truncate-middle");
+  EXPECT_EQ(st.run_meta(cut.run, "truncation"), cut.truncation.to_json());
+  const nlohmann::json j = longbench_summary_json(cut);
+  EXPECT_EQ(j["overflow"], "truncate-middle");
+  EXPECT_EQ(j["truncated"]["questions"], 1);
+  EXPECT_EQ(j["truncated"]["prompts"], 3);
+  EXPECT_GT(j["truncated"]["tokens_removed"]["max"].get<size_t>(), 3000u);
+
+  // Rerun: resumed, nothing generated again, the same counts from the store.
+  LongbenchSummary again = run_longbench(r, st, longbench_items(), o);
+  EXPECT_EQ(again.run, cut.run);
+  EXPECT_EQ(r.generate_calls, 6);
+  EXPECT_EQ(again.truncation.to_json(), cut.truncation.to_json());
+
+  o.overflow = Overflow::Drop;
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& s) { notes.push_back(s); };
+  LongbenchSummary drop = run_longbench(r, st, longbench_items(), o);
+  EXPECT_NE(drop.run, cut.run);
+  EXPECT_EQ(drop.items, 1u);
+  EXPECT_EQ(drop.left_out, 1u);
+  EXPECT_EQ(r.generate_calls, 9);
+  EXPECT_FALSE(st.run(drop.run)->config.contains("overflow"));
+  EXPECT_EQ(drop.truncation.prompts, 0u);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("1 of 2 questions left out"), std::string::npos) << notes[0];
+}
+
+// A LongBench calibration cuts its prompts the same way (budget: the whole context, nothing is
+// generated) and names the overflow in its identity; Drop passes the long question over.
+TEST(CnormRun, LongbenchCalibrationCutsTooAndNamesIt) {
+  FakeReader r;
+  r.heads = [](const std::string&, size_t T) -> std::vector<std::vector<float>> {
+    return {std::vector<float>(T, 1.0f)};
+  };
+  std::vector<Item> items;
+  for (const McItem& mc : longbench_items()) items.push_back(mc_to_item(mc));
+  CalibrateOptions o;
+  o.setup.task = Task::Longbench;
+  o.setup.tmpl = longbench_template();
+  o.setup.candidates = parse_delimiter_list("&,-");
+  o.samples = 2;
+  o.k = 1;
+  o.ctx = 600;
+  o.origin = {"test", "model.gguf", "abc"};
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& s) { notes.push_back(s); };
+  const auto dir = ragform::testing::temp_dir("cnorm_run_longbench_cal");
+  store::RunStore st(dir / "runs.sqlite");
+  CalibrateSummary cut = run_calibrate(r, st, items, o);
+  EXPECT_EQ(cut.profile.S, 2u);
+  EXPECT_EQ(cut.profile.extra["overflow"], "truncate-middle");
+  EXPECT_EQ(cut.truncation.questions, (std::set<std::string>{"long"}));
+  EXPECT_EQ(cut.truncation.prompts, 2u);  // one per candidate
+  st.for_each_result(cut.run, [&](const store::Result& row) {
+    EXPECT_LE(*row.prompt_tokens, 600);
+    EXPECT_EQ(row.extra["tokens_removed"].get<size_t>() > 0, row.instance == "long");
+  });
+  EXPECT_EQ(st.run_meta(cut.run, "truncation"), cut.truncation.to_json());
+  bool said = false;
+  for (const auto& n : notes) said = said || n.find("cut in the middle") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  o.overflow = Overflow::Drop;
+  CalibrateSummary drop = run_calibrate(r, st, items, o);
+  EXPECT_NE(drop.run, cut.run);
+  EXPECT_EQ(drop.profile.S, 1u);
+  EXPECT_FALSE(drop.profile.extra.contains("overflow"));
 }
 
 }  // namespace

@@ -210,43 +210,58 @@ TEST(CnormStoreFixture, KvGenerateThenEvalKv) {
   for (const auto& r : rows) EXPECT_NE(r.prompt.find("&"), std::string::npos);  // modified ids
 }
 
+namespace {
+
+// A LongBench-v2 record of the fixture tests: "Who went to the park?" with four names.
+std::string lb_row(const std::string& id, const std::string& diff, const std::string& len,
+                   const std::string& ans, const std::string& ctx) {
+  return nlohmann::json({{"_id", id},
+                         {"domain", "Single-Document QA"},
+                         {"sub_domain", "story"},
+                         {"difficulty", diff},
+                         {"length", len},
+                         {"question", "Who went to the park?"},
+                         {"choice_A", "Tom"},
+                         {"choice_B", "Lily"},
+                         {"choice_C", "Max"},
+                         {"choice_D", "Sue"},
+                         {"answer", ans},
+                         {"context", ctx}})
+             .dump() +
+         "\n";
+}
+
+// Three questions; q3's context (~6,500 tokens for stories260K) does not fit 512.
+void write_lb(const std::filesystem::path& file) {
+  std::string big = "At first Tom had a small red ball. ";
+  for (int i = 0; i < 300; ++i) big += "Lily went to the park and played with a big red ball. ";
+  big += "In the end Sue went home.";
+  ragform::testing::write_file(
+      file, lb_row("q1", "easy", "short", "B", "Lily went to the park. Tom stayed home.") +
+                lb_row("q2", "hard", "medium", "C", "Max went to the park with mom.") +
+                lb_row("q3", "hard", "long", "B", big));
+}
+
+}  // namespace
+
+// --overflow drop: the behaviour before middle truncation, a question over --ctx is left out.
 TEST(CnormStoreFixture, LongBenchMultipleChoice) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("cnorm_lb");
-  auto row = [](const std::string& id, const std::string& diff, const std::string& len,
-                const std::string& ans, const std::string& ctx) {
-    return nlohmann::json({{"_id", id},
-                           {"domain", "Single-Document QA"},
-                           {"sub_domain", "story"},
-                           {"difficulty", diff},
-                           {"length", len},
-                           {"question", "Who went to the park?"},
-                           {"choice_A", "Tom"},
-                           {"choice_B", "Lily"},
-                           {"choice_C", "Max"},
-                           {"choice_D", "Sue"},
-                           {"answer", ans},
-                           {"context", ctx}})
-               .dump() +
-           "\n";
-  };
-  std::string big;
-  for (int i = 0; i < 300; ++i) big += "Lily went to the park and played with a big red ball. ";
-  ragform::testing::write_file(
-      dir / "lb.jsonl", row("q1", "easy", "short", "B", "Lily went to the park. Tom stayed home.") +
-                            row("q2", "hard", "medium", "C", "Max went to the park with mom.") +
-                            row("q3", "hard", "long", "B", big));
+  write_lb(dir / "lb.jsonl");
   // LongBench-v2 is calibrated as its own model-task pair (q3 does not fit and is passed over).
-  auto cal = run_ragform(cnorm_calibrate(model,
-                                         "--task longbench --input " + quoted(dir / "lb.jsonl") +
-                                             " -S 3 --delims 'none,&' --ctx 512 --no-cache",
-                                         dir / "p.json"));
+  auto cal = run_ragform(
+      cnorm_calibrate(model,
+                      "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                          " -S 3 --delims 'none,&' --ctx 512 --no-cache --overflow drop",
+                      dir / "p.json"));
   ASSERT_EQ(cal.exit_code, 0) << cal.err;
   EXPECT_NE(cal.err.find("1 questions passed over"), std::string::npos) << cal.err;
   EXPECT_NE(cal.err.find("only 2 items, S reduced"), std::string::npos) << cal.err;
   auto ev = run_ragform(cnorm_eval(model, dir / "p.json",
                                    "--task longbench --input " + quoted(dir / "lb.jsonl") +
-                                       " --ctx 512 -n 12 --store " + quoted(dir / "lb.sqlite")));
+                                       " --ctx 512 -n 12 --overflow drop --store " +
+                                       quoted(dir / "lb.sqlite")));
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
   EXPECT_NE(ev.err.find("1 of 3 questions left out"), std::string::npos) << ev.err;
   auto s = nlohmann::json::parse(ev.out);
@@ -271,6 +286,91 @@ TEST(CnormStoreFixture, LongBenchMultipleChoice) {
     EXPECT_EQ(v["by_length"]["medium"]["n"], 1);
     EXPECT_FALSE(v["by_length"].contains("long"));  // q3 did not fit
   }
+}
+
+// The default: q3's context loses its middle (LongBench's rule) on stories260K at --ctx 512. Its
+// prompts keep the context's first and last sentences, the instruction, question and choices
+// whole, and fit with the answer's 12 tokens; the summary, stderr and run metadata count the cut.
+TEST(CnormStoreFixture, LongBenchCutsTheMiddleOfALongContext) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("cnorm_lb_cut");
+  write_lb(dir / "lb.jsonl");
+  auto cal = run_ragform(cnorm_calibrate(model,
+                                         "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                                             " -S 3 --delims 'none,&' --ctx 512 --no-cache",
+                                         dir / "p.json"));
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  EXPECT_EQ(cal.err.find("passed over"), std::string::npos) << cal.err;
+  EXPECT_NE(cal.err.find("2 prompts of 1 questions cut in the middle"), std::string::npos)
+      << cal.err;
+  auto prof = nlohmann::json::parse(read_file(dir / "p.json"));
+  EXPECT_EQ(prof["S"], 3);
+  EXPECT_EQ(prof["config"]["overflow"], "truncate-middle");
+  const std::string args = "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                           " --ctx 512 -n 12 --store " + quoted(dir / "lb.sqlite");
+  auto ev = run_ragform(cnorm_eval(model, dir / "p.json", args));
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  EXPECT_EQ(ev.err.find("left out"), std::string::npos) << ev.err;
+  EXPECT_NE(ev.err.find("cnorm eval: note: 3 prompts of 1 questions cut in the middle of their "
+                        "context to fit --ctx 512 tokens"),
+            std::string::npos)
+      << ev.err;
+  auto s = nlohmann::json::parse(ev.out);
+  EXPECT_EQ(s["items"], 3);
+  EXPECT_EQ(s["left_out"], 0);
+  EXPECT_EQ(s["overflow"], "truncate-middle");
+  EXPECT_EQ(s["truncated"]["questions"], 1);
+  EXPECT_EQ(s["truncated"]["prompts"], 3);
+  // ~6,500 tokens cut to ~500: most of the context goes.
+  EXPECT_GT(s["truncated"]["tokens_removed"]["mean"].get<double>(), 2000.0);
+  for (const auto& v : s["variants"]) EXPECT_EQ(v["by_length"]["long"]["n"], 1);
+
+  store::RunStore st(dir / "lb.sqlite", store::RunStore::Mode::read_only);
+  auto runs = st.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].config["overflow"], "truncate-middle");
+  EXPECT_EQ(st.run_meta(runs[0].id, "truncation"), s["truncated"]);
+  size_t cut = 0;
+  for (const auto& r : st.results(std::nullopt)) {
+    const std::string tail =
+        "\n</text>\n\nQuestion: Who went to the park?\n\nChoices:\n(A) Tom\n(B) Lily\n(C) "
+        "Max\n(D) Sue\n\nFormat your response as follows: \"The correct answer is (insert answer "
+        "here)\".";
+    EXPECT_EQ(r.prompt.rfind("Please read the following text and answer the question below."
+                             "\n\n<text>\n",
+                             0),
+              0u);
+    EXPECT_EQ(r.prompt.substr(r.prompt.size() - tail.size()), tail);
+    EXPECT_LE(*r.prompt_tokens, 512 - 12) << r.variant;  // counted by the model's own reader
+    if (r.instance != "q3") {
+      EXPECT_EQ(r.extra["tokens_removed"], 0);
+      continue;
+    }
+    ++cut;
+    EXPECT_GT(r.extra["tokens_removed"].get<int>(), 2000);
+    EXPECT_GT(*r.prompt_tokens, 512 - 12 - 8) << r.variant;  // the window is used
+    if (r.variant == "baseline") {  // unformatted: the sentences as written
+      EXPECT_NE(r.prompt.find("<text>\nAt first Tom had a small red ball. Lily went"),
+                std::string::npos);
+      EXPECT_NE(r.prompt.find("In the end Sue went home.\n</text>"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(cut, 3u);
+
+  // --overflow drop is another run; the cut run resumes.
+  auto drop = run_ragform(cnorm_eval(model, dir / "p.json", args + " --overflow drop"));
+  ASSERT_EQ(drop.exit_code, 0) << drop.err;
+  EXPECT_NE(drop.err.find("1 of 3 questions left out"), std::string::npos) << drop.err;
+  auto again = run_ragform(cnorm_eval(model, dir / "p.json", args));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["run"], s["run"]);
+  store::RunStore st2(dir / "lb.sqlite", store::RunStore::Mode::read_only);
+  EXPECT_EQ(st2.runs().size(), 2u);
+  // --overflow applies to longbench only.
+  auto needle = run_ragform(
+      cnorm_eval(model, dir / "p.json",
+                 "--task needle --overflow drop --force --store " + quoted(dir / "n.sqlite")));
+  EXPECT_EQ(needle.exit_code, 2) << needle.err;
 }
 
 }  // namespace ragform::cnorm

@@ -202,6 +202,41 @@ TEST(CnormTasks, LongbenchRendersAppendixDWithTheContextSpan) {
   EXPECT_EQ(load_template(Task::Longbench, "", ""), longbench_template());
 }
 
+// The default qa and kv prompts are the paper's (Appendix D's controlled setting, Appendix B),
+// built in: the "Search Results:" label before the documents, no "JSON data:" line before the
+// records.
+TEST(CnormTasks, DefaultTemplatesAreThePapers) {
+  const std::string qa = load_template(Task::Qa, "", "");
+  EXPECT_EQ(qa, appendix_d_qa_template());
+  EXPECT_EQ(qa,
+            "Write a high-quality answer for the given question using only the provided search "
+            "results (some of which might be irrelevant). The search results are ordered "
+            "randomly.\n\nSearch Results: {search_results}\n\nQuestion: {question}\nAnswer:");
+  Item it = three_docs();
+  Prompt p = render(Task::Qa, qa, it, arrange(it, 3, 0), Format{{"none", ""}, 0.0, 0});
+  EXPECT_NE(p.text.find("randomly.\n\nSearch Results: Document [1](Title: G) Paris is big.\n"
+                        "Document [2](Title: D1) Rome is old."),
+            std::string::npos)
+      << p.text;
+  // The label is not part of the documents' span (calibration's --context-span and mass).
+  EXPECT_EQ(p.text.substr(p.ctx_begin, 13), "Document [1](");
+
+  const std::string kv = load_template(Task::Kv, "", "");
+  EXPECT_EQ(kv, appendix_b_kv_template());
+  EXPECT_EQ(kv.find("JSON data"), std::string::npos);
+  Item k;
+  k.id = "kv";
+  k.question = "a-b";
+  k.answers = {"c-d"};
+  k.gold = {"a-b", "c-d"};
+  k.distractors = {{"e-f", "g-h"}};
+  EXPECT_EQ(render(Task::Kv, kv, k, arrange(k, 2, 0), Format{{"none", ""}, 0.0, 0}).text,
+            "Extract the value corresponding to the specified key in the JSON object below.\n\n"
+            "{\"a-b\": \"c-d\",\n \"e-f\": \"g-h\"}\n\nKey: \"a-b\"\nCorresponding value:");
+  // The shared folder is not read for a default (it may be missing).
+  EXPECT_EQ(load_template(Task::Qa, "", "/nonexistent"), qa);
+}
+
 TEST(CnormTasks, ParseTask) {
   EXPECT_EQ(parse_task("longbench"), Task::Longbench);
   EXPECT_STREQ(task_name(Task::Longbench), "longbench");
