@@ -14,7 +14,7 @@ namespace ragform::reader {
 
 using nlohmann::json;
 
-HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) {
+HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) : who_(who) {
   const size_t scheme_end = u.find("://");
   const std::string scheme = scheme_end == std::string::npos ? "" : u.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https")
@@ -30,38 +30,46 @@ HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) {
   while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
 }
 
+HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::string* body,
+                                     const std::string& api_key, int timeout_s) const {
+  httplib::Headers headers;
+  if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+  httplib::Client cli(scheme_host_port_);
+  cli.set_connection_timeout(timeout_s, 0);
+  cli.set_read_timeout(timeout_s, 0);
+  cli.set_write_timeout(timeout_s, 0);
+  auto res = body ? cli.Post(prefix_ + endpoint, headers, *body, "application/json")
+                  : cli.Get(prefix_ + endpoint, headers);
+  HttpAnswer a;
+  if (!res) {
+    a.error = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
+              httplib::to_string(res.error()) + ")";
+    return a;
+  }
+  a.status = res->status;
+  a.body = std::move(res->body);
+  if (!a.ok())
+    a.error =
+        "HTTP " + std::to_string(a.status) + " from " + prefix_ + endpoint + ": " + http_error_text(a.body);
+  return a;
+}
+
 std::string HttpJsonClient::post(const std::string& endpoint, const std::string& body,
                                  const HttpJsonOptions& opt) const {
-  httplib::Headers headers;
-  if (!opt.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt.api_key);
   const int retries = std::max(0, opt.retries);
-  std::string last = "no attempt";
-  int status = 0;
+  HttpAnswer last;
+  last.error = "no attempt";
   for (int attempt = 0; attempt <= retries; ++attempt) {
     if (attempt > 0) {
       double delay = opt.backoff_s * double(1 << std::min(attempt - 1, 16));
       std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(delay * 1000)));
     }
-    httplib::Client cli(scheme_host_port_);
-    cli.set_connection_timeout(opt.timeout_s, 0);
-    cli.set_read_timeout(opt.timeout_s, 0);
-    cli.set_write_timeout(opt.timeout_s, 0);
-    auto res = cli.Post(prefix_ + endpoint, headers, body, "application/json");
-    if (!res) {
-      status = 0;
-      last = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
-             httplib::to_string(res.error()) + ")";
-      continue;
-    }
-    status = res->status;
-    if (status >= 200 && status < 300) return res->body;
-    last = "HTTP " + std::to_string(status) + " from " + prefix_ + endpoint + ": " +
-           http_error_text(res->body);
-    if (status == 429 || status >= 500) continue;
-    throw RequestFailed(last, status, attempt + 1);
+    last = send_once(endpoint, &body, opt.api_key, opt.timeout_s);
+    if (last.ok()) return std::move(last.body);
+    if (!last.transient()) throw RequestFailed(last.error, last.status, attempt + 1);
   }
-  throw RequestFailed(last + " (after " + std::to_string(retries + 1) + " attempts)", status,
-                      retries + 1);
+  throw RequestFailed(last.error + " (after " + std::to_string(retries + 1) + " attempts)",
+                      last.status, retries + 1);
 }
 
 std::string http_error_text(const std::string& body) {
@@ -78,13 +86,13 @@ std::string http_error_text(const std::string& body) {
   return body.substr(0, 300);
 }
 
-json parse_json_answer(const std::string& body, const char* what) {
+json parse_json_answer(const std::string& body, const char* what, const std::string& who) {
   try {
     return json::parse(body);
   } catch (const json::parse_error& e) {
     throw RequestFailed(
         std::string(what) + ": the server's answer is not JSON: " + json_error_text(e.what()), 200,
-        1);
+        1, who);
   }
 }
 

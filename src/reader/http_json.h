@@ -1,7 +1,8 @@
 // The small HTTP JSON client of the remote readers (OpenAIReader, RemoteEncoder): a base URL split
 // into scheme://host:port and a path prefix, and POSTs of a JSON body with retries — exponential
-// backoff (backoff_s * 2^(attempt-1)) after a connection error, a timeout, 429 or 5xx; any other
-// non-2xx answer fails at once with the server's message.
+// backoff (backoff_s * 2^(attempt-1)) after a connection error, a timeout, 408, 429 or 5xx; any
+// other non-2xx answer fails at once with the server's message. (Readers over several servers
+// spread their attempts with ServerPool, reader/server_pool.h.)
 #pragma once
 #include <string>
 
@@ -11,16 +12,29 @@
 
 namespace ragform::reader {
 
-// A request that finally failed (after retries, or a non-retryable 4xx).
+// A request that finally failed (after retries, or a non-retryable 4xx). what(): "<who>: <why>",
+// `who` naming the client ("openai reader", "remote encoder").
 class RequestFailed : public Error {
  public:
-  RequestFailed(const std::string& why, int status, int attempts)
-      : Error("openai reader", why), status_(status), attempts_(attempts) {}
+  RequestFailed(const std::string& why, int status, int attempts,
+                const std::string& who = "openai reader")
+      : Error(who, why), status_(status), attempts_(attempts) {}
   int status() const { return status_; }  // last HTTP status, 0 = no answer (connection/timeout)
   int attempts() const { return attempts_; }
 
  private:
   int status_, attempts_;
+};
+
+// One attempt's outcome: the status (0 = no answer: connection refused, timeout, reset), the
+// body, and on failure the words of RequestFailed ("no answer from ...", "HTTP 503 from ...").
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+  std::string error;  // empty on 2xx
+  bool ok() const { return status >= 200 && status < 300; }
+  // Worth another attempt (here or on another server): no answer, 408, 429 or 5xx.
+  bool transient() const { return status == 0 || status == 408 || status == 429 || status >= 500; }
 };
 
 struct HttpJsonOptions {
@@ -33,23 +47,30 @@ struct HttpJsonOptions {
 class HttpJsonClient {
  public:
   // base_url: http(s)://host[:port][/prefix] (prefix default "/v1", trailing '/' dropped).
-  // UsageError naming `who` for another scheme, or https in a build without TLS.
+  // UsageError naming `who` for another scheme, or https in a build without TLS; `who` also
+  // begins the message of every RequestFailed.
   HttpJsonClient(const std::string& base_url, const char* who);
   // POSTs `body` to prefix + endpoint ("/completions"); the answer's body on 2xx, else
   // RequestFailed (its message: the server's error.message when the answer has one).
   std::string post(const std::string& endpoint, const std::string& body,
                    const HttpJsonOptions& opt) const;
+  // One attempt of a POST (`body` set) or a GET (`body` null) of prefix + endpoint: no retry.
+  HttpAnswer send_once(const std::string& endpoint, const std::string* body,
+                       const std::string& api_key, int timeout_s) const;
   const std::string& scheme_host_port() const { return scheme_host_port_; }
   const std::string& prefix() const { return prefix_; }
+  const std::string& who() const { return who_; }
 
  private:
-  std::string scheme_host_port_, prefix_;
+  std::string scheme_host_port_, prefix_, who_;
 };
 
 // The message of an error answer: {"error": {"message": ...}} or {"error": "..."}, else the
 // body's first 300 bytes.
 std::string http_error_text(const std::string& body);
-// The answer parsed as JSON; RequestFailed("<what>: the server's answer is not JSON: ...").
-nlohmann::json parse_json_answer(const std::string& body, const char* what);
+// The answer parsed as JSON; RequestFailed("<what>: the server's answer is not JSON: ...") of
+// client `who`.
+nlohmann::json parse_json_answer(const std::string& body, const char* what,
+                                 const std::string& who = "openai reader");
 
 }  // namespace ragform::reader

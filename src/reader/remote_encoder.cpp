@@ -11,18 +11,20 @@ namespace ragform::reader {
 namespace {
 using nlohmann::json;
 
+constexpr const char* kWho = "remote encoder";
+
 json parse_answer(const std::string& body, const char* what) {
-  return parse_json_answer(body, what);
+  return parse_json_answer(body, what, kWho);
 }
 
 std::vector<float> floats(const json& j, const char* what) {
   if (!j.is_array())
-    throw RequestFailed(std::string(what) + ": expected an array of numbers", 200, 1);
+    throw RequestFailed(std::string(what) + ": expected an array of numbers", 200, 1, kWho);
   std::vector<float> v;
   v.reserve(j.size());
   for (const auto& x : j) {
     if (!x.is_number())
-      throw RequestFailed(std::string(what) + ": expected an array of numbers", 200, 1);
+      throw RequestFailed(std::string(what) + ": expected an array of numbers", 200, 1, kWho);
     v.push_back(x.get<float>());
   }
   return v;
@@ -30,7 +32,7 @@ std::vector<float> floats(const json& j, const char* what) {
 }  // namespace
 
 RemoteEncoder::RemoteEncoder(RemoteEncoderOptions opt)
-    : opt_(std::move(opt)), http_(opt_.base_url, "remote encoder") {
+    : opt_(std::move(opt)), http_(opt_.base_url, kWho) {
   if (opt_.batch < 1) opt_.batch = 1;
   if (opt_.retries < 0) opt_.retries = 0;
 }
@@ -58,12 +60,12 @@ std::vector<Embedding> RemoteEncoder::embed(const std::vector<std::string>& text
     const json ans = parse_answer(post("/embeddings", req.dump()), "embeddings");
     if (!ans.contains("data") || !ans["data"].is_array() || ans["data"].size() != e - b)
       throw RequestFailed("embeddings: expected " + std::to_string(e - b) + " items in 'data'", 200,
-                          1);
+                          1, kWho);
     std::vector<Embedding> part(e - b);
     for (const auto& d : ans["data"]) {
       const size_t idx = d.value("index", size_t(0));
       if (idx >= part.size() || !d.contains("embedding"))
-        throw RequestFailed("embeddings: bad item in 'data'", 200, 1);
+        throw RequestFailed("embeddings: bad item in 'data'", 200, 1, kWho);
       Embedding& em = part[idx];
       const json& v = d["embedding"];
       em.n_tokens = d.value("n_tokens", 0);
@@ -103,19 +105,19 @@ std::vector<Classification> RemoteEncoder::classify(const std::vector<TextPair>&
     if (!opt_.model.empty()) req["model"] = opt_.model;
     const json ans = parse_answer(post("/rerank", req.dump()), "rerank");
     if (!ans.contains("results") || !ans["results"].is_array() || ans["results"].empty())
-      throw RequestFailed("rerank: no 'results' in the answer", 200, 1);
+      throw RequestFailed("rerank: no 'results' in the answer", 200, 1, kWho);
     const json& r = ans["results"][0];
     Classification c;
     if (r.contains("scores") && r.contains("labels")) {
       c.scores = floats(r["scores"], "rerank");
       c.labels = r["labels"].get<std::vector<std::string>>();
       if (c.labels.size() != c.scores.size())
-        throw RequestFailed("rerank: 'labels' and 'scores' differ in length", 200, 1);
+        throw RequestFailed("rerank: 'labels' and 'scores' differ in length", 200, 1, kWho);
     } else if (r.contains("relevance_score") && r["relevance_score"].is_number()) {
       c.scores = {r["relevance_score"].get<float>()};
       c.labels = {"score"};
     } else {
-      throw RequestFailed("rerank: no relevance_score in the answer", 200, 1);
+      throw RequestFailed("rerank: no relevance_score in the answer", 200, 1, kWho);
     }
     c.probs = softmax_probs(c.scores);
     c.n_tokens = r.value("n_tokens", 0);

@@ -223,8 +223,7 @@ TEST(RemoteEncoderKey, EmbedAndClassifySendTheKey) {
                                quoted(dir / "b.txt") + " --base-url " + url(cls.port());
   for (const std::string& cmd : {embed, classify}) {
     auto r = run_ragform(cmd);
-    EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.err;
-    EXPECT_NE(r.err.find("HTTP 401"), std::string::npos) << r.err;
+    expect_one_line_error(r, "remote encoder", "HTTP 401");
     for (auto env : {std::pair{"OPENAI_API_KEY", ""}, std::pair{"RAGFORM_API_KEY", ""},
                      std::pair{"MY_KEY", " --api-key-env MY_KEY"}}) {
       KeyEnv key({{env.first, "K"}});
