@@ -18,7 +18,7 @@
 #include "engine/runtime/context.h"
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "pipelines/cnorm/abs.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "reader/openai_reader.h"

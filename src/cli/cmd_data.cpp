@@ -9,7 +9,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "eval/datasets_check.h"
-#include "pipelines/cnorm/tasks.h"
+#include "pipelines/cnorm/cnorm.h"
 
 namespace ragform::cli {
 namespace {

@@ -6,7 +6,6 @@
 
 #include "base/error.h"
 #include "pipelines/cnorm/cnorm.h"
-#include "pipelines/cnorm/detail/numeric.h"
 #include "report/sections.h"
 #include "report/svg.h"
 
@@ -69,7 +68,7 @@ void calibration(Html& h, const RunRows& run) {
       mean.errors.push_back(NAN);
       continue;
     }
-    auto [m, sd] = cnorm::detail::mean_std(c.abs);
+    auto [m, sd] = cnorm::abs_mean_std(c.abs);
     mean.values.push_back(m);
     mean.errors.push_back(sd);
     if (m > best) best = m, best_i = i;

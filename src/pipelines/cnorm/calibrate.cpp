@@ -181,6 +181,10 @@ double prompt_abs(reader::Reader& r, const Prompt& p, const AbsOptions& o) {
   return row_abs(res.rows[0], o, sp.tb, sp.te);
 }
 
+std::pair<double, double> abs_mean_std(const std::vector<double>& abs) {
+  return abs.empty() ? std::pair<double, double>{0.0, 0.0} : mean_std(abs);
+}
+
 std::pair<double, double> detail::mean_std(const std::vector<double>& v) {
   double m = 0;
   for (double x : v) m += x;

@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -80,6 +81,10 @@ struct CandidateScore {
   int eliminated_in_round = -1;  // successive halving: the round it was dropped in (-1: never)
   const std::string& label() const { return name.empty() ? delim.name : name; }
 };
+
+// The (mean, sample std) a calibration reports for a candidate's ABS values (CandidateScore's
+// mean and std), for front ends that summarise stored values the same way; {0, 0} when empty.
+std::pair<double, double> abs_mean_std(const std::vector<double>& abs);
 
 enum class Search { Exhaustive, Halving };
 
