@@ -1,7 +1,8 @@
-// `ragform sure prepare --index DIR --input Q.jsonl -m READER [-k 100] [--per-cell N] --seed S
-// [--known FILE] [--store DB]`: SURE's instance preparation (pipelines/sure/prepare.h) — BM25
-// retrieval of the top k passages (retrieval/retriever.h), closed-book Known/Unknown, Golden/Noise
-// passages, N instances per cell K-G, K-N, U-G, U-N; writes the JSONL `sure perturb` reads.
+// `ragform sure prepare --index DIR --input Q.jsonl -m READER [-k 100] [--per-cell N]
+// [--per-question N] --seed S [--known FILE] [--store DB]`: SURE's instance preparation
+// (pipelines/sure/prepare.h) — BM25 retrieval of the top k passages (retrieval/retriever.h),
+// closed-book Known/Unknown, Golden/Noise passages, N questions per cell K-G, K-N, U-G, U-N with
+// up to --per-question passages each; writes the JSONL `sure perturb` reads.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -77,14 +78,16 @@ std::vector<eval::QaRecord> retrieve_records(const std::string& index,
   return recs;
 }
 
-// The instances on stdout, the counts and the cells left short on stderr.
-void print_prepare_summary(const sure::PrepareSummary& sum, size_t per_cell) {
+// The instances on stdout, the counts and the cells left short on stderr; a cell's passages are
+// counted only when a question may bring more than one.
+void print_prepare_summary(const sure::PrepareSummary& sum, const sure::PrepareOptions& o) {
   for (const auto& row : sum.rows) print_json_line(row);
   std::string cells;
   std::string empty;
   for (size_t c = 0; c < 4; ++c) {
     cells += std::string(c ? ", " : "") + sure::kCells[c] + " " +
-             std::to_string(sum.cells[c].chosen) + "/" + std::to_string(per_cell);
+             std::to_string(sum.cells[c].chosen) + "/" + std::to_string(o.per_cell);
+    if (o.per_question != 1) cells += " (" + std::to_string(sum.cells[c].passages) + " passages)";
     if (sum.cells[c].chosen == 0) empty += std::string(empty.empty() ? "" : ", ") + sure::kCells[c];
   }
   std::fprintf(stderr,
@@ -102,16 +105,22 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
       "Retrieves the top k passages of every question from --index (BM25), asks the reader the\n"
       "question closed-book (Known iff a normalised gold answer is in its response; or the\n"
       "verdicts of --known FILE, JSONL {\"id\", \"known\": bool}), marks each passage Golden (it\n"
-      "contains a gold answer) or Noise, and writes N instances per cell K-G, K-N, U-G, U-N\n"
-      "(seeded) as the JSONL `sure perturb` reads. Closed-book answers go to --store\n"
-      "(resumable). Cell counts and empty cells are reported on stderr. See docs/retrieval.md.");
+      "contains a gold answer) or Noise, and writes N questions per cell K-G, K-N, U-G, U-N\n"
+      "(seeded), each with up to --per-question of its passages of that cell, as the JSONL\n"
+      "`sure perturb` reads. The paper makes every retrieved passage an instance: -k 100\n"
+      "--per-question 100. Closed-book answers go to --store (resumable). Cell counts and empty\n"
+      "cells are reported on stderr. See docs/sure.md and docs/retrieval.md.");
   ReaderFlags rf(a, false);
   RemoteFlags xf(a);
   auto& index =
       a.opt<std::string>("--index", "DIR", "retrieval index (ragform index build)").required();
   auto& input = a.opt<std::string>("--input", "Q.jsonl", "questions with gold answers").required();
   auto& k = a.opt<int>("-k,--top-k", "N", "passages retrieved per question", 100).range(1, 100000);
-  auto& per_cell = a.opt<int>("--per-cell", "N", "instances per cell", 50).range(1, kMaxInt);
+  auto& per_cell = a.opt<int>("--per-cell", "N", "questions per cell", 50).range(1, kMaxInt);
+  auto& per_question =
+      a.opt<int>("--per-question", "N",
+                 "passages per question per cell (seeded; the paper: all, >= -k)", 1)
+          .range(1, kMaxInt);
   auto& seed = a.opt<long long>("--seed", "S", "seed of the per-cell choice and the sampling", 0);
   auto& known = a.opt<std::string>("--known", "FILE", "closed-book verdicts instead of the reader");
   auto& store_path =
@@ -134,6 +143,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
 
   sure::PrepareOptions o;
   o.per_cell = size_t(per_cell.value);
+  o.per_question = size_t(per_question.value);
   o.seed = uint64_t(seed.value);
   o.temperature = temp.value;
   o.max_tokens = max_tokens.value;
@@ -182,7 +192,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
     for (const char* suffix : {"", "-wal", "-shm"})
       std::filesystem::remove(db.string() + suffix, ec);
   }
-  print_prepare_summary(*sum, o.per_cell);
+  print_prepare_summary(*sum, o);
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/stable_hash.h"
@@ -35,6 +36,8 @@ store::RunConfig prepare_run_config(const PrepareOptions& opt, const PromptSet& 
                {"closed_book", opt.known ? "file" : prompts.identity("closed_book")},
                {"grading", "substring_match"},
                {"questions_sha256", store::sha256_hex(questions.dump())}};
+  // Absent at 1: the key of every run written before the option existed stays the same.
+  if (opt.per_question != 1) rc.config["per_question"] = opt.per_question;
   return rc;
 }
 
@@ -136,57 +139,79 @@ std::map<std::string, store::Result> closed_book_stage(
   return done;
 }
 
-// A question's passage that may stand for it in a cell, and the seeded order the cell draws by.
+// A question's passages that may stand for it in a cell (retrieval order), and the seeded order
+// the cell draws questions by.
 struct Candidate {
   const eval::QaRecord* rec;
-  size_t ctx;
+  std::vector<size_t> ctxs;
   uint64_t order;
 };
+
+// A passage's identity for "distinct": its id, or its text when it has none.
+const std::string& passage_key(const eval::Context& c) { return c.id.empty() ? c.text : c.id; }
+
+// The first `n` of one question's passages of one cell in the seeded order (smallest hash first,
+// the earlier passage on a tie; a repeated passage counts once), returned in retrieval order.
+std::vector<size_t> seeded_passages(const eval::QaRecord& r, const std::vector<size_t>& idx,
+                                    const char* cell, uint64_t seed, size_t n) {
+  std::vector<std::pair<uint64_t, size_t>> order;
+  std::set<std::string_view> seen;
+  for (size_t i : idx) {
+    if (!seen.insert(passage_key(r.ctxs[i])).second) continue;
+    order.emplace_back(derive_seed(seed, key2(key2(cell, r.id), r.ctxs[i].id)), i);
+  }
+  std::sort(order.begin(), order.end());
+  if (order.size() > n) order.resize(n);
+  std::vector<size_t> out;
+  for (const auto& o : order) out.push_back(o.second);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // Per question with a verdict: its seeded choice among its Golden passages and among its Noise
 // passages, each a candidate of the cell K-G/K-N (known) or U-G/U-N (unknown).
 std::array<std::vector<Candidate>, 4> cell_candidates(const std::vector<eval::QaRecord>& records,
                                                       const std::map<std::string, bool>& known,
-                                                      uint64_t seed, PrepareSummary& sum) {
+                                                      const PrepareOptions& opt,
+                                                      PrepareSummary& sum) {
   std::array<std::vector<Candidate>, 4> cells;
   for (const auto& r : records) {
     auto k = known.find(r.id);
     if (k == known.end()) continue;  // unmeasured closed-book row
     ++(k->second ? sum.known : sum.unknown);
-    std::array<std::optional<std::pair<size_t, uint64_t>>, 2> best;  // [golden, noise]
-    for (size_t i = 0; i < r.ctxs.size(); ++i) {
-      const bool golden = text::substring_match(r.ctxs[i].text, r.answers) > 0;
-      const int cell = (k->second ? 0 : 2) + (golden ? 0 : 1);
-      const uint64_t h = derive_seed(seed, key2(key2(kCells[size_t(cell)], r.id), r.ctxs[i].id));
-      auto& b = best[golden ? 0 : 1];
-      if (!b || h < b->second) b = std::make_pair(i, h);
-    }
-    for (int g = 0; g < 2; ++g) {
-      if (!best[size_t(g)]) continue;
-      const size_t cell = size_t((k->second ? 0 : 2) + g);
-      cells[cell].push_back(
-          {&r, best[size_t(g)]->first, derive_seed(seed, key2(kCells[cell], r.id))});
+    std::array<std::vector<size_t>, 2> split;  // [golden, noise]
+    for (size_t i = 0; i < r.ctxs.size(); ++i)
+      split[text::substring_match(r.ctxs[i].text, r.answers) > 0 ? 0 : 1].push_back(i);
+    for (size_t g = 0; g < 2; ++g) {
+      if (split[g].empty()) continue;
+      const size_t cell = (k->second ? 0 : 2) + g;
+      cells[cell].push_back({&r,
+                             seeded_passages(r, split[g], kCells[cell], opt.seed, opt.per_question),
+                             derive_seed(opt.seed, key2(kCells[cell], r.id))});
     }
   }
   return cells;
 }
 
-// One instance row: the question with the one chosen passage, as `sure perturb` reads it.
+// One instance row: the question with its chosen passages, as `sure perturb` reads it.
 nlohmann::ordered_json instance_row(const Candidate& cand, size_t c,
                                     const std::map<std::string, std::string>& closed_book) {
   const auto& r = *cand.rec;
-  const auto& ctx = r.ctxs[cand.ctx];
   nlohmann::ordered_json j;
   j["id"] = r.id + "|" + kCells[c];
   j["question"] = r.question;
   j["answers"] = r.answers;
-  nlohmann::ordered_json cj;
-  cj["id"] = ctx.id;
-  cj["title"] = ctx.title;
-  cj["text"] = ctx.text;
-  cj["hasanswer"] = c == 0 || c == 2;
-  cj["rank"] = cand.ctx + 1;
-  j["ctxs"] = nlohmann::ordered_json::array({cj});
+  j["ctxs"] = nlohmann::ordered_json::array();
+  for (size_t i : cand.ctxs) {
+    const auto& ctx = r.ctxs[i];
+    nlohmann::ordered_json cj;
+    cj["id"] = ctx.id;
+    cj["title"] = ctx.title;
+    cj["text"] = ctx.text;
+    cj["hasanswer"] = c == 0 || c == 2;
+    cj["rank"] = i + 1;
+    j["ctxs"].push_back(std::move(cj));
+  }
   j["sure_cell"] = kCells[c];
   j["known"] = c < 2;
   j["golden"] = c == 0 || c == 2;
@@ -218,7 +243,8 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
   }
 
   // Each cell keeps its first per_cell candidates in the seeded order, written by question id.
-  std::array<std::vector<Candidate>, 4> cells = cell_candidates(records, known, opt.seed, sum);
+  if (opt.per_question < 1) throw UsageError("--per-question", "must be >= 1");
+  std::array<std::vector<Candidate>, 4> cells = cell_candidates(records, known, opt, sum);
   for (size_t c = 0; c < 4; ++c) {
     auto& v = cells[c];
     sum.cells[c].candidates = v.size();
@@ -227,6 +253,7 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
     });
     if (v.size() > opt.per_cell) v.resize(opt.per_cell);
     sum.cells[c].chosen = v.size();
+    for (const auto& cand : v) sum.cells[c].passages += cand.ctxs.size();
     std::sort(v.begin(), v.end(),
               [](const Candidate& a, const Candidate& b) { return a.rec->id < b.rec->id; });
     for (const auto& cand : v) sum.rows.push_back(instance_row(cand, c, closed_book));

@@ -9,16 +9,22 @@
 //   Golden / Noise    a retrieved passage is Golden iff it contains a gold answer by the same
 //                     normalised substring rule, else Noise.
 //   cells             K-G, K-N, U-G, U-N: (question, passage) candidates. A question contributes
-//                     at most one passage per cell — its candidate with the smallest
-//                     derive_seed(seed, "<cell>\0<question id>\0<passage id>") — and each cell
-//                     keeps the per_cell questions with the smallest
-//                     derive_seed(seed, "<cell>\0<question id>") (base/stable_hash.h), so the
-//                     choice is seeded and independent of the input order.
+//                     up to per_question distinct passages (by id; by text when the id is empty)
+//                     per cell — its candidates with the smallest
+//                     derive_seed(seed, "<cell>\0<question id>\0<passage id>"), written in
+//                     retrieval order (rank) — and each cell keeps the per_cell questions with
+//                     the smallest derive_seed(seed, "<cell>\0<question id>")
+//                     (base/stable_hash.h), so the choice is seeded and independent of the input
+//                     order. per_question = 1 (the default) is one passage per question and cell,
+//                     the output of before the option existed; the paper (3.3) makes every one
+//                     of a question's 100 retrieved documents an instance, which is per_question
+//                     >= k.
 //
-// Output rows (the litm-qa shape `sure perturb` reads), one per chosen instance, by cell then
-// question id:
+// Output rows (the litm-qa shape `sure perturb` reads), one per chosen (question, cell), by cell
+// then question id; `sure perturb` makes one pair per passage of ctxs, and `sure eval` answers
+// the row's question closed-book once:
 //   {"id": "<question id>|<cell>", "question", "answers", "ctxs": [{"id", "title", "text",
-//    "hasanswer", "rank"}], "sure_cell": "K-G", "known": bool, "golden": bool,
+//    "hasanswer", "rank"}, ...], "sure_cell": "K-G", "known": bool, "golden": bool,
 //    "question_id": id, "closed_book": response (absent with known verdicts from a file)}
 // Closed-book generations are rows of the run store (instance = question id, variant
 // "closed-book", correct = Known), written batch by batch, so a killed run resumes without
@@ -46,7 +52,8 @@ namespace ragform::sure {
 inline constexpr std::array<const char*, 4> kCells = {"K-G", "K-N", "U-G", "U-N"};
 
 struct PrepareOptions {
-  size_t per_cell = 50;  // instances per cell
+  size_t per_cell = 50;     // questions per cell
+  size_t per_question = 1;  // passages per question per cell (the paper: every one, >= k)
   uint64_t seed = 0;
   double temperature = 0.1;  // the closed-book answers, as `sure eval` (Appendix D)
   int max_tokens = 32;
@@ -59,6 +66,7 @@ struct PrepareOptions {
 struct CellCount {
   size_t candidates = 0;  // questions with at least one passage of this cell
   size_t chosen = 0;      // min(candidates, per_cell)
+  size_t passages = 0;    // the chosen questions' passages (chosen when per_question = 1)
 };
 
 struct PrepareSummary {
@@ -80,8 +88,9 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
 // max_tokens, the closed_book prompt's identity, or "file" for verdicts from opt.known), the
 // grading, and `questions_sha256`: the hex SHA-256 of every record's id, question and gold answers
 // (what a closed-book row depends on), so two question sets never share rows under the same ids.
-// The model, reader, tool version and seed are the caller's to fill. One function for the CLI and
-// `reproduce`.
+// `per_question` joins the identity only when it is not 1, so a store written before the option
+// existed resumes its runs under the same key. The model, reader, tool version and seed are the
+// caller's to fill. One function for the CLI and `reproduce`.
 store::RunConfig prepare_run_config(const PrepareOptions& opt, const PromptSet& prompts,
                                     const std::vector<eval::QaRecord>& records);
 

@@ -3,11 +3,13 @@
 // closed-book rows in the run store (a second run generates nothing), --known verdicts.
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "base/stable_hash.h"
 #include "pipelines/sure/prepare.h"
+#include "store/sha256.h"
 #include "support/fake_reader.h"
 #include "support/test_support.h"
 
@@ -160,6 +162,155 @@ TEST(SurePrepare, UnmeasuredQuestionsAreInNoCellAndKnownFileReplacesTheReader) {
     EXPECT_EQ(std::string(e.what()),
               (dir / "bad.jsonl").string() + ":1: field 'known': expected boolean, got number");
   }
+}
+
+// One passage per question per cell is the default, and its output is byte for byte what
+// prepare wrote before --per-question existed: the SHA-256 of every row's compact JSON (one per
+// line, in output order) of a run over records with duplicated and varied passages, taken from
+// the code before the option was added.
+TEST(SurePrepare, OnePassagePerQuestionIsTheOutputOfBefore) {
+  auto dir = temp_dir("prepare");
+  store::RunStore st(dir / "run.sqlite");
+  const int64_t run = st.begin_run(config());
+  auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
+  auto recs = records(9);
+  recs[2].ctxs.push_back(recs[2].ctxs[0]);  // a duplicated passage
+  recs[5].ctxs.resize(1);                   // golden only
+  FakeReader reader = scripted();
+  sure::PrepareOptions o;
+  o.per_cell = 4;
+  o.seed = 7;
+  std::string lines;
+  for (const auto& row : sure::run_prepare(&reader, st, run, prompts, recs, o).rows)
+    lines += row.dump() + "\n";
+  EXPECT_EQ(store::sha256_hex(lines),
+            "ffa32b9cf5c6cc4ded8d3b6f925e74f2264405e121960689e1c6874bb4f2725b")
+      << lines;
+}
+
+// Question i (of n) has `golden` passages g<i>_<j> holding its answer and `noise` passages
+// n<i>_<j> without it, interleaved in retrieval order (g, n, g, n, ...).
+std::vector<eval::QaRecord> wide_records(int n, int golden, int noise) {
+  std::vector<eval::QaRecord> out = records(n);
+  for (auto& r : out) {
+    const std::string i = r.id.substr(1);
+    r.ctxs.clear();
+    for (int j = 0; j < std::max(golden, noise); ++j) {
+      for (int g = 0; g < 2; ++g) {
+        if (j >= (g == 0 ? golden : noise)) continue;
+        eval::Context c;
+        c.id = std::string(g == 0 ? "g" : "n") + i + "_" + std::to_string(j);
+        c.title = "T";
+        c.text = g == 0 ? "it is Answer" + i + ", passage " + std::to_string(j) + "."
+                        : "nothing here, passage " + std::to_string(j);
+        r.ctxs.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+// The documented choice of up to n passages of question `r` for `cell`: the n distinct passages
+// with the smallest derive_seed(seed, cell\0question\0passage), in retrieval order (rank).
+std::vector<std::string> expected_passages(const eval::QaRecord& r, const std::string& cell,
+                                           size_t n, uint64_t seed) {
+  const std::string nul(1, '\0');
+  std::vector<std::tuple<uint64_t, size_t, std::string>> h;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < r.ctxs.size(); ++i) {
+    const bool golden = r.ctxs[i].id[0] == 'g';
+    if (golden != (cell[2] == 'G') || !seen.insert(r.ctxs[i].id).second) continue;
+    h.emplace_back(derive_seed(seed, cell + nul + r.id + nul + r.ctxs[i].id), i, r.ctxs[i].id);
+  }
+  std::sort(h.begin(), h.end());
+  if (h.size() > n) h.resize(n);
+  std::sort(h.begin(), h.end(),
+            [](const auto& a, const auto& b) { return std::get<1>(a) < std::get<1>(b); });
+  std::vector<std::string> out;
+  for (const auto& x : h) out.push_back(std::get<2>(x));
+  return out;
+}
+
+// --per-question 3: every chosen (question, cell) row holds up to 3 distinct passages of that
+// cell — the seeded smallest hashes, in retrieval order with their ranks — and the cells still
+// choose their questions as with one passage (the same question ids).
+TEST(SurePrepare, PerQuestionKeepsUpToNDistinctPassagesPerCellInRankOrder) {
+  auto dir = temp_dir("prepare");
+  store::RunStore st(dir / "run.sqlite");
+  const int64_t run = st.begin_run(config());
+  auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
+  auto recs = wide_records(9, 5, 4);
+  recs[0].ctxs.resize(3);                   // q0: 2 golden, 1 noise (fewer than 3)
+  recs[1].ctxs.push_back(recs[1].ctxs[0]);  // q1: a golden passage retrieved twice
+  recs[1].ctxs.push_back(recs[1].ctxs[2]);
+  FakeReader reader = scripted();
+  sure::PrepareOptions o;
+  o.per_cell = 3;
+  o.seed = 11;
+  o.per_question = 3;
+  auto s = sure::run_prepare(&reader, st, run, prompts, recs, o);
+  ASSERT_EQ(s.rows.size(), 12u);
+  std::map<std::string, const eval::QaRecord*> by_id;
+  for (const auto& r : recs) by_id[r.id] = &r;
+  size_t passages = 0;
+  std::map<std::string, std::set<std::string>> questions;
+  for (const auto& row : s.rows) {
+    const std::string cell = row["sure_cell"], qid = row["question_id"];
+    const auto& rec = *by_id.at(qid);
+    questions[cell].insert(qid);
+    std::vector<std::string> got;
+    int last_rank = 0;
+    for (const auto& c : row["ctxs"]) {
+      got.push_back(c["id"]);
+      EXPECT_EQ(c["hasanswer"].get<bool>(), cell[2] == 'G');
+      const int rank = c["rank"];
+      EXPECT_GT(rank, last_rank) << row.dump();  // retrieval order, each passage once
+      last_rank = rank;
+      EXPECT_EQ(rec.ctxs[size_t(rank - 1)].id, c["id"]);
+    }
+    EXPECT_EQ(got, expected_passages(rec, cell, 3, 11)) << row.dump();
+    EXPECT_EQ(got.size(), qid == "q0" ? (cell[2] == 'G' ? 2u : 1u) : 3u) << row.dump();
+    EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), got.size());
+    passages += got.size();
+  }
+  size_t counted = 0;
+  for (const auto& c : s.cells) counted += c.passages;
+  EXPECT_EQ(counted, passages);
+  // The questions of each cell are those one passage per question would choose.
+  o.per_question = 1;
+  store::RunStore st1(dir / "one.sqlite");
+  auto one = sure::run_prepare(&reader, st1, st1.begin_run(config()), prompts, recs, o);
+  std::map<std::string, std::set<std::string>> one_questions;
+  for (const auto& row : one.rows) {
+    one_questions[row["sure_cell"]].insert(row["question_id"]);
+    ASSERT_EQ(row["ctxs"].size(), 1u);
+  }
+  EXPECT_EQ(questions, one_questions);
+  // More passages than a question has: all of its passages of the cell, each once.
+  o.per_question = 100;
+  store::RunStore st2(dir / "all.sqlite");
+  auto all = sure::run_prepare(&reader, st2, st2.begin_run(config()), prompts, recs, o);
+  for (const auto& row : all.rows) {
+    const std::string qid = row["question_id"], cell = row["sure_cell"];
+    const size_t want = qid == "q0" ? (cell[2] == 'G' ? 2u : 1u) : (cell[2] == 'G' ? 5u : 4u);
+    EXPECT_EQ(row["ctxs"].size(), want) << row.dump();
+  }
+}
+
+// --per-question joins prepare's run identity only when it is not 1, so a store written before
+// the option existed resumes its runs with the default.
+TEST(SurePrepare, PerQuestionIsInTheRunIdentityOnlyWhenNotOne) {
+  auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
+  const auto recs = records(3);
+  sure::PrepareOptions o;
+  const auto rc1 = sure::prepare_run_config(o, prompts, recs);
+  EXPECT_FALSE(rc1.config.contains("per_question")) << rc1.config.dump();
+  o.per_question = 3;
+  const auto rc3 = sure::prepare_run_config(o, prompts, recs);
+  EXPECT_EQ(rc3.config.at("per_question"), 3);
+  EXPECT_NE(store::run_key(rc1), store::run_key(rc3));
+  o.per_question = 4;
+  EXPECT_NE(store::run_key(sure::prepare_run_config(o, prompts, recs)), store::run_key(rc3));
 }
 
 // The questions are part of the run's identity: a second question set with the same ids (q0, q1,
