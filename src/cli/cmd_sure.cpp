@@ -7,7 +7,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
 
 #include "base/error.h"
@@ -542,11 +541,14 @@ int run_attention(const std::vector<std::string>& argv) {
   Args a(
       "sure attention", "Attention shift on the answer span, Robust vs Win vs Lose (4.3, eq. 4).",
       "For Golden pairs evaluated in --store (labels C), samples up to --per-group pairs of each\n"
-      "group (seeded), measures the attention of the question's final token (--query prompt:\n"
-      "the prompt's final token) on the gold answer span (first whole-word occurrence) in the\n"
-      "original and perturbed prompts (A_org, A_pert), and prints per group A_org, A_pert,\n"
-      "dA = |A_org - A_pert| and Welch's t-test of dA Robust vs Win+Lose. Raw prompt mode.\n"
-      "The reader: -m MODEL.gguf, or --reader openai against `ragform serve` (/v1/attention).");
+      "feature category (--sample-by category, the paper's '50 examples ... from each\n"
+      "category') or of each Robust/Win/Lose group (--sample-by outcome), seeded; measures the\n"
+      "attention of the question's final token (--query prompt: the prompt's final token) on\n"
+      "the gold answer span (first whole-word occurrence) in the original and perturbed prompts\n"
+      "(A_org, A_pert), and prints per group A_org, A_pert, dA = |A_org - A_pert|, Welch's\n"
+      "t-test of dA Robust vs Win+Lose and the sampling (by, per_group, seed, drawn per\n"
+      "stratum). Raw prompt mode. The reader: -m MODEL.gguf, or --reader openai against\n"
+      "`ragform serve` (/v1/attention).");
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL (e.g. the SIG file)").required();
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store with the labels").required();
@@ -555,7 +557,13 @@ int run_attention(const std::vector<std::string>& argv) {
                     .range(kAnyInt, kMaxInt);
   auto& heads = a.opt<std::string>("--heads", "LIST", "heads to average (default: all)", "");
   auto& per_group =
-      a.opt<int>("--per-group", "N", "pairs per group (paper: 50)", 50).range(1, kMaxInt);
+      a.opt<int>("--per-group", "N", "pairs per sampled category or outcome group (paper: 50)", 50)
+          .range(1, kMaxInt);
+  auto& sample_by = a.opt<std::string>(
+      "--sample-by", "WHAT",
+      "draw --per-group pairs per feature category (category, the paper's reading) or per "
+      "Robust/Win/Lose group (outcome)",
+      "category");
   auto& query = a.opt<std::string>(
       "--query", "TOKEN", "query token: question (its final token, the paper's t_q) or prompt",
       "question");
@@ -568,44 +576,23 @@ int run_attention(const std::vector<std::string>& argv) {
   ao.layer = layer.value;
   ao.query = parse_attention_query(query.value);
   if (!heads.value.empty()) ao.heads = parse_int_list("--heads", heads.value);
+  AttentionSampleOptions so;
+  so.by = parse_attention_sampling(sample_by.value);
+  so.per_group = static_cast<size_t>(per_group.value);
+  so.seed = static_cast<uint64_t>(seed.value);
   store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
-  int64_t id = one_eval_run(st, run.value);
-  std::map<std::pair<std::string, std::string>, int> labels;
-  for (const auto& o : outcomes_from_store(st, id))
-    if (o.subset == Subset::KG || o.subset == Subset::UG)
-      labels[{o.pair_id, o.perturbation}] = o.label();
-  std::map<int, std::vector<Pair>> by_group;
-  for (auto& p : read_pairs(input.value)) {
-    auto it = labels.find({p.id, p.perturbation});
-    if (it != labels.end()) by_group[it->second].push_back(std::move(p));
-  }
+  std::map<std::string, size_t> drawn;
+  auto sample = sample_attention_pairs(
+      labelled_golden_pairs(st, one_eval_run(st, run.value), read_pairs(input.value)), so, &drawn);
   PromptSet prompts = su.prompts();
   auto reader = su.open("sure attention");
-  std::vector<std::tuple<int, double, double>> rows;
-  size_t no_span = 0;
-  for (auto& [c, ps] : by_group) {
-    std::mt19937_64 rng(
-        mix_seed(static_cast<uint64_t>(seed.value), std::to_string(c), "attention"));
-    std::shuffle(ps.begin(), ps.end(), rng);
-    if (ps.size() > static_cast<size_t>(per_group.value))
-      ps.resize(static_cast<size_t>(per_group.value));
-    for (const auto& p : ps) {
-      std::string go = grounding_original(p), gp = grounding_perturbed(p);
-      auto a0 = answer_span_attention(*reader, rag_prompt(prompts, go, p.question, con.value), go,
-                                      p.question, p.answers, ao);
-      auto a1 = answer_span_attention(*reader, rag_prompt(prompts, gp, p.question, con.value), gp,
-                                      p.question, p.answers, ao);
-      if (!a0 || !a1) {
-        ++no_span;
-        continue;
-      }
-      rows.emplace_back(c, *a0, *a1);
-    }
-  }
-  auto rep = attention_report(rows);
-  print_json_line(rep.to_json());
-  note("sure attention: " + std::to_string(rows.size()) + " pairs measured, " +
-       std::to_string(no_span) + " without a literal answer span");
+  AttentionShift shift = measure_attention_shift(*reader, prompts, sample, ao, con.value);
+  auto out = attention_report(shift.rows).to_json();
+  out["sampling"] = so.to_json();
+  out["sampling"]["drawn"] = drawn;
+  print_json_line(out);
+  note("sure attention: " + std::to_string(shift.rows.size()) + " pairs measured, " +
+       std::to_string(shift.no_span) + " without a literal answer span");
   return 0;
 }
 

@@ -66,10 +66,10 @@ std::string HttpJsonClient::post(const std::string& endpoint, const std::string&
     }
     last = send_once(endpoint, &body, opt.api_key, opt.timeout_s);
     if (last.ok()) return std::move(last.body);
-    if (!last.transient()) throw RequestFailed(last.error, last.status, attempt + 1);
+    if (!last.transient()) throw RequestFailed(last.error, last.status, attempt + 1, who_);
   }
   throw RequestFailed(last.error + " (after " + std::to_string(retries + 1) + " attempts)",
-                      last.status, retries + 1);
+                      last.status, retries + 1, who_);
 }
 
 std::string http_error_text(const std::string& body) {

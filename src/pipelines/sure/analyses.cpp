@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "eval/stats.h"
+#include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "pipelines/sure/taxonomy.h"
 #include "text/sentences.h"
@@ -207,6 +208,85 @@ std::optional<double> answer_span_attention(reader::Reader& reader, const std::s
   double s = 0;
   for (int t = t0; t < t1; ++t) s += row[static_cast<size_t>(t)];
   return s / (t1 - t0);
+}
+
+AttentionSampling parse_attention_sampling(const std::string& s) {
+  if (s == "category") return AttentionSampling::Category;
+  if (s == "outcome") return AttentionSampling::Outcome;
+  throw UsageError("--sample-by", "expected category or outcome, got '" + s + "'");
+}
+
+const char* sampling_name(AttentionSampling s) {
+  return s == AttentionSampling::Category ? "category" : "outcome";
+}
+
+nlohmann::ordered_json AttentionSampleOptions::to_json() const {
+  nlohmann::ordered_json j;
+  j["by"] = sampling_name(by);
+  j["per_group"] = per_group;
+  j["seed"] = seed;
+  return j;
+}
+
+std::vector<LabelledPair> labelled_golden_pairs(const store::RunStore& store, int64_t run,
+                                                std::vector<Pair> pairs) {
+  std::map<std::pair<std::string, std::string>, int> labels;
+  for (const auto& o : outcomes_from_store(store, run))
+    if (o.subset == Subset::KG || o.subset == Subset::UG)
+      labels[{o.pair_id, o.perturbation}] = o.label();
+  std::vector<LabelledPair> out;
+  for (auto& p : pairs) {
+    auto it = labels.find({p.id, p.perturbation});
+    if (it != labels.end()) out.push_back({std::move(p), it->second});
+  }
+  return out;
+}
+
+namespace {
+
+const char* outcome_name(int label) { return label == 0 ? "Robust" : label < 0 ? "Win" : "Lose"; }
+
+}  // namespace
+
+std::vector<LabelledPair> sample_attention_pairs(std::vector<LabelledPair> pairs,
+                                                 const AttentionSampleOptions& opt,
+                                                 std::map<std::string, size_t>* drawn) {
+  const bool by_category = opt.by == AttentionSampling::Category;
+  // The outcome keys ("-1", "0", "1") and their seeds are those of the sampling before the
+  // category strata existed, so --sample-by outcome draws the pairs it drew then.
+  std::map<std::string, std::vector<LabelledPair>> strata;
+  for (auto& lp : pairs) {
+    std::string key = by_category ? lp.pair.category : std::to_string(lp.label);
+    strata[key].push_back(std::move(lp));
+  }
+  std::vector<LabelledPair> out;
+  for (auto& [key, ps] : strata) {
+    std::mt19937_64 rng(mix_seed(opt.seed, key, "attention"));
+    std::shuffle(ps.begin(), ps.end(), rng);
+    if (ps.size() > opt.per_group) ps.resize(opt.per_group);
+    if (drawn) (*drawn)[by_category ? key : outcome_name(std::stoi(key))] = ps.size();
+    for (auto& lp : ps) out.push_back(std::move(lp));
+  }
+  return out;
+}
+
+AttentionShift measure_attention_shift(reader::Reader& reader, const PromptSet& prompts,
+                                       const std::vector<LabelledPair>& pairs,
+                                       const AttentionOptions& opt, bool chain_of_note) {
+  AttentionShift out;
+  for (const auto& [p, c] : pairs) {
+    const std::string go = grounding_original(p), gp = grounding_perturbed(p);
+    auto a0 = answer_span_attention(reader, rag_prompt(prompts, go, p.question, chain_of_note), go,
+                                    p.question, p.answers, opt);
+    auto a1 = answer_span_attention(reader, rag_prompt(prompts, gp, p.question, chain_of_note), gp,
+                                    p.question, p.answers, opt);
+    if (!a0 || !a1) {
+      ++out.no_span;
+      continue;
+    }
+    out.rows.emplace_back(c, *a0, *a1);
+  }
+  return out;
 }
 
 nlohmann::ordered_json AttentionReport::to_json() const {

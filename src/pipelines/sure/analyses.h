@@ -5,6 +5,10 @@
 //    default) on the tokens of the gold answer span inside the document, summed over the span's
 //    tokens and divided by their number: A_org, A_pert, dA = |A_org - A_pert|, averaged per
 //    Robust / Win / Lose group, and Welch's t-test of dA between Robust and Win+Lose.
+//    The pairs measured are a seeded sample of the Golden pairs with a label: up to N per feature
+//    category (the default, the paper's "50 examples with Golden documents from each category",
+//    where "category" is the word the paper keeps for the five types of spurious feature) or, on
+//    request, up to N per Robust / Win / Lose group.
 //    The query token is "the final token of the question t_q" (4.3): the token ending the last
 //    occurrence of the question in the prompt, at count_tokens(prompt up to the question's end) -
 //    1; the final prompt token (after "Answer:", the one that predicts the answer) is an option.
@@ -33,6 +37,7 @@
 
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/pairs.h"
+#include "pipelines/sure/prompts.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
 
@@ -85,6 +90,41 @@ std::optional<double> answer_span_attention(reader::Reader& reader, const std::s
                                             const std::vector<std::string>& answers,
                                             const AttentionOptions& opt);
 
+// What a sample of `sure attention` draws up to N pairs of (the strata): the five feature
+// categories (the paper's reading, the default) or the Robust / Win / Lose outcome groups.
+enum class AttentionSampling { Category, Outcome };
+AttentionSampling parse_attention_sampling(const std::string& s);  // "category" | "outcome"
+const char* sampling_name(AttentionSampling s);
+
+struct AttentionSampleOptions {
+  AttentionSampling by = AttentionSampling::Category;
+  size_t per_group = 50;  // pairs per stratum (the paper: 50)
+  uint64_t seed = 0;
+  // {"by", "per_group", "seed"}: printed with the report, so results of different samples are
+  // never taken for one another.
+  nlohmann::ordered_json to_json() const;
+};
+
+// A pair with the label C of an evaluation run.
+struct LabelledPair {
+  Pair pair;
+  int label = 0;
+};
+
+// The pairs of `pairs` whose (id, perturbation) is a Golden (K-G or U-G) outcome of `run`, with
+// its label, in input order.
+std::vector<LabelledPair> labelled_golden_pairs(const store::RunStore& store, int64_t run,
+                                                std::vector<Pair> pairs);
+
+// The sample: the pairs split into strata (by pair.category, or by label with the keys "-1",
+// "0", "1"), each stratum shuffled in input order by std::shuffle with a std::mt19937_64 seeded
+// mix_seed(seed, key, "attention") (perturb_rules.h), its first per_group kept; strata in key
+// order. `drawn` (optional) receives the count kept per stratum (named by category, or Robust /
+// Win / Lose).
+std::vector<LabelledPair> sample_attention_pairs(std::vector<LabelledPair> pairs,
+                                                 const AttentionSampleOptions& opt,
+                                                 std::map<std::string, size_t>* drawn = nullptr);
+
 struct AttentionGroup {
   std::string group;  // Robust | Win | Lose
   int64_t n = 0;
@@ -97,6 +137,17 @@ struct AttentionReport {
 };
 // rows: (label C, A_org, A_pert) per pair.
 AttentionReport attention_report(const std::vector<std::tuple<int, double, double>>& rows);
+
+// A_org and A_pert of every pair on the RAG prompt P = (I, G, Q) (Chain-of-Note's instruction
+// when `chain_of_note`): rows for attention_report, and the pairs left out because a prompt has
+// no whole-word answer span in its document.
+struct AttentionShift {
+  std::vector<std::tuple<int, double, double>> rows;
+  size_t no_span = 0;
+};
+AttentionShift measure_attention_shift(reader::Reader& reader, const PromptSet& prompts,
+                                       const std::vector<LabelledPair>& pairs,
+                                       const AttentionOptions& opt, bool chain_of_note);
 
 // ---- oracle score ----
 // Eq. 5 averaged over answers: mean_a sum_t log p(a_t | prompt, a_<t).

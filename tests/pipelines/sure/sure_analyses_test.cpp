@@ -1,11 +1,18 @@
-// SURE analyses on hand-built inputs: SIG selection, attention groups and Welch's t (hand
-// computed), readability features, training-data synthesis from a run store, oracle K-S sets.
+// SURE analyses on hand-built inputs: SIG selection, the attention sample (per category or per
+// outcome), the attention shift, its groups and Welch's t (hand computed), readability features,
+// training-data synthesis from a run store, oracle K-S sets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <random>
+#include <set>
 
 #include "base/error.h"
 #include "pipelines/sure/analyses.h"
+#include "pipelines/sure/evaluate.h"
+#include "pipelines/sure/perturb_rules.h"
 #include "support/test_support.h"
 
 using namespace ragform;
@@ -98,6 +105,127 @@ TEST(SureAnalyses, AttentionGroupsAndWelch) {
   EXPECT_NEAR(*rep.welch_t, (0.5 - 7.0 / 3) / std::sqrt(0.25 / 3 + 1.0 / 9), 1e-9);
   EXPECT_GT(*rep.welch_p, 0.0);
   EXPECT_LT(*rep.welch_p, 0.05);
+}
+
+namespace {
+
+// Pairs over three feature categories and all three outcomes: per category 5 Robust, 3 Win and
+// 1 Lose (ids "<category>-<label>-<i>"), interleaved so no stratum is a run of the input.
+std::vector<LabelledPair> labelled_sample_input() {
+  std::vector<LabelledPair> out;
+  const std::pair<int, int> counts[] = {{0, 5}, {-1, 3}, {1, 1}};
+  for (int i = 0; i < 5; ++i)
+    for (const char* cat : {"style", "logic", "format"})
+      for (const auto& [label, n] : counts) {
+        if (i >= n) continue;
+        LabelledPair lp;
+        lp.pair.category = cat;
+        lp.pair.perturbation = std::string(cat) + "/x";
+        lp.pair.id = std::string(cat) + "-" + std::to_string(label) + "-" + std::to_string(i);
+        lp.label = label;
+        out.push_back(lp);
+      }
+  return out;
+}
+
+std::map<std::string, size_t> count_by(const std::vector<LabelledPair>& v, bool category) {
+  std::map<std::string, size_t> m;
+  for (const auto& lp : v) ++m[category ? lp.pair.category : std::to_string(lp.label)];
+  return m;
+}
+
+std::vector<std::string> ids(const std::vector<LabelledPair>& v) {
+  std::vector<std::string> out;
+  for (const auto& lp : v) out.push_back(lp.pair.id);
+  return out;
+}
+
+}  // namespace
+
+// The attention sample: `category` draws up to N per feature category whatever the outcomes,
+// `outcome` up to N per Robust/Win/Lose group whatever the categories; both are a function of the
+// seed alone, and `outcome` is the documented shuffle per label (the draw of before).
+TEST(SureAnalyses, AttentionSampleDrawsUpToNPerCategoryOrPerOutcome) {
+  const auto in = labelled_sample_input();
+  ASSERT_EQ(in.size(), 27u);
+  AttentionSampleOptions so;
+  EXPECT_EQ(so.by, AttentionSampling::Category);  // the default: the paper's reading
+  so.per_group = 4;
+  so.seed = 3;
+  std::map<std::string, size_t> drawn;
+  auto cat = sample_attention_pairs(in, so, &drawn);
+  EXPECT_EQ(count_by(cat, true),
+            (std::map<std::string, size_t>{{"format", 4}, {"logic", 4}, {"style", 4}}));
+  EXPECT_EQ(drawn, count_by(cat, true));
+  std::set<std::string> unique;
+  for (const auto& id : ids(cat)) EXPECT_TRUE(unique.insert(id).second) << id;
+  EXPECT_EQ(ids(sample_attention_pairs(in, so)), ids(cat));  // same seed, same sample
+  so.seed = 4;
+  EXPECT_NE(ids(sample_attention_pairs(in, so)), ids(cat));
+  so.seed = 3;
+
+  so.by = AttentionSampling::Outcome;
+  drawn.clear();
+  auto out = sample_attention_pairs(in, so, &drawn);
+  // 15 Robust, 9 Win, 3 Lose in the input: 4, 4, 3 drawn, from all categories.
+  EXPECT_EQ(count_by(out, false), (std::map<std::string, size_t>{{"-1", 4}, {"0", 4}, {"1", 3}}));
+  EXPECT_EQ(drawn, (std::map<std::string, size_t>{{"Lose", 3}, {"Robust", 4}, {"Win", 4}}));
+  EXPECT_EQ(ids(sample_attention_pairs(in, so)), ids(out));
+  // The documented draw of the Robust group: its pairs in input order, std::shuffle by
+  // mt19937_64(mix_seed(seed, "0", "attention")), the first 4.
+  std::vector<std::string> robust;
+  for (const auto& lp : in)
+    if (lp.label == 0) robust.push_back(lp.pair.id);
+  std::mt19937_64 rng(mix_seed(3, "0", "attention"));
+  std::shuffle(robust.begin(), robust.end(), rng);
+  robust.resize(4);
+  std::vector<std::string> got;
+  for (const auto& lp : out)
+    if (lp.label == 0) got.push_back(lp.pair.id);
+  EXPECT_EQ(got, robust);
+
+  // More than a stratum holds: all of it.
+  so.per_group = 100;
+  EXPECT_EQ(sample_attention_pairs(in, so).size(), 27u);
+  so.by = AttentionSampling::Category;
+  EXPECT_EQ(sample_attention_pairs(in, so).size(), 27u);
+
+  EXPECT_EQ(parse_attention_sampling("outcome"), AttentionSampling::Outcome);
+  EXPECT_EQ(parse_attention_sampling("category"), AttentionSampling::Category);
+  EXPECT_THROW(parse_attention_sampling("group"), ragform::UsageError);
+  EXPECT_EQ(so.to_json().dump(), R"({"by":"category","per_group":100,"seed":3})");
+}
+
+// measure_attention_shift on the byte reader: each pair's A_org and A_pert with its label, and a
+// pair whose answer is in neither document counted, not measured.
+TEST(SureAnalyses, AttentionShiftMeasuresEachSampledPair) {
+  auto prompts = load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
+  ByteReader r;
+  LabelledPair a;
+  a.pair.id = "q#0";
+  a.pair.perturbation = "logic/reverse";
+  a.pair.category = "logic";
+  a.pair.question = "who met?";
+  a.pair.answers = {"Tom"};
+  a.pair.title = "T";
+  a.pair.original = "Tom met 1 friend. It rained.";
+  a.pair.perturbed = "It rained. Tom met 1 friend.";
+  a.label = 1;
+  LabelledPair b = a;
+  b.pair.answers = {"Ann"};
+  b.label = 0;
+  AttentionOptions ao;
+  auto shift = measure_attention_shift(r, prompts, {a, b}, ao, false);
+  ASSERT_EQ(shift.rows.size(), 1u);
+  EXPECT_EQ(shift.no_span, 1u);
+  const auto& [label, a_org, a_pert] = shift.rows[0];
+  EXPECT_EQ(label, 1);
+  const std::string go = grounding_original(a.pair), gp = grounding_perturbed(a.pair);
+  EXPECT_DOUBLE_EQ(a_org, *answer_span_attention(r, rag_prompt(prompts, go, "who met?", false), go,
+                                                 "who met?", {"Tom"}, ao));
+  EXPECT_DOUBLE_EQ(a_pert, *answer_span_attention(r, rag_prompt(prompts, gp, "who met?", false), gp,
+                                                  "who met?", {"Tom"}, ao));
+  EXPECT_NE(a_org, a_pert);  // "Tom" moved: the span's positions differ
 }
 
 TEST(SureAnalyses, AnswerSpanOnWordBoundaries) {

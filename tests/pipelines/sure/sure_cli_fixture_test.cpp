@@ -102,6 +102,29 @@ TEST(SureCli, EndToEndOnStories260K) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto att = nlohmann::json::parse(r.out);
   ASSERT_EQ(att["groups"].size(), 3u);
+  // The default draws up to 3 Golden pairs per feature category (logic, format, metadata: 3
+  // golden documents x 2, 4 and 4 kinds); stories260K is robust everywhere, so --sample-by
+  // outcome draws 3 Robust pairs and nothing else. The sampling is printed with the numbers.
+  EXPECT_EQ(att["sampling"]["by"], "category");
+  EXPECT_EQ(att["sampling"]["per_group"], 3);
+  EXPECT_EQ(att["sampling"]["drawn"],
+            nlohmann::json({{"format", 3}, {"logic", 3}, {"metadata", 3}}));
+  auto measured = [](const nlohmann::json& a) {
+    int64_t n = 0;
+    for (const auto& g : a["groups"]) n += g["n"].get<int64_t>();
+    return n;
+  };
+  EXPECT_EQ(measured(att) + std::stoll(r.err.substr(r.err.rfind("measured, ") + 10)), 9);
+  r = run_ragform("sure attention --input " + quoted(dir / "rule_pairs.jsonl") + " -m " +
+                  quoted(model) + " --ctx 1024 --store " + quoted(dir / "run.sqlite") +
+                  " --per-group 3 --sample-by outcome");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto by_outcome = nlohmann::json::parse(r.out);
+  EXPECT_EQ(by_outcome["sampling"]["by"], "outcome");
+  EXPECT_EQ(by_outcome["sampling"]["drawn"], nlohmann::json({{"Robust", 3}}));
+  EXPECT_EQ(
+      by_outcome["groups"][1]["n"].get<int64_t>() + by_outcome["groups"][2]["n"].get<int64_t>(), 0);
+  EXPECT_EQ(measured(by_outcome) + std::stoll(r.err.substr(r.err.rfind("measured, ") + 10)), 3);
   r = run_ragform("sure export --store " + quoted(dir / "run.sqlite") + " --sft " +
                   quoted(dir / "sft.jsonl") + " --dpo " + quoted(dir / "dpo.jsonl"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
