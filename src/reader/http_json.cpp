@@ -49,8 +49,8 @@ HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::str
   a.status = res->status;
   a.body = std::move(res->body);
   if (!a.ok())
-    a.error =
-        "HTTP " + std::to_string(a.status) + " from " + prefix_ + endpoint + ": " + http_error_text(a.body);
+    a.error = "HTTP " + std::to_string(a.status) + " from " + prefix_ + endpoint + ": " +
+              http_error_text(a.body);
   return a;
 }
 

@@ -1,9 +1,5 @@
 #include "reader/openai_reader.h"
 
-// Debian's cpp-httplib is a compiled library built with OpenSSL, zlib and brotli support; the
-// build passes its pkg-config flags (CPPHTTPLIB_*_SUPPORT) so this header matches the library.
-#include <httplib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,43 +23,60 @@ std::string finish_reason(const json& choice, const GenerateParams& p) {
   return p.stop.empty() ? "eos" : "stop";
 }
 
+std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
+  std::vector<std::unique_ptr<Endpoint>> eps;
+  for (const std::string& url : split_url_list(o.base_url))
+    eps.push_back(std::make_unique<HttpEndpoint>(url, "openai reader", o.api_key, o.timeout_s));
+  if (eps.empty())
+    throw UsageError("openai reader", "base URL '" + o.base_url + "' names no server");
+  PoolOptions po;
+  po.per_server = o.concurrency;
+  po.retries = o.retries;
+  po.backoff_s = o.backoff_s;
+  return std::make_unique<ServerPool>(std::move(eps), po);
+}
+
 }  // namespace
 
-OpenAIReader::OpenAIReader(OpenAIOptions opt)
-    : opt_(std::move(opt)), http_(opt_.base_url, "openai reader") {
+OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
   if (opt_.concurrency < 1) opt_.concurrency = 1;
   if (opt_.retries < 0) opt_.retries = 0;
+  pool_ = open_pool(opt_);
+  // A fleet serving different models would mix them in one run: refused before any request.
+  pool_->check_all();
 }
 
 std::string OpenAIReader::describe() const {
-  return "openai:" + http_.scheme_host_port() + http_.prefix() + "#" + opt_.model;
+  if (!opt_.model.empty()) return "openai:" + opt_.model;
+  std::lock_guard<std::mutex> lock(probe_mu_);
+  if (served_model_.empty()) {
+    // The server's own model: named by its list when the list holds one model.
+    if (auto a = pool_->models_answer(); a && a->ok()) {
+      json j = json::parse(a->body, nullptr, false);
+      if (j.is_object() && j.contains("data") && j["data"].is_array() && j["data"].size() == 1 &&
+          j["data"][0].is_object())
+        served_model_ = j["data"][0].value("id", std::string());
+    }
+  }
+  return "openai:" + served_model_;
 }
 
 std::string OpenAIReader::post(const std::string& endpoint, const std::string& body) const {
-  return http_.post(endpoint, body, {opt_.api_key, opt_.retries, opt_.backoff_s, opt_.timeout_s});
+  return pool_->post(endpoint, body);
 }
 
 bool OpenAIReader::is_ragform_server() const {
   std::lock_guard<std::mutex> lock(probe_mu_);
   if (ragform_) return *ragform_;
-  httplib::Headers headers;
-  if (!opt_.api_key.empty()) headers.emplace("Authorization", "Bearer " + opt_.api_key);
-  httplib::Client cli(http_.scheme_host_port());
-  int t = std::min(opt_.timeout_s, 30);
-  cli.set_connection_timeout(t, 0);
-  cli.set_read_timeout(t, 0);
-  auto res = cli.Get(http_.prefix() + "/models", headers);
+  auto res = pool_->models_answer();
   if (!res) return false;  // no answer: not remembered, the next call asks again
   bool ragform = false;
-  if (res->status >= 200 && res->status < 300) {
-    try {
-      json j = json::parse(res->body);
-      if (j.contains("data") && j["data"].is_array())
-        for (const auto& m : j["data"])
-          if (m.is_object() && m.value("owned_by", std::string()) == "ragform") ragform = true;
-    } catch (const json::exception&) {
-      ragform = false;  // not an OpenAI model list: some other server
-    }
+  if (res->ok()) {
+    json j = json::parse(res->body, nullptr, false);
+    // Anything but an OpenAI model list: some other server.
+    if (!j.is_discarded() && j.is_object() && j.contains("data") && j["data"].is_array())
+      for (const auto& m : j["data"])
+        if (m.is_object() && m.value("owned_by", std::string()) == "ragform") ragform = true;
   }
   if (res->status == 429 || res->status >= 500) return ragform;  // transient: ask again later
   ragform_ = ragform;
@@ -129,7 +142,8 @@ std::vector<Generation> OpenAIReader::generate_batch(const std::vector<std::stri
       }
     }
   };
-  size_t n = std::min<size_t>(size_t(opt_.concurrency), prompts.size());
+  // --concurrency is per server: the pool keeps each server at that many requests in flight.
+  size_t n = std::min<size_t>(size_t(opt_.concurrency) * pool_->size(), prompts.size());
   std::vector<std::thread> threads;
   for (size_t t = 1; t < n; ++t) threads.emplace_back(worker);
   worker();

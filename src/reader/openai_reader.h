@@ -15,31 +15,41 @@
 // Which server it is: GET {base}/models once (on first need), a ragform server names "ragform" as
 // `owned_by` of its model. A failed probe is not remembered (the next call asks again) and counts
 // as "not ragform" for that call.
-// Transport: `concurrency` requests in flight for generate_batch; each request is retried with
-// exponential backoff (backoff_s * 2^attempt) on connection errors, timeouts, 429 and 5xx, up to
-// `retries` times. A request that still fails throws RequestFailed: pipelines catch it and store
+// Several servers (base_url "A,B,C"): one ServerPool (reader/server_pool.h) spreads the requests
+// (fewest in flight), hands a failed one to another server and refuses a fleet whose servers do
+// not serve the same model (when the reader opens). The run identity is the same for one server
+// or many: describe() names the model, never a URL (servers() says where the answers came from).
+// Transport: `concurrency` requests in flight per server (generate_batch runs that many per
+// server); a request is retried on connection errors, timeouts, 408, 429 and 5xx — on another
+// server at once, on the same one after exponential backoff (backoff_s * 2^round) — for `retries`
+// further rounds. A request that still fails throws RequestFailed: pipelines catch it and store
 // the item as *unmeasured* (never a wrong answer, never a NaN in a mean). Other 4xx answers are not
 // retried and also throw RequestFailed (with the server's message).
 // HTTPS needs a build with CPPHTTPLIB_OPENSSL_SUPPORT; plain HTTP always works.
 #pragma once
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "reader/http_json.h"
 #include "reader/reader.h"
+#include "reader/server_pool.h"
 
 namespace ragform::reader {
 
 // RequestFailed: reader/http_json.h.
 struct OpenAIOptions {
-  std::string base_url;       // "http://127.0.0.1:8080" or ".../v1" (a missing path means /v1)
+  // "http://127.0.0.1:8080" or ".../v1" (a missing path means /v1); several servers of one
+  // model: a comma list "http://a:8080/v1,http://b:8080/v1".
+  std::string base_url;
   std::string model;          // sent as "model"; empty = not sent (the server's own model)
   std::string api_key;        // "Authorization: Bearer ..." when not empty
   bool chat = false;          // chat/completions with the prompt as the user turn
   std::string system_prompt;  // chat mode only
-  int concurrency = 4;        // requests in flight in generate_batch
+  int concurrency = 4;        // requests in flight per server
   int retries = 4;            // further attempts after the first
   double backoff_s = 0.5;     // first retry delay; doubles each time
   int timeout_s = 300;        // connect/read/write timeout of one attempt
@@ -50,7 +60,9 @@ class OpenAIReader : public Reader {
   explicit OpenAIReader(OpenAIOptions opt);
   // attention is true only for `ragform serve` (asks the server once, see above).
   Capabilities capabilities() const override { return {true, true, is_ragform_server(), false}; }
-  std::string describe() const override;  // "openai:<base url>#<model>"
+  // "openai:<model>": -m as given, else the one model the servers list (asked once); no URL, so
+  // a study spread over any servers is one run.
+  std::string describe() const override;
   std::string chat_mode() const override { return opt_.chat ? "server-template" : "raw"; }
   Generation generate(const std::string& prompt, const GenerateParams& p) override;
   std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
@@ -65,12 +77,17 @@ class OpenAIReader : public Reader {
   std::string post(const std::string& endpoint, const std::string& body) const;
   // Whether the server is `ragform serve` (GET {base}/models, owned_by "ragform"); cached.
   bool is_ragform_server() const;
+  // The servers ("http://host:port/v1"), in the order given: the run's provenance, not identity.
+  std::vector<std::string> servers() const { return pool_->names(); }
+  // Requests each server answered, in servers() order.
+  std::vector<int64_t> answered() const { return pool_->answered(); }
 
  private:
   OpenAIOptions opt_;
-  HttpJsonClient http_;  // after opt_: built from opt_.base_url
+  std::unique_ptr<ServerPool> pool_;  // the servers of opt_.base_url
   mutable std::mutex probe_mu_;
   mutable std::optional<bool> ragform_;
+  mutable std::string served_model_;  // describe() without -m: the servers' model, once known
   ScoreResult score_ragform(const std::string& prompt, const std::string& continuation);
 };
 

@@ -47,7 +47,12 @@ TEST(OpenAIReaderFixture, MatchesNativeOnStories260K) {
   oo.model = "stories260K";
   oo.concurrency = 4;
   OpenAIReader remote(oo);
-  EXPECT_EQ(remote.describe(), "openai:" + srv.url() + "/v1#stories260K");
+  // The run identity names the model, never a server: one study over any servers is one run.
+  EXPECT_EQ(remote.describe(), "openai:stories260K");
+  OpenAIOptions unnamed = oo;
+  unnamed.model = "";  // the servers' own model, as their /models names it
+  unnamed.base_url = srv.url() + "," + srv.url() + "/v1";
+  EXPECT_EQ(OpenAIReader(unnamed).describe(), "openai:stories260K");
 
   GenerateParams gp;
   gp.max_tokens = 24;
