@@ -502,6 +502,14 @@ EvalSummary run_eval(reader::Reader& r, store::RunStore& st,
   for (const auto& per : items) all.insert(all.end(), per.begin(), per.end());
   if (all.empty()) throw Error("cnorm eval", "no items");
   const Profile& prof = opt.profile;
+  // A profile calibrated on another prompt (e.g. lost-in-the-middle's, the default before the
+  // paper's) still deploys, but its f* was chosen on other prompts than these.
+  const auto cal_tmpl = prof.extra.find("template_sha256");
+  if (cal_tmpl != prof.extra.end() && *cal_tmpl != store::sha256_hex(opt.tmpl))
+    note(opt.hooks,
+         "cnorm eval: note: the profile was calibrated with another prompt template "
+         "(config.template_sha256 differs): calibrate with this evaluation's template for f* on "
+         "these prompts");
   // Min-Token chooses among the profile's delimiters, at the profile's p.
   std::vector<Delimiter> cands = min_token_candidates(prof);
   if (cands.empty()) cands.push_back({"none", ""});

@@ -180,6 +180,27 @@ TEST(CnormRun, EvalOfThePapersPromptIsANewRun) {
   });
 }
 
+// A profile calibrated on another prompt template than the evaluation's is said to be.
+TEST(CnormRun, EvalNotesAProfileOfAnotherTemplate) {
+  const auto dir = ragform::testing::temp_dir("cnorm_run_profile_template");
+  store::RunStore st(dir / "runs.sqlite");
+  FakeReader r = attention_reader();
+  const Profile prof = run_calibrate(r, capital_items(), calibrate_options()).profile;
+  EvalOptions o = eval_options(prof);
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& s) { notes.push_back(s); };
+  auto said = [&notes] {
+    for (const auto& n : notes)
+      if (n.find("calibrated with another prompt template") != std::string::npos) return true;
+    return false;
+  };
+  run_eval(r, st, {capital_items()}, o);  // kQaTemplate, as calibrated
+  EXPECT_FALSE(said());
+  o.tmpl = load_template(Task::Qa, "", "");
+  run_eval(r, st, {capital_items()}, o);
+  EXPECT_TRUE(said());
+}
+
 TEST(CnormRun, EvalNeedsOneItemSetPerSeed) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_seeds");
   store::RunStore st(dir / "runs.sqlite");
