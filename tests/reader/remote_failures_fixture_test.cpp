@@ -165,6 +165,27 @@ TEST_F(RemoteFailures, SureEvalWithSomeRowsMeasuredExits0WithTheCount) {
   EXPECT_FALSE(json_lines(r.out).empty());
 }
 
+// The reader-made perturbations and the NLI filter follow the same rule.
+TEST_F(RemoteFailures, SurePerturbAndFilterWithoutTheKeyExit1) {
+  auto dir = temp_dir("remote-fail-perturb");
+  auto qa = qa_file(dir, 1);
+  const std::string remote = " --reader openai --retries 0 --base-url " + url(srv_->port());
+  KeyEnv none({});
+  auto r = run_ragform("sure perturb --input " + quoted(qa) + " --kinds style/simple" + remote);
+  expect_one_line_error(r, "sure perturb", "HTTP 401");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  auto pairs = pairs_file(dir, 1);
+  r = run_ragform("sure filter --input " + quoted(pairs) + " --nli all" + remote);
+  expect_one_line_error(r, "sure filter", "HTTP 401");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  // With the key both run (the story model's NLI verdicts keep few pairs, if any: mechanics).
+  KeyEnv key({{"OPENAI_API_KEY", "K"}});
+  r = run_ragform("sure perturb --input " + quoted(qa) + " --kinds style/simple" + remote);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_ragform("sure filter --input " + quoted(pairs) + " --nli all" + remote);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST_F(RemoteFailures, SurePrepareWithoutTheKeyExits1) {
   auto dir = temp_dir("remote-fail-prepare");
   write_file(dir / "corpus.jsonl",

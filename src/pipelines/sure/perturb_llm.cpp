@@ -122,7 +122,10 @@ Perturbation parse_llm_output(const LlmRequest& req, const std::string& output) 
 
 std::vector<Perturbation> run_llm_perturbations(reader::Reader& reader, const PromptSet& prompts,
                                                 const std::vector<LlmRequest>& reqs,
-                                                const LlmOptions& opt) {
+                                                const LlmOptions& opt,
+                                                reader::MeasuredTally* tally) {
+  reader::MeasuredTally own;
+  reader::MeasuredTally& t = tally ? *tally : own;
   std::vector<Perturbation> out(reqs.size());
   reader::GenerateParams gp;
   gp.max_tokens = opt.max_tokens;
@@ -139,11 +142,15 @@ std::vector<Perturbation> run_llm_perturbations(reader::Reader& reader, const Pr
       if (!at.gen) {
         out[i].failed = true;
         out[i].note = "reader error: " + at.error;
+        t.failed(at.error, at.status);
         continue;
       }
+      t.measured();
       out[i] = parse_llm_output(reqs[i], at.gen->text);
     }
+    t.fail_fast("sure perturb");
   }
+  if (!tally) own.check("sure perturb");
   return out;
 }
 

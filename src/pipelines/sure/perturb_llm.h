@@ -25,6 +25,7 @@
 #include "pipelines/sure/perturb_rules.h"
 #include "pipelines/sure/prompts.h"
 #include "pipelines/sure/taxonomy.h"
+#include "reader/measured.h"
 #include "reader/reader.h"
 
 namespace ragform::sure {
@@ -51,9 +52,14 @@ std::vector<size_t> parse_ranking(const std::string& output, size_t n, std::stri
 // Strips announcement lines and quotes from a rewrite.
 std::string clean_rewrite(const std::string& output);
 
-// Runs the requests in batches on `reader` (all requests must need a reader).
+// Runs the requests in batches on `reader` (all requests must need a reader). A reader error
+// fails the request's pair (note "reader error: ..."); the run as a whole follows
+// reader/measured.h: every request counts in `tally`, a batch after which it is hopeless stops
+// the run, and without a caller's tally the run checks its own at the end (NothingMeasured when
+// no request was answered, or every failure is a 401/403/404).
 std::vector<Perturbation> run_llm_perturbations(reader::Reader& reader, const PromptSet& prompts,
                                                 const std::vector<LlmRequest>& reqs,
-                                                const LlmOptions& opt);
+                                                const LlmOptions& opt,
+                                                reader::MeasuredTally* tally = nullptr);
 
 }  // namespace ragform::sure

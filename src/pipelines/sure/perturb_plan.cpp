@@ -53,11 +53,12 @@ void apply_llm(reader::Reader& rd, const PromptSet& prompts, const LlmOptions& o
                const std::vector<LlmRequest>& reqs, const std::vector<size_t>& idx,
                std::vector<Pair>& pairs, const std::function<void(size_t)>& progress) {
   const size_t step = std::max<size_t>(1, opt.batch);
+  reader::MeasuredTally tally;  // over every chunk: the run's verdict, not a chunk's
   for (size_t b = 0; b < reqs.size(); b += step) {
     const size_t e = std::min(reqs.size(), b + step);
     const std::vector<LlmRequest> chunk(reqs.begin() + static_cast<long>(b),
                                         reqs.begin() + static_cast<long>(e));
-    auto res = run_llm_perturbations(rd, prompts, chunk, opt);
+    auto res = run_llm_perturbations(rd, prompts, chunk, opt, &tally);
     for (size_t i = b; i < e; ++i) {
       Pair& p = pairs[idx[i]];
       p.perturbed = res[i - b].text;
@@ -66,6 +67,7 @@ void apply_llm(reader::Reader& rd, const PromptSet& prompts, const LlmOptions& o
     }
     if (progress) progress(e);
   }
+  tally.check("sure perturb");
 }
 
 }  // namespace ragform::sure

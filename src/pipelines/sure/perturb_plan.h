@@ -37,7 +37,8 @@ PerturbPlan plan_pairs(const std::vector<eval::QaRecord>& recs, const std::vecto
 
 // Answers `reqs` on `rd` in batches of opt.batch and writes each result (text, note, failed) into
 // the pair at the same position of `idx`. `progress` (may be empty) gets the number of requests
-// done after each batch.
+// done after each batch. reader::NothingMeasured (reader/measured.h) when no request was answered
+// or every failure is a 401/403/404.
 void apply_llm(reader::Reader& rd, const PromptSet& prompts, const LlmOptions& opt,
                const std::vector<LlmRequest>& reqs, const std::vector<size_t>& idx,
                std::vector<Pair>& pairs, const std::function<void(size_t)>& progress = {});

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "pipelines/sure/taxonomy.h"
+#include "reader/measured.h"
 #include "text/metrics.h"
 
 namespace ragform::sure {
@@ -120,6 +121,7 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
   gp.max_tokens = opt.max_tokens;
   gp.temperature = 0.0;
   size_t B = std::max<size_t>(1, opt.batch);
+  reader::MeasuredTally tally;  // NLI verdicts, by reader/measured.h's rule
   for (size_t b = 0; b < nli_todo.size(); b += B) {
     size_t e = std::min(nli_todo.size(), b + B);
     // Both directions of every pair in one batch: [fwd_0, bwd_0, fwd_1, bwd_1, ...].
@@ -134,6 +136,7 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
     const size_t n_q = 2 * (e - b);
     std::vector<std::string> outs(n_q);
     std::vector<bool> ok(n_q, true);
+    std::vector<int> status(n_q, -1);  // a failure's cause (reader/measured.h failure_status)
     if (opt.judge) {  // a cross-encoder: its label word stands in for the reader's answer
       std::vector<std::pair<std::string, std::string>> ph;
       for (size_t t = b; t < e; ++t) {
@@ -145,13 +148,15 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
         std::vector<NliLabel> labels = opt.judge(ph);
         for (size_t q = 0; q < n_q; ++q) outs[q] = to_string(labels.at(q));
       } catch (const Error& ex) {
-        for (size_t q = 0; q < n_q; ++q) ok[q] = false, outs[q] = ex.what();
+        for (size_t q = 0; q < n_q; ++q)
+          ok[q] = false, outs[q] = ex.what(), status[q] = reader::failure_status(ex);
       }
     } else {
       const std::vector<reader::Attempt> gens = reader::generate_each(*nli_reader, ps, gp);
       for (size_t q = 0; q < ps.size(); ++q) {
         ok[q] = gens[q].gen.has_value();
         outs[q] = ok[q] ? gens[q].gen->text : gens[q].error;
+        status[q] = gens[q].status;
       }
     }
     for (size_t t = b; t < e; ++t) {
@@ -159,11 +164,14 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
       FilterVerdict& v = out[nli_todo[t]];
       ++counts.nli_checked;
       if (!ok[q] || !ok[q + 1]) {
+        const size_t bad = !ok[q] ? q : q + 1;
         v.keep = false;
-        v.reason = "nli unmeasured: " + (!ok[q] ? outs[q] : outs[q + 1]);
+        v.reason = "nli unmeasured: " + outs[bad];
         ++counts.nli_unmeasured;
+        tally.failed(outs[bad], status[bad]);
         continue;
       }
+      tally.measured();
       NliLabel fwd = parse_nli(outs[q]), bwd = parse_nli(outs[q + 1]);
       v.nli_forward = to_string(fwd);
       v.nli_backward = to_string(bwd);
@@ -177,7 +185,9 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
         ++counts.nli_backward_not_entailed;
       }
     }
+    tally.fail_fast("sure filter");
   }
+  tally.check("sure filter");
   for (const auto& v : out) counts.kept += v.keep;
   return out;
 }

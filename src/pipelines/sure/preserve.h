@@ -70,7 +70,8 @@ struct FilterVerdict {
 FilterVerdict check_answers(const Pair& p);
 
 // Runs every filter over `pairs`; `nli_reader` may be null when opt.nli == None or opt.judge is
-// set.
+// set. reader::NothingMeasured (reader/measured.h) when NLI was asked and no pair got both
+// verdicts, or every failure is a 401/403/404 (a pair without them is counted nli_unmeasured).
 std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::Reader* nli_reader,
                                         const PromptSet& prompts, const FilterOptions& opt,
                                         FilterCounts& counts);
