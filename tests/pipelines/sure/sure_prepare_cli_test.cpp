@@ -1,7 +1,8 @@
 // `ragform sure prepare --per-question N` end to end on a small hand-written corpus (BM25 index,
 // closed-book verdicts from --known, so no model): the default writes one passage per question
-// and cell, N = 3 up to three distinct passages of the cell in retrieval order, and N joins the
-// run identity only when it is not 1 (a store's default run resumes as before).
+// and cell, N = 3 up to three distinct passages of the cell in retrieval order (one pair each in
+// `sure perturb`), and N joins the run identity only when it is not 1 (a store's default run
+// resumes as before).
 #include <set>
 
 #include <gtest/gtest.h>
@@ -95,6 +96,15 @@ TEST(SurePrepareCli, PerQuestionWritesUpToNDistinctPassagesAndSplitsTheRunOnlyWh
     EXPECT_TRUE(ids.count(rows1[i]["ctxs"][0]["id"])) << row.dump();
   }
   EXPECT_NE(three.err.find("K-G 2/4 (6 passages)"), std::string::npos) << three.err;
+  // sure perturb makes one pair per passage of a row.
+  write_file(dir / "three.jsonl", three.out);
+  auto p =
+      run_ragform("sure perturb --input " + quoted(dir / "three.jsonl") + " --kinds format/json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto pairs = json_lines(p.out);
+  ASSERT_EQ(pairs.size(), 24u);
+  EXPECT_EQ(pairs[2]["id"], rows3[0]["id"].get<std::string>() + "#2");
+  EXPECT_EQ(pairs[2]["original"], rows3[0]["ctxs"][2]["text"]);
 
   // Two runs in the store; the default resumes its own (no third run), with the same output.
   auto again = run_ragform(prepare_args(in, db, ""));
