@@ -28,14 +28,6 @@ void MeasuredTally::failed(const std::string& error, int status) {
   }
 }
 
-void MeasuredTally::add(const MeasuredTally& o) {
-  measured_ += o.measured_;
-  failed_ += o.failed_;
-  client_errors_ += o.client_errors_;
-  no_answer_ += o.no_answer_;
-  if (first_error_.empty()) first_error_ = o.first_error_;
-}
-
 bool MeasuredTally::hopeless() const {
   return measured_ == 0 && failed_ > 0 && client_errors_ + no_answer_ == failed_;
 }

@@ -1,6 +1,8 @@
-// When a run through a reader succeeded: the one rule every runner that stores unmeasured rows
-// (sure prepare and eval, the C-NORM and SpotlightRAG runners, reproduce) applies, so that no
-// front end (CLI, Python, server) reports success over a run that measured nothing.
+// When a run through a reader succeeded: the one rule every runner that goes on past a failed
+// row applies (sure prepare, perturb, filter and eval; SpotlightRAG's generation in reproduce), so
+// that no front end (CLI, Python) reports success over a run that measured nothing. (C-NORM's
+// runners stop at the first reader error; is_outage() keeps them from calling a server's failure
+// a prompt that does not fit.)
 //   - a *failure* is a row the reader could not answer (a failed request, a prompt over the
 //     context, a judge without a verdict), stored as unmeasured;
 //   - a *client error* is a request the server refused with 401, 403 or 404 (a wrong or missing
@@ -46,8 +48,6 @@ class MeasuredTally {
   void failed(const std::string& error, int status);
   // A row left unmeasured by the exception `e`.
   void failed(const std::exception& e) { failed(e.what(), failure_status(e)); }
-  // Another tally's rows (a stage's, a second reader's) counted into this one.
-  void add(const MeasuredTally& other);
 
   int64_t measured_count() const { return measured_; }
   int64_t unmeasured() const { return failed_; }
