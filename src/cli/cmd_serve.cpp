@@ -92,6 +92,18 @@ bool is_encoder_model(const std::string& path) {
   return model::is_encoder_file(*gguf::File::open(path));
 }
 
+// A key a client can send: HTTP trims the spaces around a header value and the Bearer scheme ends
+// at the first space, so a key with whitespace or a control character could never match (and one
+// of only spaces would look set while no client could use it).
+const std::string& sendable_key(const std::string& where, const std::string& key) {
+  for (unsigned char c : key)
+    if (c <= 0x20 || c == 0x7f)
+      throw UsageError(where,
+                       "the key holds whitespace or a control character, which an "
+                       "'Authorization: Bearer KEY' header cannot carry");
+  return key;
+}
+
 // The server's API key: --api-key, --api-key-file or $RAGFORM_API_KEY (at most one of the flags;
 // the variable is read when neither is given). Empty = no key required: only when none of the
 // three is given, since an empty key that was meant to protect the server would leave it open.
@@ -101,7 +113,7 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
   if (key.seen) {
     if (key.value.empty())
       throw UsageError("--api-key", "the key is empty (omit the flag to serve without a key)");
-    return key.value;
+    return sendable_key("--api-key", key.value);
   }
   if (file.seen) {
     std::ifstream in(file.value, std::ios::binary);
@@ -111,12 +123,12 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
     std::getline(in, line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) throw Error(file.value, "the API key file's first line is empty");
-    return line;
+    return sendable_key(file.value, line);
   }
   if (const char* env = std::getenv("RAGFORM_API_KEY")) {
     if (*env == '\0')
       throw UsageError("RAGFORM_API_KEY", "is set but empty (unset it to serve without a key)");
-    return env;
+    return sendable_key("RAGFORM_API_KEY", env);
   }
   return "";
 }

@@ -58,6 +58,27 @@ TEST(ServeHardening, AnEmptyApiKeyIsAUsageError) {
   EXPECT_EQ(err.rfind("ragform: RAGFORM_API_KEY: ", 0), 0u) << err;
 }
 
+// A key no client can send (only spaces, or with whitespace or a control character inside: HTTP
+// trims header values and the Bearer scheme ends at a space) is refused like an empty one, from
+// each of the three sources.
+TEST(ServeHardening, AKeyNoClientCanSendIsAUsageError) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  for (const char* bad : {"   ", "two words", "tab\there", " lead"}) {
+    auto [code, err] = serve_to_exit({"-m", model.string(), "--api-key", bad}, {}, 20);
+    EXPECT_EQ(code, 2) << bad << ": " << err;
+    EXPECT_NE(err.find("whitespace or a control character"), std::string::npos) << err;
+  }
+  auto [code, err] = serve_to_exit({"-m", model.string()}, {{"RAGFORM_API_KEY", " "}}, 20);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_EQ(err.rfind("ragform: RAGFORM_API_KEY: ", 0), 0u) << err;
+  const auto file = ragform::testing::temp_dir("serve-key-space") / "key";
+  { std::ofstream(file) << "sek ret\n"; }
+  std::tie(code, err) =
+      serve_to_exit({"-m", model.string(), "--api-key-file", file.string()}, {}, 20);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find("whitespace or a control character"), std::string::npos) << err;
+}
+
 TEST(ServeHardening, DecoderRequestsAndLimits) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "128", "--api-key", "sekret", "--max-body",
