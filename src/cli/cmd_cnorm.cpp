@@ -19,7 +19,7 @@
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 #include "pipelines/cnorm/cnorm.h"
-#include "ragform_version.h"
+#include "pipelines/common/common.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 
@@ -92,7 +92,7 @@ cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag) {
 }
 
 cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256) {
-  return {std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")", model_path, model_sha256};
+  return {common::tool_version(), model_path, model_sha256};
 }
 
 cnorm::RunHooks cli_hooks(std::optional<Progress>* progress) {

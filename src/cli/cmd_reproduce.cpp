@@ -17,7 +17,7 @@
 #include "cli/remote_flags.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_card.h"
-#include "ragform_version.h"
+#include "pipelines/common/common.h"
 #include "reader/measured.h"
 #include "report/paper_numbers.h"
 #include "reproduce/reproduce.h"
@@ -267,7 +267,7 @@ int run_reproduce(const std::vector<std::string>& argv) {
                                              "shown as reference only")
                                : "compared with the paper's " + opt.paper_model) +
       "), scale " + scale.value + ", store " + store_path.value);
-  opt.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  opt.tool_version = common::tool_version();
   std::optional<Progress> progress;
   opt.hooks.note = say;
   opt.hooks.begin = [&](const std::string& label, uint64_t total) {

@@ -19,8 +19,8 @@
 #include "cli/shard.h"
 #include "cli/sure_prepare.h"
 #include "eval/datasets.h"
+#include "pipelines/common/common.h"
 #include "pipelines/sure/sure.h"
-#include "ragform_version.h"
 #include "reader/native_encoder.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -375,7 +375,7 @@ int run_eval(const std::vector<std::string>& argv) {
   store::RunConfig rc =
       eval_run_config(eo, prompts, input_sha256,
                       judge && !su.remote() ? store::sha256_file(judge_model.value) : "");
-  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  rc.tool_version = common::tool_version();
   rc.model_path = su.rf.model.value;
   rc.model_sha256 = su.model_sha256();
   rc.reader = reader->describe();

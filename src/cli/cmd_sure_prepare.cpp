@@ -19,8 +19,8 @@
 #include "cli/remote_flags.h"
 #include "cli/sure_prepare.h"
 #include "eval/jsonl.h"
+#include "pipelines/common/common.h"
 #include "pipelines/sure/sure.h"
-#include "ragform_version.h"
 #include "retrieval/questions.h"
 #include "retrieval/retriever.h"
 #include "store/run_store.h"
@@ -171,7 +171,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
   {
     store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
     store::RunConfig rc = sure::prepare_run_config(o, prompts, recs);
-    rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+    rc.tool_version = common::tool_version();
     rc.model_path = rf.model.value;
     rc.model_sha256 =
         reader && xf.reader.value != "openai" ? store::sha256_file(rf.model.value) : "";

@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "base/progress.h"
 #include "cli/command.h"
-#include "ragform_version.h"
+#include "pipelines/common/common.h"
 
 namespace ragform::cli {
 
@@ -44,9 +44,7 @@ int run_verbs(const std::string& group, const std::string& summary, const std::v
 }
 
 namespace {
-std::string version_line() {
-  return std::string("ragform ") + RAGFORM_VERSION + " (git " + RAGFORM_GIT + ")";
-}
+std::string version_line() { return "ragform " + common::tool_version(); }
 
 void print_help() {
   std::string s =

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "pipelines/common/common.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
 
@@ -24,13 +25,8 @@ namespace ragform::reproduce {
 enum class Scale { Smoke, Paper };
 const char* scale_name(Scale s);
 
-// The runners' notes and progress (every member may be empty).
-struct Hooks {
-  std::function<void(const std::string&)> note;
-  std::function<void(const std::string& label, uint64_t total)> begin;
-  std::function<void(uint64_t n)> advance;
-  std::function<void()> end;
-};
+// The runners' notes and progress: the pipelines' own hooks (every member may be empty).
+using Hooks = common::RunHooks;
 
 struct Options {
   std::string paper;       // "cnorm", "sure", "spotlight"

@@ -39,8 +39,8 @@ TEST(PipelineLayering, NoPipelineIncludesAnother) {
   for (const std::string& p : kPipelines) {
     ASSERT_TRUE(fs::is_directory(kSrc / "pipelines" / p)) << p;
     for (const Include& inc : pipeline_includes(kSrc / "pipelines" / p))
-      EXPECT_EQ(inc.pipeline, p) << inc.file << " includes pipelines/" << inc.pipeline << "/"
-                                 << inc.header;
+      EXPECT_TRUE(inc.pipeline == p || inc.pipeline == "common")
+          << inc.file << " includes pipelines/" << inc.pipeline << "/" << inc.header;
   }
 }
 

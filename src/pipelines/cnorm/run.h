@@ -17,25 +17,16 @@
 #include "pipelines/cnorm/longbench.h"
 #include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/tasks.h"
+#include "pipelines/common/common.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
 
 namespace ragform::cnorm {
 
-// How a runner talks to its caller; every member may be empty. The CLI prints notes on stderr and
-// draws base/progress.h's line for each stage.
-struct RunHooks {
-  std::function<void(const std::string&)> note;                         // one line for the user
-  std::function<void(const std::string& label, uint64_t total)> begin;  // a stage starts
-  std::function<void(uint64_t n)> advance;                              // n more steps of it done
-  std::function<void()> end;                                            // the stage is over
-};
-
-// What a run records about what ran it (store::RunConfig tool_version, model_path, model_sha256;
-// the reader's description and chat mode come from the reader).
-struct RunOrigin {
-  std::string tool_version, model_path, model_sha256;
-};
+// The runner contract's hooks and origin (pipelines/common/run.h); C-NORM's runners take the
+// reader's description and chat mode from the reader they are given.
+using RunHooks = common::RunHooks;
+using RunOrigin = common::RunOrigin;
 
 // ---------------------------------------------------------------- calibrate
 

@@ -1,0 +1,53 @@
+#include "pipelines/common/run.h"
+
+#include <utility>
+
+namespace ragform::common {
+
+Stage::Stage(const RunHooks& h, const std::string& label, uint64_t total) : h_(h) {
+  if (h_.begin) h_.begin(label, total);
+}
+
+Stage::~Stage() {
+  if (h_.end) h_.end();
+}
+
+void Stage::add(uint64_t n) const {
+  if (h_.advance) h_.advance(n);
+}
+
+RunOrigin origin_of(const reader::Reader& r, std::string tool_version, std::string model_path,
+                    std::string model_sha256) {
+  RunOrigin o;
+  o.tool_version = std::move(tool_version);
+  o.model_path = std::move(model_path);
+  o.model_sha256 = std::move(model_sha256);
+  o.reader = r.describe();
+  o.chat_mode = r.chat_mode();
+  return o;
+}
+
+void record_origin(store::RunConfig& rc, const RunOrigin& o) {
+  rc.tool_version = o.tool_version;
+  rc.model_path = o.model_path;
+  rc.model_sha256 = o.model_sha256;
+  rc.reader = o.reader;
+  rc.chat_mode = o.chat_mode;
+}
+
+Resumed begin_or_resume(store::RunStore& st, store::RunConfig rc, const RunOrigin& origin,
+                        const RunHooks& hooks, const std::string& stage, uint64_t total,
+                        const std::string& what) {
+  record_origin(rc, origin);
+  Resumed out;
+  out.run = st.begin_run(rc);
+  out.done = st.done_keys(out.run);
+  if (!out.done.empty())
+    hooks.say(stage + ": resuming run " + std::to_string(out.run) + ": " +
+              std::to_string(out.done.size()) +
+              (total > 0 ? " of " + std::to_string(total) : std::string()) + " " + what +
+              " already stored");
+  return out;
+}
+
+}  // namespace ragform::common
