@@ -18,9 +18,9 @@
 #include "bindings.h"
 #include "eval/datasets.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "pipelines/common/common.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "pipelines/sure/sure.h"
-#include "ragform_version.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "store/run_store.h"
@@ -331,7 +331,7 @@ pyb::dict sure_evaluate(reader::Reader& reader, const pyb::iterable& pairs_in,
                      store::RunStore::Durability::normal);
   store::RunConfig rc = eval_run_config(eo, prompts, pairs_sha256(pairs));  // the CLI's identity
   auto* native = dynamic_cast<reader::NativeReader*>(&reader);
-  rc.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
+  rc.tool_version = common::tool_version();
   rc.model_path = native ? native->model_path() : "";
   rc.model_sha256 = native ? store::sha256_file(native->model_path()) : "";
   rc.reader = reader.describe();
@@ -416,23 +416,9 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
     std::vector<Document> docs = documents_of(r);
     ScoredQuestion sq = score_question(*enc, r.question, docs, sp);
     Selection s = select_and_annotate(r.question, docs, sq, sel);
-    // The object `spotlight select --json` prints (cmd_spotlight.cpp selection_json), with the
-    // full-precision scores (the CLI rounds them to 9 significant digits).
-    nlohmann::ordered_json sj = nlohmann::ordered_json::array();
-    for (const Selected& x : s.selected) {
-      nlohmann::ordered_json mm = nlohmann::ordered_json::array();
-      for (const Match& y : x.score.matches) mm.push_back({{"q", y.q}, {"c", y.c}, {"s", y.s}});
-      sj.push_back({{"title", x.title},
-                    {"doc_id", x.doc_id},
-                    {"sent_id", x.score.sent},
-                    {"text", x.text},
-                    {"R", x.score.R_norm},
-                    {"R_raw", x.score.R},
-                    {"prefix", x.prefix},
-                    {"category", x.category},
-                    {"matches", mm}});
-    }
-    out = {{"id", r.id}, {"selected", sj}, {"prompt", s.prompt}};
+    // The object `spotlight select --json` prints (selection_json.h), with the full-precision
+    // scores (the CLI rounds them to 9 significant digits).
+    out = selection_json(r.id, s);
   }
   return from_json(out);
 }

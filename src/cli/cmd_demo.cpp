@@ -28,8 +28,8 @@
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "eval/datasets.h"
+#include "pipelines/common/common.h"
 #include "pipelines/spotlight/spotlight.h"
-#include "ragform_version.h"
 #include "store/run_store.h"
 
 namespace ragform::cli {
@@ -230,8 +230,8 @@ void spotlight_step(const DemoInputs& in, const DemoPlan& plan, store::RunStore&
   so.input_path = in.hotpot;
   so.vectors_path = in.glove;
   so.params = spotlight::default_score_params();  // what `spotlight select` uses with no flags
-  so.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  res.spotlight = spotlight::run_eval(st, recs, enc, so);
+  so.origin.tool_version = common::tool_version();
+  res.spotlight = spotlight::run_eval(enc, st, recs, so);
   const spotlight::RunSummary& ss = res.spotlight;
   std::fprintf(stderr, "spotlight: %zu questions (%zu rows written, %zu reused, %zu skipped)\n",
                ss.questions, ss.written, ss.reused, ss.skipped);

@@ -3,24 +3,20 @@
 // cmd_spotlight_train.cpp.
 #include <algorithm>
 #include <cstdio>
-#include <functional>
-#include <map>
-#include <memory>
 #include <numeric>
+#include <optional>
 
 #include "base/error.h"
 #include "base/progress.h"
-#include "base/stable_hash.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/run_hooks.h"
 #include "cli/shard.h"
 #include "cli/spotlight_flags.h"
 #include "eval/datasets.h"
 #include "eval/stats.h"
 #include "pipelines/spotlight/spotlight.h"
-#include "ragform_version.h"
 #include "store/run_store.h"
-#include "text/sentences.h"
 
 namespace ragform::cli {
 
@@ -48,24 +44,6 @@ std::string highlight(const Document& d, const Selected& s) {
   out += d.text.substr(cur, sp.end - cur);
   size_t b = out.find_first_not_of(' ');
   return b == std::string::npos ? out : out.substr(b);
-}
-
-ojson selection_json(const eval::QaRecord& r, const Selection& sel) {
-  ojson sj = ojson::array();
-  for (const Selected& s : sel.selected) {
-    ojson m = ojson::array();
-    for (const Match& x : s.score.matches) m.push_back({{"q", x.q}, {"c", x.c}, {"s", f9(x.s)}});
-    sj.push_back({{"title", s.title},
-                  {"doc_id", s.doc_id},
-                  {"sent_id", s.score.sent},
-                  {"text", s.text},
-                  {"R", f9(s.score.R_norm)},
-                  {"R_raw", f9(s.score.R)},
-                  {"prefix", s.prefix},
-                  {"category", s.category},
-                  {"matches", m}});
-  }
-  return ojson{{"id", r.id}, {"selected", sj}, {"prompt", sel.prompt}};
 }
 
 int run_select(const std::vector<std::string>& argv) {
@@ -106,7 +84,9 @@ int run_select(const std::vector<std::string>& argv) {
     oov += sq.oov;
     Selection s = select_and_annotate(r.question, docs, sq, sel);
     if (json.value) {
-      print_json_line(selection_json(r, s));
+      SelectionJsonOptions layout;
+      layout.round9 = true;
+      print_json_line(selection_json(r.id, s, layout));
     } else {
       std::printf("== %s: %s\n", r.id.c_str(), r.question.c_str());
       for (const Selected& x : s.selected)
@@ -120,18 +100,13 @@ int run_select(const std::vector<std::string>& argv) {
   return 0;
 }
 
-struct Row {
-  std::string group, method;
-  int K = 0;
-  std::vector<double> recalls;
-};
-
 // `spotlight eval --store`: the pipeline's runner (spotlight/run.h) writes the rows; the summary
 // printed is the run's mean recall per method over every stored question (resumed ones too).
 int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& recs,
                     TokenEncoder& enc, const SpotlightEncoderFlags& ef, const ScoreParams& params,
                     int K, uint64_t seed, const std::string& input, bool json) {
   store::RunStore st(path);
+  std::optional<Progress> progress;
   RunOptions o;
   o.K = K;
   o.recall_ks = {K};
@@ -139,8 +114,9 @@ int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& 
   o.seed = seed;
   o.input_path = input;
   o.vectors_path = ef.encoder.value == "static" ? ef.vectors.value : "";
-  o.tool_version = std::string(RAGFORM_VERSION) + " (git " + RAGFORM_GIT + ")";
-  const RunSummary sum = run_eval(st, recs, enc, o);
+  o.origin.tool_version = common::tool_version();
+  o.hooks = cli_run_hooks(&progress);
+  const RunSummary sum = run_eval(enc, st, recs, o);
   std::fprintf(stderr,
                "spotlight eval: run %lld in %s: %zu questions (%zu without resolvable gold "
                "skipped), %zu rows written, %zu reused\n",
@@ -160,133 +136,8 @@ int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& 
   return 0;
 }
 
-// One configuration of the scorer evaluated on every question: a row group, its name, the
-// parameters and the K of its recall.
-struct Config {
-  std::string group, name;
-  ScoreParams p;
-  int K;
-};
-
-// The main configuration first (rows[0] feeds the baselines' comparison and --generate), then
-// with --sweeps Table 3's ablations and Table 4's k and lambda sweeps.
-std::vector<Config> eval_configs(const ScoreParams& base, int K, bool sweeps) {
-  std::vector<Config> cfgs{{"main", "spotlight", base, K}};
-  if (!sweeps) return cfgs;
-  auto with = [&](auto f) {
-    ScoreParams p = base;
-    f(p);
-    return p;
-  };
-  cfgs.push_back({"ablation", "w/o fine-grained scorer",
-                  with([](ScoreParams& p) { p.scorer = Scorer::MeanVector; }), K});
-  // Table 3's "w/o importance weighting", both readings (scoring.h).
-  cfgs.push_back({"ablation", "w/o query importance alpha (eq. 8)",
-                  with([](ScoreParams& p) { p.alpha = Alpha::Uniform; }), K});
-  cfgs.push_back({"ablation", "w/o context weights w (eq. 6)",
-                  with([](ScoreParams& p) { p.weighting = Weighting::Uniform; }), K});
-  for (int k : {1, 3, 5, 7})
-    cfgs.push_back(
-        {"sweep-k", "k=" + std::to_string(k), with([&](ScoreParams& p) { p.top_k = k; }), K});
-  for (double l : {0.0, 0.5, 1.0})
-    cfgs.push_back({"sweep-lambda", "lambda=" + std::to_string(l).substr(0, 3),
-                    with([&](ScoreParams& p) { p.lambda = l; }), K});
-  return cfgs;
-}
-
-// What `spotlight eval` measures on each question, as given on its command line.
-struct EvalSettings {
-  ScoreParams base;
-  int K = 0;
-  uint64_t seed = 0;
-  bool sweeps = false;
-  bool generate = false;
-  int n_predict = 0;
-  bool json = false;
-};
-
-// Everything accumulated over the questions, printed at the end.
-struct EvalTally {
-  std::vector<Row> rows;   // one per configuration (eval_configs)
-  std::vector<Row> krows;  // K sweep of the main configuration and the baselines
-  // Table 4's context length: the gold paragraphs plus the first d distractors (d = 8: all of a
-  // HotpotQA distractor record), Spotlight and BM25 at K; crows[2i] spotlight, [2i+1] bm25.
-  std::vector<int> distractors;
-  std::vector<Row> crows;
-  std::vector<double> ctx_words;  // words of the contexts per distractor count, summed
-  PositionalAnalysis pa;
-  size_t skipped = 0, words = 0, oov = 0;
-  std::vector<double> em_full, sub_full, em_plain, sub_plain;  // --generate, per question
-};
-
-EvalTally make_tally(const std::vector<Config>& cfgs, const EvalSettings& es) {
-  EvalTally t;
-  for (const auto& c : cfgs) t.rows.push_back({c.group, c.name, c.K, {}});
-  const std::vector<int> Ks = es.sweeps ? std::vector<int>{2, 4, 6, 8} : std::vector<int>{es.K};
-  for (const char* m : {"spotlight", "lead", "lead-doc", "random", "bm25"})
-    for (int k : Ks) t.krows.push_back({"sweep-K", m, k, {}});
-  if (es.sweeps) t.distractors = {0, 2, 4, 8};
-  t.ctx_words.assign(t.distractors.size(), 0.0);
-  for (int d : t.distractors)
-    for (const char* m : {"spotlight", "bm25"})
-      t.crows.push_back({"sweep-context", std::string(m) + " gold+" + std::to_string(d), es.K, {}});
-  return t;
-}
-
-// --generate: the reader's answer to the main configuration's selection, with and without the
-// special tokens (the paper's end-to-end comparison), graded by the pipeline's answer step
-// (answer.h), the same one `reproduce spotlight` uses.
-void answer_question(reader::Reader& rd, const eval::QaRecord& r, const std::vector<Document>& docs,
-                     const ScoredQuestion& sq, const EvalSettings& es, EvalTally& t) {
-  for (bool special : {true, false}) {
-    Selection s = select_and_annotate(r.question, docs, sq, {es.K, Order::Document, special});
-    const GradedAnswer g = answer_and_grade(rd, s.prompt, r.answers, es.n_predict);
-    (special ? t.em_full : t.em_plain).push_back(g.em);
-    (special ? t.sub_full : t.sub_plain).push_back(g.substring);
-  }
-}
-
-// One question: every configuration's recall, the baselines' K sweep and the context-length
-// sweep. Questions without resolvable gold sentences are counted and skipped.
-void eval_question(const eval::QaRecord& r, TokenEncoder& enc, SpotlightEncoderFlags& ef,
-                   const std::vector<Config>& cfgs, const EvalSettings& es, EvalTally& t) {
-  auto gold = gold_sentences(r);
-  if (gold.empty()) {
-    ++t.skipped;
-    return;
-  }
-  add_positions(r, t.pa);
-  std::vector<Document> docs = documents_of(r);
-  Ranking spot;
-  for (size_t i = 0; i < cfgs.size(); ++i) {
-    ScoredQuestion sq = score_question(enc, r.question, docs, cfgs[i].p);
-    Ranking rk = rank_scored(sq);
-    t.rows[i].recalls.push_back(recall_at(rk, gold, cfgs[i].K));
-    if (i == 0) {
-      spot = rk;
-      t.words += sq.words;
-      t.oov += sq.oov;
-      if (es.generate) answer_question(ef.open_reader(), r, docs, sq, es, t);
-    }
-  }
-  uint64_t qseed = derive_seed(es.seed, r.id);
-  std::map<std::string, Ranking> base_rk{{"spotlight", spot},
-                                         {"lead", rank_lead(docs)},
-                                         {"lead-doc", rank_lead_per_doc(docs)},
-                                         {"random", rank_random(docs, qseed)},
-                                         {"bm25", rank_bm25(r.question, docs)}};
-  for (Row& kr : t.krows) kr.recalls.push_back(recall_at(base_rk[kr.method], gold, kr.K));
-  for (size_t i = 0; i < t.distractors.size(); ++i) {
-    ContextSubset cs = with_distractors(docs, gold, t.distractors[i]);
-    for (const Document& d : cs.docs) t.ctx_words[i] += double(text::words(d.text).size());
-    ScoredQuestion sq = score_question(enc, r.question, cs.docs, es.base);
-    t.crows[2 * i].recalls.push_back(recall_at(rank_scored(sq), cs.gold, es.K));
-    t.crows[2 * i + 1].recalls.push_back(recall_at(rank_bm25(r.question, cs.docs), cs.gold, es.K));
-  }
-}
-
 // A row's mean recall with its bootstrap 95% interval, on stderr (and stdout with --json).
-void report_row(const Row& row, bool json) {
+void report_row(const RecallRow& row, bool json) {
   if (row.recalls.empty()) return;
   eval::BootstrapCI ci = eval::bootstrap_mean_ci(row.recalls, 0.95, 2000, 7);
   if (json)
@@ -302,25 +153,25 @@ void report_row(const Row& row, bool json) {
 }
 
 // The recall rows: the main comparison at K, the ablations and sweeps, then the context lengths.
-void report_recalls(const EvalTally& t, const EvalSettings& es) {
-  for (const Row& kr : t.krows)
-    if (kr.K == es.K) report_row({"main", kr.method, kr.K, kr.recalls}, es.json);
-  for (size_t i = 1; i < t.rows.size(); ++i) report_row(t.rows[i], es.json);
-  if (es.sweeps)
-    for (const Row& kr : t.krows)
-      if (kr.K != es.K) report_row(kr, es.json);
+void report_recalls(const SweepSummary& t, const SweepOptions& so, bool json) {
+  for (const RecallRow& kr : t.krows)
+    if (kr.K == so.K) report_row({"main", kr.method, kr.K, kr.recalls}, json);
+  for (size_t i = 1; i < t.rows.size(); ++i) report_row(t.rows[i], json);
+  if (so.sweeps)
+    for (const RecallRow& kr : t.krows)
+      if (kr.K != so.K) report_row(kr, json);
   for (size_t i = 0; i < t.distractors.size(); ++i) {
     double n = double(t.crows[2 * i].recalls.size());
     double words_mean = n > 0 ? t.ctx_words[i] / n : 0.0;
     std::fprintf(stderr, "context gold+%d distractors: %.0f words per question on average\n",
                  t.distractors[i], words_mean);
-    if (es.json)
+    if (json)
       print_json_line(ojson{{"kind", "context"},
                             {"distractors", t.distractors[i]},
                             {"words", f9(words_mean)},
                             {"questions", t.crows[2 * i].recalls.size()}});
-    report_row(t.crows[2 * i], es.json);
-    report_row(t.crows[2 * i + 1], es.json);
+    report_row(t.crows[2 * i], json);
+    report_row(t.crows[2 * i + 1], json);
   }
 }
 
@@ -341,7 +192,7 @@ void report_positions(const PositionalAnalysis& pa, bool json) {
 }
 
 // --generate: end-to-end EM and substring accuracy, with and without the special tokens.
-void report_answers(const EvalTally& t, SpotlightEncoderFlags& ef, bool json) {
+void report_answers(const SweepSummary& t, reader::Reader& generator, bool json) {
   auto mean = [](const std::vector<double>& v) {
     return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
   };
@@ -357,7 +208,7 @@ void report_answers(const EvalTally& t, SpotlightEncoderFlags& ef, bool json) {
                             {"em", f9(em)},
                             {"substring", f9(sub)},
                             {"questions", t.em_full.size()},
-                            {"reader", ef.open_reader().describe()}});
+                            {"reader", generator.describe()}});
   }
 }
 
@@ -392,45 +243,37 @@ int run_eval(const std::vector<std::string>& argv) {
     throw UsageError("--store",
                      "stores the main comparison only: leave out --sweeps and --generate");
   const Shard shard = shard_f.shard();
-  EvalSettings es;
-  es.base = sf.params();
-  es.K = sf.K.value;
-  es.seed = static_cast<uint64_t>(seed.value);
-  es.sweeps = sweeps.value;
-  es.generate = generate.value;
-  es.n_predict = n_predict.value;
-  es.json = json.value;
+  SweepOptions so;
+  so.base = sf.params();
+  so.K = sf.K.value;
+  so.seed = static_cast<uint64_t>(seed.value);
+  so.sweeps = sweeps.value;
+  so.max_tokens = n_predict.value;
   TokenEncoder& enc = ef.open();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   if (store_path.seen)
-    return eval_into_store(store_path.value, recs, enc, ef, es.base, es.K, es.seed, input.value,
-                           es.json);
-
-  const std::vector<Config> cfgs = eval_configs(es.base, es.K, es.sweeps);
-  EvalTally t = make_tally(cfgs, es);
-  {
-    Progress prog("spotlight eval", recs.size());
-    for (const eval::QaRecord& r : recs) {
-      prog.add();
-      eval_question(r, enc, ef, cfgs, es, t);
-    }
-  }  // the progress line ends before the report
+    return eval_into_store(store_path.value, recs, enc, ef, so.base, so.K, so.seed, input.value,
+                           json.value);
+  if (generate.value) so.generator = &ef.open_reader();
+  std::optional<Progress> progress;
+  so.hooks = cli_run_hooks(&progress);
+  const SweepSummary t = run_sweeps(enc, recs, so);  // its progress line ends before the report
 
   std::fprintf(stderr,
                "encoder %s; %zu questions (%zu without resolvable gold skipped); OOV %zu of %zu "
                "words (%.1f%%)\n",
                enc.describe().c_str(), recs.size() - t.skipped, t.skipped, t.oov, t.words,
                t.words ? 100.0 * double(t.oov) / double(t.words) : 0.0);
-  report_recalls(t, es);
-  if (es.json)
+  report_recalls(t, so, json.value);
+  if (json.value)
     print_json_line(
         ojson{{"kind", "oov"}, {"words", t.words}, {"oov", t.oov}, {"encoder", enc.describe()}});
-  report_positions(t.pa, es.json);
-  if (es.generate && !t.em_full.empty()) report_answers(t, ef, es.json);
-  if (es.generate) note_prefill(ef.open_reader());
+  report_positions(t.pa, json.value);
+  if (so.generator && !t.em_full.empty()) report_answers(t, *so.generator, json.value);
+  if (so.generator) note_prefill(*so.generator);
   ef.report_encoder_cost();
   return 0;
 }

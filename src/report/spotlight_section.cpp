@@ -144,8 +144,8 @@ void selected_sentences(Html& h, const RunRows& run, const ReportOptions& opt) {
       sel += "<tr><td class=\"spans\" style=\"text-align:left\"><span class=\"muted\">" +
              escape_html(s.value("title", std::string())) + ":</span> " +
              highlighted(text, s.contains("matches") ? s["matches"] : nlohmann::json()) +
-             "</td><td>" + fmt(s.value("R_norm", NAN), 2) + "</td><td>" +
-             escape_html(s.value("category", std::string())) + "</td><td>" +
+             "</td><td>" + fmt(s.value(s.contains("R_raw") ? "R" : "R_norm", NAN), 2) +
+             "</td><td>" + escape_html(s.value("category", std::string())) + "</td><td>" +
              (gold ? "<span class=\"ok\">gold</span>" : "") + "</td></tr>";
     }
     sel += "</tbody></table>";

@@ -58,13 +58,6 @@ Response Api::normalize(const std::string& body) {
 }
 
 namespace {
-// What "%.9g" prints, as `ragform spotlight select --json` writes floats (cli/json_out.h f9).
-double f9(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return std::strtod(buf, nullptr);
-}
-
 // {"title", "text"} or {"title", "sentences": [...]} -> a spotlight::Document. Given sentences are
 // kept as given (text = their concatenation, as the HotpotQA loader does), so sent_id is the
 // caller's own index; a text is split by text::split_sentences.
@@ -150,25 +143,12 @@ Response Api::spotlight(const std::string& body) {
         "not_configured");
   }
   Selection s = select_and_annotate(question, docs, sq, sel);
-  using ojson = nlohmann::ordered_json;
-  ojson sj = ojson::array();
-  for (const Selected& x : s.selected) {
-    ojson m = ojson::array();
-    for (const Match& mm : x.score.matches)
-      m.push_back({{"q", mm.q}, {"c", mm.c}, {"s", f9(mm.s)}});
-    sj.push_back({{"title", x.title},
-                  {"doc_id", x.doc_id},
-                  {"sent_id", x.score.sent},
-                  {"text", x.text},
-                  {"R", f9(x.score.R_norm)},
-                  {"R_raw", f9(x.score.R)},
-                  {"prefix", x.prefix},
-                  {"category", x.category},
-                  {"matches", m}});
-  }
+  // The object `spotlight select --json` prints for the same selection (selection_json.h).
+  SelectionJsonOptions layout;
+  layout.round9 = true;
   Response r;
-  r.body = ojson{{"id", qid}, {"selected", sj}, {"prompt", s.prompt}}.dump(
-      -1, ' ', false, ojson::error_handler_t::replace);
+  r.body = selection_json(qid, s, layout)
+               .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   return r;
 }
 

@@ -6,8 +6,11 @@
 
 #include "base/error.h"
 #include "base/stable_hash.h"
+#include "pipelines/spotlight/answer.h"
 #include "pipelines/spotlight/evaluate.h"
 #include "pipelines/spotlight/select.h"
+#include "pipelines/spotlight/selection_json.h"
+#include "reader/measured.h"
 #include "store/sha256.h"
 
 namespace ragform::spotlight {
@@ -41,54 +44,27 @@ store::RunConfig eval_run_config(const std::vector<eval::QaRecord>& records,
   // uniform runs keep the identity they had before learned alphas existed).
   if (opt.params.alpha == Alpha::Learned)
     rc.config["alpha_sha256"] = opt.params.learned ? opt.params.learned->sha256 : "";
-  rc.tool_version = opt.tool_version;
-  rc.reader = "none";
-  rc.chat_mode = "none";
   rc.seed = int64_t(opt.seed);
   return rc;
 }
 
-// The selected spans of a spotlight row, as the report shows them: title, sentence text, R and
-// its normalised form, category, whether the sentence is gold, and the matched word pairs with
-// their offsets in the sentence.
-nlohmann::json selected_json(const Selection& sel, const std::vector<Document>& docs,
-                             const std::set<std::pair<int, int>>& gold_set) {
-  nlohmann::json js = nlohmann::json::array();
-  for (const Selected& s : sel.selected) {
-    const Document& d = docs.at(size_t(s.score.doc));
-    const text::TextSpan sp = d.sentences.at(size_t(s.score.sent));
-    nlohmann::json mj = nlohmann::json::array();
-    for (const Match& x : s.score.matches) {
-      if (x.c_span.begin < sp.begin || x.c_span.end > sp.end || x.c_span.size() == 0) continue;
-      mj.push_back({{"q", x.q},
-                    {"c", x.c},
-                    {"s", x.s},
-                    {"begin", x.c_span.begin - sp.begin},
-                    {"end", x.c_span.end - sp.begin}});
-    }
-    js.push_back({{"title", s.title},
-                  {"text", d.text.substr(sp.begin, sp.size())},
-                  {"R", s.score.R},
-                  {"R_norm", s.score.R_norm},
-                  {"category", s.category},
-                  {"gold", gold_set.count({s.score.doc, s.score.sent}) > 0},
-                  {"matches", mj}});
-  }
-  return js;
-}
-
 }  // namespace
 
-RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& records,
-                    TokenEncoder& enc, const RunOptions& opt) {
+RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
+                    const std::vector<eval::QaRecord>& records, const RunOptions& opt) {
   if (opt.K < 1) throw Error("spotlight eval", "K must be >= 1");
   if (opt.recall_ks.empty()) throw Error("spotlight eval", "no recall@K given");
-  const store::RunConfig rc = eval_run_config(records, enc, opt);
-  RunSummary stats;
-  stats.run = st.begin_run(rc);
-  auto done = st.done_keys(stats.run);
   const char* methods[] = {"spotlight", "lead", "lead-doc", "random", "bm25"};
+  const uint64_t rows = records.size() * std::size(methods);
+  const common::Resumed res =
+      common::begin_or_resume(st, eval_run_config(records, enc, opt), opt.origin, opt.hooks,
+                              "spotlight eval", rows, "rows");
+  const std::set<store::Key>& done = res.done;
+  RunSummary stats;
+  stats.run = res.run;
+  common::Stage prog(opt.hooks, "spotlight eval", records.size());
   for (const eval::QaRecord& r : records) {
+    prog.add();
     auto gold = gold_sentences(r);
     if (gold.empty()) {
       ++stats.skipped;
@@ -125,7 +101,10 @@ RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& reco
       if (m == "spotlight") {
         Selection sel = select_and_annotate(r.question, docs, sq, {opt.K, Order::Document, true});
         row.prompt = sel.prompt;
-        row.extra["selected"] = selected_json(sel, docs, gold_set);
+        SelectionJsonOptions layout;
+        layout.docs = &docs;
+        layout.gold = &gold_set;
+        row.extra["selected"] = nlohmann::json(selection_json(r.id, sel, layout).at("selected"));
       }
       st.put(row);
       ++stats.written;
@@ -141,6 +120,80 @@ RunSummary run_eval(store::RunStore& st, const std::vector<eval::QaRecord>& reco
   });
   for (const auto& [k, a] : acc) stats.mean_recall[k] = a.first / double(a.second);
   return stats;
+}
+
+namespace {
+
+// One question's answer row: generated and graded (answer.h), or unmeasured when the reader
+// failed.
+store::Result answer_row(reader::Reader& r, int64_t run, const store::Result& prompt_row,
+                         const std::vector<std::string>& answers, int max_tokens,
+                         reader::MeasuredTally& tally) {
+  store::Result out;
+  out.run = run;
+  out.instance = prompt_row.instance;
+  out.variant = "spotlight";
+  out.prompt = prompt_row.prompt;
+  try {
+    const GradedAnswer g = answer_and_grade(r, prompt_row.prompt, answers, max_tokens);
+    out.output = g.text;
+    out.correct = g.em > 0.5;
+    out.scores = {{"em", g.em}};
+    tally.measured();
+  } catch (const Error& e) {
+    out.status = store::Status::unmeasured;
+    out.error = e.what();
+    tally.failed(e);
+  }
+  return out;
+}
+
+}  // namespace
+
+GenerateSummary run_generate(reader::Reader& r, store::RunStore& st,
+                             const std::vector<eval::QaRecord>& records,
+                             const GenerateOptions& opt) {
+  const std::string stage = "spotlight generate";
+  // "grading" names the rule (EM of the first line), so that rows graded on the whole output
+  // (earlier versions) are never resumed into this run.
+  store::RunConfig rc;
+  rc.pipeline = stage;
+  rc.config = {{"spotlight_run", opt.spotlight_run},
+               {"max_tokens", opt.max_tokens},
+               {"grading", "em of the first line"}};
+  const common::Resumed res =
+      common::begin_or_resume(st, rc, opt.origin, opt.hooks, stage, records.size(), "answers");
+  GenerateSummary sum;
+  sum.run = res.run;
+  std::map<std::string, std::vector<std::string>> answers;
+  for (const auto& rec : records) answers[rec.id] = rec.answers;
+  std::vector<store::Result> todo;
+  for (const auto& row : st.results(opt.spotlight_run))
+    if (row.variant == "spotlight" && !row.prompt.empty() && answers.count(row.instance) &&
+        !res.done.count({row.instance, "spotlight"}))
+      todo.push_back(row);
+  reader::MeasuredTally tally;
+  tally.measured(int64_t(res.done.size()));
+  {
+    common::Stage prog(opt.hooks, stage, todo.size());
+    for (const auto& row : todo) {
+      st.put(answer_row(r, sum.run, row, answers[row.instance], opt.max_tokens, tally));
+      prog.add();
+      tally.fail_fast(stage);
+    }
+  }
+  tally.check(stage);
+  sum.unmeasured = tally.unmeasured();
+  if (sum.unmeasured > 0)
+    opt.hooks.say(stage + ": " + std::to_string(sum.unmeasured) + " of " +
+                  std::to_string(sum.unmeasured + tally.measured_count()) +
+                  " questions unmeasured (a rerun with the same --store retries them)");
+  for (const auto& row : st.results(sum.run))
+    if (row.status == store::Status::ok && row.correct) {
+      sum.graded += 1;
+      sum.correct += *row.correct ? 1 : 0;
+    }
+  return sum;
 }
 
 }  // namespace ragform::spotlight

@@ -265,7 +265,7 @@ TEST(SpotlightAlpha, LearnedAlphaFileIsPartOfTheEvalRunIdentity) {
   auto run_with = [&](const std::string& spec) {
     RunOptions o;
     set_alpha(o.params, spec);
-    return run_eval(st, recs, enc, o);
+    return run_eval(enc, st, recs, o);
   };
   const RunSummary idf = run_with("idf");
   const RunSummary a = run_with("learned:" + (dir / "a.json").string());

@@ -28,7 +28,7 @@ TEST(SpotlightRuns, MatchesSpotlightEvalAndResumes) {
   store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
   spotlight::RunOptions opt;
   opt.recall_ks = {2, 6};
-  auto stats = spotlight::run_eval(st, recs, enc, opt);
+  auto stats = spotlight::run_eval(enc, st, recs, opt);
   EXPECT_EQ(stats.questions + stats.skipped, 30u);
   EXPECT_EQ(stats.written, stats.questions * 5);
 
@@ -67,7 +67,7 @@ TEST(SpotlightRuns, MatchesSpotlightEvalAndResumes) {
   });
   EXPECT_EQ(rows, stats.questions);
 
-  auto again = spotlight::run_eval(st, recs, enc, opt);
+  auto again = spotlight::run_eval(enc, st, recs, opt);
   EXPECT_EQ(again.run, stats.run);
   EXPECT_EQ(again.written, 0u);
   EXPECT_EQ(again.reused, stats.written);
