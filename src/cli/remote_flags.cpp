@@ -28,35 +28,45 @@ std::string api_key_from_env(const Opt<std::string>& api_key_env) {
 RemoteFlags::RemoteFlags(Args& a)
     : reader(a.opt<std::string>("--reader", "KIND", "native (GGUF engine) or openai (HTTP server)",
                                 "native")),
-      base_url(a.opt<std::string>("--base-url", "URL",
-                                  "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1", "")),
+      base_url(a.opt<std::vector<std::string>>(
+          "--base-url", "URL",
+          "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1; several servers of the same "
+          "model: repeat the flag or give a comma list (each request goes to the least busy, a "
+          "failed one to another; one run whatever the servers)")),
       api_key_env(api_key_env_flag(a)),
       concurrency(
-          a.opt<int>("--concurrency", "N", "requests in flight (openai reader)", 4).range(1, 1024)),
+          a.opt<int>("--concurrency", "N", "requests in flight per server (openai reader)", 4)
+              .range(1, 1024)),
       retries(
           a.opt<int>("--retries", "N", "retries on 429/5xx/timeouts, with exponential backoff", 4)
               .range(0, 100)),
       timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)
                   .range(1, kMaxInt)) {}
 
+std::string RemoteFlags::base_urls() const {
+  std::string list;
+  for (const std::string& u : base_url.value) list += (list.empty() ? "" : ",") + u;
+  return list;
+}
+
 void RemoteFlags::check() const {
   if (reader.value != "native" && reader.value != "openai")
     throw UsageError("--reader", "'" + reader.value + "' is not native or openai");
-  if (reader.value == "openai" && base_url.value.empty())
+  if (reader.value == "openai" && reader::split_url_list(base_urls()).empty())
     throw UsageError("--base-url", "--reader openai needs --base-url URL");
 }
 
 std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
   check();
   if (reader.value == "native") return rf.open_native();
-  return open_other(rf, rf.model.value, base_url.value);
+  return open_other(rf, rf.model.value, base_urls());
 }
 
 std::unique_ptr<reader::Reader> RemoteFlags::open_other(const ReaderFlags& rf,
                                                         const std::string& model,
                                                         const std::string& url) const {
   reader::OpenAIOptions o;
-  o.base_url = url.empty() ? base_url.value : url;
+  o.base_url = url.empty() ? base_urls() : url;
   if (o.base_url.empty()) throw UsageError("--base-url", "--reader openai needs --base-url URL");
   o.model = model;
   o.api_key = api_key_from_env(api_key_env);

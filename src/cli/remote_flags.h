@@ -1,8 +1,10 @@
 // Flags that choose the Reader behind a command: the native engine or an OpenAI-compatible server.
 //   --reader native|openai   (default native)
-//   --base-url URL           server base URL, e.g. http://127.0.0.1:8080/v1 (openai)
+//   --base-url URL           server base URL, e.g. http://127.0.0.1:8080/v1 (openai); several
+//                            servers of one model: repeat the flag or give a comma list (one
+//                            reader over all of them, reader/server_pool.h)
 //   --api-key-env VAR        environment variable holding the API key (api_key_from_env)
-//   --concurrency N          requests in flight (openai)
+//   --concurrency N          requests in flight per server (openai)
 //   --retries N, --timeout S
 // With --reader openai, -m/--model (from ReaderFlags) is the server's model name, --chat selects
 // /v1/chat/completions and --system the system turn.
@@ -26,11 +28,13 @@ std::string api_key_from_env(const Opt<std::string>& api_key_env);
 struct RemoteFlags {
   explicit RemoteFlags(Args& a);
   Opt<std::string>& reader;
-  Opt<std::string>& base_url;
+  Opt<std::vector<std::string>>& base_url;
   Opt<std::string>& api_key_env;
   Opt<int>& concurrency;
   Opt<int>& retries;
   Opt<int>& timeout;
+  // Every --base-url as one comma list ("" when none was given).
+  std::string base_urls() const;
   // UsageError for an unknown --reader or a missing --base-url (before any input is read).
   void check() const;
   // The reader these flags and `rf` describe; check() first.

@@ -113,7 +113,7 @@ void ServerPool::mark_down(int s, const HttpAnswer& a) {
          "); the other servers take its requests");
 }
 
-int ServerPool::acquire(const std::vector<bool>& tried) {
+int ServerPool::acquire(const std::vector<bool>& tried, bool& probe) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     const double t = now();
@@ -135,6 +135,7 @@ int ServerPool::acquire(const std::vector<bool>& tried) {
     const int s = best_up >= 0 ? best_up : (any_up ? -1 : best_down);
     if (s >= 0) {
       Server& sv = servers_[s];
+      probe = sv.down;
       if (sv.down) sv.retry_at = t + opt_.recheck_s;  // one probe of a down server at a time
       ++sv.in_flight;
       return s;
@@ -144,7 +145,7 @@ int ServerPool::acquire(const std::vector<bool>& tried) {
   }
 }
 
-void ServerPool::release(int s, const HttpAnswer* a) {
+void ServerPool::release(int s, const HttpAnswer* a, bool probe) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     Server& sv = servers_[s];
@@ -153,7 +154,9 @@ void ServerPool::release(int s, const HttpAnswer* a) {
       // No request went out (the server was left out): nothing learnt about it.
     } else if (a->ok()) {
       ++sv.answered;
-      if (sv.down) {
+      // Only a request sent while it was down says it is back: one sent before, answered
+      // late (a stopping server finishes its requests under way), does not.
+      if (sv.down && probe) {
         sv.down = false;
         if (servers_.size() > 1) note("server " + sv.ep->name() + " answers again");
       }
@@ -260,7 +263,8 @@ std::string ServerPool::post(const std::string& endpoint, const std::string& bod
   last.error = "every server was left out (none serves the same model as the first)";
   int attempts = 0;
   for (int round = 0;;) {
-    const int s = acquire(tried);
+    bool probe = false;
+    const int s = acquire(tried, probe);
     if (s < 0) {
       if (round >= opt_.retries || attempts == 0) break;
       ++round;
@@ -275,13 +279,13 @@ std::string ServerPool::post(const std::string& endpoint, const std::string& bod
     try {
       go = checked(s, a);
     } catch (...) {
-      release(s, nullptr);
+      release(s, nullptr, probe);
       throw;
     }
     if (go) a = servers_[s].ep->post(endpoint, body);
     const bool sent = go || !a.error.empty();  // the request, or the model check, went out
     attempts += sent;
-    release(s, sent ? &a : nullptr);
+    release(s, sent ? &a : nullptr, probe);
     if (a.ok()) return std::move(a.body);
     if (!sent) continue;
     last = a;

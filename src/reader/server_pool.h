@@ -101,10 +101,11 @@ class ServerPool {
     int64_t answered = 0;
   };
   // A free server for a request that already tried `tried`, waiting for a slot when every
-  // candidate is busy; -1 when every server was tried (or refused).
-  int acquire(const std::vector<bool>& tried);
-  // Frees s's slot and learns from the answer (nullptr: no request went out).
-  void release(int s, const HttpAnswer* a);
+  // candidate is busy; -1 when every server was tried (or refused). `probe`: s was down.
+  int acquire(const std::vector<bool>& tried, bool& probe);
+  // Frees s's slot and learns from the answer (nullptr: no request went out); a 2xx answer to a
+  // probe brings a down server back.
+  void release(int s, const HttpAnswer* a, bool probe);
   // Runs the model check of server s when it is due; false when s must not take the request
   // (did not answer: `a` holds why; refused). Throws RequestFailed on a 4xx answer.
   bool checked(int s, HttpAnswer& a);
