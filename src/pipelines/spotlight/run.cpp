@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include "base/error.h"
@@ -48,77 +50,93 @@ store::RunConfig eval_run_config(const std::vector<eval::QaRecord>& records,
   return rc;
 }
 
-}  // namespace
+const char* const kMethods[] = {"spotlight", "lead", "lead-doc", "random", "bm25"};
 
-RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
-                    const std::vector<eval::QaRecord>& records, const RunOptions& opt) {
-  if (opt.K < 1) throw Error("spotlight eval", "K must be >= 1");
-  if (opt.recall_ks.empty()) throw Error("spotlight eval", "no recall@K given");
-  const char* methods[] = {"spotlight", "lead", "lead-doc", "random", "bm25"};
-  const uint64_t rows = records.size() * std::size(methods);
-  const common::Resumed res =
-      common::begin_or_resume(st, eval_run_config(records, enc, opt), opt.origin, opt.hooks,
-                              "spotlight eval", rows, "rows");
-  const std::set<store::Key>& done = res.done;
-  RunSummary stats;
-  stats.run = res.run;
-  common::Stage prog(opt.hooks, "spotlight eval", records.size());
-  for (const eval::QaRecord& r : records) {
-    prog.add();
-    auto gold = gold_sentences(r);
-    if (gold.empty()) {
-      ++stats.skipped;
+// One question's rows, one per ranking method not yet stored (the spotlight row with its
+// selection), counted as written or reused.
+void store_question(TokenEncoder& enc, store::RunStore& st, const eval::QaRecord& r,
+                    const std::vector<std::pair<int, int>>& gold, const std::set<store::Key>& done,
+                    const RunOptions& opt, RunSummary& stats) {
+  std::vector<Document> docs = documents_of(r);
+  ScoredQuestion sq = score_question(enc, r.question, docs, opt.params);
+  uint64_t qseed = derive_seed(opt.seed, r.id);
+  std::vector<std::pair<std::string, Ranking>> ranks = {{"spotlight", rank_scored(sq)},
+                                                        {"lead", rank_lead(docs)},
+                                                        {"lead-doc", rank_lead_per_doc(docs)},
+                                                        {"random", rank_random(docs, qseed)},
+                                                        {"bm25", rank_bm25(r.question, docs)}};
+  std::set<std::pair<int, int>> gold_set(gold.begin(), gold.end());
+  for (const auto& [m, rk] : ranks) {
+    if (done.count({r.id, m})) {
+      ++stats.reused;
       continue;
     }
-    ++stats.questions;
-    bool all_done = true;
-    for (const char* m : methods) all_done = all_done && done.count({r.id, m});
-    if (all_done) {
-      stats.reused += 5;
-      continue;
+    store::Result row;
+    row.run = stats.run;
+    row.instance = r.id;
+    row.variant = m;
+    for (int k : opt.recall_ks) row.scores["recall@" + std::to_string(k)] = recall_at(rk, gold, k);
+    row.extra = {{"question", r.question}, {"gold_sentences", gold.size()}};
+    if (m == "spotlight") {
+      Selection sel = select_and_annotate(r.question, docs, sq, {opt.K, Order::Document, true});
+      row.prompt = sel.prompt;
+      SelectionJsonOptions layout;
+      layout.docs = &docs;
+      layout.gold = &gold_set;
+      row.extra["selected"] = nlohmann::json(selection_json(r.id, sel, layout).at("selected"));
     }
-    std::vector<Document> docs = documents_of(r);
-    ScoredQuestion sq = score_question(enc, r.question, docs, opt.params);
-    uint64_t qseed = derive_seed(opt.seed, r.id);
-    std::vector<std::pair<std::string, Ranking>> ranks = {{"spotlight", rank_scored(sq)},
-                                                          {"lead", rank_lead(docs)},
-                                                          {"lead-doc", rank_lead_per_doc(docs)},
-                                                          {"random", rank_random(docs, qseed)},
-                                                          {"bm25", rank_bm25(r.question, docs)}};
-    std::set<std::pair<int, int>> gold_set(gold.begin(), gold.end());
-    for (const auto& [m, rk] : ranks) {
-      if (done.count({r.id, m})) {
-        ++stats.reused;
-        continue;
-      }
-      store::Result row;
-      row.run = stats.run;
-      row.instance = r.id;
-      row.variant = m;
-      for (int k : opt.recall_ks)
-        row.scores["recall@" + std::to_string(k)] = recall_at(rk, gold, k);
-      row.extra = {{"question", r.question}, {"gold_sentences", gold.size()}};
-      if (m == "spotlight") {
-        Selection sel = select_and_annotate(r.question, docs, sq, {opt.K, Order::Document, true});
-        row.prompt = sel.prompt;
-        SelectionJsonOptions layout;
-        layout.docs = &docs;
-        layout.gold = &gold_set;
-        row.extra["selected"] = nlohmann::json(selection_json(r.id, sel, layout).at("selected"));
-      }
-      st.put(row);
-      ++stats.written;
-    }
+    st.put(row);
+    ++stats.written;
   }
+}
+
+// "<method>@<K>" -> mean recall over the run's stored rows, so that a resumed run counts every
+// question.
+std::map<std::string, double> mean_recall(const store::RunStore& st, int64_t run) {
   std::map<std::string, std::pair<double, size_t>> acc;
-  st.for_each_result(stats.run, [&](const store::Result& row) {
+  st.for_each_result(run, [&](const store::Result& row) {
     for (const auto& [name, v] : row.scores) {
       auto& a = acc[row.variant + name.substr(name.find('@'))];
       a.first += v;
       ++a.second;
     }
   });
-  for (const auto& [k, a] : acc) stats.mean_recall[k] = a.first / double(a.second);
+  std::map<std::string, double> out;
+  for (const auto& [k, a] : acc) out[k] = a.first / double(a.second);
+  return out;
+}
+
+}  // namespace
+
+RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
+                    const std::vector<eval::QaRecord>& records, const RunOptions& opt) {
+  if (opt.K < 1) throw Error("spotlight eval", "K must be >= 1");
+  if (opt.recall_ks.empty()) throw Error("spotlight eval", "no recall@K given");
+  const uint64_t rows = records.size() * std::size(kMethods);
+  const common::Resumed res =
+      common::begin_or_resume(st, eval_run_config(records, enc, opt), opt.origin, opt.hooks,
+                              "spotlight eval", rows, "rows");
+  RunSummary stats;
+  stats.run = res.run;
+  {
+    common::Stage prog(opt.hooks, "spotlight eval", records.size());
+    for (const eval::QaRecord& r : records) {
+      prog.add();
+      auto gold = gold_sentences(r);
+      if (gold.empty()) {
+        ++stats.skipped;
+        continue;
+      }
+      ++stats.questions;
+      bool all_done = true;
+      for (const char* m : kMethods) all_done = all_done && res.done.count({r.id, m});
+      if (all_done)
+        stats.reused += std::size(kMethods);
+      else
+        store_question(enc, st, r, gold, res.done, opt, stats);
+    }
+  }
+  stats.mean_recall = mean_recall(st, stats.run);
   return stats;
 }
 
