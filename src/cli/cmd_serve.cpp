@@ -81,8 +81,10 @@ void serve_until_signal(server::HttpServer& http, const std::string& what, const
   const unsigned char zero = 0;
   [[maybe_unused]] ssize_t n = write(fds[1], &zero, 1);
   waiter.join();
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
+  // The stop is under way (responses finishing, the engine draining): a second SIGTERM, as a
+  // supervisor or a test harness may send, must not turn the clean exit into a kill.
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
   g_stop_fd = -1;
   close(fds[0]);
   close(fds[1]);
