@@ -29,6 +29,14 @@ std::string show_default(const T& v) {
   return ss.str();
 }
 
+// A value above the flag's range, or above its type's (a 20-digit -n): "too large" with the
+// largest value accepted, which says more than a range whose upper end is the type's limit.
+template <typename T>
+[[noreturn]] void too_large(const std::string& flag, const std::string& text, T hi) {
+  throw UsageError(flag,
+                   "value too large: " + text + " (largest accepted: " + show_default(hi) + ")");
+}
+
 }  // namespace
 
 template <typename T>
@@ -66,17 +74,14 @@ T parse_number(const std::string& flag, const std::string& text, T lo, T hi) {
         (errno == ERANGE && w > 0) || w > static_cast<long long>(std::numeric_limits<T>::max());
     const bool below =
         (errno == ERANGE && w < 0) || w < static_cast<long long>(std::numeric_limits<T>::lowest());
-    // An open range's upper bound is the type's largest value: "accepted: 0 or more" would
-    // contradict a large positive number, so name the limit instead.
-    if (above && hi == std::numeric_limits<T>::max())
-      throw UsageError(
-          flag, "value too large: " + text + " (largest accepted: " + show_default(hi) + ")");
-    if (above || below)
+    if (above) too_large(flag, text, hi);
+    if (below)
       throw UsageError(
           flag, "value out of range: " + text + " (accepted: " + describe_range(lo, hi) + ")");
     v = static_cast<T>(w);
   }
-  if (v < lo || v > hi)
+  if (v > hi) too_large(flag, text, hi);
+  if (v < lo)
     throw UsageError(flag,
                      "value out of range: " + text + " (accepted: " + describe_range(lo, hi) + ")");
   return v;

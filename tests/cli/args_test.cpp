@@ -81,7 +81,7 @@ TEST(Args, NumbersOutsideTheDeclaredRangeAreRefused) {
   EXPECT_EQ(usage_message([&] {
               make()->parse({"--lambda", "1.5"});
             }),
-            "--lambda: value out of range: 1.5 (accepted: 0..1)");
+            "--lambda: value too large: 1.5 (largest accepted: 1)");
   EXPECT_EQ(usage_message([&] {
               make()->parse({"-n", "-5"});
             }),

@@ -128,7 +128,7 @@ TEST(Cli, IssueCasesOfBadNumbersAreUsageErrors) {
            {"bench -m x.gguf --pp -5", "--pp: value out of range: -5 (accepted: 0 or more)"},
            {"bench -m x.gguf --pp 0 --tg 0", "bench: --pp and --tg are both 0: nothing to measure"},
            {"generate -m x.gguf -p hi --threads 100000",
-            "--threads: value out of range: 100000 (accepted: 0.." + th + ")"},
+            "--threads: value too large: 100000 (largest accepted: " + th + ")"},
        }) {
     auto r = run_ragform(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args;
