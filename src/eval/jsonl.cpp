@@ -357,9 +357,7 @@ struct JsonRecordReader::Impl {
     size_t bad_at = 0;
     if (!text::is_valid_utf8(text, &bad_at)) {
       auto [rl, col] = line_col_of(text, bad_at);
-      bad(line + rl - 1, "invalid UTF-8 at byte offset " + std::to_string(col - 1) +
-                             " of the line (byte 0x" +
-                             hex(static_cast<unsigned char>(text[bad_at])) + ")");
+      bad(line + rl - 1, text::describe_invalid_utf8(text.substr(bad_at - (col - 1)), col - 1));
       return false;
     }
     try {

@@ -123,14 +123,10 @@ bool ends_with(const std::string& s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// "invalid UTF-8 at byte offset N of the line (byte 0xXX)", as the JSON reader says it, or "".
+// Why the line is not UTF-8 (as the JSON reader says it), or "".
 std::string utf8_problem(std::string_view line) {
   size_t bad = 0;
-  if (text::is_valid_utf8(line, &bad)) return {};
-  static const char* hex = "0123456789ABCDEF";
-  const auto c = static_cast<unsigned char>(line[bad]);
-  return "invalid UTF-8 at byte offset " + std::to_string(bad) + " of the line (byte 0x" +
-         hex[c >> 4] + hex[c & 15] + ")";
+  return text::is_valid_utf8(line, &bad) ? std::string() : text::describe_invalid_utf8(line, bad);
 }
 
 }  // namespace

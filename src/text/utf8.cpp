@@ -48,6 +48,24 @@ size_t utf8_seq_len(std::string_view s, size_t i) {
   return ok ? k : 0;
 }
 
+std::string describe_invalid_utf8(std::string_view line, size_t bad) {
+  // A UTF-16/32 file (as Windows tools write "Unicode" text) fails at its byte-order mark; naming
+  // the encoding says what to do, where byte 0xFF alone does not.
+  if (bad == 0) {
+    if (line.substr(0, 4) == std::string_view("\xFF\xFE\0\0", 4))
+      return "the file is UTF-32 text (byte-order mark FF FE 00 00), not UTF-8: convert it, e.g. "
+             "iconv -f UTF-32 -t UTF-8";
+    if (line.substr(0, 2) == "\xFF\xFE" || line.substr(0, 2) == "\xFE\xFF")
+      return std::string("the file is UTF-16 text (byte-order mark ") +
+             (line[0] == '\xFF' ? "FF FE" : "FE FF") +
+             "), not UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8";
+  }
+  static const char* hex = "0123456789ABCDEF";
+  const auto c = static_cast<unsigned char>(line[bad]);
+  return "invalid UTF-8 at byte offset " + std::to_string(bad) + " of the line (byte 0x" +
+         hex[c >> 4] + hex[c & 15] + ")";
+}
+
 bool is_valid_utf8(std::string_view s, size_t* bad_offset) {
   for (size_t i = 0; i < s.size();) {
     bool ok;

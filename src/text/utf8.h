@@ -16,6 +16,11 @@ namespace ragform::text {
 // invalid sequence.
 bool is_valid_utf8(std::string_view s, size_t* bad_offset = nullptr);
 
+// Why `line` is not UTF-8, its first invalid byte being at offset `bad`, in the words every
+// reader of text files uses: "invalid UTF-8 at byte offset N of the line (byte 0xXX)", or, for a
+// line that starts with a UTF-16 or UTF-32 byte-order mark, that the file is in that encoding.
+std::string describe_invalid_utf8(std::string_view line, size_t bad);
+
 // `s` with every maximal invalid subsequence replaced by U+FFFD (EF BF BD).
 std::string repair_utf8(std::string_view s);
 

@@ -178,6 +178,15 @@ TEST(Jsonl, InvalidUtf8NamesByteOffset) {
   EXPECT_EQ(e.reason(), "invalid UTF-8 at byte offset 10 of the line (byte 0xC3)");
 }
 
+// A file saved as "Unicode" (UTF-16 with a byte-order mark) is named for what it is, not as a bad
+// byte 0xFF.
+TEST(Jsonl, Utf16FileIsNamedAsUtf16) {
+  DataError e = strict_error(write("u16.jsonl", std::string("\xFF\xFE{\0}\0\n\0", 7)));
+  EXPECT_EQ(e.line(), 1u);
+  EXPECT_NE(e.reason().find("UTF-16 text (byte-order mark FF FE), not UTF-8"), std::string::npos)
+      << e.reason();
+}
+
 TEST(Jsonl, RecordMustBeAnObject) {
   DataError e = strict_error(write("arr.jsonl", "{\"q\": 1}\n[1, 2]\n"));
   EXPECT_EQ(e.line(), 2u);

@@ -33,4 +33,18 @@ TEST(Utf8, DecodeEncodeRoundTrip) {
   EXPECT_EQ(encode_utf8(cps), s);
 }
 
+TEST(Utf8, DescribesTheBadByteOrAUtf16Or32File) {
+  EXPECT_EQ(describe_invalid_utf8("caf\xC3\x28", 3),
+            "invalid UTF-8 at byte offset 3 of the line (byte 0xC3)");
+  EXPECT_NE(describe_invalid_utf8(std::string("\xFE\xFF\0{", 4), 0)
+                .find("UTF-16 text (byte-order "
+                      "mark FE FF)"),
+            std::string::npos);
+  EXPECT_NE(describe_invalid_utf8(std::string("\xFF\xFE\0\0{\0\0\0", 8), 0).find("UTF-32"),
+            std::string::npos);
+  // A 0xFF later in the line is only a bad byte.
+  EXPECT_EQ(describe_invalid_utf8("a\xFF\xFE", 1),
+            "invalid UTF-8 at byte offset 1 of the line (byte 0xFF)");
+}
+
 }  // namespace ragform::text
