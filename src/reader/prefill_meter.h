@@ -19,6 +19,7 @@ class PrefillMeter {
     if (!now || !start_) return std::nullopt;
     return PrefillCounts{now->submitted - start_->submitted, now->computed - start_->computed};
   }
+  const Reader& reader() const { return r_; }
 
  private:
   const Reader& r_;

@@ -165,6 +165,20 @@ TEST(ServerFleet, SureEvalOverAFleetIsTheRunOfOneServer) {
   ASSERT_EQ(s3.runs().size(), 1u);
   EXPECT_EQ(s3.runs()[0].config_key, s1.runs()[0].config_key) << s3.runs()[0].reader;
   EXPECT_EQ(s3.runs()[0].reader, "openai:stories260K");
+  // The servers are the run's provenance, beside it: who answered how many of its requests.
+  const auto sv = s3.run_meta(s3.runs()[0].id, "servers");
+  ASSERT_TRUE(sv.has_value());
+  ASSERT_EQ(sv->size(), 3u) << sv->dump();
+  EXPECT_EQ((*sv)[0]["url"], down);
+  EXPECT_EQ((*sv)[0]["answered"], 0);
+  EXPECT_EQ((*sv)[1]["url"], v1(b));
+  EXPECT_EQ((*sv)[2]["url"], v1(c));
+  EXPECT_GE((*sv)[1]["answered"].get<int64_t>() + (*sv)[2]["answered"].get<int64_t>(),
+            int64_t(want.size()))
+      << sv->dump();
+  const auto sv1 = s1.run_meta(s1.runs()[0].id, "servers");
+  ASSERT_TRUE(sv1.has_value());
+  EXPECT_EQ(sv1->size(), 1u);
 
   // Another model id on one server: refused before anything is measured.
   std::vector<std::string> other = base;

@@ -13,6 +13,7 @@
 #include "pipelines/cnorm/analysis.h"
 #include "reader/measured.h"
 #include "reader/prefill_meter.h"
+#include "reader/provenance.h"
 #include "store/sha256.h"
 
 namespace ragform::cnorm {
@@ -27,6 +28,9 @@ void note(const RunHooks& h, const std::string& s) {
 // The prefill accounting of this invocation (issue 21), kept with the run.
 void store_prefill(store::RunStore& st, int64_t run, const reader::PrefillMeter& m) {
   if (auto c = m.counts()) st.set_run_meta(run, "prefill", reader::to_json(*c));
+  // Which servers answered (a remote reader): provenance beside the run, not its identity.
+  if (auto sv = reader::servers_meta(m.reader()); !sv.is_null())
+    st.set_run_meta(run, "servers", sv);
 }
 
 // One progress stage: begin on construction, end on destruction.

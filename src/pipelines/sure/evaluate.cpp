@@ -12,6 +12,7 @@
 #include "pipelines/sure/taxonomy.h"
 #include "reader/measured.h"
 #include "reader/prefill_meter.h"
+#include "reader/provenance.h"
 #include "text/metrics.h"
 
 namespace ragform::sure {
@@ -273,6 +274,8 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
       progress, count, total);
   if (auto c = meter.counts())  // this invocation's prefill accounting (issue 21)
     store.set_run_meta(run, "prefill", reader::to_json(*c));
+  // Which servers answered (a remote reader): provenance beside the run, not its identity.
+  if (auto sv = reader::servers_meta(reader); !sv.is_null()) store.set_run_meta(run, "servers", sv);
   std::set<store::Key> wanted;
   for (const Pair& p : pairs)
     if (!p.failed) wanted.insert({p.id, p.perturbation});
