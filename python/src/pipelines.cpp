@@ -1,10 +1,6 @@
-// The three pipelines for Python: C-NORM calibrate / apply (pipelines/cnorm), SURE rule-based
-// perturbations and the store-backed evaluation (pipelines/sure), SpotlightRAG selection
-// (pipelines/spotlight). Records and results are plain dicts, the JSON objects of the JSONL files.
-//
-// cnorm_calibrate follows `ragform cnorm calibrate` (src/cli/cmd_cnorm.cpp run_calibrate) step by
-// step with the library's functions, without its profile cache and run store: there is no
-// library runner for the whole calibration yet, and its profile must equal the CLI's.
+// The pipelines for Python: SURE rule-based perturbations and the store-backed evaluation
+// (pipelines/sure), SpotlightRAG selection (pipelines/spotlight); C-NORM is in pipelines_cnorm.cpp.
+// Records and results are plain dicts, the JSON objects of the JSONL files.
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
@@ -13,14 +9,12 @@
 #include <pybind11/stl.h>
 
 #include "base/error.h"
-#include "base/paths.h"
-#include "base/stable_hash.h"
 #include "bindings.h"
 #include "eval/datasets.h"
-#include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "pipelines/sure/sure.h"
+#include "qa_records.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "store/run_store.h"
@@ -29,192 +23,6 @@
 namespace ragform::py {
 
 namespace {
-
-// Python dicts -> QaRecords, the format detected from the first record as the file loaders do
-// (eval/datasets.h); a record that does not fit it is a ValueError naming the record.
-std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
-  std::vector<eval::QaRecord> out;
-  std::optional<eval::Format> fmt;
-  size_t i = 0;
-  for (pyb::handle h : records) {
-    ++i;
-    nlohmann::json j = to_json(h);
-    if (!fmt) {
-      fmt = eval::detect_format(j);
-      if (!fmt) {
-        // The formats by name, and the one page that describes them: `ragform data check`
-        // in docs/cli.md (which also checks a file of such records).
-        std::string names;
-        for (eval::Format k : eval::known_formats())
-          names += std::string(names.empty() ? "" : ", ") + eval::format_name(k);
-        throw UsageError("record " + std::to_string(i),
-                         "its fields match no known QA format (" + names +
-                             "; see `ragform data check` in docs/cli.md)");
-      }
-    }
-    try {
-      out.push_back(eval::to_qa_record(j, *fmt, {i, ""}));
-    } catch (const eval::RowError& e) {
-      throw UsageError("record " + std::to_string(i), e.what());
-    }
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------- C-NORM
-
-std::vector<cnorm::Item> task_items(cnorm::Task task, std::vector<eval::QaRecord> records, size_t k,
-                                    uint64_t seed, size_t n_needle) {
-  switch (task) {
-    case cnorm::Task::Qa:
-      return cnorm::build_qa_items(records, k, seed, nullptr);
-    case cnorm::Task::Kv:
-      return cnorm::build_kv_items(records);
-    case cnorm::Task::Needle:
-      if (!records.empty())
-        throw UsageError("records", "the needle task generates its items; give no records");
-      return cnorm::make_needle_items(n_needle, k, seed);
-    case cnorm::Task::Longbench: {
-      std::vector<cnorm::Item> items;
-      for (const auto& mc : cnorm::build_mc_items(records)) items.push_back(cnorm::mc_to_item(mc));
-      return items;
-    }
-  }
-  return {};
-}
-
-cnorm::AbsOptions abs_options(int layer, const std::string& heads, bool context_span) {
-  cnorm::AbsOptions o;
-  o.layer = layer;
-  o.context_span = context_span;
-  if (heads == "mean") {
-    o.heads = cnorm::HeadMode::Mean;
-  } else if (heads == "per-head") {
-    o.heads = cnorm::HeadMode::PerHead;
-  } else {
-    char* end = nullptr;
-    long h = std::strtol(heads.c_str(), &end, 10);
-    if (heads.empty() || *end != '\0' || h < 0 || h > (1 << 20))
-      throw UsageError("heads", "expected mean, per-head or one head index, got '" + heads + "'");
-    o.heads = cnorm::HeadMode::Single;
-    o.head = int(h);
-  }
-  return o;
-}
-
-// records: a list of dicts or the path of a JSONL file (then input_sha256 is the file's hash, as
-// the CLI records it; for dicts it is the hash of their canonical JSON lines).
-pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
-                            const std::string& task_s, int S, std::optional<std::string> delims,
-                            double p, int64_t seed, int k, int layer, const std::string& heads,
-                            bool context_span, const std::string& template_path,
-                            const std::string& shared, const std::string& system, int n_ctx,
-                            pyb::object progress) {
-  using namespace cnorm;
-  if (n_ctx < 1) throw UsageError("n_ctx", "must be >= 1");
-  Task task = parse_task(task_s);
-  if (S < 1) throw UsageError("S", "must be at least 1");
-  if (k < 1) throw UsageError("k", "must be at least 1");
-  if (seed < 0) throw UsageError("seed", "must be >= 0");
-  if (!(p >= 0 && p <= 1)) throw UsageError("p", "must be in [0, 1]");
-  CalibrationSetup setup;
-  setup.task = task;
-  setup.candidates = parse_delimiter_list(delims ? *delims : default_delimiter_list());
-  setup.p = p;
-  choose_sentences(0, setup.p, 0);  // validates p
-  setup.seed = uint64_t(seed);
-  setup.abs = abs_options(layer, heads, context_span);
-  if (!template_path.empty() || task == Task::Needle || task == Task::Longbench)
-    setup.tmpl = load_template(task, template_path, "");
-  else
-    setup.tmpl = load_template(task, "", find_shared_dir(shared));
-
-  std::vector<eval::QaRecord> recs;
-  std::string input_sha;
-  if (pyb::isinstance<pyb::str>(records) ||
-      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
-    std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
-    pyb::gil_scoped_release nogil;
-    recs = eval::load_qa_file(path).records;
-    input_sha = store::sha256_file(path);
-  } else if (!records.is_none()) {
-    recs = qa_records(records);
-    std::string lines;
-    for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
-    input_sha = lines.empty() ? "" : store::sha256_hex(lines);
-  }
-
-  pyb::gil_scoped_release nogil;
-  uint64_t item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
-  const size_t k_task = task == Task::Longbench ? 1 : size_t(k);
-  std::vector<Item> items = task_items(task, std::move(recs), k_task, item_seed, size_t(S));
-  if (items.empty()) throw UsageError("cnorm calibrate", "no items in the records");
-  // The CLI's runner (pipelines/cnorm/run.h) without a store or a profile cache.
-  CalibrateOptions opt;
-  opt.setup = setup;
-  opt.samples = size_t(S);
-  opt.k = k_task;
-  opt.ctx = size_t(n_ctx);
-  opt.origin.model_path = reader.model_path();
-  opt.origin.model_sha256 = store::sha256_file(reader.model_path());
-  opt.input_sha256 = input_sha;
-  opt.system_sha256 = system.empty() ? "" : store::sha256_hex(system);
-  LoopHook hook(progress, 0);
-  size_t done = 0, total = 0;
-  opt.hooks.begin = [&](const std::string&, uint64_t n) { total = size_t(n); };
-  opt.hooks.advance = [&](uint64_t n) {
-    hook.step_of(done, total);  // Ctrl-C and the progress bar, between two passes
-    done += size_t(n);
-  };
-  const Profile prof = run_calibrate(reader, items, opt).profile;
-  hook.step_of(done, total);
-  nlohmann::json out = profile_to_json(prof);
-  pyb::gil_scoped_acquire gil;
-  return from_json(out);
-}
-
-// A profile passed as a Python value is an argument: a bad one is a ValueError (UsageError), as
-// for any other bad argument, with the loader's message.
-cnorm::Profile profile_arg(const pyb::handle& profile) {
-  try {
-    return cnorm::profile_from_json(to_json(profile), "profile");
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-}
-
-// As `ragform cnorm apply` on one record: every ctxs[i].text, or the "text" string, formatted
-// with the profile's delimiter and ratio; every other field unchanged.
-pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
-  using namespace cnorm;
-  Profile prof = profile_arg(profile);
-  Task task = parse_task(prof.task);
-  Format f = profile_format(prof);
-  if (!f.wrapper.empty())
-    throw UsageError("cnorm apply", "the profile's best candidate is the document format '" +
-                                        f.wrapper +
-                                        "'; apply writes text fields, wrap documents when "
-                                        "building the prompt instead");
-  nlohmann::json j = to_json(record);
-  if (!j.is_object()) throw UsageError("cnorm apply", "the record must be a dict");
-  if (j.contains("ctxs")) {
-    if (!j["ctxs"].is_array()) throw UsageError("cnorm apply", "field 'ctxs': expected array");
-    for (size_t i = 0; i < j["ctxs"].size(); ++i) {
-      auto& c = j["ctxs"][i];
-      if (!c.is_object() || !c.contains("text") || !c["text"].is_string())
-        throw UsageError("cnorm apply",
-                         "field 'ctxs[" + std::to_string(i) + "].text': expected string");
-      c["text"] = format_text(task, c["text"].get<std::string>(), f);
-    }
-  } else if (j.contains("text") && j["text"].is_string()) {
-    j["text"] = format_text(task, j["text"].get<std::string>(), f);
-  } else {
-    throw UsageError("cnorm apply", "expected a \"ctxs\" array or a \"text\" string");
-  }
-  return from_json(j);
-}
 
 // ---------------------------------------------------------------- SURE
 
@@ -427,12 +235,6 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
 
 void bind_pipelines(pyb::module_& m) {
   using pyb::arg;
-  m.def("_cnorm_calibrate", &cnorm_calibrate, arg("model"), arg("records"), arg("task"), arg("S"),
-        arg("delims"), arg("p"), arg("seed"), arg("k"), arg("layer"), arg("heads"),
-        arg("context_span"), arg("template"), arg("shared"), arg("system"), arg("n_ctx"),
-        arg("progress"));
-  m.def("_cnorm_apply", &cnorm_apply, arg("profile"), arg("record"));
-  m.def("_cnorm_default_delimiters", &cnorm::default_delimiter_list);
   m.def("_sure_perturb", &sure_perturb, arg("records"), arg("kinds"), arg("seed"), arg("cutoff"),
         arg("docs"), arg("model").none(true), arg("perturb_model").none(true), arg("max_tokens"),
         arg("batch"), arg("prompts"), arg("progress"));
