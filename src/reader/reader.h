@@ -93,7 +93,8 @@ class Reader {
  public:
   virtual ~Reader() = default;
   virtual Capabilities capabilities() const = 0;
-  // A stable description for run stores: "native:<file name>" or "openai:<url>#<model>".
+  // A stable description for run stores (part of a run's identity): "native:<file name>" or
+  // "openai:<model>" (no URL: the same run may be measured by any servers of the model).
   virtual std::string describe() const = 0;
   // "raw" or the chat family used ("chatml", "llama3", ...).
   virtual std::string chat_mode() const = 0;

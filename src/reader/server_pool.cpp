@@ -108,9 +108,12 @@ void ServerPool::mark_down(int s, const HttpAnswer& a) {
   if (sv.down) return;
   sv.down = true;
   // One server has nobody to hand over to: its failures are the request's error, as ever.
-  if (servers_.size() > 1)
-    note("server " + sv.ep->name() + " is down (" + a.error +
-         "); the other servers take its requests");
+  if (servers_.size() < 2) return;
+  const bool others = std::any_of(servers_.begin(), servers_.end(), [](const Server& o) {
+    return !o.down && o.check != Check::refused;
+  });
+  note("server " + sv.ep->name() + " is down (" + a.error + "); " +
+       (others ? "the other servers take its requests" : "no server answers"));
 }
 
 int ServerPool::acquire(const std::vector<bool>& tried, bool& probe) {

@@ -180,6 +180,19 @@ TEST(ServerFleet, SureEvalOverAFleetIsTheRunOfOneServer) {
   ASSERT_TRUE(sv1.has_value());
   EXPECT_EQ(sv1->size(), 1u);
 
+  // Every server down: each one note, every row unmeasured, and the run exits 1 as with one
+  // server (nothing measured).
+  const std::string down2 = down_url();
+  auto r0 = run_ragform(eval + quoted(dir / "down.sqlite") + " --base-url " + down + "," + down2);
+  EXPECT_EQ(r0.exit_code, 1) << r0.err;
+  EXPECT_NE(r0.err.find("note: server " + down + " is down"), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find("note: server " + down2 + " is down (no answer from " + down2 +
+                        "/models (Connection)); no server answers"),
+            std::string::npos)
+      << r0.err;
+  EXPECT_NE(r0.err.find("ragform: sure eval: "), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find("after 4 attempts on 2 servers"), std::string::npos) << r0.err;
+
   // Another model id on one server: refused before anything is measured.
   std::vector<std::string> other = base;
   other.insert(other.end(), {"--alias", "other"});
