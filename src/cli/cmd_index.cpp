@@ -1,6 +1,7 @@
 // `ragform index build --corpus F -o DIR [--dense -m ENCODER.gguf] [--faiss flat|hnsw|ivf]
 // [--append]`: a retrieval index of a passage corpus (retrieval/index_build.h, docs/retrieval.md).
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -8,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/retrieval_flags.h"
+#include "cli/run_hooks.h"
 #include "retrieval/index_build.h"
 
 namespace ragform::cli {
@@ -61,6 +63,8 @@ int index_build(const std::vector<std::string>& argv) {
     o.encoder_sha256 = enc.id.sha256;
     retrieval::DenseIndex::set_threads(threads.value);
   }
+  std::optional<Progress> progress;
+  o.hooks = cli_run_hooks(&progress);
   auto s = retrieval::build_index(o);
   if (s.truncated > 0)
     std::fprintf(stderr, "index: %zu of %zu passages truncated to the encoder's context\n",

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "base/progress.h"
 #include "retrieval/bm25_index.h"
 #include "retrieval/corpus.h"
 
@@ -98,7 +97,7 @@ BuildSummary build_into(const BuildOptions& opt) {
   if (opt.encoder) dense = std::make_unique<DenseBuilder>(opt, sum);
   sum.dense = bool(dense);
 
-  Progress progress("index", 0);
+  Stage progress(opt.hooks, "index", 0);
   ix.begin();
   Passage p;
   size_t since_checkpoint = 0;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <string>
 
+#include "base/run_hooks.h"
 #include "reader/encoder.h"
 #include "retrieval/dense_index.h"
 
@@ -30,6 +31,9 @@ struct BuildOptions {
   size_t batch = 256;         // passages per encoder call
   size_t checkpoint = 20000;  // passages between commits / saves
   size_t ivf_train = 20000;   // vectors the IVF k-means trains on (the first ones)
+  // Progress: one stage "index" of unknown total, advanced once per passage read. The library
+  // draws nothing itself; the CLI passes hooks that draw base/progress.h's line.
+  RunHooks hooks;
 };
 
 struct BuildSummary {

@@ -4,18 +4,6 @@
 
 namespace ragform::common {
 
-Stage::Stage(const RunHooks& h, const std::string& label, uint64_t total) : h_(h) {
-  if (h_.begin) h_.begin(label, total);
-}
-
-Stage::~Stage() {
-  if (h_.end) h_.end();
-}
-
-void Stage::add(uint64_t n) const {
-  if (h_.advance) h_.advance(n);
-}
-
 RunOrigin origin_of(const reader::Reader& r, std::string tool_version, std::string model_path,
                     std::string model_sha256) {
   RunOrigin o;

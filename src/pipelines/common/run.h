@@ -3,42 +3,21 @@
 // identity in a store with the rows already done (begin_or_resume).
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <set>
 #include <string>
 
+#include "base/run_hooks.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
 
 namespace ragform::common {
 
-// How a runner talks to its caller; every member may be empty. The CLI prints notes on stderr and
-// draws base/progress.h's line for each stage; Python calls its progress callback.
-struct RunHooks {
-  std::function<void(const std::string&)> note;                         // one line for the user
-  std::function<void(const std::string& label, uint64_t total)> begin;  // a stage starts
-  std::function<void(uint64_t n)> advance;                              // n more steps of it done
-  std::function<void()> end;                                            // the stage is over
-
-  // note(line) when there is a note hook.
-  void say(const std::string& line) const {
-    if (note) note(line);
-  }
-};
-
-// One progress stage: begin on construction, end on destruction (also when the runner throws,
-// so that the caller's progress line is closed before its error is printed).
-class Stage {
- public:
-  Stage(const RunHooks& h, const std::string& label, uint64_t total);
-  ~Stage();
-  Stage(const Stage&) = delete;
-  Stage& operator=(const Stage&) = delete;
-  void add(uint64_t n = 1) const;
-
- private:
-  const RunHooks& h_;
-};
+// How a runner talks to its caller (notes, progress stages) and one progress stage as an RAII
+// guard: defined in base/run_hooks.h, below retrieval, whose index build reports the same way. The
+// CLI prints notes on stderr and draws base/progress.h's line for each stage; Python calls its
+// progress callback.
+using RunHooks = ragform::RunHooks;
+using Stage = ragform::Stage;
 
 // What a run records about what ran it: store::RunConfig's tool_version and model_path (kept,
 // not identity) and model_sha256, reader and chat_mode (identity). Filled once by the caller:
