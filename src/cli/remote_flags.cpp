@@ -37,9 +37,11 @@ RemoteFlags::RemoteFlags(Args& a)
       concurrency(
           a.opt<int>("--concurrency", "N", "requests in flight per server (openai reader)", 4)
               .range(1, 1024)),
-      retries(
-          a.opt<int>("--retries", "N", "retries on 429/5xx/timeouts, with exponential backoff", 4)
-              .range(0, 100)),
+      retries(a.opt<int>("--retries", "N",
+                         "retries on no answer/408/429/5xx, with exponential backoff (with several "
+                         "servers: further rounds, each trying every server)",
+                         4)
+                  .range(0, 100)),
       timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)
                   .range(1, kMaxInt)) {}
 
