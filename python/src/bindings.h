@@ -22,6 +22,7 @@ namespace pyb = pybind11;
 void bind_errors(pyb::module_& m);
 void bind_engine(pyb::module_& m);
 void bind_pipelines(pyb::module_& m);
+void bind_pipelines_cnorm(pyb::module_& m);
 void bind_pipelines_sure(pyb::module_& m);
 void bind_store(pyb::module_& m);
 

@@ -41,6 +41,7 @@ PYBIND11_MODULE(_ragform, m) {
   ragform::py::bind_errors(m);
   ragform::py::bind_engine(m);
   ragform::py::bind_pipelines(m);
+  ragform::py::bind_pipelines_cnorm(m);
   ragform::py::bind_pipelines_sure(m);
   ragform::py::bind_store(m);
 }
