@@ -1,4 +1,4 @@
-// One error policy for the library layers (STYLE.md "Errors"): internal code throws a typed
+// One error policy for the library layers: internal code throws a typed
 // exception whose message names the operation and the bad value; front ends (cli/, server/) catch
 // it and turn it into an exit code or an HTTP status. Library code never calls exit().
 #pragma once

@@ -1,5 +1,5 @@
 // Declarative command-line flags: every flag is declared once, with its default and help text, and
-// --help is generated from the declarations (STYLE.md "Front ends", after gemma.cpp gemma_args.h).
+// --help is generated from the declarations (the way gemma.cpp's gemma_args.h declares its flags).
 //
 //   cli::Args a("tokenize", "Turn text into token ids with a model's own tokenizer.");
 //   auto& model = a.opt<std::string>("-m,--model", "FILE", "GGUF model file").required();

@@ -1,6 +1,6 @@
 // ragform bench: prompt-processing and generation throughput, like llama-bench: each test runs
 // -r times and reports the median with min and max tokens/s. --taps attention also measures what
-// the attention tap costs (issue 5's criterion): the same prefill capturing the final token's
+// the attention tap costs: the same prefill capturing the final token's
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
 // time ratio on stderr.
 //
@@ -8,7 +8,7 @@
 // progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
 // than the model's training context gets one warning line on stderr.
 //
-// --workload cnorm-sweep|sure-pairs measures the prefix cache (issue 21) on a study's prompt shape,
+// --workload cnorm-sweep|sure-pairs measures the prefix cache on a study's prompt shape,
 // random token ids standing in for text: cnorm-sweep moves one gold passage through k positions of
 // a fixed passage list (k prompts per question); sure-pairs has per question one original prompt
 // and --perturbations prompts in which one passage is replaced. Every repetition runs the workload

@@ -15,7 +15,7 @@ struct Command {
   std::string name;
   std::string summary;  // one line for `ragform --help`
   CommandFn run;
-  int order = 100;  // position in `ragform --help` (DESIGN.md order)
+  int order = 100;  // position in `ragform --help` (engine commands first, then pipelines)
 };
 
 std::map<std::string, Command>& registry();

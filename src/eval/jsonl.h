@@ -1,6 +1,6 @@
 // Streaming reader of JSON records from data files, where every error names the file, the line and
-// the reason (DESIGN.md "Data formats": "a malformed line is reported with file, line number and
-// reason").
+// the reason: a malformed line is reported with file, line number and reason, never skipped
+// silently.
 //
 // Accepted input (detected from the bytes, never from the file name):
 //   - compression: plain, or gzip (magic bytes 1F 8B; decompressed with zlib, concatenated gzip

@@ -1,5 +1,5 @@
-// The canonical QA record every loader produces and every pipeline consumes (DESIGN.md "Data
-// formats"). Its core is the lost-in-the-middle shape
+// The canonical QA record every loader produces and every pipeline consumes. Its
+// core is the lost-in-the-middle shape
 //   {"id", "question", "answers": [...], "ctxs": [{"id","title","text","hasanswer","isgold"}]}
 // and each source format adds what only it has in an optional sub-struct, so a pipeline asks for
 // exactly the extra it needs (`if (r.hotpot) ...`) and never sees a half-filled field.

@@ -1,5 +1,6 @@
-// Prefill accounting of one piece of work (issue 21): the prompt tokens a reader was given and the
-// ones it computed, counted from the meter's construction, and the line batch commands print.
+// Prefill accounting of one piece of work (what the prefix cache saved): the prompt tokens a reader
+// was given and the ones it computed, counted from the meter's construction, and the line batch
+// commands print.
 #pragma once
 #include <optional>
 #include <string>

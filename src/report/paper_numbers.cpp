@@ -1,5 +1,5 @@
 // The papers' numbers (paper_numbers.h). Transcribed from the tab-separated tables and the
-// sentences of ../shared/papers/*.txt; SURE Table 1's Org column is one merged cell per category
+// sentences of the three papers' texts; SURE Table 1's Org column is one merged cell per category
 // (method "<Category> (category)"), Table 3 of SpotlightRAG repeats the full model's row (method
 // "SpotlightRAG (full, ablation)").
 #include "report/paper_numbers.h"

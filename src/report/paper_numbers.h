@@ -1,14 +1,14 @@
 // The numbers the three papers report for their main experiments, transcribed from the paper
-// texts in ../shared/papers/ (cnorm-surface-formatting.txt, sure-spurious-features.txt,
-// spotlightrag-span-selection.txt). Each entry names its source (table or section). Values are in
-// the paper's own unit: 25.7 for 25.7 %, 0.810 for an OAA, a count for SURE's Table 2, 1.01e-5
-// for a p printed as 1.01 x 10^-5. A number printed with significance stars keeps them in `stars`;
-// a cell that is no number (SURE Table 11's "cosine") is a text entry: `text` holds it and `value`
-// is NaN (has_value() is false), so a listing prints printed_value(), never the raw value.
-// `ragform reproduce --list` prints them; the report's "Paper vs this run" section
-// (paper_section.cpp) puts them beside a run's values. tests/report/paper_numbers_fixture_test
-// checks every entry against the paper text near its source, and every table cell against the
-// entries.
+// texts (cnorm-surface-formatting.txt, sure-spurious-features.txt,
+// spotlightrag-span-selection.txt in the shared papers directory). Each entry names its source
+// (table or section). Values are in the paper's own unit: 25.7 for 25.7 %, 0.810 for an OAA, a
+// count for SURE's Table 2, 1.01e-5 for a p printed as 1.01 x 10^-5. A number printed with
+// significance stars keeps them in `stars`; a cell that is no number (SURE Table 11's "cosine") is
+// a text entry: `text` holds it and `value` is NaN (has_value() is false), so a listing prints
+// printed_value(), never the raw value. `ragform reproduce --list` prints them; the report's "Paper
+// vs this run" section (paper_section.cpp) puts them beside a run's values.
+// tests/report/paper_numbers_fixture_test checks every entry against the paper text near its
+// source, and every table cell against the entries.
 #pragma once
 #include <string>
 #include <vector>

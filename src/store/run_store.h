@@ -1,4 +1,4 @@
-// The run store: every run writes one SQLite file (DESIGN.md "Data formats") so that a killed run
+// The run store: every run writes one SQLite file so that a killed run
 // resumes where it stopped, loses nothing, and never recomputes a finished row.
 //
 // File layout (schema version 1; WAL journal, synchronous=FULL by default):

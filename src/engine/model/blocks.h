@@ -1,6 +1,6 @@
 // The shared building blocks of the transformer, written to reproduce ggml's CPU numerics
-// (FORMAT.md "What llama.cpp computed"). Each has a plain scalar form; they are cheap next to the
-// matmuls, which live in ops/.
+// (the reference outputs are llama.cpp CPU runs). Each has a plain scalar form; they are cheap next
+// to the matmuls, which live in ops/.
 #pragma once
 #include <cstdint>
 
@@ -30,7 +30,7 @@ void rope(float* x, int n_heads, int head_dim, int n_rot, const RopeCache& rc, R
 void swiglu(const float* gate, const float* up, int n, float* out);
 
 // GELU in its tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as llama.cpp's CPU
-// backend computes it (FORMAT.md "GELU"): for -10 < x < 10 the input is rounded to F16 and the
+// backend computes it (ggml's GELU table): for -10 < x < 10 the input is rounded to F16 and the
 // result read from a 65536-entry table of F16 values (GELU of every half, rounded to half);
 // x <= -10 gives 0 and x >= 10 gives x. out may alias x. gelu_exact is the unrounded tanh form,
 // the reference the table is built from.

@@ -50,7 +50,7 @@ struct SchemeRow {
 };
 
 // llama_ftype numbers (llama.h): plain K types are written as their _S ftype, as
-// `llama-quantize --pure` does (FORMAT.md: tinyq-q3_k_s/q4_k_s/q5_k_s are pure).
+// `llama-quantize --pure` does (a pure Q3_K file is ftype Q3_K_S).
 constexpr SchemeRow kSchemes[] = {
     {"f32", TensorType::F32, Mixture::Pure, 0},
     {"f16", TensorType::F16, Mixture::Pure, 1},

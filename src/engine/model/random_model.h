@@ -3,9 +3,9 @@
 // model: full `<arch>.*` hyper-parameters, `general.file_type`, a tokenizer, and per-tensor types
 // chosen as llama-quantize chooses them.
 //
-// Weights (as the fixtures were made, FORMAT.md): matrices W ~ N(0, 1/fan_in) with fan_in = ne[0];
-// norm weights 1 + N(0, 0.1^2); qwen2 q/k/v biases N(0, 0.5^2); token embeddings N(0, 1) when the
-// output matrix is separate, N(0, (2.4/sqrt(n_embd))^2) when tied (0.15 at n_embd 256, as
+// Weights (as the llama.cpp reference models were made): matrices W ~ N(0, 1/fan_in) with fan_in =
+// ne[0]; norm weights 1 + N(0, 0.1^2); qwen2 q/k/v biases N(0, 0.5^2); token embeddings N(0, 1)
+// when the output matrix is separate, N(0, (2.4/sqrt(n_embd))^2) when tied (0.15 at n_embd 256, as
 // tinyq-qwen2), so logits stay O(1). Each 64-row chunk of each tensor has its own generator seeded
 // from (seed, tensor name, chunk): files are bit-identical for a seed whatever the thread count.
 //

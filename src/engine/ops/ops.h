@@ -1,6 +1,6 @@
 // Weight-type numerics of the engine: dequantisation, activation conversion, dot products and a
-// multithreaded matmul that reproduce llama.cpp/ggml's CPU results (FORMAT.md, "Matmul operand
-// conversion").
+// multithreaded matmul that reproduce llama.cpp/ggml's CPU results (including how ggml converts
+// a matmul's activation operand to the weight type's dot-product type).
 //
 // How ggml multiplies a weight row W (type T) by an F32 activation row x, and so how we do:
 //   1. x is converted once per token to T's "vec_dot type" (activation_type(T)):

@@ -1,6 +1,6 @@
 // The steps of the forward pass (forward.h), in the order Context::eval runs them. Each follows
 // llama.cpp's graph for the architecture (src/models/<arch>.cpp) operation by operation, so the
-// float rounding matches ggml's CPU backend (FORMAT.md "What llama.cpp computed").
+// float rounding matches ggml's CPU backend.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
 // The prefix cache: the KV rows of prompts already prefilled, keyed by their tokens, so that a new
 // sequence whose prompt starts with a cached prefix copies those rows and prefills only the rest
-// (issue 21; the idea of vLLM's automatic prefix caching and SGLang's radix attention).
+// (the idea of vLLM's automatic prefix caching and SGLang's radix attention).
 //
 // Why copying rows is exact: the key and value of position p depend only on tokens 0..p (causal
 // attention), and a token's numbers do not depend on how it was batched (docs/engine.md "Batch

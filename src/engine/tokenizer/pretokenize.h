@@ -10,9 +10,9 @@
 //  - any other regex runs on the code points (PCRE2 UTF mode) with non-ASCII whitespace folded
 //    to U+000B, as llama.cpp's std::wregex path does.
 // Invalid UTF-8 never throws: it decodes leniently (unicode_props.h).
-// Verification: gpt-2 (scanner) and qwen2 (collapsed-regex path) match llama.cpp's vectors in
-// ../shared/fixtures/vocab; the llama-bpe (Llama 3) scanner agrees with its regex on those vector
-// strings but has no vocabulary to check ids against. default, deepseek-llm, deepseek-coder,
+// Verification: gpt-2 (scanner) and qwen2 (collapsed-regex path) match llama.cpp's tokenizer
+// test vectors (the vocab fixtures); the llama-bpe (Llama 3) scanner agrees with its regex on those
+// vector strings but has no vocabulary to check ids against. default, deepseek-llm, deepseek-coder,
 // falcon, mpt, starcoder, refact and the other names are implemented from llama.cpp's regex
 // lists and checked only on hand-worked splits (tests/engine/tokenizer/tokenizer_test.cpp):
 // they are unverified against llama.cpp output. Category tables are Unicode 14 (Python 3.11);

@@ -3,8 +3,8 @@
 // sentences and shown as highlighted spans (the match matrix).
 //
 // Encoders behind one interface:
-//  * StaticEncoder — static word vectors from a JSON file `{word: [d floats], ...}` (the GloVe
-//    file in ../shared/data/embeddings, or any file in that format). Tokens are the words of
+//  * StaticEncoder — static word vectors from a JSON file `{word: [d floats], ...}` (GloVe
+//    vectors exported to JSON, or any file in that format). Tokens are the words of
 //    text::split_words. Out-of-vocabulary rule, applied in order:
 //      1. the word as written;
 //      2. lowercased (ASCII);

@@ -1,4 +1,4 @@
-// SpotlightRAG evaluation (issue 9 "Evaluation"): evidence recall@K of gold sentences (HotpotQA
+// SpotlightRAG evaluation (the paper's "Evaluation"): evidence recall@K of gold sentences (HotpotQA
 // `supporting_facts`) for Spotlight and three baselines, and the positional analysis of the
 // paper's Figure 1(a).
 //
