@@ -7,42 +7,46 @@
 #include "cli/engine_env.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
+#include "reader/engine_settings.h"
 #include "reader/prefill_meter.h"
 
 namespace ragform::cli {
 
-Opt<std::string>& f16_gemm_flag(Args& a) {
-  // The errors are the ones measured on the F16 fixtures (docs/engine.md, accuracy table).
-  return a.opt<std::string>(
-      "--f16-gemm", "HOW",
-      "F16/BF16 products: exact (default; a prompt's logits do not depend on its batch) or int16 "
-      "(approximate, AVX512-VNNI only: faster prefill, F16 fixture logits 2.1e-3 from llama.cpp's "
-      "against 1.4e-3, batch-dependent)",
-      "");
+namespace {
+
+// The flags of reader/engine_settings.h's declaration, with its help, default and range.
+Opt<int>& int_flag(Args& a, const char* key) {
+  const reader::Setting& s = reader::engine_setting(key);
+  auto& o = a.opt<int>(s.flag, s.metavar, s.help, std::stoi(s.value));
+  if (s.hi == reader::kThreadsMax) return o.range(s.lo, max_threads(), "0..4 x the cores");
+  return o.range(s.lo, s.hi);
 }
+
+Opt<std::string>& text_flag(Args& a, const char* key) {
+  const reader::Setting& s = reader::engine_setting(key);
+  return a.opt<std::string>(s.flag, s.metavar, s.help, std::string(s.value));
+}
+
+Flag& switch_flag(Args& a, const char* key) {
+  const reader::Setting& s = reader::engine_setting(key);
+  return a.flag(s.flag, s.help);
+}
+
+}  // namespace
+
+Opt<std::string>& f16_gemm_flag(Args& a) { return text_flag(a, "f16_gemm"); }
 
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
-      ctx(a.opt<int>("--ctx", "N",
-                     "context size in tokens per sequence (the model's training context when "
-                     "that is smaller than the default)",
-                     4096)
-              .range(1, kMaxInt)),
-      kv(a.opt<std::string>("--kv", "TYPE", "KV cache type: f32 or f16 (half the memory)", "f32")),
-      threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)
-                  .range(0, max_threads(), "0..4 x the cores")),
+      ctx(int_flag(a, "ctx")),
+      kv(text_flag(a, "kv")),
+      threads(int_flag(a, "threads")),
       f16_gemm(f16_gemm_flag(a)),
-      chat(a.flag("--chat", "wrap the prompt as the user turn of the model's chat template")),
-      system(a.opt<std::string>("--system", "TEXT", "system message in --chat mode", "")),
-      truncate(a.opt<std::string>("--truncate", "POLICY",
-                                  "prompt longer than --ctx: error, or left (keep BOS and the end)",
-                                  "error")),
-      prefix_cache(a.opt<std::string>(
-          "--prefix-cache", "on|off",
-          "reuse the KV rows of prompt prefixes prefilled before (exact: same numbers)", "on")),
-      prefix_cache_mb(a.opt<int>("--prefix-cache-mb", "N",
-                                 "prefix cache bound in MiB (LRU; 0 = 1/8 of RAM, at most 2048)", 0)
-                          .range(0, 1 << 20)) {
+      chat(switch_flag(a, "chat")),
+      system(text_flag(a, "system")),
+      truncate(text_flag(a, "truncate")),
+      prefix_cache(text_flag(a, "prefix_cache")),
+      prefix_cache_mb(int_flag(a, "prefix_cache_mb")) {
   if (model_required) model.required();
 }
 
@@ -51,11 +55,11 @@ void ReaderFlags::resolve_ctx() const {
   ctx_resolved_ = true;
   const int train = model::training_context(model.value);
   if (train <= 0) return;
-  if (!ctx.seen && train < ctx.value) {
+  if (!ctx.seen && reader::default_context(train) != ctx.value) {
     // Positions past the training context are ones the model never saw (RoPE extrapolation):
     // default to what it was trained on.
-    std::fprintf(stderr, "note: --ctx defaults to %d, the model's training context\n", train);
-    ctx.value = train;
+    ctx.value = reader::default_context(train);
+    std::fprintf(stderr, "note: --ctx defaults to %d, the model's training context\n", ctx.value);
   } else if (ctx.seen && ctx.value > train) {
     std::fprintf(stderr,
                  "note: --ctx %d exceeds the model's training context %d; positions past %d are "
