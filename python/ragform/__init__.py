@@ -34,7 +34,7 @@ class Model(_ragform._Model):
     """A GGUF model on ragform's own engine (the reader `ragform generate -m` opens).
 
     Model(path, threads=0, ctx=None, kv="f32", chat=False, system="", truncate="error",
-          f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0)
+          f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0, cpu=None, load=None)
 
     threads: the size of this model's own thread pool (0 = all cores). ctx: tokens per sequence;
     None = 4096, or the model's training context when that is smaller (the CLI's --ctx default).
@@ -43,23 +43,27 @@ class Model(_ragform._Model):
     ("error") or keeps BOS and its end ("left"). f16_gemm: "exact" or "int16" (approximate).
     prefix_cache: reuse the KV rows of prompt prefixes prefilled before (the same numbers; the
     CLI's --prefix-cache), bounded by prefix_cache_mb MiB (0 = an eighth of RAM, at most 2048).
-    `prefill` and `prefix_cache_stats` tell how much prompt work it saved.
+    `prefill` and `prefix_cache_stats` tell how much prompt work it saved. cpu: "scalar", "avx2"
+    or "avx512" caps the kernels' CPU tier (the CLI's RAGFORM_CPU; None = what the CPU has).
+    load: "mmap" keeps the file mapped, "memory" reads it (the CLI's RAGFORM_LOAD; None = read
+    files of 64 MB+ into huge pages where there is room).
 
     Methods release the GIL for every forward pass: Models in different Python threads run at
     the same time; calls on one Model are serialised.
     """
 
     def __init__(self, path, threads=0, ctx=None, kv="f32", chat=False, system="",
-                 truncate="error", f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0):
+                 truncate="error", f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0,
+                 cpu=None, load=None):
         path = _os.fspath(path)
         if ctx is None:
-            train = _ragform._training_context(path)
-            ctx = min(4096, train) if train > 0 else 4096
+            ctx = _ragform._default_context(path)
         super().__init__(path, threads, ctx, kv, chat, system, truncate, f16_gemm, prefix_cache,
-                         prefix_cache_mb)
+                         prefix_cache_mb, cpu, load)
         self.ctx, self.kv, self.chat, self.system = ctx, kv, chat, system
         self._args = dict(threads=threads, ctx=ctx, kv=kv, truncate=truncate, f16_gemm=f16_gemm,
-                          prefix_cache=prefix_cache, prefix_cache_mb=prefix_cache_mb)
+                          prefix_cache=prefix_cache, prefix_cache_mb=prefix_cache_mb, cpu=cpu,
+                          load=load)
         self._chat_model = None
 
     def __repr__(self):

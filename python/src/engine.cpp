@@ -15,10 +15,12 @@
 #include "bindings.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
+#include "engine/ops/cpu_features.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "reader/engine_settings.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "reader/openai_reader.h"
@@ -56,7 +58,9 @@ void check_token_id(const char* where, int32_t id, int32_t n_vocab) {
 
 // Every constructor taking threads= comes here: the CLI's --threads bound (base/threads.h), so a
 // typo of 100000 is a ValueError, not tens of thousands of threads started before a failure.
-EngineOptions engine_options(int threads, const std::string& f16_gemm) {
+EngineOptions engine_options(int threads, const std::string& f16_gemm,
+                             const std::optional<std::string>& cpu = std::nullopt,
+                             const std::optional<std::string>& load = std::nullopt) {
   if (threads < 0 || threads > max_threads())
     throw UsageError("threads", "must be in 0.." + std::to_string(max_threads()) +
                                     " (0 = all cores, at most 4 x the cores), got " +
@@ -65,15 +69,19 @@ EngineOptions engine_options(int threads, const std::string& f16_gemm) {
   e.threads = threads;  // each Model owns a pool of this many threads (0 = all cores)
   e.f16_gemm = choice("f16_gemm", f16_gemm, {"exact", "int16"}) == 0 ? ops::F16Gemm::exact
                                                                      : ops::F16Gemm::int16;
+  // The CLI's RAGFORM_CPU and RAGFORM_LOAD (engine_settings.h); None keeps the engine's default.
+  if (cpu) e.cpu_tier = ops::parse_tier(*cpu, "cpu");
+  if (load)
+    e.load = choice("load", *load, {"mmap", "memory"}) == 0 ? MappedFile::Load::map
+                                                            : MappedFile::Load::memory;
   return e;
 }
 
-std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int threads,
-                                                 std::optional<int> ctx, const std::string& kv,
-                                                 bool chat, const std::string& system,
-                                                 const std::string& truncate,
-                                                 const std::string& f16_gemm, bool prefix_cache,
-                                                 int prefix_cache_mb) {
+std::shared_ptr<reader::NativeReader> open_model(
+    const std::string& path, int threads, std::optional<int> ctx, const std::string& kv, bool chat,
+    const std::string& system, const std::string& truncate, const std::string& f16_gemm,
+    bool prefix_cache, int prefix_cache_mb, const std::optional<std::string>& cpu,
+    const std::optional<std::string>& load) {
   reader::NativeOptions o;
   if (prefix_cache_mb < 0)
     throw UsageError("prefix_cache_mb", "must be >= 0 (0 = an eighth of RAM, at most 2048), got " +
@@ -81,7 +89,7 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int th
   o.prefix_cache = prefix_cache;  // the CLI's --prefix-cache on|off and --prefix-cache-mb
   o.prefix_cache_bytes = size_t(prefix_cache_mb) << 20;
   o.kv_f16 = kv_f16(kv);
-  o.engine = engine_options(threads, f16_gemm);
+  o.engine = engine_options(threads, f16_gemm, cpu, load);
   o.chat = chat;
   o.system_prompt = system;
   o.overflow = choice("truncate", truncate, {"error", "left"}) == 0
@@ -91,8 +99,7 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, int th
     if (*ctx < 1) throw UsageError("ctx", "must be >= 1, got " + std::to_string(*ctx));
     o.n_ctx = *ctx;
   } else {
-    const int train = training_context(path);
-    o.n_ctx = train > 0 ? std::min(4096, train) : 4096;
+    o.n_ctx = reader::default_context(training_context(path));
   }
   pyb::gil_scoped_release nogil;
   return std::make_shared<reader::NativeReader>(path, o);
@@ -253,6 +260,26 @@ pyb::str piece_str(const std::string& s) {
 void bind_engine(pyb::module_& m) {
   m.def("_training_context", &training_context, pyb::arg("path"),
         "The model file's training context (0 when its header does not say).");
+  m.def(
+      "_default_context",
+      [](const std::string& path) { return reader::default_context(training_context(path)); },
+      pyb::arg("path"), "The context length a Model of this file gets when ctx=None.");
+  // The declaration Model's keyword arguments and the CLI's flags are bound from.
+  m.def(
+      "_engine_settings",
+      [] {
+        pyb::list out;
+        reader::visit_engine_settings([&](const reader::Setting& s) {
+          pyb::dict d;
+          d["key"] = s.key;
+          d["flag"] = s.flag;
+          d["env"] = s.env;
+          d["help"] = s.help;
+          out.append(d);
+        });
+        return out;
+      },
+      "The reader and engine settings (key, CLI flag, CLI variable, help), declared once.");
   pyb::class_<Attention>(m, "Attention",
                          "Softmax attention of one query token over the prompt (one layer).")
       .def_readonly("layer", &Attention::layer, "the layer (counted from 0)")
@@ -337,7 +364,8 @@ void bind_engine(pyb::module_& m) {
       .def(pyb::init(&open_model), pyb::arg("path"), pyb::arg("threads") = 0,
            pyb::arg("ctx") = std::nullopt, pyb::arg("kv") = "f32", pyb::arg("chat") = false,
            pyb::arg("system") = "", pyb::arg("truncate") = "error", pyb::arg("f16_gemm") = "exact",
-           pyb::arg("prefix_cache") = true, pyb::arg("prefix_cache_mb") = 0)
+           pyb::arg("prefix_cache") = true, pyb::arg("prefix_cache_mb") = 0,
+           pyb::arg("cpu") = std::nullopt, pyb::arg("load") = std::nullopt)
       .def_property_readonly("path", &reader::NativeReader::model_path)
       .def_property_readonly(
           "prefill",
