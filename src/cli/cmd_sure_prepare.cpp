@@ -17,6 +17,7 @@
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
+#include "cli/run_hooks.h"
 #include "cli/sure_prepare.h"
 #include "eval/jsonl.h"
 #include "pipelines/common/common.h"
@@ -170,22 +171,19 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
   std::optional<sure::PrepareSummary> sum;
   {
     store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
-    store::RunConfig rc = sure::prepare_run_config(o, prompts, recs);
-    rc.tool_version = common::tool_version();
-    rc.model_path = rf.model.value;
-    rc.model_sha256 =
-        reader && xf.reader.value != "openai" ? store::sha256_file(rf.model.value) : "";
-    rc.reader = reader ? reader->describe() : "known-file";
-    rc.chat_mode = reader ? reader->chat_mode() : "";
-    rc.seed = seed.value;
-    const int64_t run = st.begin_run(rc);
-    Progress prog("sure prepare", 0);
-    size_t last = 0;
-    sum = sure::run_prepare(reader.get(), st, run, prompts, recs, o, [&](size_t d, size_t t) {
-      prog.set_total(t);
-      prog.add(d - last);
-      last = d;
-    });
+    if (reader) {
+      o.origin =
+          common::origin_of(*reader, common::tool_version(), rf.model.value,
+                            xf.reader.value != "openai" ? store::sha256_file(rf.model.value) : "");
+    } else {  // verdicts from --known: no reader made the run
+      o.origin.tool_version = common::tool_version();
+      o.origin.model_path = rf.model.value;
+      o.origin.reader = "known-file";
+      o.origin.chat_mode = "";
+    }
+    std::optional<Progress> progress;
+    o.hooks = cli_run_hooks(&progress);
+    sum = sure::run_prepare(reader.get(), st, prompts, recs, o);
   }
   if (!store_path.seen) {
     std::error_code ec;

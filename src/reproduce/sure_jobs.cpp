@@ -124,17 +124,6 @@ void table3_values(const std::vector<sure::ReportRow>& rows, std::vector<Value>&
     }
 }
 
-std::function<void(size_t, size_t)> progress(const Options& opt, const char* label) {
-  auto last = std::make_shared<size_t>(0);
-  auto started = std::make_shared<bool>(false);
-  return [&opt, label, last, started](size_t done, size_t total) {
-    if (!*started && opt.hooks.begin) opt.hooks.begin(label, total);
-    *started = true;
-    if (opt.hooks.advance && done > *last) opt.hooks.advance(done - *last);
-    *last = done;
-  };
-}
-
 }  // namespace
 
 Job sure_job(const Planned& p, const Options& opt) {
@@ -171,30 +160,25 @@ Job sure_job(const Planned& p, const Options& opt) {
                        recs[0].question, false);
   j.run = [=](reader::Reader& r, store::RunStore& st) {
     // Section 3.1: Known/Unknown by the closed-book answer, Golden/Noise by the passage.
-    auto prep_rc =
-        run_config("sure prepare", sure::prepare_run_config(po, prompts, recs).config, r, opt);
-    const int64_t prep_run = st.begin_run(prep_rc);
-    auto prepared =
-        sure::run_prepare(&r, st, prep_run, prompts, recs, po, progress(opt, "sure prepare"));
-    if (opt.hooks.end) opt.hooks.end();
+    const auto origin = common::origin_of(r, opt.tool_version, opt.model_path, opt.model_sha256);
+    sure::PrepareOptions prep = po;
+    prep.origin = origin;
+    prep.hooks = opt.hooks;
+    const auto prepared = sure::run_prepare(&r, st, prompts, recs, prep);
     note_unmeasured(opt, "sure prepare", int64_t(prepared.unmeasured), int64_t(prepared.questions),
                     "closed-book rows");
     auto pairs = make_pairs(prepared.rows);
     if (pairs.empty()) throw Error("reproduce", "no instances prepared from " + input);
-    sure::EvalOptions eo;  // temperature 0.1, 32 tokens (Appendix D)
+    sure::EvalRunOptions eo;  // temperature 0.1, 32 tokens (Appendix D)
     // sure eval's identity (its pairs included), marked as this experiment's.
-    nlohmann::json eval_config =
-        sure::eval_run_config(eo, prompts, sure::pairs_sha256(pairs)).config;
-    eval_config["reproduce"] = p.info.name;
-    auto rc = run_config("sure eval", eval_config, r, opt);
-    int64_t run = st.begin_run(rc);
-    sure::EvalStats stats;
-    auto outcomes =
-        sure::evaluate_pairs(r, st, run, prompts, pairs, eo, stats, progress(opt, "sure eval"));
-    if (opt.hooks.end) opt.hooks.end();
+    eo.tag["reproduce"] = p.info.name;
+    eo.origin = origin;
+    eo.hooks = opt.hooks;
+    const auto evaluated = sure::run_eval(r, st, prompts, pairs, eo);
+    const sure::EvalStats& stats = evaluated.stats;
     note_unmeasured(opt, "sure eval", stats.pairs_unmeasured,
                     stats.pairs_measured + stats.pairs_unmeasured, "pairs");
-    auto rows = sure::robustness_report(outcomes, 0, 1000);
+    auto rows = sure::robustness_report(evaluated.outcomes, 0, 1000);
     std::vector<Value> out;
     if (trivial)
       table3_values(rows, out);

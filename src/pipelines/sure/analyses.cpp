@@ -11,6 +11,7 @@
 #include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/perturb_rules.h"
 #include "pipelines/sure/taxonomy.h"
+#include "text/metrics.h"
 #include "text/sentences.h"
 
 namespace ragform::sure {
@@ -348,6 +349,31 @@ double perplexity(reader::Reader& reader, const std::string& text) {
   auto r = reader.score(text, "");
   if (r.tokens.empty()) throw Error("perplexity", "text has fewer than two tokens");
   return std::exp(-r.sum / static_cast<double>(r.tokens.size()));
+}
+
+std::vector<std::vector<OracleDoc>> oracle_documents(reader::Reader& reader,
+                                                     const PromptSet& prompts,
+                                                     const std::vector<eval::QaRecord>& records,
+                                                     const common::RunHooks& hooks) {
+  std::vector<std::vector<OracleDoc>> per_query;
+  const common::Stage stage(hooks, "sure oracle", records.size());
+  for (const auto& r : records) {
+    std::vector<OracleDoc> docs;
+    for (const auto& c : r.ctxs) {
+      if (text::substring_match(c.text, r.answers) == 0) continue;  // A.2: answer-bearing docs
+      OracleDoc d;
+      std::string g = c.title.empty() ? c.text : "(Title: " + c.title + ") " + c.text;
+      d.oracle = oracle_score(reader, rag_prompt(prompts, g, r.question, false), r.answers);
+      d.f.flesch = flesch_reading_ease(c.text);
+      d.f.distinct1 = distinct_1(c.text);
+      d.f.tokens = reader.count_tokens(c.text);
+      d.f.ppl = perplexity(reader, c.text);
+      docs.push_back(d);
+    }
+    per_query.push_back(std::move(docs));
+    stage.add();
+  }
+  return per_query;
 }
 
 nlohmann::ordered_json KsFeatureRow::to_json() const {

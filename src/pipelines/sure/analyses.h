@@ -35,6 +35,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/qa_record.h"
+#include "pipelines/common/common.h"
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/prompts.h"
@@ -166,6 +168,14 @@ struct OracleDoc {
   double oracle = 0;
   DocFeatures f;
 };
+// Per record, its documents that contain a gold answer (A.2; normalised substring match), each
+// with its oracle score on P = (I, G, Q) (G = "(Title: t) text", or the text when untitled) and
+// its features (the reader's token count and perplexity of the text). One progress stage "sure
+// oracle" over the records.
+std::vector<std::vector<OracleDoc>> oracle_documents(reader::Reader& reader,
+                                                     const PromptSet& prompts,
+                                                     const std::vector<eval::QaRecord>& records,
+                                                     const common::RunHooks& hooks = {});
 struct KsFeatureRow {
   std::string feature;  // flesch | distinct1 | token_length | ppl
   double d = 0, p = 1;  // top vs bottom

@@ -80,8 +80,7 @@ struct Job {
 // (reader/measured.h), and a run that can no longer measure anything stops between batches.
 void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::vector<Job>& jobs,
               const EvalOptions& opt, EvalStats& stats, reader::MeasuredTally& tally,
-              const std::function<void(Job&, store::Result&)>& finish,
-              const std::function<void(size_t, size_t)>& progress, size_t& done, size_t total) {
+              const std::function<void(Job&, store::Result&)>& finish, const common::Stage& stage) {
   reader::GenerateParams gp;
   gp.temperature = opt.temperature;
   gp.seed = opt.seed;
@@ -137,8 +136,7 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
       store.put(r);
     }
     stats.generate_seconds += batch_ms / 1000.0;
-    done += e - b;
-    if (progress) progress(done, total);
+    stage.add(e - b);
     tally.fail_fast("sure eval");
   }
 }
@@ -247,21 +245,25 @@ std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const
 
 }  // namespace
 
-std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
-                                    const PromptSet& prompts, const std::vector<Pair>& pairs,
-                                    const EvalOptions& opt, EvalStats& stats,
-                                    const std::function<void(size_t, size_t)>& progress) {
+namespace {
+
+// The three stages in `run`, one progress stage "sure eval" over the rows still to generate.
+std::vector<Outcome> evaluate_in_run(reader::Reader& reader, store::RunStore& store, int64_t run,
+                                     const PromptSet& prompts, const std::vector<Pair>& pairs,
+                                     const EvalOptions& opt, EvalStats& stats,
+                                     const common::RunHooks& hooks) {
   std::set<store::Key> done = store.done_keys(run);
   reader::PrefillMeter meter(reader);
   auto [cb, org] = first_stage_jobs(prompts, pairs, opt, done, stats);
-  size_t total = cb.size() + org.size(), count = 0;
+  size_t total = cb.size() + org.size();
   for (const Pair& p : pairs)
     if (!p.failed && !done.count({p.id, p.perturbation})) ++total;
   const Grader grade_job{prompts, opt};
+  const common::Stage stage(hooks, "sure eval", total);
   reader::MeasuredTally tally;
   tally.measured(stats.skipped_done);  // rows the run reuses are measured rows of its result
-  run_jobs(reader, store, run, cb, opt, stats, tally, grade_job, progress, count, total);
-  run_jobs(reader, store, run, org, opt, stats, tally, grade_job, progress, count, total);
+  run_jobs(reader, store, run, cb, opt, stats, tally, grade_job, stage);
+  run_jobs(reader, store, run, org, opt, stats, tally, grade_job, stage);
   const int64_t reused_before = stats.skipped_done;
   std::vector<Job> pert = perturbed_jobs(store, run, prompts, pairs, opt, done, stats);
   tally.measured(stats.skipped_done - reused_before);
@@ -271,7 +273,7 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
         grade_job(j, r);
         r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
       },
-      progress, count, total);
+      stage);
   if (auto c = meter.counts())  // this invocation's prefill accounting (issue 21)
     store.set_run_meta(run, "prefill", reader::to_json(*c));
   // Which servers answered (a remote reader): provenance beside the run, not its identity.
@@ -290,6 +292,37 @@ std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& sto
   // The run's result is its pairs: rows measured without a pair measured give nothing.
   tally.check("sure eval", measured);
   return out;
+}
+
+}  // namespace
+
+std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
+                                    const PromptSet& prompts, const std::vector<Pair>& pairs,
+                                    const EvalOptions& opt, EvalStats& stats,
+                                    const std::function<void(size_t, size_t)>& progress) {
+  // (rows done, rows total) from the stage's begin and advances.
+  common::RunHooks hooks;
+  size_t done = 0, total = 0;
+  if (progress) {
+    hooks.begin = [&](const std::string&, uint64_t n) { total = size_t(n); };
+    hooks.advance = [&](uint64_t n) { progress(done += size_t(n), total); };
+  }
+  return evaluate_in_run(reader, store, run, prompts, pairs, opt, stats, hooks);
+}
+
+EvalSummary run_eval(reader::Reader& reader, store::RunStore& store, const PromptSet& prompts,
+                     const std::vector<Pair>& pairs, const EvalRunOptions& opt) {
+  store::RunConfig rc = eval_run_config(
+      opt.eval, prompts, opt.pairs_sha256.empty() ? pairs_sha256(pairs) : opt.pairs_sha256,
+      opt.judge_sha256);
+  rc.config.update(opt.tag);
+  rc.seed = static_cast<int64_t>(opt.eval.seed);
+  common::record_origin(rc, opt.origin);
+  EvalSummary sum;
+  sum.run = store.begin_run(rc);
+  sum.outcomes =
+      evaluate_in_run(reader, store, sum.run, prompts, pairs, opt.eval, sum.stats, opt.hooks);
+  return sum;
 }
 
 std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t run) {

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipelines/common/common.h"
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/prompts.h"
@@ -85,17 +86,44 @@ struct EvalStats {
 // grading: "substring_match", or "judge" with opt.judge's description, `judge_sha256` when not
 // empty, and the judge prompt) and of its input (`pairs_sha256`, pairs.h: two pair files never
 // share a run, so a resume never skips a row computed for other pairs under the same id). The
-// model, reader, tool version and seed are the caller's to fill. One function for the CLI and the
-// Python module, so both resume the same runs.
+// model, reader, tool version and seed are added by run_eval, for every front end alike.
 store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,
                                  const std::string& pairs_sha256,
                                  const std::string& judge_sha256 = "");
 
-// Runs the three stages for `pairs` on `reader`, writing rows of `run`, then returns the outcomes
-// of every pair whose three rows are measured. Throws reader::NothingMeasured (reader/measured.h)
-// when rows failed and no pair is measured, or every failure is a client error (401/403/404; the
-// run then stops after the first batch that shows it): the rows stay stored for a resume.
-// `progress` (may be empty) is called after each batch with (rows done, rows total).
+// `sure eval` on the runner contract (pipelines/common/common.h): begins (or resumes) the run of
+// eval_run_config's identity with the origin recorded and seed = eval.seed, runs the three stages
+// for `pairs` on `reader` as one progress stage "sure eval" (its total: the rows still to
+// generate), and returns the run, the outcomes of every pair whose three rows are measured and the
+// invocation's counts. Used by `ragform sure eval`, the Python module and `reproduce`, so all three
+// write the same runs. Throws reader::NothingMeasured as evaluate_pairs.
+struct EvalRunOptions {
+  EvalOptions eval;
+  // The identity of the whole input; "" = pairs_sha256(pairs). A shard passes its whole file's,
+  // so that every shard of a study writes the same run.
+  std::string pairs_sha256;
+  std::string judge_sha256;  // of eval.judge's model file; "" for none or a remote judge
+  // Merged into the run's config (its identity): `reproduce` names its experiment there.
+  nlohmann::json tag = nlohmann::json::object();
+  common::RunOrigin origin;  // common::origin_of(reader, ...)
+  common::RunHooks hooks;
+};
+
+struct EvalSummary {
+  int64_t run = 0;
+  std::vector<Outcome> outcomes;
+  EvalStats stats;
+};
+
+EvalSummary run_eval(reader::Reader& reader, store::RunStore& store, const PromptSet& prompts,
+                     const std::vector<Pair>& pairs, const EvalRunOptions& opt);
+
+// The stages of run_eval in a run the caller began (benchmarks and tests of the stages): writes
+// rows of `run`, then returns the outcomes of every pair whose three rows are measured. Throws
+// reader::NothingMeasured (reader/measured.h) when rows failed and no pair is measured, or every
+// failure is a client error (401/403/404; the run then stops after the first batch that shows
+// it): the rows stay stored for a resume. `progress` (may be empty) is called after each batch
+// with (rows done, rows total).
 std::vector<Outcome> evaluate_pairs(reader::Reader& reader, store::RunStore& store, int64_t run,
                                     const PromptSet& prompts, const std::vector<Pair>& pairs,
                                     const EvalOptions& opt, EvalStats& stats,

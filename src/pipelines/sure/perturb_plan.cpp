@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
+
 namespace ragform::sure {
 
 Pair pair_of(const std::string& instance, int doc, const std::string& question,
@@ -68,6 +70,78 @@ void apply_llm(reader::Reader& rd, const PromptSet& prompts, const LlmOptions& o
     if (progress) progress(e);
   }
   tally.check("sure perturb");
+}
+
+ReaderNeeds reader_needs(const std::vector<Kind>& kinds) {
+  ReaderNeeds n;
+  for (Kind k : kinds) {
+    n.under_test |= info(k).needs == NeedsReader::UnderTest;
+    n.perturber |= info(k).needs == NeedsReader::Perturber;
+  }
+  return n;
+}
+
+namespace {
+
+reader::Reader* reader_of(Kind k, const PerturbReaders& rd) {
+  switch (info(k).needs) {
+    case NeedsReader::None:
+      return nullptr;
+    case NeedsReader::Perturber:
+      return rd.perturber ? rd.perturber : rd.under_test;
+    case NeedsReader::UnderTest:
+      return rd.under_test;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<Kind> runnable_kinds(const std::vector<Kind>& kinds, const PerturbReaders& rd,
+                                 std::vector<Kind>* missing) {
+  std::vector<Kind> out;
+  for (Kind k : kinds) {
+    if (info(k).needs == NeedsReader::None || reader_of(k, rd))
+      out.push_back(k);
+    else if (missing)
+      missing->push_back(k);
+  }
+  return out;
+}
+
+bool any_reader_kind(const std::vector<Kind>& kinds) {
+  const ReaderNeeds n = reader_needs(kinds);
+  return n.under_test || n.perturber;
+}
+
+PerturbResult run_perturb(const std::vector<eval::QaRecord>& records,
+                          const std::vector<Kind>& active, const PerturbReaders& rd,
+                          const PromptSet& prompts, const PerturbOptions& opt) {
+  PerturbPlan pl = plan_pairs(records, active, opt.max_docs, opt.rules);
+  LlmOptions lo = opt.llm;
+  lo.seed = opt.rules.seed;
+  const size_t n_reqs = pl.pert_reqs.size() + pl.test_reqs.size();
+  if (n_reqs > 0) {
+    const common::Stage stage(opt.hooks, "sure perturb", n_reqs);
+    // The perturber's kinds first, then the reader under test's.
+    for (const bool perturber : {true, false}) {
+      const auto& reqs = perturber ? pl.pert_reqs : pl.test_reqs;
+      if (reqs.empty()) continue;
+      reader::Reader* r = perturber ? (rd.perturber ? rd.perturber : rd.under_test) : rd.under_test;
+      if (!r) throw Error("sure perturb", "a reader-written kind without its reader");
+      size_t last = 0;
+      apply_llm(*r, prompts, lo, reqs, perturber ? pl.pert_idx : pl.test_idx, pl.pairs,
+                [&](size_t done) {
+                  stage.add(done - last);
+                  last = done;
+                });
+    }
+  }
+  PerturbResult out;
+  out.no_ctx = pl.no_ctx;
+  for (const auto& p : pl.pairs) out.failed += p.failed;
+  out.pairs = std::move(pl.pairs);
+  return out;
 }
 
 }  // namespace ragform::sure

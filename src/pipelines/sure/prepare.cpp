@@ -75,8 +75,7 @@ std::map<std::string, bool> known_from_file(const std::vector<eval::QaRecord>& r
 // the missing ones generated in batches and stored; returns every measured row by question.
 std::map<std::string, store::Result> closed_book_stage(
     reader::Reader& reader, store::RunStore& store, int64_t run, const PromptSet& prompts,
-    const std::vector<eval::QaRecord>& records, const PrepareOptions& opt,
-    const std::function<void(size_t, size_t)>& progress, PrepareSummary& sum) {
+    const std::vector<eval::QaRecord>& records, const PrepareOptions& opt, PrepareSummary& sum) {
   std::map<std::string, store::Result> done;
   store.for_each_result(run, [&](const store::Result& r) {
     if (r.variant == "closed-book" && r.status == store::Status::ok) done[r.instance] = r;
@@ -91,6 +90,7 @@ std::map<std::string, store::Result> closed_book_stage(
     else
       todo.push_back(&r);
   }
+  const common::Stage stage(opt.hooks, "sure prepare", todo.size());
   reader::MeasuredTally tally;
   tally.measured(int64_t(sum.skipped_done));
   reader::GenerateParams gp;
@@ -132,7 +132,7 @@ std::map<std::string, store::Result> closed_book_stage(
       }
       store.put(r);
     }
-    if (progress) progress(e, todo.size());
+    stage.add(e - b);
     tally.fail_fast("sure prepare");
   }
   tally.check("sure prepare");
@@ -222,11 +222,13 @@ nlohmann::ordered_json instance_row(const Candidate& cand, size_t c,
 
 }  // namespace
 
-PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64_t run,
-                           const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
-                           const PrepareOptions& opt,
-                           const std::function<void(size_t, size_t)>& progress) {
+PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, const PromptSet& prompts,
+                           const std::vector<eval::QaRecord>& records, const PrepareOptions& opt) {
+  store::RunConfig rc = prepare_run_config(opt, prompts, records);
+  rc.seed = static_cast<int64_t>(opt.seed);
+  common::record_origin(rc, opt.origin);
   PrepareSummary sum;
+  const int64_t run = sum.run = store.begin_run(rc);
   sum.questions = records.size();
   std::map<std::string, std::string> closed_book;  // id -> response (generated rows)
   std::map<std::string, bool> known;
@@ -235,8 +237,7 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64
   } else {
     if (!reader)
       throw UsageError("sure prepare", "needs a reader or closed-book verdicts (--known)");
-    for (const auto& [id, r] :
-         closed_book_stage(*reader, store, run, prompts, records, opt, progress, sum)) {
+    for (const auto& [id, r] : closed_book_stage(*reader, store, run, prompts, records, opt, sum)) {
       known[id] = r.correct.value_or(false);
       closed_book[id] = r.output;
     }

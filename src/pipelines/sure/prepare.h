@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/qa_record.h"
+#include "pipelines/common/common.h"
 #include "pipelines/sure/prompts.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
@@ -61,6 +62,10 @@ struct PrepareOptions {
   // Closed-book verdicts given instead of generated (question id -> Known); every question must
   // have one.
   std::optional<std::map<std::string, bool>> known;
+  // What ran the run (not its identity): common::origin_of(reader, ...), or reader "known-file"
+  // and chat mode "" for verdicts from a file (what `sure prepare --known` has always recorded).
+  common::RunOrigin origin;
+  common::RunHooks hooks;  // one progress stage "sure prepare" over the closed-book rows to make
 };
 
 struct CellCount {
@@ -70,27 +75,28 @@ struct CellCount {
 };
 
 struct PrepareSummary {
+  int64_t run = 0;  // in the store
   size_t questions = 0, known = 0, unknown = 0;
   size_t generated = 0, skipped_done = 0, unmeasured = 0;
   std::array<CellCount, 4> cells;  // in kCells order
   std::vector<nlohmann::ordered_json> rows;
 };
 
-// `records`: questions with their retrieved passages (ctxs, best first) and gold answers.
-// `prompts` gives the closed_book prompt; `reader` may be null when opt.known gives the verdicts.
-// Rows go to `run` of `store`.
-PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, int64_t run,
-                           const PromptSet& prompts, const std::vector<eval::QaRecord>& records,
-                           const PrepareOptions& opt,
-                           const std::function<void(size_t, size_t)>& progress = {});
+// `sure prepare` on the runner contract (pipelines/common/common.h): begins (or resumes) the run
+// of prepare_run_config's identity in `store` with opt.origin recorded and seed = opt.seed, then
+// prepares the instances. `records`: questions with their retrieved passages (ctxs, best first)
+// and gold answers. `prompts` gives the closed_book prompt; `reader` may be null when opt.known
+// gives the verdicts. One runner for the CLI and `reproduce`.
+PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, const PromptSet& prompts,
+                           const std::vector<eval::QaRecord>& records, const PrepareOptions& opt);
 
 // The identity of a `sure prepare` run (store/run_store.h): the closed-book settings (temperature,
 // max_tokens, the closed_book prompt's identity, or "file" for verdicts from opt.known), the
 // grading, and `questions_sha256`: the hex SHA-256 of every record's id, question and gold answers
 // (what a closed-book row depends on), so two question sets never share rows under the same ids.
 // `per_question` joins the identity only when it is not 1, so a store written before the option
-// existed resumes its runs under the same key. The model, reader, tool version and seed are the
-// caller's to fill. One function for the CLI and `reproduce`.
+// existed resumes its runs under the same key. run_prepare adds the origin (model, reader, tool
+// version) and the seed.
 store::RunConfig prepare_run_config(const PrepareOptions& opt, const PromptSet& prompts,
                                     const std::vector<eval::QaRecord>& records);
 

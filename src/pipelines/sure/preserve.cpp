@@ -88,6 +88,17 @@ FilterVerdict check_answers(const Pair& p) {
   return v;
 }
 
+bool nli_covers(const Pair& p, NliScope scope) {
+  auto k = parse_kind(p.perturbation);
+  const bool reader_made = k && info(*k).needs != NeedsReader::None;
+  return scope == NliScope::All || (scope == NliScope::ReaderMade && reader_made);
+}
+
+bool needs_nli(const std::vector<Pair>& pairs, NliScope scope) {
+  return std::any_of(pairs.begin(), pairs.end(),
+                     [&](const Pair& p) { return nli_covers(p, scope); });
+}
+
 std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::Reader* nli_reader,
                                         const PromptSet& prompts, const FilterOptions& opt,
                                         FilterCounts& counts) {
@@ -110,10 +121,7 @@ std::vector<FilterVerdict> filter_pairs(const std::vector<Pair>& pairs, reader::
       }
       continue;
     }
-    auto k = parse_kind(p.perturbation);
-    bool reader_made = k && info(*k).needs != NeedsReader::None;
-    if (opt.nli == NliScope::All || (opt.nli == NliScope::ReaderMade && reader_made))
-      nli_todo.push_back(i);
+    if (nli_covers(p, opt.nli)) nli_todo.push_back(i);
   }
   if (!nli_todo.empty() && !nli_reader && !opt.judge)
     throw Error("sure filter", "NLI needs a reader (give -m / --nli-model, or --nli none)");

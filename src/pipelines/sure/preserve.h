@@ -66,6 +66,11 @@ struct FilterVerdict {
   std::string nli_forward, nli_backward;  // raw labels ("" when not asked)
 };
 
+// Whether NLI of `scope` checks pair p (all kinds, or the reader-made ones), and whether it
+// checks any of `pairs`: a front end opens the NLI reader only then.
+bool nli_covers(const Pair& p, NliScope scope);
+bool needs_nli(const std::vector<Pair>& pairs, NliScope scope);
+
 // Answer-preservation check alone.
 FilterVerdict check_answers(const Pair& p);
 

@@ -3,10 +3,14 @@
 // Start with:
 //   apply_rule(kind, document, RuleOptions, ...) -> Perturbation      (perturb_rules.h; 3.3)
 //   run_llm_perturbations(reader, prompts, ...) -> Perturbations      (perturb_llm.h; 3.2-3.3)
-//   plan_pairs(records, kinds, ...) -> pairs + LLM requests; apply_llm (perturb_plan.h; 3.3)
+//   run_perturb(records, kinds, readers, prompts, PerturbOptions) -> pairs (perturb_plan.h; 3.3:
+//                                        plan_pairs, then the reader-written kinds)
 //   filter_pairs(pairs, nli_reader, prompts, FilterOptions, counts)   (preserve.h; 3.4)
-//   evaluate_pairs(reader, store, run, pairs, EvalOptions) -> Outcomes (evaluate.h; 3.5, store-
+//   run_prepare(reader, store, prompts, records, PrepareOptions)      (prepare.h; 3.1)
+//   run_eval(reader, store, prompts, pairs, EvalRunOptions) -> Summary (evaluate.h; 3.5, store-
 //                                                                       backed and resumable)
+// The runners follow the contract of pipelines/common/common.h: each begins or resumes its own
+// run, records its origin and reports progress through RunHooks.
 //   robustness_report(outcomes) -> rows; select_sig and the analyses   (metrics.h, analyses.h)
 //   read_pairs / pair_to_json                                         (pairs.h)
 //   load_prompts                                                      (prompts.h)

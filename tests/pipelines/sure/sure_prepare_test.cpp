@@ -49,13 +49,6 @@ FakeReader scripted() {
   return f;
 }
 
-store::RunConfig config() {
-  store::RunConfig rc;
-  rc.pipeline = "sure prepare";
-  rc.reader = "fake";
-  return rc;
-}
-
 // The documented choice, recomputed: per question the passage with the smallest
 // derive_seed(seed, cell\0question\0passage), per cell the questions with the smallest
 // derive_seed(seed, cell\0question).
@@ -86,7 +79,6 @@ std::set<std::string> expected_cell(const std::vector<eval::QaRecord>& recs,
 TEST(SurePrepare, FillsTheFourCellsByTheSeededRuleAndResumes) {
   auto dir = temp_dir("prepare");
   store::RunStore st(dir / "run.sqlite");
-  const int64_t run = st.begin_run(config());
   auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
   auto recs = records(9);
   FakeReader reader = scripted();
@@ -94,7 +86,7 @@ TEST(SurePrepare, FillsTheFourCellsByTheSeededRuleAndResumes) {
   o.per_cell = 3;
   o.seed = 42;
   o.batch = 4;
-  auto s = sure::run_prepare(&reader, st, run, prompts, recs, o);
+  auto s = sure::run_prepare(&reader, st, prompts, recs, o);
   EXPECT_EQ(s.questions, 9u);
   EXPECT_EQ(s.known, 4u);
   EXPECT_EQ(s.unknown, 5u);
@@ -118,10 +110,10 @@ TEST(SurePrepare, FillsTheFourCellsByTheSeededRuleAndResumes) {
     EXPECT_EQ(got[cell], expected_cell(recs, cell, c < 2, 3, 42)) << cell;
   }
   // The closed-book rows are stored; a second run generates nothing and gives the same rows.
-  EXPECT_EQ(st.counts(run).ok, 9);
-  EXPECT_EQ(st.counts(run).correct, 4);
+  EXPECT_EQ(st.counts(s.run).ok, 9);
+  EXPECT_EQ(st.counts(s.run).correct, 4);
   reader.generate_calls = 0;
-  auto s2 = sure::run_prepare(&reader, st, run, prompts, recs, o);
+  auto s2 = sure::run_prepare(&reader, st, prompts, recs, o);
   EXPECT_EQ(reader.generate_calls, 0);
   EXPECT_EQ(s2.skipped_done, 9u);
   EXPECT_EQ(s2.rows, s.rows);
@@ -130,14 +122,13 @@ TEST(SurePrepare, FillsTheFourCellsByTheSeededRuleAndResumes) {
 TEST(SurePrepare, UnmeasuredQuestionsAreInNoCellAndKnownFileReplacesTheReader) {
   auto dir = temp_dir("prepare");
   store::RunStore st(dir / "run.sqlite");
-  const int64_t run = st.begin_run(config());
   auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
   auto recs = records(6);
   FakeReader reader = scripted();
   reader.fail_marker = "thing 5?";
   sure::PrepareOptions o;
   o.per_cell = 10;
-  auto s = sure::run_prepare(&reader, st, run, prompts, recs, o);
+  auto s = sure::run_prepare(&reader, st, prompts, recs, o);
   EXPECT_EQ(s.unmeasured, 1u);
   EXPECT_EQ(s.known + s.unknown, 5u);
   EXPECT_EQ(s.cells[2].chosen, 1u);  // only q4 is Unknown and measured
@@ -147,13 +138,13 @@ TEST(SurePrepare, UnmeasuredQuestionsAreInNoCellAndKnownFileReplacesTheReader) {
              "{\"id\": \"q0\", \"known\": true}\n{\"id\": \"q1\", \"known\": false}\n");
   o.known = sure::read_known_file((dir / "known.jsonl").string());
   auto two = records(2);
-  auto k = sure::run_prepare(nullptr, st, run, prompts, two, o);
+  auto k = sure::run_prepare(nullptr, st, prompts, two, o);
   EXPECT_EQ(k.known, 1u);
   EXPECT_EQ(k.unknown, 1u);
   EXPECT_EQ(k.cells[0].chosen + k.cells[1].chosen + k.cells[2].chosen + k.cells[3].chosen, 4u);
   EXPECT_FALSE(k.rows[0].contains("closed_book"));
   auto three = records(3);
-  EXPECT_THROW(sure::run_prepare(nullptr, st, run, prompts, three, o), Error);  // no verdict for q2
+  EXPECT_THROW(sure::run_prepare(nullptr, st, prompts, three, o), Error);  // no verdict for q2
   write_file(dir / "bad.jsonl", "{\"id\": \"q0\", \"known\": 1}\n");
   try {
     sure::read_known_file((dir / "bad.jsonl").string());
@@ -171,7 +162,6 @@ TEST(SurePrepare, UnmeasuredQuestionsAreInNoCellAndKnownFileReplacesTheReader) {
 TEST(SurePrepare, OnePassagePerQuestionIsTheOutputOfBefore) {
   auto dir = temp_dir("prepare");
   store::RunStore st(dir / "run.sqlite");
-  const int64_t run = st.begin_run(config());
   auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
   auto recs = records(9);
   recs[2].ctxs.push_back(recs[2].ctxs[0]);  // a duplicated passage
@@ -181,7 +171,7 @@ TEST(SurePrepare, OnePassagePerQuestionIsTheOutputOfBefore) {
   o.per_cell = 4;
   o.seed = 7;
   std::string lines;
-  for (const auto& row : sure::run_prepare(&reader, st, run, prompts, recs, o).rows)
+  for (const auto& row : sure::run_prepare(&reader, st, prompts, recs, o).rows)
     lines += row.dump() + "\n";
   EXPECT_EQ(store::sha256_hex(lines),
             "ffa32b9cf5c6cc4ded8d3b6f925e74f2264405e121960689e1c6874bb4f2725b")
@@ -237,7 +227,6 @@ std::vector<std::string> expected_passages(const eval::QaRecord& r, const std::s
 TEST(SurePrepare, PerQuestionKeepsUpToNDistinctPassagesPerCellInRankOrder) {
   auto dir = temp_dir("prepare");
   store::RunStore st(dir / "run.sqlite");
-  const int64_t run = st.begin_run(config());
   auto prompts = sure::load_prompts(RAGFORM_SOURCE_DIR "/prompts/sure");
   auto recs = wide_records(9, 5, 4);
   recs[0].ctxs.resize(3);                   // q0: 2 golden, 1 noise (fewer than 3)
@@ -248,7 +237,7 @@ TEST(SurePrepare, PerQuestionKeepsUpToNDistinctPassagesPerCellInRankOrder) {
   o.per_cell = 3;
   o.seed = 11;
   o.per_question = 3;
-  auto s = sure::run_prepare(&reader, st, run, prompts, recs, o);
+  auto s = sure::run_prepare(&reader, st, prompts, recs, o);
   ASSERT_EQ(s.rows.size(), 12u);
   std::map<std::string, const eval::QaRecord*> by_id;
   for (const auto& r : recs) by_id[r.id] = &r;
@@ -279,7 +268,7 @@ TEST(SurePrepare, PerQuestionKeepsUpToNDistinctPassagesPerCellInRankOrder) {
   // The questions of each cell are those one passage per question would choose.
   o.per_question = 1;
   store::RunStore st1(dir / "one.sqlite");
-  auto one = sure::run_prepare(&reader, st1, st1.begin_run(config()), prompts, recs, o);
+  auto one = sure::run_prepare(&reader, st1, prompts, recs, o);
   std::map<std::string, std::set<std::string>> one_questions;
   for (const auto& row : one.rows) {
     one_questions[row["sure_cell"]].insert(row["question_id"]);
@@ -289,7 +278,7 @@ TEST(SurePrepare, PerQuestionKeepsUpToNDistinctPassagesPerCellInRankOrder) {
   // More passages than a question has: all of its passages of the cell, each once.
   o.per_question = 100;
   store::RunStore st2(dir / "all.sqlite");
-  auto all = sure::run_prepare(&reader, st2, st2.begin_run(config()), prompts, recs, o);
+  auto all = sure::run_prepare(&reader, st2, prompts, recs, o);
   for (const auto& row : all.rows) {
     const std::string qid = row["question_id"], cell = row["sure_cell"];
     const size_t want = qid == "q0" ? (cell[2] == 'G' ? 2u : 1u) : (cell[2] == 'G' ? 5u : 4u);
