@@ -1,7 +1,8 @@
 // One SURE perturbation plan from the CLI (`ragform sure perturb`) and from Python
 // (ragform.sure.perturb with the built module): both call pipelines/sure's run_perturb, so the
 // pairs are the same bytes — rule-based kinds, a perturber's rewrite (--perturb-model /
-// perturb_model=, a second reader) and the reader under test's own passage (-m / model=).
+// perturb_model=, another model file, so that a front end asking the wrong reader shows) and the
+// reader under test's own passage (-m / model=).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -44,7 +45,8 @@ RunResult run_shell(const std::string& cmd) {
 // Python's pairs of the records in `input`, one JSON line each as the CLI prints them (compact,
 // UTF-8), by Debian's python3 with this checkout's package and the built module copied into a
 // temporary directory.
-RunResult python_perturb(const fs::path& module, const fs::path& input, const fs::path& model) {
+RunResult python_perturb(const fs::path& module, const fs::path& input, const fs::path& model,
+                         const fs::path& perturber) {
   const fs::path dir = temp_dir("sure-perturb-py");
   fs::create_directories(dir / "ragform");
   for (const auto& e : fs::directory_iterator(fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform"))
@@ -56,7 +58,7 @@ import ragform, ragform.sure
 with open(sys.argv[1], encoding="utf-8") as f:
     recs = [json.loads(line) for line in f]
 model = ragform.Model(sys.argv[2], ctx=1024)
-perturber = ragform.Model(sys.argv[2], ctx=1024)
+perturber = ragform.Model(sys.argv[3], ctx=1024)
 got = ragform.sure.perturb(recs, kinds="style/simple,source/self-generated,logic/llm-ranked,format/json",
                            seed=3, docs=1, model=model, perturb_model=perturber, max_tokens=16,
                            batch=3)
@@ -64,11 +66,13 @@ for p in got:
     sys.stdout.write(json.dumps(p, ensure_ascii=False, separators=(",", ":")) + "\n")
 )");
   return run_shell("cd " + quoted(dir) + " && PYTHONPATH=" + quoted(dir) +
-                   " /usr/bin/python3 perturb.py " + quoted(input) + " " + quoted(model));
+                   " /usr/bin/python3 perturb.py " + quoted(input) + " " + quoted(model) + " " +
+                   quoted(perturber));
 }
 
 TEST(SurePerturbPythonFixture, CliAndPythonWriteTheSamePairs) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(perturber, "fixtures/models/tiny-llama.gguf");
   REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
   const fs::path module = python_module();
   if (module.empty()) GTEST_SKIP() << "no Python module in " << RAGFORM_BINARY_DIR << "/python";
@@ -76,12 +80,12 @@ TEST(SurePerturbPythonFixture, CliAndPythonWriteTheSamePairs) {
   write_file(dir / "qa.jsonl", nq_pairs_input(nq, 2));
 
   auto cli = run_ragform("sure perturb --input " + quoted(dir / "qa.jsonl") + " -m " +
-                         quoted(model) + " --perturb-model " + quoted(model) +
+                         quoted(model) + " --perturb-model " + quoted(perturber) +
                          " --ctx 1024 --kinds style/simple,source/self-generated,logic/llm-ranked,"
                          "format/json --seed 3 --docs 1 --max-tokens 16 --batch 3");
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   ASSERT_EQ(json_lines(cli.out).size(), 2u * 4);
-  auto py = python_perturb(module, dir / "qa.jsonl", model);
+  auto py = python_perturb(module, dir / "qa.jsonl", model, perturber);
   ASSERT_EQ(py.exit_code, 0) << py.err;
   EXPECT_EQ(py.out, cli.out);
 }
