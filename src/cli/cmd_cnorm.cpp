@@ -16,6 +16,7 @@
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/run_hooks.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 #include "pipelines/cnorm/cnorm.h"
@@ -89,23 +90,6 @@ cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag) {
   if (flag.seen && task != cnorm::Task::Longbench)
     throw UsageError("--overflow", "applies to --task longbench only");
   return cnorm::parse_overflow(flag.value);
-}
-
-cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256) {
-  return {common::tool_version(), model_path, model_sha256};
-}
-
-cnorm::RunHooks cli_hooks(std::optional<Progress>* progress) {
-  cnorm::RunHooks h;
-  h.note = note;
-  h.begin = [progress](const std::string& label, uint64_t total) {
-    progress->emplace(label, total);
-  };
-  h.advance = [progress](uint64_t n) {
-    if (*progress) (*progress)->add(n);
-  };
-  h.end = [progress] { progress->reset(); };
-  return h;
 }
 
 }  // namespace cnorm_verbs
@@ -266,7 +250,8 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   co.samples = size_t(f.S.value);
   co.k = k_task;
   co.ctx = size_t(f.rf.ctx.value);
-  co.origin = run_origin(f.rf.model.value, store::sha256_file(f.rf.model.value));
+  co.origin = common::origin_of(*reader, common::tool_version(), f.rf.model.value,
+                                store::sha256_file(f.rf.model.value));
   co.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
   co.system_sha256 = f.rf.system.value.empty() ? "" : store::sha256_hex(f.rf.system.value);
   if (!f.no_cache.value)
@@ -274,7 +259,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   co.dump_dir = f.dump.value;
   co.overflow = overflow;
   std::optional<Progress> progress;
-  co.hooks = cli_hooks(&progress);
+  co.hooks = cli_run_hooks(&progress);
   std::optional<store::RunStore> st;
   if (!f.store_path.value.empty()) st.emplace(f.store_path.value);
   const Profile prof = st ? cnorm::run_calibrate(*reader, *st, items, co).profile

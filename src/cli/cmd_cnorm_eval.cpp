@@ -11,8 +11,10 @@
 #include "cli/cnorm_verbs.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/run_hooks.h"
 #include "cli/shard.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "pipelines/common/common.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 
@@ -50,10 +52,10 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   lo.max_tokens = max_tokens;
   lo.overflow = overflow;
   lo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
-  lo.origin = run_origin(rf.model.value, model_sha);
+  lo.origin = common::origin_of(*reader, common::tool_version(), rf.model.value, model_sha);
   lo.input_sha256 = store::sha256_file(input);
   std::optional<Progress> progress;
-  lo.hooks = cli_hooks(&progress);
+  lo.hooks = cli_run_hooks(&progress);
   store::RunStore st(store_path);
   LongbenchSummary sum = run_longbench(*reader, st, items, lo);
   for (const auto& s : sum.summaries)
@@ -198,12 +200,12 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
       eo.density.push_back(v);
     }
   eo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
-  eo.origin = run_origin(f.rf.model.value, model_sha);
   eo.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
   std::optional<Progress> progress;
-  eo.hooks = cli_hooks(&progress);
+  eo.hooks = cli_run_hooks(&progress);
 
   auto reader = f.rf.open_native();
+  eo.origin = common::origin_of(*reader, common::tool_version(), f.rf.model.value, model_sha);
   store::RunStore st(f.store_path.value);
   EvalSummary sum = run_eval(*reader, st, per_seed, eo);
   for (const auto& s : sum.average)

@@ -36,12 +36,6 @@ std::string template_for(cnorm::Task task, const std::string& explicit_path);
 // --overflow (longbench only: a UsageError when given for another task).
 cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag);
 
-// What a run records about what ran it: ragform's version and the model file (path and sha256).
-cnorm::RunOrigin run_origin(const std::string& model_path, const std::string& model_sha256);
-
-// The runners' notes on stderr, their stages as base/progress.h lines (held in *progress).
-cnorm::RunHooks cli_hooks(std::optional<Progress>* progress);
-
 // --system-preset NAME (pipelines/cnorm/system_prompts.h): sets the reader's --system text. Needs
 // --chat; UsageError when --system was given as well. An empty name does nothing.
 void apply_system_preset(ReaderFlags& rf, const std::string& preset);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "base/error.h"
 #include "base/stable_hash.h"
@@ -21,10 +22,6 @@ namespace ragform::cnorm {
 using detail::round9;
 namespace {
 
-void note(const RunHooks& h, const std::string& s) {
-  if (h.note) h.note(s);
-}
-
 // The prefill accounting of this invocation (issue 21), kept with the run.
 void store_prefill(store::RunStore& st, int64_t run, const reader::PrefillMeter& m) {
   if (auto c = m.counts()) st.set_run_meta(run, "prefill", reader::to_json(*c));
@@ -33,31 +30,12 @@ void store_prefill(store::RunStore& st, int64_t run, const reader::PrefillMeter&
     st.set_run_meta(run, "servers", sv);
 }
 
-// One progress stage: begin on construction, end on destruction.
-class Stage {
- public:
-  Stage(const RunHooks& h, const std::string& label, uint64_t total) : h_(h) {
-    if (h_.begin) h_.begin(label, total);
-  }
-  ~Stage() {
-    if (h_.end) h_.end();
-  }
-  Stage(const Stage&) = delete;
-  Stage& operator=(const Stage&) = delete;
-  void add(uint64_t n = 1) const {
-    if (h_.advance) h_.advance(n);
-  }
+using common::Stage;
 
- private:
-  const RunHooks& h_;
-};
-
-void record_origin(store::RunConfig& rc, const RunOrigin& o, const reader::Reader& r) {
-  rc.tool_version = o.tool_version;
-  rc.model_path = o.model_path;
-  rc.model_sha256 = o.model_sha256;
-  rc.reader = r.describe();
-  rc.chat_mode = r.chat_mode();
+// The origin a run records: the caller's tool version and model with the description and chat
+// mode of the reader that answers, so that a run never names another reader than the one it used.
+RunOrigin origin_with(const RunOrigin& o, const reader::Reader& r) {
+  return common::origin_of(r, o.tool_version, o.model_path, o.model_sha256);
 }
 
 // ---------------------------------------------------------------- calibrate
@@ -99,14 +77,13 @@ CalibrationPrompts calibration_prompts(reader::Reader& r, const std::vector<Item
     sample.push_back(&items[i]);
   }
   if (too_long)
-    note(opt.hooks, "cnorm calibrate: note: " + std::to_string(too_long) +
-                        " questions passed over: their prompt does not fit --ctx " +
-                        std::to_string(opt.ctx) + " tokens" +
-                        (cut ? " even without its context" : ""));
+    opt.hooks.say("cnorm calibrate: note: " + std::to_string(too_long) +
+                  " questions passed over: their prompt does not fit --ctx " +
+                  std::to_string(opt.ctx) + " tokens" + (cut ? " even without its context" : ""));
   if (sample.empty()) throw Error("cnorm calibrate", "no question fits the context");
   if (sample.size() < opt.samples)
-    note(opt.hooks,
-         "cnorm calibrate: only " + std::to_string(sample.size()) + " items, S reduced to that");
+    opt.hooks.say("cnorm calibrate: only " + std::to_string(sample.size()) +
+                  " items, S reduced to that");
 
   // kv prompts hold every record of the file (k is not used); other tasks k documents. Either is
   // reduced, with a note, until every prompt fits the context.
@@ -121,9 +98,9 @@ CalibrationPrompts calibration_prompts(reader::Reader& r, const std::vector<Item
   size_t k_eff =
       cut ? std::min<size_t>(k_req, 1) : fit_k(r, task, setup.tmpl, sampled, k_req, fmts, opt.ctx);
   if (k_eff < k_req)
-    note(opt.hooks, "cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
-                        std::to_string(k_eff) + (task == Task::Kv ? " records" : " documents") +
-                        " so that every prompt fits --ctx " + std::to_string(opt.ctx) + " tokens");
+    opt.hooks.say("cnorm calibrate: note: k reduced from " + std::to_string(k_req) + " to " +
+                  std::to_string(k_eff) + (task == Task::Kv ? " records" : " documents") +
+                  " so that every prompt fits --ctx " + std::to_string(opt.ctx) + " tokens");
   std::vector<PromptSpec> specs;
   for (const Item* it : sample) {
     PromptSpec ps{it, std::min(k_eff, it->distractors.size() + 1), 0};
@@ -182,17 +159,15 @@ Calibration score_candidates(reader::Reader& r, store::RunStore* st, const Calib
     store::RunConfig rc;
     rc.pipeline = "cnorm calibrate";
     rc.config = identity;
-    record_origin(rc, opt.origin, r);
     rc.seed = int64_t(setup.seed);
-    sum.run = st->begin_run(rc);
+    sum.run = common::begin_or_resume(*st, rc, origin_with(opt.origin, r), opt.hooks,
+                                      "cnorm calibrate", 0, "scored prompts")
+                  .run;
     st->for_each_result(sum.run, [&](const store::Result& row) {
       auto it = row.scores.find("abs");
       if (row.status == store::Status::ok && it != row.scores.end())
         stored[{row.instance, row.variant}] = it->second;
     });
-    if (!stored.empty())
-      note(opt.hooks, "cnorm calibrate: resuming run " + std::to_string(sum.run) + ": " +
-                          std::to_string(stored.size()) + " scored prompts already stored");
   }
   Stage prog(opt.hooks, "cnorm calibrate", uint64_t(specs.size() * cand_list.size()));
   reader::PrefillMeter meter(r);
@@ -268,16 +243,15 @@ CalibrateSummary calibrate_impl(reader::Reader& r, store::RunStore* st,
   if (cached) {
     sum.profile = *cached;
     sum.from_cache = true;
-    note(opt.hooks, "cnorm calibrate: reusing cached profile " + opt.cache_dir + "/" + key +
-                        ".json (same model, task and config)");
+    opt.hooks.say("cnorm calibrate: reusing cached profile " + opt.cache_dir + "/" + key +
+                  ".json (same model, task and config)");
     return sum;
   }
   Calibration cal = score_candidates(r, st, opt, cand_list, specs, identity, sum);
   if (sum.reused)
-    note(opt.hooks,
-         "cnorm calibrate: " + std::to_string(sum.reused) + " scores read from the store");
+    opt.hooks.say("cnorm calibrate: " + std::to_string(sum.reused) + " scores read from the store");
   if (std::string cut = sum.truncation.note("cnorm calibrate: note", opt.ctx); !cut.empty())
-    note(opt.hooks, cut);
+    opt.hooks.say(cut);
   Profile& prof = sum.profile;
   prof.model_sha256 = opt.origin.model_sha256;
   prof.task = task_name(setup.task);
@@ -345,10 +319,10 @@ size_t sweep_k(reader::Reader& r, const EvalOptions& opt, const std::vector<Item
   }
   size_t k_eff = fit_k(r, opt.task, opt.tmpl, all, k_req, fmts, budget);
   if (k_eff < k_req)
-    note(opt.hooks, "cnorm eval: note: k reduced from " + std::to_string(k_req) + " to " +
-                        std::to_string(k_eff) + (opt.task == Task::Kv ? " records" : " documents") +
-                        " so that every prompt and answer fit --ctx " + std::to_string(opt.ctx) +
-                        " tokens");
+    opt.hooks.say("cnorm eval: note: k reduced from " + std::to_string(k_req) + " to " +
+                  std::to_string(k_eff) + (opt.task == Task::Kv ? " records" : " documents") +
+                  " so that every prompt and answer fit --ctx " + std::to_string(opt.ctx) +
+                  " tokens");
   return k_eff;
 }
 
@@ -382,19 +356,19 @@ SeedRun run_seed(reader::Reader& r, store::RunStore& st, const EvalOptions& opt,
                {"format_seed", prof.seed}};
   if (setup.natural_positions) rc.config["positions"] = "natural";
   if (!prof.best_wrapper.empty()) rc.config["cnorm_format"] = prof.best_wrapper;
-  record_origin(rc, opt.origin, r);
   rc.seed = int64_t(seed);
   SeedRun out;
   out.seed = seed;
-  out.run = st.begin_run(rc);
-  auto done = st.done_keys(out.run);
-  size_t total = mine.size() * (setup.natural_positions ? 1 : setup.k) * setup.variants.size();
-  if (!done.empty())
-    note(opt.hooks, "cnorm eval: resuming run " + std::to_string(out.run) + " (seed " +
-                        std::to_string(seed) + "): " + std::to_string(done.size()) + " of " +
-                        std::to_string(total) + " answers already stored");
+  const size_t total =
+      mine.size() * (setup.natural_positions ? 1 : setup.k) * setup.variants.size();
+  // The stage names the seed, so that the resume note says which seed's run it resumes.
+  const std::string stage = "cnorm eval seed " + std::to_string(seed);
+  common::Resumed res = common::begin_or_resume(st, rc, origin_with(opt.origin, r), opt.hooks,
+                                                stage, total, "answers");
+  out.run = res.run;
+  const std::set<store::Key>& done = res.done;
   {
-    Stage prog(opt.hooks, "cnorm eval seed " + std::to_string(seed), total);
+    Stage prog(opt.hooks, stage, total);
     prog.add(done.size());
     reader::PrefillMeter meter(r);
     run_sweep(
@@ -510,10 +484,10 @@ EvalSummary run_eval(reader::Reader& r, store::RunStore& st,
   // paper's) still deploys, but its f* was chosen on other prompts than these.
   const auto cal_tmpl = prof.extra.find("template_sha256");
   if (cal_tmpl != prof.extra.end() && *cal_tmpl != store::sha256_hex(opt.tmpl))
-    note(opt.hooks,
-         "cnorm eval: note: the profile was calibrated with another prompt template "
-         "(config.template_sha256 differs): calibrate with this evaluation's template for f* on "
-         "these prompts");
+    opt.hooks.say(
+        "cnorm eval: note: the profile was calibrated with another prompt template "
+        "(config.template_sha256 differs): calibrate with this evaluation's template for f* on "
+        "these prompts");
   // Min-Token chooses among the profile's delimiters, at the profile's p.
   std::vector<Delimiter> cands = min_token_candidates(prof);
   if (cands.empty()) cands.push_back({"none", ""});
@@ -588,11 +562,10 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   sum.overflow = opt.overflow;
   const bool cut = opt.overflow == Overflow::TruncateMiddle;
   if (sum.left_out)
-    note(opt.hooks, "cnorm eval: note: " + std::to_string(sum.left_out) + " of " +
-                        std::to_string(items.size()) +
-                        " questions left out: their prompt and answer do not fit --ctx " +
-                        std::to_string(opt.ctx) + " tokens" +
-                        (cut ? " even without their context" : ""));
+    opt.hooks.say("cnorm eval: note: " + std::to_string(sum.left_out) + " of " +
+                  std::to_string(items.size()) +
+                  " questions left out: their prompt and answer do not fit --ctx " +
+                  std::to_string(opt.ctx) + " tokens" + (cut ? " even without their context" : ""));
   if (mf.items.empty()) throw Error("cnorm eval", "no question fits the context");
   size_t mt = 0;  // Min-Token: fewest tokens over the fitted questions (first on ties)
   for (size_t c = 1; c < cands.size(); ++c)
@@ -614,14 +587,16 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   // Only a cut run names its overflow: a Drop run keeps the identity of the runs made before the
   // option (which all dropped), and a cut run never resumes one of them.
   if (cut) rc.config["overflow"] = overflow_name(opt.overflow);
-  record_origin(rc, opt.origin, r);
-  sum.run = st.begin_run(rc);
-  auto done = st.done_keys(sum.run);
+  const std::vector<Variant>& variants = sum.variants;
+  const uint64_t total = mf.items.size() * variants.size();
+  common::Resumed res = common::begin_or_resume(st, rc, origin_with(opt.origin, r), opt.hooks,
+                                                "cnorm eval longbench", total, "answers");
+  sum.run = res.run;
+  const std::set<store::Key>& done = res.done;
   reader::GenerateParams gen;
   gen.max_tokens = opt.max_tokens;
-  const std::vector<Variant>& variants = sum.variants;
   {
-    Stage prog(opt.hooks, "cnorm eval longbench", mf.items.size() * variants.size());
+    Stage prog(opt.hooks, "cnorm eval longbench", total);
     prog.add(done.size());
     reader::PrefillMeter meter(r);
     run_mc(
@@ -665,7 +640,7 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   for (const auto& v : variants) sum.summaries.push_back(summarize_mc(graded, {v.name})[0]);
   st.set_run_meta(sum.run, "truncation", sum.truncation.to_json());
   if (std::string line = sum.truncation.note("cnorm eval: note", opt.ctx); !line.empty())
-    note(opt.hooks, line);
+    opt.hooks.say(line);
   return sum;
 }
 
