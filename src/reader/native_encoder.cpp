@@ -12,7 +12,7 @@ NativeEncoder::NativeEncoder(const std::string& model_path, const NativeEncoderO
   pool_ = opt.engine.pool_or_new();
   model_ = model::BertModel::load(model_path, opt.engine);
   tok_ = tok::Tokenizer::from_gguf(model_->file());
-  enc_ = std::make_unique<runtime::Encoder>(*model_, *pool_);
+  enc_ = std::make_unique<runtime::Encoder>(*model_, pool_);
   if (opt_.max_tokens < 0) throw UsageError("encoder", "max_tokens must be >= 0");
 }
 

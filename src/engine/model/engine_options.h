@@ -12,6 +12,14 @@
 
 namespace ragform {
 
+// The one pool-or-threads rule of the engine (EngineOptions, runtime::ContextParams): `pool` when
+// the caller shares one, else a new pool of `threads` threads (0 = all cores) that lives as long
+// as its last holder.
+inline std::shared_ptr<ThreadPool> shared_pool(const std::shared_ptr<ThreadPool>& pool,
+                                               int threads) {
+  return pool ? pool : std::make_shared<ThreadPool>(threads);
+}
+
 struct EngineOptions {
   // The pool that runs the engine's parallel loops, shared by whoever holds it (a pool lives as
   // long as its last holder, so a context never outlives its pool). Null: the reader or context
@@ -28,10 +36,8 @@ struct EngineOptions {
   MappedFile::Load load = MappedFile::Load::memory_if_room;
 
   ops::MatmulPolicy matmul_policy() const { return {cpu_tier, f16_gemm}; }
-  // `pool` if set, else a new pool of `threads` threads.
-  std::shared_ptr<ThreadPool> pool_or_new() const {
-    return pool ? pool : std::make_shared<ThreadPool>(threads);
-  }
+  // `pool` if set, else a new pool of `threads` threads (shared_pool).
+  std::shared_ptr<ThreadPool> pool_or_new() const { return shared_pool(pool, threads); }
 };
 
 }  // namespace ragform

@@ -23,7 +23,7 @@ Context::Context(const model::Model& m, ContextParams p)
     : m_(m), params_(p), impl_(std::make_unique<Impl>()) {
   if (params_.n_ctx <= 0)
     throw Error("context", "n_ctx must be positive, got " + std::to_string(params_.n_ctx));
-  if (!params_.pool) params_.pool = std::make_shared<ThreadPool>(params_.threads);
+  params_.pool = shared_pool(params_.pool, params_.threads);
   if (m.hp().n_rot / 2 > 512)
     throw Error("context", "rope dimension count above 1024 is not supported");
 }

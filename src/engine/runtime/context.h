@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/model/engine_options.h"
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
 
@@ -23,7 +24,8 @@ struct ContextParams {
   int n_ctx = 4096;  // tokens per sequence
   KvType kv_type = KvType::F32;
   // The pool the context runs on, shared with its other holders (EngineOptions::pool). Null: the
-  // context creates its own pool of `threads` threads (0 = all cores).
+  // context creates its own pool of `threads` threads (0 = all cores), by the engine's one rule
+  // (shared_pool, engine_options.h).
   std::shared_ptr<ThreadPool> pool;
   int threads = 0;
   // Shared prefix cache (prefix_cache.h), or null: no reuse across sequences.

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/model/blocks.h"
+#include "engine/model/engine_options.h"
 #include "engine/runtime/attention.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -262,8 +263,8 @@ void Encoder::Impl::pool_rows(const model::BertModel& M, const std::vector<int64
                          scores.begin() + std::ptrdiff_t((s + 1) * size_t(NL)));
 }
 
-Encoder::Encoder(const model::BertModel& m, ThreadPool& pool)
-    : m_(m), pool_(pool), impl_(std::make_unique<Impl>()) {}
+Encoder::Encoder(const model::BertModel& m, std::shared_ptr<ThreadPool> pool)
+    : m_(m), pool_(shared_pool(pool, 0)), impl_(std::make_unique<Impl>()) {}
 
 Encoder::~Encoder() = default;
 
@@ -332,7 +333,7 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
   I.attn.resize(size_t(T * E));
   I.o.resize(size_t(T * E));
   I.ff.resize(size_t(T * FF));
-  I.embed(M, batch, base, pool_);
+  I.embed(M, batch, base, *pool_);
 
   // Each input's keys in the attention kernel's tiled layout (whole tiles per input).
   std::vector<size_t> key_off(nb + 1, 0);
@@ -347,8 +348,8 @@ void Encoder::run_pass(const std::vector<const EncoderInput*>& batch, const Enco
   shape.causal = false;
   const SimdLevel simd = simd_level_for(M.policy().tier);
 
-  for (const model::BertLayer& L : M.layers) I.layer(M, L, base, key_off, shape, simd, pool_);
-  I.pool_rows(M, base, opt.pooling, out, pool_);
+  for (const model::BertLayer& L : M.layers) I.layer(M, L, base, key_off, shape, simd, *pool_);
+  I.pool_rows(M, base, opt.pooling, out, *pool_);
 }
 
 }  // namespace ragform::runtime

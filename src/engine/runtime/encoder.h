@@ -62,7 +62,9 @@ struct EncodeOptions {
 
 class Encoder {
  public:
-  Encoder(const model::BertModel& m, ThreadPool& pool);
+  // The encoder holds a share of `pool` (as a runtime::Context does), so the pool lives as long as
+  // any encoder running on it. Null: a pool of all cores of its own.
+  Encoder(const model::BertModel& m, std::shared_ptr<ThreadPool> pool);
   ~Encoder();
   Encoder(const Encoder&) = delete;
   Encoder& operator=(const Encoder&) = delete;
@@ -78,7 +80,7 @@ class Encoder {
   void run_pass(const std::vector<const EncoderInput*>& batch, const EncodeOptions& opt,
                 EncoderOutput* out);
   const model::BertModel& m_;
-  ThreadPool& pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -19,8 +19,7 @@ namespace {
 std::vector<float> encode(const std::string& path, const std::string& text, int* n_tokens) {
   auto m = BertModel::load(path);
   auto tok = tok::Tokenizer::from_gguf(m->file());
-  ThreadPool pool(2);
-  runtime::Encoder enc(*m, pool);
+  runtime::Encoder enc(*m, std::make_shared<ThreadPool>(2));
   auto out = enc.encode({runtime::encoder_input(*tok, text, 512, runtime::Truncate::Error)},
                         {Pooling::None, 4096});
   *n_tokens = out[0].n_tokens;

@@ -119,8 +119,7 @@ TEST(EncoderDrift, LongInputsStayWithinToleranceOfAScalarReference) {
       encoder_pair_input(*tok, b, a, 512, Truncate::Error, m->hp().n_token_types)};
   ASSERT_GE(ins[0].tokens.size(), 250u);
   ASSERT_EQ(ins[1].types.size(), ins[1].tokens.size());
-  ThreadPool pool(2);
-  Encoder enc(*m, pool);
+  Encoder enc(*m, std::make_shared<ThreadPool>(2));
   // Small passes so the two inputs go through separately as well as together.
   for (int max_batch : {64, 4096}) {
     auto out = enc.encode(ins, {model::Pooling::None, max_batch});

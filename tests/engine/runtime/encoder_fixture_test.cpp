@@ -54,8 +54,7 @@ TEST_P(EncoderFixture, MatchesLlamaCpp) {
   ASSERT_EQ(in.tokens, ids);
 
   const model::Pooling pooling = model::parse_pooling(meta["settings"]["pooling"]);
-  ThreadPool pool(2);
-  Encoder enc(*m, pool);
+  Encoder enc(*m, std::make_shared<ThreadPool>(2));
   // The same input alone and inside a batch with other inputs must give the same numbers.
   EncoderInput other = encoder_input(*tok,
                                      "a different passage, longer than the first one "
