@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/paths.h"
+#include "reader/engine_settings.h"
 
 namespace ragform::cli {
 
@@ -15,22 +16,25 @@ std::string env(const char* name) {
 }  // namespace
 
 EngineOptions engine_options_from_env(int threads, const std::string& f16_gemm) {
+  // The variables are the ones reader/engine_settings.h declares for these settings.
+  const char* cpu_var = reader::engine_setting("cpu").env;
+  const char* f16_var = reader::engine_setting("f16_gemm").env;
+  const char* load_var = reader::engine_setting("load").env;
   EngineOptions o;
   o.threads = threads;
-  if (std::string cpu = env("RAGFORM_CPU"); !cpu.empty())
-    o.cpu_tier = ops::parse_tier(cpu, "RAGFORM_CPU");
+  if (std::string cpu = env(cpu_var); !cpu.empty()) o.cpu_tier = ops::parse_tier(cpu, cpu_var);
   // The flag, else the variable (a fallback: an unread bad value is no error).
   if (!f16_gemm.empty())
     o.f16_gemm = ops::parse_f16_gemm(f16_gemm, "--f16-gemm");
-  else if (std::string f16 = env("RAGFORM_F16_GEMM"); !f16.empty())
-    o.f16_gemm = ops::parse_f16_gemm(f16, "RAGFORM_F16_GEMM");
-  if (std::string load = env("RAGFORM_LOAD"); !load.empty()) {
+  else if (std::string f16 = env(f16_var); !f16.empty())
+    o.f16_gemm = ops::parse_f16_gemm(f16, f16_var);
+  if (std::string load = env(load_var); !load.empty()) {
     if (load == "mmap")
       o.load = MappedFile::Load::map;
     else if (load == "memory")
       o.load = MappedFile::Load::memory;
     else
-      throw UsageError("RAGFORM_LOAD", "must be mmap or memory, got '" + load + "'");
+      throw UsageError(load_var, "must be mmap or memory, got '" + load + "'");
   }
   return o;
 }
