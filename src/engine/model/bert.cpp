@@ -49,7 +49,7 @@ void layer_norm(const float* x, const float* w, const float* b, int n, float eps
 
 bool is_encoder_file(const gguf::File& file) { return file.architecture() == "bert"; }
 
-std::unique_ptr<BertModel> BertModel::load(const std::string& path, const EngineOptions& opt) {
+std::unique_ptr<BertModel> BertModel::load(const std::string& path, const LoadOptions& opt) {
   return from_file(gguf::File::open(path, opt.load), opt);
 }
 
@@ -170,7 +170,7 @@ void BertModel::load_heads() {
 }
 
 std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File> file,
-                                                const EngineOptions& opt) {
+                                                const LoadOptions& opt) {
   std::unique_ptr<BertModel> m(new BertModel());
   m->file_ = std::move(file);
   m->policy_ = opt.matmul_policy();

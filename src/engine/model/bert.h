@@ -60,11 +60,11 @@ class BertModel {
  public:
   // Opens and validates every tensor's presence, type and shape; throws Error naming the file and
   // the tensor. Architectures other than `bert` are refused with the list of decoder commands.
-  // opt: the load mode and the kernel policy of every weight (engine_options.h); its pool is
-  // not used here (the Encoder takes one).
-  static std::unique_ptr<BertModel> load(const std::string& path, const EngineOptions& opt = {});
+  // opt: the load mode and the kernel policy of every weight (engine_options.h); the pool is
+  // the Encoder's.
+  static std::unique_ptr<BertModel> load(const std::string& path, const LoadOptions& opt = {});
   static std::unique_ptr<BertModel> from_file(std::shared_ptr<const gguf::File> file,
-                                              const EngineOptions& opt = {});
+                                              const LoadOptions& opt = {});
 
   const BertHparams& hp() const { return hp_; }
   const gguf::File& file() const { return *file_; }

@@ -20,12 +20,9 @@ inline std::shared_ptr<ThreadPool> shared_pool(const std::shared_ptr<ThreadPool>
   return pool ? pool : std::make_shared<ThreadPool>(threads);
 }
 
-struct EngineOptions {
-  // The pool that runs the engine's parallel loops, shared by whoever holds it (a pool lives as
-  // long as its last holder, so a context never outlives its pool). Null: the reader or context
-  // creates its own pool of `threads` threads (0 = all cores).
-  std::shared_ptr<ThreadPool> pool;
-  int threads = 0;
+// What loading a model file takes (Model::load, BertModel::load): how its weights are held and
+// multiplied. The pool is no part of it: a model computes nothing by itself.
+struct LoadOptions {
   // Kernel choice for every weight of a model loaded with these options (ops::MatmulPolicy):
   // the CPU tier cap (never above what the CPU has) and the F16 prefill path (exact products
   // unless int16 is asked for: it is approximate and not batch-invariant, ops.h).
@@ -36,6 +33,16 @@ struct EngineOptions {
   MappedFile::Load load = MappedFile::Load::memory_if_room;
 
   ops::MatmulPolicy matmul_policy() const { return {cpu_tier, f16_gemm}; }
+};
+
+// Everything a reader or encoder takes: the load options of its model and the pool it runs on.
+struct EngineOptions : LoadOptions {
+  // The pool that runs the engine's parallel loops, shared by whoever holds it (a pool lives as
+  // long as its last holder, so a context never outlives its pool). Null: the reader or context
+  // creates its own pool of `threads` threads (0 = all cores).
+  std::shared_ptr<ThreadPool> pool;
+  int threads = 0;
+
   // `pool` if set, else a new pool of `threads` threads (shared_pool).
   std::shared_ptr<ThreadPool> pool_or_new() const { return shared_pool(pool, threads); }
 };

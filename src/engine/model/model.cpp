@@ -29,7 +29,7 @@ std::string refused_tensor_reason(const std::string& name) {
 }
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& path, const EngineOptions& opt) {
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opt) {
   // By default weights go to huge-page memory where there is room: decode streams all of them
   // every token.
   std::shared_ptr<const gguf::File> f = gguf::File::open(path, opt.load);
@@ -37,7 +37,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const EngineOptions&
 }
 
 std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file,
-                                        const EngineOptions& opt) {
+                                        const LoadOptions& opt) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   m->policy_ = opt.matmul_policy();

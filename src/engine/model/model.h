@@ -42,14 +42,14 @@ class Model {
   // of harmless_tensor() (model.cpp), which add a line to warnings().
   // The options' load mode decides how the file is held, their matmul policy how every weight is
   // multiplied.
-  static std::unique_ptr<Model> load(const std::string& path, const EngineOptions& opt = {});
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& opt = {});
   // Builds a model over an already opened file (which must outlive the Model).
   static std::unique_ptr<Model> from_file(std::shared_ptr<const gguf::File> file,
-                                          const EngineOptions& opt = {});
+                                          const LoadOptions& opt = {});
 
   const Hparams& hp() const { return hp_; }
   const ArchSpec& arch() const { return *arch_; }
-  // How this model's weights are multiplied (from the EngineOptions it was loaded with).
+  // How this model's weights are multiplied (from the LoadOptions it was loaded with).
   const ops::MatmulPolicy& policy() const { return policy_; }
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> file_ptr() const { return file_; }

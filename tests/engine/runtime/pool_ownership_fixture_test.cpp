@@ -1,9 +1,10 @@
 // One ownership style for the engine's thread pool: whoever runs on a pool holds a share of it
-// (runtime::Context and runtime::Encoder alike), and a missing pool is made by one rule
-// (shared_pool, engine_options.h) for EngineOptions and ContextParams.
+// (runtime::Context and runtime::Encoder alike), a missing pool is made by one rule (shared_pool,
+// engine_options.h) for EngineOptions and ContextParams, and loading a model takes no pool.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <type_traits>
 
 #include "engine/model/bert.h"
 #include "engine/model/engine_options.h"
@@ -15,6 +16,25 @@
 
 namespace ragform::testing {
 namespace {
+
+template <class T>
+concept HasPool = requires(T t) {
+  t.pool;
+};
+
+template <class R, class A, class B>
+B second_parameter(R (*)(A, B));
+
+// Loading a model takes what loading uses (the load mode and the kernel policy), not the pool and
+// thread count that only running a model needs (a parameter it would ignore).
+TEST(PoolOwnership, LoadingAModelTakesNoPool) {
+  using ModelLoad = std::remove_cvref_t<decltype(second_parameter(&model::Model::load))>;
+  using BertLoad = std::remove_cvref_t<decltype(second_parameter(&model::BertModel::load))>;
+  EXPECT_FALSE(HasPool<ModelLoad>);
+  EXPECT_FALSE(HasPool<BertLoad>);
+  EXPECT_TRUE(HasPool<EngineOptions>);
+  EXPECT_TRUE((std::is_base_of_v<ModelLoad, EngineOptions>));  // a reader passes its options on
+}
 
 TEST(PoolOwnership, OneRuleForAPoolOrThreads) {
   auto p = std::make_shared<ThreadPool>(2);
