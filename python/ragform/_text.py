@@ -66,6 +66,63 @@ def param_names(fn):
             for p in _split_top_level(head[open_at + 1:close_at])]
 
 
+def param_types(fn):
+    """{name: annotation} of a pybind11 function's parameters, from its docstring's first line
+    ("name: int = 0" -> {"name": "int"}); {} for a Python function or an unreadable docstring."""
+    head = (getattr(fn, "__doc__", None) or "").lstrip().split("\n", 1)[0]
+    open_at, close_at = head.find("("), head.rfind(")")
+    if open_at < 0 or close_at < open_at:
+        return {}
+    out = {}
+    for p in _split_top_level(head[open_at + 1:close_at]):
+        name, _, rest = p.partition(":")
+        out[name.strip()] = rest.split("=", 1)[0].strip()
+    return out
+
+
+def signature_types(fn):
+    """param_types() for a pybind11 function; for a Python wrapper of one, "int" for each parameter
+    whose default is an integer (the wrapper passes it on to C++ as one)."""
+    types = param_types(fn)
+    if types:
+        return types
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: "int" for p in params
+            if isinstance(p.default, int) and not isinstance(p.default, bool)}
+
+
+def bad_integer(name, value, annotation):
+    """For an argument pybind11 refused: the TypeError for a value that is no integer where C++
+    takes one, the ValueError for an integer no C++ integer holds (whatever the parameter: no
+    argument C++ takes accepts one); None otherwise."""
+    if value is None or isinstance(value, bool):
+        return None
+    is_int_param = annotation in ("int", "Optional[int]")
+    if not isinstance(value, int):
+        if is_int_param and isinstance(value, float):
+            return TypeError(f"{name}: expected an integer, got float {value!r}")
+        return None
+    if value >= 2 ** 63:
+        return ValueError(f"{name}: {value} is too large")
+    if value < -2 ** 63:
+        return ValueError(f"{name}: {value} is too small")
+    return None
+
+
+def bad_range(name, value, annotation):
+    """The ValueError for an integer C++ may not hold (above 32 bits, or negative where C++ is
+    unsigned): asked only when nothing else explains pybind11's refusal."""
+    if annotation not in ("int", "Optional[int]") or not isinstance(value, int) \
+            or isinstance(value, bool):
+        return None
+    if value < 0 or value >= 2 ** 31:
+        return ValueError(f"{name}: {value} is out of range for this argument")
+    return None
+
+
 def checked(fn):
     """fn, raising ValueError (see above) in place of the TypeError or RuntimeError a bad text
     argument causes."""
@@ -76,7 +133,7 @@ def checked(fn):
         nonlocal names
         try:
             return fn(*args, **kwargs)
-        except (TypeError, RuntimeError):
+        except (TypeError, RuntimeError) as e:
             if names is None:
                 names = param_names(fn)
             named = [(names[i] if i < len(names) else f"argument {i + 1}", v)
@@ -85,6 +142,16 @@ def checked(fn):
                 err = bad_text(name, v)
                 if err:
                     raise err from None
+            # pybind11's "incompatible function arguments" for a number C++ cannot take: name the
+            # argument (a float where an integer goes, a value past 64 bits, then one past 32 bits
+            # or negative) instead of listing the signature.
+            if "incompatible" in str(e):
+                types = signature_types(fn)
+                for check in (bad_integer, bad_range):
+                    for name, v in named:
+                        err = check(name, v, types.get(name, ""))
+                        if err:
+                            raise err from None
             raise
     return call
 

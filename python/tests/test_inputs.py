@@ -99,3 +99,30 @@ def test_not_a_profile_is_a_value_error_said_once():
     with pytest.raises(ValueError) as e:
         ragform.cnorm.apply({"model_sha256": "", "task": "qa"}, {"text": "a b c."})
     assert str(e.value) == "profile: missing field 'p'"
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda m: m.generate("Once", n_predict=10**30), ValueError, "n_predict: 10"),
+    (lambda m: m.generate("Once", n_predict=2, seed=2**70), ValueError, "seed: 1180"),
+    (lambda m: m.generate("Once", n_predict=2, seed=-1), ValueError, "seed: -1 is out of range"),
+    (lambda m: m.generate("Once", n_predict=2, top_k=10**20), ValueError, "top_k: 1000"),
+    (lambda m: m.generate("Once", n_predict=2.5), TypeError, "n_predict: expected an integer"),
+])
+def test_an_integer_cpp_cannot_take_is_named(model, call, error, words):
+    # pybind11 refuses these with "incompatible function arguments" and the whole signature; the
+    # module names the argument instead.
+    with pytest.raises(error) as e:
+        call(model)
+    assert words in str(e.value)
+    assert "incompatible" not in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"ctx": 10**30}, "ctx: 10"),
+    ({"threads": 10**30}, "threads: 10"),
+])
+def test_a_constructor_integer_cpp_cannot_take_is_named(model_path, kwargs, words):
+    with pytest.raises(ValueError) as e:
+        ragform.Model(model_path, **kwargs)
+    assert words in str(e.value)
+    assert "incompatible" not in str(e.value)
