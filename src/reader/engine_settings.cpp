@@ -1,15 +1,10 @@
 #include "reader/engine_settings.h"
 
-#include <algorithm>
 #include <climits>
 
 #include "base/error.h"
 
 namespace ragform::reader {
-
-int default_context(int training_context) {
-  return training_context > 0 ? std::min(kDefaultContext, training_context) : kDefaultContext;
-}
 
 const std::vector<Setting>& engine_settings() {
   // The help texts are the CLI's (docs/cli.md is generated from them).

@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/engine_options.h"
+
 namespace ragform::reader {
 
-// The context length a reader gets when none is asked for: kDefaultContext, or the model's
-// training context when that is smaller (positions past it are ones the model never saw).
-// training_context <= 0 (unknown) gives kDefaultContext. The one place this is decided.
-inline constexpr int kDefaultContext = 4096;
-int default_context(int training_context);
+// The default context length (engine_options.h), the --ctx flag's and ctx=None's.
+using ::ragform::default_context;
+using ::ragform::kDefaultContext;
 
 // One setting as the front ends show it.
 struct Setting {

@@ -27,7 +27,7 @@ namespace ragform::reader {
 enum class Overflow { Error, TruncateLeft };  // prompt longer than n_ctx: fail, or keep its end
 
 struct NativeOptions {
-  int n_ctx = 4096;
+  int n_ctx = kDefaultContext;
   bool kv_f16 = false;
   EngineOptions engine;       // thread pool (or thread count), CPU tier, F16 path, load mode
   bool chat = false;          // wrap prompts in the model's chat template (user turn)

@@ -8,7 +8,9 @@
 #include <set>
 #include <string>
 
+#include "engine/runtime/context.h"
 #include "reader/engine_settings.h"
+#include "reader/native_reader.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -31,8 +33,10 @@ TEST(EngineSettings, DefaultContextIsTheSmallerOfTheDefaultAndTheTrainingContext
   EXPECT_EQ(reader::default_context(512), 512);
   EXPECT_EQ(reader::default_context(reader::kDefaultContext), reader::kDefaultContext);
   EXPECT_EQ(reader::default_context(131072), reader::kDefaultContext);
-  // The --ctx flag's declared default is that same length.
+  // The --ctx flag's declared default, a reader's and a context's are that same length.
   EXPECT_EQ(std::stoi(reader::engine_setting("ctx").value), reader::kDefaultContext);
+  EXPECT_EQ(reader::NativeOptions{}.n_ctx, reader::kDefaultContext);
+  EXPECT_EQ(runtime::ContextParams{}.n_ctx, reader::kDefaultContext);
 }
 
 TEST(EngineSettings, EveryEngineSettingIsDeclaredOnceWithAUniqueKey) {

@@ -20,6 +20,15 @@ inline std::shared_ptr<ThreadPool> shared_pool(const std::shared_ptr<ThreadPool>
   return pool ? pool : std::make_shared<ThreadPool>(threads);
 }
 
+// The context length a reader or context gets when none is asked for: kDefaultContext, or the
+// model's training context when that is smaller (positions past it are ones the model never saw).
+// training_context <= 0 (unknown) gives kDefaultContext. The one place this is decided.
+inline constexpr int kDefaultContext = 4096;
+inline int default_context(int training_context) {
+  return training_context > 0 && training_context < kDefaultContext ? training_context
+                                                                    : kDefaultContext;
+}
+
 // What loading a model file takes (Model::load, BertModel::load): how its weights are held and
 // multiplied. The pool is no part of it: a model computes nothing by itself.
 struct LoadOptions {

@@ -21,7 +21,7 @@ namespace ragform::runtime {
 enum class KvType { F32, F16 };
 
 struct ContextParams {
-  int n_ctx = 4096;  // tokens per sequence
+  int n_ctx = kDefaultContext;  // tokens per sequence
   KvType kv_type = KvType::F32;
   // The pool the context runs on, shared with its other holders (EngineOptions::pool). Null: the
   // context creates its own pool of `threads` threads (0 = all cores), by the engine's one rule
