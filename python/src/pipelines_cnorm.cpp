@@ -12,6 +12,7 @@
 #include "base/stable_hash.h"
 #include "bindings.h"
 #include "eval/datasets.h"
+#include "eval/jsonl.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "qa_records.h"
 #include "reader/native_reader.h"
@@ -143,35 +144,18 @@ cnorm::Profile profile_arg(const pyb::handle& profile) {
   }
 }
 
-// As `ragform cnorm apply` on one record: every ctxs[i].text, or the "text" string, formatted
-// with the profile's delimiter and ratio; every other field unchanged.
+// As `ragform cnorm apply` on one record (cnorm::apply_profile): every ctxs[i].text, or the
+// "text" string, formatted with the profile's delimiter and ratio; every other field unchanged.
 pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
-  using namespace cnorm;
-  Profile prof = profile_arg(profile);
-  Task task = parse_task(prof.task);
-  Format f = profile_format(prof);
-  if (!f.wrapper.empty())
-    throw UsageError("cnorm apply", "the profile's best candidate is the document format '" +
-                                        f.wrapper +
-                                        "'; apply writes text fields, wrap documents when "
-                                        "building the prompt instead");
+  const cnorm::Profile prof = profile_arg(profile);
+  (void)cnorm::applied_format(prof);  // the profile's error before the record's, as the CLI
   nlohmann::json j = to_json(record);
   if (!j.is_object()) throw UsageError("cnorm apply", "the record must be a dict");
-  if (j.contains("ctxs")) {
-    if (!j["ctxs"].is_array()) throw UsageError("cnorm apply", "field 'ctxs': expected array");
-    for (size_t i = 0; i < j["ctxs"].size(); ++i) {
-      auto& c = j["ctxs"][i];
-      if (!c.is_object() || !c.contains("text") || !c["text"].is_string())
-        throw UsageError("cnorm apply",
-                         "field 'ctxs[" + std::to_string(i) + "].text': expected string");
-      c["text"] = format_text(task, c["text"].get<std::string>(), f);
-    }
-  } else if (j.contains("text") && j["text"].is_string()) {
-    j["text"] = format_text(task, j["text"].get<std::string>(), f);
-  } else {
-    throw UsageError("cnorm apply", "expected a \"ctxs\" array or a \"text\" string");
+  try {
+    return from_json(cnorm::apply_profile(prof, std::move(j)).record);
+  } catch (const eval::RowError& e) {
+    throw UsageError("cnorm apply", e.what());
   }
-  return from_json(j);
 }
 
 }  // namespace

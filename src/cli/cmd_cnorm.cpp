@@ -295,13 +295,7 @@ int cmd_apply(const std::vector<std::string>& argv) {
   auto& out = a.opt<std::string>("-o,--output", "FILE", "output JSONL (default: stdout)", "");
   if (!a.parse(argv)) return 0;
   Profile prof = load_profile(profile.value);
-  Task task = parse_task(prof.task);
-  Format f = profile_format(prof);
-  if (!f.wrapper.empty())
-    throw UsageError("cnorm apply", "the profile's best candidate is the document format '" +
-                                        f.wrapper +
-                                        "'; apply writes text fields, wrap documents when "
-                                        "building the prompt instead");
+  (void)applied_format(prof);  // a profile apply cannot deploy fails before -o is written
   std::ofstream file;
   if (!out.value.empty()) {
     file.open(out.value, std::ios::binary | std::ios::trunc);
@@ -309,23 +303,9 @@ int cmd_apply(const std::vector<std::string>& argv) {
   }
   size_t n_lines = 0, n_docs = 0;
   eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
-    nlohmann::json j = row.value;
-    if (j.contains("ctxs")) {
-      if (!j["ctxs"].is_array()) throw eval::RowError("field 'ctxs': expected array");
-      for (size_t i = 0; i < j["ctxs"].size(); ++i) {
-        auto& c = j["ctxs"][i];
-        if (!c.is_object() || !c.contains("text") || !c["text"].is_string())
-          throw eval::RowError("field 'ctxs[" + std::to_string(i) + "].text': expected string");
-        c["text"] = format_text(task, c["text"].get<std::string>(), f);
-        ++n_docs;
-      }
-    } else if (j.contains("text") && j["text"].is_string()) {
-      j["text"] = format_text(task, j["text"].get<std::string>(), f);
-      ++n_docs;
-    } else {
-      throw eval::RowError("expected a \"ctxs\" array or a \"text\" string");
-    }
-    std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const Applied applied = apply_profile(prof, row.value);
+    n_docs += applied.documents;
+    std::string s = applied.record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (file.is_open())
       file << s << '\n';
     else

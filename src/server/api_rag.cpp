@@ -16,18 +16,18 @@ namespace ragform::server {
 
 using namespace api_json;
 
-// C-NORM deployment (cnorm paper, section 4.3): the documents reformatted with the profile's best
-// delimiter f* and ratio p, exactly as `ragform cnorm apply` formats a "text" field
-// (cnorm::format_text with the profile's delimiter, p and seed).
+// C-NORM deployment (cnorm paper, section 4.3): the documents reformatted with the profile's own
+// format, by the rule `ragform cnorm apply` and Python's cnorm.apply use (cnorm::apply_profile):
+// the documents are the texts of one record's ctxs.
 Response Api::normalize(const std::string& body) {
   json j = parse_body(body);
   if (!j.contains("documents") || !j["documents"].is_array())
     bad("'documents' must be an array of strings",
         j.contains("documents") ? "invalid_type" : "missing_field");
-  std::vector<std::string> docs;
+  json ctxs = json::array();
   for (auto& d : j["documents"]) {
     if (!d.is_string()) bad("'documents' must be an array of strings", "invalid_type");
-    docs.push_back(d.get<std::string>());
+    ctxs.push_back({{"text", d}});
   }
   json pj;
   std::string where;
@@ -42,14 +42,15 @@ Response Api::normalize(const std::string& body) {
         "missing_field");
   }
   // profile_from_json names the bad field; its Error becomes a 400.
-  cnorm::Profile prof = cnorm::profile_from_json(pj, where);
-  if (pj.contains("best_format"))
-    bad(where + ": the best candidate is a document format (" + pj["best_format"].dump() +
-        "), not a delimiter; wrap documents when building the prompt instead");
-  cnorm::Task task = cnorm::parse_task(prof.task);
-  cnorm::Format f{prof.best, prof.p, prof.seed};
+  const cnorm::Profile prof = cnorm::profile_from_json(pj, where);
+  json applied;
+  try {
+    applied = cnorm::apply_profile(prof, {{"ctxs", std::move(ctxs)}}).record;
+  } catch (const UsageError& e) {
+    bad(where + ": " + e.what());  // a profile apply cannot deploy, named as the request gave it
+  }
   json out = json::array();
-  for (auto& d : docs) out.push_back(cnorm::format_text(task, d, f));
+  for (const auto& c : applied["ctxs"]) out.push_back(c["text"]);
   return ok({{"documents", out},
              {"delimiter", prof.best.name},
              {"p", prof.p},

@@ -3,6 +3,7 @@
 //   run_calibrate(reader, store, items, CalibrateOptions) -> CalibrateSummary   (run.h; 4.1-4.2)
 //   run_eval(reader, store, items_per_seed, EvalOptions) -> EvalSummary        (run.h; 5.1)
 //   run_longbench(reader, store, items, LongbenchOptions) -> LongbenchSummary  (run.h; 5.2)
+//   apply_profile(profile, record) -> Applied                                  (apply.h; 4.3)
 //   format_text(task, text, profile_format(profile))                           (tasks.h; 4.3)
 //   load_profile / save_profile / profile_from_json                            (calibrate.h)
 //   build_qa_items, build_kv_items, make_needle_items, load_template           (tasks.h)
@@ -12,6 +13,7 @@
 #pragma once
 #include "pipelines/cnorm/abs.h"
 #include "pipelines/cnorm/analysis.h"
+#include "pipelines/cnorm/apply.h"
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/format.h"
 #include "pipelines/cnorm/kvgen.h"

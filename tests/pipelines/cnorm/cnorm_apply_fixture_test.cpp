@@ -1,0 +1,205 @@
+// One C-NORM profile applied to one record, three front ends, one rule (cnorm::apply_profile):
+// `ragform cnorm apply`, Python's ragform.cnorm.apply and serve's POST /v1/rag/normalize give the
+// same bytes, and refuse the same profiles — the server follows the profile's own format (its best
+// candidate), not a field of the profile's JSON read on the side.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "server/serve_harness.h"
+
+namespace ragform::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+// A profile as `ragform cnorm calibrate` writes it; `extra` candidates are appended.
+json profile(const std::string& best, double p, uint64_t seed, const json& extra = json::array()) {
+  json cands = {{{"delimiter", "none"}, {"abs_mean", 0.5}, {"abs_std", 0.1}},
+                {{"delimiter", "-"}, {"abs_mean", 0.6}, {"abs_std", 0.1}},
+                {{"delimiter", "&"}, {"abs_mean", 0.7}, {"abs_std", 0.1}}};
+  for (const auto& c : extra) cands.push_back(c);
+  return {{"model_sha256", std::string(64, '0')},
+          {"task", "qa"},
+          {"p", p},
+          {"seed", seed},
+          {"S", 6},
+          {"best", best},
+          {"candidates", cands}};
+}
+
+const json kRecord = {
+    {"id", "r1"},
+    {"question", "Who played with Max?"},
+    {"answers", {"Lily"}},
+    {"ctxs",
+     {{{"title", "Park"},
+       {"text",
+        "Lily went to the park. She saw a big dog. The dog was named Max. Max liked to run and "
+        "play. Lily and Max played all day until the sun went down."}},
+      {{"title", "Ball"},
+       {"text", "Tom had a red ball.  He threw it\thigh in the sky. The ball fell into the pond."}},
+      {{"title", "Caf\xC3\xA9"},
+       {"text",
+        "Z\xC3\xBC"
+        "rich has a caf\xC3\xA9. Its coffee is strong and hot. One more."}}}}};
+
+// The built Python module (<build>/python/_ragform*.so), or "" when this tree has none.
+fs::path python_module() {
+  const fs::path dir = fs::path(RAGFORM_BINARY_DIR) / "python";
+  if (!fs::is_directory(dir)) return {};
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("_ragform", 0) == 0 && e.path().extension() == ".so")
+      return e.path();
+  return {};
+}
+
+// `cmd` through /bin/sh: its stdout, stderr and exit code.
+RunResult run_shell(const std::string& cmd) {
+  RunResult r;
+  const fs::path err = temp_dir("cnorm-apply-sh") / "stderr";
+  FILE* p = popen(("(" + cmd + ") 2>" + quoted(err)).c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = read_file(err);
+  return r;
+}
+
+// Python's ragform.cnorm.apply of the profile file to the one record of record_file, printed as
+// the CLI prints JSON (compact, UTF-8), or "ValueError: <message>"; by Debian's python3 with the
+// package of this checkout and the built module copied into a temporary directory.
+RunResult python_apply(const fs::path& module, const fs::path& profile_file,
+                       const fs::path& record_file) {
+  const fs::path dir = temp_dir("cnorm-apply-py");
+  fs::create_directories(dir / "ragform");
+  for (const auto& e : fs::directory_iterator(fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform"))
+    if (e.path().extension() == ".py")
+      fs::copy_file(e.path(), dir / "ragform" / e.path().filename());
+  fs::copy_file(module, dir / "ragform" / module.filename());
+  write_file(dir / "apply.py", R"(import json, sys
+import ragform.cnorm
+with open(sys.argv[1], encoding="utf-8") as f:
+    prof = json.load(f)
+with open(sys.argv[2], encoding="utf-8") as f:
+    rec = json.loads(f.readline())
+try:
+    got = ragform.cnorm.apply(prof, rec)
+except ValueError as e:
+    sys.stdout.write("ValueError: %s\n" % e)
+else:
+    sys.stdout.write(json.dumps(got, ensure_ascii=False, separators=(",", ":")) + "\n")
+)");
+  return run_shell("cd " + quoted(dir) + " && PYTHONPATH=" + quoted(dir) +
+                   " /usr/bin/python3 apply.py " + quoted(profile_file) + " " +
+                   quoted(record_file));
+}
+
+httplib::Result normalize(int port, const json& body) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  return c.Post("/v1/rag/normalize", body.dump(), "application/json");
+}
+
+// The record's document texts, as the server takes them.
+json documents(const json& record) {
+  json out = json::array();
+  for (const auto& c : record["ctxs"]) out.push_back(c["text"]);
+  return out;
+}
+
+class CnormApplyFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+    model_ = model;
+    module_ = python_module();
+    if (module_.empty()) GTEST_SKIP() << "no Python module in " << RAGFORM_BINARY_DIR << "/python";
+    dir_ = temp_dir("cnorm-apply");
+    write_file(dir_ / "one.jsonl", kRecord.dump() + "\n");
+  }
+  fs::path write_profile(const std::string& name, const json& prof) {
+    write_file(dir_ / name, prof.dump(2));
+    return dir_ / name;
+  }
+  fs::path model_, module_, dir_;
+};
+
+TEST_F(CnormApplyFixture, CliPythonAndServerGiveTheSameBytes) {
+  ServeProcess srv({"-m", model_.string(), "--ctx", "128"});
+  // Delimiters at several ratios and seeds, and 'original' (the text as it came).
+  const std::vector<json> profiles = {
+      profile("&", 0.5, 1234), profile("-", 1.0, 7), profile("none", 0.25, 3),
+      profile("original", 0.5, 0,
+              json::array({{{"delimiter", "original"}, {"abs_mean", 0.9}, {"abs_std", 0.1}}}))};
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    SCOPED_TRACE(profiles[i]["best"].get<std::string>());
+    const fs::path pf = write_profile("p" + std::to_string(i) + ".json", profiles[i]);
+    auto cli = run_ragform("cnorm apply --profile " + quoted(pf) + " --input " +
+                           quoted(dir_ / "one.jsonl"));
+    ASSERT_EQ(cli.exit_code, 0) << cli.err;
+    const std::string want = cli.out;
+    ASSERT_EQ(want.find('\n'), want.size() - 1) << want;  // one line
+
+    auto py = python_apply(module_, pf, dir_ / "one.jsonl");
+    ASSERT_EQ(py.exit_code, 0) << py.err;
+    EXPECT_EQ(py.out, want);
+
+    auto r = normalize(srv.port(), {{"documents", documents(kRecord)}, {"profile", profiles[i]}});
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json rec = kRecord;
+    const json got = json::parse(r->body)["documents"];
+    ASSERT_EQ(got.size(), rec["ctxs"].size());
+    for (size_t d = 0; d < got.size(); ++d) rec["ctxs"][d]["text"] = got[d];
+    EXPECT_EQ(rec.dump() + "\n", want);
+  }
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// The profile's best candidate decides: a document format is refused by all three, also when the
+// profile has no "best_format" field; a delimiter is applied by all three, also when a
+// hand-edited profile carries a "best_format" its best candidate does not have.
+TEST_F(CnormApplyFixture, TheBestCandidateDecidesForAll) {
+  ServeProcess srv({"-m", model_.string(), "--ctx", "128"});
+  const json json_cand = {{"delimiter", "none"}, {"format", "json"}, {"name", "json"}, {"p", 0},
+                          {"abs_mean", 0.9},     {"abs_std", 0.1}};
+  const json wrapped = profile("json", 0.5, 0, json::array({json_cand}));
+  const fs::path pf = write_profile("wrapped.json", wrapped);
+  const std::string why =
+      "cnorm apply: the profile's best candidate is the document format 'json'; apply writes "
+      "text fields, wrap documents when building the prompt instead";
+  auto cli =
+      run_ragform("cnorm apply --profile " + quoted(pf) + " --input " + quoted(dir_ / "one.jsonl"));
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_NE(cli.err.find(why), std::string::npos) << cli.err;
+  auto py = python_apply(module_, pf, dir_ / "one.jsonl");
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  EXPECT_EQ(py.out, "ValueError: " + why + "\n");
+  auto r = normalize(srv.port(), {{"documents", documents(kRecord)}, {"profile", wrapped}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("request 'profile': " + why), std::string::npos) << r->body;
+
+  json stray = profile("-", 1.0, 7);
+  stray["best_format"] = "json";
+  const fs::path sf = write_profile("stray.json", stray);
+  auto cli2 =
+      run_ragform("cnorm apply --profile " + quoted(sf) + " --input " + quoted(dir_ / "one.jsonl"));
+  ASSERT_EQ(cli2.exit_code, 0) << cli2.err;
+  auto py2 = python_apply(module_, sf, dir_ / "one.jsonl");
+  EXPECT_EQ(py2.out, cli2.out);
+  auto r2 = normalize(srv.port(), {{"documents", documents(kRecord)}, {"profile", stray}});
+  ASSERT_TRUE(r2);
+  ASSERT_EQ(r2->status, 200) << r2->body;
+  EXPECT_EQ(json::parse(r2->body)["documents"], documents(json::parse(cli2.out)));
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+}  // namespace
+}  // namespace ragform::testing
