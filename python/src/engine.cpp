@@ -469,13 +469,16 @@ void bind_engine(pyb::module_& m) {
       m, "Encoder",
       "A BERT-family encoder (BGE, MiniLM, NLI cross-encoders) on ragform's engine "
       "(reader::NativeEncoder, docs/encoders.md).")
-      .def(pyb::init([](const std::string& path, int threads) {
+      .def(pyb::init([](const std::string& path, int threads, const std::optional<std::string>& cpu,
+                        const std::optional<std::string>& load) {
              reader::NativeEncoderOptions o;
-             o.engine = engine_options(threads, "exact");
+             // The engine settings an encoder uses, by Model's keywords (engine_settings.h).
+             o.engine = engine_options(threads, "exact", cpu, load);
              pyb::gil_scoped_release nogil;
              return std::make_shared<reader::NativeEncoder>(path, o);
            }),
-           pyb::arg("path"), pyb::arg("threads") = 0)
+           pyb::arg("path"), pyb::arg("threads") = 0, pyb::arg("cpu") = std::nullopt,
+           pyb::arg("load") = std::nullopt)
       .def_property_readonly("description", &reader::NativeEncoder::describe)
       .def(
           "embed",

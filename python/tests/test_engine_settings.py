@@ -8,6 +8,7 @@ import pytest
 
 import ragform
 from ragform import _ragform
+from conftest import shared_file
 
 
 def test_every_declared_setting_is_a_model_keyword():
@@ -45,3 +46,12 @@ def test_bad_cpu_tier_or_load_mode_is_a_value_error(model_path):
         ragform.Model(model_path, cpu="avx9000")
     with pytest.raises(ValueError, match="load: expected mmap or memory, got 'disk'"):
         ragform.Model(model_path, load="disk")
+
+
+def test_encoder_takes_the_cpu_tier_and_load_mode():
+    path = str(shared_file("fixtures/models/tiny-bert.gguf"))
+    want = ragform.Encoder(path, threads=1).embed(["a short passage"])
+    got = ragform.Encoder(path, threads=1, cpu="avx2", load="memory").embed(["a short passage"])
+    assert (got == want).all()
+    with pytest.raises(ValueError, match="load: expected mmap or memory, got 'disk'"):
+        ragform.Encoder(path, load="disk")
