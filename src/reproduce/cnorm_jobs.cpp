@@ -62,7 +62,9 @@ cnorm::CalibrateOptions calibrate_options(cnorm::Task task, const std::string& t
 Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   const bool smoke = opt.scale == Scale::Smoke;
   const std::string input = p.inputs.at(0), input_sha256 = store::sha256_file(input);
-  const std::string tmpl = cnorm::load_template(task, p.inputs.at(1), "");
+  // The paper's own prompts, built into the pipeline: App. D's qa prompt (with its "Search
+  // Results:" label) and App. B's key-value prompt (no "JSON data:" line).
+  const std::string tmpl = cnorm::load_template(task, "", "");
   auto records = eval::load_qa_file(input).records;
   // Paper: 500 questions (5.1) / samples (section 2); 3 seeds for the NQ sweep (5.1: "averaged
   // over three random seeds"), one for KV (section 2 names none). KV: the shared file's 75 records
@@ -98,7 +100,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   j.note = smoke ? "smoke scale: " + std::to_string(per_seed[0].size()) +
                        " items, S = " + std::to_string(S) + ", one seed" +
                        (kv ? ", 6 records per sample" : "")
-           : kv ? "40 of the shared file's 75 records per sample (section 3's low density); "
+           : kv ? "40 of the shared file's 75 records per sample (section 2's low density); "
                   "every profile delimiter is evaluated, not only '-' and '&'"
                 : "";
   j.run = [=, per_seed = std::move(per_seed)](reader::Reader& r, store::RunStore& st) {

@@ -19,9 +19,9 @@ const std::vector<ExperimentInfo>& experiments() {
        "Figure 5)",
        "500 questions, gold + 9 distractors at every position, p = 0.5, S = 8, 3 seeds, greedy"},
       {"cnorm", "kv-retrieval",
-       "key-value retrieval under every delimiter: UUID (-) vs Modified UUID (&) OAA (section 3), "
+       "key-value retrieval under every delimiter: UUID (-) vs Modified UUID (&) OAA (section 2), "
        "prompt tokens vs OAA (Appendix A)",
-       "500 samples (section 3), 200 for the token analysis, gold at every position, greedy"},
+       "500 samples (section 2), 200 for the token analysis, gold at every position, greedy"},
       {"cnorm", "longbench",
        "LongBench-v2 multiple choice: Baseline / Min-Token / C-NORM accuracy by difficulty and "
        "length (section 5.2, Table 1)",
@@ -76,11 +76,9 @@ void find_inputs(Planned& p, const Options& opt) {
   };
   const std::string& n = p.info.name;
   if (n == "nq-sweep")
-    need_shared({litm + "nq-open-oracle.jsonl.gz", litm + "qa_ordered_randomly.prompt"},
-                "lost-in-the-middle NQ-Open");
+    need_shared({litm + "nq-open-oracle.jsonl.gz"}, "lost-in-the-middle NQ-Open");
   else if (n == "kv-retrieval")
-    need_shared({litm + "kv-retrieval-75_keys.jsonl.gz", litm + "kv_retrieval.prompt"},
-                "lost-in-the-middle KV retrieval");
+    need_shared({litm + "kv-retrieval-75_keys.jsonl.gz"}, "lost-in-the-middle KV retrieval");
   else if (n == "longbench")
     need_data("longbench-v2.json", "LongBench-v2",
               "data.json of the THUDM/LongBench-v2 data set on Hugging Face");

@@ -49,7 +49,7 @@ std::string category_name(const std::string& c) {
 }
 
 // Each question with retrieved passages: its own gold passage first, then the gold passages of
-// the next two questions (in file order) as retrieved noise, so that section 3.1's four cells
+// the next two questions (in file order) as retrieved noise, so that section 4.2's four cells
 // (Known/Unknown x Golden/Noise) can all be filled from NQ-Open's oracle file.
 std::vector<eval::QaRecord> with_noise(std::vector<eval::QaRecord> recs) {
   std::vector<eval::QaRecord> out;
@@ -159,7 +159,7 @@ Job sure_job(const Planned& p, const Options& opt) {
       sure::rag_prompt(prompts, "(Title: " + recs[0].ctxs[0].title + ") " + recs[0].ctxs[0].text,
                        recs[0].question, false);
   j.run = [=](reader::Reader& r, store::RunStore& st) {
-    // Section 3.1: Known/Unknown by the closed-book answer, Golden/Noise by the passage.
+    // Section 4.2: Known/Unknown by the closed-book answer, Golden/Noise by the passage.
     const auto origin = common::origin_of(r, opt.tool_version, opt.model_path, opt.model_sha256);
     sure::PrepareOptions prep = po;
     prep.origin = origin;
