@@ -24,7 +24,8 @@ def calibrate(model, records, task="qa", S=6, delims=None, p=0.5, seed=0, k=10, 
     objects), or the path of such a file (then the profile's input_sha256 is the file's, as the
     CLI records it); None for task "needle". task: qa, kv, needle or longbench. delims: a
     comma-separated candidate list (None = default_delimiters()). template: a prompt template
-    file (None = lost-in-the-middle's from the shared folder `shared`, found as the CLI does).
+    file (None = the paper's own prompt, built in: Appendix D's for qa, Appendix B's for kv, as
+    the CLI's default).
     progress: show a progress bar (tqdm if importable). Ctrl-C stops between two passes."""
     import os
     if records is not None and not isinstance(records, (str, os.PathLike)):
