@@ -5,7 +5,6 @@
 // sentences with the same R (normalised) and R_raw (raw).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -42,42 +41,12 @@ double round9(double v) {
   return std::strtod(buf, nullptr);
 }
 
-// The built Python module (<build>/python/_ragform*.so), or "" when this tree has none.
-fs::path python_module() {
-  const fs::path dir = fs::path(RAGFORM_BINARY_DIR) / "python";
-  if (!fs::is_directory(dir)) return {};
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().rfind("_ragform", 0) == 0 && e.path().extension() == ".so")
-      return e.path();
-  return {};
-}
-
-// `cmd` through /bin/sh: its stdout, stderr and exit code.
-RunResult run_shell(const std::string& cmd) {
-  RunResult r;
-  const fs::path err = temp_dir("spotlight-json-sh") / "stderr";
-  FILE* p = popen(("(" + cmd + ") 2>" + quoted(err)).c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = read_file(err);
-  return r;
-}
-
 // Python's selection of the record in `record_file`, printed as the CLI prints JSON (compact,
 // UTF-8, floats "%.9g"), by Debian's python3 with the package of this checkout and the built
 // module copied into a temporary directory.
 RunResult python_select(const fs::path& module, const fs::path& record_file,
                         const fs::path& vectors) {
-  const fs::path dir = temp_dir("spotlight-json-py");
-  fs::create_directories(dir / "ragform");
-  for (const auto& e : fs::directory_iterator(fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform"))
-    if (e.path().extension() == ".py")
-      fs::copy_file(e.path(), dir / "ragform" / e.path().filename());
-  fs::copy_file(module, dir / "ragform" / module.filename());
-  write_file(dir / "select.py", R"(import json, sys
+  return run_python("spotlight-json-py", module, R"(import json, sys
 import ragform.spotlight
 def r9(x):
     if isinstance(x, float):
@@ -91,9 +60,8 @@ with open(sys.argv[1], encoding="utf-8") as f:
     rec = json.loads(f.readline())
 got = ragform.spotlight.select(rec, vectors=sys.argv[2])
 sys.stdout.write(json.dumps(r9(got), ensure_ascii=False, separators=(",", ":")) + "\n")
-)");
-  return run_shell("cd " + quoted(dir) + " && PYTHONPATH=" + quoted(dir) +
-                   " /usr/bin/python3 select.py " + quoted(record_file) + " " + quoted(vectors));
+)",
+                    {record_file.string(), vectors.string()});
 }
 
 TEST(SpotlightJsonFixture, CliServerPythonAndStoreAgree) {

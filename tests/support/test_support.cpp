@@ -75,4 +75,39 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
   return out;
 }
 
+std::filesystem::path python_module() {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(RAGFORM_BINARY_DIR) / "python";
+  if (!fs::is_directory(dir)) return {};
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("_ragform", 0) == 0 && e.path().extension() == ".so")
+      return e.path();
+  return {};
+}
+
+RunResult run_python(const std::string& tag, const std::filesystem::path& module,
+                     const std::string& script, const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  const fs::path dir = temp_dir(tag);
+  fs::create_directories(dir / "ragform");
+  for (const auto& e : fs::directory_iterator(fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform"))
+    if (e.path().extension() == ".py")
+      fs::copy_file(e.path(), dir / "ragform" / e.path().filename());
+  fs::copy_file(module, dir / "ragform" / module.filename());
+  write_file(dir / "script.py", script);
+  std::string cmd =
+      "cd " + quoted(dir) + " && PYTHONPATH=" + quoted(dir) + " /usr/bin/python3 script.py";
+  for (const auto& a : args) cmd += " " + quoted(fs::path(a));
+  RunResult r;
+  const fs::path err = dir / "stderr";
+  FILE* p = popen(("(" + cmd + ") 2>" + quoted(err)).c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = read_file(err);
+  return r;
+}
+
 }  // namespace ragform::testing

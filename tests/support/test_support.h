@@ -30,6 +30,14 @@ std::string quoted(const std::filesystem::path& p);
 // The non-empty lines of `text` (a command's stdout, a JSONL file), each parsed as JSON.
 std::vector<nlohmann::json> json_lines(const std::string& text);
 
+// The Python module built in this tree (<build>/python/_ragform*.so), or "" when there is none.
+std::filesystem::path python_module();
+// Runs the Python source `script` with Debian's /usr/bin/python3 in a fresh directory that holds
+// this checkout's package (python/ragform/*.py) with `module` beside it, so `import ragform` is
+// this tree's; `args` are passed quoted. For tests that compare a front end's bytes with Python's.
+RunResult run_python(const std::string& tag, const std::filesystem::path& module,
+                     const std::string& script, const std::vector<std::string>& args);
+
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& bytes);
 

@@ -4,7 +4,6 @@
 // candidate), not a field of the profile's JSON read on the side.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -47,42 +46,12 @@ const json kRecord = {
         "Z\xC3\xBC"
         "rich has a caf\xC3\xA9. Its coffee is strong and hot. One more."}}}}};
 
-// The built Python module (<build>/python/_ragform*.so), or "" when this tree has none.
-fs::path python_module() {
-  const fs::path dir = fs::path(RAGFORM_BINARY_DIR) / "python";
-  if (!fs::is_directory(dir)) return {};
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().rfind("_ragform", 0) == 0 && e.path().extension() == ".so")
-      return e.path();
-  return {};
-}
-
-// `cmd` through /bin/sh: its stdout, stderr and exit code.
-RunResult run_shell(const std::string& cmd) {
-  RunResult r;
-  const fs::path err = temp_dir("cnorm-apply-sh") / "stderr";
-  FILE* p = popen(("(" + cmd + ") 2>" + quoted(err)).c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = read_file(err);
-  return r;
-}
-
 // Python's ragform.cnorm.apply of the profile file to the one record of record_file, printed as
 // the CLI prints JSON (compact, UTF-8), or "ValueError: <message>"; by Debian's python3 with the
 // package of this checkout and the built module copied into a temporary directory.
 RunResult python_apply(const fs::path& module, const fs::path& profile_file,
                        const fs::path& record_file) {
-  const fs::path dir = temp_dir("cnorm-apply-py");
-  fs::create_directories(dir / "ragform");
-  for (const auto& e : fs::directory_iterator(fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform"))
-    if (e.path().extension() == ".py")
-      fs::copy_file(e.path(), dir / "ragform" / e.path().filename());
-  fs::copy_file(module, dir / "ragform" / module.filename());
-  write_file(dir / "apply.py", R"(import json, sys
+  return run_python("cnorm-apply-py", module, R"(import json, sys
 import ragform.cnorm
 with open(sys.argv[1], encoding="utf-8") as f:
     prof = json.load(f)
@@ -94,10 +63,8 @@ except ValueError as e:
     sys.stdout.write("ValueError: %s\n" % e)
 else:
     sys.stdout.write(json.dumps(got, ensure_ascii=False, separators=(",", ":")) + "\n")
-)");
-  return run_shell("cd " + quoted(dir) + " && PYTHONPATH=" + quoted(dir) +
-                   " /usr/bin/python3 apply.py " + quoted(profile_file) + " " +
-                   quoted(record_file));
+)",
+                    {profile_file.string(), record_file.string()});
 }
 
 httplib::Result normalize(int port, const json& body) {
