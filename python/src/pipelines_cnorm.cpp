@@ -8,8 +8,6 @@
 #include <pybind11/stl.h>
 
 #include "base/error.h"
-#include "base/paths.h"
-#include "base/stable_hash.h"
 #include "bindings.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
@@ -22,71 +20,36 @@ namespace ragform::py {
 
 namespace {
 
-std::vector<cnorm::Item> task_items(cnorm::Task task, std::vector<eval::QaRecord> records, size_t k,
-                                    uint64_t seed, size_t n_needle) {
-  switch (task) {
-    case cnorm::Task::Qa:
-      return cnorm::build_qa_items(records, k, seed, nullptr);
-    case cnorm::Task::Kv:
-      return cnorm::build_kv_items(records);
-    case cnorm::Task::Needle:
-      if (!records.empty())
-        throw UsageError("records", "the needle task generates its items; give no records");
-      return cnorm::make_needle_items(n_needle, k, seed);
-    case cnorm::Task::Longbench: {
-      std::vector<cnorm::Item> items;
-      for (const auto& mc : cnorm::build_mc_items(records)) items.push_back(cnorm::mc_to_item(mc));
-      return items;
-    }
-  }
-  return {};
-}
-
-cnorm::AbsOptions abs_options(int layer, const std::string& heads, bool context_span) {
-  cnorm::AbsOptions o;
-  o.layer = layer;
-  o.context_span = context_span;
-  if (heads == "mean") {
-    o.heads = cnorm::HeadMode::Mean;
-  } else if (heads == "per-head") {
-    o.heads = cnorm::HeadMode::PerHead;
-  } else {
-    char* end = nullptr;
-    long h = std::strtol(heads.c_str(), &end, 10);
-    if (heads.empty() || *end != '\0' || h < 0 || h > (1 << 20))
-      throw UsageError("heads", "expected mean, per-head or one head index, got '" + heads + "'");
-    o.heads = cnorm::HeadMode::Single;
-    o.head = int(h);
-  }
-  return o;
-}
-
 // records: a list of dicts or the path of a JSONL file (then input_sha256 is the file's hash, as
-// the CLI records it; for dicts it is the hash of their canonical JSON lines).
+// the CLI records it; for dicts it is the hash of their canonical JSON lines). `shared` stays a
+// keyword but is not looked up: the default templates are built in (tasks.h load_template).
 pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
                             const std::string& task_s, int S, std::optional<std::string> delims,
                             double p, int64_t seed, int k, int layer, const std::string& heads,
                             bool context_span, const std::string& template_path,
-                            const std::string& shared, const std::string& system, int n_ctx,
+                            const std::string& /*shared*/, const std::string& system, int n_ctx,
                             pyb::object progress) {
   using namespace cnorm;
   if (n_ctx < 1) throw UsageError("n_ctx", "must be >= 1");
-  Task task = parse_task(task_s);
-  if (S < 1) throw UsageError("S", "must be at least 1");
-  if (k < 1) throw UsageError("k", "must be at least 1");
-  if (seed < 0) throw UsageError("seed", "must be >= 0");
-  if (!(p >= 0 && p <= 1)) throw UsageError("p", "must be in [0, 1]");
-  CalibrationSetup setup;
-  setup.task = task;
-  setup.candidates = parse_delimiter_list(delims ? *delims : default_delimiter_list());
-  setup.p = p;
-  choose_sentences(0, setup.p, 0);  // validates p
-  setup.seed = uint64_t(seed);
-  setup.abs = abs_options(layer, heads, context_span);
-  if (!template_path.empty() || task == Task::Needle || task == Task::Longbench)
-    setup.tmpl = load_template(task, template_path, "");
-  else
-    setup.tmpl = load_template(task, "", find_shared_dir(shared));
+  // The CLI's set-up (setup.h), its errors naming these keywords.
+  CalibrationRequest req;
+  req.task = task_s;
+  req.samples = S;
+  if (delims) req.delims = *delims;
+  req.p = p;
+  req.seed = seed;
+  req.k = k;
+  req.layer = layer;
+  req.heads = heads;
+  req.context_span = context_span;
+  req.template_path = template_path;
+  req.names.samples = "S";
+  req.names.k = "k";
+  req.names.seed = "seed";
+  req.names.p = "p";
+  req.names.heads = "heads";
+  CalibrationPlan plan = calibration_plan(req);
+  const Task task = plan.options.setup.task;
 
   std::vector<eval::QaRecord> recs;
   std::string input_sha;
@@ -103,16 +66,14 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
     input_sha = lines.empty() ? "" : store::sha256_hex(lines);
   }
 
+  if (task == Task::Needle && !recs.empty())
+    throw UsageError("records", "the needle task generates its items; give no records");
   pyb::gil_scoped_release nogil;
-  uint64_t item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
-  const size_t k_task = task == Task::Longbench ? 1 : size_t(k);
-  std::vector<Item> items = task_items(task, std::move(recs), k_task, item_seed, size_t(S));
+  std::vector<Item> items =
+      task_items(task, recs, plan.options.k, plan.item_seed, plan.options.samples);
   if (items.empty()) throw UsageError("cnorm calibrate", "no items in the records");
   // The CLI's runner (pipelines/cnorm/run.h) without a store or a profile cache.
-  CalibrateOptions opt;
-  opt.setup = setup;
-  opt.samples = size_t(S);
-  opt.k = k_task;
+  CalibrateOptions& opt = plan.options;
   opt.ctx = size_t(n_ctx);
   opt.origin.model_path = reader.model_path();
   opt.origin.model_sha256 = store::sha256_file(reader.model_path());

@@ -3,14 +3,12 @@
 // apply it to documents (4.3), and evaluate Baseline / C-NORM / Min-Token by gold-position sweep
 // (5.1; cmd_cnorm_eval.cpp). The logic lives in src/pipelines/cnorm; these files read flags and
 // files and print.
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <optional>
 
 #include "base/error.h"
 #include "base/progress.h"
-#include "base/stable_hash.h"
 #include "cli/cnorm_verbs.h"
 #include "cli/command.h"
 #include "cli/engine_env.h"
@@ -29,48 +27,25 @@ namespace cnorm_verbs {
 
 void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  for (;;) {
-    size_t e = s.find(',', b);
-    out.push_back(s.substr(b, e == std::string::npos ? std::string::npos : e - b));
-    if (e == std::string::npos) return out;
-    b = e + 1;
-  }
-}
-
 std::vector<eval::QaRecord> load_records(const std::string& path) {
   if (path.empty()) throw UsageError("--input", "required for this task");
   return eval::load_qa_file(path).records;
 }
 
-std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, size_t k,
-                                    uint64_t seed, size_t n_needle) {
-  switch (task) {
-    case cnorm::Task::Qa: {
-      std::vector<std::string> skipped;
-      auto items = cnorm::build_qa_items(load_records(input), k, seed, &skipped);
-      if (!skipped.empty())
-        note("cnorm: note: " + std::to_string(skipped.size()) +
-             " questions left out: fewer than k - 1 = " + std::to_string(k - 1) +
-             " other passages without their answers (first: " + skipped[0] + ")");
-      return items;
-    }
-    case cnorm::Task::Kv:
-      return cnorm::build_kv_items(load_records(input));
-    case cnorm::Task::Needle:
-      if (!input.empty())
-        throw UsageError("--input", "the needle task generates its items; do not give --input");
-      return cnorm::make_needle_items(n_needle, k, seed);
-    case cnorm::Task::Longbench: {
-      std::vector<cnorm::Item> items;
-      for (const auto& mc : cnorm::build_mc_items(load_records(input)))
-        items.push_back(cnorm::mc_to_item(mc));
-      return items;
-    }
-  }
-  return {};
+std::vector<cnorm::Item> input_items(cnorm::Task task, const std::string& input, size_t k,
+                                     uint64_t seed, size_t n_needle) {
+  std::vector<eval::QaRecord> records;
+  if (task != cnorm::Task::Needle)
+    records = load_records(input);
+  else if (!input.empty())
+    throw UsageError("--input", "the needle task generates its items; do not give --input");
+  std::vector<std::string> skipped;
+  auto items = cnorm::task_items(task, records, k, seed, n_needle, &skipped);
+  if (!skipped.empty())
+    note("cnorm: note: " + std::to_string(skipped.size()) +
+         " questions left out: fewer than k - 1 = " + std::to_string(k - 1) +
+         " other passages without their answers (first: " + skipped[0] + ")");
+  return items;
 }
 
 void apply_system_preset(ReaderFlags& rf, const std::string& preset) {
@@ -80,10 +55,6 @@ void apply_system_preset(ReaderFlags& rf, const std::string& preset) {
   if (rf.system.seen)
     throw UsageError("--system-preset", "give either --system or --system-preset");
   rf.system.value = cnorm::system_prompt_preset(preset);
-}
-
-std::string template_for(cnorm::Task task, const std::string& explicit_path) {
-  return cnorm::load_template(task, explicit_path);
 }
 
 cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag) {
@@ -98,25 +69,6 @@ namespace {
 
 using namespace ragform::cnorm;
 using namespace cnorm_verbs;
-
-// --heads: "mean", "per-head" or a head index.
-AbsOptions parse_abs_options(int layer, const std::string& heads, bool context_span) {
-  AbsOptions o;
-  o.layer = layer;
-  o.context_span = context_span;
-  if (heads == "mean") {
-    o.heads = HeadMode::Mean;
-  } else if (heads == "per-head") {
-    o.heads = HeadMode::PerHead;
-  } else {
-    std::vector<int> h = parse_int_list("--heads", heads);
-    if (h.size() != 1 || h[0] < 0)
-      throw UsageError("--heads", "expected mean, per-head or one head index, got '" + heads + "'");
-    o.heads = HeadMode::Single;
-    o.head = h[0];
-  }
-  return o;
-}
 
 // ---------------------------------------------------------------- calibrate
 
@@ -201,54 +153,31 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   CalibrateFlags f(a);
   if (!a.parse(argv)) return 0;
 
-  Task task = parse_task(f.task_s.value);
+  const Task task = parse_task(f.task_s.value);
   apply_system_preset(f.rf, f.sys_preset.value);
-  if (f.S.value < 1) throw UsageError("-S", "must be at least 1");
-  if (f.k.value < 1) throw UsageError("-k", "must be at least 1");
-  if (f.seed.value < 0) throw UsageError("--seed", "must be >= 0");
-  CalibrationSetup setup;
-  setup.task = task;
-  setup.candidates = parse_delimiter_list(f.delims.value);
-  setup.p = f.p.value;
-  choose_sentences(0, setup.p, 0);  // validates p
-  setup.seed = uint64_t(f.seed.value);
-  setup.abs = parse_abs_options(f.layer.value, f.heads.value, f.span.value);
-  setup.tmpl = template_for(task, f.tmpl_path.value);
+  if (!f.p_grid.value.empty() && f.p.seen)
+    throw UsageError("--p-grid", "give either -p or --p-grid");
+  CalibrationRequest req;
+  req.task = f.task_s.value;
+  req.samples = f.S.value;
+  req.delims = f.delims.value;
+  req.p = f.p.value;
+  req.p_grid = f.p_grid.value;
+  req.seed = f.seed.value;
+  req.k = f.k.value;
+  req.layer = f.layer.value;
+  req.heads = f.heads.value;
+  req.context_span = f.span.value;
+  req.template_path = f.tmpl_path.value;
+  req.formats = f.formats.value;
+  req.search = f.search.value;
+  CalibrationPlan plan = calibration_plan(req);
   const Overflow overflow = overflow_for(task, f.overflow);
-  if (!f.p_grid.value.empty()) {
-    if (f.p.seen) throw UsageError("--p-grid", "give either -p or --p-grid");
-    for (const auto& tok : split_list(f.p_grid.value)) {
-      char* end = nullptr;
-      double v = std::strtod(tok.c_str(), &end);
-      if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
-        throw UsageError("--p-grid", "'" + tok + "' is not a number in [0, 1]");
-      setup.p_grid.push_back(v);
-    }
-  }
-  if (!f.formats.value.empty()) {
-    if (task == Task::Kv || task == Task::Longbench)
-      throw UsageError("--formats",
-                       std::string("document formats do not apply to ") + task_name(task));
-    for (const auto& w : split_list(f.formats.value)) setup.wrappers.push_back(parse_wrapper(w));
-  }
-  if (f.search.value == "halving")
-    setup.search = Search::Halving;
-  else if (f.search.value != "exhaustive")
-    throw UsageError("--search", "expected exhaustive or halving, got '" + f.search.value + "'");
-  (void)candidate_list(setup);  // validates the candidates before any file is read
-
-  // Needle items for calibration come from their own stream (splitmix64(seed)), so they are not
-  // the items `cnorm eval` generates from the same seed.
-  uint64_t item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
-  // longbench: one context per prompt (k = 1).
-  const size_t k_task = task == Task::Longbench ? 1 : size_t(f.k.value);
-  std::vector<Item> items = task_items(task, f.input.value, k_task, item_seed, size_t(f.S.value));
+  std::vector<Item> items =
+      input_items(task, f.input.value, plan.options.k, plan.item_seed, plan.options.samples);
   if (items.empty()) throw Error("cnorm calibrate", "no items in " + f.input.value);
   auto reader = f.rf.open_native();
-  CalibrateOptions co;
-  co.setup = setup;
-  co.samples = size_t(f.S.value);
-  co.k = k_task;
+  CalibrateOptions& co = plan.options;
   co.ctx = size_t(f.rf.ctx.value);
   co.origin = common::origin_of(*reader, common::tool_version(), f.rf.model.value,
                                 store::sha256_file(f.rf.model.value));

@@ -165,12 +165,12 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
       seeds.push_back(uint64_t(s));
     }
   }
-  std::string tmpl = template_for(task, f.tmpl_path.value);
+  std::string tmpl = load_template(task, f.tmpl_path.value);
   size_t n_needle = f.limit.value > 0 ? size_t(f.limit.value) : 20;
   // One item set per seed (the runner decides k and Min-Token over all of them).
   std::vector<std::vector<Item>> per_seed;
   for (uint64_t sd : seeds) {
-    std::vector<Item> items = task_items(task, f.input.value, size_t(f.k.value), sd, n_needle);
+    std::vector<Item> items = input_items(task, f.input.value, size_t(f.k.value), sd, n_needle);
     if (f.limit.value > 0 && items.size() > size_t(f.limit.value))
       items.resize(size_t(f.limit.value));
     if (items.empty()) throw Error("cnorm eval", "no items");
@@ -191,14 +191,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   eo.max_tokens = f.max_tokens.value;
   eo.natural_positions = f.positions.value == "natural";
   eo.all_candidates = f.all_cands.value;
-  if (!f.density.value.empty())
-    for (const auto& tok : split_list(f.density.value)) {
-      char* end = nullptr;
-      double v = std::strtod(tok.c_str(), &end);
-      if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
-        throw UsageError("--density", "'" + tok + "' is not a number in [0, 1]");
-      eo.density.push_back(v);
-    }
+  if (!f.density.value.empty()) eo.density = parse_ratio_list(f.density.value, "--density");
   eo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
   eo.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
   std::optional<Progress> progress;

@@ -1,14 +1,13 @@
 // What the `ragform cnorm` verbs share: calibrate and apply live in cmd_cnorm.cpp, eval in
-// cmd_cnorm_eval.cpp. The helpers turn --task / --input / --template / --overflow into the items,
-// the prompt template and the overflow rule of a task, split comma lists and print notes;
-// run_cnorm_eval is the eval verb's entry, which cmd_cnorm.cpp lists with the others.
+// cmd_cnorm_eval.cpp. The helpers turn --input / --overflow / --system-preset into the items, the
+// overflow rule and the system prompt of a task and print notes; what is not about flags and files
+// is the pipeline's (pipelines/cnorm/setup.h). run_cnorm_eval is the eval verb's entry, which
+// cmd_cnorm.cpp lists with the others.
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "base/progress.h"
 #include "cli/reader_flags.h"
 #include "eval/qa_record.h"
 #include "pipelines/cnorm/cnorm.h"
@@ -19,19 +18,13 @@ namespace ragform::cli::cnorm_verbs {
 // One line on stderr (notes and summaries; stdout carries the JSON).
 void note(const std::string& s);
 
-// "a,b,c" -> {"a", "b", "c"} (empty items kept, so they are reported).
-std::vector<std::string> split_list(const std::string& s);
-
 // The records of --input; UsageError when it was not given.
 std::vector<eval::QaRecord> load_records(const std::string& path);
 
-// Items for a task, built from the input file (qa, kv, longbench) or generated (needle, n_needle
-// items).
-std::vector<cnorm::Item> task_items(cnorm::Task task, const std::string& input, size_t k,
-                                    uint64_t seed, size_t n_needle);
-
-// The task's prompt template: --template when given, else the built-in one (the paper's).
-std::string template_for(cnorm::Task task, const std::string& explicit_path);
+// The items of a task (cnorm::task_items) from the --input file (qa, kv, longbench) or generated
+// (needle, n_needle items; --input refused); qa records left out are noted on stderr.
+std::vector<cnorm::Item> input_items(cnorm::Task task, const std::string& input, size_t k,
+                                     uint64_t seed, size_t n_needle);
 
 // --overflow (longbench only: a UsageError when given for another task).
 cnorm::Overflow overflow_for(cnorm::Task task, const Opt<std::string>& flag);

@@ -208,7 +208,7 @@ std::vector<CandidateScore> candidate_list(const CalibrationSetup& setup) {
   std::vector<CandidateScore> out;
   bool first_p = true;
   for (double p : grid) {
-    choose_sentences(0, p, 0);  // validates p
+    validate_p(p);
     for (const auto& d : setup.candidates) {
       if (d.original) {
         // The unformatted text does not depend on p: one candidate, recorded with p = 0.

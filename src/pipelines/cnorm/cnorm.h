@@ -19,6 +19,7 @@
 #include "pipelines/cnorm/kvgen.h"
 #include "pipelines/cnorm/longbench.h"
 #include "pipelines/cnorm/run.h"
+#include "pipelines/cnorm/setup.h"
 #include "pipelines/cnorm/sweep.h"
 #include "pipelines/cnorm/system_prompts.h"
 #include "pipelines/cnorm/tasks.h"

@@ -1,6 +1,7 @@
 #include "pipelines/cnorm/format.h"
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
 
@@ -68,9 +69,15 @@ std::vector<size_t> seeded_permutation(size_t n, uint64_t seed) {
   return order;
 }
 
+void validate_p(double p, const std::string& name) {
+  if (p >= 0.0 && p <= 1.0) return;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  throw UsageError(name, std::string("must be in [0, 1], got ") + buf);
+}
+
 std::vector<size_t> choose_sentences(size_t n, double p, uint64_t doc_seed) {
-  if (!(p >= 0.0 && p <= 1.0))
-    throw UsageError("cnorm", "ratio p must be in [0, 1], got " + std::to_string(p));
+  validate_p(p);
   size_t m = size_t(std::floor(p * double(n) + 0.5));
   if (m > n) m = n;
   std::vector<size_t> order = seeded_permutation(n, doc_seed);

@@ -64,8 +64,12 @@ uint64_t document_seed(uint64_t seed, std::string_view text);
 
 // Step 4's seeded Fisher-Yates permutation of 0..n-1 (also used to sample prompts and distractors).
 std::vector<size_t> seeded_permutation(size_t n, uint64_t seed);
+// The one check of a ratio p (the share of sentences reformatted): a number in [0, 1], NaN not.
+// UsageError "<name>: must be in [0, 1], got <p>" otherwise.
+void validate_p(double p, const std::string& name = "cnorm: ratio p");
+
 // Steps 2 and 4: the indices (ascending) of the sentences to reformat among n. Throws UsageError
-// when p is outside [0, 1] or not a number.
+// when p is outside [0, 1] or not a number (validate_p).
 std::vector<size_t> choose_sentences(size_t n, double p, uint64_t doc_seed);
 
 // Step 5 for one piece of text: every maximal whitespace run -> delim, leading/trailing

@@ -1,7 +1,9 @@
 // One C-NORM profile applied to one record, three front ends, one rule (cnorm::apply_profile):
 // `ragform cnorm apply`, Python's ragform.cnorm.apply and serve's POST /v1/rag/normalize give the
 // same bytes, and refuse the same profiles — the server follows the profile's own format (its best
-// candidate), not a field of the profile's JSON read on the side.
+// candidate), not a field of the profile's JSON read on the side. And one calibration set-up
+// (cnorm::calibration_plan): `cnorm calibrate` and ragform.cnorm.calibrate refuse the same
+// settings with the same reason, each naming its own argument.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -166,6 +168,40 @@ TEST_F(CnormApplyFixture, TheBestCandidateDecidesForAll) {
   ASSERT_EQ(r2->status, 200) << r2->body;
   EXPECT_EQ(json::parse(r2->body)["documents"], documents(json::parse(cli2.out)));
   EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// A refused calibration setting: the CLI's reason after "ragform: <flag>: ", Python's after
+// "<keyword>: " — the same words from the one set-up.
+TEST_F(CnormApplyFixture, CalibrationSetUpRefusesAlikeInCliAndPython) {
+  struct Case {
+    std::string flags, kwargs, flag, keyword;
+  };
+  const std::vector<Case> cases = {{"--heads x", "heads='x'", "--heads", "heads"},
+                                   {"--heads -1", "heads='-1'", "--heads", "heads"},
+                                   {"--heads 1,2", "heads='1,2'", "--heads", "heads"},
+                                   {"--delims ''", "delims=''", "--delims", "--delims"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flags);
+    auto cli = run_ragform("cnorm calibrate -m " + quoted(model_) + " --task needle " + c.flags +
+                           " -o " + quoted(dir_ / "x.json"));
+    EXPECT_EQ(cli.exit_code, 2);
+    const std::string cli_prefix = "ragform: " + c.flag + ": ";
+    ASSERT_EQ(cli.err.rfind(cli_prefix, 0), 0u) << cli.err;
+    const std::string why =
+        cli.err.substr(cli_prefix.size(), cli.err.find('\n') - cli_prefix.size());
+    auto py = run_python("cnorm-setup-py", module_,
+                         "import sys, ragform\n"
+                         "m = ragform.Model(sys.argv[1], ctx=256)\n"
+                         "try:\n"
+                         "    ragform.cnorm.calibrate(m, None, task='needle', progress=False, " +
+                             c.kwargs +
+                             ")\n"
+                             "except ValueError as e:\n"
+                             "    print(e)\n",
+                         {model_.string()});
+    ASSERT_EQ(py.exit_code, 0) << py.err;
+    EXPECT_EQ(py.out, c.keyword + ": " + why + "\n");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,155 @@
+// The calibration set-up (setup.h): one validation for the CLI's flags and Python's keywords
+// (their names in the messages), the items' seed (needle: its own stream), k (longbench: one
+// context), --heads, the ratio lists, and the items of each task.
+#include "pipelines/cnorm/setup.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "base/stable_hash.h"
+
+namespace ragform::cnorm {
+namespace {
+
+// The message of the UsageError f throws, "" when it throws none.
+template <typename F>
+std::string usage_error(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+CalibrationRequest request(const std::string& task) {
+  CalibrationRequest r;
+  r.task = task;
+  r.delims = "none,-";
+  return r;
+}
+
+TEST(CnormSetup, PlanFillsTheRunnersOptions) {
+  CalibrationRequest r = request("qa");
+  r.samples = 4;
+  r.k = 7;
+  r.seed = 3;
+  r.p = 0.25;
+  r.heads = "per-head";
+  const CalibrationPlan qa = calibration_plan(r);
+  EXPECT_EQ(qa.options.samples, 4u);
+  EXPECT_EQ(qa.options.k, 7u);
+  EXPECT_EQ(qa.item_seed, 3u);
+  EXPECT_EQ(qa.options.setup.task, Task::Qa);
+  EXPECT_EQ(qa.options.setup.p, 0.25);
+  EXPECT_EQ(qa.options.setup.seed, 3u);
+  EXPECT_EQ(qa.options.setup.abs.heads, HeadMode::PerHead);
+  EXPECT_EQ(qa.options.setup.candidates.size(), 2u);
+  EXPECT_EQ(qa.options.setup.tmpl, load_template(Task::Qa, ""));
+
+  // Needle items come from their own stream; longbench prompts hold one context.
+  r.task = "needle";
+  EXPECT_EQ(calibration_plan(r).item_seed, splitmix64_mix(3));
+  EXPECT_EQ(calibration_plan(r).options.k, 7u);
+  r.task = "longbench";
+  EXPECT_EQ(calibration_plan(r).options.k, 1u);
+  EXPECT_EQ(calibration_plan(r).item_seed, 3u);
+}
+
+TEST(CnormSetup, HeadsAreMeanPerHeadOrOneIndex) {
+  EXPECT_EQ(parse_abs_options(-1, "mean", false, "--heads").heads, HeadMode::Mean);
+  const AbsOptions one = parse_abs_options(2, "5", true, "--heads");
+  EXPECT_EQ(one.heads, HeadMode::Single);
+  EXPECT_EQ(one.head, 5);
+  EXPECT_EQ(one.layer, 2);
+  EXPECT_TRUE(one.context_span);
+  for (const char* bad : {"x", "-1", "+1", " 1", "1,2", "", "99999999999999999999"})
+    EXPECT_EQ(usage_error([&] { parse_abs_options(-1, bad, false, "--heads"); }),
+              std::string("--heads: expected mean, per-head or one head index, got '") + bad + "'")
+        << bad;
+}
+
+// Every check names the argument as the front end calls it: flags by default, Python's keywords
+// when it sets them.
+TEST(CnormSetup, ErrorsNameTheFrontEndsArguments) {
+  CalibrationRequest r = request("qa");
+  CalibrationRequest py = r;
+  py.names.samples = "S";
+  py.names.k = "k";
+  py.names.seed = "seed";
+  py.names.p = "p";
+  py.names.heads = "heads";
+  auto both = [&](auto&& set, const std::string& cli_msg, const std::string& py_msg) {
+    CalibrationRequest a = r, b = py;
+    set(a);
+    set(b);
+    EXPECT_EQ(usage_error([&] { calibration_plan(a); }), cli_msg);
+    EXPECT_EQ(usage_error([&] { calibration_plan(b); }), py_msg);
+  };
+  both([](CalibrationRequest& q) { q.samples = 0; }, "-S: must be at least 1",
+       "S: must be at least 1");
+  both([](CalibrationRequest& q) { q.k = 0; }, "-k: must be at least 1", "k: must be at least 1");
+  both([](CalibrationRequest& q) { q.seed = -1; }, "--seed: must be >= 0", "seed: must be >= 0");
+  both([](CalibrationRequest& q) { q.p = 1.5; }, "-p: must be in [0, 1], got 1.5",
+       "p: must be in [0, 1], got 1.5");
+  both([](CalibrationRequest& q) { q.p = std::numeric_limits<double>::quiet_NaN(); },
+       "-p: must be in [0, 1], got nan", "p: must be in [0, 1], got nan");
+  both([](CalibrationRequest& q) { q.heads = "max"; },
+       "--heads: expected mean, per-head or one head index, got 'max'",
+       "heads: expected mean, per-head or one head index, got 'max'");
+  both([](CalibrationRequest& q) { q.task = "xx"; },
+       "--task: expected qa, kv, needle or longbench, got 'xx'",
+       "--task: expected qa, kv, needle or longbench, got 'xx'");
+}
+
+TEST(CnormSetup, GridFormatsAndSearch) {
+  CalibrationRequest r = request("qa");
+  r.p_grid = "0.5,1";
+  r.formats = "json";
+  r.search = "halving";
+  const CalibrationPlan plan = calibration_plan(r);
+  EXPECT_EQ(plan.options.setup.p_grid, (std::vector<double>{0.5, 1.0}));
+  EXPECT_EQ(plan.options.setup.wrappers, (std::vector<std::string>{"json"}));
+  EXPECT_EQ(plan.options.setup.search, Search::Halving);
+  r.p_grid = "0.5,,1";
+  EXPECT_EQ(usage_error([&] { calibration_plan(r); }), "--p-grid: '' is not a number in [0, 1]");
+  r.p_grid = "";
+  r.task = "kv";
+  EXPECT_EQ(usage_error([&] { calibration_plan(r); }),
+            "--formats: document formats do not apply to kv");
+  r.task = "qa";
+  r.formats = "";
+  r.search = "random";
+  EXPECT_EQ(usage_error([&] { calibration_plan(r); }),
+            "--search: expected exhaustive or halving, got 'random'");
+  EXPECT_EQ(parse_ratio_list("0,0.25,1", "--density"), (std::vector<double>{0, 0.25, 1}));
+  EXPECT_EQ(usage_error([] { parse_ratio_list("0,2", "--density"); }),
+            "--density: '2' is not a number in [0, 1]");
+}
+
+TEST(CnormSetup, ValidatePIsTheOneCheckOfARatio) {
+  EXPECT_NO_THROW(validate_p(0.0, "p"));
+  EXPECT_NO_THROW(validate_p(1.0, "p"));
+  EXPECT_EQ(usage_error([] { validate_p(-0.1, "p"); }), "p: must be in [0, 1], got -0.1");
+  // choose_sentences and candidate_list check p the same way.
+  EXPECT_EQ(usage_error([] { choose_sentences(3, 2.0, 0); }),
+            "cnorm: ratio p: must be in [0, 1], got 2");
+  CalibrationSetup s;
+  s.candidates = parse_delimiter_list("-");
+  s.p_grid = {0.5, 1.25};
+  EXPECT_EQ(usage_error([&] { candidate_list(s); }), "cnorm: ratio p: must be in [0, 1], got 1.25");
+}
+
+TEST(CnormSetup, TaskItemsOfEachTask) {
+  // Needle: generated, n items of k slots (k - 1 distractors), the records not read.
+  const std::vector<Item> needle = task_items(Task::Needle, {}, 3, 7, 2);
+  ASSERT_EQ(needle.size(), 2u);
+  EXPECT_EQ(needle[0].distractors.size(), 2u);
+  EXPECT_EQ(needle[0].id, make_needle_items(2, 3, 7)[0].id);
+}
+
+}  // namespace
+}  // namespace ragform::cnorm
