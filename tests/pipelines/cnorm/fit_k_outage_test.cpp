@@ -12,8 +12,8 @@
 namespace ragform::cnorm {
 namespace {
 
-using testing::FakeReader;
 using testing::capital_items;
+using testing::FakeReader;
 using testing::kQaTemplate;
 
 TEST(CnormFitK, AServerOutageIsTheServersErrorNotALength) {
