@@ -116,8 +116,7 @@ void BM_EncodePassages(benchmark::State& state, const std::string& shape, const 
                          stream.begin() + std::ptrdiff_t((i + 1) * 254));
     ins[i].tokens.push_back(102);
   }
-  ThreadPool pool(kThreads);
-  runtime::Encoder enc(*m, pool);
+  runtime::Encoder enc(*m, std::make_shared<ThreadPool>(kThreads));
   const auto t0 = clock_type::now();
   for (auto _ : state) benchmark::DoNotOptimize(enc.encode(ins, {model::Pooling::Cls, 4096}));
   const double secs = seconds_since(t0) / double(state.iterations());

@@ -106,6 +106,10 @@ class OpenAIReader(_ragform.OpenAIReader):
     OpenAIReader(base_url, model="", api_key="", chat=False, system="", concurrency=4,
                  retries=4, timeout=300)
 
+    base_url may list several servers of one model, comma-separated: requests go to the least
+    busy, a server that fails is skipped while another answers, and concurrency is per server
+    (docs/scale.md).
+
     generate() always works; score() where the server returns log-probs. attention() works
     against `ragform serve`, which exposes /v1/attention: it returns the Attention Model.attention
     gives for the same prompt. Other servers (llama-server, vLLM, Ollama, hosted APIs) expose no

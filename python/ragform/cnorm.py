@@ -25,7 +25,7 @@ def calibrate(model, records, task="qa", S=6, delims=None, p=0.5, seed=0, k=10, 
     CLI records it); None for task "needle". task: qa, kv, needle or longbench. delims: a
     comma-separated candidate list (None = default_delimiters()). template: a prompt template
     file (None = the paper's own prompt, built in: Appendix D's for qa, Appendix B's for kv, as
-    the CLI's default).
+    the CLI's default). shared: accepted for compatibility and unused (the prompts are built in).
     progress: show a progress bar (tqdm if importable). Ctrl-C stops between two passes."""
     import os
     if records is not None and not isinstance(records, (str, os.PathLike)):

@@ -305,7 +305,8 @@ void bind_engine(pyb::module_& m) {
       "attention and hidden states (attention also through ragform serve).");
   rd.def_property_readonly("description", &Reader::describe,
                            "stable description for run stores: native:<file> or "
-                           "openai:<url>#<model>")
+                           "openai:<model> (no server URL: several servers of one model "
+                           "form one run)")
       .def_property_readonly("chat_mode", &Reader::chat_mode, "raw, or the chat family used")
       .def_property_readonly(
           "capabilities",

@@ -14,7 +14,8 @@ namespace {
 
 int run_logits(const std::vector<std::string>& argv) {
   Args a("logits", "Write the prompt's logits as float32 little-endian [n_positions][n_vocab].",
-         "The layout of ../shared/fixtures' logits_all.f32. --positions last writes one row.");
+         "One row of n_vocab floats per prompt position, the layout of llama.cpp's logits dumps. "
+         "--positions last writes one row.");
   ReaderFlags rf(a);
   PromptFlags pf(a);
   auto& positions = a.opt<std::string>("--positions", "WHICH", "last or all", "last");

@@ -1,4 +1,4 @@
-// The flags every reader-using command shares (DESIGN.md "Command line"), declared once:
+// The flags every reader-using command shares, declared once:
 //   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --f16-gemm, --chat, --system, --truncate,
 //   --prefix-cache on|off, --prefix-cache-mb N
 // and the prompt source: -p TEXT or --file F (exact bytes).

@@ -22,7 +22,7 @@ namespace ragform::cnorm {
 using detail::round9;
 namespace {
 
-// The prefill accounting of this invocation (issue 21), kept with the run.
+// The prefill accounting of this invocation (what the prefix cache saved), kept with the run.
 void store_prefill(store::RunStore& st, int64_t run, const reader::PrefillMeter& m) {
   if (auto c = m.counts()) st.set_run_meta(run, "prefill", reader::to_json(*c));
   // Which servers answered (a remote reader): provenance beside the run, not its identity.

@@ -274,7 +274,7 @@ std::vector<Outcome> evaluate_in_run(reader::Reader& reader, store::RunStore& st
         r.extra["label"] = int(j.extra["original_correct"].get<bool>()) - int(*r.correct);
       },
       stage);
-  if (auto c = meter.counts())  // this invocation's prefill accounting (issue 21)
+  if (auto c = meter.counts())  // this invocation's prefill accounting
     store.set_run_meta(run, "prefill", reader::to_json(*c));
   // Which servers answered (a remote reader): provenance beside the run, not its identity.
   if (auto sv = reader::servers_meta(reader); !sv.is_null()) store.set_run_meta(run, "servers", sv);
