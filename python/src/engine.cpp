@@ -112,9 +112,8 @@ reader::GenerateParams generate_params(int n_predict, double temp, int top_k, do
   if (!(temp >= 0 && temp <= 100)) throw UsageError("temp", "must be in [0, 100]");
   if (!(top_p >= 0 && top_p <= 1)) throw UsageError("top_p", "must be in [0, 1]");
   if (top_k < 0) throw UsageError("top_k", "must be >= 0");
-  // An empty stop string would stop before the first token; the server refuses it with these words.
-  for (const auto& s : stop)
-    if (s.empty()) throw UsageError("stop", "'stop' strings must not be empty");
+  if (std::string why = reader::stop_strings_problem(stop); !why.empty())
+    throw UsageError("stop", why);
   reader::GenerateParams p;
   p.max_tokens = n_predict;
   p.temperature = temp;

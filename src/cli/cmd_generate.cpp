@@ -1,6 +1,7 @@
 // ragform generate: continue a prompt with the native engine.
 #include <cstdio>
 
+#include "base/error.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
@@ -29,6 +30,8 @@ int run_generate(const std::vector<std::string>& argv) {
   auto& ignore_eos = a.flag("--ignore-eos", "keep generating past end-of-generation tokens");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
+  if (std::string why = reader::stop_strings_problem(stop.value); !why.empty())
+    throw UsageError("--stop", why);
   std::string prompt = pf.read();
   auto reader = xf.open(rf);
   reader::GenerateParams p;

@@ -22,6 +22,12 @@ std::vector<Generation> Reader::generate_batch(const std::vector<std::string>& p
   return out;
 }
 
+std::string stop_strings_problem(const std::vector<std::string>& stop) {
+  for (const auto& s : stop)
+    if (s.empty()) return "'stop' strings must not be empty";
+  return "";
+}
+
 namespace {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -35,6 +35,10 @@ struct GenerateParams {
   bool ignore_eos = false;
 };
 
+// Why `stop` cannot be used ("" when it can): an empty stop string would end every generation
+// before its first token. The one rule the CLI, the server and Python apply to a request's stops.
+std::string stop_strings_problem(const std::vector<std::string>& stop);
+
 struct Generation {
   std::string text;
   std::vector<int32_t> ids;   // empty for readers that do not expose ids

@@ -61,8 +61,7 @@ std::vector<std::string> get_stop(const json& j) {
   } else {
     bad("'stop' must be a string or an array of strings", "invalid_type");
   }
-  for (auto& x : out)
-    if (x.empty()) bad("'stop' strings must not be empty");
+  if (std::string why = reader::stop_strings_problem(out); !why.empty()) bad(why);
   return out;
 }
 

@@ -121,6 +121,7 @@ TEST(Cli, IssueCasesOfBadNumbersAreUsageErrors) {
            {"generate -m x.gguf -p hi --temp -1",
             "--temp: value out of range: -1 (accepted: 0..100)"},
            {"generate -m x.gguf -p hi -n -5", "-n: value out of range: -5 (accepted: 0 or more)"},
+           {"generate -m x.gguf -p hi --stop ''", "--stop: 'stop' strings must not be empty"},
            {"spotlight select --lambda nan", "--lambda: expected a finite number, got 'nan'"},
            {"cnorm eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
            {"spotlight eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
