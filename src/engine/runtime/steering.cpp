@@ -1,0 +1,336 @@
+#include "engine/runtime/steering.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "base/error.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ragform::runtime {
+
+namespace {
+
+// Shortest text that reads back as the same float, so keys are stable and exact.
+std::string float_text(float v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+const char* rule_name(Steering::Rule r) {
+  switch (r) {
+    case Steering::Rescale:
+      return "rescale";
+    case Steering::Reallocate:
+      return "reallocate";
+    case Steering::Off:
+      break;
+  }
+  return "off";
+}
+
+bool rule_changes(Steering::Rule r, float value) {
+  return r == Steering::Reallocate || (r == Steering::Rescale && value != 1.0f);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  for (;;) {
+    size_t e = s.find(sep, b);
+    out.push_back(s.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) return out;
+    b = e + 1;
+  }
+}
+
+// A whole decimal integer (optional leading '-'), or nullopt-like false.
+bool parse_int(const std::string& s, long long& v) {
+  if (s.empty()) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+}  // namespace
+
+bool Steering::active() const {
+  return rule_changes(rule, value) && !spans.empty() && !layers.empty();
+}
+
+bool Steering::steers_layer(int layer) const {
+  return std::binary_search(layers.begin(), layers.end(), layer);
+}
+
+bool Steering::steers_head(int head) const {
+  return heads.empty() || std::binary_search(heads.begin(), heads.end(), head);
+}
+
+std::string Steering::key() const {
+  if (!active()) return "";
+  std::string k = std::string(rule_name(rule)) + ":" + float_text(value) + "|spans=";
+  for (size_t i = 0; i < spans.size(); ++i)
+    k += (i ? "," : "") + std::to_string(spans[i].begin) + ":" + std::to_string(spans[i].end);
+  k += "|layers=" + join_ints(layers);
+  k += "|heads=" + (heads.empty() ? std::string("all") : join_ints(heads));
+  return k;
+}
+
+std::string Steering::describe() const { return active() ? key() : "off"; }
+
+std::vector<int> default_layers(int n_layer) {
+  std::vector<int> v;
+  for (int l = n_layer / 2; l < n_layer; ++l) v.push_back(l);
+  return v;
+}
+
+bool SteeringSpec::active() const { return rule_changes(rule, value) && !spans.empty(); }
+
+std::string SteeringSpec::describe() const {
+  if (!active()) return "off";
+  std::string d = std::string(rule_name(rule)) + ":" + float_text(value) + "|chars=";
+  for (size_t i = 0; i < spans.size(); ++i)
+    d += (i ? "," : "") + std::to_string(spans[i].begin) + ":" + std::to_string(spans[i].end);
+  d += "|layers=";
+  if (layers.empty()) d += "default";
+  for (size_t i = 0; i < layers.size(); ++i) {
+    d += i ? "," : "";
+    d += std::to_string(layers[i].first);
+    if (layers[i].last != layers[i].first) d += ".." + std::to_string(layers[i].last);
+  }
+  d += "|heads=" + (heads.empty() ? std::string("all") : join_ints(heads));
+  return d;
+}
+
+void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what) {
+  if (text == "off") {
+    into.rule = Steering::Off;
+    into.value = 1.0f;
+    return;
+  }
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  if (colon == std::string::npos || (name != "rescale" && name != "reallocate"))
+    throw UsageError(what, "expected rescale:FACTOR, reallocate:SHARE or off, got '" + text + "'");
+  const std::string num = text.substr(colon + 1);
+  char* end = nullptr;
+  const double v = num.empty() ? NAN : std::strtod(num.c_str(), &end);
+  if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(v))
+    throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+  if (name == "rescale" && v < 0)
+    throw UsageError(what, "the rescale factor must be >= 0, got " + num);
+  if (name == "reallocate" && (v < 0 || v > 1))
+    throw UsageError(what, "the reallocated share must be within 0..1, got " + num);
+  into.rule = name == "rescale" ? Steering::Rescale : Steering::Reallocate;
+  into.value = float(v);
+}
+
+std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& what) {
+  std::vector<CharSpan> out;
+  for (const std::string& part : split(text, ',')) {
+    const size_t colon = part.find(':');
+    long long b = 0, e = 0;
+    if (colon == std::string::npos || !parse_int(part.substr(0, colon), b) ||
+        !parse_int(part.substr(colon + 1), e) || b < 0 || e < 0)
+      throw UsageError(what, "expected START:END byte offsets, got '" + part + "'");
+    if (b >= e) throw UsageError(what, "span '" + part + "' is empty: START must be below END");
+    out.push_back({size_t(b), size_t(e)});
+  }
+  return out;
+}
+
+std::vector<LayerRange> parse_layer_list(const std::string& text, const std::string& what) {
+  std::vector<LayerRange> out;
+  for (const std::string& part : split(text, ',')) {
+    long long a = 0, b = 0;
+    const size_t dots = part.find("..");
+    // "A-B" with two non-negative numbers is a range too; "-2" alone is an index.
+    const size_t dash = part.find('-', 1);
+    if (part.empty()) {
+      throw UsageError(what, "empty entry in '" + text + "': expected I, A..B or -2..-1");
+    } else if (dots != std::string::npos) {
+      if (!parse_int(part.substr(0, dots), a) || !parse_int(part.substr(dots + 2), b))
+        throw UsageError(what, "expected a layer range A..B, got '" + part + "'");
+    } else if (part[0] != '-' && dash != std::string::npos) {
+      if (!parse_int(part.substr(0, dash), a) || !parse_int(part.substr(dash + 1), b) || b < 0)
+        throw UsageError(what, "expected a layer range A-B, got '" + part + "'");
+    } else if (parse_int(part, a)) {
+      b = a;
+    } else {
+      throw UsageError(what,
+                       "expected a layer index or range (I, A..B, -2..-1), got '" + part + "'");
+    }
+    if (a < -(1LL << 30) || a > (1LL << 30) || b < -(1LL << 30) || b > (1LL << 30))
+      throw UsageError(what, "layer '" + part + "' is out of range");
+    out.push_back({int(a), int(b)});
+  }
+  return out;
+}
+
+std::vector<int> parse_head_list(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  for (const std::string& part : split(text, ',')) {
+    long long h = 0;
+    if (!parse_int(part, h) || h < 0 || h > (1LL << 30))
+      throw UsageError(what, "expected a head index (0, 1, ...), got '" + part + "'");
+    out.push_back(int(h));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> resolve_layers(const std::vector<LayerRange>& ranges, int n_layer) {
+  if (ranges.empty()) return default_layers(n_layer);
+  std::vector<int> out;
+  for (const LayerRange& r : ranges) {
+    const int a = r.first < 0 ? n_layer + r.first : r.first;
+    const int b = r.last < 0 ? n_layer + r.last : r.last;
+    const std::string text =
+        std::to_string(r.first) + (r.first == r.last ? "" : ".." + std::to_string(r.last));
+    if (a < 0 || a >= n_layer || b < 0 || b >= n_layer)
+      throw UsageError("--steer-layers", "layer " + text + " is outside the model's layers 0.." +
+                                             std::to_string(n_layer - 1) + " (or -" +
+                                             std::to_string(n_layer) + "..-1)");
+    if (a > b) throw UsageError("--steer-layers", "layer range " + text + " is empty");
+    for (int l = a; l <= b; ++l) out.push_back(l);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<CharSpan> token_char_spans(const tok::Tokenizer& tk, std::string_view text,
+                                       const std::vector<int32_t>& ids) {
+  std::vector<CharSpan> out;
+  out.reserve(ids.size());
+  size_t at = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t id = ids[i];
+    const std::string piece = tk.token_to_piece(id, true);
+    if (!piece.empty() && text.substr(at, piece.size()) == piece) {
+      out.push_back({at, at + piece.size()});
+      at += piece.size();
+      continue;
+    }
+    // SentencePiece's dummy prefix: the first word's piece starts with a space the text lacks.
+    if (!piece.empty() && piece[0] == ' ' &&
+        text.substr(at, piece.size() - 1) == std::string_view(piece).substr(1)) {
+      out.push_back({at, at + piece.size() - 1});
+      at += piece.size() - 1;
+      continue;
+    }
+    // BOS/EOS and other control tokens that the text does not spell: no bytes.
+    if (tk.is_control(id) || piece.empty()) {
+      out.push_back({at, at});
+      continue;
+    }
+    throw Error("steering", "cannot map token " + std::to_string(i) + " ('" + piece +
+                                "') to the prompt text at byte " + std::to_string(at) +
+                                ": --steer-spans needs a tokenizer whose pieces spell the text");
+  }
+  return out;
+}
+
+std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans) {
+  spans.erase(std::remove_if(spans.begin(), spans.end(),
+                             [](const TokenSpan& s) { return s.end <= s.begin; }),
+              spans.end());
+  std::sort(spans.begin(), spans.end(),
+            [](const TokenSpan& a, const TokenSpan& b) { return a.begin < b.begin; });
+  std::vector<TokenSpan> out;
+  for (const TokenSpan& s : spans) {
+    if (!out.empty() && s.begin <= out.back().end)
+      out.back().end = std::max(out.back().end, s.end);
+    else
+      out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
+                                       const std::vector<CharSpan>& spans, size_t prompt_offset) {
+  std::vector<TokenSpan> out;
+  for (const CharSpan& c : spans) {
+    const size_t b = c.begin + prompt_offset, e = c.end + prompt_offset;
+    int first = -1, last = -1;
+    for (size_t t = 0; t < token_bytes.size(); ++t) {
+      const CharSpan& tb = token_bytes[t];
+      if (tb.begin == tb.end) continue;  // BOS, control tokens: never in a span
+      if (tb.begin < e && b < tb.end) {
+        if (first < 0) first = int(t);
+        last = int(t);
+      }
+    }
+    if (first >= 0) out.push_back({first, last + 1});
+  }
+  return merge_spans(std::move(out));
+}
+
+Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
+                          std::vector<TokenSpan> token_spans) {
+  Steering s;
+  if (!spec.active()) return s;
+  for (int h : spec.heads)
+    if (h < 0 || h >= n_head)
+      throw UsageError(
+          "--steer-heads",
+          "head " + std::to_string(h) + " is outside the model's 0.." + std::to_string(n_head - 1));
+  s.rule = spec.rule;
+  s.value = spec.value;
+  s.layers = resolve_layers(spec.layers, n_layer);
+  s.heads = spec.heads;
+  std::sort(s.heads.begin(), s.heads.end());
+  s.heads.erase(std::unique(s.heads.begin(), s.heads.end()), s.heads.end());
+  if (int(s.heads.size()) == n_head) s.heads.clear();  // every head, written one way
+  s.spans = merge_spans(std::move(token_spans));
+  return s;
+}
+
+namespace {
+// f(j, inside) for keys j = 0..n-1 in order, inside = key j is in a span that ends at or before
+// pos. Spans are sorted and disjoint, so their ends are sorted too: the first that ends after pos
+// ends the applicable ones.
+template <class F>
+void for_keys(const Steering& s, int pos, int n, const F& f) {
+  int j = 0;
+  for (const TokenSpan& sp : s.spans) {
+    if (sp.end > pos) break;
+    const int b = std::min(sp.begin, n), e = std::min(sp.end, n);
+    for (; j < b; ++j) f(j, false);
+    for (; j < e; ++j) f(j, true);
+  }
+  for (; j < n; ++j) f(j, false);
+}
+}  // namespace
+
+void steer_row(const Steering& s, int pos, float* w, int n) {
+  if (s.spans.empty() || s.spans.front().end > pos) return;  // no span before this query
+  // Span mass and rest mass, summed in double (as the softmax sums), keys in order.
+  double in = 0.0, rest = 0.0;
+  for_keys(s, pos, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });
+  double a = 1.0, b = 1.0;  // factors for span keys and the others
+  if (s.rule == Steering::Rescale) {
+    const double z = rest + double(s.value) * in;
+    if (in <= 0.0 || z <= 0.0) return;
+    a = double(s.value) / z;
+    b = 1.0 / z;
+  } else if (s.rule == Steering::Reallocate) {
+    if (in <= 0.0 || rest <= 0.0) return;
+    a = double(s.value) / in;
+    b = (1.0 - double(s.value)) / rest;
+  } else {
+    return;
+  }
+  const float fa = float(a), fb = float(b);
+  for_keys(s, pos, n, [&](int j, bool inside) { w[j] *= inside ? fa : fb; });
+}
+
+}  // namespace ragform::runtime

@@ -1,0 +1,131 @@
+// Attention steering: an intervention on the attention weights of chosen layers and heads, applied
+// by the attention kernel (attention.h) between the softmax and P V, so taps report the weights
+// after steering and the values read are the steered mixture.
+//
+// For every query token after a span (query position >= the span's end), the weights of the
+// span's keys change by one of two rules, the row still summing to 1:
+//   rescale:F    the span's post-softmax weights times F, the row renormalised (PASTA's form,
+//                Zhang et al. 2023): w_j <- w_j * (j in span ? F : 1) / (rest + F * span);
+//   reallocate:S the span's total weight set to the share S, the rest scaled to 1 - S
+//                (found-in-the-middle's form, Hsieh et al. 2024): span weights times S / span,
+//                the others times (1 - S) / rest.
+// Spans that apply to one query row are one union (sorted and merged when resolved), so a key is
+// scaled once. A row whose span mass or rest mass is 0 (every key in the span, or the span outside
+// a sliding window) is left as it is: no share can be moved there.
+//
+// Exactness: with the rule off, or rescale:1, nothing is steered and the kernel's path is the one
+// it runs without steering (active() is false; no extra arithmetic), so the bits are those of a
+// run without --steer. Steering is per sequence and per row, so it keeps batch invariance.
+//
+// Two forms: SteeringSpec is what a user writes (character spans of the prompt, layer indices that
+// may count from the end); Steering is resolved against a model and a tokenised prompt (token
+// spans, layer and head indices), what the engine applies.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragform::tok {
+class Tokenizer;
+}
+
+namespace ragform::runtime {
+
+// Token positions [begin, end) of a sequence.
+struct TokenSpan {
+  int begin = 0, end = 0;
+  bool operator==(const TokenSpan&) const = default;
+};
+
+// Byte offsets [begin, end) into the user's prompt text (before any chat template).
+struct CharSpan {
+  size_t begin = 0, end = 0;
+  bool operator==(const CharSpan&) const = default;
+};
+
+// An inclusive layer range as written: negative indices count from the end (-1 = last layer).
+struct LayerRange {
+  int first = 0, last = 0;
+  bool operator==(const LayerRange&) const = default;
+};
+
+struct Steering {
+  enum Rule { Off, Rescale, Reallocate };
+  Rule rule = Off;
+  float value = 1.0f;            // rescale: the factor (>= 0); reallocate: the share (0..1)
+  std::vector<TokenSpan> spans;  // sorted, disjoint, non-empty
+  std::vector<int> layers;       // sorted, distinct; default_layers(n_layer) unless chosen
+  std::vector<int> heads;        // sorted, distinct; empty = every head
+
+  // Whether anything changes: a rule other than Off and rescale:1, at least one span and layer.
+  bool active() const;
+  bool steers_layer(int layer) const;
+  bool steers_head(int head) const;
+  // A stable one-line text of the resolved setting, "" when inactive: the prefix cache keys its
+  // entries on it (steered KV rows are never reused by another setting).
+  // "rescale:2|spans=3:9,12:20|layers=2,3|heads=all" (floats in shortest round-trip form).
+  std::string key() const;
+  // Human-readable: "off" or key().
+  std::string describe() const;
+};
+
+// The default layers: the last half, floor(L/2) .. L-1.
+std::vector<int> default_layers(int n_layer);
+
+// Steering as a user gives it (CLI flags, a request's "steer" object, Python keywords).
+struct SteeringSpec {
+  Steering::Rule rule = Steering::Off;
+  float value = 1.0f;
+  std::vector<CharSpan> spans;
+  std::vector<LayerRange> layers;  // empty = default_layers
+  std::vector<int> heads;          // empty = every head
+
+  // Whether it asks for a change: a rule other than Off and rescale:1, with at least one span.
+  bool active() const;
+  // Stable text of the request ("off" when inactive), for run identities:
+  // "rescale:2|chars=10:40|layers=default|heads=all".
+  std::string describe() const;
+};
+
+// Parsers of the CLI syntax; each throws UsageError(what, why) naming the bad part.
+// "rescale:FACTOR" (FACTOR >= 0, finite), "reallocate:SHARE" (0 <= SHARE <= 1) or "off".
+void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what);
+// "START:END,..." byte offsets, START < END.
+std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& what);
+// "I,J,A..B,-2..-1,A-B": indices (negative from the end) and inclusive ranges.
+std::vector<LayerRange> parse_layer_list(const std::string& text, const std::string& what);
+// "H,H,..." non-negative head indices.
+std::vector<int> parse_head_list(const std::string& text, const std::string& what);
+
+// Layer indices for ranges (empty = default_layers), sorted and distinct; UsageError for an index
+// outside the model's -L .. L-1.
+std::vector<int> resolve_layers(const std::vector<LayerRange>& ranges, int n_layer);
+
+// The byte range of each token of `ids` within `text`, the text they were tokenised from
+// (raw prompt, or a rendered chat prompt): pieces are matched in order; control tokens (BOS, a
+// template's markers when not found at that point) and a dummy-prefix space take no bytes.
+// Throws Error("steering", ...) when a token's piece cannot be found where it should be.
+std::vector<CharSpan> token_char_spans(const tok::Tokenizer& tk, std::string_view text,
+                                       const std::vector<int32_t>& ids);
+
+// The tokens with any byte in one of `spans` (offsets into the user's prompt, which starts at byte
+// `prompt_offset` of the tokenised text), merged into sorted disjoint token spans. Zero-width
+// tokens (BOS, control tokens) are never in a span.
+std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
+                                       const std::vector<CharSpan>& spans, size_t prompt_offset);
+
+// The Steering a spec means for a model (n_layer, n_head) and a prompt whose tokens cover the
+// given token spans; validates head indices and the rule. Inactive specs give an Off Steering.
+Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
+                          std::vector<TokenSpan> token_spans);
+
+// Sorted, merged, empty spans dropped.
+std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans);
+
+// The rule applied to one softmax row: weights w[0..n) of the query at position `pos` (keys
+// 0..n-1), for spans that end at or before pos. The engine's kernel calls it on its rows.
+void steer_row(const Steering& s, int pos, float* w, int n);
+
+}  // namespace ragform::runtime

@@ -1,0 +1,136 @@
+// The steering types (runtime/steering.h): the CLI syntax, layer resolution, character-to-token
+// span mapping, the stable keys, and the two rules on one softmax row.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "base/error.h"
+#include "engine/runtime/steering.h"
+
+namespace ragform::runtime {
+namespace {
+
+TEST(SteeringParse, Rules) {
+  SteeringSpec s;
+  parse_steer_rule("rescale:2.5", s, "--steer");
+  EXPECT_EQ(s.rule, Steering::Rescale);
+  EXPECT_FLOAT_EQ(s.value, 2.5f);
+  parse_steer_rule("reallocate:0.25", s, "--steer");
+  EXPECT_EQ(s.rule, Steering::Reallocate);
+  EXPECT_FLOAT_EQ(s.value, 0.25f);
+  parse_steer_rule("off", s, "--steer");
+  EXPECT_EQ(s.rule, Steering::Off);
+  for (const char* bad : {"rescale", "rescale:", "rescale:x", "rescale:-1", "reallocate:1.5",
+                          "boost:2", "rescale:inf", "rescale:2x"})
+    EXPECT_THROW(parse_steer_rule(bad, s, "--steer"), UsageError) << bad;
+  try {
+    parse_steer_rule("reallocate:2", s, "--steer");
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--steer: the reallocated share must be within 0..1, got 2");
+  }
+}
+
+TEST(SteeringParse, CharSpans) {
+  auto v = parse_char_spans("0:10,20:25", "--steer-spans");
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0], (CharSpan{0, 10}));
+  EXPECT_EQ(v[1], (CharSpan{20, 25}));
+  for (const char* bad : {"", "5", "5:5", "9:3", "-1:4", "a:b", "1:2,", "1:2:3"})
+    EXPECT_THROW(parse_char_spans(bad, "--steer-spans"), UsageError) << bad;
+}
+
+TEST(SteeringParse, LayerListsAndResolution) {
+  auto r = parse_layer_list("0,2..3,-1,4-5,-3..-2", "--steer-layers");
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(r[1], (LayerRange{2, 3}));
+  EXPECT_EQ(r[2], (LayerRange{-1, -1}));
+  EXPECT_EQ(r[3], (LayerRange{4, 5}));
+  EXPECT_EQ(r[4], (LayerRange{-3, -2}));
+  EXPECT_EQ(resolve_layers(r, 8), (std::vector<int>{0, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(resolve_layers({}, 5), (std::vector<int>{2, 3, 4}));  // floor(5/2)..4
+  EXPECT_EQ(resolve_layers({}, 1), (std::vector<int>{0}));
+  EXPECT_THROW(resolve_layers({{8, 8}}, 8), UsageError);
+  EXPECT_THROW(resolve_layers({{-9, -9}}, 8), UsageError);
+  EXPECT_THROW(resolve_layers({{3, 1}}, 8), UsageError);
+  for (const char* bad : {"", "a", "1..", "..2", "1,,2", "--1"})
+    EXPECT_THROW(parse_layer_list(bad, "--steer-layers"), UsageError) << bad;
+  EXPECT_EQ(parse_head_list("3,1,3", "--steer-heads"), (std::vector<int>{1, 3}));
+  EXPECT_THROW(parse_head_list("-1", "--steer-heads"), UsageError);
+}
+
+TEST(SteeringResolve, TokenSpansFromCharacters) {
+  // "<s>" (no bytes), "The" [0,3), " cat" [3,7), " sat" [7,11), "." [11,12)
+  std::vector<CharSpan> tb{{0, 0}, {0, 3}, {3, 7}, {7, 11}, {11, 12}};
+  // A span touching one byte of a token takes the whole token; BOS never.
+  EXPECT_EQ(token_spans_for(tb, {{0, 1}}, 0), (std::vector<TokenSpan>{{1, 2}}));
+  EXPECT_EQ(token_spans_for(tb, {{2, 4}}, 0), (std::vector<TokenSpan>{{1, 3}}));
+  EXPECT_EQ(token_spans_for(tb, {{11, 12}, {3, 4}}, 0), (std::vector<TokenSpan>{{2, 3}, {4, 5}}));
+  // Adjacent and overlapping spans merge.
+  EXPECT_EQ(token_spans_for(tb, {{0, 4}, {4, 8}}, 0), (std::vector<TokenSpan>{{1, 4}}));
+  // Offsets are into the user's prompt, which starts at byte 3 of the tokenised text here.
+  EXPECT_EQ(token_spans_for(tb, {{0, 1}}, 3), (std::vector<TokenSpan>{{2, 3}}));
+}
+
+TEST(SteeringResolve, KeysAndActivity) {
+  SteeringSpec spec;
+  spec.spans = {{0, 4}};
+  EXPECT_FALSE(spec.active());  // rule off
+  EXPECT_EQ(spec.describe(), "off");
+  spec.rule = Steering::Rescale;
+  spec.value = 1.0f;
+  EXPECT_FALSE(spec.active());  // rescale:1 changes nothing
+  spec.value = 2.0f;
+  EXPECT_TRUE(spec.active());
+  EXPECT_EQ(spec.describe(), "rescale:2|chars=0:4|layers=default|heads=all");
+  Steering s = resolve_steering(spec, 4, 2, {{3, 5}, {1, 2}});
+  EXPECT_TRUE(s.active());
+  EXPECT_EQ(s.key(), "rescale:2|spans=1:2,3:5|layers=2,3|heads=all");
+  spec.heads = {1, 0};  // every head: written as all
+  EXPECT_EQ(resolve_steering(spec, 4, 2, {{1, 2}}).key(),
+            "rescale:2|spans=1:2|layers=2,3|heads=all");
+  spec.heads = {1};
+  spec.value = 0.1f;
+  spec.rule = Steering::Reallocate;
+  spec.layers = {{-1, -1}};
+  EXPECT_EQ(resolve_steering(spec, 4, 2, {{1, 2}}).key(),
+            "reallocate:0.1|spans=1:2|layers=3|heads=1");
+  EXPECT_THROW(resolve_steering(spec, 4, 1, {{1, 2}}), UsageError);  // head 1 of 1
+  EXPECT_EQ(resolve_steering(SteeringSpec{}, 4, 2, {{1, 2}}).key(), "");
+}
+
+TEST(SteeringRow, RescaleAndReallocate) {
+  Steering s;
+  s.spans = {{1, 3}};
+  s.layers = {0};
+  const std::vector<float> w0{0.1f, 0.2f, 0.3f, 0.4f};
+  // Rescale by 2: span mass 0.5 -> 1.0, row sum 1.5.
+  s.rule = Steering::Rescale;
+  s.value = 2.0f;
+  std::vector<float> w = w0;
+  steer_row(s, 3, w.data(), 4);
+  EXPECT_NEAR(w[0], 0.1 / 1.5, 1e-7);
+  EXPECT_NEAR(w[1], 0.4 / 1.5, 1e-7);
+  EXPECT_NEAR(w[2], 0.6 / 1.5, 1e-7);
+  EXPECT_NEAR(w[3], 0.4 / 1.5, 1e-7);
+  EXPECT_NEAR(std::accumulate(w.begin(), w.end(), 0.0), 1.0, 1e-6);
+  // A query inside the span (position 2 < end 3) is not steered.
+  w = w0;
+  steer_row(s, 2, w.data(), 3);
+  EXPECT_EQ(w, w0);
+  // Reallocate 0.8 to the span: span mass 0.5 -> 0.8, rest 0.5 -> 0.2.
+  s.rule = Steering::Reallocate;
+  s.value = 0.8f;
+  w = w0;
+  steer_row(s, 3, w.data(), 4);
+  EXPECT_NEAR(w[1] + w[2], 0.8, 1e-6);
+  EXPECT_NEAR(w[0] + w[3], 0.2, 1e-6);
+  EXPECT_NEAR(w[1] / w[2], 2.0 / 3.0, 1e-6);
+  // No mass outside the span: nothing to move, the row stays.
+  const std::vector<float> all_in{0.0f, 0.5f, 0.5f, 0.0f};
+  w = all_in;
+  steer_row(s, 3, w.data(), 4);
+  EXPECT_EQ(w, all_in);
+}
+
+}  // namespace
+}  // namespace ragform::runtime
