@@ -8,6 +8,13 @@
 // progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
 // than the model's training context gets one warning line on stderr.
 //
+// --parallel LIST measures N sequences at once, like llama-batched-bench: N distinct random prompts
+// of P tokens prefilled together (passes of at most 2048 tokens), then T decode steps in which
+// every sequence takes one token (one pass of N tokens per step, so the matrix products see N
+// rows). No prefix cache and no sampling, so nothing stops early: each sequence decodes exactly T
+// tokens. The ppP and tgT entries then carry "parallel": N and aggregate tokens/s over the N
+// sequences.
+//
 // --workload cnorm-sweep|sure-pairs measures the prefix cache on a study's prompt shape,
 // random token ids standing in for text: cnorm-sweep moves one gold passage through k positions of
 // a fixed passage list (k prompts per question); sure-pairs has per question one original prompt
@@ -18,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <set>
 
 #include "base/error.h"
 #include "base/progress.h"
@@ -36,11 +44,51 @@ namespace {
 struct Sample {
   std::string test;
   std::vector<double> tps;
+  // --parallel only: sequences decoded together (0 = a plain pp/tg test), the prompt and
+  // generation lengths of the run, the tokens and forward passes of one repetition.
+  int parallel = 0;
+  int n_prompt = 0, n_gen = 0;
+  int64_t tokens = 0, passes = 0;
+};
+
+// One repetition of a --parallel run: aggregate tokens/s, tokens and passes of each phase.
+struct ParallelRun {
+  double pp_tps = 0, tg_tps = 0;
+  int64_t pp_tokens = 0, tg_tokens = 0, pp_passes = 0, tg_passes = 0;
 };
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// The sequences of one --parallel run, freed on every exit (also on an exception).
+struct SequenceSet {
+  SequenceSet(runtime::Context& c, int n) : ctx(c) {
+    for (int i = 0; i < n; ++i) ids.push_back(ctx.new_sequence());
+  }
+  ~SequenceSet() {
+    for (int id : ids) ctx.free_sequence(id);
+  }
+  SequenceSet(const SequenceSet&) = delete;
+  SequenceSet& operator=(const SequenceSet&) = delete;
+  runtime::Context& ctx;
+  std::vector<int> ids;
+};
+
+// The sequences' new positions since `before`, checked against what every one of them had to
+// take: a bench that decoded fewer tokens for some sequence would report a false throughput.
+int64_t tokens_taken(const SequenceSet& s, const std::vector<int>& before, int expected) {
+  int64_t total = 0;
+  for (size_t i = 0; i < s.ids.size(); ++i) {
+    const int got = s.ctx.n_past(s.ids[i]) - before[i];
+    if (got != expected)
+      throw Error("bench", "--parallel: sequence " + std::to_string(i) + " took " +
+                               std::to_string(got) + " tokens, expected " +
+                               std::to_string(expected));
+    total += got;
+  }
+  return total;
 }
 
 // One context over the model, fed random token ids (as llama-bench) from one seeded generator.
@@ -114,26 +162,141 @@ struct Bench {
     }
     return s;
   }
+
+  // n distinct random prompts of len tokens (distinct, so no two sequences compute the same).
+  std::vector<std::vector<int32_t>> distinct_prompts(int n, int len) {
+    std::set<std::vector<int32_t>> seen;
+    std::vector<std::vector<int32_t>> out;
+    while (int(out.size()) < n) {
+      std::vector<int32_t> p(static_cast<size_t>(len));
+      for (auto& t : p) t = tok(rng);
+      if (seen.insert(p).second) out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  // Prefills every sequence on its prompt in passes of at most kBatch tokens (several sequences
+  // per pass, a long prompt over several passes); logits of each prompt's last token, as a
+  // generation's first step. Returns the number of passes.
+  int64_t prefill_together(const SequenceSet& s, const std::vector<std::vector<int32_t>>& prompts,
+                           Progress* progress) {
+    int64_t passes = 0;
+    size_t seq = 0, done = 0;  // the sequence being filled and its tokens so far
+    while (seq < prompts.size()) {
+      std::vector<runtime::SeqInput> pass;
+      size_t room = kBatch;
+      while (room > 0 && seq < prompts.size()) {
+        const auto& p = prompts[seq];
+        const size_t take = std::min(room, p.size() - done);
+        runtime::SeqInput in;
+        in.seq = s.ids[seq];
+        in.tokens.assign(p.begin() + long(done), p.begin() + long(done + take));
+        done += take;
+        room -= take;
+        in.logits = done == p.size() ? runtime::LogitsMode::Last : runtime::LogitsMode::None;
+        pass.push_back(std::move(in));
+        if (done == p.size()) ++seq, done = 0;
+      }
+      ctx.eval(pass);
+      ++passes;
+      if (progress) progress->add(kBatch - room);
+    }
+    return passes;
+  }
+
+  // One --parallel repetition: n_seq prompts of n_prompt tokens prefilled together (timed when
+  // n_prompt > 0; otherwise one untimed token each, as tgN), then n_gen decode steps of one token
+  // per sequence, all sequences in one pass per step. The fed tokens are random, as tgN's.
+  ParallelRun parallel(int n_seq, int n_prompt, int n_gen, Progress* progress) {
+    SequenceSet s(ctx, n_seq);
+    const auto prompts = distinct_prompts(n_seq, std::max(1, n_prompt));
+    const std::vector<int> start(size_t(n_seq), 0);
+    ParallelRun r;
+    auto t0 = clock::now();
+    r.pp_passes = prefill_together(s, prompts, n_prompt > 0 ? progress : nullptr);
+    const double pp_sec = std::chrono::duration<double>(clock::now() - t0).count();
+    r.pp_tokens = tokens_taken(s, start, std::max(1, n_prompt));
+    r.pp_tps = double(r.pp_tokens) / pp_sec;
+    std::vector<int> before;
+    for (int id : s.ids) before.push_back(ctx.n_past(id));
+    std::vector<runtime::SeqInput> step(static_cast<size_t>(n_seq));
+    for (int i = 0; i < n_seq; ++i) step[size_t(i)].seq = s.ids[size_t(i)];
+    t0 = clock::now();
+    for (int g = 0; g < n_gen; ++g) {
+      for (auto& in : step) in.tokens = {tok(rng)};
+      ctx.eval(step);
+      ++r.tg_passes;
+      if (progress) progress->add(uint64_t(n_seq));
+    }
+    const double tg_sec = std::chrono::duration<double>(clock::now() - t0).count();
+    r.tg_tokens = tokens_taken(s, before, n_gen);
+    r.tg_tps = n_gen > 0 ? double(r.tg_tokens) / tg_sec : 0.0;
+    return r;
+  }
+
+  // ppP and tgT with "parallel": N for every N, P and T of the lists (a ppP entry per N and P,
+  // its runs pooled over the T values; a tgT entry per N, P and T), reps runs each.
+  std::vector<Sample> parallel_tests(const std::vector<int>& ns, const std::vector<int>& pps,
+                                     const std::vector<int>& tgs, int reps, Progress& progress) {
+    std::vector<Sample> out;
+    for (int n : ns)
+      for (int p : pps) {
+        Sample pp{"pp" + std::to_string(p), {}, n, p, 0, 0, 0};
+        std::vector<Sample> tg_samples;
+        parallel(n, std::min(std::max(p, 1), 16), std::min(tgs.front(), 2), nullptr);  // warm-up
+        for (int t : tgs) {
+          Sample tg{"tg" + std::to_string(t), {}, n, p, t, 0, 0};
+          for (int r = 0; r < reps; ++r) {
+            const ParallelRun run = parallel(n, p, t, &progress);
+            if (p > 0) pp.tps.push_back(run.pp_tps);
+            pp.tokens = run.pp_tokens, pp.passes = run.pp_passes;
+            if (t > 0) tg.tps.push_back(run.tg_tps);
+            tg.tokens = run.tg_tokens, tg.passes = run.tg_passes;
+          }
+          if (t > 0) tg_samples.push_back(std::move(tg));
+        }
+        if (p > 0) out.push_back(std::move(pp));
+        out.insert(out.end(), tg_samples.begin(), tg_samples.end());
+      }
+    return out;
+  }
 };
 
 // The table (or with --json one array): median, min and max tokens/s of every test.
+// With --parallel, the entries also say N, the run's prompt and generation lengths and the tokens
+// and passes of one repetition; their tokens/s are aggregate over the N sequences.
 void print_results(const std::vector<Sample>& results, int n_threads, bool json) {
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  if (!json)
+  const bool par = !results.empty() && results.front().parallel > 0;
+  if (!json && par)
+    std::printf("%-14s %8s %8s %8s %8s %12s %12s %12s\n", "test", "parallel", "n_prompt", "n_gen",
+                "threads", "t/s median", "min", "max");
+  else if (!json)
     std::printf("%-14s %8s %12s %12s %12s\n", "test", "threads", "t/s median", "min", "max");
   for (auto& s : results) {
     auto v = s.tps;
     std::sort(v.begin(), v.end());
     const double med = median(v);
-    if (json)
-      arr.push_back(nlohmann::ordered_json{{"test", s.test},
-                                           {"threads", n_threads},
-                                           {"t_s_median", f9(med)},
-                                           {"t_s_min", f9(v.front())},
-                                           {"t_s_max", f9(v.back())}});
-    else
+    if (json) {
+      nlohmann::ordered_json e{{"test", s.test}};
+      if (par)
+        e.update({{"parallel", s.parallel},
+                  {"n_prompt", s.n_prompt},
+                  {"n_gen", s.n_gen},
+                  {"tokens", s.tokens},
+                  {"passes", s.passes}});
+      e.update({{"threads", n_threads},
+                {"t_s_median", f9(med)},
+                {"t_s_min", f9(v.front())},
+                {"t_s_max", f9(v.back())}});
+      arr.push_back(std::move(e));
+    } else if (par) {
+      std::printf("%-14s %8d %8d %8d %8d %12.2f %12.2f %12.2f\n", s.test.c_str(), s.parallel,
+                  s.n_prompt, s.n_gen, n_threads, med, v.front(), v.back());
+    } else {
       std::printf("%-14s %8d %12.2f %12.2f %12.2f\n", s.test.c_str(), n_threads, med, v.front(),
                   v.back());
+    }
   }
   if (json) print_json_line(arr);
 }
@@ -277,10 +440,24 @@ uint64_t bench_tokens(const std::vector<int>& pps, const std::vector<int>& tgs, 
   return n * uint64_t(reps);
 }
 
+// The same for --parallel: every N, P and T of the lists, N sequences each.
+uint64_t parallel_tokens(const std::vector<int>& ns, const std::vector<int>& pps,
+                         const std::vector<int>& tgs, int reps) {
+  uint64_t n = 0;
+  for (int seqs : ns)
+    for (int p : pps)
+      for (int t : tgs) n += uint64_t(seqs) * uint64_t(std::max(0, p) + std::max(0, t));
+  return n * uint64_t(reps);
+}
+
 int run_bench(const std::vector<std::string>& argv) {
   Args a("bench", "Measure prompt processing (ppN) and generation (tgN) speed in tokens/s.",
          "Tokens are random ids (as llama-bench). --json prints one JSON array of\n"
-         "{\"test\", \"threads\", \"t_s_median\", \"t_s_min\", \"t_s_max\"}.");
+         "{\"test\", \"threads\", \"t_s_median\", \"t_s_min\", \"t_s_max\"}.\n"
+         "--parallel N: N sequences prefilled together on distinct prompts, then decoded\n"
+         "together (one pass per step, exactly T tokens each), like llama-batched-bench;\n"
+         "their entries add \"parallel\", \"n_prompt\", \"n_gen\", \"tokens\" and \"passes\"\n"
+         "(of one run), and their t/s are aggregate over the N sequences.");
   auto& model = a.opt<std::string>("-m,--model", "FILE", "GGUF model").required();
   auto& pp =
       a.opt<std::string>("--pp", "LIST", "prompt lengths (comma-separated; 0 = none)", "512");
@@ -292,6 +469,9 @@ int run_bench(const std::vector<std::string>& argv) {
   auto& f16_gemm = f16_gemm_flag(a);
   auto& taps = a.opt<std::string>("--taps", "WHICH",
                                   "also measure prefill with a tap: attention, or none", "none");
+  auto& parallel =
+      a.opt<std::string>("--parallel", "LIST",
+                         "sequences decoded together (comma-separated; empty = pp/tg alone)", "");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
   auto& json = a.flag("--json", "print one JSON array on stdout");
   auto& workload =
@@ -332,33 +512,50 @@ int run_bench(const std::vector<std::string>& argv) {
                         json.value);
   }
   const int n_threads = eo.pool->size();
+  const bool tap = taps.value == "attention";
   auto pps = parse_int_list("--pp", pp.value), tgs = parse_int_list("--tg", tg.value);
   if (std::all_of(pps.begin(), pps.end(), [](int n) { return n == 0; }) &&
       std::all_of(tgs.begin(), tgs.end(), [](int n) { return n == 0; }))
     throw UsageError("bench", "--pp and --tg are both 0: nothing to measure");
+  std::vector<int> ns;
+  if (!parallel.value.empty()) {
+    ns = parse_int_list("--parallel", parallel.value, 1, 4096);
+    if (tap) throw UsageError("--taps", "not with --parallel");
+  }
   auto m = model::Model::load(model.value, eo);
   int max_len = 1;
   for (int n : pps) max_len = std::max(max_len, n);
   for (int n : tgs) max_len = std::max(max_len, n + 1);
-  warn_past_training_context(*m, pps, tgs);
+  if (!ns.empty()) {
+    // A sequence holds its prompt (at least one token) and then its T decoded tokens.
+    max_len = std::max(1, *std::max_element(pps.begin(), pps.end())) +
+              *std::max_element(tgs.begin(), tgs.end());
+    warn_past_training_context(*m, {max_len}, {});
+  } else {
+    warn_past_training_context(*m, pps, tgs);
+  }
   runtime::ContextParams cp;
   cp.n_ctx = max_len;
   cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = eo.pool;
   Bench b(*m, cp);
-  const bool tap = taps.value == "attention";
   std::vector<Sample> results;
   {
     // Tokens evaluated, on stderr when it is a terminal (or RAGFORM_PROGRESS=always); its final
     // line comes before the results.
-    Progress progress("bench", bench_tokens(pps, tgs, reps.value, tap));
-    for (int n : pps) {
-      if (n <= 0) continue;
-      auto ss = b.prompt_processing(n, reps.value, tap, progress);
-      results.insert(results.end(), ss.begin(), ss.end());
+    Progress progress("bench", ns.empty() ? bench_tokens(pps, tgs, reps.value, tap)
+                                          : parallel_tokens(ns, pps, tgs, reps.value));
+    if (!ns.empty()) {
+      results = b.parallel_tests(ns, pps, tgs, reps.value, progress);
+    } else {
+      for (int n : pps) {
+        if (n <= 0) continue;
+        auto ss = b.prompt_processing(n, reps.value, tap, progress);
+        results.insert(results.end(), ss.begin(), ss.end());
+      }
+      for (int n : tgs)
+        if (n > 0) results.push_back(b.generation(n, reps.value, progress));
     }
-    for (int n : tgs)
-      if (n > 0) results.push_back(b.generation(n, reps.value, progress));
   }
   print_results(results, n_threads, json.value);
   return 0;
