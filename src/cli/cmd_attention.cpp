@@ -1,6 +1,8 @@
 // ragform attention: the final token's attention over the prompt, and C-NORM's ABS.
 #include <cstdio>
+#include <optional>
 
+#include "base/error.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
@@ -8,6 +10,19 @@
 
 namespace ragform::cli {
 namespace {
+
+// One line per document: slot, byte span, mass (and bias, calibrated), then the ranking.
+void print_documents(const nlohmann::json& docs) {
+  for (const auto& d : docs["documents"]) {
+    std::printf("doc %zu [%zu:%zu) mass %.6f", d["slot"].get<size_t>(), d["start"].get<size_t>(),
+                d["end"].get<size_t>(), d["mass"].get<double>());
+    if (d.contains("calibrated"))
+      std::printf(" bias %.6f calibrated %+.6f", d["bias"].get<double>(),
+                  d["calibrated"].get<double>());
+    std::printf("\n");
+  }
+  std::printf("ranking %s\n", docs["ranking"].dump().c_str());
+}
 
 int run_attention(const std::vector<std::string>& argv) {
   Args a("attention",
@@ -22,8 +37,21 @@ int run_attention(const std::vector<std::string>& argv) {
                     .range(kAnyInt, kMaxInt);
   auto& query = a.opt<int>("--query", "POS", "query position (negative counts from the end)", -1)
                     .range(kAnyInt, kMaxInt);
+  auto& doc_spans = a.opt<std::string>(
+      "--doc-spans", "LIST",
+      "documents as byte ranges START:END,... of the prompt: report each one's attention mass", "");
+  auto& calibrated =
+      a.flag("--calibrated", "with --doc-spans: subtract the --bias curve at each document's slot");
+  auto& bias =
+      a.opt<std::string>("--bias", "FILE", "bias curve from `ragform position-bias -o`", "");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
+  if (calibrated.value != !bias.value.empty())
+    throw UsageError("--calibrated", "--calibrated and --bias FILE go together");
+  if (calibrated.value && doc_spans.value.empty())
+    throw UsageError("--calibrated", "needs --doc-spans");
+  std::optional<cnorm::BiasCurve> curve;
+  if (calibrated.value) curve = cnorm::load_bias_curve(bias.value);
   std::string prompt = pf.read();
   auto reader = rf.open_native();
   reader::AttentionQuery q;
@@ -32,6 +60,11 @@ int run_attention(const std::vector<std::string>& argv) {
   auto r = reader->attention(prompt, q);
   const auto& row = r.rows.at(0);
   double abs = cnorm::attention_balance_score(row.mean);
+  nlohmann::json docs;
+  if (!doc_spans.value.empty())
+    docs = cnorm::document_report(prompt, r, row,
+                                  cnorm::parse_char_spans(doc_spans.value, "--doc-spans"),
+                                  curve ? &*curve : nullptr);
   if (json.value) {
     nlohmann::json heads = nlohmann::json::array();
     for (auto& h : row.heads) {
@@ -41,13 +74,12 @@ int run_attention(const std::vector<std::string>& argv) {
     }
     nlohmann::json mean = nlohmann::json::array();
     for (float w : row.mean) mean.push_back(f9(w));
-    print_json_line({{"layer", row.layer},
-                     {"query_position", row.query_position},
-                     {"heads", heads},
-                     {"mean", mean},
-                     {"abs", f9(abs)},
-                     {"ids", r.ids},
-                     {"pieces", r.pieces}});
+    nlohmann::json j = {{"layer", row.layer}, {"query_position", row.query_position},
+                        {"heads", heads},     {"mean", mean},
+                        {"abs", f9(abs)},     {"ids", r.ids},
+                        {"pieces", r.pieces}};
+    if (!docs.is_null()) j.update(docs);
+    print_json_line(j);
   } else {
     std::printf("layer %d, query position %d, %zu heads\n", row.layer, row.query_position,
                 row.heads.size());
@@ -57,6 +89,7 @@ int run_attention(const std::vector<std::string>& argv) {
                   std::string(size_t(bar), '#').c_str());
     }
     std::printf("ABS %.6f\n", abs);
+    if (!docs.is_null()) print_documents(docs);
   }
   return 0;
 }

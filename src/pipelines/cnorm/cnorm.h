@@ -8,6 +8,9 @@
 //   load_profile / save_profile / profile_from_json                            (calibrate.h)
 //   build_qa_items, build_kv_items, make_needle_items, load_template           (tasks.h)
 //   attention_balance_score                                                    (abs.h)
+//   run_position_bias -> BiasCurve; calibrated_relevance, rank_documents (position_bias.h,
+//   relevance.h: Found in the Middle's positional bias and calibrated attention)
+//   needle_jsonl, calibration_lines, eval_lines: what the front ends write      (outputs.h)
 // The headers below are the pieces these are made of (the store-less calibrate() and
 // run_sweep(), the delimiter rule, the analyses); pipelines/cnorm/detail/ is not public.
 #pragma once
@@ -18,6 +21,9 @@
 #include "pipelines/cnorm/format.h"
 #include "pipelines/cnorm/kvgen.h"
 #include "pipelines/cnorm/longbench.h"
+#include "pipelines/cnorm/position_bias.h"
+#include "pipelines/cnorm/relevance.h"
+#include "pipelines/cnorm/outputs.h"
 #include "pipelines/cnorm/run.h"
 #include "pipelines/cnorm/setup.h"
 #include "pipelines/cnorm/sweep.h"

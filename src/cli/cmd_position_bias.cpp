@@ -1,0 +1,100 @@
+// ragform position-bias: a reader's positional attention bias, the curve Found in the Middle
+// calibrates with (pipelines/cnorm/position_bias.h). This file reads flags and prints.
+#include <cstdio>
+#include <optional>
+
+#include "base/error.h"
+#include "cli/cnorm_verbs.h"
+#include "cli/command.h"
+#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+#include "cli/run_hooks.h"
+#include "engine/model/model.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/common/common.h"
+#include "reader/native_reader.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
+
+namespace ragform::cli {
+namespace {
+
+void print_curve(const cnorm::BiasCurve& c) {
+  std::fprintf(stderr, "position-bias: %zu prompts, attention mass per slot (mean over layers)\n",
+               c.prompts);
+  double top = 0;
+  for (double m : c.curve) top = std::max(top, m);
+  for (size_t s = 0; s < c.curve.size(); ++s) {
+    int bar = top > 0 ? int(c.curve[s] / top * 50 + 0.5) : 0;
+    std::fprintf(stderr, "  slot %2zu %.6f %s\n", s, c.curve[s],
+                 std::string(size_t(bar), '#').c_str());
+  }
+}
+
+int run_position_bias(const std::vector<std::string>& argv) {
+  Args a("position-bias",
+         "A reader's positional attention bias: the mass a filler document gets at each slot.",
+         "Puts a fixed uninformative document (three, averaged) at each of the K slots of real "
+         "prompts\n"
+         "(qa: --input QA records; needle: generated story prompts) and records the attention "
+         "mass the\n"
+         "final token pays it, per layer (mean over heads) and over layers: Found in the "
+         "Middle's bias\n"
+         "curve (arXiv 2406.16008), which `ragform attention --calibrated --bias FILE` "
+         "subtracts.\n"
+         "--json prints {\"task\", \"k\", \"prompts\", \"curve\": [K masses], \"layers\": "
+         "[{\"layer\", \"curve\"}], ...}.");
+  ReaderFlags rf(a);
+  auto& task_s = a.opt<std::string>("--task", "TASK", "qa or needle", "qa");
+  auto& input =
+      a.opt<std::string>("--input", "FILE", "QA records (qa; needle generates its own)", "");
+  auto& k = a.opt<int>("-k,--docs", "K", "documents (slots) per prompt", 10).range(1, kMaxInt);
+  auto& limit = a.opt<int>("--limit", "N", "prompts (items) to average over", 10).range(1, kMaxInt);
+  auto& seed = a.opt<int>("--seed", "S", "seed of the items (distractors, needle stories)", 0);
+  auto& tmpl_path = a.opt<std::string>("--template", "FILE",
+                                       "prompt template (default: the task's built-in one)", "");
+  auto& out = a.opt<std::string>("-o,--output", "FILE", "write the curve (JSON) to FILE", "");
+  auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store (resumable)", "");
+  auto& json = a.flag("--json", "print the curve as one JSON object on stdout");
+  if (!a.parse(argv)) return 0;
+
+  const cnorm::Task task = cnorm::parse_task(task_s.value);
+  if (task != cnorm::Task::Qa && task != cnorm::Task::Needle)
+    throw UsageError("--task", "expected qa or needle, got '" + task_s.value + "'");
+  std::vector<cnorm::Item> items = cnorm_verbs::input_items(
+      task, input.value, size_t(k.value), uint64_t(seed.value), size_t(limit.value));
+  if (items.size() > size_t(limit.value)) items.resize(size_t(limit.value));
+  if (items.empty()) throw Error("position-bias", "no items");
+
+  auto reader = rf.open_native();
+  cnorm::PositionBiasOptions o;
+  o.task = task;
+  o.tmpl = cnorm::load_template(task, tmpl_path.value);
+  o.k = size_t(k.value);
+  for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
+  o.seed = uint64_t(seed.value);
+  o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
+                               store::sha256_file(rf.model.value));
+  o.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);
+  std::optional<Progress> progress;
+  o.hooks = cli_run_hooks(&progress);
+
+  cnorm::BiasCurve c;
+  if (store_path.value.empty()) {
+    c = cnorm::run_position_bias(*reader, items, o);
+  } else {
+    store::RunStore st(store_path.value);
+    c = cnorm::run_position_bias(*reader, st, items, o);
+  }
+  progress.reset();
+  print_curve(c);
+  if (!out.value.empty()) cnorm::save_bias_curve(c, out.value);
+  if (json.value) print_json_line(cnorm::bias_curve_json(c));
+  return 0;
+}
+
+RAGFORM_COMMAND("position-bias", "positional attention bias curve (Found in the Middle)",
+                run_position_bias, 33);
+
+}  // namespace
+}  // namespace ragform::cli

@@ -1,0 +1,286 @@
+#include "pipelines/cnorm/position_bias.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "base/error.h"
+#include "base/json_file.h"
+#include "pipelines/cnorm/detail/numeric.h"
+
+namespace ragform::cnorm {
+
+const std::vector<Document>& default_fillers(Task t) {
+  static const std::vector<Document> qa = {
+      {"Notice", "This page is intentionally left blank."},
+      {"Placeholder", "No content is available for this entry."},
+      {"Filler", "The text of this document has been removed and nothing is said here."}};
+  // TinyStories words only, so that stories260K reads them as ordinary text.
+  static const std::vector<Document> needle = {{"", "The sky was blue. The grass was green."},
+                                               {"", "It was a sunny day. The wind was soft."},
+                                               {"", "There was a big tree. The tree was old."}};
+  if (t == Task::Qa) return qa;
+  if (t == Task::Needle) return needle;
+  throw UsageError("position-bias",
+                   std::string("--task must be qa or needle, got ") + task_name(t));
+}
+
+std::vector<Document> filler_documents(const Item& item, size_t k, size_t slot,
+                                       const Document& filler) {
+  if (slot >= k)
+    throw UsageError("position-bias",
+                     "slot " + std::to_string(slot) + " is outside 0.." + std::to_string(k - 1));
+  std::vector<Document> docs;
+  if (k > 1) docs = arrange(item, k - 1, 0);  // the gold first, then the distractors in order
+  docs.insert(docs.begin() + long(slot), filler);
+  return docs;
+}
+
+std::vector<CharSpan> document_spans(const Prompt& p, const std::vector<Document>& docs) {
+  std::vector<CharSpan> out;
+  size_t at = p.ctx_begin;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    size_t b = p.text.find(docs[i].text, at);
+    if (docs[i].text.empty() || b == std::string::npos || b + docs[i].text.size() > p.ctx_end)
+      throw Error("position-bias",
+                  "document " + std::to_string(i) + "'s text is not in the rendered prompt");
+    out.push_back({b, b + docs[i].text.size()});
+    at = b + docs[i].text.size();
+  }
+  return out;
+}
+
+namespace {
+
+std::string variant_of(size_t slot, size_t filler) {
+  return "slot" + std::to_string(slot) + "/filler" + std::to_string(filler);
+}
+
+// The filler's mass at `slot` of one prompt: "mass" (mean over layers) and "l<L>" per layer.
+std::map<std::string, double> measure_slot(reader::Reader& r, const std::string& prompt,
+                                           const CharSpan& span, const std::vector<int>& layers) {
+  reader::AttentionQuery q;
+  q.layers = layers;
+  q.query_positions = {-1};
+  const reader::AttentionResult res = r.attention(prompt, q);
+  const std::vector<TokenSpan> tok = resolve_spans(prompt, res.pieces, {span});
+  std::map<std::string, double> scores;
+  double sum = 0;
+  for (const auto& row : res.rows) {
+    double m = span_masses(row.mean, tok)[0];
+    scores["l" + std::to_string(row.layer)] = m;
+    sum += m;
+  }
+  if (res.rows.empty()) throw Error("position-bias", "the reader returned no attention row");
+  scores["mass"] = sum / double(res.rows.size());
+  return scores;
+}
+
+void check_options(const PositionBiasOptions& o, const std::vector<Item>& items) {
+  default_fillers(o.task);  // refuses tasks other than qa and needle
+  if (o.k == 0) throw UsageError("-k", "must be at least 1");
+  if (o.layers.empty()) throw UsageError("position-bias", "no layers to measure");
+  if (items.empty()) throw Error("position-bias", "no items");
+}
+
+nlohmann::json identity(const PositionBiasOptions& o, const std::vector<Document>& fillers) {
+  nlohmann::json f = nlohmann::json::array();
+  for (const auto& d : fillers) f.push_back({d.title, d.text});
+  return {{"task", task_name(o.task)},
+          {"template", o.tmpl},
+          {"k", o.k},
+          {"layers", o.layers},
+          {"fillers", f},
+          {"seed", o.seed},
+          {"input_sha256", o.input_sha256}};
+}
+
+// The curve from every row's scores: mean per slot, per layer and overall.
+BiasCurve curve_from_rows(const std::vector<store::Result>& rows, const PositionBiasOptions& o) {
+  BiasCurve c;
+  c.task = task_name(o.task);
+  c.k = o.k;
+  c.curve.assign(o.k, 0.0);
+  for (int l : o.layers) c.layers.push_back({l, std::vector<double>(o.k, 0.0)});
+  std::vector<size_t> n(o.k, 0);
+  for (const store::Result& row : rows) {
+    if (row.status != store::Status::ok) continue;
+    size_t slot = size_t(row.extra.value("slot", -1));
+    if (slot >= o.k) continue;
+    ++n[slot];
+    ++c.prompts;
+    c.curve[slot] += row.scores.at("mass");
+    for (auto& lc : c.layers) lc.curve[slot] += row.scores.at("l" + std::to_string(lc.layer));
+  }
+  for (size_t s = 0; s < o.k; ++s) {
+    if (n[s] == 0) throw Error("position-bias", "slot " + std::to_string(s) + " was not measured");
+    c.curve[s] /= double(n[s]);
+    for (auto& lc : c.layers) lc.curve[s] /= double(n[s]);
+  }
+  return c;
+}
+
+// Measures every (item, slot, filler) whose key is not in `done`, handing each row to `put`.
+template <class Put>
+void measure_all(reader::Reader& r, const std::vector<Item>& items, const PositionBiasOptions& o,
+                 const std::vector<Document>& fillers, const std::set<store::Key>& done,
+                 int64_t run, Put put) {
+  common::Stage stage(o.hooks, "position-bias", uint64_t(items.size() * fillers.size() * o.k));
+  for (const Item& it : items)
+    for (size_t f = 0; f < fillers.size(); ++f)
+      for (size_t s = 0; s < o.k; ++s) {
+        const std::string variant = variant_of(s, f);
+        if (done.count({it.id, variant})) {
+          stage.add();
+          continue;
+        }
+        std::vector<Document> docs = filler_documents(it, o.k, s, fillers[f]);
+        Prompt p = render(o.task, o.tmpl, it, docs, Format{original_delimiter()});
+        store::Result row;
+        row.run = run;
+        row.instance = it.id;
+        row.variant = variant;
+        row.prompt = p.text;
+        row.scores = measure_slot(r, p.text, document_spans(p, docs)[s], o.layers);
+        row.extra = {{"slot", s}, {"filler", f}};
+        put(std::move(row));
+        stage.add();
+      }
+}
+
+}  // namespace
+
+BiasCurve run_position_bias(reader::Reader& r, store::RunStore& st, const std::vector<Item>& items,
+                            const PositionBiasOptions& opt) {
+  check_options(opt, items);
+  const std::vector<Document>& fillers =
+      opt.fillers.empty() ? default_fillers(opt.task) : opt.fillers;
+  store::RunConfig rc;
+  rc.pipeline = "position-bias";
+  rc.config = identity(opt, fillers);
+  rc.seed = int64_t(opt.seed);
+  common::Resumed res =
+      common::begin_or_resume(st, rc, opt.origin, opt.hooks, "position-bias",
+                              uint64_t(items.size() * fillers.size() * opt.k), "prompts");
+  measure_all(r, items, opt, fillers, res.done, res.run, [&](store::Result row) { st.put(row); });
+  BiasCurve c = curve_from_rows(st.results(res.run), opt);
+  c.reader = opt.origin.reader;
+  c.model_sha256 = opt.origin.model_sha256;
+  c.run = res.run;
+  return c;
+}
+
+BiasCurve run_position_bias(reader::Reader& r, const std::vector<Item>& items,
+                            const PositionBiasOptions& opt) {
+  check_options(opt, items);
+  const std::vector<Document>& fillers =
+      opt.fillers.empty() ? default_fillers(opt.task) : opt.fillers;
+  std::vector<store::Result> rows;
+  measure_all(r, items, opt, fillers, {}, 0, [&](store::Result row) { rows.push_back(row); });
+  BiasCurve c = curve_from_rows(rows, opt);
+  c.reader = opt.origin.reader;
+  c.model_sha256 = opt.origin.model_sha256;
+  return c;
+}
+
+namespace {
+
+nlohmann::json rounded(const std::vector<double>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double x : v) a.push_back(detail::round9(x));
+  return a;
+}
+
+std::vector<double> numbers(const nlohmann::json& j, const std::string& what,
+                            const std::string& field) {
+  if (!j.is_array() || j.empty())
+    throw UsageError(what, "'" + field + "' must be a non-empty array of numbers");
+  std::vector<double> out;
+  for (const auto& x : j) {
+    if (!x.is_number()) throw UsageError(what, "'" + field + "' holds " + x.dump());
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json bias_curve_json(const BiasCurve& c) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : c.layers)
+    layers.push_back({{"layer", l.layer}, {"curve", rounded(l.curve)}});
+  return {{"task", c.task},
+          {"k", c.k},
+          {"prompts", c.prompts},
+          {"curve", rounded(c.curve)},
+          {"layers", layers},
+          {"reader", c.reader},
+          {"model_sha256", c.model_sha256},
+          {"run", c.run}};
+}
+
+BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_object() || !j.contains("curve"))
+    throw UsageError(what, "expected a bias curve object with a 'curve' array");
+  BiasCurve c;
+  c.curve = numbers(j["curve"], what, "curve");
+  c.k = c.curve.size();
+  c.task = j.value("task", "");
+  c.prompts = j.value("prompts", size_t(0));
+  c.reader = j.value("reader", "");
+  c.model_sha256 = j.value("model_sha256", "");
+  c.run = j.value("run", int64_t(0));
+  if (j.contains("layers")) {
+    if (!j["layers"].is_array()) throw UsageError(what, "'layers' must be an array");
+    for (const auto& l : j["layers"]) {
+      if (!l.is_object() || !l.contains("layer") || !l["layer"].is_number_integer())
+        throw UsageError(what, "each of 'layers' needs an integer 'layer' and a 'curve'");
+      LayerCurve lc{l["layer"].get<int>(),
+                    numbers(l.value("curve", nlohmann::json()), what, "layers[].curve")};
+      if (lc.curve.size() != c.k)
+        throw UsageError(what, "layer " + std::to_string(lc.layer) + " has " +
+                                   std::to_string(lc.curve.size()) + " slots, 'curve' has " +
+                                   std::to_string(c.k));
+      c.layers.push_back(std::move(lc));
+    }
+  }
+  return c;
+}
+
+BiasCurve load_bias_curve(const std::string& path) {
+  return bias_curve_from_json(read_json_file(path, "bias curve"), path);
+}
+
+void save_bias_curve(const BiasCurve& c, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error("position-bias", "cannot write " + tmp);
+    out << bias_curve_json(c).dump(2) << "\n";
+    if (!out.flush()) throw Error("position-bias", "cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    throw Error("position-bias", "cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+const std::vector<double>& bias_for_layer(const BiasCurve& c, int layer) {
+  for (const auto& l : c.layers)
+    if (l.layer == layer) return l.curve;
+  return c.curve;
+}
+
+nlohmann::json document_report(const std::string& prompt, const reader::AttentionResult& r,
+                               const reader::AttentionRows& row, const std::vector<CharSpan>& spans,
+                               const BiasCurve* bias) {
+  const std::vector<double>* curve = bias ? &bias_for_layer(*bias, row.layer) : nullptr;
+  if (curve && curve->size() != spans.size())
+    throw UsageError("bias", "the curve has " + std::to_string(curve->size()) + " slots but " +
+                                 std::to_string(spans.size()) +
+                                 " document spans were given (measure it with -k " +
+                                 std::to_string(spans.size()) + ")");
+  return document_relevance_json(document_relevance(prompt, r, row, spans, curve), bias != nullptr);
+}
+
+}  // namespace ragform::cnorm

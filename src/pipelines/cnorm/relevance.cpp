@@ -1,0 +1,181 @@
+#include "pipelines/cnorm/relevance.h"
+
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+
+#include "base/error.h"
+#include "pipelines/cnorm/detail/numeric.h"
+
+namespace ragform::cnorm {
+
+namespace {
+
+size_t parse_offset(std::string_view s, const std::string& flag, std::string_view item) {
+  size_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size())
+    throw UsageError(flag, "expected START:END (byte offsets), got '" + std::string(item) + "'");
+  return v;
+}
+
+void check_span(const CharSpan& c, const std::string& flag) {
+  if (c.end <= c.begin)
+    throw UsageError(flag, "span " + std::to_string(c.begin) + ":" + std::to_string(c.end) +
+                               " is empty or ends before it starts");
+}
+
+bool piece_at(const std::string& prompt, size_t at, std::string_view piece) {
+  return !piece.empty() && prompt.compare(at, piece.size(), piece) == 0;
+}
+
+}  // namespace
+
+std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string& flag) {
+  std::vector<CharSpan> out;
+  if (text.empty()) throw UsageError(flag, "expected START:END,... (byte offsets), got nothing");
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t comma = text.find(',', from);
+    std::string_view item =
+        text.substr(from, comma == std::string_view::npos ? text.npos : comma - from);
+    size_t colon = item.find(':');
+    if (colon == std::string_view::npos)
+      throw UsageError(flag, "expected START:END (byte offsets), got '" + std::string(item) + "'");
+    CharSpan c{parse_offset(item.substr(0, colon), flag, item),
+               parse_offset(item.substr(colon + 1), flag, item)};
+    check_span(c, flag);
+    out.push_back(c);
+    if (comma == std::string_view::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::string& field) {
+  const std::string shape = "must be an array of [start, end] byte offsets";
+  if (!j.is_array() || j.empty()) throw UsageError(field, shape);
+  std::vector<CharSpan> out;
+  for (const auto& s : j) {
+    if (!s.is_array() || s.size() != 2 || !s[0].is_number_unsigned() || !s[1].is_number_unsigned())
+      throw UsageError(field, shape + ", got " + s.dump());
+    CharSpan c{s[0].get<size_t>(), s[1].get<size_t>()};
+    check_span(c, field);
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<CharSpan> token_chars(const std::string& prompt,
+                                  const std::vector<std::string>& pieces) {
+  std::vector<CharSpan> out;
+  size_t at = 0;
+  for (const std::string& p : pieces) {
+    CharSpan c{at, at};
+    if (piece_at(prompt, at, p)) {
+      c.end = at + p.size();
+    } else if (p.size() > 1 && p[0] == ' ' && piece_at(prompt, at, std::string_view(p).substr(1))) {
+      c.end = at + p.size() - 1;  // SentencePiece's dummy prefix: a space the text does not have
+    }
+    at = c.end;
+    out.push_back(c);
+  }
+  // Chat-template tokens after the user's text cover nothing, so the text must be spelt out by
+  // the time the pieces end; a prompt cut to fit the context is not.
+  if (at != prompt.size())
+    throw Error("document spans", "the prompt's tokens spell only its first " + std::to_string(at) +
+                                      " of " + std::to_string(prompt.size()) +
+                                      " bytes (was it truncated to fit the context?)");
+  return out;
+}
+
+std::vector<TokenSpan> resolve_spans(const std::string& prompt,
+                                     const std::vector<std::string>& pieces,
+                                     const std::vector<CharSpan>& spans) {
+  for (const CharSpan& s : spans)
+    if (s.end > prompt.size())
+      throw UsageError("document spans", "span " + std::to_string(s.begin) + ":" +
+                                             std::to_string(s.end) + " ends past the prompt's " +
+                                             std::to_string(prompt.size()) + " bytes");
+  const std::vector<CharSpan> chars = token_chars(prompt, pieces);
+  std::vector<TokenSpan> out;
+  for (const CharSpan& s : spans) {
+    TokenSpan t{chars.size(), chars.size()};
+    for (size_t i = 0; i < chars.size(); ++i) {
+      const CharSpan& c = chars[i];
+      if (c.begin == c.end || c.end <= s.begin || c.begin >= s.end) continue;  // no shared byte
+      if (t.begin == chars.size()) t.begin = i;
+      t.end = i + 1;
+    }
+    if (t.begin == chars.size()) t = {0, 0};
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<double> span_masses(const std::vector<float>& row,
+                                const std::vector<TokenSpan>& spans) {
+  std::vector<double> out;
+  for (const TokenSpan& s : spans) {
+    double m = 0;
+    for (size_t t = s.begin; t < std::min(s.end, row.size()); ++t) m += row[t];
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<double> calibrated_relevance(const std::vector<double>& masses,
+                                         const std::vector<double>& bias) {
+  if (masses.size() != bias.size())
+    throw Error("calibrated relevance", std::to_string(masses.size()) +
+                                            " documents but a bias curve of " +
+                                            std::to_string(bias.size()) + " slots");
+  std::vector<double> out(masses.size());
+  for (size_t k = 0; k < masses.size(); ++k) out[k] = masses[k] - bias[k];
+  return out;
+}
+
+std::vector<size_t> rank_documents(const std::vector<double>& scores) {
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+  return order;
+}
+
+std::vector<DocumentRelevance> document_relevance(const std::string& prompt,
+                                                  const reader::AttentionResult& r,
+                                                  const reader::AttentionRows& row,
+                                                  const std::vector<CharSpan>& spans,
+                                                  const std::vector<double>* bias) {
+  const std::vector<TokenSpan> tokens = resolve_spans(prompt, r.pieces, spans);
+  const std::vector<double> mass = span_masses(row.mean, tokens);
+  const std::vector<double> cal = bias ? calibrated_relevance(mass, *bias) : mass;
+  std::vector<DocumentRelevance> out;
+  for (size_t k = 0; k < spans.size(); ++k)
+    out.push_back({k, spans[k], tokens[k], mass[k], bias ? (*bias)[k] : 0.0, cal[k]});
+  return out;
+}
+
+nlohmann::json document_relevance_json(const std::vector<DocumentRelevance>& docs,
+                                       bool calibrated) {
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<double> scores;
+  for (const DocumentRelevance& d : docs) {
+    nlohmann::json j = {{"slot", d.slot},
+                        {"start", d.chars.begin},
+                        {"end", d.chars.end},
+                        {"token_start", d.tokens.begin},
+                        {"token_end", d.tokens.end},
+                        {"mass", detail::round9(d.mass)}};
+    if (calibrated) {
+      j["bias"] = detail::round9(d.bias);
+      j["calibrated"] = detail::round9(d.calibrated);
+    }
+    list.push_back(j);
+    scores.push_back(calibrated ? d.calibrated : d.mass);
+  }
+  return {{"documents", list}, {"ranking", rank_documents(scores)}};
+}
+
+}  // namespace ragform::cnorm

@@ -1,0 +1,83 @@
+// Document relevance read from the reader's attention, raw and calibrated for positional bias
+// (Hsieh et al. 2024, "Found in the Middle", arXiv 2406.16008, section 3).
+//
+// A prompt holds K documents at character spans of its text. Each document's attention mass is the
+// sum of one attention row (the final token's, mean over heads, of one layer) over the tokens of
+// its span. A token belongs to a span when any of its characters does; BOS and chat-template
+// tokens belong to none. The paper models the mass a document gets as relevance plus a prior that
+// depends only on its slot, Attn(x_k, k) = Rel(x_k) + Prior(k), and estimates the prior with an
+// uninformative document placed at slot k (position_bias.h measures that curve). Calibrated
+// relevance is the difference, mass - bias[k]; ranking documents by it removes the U shape that
+// makes a document at the start or the end of the context look relevant wherever it is.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reader/reader.h"
+
+namespace ragform::cnorm {
+
+// [begin, end) of something: bytes of a prompt (CharSpan) or positions of its tokens (TokenSpan).
+struct CharSpan {
+  size_t begin = 0, end = 0;
+  bool operator==(const CharSpan&) const = default;
+};
+struct TokenSpan {
+  size_t begin = 0, end = 0;  // empty (begin == end) when no token covers the characters
+  bool operator==(const TokenSpan&) const = default;
+};
+
+// "START:END,START:END,..." (byte offsets into the prompt, END exclusive). UsageError naming
+// `flag` for a malformed list, an empty span or END before START.
+std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string& flag);
+// The same spans from JSON, [[start, end], ...]; UsageError naming `field` otherwise.
+std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::string& field);
+
+// Where each token's characters lie in `prompt`: the pieces are laid over the text from its start;
+// a piece that is not the text at that point (BOS, a chat template's markers) covers nothing, and
+// a SentencePiece piece's leading space that the text lacks (the tokenizer's dummy prefix) is not
+// counted. Throws Error when the pieces do not spell the prompt (a truncated prompt).
+std::vector<CharSpan> token_chars(const std::string& prompt,
+                                  const std::vector<std::string>& pieces);
+// The tokens of each span, by the any-character rule. UsageError when a span ends past the prompt.
+std::vector<TokenSpan> resolve_spans(const std::string& prompt,
+                                     const std::vector<std::string>& pieces,
+                                     const std::vector<CharSpan>& spans);
+
+// Sum of row[t] over each span's tokens (a span past the row's end counts what the row has).
+std::vector<double> span_masses(const std::vector<float>& row, const std::vector<TokenSpan>& spans);
+// mass[k] - bias[k]: the paper's calibrated attention. Error when the sizes differ.
+std::vector<double> calibrated_relevance(const std::vector<double>& masses,
+                                         const std::vector<double>& bias);
+// Document indices, most relevant first; ties keep slot order (a stable sort).
+std::vector<size_t> rank_documents(const std::vector<double>& scores);
+
+// One document of a prompt: its spans, attention mass and, with a bias curve, the curve's value at
+// its slot and the calibrated relevance.
+struct DocumentRelevance {
+  size_t slot = 0;
+  CharSpan chars;
+  TokenSpan tokens;
+  double mass = 0;
+  double bias = 0;        // 0 without a curve
+  double calibrated = 0;  // mass - bias (mass without a curve)
+};
+
+// The documents of `spans` under one attention row of `r` (computed for `prompt`). With `bias`
+// (one value per slot, the curve of the row's layer) every document is calibrated; without it,
+// bias is 0 and calibrated = mass. Error when bias has another size than spans.
+std::vector<DocumentRelevance> document_relevance(const std::string& prompt,
+                                                  const reader::AttentionResult& r,
+                                                  const reader::AttentionRows& row,
+                                                  const std::vector<CharSpan>& spans,
+                                                  const std::vector<double>* bias);
+// [{"slot","start","end","token_start","token_end","mass"[,"bias","calibrated"]}] and "ranking"
+// (slots by calibrated relevance, or by mass without a curve): what `ragform attention`,
+// /v1/attention and Python report.
+nlohmann::json document_relevance_json(const std::vector<DocumentRelevance>& docs, bool calibrated);
+
+}  // namespace ragform::cnorm
