@@ -1,7 +1,8 @@
 // The layering rules of docs/architecture.md that the compiler does not check, read from the source
 // tree: no pipeline includes another pipeline's headers (what two share sits below both), and the
-// front ends (the CLI, the server, the report, reproduce and the Python module) reach a pipeline
-// through its front door, pipelines/<p>/<p>.h, never a pipeline's own headers or its detail/.
+// front ends (the CLI, the server, the report, reproduce, tune and the Python module) reach a
+// pipeline through its front door, pipelines/<p>/<p>.h, never a pipeline's own headers or its
+// detail/.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -48,7 +49,7 @@ TEST(PipelineLayering, FrontEndsUseTheFrontDoors) {
   size_t seen = 0;
   const fs::path root = kSrc.parent_path();
   for (const fs::path& front : {kSrc / "cli", kSrc / "server", kSrc / "report", kSrc / "reproduce",
-                                root / "python" / "src"}) {
+                                kSrc / "tune", root / "python" / "src"}) {
     ASSERT_TRUE(fs::is_directory(front)) << front;
     for (const Include& inc : pipeline_includes(front)) {
       ++seen;

@@ -133,7 +133,7 @@ std::string format_text(Task t, const std::string& text, const Format& f) {
 }
 
 const std::vector<std::string>& wrapper_names() {
-  static const std::vector<std::string> w = {"json", "markdown", "yaml"};
+  static const std::vector<std::string> w = {"json", "markdown", "yaml", "html"};
   return w;
 }
 
@@ -141,7 +141,7 @@ std::string parse_wrapper(std::string_view name) {
   for (const auto& w : wrapper_names())
     if (name == w) return w;
   throw UsageError("--formats",
-                   "unknown document format '" + std::string(name) + "' (json, markdown, yaml)");
+                   "unknown document format '" + std::string(name) + "' (json, markdown, yaml, html)");
 }
 
 std::string wrap_document(const std::string& wrapper, const std::string& title,
@@ -150,6 +150,7 @@ std::string wrap_document(const std::string& wrapper, const std::string& title,
   if (wrapper == "json") return text::to_json_doc(title, text);
   if (wrapper == "markdown") return text::to_markdown_doc(title, text);
   if (wrapper == "yaml") return text::to_yaml_doc(title, text);
+  if (wrapper == "html") return text::to_html_doc(title, text);
   throw Error("cnorm", "unknown document format '" + wrapper + "'");
 }
 

@@ -69,8 +69,8 @@ struct Item {
 };
 
 // A candidate format: delimiter and ratio (p = 0 is the unformatted baseline), and optionally a
-// SURE document wrapper (beyond the paper; pipelines/sure/formats.h): "json", "markdown" or
-// "yaml" serialise each (title, formatted text) document; qa writes "Document [i] <wrapped>",
+// SURE document wrapper (beyond the paper; pipelines/sure/formats.h): "json", "markdown", "yaml"
+// or "html" serialise each (title, formatted text) document; qa writes "Document [i] <wrapped>",
 // needle documents (no title) get the title "Document <i>". kv refuses wrappers.
 struct Format {
   Delimiter delim;

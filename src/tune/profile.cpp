@@ -1,0 +1,103 @@
+#include "tune/profile.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "base/error.h"
+#include "base/json_file.h"
+
+namespace ragform::tune {
+
+namespace {
+
+const char* kFormat = "ragform-tune-profile";
+
+const std::vector<std::string>& dimension_names() {
+  static const std::vector<std::string> d = {"delimiter", "p", "format", "order", "k", "spotlight"};
+  return d;
+}
+
+std::string string_field(const nlohmann::json& j, const char* f, const std::string& where,
+                         bool required) {
+  if (!j.contains(f)) {
+    if (required) throw Error(where, std::string(f) + ": missing");
+    return "";
+  }
+  if (!j[f].is_string()) throw Error(where, std::string(f) + ": must be a string");
+  return j[f].get<std::string>();
+}
+
+}  // namespace
+
+nlohmann::ordered_json profile_to_json(const Profile& p) {
+  return {{"format", kFormat},
+          {"schema_version", kProfileSchema},
+          {"presentation", to_json(p.presentation)},
+          {"searched", p.searched},
+          {"model", p.model},
+          {"model_sha256", p.model_sha256},
+          {"reader", p.reader},
+          {"task", task_name(p.task)},
+          {"objective", p.objective},
+          {"run", {{"store", p.store}, {"id", p.run}}}};
+}
+
+Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormat)
+    throw Error(where, "not a ragform tune profile (\"format\": \"ragform-tune-profile\" missing)");
+  if (!j.contains("schema_version") || !j["schema_version"].is_number_integer())
+    throw Error(where, "schema_version: missing or not an integer");
+  if (j["schema_version"].get<int64_t>() != kProfileSchema)
+    throw Error(where, "schema_version: " + j["schema_version"].dump() +
+                           " is not supported (this build reads " + std::to_string(kProfileSchema) +
+                           ")");
+  Profile p;
+  if (!j.contains("presentation")) throw Error(where, "presentation: missing");
+  p.presentation = presentation_from_json(j["presentation"], where + ": presentation");
+  if (j.contains("searched")) {
+    if (!j["searched"].is_array()) throw Error(where, "searched: must be an array of names");
+    for (const auto& d : j["searched"]) {
+      if (!d.is_string() || std::find(dimension_names().begin(), dimension_names().end(),
+                                      d.get<std::string>()) == dimension_names().end())
+        throw Error(where, "searched: unknown dimension " + d.dump());
+      p.searched.push_back(d.get<std::string>());
+    }
+  }
+  p.model = string_field(j, "model", where, false);
+  p.model_sha256 = string_field(j, "model_sha256", where, false);
+  p.reader = string_field(j, "reader", where, false);
+  try {
+    p.task = parse_task(string_field(j, "task", where, true));
+  } catch (const UsageError&) {
+    throw Error(where, "task: unknown task " + j["task"].dump() + " (qa, kv, needle)");
+  }
+  if (j.contains("objective")) p.objective = string_field(j, "objective", where, false);
+  if (j.contains("run")) {
+    const auto& r = j["run"];
+    if (!r.is_object()) throw Error(where, "run: must be an object {store, id}");
+    p.store = string_field(r, "store", where + ": run", false);
+    if (r.contains("id")) {
+      if (!r["id"].is_number_integer()) throw Error(where, "run: id: must be an integer");
+      p.run = r["id"].get<int64_t>();
+    }
+  }
+  try {
+    validate(p.presentation, p.task, where + ": presentation");
+  } catch (const UsageError& e) {
+    throw Error(e.what());
+  }
+  return p;
+}
+
+Profile load_profile(const std::string& path) {
+  return profile_from_json(read_json_file(path, "profile"), path);
+}
+
+void save_profile(const std::string& path, const Profile& p) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw FileError(path, "cannot write the profile");
+  out << profile_to_json(p).dump(2) << "\n";
+  if (!out.flush()) throw FileError(path, "cannot write the profile");
+}
+
+}  // namespace ragform::tune

@@ -1,0 +1,14 @@
+// `ragform tune` — the front door of the tune layer: include this one header. tune composes the
+// three pipelines (like reproduce, a layer above them) to search how retrieved context is shown
+// to a reader, and deploys the answer as one profile.
+//   Presentation, render(record, presentation, task, template)     (presentation.h): the one
+//       renderer behind tune, `ragform present`, /v1/rag/present and ragform.present
+//   Profile, load_profile / save_profile / profile_from_json      (profile.h)
+//   Space, default_space, parse_space_file, candidates            (space.h)
+//   run_tune(reader, store, TuneOptions) -> TuneSummary            (run.h): the budgeted search,
+//       its held-out evaluation and the summary `tune --json` prints (summary_json)
+//   the judge's pieces (grading, perturbations, objectives)       (judge.h)
+//   the halving schedule                                          (search.h)
+#pragma once
+#include "tune/presentation.h"
+#include "tune/profile.h"

@@ -1,0 +1,145 @@
+// The presentation renderer of `ragform tune` and its profile file.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "support/test_support.h"
+#include "tune/tune.h"
+
+namespace {
+
+using namespace ragform;
+using tune::Order;
+using tune::Presentation;
+using tune::Task;
+
+eval::QaRecord record(size_t n) {
+  eval::QaRecord r;
+  r.id = "q1";
+  r.question = "who wrote the book?";
+  r.answers = {"Ann"};
+  for (size_t i = 0; i < n; ++i) {
+    eval::Context c;
+    c.title = "T" + std::to_string(i);
+    c.text = "Doc " + std::to_string(i) + " says hello there. It has two sentences.";
+    c.isgold = i == 1;
+    c.score = double(i);
+    r.ctxs.push_back(c);
+  }
+  return r;
+}
+
+// The positions of "Document [i](Title: T<j>)" in the prompt, as the list of j.
+std::string shown_titles(const std::string& prompt) {
+  std::string out;
+  for (size_t at = prompt.find("(Title: T"); at != std::string::npos;
+       at = prompt.find("(Title: T", at + 1))
+    out += prompt[at + 9];
+  return out;
+}
+
+TEST(TunePresentation, OriginalIsAppendixDLayout) {
+  const std::string tmpl = tune::template_for(Task::Qa);
+  tune::Rendered r = tune::render(record(3), tune::original_presentation(), Task::Qa, tmpl);
+  EXPECT_NE(r.prompt.find("Document [1](Title: T0) Doc 0 says hello there. It has two sentences.\n"
+                          "Document [2](Title: T1)"),
+            std::string::npos)
+      << r.prompt;
+  EXPECT_NE(r.prompt.find("who wrote the book?"), std::string::npos);
+  EXPECT_EQ(r.documents, 3u);
+  EXPECT_EQ(r.gold_position, 1);
+}
+
+TEST(TunePresentation, KAndOrders) {
+  const std::string tmpl = tune::template_for(Task::Qa);
+  Presentation p;
+  EXPECT_EQ(shown_titles(tune::render(record(5), p, Task::Qa, tmpl).prompt), "01234");
+  p.order = Order::Reversed;
+  EXPECT_EQ(shown_titles(tune::render(record(5), p, Task::Qa, tmpl).prompt), "43210");
+  p.order = Order::Edges;  // most relevant at both edges, least in the middle
+  EXPECT_EQ(shown_titles(tune::render(record(5), p, Task::Qa, tmpl).prompt), "02431");
+  p.order = Order::Score;  // scores 0..4: descending
+  EXPECT_EQ(shown_titles(tune::render(record(5), p, Task::Qa, tmpl).prompt), "43210");
+  p.order = Order::Retrieved;
+  p.k = 2;
+  tune::Rendered r = tune::render(record(5), p, Task::Qa, tmpl);
+  EXPECT_EQ(shown_titles(r.prompt), "01");
+  EXPECT_EQ(r.gold_position, 1);
+  p.k = 1;
+  EXPECT_EQ(tune::render(record(5), p, Task::Qa, tmpl).gold_position, -1);  // gold dropped
+}
+
+TEST(TunePresentation, DelimiterAndFormatUseCnormAndSureRenderers) {
+  const std::string tmpl = tune::template_for(Task::Qa);
+  Presentation p;
+  p.delimiter = "-";
+  p.p = 1.0;
+  std::string s = tune::render(record(1), p, Task::Qa, tmpl).prompt;
+  EXPECT_NE(s.find("Doc-0-says-hello-there."), std::string::npos) << s;
+  p = {};
+  p.format = "json";
+  s = tune::render(record(1), p, Task::Qa, tmpl).prompt;
+  EXPECT_NE(s.find("Document [1] {\n  \"title\": \"T0\""), std::string::npos) << s;
+  p.format = "html";
+  s = tune::render(record(1), p, Task::Qa, tmpl).prompt;
+  EXPECT_NE(s.find("<title>T0</title>"), std::string::npos) << s;
+}
+
+TEST(TunePresentation, SpotlightSelectsSentences) {
+  const std::string tmpl = tune::template_for(Task::Qa);
+  eval::QaRecord r = record(2);
+  r.ctxs[1].text = "Filler words only. Ann wrote the book in a cabin.";
+  Presentation p;
+  p.spotlight = 1;
+  std::string s = tune::render(r, p, Task::Qa, tmpl).prompt;
+  EXPECT_EQ(s, "Question: who wrote the book?\nEvidence:\nAnn wrote the book in a cabin.\nAnswer:");
+  p.spotlight_tokens = true;
+  s = tune::render(r, p, Task::Qa, tmpl).prompt;
+  EXPECT_NE(s.find("<Rel1.00> <other> Ann wrote the book in a cabin."), std::string::npos) << s;
+  p.format = "json";
+  EXPECT_THROW(tune::validate(p, Task::Qa), UsageError);
+}
+
+TEST(TunePresentation, LabelsAreDistinct) {
+  Presentation a, b;
+  b.delimiter = "-";
+  b.p = 0.5;
+  EXPECT_EQ(tune::label(a), "delim=original,format=plain,order=retrieved,k=all,spotlight=off");
+  EXPECT_EQ(tune::label(b), "delim=-,p=0.5,format=plain,order=retrieved,k=all,spotlight=off");
+}
+
+TEST(TuneProfile, RoundTripAndFieldErrors) {
+  tune::Profile p;
+  p.presentation.delimiter = "_";
+  p.presentation.p = 0.5;
+  p.presentation.format = "yaml";
+  p.presentation.order = Order::Edges;
+  p.presentation.k = 3;
+  p.searched = {"delimiter", "p", "format"};
+  p.model = "m.gguf";
+  p.task = Task::Needle;
+  p.store = "s.sqlite";
+  p.run = 4;
+  auto dir = ragform::testing::temp_dir("tune_profile");
+  const std::string path = (dir / "p.json").string();
+  tune::save_profile(path, p);
+  EXPECT_EQ(tune::load_profile(path), p);
+
+  nlohmann::json j = tune::profile_to_json(p);
+  j["presentation"]["k"] = "three";
+  try {
+    tune::profile_from_json(j, "p.json");
+    FAIL() << "accepted a string k";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: presentation: k: must be a non-negative integer"),
+              std::string::npos)
+        << e.what();
+  }
+  j = tune::profile_to_json(p);
+  j["schema_version"] = 9;
+  EXPECT_THROW(tune::profile_from_json(j, "p.json"), Error);
+  EXPECT_THROW(tune::profile_from_json(nlohmann::json::object(), "p.json"), Error);
+}
+
+}  // namespace
