@@ -52,6 +52,8 @@ int run_attention(const std::vector<std::string>& argv) {
     throw UsageError("--calibrated", "needs --doc-spans");
   std::optional<cnorm::BiasCurve> curve;
   if (calibrated.value) curve = cnorm::load_bias_curve(bias.value);
+  std::vector<cnorm::CharSpan> spans;
+  if (!doc_spans.value.empty()) spans = cnorm::parse_char_spans(doc_spans.value, "--doc-spans");
   std::string prompt = pf.read();
   auto reader = rf.open_native();
   reader::AttentionQuery q;
@@ -61,10 +63,8 @@ int run_attention(const std::vector<std::string>& argv) {
   const auto& row = r.rows.at(0);
   double abs = cnorm::attention_balance_score(row.mean);
   nlohmann::json docs;
-  if (!doc_spans.value.empty())
-    docs = cnorm::document_report(prompt, r, row,
-                                  cnorm::parse_char_spans(doc_spans.value, "--doc-spans"),
-                                  curve ? &*curve : nullptr);
+  if (!spans.empty())
+    docs = cnorm::document_report(prompt, r, row, spans, curve ? &*curve : nullptr);
   if (json.value) {
     nlohmann::json heads = nlohmann::json::array();
     for (auto& h : row.heads) {

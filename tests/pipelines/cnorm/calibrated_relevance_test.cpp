@@ -1,0 +1,143 @@
+// Calibrated relevance (pipelines/cnorm/relevance.h): document spans resolved to tokens by the
+// any-character rule, masses summed from an attention row, the bias curve subtracted, and the
+// documents ranked. The attention here is constructed, so the right answer is known.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "pipelines/cnorm/cnorm.h"
+
+namespace {
+
+using namespace ragform::cnorm;
+using ragform::Error;
+using ragform::UsageError;
+
+TEST(CalibratedRelevance, ParsesSpanLists) {
+  EXPECT_EQ(parse_char_spans("0:5,7:9", "--doc-spans"), (std::vector<CharSpan>{{0, 5}, {7, 9}}));
+  for (const char* bad : {"", "3", "5:5", "6:2", "a:3", "1:2,", "1:2,,3:4", "-1:4"})
+    EXPECT_THROW(parse_char_spans(bad, "--doc-spans"), UsageError) << bad;
+  EXPECT_EQ(char_spans_from_json(nlohmann::json::parse("[[1,4],[4,8]]"), "doc_spans"),
+            (std::vector<CharSpan>{{1, 4}, {4, 8}}));
+  for (const char* bad : {"[]", "[[1]]", "[[2,1]]", "[[-1,3]]", "\"0:3\"", "[[0.5,3]]"})
+    EXPECT_THROW(char_spans_from_json(nlohmann::json::parse(bad), "doc_spans"), UsageError) << bad;
+}
+
+TEST(CalibratedRelevance, LaysPiecesOverThePromptText) {
+  // SentencePiece: BOS and a dummy-prefix space the text does not have.
+  const std::string prompt = "Once upon a time";
+  auto c = token_chars(prompt, {"<s>", " Once", " upon", " a", " time"});
+  EXPECT_EQ(c, (std::vector<CharSpan>{{0, 0}, {0, 4}, {4, 9}, {9, 11}, {11, 16}}));
+  // A chat template's markers around the user's text cover nothing.
+  c = token_chars("hi there", {"<|im_start|>", "hi", " there", "<|im_end|>", "\n"});
+  EXPECT_EQ(c, (std::vector<CharSpan>{{0, 0}, {0, 2}, {2, 8}, {8, 8}, {8, 8}}));
+  // Pieces that stop short of the text (a prompt cut to fit) are an error, not a silent shift.
+  EXPECT_THROW(token_chars(prompt, {"<s>", " Once", " upon"}), Error);
+}
+
+TEST(CalibratedRelevance, ATokenIsInASpanWhenAnyOfItsCharactersIs) {
+  const std::string prompt = "Once upon a time";
+  const std::vector<std::string> pieces = {"<s>", " Once", " upon", " a", " time"};
+  // "nce u": the last characters of token 1 and the first of token 2.
+  EXPECT_EQ(resolve_spans(prompt, pieces, {{1, 6}}), (std::vector<TokenSpan>{{1, 3}}));
+  // One character of " time" (its 't'), and the whole prompt (BOS is in no span).
+  EXPECT_EQ(resolve_spans(prompt, pieces, {{12, 13}, {0, 16}}),
+            (std::vector<TokenSpan>{{4, 5}, {1, 5}}));
+  EXPECT_THROW(resolve_spans(prompt, pieces, {{10, 17}}), UsageError);
+}
+
+// K documents of one token each after BOS; every document's mass is the bias curve at its slot
+// plus its relevance, and only the planted one is relevant. Its slot moves through all K.
+struct Planted {
+  std::string prompt;
+  std::vector<std::string> pieces;
+  std::vector<CharSpan> spans;
+  ragform::reader::AttentionResult result;
+};
+
+Planted planted_at(size_t slot, const std::vector<double>& bias, double relevance) {
+  Planted p;
+  p.pieces = {"<s>"};
+  std::vector<float> row = {0.2f};  // the attention sink on BOS
+  for (size_t k = 0; k < bias.size(); ++k) {
+    std::string doc = (k ? " doc" : "doc") + std::to_string(k);
+    p.spans.push_back({p.prompt.size() + (k ? 1 : 0), p.prompt.size() + doc.size()});
+    p.prompt += doc;
+    p.pieces.push_back(doc);
+    row.push_back(float(bias[k] + (k == slot ? relevance : 0.0)));
+  }
+  ragform::reader::AttentionRows r;
+  r.layer = 3;
+  r.query_position = int(row.size()) - 1;
+  r.mean = row;
+  p.result.pieces = p.pieces;
+  p.result.rows = {r};
+  return p;
+}
+
+TEST(CalibratedRelevance, APlantedDocumentRanksFirstAtEverySlot) {
+  const std::vector<double> bias = {0.30, 0.10, 0.04, 0.02, 0.05, 0.12, 0.27};  // U-shaped
+  BiasCurve curve;
+  curve.curve = bias;
+  curve.k = bias.size();
+  for (size_t slot = 0; slot < bias.size(); ++slot) {
+    Planted p = planted_at(slot, bias, 0.03);
+    nlohmann::json j = document_report(p.prompt, p.result, p.result.rows[0], p.spans, &curve);
+    EXPECT_EQ(j["ranking"][0], slot) << "calibrated, planted at " << slot;
+    EXPECT_NEAR(j["documents"][slot]["calibrated"].get<double>(), 0.03, 1e-6);
+    EXPECT_NEAR(j["documents"][slot]["bias"].get<double>(), bias[slot], 1e-9);
+    // Raw attention ranks an edge document first whenever the planted one sits in the middle:
+    // the bias the calibration removes.
+    nlohmann::json raw = document_report(p.prompt, p.result, p.result.rows[0], p.spans, nullptr);
+    if (slot != 0 && slot + 1 != bias.size()) {
+      EXPECT_NE(raw["ranking"][0], slot) << slot;
+    }
+    EXPECT_FALSE(raw["documents"][0].contains("calibrated"));
+  }
+}
+
+TEST(CalibratedRelevance, UsesTheCurveOfTheRowsLayer) {
+  BiasCurve curve;
+  curve.curve = {0.0, 0.0, 0.0};
+  curve.k = 3;
+  curve.layers = {{3, {0.5, 0.0, 0.0}}, {4, {0.0, 0.0, 0.5}}};
+  EXPECT_EQ(bias_for_layer(curve, 3), curve.layers[0].curve);
+  EXPECT_EQ(bias_for_layer(curve, 7), curve.curve);  // a layer the curve lacks: the overall one
+  // Row of layer 3: slot 0 gets 0.5 from the bias alone, so its calibrated relevance is ~0.
+  Planted p = planted_at(1, {0.5, 0.0, 0.0}, 0.01);
+  nlohmann::json j = document_report(p.prompt, p.result, p.result.rows[0], p.spans, &curve);
+  EXPECT_EQ(j["ranking"][0], 1);
+  curve.layers.clear();
+  j = document_report(p.prompt, p.result, p.result.rows[0], p.spans, &curve);
+  EXPECT_EQ(j["ranking"][0], 0);  // with the flat overall curve, slot 0's bias is not removed
+  curve.curve = {0.0, 0.0};
+  EXPECT_THROW(document_report(p.prompt, p.result, p.result.rows[0], p.spans, &curve), UsageError);
+}
+
+TEST(CalibratedRelevance, RankingIsStableOnTies) {
+  EXPECT_EQ(rank_documents({0.1, 0.3, 0.1, 0.3}), (std::vector<size_t>{1, 3, 0, 2}));
+  EXPECT_EQ(calibrated_relevance({0.5, 0.25}, {0.25, 0.25}), (std::vector<double>{0.25, 0.0}));
+  EXPECT_THROW(calibrated_relevance({0.5}, {0.25, 0.25}), Error);
+}
+
+TEST(CalibratedRelevance, CurveFilesRoundTripAndRefuseMalformedOnes) {
+  BiasCurve c;
+  c.task = "needle";
+  c.k = 2;
+  c.prompts = 6;
+  c.curve = {0.25, 0.5};
+  c.layers = {{0, {0.125, 0.75}}};
+  BiasCurve back = bias_curve_from_json(bias_curve_json(c), "curve");
+  EXPECT_EQ(back.curve, c.curve);
+  ASSERT_EQ(back.layers.size(), 1u);
+  EXPECT_EQ(back.layers[0].curve, c.layers[0].curve);
+  EXPECT_EQ(back.prompts, 6u);
+  for (const char* bad : {"{}", "{\"curve\":[]}", "{\"curve\":[\"a\"]}",
+                          "{\"curve\":[1,2],\"layers\":[{\"layer\":0,\"curve\":[1]}]}",
+                          "{\"curve\":[1],\"layers\":[{\"curve\":[1]}]}"})
+    EXPECT_THROW(bias_curve_from_json(nlohmann::json::parse(bad), "curve"), UsageError) << bad;
+}
+
+}  // namespace
