@@ -143,6 +143,18 @@ std::vector<char> tapped_rows_not_finite(const AttnSeq& seq, int row0, int rows,
   return bad;
 }
 
+// The steering rule on the item's softmax rows of steered heads (query vector i = r * G + g is
+// the query at position pos0 + row0 + r, head kvh * G + g).
+void steer_item(const AttnSeq& seq, int kvh, int row0, int rows, int G, float* S, int ldS,
+                const std::vector<int>& n_keys) {
+  for (int r = 0; r < rows; ++r)
+    for (int g = 0; g < G; ++g) {
+      if (!seq.steer->steers_head(kvh * G + g)) continue;
+      const size_t i = size_t(r * G + g);
+      steer_row(*seq.steer, seq.pos0 + row0 + r, S + i * size_t(ldS), n_keys[i]);
+    }
+}
+
 // One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads.
 void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
               AttnScratch::Thread& t) {
@@ -174,6 +186,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
   const std::vector<char> bad_tap = tapped_rows_not_finite(seq, row0, rows, G, S, ldS, t.n_keys);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
+  if (seq.steer) steer_item(seq, kvh, row0, rows, G, S, ldS, t.n_keys);
   size_t k = 0;
   for (const AttnTap& tap : seq.taps) {
     if (tap.row < row0 || tap.row >= row0 + rows) continue;
@@ -283,6 +296,33 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
       size_t(nt), [&](size_t, size_t, int tid) { work(tid); }, 1);
 }
 
+namespace {
+// The steering rule on one reference row, from its definition: membership of key j tested against
+// every span that ends at or before the query, masses and factors in double.
+void steer_reference_row(const Steering& st, int pos, std::vector<float>& p) {
+  auto inside = [&](int j) {
+    for (const TokenSpan& sp : st.spans)
+      if (sp.end <= pos && j >= sp.begin && j < sp.end) return true;
+    return false;
+  };
+  double in = 0.0, rest = 0.0;
+  for (size_t j = 0; j < p.size(); ++j) (inside(int(j)) ? in : rest) += p[j];
+  if (in <= 0.0) return;
+  const double v = st.value;
+  double fin = 1.0, fout = 1.0;
+  if (st.rule == Steering::Rescale) {
+    if (rest + v * in <= 0.0) return;
+    fin = v / (rest + v * in);
+    fout = 1.0 / (rest + v * in);
+  } else {
+    if (rest <= 0.0) return;
+    fin = v / in;
+    fout = (1.0 - v) / rest;
+  }
+  for (size_t j = 0; j < p.size(); ++j) p[j] = float(p[j] * (inside(int(j)) ? fin : fout));
+}
+}  // namespace
+
 void attention_reference(const AttnShape& a, const AttnSeq& seq) {
   check_shape(a);
   const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
@@ -306,6 +346,7 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
       if (a.window > 0)
         for (int j = 0; j < n_keys - a.window; ++j) sc[size_t(j)] = -INFINITY;
       model::softmax(sc.data(), n_keys);
+      if (seq.steer && seq.steer->steers_head(h)) steer_reference_row(*seq.steer, seq.pos0 + r, sc);
       for (const AttnTap& tap : seq.taps)
         if (tap.row == r) std::copy(sc.begin(), sc.end(), tap.heads[h].begin());
       float* o = seq.out + size_t(r) * size_t(qd) + size_t(h) * size_t(hd);

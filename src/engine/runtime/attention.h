@@ -18,6 +18,10 @@
 // Numerics follow ggml's CPU graph without flash attention: with an F16 cache the query is
 // rounded to F16 before Q K^T and the probabilities are rounded to F16 before P V.
 //
+// Steering (steering.h): a sequence with AttnSeq::steer set has the rule applied to the softmax
+// rows of its steered heads after pass 1's softmax, before taps copy them and before P V; without
+// it the kernel runs exactly the unsteered path.
+//
 // Variants: scalar (portable reference order), AVX2+FMA+F16C and AVX-512 (F/BW/VL/DQ), chosen at
 // run time from the CPU (one binary for any x86-64); attention_reference() is the plain
 // per-(row, head) loop every variant is tested against.
@@ -27,6 +31,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/ops/cpu_features.h"
+#include "engine/runtime/steering.h"
 
 namespace ragform::runtime {
 
@@ -90,6 +95,8 @@ struct AttnSeq {
   int pos0 = 0;
   int n_rows = 0;
   std::vector<AttnTap> taps;  // any order
+  // Steering of this layer for this sequence (active, and steering this layer), or null: none.
+  const Steering* steer = nullptr;
 };
 
 enum class SimdLevel { Scalar = 0, Avx2 = 1, Avx512 = 2 };
@@ -124,7 +131,8 @@ class AttnScratch {
 void attention(const AttnShape& shape, const std::vector<AttnSeq>& seqs, ThreadPool& pool,
                AttnScratch& scratch, SimdLevel level = cpu_simd_level());
 
-// The scalar reference: per (row, head) dot products in key order, model-style softmax, P V.
+// The scalar reference: per (row, head) dot products in key order, model-style softmax, the
+// steering rule (written out on its own, in double), P V.
 void attention_reference(const AttnShape& shape, const AttnSeq& seq);
 
 // Floating-point operations of one call (2 per multiply-add of Q K^T and P V), for benchmarks.

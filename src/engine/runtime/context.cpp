@@ -113,7 +113,7 @@ int Context::reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_r
     const Hparams& hp = m_.hp();
     const bool f16 = params_.kv_type == KvType::F16;
     const size_t cap = std::min(size_t(total - 1), size_t(max_reuse));
-    PrefixMatch m = pc->lookup(&m_, f16, tokens.data(), tokens.size(), cap);
+    PrefixMatch m = pc->lookup(&m_, f16, tokens.data(), tokens.size(), cap, s.steer.key());
     if (m.entry && m.n > 0) {
       detail::grow(s, m.n, hp, params_.kv_type, params_.n_ctx);
       for (int l = 0; l < hp.n_layer; ++l) {
@@ -153,7 +153,8 @@ void Context::cache_prefix(int seq) {
   const int n = s.n_past;
   if (n <= 0 || s.tokens.size() != size_t(n)) return;
   const bool f16 = params_.kv_type == KvType::F16;
-  if (pc->covers(&m_, f16, s.tokens.data(), s.tokens.size())) return;
+  const std::string steer = s.steer.key();
+  if (pc->covers(&m_, f16, s.tokens.data(), s.tokens.size(), steer)) return;
   const Hparams& hp = m_.hp();
   const size_t ke = key_cache_elems(n, hp.kv_dim()), ve = size_t(n) * size_t(hp.kv_dim());
   const size_t bytes = size_t(hp.n_layer) * (ke + ve) * (f16 ? 2 : 4);
@@ -161,6 +162,7 @@ void Context::cache_prefix(int seq) {
   auto e = std::make_shared<PrefixEntry>();
   e->owner = &m_;
   e->f16 = f16;
+  e->steer = steer;
   e->tokens = s.tokens;
   for (int l = 0; l < hp.n_layer; ++l) {
     const size_t L = size_t(l);
@@ -176,6 +178,31 @@ void Context::cache_prefix(int seq) {
 }
 
 int Context::n_past(int seq) const { return get_seq(impl_->seqs, seq).n_past; }
+
+void Context::set_steering(int seq, const Steering& st) {
+  SeqCache& s = get_seq(impl_->seqs, seq);
+  if (!st.active()) {
+    s.steer = Steering{};
+    return;
+  }
+  const Hparams& hp = m_.hp();
+  for (int l : st.layers)
+    if (l < 0 || l >= hp.n_layer)
+      throw Error("steering", "layer " + std::to_string(l) + " is outside 0.." +
+                                  std::to_string(hp.n_layer - 1));
+  for (int h : st.heads)
+    if (h < 0 || h >= hp.n_head)
+      throw Error("steering",
+                  "head " + std::to_string(h) + " is outside 0.." + std::to_string(hp.n_head - 1));
+  for (const TokenSpan& sp : st.spans)
+    if (sp.begin < 0 || sp.end <= sp.begin)
+      throw Error("steering",
+                  "bad token span " + std::to_string(sp.begin) + ":" + std::to_string(sp.end));
+  s.steer = st;
+  s.steer.spans = merge_spans(st.spans);
+}
+
+const Steering& Context::steering(int seq) const { return get_seq(impl_->seqs, seq).steer; }
 
 size_t Context::kv_bytes() const {
   size_t b = 0;

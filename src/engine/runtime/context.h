@@ -15,6 +15,7 @@
 #include "engine/model/engine_options.h"
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
+#include "engine/runtime/steering.h"
 
 namespace ragform::runtime {
 
@@ -79,6 +80,12 @@ class Context {
   // Drops the cache after the first n tokens (to reuse a shared prefix).
   void truncate(int seq, int n);
   int n_past(int seq) const;
+  // Attention steering (steering.h) of every token evaluated from now on in `seq` (prefill and
+  // decode); an inactive Steering turns it off. The prefix cache keys the sequence's rows on
+  // Steering::key(), so steered rows are only ever reused under the same setting. Throws Error
+  // for a layer, head or span outside the model.
+  void set_steering(int seq, const Steering& s);
+  const Steering& steering(int seq) const;
   int n_ctx() const { return params_.n_ctx; }
   ThreadPool& pool() const { return *params_.pool; }
   const model::Model& model() const { return m_; }

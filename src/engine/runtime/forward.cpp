@@ -160,6 +160,7 @@ void attention_block(Pass& p, int il) {
     as.pos0 = c.n_past;
     as.n_rows = int(in.tokens.size());
     as.taps.clear();
+    as.steer = c.steer.active() && c.steer.steers_layer(il) ? &c.steer : nullptr;
     add_taps(p, ii, il, as);
     if (last_layer) skip_unread_rows(as, &s.need_final[size_t(base)], int(Qd));
     base += int64_t(in.tokens.size());

@@ -16,6 +16,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/attention.h"
 #include "engine/runtime/context.h"
+#include "engine/runtime/steering.h"
 
 namespace ragform::runtime::detail {
 
@@ -27,6 +28,7 @@ struct SeqCache {
   int n_past = 0;
   int capacity = 0;
   std::vector<int32_t> tokens;  // [n_past]: the tokens the cache rows were computed from
+  Steering steer;               // active or default (off): Context::set_steering
   std::vector<std::vector<float>> k32, v32;
   std::vector<std::vector<uint16_t>> k16, v16;
 };

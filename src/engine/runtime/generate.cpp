@@ -29,6 +29,9 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
   if (!opt.seeds.empty() && opt.seeds.size() != n)
     throw Error("generate", std::to_string(opt.seeds.size()) + " seeds for " + std::to_string(n) +
                                 " prompts: one seed per prompt expected");
+  if (opt.steering.size() > 1 && opt.steering.size() != n)
+    throw Error("generate", std::to_string(opt.steering.size()) + " steering settings for " +
+                                std::to_string(n) + " prompts: one, or one per prompt, expected");
   std::vector<GenerateOutput> out(n);
   std::vector<int> seq(n, -1);
   std::vector<Sampler> samplers;
@@ -55,6 +58,8 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
     sp.seed = opt.seeds.empty() ? sp.seed + i : opt.seeds[i];
     samplers.emplace_back(sp);
     seq[i] = ctx.new_sequence();
+    if (!opt.steering.empty())
+      ctx.set_steering(seq[i], opt.steering[opt.steering.size() == 1 ? 0 : i]);
     out[i].prompt_tokens = int(prompts[i].size());
     SeqInput in;
     in.seq = seq[i];

@@ -18,6 +18,9 @@ struct GenerateOptions {
   std::vector<uint64_t> seeds;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // Attention steering (steering.h) of sequence i: steering[i] when one per prompt is given, the
+  // one entry for every prompt when one is given, none when empty.
+  std::vector<Steering> steering;
 };
 
 struct GenerateOutput {

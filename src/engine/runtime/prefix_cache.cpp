@@ -36,7 +36,7 @@ PrefixCache::PrefixCache(size_t max_bytes)
 }
 
 PrefixMatch PrefixCache::lookup(const void* owner, bool f16, const int32_t* tokens, size_t n,
-                                size_t max_len) {
+                                size_t max_len, const std::string& steer) {
   std::lock_guard<std::mutex> lock(mu_);
   ++st_.lookups;
   PrefixMatch best;
@@ -44,7 +44,7 @@ PrefixMatch PrefixCache::lookup(const void* owner, bool f16, const int32_t* toke
   const size_t cap = std::min(n, max_len);
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     const PrefixEntry& e = **it;
-    if (e.owner != owner || e.f16 != f16) continue;
+    if (e.owner != owner || e.f16 != f16 || e.steer != steer) continue;
     size_t m = std::min(common_prefix(e.tokens, tokens, n), cap);
     if (int(m) > best.n) {
       best.n = int(m);
@@ -62,10 +62,11 @@ PrefixMatch PrefixCache::lookup(const void* owner, bool f16, const int32_t* toke
 }
 
 std::list<std::shared_ptr<const PrefixEntry>>::iterator PrefixCache::find_covering(
-    const void* owner, bool f16, const int32_t* tokens, size_t n) {
+    const void* owner, bool f16, const int32_t* tokens, size_t n, const std::string& steer) {
   for (auto it = lru_.begin(); it != lru_.end(); ++it) {
     const PrefixEntry& e = **it;
-    if (e.owner == owner && e.f16 == f16 && common_prefix(e.tokens, tokens, n) == n) {
+    if (e.owner == owner && e.f16 == f16 && e.steer == steer &&
+        common_prefix(e.tokens, tokens, n) == n) {
       lru_.splice(lru_.begin(), lru_, it);
       return lru_.begin();
     }
@@ -73,9 +74,10 @@ std::list<std::shared_ptr<const PrefixEntry>>::iterator PrefixCache::find_coveri
   return lru_.end();
 }
 
-bool PrefixCache::covers(const void* owner, bool f16, const int32_t* tokens, size_t n) {
+bool PrefixCache::covers(const void* owner, bool f16, const int32_t* tokens, size_t n,
+                         const std::string& steer) {
   std::lock_guard<std::mutex> lock(mu_);
-  return find_covering(owner, f16, tokens, n) != lru_.end();
+  return find_covering(owner, f16, tokens, n, steer) != lru_.end();
 }
 
 void PrefixCache::insert(std::shared_ptr<const PrefixEntry> e) {
@@ -83,12 +85,13 @@ void PrefixCache::insert(std::shared_ptr<const PrefixEntry> e) {
   const size_t b = e->bytes();
   std::lock_guard<std::mutex> lock(mu_);
   // Already covered by a cached entry: that one is refreshed instead.
-  if (find_covering(e->owner, e->f16, e->tokens.data(), e->tokens.size()) != lru_.end()) return;
+  if (find_covering(e->owner, e->f16, e->tokens.data(), e->tokens.size(), e->steer) != lru_.end())
+    return;
   if (b > max_bytes_) return;
   // Entries that are prefixes of the new one are redundant.
   for (auto it = lru_.begin(); it != lru_.end();) {
     const PrefixEntry& c = **it;
-    if (c.owner == e->owner && c.f16 == e->f16 &&
+    if (c.owner == e->owner && c.f16 == e->f16 && c.steer == e->steer &&
         common_prefix(e->tokens, c.tokens.data(), c.tokens.size()) == c.tokens.size()) {
       bytes_ -= c.bytes();
       it = lru_.erase(it);

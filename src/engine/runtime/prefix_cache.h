@@ -29,6 +29,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,9 @@ namespace ragform::runtime {
 struct PrefixEntry {
   const void* owner = nullptr;  // the model the rows belong to (never compared across models)
   bool f16 = false;
+  // Steering::key() of the sequence the rows were computed in ("" = unsteered): rows are reused
+  // only under the same steering, whose numbers they are.
+  std::string steer;
   std::vector<int32_t> tokens;                  // [n]
   std::vector<std::vector<float>> k32, v32;     // [n_layer][...] when !f16
   std::vector<std::vector<uint16_t>> k16, v16;  // [n_layer][...] when f16
@@ -69,13 +73,15 @@ class PrefixCache {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   // The entry sharing the longest prefix with tokens[0..n), at most max_len tokens of it, among
-  // entries of `owner` with the given KV type. Marks it most recently used.
-  PrefixMatch lookup(const void* owner, bool f16, const int32_t* tokens, size_t n, size_t max_len);
+  // entries of `owner` with the given KV type and steering key. Marks it most recently used.
+  PrefixMatch lookup(const void* owner, bool f16, const int32_t* tokens, size_t n, size_t max_len,
+                     const std::string& steer = {});
   // Adds an entry (evicting LRU entries to stay within max_bytes). An entry larger than the whole
   // bound is not kept. An entry whose tokens are a prefix of a cached one only refreshes it.
   void insert(std::shared_ptr<const PrefixEntry> e);
   // True when an entry of `owner` already holds tokens[0..n) (the caller can skip building one).
-  bool covers(const void* owner, bool f16, const int32_t* tokens, size_t n);
+  bool covers(const void* owner, bool f16, const int32_t* tokens, size_t n,
+              const std::string& steer = {});
   PrefixCacheStats stats() const;
   size_t max_bytes() const { return max_bytes_; }
 
@@ -85,7 +91,8 @@ class PrefixCache {
   // none. mu_ held.
   std::list<std::shared_ptr<const PrefixEntry>>::iterator find_covering(const void* owner, bool f16,
                                                                         const int32_t* tokens,
-                                                                        size_t n);
+                                                                        size_t n,
+                                                                        const std::string& steer);
   const size_t max_bytes_;
   mutable std::mutex mu_;
   std::list<std::shared_ptr<const PrefixEntry>> lru_;  // front = most recently used

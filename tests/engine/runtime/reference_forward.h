@@ -10,6 +10,7 @@
 
 #include "engine/model/model.h"
 #include "engine/ops/ops.h"
+#include "engine/runtime/steering.h"
 
 namespace ragform::testing {
 
@@ -23,6 +24,9 @@ class ReferenceForward {
   // Switches to break the reference on purpose (a drift test shows it would see the difference).
   bool use_rope_freqs = true;
   bool use_window = true;
+  // Attention steering (runtime/steering.h), applied to the probabilities of steered layers and
+  // heads as the rule is defined; null = none.
+  const runtime::Steering* steer = nullptr;
 
   explicit ReferenceForward(const model::Model& m) : m_(m), hp_(m.hp()) {
     auto deq = [](const ops::WeightView& w) { return ops::dequantize_tensor(w); };
@@ -73,10 +77,12 @@ class ReferenceForward {
           }
           double sum = 0;
           for (double& e : s) sum += (e = std::exp(e - mx));
+          for (double& e : s) e /= sum;
+          if (steer && steer->active() && steer->steers_layer(il) && steer->steers_head(hh))
+            steer_probs(s, lo, t);
           for (int j = lo; j <= t; ++j)
             for (int c = 0; c < HD; ++c)
-              att[size_t(hh * HD + c)] +=
-                  s[size_t(j - lo)] / sum * v[size_t(j)][size_t(kvh * HD + c)];
+              att[size_t(hh * HD + c)] += s[size_t(j - lo)] * v[size_t(j)][size_t(kvh * HD + c)];
         }
         Vec o = matvec(W.wo, att, E, nullptr);
         if (L.attn_post_norm) o = norm(o, L.attn_post_norm);
@@ -131,6 +137,28 @@ class ReferenceForward {
     if (m_.arch().ffn_act == model::FfnAct::GeluTanh)
       return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
     return g / (1.0 + std::exp(-g));
+  }
+  // The steering rule on the probabilities p[j - lo] of keys lo..t of the query at position t.
+  void steer_probs(std::vector<double>& p, int lo, int t) const {
+    auto inside = [&](int j) {
+      for (const auto& sp : steer->spans)
+        if (sp.end <= t && j >= sp.begin && j < sp.end) return true;
+      return false;
+    };
+    double in = 0, rest = 0;
+    for (int j = lo; j <= t; ++j) (inside(j) ? in : rest) += p[size_t(j - lo)];
+    const double v = steer->value;
+    double fin, fout;
+    if (steer->rule == runtime::Steering::Rescale) {
+      if (in <= 0 || rest + v * in <= 0) return;
+      fin = v / (rest + v * in);
+      fout = 1 / (rest + v * in);
+    } else {
+      if (in <= 0 || rest <= 0) return;
+      fin = v / in;
+      fout = (1 - v) / rest;
+    }
+    for (int j = lo; j <= t; ++j) p[size_t(j - lo)] *= inside(j) ? fin : fout;
   }
   // Per-head q/k norm, then RoPE at position pos.
   void head_prep(double* v, const float* w, int pos, int il) const {
