@@ -194,16 +194,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   const Profile prof = st ? cnorm::run_calibrate(*reader, *st, items, co).profile
                           : cnorm::run_calibrate(*reader, items, co).profile;
   save_profile(prof, f.out.value);
-  for (const auto& c : prof.candidates) {
-    std::string name = c.label();  // padded to 10 columns (code points, not bytes)
-    size_t cols = 0;
-    for (unsigned char ch : name) cols += (ch & 0xC0) != 0x80;
-    if (cols < 10) name.append(10 - cols, ' ');
-    std::fprintf(
-        stderr, "  %s ABS %.6f +- %.6f (%zu prompts)%s\n", name.c_str(), c.mean, c.std,
-        c.abs.size(),
-        c.label() == (prof.best_name.empty() ? prof.best.name : prof.best_name) ? "  <- best" : "");
-  }
+  for (const auto& l : calibration_lines(prof)) note(l);
   note_prefill(*reader);
   print_json_line(profile_to_json(prof));
   return 0;

@@ -201,9 +201,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   eo.origin = common::origin_of(*reader, common::tool_version(), f.rf.model.value, model_sha);
   store::RunStore st(f.store_path.value);
   EvalSummary sum = run_eval(*reader, st, per_seed, eo);
-  for (const auto& s : sum.average)
-    std::fprintf(stderr, "  %-10s OAA %.4f  OPA %.4f (best position %zu of %zu)\n", s.name.c_str(),
-                 s.oaa, s.opa, s.best_position + 1, s.accuracy.size());
+  for (const auto& l : eval_lines(sum)) note(l);
   for (const auto& l : sum.analysis_lines) note("  " + l);
   note_prefill(*reader);
   nlohmann::json j = eval_summary_json(sum, eo);

@@ -48,9 +48,8 @@ int cmd_data_check(const std::vector<std::string>& argv) {
   return c.ok() ? 0 : 1;
 }
 
-// Story-needle items (cnorm/tasks.h) as lost-in-the-middle QA records, the gold document first
-// ("isgold": true) and its distractors after it: the input `demo` gives `sure perturb`, as a
-// command so that the demo's printed steps can be run by hand.
+// Story-needle items as lost-in-the-middle QA records (cnorm/outputs.h needle_jsonl): the input
+// `demo` gives `sure perturb`, as a command so that the demo's printed steps can be run by hand.
 int cmd_data_needle(const std::vector<std::string>& argv) {
   Args a("data needle", "Write generated story-needle QA records (JSONL) on stdout.",
          "The story-needle probe of `cnorm --task needle` (a fact hidden in a short story and a\n"
@@ -66,16 +65,9 @@ int cmd_data_needle(const std::vector<std::string>& argv) {
                    .range(2, 12);
   auto& seed = a.opt<int>("--seed", "S", "seed of the items", 0).range(0, kMaxInt);
   if (!a.parse(argv)) return 0;
-  for (const auto& it :
-       cnorm::make_needle_items(size_t(count.value), size_t(docs.value), uint64_t(seed.value))) {
-    nlohmann::json ctxs = nlohmann::json::array();
-    ctxs.push_back({{"title", it.gold.title}, {"text", it.gold.text}, {"isgold", true}});
-    for (const auto& d : it.distractors)
-      ctxs.push_back({{"title", d.title}, {"text", d.text}, {"isgold", false}});
-    const nlohmann::json rec = {
-        {"id", it.id}, {"question", it.question}, {"answers", it.answers}, {"ctxs", ctxs}};
-    std::printf("%s\n", rec.dump().c_str());
-  }
+  const std::string lines =
+      cnorm::needle_jsonl(size_t(count.value), size_t(docs.value), uint64_t(seed.value));
+  std::fwrite(lines.data(), 1, lines.size(), stdout);
   if (std::fflush(stdout) != 0) throw Error("data needle", "cannot write the records");
   return 0;
 }

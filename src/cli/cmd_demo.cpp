@@ -1,6 +1,7 @@
-// ragform demo: the README's main command. A script of the real commands, invoked in-process
-// through the command registry (each step is printed as the command line it runs, so a user can
-// rerun any of them by hand), on the real trained stories260K model by default:
+// ragform demo: the README's main command. A script of the real commands, each printed as the
+// command line that does the same (so a user can rerun any of them by hand, in order) and run
+// in-process through the same library calls that command makes, on the real trained stories260K
+// model by default:
 //   1. cnorm calibrate --task needle --store   C-NORM delimiter calibration (ABS, Figure 3 data)
 //   2. cnorm eval --task needle --store        gold-position sweep: Baseline / Min-Token / C-NORM
 //   3. data needle | sure perturb | sure filter | sure eval
@@ -9,28 +10,38 @@
 //   4. Spotlight selection + recall@K on HotpotQA dev with GloVe vectors, through the runner
 //      `spotlight eval --store` uses (pipelines/spotlight/run.h)
 //   5. report                                  one self-contained HTML page
+// Each step writes the file its printed command writes (its stdout after '>'), and the next step
+// reads it by the printed path: the steps hand each other exactly what the commands would.
 // Outputs: ./ragform-demo.sqlite and ./ragform-demo.html (or --out-dir); intermediate files go to
-// a temporary folder that is removed at the end. A rerun reuses every stored row (resumable).
-#include <fcntl.h>
+// a temporary folder that is removed at the end (or to --work-dir, kept). A rerun reuses every
+// stored row (resumable).
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
 #include "cli/args.h"
+#include "cli/cnorm_verbs.h"
 #include "cli/command.h"
 #include "cli/engine_env.h"
-#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+#include "cli/run_hooks.h"
+#include "cli/sure_verbs.h"
 #include "eval/datasets.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "pipelines/spotlight/spotlight.h"
+#include "pipelines/sure/sure.h"
+#include "report/write_report.h"
 #include "store/run_store.h"
+#include "store/sha256.h"
 
 namespace ragform::cli {
 namespace {
@@ -44,42 +55,13 @@ std::string quote(const std::string& s) {
   return o + "'";
 }
 
-// Runs a registered command with stdout redirected to `out_file` (its JSON lines), stderr left
-// to the terminal. Returns the command's exit code; exceptions propagate after stdout is restored.
-int invoke(const std::vector<std::string>& args, const fs::path& out_file) {
+// Prints the command line a step stands for, with the file its stdout goes to. The whole path:
+// a later step reads the file by it, and the printed lines run as printed.
+void echo(const std::vector<std::string>& args, const fs::path& out_file) {
   std::string line = "$ ragform";
   for (const auto& a : args) line += " " + quote(a);
-  // The whole path: a later step reads the file by it, and the printed lines run as printed.
   if (!out_file.empty()) line += " > " + quote(out_file.string());
   std::fprintf(stderr, "\n%s\n", line.c_str());
-  auto it = registry().find(args.at(0));
-  if (it == registry().end()) throw Error("demo", "no command '" + args[0] + "' in this build");
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  std::fflush(stdout);
-  int saved = dup(1);
-  int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (saved < 0 || fd < 0) {
-    if (saved >= 0) close(saved);
-    if (fd >= 0) close(fd);
-    throw Error("demo", "cannot write " + out_file.string());
-  }
-  dup2(fd, 1);
-  close(fd);
-  auto restore = [&] {
-    std::fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-  };
-  int rc = 0;
-  try {
-    rc = it->second.run(rest);
-  } catch (...) {
-    restore();
-    throw;
-  }
-  restore();
-  if (rc != 0) throw Error("demo", "'ragform " + args[0] + "' exited with " + std::to_string(rc));
-  return rc;
 }
 
 std::string read_text(const fs::path& p) {
@@ -89,31 +71,47 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-// The last line of a command's stdout that parses as a JSON object.
-nlohmann::json last_json(const fs::path& p) {
-  std::istringstream in(read_text(p));
-  nlohmann::json last;
-  for (std::string l; std::getline(in, l);) {
-    auto j = nlohmann::json::parse(l, nullptr, false);
-    if (j.is_object()) last = j;
-  }
-  return last;
+// Writes what a step's command prints on stdout to the file its printed line redirects it to.
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw Error("demo", "cannot write " + p.string());
 }
+
+// A JSON object as a command prints it on stdout (cli/json_out.h print_json_line), with '\n'.
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
 // The files `from`, one after the other, into `to`; printed as the `cat` that does the same.
 void concatenate(const std::vector<fs::path>& from, const fs::path& to) {
   std::string line = "$ cat";
   for (const auto& f : from) line += " " + quote(f.string());
   std::fprintf(stderr, "\n%s > %s\n", line.c_str(), quote(to.string()).c_str());
-  std::ofstream out(to, std::ios::binary);
-  for (const auto& f : from) out << read_text(f);
-  if (!out.flush()) throw Error("demo", "cannot write " + to.string());
+  std::string all;
+  for (const auto& f : from) all += read_text(f);
+  write_text(to, all);
 }
 
-size_t count_lines(const fs::path& p) {
-  std::string s = read_text(p);
-  return size_t(std::count(s.begin(), s.end(), '\n'));
-}
+// The reader flags of a printed step that names `-m MODEL` and no other reader flag, parsed as
+// that command parses them: the engine settings, the --ctx default and its note are the printed
+// command's, not a second copy of its defaults.
+struct StepReader {
+  explicit StepReader(const std::string& model) { a.parse({"-m", model}); }
+  Args a{"demo", ""};
+  ReaderFlags rf{a};
+};
+
+// The same for a `sure` step (its reader set-up and prompt directory); no model: no reader.
+struct StepSure {
+  explicit StepSure(const std::string& model) {
+    a.parse(model.empty() ? std::vector<std::string>{} : std::vector<std::string>{"-m", model});
+  }
+  Args a{"demo", ""};
+  SureSetup su{a};
+};
 
 // The demo's inputs, found before any step runs so that a missing file is reported at once.
 struct DemoInputs {
@@ -163,55 +161,204 @@ struct DemoResults {
   spotlight::RunSummary spotlight;
 };
 
+// Step 1: `cnorm calibrate --task needle -S 6 -k K -o PROFILE --cache-dir DIR --store DB`, as
+// cmd_cnorm.cpp runs it (every other flag at its default).
+void calibrate_step(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
+  const std::string K = std::to_string(plan.docs);
+  const fs::path profile = plan.work / "profile.json", out = plan.work / "calibrate.json";
+  const fs::path cache = plan.work / "cache";
+  echo({"cnorm", "calibrate", "-m", in.model, "--task", "needle", "-S", "6", "-k", K, "-o",
+        profile.string(), "--cache-dir", cache.string(), "--store", plan.db.string()},
+       out);
+  StepReader step(in.model);
+  cnorm::CalibrationRequest req;
+  req.task = "needle";
+  req.samples = 6;
+  req.k = plan.docs;
+  cnorm::CalibrationPlan cp = cnorm::calibration_plan(req);
+  cnorm::CalibrateOptions& co = cp.options;
+  const auto items =
+      cnorm_verbs::input_items(cnorm::Task::Needle, "", co.k, cp.item_seed, co.samples);
+  auto reader = step.rf.open_native();
+  co.ctx = size_t(step.rf.ctx.value);
+  co.origin =
+      common::origin_of(*reader, common::tool_version(), in.model, store::sha256_file(in.model));
+  co.cache_dir = cache.string();
+  std::optional<Progress> progress;
+  co.hooks = cli_run_hooks(&progress);
+  store::RunStore st(plan.db);
+  const cnorm::Profile prof = cnorm::run_calibrate(*reader, st, items, co).profile;
+  cnorm::save_profile(prof, profile.string());
+  for (const auto& l : cnorm::calibration_lines(prof)) note(l);
+  note_prefill(*reader);
+  const std::string line = json_text(cnorm::profile_to_json(prof));
+  write_text(out, line);
+  res.profile = nlohmann::json::parse(line);
+}
+
+// Step 2: `cnorm eval --task needle --profile PROFILE --limit N -k K --store DB`, as
+// cmd_cnorm_eval.cpp runs it: one seed (the profile's), every gold position, the three variants.
+void cnorm_eval_step(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
+  const fs::path profile = plan.work / "profile.json", out = plan.work / "cnorm-eval.json";
+  echo({"cnorm", "eval", "-m", in.model, "--task", "needle", "--profile", profile.string(),
+        "--limit", std::to_string(plan.needle), "-k", std::to_string(plan.docs), "--store",
+        plan.db.string()},
+       out);
+  StepReader step(in.model);
+  const cnorm::Task task = cnorm::Task::Needle;
+  const cnorm::Profile prof = cnorm::load_profile(profile.string());
+  const std::string model_sha = store::sha256_file(in.model);
+  if (std::string why = cnorm::profile_mismatch(prof, model_sha, cnorm::task_name(task));
+      !why.empty())
+    throw Error("demo", why);
+  cnorm::EvalOptions eo;
+  eo.task = task;
+  eo.tmpl = cnorm::load_template(task, "");
+  eo.profile = prof;
+  eo.seeds = {prof.seed};
+  eo.k = size_t(plan.docs);
+  // Read before the reader opens, as the command does (its --ctx before resolve_ctx).
+  eo.ctx = size_t(step.rf.ctx.value);
+  const std::vector<cnorm::Item> items =
+      cnorm_verbs::input_items(task, "", size_t(plan.docs), prof.seed, size_t(plan.needle));
+  if (items.empty()) throw Error("cnorm eval", "no items");
+  std::optional<Progress> progress;
+  eo.hooks = cli_run_hooks(&progress);
+  auto reader = step.rf.open_native();
+  eo.origin = common::origin_of(*reader, common::tool_version(), in.model, model_sha);
+  store::RunStore st(plan.db);
+  const cnorm::EvalSummary sum = cnorm::run_eval(*reader, st, {items}, eo);
+  for (const auto& l : cnorm::eval_lines(sum)) note(l);
+  for (const auto& l : sum.analysis_lines) note("  " + l);
+  note_prefill(*reader);
+  nlohmann::json j = cnorm::eval_summary_json(sum, eo);
+  j["store"] = plan.db.string();
+  j["shard"] = Shard{}.describe();
+  const std::string line = json_text(j);
+  write_text(out, line);
+  res.cnorm_eval = nlohmann::json::parse(line);
+}
+
+// `sure perturb --input FILE --kinds logic,format,metadata [--limit N --docs 1]` with no reader,
+// as cmd_sure.cpp runs it: the rule-based kinds; the reader-written one is skipped with its note.
+void perturb_step(const std::string& input, int limit, int docs, const fs::path& out) {
+  std::vector<std::string> args = {"sure", "perturb", "--input",
+                                   input,  "--kinds", "logic,format,metadata"};
+  if (limit > 0) args.insert(args.end(), {"--limit", std::to_string(limit)});
+  if (docs > 0) args.insert(args.end(), {"--docs", std::to_string(docs)});
+  echo(args, out);
+  StepSure step("");
+  const std::vector<sure::Kind> kinds = sure::select_kinds("logic,format,metadata");
+  sure::PerturbOptions po;
+  po.max_docs = docs;
+  po.rules.seed = 0;
+  po.rules.knowledge_cutoff = "2023-10-01";
+  po.llm.max_tokens = 512;
+  po.llm.batch = 8;
+  std::optional<Progress> progress;
+  po.hooks = cli_run_hooks(&progress);
+  std::vector<sure::Kind> skipped;
+  const std::vector<sure::Kind> active = sure::runnable_kinds(kinds, {}, &skipped);
+  eval::LoadOptions lo;
+  lo.limit = size_t(limit);
+  const auto recs = eval::load_qa_file(input, lo).records;
+  for (sure::Kind k : skipped) note(perturb_skip_note(k));
+  const sure::PerturbResult res = sure::run_perturb(recs, active, {}, sure::PromptSet{}, po);
+  const std::vector<std::string> notes = sure::perturb_notes(res, recs.size());
+  for (size_t i = 0; i + 1 < notes.size(); ++i) note(notes[i]);
+  write_text(out, sure::pairs_jsonl(res.pairs));
+  note(notes.back());
+}
+
+// `sure filter --input PAIRS --nli none`: the answer checks alone, no reader.
+void filter_step(const fs::path& pairs_file, const fs::path& out, DemoResults& res) {
+  echo({"sure", "filter", "--input", pairs_file.string(), "--nli", "none"}, out);
+  StepSure step("");
+  sure::FilterOptions fo;
+  fo.nli = sure::parse_nli_scope("none");
+  fo.batch = 8;
+  const std::vector<sure::Pair> pairs = read_shard(pairs_file.string(), Shard{});
+  sure::FilterCounts counts;
+  const auto verdicts = sure::filter_pairs(pairs, nullptr, step.su.prompts(), fo, counts);
+  const sure::FilterLines lines = sure::filter_lines(pairs, verdicts);
+  write_text(out, lines.kept);
+  note("sure filter: " + counts.to_json().dump());
+  res.sure_pairs = lines.n_kept;
+}
+
+// `sure eval -m MODEL --input KEPT --store DB --resamples 500`, as cmd_sure.cpp runs it.
+void sure_eval_step(const DemoInputs& in, const DemoPlan& plan, const fs::path& kept,
+                    DemoResults& res) {
+  const fs::path out = plan.work / "sure-eval.json";
+  echo({"sure", "eval", "-m", in.model, "--input", kept.string(), "--store", plan.db.string(),
+        "--resamples", "500"},
+       out);
+  StepSure step(in.model);
+  const SureSetup& su = step.su;
+  su.require("sure eval");
+  std::string input_sha256;
+  const std::vector<sure::Pair> pairs = read_shard(kept.string(), Shard{}, &input_sha256);
+  const sure::PromptSet prompts = su.prompts();
+  auto reader = su.open("sure eval");
+  sure::EvalOptions eo;
+  eo.temperature = 0.1;
+  eo.max_tokens = 32;
+  eo.seed = 0;
+  eo.batch = 8;
+  eo.chain_of_note = false;
+  store::RunStore st(plan.db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
+  sure::EvalRunOptions ro;
+  ro.eval = eo;
+  ro.pairs_sha256 = input_sha256;
+  ro.origin = su.origin(*reader);
+  std::optional<Progress> progress;
+  ro.hooks = cli_run_hooks(&progress);
+  const sure::EvalSummary sum = sure::run_eval(*reader, st, prompts, pairs, ro);
+  const std::string lines = sure::report_jsonl(sure::robustness_report(sum.outcomes, eo.seed, 500));
+  write_text(out, lines);
+  note(sure::eval_note(sum));
+  note_prefill(*reader);
+  std::istringstream in_lines(lines);
+  for (std::string l; std::getline(in_lines, l);) {
+    auto j = nlohmann::json::parse(l);
+    if (j.value("scope", "") == "overall" && j.value("subset", "") == "all") res.sure_overall = j;
+    if (j.value("scope", "") == "category") res.sure_categories.push_back(j);
+  }
+}
+
 // Steps 1-2: C-NORM on the story-needle probe.
 void cnorm_steps(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
-  const std::string& m = in.model;
-  const std::string N = std::to_string(plan.needle), K = std::to_string(plan.docs);
-  const fs::path profile = plan.work / "profile.json";
-  std::vector<std::string> cal = {"cnorm",       "calibrate",
-                                  "-m",          m,
-                                  "--task",      "needle",
-                                  "-S",          "6",
-                                  "-k",          K,
-                                  "-o",          profile.string(),
-                                  "--cache-dir", (plan.work / "cache").string(),
-                                  "--store",     plan.db.string()};
-  invoke(cal, plan.work / "calibrate.json");
-  res.profile = last_json(plan.work / "calibrate.json");
-  invoke({"cnorm", "eval", "-m", m, "--task", "needle", "--profile", profile.string(), "--limit", N,
-          "-k", K, "--store", plan.db.string()},
-         plan.work / "cnorm-eval.json");
-  res.cnorm_eval = last_json(plan.work / "cnorm-eval.json");
+  calibrate_step(in, plan, res);
+  cnorm_eval_step(in, plan, res);
 }
 
 // Step 3: SURE, rule-based perturbations of story-needle items and NQ passages, then eval.
 void sure_steps(const DemoInputs& in, const DemoPlan& plan, DemoResults& res) {
   const fs::path& work = plan.work;
   const fs::path needle = work / "needle.jsonl";
-  invoke({"data", "needle", "-n", std::to_string(plan.needle), "-k", "2", "--seed", "0"}, needle);
+  echo({"data", "needle", "-n", std::to_string(plan.needle), "-k", "2", "--seed", "0"}, needle);
+  write_text(needle, cnorm::needle_jsonl(size_t(plan.needle), 2, 0));
   std::vector<fs::path> parts = {work / "pairs-needle.jsonl"};
-  invoke({"sure", "perturb", "--input", needle.string(), "--kinds", "logic,format,metadata"},
-         parts.back());
+  perturb_step(needle.string(), 0, 0, parts.back());
   if (plan.nq > 0) {
     parts.push_back(work / "pairs-nq.jsonl");
-    invoke({"sure", "perturb", "--input", in.nq, "--kinds", "logic,format,metadata", "--limit",
-            std::to_string(plan.nq), "--docs", "1"},
-           parts.back());
+    perturb_step(in.nq, plan.nq, 1, parts.back());
   }
   const fs::path pairs = work / "pairs.jsonl";
   concatenate(parts, pairs);
-  invoke({"sure", "filter", "--input", pairs.string(), "--nli", "none"}, work / "kept.jsonl");
-  res.sure_pairs = count_lines(work / "kept.jsonl");
-  invoke({"sure", "eval", "-m", in.model, "--input", (work / "kept.jsonl").string(), "--store",
-          plan.db.string(), "--resamples", "500"},
-         work / "sure-eval.json");
-  std::istringstream lines(read_text(work / "sure-eval.json"));
-  for (std::string l; std::getline(lines, l);) {
-    auto j = nlohmann::json::parse(l, nullptr, false);
-    if (j.is_object() && j.value("scope", "") == "overall" && j.value("subset", "") == "all")
-      res.sure_overall = j;
-    if (j.is_object() && j.value("scope", "") == "category") res.sure_categories.push_back(j);
-  }
+  filter_step(pairs, work / "kept.jsonl", res);
+  sure_eval_step(in, plan, work / "kept.jsonl", res);
+}
+
+// Step 5: `report DB -o HTML`, as cmd_report.cpp runs it.
+void report_step(const DemoPlan& plan) {
+  const fs::path out = plan.work / "report.json";
+  echo({"report", plan.db.string(), "-o", plan.html.string()}, out);
+  store::RunStore st(plan.db, store::RunStore::Mode::read_only);
+  const report::WrittenReport w =
+      report::write_report(st, plan.db.string(), report::ReportOptions{}, plan.html.string());
+  note(w.summary_line());
+  write_text(out, json_text(w.to_json()));
 }
 
 // Step 4: Spotlight on HotpotQA dev, its rows written with the pipeline's runner into the store.
@@ -277,7 +424,7 @@ int run_demo(const std::vector<std::string>& argv) {
       "--shared DIR, then $RAGFORM_SHARED, then the ../shared beside the source tree recorded\n"
       "at build time. Writes ragform-demo.sqlite and ragform-demo.html in --out-dir (default: the\n"
       "current directory); a rerun reuses every row already in the store. Prints each step as\n"
-      "the ragform command it runs, then a summary.");
+      "the ragform command that does the same, then a summary.");
   auto& model = a.opt<std::string>(
       "-m,--model", "FILE", "GGUF model (default: <shared>/fixtures/models/stories260K.gguf)", "");
   auto& shared =
@@ -290,6 +437,11 @@ int run_demo(const std::vector<std::string>& argv) {
       a.opt<int>("-k,--docs", "K", "documents per C-NORM prompt (2..12)", 10).range(2, 12);
   auto& n_hotpot =
       a.opt<int>("--hotpot", "N", "HotpotQA dev questions for Spotlight", 300).range(1, kMaxInt);
+  auto& work_dir = a.opt<std::string>(
+      "--work-dir", "DIR",
+      "keep the intermediate files (profile, pairs, command outputs) in DIR (default: a "
+      "temporary folder removed at the end)",
+      "");
   if (!a.parse(argv)) return 0;
   if (k_docs.value < 2 || k_docs.value > 12) throw UsageError("-k", "must be in 2..12");
   if (n_needle.value < 1 || n_nq.value < 0 || n_hotpot.value < 1)
@@ -305,19 +457,23 @@ int run_demo(const std::vector<std::string>& argv) {
   fs::create_directories(out_dir.value);
   plan.db = fs::path(out_dir.value) / "ragform-demo.sqlite";
   plan.html = fs::path(out_dir.value) / "ragform-demo.html";
-  plan.work = fs::temp_directory_path() / ("ragform-demo-" + std::to_string(long(getpid())));
+  const bool keep_work = !work_dir.value.empty();
+  plan.work = keep_work
+                  ? fs::path(work_dir.value)
+                  : fs::temp_directory_path() / ("ragform-demo-" + std::to_string(long(getpid())));
   fs::create_directories(plan.work);
   struct Cleanup {
     fs::path p;
     ~Cleanup() {
       std::error_code ec;
-      fs::remove_all(p, ec);
+      if (!p.empty()) fs::remove_all(p, ec);
     }
-  } cleanup{plan.work};
+  } cleanup{keep_work ? fs::path() : plan.work};
   std::fprintf(stderr,
                "ragform demo: model %s\n  shared data %s\n  store %s (resumable)\n  "
-               "intermediate files (profile, pairs, command outputs) in %s, removed at the end\n",
-               in.model.c_str(), in.shared.c_str(), plan.db.c_str(), plan.work.c_str());
+               "intermediate files (profile, pairs, command outputs) in %s, %s\n",
+               in.model.c_str(), in.shared.c_str(), plan.db.c_str(), plan.work.c_str(),
+               keep_work ? "kept" : "removed at the end");
   // The folder is gone when the demo ends: a user who reruns the printed steps makes it first.
   std::fprintf(stderr, "\n$ mkdir -p %s\n", quote(plan.work.string()).c_str());
 
@@ -328,8 +484,7 @@ int run_demo(const std::vector<std::string>& argv) {
     // The store stays open through the report, as when the steps were one function.
     store::RunStore st(plan.db);
     spotlight_step(in, plan, st, res);
-    // 5. The report.
-    invoke({"report", plan.db.string(), "-o", plan.html.string()}, plan.work / "report.json");
+    report_step(plan);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     print_summary(in, plan, res, secs);
   }

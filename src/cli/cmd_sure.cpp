@@ -27,6 +27,8 @@ using namespace ragform::sure;
 
 void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 
+void write_stdout(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
 // ---------------------------------------------------------------- perturb
 
 // The readers `sure perturb` opens: the reader under test when a kind needs it (and as the
@@ -46,13 +48,16 @@ OpenReaders open_perturb_readers(const SureSetup& su, const std::vector<Kind>& k
   return pr;
 }
 
-// The note of a kind left out because its reader was not given.
-std::string skip_note(Kind k) {
+}  // namespace
+
+std::string perturb_skip_note(Kind k) {
   return std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
          (info(k).needs == NeedsReader::UnderTest ? "-m or --reader openai"
                                                   : "--perturb-model, -m or --reader openai") +
          ")";
 }
+
+namespace {
 
 int run_perturb(const std::vector<std::string>& argv) {
   Args a(
@@ -108,15 +113,16 @@ int run_perturb(const std::vector<std::string>& argv) {
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(limit.value);
   auto recs = eval::load_qa_file(input.value, lo).records;
-  for (Kind k : skipped) note(skip_note(k));  // once the input has loaded: errors come first
+  for (Kind k : skipped)
+    note(perturb_skip_note(k));  // once the input has loaded: errors come first
   // --shard: whole records (every document and perturbation of an instance stay together).
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   const PerturbResult res = run_perturb(recs, active, pr.readers(), prompts, po);
-  if (res.no_ctx)
-    note("sure perturb: " + std::to_string(res.no_ctx) + " records without documents skipped");
-  for (const auto& p : res.pairs) print_json_line(pair_to_json(p));
-  note("sure perturb: " + std::to_string(res.pairs.size()) + " pairs (" +
-       std::to_string(res.failed) + " failed) from " + std::to_string(recs.size()) + " records");
+  const std::vector<std::string> notes = perturb_notes(res, recs.size());
+  // The records without documents are noted before the pairs, the count after them.
+  for (size_t i = 0; i + 1 < notes.size(); ++i) note(notes[i]);
+  write_stdout(pairs_jsonl(res.pairs));
+  note(notes.back());
   return 0;
 }
 
@@ -169,27 +175,14 @@ int run_filter(const std::vector<std::string>& argv) {
   PromptSet prompts = fo.judge ? PromptSet{} : su.prompts();
   FilterCounts counts;
   auto verdicts = filter_pairs(pairs, rd.get(), prompts, fo, counts);
-  std::FILE* rej = nullptr;
+  const FilterLines lines = filter_lines(pairs, verdicts);
   if (!rejected_path.value.empty()) {
-    rej = std::fopen(rejected_path.value.c_str(), "wb");
+    std::FILE* rej = std::fopen(rejected_path.value.c_str(), "wb");
     if (!rej) throw Error(rejected_path.value, "cannot write");
+    std::fwrite(lines.rejected.data(), 1, lines.rejected.size(), rej);
+    std::fclose(rej);
   }
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    auto j = pair_to_json(pairs[i]);
-    if (!verdicts[i].nli_forward.empty()) {
-      j["nli_forward"] = verdicts[i].nli_forward;
-      j["nli_backward"] = verdicts[i].nli_backward;
-    }
-    if (verdicts[i].keep) {
-      print_json_line(j);
-    } else if (rej) {
-      j["reason"] = verdicts[i].reason;
-      std::string s =
-          j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-      std::fwrite(s.data(), 1, s.size(), rej);
-    }
-  }
-  if (rej) std::fclose(rej);
+  write_stdout(lines.kept);
   std::string c = counts.to_json().dump();
   note("sure filter: " + c);
   if (!counts_path.value.empty()) {
@@ -263,23 +256,9 @@ int run_eval(const std::vector<std::string>& argv) {
   std::optional<Progress> progress;
   ro.hooks = cli_run_hooks(&progress);
   const EvalSummary sum = run_eval(*reader, st, prompts, pairs, ro);
-  const EvalStats& stats = sum.stats;
-  const long long run = sum.run;
-  for (const auto& row :
-       robustness_report(sum.outcomes, eo.seed, static_cast<size_t>(resamples.value)))
-    print_json_line(row.to_json());
-  char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "sure eval: run %lld: %lld generated, %lld already done, %lld unmeasured, %lld "
-                "deferred; %lld pairs "
-                "measured, %lld not; %.1f s generating, %.0f prompt tok/s",
-                static_cast<long long>(run), static_cast<long long>(stats.generated),
-                static_cast<long long>(stats.skipped_done),
-                static_cast<long long>(stats.unmeasured), static_cast<long long>(stats.deferred),
-                static_cast<long long>(stats.pairs_measured),
-                static_cast<long long>(stats.pairs_unmeasured), stats.generate_seconds,
-                stats.generate_seconds > 0 ? stats.prompt_tokens / stats.generate_seconds : 0.0);
-  note(buf);
+  write_stdout(
+      report_jsonl(robustness_report(sum.outcomes, eo.seed, static_cast<size_t>(resamples.value))));
+  note(eval_note(sum));
   note_prefill(*reader);
   return 0;
 }

@@ -48,6 +48,9 @@ struct SureSetup {
   common::RunOrigin origin(const reader::Reader& r) const;
 };
 
+// The note of a kind `sure perturb` leaves out because its reader was not given.
+std::string perturb_skip_note(sure::Kind k);
+
 // The verbs of stored `sure eval` runs (cmd_sure_runs.cpp).
 int run_sure_sig(const std::vector<std::string>& argv);
 int run_sure_export(const std::vector<std::string>& argv);

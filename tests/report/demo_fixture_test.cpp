@@ -1,7 +1,8 @@
 // `ragform demo` end to end on the real stories260K model and the shared data, kept small
 // (2 story-needle items, 3 documents, 2 NQ questions, 10 HotpotQA questions): it writes one run
-// store and one report with all three sections, a rerun reuses every row, and missing inputs give
-// a message naming what to provide.
+// store and one report with all three sections, a rerun reuses every row, each step writes the
+// bytes its printed command writes when run by hand, and missing inputs give a message naming
+// what to provide.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -75,6 +76,63 @@ std::string unrunnable_steps(const std::string& err) {
   }
   return problems;
 }
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+// "" when a == b, else the first line where they differ (both, cut to 300 bytes): a whole
+// pairs file in a failure message would hide where it differs.
+std::string first_difference(const std::string& a, const std::string& b) {
+  if (a == b) return "";
+  std::istringstream ia(a), ib(b);
+  std::string la, lb;
+  for (size_t line = 1;; ++line) {
+    const bool more_a = bool(std::getline(ia, la)), more_b = bool(std::getline(ib, lb));
+    if (!more_a && !more_b) return "the files differ in their last newline";
+    if (la != lb || more_a != more_b)
+      return "line " + std::to_string(line) + ":\n  demo:    " + la.substr(0, 300) +
+             "\n  by hand: " + lb.substr(0, 300);
+  }
+}
+
+// Runs the printed steps of a demo by hand (`$ mkdir`, `$ cat`, `$ ragform ... > FILE`), each
+// path of the demo's work folder and output folder moved to others. Returns the failures.
+std::string run_printed_steps(const std::string& err, const std::vector<std::string>& from,
+                              const std::vector<std::string>& to) {
+  std::string failures;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("$ ", 0) != 0) continue;
+    std::string cmd = line.substr(2);
+    for (size_t i = 0; i < from.size(); ++i) cmd = replaced(cmd, from[i], to[i]);
+    const auto w = shell_words(cmd);
+    if (w.size() == 3 && w[0] == "mkdir") {
+      fs::create_directories(w[2]);
+      continue;
+    }
+    const size_t gt = cmd.rfind(" > ");
+    if (gt == std::string::npos) {
+      failures += cmd + "\n  has no '> FILE'\n";
+      continue;
+    }
+    const std::string out = shell_words(cmd.substr(gt + 3)).at(0);
+    if (w[0] == "cat") {
+      std::string all;
+      for (size_t i = 1; i < w.size() && w[i] != ">"; ++i) all += ragform::testing::read_file(w[i]);
+      ragform::testing::write_file(out, all);
+    } else if (w[0] == "ragform") {
+      auto r = run_ragform(cmd.substr(std::string("ragform ").size(), gt - 8));
+      if (r.exit_code != 0) failures += cmd + "\n  " + r.err + "\n";
+      ragform::testing::write_file(out, r.out);
+    } else {
+      failures += cmd + "\n  is not a step this test runs\n";
+    }
+  }
+  return failures;
+}
 }  // namespace
 
 TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
@@ -127,6 +185,43 @@ TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
   EXPECT_NE(again.err.find("18 of 18 answers already stored"), std::string::npos) << again.err;
   ragform::store::RunStore st2(db, ragform::store::RunStore::Mode::read_only);
   EXPECT_EQ(st2.runs().size(), st.runs().size());
+}
+
+// The demo runs its steps in-process through the library calls the printed commands make; each
+// step's file (its command's stdout after '>', the profile, the profile cache) has the bytes the
+// command writes when the printed lines are run by hand.
+TEST(Demo, StepsWriteWhatTheirPrintedCommandsWrite) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(nq, "data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
+  REQUIRE_SHARED(hotpot, "data/hotpotqa-distractor/dev.jsonl");
+  REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
+  const fs::path dir = ragform::testing::temp_dir("demo-steps");
+  const fs::path w1 = dir / "work-demo", o1 = dir / "out-demo";
+  const fs::path w2 = dir / "work-by-hand", o2 = dir / "out-by-hand";
+  const std::string shared = ragform::testing::shared_dir().string();
+  auto r = run_ragform("demo --shared '" + shared + "' --out-dir '" + o1.string() +
+                       "' --work-dir '" + w1.string() + "'" + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("(profile, pairs, command outputs) in " + w1.string() + ", kept"),
+            std::string::npos)
+      << r.err;
+  fs::create_directories(o2);
+  ASSERT_EQ(run_printed_steps(r.err, {w1.string(), o1.string()}, {w2.string(), o2.string()}), "");
+  size_t compared = 0;
+  for (const auto& e : fs::recursive_directory_iterator(w1)) {
+    if (!e.is_regular_file()) continue;
+    const fs::path rel = fs::relative(e.path(), w1);
+    // The report counts the demo's Spotlight run too, which no printed command writes.
+    if (rel == "report.json") continue;
+    std::string demo = ragform::testing::read_file(e.path());
+    demo = replaced(replaced(demo, w1.string(), w2.string()), o1.string(), o2.string());
+    ASSERT_TRUE(fs::exists(w2 / rel)) << rel;
+    EXPECT_EQ(first_difference(demo, ragform::testing::read_file(w2 / rel)), "") << rel;
+    ++compared;
+  }
+  // calibrate.json, profile.json, the cached profile, cnorm-eval.json, needle.jsonl, the three
+  // pairs files, kept.jsonl and sure-eval.json.
+  EXPECT_EQ(compared, 10u);
 }
 
 TEST(Demo, SaysWhatToProvide) {

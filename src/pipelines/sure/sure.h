@@ -14,6 +14,7 @@
 //   robustness_report(outcomes) -> rows; select_sig and the analyses   (metrics.h, analyses.h)
 //   read_pairs / pair_to_json                                         (pairs.h)
 //   load_prompts                                                      (prompts.h)
+//   pairs_jsonl, filter_lines, report_jsonl: what the front ends write (outputs.h)
 // The document renderings the format perturbations use are text/doc_formats.h (shared with
 // C-NORM); their real-parser validators are format_parsers.h.
 #pragma once
@@ -23,6 +24,7 @@
 #include "pipelines/sure/formats.h"
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/nli_encoder.h"
+#include "pipelines/sure/outputs.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/perturb_llm.h"
 #include "pipelines/sure/perturb_plan.h"
