@@ -13,6 +13,7 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
@@ -577,6 +578,15 @@ Response Api::attention(const std::string& body) {
   q.layers = get_int_list(j, "layers");
   q.query_positions = get_int_list(j, "query_positions");
   q.heads = get_int_list(j, "heads");
+  // Calibrated document relevance (pipelines/cnorm/relevance.h): "doc_spans" [[start, end], ...]
+  // byte ranges of the prompt, "bias" a curve object from `ragform position-bias`.
+  std::vector<cnorm::CharSpan> spans;
+  if (j.contains("doc_spans")) spans = cnorm::char_spans_from_json(j["doc_spans"], "doc_spans");
+  std::optional<cnorm::BiasCurve> bias;
+  if (j.contains("bias") && !j["bias"].is_null()) {
+    if (spans.empty()) throw UsageError("bias", "needs doc_spans");
+    bias = cnorm::bias_curve_from_json(j["bias"], "bias");
+  }
   check_prompt_len(reader_.prompt_tokens(prompt).size(), 0, opt_);
   reader::AttentionResult ar;
   engine_.run([&] { ar = reader_.attention(prompt, q); }).get();
@@ -589,6 +599,8 @@ Response Api::attention(const std::string& body) {
                 {"mean", r.mean}};
     // C-NORM's Attention Balance Score of the head-mean row (cnorm paper, section 4.2).
     row["abs"] = r.mean.empty() ? json(nullptr) : json(cnorm::attention_balance_score(r.mean));
+    if (!spans.empty())
+      row.update(cnorm::document_report(prompt, ar, r, spans, bias ? &*bias : nullptr));
     rows.push_back(row);
   }
   return ok({{"model", opt_.model_id}, {"ids", ar.ids}, {"pieces", ar.pieces}, {"rows", rows}});
