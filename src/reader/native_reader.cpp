@@ -99,6 +99,46 @@ std::vector<int32_t> NativeReader::truncate_left(std::vector<int32_t> ids, int r
   return cut;
 }
 
+runtime::Steering NativeReader::resolve_steering(const std::string& text,
+                                                 const std::vector<int32_t>& ids,
+                                                 const SteeringParams& steer,
+                                                 size_t user_bytes) const {
+  if (!steer.active()) return {};
+  for (const runtime::CharSpan& c : steer.spans)
+    if (c.end > user_bytes)
+      throw UsageError("--steer-spans", "span " + std::to_string(c.begin) + ":" +
+                                            std::to_string(c.end) + " ends past the prompt's " +
+                                            std::to_string(user_bytes) + " bytes");
+  // Offsets are into the user's text; in chat mode that text sits inside the rendered template.
+  std::string rendered = text;
+  size_t offset = 0;
+  if (opt_.chat) {
+    std::vector<tok::ChatMessage> msgs;
+    if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
+    msgs.push_back({"user", text});
+    rendered = tok::tokenize_chat(*tok_, tok::ChatFamily(chat_family_), msgs, true).text;
+    offset = rendered.rfind(text);
+    if (offset == std::string::npos)
+      throw Error("steering",
+                  "the chat template does not keep the prompt verbatim, so --steer-spans cannot "
+                  "be placed in it; steer without --chat");
+  }
+  const std::vector<int32_t> full = prompt_ids(text);
+  std::vector<runtime::TokenSpan> spans = runtime::token_spans_for(
+      runtime::token_char_spans(*tok_, rendered, full), steer.spans, offset);
+  // --truncate left kept BOS (if any) and the last ids.size() - bos tokens: shift the spans.
+  if (ids.size() < full.size()) {
+    const int removed = int(full.size() - ids.size());
+    const int first = !full.empty() && full[0] == tok_->bos() && tok_->add_bos() ? 1 : 0;
+    for (runtime::TokenSpan& s : spans) {
+      s.begin = std::max(s.begin - removed, first);
+      s.end -= removed;
+    }
+  }
+  const model::Hparams& hp = model_->hp();
+  return runtime::resolve_steering(steer, hp.n_layer, hp.n_head, std::move(spans));
+}
+
 int NativeReader::count_tokens(const std::string& prompt) {
   return int(prompt_tokens(prompt).size());
 }
@@ -126,10 +166,27 @@ runtime::GenerateOptions to_options(const GenerateParams& p) {
 
 std::vector<Generation> NativeReader::generate_batch(const std::vector<std::string>& prompts,
                                                      const GenerateParams& p) {
+  return generate_batch(prompts, p, {steering});
+}
+
+std::vector<Generation> NativeReader::generate_batch(const std::vector<std::string>& prompts,
+                                                     const GenerateParams& p,
+                                                     const std::vector<SteeringParams>& steer) {
+  if (steer.size() > 1 && steer.size() != prompts.size())
+    throw Error("generate", std::to_string(steer.size()) + " steering settings for " +
+                                std::to_string(prompts.size()) + " prompts");
   std::vector<std::vector<int32_t>> toks;
-  for (auto& pr : prompts) toks.push_back(prompt_tokens(pr, p.max_tokens));
+  runtime::GenerateOptions opt = to_options(p);
+  bool any = false;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    toks.push_back(prompt_tokens(prompts[i], p.max_tokens));
+    const SteeringParams& s = steer.empty() ? SteeringParams{} : steer[steer.size() == 1 ? 0 : i];
+    opt.steering.push_back(resolve_steering(prompts[i], toks.back(), s, prompts[i].size()));
+    any |= opt.steering.back().active();
+  }
+  if (!any) opt.steering.clear();
   std::lock_guard<std::mutex> lock(mu_);
-  auto outs = runtime::generate(*ctx_, *tok_, toks, to_options(p));
+  auto outs = runtime::generate(*ctx_, *tok_, toks, opt);
   std::vector<Generation> res;
   for (auto& o : outs) res.push_back(Generation{o.text, o.ids, o.finish_reason, o.prompt_tokens});
   return res;
@@ -140,6 +197,11 @@ Generation NativeReader::generate(const std::string& prompt, const GenerateParam
 }
 
 ScoreResult NativeReader::score(const std::string& prompt, const std::string& continuation) {
+  return score(prompt, continuation, steering);
+}
+
+ScoreResult NativeReader::score(const std::string& prompt, const std::string& continuation,
+                                const SteeringParams& steer) {
   std::vector<int32_t> all, head;
   size_t split;
   if (continuation.empty()) {
@@ -163,8 +225,10 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   const int V = model_->hp().n_vocab;
   ScoreResult r;
   r.prompt_tokens = int(split);
+  const runtime::Steering st = resolve_steering(prompt + continuation, all, steer, prompt.size());
   std::lock_guard<std::mutex> lock(mu_);
   runtime::ScopedSequence seq(*ctx_);
+  ctx_->set_steering(seq.id(), st);
   // Rows before split - 1 give no logit that is read: those may come from the prefix cache.
   const size_t reused = size_t(ctx_->reuse_prefix(seq.id(), all, int(split) - 1));
   for (size_t b = reused; b < all.size(); b += kChunk) {
@@ -193,6 +257,11 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
 }
 
 AttentionResult NativeReader::attention(const std::string& prompt, const AttentionQuery& q) {
+  return attention(prompt, q, steering);
+}
+
+AttentionResult NativeReader::attention(const std::string& prompt, const AttentionQuery& q,
+                                        const SteeringParams& steer) {
   const int NL = model_->hp().n_layer, NH = model_->hp().n_head;
   AttentionResult r;
   r.ids = prompt_tokens(prompt);
@@ -223,11 +292,13 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
     if (h < 0 || h >= NH)
       throw UsageError("attention",
                        "head " + std::to_string(h) + " is outside 0.." + std::to_string(NH - 1));
+  const runtime::Steering st = resolve_steering(prompt, r.ids, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     runtime::ScopedSequence seq(*ctx_);
     in.seq = seq.id();
+    ctx_->set_steering(seq.id(), st);
     // Every tapped query row is computed; the rows before the first may come from the cache.
     out.push_back(ctx_->eval_prompt(std::move(in)));
   }
@@ -249,6 +320,11 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
 }
 
 HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
+  return hidden(prompt, layer, steering);
+}
+
+HiddenResult NativeReader::hidden(const std::string& prompt, int layer,
+                                  const SteeringParams& steer) {
   const int NL = model_->hp().n_layer;
   int L = layer < 0 ? NL + 1 + layer : layer;  // -1 = final normalised output (layer NL)
   if (L < 0 || L > NL)
@@ -262,11 +338,13 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer) {
   in.tokens = r.ids;
   in.logits = runtime::LogitsMode::None;
   in.hidden_layer = L;
+  const runtime::Steering st = resolve_steering(prompt, r.ids, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     runtime::ScopedSequence seq(*ctx_);
     in.seq = seq.id();
+    ctx_->set_steering(seq.id(), st);
     out.push_back(ctx_->eval_prompt(std::move(in)));  // every row's state is read: none reused
   }
   r.states = std::move(out[0].hidden);

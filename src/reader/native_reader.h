@@ -9,7 +9,9 @@
 #include <string>
 
 #include "engine/model/engine_options.h"
+#include "engine/runtime/steering.h"
 #include "reader/reader.h"
+#include "reader/steering_params.h"
 
 namespace ragform::model {
 class Model;
@@ -53,6 +55,22 @@ class NativeReader : public Reader {
   ScoreResult score(const std::string& prompt, const std::string& continuation) override;
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q) override;
   HiddenResult hidden(const std::string& prompt, int layer) override;
+  // The same with explicit steering instead of the `steering` member (per call: the spans of
+  // each prompt differ); generate_batch takes one per prompt, or one for all.
+  std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
+                                         const GenerateParams& p,
+                                         const std::vector<SteeringParams>& steer);
+  ScoreResult score(const std::string& prompt, const std::string& continuation,
+                    const SteeringParams& steer);
+  AttentionResult attention(const std::string& prompt, const AttentionQuery& q,
+                            const SteeringParams& steer);
+  HiddenResult hidden(const std::string& prompt, int layer, const SteeringParams& steer);
+  // The engine's Steering for `steer` on the tokens `ids` of `text` (ids as prompt_tokens(text,
+  // reserve) returns them, after chat wrapping and the overflow policy): spans are byte offsets
+  // into text's first `user_bytes` bytes (the user's prompt, before any continuation), mapped to
+  // the tokens holding any of their bytes; UsageError for a span past them, a bad layer or head.
+  runtime::Steering resolve_steering(const std::string& text, const std::vector<int32_t>& ids,
+                                     const SteeringParams& steer, size_t user_bytes) const;
   int count_tokens(const std::string& prompt) override;
   std::optional<PrefillCounts> prefill_counts() const override;
 

@@ -83,7 +83,20 @@ bool OpenAIReader::is_ragform_server() const {
   return ragform;
 }
 
+namespace {
+// Steering changes the attention inside the model, which a server's API does not reach: refuse
+// rather than answer unsteered.
+void refuse_steering(const SteeringParams& s) {
+  if (s.active())
+    throw NotSupported("openai reader",
+                       "attention steering (--steer " + s.describe() +
+                           ") needs the native engine (-m MODEL.gguf); an OpenAI-compatible "
+                           "server cannot steer its attention");
+}
+}  // namespace
+
 Generation OpenAIReader::generate(const std::string& prompt, const GenerateParams& p) {
+  refuse_steering(steering);
   json req = {{"max_tokens", p.max_tokens},
               {"temperature", p.temperature},
               {"top_p", p.top_p},
@@ -124,6 +137,7 @@ Generation OpenAIReader::generate(const std::string& prompt, const GenerateParam
 
 std::vector<Generation> OpenAIReader::generate_batch(const std::vector<std::string>& prompts,
                                                      const GenerateParams& p) {
+  refuse_steering(steering);
   if (!p.seeds.empty() && p.seeds.size() != prompts.size())
     throw Error("generate", "one seed per prompt expected");
   std::vector<Generation> out(prompts.size());
@@ -175,6 +189,7 @@ Echo echo_of(const json& choice) {
 }  // namespace
 
 ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& continuation) {
+  refuse_steering(steering);
   if (opt_.chat)
     throw NotSupported("openai reader", "score is not supported in chat mode (it scores raw text)");
   if (is_ragform_server()) return score_ragform(prompt, continuation);
@@ -256,6 +271,7 @@ ScoreResult OpenAIReader::score_ragform(const std::string& prompt,
 }
 
 AttentionResult OpenAIReader::attention(const std::string& prompt, const AttentionQuery& q) {
+  refuse_steering(steering);
   if (opt_.chat) throw NotSupported("openai reader", "attention is not supported in chat mode");
   if (!is_ragform_server())
     throw NotSupported("openai reader",

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "reader/steering_params.h"
+
 namespace ragform::reader {
 
 struct Capabilities {
@@ -116,6 +118,12 @@ class Reader {
   virtual int count_tokens(const std::string& prompt) = 0;
   // Prefill accounting, for readers that prefill locally (nullopt for remote readers).
   virtual std::optional<PrefillCounts> prefill_counts() const { return std::nullopt; }
+
+  // Attention steering of generate, score, attention and hidden (steering_params.h; off by
+  // default): NativeReader applies it, spans being byte offsets into each call's prompt; a reader
+  // that cannot steer throws NotSupported when it is active. Part of a run's identity
+  // (common::origin_of). Per-call steering: NativeReader's overloads.
+  SteeringParams steering;
 };
 
 // One prompt's outcome in a study: its generation, or the reader's error (a failed request, a

@@ -12,6 +12,7 @@ RunOrigin origin_of(const reader::Reader& r, std::string tool_version, std::stri
   o.model_sha256 = std::move(model_sha256);
   o.reader = r.describe();
   o.chat_mode = r.chat_mode();
+  o.steering = r.steering.describe();
   return o;
 }
 
@@ -19,7 +20,7 @@ void record_origin(store::RunConfig& rc, const RunOrigin& o) {
   rc.tool_version = o.tool_version;
   rc.model_path = o.model_path;
   rc.model_sha256 = o.model_sha256;
-  rc.reader = o.reader;
+  rc.reader = o.steering == "off" ? o.reader : o.reader + "#steer=" + o.steering;
   rc.chat_mode = o.chat_mode;
 }
 

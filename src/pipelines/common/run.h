@@ -31,6 +31,10 @@ struct RunOrigin {
   // (a native reader names its F16 GEMM), so that runs under different ones never merge.
   std::string reader = "none";
   std::string chat_mode = "none";  // Reader::chat_mode(): "raw", a chat family, "none"
+  // Reader::steering's describe(): "off", or the rule, spans, layers and heads. Steering changes
+  // every number the reader gives, so record_origin makes it part of the reader's identity
+  // (steered and unsteered runs never merge; unsteered runs keep the identity they had).
+  std::string steering = "off";
 };
 
 // The origin of a run made by `r` on the model at model_path.
