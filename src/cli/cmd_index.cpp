@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/reader_flags.h"
 #include "cli/retrieval_flags.h"
 #include "cli/run_hooks.h"
 #include "retrieval/index_build.h"
@@ -33,8 +34,7 @@ int index_build(const std::vector<std::string>& argv) {
       a.opt<std::string>("--faiss", "KIND", "flat (exact), hnsw or ivf", std::string("flat"));
   auto& hnsw_m = a.opt<int>("--hnsw-m", "N", "HNSW links per node", 32).range(2, 256);
   auto& append = a.flag("--append", "add to an existing index (or resume an interrupted build)");
-  auto& threads = a.opt<int>("-t,--threads", "N", "encoder threads (0 = all cores)", 0)
-                      .range(0, max_threads(), "0..4 x the cores");
+  auto& threads = threads_flag(a);
   auto& batch = a.opt<int>("--batch", "N", "passages per encoder call", 256).range(1, 65536);
   auto& checkpoint =
       a.opt<int>("--checkpoint", "N", "passages between commits (resume points)", 20000)

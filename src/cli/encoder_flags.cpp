@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "cli/engine_env.h"
+#include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "reader/native_encoder.h"
 #include "reader/remote_encoder.h"
@@ -19,7 +20,7 @@ EncoderFlags::EncoderFlags(Args& a)
                                   "encode on an OpenAI-compatible server (/v1/embeddings, "
                                   "/v1/rerank) instead of the engine")),
       api_key_env(api_key_env_flag(a)),
-      threads(a.opt<int>("-t,--threads", "N", "worker threads (0 = all cores)", 0)),
+      threads(threads_flag(a)),
       truncate(a.opt<std::string>("--truncate", "MODE",
                                   "input longer than the model: right (drop word-pieces at the "
                                   "end, counted on stderr) or error",
@@ -39,7 +40,6 @@ std::unique_ptr<reader::Encoder> EncoderFlags::open() const {
   if (!model.seen) throw UsageError("-m", "missing encoder model (-m FILE)");
   if (max_tokens.value < 0) throw UsageError("--max-tokens", "must be >= 0");
   if (batch_tokens.value < 1) throw UsageError("--batch-tokens", "must be positive");
-  if (threads.value < 0) throw UsageError("--threads", "must be >= 0");
   reader::NativeEncoderOptions o;
   o.engine = engine_options_from_env(threads.value);
   o.truncate = runtime::parse_truncate(truncate.value);

@@ -3,7 +3,7 @@
 //                      model name (may be omitted)
 //   --base-url URL     use an HTTP server (/v1/embeddings, /v1/rerank) instead of the engine
 //   --api-key-env VAR  the server's API key, by the readers' rule (remote_flags.h)
-//   -t, --threads N    engine threads (0 = all cores)
+//   -t, --threads N    engine threads (0 = all cores; reader/engine_settings.h declares it)
 //   --truncate MODE    right (default: drop word-pieces at the end, counted) or error
 //   --max-tokens N     longest input in tokens (0 = the model's position table)
 //   --batch-tokens N   tokens per forward pass

@@ -36,11 +36,13 @@ Flag& switch_flag(Args& a, const char* key) {
 
 Opt<std::string>& f16_gemm_flag(Args& a) { return text_flag(a, "f16_gemm"); }
 
+Opt<int>& threads_flag(Args& a) { return int_flag(a, "threads"); }
+
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
       ctx(int_flag(a, "ctx")),
       kv(text_flag(a, "kv")),
-      threads(int_flag(a, "threads")),
+      threads(threads_flag(a)),
       f16_gemm(f16_gemm_flag(a)),
       chat(switch_flag(a, "chat")),
       system(text_flag(a, "system")),

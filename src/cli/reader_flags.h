@@ -15,6 +15,10 @@ namespace ragform::cli {
 // RAGFORM_F16_GEMM, else exact; engine_options_from_env).
 Opt<std::string>& f16_gemm_flag(Args& a);
 
+// -t, --threads N as declared in reader/engine_settings.h (help, default, range), for commands that
+// run the engine without the other reader flags (the encoders of embed, classify, index build).
+Opt<int>& threads_flag(Args& a);
+
 struct ReaderFlags {
   explicit ReaderFlags(Args& a, bool model_required = true);
   Opt<std::string>& model;

@@ -1,7 +1,8 @@
 // The reader and engine settings are declared once (reader/engine_settings.h) and the CLI's flags
 // come from that declaration: every declared flag is a flag of `generate --help` with the declared
-// help, every declared variable is listed by `ragform --help`, and the default context length is
-// decided by one function that the --ctx default agrees with. (python/tests/test_engine_settings.py
+// help, the encoder commands' --threads is the same flag, every declared variable is listed by
+// `ragform --help`, and the default context length is decided by one function that the --ctx
+// default agrees with. (python/tests/test_engine_settings.py
 // checks the same declaration against ragform.Model's keywords.)
 #include <gtest/gtest.h>
 
@@ -63,6 +64,25 @@ TEST(EngineSettings, EveryDeclaredFlagIsAGenerateFlagWithItsHelp) {
     EXPECT_NE(help.find(long_name), std::string::npos) << long_name;
     EXPECT_NE(help.find(squeeze(s.help)), std::string::npos) << s.key << ": " << s.help;
   });
+}
+
+// The -t line of a command's --help ("" when it has none).
+std::string threads_line(const std::string& command) {
+  const auto r = run_ragform(command + " --help");
+  const std::string help = r.out + r.err;
+  const size_t at = help.find("  -t, --threads");
+  return at == std::string::npos ? "" : help.substr(at, help.find('\n', at) - at);
+}
+
+TEST(EngineSettings, TheEncoderCommandsBindThreadsFromTheDeclaration) {
+  const std::string generate = threads_line("generate");
+  ASSERT_NE(generate.find(reader::engine_setting("threads").help), std::string::npos) << generate;
+  for (const char* command : {"embed", "classify", "index build"})
+    EXPECT_EQ(threads_line(command), generate) << command;
+  // The declared range is checked while the flags are read, before the model is looked for.
+  const auto r = run_ragform("embed -m /nonexistent/model.gguf -t 100000 --file /dev/null");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("-t: value too large: 100000"), std::string::npos) << r.err;
 }
 
 TEST(EngineSettings, EveryDeclaredVariableIsListedByTheMainHelp) {
