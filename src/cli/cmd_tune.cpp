@@ -1,0 +1,215 @@
+// ragform tune: one budgeted search over every presentation choice of the three pipelines
+// (C-NORM's delimiter and p, SURE's document formats, document order and count, SpotlightRAG's
+// selection), judged by accuracy and robustness on a dev split, evaluated against the original
+// presentation on a held-out split and deployed as one profile. The logic lives in src/tune; this
+// file reads flags and files and prints.
+#include <cstdio>
+#include <optional>
+
+#include "base/error.h"
+#include "base/progress.h"
+#include "cli/args.h"
+#include "cli/command.h"
+#include "cli/json_out.h"
+#include "cli/reader_flags.h"
+#include "cli/remote_flags.h"
+#include "cli/run_hooks.h"
+#include "cli/shard.h"
+#include "eval/datasets.h"
+#include "pipelines/common/common.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
+#include "tune/run.h"
+#include "tune/tune.h"
+
+namespace ragform::cli {
+namespace {
+
+using namespace ragform::tune;
+
+struct TuneFlags {
+  explicit TuneFlags(Args& args) : a(args) {}
+  Args& a;
+  ReaderFlags rf{a};
+  RemoteFlags remote{a};
+  Opt<std::string>& task = a.opt<std::string>("--task", "TASK", "qa, kv or needle").required();
+  Opt<std::string>& input = a.opt<std::string>(
+      "--input", "FILE", "dev split: QA or KV records (JSONL, gzip ok; needle: generated)", "");
+  Opt<std::string>& holdout = a.opt<std::string>(
+      "--holdout", "FILE", "held-out split, never searched on (needle: generated)", "");
+  Opt<int>& dev_items =
+      a.opt<int>("--dev-items", "N", "needle: generated dev records", 24).range(1, 100000);
+  Opt<int>& holdout_items =
+      a.opt<int>("--holdout-items", "N", "needle: generated held-out records", 32).range(0, 100000);
+  Opt<int>& slots =
+      a.opt<int>("--needle-slots", "N", "needle: documents per record (1..12)", 6).range(1, 12);
+  Opt<long long>& budget = a.opt<long long>("--budget", "N",
+                                            "prompts the search may run (ABS passes, dev answers, "
+                                            "robustness checks)")
+                               .required();
+  Opt<std::string>& store_path =
+      a.opt<std::string>("--store", "FILE", "SQLite run store (resumes; merge shards)").required();
+  Opt<std::string>& out =
+      a.opt<std::string>("-o,--output", "FILE", "profile JSON to write (complete searches)", "");
+  Opt<std::string>& objective = a.opt<std::string>(
+      "--objective", "OBJ",
+      "accuracy, robust, balanced (accuracy with a robustness floor) or abs (C-NORM's ABS)",
+      "accuracy");
+  Opt<double>& floor =
+      a.opt<double>("--robust-floor", "R", "balanced: minimum robustness rate", 0.8)
+          .range(0.0, 1.0);
+  Opt<std::string>& space =
+      a.opt<std::string>("--space", "FILE", "space file (JSON or YAML; see below)", "");
+  Opt<std::string>& delims =
+      a.opt<std::string>("--delims", "LIST", "C-NORM delimiters (original, none, -, ...)", "");
+  Opt<std::string>& ps = a.opt<std::string>("--p", "LIST", "C-NORM ratios p", "");
+  Opt<std::string>& formats =
+      a.opt<std::string>("--formats", "LIST", "plain, json, markdown, yaml, html", "");
+  Opt<std::string>& orders =
+      a.opt<std::string>("--orders", "LIST", "retrieved, reversed, edges, score", "");
+  Opt<std::string>& ks = a.opt<std::string>("--k", "LIST", "documents shown (all or a count)", "");
+  Opt<std::string>& spotlight =
+      a.opt<std::string>("--spotlight", "LIST", "off, K sentences, K+tokens (<Rel>, category)", "");
+  Opt<std::string>& tmpl =
+      a.opt<std::string>("--template", "FILE", "prompt template (default: the task's)", "");
+  Opt<int>& max_tokens =
+      a.opt<int>("--max-tokens", "N", "answer tokens (greedy, stop at a newline)", 12)
+          .range(1, 4096);
+  Opt<long long>& seed = a.opt<long long>("--seed", "N", "perturbations, needle records", 0);
+  Opt<std::string>& abs_filter = a.opt<std::string>(
+      "--abs-filter", "on|off", "ABS first filter (readers that give attention)", "on");
+  Opt<int>& abs_prompts =
+      a.opt<int>("--abs-prompts", "N", "dev records of the ABS pass", 2).range(1, 100000);
+  Opt<double>& abs_keep =
+      a.opt<double>("--abs-keep", "F", "share of candidates the ABS filter keeps", 0.5)
+          .range(0.01, 1.0);
+  Opt<int>& eta = a.opt<int>("--eta", "N", "halving factor", 2).range(2, 16);
+  Opt<int>& finalists =
+      a.opt<int>("--finalists", "N", "halving stops at N candidates", 3).range(1, 1000);
+  Opt<int>& robust_items =
+      a.opt<int>("--robust-items", "N", "records of the robustness check", 8).range(1, 100000);
+  Opt<std::string>& shard =
+      a.opt<std::string>("--shard", "i/n", "run shard i of n of each phase's cells", "");
+  Flag& json = a.flag("--json", "print one JSON object");
+};
+
+std::string help_text() {
+  std::string t =
+      "Searches how retrieved context is shown to a reader: C-NORM's delimiter and ratio p, "
+      "SURE's\n"
+      "document formats, document order (retrieved, reversed, edges = the most relevant at both\n"
+      "ends, score = ctxs[].score), the number of documents k and SpotlightRAG's selection (off,\n"
+      "K sentences, K+tokens with <Rel> and category tokens). Each candidate renders its prompts\n"
+      "with the pipelines' own renderers. The judge: accuracy on the dev split (substring match\n"
+      "of the first answer line), robustness (SURE's rate under logic/reverse and logic/random of\n"
+      "the gold document, the same pairs for every candidate) and prompt tokens. The search: an\n"
+      "ABS filter (attention readers), successive halving on accuracy over growing prefixes of\n"
+      "the dev split, the robustness check on the finalists; it never runs more than --budget\n"
+      "prompts (too small a budget is a usage error naming the minimum). Every measurement is a\n"
+      "row of --store: a killed search resumes, a larger budget continues, --shard i/n splits\n"
+      "each phase (merge, then rerun). The winner and the original presentation are then\n"
+      "evaluated on the held-out split (its own count of prompts): accuracy, the 95% bootstrap\n"
+      "CI of the paired difference, McNemar's p, robustness, tokens.\n"
+      "Prompts longer than --ctx (the model's training context by default, 512 tokens for\n"
+      "stories260K) with the answer are dropped before the search: the space's k and formats are\n"
+      "capped for the model, and the output says how many candidates that removed.\n"
+      "Default spaces (flags and --space replace a dimension's values):\n";
+  for (Task task : {Task::Qa, Task::Needle, Task::Kv})
+    t += "  " + std::string(task_name(task)) + ":\n" + describe_space(default_space(task), task) +
+         "\n";
+  t +=
+      "Space file: {\"delimiter\": [\"original\", \"-\"], \"p\": [0.5], \"format\": [\"plain\"], "
+      "\"order\": [\"edges\"], \"k\": [\"all\", 3], \"spotlight\": [\"off\", \"3+tokens\"]} or the "
+      "same in YAML.";
+  return t;
+}
+
+std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, size_t slots,
+                                  uint64_t seed, const char* flag) {
+  if (task == Task::Needle) {
+    if (!path.empty()) return eval::load_qa_file(path).records;
+    return needle_records(n, slots, seed);
+  }
+  if (path.empty())
+    throw UsageError(flag, std::string("required for the ") + task_name(task) + " task");
+  return eval::load_qa_file(path).records;
+}
+
+int cmd_tune(const std::vector<std::string>& argv) {
+  Args a("tune", "Search the presentation of retrieved context within a budget of prompts.",
+         help_text());
+  TuneFlags f(a);
+  if (!a.parse(argv)) return 0;
+  f.remote.check();
+
+  TuneOptions o;
+  o.task = parse_task(f.task.value);
+  o.objective = parse_objective(f.objective.value);
+  o.robust_floor = f.floor.value;
+  o.budget = size_t(f.budget.value);
+  o.max_tokens = f.max_tokens.value;
+  o.seed = uint64_t(f.seed.value);
+  o.tmpl = template_for(o.task, f.tmpl.value);
+  o.space = default_space(o.task);
+  if (!f.space.value.empty()) o.space = load_space_file(f.space.value, o.space);
+  const std::pair<Opt<std::string>*, const char*> dims[] = {
+      {&f.delims, "delimiter"}, {&f.ps, "p"}, {&f.formats, "format"},
+      {&f.orders, "order"},     {&f.ks, "k"}, {&f.spotlight, "spotlight"}};
+  for (const auto& [flag, dim] : dims)
+    if (flag->seen) set_dimension(o.space, dim, flag->value);
+  candidates(o.space, o.task);  // a space that does not apply to the task fails before loading
+  if (f.abs_filter.value != "on" && f.abs_filter.value != "off")
+    throw UsageError("--abs-filter", "on or off, got '" + f.abs_filter.value + "'");
+  o.search.abs_filter = f.abs_filter.value == "on";
+  o.search.abs_prompts = size_t(f.abs_prompts.value);
+  o.search.abs_keep = f.abs_keep.value;
+  o.search.eta = size_t(f.eta.value);
+  o.search.finalists = size_t(f.finalists.value);
+  o.search.robust_items = size_t(f.robust_items.value);
+  o.search.robust_kinds = robustness_kinds().size();
+  if (!f.shard.value.empty()) {
+    Shard sh = parse_shard(f.shard.value);
+    o.shard_index = sh.index;
+    o.shard_count = sh.count;
+  }
+  // Dev and held-out needle records come from disjoint seeds.
+  o.dev = split(o.task, f.input.value, size_t(f.dev_items.value), size_t(f.slots.value),
+                2 * o.seed + 1, "--input");
+  o.holdout = split(o.task, f.holdout.value, size_t(f.holdout_items.value), size_t(f.slots.value),
+                    2 * o.seed + 2, "--holdout");
+
+  std::unique_ptr<reader::Reader> reader;
+  const bool native = f.remote.reader.value == "native";
+  if (native) {
+    f.rf.resolve_ctx();
+    reader = f.rf.open_native();
+    o.ctx = size_t(f.rf.ctx.value);
+  } else {
+    reader = f.remote.open(f.rf);
+    o.ctx = f.rf.ctx.seen ? size_t(f.rf.ctx.value) : 0;
+  }
+  o.origin = common::origin_of(*reader, common::tool_version(), native ? f.rf.model.value : "",
+                               native ? store::sha256_file(f.rf.model.value) : "");
+  o.model = f.rf.model.value;
+  o.store_path = f.store_path.value;
+  std::optional<Progress> progress;
+  o.hooks = cli_run_hooks(&progress);
+  store::RunStore st(f.store_path.value);
+  TuneSummary s = run_tune(*reader, st, o);
+  if (s.complete && !f.out.value.empty()) save_profile(f.out.value, s.profile);
+  std::fprintf(stderr, "tune: %zu new prompts run by this invocation (search and held out)\n",
+               s.new_prompts);
+  if (native) note_prefill(*reader);
+  if (f.json.value)
+    print_json_line(summary_json(s, o));
+  else
+    std::fputs(summary_text(s, o).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+RAGFORM_COMMAND("tune", "search the presentation of retrieved context within a budget", cmd_tune,
+                75);
+
+}  // namespace ragform::cli

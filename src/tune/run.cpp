@@ -1,0 +1,650 @@
+#include "tune/run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "base/error.h"
+#include "base/stable_hash.h"
+#include "eval/stats.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/sure/sure.h"
+#include "store/sha256.h"
+
+namespace ragform::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The records' content as canonical JSON, hashed: the identity of a split.
+std::string records_sha(const std::vector<eval::QaRecord>& recs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : recs) {
+    nlohmann::json c = nlohmann::json::array();
+    for (const auto& x : r.ctxs)
+      c.push_back({x.title, x.text, x.isgold, x.hasanswer.value_or(false), x.score.value_or(0.0)});
+    nlohmann::json kv = nullptr;
+    if (r.kv) kv = {r.kv->key, r.kv->value, r.kv->records, r.kv->gold_index};
+    a.push_back({r.id, r.question, r.answers, c, kv});
+  }
+  return store::sha256_hex(store::canonical_json(a));
+}
+
+std::string acc_variant(const std::string& label) { return "acc " + label; }
+std::string abs_variant(const std::string& label) { return "abs " + label; }
+std::string rob_variant(const std::string& kind, const std::string& label) {
+  return "rob " + kind + " " + label;
+}
+
+// One cell of the search: a record under a candidate, answered, perturbed or scored by ABS.
+struct Cell {
+  size_t record = 0;
+  std::string variant;
+  std::string prompt;  // rendered lazily by the phase
+};
+
+// The rows of one run in memory, kept in step with every put().
+class Ledger {
+ public:
+  Ledger(store::RunStore& st, int64_t run) : st_(st), run_(run) {
+    for (auto& row : st.results(run))
+      if (row.status == store::Status::ok) rows_[{row.instance, row.variant}] = std::move(row);
+  }
+  const store::Result* find(const std::string& inst, const std::string& var) const {
+    auto it = rows_.find({inst, var});
+    return it == rows_.end() ? nullptr : &it->second;
+  }
+  void put(store::Result row) {
+    row.run = run_;
+    st_.put(row);
+    rows_[{row.instance, row.variant}] = std::move(row);
+  }
+  int64_t run() const { return run_; }
+
+ private:
+  store::RunStore& st_;
+  int64_t run_;
+  std::map<store::Key, store::Result> rows_;
+};
+
+bool shard_keeps(const TuneOptions& o, const std::string& inst, const std::string& var) {
+  return o.shard_count <= 1 ||
+         fnv1a64(inst + "|" + var) % uint64_t(o.shard_count) == uint64_t(o.shard_index);
+}
+
+struct Runner {
+  reader::Reader& r;
+  const TuneOptions& o;
+  size_t new_prompts = 0;
+
+  // Answers the record `rec` (already perturbed when it is a robustness cell) under `p`.
+  void answer(Ledger& led, const eval::QaRecord& rec, const std::string& instance,
+              const Presentation& p, const std::string& variant) {
+    const std::string prompt = render(rec, p, o.task, o.tmpl).prompt;
+    auto t0 = Clock::now();
+    reader::Generation g = r.generate(prompt, answer_params(o.max_tokens));
+    ++new_prompts;
+    store::Result row;
+    row.instance = instance;
+    row.variant = variant;
+    row.prompt = prompt;
+    row.prompt_tokens = g.prompt_tokens;
+    row.output = g.text;
+    row.correct = grade(g.text, rec.answers);
+    row.scores = {{"substring_match", *row.correct ? 1.0 : 0.0}};
+    row.timings_ms = {
+        {"total", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}};
+    row.extra = {{"presentation", to_json(p)}, {"answer", cnorm::first_line(g.text)}};
+    led.put(std::move(row));
+  }
+
+  void measure_abs(Ledger& led, const eval::QaRecord& rec, const Presentation& p,
+                   const std::string& variant) {
+    cnorm::Prompt pr;
+    pr.text = render(rec, p, o.task, o.tmpl).prompt;
+    pr.ctx_end = pr.text.size();
+    const double abs = cnorm::prompt_abs(r, pr, cnorm::AbsOptions{});
+    ++new_prompts;
+    store::Result row;
+    row.instance = rec.id;
+    row.variant = variant;
+    row.prompt = pr.text;
+    row.prompt_tokens = r.count_tokens(pr.text);
+    row.scores = {{"abs", abs}};
+    row.extra = {{"presentation", to_json(p)}};
+    led.put(std::move(row));
+  }
+};
+
+// A phase's cells: those already stored, those this shard runs, those left to other shards.
+struct PhaseState {
+  size_t missing_elsewhere = 0;
+};
+
+// Runs the cells `todo` (instance, variant, fn) this shard owns; counts the others.
+template <class Fn>
+PhaseState run_phase(const TuneOptions& o, Ledger& led, const std::string& stage,
+                     const std::vector<std::pair<std::string, std::string>>& cells, Fn&& fn) {
+  PhaseState ps;
+  std::vector<size_t> mine;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (led.find(cells[i].first, cells[i].second)) continue;
+    if (shard_keeps(o, cells[i].first, cells[i].second))
+      mine.push_back(i);
+    else
+      ++ps.missing_elsewhere;
+  }
+  if (mine.empty()) return ps;
+  Stage prog(o.hooks, stage, mine.size());
+  for (size_t i : mine) {
+    fn(i);
+    prog.add();
+  }
+  return ps;
+}
+
+// Accuracy of each candidate over the first `items` records, from the ledger.
+Score accuracy_of(const Ledger& led, const std::vector<eval::QaRecord>& dev, size_t items,
+                  const std::string& label) {
+  Score s;
+  double tok = 0;
+  for (size_t i = 0; i < items; ++i) {
+    const store::Result* row = led.find(dev[i].id, acc_variant(label));
+    if (!row || !row->correct) continue;
+    ++s.n;
+    s.correct += *row->correct ? 1 : 0;
+    tok += double(row->prompt_tokens.value_or(0));
+  }
+  s.tokens = s.n ? tok / double(s.n) : 0;
+  return s;
+}
+
+// Ranks candidate indices by accuracy (ties: fewer tokens, then order) and keeps the best `keep`.
+std::vector<size_t> best_by_accuracy(const std::vector<size_t>& idx, const std::vector<Score>& sc,
+                                     size_t keep) {
+  std::vector<size_t> order = idx;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (sc[a].accuracy() != sc[b].accuracy()) return sc[a].accuracy() > sc[b].accuracy();
+    return sc[a].tokens < sc[b].tokens;
+  });
+  order.resize(std::min(keep, order.size()));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::string number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+// The robustness rate of `label` over the pairs of `recs` (the first `items`), and the pairs.
+std::pair<std::optional<double>, size_t> robustness_of(
+    const Ledger& led, const std::vector<eval::QaRecord>& recs, size_t items,
+    const std::string& label, const std::vector<std::vector<std::string>>& kinds_of) {
+  std::vector<sure::Outcome> out;
+  for (size_t i = 0; i < items; ++i)
+    for (const std::string& kind : kinds_of[i]) {
+      const store::Result* org = led.find(recs[i].id, acc_variant(label));
+      const store::Result* pert = led.find(recs[i].id, rob_variant(kind, label));
+      if (!org || !pert || !org->correct || !pert->correct) continue;
+      sure::Outcome oc;
+      oc.pair_id = recs[i].id;
+      oc.perturbation = kind;
+      oc.y_org = *org->correct;
+      oc.y_pert = *pert->correct;
+      out.push_back(oc);
+    }
+  if (out.empty()) return {std::nullopt, 0};
+  return {sure::compute_rates(out, 0, 1).rr, out.size()};
+}
+
+// The kinds that perturb each record (a degenerate perturbation is no pair).
+std::vector<std::vector<std::string>> pair_kinds(const TuneOptions& o,
+                                                 const std::vector<eval::QaRecord>& recs,
+                                                 size_t items) {
+  std::vector<std::vector<std::string>> out(items);
+  for (size_t i = 0; i < items; ++i)
+    for (const std::string& k : robustness_kinds())
+      if (perturbed(recs[i], o.task, k, o.seed)) out[i].push_back(k);
+  return out;
+}
+
+// Cells of the robustness check for candidates `idx` over the first `items` records.
+PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRecord>& recs,
+                          size_t items, const std::vector<Presentation>& cands,
+                          const std::vector<size_t>& idx,
+                          const std::vector<std::vector<std::string>>& kinds_of,
+                          const std::string& stage) {
+  std::vector<std::pair<std::string, std::string>> cells;
+  std::vector<std::tuple<size_t, size_t, std::string>> what;
+  for (size_t c : idx)
+    for (size_t i = 0; i < items; ++i)
+      for (const std::string& k : kinds_of[i]) {
+        cells.push_back({recs[i].id, rob_variant(k, label(cands[c]))});
+        what.emplace_back(c, i, k);
+      }
+  return run_phase(run.o, led, stage, cells, [&](size_t j) {
+    auto [c, i, k] = what[j];
+    run.answer(led, *perturbed(recs[i], run.o.task, k, run.o.seed), recs[i].id, cands[c],
+               cells[j].second);
+  });
+}
+
+// The original presentation the winner is compared with: as given, at the largest k that fits.
+Presentation baseline(const std::vector<Presentation>& kept) {
+  Presentation o = original_presentation();
+  for (const Presentation& p : kept)
+    if (p.delimiter == "original" && p.format == "plain" && p.order == Order::Retrieved &&
+        !p.spotlight)
+      return p;
+  return o;
+}
+
+void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSummary& s,
+                 const Presentation& original, const Presentation& tuned) {
+  store::RunConfig rc;
+  rc.pipeline = "tune holdout";
+  rc.config = {{"task", task_name(o.task)},
+               {"records", records_sha(o.holdout)},
+               {"template_sha256", store::sha256_hex(o.tmpl)},
+               {"max_tokens", o.max_tokens},
+               {"kinds", robustness_kinds()}};
+  rc.seed = int64_t(o.seed);
+  const size_t n = o.holdout.size();
+  const size_t rob_items = std::min(n, o.search.robust_items);
+  std::vector<Presentation> sides = {original};
+  if (!(tuned == original)) sides.push_back(tuned);
+  common::Resumed res =
+      common::begin_or_resume(st, rc, o.origin, o.hooks, "tune holdout", 0, "held-out answers");
+  Ledger led(st, res.run);
+  s.holdout_run = res.run;
+  auto kinds_of = pair_kinds(o, o.holdout, rob_items);
+  std::vector<std::pair<std::string, std::string>> cells;
+  std::vector<std::pair<size_t, size_t>> what;
+  for (size_t c = 0; c < sides.size(); ++c)
+    for (size_t i = 0; i < n; ++i) {
+      cells.push_back({o.holdout[i].id, acc_variant(label(sides[c]))});
+      what.emplace_back(c, i);
+    }
+  TuneOptions whole = o;  // the held-out evaluation is never sharded: it runs after the merge
+  whole.shard_count = 1;
+  run_phase(whole, led, "tune holdout", cells, [&](size_t j) {
+    auto [c, i] = what[j];
+    run.answer(led, o.holdout[i], o.holdout[i].id, sides[c], cells[j].second);
+  });
+  std::vector<size_t> all(sides.size());
+  std::iota(all.begin(), all.end(), 0);
+  Runner whole_run{run.r, whole, 0};
+  if (o.task != Task::Kv)
+    run_robustness(whole_run, led, o.holdout, rob_items, sides, all, kinds_of,
+                   "tune holdout robustness");
+  run.new_prompts += whole_run.new_prompts;
+  Holdout h;
+  h.items = n;
+  std::vector<Side*> out = {&h.original, &h.tuned};
+  std::vector<std::vector<bool>> correct(2);
+  for (size_t c = 0; c < 2; ++c) {
+    const Presentation& p = sides[std::min(c, sides.size() - 1)];
+    Score sc = accuracy_of(led, o.holdout, n, label(p));
+    out[c]->label = label(p);
+    out[c]->accuracy = sc.accuracy();
+    out[c]->tokens = sc.tokens;
+    out[c]->robustness = robustness_of(led, o.holdout, rob_items, label(p), kinds_of).first;
+    for (size_t i = 0; i < n; ++i) {
+      const store::Result* row = led.find(o.holdout[i].id, acc_variant(label(p)));
+      correct[c].push_back(row && row->correct && *row->correct);
+    }
+  }
+  for (const auto& kinds : kinds_of) h.prompts += kinds.size() * sides.size();
+  h.prompts += n * sides.size();
+  std::vector<double> d;
+  for (size_t i = 0; i < n; ++i) d.push_back(double(correct[1][i]) - double(correct[0][i]));
+  if (!d.empty()) {
+    eval::BootstrapCI ci = eval::bootstrap_mean_ci(d, 0.95, 10000, o.seed);
+    h.diff_lo = ci.lo;
+    h.diff_hi = ci.hi;
+  }
+  h.mcnemar_p = eval::mcnemar(correct[0], correct[1]).p_exact;
+  s.holdout = h;
+}
+
+}  // namespace
+
+std::vector<eval::QaRecord> needle_records(size_t n, size_t k, uint64_t seed) {
+  std::vector<eval::QaRecord> out;
+  for (const cnorm::Item& it : cnorm::make_needle_items(n, k, seed)) {
+    eval::QaRecord r;
+    r.id = "needle-" + std::to_string(seed) + "-" + it.id.substr(it.id.rfind('-') + 1);
+    r.question = it.question;
+    r.answers = it.answers;
+    r.source_format = "needle";
+    const std::vector<cnorm::Document> docs = cnorm::arrange(it, k, it.natural_position);
+    for (size_t i = 0; i < docs.size(); ++i) {
+      eval::Context c;
+      c.id = r.id + "/" + std::to_string(i);
+      c.title = docs[i].title;
+      c.text = docs[i].text;
+      c.isgold = i == it.natural_position;
+      c.hasanswer = c.isgold;
+      r.ctxs.push_back(std::move(c));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& o) {
+  if (o.dev.empty()) throw UsageError("tune", "the dev split has no record");
+  if (o.task == Task::Kv &&
+      (o.objective == Objective::Robust || o.objective == Objective::Balanced))
+    throw UsageError("--objective", std::string(objective_name(o.objective)) +
+                                        " needs a robustness check, which the kv task has not "
+                                        "(no sentences to perturb)");
+  const bool attention = r.capabilities().attention;
+  if (o.objective == Objective::Abs && !attention)
+    throw UsageError("--objective",
+                     "abs needs a reader that gives attention (the native reader "
+                     "or ragform serve), not " +
+                         r.describe());
+  TuneSummary s;
+  s.budget = o.budget;
+  const std::vector<Presentation> all = candidates(o.space, o.task);
+
+  // The context cap: a candidate whose prompt (plus the answer) does not fit is dropped.
+  std::vector<Presentation> cands;
+  const size_t probe = std::min<size_t>(4, o.dev.size());
+  for (const Presentation& p : all) {
+    bool fits = true;
+    for (size_t i = 0; i < probe && fits && o.ctx; ++i)
+      fits = size_t(r.count_tokens(render(o.dev[i], p, o.task, o.tmpl).prompt)) +
+                 size_t(o.max_tokens) <=
+             o.ctx;
+    if (fits) cands.push_back(p);
+  }
+  s.dropped_for_context = all.size() - cands.size();
+  if (s.dropped_for_context)
+    o.hooks.say("tune: note: " + std::to_string(s.dropped_for_context) + " of " +
+                std::to_string(all.size()) + " candidates dropped: their prompts exceed the " +
+                std::to_string(o.ctx) + "-token context (--ctx) with the answer");
+  if (cands.empty())
+    throw UsageError("tune", "no candidate of the space fits the " + std::to_string(o.ctx) +
+                                 "-token context; use smaller k values");
+
+  SearchParams sp = o.search;
+  sp.abs_only = o.objective == Objective::Abs;
+  sp.abs_filter = sp.abs_filter && attention && !sp.abs_only;
+  sp.robustness = o.task != Task::Kv && !sp.abs_only;
+  s.plan = plan_search(cands.size(), o.dev.size(), o.budget, sp);
+
+  store::RunConfig rc;
+  rc.pipeline = "tune";
+  rc.config = {{"task", task_name(o.task)},
+               {"records", records_sha(o.dev)},
+               {"template_sha256", store::sha256_hex(o.tmpl)},
+               {"max_tokens", o.max_tokens},
+               {"space", space_to_json(o.space)},
+               {"kinds", robustness_kinds()},
+               {"abs", cnorm::AbsOptions{}.to_json()}};
+  rc.seed = int64_t(o.seed);
+  common::Resumed res =
+      common::begin_or_resume(st, rc, o.origin, o.hooks, "tune", s.plan.total, "measurements");
+  s.run = res.run;
+  Ledger led(st, res.run);
+  Runner run{r, o, 0};
+
+  for (const Presentation& p : cands) s.candidates.push_back({p, {}, ""});
+  std::vector<Score> sc(cands.size());
+  std::vector<size_t> alive(cands.size());
+  std::iota(alive.begin(), alive.end(), 0);
+  auto stop = [&](const std::string& phase, size_t elsewhere) {
+    s.complete = false;
+    s.pending = phase + ": this shard's share is stored; " + std::to_string(elsewhere) +
+                " measurements belong to other shards: merge the shards' stores (ragform merge) "
+                "and rerun to continue";
+    s.new_prompts = run.new_prompts;
+    return s;
+  };
+
+  // ABS: the filter, or the whole search for objective abs.
+  if (s.plan.abs_cost) {
+    std::vector<std::pair<std::string, std::string>> cells;
+    std::vector<std::pair<size_t, size_t>> what;
+    for (size_t c : alive)
+      for (size_t i = 0; i < s.plan.abs_prompts; ++i) {
+        cells.push_back({o.dev[i].id, abs_variant(label(cands[c]))});
+        what.emplace_back(c, i);
+      }
+    PhaseState ps = run_phase(o, led, "tune abs", cells, [&](size_t j) {
+      run.measure_abs(led, o.dev[what[j].second], cands[what[j].first], cells[j].second);
+    });
+    if (ps.missing_elsewhere) return stop("abs", ps.missing_elsewhere);
+    for (size_t c : alive) {
+      std::vector<double> v;
+      for (size_t i = 0; i < s.plan.abs_prompts; ++i)
+        v.push_back(led.find(o.dev[i].id, abs_variant(label(cands[c])))->scores.at("abs"));
+      sc[c].abs = cnorm::abs_mean_std(v).first;
+    }
+    s.spent += s.plan.abs_cost;
+    if (sp.abs_only) {
+      s.winner = pick(sc, Objective::Abs, 0);
+      s.finalists = {s.winner};
+    } else {
+      std::vector<size_t> order = alive;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return *sc[a].abs > *sc[b].abs; });
+      order.resize(s.plan.abs_keep);
+      std::sort(order.begin(), order.end());
+      for (size_t c : alive)
+        if (!std::binary_search(order.begin(), order.end(), c)) s.candidates[c].dropped_at = "abs";
+      alive = order;
+    }
+  }
+
+  // Successive halving on accuracy.
+  for (size_t ri = 0; ri < s.plan.rungs.size(); ++ri) {
+    const Rung& rung = s.plan.rungs[ri];
+    std::vector<std::pair<std::string, std::string>> cells;
+    std::vector<std::pair<size_t, size_t>> what;
+    for (size_t c : alive)
+      for (size_t i = 0; i < rung.items; ++i) {
+        cells.push_back({o.dev[i].id, acc_variant(label(cands[c]))});
+        what.emplace_back(c, i);
+      }
+    const std::string stage = "tune rung " + std::to_string(ri);
+    PhaseState ps = run_phase(o, led, stage, cells, [&](size_t j) {
+      run.answer(led, o.dev[what[j].second], o.dev[what[j].second].id, cands[what[j].first],
+                 cells[j].second);
+    });
+    if (ps.missing_elsewhere) return stop("rung " + std::to_string(ri), ps.missing_elsewhere);
+    for (size_t c : alive) {
+      std::optional<double> abs = sc[c].abs;
+      sc[c] = accuracy_of(led, o.dev, rung.items, label(cands[c]));
+      sc[c].abs = abs;
+    }
+    s.spent += rung.cost;
+    if (ri == 0)
+      for (size_t c : alive) s.candidates[c].first_rung_accuracy = sc[c].accuracy();
+    std::vector<size_t> keep = best_by_accuracy(alive, sc, rung.keep);
+    for (size_t c : alive)
+      if (!std::binary_search(keep.begin(), keep.end(), c))
+        s.candidates[c].dropped_at = "rung " + std::to_string(ri);
+    alive = keep;
+  }
+
+  // Robustness on the finalists, then the objective.
+  if (!sp.abs_only) {
+    s.finalists = alive;
+    if (sp.robustness) {
+      const size_t items = s.plan.robust_items;
+      auto kinds_of = pair_kinds(o, o.dev, items);
+      PhaseState ps =
+          run_robustness(run, led, o.dev, items, cands, alive, kinds_of, "tune robustness");
+      if (ps.missing_elsewhere) return stop("robustness", ps.missing_elsewhere);
+      for (size_t c : alive) {
+        auto [rr, pairs] = robustness_of(led, o.dev, items, label(cands[c]), kinds_of);
+        sc[c].robustness = rr;
+        sc[c].pairs = pairs;
+        s.spent += pairs;
+      }
+    }
+    std::vector<Score> fin;
+    for (size_t c : alive) fin.push_back(sc[c]);
+    s.winner = alive[pick(fin, o.objective, o.robust_floor)];
+    for (size_t c : alive)
+      if (c != s.winner) s.candidates[c].dropped_at = "final";
+  }
+  for (size_t c = 0; c < cands.size(); ++c) s.candidates[c].score = sc[c];
+  const size_t grid_items = s.plan.rungs.empty() ? s.plan.abs_prompts : s.plan.rungs.back().items;
+  size_t pairs_per_candidate = 0;
+  if (sp.robustness)
+    for (const auto& k : pair_kinds(o, o.dev, s.plan.robust_items)) pairs_per_candidate += k.size();
+  s.grid = cands.size() * (grid_items + pairs_per_candidate);
+
+  s.profile.presentation = cands[s.winner];
+  s.profile.searched = searched_dimensions(o.space);
+  s.profile.model = o.model;
+  s.profile.model_sha256 = o.origin.model_sha256;
+  s.profile.reader = r.describe();
+  s.profile.task = o.task;
+  s.profile.objective = objective_name(o.objective);
+  s.profile.store = o.store_path;
+  s.profile.run = s.run;
+  s.complete = true;
+
+  if (!o.holdout.empty()) run_holdout(run, st, o, s, baseline(cands), cands[s.winner]);
+  s.new_prompts = run.new_prompts;
+  st.set_run_meta(s.run, "tune_summary", summary_json(s, o));
+  return s;
+}
+
+nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) {
+  nlohmann::ordered_json j;
+  j["task"] = task_name(o.task);
+  j["objective"] = objective_name(o.objective);
+  if (o.objective == Objective::Balanced) j["robust_floor"] = o.robust_floor;
+  j["complete"] = s.complete;
+  if (!s.complete) j["pending"] = s.pending;
+  if (s.complete) {
+    j["profile"] = profile_to_json(s.profile);
+    j["winner"] = label(s.candidates[s.winner].presentation);
+  }
+  j["budget"] = s.budget;
+  j["spent"] = s.spent;
+  j["grid"] = s.grid;
+  j["candidates"] = s.candidates.size();
+  j["dropped_for_context"] = s.dropped_for_context;
+  j["plan"] = s.plan.to_json();
+  j["finalists"] = nlohmann::json::array();
+  for (size_t c : s.finalists) j["finalists"].push_back(label(s.candidates[c].presentation));
+  nlohmann::ordered_json traj = nlohmann::json::array();
+  for (const CandidateResult& c : s.candidates) {
+    nlohmann::ordered_json t;
+    t["label"] = label(c.presentation);
+    t["presentation"] = to_json(c.presentation);
+    t["dropped_at"] = c.dropped_at;
+    t["accuracy"] = c.score.accuracy();
+    t["n"] = c.score.n;
+    t["tokens"] = c.score.tokens;
+    t["robustness"] = c.score.robustness ? nlohmann::json(*c.score.robustness) : nullptr;
+    t["abs"] = c.score.abs ? nlohmann::json(*c.score.abs) : nullptr;
+    traj.push_back(t);
+  }
+  j["trajectory"] = traj;
+  // Main effects: the mean first-rung accuracy of the candidates holding each value.
+  nlohmann::ordered_json effects = nlohmann::json::object();
+  if (!s.plan.rungs.empty())
+    for (const std::string& dim : searched_dimensions(o.space)) {
+      std::map<std::string, std::pair<double, size_t>> by;
+      std::vector<std::string> seen;
+      for (const CandidateResult& c : s.candidates) {
+        if (!c.first_rung_accuracy) continue;
+        nlohmann::json v = to_json(c.presentation)[dim == "delimiter" ? "delimiter" : dim];
+        std::string key = v.is_string() ? v.get<std::string>() : v.dump();
+        if (dim == "spotlight")
+          key = spotlight_value_name({c.presentation.spotlight, c.presentation.spotlight_tokens});
+        if (!by.count(key)) seen.push_back(key);
+        by[key].first += *c.first_rung_accuracy;
+        by[key].second += 1;
+      }
+      nlohmann::ordered_json e = nlohmann::json::object();
+      for (const auto& k : seen) e[k] = by[k].first / double(by[k].second);
+      effects[dim] = e;
+    }
+  j["main_effects"] = effects;
+  if (s.holdout) {
+    const Holdout& h = *s.holdout;
+    auto side = [](const Side& x) {
+      return nlohmann::ordered_json{
+          {"label", x.label},
+          {"accuracy", x.accuracy},
+          {"robustness", x.robustness ? nlohmann::json(*x.robustness) : nullptr},
+          {"tokens", x.tokens}};
+    };
+    j["holdout"] = {{"items", h.items},
+                    {"prompts", h.prompts},
+                    {"original", side(h.original)},
+                    {"tuned", side(h.tuned)},
+                    {"diff_ci95", {h.diff_lo, h.diff_hi}},
+                    {"mcnemar_p", h.mcnemar_p}};
+  } else {
+    j["holdout"] = nullptr;
+  }
+  j["store"] = o.store_path;
+  j["run"] = s.run;
+  j["holdout_run"] = s.holdout_run;
+  return j;
+}
+
+std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
+  std::string t;
+  t += "tune: " + std::string(task_name(o.task)) + ", objective " + objective_name(o.objective);
+  if (o.objective == Objective::Balanced) t += " (robustness floor " + number(o.robust_floor) + ")";
+  t += "\n";
+  t += "  space: " + std::to_string(s.candidates.size()) + " candidates";
+  if (s.dropped_for_context)
+    t += " (" + std::to_string(s.dropped_for_context) + " more dropped: over the context)";
+  t += "\n  spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) +
+       " prompts; a full grid over the same dev records would cost " + std::to_string(s.grid) +
+       "\n";
+  if (s.plan.abs_cost)
+    t += "  abs: " + std::to_string(s.plan.candidates) + " candidates x " +
+         std::to_string(s.plan.abs_prompts) + " prompts, kept " + std::to_string(s.plan.abs_keep) +
+         "\n";
+  for (size_t i = 0; i < s.plan.rungs.size(); ++i) {
+    const Rung& r = s.plan.rungs[i];
+    t += "  rung " + std::to_string(i) + ": " + std::to_string(r.candidates) + " candidates x " +
+         std::to_string(r.items) + " dev records, kept " + std::to_string(r.keep) + "\n";
+  }
+  if (!s.complete) return t + "  " + s.pending + "\n";
+  for (size_t c : s.finalists) {
+    const CandidateResult& cr = s.candidates[c];
+    t += std::string(c == s.winner ? "  * " : "    ") + label(cr.presentation) + ": accuracy " +
+         number(cr.score.accuracy()) + " (" + std::to_string(cr.score.n) + "), robustness " +
+         (cr.score.robustness ? number(*cr.score.robustness) : std::string("-")) + ", tokens " +
+         number(cr.score.tokens) + (cr.score.abs ? ", abs " + number(*cr.score.abs) : "") + "\n";
+  }
+  t += "  winner: " + label(s.candidates[s.winner].presentation) + "\n";
+  if (s.holdout) {
+    const Holdout& h = *s.holdout;
+    auto side = [](const Side& x) {
+      return "accuracy " + number(x.accuracy) + ", robustness " +
+             (x.robustness ? number(*x.robustness) : std::string("-")) + ", tokens " +
+             number(x.tokens);
+    };
+    t += "  held out (" + std::to_string(h.items) + " records, " + std::to_string(h.prompts) +
+         " prompts, not counted in the budget):\n";
+    t += "    original " + h.original.label + ": " + side(h.original) + "\n";
+    t += "    tuned    " + h.tuned.label + ": " + side(h.tuned) + "\n";
+    t += "    accuracy difference 95% CI [" + number(h.diff_lo) + ", " + number(h.diff_hi) +
+         "], McNemar p " + number(h.mcnemar_p) + "\n";
+  }
+  return t;
+}
+
+}  // namespace ragform::tune

@@ -1,0 +1,113 @@
+// `ragform tune`'s runner: the budgeted search (search.h) with the judge (judge.h) over the
+// candidates of a space (space.h), every measurement a row of the run store, then the held-out
+// evaluation of the winner against the original presentation. It follows the runner contract of
+// pipelines/common (RunHooks, begin_or_resume, RunOrigin):
+//
+// Run store (docs/tune.md):
+//   run "tune"          identity: task, dev records (sha256 of their canonical JSON), template,
+//                       max_tokens, the space, the perturbation seed and kinds, ABS options. Not
+//                       the budget (a larger budget continues the same run) nor the shard.
+//                       Rows (instance = dev record id):
+//                         variant "abs <label>"          scores.abs; no correctness
+//                         variant "acc <label>"          the answer, correct, prompt_tokens
+//                         variant "rob <kind> <label>"   the answer on the perturbed record
+//                       run meta "tune_summary": summary_json of the last complete search.
+//   run "tune holdout"  identity: task, holdout records, template, max_tokens, seed, kinds.
+//                       Rows "acc <label>" and "rob <kind> <label>" of the original and the
+//                       winner (instance = holdout record id).
+// Labels are presentation.h label(). Resume: a killed search reruns only the cells without a
+// row. Sharding (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
+// fnv1a64("<instance>|<variant>") mod n; a shard runs its share of the first phase that is not
+// complete and stops (TuneSummary::complete = false); after `ragform merge` a rerun continues with
+// the next phase.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/qa_record.h"
+#include "pipelines/common/common.h"
+#include "reader/reader.h"
+#include "store/run_store.h"
+#include "tune/judge.h"
+#include "tune/profile.h"
+#include "tune/search.h"
+#include "tune/space.h"
+
+namespace ragform::tune {
+
+struct TuneOptions {
+  Task task = Task::Qa;
+  std::string tmpl;  // template_for(task, --template)
+  std::vector<eval::QaRecord> dev, holdout;
+  Space space;
+  Objective objective = Objective::Accuracy;
+  double robust_floor = 0.8;  // balanced
+  size_t budget = 0;
+  SearchParams search;  // abs_filter: wanted (it runs only when the reader gives attention)
+  int max_tokens = 16;
+  size_t ctx = 0;     // prompt + answer limit in tokens; 0 = none
+  uint64_t seed = 0;  // perturbations and the bootstrap
+  int shard_index = 0, shard_count = 1;
+  std::string model;       // the profile's model name
+  std::string store_path;  // the profile's run.store
+  common::RunOrigin origin;
+  common::RunHooks hooks;
+};
+
+// One candidate's trajectory through the search.
+struct CandidateResult {
+  Presentation presentation;
+  Score score;                                // over the records it was answered on
+  std::optional<double> first_rung_accuracy;  // over the first rung's records (main effects)
+  std::string dropped_at;  // "context", "abs", "rung <r>", "final" (a finalist not picked), ""
+};
+
+struct Side {
+  std::string label;
+  double accuracy = 0, tokens = 0;
+  std::optional<double> robustness;
+};
+
+struct Holdout {
+  size_t items = 0, prompts = 0;
+  Side original, tuned;
+  double diff_lo = 0, diff_hi = 0, mcnemar_p = 1;
+};
+
+struct TuneSummary {
+  bool complete = false;
+  std::string pending;  // why a shard stopped
+  Profile profile;
+  Plan plan;
+  size_t budget = 0, spent = 0, grid = 0;
+  size_t new_prompts = 0;  // run by this invocation (search and holdout): not in summary_json
+  size_t dropped_for_context = 0;
+  std::vector<CandidateResult> candidates;  // after the context cap, in candidate order
+  std::vector<size_t> finalists;
+  size_t winner = 0;
+  std::optional<Holdout> holdout;
+  int64_t run = 0, holdout_run = 0;
+};
+
+TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& opt);
+
+// The object `ragform tune --json` prints: task, objective (and robust_floor for balanced),
+// profile (profile.h), winner, budget, spent, grid (integers: prompts), candidates,
+// dropped_for_context, plan, finalists, trajectory [{label, dropped_at, accuracy, n, tokens,
+// robustness, abs}], main_effects {dimension: {value: mean first-rung accuracy}}, holdout
+// {items, prompts, original: {label, accuracy, robustness, tokens}, tuned: {...},
+// diff_ci95: [lo, hi], mcnemar_p}, store, run, holdout_run. Accuracies are fractions; a
+// robustness that was not measured is null. Deterministic in the store's rows.
+nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& opt);
+// The same as text, for the terminal.
+std::string summary_text(const TuneSummary& s, const TuneOptions& opt);
+
+// n story-needle records (C-NORM's make_needle_items, the gold at its drawn position) with k
+// slots, as canonical QA records (ids "needle-<seed>-<i>").
+std::vector<eval::QaRecord> needle_records(size_t n, size_t k, uint64_t seed);
+
+}  // namespace ragform::tune

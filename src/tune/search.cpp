@@ -1,0 +1,90 @@
+#include "tune/search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+
+namespace ragform::tune {
+
+namespace {
+
+size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+nlohmann::ordered_json Plan::to_json() const {
+  nlohmann::ordered_json rs = nlohmann::json::array();
+  for (const Rung& r : rungs)
+    rs.push_back(
+        {{"candidates", r.candidates}, {"items", r.items}, {"keep", r.keep}, {"cost", r.cost}});
+  return {{"candidates", candidates},
+          {"abs_prompts", abs_prompts},
+          {"abs_cost", abs_cost},
+          {"abs_keep", abs_keep},
+          {"rungs", rs},
+          {"robust_items", robust_items},
+          {"robust_cost", robust_cost},
+          {"first_items", first_items},
+          {"total", total}};
+}
+
+Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p) {
+  if (n == 0) throw UsageError("tune", "the space has no candidate");
+  if (n_dev == 0) throw UsageError("tune", "the dev split has no record");
+  Plan pl;
+  pl.candidates = n;
+  size_t c = n;
+  if (p.abs_filter || p.abs_only) {
+    pl.abs_prompts = std::min(p.abs_prompts, n_dev);
+    pl.abs_cost = n * pl.abs_prompts;
+    pl.abs_keep = p.abs_only ? 1 : std::max<size_t>(1, size_t(std::ceil(double(n) * p.abs_keep)));
+    c = pl.abs_keep;
+  }
+  pl.total = pl.abs_cost;
+  if (p.abs_only) return pl;
+  pl.first_items = std::min(first_items, n_dev);
+  const size_t eta = std::max<size_t>(2, p.eta);
+  size_t items = pl.first_items, done = 0;
+  for (;;) {
+    Rung r;
+    r.candidates = c;
+    r.items = items;
+    r.cost = c * (items - done);
+    const bool last = c <= std::max<size_t>(1, p.finalists);
+    r.keep = last ? c : ceil_div(c, eta);
+    pl.rungs.push_back(r);
+    pl.total += r.cost;
+    if (last) break;
+    done = items;
+    c = r.keep;
+    items = std::min(n_dev, items * eta);
+  }
+  if (p.robustness) {
+    pl.robust_items = std::min(p.robust_items, pl.rungs.back().items);
+    pl.robust_cost = pl.rungs.back().candidates * pl.robust_items * p.robust_kinds;
+    pl.total += pl.robust_cost;
+  }
+  return pl;
+}
+
+Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
+  Plan smallest = plan_with(n, n_dev, 1, p);
+  if (smallest.total > budget)
+    throw UsageError("--budget", std::to_string(budget) + " prompts cannot run the search over " +
+                                     std::to_string(n) +
+                                     " candidates (its first rung and halving with 1 dev "
+                                     "record per candidate need " +
+                                     std::to_string(smallest.total) +
+                                     "); the minimum is --budget " +
+                                     std::to_string(smallest.total));
+  Plan best = smallest;
+  for (size_t i = 2; i <= n_dev && !p.abs_only; ++i) {
+    Plan pl = plan_with(n, n_dev, i, p);
+    if (pl.total > budget) break;
+    best = pl;
+  }
+  return best;
+}
+
+}  // namespace ragform::tune

@@ -1,0 +1,60 @@
+// The budget plan of `ragform tune`'s search: an ABS filter, successive halving on accuracy over
+// growing prefixes of the dev split, and the robustness check on the finalists — laid out before
+// anything runs, so that the search never spends more than --budget prompts.
+//
+//   abs       with an attention reader (and the filter on): every candidate is scored by ABS on
+//             the first abs_prompts dev records (one attention pass each); the best
+//             ceil(n * abs_keep) go on (ties: the earlier candidate). Objective abs: every
+//             candidate on abs_prompts records, and the search ends there.
+//   rung r    survivors c_r are answered on the first i_r = min(n_dev, i_0 * eta^r) dev records;
+//             only records not answered in an earlier rung cost a prompt (c_r * (i_r - i_{r-1}));
+//             the best ceil(c_r / eta) by accuracy go on (ties: fewer tokens, then the earlier
+//             candidate), until at most `finalists` remain; that last rung ranks nothing.
+//   robust    the finalists answer the perturbed records (judge.h) of the first robust_items
+//             records of the last rung: finalists * robust_items * kinds prompts at most (a
+//             degenerate perturbation costs nothing).
+// i_0 is the largest first-rung size whose whole plan fits the budget. A budget below the plan
+// with i_0 = 1 is a UsageError naming that minimum. A larger budget gives a larger i_0: every
+// answer already stored is reused, so the search continues where the smaller one stopped.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ragform::tune {
+
+struct SearchParams {
+  bool abs_filter = false;  // ABS runs (an attention reader and the filter on)
+  bool abs_only = false;    // objective abs: the ABS pass is the whole search
+  size_t abs_prompts = 2;   // dev records each candidate's ABS is measured on
+  double abs_keep = 0.5;    // share of candidates the filter keeps
+  size_t eta = 2;           // halving factor
+  size_t finalists = 3;     // halving stops at this many candidates
+  size_t robust_items = 8;  // records of the robustness check
+  size_t robust_kinds = 2;  // perturbations per record
+  bool robustness = true;   // the task has a robustness check
+};
+
+struct Rung {
+  size_t candidates = 0, items = 0, keep = 0;
+  size_t cost = 0;  // new answers this rung needs
+};
+
+struct Plan {
+  size_t candidates = 0;  // before the ABS filter
+  size_t abs_prompts = 0, abs_cost = 0, abs_keep = 0;
+  std::vector<Rung> rungs;
+  size_t robust_items = 0, robust_cost = 0;
+  size_t first_items = 0;  // i_0
+  size_t total = 0;        // every prompt of the plan
+  nlohmann::ordered_json to_json() const;
+};
+
+// The plan for n candidates, n_dev dev records and i_0 = first_items.
+Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p);
+// The plan with the largest i_0 whose total is within the budget (see above).
+Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p);
+
+}  // namespace ragform::tune
