@@ -398,7 +398,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   Ledger led(st, res.run);
   Runner run{r, o, 0};
 
-  for (const Presentation& p : cands) s.candidates.push_back({p, {}, ""});
+  for (const Presentation& p : cands) s.candidates.push_back({p, {}, std::nullopt, ""});
   std::vector<Score> sc(cands.size());
   std::vector<size_t> alive(cands.size());
   std::iota(alive.begin(), alive.end(), 0);
