@@ -6,6 +6,8 @@
 
 namespace ragform::py {
 
+void bind_bias(pyb::module_& m);  // bias.cpp: ragform.bias
+
 nlohmann::json to_json(const pyb::handle& obj) {
   // Leaked on purpose: a static pybind11::object would be released after the interpreter ends.
   static const pyb::handle dumps =
@@ -44,4 +46,5 @@ PYBIND11_MODULE(_ragform, m) {
   ragform::py::bind_pipelines_cnorm(m);
   ragform::py::bind_pipelines_sure(m);
   ragform::py::bind_store(m);
+  ragform::py::bind_bias(m);
 }

@@ -1,0 +1,88 @@
+// Positional attention bias and calibrated document relevance for Python (python/ragform/bias.py):
+// the functions of `ragform position-bias` and `ragform attention --doc-spans --calibrated`
+// (pipelines/cnorm/position_bias.h, relevance.h), returning the dicts those commands print.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "base/error.h"
+#include "bindings.h"
+#include "engine/model/model.h"
+#include "pipelines/cnorm/cnorm.h"
+#include "qa_records.h"
+#include "reader/native_reader.h"
+
+namespace ragform::py {
+
+namespace {
+
+// doc_spans: a list of (start, end) byte offsets, as /v1/attention's "doc_spans".
+pyb::object document_relevance(const pyb::handle& model, const std::string& prompt,
+                               const pyb::handle& doc_spans, const pyb::handle& bias, int layer,
+                               int query) {
+  const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  const std::vector<cnorm::CharSpan> spans =
+      cnorm::char_spans_from_json(to_json(doc_spans), "doc_spans");
+  std::optional<cnorm::BiasCurve> curve;
+  if (!bias.is_none()) curve = cnorm::bias_curve_from_json(to_json(bias), "bias");
+  nlohmann::json out;
+  {
+    pyb::gil_scoped_release nogil;
+    reader::AttentionQuery q;
+    q.layers = {layer};
+    q.query_positions = {query};
+    const reader::AttentionResult r = rd->attention(prompt, q);
+    const reader::AttentionRows& row = r.rows.at(0);
+    out = cnorm::document_report(prompt, r, row, spans, curve ? &*curve : nullptr);
+    out["layer"] = row.layer;
+    out["query_position"] = row.query_position;
+  }
+  return from_json(out);
+}
+
+// The curve of `ragform position-bias --json` (no store): every layer of the model.
+pyb::object position_bias(const pyb::handle& model, const std::string& task_s, pyb::object records,
+                          int k, int limit, int64_t seed) {
+  const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
+  if (!native) throw UsageError("model", "position_bias reads attention: give a ragform.Model");
+  if (k < 1) throw UsageError("k", "must be at least 1");
+  if (limit < 1) throw UsageError("limit", "must be at least 1");
+  if (seed < 0) throw UsageError("seed", "must be >= 0");
+  const cnorm::Task task = cnorm::parse_task(task_s);
+  if (task != cnorm::Task::Qa && task != cnorm::Task::Needle)
+    throw UsageError("task", "expected qa or needle, got '" + task_s + "'");
+  std::vector<eval::QaRecord> recs;
+  if (!records.is_none()) recs = qa_records(records);
+  if (task == cnorm::Task::Needle && !recs.empty())
+    throw UsageError("records", "the needle task generates its items; give no records");
+  if (task == cnorm::Task::Qa && recs.empty()) throw UsageError("records", "required for qa");
+  cnorm::PositionBiasOptions o;
+  o.task = task;
+  o.tmpl = cnorm::load_template(task, "");
+  o.k = size_t(k);
+  o.seed = uint64_t(seed);
+  for (int l = 0; l < int(native->model().hp().n_layer); ++l) o.layers.push_back(l);
+  o.origin = common::origin_of(*rd, common::tool_version(), native->model_path(), "");
+  pyb::gil_scoped_release nogil;
+  std::vector<cnorm::Item> items =
+      cnorm::task_items(task, recs, size_t(k), uint64_t(seed), size_t(limit));
+  if (items.size() > size_t(limit)) items.resize(size_t(limit));
+  const nlohmann::json out = cnorm::bias_curve_json(cnorm::run_position_bias(*rd, items, o));
+  pyb::gil_scoped_acquire gil;
+  return from_json(out);
+}
+
+}  // namespace
+
+void bind_bias(pyb::module_& m) {
+  using pyb::arg;
+  m.def("_document_relevance", &document_relevance, arg("model"), arg("prompt"), arg("doc_spans"),
+        arg("bias") = pyb::none(), arg("layer") = -1, arg("query") = -1);
+  m.def("_position_bias", &position_bias, arg("model"), arg("task") = "needle",
+        arg("records") = pyb::none(), arg("k") = 10, arg("limit") = 10, arg("seed") = 0);
+}
+
+}  // namespace ragform::py
