@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/steer_flags.h"
 #include "pipelines/cnorm/cnorm.h"
 
 namespace ragform::cli {
@@ -33,6 +34,7 @@ int run_attention(const std::vector<std::string>& argv) {
          "\"abs\"} (ABS = 1 - 2|mu - 0.5| of the head mean, cnorm paper section 4.2).");
   ReaderFlags rf(a);
   PromptFlags pf(a);
+  SteerFlags sf(a);
   auto& layer = a.opt<int>("--layer", "L", "layer (negative counts from the end)", -1)
                     .range(kAnyInt, kMaxInt);
   auto& query = a.opt<int>("--query", "POS", "query position (negative counts from the end)", -1)
@@ -46,6 +48,7 @@ int run_attention(const std::vector<std::string>& argv) {
       a.opt<std::string>("--bias", "FILE", "bias curve from `ragform position-bias -o`", "");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
+  const reader::SteeringParams steer = sf.params();
   if (calibrated.value != !bias.value.empty())
     throw UsageError("--calibrated", "--calibrated and --bias FILE go together");
   if (calibrated.value && doc_spans.value.empty())
@@ -56,6 +59,7 @@ int run_attention(const std::vector<std::string>& argv) {
   if (!doc_spans.value.empty()) spans = cnorm::parse_char_spans(doc_spans.value, "--doc-spans");
   std::string prompt = pf.read();
   auto reader = rf.open_native();
+  reader->steering = steer;  // the weights reported are the steered ones
   reader::AttentionQuery q;
   q.layers = {layer.value};
   q.query_positions = {query.value};

@@ -6,6 +6,8 @@
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
+#include "cli/steer_flags.h"
+#include "reader/generate_params.h"
 
 namespace ragform::cli {
 namespace {
@@ -19,9 +21,10 @@ int run_generate(const std::vector<std::string>& argv) {
   ReaderFlags rf(a);
   RemoteFlags xf(a);
   PromptFlags pf(a);
+  SteerFlags sf(a);
   auto& n = a.opt<int>("-n,--n-predict", "N", "maximum tokens to generate", 64);
-  auto& temp =
-      a.opt<double>("--temp", "T", "sampling temperature (0 = greedy)", 0.0).range(0.0, 100.0);
+  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (0 = greedy)", 0.0)
+                   .range(0.0, reader::kMaxTemperature);
   auto& top_k = a.opt<int>("--top-k", "K", "sample from the K most likely tokens (0 = all)", 0);
   auto& top_p = a.opt<double>("--top-p", "P", "nucleus sampling mass", 1.0).range(0.0, 1.0);
   auto& seed = a.opt<long long>("--seed", "S", "random seed for sampling", 0);
@@ -32,8 +35,10 @@ int run_generate(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   if (std::string why = reader::stop_strings_problem(stop.value); !why.empty())
     throw UsageError("--stop", why);
+  const reader::SteeringParams steer = sf.params();
   std::string prompt = pf.read();
   auto reader = xf.open(rf);
+  reader->steering = steer;
   reader::GenerateParams p;
   p.max_tokens = n.value;
   p.temperature = temp.value;
@@ -42,6 +47,7 @@ int run_generate(const std::vector<std::string>& argv) {
   p.seed = uint64_t(seed.value);
   p.stop = stop.value;
   p.ignore_eos = ignore_eos.value;
+  reader::check_generate_params(p, {"-n", "--temp", "--top-k", "--top-p"});
   auto g = reader->generate(prompt, p);
   if (json.value) {
     print_json_line({{"text", g.text},

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/reader_flags.h"
+#include "cli/steer_flags.h"
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
 
@@ -18,11 +19,13 @@ int run_logits(const std::vector<std::string>& argv) {
          "--positions last writes one row.");
   ReaderFlags rf(a);
   PromptFlags pf(a);
+  SteerFlags sf(a);
   auto& positions = a.opt<std::string>("--positions", "WHICH", "last or all", "last");
   auto& out = a.opt<std::string>("-o,--output", "FILE", "output file").required();
   if (!a.parse(argv)) return 0;
   if (positions.value != "last" && positions.value != "all")
     throw UsageError("--positions", "expected last or all, got '" + positions.value + "'");
+  const reader::SteeringParams steer = sf.params();
   std::string prompt = pf.read();
   auto reader = rf.open_native();
   auto ids = reader->prompt_tokens(prompt);
@@ -33,6 +36,7 @@ int run_logits(const std::vector<std::string>& argv) {
   runtime::Context ctx(reader->model(), cp);
   runtime::SeqInput in;
   in.seq = ctx.new_sequence();
+  ctx.set_steering(in.seq, reader->resolve_steering(prompt, ids, steer, prompt.size()));
   in.tokens = ids;
   in.logits = positions.value == "all" ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
   auto res = ctx.eval({in});

@@ -6,6 +6,7 @@
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
+#include "cli/steer_flags.h"
 
 namespace ragform::cli {
 namespace {
@@ -20,15 +21,18 @@ int run_score(const std::vector<std::string>& argv) {
   ReaderFlags rf(a);
   RemoteFlags xf(a);
   PromptFlags pf(a);
+  SteerFlags sf(a);
   auto& cont = a.opt<std::string>("-c,--continuation", "TEXT", "the text to score", "");
   auto& cont_file =
       a.opt<std::string>("--continuation-file", "FILE", "read the continuation from FILE", "");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
+  const reader::SteeringParams steer = sf.params();
   std::string prompt = pf.read();
   std::string c = cont.value;
   if (cont_file.seen) c = read_file_bytes(cont_file.value);
   auto reader = xf.open(rf);
+  reader->steering = steer;
   auto r = reader->score(prompt, c);
   if (json.value) {
     nlohmann::json toks = nlohmann::json::array();

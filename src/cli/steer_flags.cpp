@@ -1,0 +1,40 @@
+#include "cli/steer_flags.h"
+
+#include "base/error.h"
+
+namespace ragform::cli {
+
+SteerFlags::SteerFlags(Args& a)
+    : steer(a.opt<std::string>("--steer", "RULE",
+                               "attention steering: rescale:FACTOR (the spans' attention times "
+                               "FACTOR, rows renormalised) or reallocate:SHARE (the spans get "
+                               "SHARE of each row); needs --steer-spans",
+                               "")),
+      spans(a.opt<std::string>("--steer-spans", "START:END,...",
+                               "byte ranges of the prompt to steer toward (before any chat "
+                               "template); a token is in when any of its bytes is",
+                               "")),
+      layers(a.opt<std::string>("--steer-layers", "LAYERS",
+                                "steered layers: I, A..B, negative from the end (default: the "
+                                "last half)",
+                                "")),
+      heads(a.opt<std::string>("--steer-heads", "H,...", "steered heads (default: every head)",
+                               "")) {}
+
+reader::SteeringParams SteerFlags::params() const {
+  reader::SteeringParams p;
+  if (!steer.seen) {
+    for (const Opt<std::string>* o : {&spans, &layers, &heads})
+      if (o->seen) throw UsageError(o->names.back(), "needs --steer");
+    return p;
+  }
+  runtime::parse_steer_rule(steer.value, p, "--steer");
+  if (p.rule != runtime::Steering::Off && !spans.seen)
+    throw UsageError("--steer", "needs --steer-spans (the prompt's byte ranges to steer)");
+  if (spans.seen) p.spans = runtime::parse_char_spans(spans.value, "--steer-spans");
+  if (layers.seen) p.layers = runtime::parse_layer_list(layers.value, "--steer-layers");
+  if (heads.seen) p.heads = runtime::parse_head_list(heads.value, "--steer-heads");
+  return p;
+}
+
+}  // namespace ragform::cli

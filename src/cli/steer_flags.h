@@ -1,0 +1,23 @@
+// The attention-steering flags every reader command shares (generate, score, attention, logits),
+// declared once (runtime/steering.h has the rules):
+//   --steer rescale:FACTOR|reallocate:SHARE, --steer-spans START:END,... (byte offsets into the
+//   prompt text, before any chat template), --steer-layers (default: the last half; negative
+//   indices count from the end; A..B ranges), --steer-heads (default: every head).
+#pragma once
+#include "cli/args.h"
+#include "reader/steering_params.h"
+
+namespace ragform::cli {
+
+struct SteerFlags {
+  explicit SteerFlags(Args& a);
+  Opt<std::string>& steer;
+  Opt<std::string>& spans;
+  Opt<std::string>& layers;
+  Opt<std::string>& heads;
+  // The steering the flags ask for (off without --steer); UsageError for a bad value, for
+  // --steer without --steer-spans, or for span/layer/head flags without --steer.
+  reader::SteeringParams params() const;
+};
+
+}  // namespace ragform::cli
