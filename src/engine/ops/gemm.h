@@ -52,9 +52,14 @@ void gemm_f16_int16(const WeightView& w, const float* x, int64_t n_tokens, float
                     ThreadPool& pool);
 void gemm_f16_int16_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);
 
-// Decode GEMV (one token) with AVX512-VNNI for the same types: memory-bound, rows split over
-// the pool. The integer block sums are exact and the float operations per block are vec_dot's in
-// its block order, so it is bit-identical to vec_dot and to gemm_q8 (batch-invariant).
+// Decode GEMV with AVX512-VNNI for the same types: memory-bound, rows split over the pool. The
+// integer block sums are exact and the float operations per block are vec_dot's in its block
+// order, so it is bit-identical to vec_dot and to gemm_q8 (batch-invariant). Several tokens (the
+// decode step of several sequences): each weight row is read once and dotted with every token
+// while it is in L1, so up to kGemvQ8MaxTokens tokens cost about one token's DRAM traffic plus
+// their arithmetic, where gemm_q8 computes a whole 16-token panel whatever the count.
+constexpr int64_t kGemvQ8MaxTokens = 8;
+void gemv_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 
 // Decode GEMV for Q4_K and Q6_K (gemv_k.cpp): per block the exact integers via vpmaddubsw +

@@ -312,37 +312,33 @@ RAGFORM_VNNI inline __m128 block_scales4(const uint8_t* b0, size_t bsize) {
   return _mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(d4)));
 }
 
-// GEMV body for rows [rb, re): per block the exact integer dot (block_dot), four blocks' sums
-// gathered into one vector, then vec_dot's float operations in block order: bit-identical to the
-// vec_dot path and so to the GEMM.
+// One row of the GEMV: per block the exact integer dot (block_dot), four blocks' sums gathered
+// into one vector, then vec_dot's float operations in block order: bit-identical to the vec_dot
+// path and so to the GEMM.
 template <TensorType T>
-RAGFORM_VNNI void gemv_rows(const WeightView& w, const BlockQ8_0* act, const float* dx,
-                            const int32_t* asum, int64_t rb, int64_t re, float* y) {
-  const int64_t nb = w.n_in / QK8_0;
+RAGFORM_VNNI inline float row_dot(const uint8_t* row, int64_t nb, const BlockQ8_0* act,
+                                  const float* dx, const int32_t* asum) {
   const size_t bsize = size_t(gguf::type_info(T).type_size);
-  for (int64_t r = rb; r < re; ++r) {
-    const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-    float sumf = 0.0f;
-    int64_t b = 0;
-    for (; b + 3 < nb; b += 4) {
-      const uint8_t* b0 = row + size_t(b) * bsize;
-      __m256i s[4];
-      for (int j = 0; j < 4; ++j)
-        s[j] = block_dot<T>(b0 + size_t(j) * bsize,
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].qs)),
-                            asum[b + j]);
-      sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
-                         block_sums4(s[0], s[1], s[2], s[3]));
-    }
-    for (; b < nb; ++b) {
-      const uint8_t* b0 = row + size_t(b) * bsize;
-      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-      uint16_t d0;
-      std::memcpy(&d0, b0, 2);
-      sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
-    }
-    y[r] = sumf;
+  float sumf = 0.0f;
+  int64_t b = 0;
+  for (; b + 3 < nb; b += 4) {
+    const uint8_t* b0 = row + size_t(b) * bsize;
+    __m256i s[4];
+    for (int j = 0; j < 4; ++j)
+      s[j] = block_dot<T>(b0 + size_t(j) * bsize,
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].qs)),
+                          asum[b + j]);
+    sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
+                       block_sums4(s[0], s[1], s[2], s[3]));
   }
+  for (; b < nb; ++b) {
+    const uint8_t* b0 = row + size_t(b) * bsize;
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
+    uint16_t d0;
+    std::memcpy(&d0, b0, 2);
+    sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
+  }
+  return sumf;
 }
 
 // The activations of a GEMV in the layout the paired Q4_0/Q5_0 kernel reads: the quants of
@@ -381,37 +377,86 @@ RAGFORM_VNNI inline __m512i pair_dot(const uint8_t* b0, const uint8_t* b1, const
   return _mm512_dpbusd_epi32(_mm512_loadu_si512(offset), u, _mm512_loadu_si512(a));
 }
 
-// GEMV body for Q4_0/Q5_0 rows [rb, re), four blocks per step (two pair_dot), combined with
-// vec_dot's float operations in block order as gemv_rows does. A last group of fewer than four
-// blocks takes the one-block path.
+// One Q4_0/Q5_0 row of the GEMV, four blocks per step (two pair_dot), combined with vec_dot's
+// float operations in block order as row_dot does. A last group of fewer than four blocks takes
+// the one-block path.
 template <TensorType T>
-RAGFORM_VNNI void gemv_rows_paired(const WeightView& w, const PairedActivations& pa,
-                                   const BlockQ8_0* act, const float* dx, const int32_t* asum,
-                                   int64_t rb, int64_t re, float* y) {
-  const int64_t nb = w.n_in / QK8_0;
+RAGFORM_VNNI inline float row_dot_paired(const uint8_t* row, int64_t nb,
+                                         const PairedActivations& pa, const BlockQ8_0* act,
+                                         const float* dx, const int32_t* asum) {
   const size_t bsize = size_t(gguf::type_info(T).type_size);
+  float sumf = 0.0f;
+  int64_t b = 0;
+  for (; b + 3 < nb; b += 4) {
+    const uint8_t* b0 = row + size_t(b) * bsize;
+    const __m512i s0 =
+        pair_dot<T>(b0, b0 + bsize, pa.q.data() + b * QK8_0, pa.offset.data() + 8 * b);
+    const __m512i s1 = pair_dot<T>(b0 + 2 * bsize, b0 + 3 * bsize, pa.q.data() + (b + 2) * QK8_0,
+                                   pa.offset.data() + 8 * (b + 2));
+    sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
+                       block_sums4(_mm512_castsi512_si256(s0), _mm512_extracti64x4_epi64(s0, 1),
+                                   _mm512_castsi512_si256(s1), _mm512_extracti64x4_epi64(s1, 1)));
+  }
+  for (; b < nb; ++b) {
+    const uint8_t* b0 = row + size_t(b) * bsize;
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
+    uint16_t d0;
+    std::memcpy(&d0, b0, 2);
+    sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
+  }
+  return sumf;
+}
+
+// One token's activations in the forms the GEMV reads: Q8_0 blocks (quantize_row_q8_0, the
+// reference's conversion), their scales as floats, their quant sums, and for Q4_0/Q5_0 the
+// paired layout.
+struct GemvActivations {
+  std::vector<BlockQ8_0> act;
+  std::vector<float> dx;
+  std::vector<int32_t> asum;
+  PairedActivations pa;
+};
+
+void prepare_gemv(const WeightView& w, const float* x, GemvActivations& g) {
+  const int64_t nb = w.n_in / QK8_0;
+  g.act.resize(size_t(nb));
+  g.dx.resize(size_t(nb));
+  g.asum.resize(size_t(nb));
+  quantize_row_q8_0(x, g.act.data(), w.n_in);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ8_0& q = g.act[size_t(b)];
+    g.dx[size_t(b)] = fp16_to_fp32(q.d);
+    int s = 0;
+    for (int j = 0; j < QK8_0; ++j) s += q.qs[j];
+    g.asum[size_t(b)] = s;
+  }
+  if (w.type == TensorType::Q8_0) return;
+  g.pa.q.resize(size_t(w.n_in));
+  g.pa.offset.assign(size_t(nb / 2) * 16, 0);
+  const int32_t k = w.type == TensorType::Q5_0 ? -16 : -8;
+  for (int64_t b = 0; b < nb; ++b) {
+    std::memcpy(g.pa.q.data() + b * QK8_0, g.act[size_t(b)].qs, QK8_0);
+    if (b < nb / 2 * 2) g.pa.offset[size_t(b / 2 * 16 + b % 2 * 8)] = k * g.asum[size_t(b)];
+  }
+}
+
+// GEMV body for rows [rb, re) and n_tokens tokens: each row is read from memory once and, while
+// it sits in L1, dotted with every token (the same row_dot per token, so a token's bits do not
+// depend on the others).
+template <TensorType T>
+RAGFORM_VNNI void gemv_rows(const WeightView& w, const GemvActivations* g, int64_t n_tokens,
+                            int64_t rb, int64_t re, float* y) {
+  const int64_t nb = w.n_in / QK8_0;
   for (int64_t r = rb; r < re; ++r) {
     const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-    float sumf = 0.0f;
-    int64_t b = 0;
-    for (; b + 3 < nb; b += 4) {
-      const uint8_t* b0 = row + size_t(b) * bsize;
-      const __m512i s0 =
-          pair_dot<T>(b0, b0 + bsize, pa.q.data() + b * QK8_0, pa.offset.data() + 8 * b);
-      const __m512i s1 = pair_dot<T>(b0 + 2 * bsize, b0 + 3 * bsize, pa.q.data() + (b + 2) * QK8_0,
-                                     pa.offset.data() + 8 * (b + 2));
-      sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
-                         block_sums4(_mm512_castsi512_si256(s0), _mm512_extracti64x4_epi64(s0, 1),
-                                     _mm512_castsi512_si256(s1), _mm512_extracti64x4_epi64(s1, 1)));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const GemvActivations& a = g[t];
+      float* out = y + size_t(t) * size_t(w.n_out) + size_t(r);
+      if constexpr (T == TensorType::Q8_0)
+        *out = row_dot<T>(row, nb, a.act.data(), a.dx.data(), a.asum.data());
+      else
+        *out = row_dot_paired<T>(row, nb, a.pa, a.act.data(), a.dx.data(), a.asum.data());
     }
-    for (; b < nb; ++b) {
-      const uint8_t* b0 = row + size_t(b) * bsize;
-      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-      uint16_t d0;
-      std::memcpy(&d0, b0, 2);
-      sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
-    }
-    y[r] = sumf;
   }
 }
 
@@ -444,51 +489,24 @@ void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, Th
       });
 }
 
-void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
+void gemv_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   check_q8_shape(w, "gemv_q8");
-  if (w.n_out <= 0) return;
-  const int64_t nb = w.n_in / QK8_0;
-  thread_local std::vector<BlockQ8_0> act;
-  thread_local std::vector<float> dx;
-  thread_local std::vector<int32_t> asum;
-  if (act.size() < size_t(nb)) act.resize(size_t(nb));
-  if (dx.size() < size_t(nb)) dx.resize(size_t(nb));
-  if (asum.size() < size_t(nb)) asum.resize(size_t(nb));
-  quantize_row_q8_0(x, act.data(), w.n_in);
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ8_0& q = act[size_t(b)];
-    dx[size_t(b)] = fp16_to_fp32(q.d);
-    int s = 0;
-    for (int j = 0; j < QK8_0; ++j) s += q.qs[j];
-    asum[size_t(b)] = s;
-  }
-  const BlockQ8_0* a = act.data();
-  const float* d = dx.data();
-  const int32_t* as = asum.data();
-  if (w.type == TensorType::Q8_0) {
-    pool.parallel_for(
-        size_t(w.n_out),
-        [&](size_t rb, size_t re, int) {
-          gemv_rows<TensorType::Q8_0>(w, a, d, as, int64_t(rb), int64_t(re), y);
-        },
-        16);
-    return;
-  }
-  thread_local PairedActivations pa;
-  pa.q.resize(size_t(w.n_in));
-  pa.offset.assign(size_t(nb / 2) * 16, 0);
-  const int32_t k = w.type == TensorType::Q5_0 ? -16 : -8;
-  for (int64_t b = 0; b < nb; ++b) {
-    std::memcpy(pa.q.data() + b * QK8_0, act[size_t(b)].qs, QK8_0);
-    if (b < nb / 2 * 2) pa.offset[size_t(b / 2 * 16 + b % 2 * 8)] = k * asum[size_t(b)];
-  }
-  const PairedActivations& paired = pa;  // workers must see this thread's buffers, not theirs
-  auto rows = w.type == TensorType::Q5_0 ? &gemv_rows_paired<TensorType::Q5_0>
-                                         : &gemv_rows_paired<TensorType::Q4_0>;
+  if (w.n_out <= 0 || n_tokens <= 0) return;
+  thread_local std::vector<GemvActivations> acts;
+  if (acts.size() < size_t(n_tokens)) acts.resize(size_t(n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t)
+    prepare_gemv(w, x + size_t(t) * size_t(w.n_in), acts[size_t(t)]);
+  const GemvActivations* g = acts.data();  // workers must see this thread's buffers, not theirs
+  auto rows = w.type == TensorType::Q8_0   ? &gemv_rows<TensorType::Q8_0>
+              : w.type == TensorType::Q5_0 ? &gemv_rows<TensorType::Q5_0>
+                                           : &gemv_rows<TensorType::Q4_0>;
   pool.parallel_for(
       size_t(w.n_out),
-      [&](size_t rb, size_t re, int) { rows(w, paired, a, d, as, int64_t(rb), int64_t(re), y); },
-      16);
+      [&](size_t rb, size_t re, int) { rows(w, g, n_tokens, int64_t(rb), int64_t(re), y); }, 16);
+}
+
+void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
+  gemv_q8(w, x, 1, y, pool);
 }
 
 }  // namespace ragform::ops

@@ -50,7 +50,7 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
   if (n_tokens == 0 || w.n_out == 0) return;
   tier = clamp_tier(tier);
   if (gemm_q8_supported(w.type, tier)) {
-    if (n_tokens == 1) return gemv_q8(w, x, y, pool);
+    if (n_tokens <= kGemvQ8MaxTokens) return gemv_q8(w, x, n_tokens, y, pool);
     return gemm_q8(w, x, n_tokens, y, pool);
   }
   // One token: the 16-token GEMM would waste 15 of 16 lanes; a GEMV where there is one.

@@ -256,6 +256,31 @@ TEST(GemvQ8, BitIdenticalToVecDot) {
     }
 }
 
+// The decode step of several sequences: every token's outputs are the reference's bits, whatever
+// the number of tokens sharing the pass (each weight row is read once for all of them).
+TEST(GemvQ8, SeveralTokensBitIdenticalToVecDot) {
+  if (!have_vnni()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  ThreadPool pool(2);
+  for (TensorType t : kQ8Types)
+    for (int64_t n_in : {32, 224, 896})
+      for (int64_t n_tokens : {int64_t(2), int64_t(3), int64_t(5), kGemvQ8MaxTokens}) {
+        const int64_t n_out = 37;
+        const auto data = random_rows(t, n_in, n_out, uint32_t(n_in) + 5 * uint32_t(t));
+        const WeightView w{t, data.data(), n_in, n_out};
+        const auto x = random_activations(n_in * n_tokens, uint32_t(n_in * n_tokens));
+        const Reference ref = reference(w, x, n_tokens);
+        std::vector<float> y(size_t(n_out * n_tokens), NAN), one(static_cast<size_t>(n_out), NAN);
+        gemv_q8(w, x.data(), n_tokens, y.data(), pool);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
+              << gguf::type_name(t) << " n_in " << n_in << " tokens " << n_tokens << " at " << i;
+        // The last token alone: the same bits as in company.
+        gemv_q8(w, x.data() + size_t((n_tokens - 1) * n_in), one.data(), pool);
+        for (size_t i = 0; i < one.size(); ++i)
+          ASSERT_EQ(bits(one[i]), bits(y[size_t((n_tokens - 1) * n_out) + i]));
+      }
+}
+
 TEST(MatmulTier, EveryTierMatchesTheScalarReference) {
   ThreadPool pool(2);
   const CpuTier tiers[] = {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512};
