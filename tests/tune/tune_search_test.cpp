@@ -1,0 +1,318 @@
+// The search of `ragform tune` against a reader double whose accuracy and robustness depend on the
+// presentation by a table: the planted winner of each objective is found within the budget, the
+// budget is never exceeded, and a search killed with SIGKILL resumes to the same profile and rows.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/error.h"
+#include "store/run_store.h"
+#include "support/fake_reader.h"
+#include "support/test_support.h"
+#include "tune/run.h"
+#include "tune/tune.h"
+
+namespace {
+
+using namespace ragform;
+using namespace ragform::tune;
+
+std::vector<eval::QaRecord> qa_records(size_t n, const std::string& tag) {
+  std::vector<eval::QaRecord> out;
+  for (size_t i = 0; i < n; ++i) {
+    eval::QaRecord r;
+    r.id = tag + std::to_string(i);
+    r.question = "who is person " + std::to_string(i) + "?";
+    r.answers = {"Ann" + std::to_string(i)};
+    for (size_t d = 0; d < 3; ++d) {
+      eval::Context c;
+      c.title = "T" + std::to_string(d);
+      c.text = d == 1 ? "Ann" + std::to_string(i) + " is the person. She lives in a house."
+                      : "Filler " + std::to_string(d) + " text. More filler words here.";
+      c.isgold = d == 1;
+      r.ctxs.push_back(c);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+Space small_space() {
+  Space s = default_space(Task::Qa);
+  set_dimension(s, "delimiter", "original,-");
+  set_dimension(s, "p", "1");
+  set_dimension(s, "format", "plain,json,yaml");
+  set_dimension(s, "order", "retrieved,reversed");
+  set_dimension(s, "k", "all");
+  set_dimension(s, "spotlight", "off");
+  return s;
+}
+
+// What the double knows of a candidate: accuracy a (record i is answered right when the
+// low-discrepancy point frac((i + 1) * 0.618) < a) and which (record, kind) pairs flip.
+struct Planted {
+  double acc = 0;
+  int flip_mod = 0;  // pair (i, kind) flips when (i + kind) % flip_mod == 0; 0 = never
+};
+
+// A FakeReader answering by the table: every prompt the search can render is rendered up front.
+struct TableReader {
+  ragform::testing::FakeReader r;
+  std::map<std::string, std::tuple<size_t, size_t, int>> prompts;  // -> (candidate, record, kind)
+  std::vector<Planted> table;
+  std::vector<eval::QaRecord> recs;
+
+  TableReader(const std::vector<Presentation>& cands, const std::vector<eval::QaRecord>& records,
+              std::vector<Planted> t)
+      : table(std::move(t)), recs(records) {
+    const std::string tmpl = template_for(Task::Qa);
+    for (size_t c = 0; c < cands.size(); ++c)
+      for (size_t i = 0; i < recs.size(); ++i) {
+        prompts[render(recs[i], cands[c], Task::Qa, tmpl).prompt] = {c, i, -1};
+        for (size_t k = 0; k < robustness_kinds().size(); ++k) {
+          auto pr = perturbed(recs[i], Task::Qa, robustness_kinds()[k], 0);
+          if (pr) prompts[render(*pr, cands[c], Task::Qa, tmpl).prompt] = {c, i, int(k)};
+        }
+      }
+    r.answer = [this](const std::string& prompt) { return answer(prompt); };
+  }
+  std::string answer(const std::string& prompt) {
+    auto it = prompts.find(prompt);
+    if (it == prompts.end()) throw Error("table reader", "unknown prompt");
+    auto [c, i, kind] = it->second;
+    const Planted& p = table[c];
+    double x = std::fmod(double(i % 20 + 1) * 0.6180339887, 1.0);
+    bool ok = x < p.acc;
+    if (kind >= 0 && p.flip_mod && (i + size_t(kind)) % size_t(p.flip_mod) == 0) ok = !ok;
+    return ok ? " " + recs[i].answers[0] + "\n" : " nobody\n";
+  }
+};
+
+struct Fixture {
+  std::vector<eval::QaRecord> dev = qa_records(16, "d");
+  Space space = small_space();
+  std::vector<Presentation> cands = candidates(space, Task::Qa);
+  size_t idx(const std::string& delim, const std::string& format, Order o) const {
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].delimiter == delim && cands[i].format == format && cands[i].order == o) return i;
+    return size_t(-1);
+  }
+  // Accuracy winner (-, json, retrieved), robustness winner (original, yaml, reversed), and a
+  // balanced one (-, plain, reversed): accurate and robust enough for a 0.75 floor.
+  size_t w_acc = idx("-", "json", Order::Retrieved);
+  size_t w_rob = idx("original", "yaml", Order::Reversed);
+  size_t w_bal = idx("-", "plain", Order::Reversed);
+  std::vector<Planted> table() const {
+    std::vector<Planted> t(cands.size(), Planted{0.1, 0});
+    t[w_acc] = {0.95, 2};  // flips half the pairs: robustness 0.5
+    t[w_bal] = {0.88, 5};  // flips about a fifth: robustness about 0.8
+    t[w_rob] = {0.8, 0};   // never flips: robustness 1
+    return t;
+  }
+  TuneOptions options(Objective obj, size_t budget) const {
+    TuneOptions o;
+    o.task = Task::Qa;
+    o.tmpl = template_for(Task::Qa);
+    o.dev = dev;
+    o.space = space;
+    o.objective = obj;
+    o.robust_floor = 0.75;
+    o.budget = budget;
+    o.max_tokens = 8;
+    return o;
+  }
+};
+
+TEST(TuneSearch, PlantedWinnerOfEachObjective) {
+  Fixture fx;
+  ASSERT_EQ(fx.cands.size(), 12u);
+  for (auto [obj, want] :
+       {std::pair{Objective::Accuracy, fx.w_acc}, std::pair{Objective::Robust, fx.w_rob},
+        std::pair{Objective::Balanced, fx.w_bal}}) {
+    TableReader tr(fx.cands, fx.dev, fx.table());
+    auto dir = ragform::testing::temp_dir(std::string("tune_planted_") + objective_name(obj));
+    store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create,
+                       store::RunStore::Durability::normal);
+    TuneSummary s = run_tune(tr.r, st, fx.options(obj, 120));
+    ASSERT_TRUE(s.complete);
+    EXPECT_EQ(label(s.profile.presentation), label(fx.cands[want])) << objective_name(obj);
+    EXPECT_LE(size_t(tr.r.generate_calls), 120u);
+    EXPECT_LE(s.spent, 120u);
+  }
+}
+
+TEST(TuneSearch, AbsObjectivePicksTheMostBalancedAttention) {
+  Fixture fx;
+  ragform::testing::FakeReader r;
+  // Uniform attention (ABS 1) for yaml documents in reversed order, all on the first token
+  // (ABS 0) otherwise.
+  const size_t want = fx.idx("original", "yaml", Order::Reversed);
+  const std::string want_t0 =
+      render(fx.dev[0], fx.cands[want], Task::Qa, template_for(Task::Qa)).prompt;
+  const std::string want_t1 =
+      render(fx.dev[1], fx.cands[want], Task::Qa, template_for(Task::Qa)).prompt;
+  r.heads = [&](const std::string& prompt, size_t T) {
+    std::vector<float> a(T, 0.0f);
+    if (prompt == want_t0 || prompt == want_t1)
+      a.assign(T, 1.0f);
+    else
+      a[0] = 1.0f;
+    return std::vector<std::vector<float>>{a};
+  };
+  auto dir = ragform::testing::temp_dir("tune_abs");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create,
+                     store::RunStore::Durability::normal);
+  TuneOptions o = fx.options(Objective::Abs, 24);
+  o.search.abs_prompts = 2;
+  TuneSummary s = run_tune(r, st, o);
+  EXPECT_EQ(s.winner, want);
+  EXPECT_EQ(r.attention_calls, 24);
+  EXPECT_EQ(r.generate_calls, 0);
+}
+
+TEST(TuneSearch, BudgetIsNeverExceededAndTooSmallNamesTheMinimum) {
+  Fixture fx;
+  const Plan smallest = plan_with(fx.cands.size(), fx.dev.size(), 1, SearchParams{});
+  for (size_t budget : {smallest.total, smallest.total + 7, size_t(150), size_t(400)}) {
+    TableReader tr(fx.cands, fx.dev, fx.table());
+    auto dir = ragform::testing::temp_dir("tune_budget_" + std::to_string(budget));
+    store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create,
+                       store::RunStore::Durability::normal);
+    TuneSummary s = run_tune(tr.r, st, fx.options(Objective::Accuracy, budget));
+    EXPECT_LE(size_t(tr.r.generate_calls), budget);
+    EXPECT_EQ(s.spent, size_t(tr.r.generate_calls));  // every prompt run is counted
+    EXPECT_LE(s.spent, s.plan.total);
+  }
+  TableReader tr(fx.cands, fx.dev, fx.table());
+  auto dir = ragform::testing::temp_dir("tune_budget_small");
+  store::RunStore st(dir / "s.sqlite");
+  try {
+    run_tune(tr.r, st, fx.options(Objective::Accuracy, smallest.total - 1));
+    FAIL() << "a budget below the first rung was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("the minimum is --budget " + std::to_string(smallest.total)),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(tr.r.generate_calls, 0);
+}
+
+TEST(TuneSearch, RerunRunsNothingAndALargerBudgetContinues) {
+  Fixture fx;
+  auto dir = ragform::testing::temp_dir("tune_rerun");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create,
+                     store::RunStore::Durability::normal);
+  TuneOptions o = fx.options(Objective::Accuracy, 60);
+  o.holdout = qa_records(6, "h");
+  std::vector<eval::QaRecord> all = o.dev;
+  all.insert(all.end(), o.holdout.begin(), o.holdout.end());
+  TableReader t1(fx.cands, all, fx.table());
+  TuneSummary a = run_tune(t1.r, st, o);
+  TableReader t2(fx.cands, all, fx.table());
+  TuneSummary b = run_tune(t2.r, st, o);
+  EXPECT_EQ(t2.r.generate_calls, 0);
+  EXPECT_EQ(summary_json(a, o).dump(), summary_json(b, o).dump());
+  ASSERT_TRUE(a.holdout);
+  EXPECT_EQ(a.holdout->items, 6u);
+  // A larger budget (without the held-out split, so every prompt is the search's) continues:
+  // the first rung's stored answers are reused.
+  o.holdout.clear();
+  o.budget = 200;
+  TableReader t3(fx.cands, all, fx.table());
+  TuneSummary c = run_tune(t3.r, st, o);
+  EXPECT_GT(c.spent, a.spent);
+  EXPECT_LT(size_t(t3.r.generate_calls), c.spent);
+  EXPECT_GE(size_t(t3.r.generate_calls) + a.spent, c.spent);
+  EXPECT_LE(size_t(t3.r.generate_calls), size_t(200));
+}
+
+// Rows as comparable tuples (run ids and timings aside).
+std::set<std::tuple<std::string, std::string, std::string, std::string, int>> rows(
+    const store::RunStore& st) {
+  std::set<std::tuple<std::string, std::string, std::string, std::string, int>> out;
+  for (const auto& r : st.results(std::nullopt))
+    out.insert({r.instance, r.variant, r.prompt, r.output, r.correct ? int(*r.correct) : -1});
+  return out;
+}
+
+TEST(TuneSearch, SigkillResumesToTheSameProfileAndRows) {
+  Fixture fx;
+  TuneOptions o = fx.options(Objective::Balanced, 150);
+  o.holdout = qa_records(4, "h");
+  std::vector<eval::QaRecord> all = o.dev;
+  all.insert(all.end(), o.holdout.begin(), o.holdout.end());
+  auto dir = ragform::testing::temp_dir("tune_sigkill");
+  Profile clean;
+  {
+    store::RunStore st(dir / "clean.sqlite");
+    TableReader tr(fx.cands, all, fx.table());
+    clean = run_tune(tr.r, st, o).profile;
+  }
+  for (int kill_after : {1, 37, 90}) {
+    const auto path = dir / ("killed" + std::to_string(kill_after) + ".sqlite");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      store::RunStore st(path);
+      TableReader tr(fx.cands, all, fx.table());
+      tr.r.answer = [&](const std::string& p) {
+        if (tr.r.generate_calls > kill_after) raise(SIGKILL);
+        return tr.answer(p);
+      };
+      run_tune(tr.r, st, o);
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << kill_after;
+    store::RunStore st(path);
+    TableReader tr(fx.cands, all, fx.table());
+    Profile resumed = run_tune(tr.r, st, o).profile;
+    EXPECT_EQ(resumed.presentation, clean.presentation);
+    EXPECT_EQ(resumed.searched, clean.searched);
+    store::RunStore ref(dir / "clean.sqlite", store::RunStore::Mode::read_only);
+    EXPECT_EQ(rows(st), rows(ref)) << kill_after;
+  }
+}
+
+TEST(TuneSearch, ShardsMergeIntoTheUnshardedSearch) {
+  Fixture fx;
+  TuneOptions o = fx.options(Objective::Accuracy, 100);
+  auto dir = ragform::testing::temp_dir("tune_shards");
+  Profile clean;
+  {
+    store::RunStore st(dir / "clean.sqlite");
+    TableReader tr(fx.cands, fx.dev, fx.table());
+    clean = run_tune(tr.r, st, o).profile;
+  }
+  // Two workers, each on its own store, merged after every phase until the search completes.
+  std::vector<std::filesystem::path> stores = {dir / "w0.sqlite", dir / "w1.sqlite"};
+  TuneSummary last;
+  for (int round = 0; round < 20 && !last.complete; ++round) {
+    for (int w = 0; w < 2; ++w) {
+      store::RunStore st(stores[w]);
+      TuneOptions ow = o;
+      ow.shard_index = w;
+      ow.shard_count = 2;
+      TableReader tr(fx.cands, fx.dev, fx.table());
+      last = run_tune(tr.r, st, ow);
+    }
+    for (int w = 0; w < 2; ++w) {
+      store::RunStore st(stores[w]);
+      st.merge({stores[1 - w]});
+    }
+  }
+  ASSERT_TRUE(last.complete);
+  EXPECT_EQ(last.profile.presentation, clean.presentation);
+}
+
+}  // namespace
