@@ -170,3 +170,6 @@ for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.E
     _check_methods(_cls)
 
 from . import cnorm, spotlight, sure  # noqa: E402  (they use Model / RunStore)
+from ._present import present  # noqa: E402  (a tuned profile applied: `ragform present`)
+
+__all__.append("present")

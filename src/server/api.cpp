@@ -21,6 +21,7 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/native_reader.h"
 #include "server/api_json.h"
+#include "server/api_present.h"
 #include "server/router.h"
 
 namespace ragform::server {
@@ -193,6 +194,7 @@ void Api::add_routes(Router& router) {
   router.add("POST", {"/v1/attention"}, post(&Api::attention));
   router.add("POST", {"/v1/rag/normalize"}, post(&Api::normalize));
   router.add("POST", {"/v1/rag/spotlight"}, post(&Api::spotlight));
+  add_present_route(router, &reader_);
   router.hint({"/v1/embeddings", "/embeddings", "/v1/rerank", "/rerank"},
               "this server serves a decoder model; embeddings and rerank need `ragform serve -m "
               "ENCODER.gguf`");

@@ -1,0 +1,64 @@
+#include "server/api_present.h"
+
+#include <nlohmann/json.hpp>
+
+#include "eval/jsonl.h"
+#include "server/api.h"
+#include "server/api_json.h"
+#include "server/router.h"
+#include "tune/present.h"
+
+namespace ragform::server {
+
+using namespace api_json;
+
+namespace {
+
+// One record, its errors named by the request field it came from.
+nlohmann::ordered_json present_one(const json& record, const tune::Profile& prof,
+                                   reader::Reader* counter, const std::string& where) {
+  try {
+    return tune::presented_json(tune::present(record, prof, counter), prof);
+  } catch (const eval::RowError& e) {
+    bad(where + ": " + e.what());
+  }
+  return {};  // not reached: bad() throws
+}
+
+Response present(const std::string& body, reader::Reader* counter) {
+  json j = parse_body(body);
+  if (!j.contains("profile") || !j["profile"].is_object())
+    bad("'profile' must be the object of a profile file from `ragform tune`",
+        j.contains("profile") ? "invalid_type" : "missing_field");
+  // profile_from_json names the bad field; check_profile what cannot render. Both become a 400.
+  const tune::Profile prof = tune::profile_from_json(j["profile"], "request 'profile'");
+  tune::check_profile(prof);
+  const bool one = j.contains("record"), many = j.contains("records");
+  if (one == many)
+    bad("give exactly one of 'record' (an object) or 'records' (an array of objects)",
+        one ? "invalid_request" : "missing_field");
+  nlohmann::ordered_json out;
+  if (one) {
+    out = present_one(j["record"], prof, counter, "record");
+  } else {
+    if (!j["records"].is_array()) bad("'records' must be an array of objects", "invalid_type");
+    nlohmann::ordered_json data = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < j["records"].size(); ++i)
+      data.push_back(
+          present_one(j["records"][i], prof, counter, "records[" + std::to_string(i) + "]"));
+    out = {{"object", "list"}, {"data", std::move(data)}};
+  }
+  Response r;
+  // Keys in the order the CLI prints them (api_json's dump would sort them).
+  r.body = out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return r;
+}
+
+}  // namespace
+
+void add_present_route(Router& router, reader::Reader* counter) {
+  router.add("POST", {"/v1/rag/present"},
+             [counter](const Request& req) { return present(req.body, counter); });
+}
+
+}  // namespace ragform::server

@@ -1,0 +1,69 @@
+#include "tune/present.h"
+
+#include "base/error.h"
+#include "eval/datasets.h"
+#include "eval/jsonl.h"
+#include "reader/reader.h"
+#include "tune/presentation.h"
+
+namespace ragform::tune {
+
+namespace {
+
+// The record as the loaders read it: its format decided by its own fields, so one stream may mix
+// the layouts a user concatenated.
+eval::QaRecord record_of(const nlohmann::json& j) {
+  if (!j.is_object())
+    throw eval::RowError(std::string("expected a JSON object, got ") + j.type_name());
+  const std::optional<eval::Format> f = eval::detect_format(j);
+  if (!f)
+    throw eval::RowError(
+        "not a QA record: no field names its format (ctxs or answers for QA records, "
+        "ordered_kv_records for key-value records)");
+  return eval::to_qa_record(j, *f, {});
+}
+
+}  // namespace
+
+void check_profile(const Profile& profile) {
+  validate(profile.presentation, profile.task, "profile");
+}
+
+Presented present(const nlohmann::json& record, const Profile& profile, reader::Reader* counter) {
+  check_profile(profile);
+  const eval::QaRecord r = record_of(record);
+  if (profile.task == Task::Kv && !r.kv)
+    throw eval::RowError(
+        "a kv profile renders key-value records (ordered_kv_records, key, value); this is a " +
+        std::string(r.source_format) + " record");
+  if (profile.task != Task::Kv && r.ctxs.empty())
+    throw eval::RowError("record " + r.id + " has no documents (ctxs) to present");
+  Rendered rendered;
+  try {
+    rendered = render(r, profile.presentation, profile.task, template_for(profile.task));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw eval::RowError(e.what());  // a record the renderer cannot lay out: the record's fault
+  }
+  Presented out;
+  out.id = r.id;
+  out.prompt = std::move(rendered.prompt);
+  out.documents = rendered.documents;
+  out.gold_position = rendered.gold_position;
+  if (counter) out.prompt_tokens = counter->count_tokens(out.prompt);
+  return out;
+}
+
+nlohmann::ordered_json presented_json(const Presented& p, const Profile& profile) {
+  nlohmann::ordered_json j = {{"id", p.id},
+                              {"prompt", p.prompt},
+                              {"documents", p.documents},
+                              {"gold_position", p.gold_position},
+                              {"task", task_name(profile.task)},
+                              {"presentation", label(profile.presentation)}};
+  if (p.prompt_tokens) j["prompt_tokens"] = *p.prompt_tokens;
+  return j;
+}
+
+}  // namespace ragform::tune

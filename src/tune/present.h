@@ -1,0 +1,51 @@
+// present: a tuned profile (profile.h) applied to new records — the one function behind
+// `ragform present`, the server's POST /v1/rag/present and Python's ragform.present, so the three
+// front ends render the same bytes for the same profile and record.
+//
+// A record is one JSON object in any format the dataset loaders read (eval/datasets.h), detected
+// from its own fields: canonical QA records (and HotpotQA distractor records, whose paragraphs are
+// the documents) for qa and needle profiles, lost-in-the-middle KV records for kv profiles. The
+// profile's task only picks the prompt template (presentation.h template_for); every profile
+// applies to any canonical QA record, including profiles tuned on the needle task.
+//
+// The object each front end prints or returns for one record (presented_json), keys in order:
+//   {"id", "prompt", "documents" (shown), "gold_position" (-1: none or dropped by k),
+//    "task", "presentation" (label(): the applied value of every dimension),
+//    "prompt_tokens" (only when a reader counted them: its own tokenisation, chat wrapping
+//    included, as the reader would feed the prompt)}
+#pragma once
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/profile.h"
+
+namespace ragform::reader {
+class Reader;
+}
+
+namespace ragform::tune {
+
+struct Presented {
+  std::string id;
+  std::string prompt;
+  size_t documents = 0;
+  int gold_position = -1;
+  std::optional<int> prompt_tokens;
+};
+
+// Throws UsageError "profile: <why>" when the profile's presentation cannot be rendered for its
+// task (validate()). Callers check a profile once before a stream of records.
+void check_profile(const Profile& profile);
+
+// The record rendered under the profile's presentation in its task's template. A record of no
+// known format, with a bad field or without documents is an eval::RowError naming the reason (the
+// CLI adds FILE:LINE, the server the request field, Python raises ValueError). `counter`, when
+// given, counts the prompt's tokens.
+Presented present(const nlohmann::json& record, const Profile& profile,
+                  reader::Reader* counter = nullptr);
+
+nlohmann::ordered_json presented_json(const Presented& p, const Profile& profile);
+
+}  // namespace ragform::tune
