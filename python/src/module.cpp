@@ -6,6 +6,7 @@
 
 namespace ragform::py {
 
+void bind_tune(pyb::module_& m);  // tune.cpp: ragform.present
 void bind_bias(pyb::module_& m);  // bias.cpp: ragform.bias
 
 nlohmann::json to_json(const pyb::handle& obj) {
