@@ -45,6 +45,18 @@ void cnorm_section(Html& h, const std::vector<RunRows>& calibrate, const std::ve
 void sure_section(Html& h, const store::RunStore& st, const std::vector<RunRows>& runs,
                   const ReportOptions& opt);
 void spotlight_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions& opt);
+// `ragform tune`'s card (tune_section.cpp): "tune" runs with their stored summary, and the
+// "tune holdout" runs in the drill-down.
+void tune_section(Html& h, const store::RunStore& st, const std::vector<RunRows>& runs,
+                  const ReportOptions& opt);
+// Indices of the candidates on the accuracy x tokens x robustness Pareto front (tune_section.cpp;
+// NaN = not measured).
+std::vector<size_t> pareto_front(const std::vector<double>& accuracy,
+                                 const std::vector<double>& tokens,
+                                 const std::vector<double>& robustness);
+// `ragform position-bias` runs (bias curves) and `position-bias --rank` runs (ranking recall)
+// (steering_section.cpp).
+void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank);
 // `ragform reproduce` runs beside the papers' numbers (paper_section.cpp).
 void paper_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions& opt);
 
