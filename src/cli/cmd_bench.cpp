@@ -2,7 +2,9 @@
 // -r times and reports the median with min and max tokens/s. --taps attention also measures what
 // the attention tap costs: the same prefill capturing the final token's
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
-// time ratio on stderr.
+// time ratio on stderr. --steer RULE likewise measures attention steering (runtime/steering.h):
+// ppN+steer steers toward the prompt's first half in the default layers, interleaved with ppN;
+// tgN+steer decodes after a steered first token.
 //
 // Prefill runs in batches of 2048 tokens (llama-bench's default n_batch), so a long ppN shows
 // progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
@@ -100,16 +102,26 @@ struct Bench {
   runtime::Context ctx;
   std::mt19937 rng;
   std::uniform_int_distribution<int32_t> tok;
+  runtime::Steering steer;  // --steer: rule, value and layers; spans set per test
   using clock = std::chrono::steady_clock;
+
+  // Steers `seq` toward tokens [begin, end) (nothing without --steer or when !on).
+  void steer_seq(int seq, bool on, int begin, int end) {
+    if (!on || !steer.active()) return;
+    runtime::Steering s = steer;
+    s.spans = {{begin, end}};
+    ctx.set_steering(seq, s);
+  }
 
   // Tokens/s of one prefill of n tokens in a fresh sequence, in batches of kBatch tokens (as
   // llama-bench's default n_batch; a long prompt then shows progress and needs the scratch of one
   // batch only). tap: capture the final token's last-layer attention (what an attention read-out
   // captures).
-  double prefill(int n, bool tap, Progress* progress = nullptr) {
+  double prefill(int n, bool tap, Progress* progress = nullptr, bool steered = false) {
     std::vector<int32_t> tokens;
     for (int i = 0; i < n; ++i) tokens.push_back(tok(rng));
     runtime::ScopedSequence seq(ctx);
+    steer_seq(seq.id(), steered, 0, std::max(1, n / 2));
     auto t0 = clock::now();
     for (int b = 0; b < n; b += kBatch) {
       runtime::SeqInput in;
@@ -127,28 +139,31 @@ struct Bench {
   // ppN (and ppN+attn with the tap), reps runs each.
   std::vector<Sample> prompt_processing(int n, int reps, bool with_tap, Progress& progress) {
     prefill(std::min(n, 16), false);  // warm-up
-    const int n_modes = with_tap ? 2 : 1;
+    std::vector<int> modes{0};        // 0 plain, 1 +attn, 2 +steer
+    if (with_tap) modes.push_back(1);
+    if (steer.active()) modes.push_back(2);
+    const char* suffix[] = {"", "+attn", "+steer"};
+    const char* what[] = {"", "attention tap", "steering"};
     std::vector<Sample> ss;
-    for (int mode = 0; mode < n_modes; ++mode)
-      ss.push_back({"pp" + std::to_string(n) + (mode == 1 ? "+attn" : ""), {}});
+    for (int mode : modes) ss.push_back({"pp" + std::to_string(n) + suffix[mode], {}});
     // Interleaved, so the tap's cost is measured against the same machine state.
     for (int r = 0; r < reps; ++r)
-      for (int mode = 0; mode < n_modes; ++mode)
-        ss[size_t(mode)].tps.push_back(prefill(n, mode == 1, &progress));
-    for (int mode = 1; mode < n_modes; ++mode)
-      std::fprintf(stderr, "%s: attention tap adds %+.2f%% to prefill time (median vs %s)\n",
-                   ss[size_t(mode)].test.c_str(),
-                   100.0 * (median(ss[0].tps) / median(ss[size_t(mode)].tps) - 1.0),
-                   ss[0].test.c_str());
+      for (size_t k = 0; k < modes.size(); ++k)
+        ss[k].tps.push_back(prefill(n, modes[k] == 1, &progress, modes[k] == 2));
+    for (size_t k = 1; k < modes.size(); ++k)
+      std::fprintf(stderr, "%s: %s adds %+.2f%% to prefill time (median vs %s)\n",
+                   ss[k].test.c_str(), what[modes[k]],
+                   100.0 * (median(ss[0].tps) / median(ss[k].tps) - 1.0), ss[0].test.c_str());
     return ss;
   }
 
   // tgN: n decode steps after a one-token prompt, reps runs.
-  Sample generation(int n, int reps, Progress& progress) {
-    Sample s{"tg" + std::to_string(n), {}};
+  Sample generation(int n, int reps, Progress& progress, bool steered = false) {
+    Sample s{"tg" + std::to_string(n) + (steered ? "+steer" : ""), {}};
     for (int r = 0; r < reps; ++r) {
       runtime::SeqInput in;
       in.seq = ctx.new_sequence();
+      steer_seq(in.seq, steered, 0, 1);
       in.tokens = {tok(rng)};
       ctx.eval({in});
       auto t0 = clock::now();
@@ -474,6 +489,11 @@ int run_bench(const std::vector<std::string>& argv) {
                          "sequences decoded together (comma-separated; empty = pp/tg alone)", "");
   auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
   auto& json = a.flag("--json", "print one JSON array on stdout");
+  auto& steer = a.opt<std::string>(
+      "--steer", "RULE",
+      "also measure attention steering (rescale:F or reallocate:S) toward the prompt's first half "
+      "(ppN+steer, tgN+steer)",
+      "");
   auto& workload =
       a.opt<std::string>("--workload", "KIND",
                          "prefix-cache workload instead of pp/tg: cnorm-sweep or sure-pairs", "");
@@ -513,6 +533,14 @@ int run_bench(const std::vector<std::string>& argv) {
   }
   const int n_threads = eo.pool->size();
   const bool tap = taps.value == "attention";
+  runtime::SteeringSpec steer_spec;
+  if (steer.seen) {
+    runtime::parse_steer_rule(steer.value, steer_spec, "--steer");
+    steer_spec.spans = {{0, 1}};
+    if (!steer_spec.active())
+      throw UsageError("--steer", "'" + steer.value + "' changes nothing: give a rule that steers");
+    if (!parallel.value.empty()) throw UsageError("--steer", "not with --parallel");
+  }
   auto pps = parse_int_list("--pp", pp.value), tgs = parse_int_list("--tg", tg.value);
   if (std::all_of(pps.begin(), pps.end(), [](int n) { return n == 0; }) &&
       std::all_of(tgs.begin(), tgs.end(), [](int n) { return n == 0; }))
@@ -539,12 +567,15 @@ int run_bench(const std::vector<std::string>& argv) {
   cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = eo.pool;
   Bench b(*m, cp);
+  if (steer.seen)
+    b.steer = runtime::resolve_steering(steer_spec, m->hp().n_layer, m->hp().n_head, {{0, 1}});
   std::vector<Sample> results;
   {
     // Tokens evaluated, on stderr when it is a terminal (or RAGFORM_PROGRESS=always); its final
     // line comes before the results.
-    Progress progress("bench", ns.empty() ? bench_tokens(pps, tgs, reps.value, tap)
-                                          : parallel_tokens(ns, pps, tgs, reps.value));
+    Progress progress("bench", ns.empty()
+                                   ? bench_tokens(pps, tgs, reps.value, tap) * (steer.seen ? 2 : 1)
+                                   : parallel_tokens(ns, pps, tgs, reps.value));
     if (!ns.empty()) {
       results = b.parallel_tests(ns, pps, tgs, reps.value, progress);
     } else {
@@ -554,7 +585,10 @@ int run_bench(const std::vector<std::string>& argv) {
         results.insert(results.end(), ss.begin(), ss.end());
       }
       for (int n : tgs)
-        if (n > 0) results.push_back(b.generation(n, reps.value, progress));
+        if (n > 0) {
+          results.push_back(b.generation(n, reps.value, progress));
+          if (steer.seen) results.push_back(b.generation(n, reps.value, progress, true));
+        }
     }
   }
   print_results(results, n_threads, json.value);
