@@ -21,6 +21,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/engine_settings.h"
+#include "reader/generate_params.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "reader/openai_reader.h"
@@ -108,12 +109,6 @@ std::shared_ptr<reader::NativeReader> open_model(
 reader::GenerateParams generate_params(int n_predict, double temp, int top_k, double top_p,
                                        uint64_t seed, const std::vector<std::string>& stop,
                                        bool ignore_eos) {
-  if (n_predict < 0) throw UsageError("n_predict", "must be >= 0");
-  if (!(temp >= 0 && temp <= 100)) throw UsageError("temp", "must be in [0, 100]");
-  if (!(top_p >= 0 && top_p <= 1)) throw UsageError("top_p", "must be in [0, 1]");
-  if (top_k < 0) throw UsageError("top_k", "must be >= 0");
-  if (std::string why = reader::stop_strings_problem(stop); !why.empty())
-    throw UsageError("stop", why);
   reader::GenerateParams p;
   p.max_tokens = n_predict;
   p.temperature = temp;
@@ -122,6 +117,9 @@ reader::GenerateParams generate_params(int n_predict, double temp, int top_k, do
   p.seed = seed;
   p.stop = stop;
   p.ignore_eos = ignore_eos;
+  reader::check_generate_params(p, {"n_predict", "temp", "top_k", "top_p"});
+  if (std::string why = reader::stop_strings_problem(stop); !why.empty())
+    throw UsageError("stop", why);
   return p;
 }
 
