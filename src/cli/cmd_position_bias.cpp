@@ -10,9 +10,11 @@
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "engine/model/model.h"
+#include "eval/datasets.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "reader/native_reader.h"
+#include "reproduce/rank_recall.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
 
@@ -29,6 +31,37 @@ void print_curve(const cnorm::BiasCurve& c) {
     std::fprintf(stderr, "  slot %2zu %.6f %s\n", s, c.curve[s],
                  std::string(size_t(bar), '#').c_str());
   }
+}
+
+// `position-bias --rank`: Found in the Middle's re-ranking experiment (reproduce/rank_recall.h).
+int rank_recall(ReaderFlags& rf, const std::string& input, const std::string& bias, size_t limit,
+                const std::string& store_path, bool json) {
+  if (bias.empty()) throw UsageError("--rank", "needs --bias FILE (from position-bias -o)");
+  if (store_path.empty()) throw UsageError("--rank", "needs --store FILE");
+  reproduce::RankRecallOptions o;
+  o.bias = cnorm::load_bias_curve(bias);
+  o.limit = limit;
+  const std::vector<eval::QaRecord> records = eval::load_qa_file(input).records;
+  auto reader = rf.open_native();
+  for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
+  o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
+                               store::sha256_file(rf.model.value));
+  o.input_sha256 = store::sha256_file(input);
+  std::optional<Progress> progress;
+  o.hooks = cli_run_hooks(&progress);
+  store::RunStore st(store_path);
+  const reproduce::RankRecallSummary s = reproduce::run_rank_recall(*reader, st, records, o);
+  progress.reset();
+  std::fprintf(stderr, "position-bias --rank: %zu records, recall@k\n   k", s.records);
+  for (const auto& m : reproduce::rank_methods()) std::fprintf(stderr, " %10s", m.c_str());
+  std::fprintf(stderr, "\n");
+  for (size_t k = 0; k < s.k; ++k) {
+    std::fprintf(stderr, "  %2zu", k + 1);
+    for (const auto& v : s.recall) std::fprintf(stderr, " %10.4f", v[k]);
+    std::fprintf(stderr, "\n");
+  }
+  if (json) print_json_line(reproduce::rank_recall_json(s));
+  return 0;
 }
 
 int run_position_bias(const std::vector<std::string>& argv) {
@@ -49,14 +82,25 @@ int run_position_bias(const std::vector<std::string>& argv) {
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records (qa; needle generates its own)", "");
   auto& k = a.opt<int>("-k,--docs", "K", "documents (slots) per prompt", 10).range(1, kMaxInt);
-  auto& limit = a.opt<int>("--limit", "N", "prompts (items) to average over", 10).range(1, kMaxInt);
+  auto& limit = a.opt<int>("--limit", "N", "items to average over (--rank: records to rank)", 10)
+                    .range(1, kMaxInt);
   auto& seed = a.opt<int>("--seed", "S", "seed of the items (distractors, needle stories)", 0);
   auto& tmpl_path = a.opt<std::string>("--template", "FILE",
                                        "prompt template (default: the task's built-in one)", "");
   auto& out = a.opt<std::string>("-o,--output", "FILE", "write the curve (JSON) to FILE", "");
   auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store (resumable)", "");
-  auto& json = a.flag("--json", "print the curve as one JSON object on stdout");
+  auto& rank = a.opt<std::string>(
+      "--rank", "FILE",
+      "instead of measuring: rank the paragraphs of FILE's records (HotpotQA) by raw attention, "
+      "calibrated attention (--bias) and BM25, and print recall@k (needs --store)",
+      "");
+  auto& bias = a.opt<std::string>("--bias", "FILE", "with --rank: the curve to calibrate with", "");
+  auto& json = a.flag("--json", "print the curve (with --rank: the recall) as one JSON object");
   if (!a.parse(argv)) return 0;
+  if (!rank.value.empty())
+    return rank_recall(rf, rank.value, bias.value, size_t(limit.value), store_path.value,
+                       json.value);
+  if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank");
 
   const cnorm::Task task = cnorm::parse_task(task_s.value);
   if (task != cnorm::Task::Qa && task != cnorm::Task::Needle)

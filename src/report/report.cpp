@@ -206,7 +206,7 @@ std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptio
 
 std::string render_report(const store::RunStore& st, const ReportOptions& opt, ReportStats* stats) {
   const std::vector<store::RunInfo> infos = st.runs();
-  std::vector<RunRows> calib, ceval, sure, spot, paper, tune, other;
+  std::vector<RunRows> calib, ceval, sure, spot, paper, bias, rank, tune, other;
   size_t rows = 0;
   for (const auto& info : infos) {
     RunRows r{info, st.results(info.id)};
@@ -217,6 +217,8 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
                    : p == "sure eval"                                 ? sure
                    : p == "spotlight eval" || p == "spotlight select" ? spot
                    : p == "reproduce"                                 ? paper
+                   : p == "position-bias"                             ? bias
+                   : p == "position-bias rank"                        ? rank
                    : p == "tune" || p == "tune holdout"               ? tune
                                                                       : other;
     bucket.push_back(std::move(r));
@@ -247,6 +249,11 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
   if (!tune.empty()) {
     tune_section(body, st, tune, opt);
     nav += "<a href=\"#tune\">Tune</a>";
+    ++sections;
+  }
+  if (!bias.empty() || !rank.empty()) {
+    steering_section(body, bias, rank);
+    nav += "<a href=\"#steering\">Steering</a>";
     ++sections;
   }
   if (!other.empty()) {

@@ -54,6 +54,9 @@ void tune_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
 std::vector<size_t> pareto_front(const std::vector<double>& accuracy,
                                  const std::vector<double>& tokens,
                                  const std::vector<double>& robustness);
+// `ragform position-bias` runs (bias curves) and `position-bias --rank` runs (ranking recall)
+// (steering_section.cpp).
+void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank);
 // `ragform reproduce` runs beside the papers' numbers (paper_section.cpp).
 void paper_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions& opt);
 

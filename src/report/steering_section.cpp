@@ -1,0 +1,170 @@
+// The attention steering section of the report: the positional bias curves of `ragform
+// position-bias` runs (Found in the Middle's U shape, one line per model and task, and each run's
+// layers), and the document ranking recall@k of `position-bias --rank` runs (raw attention,
+// calibrated attention, BM25). Every number is recomputed from the stored rows.
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "report/sections.h"
+#include "report/svg.h"
+
+namespace ragform::report {
+
+namespace {
+
+// A run's curve from its rows (pipelines/cnorm/position_bias.h layout): the mean of "mass" per
+// slot (extra.slot) and of each "l<L>" score per layer.
+struct Curve {
+  std::vector<double> overall;
+  std::map<int, std::vector<double>> layers;
+};
+
+Curve curve_of(const RunRows& r, size_t k) {
+  Curve c;
+  c.overall.assign(k, 0.0);
+  std::vector<size_t> n(k, 0);
+  for (const store::Result& row : r.rows) {
+    if (row.status != store::Status::ok || !row.extra.is_object()) continue;
+    const int slot = row.extra.value("slot", -1);
+    if (slot < 0 || size_t(slot) >= k || !row.scores.count("mass")) continue;
+    ++n[size_t(slot)];
+    c.overall[size_t(slot)] += row.scores.at("mass");
+    for (const auto& [name, v] : row.scores) {
+      if (name.size() < 2 || name[0] != 'l') continue;
+      auto& lc = c.layers[std::stoi(name.substr(1))];
+      lc.resize(k, 0.0);
+      lc[size_t(slot)] += v;
+    }
+  }
+  for (size_t s = 0; s < k; ++s) {
+    const double d = n[s] ? double(n[s]) : std::numeric_limits<double>::quiet_NaN();
+    c.overall[s] /= d;
+    for (auto& [l, v] : c.layers) v[s] /= d;
+  }
+  return c;
+}
+
+size_t slots_of(const RunRows& r) {
+  if (r.info.config.contains("k") && r.info.config["k"].is_number_unsigned())
+    return r.info.config["k"].get<size_t>();
+  return 0;
+}
+
+std::string model_label(const RunRows& r) {
+  std::string m = r.info.reader.empty() ? r.info.model_path : r.info.reader;
+  return m + " · " + r.info.config.value("task", std::string("?"));
+}
+
+std::vector<std::string> slot_labels(size_t k) {
+  std::vector<std::string> x;
+  for (size_t s = 0; s < k; ++s) x.push_back(std::to_string(s + 1));
+  return x;
+}
+
+void bias_curves(Html& h, const std::vector<const RunRows*>& runs) {
+  h << "<h3>Positional attention bias</h3><p class=\"muted\">The attention mass the final prompt "
+       "token pays a fixed uninformative document at each slot (mean over heads, items, fillers "
+       "and layers): the prior Found in the Middle subtracts. A U shape means the first and last "
+       "documents get attention for their place alone.</p>";
+  std::map<size_t, std::vector<const RunRows*>> by_k;  // one chart per number of slots
+  for (const RunRows* r : runs)
+    if (slots_of(*r) > 0) by_k[slots_of(*r)].push_back(r);
+  if (by_k.empty()) {
+    h << no_data("the position-bias runs have no slots recorded");
+    return;
+  }
+  h << "<div class=\"charts\">";
+  for (const auto& [k, rs] : by_k) {
+    std::vector<Series> lines;
+    for (const RunRows* r : rs)
+      lines.push_back({model_label(*r) + " (run " + std::to_string(r->info.id) + ")",
+                       curve_of(*r, k).overall,
+                       {}});
+    ChartOptions o;
+    o.title = "Bias curve, " + std::to_string(k) + " slots";
+    o.x_label = "slot";
+    o.y_label = "attention mass";
+    h << line_chart(slot_labels(k), lines, o);
+    ++h.charts;
+  }
+  h << "</div>";
+  for (const RunRows* r : runs) {
+    const size_t k = slots_of(*r);
+    if (k == 0) continue;
+    const Curve c = curve_of(*r, k);
+    std::vector<Series> lines;
+    for (const auto& [l, v] : c.layers) lines.push_back({"layer " + std::to_string(l), v, {}});
+    ChartOptions o;
+    o.title = "Per layer — " + model_label(*r);
+    o.x_label = "slot";
+    o.y_label = "attention mass";
+    h << "<details><summary>" << run_caption(*r) << " — per layer</summary>"
+      << line_chart(slot_labels(k), lines, o) << "</details>";
+    ++h.charts;
+  }
+}
+
+// Mean of the "<method>@<k>" scores over a run's rows, for k = 1..K.
+std::vector<std::vector<double>> recall_table(const RunRows& r, const std::vector<std::string>& m,
+                                              size_t& k) {
+  k = 0;
+  for (const store::Result& row : r.rows)
+    for (const auto& [name, v] : row.scores) {
+      const size_t at = name.find('@');
+      if (at != std::string::npos) k = std::max(k, size_t(std::stoul(name.substr(at + 1))));
+    }
+  std::vector<std::vector<double>> t(m.size(), std::vector<double>(k, 0.0));
+  size_t n = 0;
+  for (const store::Result& row : r.rows) {
+    if (row.status != store::Status::ok) continue;
+    ++n;
+    for (size_t i = 0; i < m.size(); ++i)
+      for (size_t j = 0; j < k; ++j) {
+        auto it = row.scores.find(m[i] + "@" + std::to_string(j + 1));
+        if (it != row.scores.end()) t[i][j] += it->second;
+      }
+  }
+  for (auto& v : t)
+    for (double& x : v) x = n ? x / double(n) : std::numeric_limits<double>::quiet_NaN();
+  return t;
+}
+
+void ranking_recall(Html& h, const std::vector<const RunRows*>& runs) {
+  h << "<h3>Document ranking recall@k</h3><p class=\"muted\">The documents of each prompt "
+       "ranked by the final token's raw attention mass, by the mass minus the bias curve "
+       "(calibrated) and by BM25; recall@k = gold documents in the top k / gold documents.</p>";
+  const std::vector<std::string> methods = {"raw", "calibrated", "bm25"};
+  for (const RunRows* r : runs) {
+    size_t k = 0;
+    const auto t = recall_table(*r, methods, k);
+    std::vector<std::vector<std::string>> rows;
+    for (size_t j = 0; j < k; ++j) {
+      std::vector<std::string> cells = {std::to_string(j + 1)};
+      for (const auto& v : t) cells.push_back(fmt(v[j], 3));
+      rows.push_back(cells);
+    }
+    h << "<p>" << run_caption(*r) << "</p>"
+      << (k ? table({"k", "raw attention", "calibrated attention", "BM25"}, rows)
+            : no_data("the run has no recall scores"));
+  }
+}
+
+}  // namespace
+
+void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank) {
+  h << "<section id=\"steering\"><h2>Attention steering: positional bias and calibrated "
+       "relevance</h2>";
+  std::vector<const RunRows*> b, k;
+  for (const auto& r : bias) b.push_back(&r);
+  for (const auto& r : rank) k.push_back(&r);
+  if (b.empty())
+    h << "<h3>Positional attention bias</h3>" << no_data("no 'position-bias' run in the store");
+  else
+    bias_curves(h, b);
+  if (!k.empty()) ranking_recall(h, k);
+  h << "</section>";
+}
+
+}  // namespace ragform::report
