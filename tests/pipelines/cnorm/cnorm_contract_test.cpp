@@ -5,13 +5,13 @@
 // "<stage>: resuming run N: D of T <what> already stored".
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "capital_items.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "support/fake_reader.h"
+#include "support/recording_hooks.h"
 #include "support/test_support.h"
 
 namespace ragform::cnorm {
@@ -21,38 +21,7 @@ using ragform::testing::FakeReader;
 using testing::capital_items;
 using testing::kQaTemplate;
 
-// Every hook call, in order ("begin <label> <total>", "advance <n>", "end", "note <text>").
-struct Recorder {
-  std::vector<std::string> events;
-  RunHooks hooks() {
-    RunHooks h;
-    h.note = [this](const std::string& s) { events.push_back("note " + s); };
-    h.begin = [this](const std::string& l, uint64_t n) {
-      events.push_back("begin " + l + " " + std::to_string(n));
-    };
-    h.advance = [this](uint64_t n) { events.push_back("advance " + std::to_string(n)); };
-    h.end = [this] { events.push_back("end"); };
-    return h;
-  }
-  // The steps advanced between "begin <label> ..." and its "end"; -1 when the stage is missing or
-  // not closed.
-  long long steps(const std::string& begin) const {
-    auto b = std::find(events.begin(), events.end(), begin);
-    if (b == events.end()) return -1;
-    long long n = 0;
-    for (auto it = b + 1; it != events.end(); ++it) {
-      if (*it == "end") return n;
-      if (it->rfind("advance ", 0) == 0) n += std::stoll(it->substr(8));
-    }
-    return -1;
-  }
-  std::vector<std::string> notes() const {
-    std::vector<std::string> out;
-    for (const auto& e : events)
-      if (e.rfind("note ", 0) == 0) out.push_back(e.substr(5));
-    return out;
-  }
-};
+using Recorder = ragform::testing::RecordingHooks;
 
 // The even spread of attention for every prompt; answers with the first document's text.
 FakeReader fake() {

@@ -12,41 +12,13 @@
 #include "eval/datasets.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "support/fake_reader.h"
+#include "support/recording_hooks.h"
 #include "support/test_support.h"
 
 namespace ragform::spotlight {
 namespace {
 
-// Every hook call, in order ("begin <label> <total>", "advance <n>", "end", "note <text>").
-struct Recorder {
-  std::vector<std::string> events;
-  common::RunHooks hooks() {
-    common::RunHooks h;
-    h.note = [this](const std::string& s) { events.push_back("note " + s); };
-    h.begin = [this](const std::string& l, uint64_t n) {
-      events.push_back("begin " + l + " " + std::to_string(n));
-    };
-    h.advance = [this](uint64_t n) { events.push_back("advance " + std::to_string(n)); };
-    h.end = [this] { events.push_back("end"); };
-    return h;
-  }
-  // The steps advanced between "begin <label> ..." and its "end"; -1 when the stage is missing
-  // or not closed.
-  long long steps(const std::string& begin) const {
-    auto b = std::find(events.begin(), events.end(), begin);
-    if (b == events.end()) return -1;
-    long long n = 0;
-    for (auto it = b + 1; it != events.end(); ++it) {
-      if (*it == "end") return n;
-      if (it->rfind("advance ", 0) == 0) n += std::stoll(it->substr(8));
-    }
-    return -1;
-  }
-  size_t count_prefix(const std::string& p) const {
-    return size_t(std::count_if(events.begin(), events.end(),
-                                [&](const std::string& e) { return e.rfind(p, 0) == 0; }));
-  }
-};
+using Recorder = ragform::testing::RecordingHooks;
 
 struct Data {
   std::vector<eval::QaRecord> recs;

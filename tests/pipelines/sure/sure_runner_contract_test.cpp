@@ -10,29 +10,13 @@
 #include "pipelines/sure/sure.h"
 #include "store/run_store.h"
 #include "support/fake_reader.h"
+#include "support/recording_hooks.h"
 #include "support/test_support.h"
 
 namespace ragform::sure {
 namespace {
 
-// What a runner reported through its hooks.
-struct Recorded {
-  std::vector<std::string> events;  // "begin <label> <total>", "advance <n>", "end", "note ..."
-  uint64_t advanced = 0;
-  common::RunHooks hooks() {
-    common::RunHooks h;
-    h.note = [this](const std::string& s) { events.push_back("note " + s); };
-    h.begin = [this](const std::string& label, uint64_t total) {
-      events.push_back("begin " + label + " " + std::to_string(total));
-    };
-    h.advance = [this](uint64_t n) {
-      advanced += n;
-      events.push_back("advance " + std::to_string(n));
-    };
-    h.end = [this] { events.push_back("end"); };
-    return h;
-  }
-};
+using Recorded = ragform::testing::RecordingHooks;
 
 common::RunOrigin fake_origin(const reader::Reader& r) {
   return common::origin_of(r, "9.9.9 (git test)", "/models/fake.gguf", "abc123");
