@@ -57,15 +57,21 @@ void gemm_f16_int16_reference(const WeightView& w, const float* x, int64_t n_tok
 // order, so it is bit-identical to vec_dot and to gemm_q8 (batch-invariant). Several tokens (the
 // decode step of several sequences): each weight row is read once and dotted with every token
 // while it is in L1, so up to kGemvQ8MaxTokens tokens cost about one token's DRAM traffic plus
-// their arithmetic, where gemm_q8 computes a whole 16-token panel whatever the count.
-constexpr int64_t kGemvQ8MaxTokens = 8;
+// their arithmetic, where gemm_q8 computes a whole 16-token panel whatever the count. The GEMV's
+// arithmetic per token is dearer than the GEMM's, so past a few tokens the panel wins again
+// (bench --parallel on the 0.5B shape: 2 and 4 sequences faster through the GEMV, 8 about even
+// for Q8_0 and slower for the Q4_K_M mixture).
+constexpr int64_t kGemvQ8MaxTokens = 4;
 void gemv_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 void gemv_q8(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 
 // Decode GEMV for Q4_K and Q6_K (gemv_k.cpp): per block the exact integers via vpmaddubsw +
 // vpdpwssd (scales applied in int16 pairs; Q4_K four rows per tile), combined with vec_dot's float
 // operations in its block order, so bit-identical to it.
+// Several tokens as gemv_q8: each row tile read once, for up to kGemvKMaxTokens tokens.
+constexpr int64_t kGemvKMaxTokens = 4;
 bool gemv_k_supported(TensorType t, CpuTier tier);
+void gemv_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 void gemv_k(const WeightView& w, const float* x, float* y, ThreadPool& pool);
 
 }  // namespace ragform::ops

@@ -1,4 +1,5 @@
-// Decode GEMV (one token) for Q4_K and Q6_K weights with AVX512-VNNI (gemm.h).
+// Decode GEMV (one token, or the decode step of a few sequences) for Q4_K and Q6_K weights with
+// AVX512-VNNI (gemm.h).
 //
 // Per 256-block the exact integers of ggml's
 // vec_dot_q4_K_q8_K / q6_K_q8_K are formed with vpmaddubsw (unsigned weight quants x signed
@@ -239,8 +240,11 @@ RAGFORM_VNNI float q6_k_row(const BlockQ6_K* row, const Act& act, int64_t nb) {
   return sumf;
 }
 
-// Q4_K rows [rb, re) in tiles of four; a last partial tile repeats its last row in the spare lanes.
-void q4_k_rows(const WeightView& w, const Act& act, int64_t rb, int64_t re, float* y) {
+// Q4_K rows [rb, re) in tiles of four, each tile against every token while its rows are in L1
+// (token t's outputs at y + t * n_out); a last partial tile repeats its last row in the spare
+// lanes.
+void q4_k_rows(const WeightView& w, const Act* acts, int64_t n_tokens, int64_t rb, int64_t re,
+               float* y) {
   const int64_t nb = w.n_in / QK_K;
   const size_t stride = w.row_bytes();
   for (int64_t r = rb; r < re; r += kTile) {
@@ -249,15 +253,41 @@ void q4_k_rows(const WeightView& w, const Act& act, int64_t rb, int64_t re, floa
     for (int k = 0; k < kTile; ++k)
       x[k] = reinterpret_cast<const BlockQ4_K*>(w.data +
                                                 size_t(r + std::min(k, n_valid - 1)) * stride);
-    q4_k_tile(x, w.data + size_t(r + kTile) * stride, act, nb, y + r, n_valid);
+    for (int64_t t = 0; t < n_tokens; ++t)
+      q4_k_tile(x, w.data + size_t(r + kTile) * stride, acts[t], nb,
+                y + size_t(t) * size_t(w.n_out) + size_t(r), n_valid);
   }
 }
 
-void q6_k_rows(const WeightView& w, const Act& act, int64_t rb, int64_t re, float* y) {
+void q6_k_rows(const WeightView& w, const Act* acts, int64_t n_tokens, int64_t rb, int64_t re,
+               float* y) {
   const int64_t nb = w.n_in / QK_K;
   const size_t stride = w.row_bytes();  // a type_info lookup: once, not per row
-  for (int64_t r = rb; r < re; ++r)
-    y[r] = q6_k_row(reinterpret_cast<const BlockQ6_K*>(w.data + size_t(r) * stride), act, nb);
+  for (int64_t r = rb; r < re; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ6_K*>(w.data + size_t(r) * stride);
+    for (int64_t t = 0; t < n_tokens; ++t)
+      y[size_t(t) * size_t(w.n_out) + size_t(r)] = q6_k_row(row, acts[t], nb);
+  }
+}
+
+// One token's activations and the buffers behind its Act.
+struct TokenAct {
+  std::vector<BlockQ8_K> q8;
+  std::vector<uint8_t> qs_buf, bs_buf;
+  Act act{};
+};
+
+void prepare_token(const WeightView& w, const float* x, TokenAct& t) {
+  const int64_t nb = w.n_in / QK_K;
+  if (t.q8.size() < size_t(nb)) t.q8.resize(size_t(nb));
+  quantize_row_q8_K(x, t.q8.data(), w.n_in);
+  t.act = Act{nullptr, t.q8.data(), nullptr};
+  if (w.type != TensorType::Q4_K) return;
+  int8_t* qs = aligned_scratch<int8_t>(t.qs_buf, size_t(nb) * QK_K);
+  int16_t* bs = aligned_scratch<int16_t>(t.bs_buf, size_t(nb) * 8);
+  permute_q4_k(t.q8.data(), nb, qs, bs);
+  t.act.qs = qs;
+  t.act.bs32 = bs;
 }
 
 }  // namespace
@@ -267,36 +297,36 @@ bool gemv_k_supported(TensorType t, CpuTier tier) {
   return tier == CpuTier::Avx512 && cpu_features().avx512vnni;
 }
 
-void gemv_k(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
+void gemv_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   if (!gemv_k_supported(w.type, best_cpu_tier()))
     throw Error("gemv_k", std::string("type ") + gguf::type_name(w.type) +
                               " is not Q4_K/Q6_K or this CPU lacks AVX512-VNNI");
   check_row_length(w.type, w.n_in, "gemv_k");
-  if (w.n_out <= 0) return;
-  const int64_t nb = w.n_in / QK_K;
+  if (w.n_out <= 0 || n_tokens <= 0) return;
   // Scratch reused across calls on this thread (no allocation once warm).
-  thread_local std::vector<BlockQ8_K> q8;
-  thread_local std::vector<uint8_t> qs_buf, bs_buf;
-  if (q8.size() < size_t(nb)) q8.resize(size_t(nb));
-  quantize_row_q8_K(x, q8.data(), w.n_in);
-  Act act{nullptr, q8.data(), nullptr};
-  if (w.type == TensorType::Q4_K) {
-    int8_t* qs = aligned_scratch<int8_t>(qs_buf, size_t(nb) * QK_K);
-    int16_t* bs = aligned_scratch<int16_t>(bs_buf, size_t(nb) * 8);
-    permute_q4_k(q8.data(), nb, qs, bs);
-    act.qs = qs;
-    act.bs32 = bs;
+  thread_local std::vector<TokenAct> tokens;
+  thread_local std::vector<Act> acts;
+  if (tokens.size() < size_t(n_tokens)) tokens.resize(size_t(n_tokens));
+  acts.resize(size_t(n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    prepare_token(w, x + size_t(t) * size_t(w.n_in), tokens[size_t(t)]);
+    acts[size_t(t)] = tokens[size_t(t)].act;
   }
+  const Act* a = acts.data();  // workers must see this thread's buffers, not theirs
   // Rows split in multiples of 16 (whole tiles; edges of 16 rows are whole cache lines apart).
   pool.parallel_for(
       size_t(w.n_out),
       [&](size_t rb, size_t re, int) {
         if (w.type == TensorType::Q4_K)
-          q4_k_rows(w, act, int64_t(rb), int64_t(re), y);
+          q4_k_rows(w, a, n_tokens, int64_t(rb), int64_t(re), y);
         else
-          q6_k_rows(w, act, int64_t(rb), int64_t(re), y);
+          q6_k_rows(w, a, n_tokens, int64_t(rb), int64_t(re), y);
       },
       16);
+}
+
+void gemv_k(const WeightView& w, const float* x, float* y, ThreadPool& pool) {
+  gemv_k(w, x, 1, y, pool);
 }
 
 }  // namespace ragform::ops

@@ -53,9 +53,11 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
     if (n_tokens <= kGemvQ8MaxTokens) return gemv_q8(w, x, n_tokens, y, pool);
     return gemm_q8(w, x, n_tokens, y, pool);
   }
-  // One token: the 16-token GEMM would waste 15 of 16 lanes; a GEMV where there is one.
+  // A few tokens (one, or one per sequence decoded together): the 16-token GEMM would waste most
+  // of its lanes; a GEMV reading each row once where there is one.
+  if (n_tokens <= kGemvKMaxTokens && gemv_k_supported(w.type, tier))
+    return gemv_k(w, x, n_tokens, y, pool);
   if (n_tokens > 1 && gemm_k_supported(w.type, tier)) return gemm_k(w, x, n_tokens, y, pool);
-  if (n_tokens == 1 && gemv_k_supported(w.type, tier)) return gemv_k(w, x, y, pool);
   if (gemm_f16_int16_supported(w, n_tokens, tier)) return gemm_f16_int16(w, x, n_tokens, y, pool);
   if (gemm_f16_supported(w.type, tier)) return gemm_f16(w, x, n_tokens, y, pool, tier);
 

@@ -103,6 +103,36 @@ TEST(GemvK, MatmulUsesItForOneTokenAndAgrees) {
   }
 }
 
+// The decode step of several sequences: each token's outputs are the reference's bits (the same
+// as the token alone), the rows of a token at y + token * n_out; and matmul takes this path for
+// a few tokens of Q4_K/Q6_K, still bit-identical to the scalar tier.
+TEST(GemvK, SeveralTokensBitIdenticalToVecDot) {
+  if (!have_kernel()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
+  ThreadPool pool(2);
+  for (TensorType t : {TensorType::Q4_K, TensorType::Q6_K})
+    for (int64_t n_in : {256, 4864})
+      for (int64_t n_tokens : {int64_t(2), int64_t(3), kGemvKMaxTokens}) {
+        const int64_t n_out = 37;
+        const uint32_t seed = uint32_t(n_in + n_tokens) * 7 + uint32_t(t);
+        const auto data = random_rows(t, n_in, n_out, seed);
+        const WeightView w{t, data.data(), n_in, n_out};
+        const auto x = random_activations(n_in * n_tokens, seed + 1);
+        std::vector<float> y(size_t(n_out * n_tokens), NAN), scalar(y.size());
+        gemv_k(w, x.data(), n_tokens, y.data(), pool);
+        for (int64_t k = 0; k < n_tokens; ++k) {
+          const std::vector<float> xk(x.begin() + k * n_in, x.begin() + (k + 1) * n_in);
+          const auto want = reference(w, xk);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(bits(y[size_t(k * n_out) + i]), bits(want[i]))
+                << gguf::type_name(t) << " n_in " << n_in << " tokens " << n_tokens << " token "
+                << k << " row " << i;
+        }
+        matmul_tier(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512);
+        matmul_tier(w, x.data(), n_tokens, scalar.data(), pool, CpuTier::Scalar);
+        for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(scalar[i])) << i;
+      }
+}
+
 TEST(GemvK, RejectsOtherTypesAndBadRows) {
   if (!have_kernel()) GTEST_SKIP() << "CPU lacks AVX512-VNNI";
   ThreadPool pool(1);
