@@ -236,6 +236,20 @@ PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRe
   });
 }
 
+// Whether the prompt of `rec` under `p` and the answer fit the context. A reader that refuses to
+// count a prompt longer than its context (the native reader) says no by throwing.
+bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord& rec,
+                  const Presentation& p) {
+  try {
+    return size_t(r.count_tokens(render(rec, p, o.task, o.tmpl).prompt)) + size_t(o.max_tokens) <=
+           o.ctx;
+  } catch (const NotSupported&) {
+    throw;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 // The original presentation the winner is compared with: as given, at the largest k that fits.
 Presentation baseline(const std::vector<Presentation>& kept) {
   Presentation o = original_presentation();
@@ -361,10 +375,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   const size_t probe = std::min<size_t>(4, o.dev.size());
   for (const Presentation& p : all) {
     bool fits = true;
-    for (size_t i = 0; i < probe && fits && o.ctx; ++i)
-      fits = size_t(r.count_tokens(render(o.dev[i], p, o.task, o.tmpl).prompt)) +
-                 size_t(o.max_tokens) <=
-             o.ctx;
+    for (size_t i = 0; i < probe && fits && o.ctx; ++i) fits = fits_context(r, o, o.dev[i], p);
     if (fits) cands.push_back(p);
   }
   s.dropped_for_context = all.size() - cands.size();

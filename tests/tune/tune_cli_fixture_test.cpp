@@ -1,0 +1,76 @@
+// `ragform tune` end to end on stories260K's story-needle task (dev and held-out records from
+// disjoint seeds), capped to the model's 512-token training context: the --json object and its
+// types, the profile file, the rerun that runs nothing, and the budget usage error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/test_support.h"
+
+namespace {
+
+using namespace ragform::testing;
+
+std::string tune_args(const std::filesystem::path& model, const std::filesystem::path& dir,
+                      int budget) {
+  return "tune -m " + quoted(model) +
+         " --task needle --ctx 512 --needle-slots 12 --dev-items 8 --holdout-items 12"
+         " --delims original,- --p 1 --formats plain,json --orders retrieved,edges --k all,3"
+         " --budget " +
+         std::to_string(budget) + " --store " + quoted(dir / "s.sqlite") + " -o " +
+         quoted(dir / "p.json");
+}
+
+bool is_fraction(const nlohmann::json& v) {
+  return v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1;
+}
+
+TEST(TuneCli, NeedleEndToEnd) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("tune_cli");
+  RunResult r = run_ragform(tune_args(model, dir, 80) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const nlohmann::json& j = lines[0];
+  for (const char* k : {"profile", "budget", "spent", "grid", "holdout"})
+    ASSERT_TRUE(j.contains(k)) << k;
+  EXPECT_TRUE(j["budget"].is_number_integer());
+  EXPECT_TRUE(j["spent"].is_number_integer());
+  EXPECT_TRUE(j["grid"].is_number_integer());
+  EXPECT_EQ(j["budget"], 80);
+  EXPECT_LE(j["spent"].get<int>(), 80);
+  EXPECT_GT(j["grid"].get<int>(), j["spent"].get<int>());
+  // json documents of 12 slots do not fit 512 tokens: the cap dropped them and says so.
+  EXPECT_GT(j["dropped_for_context"].get<int>(), 0);
+  EXPECT_NE(r.err.find("exceed the 512-token context"), std::string::npos) << r.err;
+  const nlohmann::json& h = j["holdout"];
+  for (const char* side : {"original", "tuned"}) {
+    EXPECT_TRUE(is_fraction(h[side]["accuracy"])) << side;
+    EXPECT_TRUE(is_fraction(h[side]["robustness"])) << side;
+    EXPECT_TRUE(h[side]["tokens"].is_number()) << side;
+  }
+  ASSERT_TRUE(h["diff_ci95"].is_array());
+  ASSERT_EQ(h["diff_ci95"].size(), 2u);
+  EXPECT_LE(h["diff_ci95"][0].get<double>(), h["diff_ci95"][1].get<double>());
+  EXPECT_TRUE(is_fraction(h["mcnemar_p"]));
+  EXPECT_EQ(h["items"], 12);
+  // The profile names every searched dimension's winner, the model, the task and the run.
+  const nlohmann::json& p = j["profile"];
+  EXPECT_EQ(p["task"], "needle");
+  EXPECT_EQ(p["searched"], nlohmann::json({"delimiter", "format", "order", "k"}));
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "p.json")), p);
+
+  // The same store and budget: no new prompt, the same object.
+  RunResult again = run_ragform(tune_args(model, dir, 80) + " --json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+  EXPECT_NE(again.err.find("tune: 0 new prompts"), std::string::npos) << again.err;
+
+  // Too small a budget is a usage error naming the minimum.
+  RunResult small = run_ragform(tune_args(model, dir, 10));
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_NE(small.err.find("the minimum is --budget"), std::string::npos) << small.err;
+}
+
+}  // namespace
