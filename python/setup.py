@@ -68,7 +68,7 @@ setup(
     name="ragform",
     version="0.1.0",
     description="ragform's GGUF engine and the SURE, C-NORM and SpotlightRAG pipelines",
-    packages=["ragform"],
+    packages=["ragform", "ragform.readers"],
     ext_modules=[CMakeExtension("ragform._ragform")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.9",

@@ -1,5 +1,7 @@
 """ragform for Python: the GGUF engine's internals as numpy arrays, and the SURE, C-NORM and
 SpotlightRAG pipelines, over the same C++ library as the `ragform` command (docs/python.md).
+The pipelines take a Model, an OpenAIReader or any Python object with generate(prompts, params)
+as their reader (ragform.readers: the protocol, and adapters for transformers and vLLM).
 
     import ragform
     m = ragform.Model("stories260K.gguf")
@@ -19,7 +21,7 @@ from ._text import check_methods as _check_methods
 __version__ = _ragform.__version__
 
 __all__ = ["Model", "OpenAIReader", "Encoder", "Reader", "Attention", "RunStore",
-           "cnorm", "sure", "spotlight"]
+           "cnorm", "sure", "spotlight", "readers"]
 
 
 def _generate(reader, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_eos, details):
@@ -169,7 +171,7 @@ for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.E
              OpenAIReader):
     _check_methods(_cls)
 
-from . import cnorm, spotlight, sure  # noqa: E402  (they use Model / RunStore)
+from . import cnorm, readers, spotlight, sure  # noqa: E402  (they use Model / RunStore)
 from ._present import present  # noqa: E402  (a tuned profile applied: `ragform present`)
 
 __all__.append("present")

@@ -2,6 +2,7 @@
 documents. The functions of `ragform cnorm calibrate|apply` (docs/cnorm.md)."""
 from . import _ragform
 from ._progress import Progress
+from ._reader_arg import context_of, pick
 from ._text import checked
 
 __all__ = ["calibrate", "apply", "default_delimiters"]
@@ -13,27 +14,33 @@ def default_delimiters():
 
 
 @checked
-def calibrate(model, records, task="qa", S=6, delims=None, p=0.5, seed=0, k=10, layer=-1,
-              heads="mean", context_span=False, template=None, shared=None, progress=True):
+def calibrate(model=None, records=None, task="qa", S=6, delims=None, p=0.5, seed=0, k=10,
+              layer=-1, heads="mean", context_span=False, template=None, shared=None,
+              progress=True, reader=None):
     """Chooses the candidate delimiter whose formatted prompts give the most balanced attention
     (paper 4.2) and returns the profile JSON as a dict, equal to what `ragform cnorm calibrate
     --no-cache` writes with the same arguments (-S S --delims delims -p p --seed seed -k k
     --layer layer --heads heads).
 
-    model: a ragform.Model. records: a list of QA / KV / LongBench record dicts (the JSONL
-    objects), or the path of such a file (then the profile's input_sha256 is the file's, as the
-    CLI records it); None for task "needle". task: qa, kv, needle or longbench. delims: a
-    comma-separated candidate list (None = default_delimiters()). template: a prompt template
-    file (None = the paper's own prompt, built in: Appendix D's for qa, Appendix B's for kv, as
-    the CLI's default). shared: accepted for compatibility and unused (the prompts are built in).
-    progress: show a progress bar (tqdm if importable). Ctrl-C stops between two passes."""
+    model (or reader=): a ragform.Model, or any reader that answers attention and tokenize (an
+    OpenAIReader of `ragform serve`, a Python reader: docs/python.md, "Your own reader"); k is
+    fitted to the reader's `ctx` attribute, 4096 tokens (the CLI's --ctx default) without one.
+    records: a list of QA / KV / LongBench record dicts (the JSONL objects), or the path of such
+    a file (then the profile's input_sha256 is the file's, as the CLI records it); None for task
+    "needle". task: qa, kv, needle or longbench. delims: a comma-separated candidate list (None =
+    default_delimiters()). template: a prompt template file (None = the paper's own prompt, built
+    in: Appendix D's for qa, Appendix B's for kv, as the CLI's default). shared: accepted for
+    compatibility and unused (the prompts are built in). progress: show a progress bar (tqdm if
+    importable). Ctrl-C stops between two passes."""
     import os
+    model = pick("cnorm.calibrate", model, reader)
     if records is not None and not isinstance(records, (str, os.PathLike)):
         records = list(records)
     with Progress("cnorm calibrate", show=progress) as bar:
         return _ragform._cnorm_calibrate(model, records, task, S, delims, p, seed, k, layer,
                                          str(heads), context_span, template or "", shared or "",
-                                         getattr(model, "system", ""), model.ctx, bar)
+                                         getattr(model, "system", "") or "",
+                                         context_of(model), bar)
 
 
 @checked

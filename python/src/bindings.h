@@ -15,6 +15,10 @@
 
 #include "base/error.h"
 
+namespace ragform::reader {
+class Reader;
+}
+
 namespace ragform::py {
 
 namespace pyb = pybind11;
@@ -25,6 +29,12 @@ void bind_pipelines(pyb::module_& m);
 void bind_pipelines_cnorm(pyb::module_& m);
 void bind_pipelines_sure(pyb::module_& m);
 void bind_store(pyb::module_& m);
+void bind_py_reader(pyb::module_& m);
+
+// The reader a pipeline function was given (`model=` / `reader=`): a ragform.Model or
+// OpenAIReader as it is, any other object with generate(prompts, params) through the Python
+// reader protocol (py_reader.cpp); anything else is a UsageError naming `arg`. With the GIL held.
+std::shared_ptr<reader::Reader> reader_arg(const pyb::handle& obj, const char* arg);
 
 // Python objects (dicts, lists, str, numbers, bool, None) <-> JSON, through Python's json module so
 // that both sides agree on every corner (non-string keys, NaN: rejected by allow_nan=False).

@@ -48,5 +48,6 @@ PYBIND11_MODULE(_ragform, m) {
   ragform::py::bind_pipelines_sure(m);
   ragform::py::bind_store(m);
   ragform::py::bind_tune(m);
+  ragform::py::bind_py_reader(m);
   ragform::py::bind_bias(m);
 }

@@ -46,6 +46,7 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
   if (vectors.is_none() == encoder.is_none())
     throw UsageError("spotlight", "give exactly one of vectors= or encoder=");
   std::unique_ptr<WordVectors> wv;
+  std::shared_ptr<reader::Reader> rd;  // kept alive for the HiddenEncoder that borrows it
   std::unique_ptr<TokenEncoder> enc;
   if (!vectors.is_none()) {
     if (pyb::isinstance<pyb::dict>(vectors)) {
@@ -60,10 +61,14 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
     enc = std::make_unique<StaticEncoder>(*wv, oov == "match" ? OovPolicy::Match : OovPolicy::Skip);
   } else if (pyb::isinstance<reader::NativeEncoder>(encoder)) {
     enc = std::make_unique<ModelEncoder>(encoder.cast<reader::NativeEncoder&>());
-  } else if (pyb::isinstance<reader::Reader>(encoder)) {
-    enc = std::make_unique<HiddenEncoder>(encoder.cast<reader::Reader&>(), layer);
+  } else if (pyb::isinstance<reader::Reader>(encoder) || pyb::hasattr(encoder, "hidden")) {
+    // A Model's hidden states, or any Python reader's hidden(prompt, layer).
+    rd = reader_arg(encoder, "encoder");
+    enc = std::make_unique<HiddenEncoder>(*rd, layer);
   } else {
-    throw UsageError("spotlight", "encoder must be a ragform.Encoder or a ragform.Model");
+    throw UsageError("spotlight",
+                     "encoder must be a ragform.Encoder, a ragform.Model or a Python reader with "
+                     "hidden(prompt, layer)");
   }
   std::vector<eval::QaRecord> recs = qa_records(pyb::make_tuple(record));
   const eval::QaRecord& r = recs.at(0);

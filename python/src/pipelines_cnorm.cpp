@@ -23,14 +23,19 @@ namespace {
 // records: a list of dicts or the path of a JSONL file (then input_sha256 is the file's hash, as
 // the CLI records it; for dicts it is the hash of their canonical JSON lines). `shared` stays a
 // keyword but is not looked up: the default templates are built in (tasks.h load_template).
-pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
+pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
                             const std::string& task_s, int S, std::optional<std::string> delims,
                             double p, int64_t seed, int k, int layer, const std::string& heads,
                             bool context_span, const std::string& template_path,
-                            const std::string& /*shared*/, const std::string& system, int n_ctx,
-                            pyb::object progress) {
+                            const std::string& /*shared*/, const std::string& system,
+                            std::optional<int> ctx, pyb::object progress) {
   using namespace cnorm;
+  // A reader without a context of its own (OpenAIReader, a Python reader) gets the CLI's --ctx
+  // default, to which k is fitted.
+  const int n_ctx = ctx.value_or(kDefaultContext);
   if (n_ctx < 1) throw UsageError("n_ctx", "must be >= 1");
+  const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
   // The CLI's set-up (setup.h), its errors naming these keywords.
   CalibrationRequest req;
   req.task = task_s;
@@ -75,8 +80,10 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
   // The CLI's runner (pipelines/cnorm/run.h) without a store or a profile cache.
   CalibrateOptions& opt = plan.options;
   opt.ctx = size_t(n_ctx);
-  opt.origin.model_path = reader.model_path();
-  opt.origin.model_sha256 = store::sha256_file(reader.model_path());
+  if (native) {
+    opt.origin.model_path = native->model_path();
+    opt.origin.model_sha256 = store::sha256_file(native->model_path());
+  }
   opt.input_sha256 = input_sha;
   opt.system_sha256 = system.empty() ? "" : store::sha256_hex(system);
   LoopHook hook(progress, 0);
@@ -86,7 +93,7 @@ pyb::object cnorm_calibrate(reader::NativeReader& reader, pyb::object records,
     hook.step_of(done, total);  // Ctrl-C and the progress bar, between two passes
     done += size_t(n);
   };
-  const Profile prof = run_calibrate(reader, items, opt).profile;
+  const Profile prof = run_calibrate(*rd, items, opt).profile;
   hook.step_of(done, total);
   nlohmann::json out = profile_to_json(prof);
   pyb::gil_scoped_acquire gil;

@@ -1,0 +1,171 @@
+"""A HuggingFace `transformers` causal LM as a ragform reader (docs/python.md, "Your own reader"):
+
+    import ragform, torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(name)
+    lm = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16,
+                                              attn_implementation="eager").to("cuda")
+    reader = ragform.readers.transformers(lm, tok)
+    ragform.cnorm.calibrate(reader=reader, records=recs)
+
+generate: the model's own generate(), `batch_size` prompts per call (left-padded), greedy or
+sampled; prompt log-probs (score) and attention from one forward pass each; hidden states from
+output_hidden_states. Everything runs on the device the model is on. torch and transformers are
+imported only when a method runs, so the package needs neither; `torch=` takes a stand-in module
+(the package's tests pass a numpy one).
+"""
+import numpy as np
+
+from ._common import cut_at_stop, resolve, score_split
+
+
+class TransformersReader:
+    """The reader protocol over (model, tokenizer); see the module's docstring.
+
+    Sampling (temperature > 0) seeds torch with the seed of each batch's first prompt, so a sampled
+    answer depends on the prompts batched with it; exact_seeds=True generates sampled prompts one
+    at a time, each with its own seed (ragform's rule: a row's answer does not depend on its batch).
+    """
+
+    chat_mode = "raw"
+
+    def __init__(self, model, tokenizer, batch_size=8, exact_seeds=False, name=None, torch=None):
+        if batch_size < 1:
+            raise ValueError("batch_size: must be >= 1")
+        self.model, self.tokenizer = model, tokenizer
+        self.batch_size, self.exact_seeds = batch_size, exact_seeds
+        self._name = name
+        self._torch_module = torch
+
+    # ------------------------------------------------------------------ protocol
+
+    def describe(self):
+        """transformers:<model name>: the run store's reader (two models never share a run)."""
+        cfg = getattr(self.model, "config", None)
+        name = self._name or getattr(cfg, "_name_or_path", None) or type(self.model).__name__
+        return f"transformers:{name}"
+
+    def tokenize(self, text):
+        """The ids the model is fed for `text` (the tokenizer's special tokens, BOS, included)."""
+        return list(self.tokenizer(text)["input_ids"])
+
+    def generate(self, prompts, params):
+        out = []
+        sampled = params["temperature"] > 0
+        step = 1 if sampled and self.exact_seeds else self.batch_size
+        for b in range(0, len(prompts), step):
+            out += self._generate_batch(prompts[b:b + step], params, params["seeds"][b])
+        return out
+
+    def score(self, prompt, continuation):
+        prompt_ids = self.tokenize(prompt)
+        ids = self.tokenize(prompt + continuation) if continuation else prompt_ids
+        split = score_split(prompt_ids, ids, continuation)
+        logits = self._numpy(self._forward(ids).logits[0]).astype(np.float64)
+        logp = _log_softmax(logits[:-1])
+        tokens = [{"id": int(ids[t]), "piece": self._piece(ids[t]),
+                   "logprob": float(logp[t - 1, ids[t]])} for t in range(split, len(ids))]
+        return {"tokens": tokens, "sum": float(sum(t["logprob"] for t in tokens)),
+                "prompt_tokens": split}
+
+    def attention(self, prompt, layers, heads, positions):
+        ids = self.tokenize(prompt)
+        att = self._forward(ids, output_attentions=True).attentions
+        if att is None or any(a is None for a in att):
+            raise RuntimeError("attention: the model returned no attention weights; load it with "
+                               "attn_implementation=\"eager\" (SDPA and flash kernels keep none)")
+        pieces = [self._piece(i) for i in ids]
+        rows = []
+        for layer in layers:
+            li = resolve(layer, len(att))
+            a = self._numpy(att[li][0]).astype(np.float32)  # [heads, queries, keys]
+            head_ids = list(heads) if heads else list(range(a.shape[0]))
+            for pos in positions:
+                q = resolve(pos, len(ids))
+                rows.append({"layer": li, "query_position": q, "head_ids": head_ids,
+                             "heads": np.ascontiguousarray(a[head_ids, q, :q + 1]),
+                             "ids": ids, "pieces": pieces})
+        return rows
+
+    def hidden(self, prompt, layer):
+        """The hidden states after `layer` blocks (hidden_states[layer]: 0 = the embeddings, the
+        last = the final norm's output, as the native reader's layer n_layer)."""
+        enc = self.tokenizer(prompt, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        hs = self._forward(ids, output_hidden_states=True).hidden_states
+        states = self._numpy(hs[resolve(layer, len(hs))][0]).astype(np.float32)
+        # The text each token covers, so SpotlightRAG aligns tokens to words; special tokens
+        # cover nothing.
+        pieces = [prompt[s:e] for s, e in enc["offset_mapping"]]
+        return {"states": states, "pieces": pieces, "ids": ids}
+
+    # ------------------------------------------------------------------ the engine
+
+    @property
+    def _torch(self):
+        if self._torch_module is None:
+            import torch
+            self._torch_module = torch
+        return self._torch_module
+
+    def _device(self):
+        return getattr(self.model, "device", None) or next(self.model.parameters()).device
+
+    def _forward(self, ids, **kw):
+        torch = self._torch
+        with torch.no_grad():
+            x = torch.tensor([list(ids)], device=self._device())
+            return self.model(input_ids=x, **kw)
+
+    @staticmethod
+    def _numpy(t):
+        return t.float().cpu().numpy()
+
+    def _piece(self, token_id):
+        return self.tokenizer.decode([int(token_id)])
+
+    def _generate_batch(self, prompts, params, seed):
+        torch, tok = self._torch, self.tokenizer
+        # Decoder-only models continue from the last position: pad on the left.
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        enc = tok(list(prompts), return_tensors="pt", padding=True)
+        enc = {k: v.to(self._device()) for k, v in enc.items()}
+        kw = {"max_new_tokens": params["max_tokens"], "pad_token_id": tok.pad_token_id}
+        if params["temperature"] > 0:
+            torch.manual_seed(int(seed))
+            kw.update(do_sample=True, temperature=params["temperature"], top_p=params["top_p"],
+                      top_k=params["top_k"])
+        else:
+            kw.update(do_sample=False)
+        if params["ignore_eos"]:
+            kw["min_new_tokens"] = params["max_tokens"]
+        with torch.no_grad():
+            out = self.model.generate(**enc, **kw)
+        width = enc["input_ids"].shape[1]
+        prompt_tokens = enc["attention_mask"].sum(dim=1).tolist()
+        return [self._result(row[width:].tolist(), params, int(n))
+                for row, n in zip(out, prompt_tokens)]
+
+    def _result(self, ids, params, prompt_tokens):
+        tok = self.tokenizer
+        finish = "length"
+        if not params["ignore_eos"] and tok.eos_token_id in ids:
+            ids, finish = ids[:ids.index(tok.eos_token_id)], "eos"
+        text, stopped = cut_at_stop(tok.decode(ids, skip_special_tokens=True), params["stop"])
+        if stopped:
+            finish = "stop"
+        return {"text": text, "ids": [int(i) for i in ids], "finish_reason": finish,
+                "prompt_tokens": prompt_tokens}
+
+
+def _log_softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def transformers(model, tokenizer, batch_size=8, exact_seeds=False, name=None, torch=None):
+    """A ragform reader over a `transformers` causal LM and its tokenizer (TransformersReader)."""
+    return TransformersReader(model, tokenizer, batch_size=batch_size, exact_seeds=exact_seeds,
+                              name=name, torch=torch)
