@@ -95,8 +95,10 @@ inline std::string raw_body(const std::string& response) {
   return at == std::string::npos ? "" : response.substr(at + 4);
 }
 
-// Runs `ragform serve ARGS` (with `env` set in its environment) to its exit, stderr captured;
-// kills it after timeout_s. Returns {exit status, or -1 when it had to be killed; stderr}.
+// Runs `ragform serve --port 0 ARGS` (with `env` set in its environment) to its exit, stderr
+// captured; kills it after timeout_s (a server that started when it should have failed). A
+// --port in ARGS comes later and wins. Returns {exit status, or -1 when it had to be killed;
+// stderr}.
 inline std::pair<int, std::string> serve_to_exit(
     const std::vector<std::string>& args,
     const std::vector<std::pair<std::string, std::string>>& env = {}, int timeout_s = 60) {

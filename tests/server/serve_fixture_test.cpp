@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "server/raw_http.h"
 #include "server/serve_harness.h"
 
 namespace ragform::testing {
@@ -223,42 +224,14 @@ TEST(ServeFixture, ChatStreamingReassemblesToTheSameText) {
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
-// Runs `ragform serve ARGS` with stderr captured; kills it after timeout_s (a server that started
-// when it should have failed). Returns {exit status or -1 when it had to be killed, stderr}.
-std::pair<int, std::string> run_serve_expecting_exit(const std::vector<std::string>& args,
-                                                     int timeout_s = 60) {
-  auto log = temp_dir("serve_exit") / "stderr.log";
-  std::vector<std::string> argv = {ragform_bin().string(), "serve"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stderr);
-    (void)f;
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
-  int st = 0;
-  for (int i = 0; i < timeout_s * 20; ++i) {
-    if (waitpid(pid, &st, WNOHANG) == pid)
-      return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), read_file(log)};
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &st, 0);
-  return {-1, read_file(log)};
-}
-
 // Issue 24 defect 2: a second server on a port already served started anyway (cpp-httplib's
 // SO_REUSEPORT) and the kernel split the connections between the two.
 TEST(ServeFixture, SecondServerOnABusyPortFails) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess first({"-m", model.string(), "--ctx", "64", "--alias", "first"});
   const std::string port = std::to_string(first.port());
-  auto [code, err] = run_serve_expecting_exit(
-      {"-m", model.string(), "--ctx", "64", "--alias", "second", "--port", port});
+  auto [code, err] =
+      serve_to_exit({"-m", model.string(), "--ctx", "64", "--alias", "second", "--port", port});
   EXPECT_EQ(code, 1) << err;
   EXPECT_EQ(err, "ragform: serve: 127.0.0.1:" + port + ": address already in use\n");
   // Every request still reaches the first server.
@@ -298,7 +271,7 @@ TEST(ServeFixture, ApiKeyFromAFileAdmitsOnlyThatKey) {
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 
   // A missing key file is a runtime error naming the file.
-  auto [code, err] = run_serve_expecting_exit(
+  auto [code, err] = serve_to_exit(
       {"-m", model.string(), "--api-key-file", (key_file.parent_path() / "none").string()});
   EXPECT_EQ(code, 1) << err;
   EXPECT_NE(err.find("none: cannot read the API key file"), std::string::npos) << err;
