@@ -55,6 +55,9 @@ std::vector<Cand> candidates(const json& summary) {
     c.robustness = num(t, "robustness");
     c.abs = num(t, "abs");
     c.n = t.contains("n") && t["n"].is_number_integer() ? t["n"].get<long long>() : 0;
+    // A candidate the ABS filter (or the context cap) dropped answered no dev record: its stored
+    // accuracy and tokens (0) are not measurements and must not put it on the Pareto front.
+    if (c.n == 0) c.accuracy = c.tokens = NAN;
     out.push_back(c);
   }
   return out;

@@ -47,7 +47,7 @@ json cand(const std::string& label, const std::string& dropped, double acc, long
 
 // Five candidates: W the winner (on the front), F a finalist (more robust than W: on the front),
 // S short but less accurate (front: fewest tokens), D dominated by W, E dropped at rung 0 and
-// dominated by S.
+// dominated by S, A dropped by the ABS filter (no answers: its zeros are not measurements).
 json summary(int64_t holdout_run) {
   return {
       {"task", "needle"},
@@ -69,7 +69,7 @@ json summary(int64_t holdout_run) {
       {"trajectory",
        {cand("W", "", 0.9, 32, 100, 0.8), cand("F", "final", 0.85, 32, 110, 0.95),
         cand("S", "rung 1", 0.6, 8, 50, nullptr), cand("D", "rung 1", 0.7, 8, 120, nullptr),
-        cand("E", "rung 0", 0.5, 8, 60, nullptr)}},
+        cand("E", "rung 0", 0.5, 8, 60, nullptr), cand("A", "abs", 0, 0, 0, nullptr)}},
       {"main_effects",
        {{"delimiter", {{"&", 0.8}, {"original", 0.55}}},
         {"format", {{"yaml", 0.7}, {"plain", 0.65}}}}},
@@ -130,9 +130,10 @@ TEST(TuneCard, SummaryOnThePage) {
             std::string::npos);
   EXPECT_NE(h.find("The interval excludes 0."), std::string::npos);
   // The trajectory: stages in the search's order, with the number each dropped.
-  const size_t r0 = h.find(">rung 0<"), r1 = h.find(">rung 1<"), fin = h.find(">final<"),
-               win = h.find(">winner<");
-  ASSERT_NE(r0, std::string::npos);
+  const size_t abs = h.find(">abs<"), r0 = h.find(">rung 0<"), r1 = h.find(">rung 1<"),
+               fin = h.find(">final<"), win = h.find(">winner<");
+  ASSERT_NE(abs, std::string::npos);
+  EXPECT_LT(abs, r0);
   EXPECT_LT(r0, r1);
   EXPECT_LT(r1, fin);
   EXPECT_LT(fin, win);
