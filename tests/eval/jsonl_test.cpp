@@ -3,32 +3,19 @@
 #include "eval/jsonl.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <string>
 #include <vector>
 
+#include "support/gzip_bytes.h"
 #include "support/test_support.h"
 
 namespace {
 
 using namespace ragform::eval;
+using ragform::testing::gzip_bytes;
 using ragform::testing::temp_dir;
 using ragform::testing::write_file;
-
-std::string gzip_bytes(const std::string& data) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
 
 std::string write(const std::string& name, const std::string& bytes) {
   auto p = temp_dir("jsonl") / name;

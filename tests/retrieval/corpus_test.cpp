@@ -5,6 +5,7 @@
 #include "eval/jsonl.h"
 #include "retrieval/bm25_index.h"
 #include "retrieval/corpus.h"
+#include "retrieval/corpus_helpers.h"
 #include "retrieval/index_build.h"
 #include "support/test_support.h"
 
@@ -14,23 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 using retrieval::CorpusReader;
 using retrieval::Passage;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::vector<Passage> read_all(const fs::path& p) {
-  CorpusReader r(p.string());
-  std::vector<Passage> out;
-  Passage x;
-  while (r.next(x)) out.push_back(x);
-  return out;
-}
 
 TEST(Corpus, ReadsJsonlWithNumericIdsAndOptionalTitle) {
   auto d = temp_dir("corpus");

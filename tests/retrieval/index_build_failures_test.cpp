@@ -2,15 +2,15 @@
 // line: a failed new index leaves nothing (so the rerun with a fixed corpus builds), a failed
 // append leaves the old index answering as before, an empty index is an error for retrieval, and
 // line 1 of a corpus gets the message line 2 would get (no format detection in between).
-#include <zlib.h>
-
 #include <gtest/gtest.h>
 
 #include "eval/jsonl.h"
 #include "retrieval/bm25_index.h"
 #include "retrieval/corpus.h"
+#include "retrieval/corpus_helpers.h"
 #include "retrieval/index_build.h"
 #include "retrieval/retriever.h"
+#include "support/gzip_bytes.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -19,37 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using retrieval::CorpusReader;
 using retrieval::Passage;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::vector<Passage> read_all(const fs::path& p) {
-  CorpusReader r(p.string());
-  std::vector<Passage> out;
-  Passage x;
-  while (r.next(x)) out.push_back(x);
-  return out;
-}
-
-std::string gzip_bytes(const std::string& data) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
 
 const std::string kGood =
     "{\"id\": \"a\", \"text\": \"alpha beta\"}\n{\"id\": \"b\", \"text\": \"gamma\"}\n";
