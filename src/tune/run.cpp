@@ -632,6 +632,10 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
     t += "  rung " + std::to_string(i) + ": " + std::to_string(r.candidates) + " candidates x " +
          std::to_string(r.items) + " dev records, kept " + std::to_string(r.keep) + "\n";
   }
+  if (s.plan.truncated)
+    t += "  the budget cut the search short: the last rung's candidates are the finalists, with "
+         "robustness on " +
+         std::to_string(s.plan.robust_items) + " records\n";
   if (!s.complete) return t + "  " + s.pending + "\n";
   for (size_t c : s.finalists) {
     const CandidateResult& cr = s.candidates[c];

@@ -26,7 +26,8 @@ nlohmann::ordered_json Plan::to_json() const {
           {"robust_items", robust_items},
           {"robust_cost", robust_cost},
           {"first_items", first_items},
-          {"total", total}};
+          {"total", total},
+          {"truncated", truncated}};
 }
 
 Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p) {
@@ -68,17 +69,43 @@ Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p
   return pl;
 }
 
+size_t minimum_budget(size_t n, size_t n_dev, const SearchParams& p) {
+  const Plan pl = plan_with(n, n_dev, 1, p);
+  return pl.abs_cost + (pl.rungs.empty() ? 0 : pl.rungs[0].cost);
+}
+
+// The plan with i_0 = 1 cut to the budget: the rungs that fit, the last of them final, then as
+// many robustness records as the rest pays for.
+Plan truncate_plan(Plan pl, size_t budget, const SearchParams& p) {
+  pl.truncated = true;
+  size_t total = pl.abs_cost, kept = 0;
+  while (kept < pl.rungs.size() && total + pl.rungs[kept].cost <= budget)
+    total += pl.rungs[kept++].cost;
+  pl.rungs.resize(kept);
+  pl.rungs.back().keep = pl.rungs.back().candidates;
+  pl.robust_items = pl.robust_cost = 0;
+  if (p.robustness && p.robust_kinds) {
+    const size_t per_item = pl.rungs.back().candidates * p.robust_kinds;
+    pl.robust_items =
+        std::min({p.robust_items, pl.rungs.back().items, (budget - total) / per_item});
+    pl.robust_cost = pl.robust_items * per_item;
+  }
+  pl.total = total + pl.robust_cost;
+  return pl;
+}
+
 Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
-  Plan smallest = plan_with(n, n_dev, 1, p);
-  if (smallest.total > budget)
-    throw UsageError("--budget", std::to_string(budget) + " prompts cannot run the search over " +
-                                     std::to_string(n) +
-                                     " candidates (its first rung and halving with 1 dev "
-                                     "record per candidate need " +
-                                     std::to_string(smallest.total) +
-                                     "); the minimum is --budget " +
-                                     std::to_string(smallest.total));
-  Plan best = smallest;
+  const size_t minimum = minimum_budget(n, n_dev, p);
+  if (budget < minimum)
+    throw UsageError("--budget", std::to_string(budget) +
+                                     " prompts cannot run the first rung of the search "
+                                     "over " +
+                                     std::to_string(n) + " candidates (" +
+                                     (p.abs_filter || p.abs_only ? "the ABS pass and " : "") +
+                                     "one dev record per candidate); the minimum is --budget " +
+                                     std::to_string(minimum));
+  Plan best = plan_with(n, n_dev, 1, p);
+  if (best.total > budget) return truncate_plan(best, budget, p);
   for (size_t i = 2; i <= n_dev && !p.abs_only; ++i) {
     Plan pl = plan_with(n, n_dev, i, p);
     if (pl.total > budget) break;

@@ -13,9 +13,13 @@
 //   robust    the finalists answer the perturbed records (judge.h) of the first robust_items
 //             records of the last rung: finalists * robust_items * kinds prompts at most (a
 //             degenerate perturbation costs nothing).
-// i_0 is the largest first-rung size whose whole plan fits the budget. A budget below the plan
-// with i_0 = 1 is a UsageError naming that minimum. A larger budget gives a larger i_0: every
-// answer already stored is reused, so the search continues where the smaller one stopped.
+// i_0 is the largest first-rung size whose whole plan fits the budget. A budget below the whole
+// plan with i_0 = 1 truncates it: the rungs that fit run (the last of them ranks nothing: its
+// candidates are the finalists), then the robustness check on as many records as the rest of the
+// budget pays for (none: no robustness, and the plan says so). A budget below the ABS pass and
+// the first rung with one record per candidate is a UsageError naming that minimum. A larger
+// budget gives a larger i_0 (or fewer cuts): every answer already stored is reused, so the search
+// continues where the smaller one stopped.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -49,12 +53,15 @@ struct Plan {
   size_t robust_items = 0, robust_cost = 0;
   size_t first_items = 0;  // i_0
   size_t total = 0;        // every prompt of the plan
+  bool truncated = false;  // the budget cut the halving or the robustness check short
   nlohmann::ordered_json to_json() const;
 };
 
 // The plan for n candidates, n_dev dev records and i_0 = first_items.
 Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p);
-// The plan with the largest i_0 whose total is within the budget (see above).
+// The smallest budget plan_search accepts: the ABS pass and one record per first-rung candidate.
+size_t minimum_budget(size_t n, size_t n_dev, const SearchParams& p);
+// The plan with the largest i_0 whose total is within the budget, or the truncated plan (above).
 Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p);
 
 }  // namespace ragform::tune

@@ -181,26 +181,31 @@ TEST(TuneSearch, AbsObjectivePicksTheMostBalancedAttention) {
 TEST(TuneSearch, BudgetIsNeverExceededAndTooSmallNamesTheMinimum) {
   Fixture fx;
   const Plan smallest = plan_with(fx.cands.size(), fx.dev.size(), 1, SearchParams{});
-  for (size_t budget : {smallest.total, smallest.total + 7, size_t(150), size_t(400)}) {
+  const size_t minimum = minimum_budget(fx.cands.size(), fx.dev.size(), SearchParams{});
+  EXPECT_EQ(minimum, fx.cands.size());  // no ABS (no attention): one record per candidate
+  // Below the whole plan the halving is cut short; above it the first rung grows.
+  for (size_t budget : {minimum, minimum + 5, smallest.total - 1, smallest.total,
+                        smallest.total + 7, size_t(150), size_t(400)}) {
     TableReader tr(fx.cands, fx.dev, fx.table());
     auto dir = ragform::testing::temp_dir("tune_budget_" + std::to_string(budget));
     store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create,
                        store::RunStore::Durability::normal);
     TuneSummary s = run_tune(tr.r, st, fx.options(Objective::Accuracy, budget));
+    ASSERT_TRUE(s.complete);
     EXPECT_LE(size_t(tr.r.generate_calls), budget);
     EXPECT_EQ(s.spent, size_t(tr.r.generate_calls));  // every prompt run is counted
     EXPECT_LE(s.spent, s.plan.total);
+    EXPECT_EQ(s.plan.truncated, budget < smallest.total) << budget;
   }
   TableReader tr(fx.cands, fx.dev, fx.table());
   auto dir = ragform::testing::temp_dir("tune_budget_small");
   store::RunStore st(dir / "s.sqlite");
   try {
-    run_tune(tr.r, st, fx.options(Objective::Accuracy, smallest.total - 1));
+    run_tune(tr.r, st, fx.options(Objective::Accuracy, minimum - 1));
     FAIL() << "a budget below the first rung was accepted";
   } catch (const UsageError& e) {
-    EXPECT_NE(
-        std::string(e.what()).find("the minimum is --budget " + std::to_string(smallest.total)),
-        std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("the minimum is --budget " + std::to_string(minimum)),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(tr.r.generate_calls, 0);
@@ -235,6 +240,9 @@ TEST(TuneSearch, RerunRunsNothingAndALargerBudgetContinues) {
   EXPECT_LE(size_t(t3.r.generate_calls), size_t(200));
 }
 
+// WAL with synchronous=NORMAL already keeps every committed row through SIGKILL (run_store.h).
+constexpr auto kNormal = store::RunStore::Durability::normal;
+
 // Rows as comparable tuples (run ids and timings aside).
 std::set<std::tuple<std::string, std::string, std::string, std::string, int>> rows(
     const store::RunStore& st) {
@@ -253,7 +261,7 @@ TEST(TuneSearch, SigkillResumesToTheSameProfileAndRows) {
   auto dir = ragform::testing::temp_dir("tune_sigkill");
   Profile clean;
   {
-    store::RunStore st(dir / "clean.sqlite");
+    store::RunStore st(dir / "clean.sqlite", store::RunStore::Mode::create, kNormal);
     TableReader tr(fx.cands, all, fx.table());
     clean = run_tune(tr.r, st, o).profile;
   }
@@ -262,7 +270,7 @@ TEST(TuneSearch, SigkillResumesToTheSameProfileAndRows) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      store::RunStore st(path);
+      store::RunStore st(path, store::RunStore::Mode::create, kNormal);
       TableReader tr(fx.cands, all, fx.table());
       tr.r.answer = [&](const std::string& p) {
         if (tr.r.generate_calls > kill_after) raise(SIGKILL);
@@ -274,7 +282,7 @@ TEST(TuneSearch, SigkillResumesToTheSameProfileAndRows) {
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << kill_after;
-    store::RunStore st(path);
+    store::RunStore st(path, store::RunStore::Mode::create, kNormal);
     TableReader tr(fx.cands, all, fx.table());
     Profile resumed = run_tune(tr.r, st, o).profile;
     EXPECT_EQ(resumed.presentation, clean.presentation);
