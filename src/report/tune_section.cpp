@@ -167,10 +167,14 @@ void profile_table(Html& h, const json& summary) {
   if (pres.is_object())
     for (const auto& [k, v] : pres.items()) {
       const bool s = std::find(searched.begin(), searched.end(), k) != searched.end();
-      rows.push_back(
-          {escape_html(k),
-           "<code>" + escape_html(v.is_string() ? v.get<std::string>() : v.dump()) + "</code>",
-           s ? "searched" : "<span class=\"muted\">held</span>"});
+      // 0 is how the profile writes "every document" (k) and "no selection" (spotlight).
+      const bool zero = v.is_number_integer() && v.get<int64_t>() == 0;
+      const std::string shown = zero && k == "k"           ? "all"
+                                : zero && k == "spotlight" ? "off"
+                                : v.is_string()            ? v.get<std::string>()
+                                                           : v.dump();
+      rows.push_back({escape_html(k), "<code>" + escape_html(shown) + "</code>",
+                      s ? "searched" : "<span class=\"muted\">held</span>"});
     }
   h << "<p>Task <b>" << escape_html(str(summary, "task")) << "</b>, objective <b>"
     << escape_html(str(summary, "objective")) << "</b>"
@@ -304,14 +308,13 @@ void main_effects(Html& h, const json& summary) {
     double lo = INFINITY, hi = -INFINITY;
     for (const auto& [v, acc] : values.items()) {
       const double x = acc.is_number() ? acc.get<double>() : NAN;
-      cats.push_back(v);
+      cats.push_back(dim == "k" && v == "0" ? "all" : v);  // k 0 shows every document
       s.values.push_back(x);
       if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
     }
     ChartOptions o;
     o.title = dim;
     o.y_label = "accuracy";
-    o.y_max = 1;
     o.width = std::max(300, int(70 * cats.size()) + 80);
     o.height = 240;
     h << bar_chart(cats, {s}, o);
