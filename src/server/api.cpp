@@ -49,6 +49,35 @@ std::vector<int> get_int_list(const json& j, const char* key) {
   return out;
 }
 
+// A request's "steer" object (runtime/steering.h; absent or null = off): {"rule":
+// "rescale:FACTOR" | "reallocate:SHARE", "spans": [[start, end], ...] byte offsets into the prompt,
+// "layers": [indices] or "A..B,-1" (default: the last half), "heads": [indices] (default: all)}.
+reader::SteeringParams steer_field(const json& j) {
+  reader::SteeringParams s;
+  if (!j.contains("steer") || j["steer"].is_null()) return s;
+  const json& o = j["steer"];
+  if (!o.is_object()) bad("'steer' must be an object {rule, spans, layers, heads}", "invalid_type");
+  runtime::parse_steer_rule(get_str(o, "rule", true), s, "steer.rule");
+  const char* spans_msg = "'steer.spans' must be a non-empty array of [start, end] byte offsets";
+  if (!o.contains("spans") || !o["spans"].is_array() || o["spans"].empty())
+    bad(spans_msg, "invalid_type");
+  for (const json& sp : o["spans"]) {
+    if (!sp.is_array() || sp.size() != 2 || !sp[0].is_number_unsigned() ||
+        !sp[1].is_number_unsigned() || sp[0].get<uint64_t>() >= sp[1].get<uint64_t>())
+      bad(spans_msg + std::string(", start below end"), "invalid_value");
+    s.spans.push_back({size_t(sp[0].get<uint64_t>()), size_t(sp[1].get<uint64_t>())});
+  }
+  if (o.contains("layers") && o["layers"].is_string())
+    s.layers = runtime::parse_layer_list(o["layers"].get<std::string>(), "steer.layers");
+  else
+    for (int l : get_int_list(o, "layers")) s.layers.push_back({l, l});
+  for (int h : get_int_list(o, "heads")) {
+    if (h < 0) bad("'steer.heads' must hold head indices 0, 1, ...", "invalid_value");
+    s.heads.push_back(h);
+  }
+  return s;
+}
+
 std::vector<std::string> get_stop(const json& j) {
   std::vector<std::string> out;
   if (!j.contains("stop") || j["stop"].is_null()) return out;
@@ -398,10 +427,13 @@ Response Api::completions(const std::string& body) {
   int logprobs = -1;
   if (j.contains("logprobs") && !j["logprobs"].is_null())
     logprobs = get_int(j, "logprobs", 0, 0, 20);
+  const reader::SteeringParams steer = steer_field(j);
   std::vector<std::vector<int32_t>> ids;
+  std::vector<runtime::Steering> steering;  // per prompt: its spans are its own tokens
   for (auto& p : prompts) {
     ids.push_back(reader_.prompt_tokens(p, c.gen.max_tokens));
     check_prompt_len(ids.back().size(), c.gen.max_tokens, opt_);
+    steering.push_back(reader_.resolve_steering(p, ids.back(), steer, p.size()));
   }
   std::string id = next_id("cmpl-");
   auto base = [this, id](size_t i, const std::string& text, json reason) {
@@ -418,6 +450,7 @@ Response Api::completions(const std::string& body) {
   auto gen_for = [&](size_t i) {
     runtime::GenerateOptions g = c.gen;
     g.sampling.seed += i;
+    if (steering[i].active()) g.steering = {steering[i]};
     return g;
   };
   if (c.stream) return stream_completions(engine_, ids, gen_for, prompts, echo, base);
@@ -454,6 +487,9 @@ Response Api::completions(const std::string& body) {
 
 Response Api::chat(const std::string& body) {
   json j = parse_body(body);
+  if (j.contains("steer") && !j["steer"].is_null())
+    bad("'steer' is read by /v1/completions, /v1/score and /v1/attention, whose prompt is one text",
+        "unsupported_field");
   if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty())
     bad("'messages' must be a non-empty array",
         j.contains("messages") ? "invalid_type" : "missing_field");
@@ -557,9 +593,10 @@ Response Api::score(const std::string& body) {
     throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",
                    "model_not_found"};
   std::string prompt = get_str(j, "prompt", true), cont = get_str(j, "continuation", false);
+  const reader::SteeringParams steer = steer_field(j);
   check_prompt_len(reader_.prompt_tokens(prompt + cont).size(), 0, opt_);
   reader::ScoreResult sr;
-  engine_.run([&] { sr = reader_.score(prompt, cont); }).get();
+  engine_.run([&] { sr = reader_.score(prompt, cont, steer); }).get();
   json toks = json::array();
   for (auto& t : sr.tokens)
     toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
@@ -591,7 +628,8 @@ Response Api::attention(const std::string& body) {
   }
   check_prompt_len(reader_.prompt_tokens(prompt).size(), 0, opt_);
   reader::AttentionResult ar;
-  engine_.run([&] { ar = reader_.attention(prompt, q); }).get();
+  const reader::SteeringParams steer = steer_field(j);
+  engine_.run([&] { ar = reader_.attention(prompt, q, steer); }).get();
   json rows = json::array();
   for (auto& r : ar.rows) {
     json row = {{"layer", r.layer},

@@ -308,6 +308,7 @@ void Engine::loop() {
         continue;
       }
       a.seq = ctx.new_sequence();
+      if (!j->opt.steering.empty()) ctx.set_steering(a.seq, j->opt.steering[0]);
       const int reused = ctx.reuse_prefix(a.seq, a.next);
       a.next.erase(a.next.begin(), a.next.begin() + reused);
       {
