@@ -56,7 +56,8 @@ json summary(int64_t holdout_run) {
       {"complete", true},
       {"profile",
        {{"format", "ragform-tune-profile"},
-        {"presentation", {{"delimiter", "&"}, {"format", "yaml"}, {"order", "edges"}}},
+        {"presentation",
+         {{"delimiter", "&"}, {"format", "yaml"}, {"order", "edges"}, {"k", 0}, {"spotlight", 0}}},
         {"searched", {"delimiter", "format"}}}},
       {"winner", "W"},
       {"budget", 400},
@@ -119,6 +120,8 @@ TEST(TuneCard, SummaryOnThePage) {
   EXPECT_NE(h.find("<td>order</td><td><code>edges</code></td><td><span class=\"muted\">held"),
             std::string::npos);
   EXPECT_NE(h.find("<td>delimiter</td><td><code>&amp;</code></td><td>searched"), std::string::npos);
+  EXPECT_NE(h.find("<td>k</td><td><code>all</code>"), std::string::npos);  // 0 = every document
+  EXPECT_NE(h.find("<td>spotlight</td><td><code>off</code>"), std::string::npos);
   // The held-out evaluation.
   EXPECT_NE(h.find("<td>original</td><td><code>O</code></td><td>55.0%</td><td>0.700</td>"
                    "<td>98.5</td>"),
