@@ -8,7 +8,7 @@ from ._progress import Progress
 from ._reader_arg import pick
 from ._text import checked
 
-__all__ = ["kinds", "perturb", "evaluate", "attention"]
+__all__ = ["kinds", "perturb", "filter", "evaluate", "attention", "oracle"]
 
 
 def kinds():
@@ -92,3 +92,35 @@ def attention(pairs, store, model=None, run=None, layer=-1, heads=None, per_grou
     return _ragform._sure_attention(model, list(pairs), os.fspath(store), run or 0, layer,
                                     list(heads or []), per_group, sample_by, query, seed,
                                     chain_of_note, prompts or "")
+
+
+@checked
+def filter(pairs, model=None, nli="all", batch=8, prompts=None, reader=None):  # noqa: A001
+    """Causal-feature preservation (paper 3.4), as `ragform sure filter` with the reader's NLI
+    prompt: drops failed perturbations, Golden documents that lost their answer and Noise
+    documents that gained one, then asks the reader the Figure 10 NLI prompt both ways (nli:
+    "all" kinds, "llm" = the reader-made kinds only, or "none"), batch prompts per call. Returns
+    {kept: [pair dicts with nli_forward, nli_backward], rejected: [pair dicts with reason],
+    counts: {input, failed_perturbation, ..., kept}} (the CLI's stdout, --rejected and
+    --counts). model (or reader=): any reader (a Model, an OpenAIReader, a Python reader); only
+    needed when NLI checks a pair. A pair whose NLI the reader failed is dropped and counted in
+    nli_unmeasured."""
+    model = pick("sure.filter", model, reader, required=False)
+    return _ragform._sure_filter(list(pairs), model, nli, batch, prompts or "")
+
+
+@checked
+def oracle(records, model=None, seed=0, prompts=None, progress=True, reader=None):
+    """The oracle score experiment (paper A.2-A.3), as `ragform sure oracle --input records`:
+    per record, its documents holding a gold answer scored by eq. 5 (summed answer log-probs
+    given P = (I, G, Q), averaged over the answers); the top- and bottom-ranked documents per
+    query against two random ones (seeded), K-S tested on each semantic-agnostic feature.
+    Returns one dict per feature {feature, d, p, control_d, control_p}. records: QA record
+    dicts or the path of a JSONL file. model (or reader=): a reader that answers score and
+    tokenize (a Model, an OpenAIReader that returns log-probs, a Python reader such as
+    ragform.readers.vllm)."""
+    model = pick("sure.oracle", model, reader)
+    if not isinstance(records, (str, os.PathLike)):
+        records = list(records)
+    with Progress("sure oracle", show=progress) as bar:
+        return _ragform._sure_oracle(records, model, seed, prompts or "", bar)

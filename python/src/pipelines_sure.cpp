@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "bindings.h"
+#include "eval/datasets.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/sure.h"
 #include "qa_records.h"
@@ -228,6 +229,77 @@ pyb::object sure_attention(const pyb::handle& model, const pyb::iterable& pairs_
   return from_json(out);
 }
 
+// As `ragform sure filter` (3.4) with the reader prompt for NLI: the pairs whose causal
+// features are preserved ("kept", with nli_forward / nli_backward), the others ("rejected", with
+// their reason) and the counts of each filter. The reader is needed only when NLI checks a pair.
+pyb::dict sure_filter(const pyb::iterable& pairs_in, const pyb::handle& model,
+                      const std::string& nli, int batch, const std::string& prompts_dir) {
+  using namespace sure;
+  if (batch < 1) throw UsageError("batch", "must be >= 1");
+  FilterOptions fo;
+  fo.nli = parse_nli_scope(nli);
+  fo.batch = size_t(batch);
+  std::vector<Pair> pairs = pairs_arg(pairs_in);
+  std::shared_ptr<reader::Reader> rd;
+  if (needs_nli(pairs, fo.nli)) {
+    if (model.is_none())
+      throw UsageError("sure filter", "NLI needs a reader: pass model= or reader=, or nli='none'");
+    rd = reader_arg(model, "model");
+  }
+  FilterCounts counts;
+  std::vector<FilterVerdict> verdicts;
+  {
+    pyb::gil_scoped_release nogil;
+    const PromptSet prompts = rd ? prompts_of(prompts_dir) : PromptSet{};
+    verdicts = filter_pairs(pairs, rd.get(), prompts, fo, counts);
+  }
+  // The lines `sure filter` prints (kept) and writes to --rejected, as dicts.
+  pyb::list kept, rejected;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    nlohmann::ordered_json j = pair_to_json(pairs[i]);
+    if (!verdicts[i].nli_forward.empty()) {
+      j["nli_forward"] = verdicts[i].nli_forward;
+      j["nli_backward"] = verdicts[i].nli_backward;
+    }
+    if (!verdicts[i].keep) j["reason"] = verdicts[i].reason;
+    (verdicts[i].keep ? kept : rejected).append(from_json(j));
+  }
+  pyb::dict out;
+  out["kept"] = kept;
+  out["rejected"] = rejected;
+  out["counts"] = from_json(counts.to_json());
+  return out;
+}
+
+// As `ragform sure oracle` (A.2-A.3): the oracle score of every document holding a gold answer,
+// then one row per feature with the K-S statistic and p-value of the top- vs bottom-ranked
+// documents and of the random control.
+pyb::list sure_oracle(pyb::object records, const pyb::handle& model, int64_t seed,
+                      const std::string& prompts_dir, pyb::object progress) {
+  using namespace sure;
+  std::vector<eval::QaRecord> recs;
+  if (pyb::isinstance<pyb::str>(records) ||
+      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
+    const std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
+    pyb::gil_scoped_release nogil;
+    recs = eval::load_qa_file(path).records;
+  } else {
+    recs = qa_records(records);
+  }
+  const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  const LoopHook hook(progress, 0);
+  const common::RunHooks hooks = loop_hooks(hook);
+  std::vector<KsFeatureRow> rows;
+  {
+    pyb::gil_scoped_release nogil;
+    const PromptSet prompts = prompts_of(prompts_dir);
+    rows = oracle_ks(oracle_documents(*rd, prompts, recs, hooks), uint64_t(seed));
+  }
+  pyb::list out;
+  for (const auto& r : rows) out.append(from_json(r.to_json()));
+  return out;
+}
+
 }  // namespace
 
 void bind_pipelines_sure(pyb::module_& m) {
@@ -255,6 +327,10 @@ void bind_pipelines_sure(pyb::module_& m) {
   m.def("_sure_attention", &sure_attention, arg("model"), arg("pairs"), arg("store"), arg("run"),
         arg("layer"), arg("heads"), arg("per_group"), arg("sample_by"), arg("query"), arg("seed"),
         arg("chain_of_note"), arg("prompts"));
+  m.def("_sure_filter", &sure_filter, arg("pairs"), arg("model"), arg("nli"), arg("batch"),
+        arg("prompts"));
+  m.def("_sure_oracle", &sure_oracle, arg("records"), arg("model"), arg("seed"), arg("prompts"),
+        arg("progress"));
 }
 
 }  // namespace ragform::py

@@ -290,6 +290,48 @@ def ascii_only(x):
     return x
 
 
+def test_sure_filter_by_hand():
+    class Nli(Double):
+        """Entailment both ways, except for a document calling Berlin the German capital."""
+
+        def generate(self, prompts, params):
+            self.batches.append(list(prompts))
+            return ["contradiction" if "German" in p else "entailment" for p in prompts]
+
+    failed = dict(PAIRS[0], id="q5#0", instance="q5", failed=True, perturbed="")
+    reader = Nli()
+    got = ragform.sure.filter(PAIRS + [failed], reader=reader, batch=8)
+    assert [p["id"] for p in got["kept"]] == ["q1#0", "q3#0", "q4#0"]
+    assert [(p["nli_forward"], p["nli_backward"]) for p in got["kept"]] == \
+        [("entailment", "entailment")] * 3
+    assert [p["id"] for p in got["rejected"]] == ["q2#0", "q5#0"]
+    assert got["rejected"][0]["nli_forward"] == "contradiction"
+    c = got["counts"]
+    assert (c["input"], c["failed_perturbation"], c["nli_checked"],
+            c["nli_forward_not_entailed"], c["nli_unmeasured"], c["kept"]) == (5, 1, 4, 1, 0, 3)
+    # Both directions of the four checked pairs, in batches.
+    assert sum(len(b) for b in reader.batches) == 8 and max(map(len, reader.batches)) > 1
+    # No NLI, no reader needed.
+    assert len(ragform.sure.filter(PAIRS, nli="none")["kept"]) == 4
+
+
+def oracle_records():
+    """Three questions, each with three documents holding the answer (ASCII: see ascii_only)."""
+    facts = [("What is the capital of France?", "Paris", "France"),
+             ("What is the capital of Germany?", "Berlin", "Germany"),
+             ("What is the capital of Spain?", "Madrid", "Spain")]
+    return [{"id": f"o{i}", "question": q, "answers": [a],
+             "ctxs": [{"title": c, "text": t.format(a=a, c=c)} for t in (
+                 "{a} is the capital of {c}.", "The largest city of {c} is {a}, a big city.",
+                 "Many people visit {a} every year. It is old.")]}
+            for i, (q, a, c) in enumerate(facts)]
+
+
+def test_sure_oracle_needs_score():
+    with pytest.raises(NotImplementedError, match="score is not supported by this reader"):
+        ragform.sure.oracle(oracle_records(), reader=Double(), progress=False)
+
+
 def test_spotlight_with_a_python_hidden_encoder(model, nq_records):
     record = ascii_only(dict(nq_records[0], id="q0"))
     want = ragform.spotlight.select(record, encoder=model, K=2, layer=2)
@@ -374,6 +416,10 @@ def test_native_reader_through_the_protocol_writes_the_same_rows(model, tmp_path
     sa = ragform.sure.attention(pairs, a, model=model, heads=[0, 1])
     sb = ragform.sure.attention(pairs, b, reader=wrapped, heads=[0, 1])
     assert json.dumps(sa) == json.dumps(sb) and sa["pairs_measured"] > 0
+    # The oracle score experiment: score() through the protocol.
+    oa = ragform.sure.oracle(oracle_records(), model=model, progress=False)
+    ob = ragform.sure.oracle(oracle_records(), reader=wrapped, progress=False)
+    assert json.dumps(oa) == json.dumps(ob) and len(oa) == 4
     ca = ragform.cnorm.calibrate(model, nq_records, S=2, k=2, progress=False)
     cb = ragform.cnorm.calibrate(reader=wrapped, records=nq_records, S=2, k=2, progress=False)
     assert cb.pop("model_sha256") == ""  # no model file behind a Python reader
