@@ -62,7 +62,7 @@ class Ledger {
   void put(store::Result row) {
     row.run = run_;
     st_.put(row);
-    rows_[{row.instance, row.variant}] = std::move(row);
+    if (row.status == store::Status::ok) rows_[{row.instance, row.variant}] = std::move(row);
   }
   int64_t run() const { return run_; }
 
@@ -81,13 +81,45 @@ struct Runner {
   reader::Reader& r;
   const TuneOptions& o;
   size_t new_prompts = 0;
+  std::vector<std::string> failures;  // the reader's errors, stored as unmeasured rows
+
+  // Runs `measure` (one reader call); a reader's failure (a remote request that failed, a prompt
+  // it refuses) becomes an unmeasured row, which a rerun retries (run_store.h). Usage errors and
+  // missing capabilities are not a cell's failure and propagate.
+  template <class Fn>
+  void attempt(Ledger& led, const std::string& instance, const std::string& variant,
+               const std::string& prompt, Fn&& measure) {
+    try {
+      measure();
+    } catch (const UsageError&) {
+      throw;
+    } catch (const NotSupported&) {
+      throw;
+    } catch (const Error& e) {
+      ++new_prompts;
+      store::Result row;
+      row.instance = instance;
+      row.variant = variant;
+      row.status = store::Status::unmeasured;
+      row.error = e.what();
+      row.prompt = prompt;
+      led.put(std::move(row));
+      failures.push_back(e.what());
+    }
+  }
 
   // Answers the record `rec` (already perturbed when it is a robustness cell) under `p`.
   void answer(Ledger& led, const eval::QaRecord& rec, const std::string& instance,
               const Presentation& p, const std::string& variant) {
     const std::string prompt = render(rec, p, o.task, o.tmpl).prompt;
     auto t0 = Clock::now();
-    reader::Generation g = r.generate(prompt, answer_params(o.max_tokens));
+    reader::Generation g;
+    bool ok = false;
+    attempt(led, instance, variant, prompt, [&] {
+      g = r.generate(prompt, answer_params(o.max_tokens));
+      ok = true;
+    });
+    if (!ok) return;
     ++new_prompts;
     store::Result row;
     row.instance = instance;
@@ -108,7 +140,13 @@ struct Runner {
     cnorm::Prompt pr;
     pr.text = render(rec, p, o.task, o.tmpl).prompt;
     pr.ctx_end = pr.text.size();
-    const double abs = cnorm::prompt_abs(r, pr, cnorm::AbsOptions{});
+    double abs = 0;
+    bool ok = false;
+    attempt(led, rec.id, variant, pr.text, [&] {
+      abs = cnorm::prompt_abs(r, pr, cnorm::AbsOptions{});
+      ok = true;
+    });
+    if (!ok) return;
     ++new_prompts;
     store::Result row;
     row.instance = rec.id;
@@ -128,7 +166,7 @@ struct PhaseState {
 
 // Runs the cells `todo` (instance, variant, fn) this shard owns; counts the others.
 template <class Fn>
-PhaseState run_phase(const TuneOptions& o, Ledger& led, const std::string& stage,
+PhaseState run_phase(const TuneOptions& o, Runner& run, Ledger& led, const std::string& stage,
                      const std::vector<std::pair<std::string, std::string>>& cells, Fn&& fn) {
   PhaseState ps;
   std::vector<size_t> mine;
@@ -140,11 +178,19 @@ PhaseState run_phase(const TuneOptions& o, Ledger& led, const std::string& stage
       ++ps.missing_elsewhere;
   }
   if (mine.empty()) return ps;
-  Stage prog(o.hooks, stage, mine.size());
-  for (size_t i : mine) {
-    fn(i);
-    prog.add();
+  const size_t failed_before = run.failures.size();
+  {
+    Stage prog(o.hooks, stage, mine.size());
+    for (size_t i : mine) {
+      fn(i);
+      prog.add();
+    }
   }
+  // A phase decides which candidates go on: it must be whole before the search continues.
+  if (const size_t failed = run.failures.size() - failed_before)
+    throw Error(stage, std::to_string(failed) + " of " + std::to_string(mine.size()) +
+                           " measurements failed (first: " + run.failures[failed_before] +
+                           "); they are stored as unmeasured and a rerun retries them");
   return ps;
 }
 
@@ -229,7 +275,7 @@ PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRe
         cells.push_back({recs[i].id, rob_variant(k, label(cands[c]))});
         what.emplace_back(c, i, k);
       }
-  return run_phase(run.o, led, stage, cells, [&](size_t j) {
+  return run_phase(run.o, run, led, stage, cells, [&](size_t j) {
     auto [c, i, k] = what[j];
     run.answer(led, *perturbed(recs[i], run.o.task, k, run.o.seed), recs[i].id, cands[c],
                cells[j].second);
@@ -288,13 +334,13 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
     }
   TuneOptions whole = o;  // the held-out evaluation is never sharded: it runs after the merge
   whole.shard_count = 1;
-  run_phase(whole, led, "tune holdout", cells, [&](size_t j) {
+  run_phase(whole, run, led, "tune holdout", cells, [&](size_t j) {
     auto [c, i] = what[j];
     run.answer(led, o.holdout[i], o.holdout[i].id, sides[c], cells[j].second);
   });
   std::vector<size_t> all(sides.size());
   std::iota(all.begin(), all.end(), 0);
-  Runner whole_run{run.r, whole, 0};
+  Runner whole_run{run.r, whole, 0, {}};
   if (o.task != Task::Kv)
     run_robustness(whole_run, led, o.holdout, rob_items, sides, all, kinds_of,
                    "tune holdout robustness");
@@ -407,7 +453,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
       common::begin_or_resume(st, rc, o.origin, o.hooks, "tune", s.plan.total, "measurements");
   s.run = res.run;
   Ledger led(st, res.run);
-  Runner run{r, o, 0};
+  Runner run{r, o, 0, {}};
 
   for (const Presentation& p : cands) s.candidates.push_back({p, {}, std::nullopt, ""});
   std::vector<Score> sc(cands.size());
@@ -431,7 +477,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
         cells.push_back({o.dev[i].id, abs_variant(label(cands[c]))});
         what.emplace_back(c, i);
       }
-    PhaseState ps = run_phase(o, led, "tune abs", cells, [&](size_t j) {
+    PhaseState ps = run_phase(o, run, led, "tune abs", cells, [&](size_t j) {
       run.measure_abs(led, o.dev[what[j].second], cands[what[j].first], cells[j].second);
     });
     if (ps.missing_elsewhere) return stop("abs", ps.missing_elsewhere);
@@ -468,7 +514,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
         what.emplace_back(c, i);
       }
     const std::string stage = "tune rung " + std::to_string(ri);
-    PhaseState ps = run_phase(o, led, stage, cells, [&](size_t j) {
+    PhaseState ps = run_phase(o, run, led, stage, cells, [&](size_t j) {
       run.answer(led, o.dev[what[j].second], o.dev[what[j].second].id, cands[what[j].first],
                  cells[j].second);
     });

@@ -324,3 +324,38 @@ TEST(TuneSearch, ShardsMergeIntoTheUnshardedSearch) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TuneSearch, FailedRequestsAreUnmeasuredAndRetried) {
+  Fixture fx;
+  TuneOptions o = fx.options(Objective::Accuracy, 100);
+  auto dir = ragform::testing::temp_dir("tune_failures");
+  Profile clean;
+  {
+    store::RunStore st(dir / "clean.sqlite", store::RunStore::Mode::create, kNormal);
+    TableReader tr(fx.cands, fx.dev, fx.table());
+    clean = run_tune(tr.r, st, o).profile;
+  }
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+  {
+    TableReader tr(fx.cands, fx.dev, fx.table());
+    tr.r.fail_marker = "who is person 0?";  // every candidate's prompt of the first record
+    try {
+      run_tune(tr.r, st, o);
+      FAIL() << "a failed request went unnoticed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("stored as unmeasured"), std::string::npos) << e.what();
+    }
+    size_t unmeasured = 0;
+    for (const auto& r : st.results(std::nullopt))
+      unmeasured += r.status == store::Status::unmeasured ? 1 : 0;
+    EXPECT_EQ(unmeasured, fx.cands.size());
+  }
+  TableReader tr(fx.cands, fx.dev, fx.table());
+  TuneSummary s = run_tune(tr.r, st, o);
+  ASSERT_TRUE(s.complete);
+  EXPECT_EQ(s.profile.presentation, clean.presentation);
+}
+
+}  // namespace
