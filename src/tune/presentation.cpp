@@ -141,11 +141,8 @@ const char* order_name(Order o) {
 }
 
 const std::vector<std::string>& format_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"plain"};
-    for (const auto& w : cnorm::wrapper_names()) v.push_back(w);
-    return v;
-  }();
+  // cnorm::wrap_document renders each of these but "plain" (the template's own layout).
+  static const std::vector<std::string> names = {"plain", "json", "markdown", "yaml", "html"};
   return names;
 }
 

@@ -133,7 +133,7 @@ std::string format_text(Task t, const std::string& text, const Format& f) {
 }
 
 const std::vector<std::string>& wrapper_names() {
-  static const std::vector<std::string> w = {"json", "markdown", "yaml", "html"};
+  static const std::vector<std::string> w = {"json", "markdown", "yaml"};
   return w;
 }
 
@@ -141,7 +141,7 @@ std::string parse_wrapper(std::string_view name) {
   for (const auto& w : wrapper_names())
     if (name == w) return w;
   throw UsageError("--formats",
-                   "unknown document format '" + std::string(name) + "' (json, markdown, yaml, html)");
+                   "unknown document format '" + std::string(name) + "' (json, markdown, yaml)");
 }
 
 std::string wrap_document(const std::string& wrapper, const std::string& title,

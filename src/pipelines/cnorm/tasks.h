@@ -69,8 +69,8 @@ struct Item {
 };
 
 // A candidate format: delimiter and ratio (p = 0 is the unformatted baseline), and optionally a
-// SURE document wrapper (beyond the paper; pipelines/sure/formats.h): "json", "markdown", "yaml"
-// or "html" serialise each (title, formatted text) document; qa writes "Document [i] <wrapped>",
+// SURE document wrapper (beyond the paper; pipelines/sure/formats.h): "json", "markdown" or
+// "yaml" serialise each (title, formatted text) document; qa writes "Document [i] <wrapped>",
 // needle documents (no title) get the title "Document <i>". kv refuses wrappers.
 struct Format {
   Delimiter delim;
@@ -79,7 +79,9 @@ struct Format {
   std::string wrapper = {};  // "" = none
 };
 
-// The wrappers --formats accepts, and one of them checked (UsageError otherwise).
+// The wrappers --formats accepts, and one of them checked (UsageError otherwise). wrap_document
+// also renders "html" (text/doc_formats.h), a document format of `ragform tune`'s space that
+// calibration does not offer.
 const std::vector<std::string>& wrapper_names();
 std::string parse_wrapper(std::string_view name);
 // `title` and `text` serialised by the wrapper ("" returns text unchanged).
