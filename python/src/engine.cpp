@@ -123,6 +123,43 @@ reader::GenerateParams generate_params(int n_predict, double temp, int top_k, do
   return p;
 }
 
+// Reader.steering's value: None (off) or a dict {"rule": "rescale:F" | "reallocate:S", "spans":
+// [(start, end), ...] byte offsets into each prompt, "layers": [indices] or "A..B,-1" (default: the
+// last half), "heads": [indices] (default: all)}, the server's "steer" object.
+reader::SteeringParams steering_from_py(const pyb::object& o) {
+  reader::SteeringParams s;
+  if (o.is_none()) return s;
+  if (!pyb::isinstance<pyb::dict>(o))
+    throw UsageError("steering", "expected None or a dict {rule, spans, layers, heads}");
+  const pyb::dict d = o.cast<pyb::dict>();
+  for (auto kv : d) {
+    const std::string k = pyb::str(kv.first);
+    if (k != "rule" && k != "spans" && k != "layers" && k != "heads")
+      throw UsageError("steering", "unknown key '" + k + "' (rule, spans, layers, heads)");
+  }
+  if (!d.contains("rule")) throw UsageError("steering", "needs 'rule'");
+  runtime::parse_steer_rule(d["rule"].cast<std::string>(), s, "steering rule");
+  if (!d.contains("spans")) throw UsageError("steering", "needs 'spans' [(start, end), ...]");
+  for (auto sp : d["spans"]) {
+    const auto pair = sp.cast<std::vector<long long>>();
+    if (pair.size() != 2 || pair[0] < 0 || pair[0] >= pair[1])
+      throw UsageError("steering", "each span is (start, end) byte offsets, start below end");
+    s.spans.push_back({size_t(pair[0]), size_t(pair[1])});
+  }
+  if (d.contains("layers") && !d["layers"].is_none()) {
+    if (pyb::isinstance<pyb::str>(d["layers"]))
+      s.layers = runtime::parse_layer_list(d["layers"].cast<std::string>(), "steering layers");
+    else
+      for (int l : d["layers"].cast<std::vector<int>>()) s.layers.push_back({l, l});
+  }
+  if (d.contains("heads") && !d["heads"].is_none())
+    for (int h : d["heads"].cast<std::vector<int>>()) {
+      if (h < 0) throw UsageError("steering", "head indices are 0, 1, ...");
+      s.heads.push_back(h);
+    }
+  return s;
+}
+
 // The result of Reader.attention: one query row of one layer.
 struct Attention {
   int layer = 0;
@@ -239,6 +276,7 @@ pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
     runtime::Context ctx(r.model(), cp);
     runtime::SeqInput in;
     in.seq = ctx.new_sequence();
+    ctx.set_steering(in.seq, r.resolve_steering(prompt, ids, r.steering, prompt.size()));
     in.tokens = std::move(ids);
     in.logits = all ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
     auto res = ctx.eval({in});
@@ -300,6 +338,14 @@ void bind_engine(pyb::module_& m) {
       m, "Reader",
       "What every reader answers (reader/reader.h): generate, score and, on the native engine, "
       "attention and hidden states (attention also through ragform serve).");
+  rd.def_property(
+      "steering", [](const Reader& r) { return r.steering.describe(); },
+      [](Reader& r, const pyb::object& o) { r.steering = steering_from_py(o); },
+      "Attention steering of generate, score, attention and hidden (as `--steer`): set None or "
+      "{'rule': 'rescale:F' | 'reallocate:S', 'spans': [(start, end), ...] byte offsets into "
+      "each prompt, 'layers': [...] or 'A..B' (default: the last half), 'heads': [...]}; reads "
+      "back its description ('off' or the setting). Part of a run's identity in run stores. "
+      "Readers that cannot steer (OpenAIReader) raise NotSupported when it is on.");
   rd.def_property_readonly("description", &Reader::describe,
                            "stable description for run stores: native:<file> or "
                            "openai:<model> (no server URL: several servers of one model "
