@@ -39,12 +39,12 @@ struct OpenReaders {
 };
 
 OpenReaders open_perturb_readers(const SureSetup& su, const std::vector<Kind>& kinds,
-                                 const std::string& pmodel, const std::string& pbase) {
+                                 const OtherReaderFlags& perturber) {
   OpenReaders pr;
   const ReaderNeeds need = reader_needs(kinds);
-  if ((need.under_test || (need.perturber && pmodel.empty())) && su.given())
+  if ((need.under_test || (need.perturber && !perturber.given())) && su.given())
     pr.under_test = su.open("sure perturb");
-  if (need.perturber && !pmodel.empty()) pr.perturber = su.open_other(pmodel, pbase);
+  if (need.perturber && perturber.given()) pr.perturber = perturber.open(su);
   return pr;
 }
 
@@ -72,14 +72,10 @@ int run_perturb(const std::vector<std::string>& argv) {
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records with ctxs (JSONL, gzip ok)").required();
   auto& kinds_s = a.opt<std::string>("--kinds", "LIST", "categories and/or names, or all", "all");
-  auto& pmodel = a.opt<std::string>(
-      "--perturb-model", "MODEL",
-      "reader for style, llm-generated and llm-ranked: a GGUF file, or with --reader openai a "
-      "served model name (default: the reader under test)",
-      "");
-  auto& pbase = a.opt<std::string>(
-      "--perturb-base-url", "URL",
-      "server of --perturb-model with --reader openai (default: --base-url)", "");
+  OtherReaderFlags perturber(a, "perturb",
+                             "reader for style, llm-generated and llm-ranked: a GGUF file, or with "
+                             "--reader openai a served model name (default: the reader under "
+                             "test)");
   auto& seed = a.opt<long long>("--seed", "N", "seed of random order, timestamps and URLs", 0);
   auto& cutoff =
       a.opt<std::string>("--cutoff", "DATE", "knowledge cutoff for timestamps", "2023-10-01");
@@ -87,12 +83,12 @@ int run_perturb(const std::vector<std::string>& argv) {
   auto& max_docs = a.opt<int>("--docs", "N", "first N documents of each record (0 = all)", 0);
   auto& max_tokens =
       a.opt<int>("--max-tokens", "N", "tokens per LLM rewrite", 512).range(1, kMaxInt);
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
+  auto& batch = batch_flag(a);
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
   const Shard shard = shard_f.shard();
-  if (limit.value < 0 || max_docs.value < 0 || batch.value < 1 || max_tokens.value < 1)
-    throw UsageError("sure perturb", "--limit/--docs must be >= 0, --batch/--max-tokens >= 1");
+  if (limit.value < 0 || max_docs.value < 0)
+    throw UsageError("sure perturb", "--limit and --docs must be >= 0");
 
   std::vector<Kind> kinds = select_kinds(kinds_s.value);
   PerturbOptions po;
@@ -105,7 +101,7 @@ int run_perturb(const std::vector<std::string>& argv) {
   std::optional<Progress> progress;
   po.hooks = cli_run_hooks(&progress);
 
-  OpenReaders pr = open_perturb_readers(su, kinds, pmodel.value, pbase.value);
+  OpenReaders pr = open_perturb_readers(su, kinds, perturber);
   std::vector<Kind> skipped;
   const std::vector<Kind> active = runnable_kinds(kinds, pr.readers(), &skipped);
   const PromptSet prompts = any_reader_kind(active) ? su.prompts() : PromptSet{};
@@ -138,19 +134,18 @@ int run_filter(const std::vector<std::string>& argv) {
       "printed on stdout with nli_forward / nli_backward, the counts of each filter on stderr\n"
       "(and --counts FILE).");
   SureSetup su(a);
-  auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
+  auto& input = pairs_input_flag(a);
   auto& nli_s = a.opt<std::string>(
       "--nli", "SCOPE", "kinds NLI checks: all, llm (reader-made kinds only) or none", "all");
   auto& nli_model = a.opt<std::string>(
       "--nli-model", "FILE",
       "NLI cross-encoder GGUF (bert with an entailment label) instead of the reader prompt", "");
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
+  auto& batch = batch_flag(a);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =
       a.opt<std::string>("--rejected", "FILE", "write dropped pairs with reasons", "");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
-  if (batch.value < 1) throw UsageError("--batch", "must be >= 1");
   FilterOptions fo;
   fo.nli = parse_nli_scope(nli_s.value);
   fo.batch = static_cast<size_t>(batch.value);
@@ -206,27 +201,20 @@ int run_eval(const std::vector<std::string>& argv) {
       "per (scope, key, subset) group: n, lose/robust/win counts, LR, RR, WR, Org, Acc,\n"
       "RR_ci95 (bootstrap), mcnemar_p (exact), as fractions.");
   SureSetup su(a);
-  auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
+  auto& input = pairs_input_flag(a);
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
   auto& temp =
       a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1).range(0.0, 100.0);
   auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "answer tokens", 32).range(1, kMaxInt);
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
+  auto& batch = batch_flag(a);
   auto& con = a.flag("--chain-of-note", "Chain-of-Note instruction (Table 5 baseline)");
   auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000).range(1, kMaxInt);
-  auto& judge_model = a.opt<std::string>(
-      "--judge-model", "MODEL",
-      "LLM-as-judge reader for Y: a GGUF file, or with --reader openai a served model name "
-      "(default: string containment)",
-      "");
-  auto& judge_base =
-      a.opt<std::string>("--judge-base-url", "URL",
-                         "server of --judge-model with --reader openai (default: --base-url)", "");
+  OtherReaderFlags judge_flags(a, "judge",
+                               "LLM-as-judge reader for Y: a GGUF file, or with --reader openai a "
+                               "served model name (default: string containment)");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
-  if (batch.value < 1 || max_tokens.value < 1 || resamples.value < 1)
-    throw UsageError("sure eval", "--batch, --max-tokens and --resamples must be >= 1");
   su.require("sure eval");
   std::string input_sha256;
   std::vector<Pair> pairs = read_shard(input.value, shard_f.shard(), &input_sha256);
@@ -239,8 +227,8 @@ int run_eval(const std::vector<std::string>& argv) {
   eo.batch = static_cast<size_t>(batch.value);
   eo.chain_of_note = con.value;
   std::unique_ptr<reader::Reader> judge;
-  if (!judge_model.value.empty()) {
-    judge = su.open_other(judge_model.value, judge_base.value);
+  if (judge_flags.given()) {
+    judge = judge_flags.open(su);
     eo.judge = judge.get();
   }
   // synchronous=NORMAL (WAL): a committed row survives a crash of the process; a power loss may
@@ -251,7 +239,7 @@ int run_eval(const std::vector<std::string>& argv) {
   EvalRunOptions ro;
   ro.eval = eo;
   ro.pairs_sha256 = input_sha256;
-  if (judge && !su.remote()) ro.judge_sha256 = store::sha256_file(judge_model.value);
+  if (judge && !su.remote()) ro.judge_sha256 = store::sha256_file(judge_flags.model.value);
   ro.origin = su.origin(*reader);
   std::optional<Progress> progress;
   ro.hooks = cli_run_hooks(&progress);

@@ -19,6 +19,7 @@
 #include "cli/remote_flags.h"
 #include "cli/run_hooks.h"
 #include "cli/sure_prepare.h"
+#include "cli/sure_verbs.h"
 #include "eval/jsonl.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/sure.h"
@@ -129,7 +130,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
   auto& temp = a.opt<double>("--temperature", "T", "closed-book sampling temperature", 0.1);
   auto& max_tokens =
       a.opt<int>("--max-tokens", "N", "closed-book answer tokens", 32).range(1, kMaxInt);
-  auto& batch = a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
+  auto& batch = batch_flag(a);
   auto& prompts_dir =
       a.opt<std::string>("--prompts", "DIR", "prompt directory (default: SURE's)", "");
   if (!a.parse(argv)) return 0;

@@ -56,8 +56,9 @@ std::FILE* open_out(const std::string& path) {
   return f;
 }
 
+// One line as every SURE output file has it (pipelines/sure/outputs.h).
 void write_line(std::FILE* f, const nlohmann::ordered_json& j) {
-  std::string s = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  const std::string s = json_line(j);
   std::fwrite(s.data(), 1, s.size(), f);
 }
 

@@ -19,6 +19,20 @@ std::vector<sure::Pair> read_shard(const std::string& path, const Shard& shard,
   return pairs;
 }
 
+Opt<int>& batch_flag(Args& a) {
+  return a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
+}
+
+Opt<std::string>& pairs_input_flag(Args& a) {
+  return a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
+}
+
+OtherReaderFlags::OtherReaderFlags(Args& a, const std::string& role, const std::string& model_help)
+    : model(a.opt<std::string>("--" + role + "-model", "MODEL", model_help, "")),
+      base_url(a.opt<std::string>(
+          "--" + role + "-base-url", "URL",
+          "server of --" + role + "-model with --reader openai (default: --base-url)", "")) {}
+
 SureSetup::SureSetup(Args& a)
     : rf(a, false),
       xf(a),

@@ -48,6 +48,24 @@ struct SureSetup {
   common::RunOrigin origin(const reader::Reader& r) const;
 };
 
+// The flags several verbs declare alike, declared once:
+// --batch N (prepare, perturb, filter, eval), prompts per batched generation;
+Opt<int>& batch_flag(Args& a);
+// --input FILE of the verbs that read pairs (filter, eval), '-' = stdin.
+Opt<std::string>& pairs_input_flag(Args& a);
+
+// --<role>-model MODEL and --<role>-base-url URL: a second reader beside the reader under test
+// (perturb's perturber, eval's judge), of the same kind (SureSetup::open_other).
+struct OtherReaderFlags {
+  OtherReaderFlags(Args& a, const std::string& role, const std::string& model_help);
+  Opt<std::string>& model;
+  Opt<std::string>& base_url;
+  bool given() const { return !model.value.empty(); }
+  std::unique_ptr<reader::Reader> open(const SureSetup& su) const {
+    return su.open_other(model.value, base_url.value);
+  }
+};
+
 // The note of a kind `sure perturb` leaves out because its reader was not given.
 std::string perturb_skip_note(sure::Kind k);
 
