@@ -90,9 +90,14 @@ RunResult run_python(const std::string& tag, const std::filesystem::path& module
   namespace fs = std::filesystem;
   const fs::path dir = temp_dir(tag);
   fs::create_directories(dir / "ragform");
-  for (const auto& e : fs::directory_iterator(fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform"))
-    if (e.path().extension() == ".py")
-      fs::copy_file(e.path(), dir / "ragform" / e.path().filename());
+  // The package's .py files, its subpackages (ragform.readers) included.
+  const fs::path pkg = fs::path(RAGFORM_SOURCE_DIR) / "python" / "ragform";
+  for (const auto& e : fs::recursive_directory_iterator(pkg))
+    if (e.path().extension() == ".py") {
+      const fs::path to = dir / "ragform" / fs::relative(e.path(), pkg);
+      fs::create_directories(to.parent_path());
+      fs::copy_file(e.path(), to);
+    }
   fs::copy_file(module, dir / "ragform" / module.filename());
   write_file(dir / "script.py", script);
   std::string cmd =

@@ -33,8 +33,9 @@ std::vector<nlohmann::json> json_lines(const std::string& text);
 // The Python module built in this tree (<build>/python/_ragform*.so), or "" when there is none.
 std::filesystem::path python_module();
 // Runs the Python source `script` with Debian's /usr/bin/python3 in a fresh directory that holds
-// this checkout's package (python/ragform/*.py) with `module` beside it, so `import ragform` is
-// this tree's; `args` are passed quoted. For tests that compare a front end's bytes with Python's.
+// this checkout's package (python/ragform's .py files, subpackages too) with `module` beside it, so
+// `import ragform` is this tree's; `args` are passed quoted. For tests that compare a front end's
+// bytes with Python's.
 RunResult run_python(const std::string& tag, const std::filesystem::path& module,
                      const std::string& script, const std::vector<std::string>& args);
 
