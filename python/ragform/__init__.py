@@ -21,7 +21,7 @@ from ._text import check_methods as _check_methods
 __version__ = _ragform.__version__
 
 __all__ = ["Model", "OpenAIReader", "Encoder", "Reader", "Attention", "RunStore",
-           "cnorm", "sure", "spotlight", "readers"]
+           "cnorm", "sure", "spotlight", "readers", "present"]
 
 
 def _generate(reader, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_eos, details):
@@ -173,5 +173,3 @@ for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.E
 
 from . import cnorm, readers, spotlight, sure  # noqa: E402  (they use Model / RunStore)
 from ._present import present  # noqa: E402  (a tuned profile applied: `ragform present`)
-
-__all__.append("present")
