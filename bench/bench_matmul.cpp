@@ -1,6 +1,7 @@
 // Matmul throughput per weight type and CPU tier (ops::matmul_tier) at the Qwen2.5-0.5B matrix
 // shapes, n_in x n_out = 896x896 (attention q/o), 896x4864 (FFN gate/up), 4864x896 (FFN down),
-// for prefill (512 tokens) and decode (1 token), on a 2-thread pool.
+// for prefill (512 tokens), the decode step of 16 and of 4 sequences decoded together, and decode
+// (1 token), on a 2-thread pool.
 //
 // Counters, all computed in this process so they compare across runs of a noisy machine:
 //   GFLOP/s       2 * n_in * n_out * tokens per second;
@@ -142,7 +143,7 @@ const int kRegistered = [] {
   const int64_t shapes[][2] = {{896, 896}, {896, 4864}, {4864, 896}};
   for (TensorType t : kTypes)
     for (const auto& s : shapes)
-      for (int64_t tokens : {512, 1})
+      for (int64_t tokens : {512, 16, 4, 1})
         for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512}) {
           if (clamp_tier(tier) != tier) continue;  // not on this CPU
           const std::string name = std::string("matmul/") + gguf::type_name(t) + "/" +
