@@ -14,6 +14,7 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "reader/native_reader.h"
+#include "reproduce/calibrated_sweep.h"
 #include "reproduce/rank_recall.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -64,6 +65,51 @@ int rank_recall(ReaderFlags& rf, const std::string& input, const std::string& bi
   return 0;
 }
 
+// `position-bias --sweep` (reproduce/calibrated_sweep.h).
+struct SweepArgs {
+  cnorm::Task task;
+  std::string input, tmpl_path, bias, store_path;
+  size_t limit;
+  uint64_t seed;
+  double share;
+  int max_tokens;
+  bool json;
+};
+
+int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
+  if (sa.bias.empty()) throw UsageError("--sweep", "needs --bias FILE (from position-bias -o)");
+  if (sa.store_path.empty()) throw UsageError("--sweep", "needs --store FILE");
+  reproduce::CalibratedSweepOptions o;
+  o.task = sa.task;
+  o.tmpl = cnorm::load_template(sa.task, sa.tmpl_path);
+  o.bias = cnorm::load_bias_curve(sa.bias);
+  o.share = sa.share;
+  o.max_tokens = sa.max_tokens;
+  const size_t k = o.bias.curve.size();
+  std::vector<cnorm::Item> items =
+      cnorm_verbs::input_items(sa.task, sa.input, k, sa.seed, sa.limit);
+  if (items.size() > sa.limit) items.resize(sa.limit);
+  auto reader = rf.open_native();
+  for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
+  o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
+                               store::sha256_file(rf.model.value));
+  o.input_sha256 = sa.input.empty() ? "" : store::sha256_file(sa.input);
+  std::optional<Progress> progress;
+  o.hooks = cli_run_hooks(&progress);
+  store::RunStore st(sa.store_path);
+  const reproduce::CalibratedSweepSummary s =
+      reproduce::run_calibrated_sweep(*reader, st, items, o);
+  progress.reset();
+  std::fprintf(stderr, "position-bias --sweep: %zu items, accuracy by gold position\n", s.items);
+  for (size_t v = 0; v < s.variants.size(); ++v) {
+    std::fprintf(stderr, "  %-10s OAA %.4f |", s.variants[v].c_str(), s.oaa[v]);
+    for (double x : s.accuracy[v]) std::fprintf(stderr, " %.3f", x);
+    std::fprintf(stderr, "\n");
+  }
+  if (sa.json) print_json_line(reproduce::calibrated_sweep_json(s));
+  return 0;
+}
+
 int run_position_bias(const std::vector<std::string>& argv) {
   Args a("position-bias",
          "A reader's positional attention bias: the mass a filler document gets at each slot.",
@@ -94,17 +140,40 @@ int run_position_bias(const std::vector<std::string>& argv) {
       "instead of measuring: rank the paragraphs of FILE's records (HotpotQA) by raw attention, "
       "calibrated attention (--bias) and BM25, and print recall@k (needs --store)",
       "");
-  auto& bias = a.opt<std::string>("--bias", "FILE", "with --rank: the curve to calibrate with", "");
+  auto& sweep = a.flag("--sweep",
+                       "instead of measuring: the gold-position sweep of --task's items, answered "
+                       "as they are and with the top calibrated document given --share of the "
+                       "attention (needs --bias, --store)");
+  auto& share =
+      a.opt<double>("--share", "S", "with --sweep: the top document's share of attention", 0.5)
+          .range(0.0, 1.0);
+  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "with --sweep: maximum answer tokens", 16)
+                         .range(1, kMaxInt);
+  auto& bias = a.opt<std::string>("--bias", "FILE",
+                                  "with --rank or --sweep: the curve to calibrate with", "");
   auto& json = a.flag("--json", "print the curve (with --rank: the recall) as one JSON object");
   if (!a.parse(argv)) return 0;
   if (!rank.value.empty())
     return rank_recall(rf, rank.value, bias.value, size_t(limit.value), store_path.value,
                        json.value);
-  if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank");
-
   const cnorm::Task task = cnorm::parse_task(task_s.value);
   if (task != cnorm::Task::Qa && task != cnorm::Task::Needle)
     throw UsageError("--task", "expected qa or needle, got '" + task_s.value + "'");
+  if (sweep.value) {
+    SweepArgs sa{task,
+                 input.value,
+                 tmpl_path.value,
+                 bias.value,
+                 store_path.value,
+                 size_t(limit.value),
+                 uint64_t(seed.value),
+                 share.value,
+                 max_tokens.value,
+                 json.value};
+    return calibrated_sweep(rf, sa);
+  }
+  if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank or --sweep");
+
   std::vector<cnorm::Item> items = cnorm_verbs::input_items(
       task, input.value, size_t(k.value), uint64_t(seed.value), size_t(limit.value));
   if (items.size() > size_t(limit.value)) items.resize(size_t(limit.value));

@@ -206,7 +206,7 @@ std::string drilldown(const std::vector<const RunRows*>& runs, const ReportOptio
 
 std::string render_report(const store::RunStore& st, const ReportOptions& opt, ReportStats* stats) {
   const std::vector<store::RunInfo> infos = st.runs();
-  std::vector<RunRows> calib, ceval, sure, spot, paper, bias, rank, tune, other;
+  std::vector<RunRows> calib, ceval, sure, spot, paper, bias, rank, sweep, tune, other;
   size_t rows = 0;
   for (const auto& info : infos) {
     RunRows r{info, st.results(info.id)};
@@ -219,6 +219,7 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
                    : p == "reproduce"                                 ? paper
                    : p == "position-bias"                             ? bias
                    : p == "position-bias rank"                        ? rank
+                   : p == "position-bias sweep"                       ? sweep
                    : p == "tune" || p == "tune holdout"               ? tune
                                                                       : other;
     bucket.push_back(std::move(r));
@@ -251,8 +252,8 @@ std::string render_report(const store::RunStore& st, const ReportOptions& opt, R
     nav += "<a href=\"#tune\">Tune</a>";
     ++sections;
   }
-  if (!bias.empty() || !rank.empty()) {
-    steering_section(body, bias, rank);
+  if (!bias.empty() || !rank.empty() || !sweep.empty()) {
+    steering_section(body, bias, rank, sweep);
     nav += "<a href=\"#steering\">Steering</a>";
     ++sections;
   }

@@ -54,9 +54,10 @@ void tune_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
 std::vector<size_t> pareto_front(const std::vector<double>& accuracy,
                                  const std::vector<double>& tokens,
                                  const std::vector<double>& robustness);
-// `ragform position-bias` runs (bias curves) and `position-bias --rank` runs (ranking recall)
-// (steering_section.cpp).
-void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank);
+// `ragform position-bias` runs (bias curves), `position-bias --rank` runs (ranking recall) and
+// `position-bias --sweep` runs (accuracy by gold position, OAA) (steering_section.cpp).
+void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank,
+                      const std::vector<RunRows>& sweep);
 // `ragform reproduce` runs beside the papers' numbers (paper_section.cpp).
 void paper_section(Html& h, const std::vector<RunRows>& runs, const ReportOptions& opt);
 

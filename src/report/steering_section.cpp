@@ -151,9 +151,74 @@ void ranking_recall(Html& h, const std::vector<const RunRows*>& runs) {
   }
 }
 
+// Accuracy by gold position of a sweep run's rows ("<variant>@<position>", correct), per variant
+// in first-seen order; NaN where a position has no graded row.
+struct SweepTable {
+  std::vector<std::string> variants;
+  std::vector<std::vector<double>> accuracy;  // [variant][position]
+};
+
+SweepTable sweep_table(const RunRows& r) {
+  std::vector<std::string> names;
+  std::map<std::string, std::map<size_t, std::pair<double, double>>> acc;  // correct, n
+  size_t k = 0;
+  for (const store::Result& row : r.rows) {
+    const size_t at = row.variant.find('@');
+    if (row.status != store::Status::ok || !row.correct || at == std::string::npos) continue;
+    const std::string name = row.variant.substr(0, at);
+    const size_t pos = size_t(std::stoul(row.variant.substr(at + 1)));
+    if (!acc.count(name)) names.push_back(name);
+    auto& cell = acc[name][pos];
+    cell.first += *row.correct ? 1 : 0;
+    cell.second += 1;
+    k = std::max(k, pos + 1);
+  }
+  SweepTable t;
+  t.variants = names;
+  for (const auto& n : names) {
+    std::vector<double> v(k, std::numeric_limits<double>::quiet_NaN());
+    for (const auto& [pos, c] : acc[n]) v[pos] = c.first / c.second;
+    t.accuracy.push_back(v);
+  }
+  return t;
+}
+
+void calibrated_sweeps(Html& h, const std::vector<RunRows>& runs) {
+  h << "<h3>Accuracy by gold position, with and without calibration</h3><p class=\"muted\">The "
+       "gold document at each position; baseline answers the prompt as it is, calibrated gives "
+       "the document of highest calibrated relevance the run's share of attention while "
+       "answering. OAA = mean accuracy over the positions.</p>";
+  std::vector<std::vector<std::string>> oaa_rows;
+  std::string charts = "<div class=\"charts\">";
+  for (const RunRows& r : runs) {
+    const SweepTable t = sweep_table(r);
+    std::vector<Series> lines;
+    for (size_t v = 0; v < t.variants.size(); ++v) {
+      double sum = 0;
+      for (double a : t.accuracy[v]) sum += a;
+      const double oaa = t.accuracy[v].empty() ? std::numeric_limits<double>::quiet_NaN()
+                                               : sum / double(t.accuracy[v].size());
+      oaa_rows.push_back({std::to_string(r.info.id), escape_html(model_label(r)),
+                          fmt(r.info.config.value("share", 0.0), 2), escape_html(t.variants[v]),
+                          fmt(oaa, 3)});
+      lines.push_back({t.variants[v], t.accuracy[v], {}});
+    }
+    ChartOptions o;
+    o.title = "Run " + std::to_string(r.info.id) + " — " + model_label(r) + ", share " +
+              fmt(r.info.config.value("share", 0.0), 2);
+    o.x_label = "gold position";
+    o.y_label = "accuracy";
+    o.y_max = 1;
+    charts += line_chart(slot_labels(t.accuracy.empty() ? 0 : t.accuracy[0].size()), lines, o);
+    ++h.charts;
+  }
+  h << table({"run", "model · task", "share", "variant", "OAA"}, oaa_rows) << charts << "</div>";
+}
+
 }  // namespace
 
-void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank) {
+void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vector<RunRows>& rank,
+                      const std::vector<RunRows>& sweep) {
   h << "<section id=\"steering\"><h2>Attention steering: positional bias and calibrated "
        "relevance</h2>";
   std::vector<const RunRows*> b, k;
@@ -164,6 +229,7 @@ void steering_section(Html& h, const std::vector<RunRows>& bias, const std::vect
   else
     bias_curves(h, b);
   if (!k.empty()) ranking_recall(h, k);
+  if (!sweep.empty()) calibrated_sweeps(h, sweep);
   h << "</section>";
 }
 

@@ -78,6 +78,33 @@ TEST(SteeringSection, BiasCurvesAndRankingRecall) {
   EXPECT_EQ(count(h, "<section id=\"other\">"), 0u);
 }
 
+TEST(SteeringSection, SweepOaaAndAccuracyByPosition) {
+  store::RunStore st(ragform::testing::temp_dir("report-steering-sweep") / "r.sqlite");
+  ragform::testing::RowWriter put{st};
+  const int64_t run =
+      st.begin_run(config("position-bias sweep", {{"task", "needle"}, {"share", 0.5}}));
+  // Two items, two positions. baseline: position 0 right once of 2, position 1 right twice
+  // (OAA 0.75); calibrated: right at position 0 twice, never at 1 (OAA 0.5).
+  put(run, "i1", "baseline@0", true, {}, {{"position", 0}});
+  put(run, "i2", "baseline@0", false, {}, {{"position", 0}});
+  put(run, "i1", "baseline@1", true, {}, {{"position", 1}});
+  put(run, "i2", "baseline@1", true, {}, {{"position", 1}});
+  put(run, "i1", "calibrated@0", true, {}, {{"position", 0}});
+  put(run, "i2", "calibrated@0", true, {}, {{"position", 0}});
+  put(run, "i1", "calibrated@1", false, {}, {{"position", 1}});
+  put(run, "i2", "calibrated@1", false, {}, {{"position", 1}});
+  report::ReportOptions o;
+  const std::string h = report::render_report(st, o);
+  EXPECT_NE(h.find("Accuracy by gold position, with and without calibration"), std::string::npos);
+  EXPECT_NE(h.find("<td>0.50</td><td>baseline</td><td>0.750</td>"), std::string::npos)
+      << h.substr(h.find("OAA"), 1500);
+  EXPECT_NE(h.find("<td>0.50</td><td>calibrated</td><td>0.500</td>"), std::string::npos);
+  EXPECT_NE(h.find("Run 1 — native:tiny.gguf · needle, share 0.50"), std::string::npos);
+  // No bias-curve run: the section says so and still shows the sweep.
+  EXPECT_NE(h.find("position-bias&#39; run in the store"), std::string::npos)
+      << h.substr(h.find("steering"), 800);
+}
+
 TEST(SteeringSection, CurveValuesAreTheSlotMeans) {
   store::RunStore st(ragform::testing::temp_dir("report-steering-values") / "r.sqlite");
   ragform::testing::RowWriter put{st};

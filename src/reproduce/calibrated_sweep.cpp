@@ -1,0 +1,180 @@
+#include "reproduce/calibrated_sweep.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "base/error.h"
+#include "text/metrics.h"
+
+namespace ragform::reproduce {
+
+namespace {
+
+const std::vector<std::string>& variants() {
+  static const std::vector<std::string> v = {"baseline", "calibrated"};
+  return v;
+}
+
+std::string key(const std::string& variant, size_t pos) {
+  return variant + "@" + std::to_string(pos);
+}
+
+double round9(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+
+// Sets the reader's steering for one call and restores what it was, also when the call throws.
+class ScopedSteering {
+ public:
+  ScopedSteering(reader::Reader& r, reader::SteeringParams s) : r_(r), saved_(r.steering) {
+    r_.steering = std::move(s);
+  }
+  ~ScopedSteering() { r_.steering = saved_; }
+  ScopedSteering(const ScopedSteering&) = delete;
+  ScopedSteering& operator=(const ScopedSteering&) = delete;
+
+ private:
+  reader::Reader& r_;
+  reader::SteeringParams saved_;
+};
+
+// The document with the highest calibrated relevance (mass over the layers' mean minus the curve).
+size_t top_document(reader::Reader& r, const cnorm::Prompt& p,
+                    const std::vector<cnorm::CharSpan>& spans, const CalibratedSweepOptions& o) {
+  reader::AttentionQuery q;
+  q.layers = o.layers;
+  q.query_positions = {-1};
+  const reader::AttentionResult res = r.attention(p.text, q);
+  const std::vector<cnorm::TokenSpan> tok = cnorm::resolve_spans(p.text, res.pieces, spans);
+  std::vector<double> mass(spans.size(), 0.0);
+  for (const auto& row : res.rows) {
+    const std::vector<double> m = cnorm::span_masses(row.mean, tok);
+    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
+  }
+  return cnorm::rank_documents(cnorm::calibrated_relevance(mass, o.bias.curve))[0];
+}
+
+store::Result answer(reader::Reader& r, const cnorm::Item& it, const std::string& prompt,
+                     const reader::GenerateParams& gen) {
+  store::Result row;
+  const reader::Generation g = r.generate(prompt, gen);
+  row.prompt = prompt;
+  row.prompt_tokens = g.prompt_tokens;
+  row.output = g.text;
+  row.correct =
+      !it.answers.empty() && text::substring_match(cnorm::first_line(g.text), it.answers) > 0;
+  return row;
+}
+
+}  // namespace
+
+CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& st,
+                                            const std::vector<cnorm::Item>& items,
+                                            const CalibratedSweepOptions& opt) {
+  const size_t k = opt.bias.curve.size();
+  if (k == 0) throw UsageError("position-bias sweep", "the bias curve is empty");
+  if (opt.layers.empty()) throw UsageError("position-bias sweep", "no layers to measure");
+  if (!(opt.share >= 0 && opt.share <= 1)) throw UsageError("--share", "must be in 0..1");
+  if (items.empty()) throw Error("position-bias sweep", "no items");
+  store::RunConfig rc;
+  rc.pipeline = "position-bias sweep";
+  rc.config = {{"task", cnorm::task_name(opt.task)},
+               {"template", opt.tmpl},
+               {"bias", cnorm::bias_curve_json(opt.bias)["curve"]},
+               {"share", opt.share},
+               {"layers", opt.layers},
+               {"max_tokens", opt.max_tokens},
+               {"items", items.size()},
+               {"input_sha256", opt.input_sha256}};
+  const uint64_t total = items.size() * k * variants().size();
+  common::Resumed res = common::begin_or_resume(st, rc, opt.origin, opt.hooks,
+                                                "position-bias sweep", total, "answers");
+  reader::GenerateParams gen;
+  gen.max_tokens = opt.max_tokens;
+  gen.stop = {"\n"};
+  common::Stage stage(opt.hooks, "position-bias sweep", total);
+  for (const cnorm::Item& it : items)
+    for (size_t pos = 0; pos < k; ++pos) {
+      const std::vector<cnorm::Document> docs = cnorm::arrange(it, k, pos);
+      const cnorm::Prompt p =
+          cnorm::render(opt.task, opt.tmpl, it, docs, cnorm::Format{cnorm::original_delimiter()});
+      if (!res.done.count({it.id, key("baseline", pos)})) {
+        store::Result row = answer(r, it, p.text, gen);
+        row.run = res.run;
+        row.instance = it.id;
+        row.variant = key("baseline", pos);
+        row.extra = {{"position", pos}};
+        st.put(row);
+      }
+      stage.add();
+      if (!res.done.count({it.id, key("calibrated", pos)})) {
+        const std::vector<cnorm::CharSpan> spans = cnorm::document_spans(p, docs);
+        const size_t top = top_document(r, p, spans, opt);
+        reader::SteeringParams steer;
+        steer.rule = runtime::Steering::Reallocate;
+        steer.value = float(opt.share);
+        steer.spans = {{spans[top].begin, spans[top].end}};
+        store::Result row;
+        {
+          ScopedSteering scoped(r, steer);
+          row = answer(r, it, p.text, gen);
+        }
+        row.run = res.run;
+        row.instance = it.id;
+        row.variant = key("calibrated", pos);
+        row.extra = {{"position", pos}, {"top", top}, {"span", {spans[top].begin, spans[top].end}}};
+        st.put(row);
+      }
+      stage.add();
+    }
+  CalibratedSweepSummary s = calibrated_sweep_from_rows(st.results(res.run), k);
+  s.run = res.run;
+  return s;
+}
+
+CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Result>& rows,
+                                                  size_t k) {
+  CalibratedSweepSummary s;
+  s.k = k;
+  s.variants = variants();
+  s.accuracy.assign(variants().size(), std::vector<double>(k, 0.0));
+  std::vector<std::vector<size_t>> n(variants().size(), std::vector<size_t>(k, 0));
+  std::set<std::string> ids;
+  for (const store::Result& row : rows) {
+    if (row.status != store::Status::ok || !row.correct) continue;
+    const size_t at = row.variant.find('@');
+    if (at == std::string::npos) continue;
+    const size_t pos = size_t(std::stoul(row.variant.substr(at + 1)));
+    for (size_t v = 0; v < variants().size(); ++v)
+      if (row.variant.compare(0, at, variants()[v]) == 0 && at == variants()[v].size() && pos < k) {
+        ++n[v][pos];
+        s.accuracy[v][pos] += *row.correct ? 1.0 : 0.0;
+        ids.insert(row.instance);
+      }
+  }
+  s.items = ids.size();
+  for (size_t v = 0; v < variants().size(); ++v) {
+    double sum = 0;
+    for (size_t p = 0; p < k; ++p) {
+      s.accuracy[v][p] = n[v][p] ? s.accuracy[v][p] / double(n[v][p]) : 0.0;
+      sum += s.accuracy[v][p];
+    }
+    s.oaa.push_back(sum / double(k));
+  }
+  return s;
+}
+
+nlohmann::json calibrated_sweep_json(const CalibratedSweepSummary& s) {
+  nlohmann::json vs = nlohmann::json::array();
+  for (size_t v = 0; v < s.variants.size(); ++v) {
+    nlohmann::json acc = nlohmann::json::array();
+    for (double a : s.accuracy[v]) acc.push_back(round9(a));
+    vs.push_back({{"name", s.variants[v]}, {"oaa", round9(s.oaa[v])}, {"accuracy", acc}});
+  }
+  return {{"items", s.items}, {"k", s.k}, {"run", s.run}, {"variants", vs}};
+}
+
+}  // namespace ragform::reproduce

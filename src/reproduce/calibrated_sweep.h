@@ -1,0 +1,67 @@
+// The gold-position sweep with and without a calibration-guided attention intervention (Found in
+// the Middle, Hsieh et al. 2024, arXiv 2406.16008, section 4, in the form the engine's steering
+// offers): for each item and each gold position 1..K of C-NORM's sweep (pipelines/cnorm/tasks.h
+// arrange/render, unformatted documents), the reader answers twice:
+//   baseline    the prompt as it is;
+//   calibrated  the final token's attention (every layer, mean over heads) gives each document's
+//               mass, minus the bias curve at its slot (relevance.h); the document with the
+//               highest calibrated relevance gets `share` of every steered row's attention
+//               while the answer is generated (reader steering reallocate:SHARE on its span, the
+//               default layers: the last half).
+// The paper gives every document a share in proportion to its calibrated relevance; the engine's
+// rule sets one share for the union of its spans, so this variant moves attention to the single
+// most relevant document, which is what the paper's per-document shares do when one document
+// dominates.
+//
+// Answers are greedy, stop at a newline and are graded as C-NORM's sweep grades them
+// (best_subspan_em of the first line, text::substring_match). OAA = the mean over positions of
+// the accuracy at each position (C-NORM 5.1).
+//
+// Run store: pipeline "position-bias sweep", one row per (item, "<variant>@<position>") with
+// correct, the output and extra {"position", "top", "span"} (the steered document and its bytes).
+// The run's identity holds the curve and the share.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/common/common.h"
+#include "reader/reader.h"
+#include "store/run_store.h"
+
+namespace ragform::reproduce {
+
+struct CalibratedSweepOptions {
+  cnorm::Task task = cnorm::Task::Needle;  // qa or needle
+  std::string tmpl;
+  cnorm::BiasCurve bias;    // K = its number of slots
+  double share = 0.5;       // the top document's share of each steered row
+  std::vector<int> layers;  // layers whose attention gives the relevance (every layer)
+  int max_tokens = 16;
+  common::RunOrigin origin;
+  std::string input_sha256;
+  common::RunHooks hooks;
+};
+
+struct CalibratedSweepSummary {
+  int64_t run = 0;
+  size_t items = 0, k = 0;
+  std::vector<std::string> variants;          // baseline, calibrated
+  std::vector<std::vector<double>> accuracy;  // [variant][position]
+  std::vector<double> oaa;                    // [variant]
+};
+
+CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& st,
+                                            const std::vector<cnorm::Item>& items,
+                                            const CalibratedSweepOptions& opt);
+
+// Accuracy by position and OAA of a "position-bias sweep" run's rows.
+CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Result>& rows, size_t k);
+
+// {"items","k","run","variants":[{"name","oaa","accuracy":[K]}]}
+nlohmann::json calibrated_sweep_json(const CalibratedSweepSummary& s);
+
+}  // namespace ragform::reproduce

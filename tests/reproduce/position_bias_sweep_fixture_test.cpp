@@ -1,0 +1,93 @@
+// `ragform position-bias --sweep` (reproduce/calibrated_sweep.h) on stories260K's needle task: each
+// baseline answer is what `ragform generate` gives the stored prompt, each calibrated answer what
+// `ragform generate --steer reallocate:S --steer-spans` gives it with the span of the document
+// `ragform attention --doc-spans --calibrated` ranks first (mean over the layers), and the
+// summary's accuracies are the stored rows'.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "store/run_store.h"
+#include "support/test_support.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace ragform::testing;
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The generated text of `ragform generate --json` with extra flags.
+std::string generate(const std::filesystem::path& model, const std::filesystem::path& prompt,
+                     const std::string& flags) {
+  auto g = run_ragform("generate -m " + quoted(model) + " --file " + quoted(prompt) +
+                       " -n 16 --json " + flags);
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  return g.exit_code == 0 ? json::parse(g.out)["text"].get<std::string>() : "";
+}
+
+TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const auto dir = temp_dir("position_bias_sweep");
+  auto c = run_ragform("position-bias -m " + quoted(model) + " --task needle -k 4 --limit 3 -o " +
+                       quoted(dir / "curve.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto r = run_ragform(
+      "position-bias -m " + quoted(model) + " --task needle --sweep --limit 2 --share 0.7 --bias " +
+      quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["items"], 2);
+  EXPECT_EQ(j["k"], 4);
+  ASSERT_EQ(j["variants"].size(), 2u);
+
+  ragform::store::RunStore st(dir / "run.sqlite", ragform::store::RunStore::Mode::read_only);
+  const auto rows = st.results(std::nullopt);
+  ASSERT_EQ(rows.size(), 2u * 4 * 2);
+  // Accuracy of the calibrated variant at position 3 from the rows.
+  double right = 0;
+  for (const auto& row : rows)
+    if (row.variant == "calibrated@3") right += *row.correct ? 0.5 : 0.0;
+  EXPECT_DOUBLE_EQ(j["variants"][1]["accuracy"][3].get<double>(), right);
+
+  // Two rows checked against the commands: one baseline, one calibrated.
+  for (const auto& row : rows) {
+    if (row.instance != rows[0].instance ||
+        (row.variant != "baseline@2" && row.variant != "calibrated@2"))
+      continue;
+    write_file(dir / "prompt.txt", row.prompt);
+    if (row.variant == "baseline@2") {
+      EXPECT_EQ(first_line(row.output), first_line(generate(model, dir / "prompt.txt", "")));
+      continue;
+    }
+    const size_t top = row.extra["top"], b = row.extra["span"][0], e = row.extra["span"][1];
+    // The top document: highest mass (mean over the five layers) minus the curve at its slot.
+    const json curve = json::parse(read_file(dir / "curve.json"));
+    std::string spans;
+    size_t at = 0;
+    for (int d = 0; d < 4; ++d) {  // the needle's documents: two sentences each, joined by ' '
+      const size_t dot = row.prompt.find('.', row.prompt.find('.', at) + 1);
+      spans += (d ? "," : "") + std::to_string(at) + ":" + std::to_string(dot + 1);
+      at = dot + 2;
+    }
+    std::vector<double> cal(4, 0.0);
+    for (int l = 0; l < 5; ++l) {
+      auto a =
+          run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                      " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
+      ASSERT_EQ(a.exit_code, 0) << a.err;
+      for (size_t d = 0; d < 4; ++d)
+        cal[d] += json::parse(a.out)["documents"][d]["mass"].get<double>() / 5;
+    }
+    for (size_t d = 0; d < 4; ++d) cal[d] -= curve["curve"][d].get<double>();
+    EXPECT_EQ(top, size_t(std::max_element(cal.begin(), cal.end()) - cal.begin())) << spans;
+    EXPECT_EQ(first_line(row.output),
+              first_line(generate(model, dir / "prompt.txt",
+                                  "--steer reallocate:0.7 --steer-spans " + std::to_string(b) +
+                                      ":" + std::to_string(e))));
+  }
+}
+
+}  // namespace
