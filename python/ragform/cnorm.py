@@ -5,7 +5,7 @@ from ._progress import Progress
 from ._reader_arg import context_of, pick
 from ._text import checked
 
-__all__ = ["calibrate", "apply", "default_delimiters"]
+__all__ = ["calibrate", "evaluate", "apply", "default_delimiters"]
 
 
 def default_delimiters():
@@ -50,3 +50,31 @@ def apply(profile, record):
     string; other fields unchanged. profile: the dict calibrate() returns (or a profile file
     loaded with json.load)."""
     return _ragform._cnorm_apply(profile, record)
+
+
+@checked
+def evaluate(model=None, records=None, profile=None, store=None, task="qa", k=10, limit=0,
+             seeds=None, max_tokens=16, template=None, positions="all", all_candidates=False,
+             density=None, force=False, progress=True, reader=None):
+    """The gold-position sweep (paper 5.1), as `ragform cnorm eval --store store --profile
+    profile`: per question the gold passage and k - 1 distractors, the gold at every position,
+    answered greedily by Baseline, C-NORM (the profile's f*) and Min-Token; every prompt and
+    answer in the run store `store` (one run per seed; a rerun resumes). Returns the summary
+    line the CLI prints (task, analysis, k, items, seeds, variants averaged over the seeds with
+    OAA and OPA, per_seed) with "store". task: qa, kv or needle (longbench: the CLI). seeds: a
+    list (None = the profile's seed). density: eval's --density list ("0,0.5,1"). profile: the
+    dict calibrate() returns; it must come from this Model's file and task unless force=True (for
+    other readers, which have no model file, only the task is checked). model (or reader=): any
+    reader (a Model, an OpenAIReader, a Python reader; k is fitted to its `ctx` attribute, 4096
+    without one). Ctrl-C stops between two batches; every stored answer stays."""
+    import os
+    model = pick("cnorm.evaluate", model, reader)
+    if profile is None or store is None:
+        raise ValueError("cnorm.evaluate: profile= and store= are required")
+    if records is not None and not isinstance(records, (str, os.PathLike)):
+        records = list(records)
+    with Progress("cnorm eval", show=progress) as bar:
+        return _ragform._cnorm_evaluate(model, records, profile, task, k, limit,
+                                        list(seeds or []), max_tokens, template or "",
+                                        os.fspath(store), positions, all_candidates, density,
+                                        force, context_of(model), bar)

@@ -1,6 +1,8 @@
 // C-NORM for Python (docs/python.md, python/ragform/cnorm.py): calibrate and apply, the
 // functions of `ragform cnorm calibrate|apply` (pipelines/cnorm) on records given as dicts or a
 // file. Profiles are plain dicts, the JSON object `cnorm calibrate` writes.
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +14,10 @@
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "pipelines/common/common.h"
 #include "qa_records.h"
 #include "reader/native_reader.h"
+#include "store/run_store.h"
 #include "store/sha256.h"
 
 namespace ragform::py {
@@ -126,6 +130,102 @@ pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
   }
 }
 
+// As `ragform cnorm eval` for qa, kv and needle (section 5.1; run.h run_eval): Baseline, C-NORM
+// and Min-Token by gold-position sweep, one run per seed in `store_path`, resumable. Returns the
+// summary line the CLI prints (eval_summary_json) with "store". A native reader's profile must
+// come from its model file and task (unless `force`); a profile has no identity of other readers,
+// so for them only the task is checked.
+pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
+                           const pyb::handle& profile, const std::string& task_s, int k, int limit,
+                           std::vector<int64_t> seeds_in, int max_tokens,
+                           const std::string& template_path, const std::string& store_path,
+                           const std::string& positions, bool all_candidates,
+                           std::optional<std::string> density, bool force, std::optional<int> ctx,
+                           pyb::object progress) {
+  using namespace cnorm;
+  const Task task = parse_arg([&] { return parse_task(task_s); });
+  if (task == Task::Longbench)
+    throw UsageError("task", "longbench is `ragform cnorm eval --task longbench` (not in Python)");
+  if (positions != "all" && positions != "natural")
+    throw UsageError("positions", "expected all or natural, got '" + positions + "'");
+  if (k < 1 || max_tokens < 1 || limit < 0)
+    throw UsageError("cnorm evaluate", "k and max_tokens must be >= 1, limit >= 0");
+  const Profile prof = profile_arg(profile);
+  std::vector<uint64_t> seeds;
+  for (int64_t sd : seeds_in) {
+    if (sd < 0) throw UsageError("seeds", "seeds must be >= 0");
+    if (std::find(seeds.begin(), seeds.end(), uint64_t(sd)) != seeds.end())
+      throw UsageError("seeds", "seed " + std::to_string(sd) + " given twice");
+    seeds.push_back(uint64_t(sd));
+  }
+  if (seeds.empty()) seeds = {prof.seed};
+  std::vector<eval::QaRecord> recs;
+  std::string input_sha;
+  if (pyb::isinstance<pyb::str>(records) ||
+      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
+    const std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
+    pyb::gil_scoped_release nogil;
+    recs = eval::load_qa_file(path).records;
+    input_sha = store::sha256_file(path);
+  } else if (!records.is_none()) {
+    recs = qa_records(records);
+    std::string lines;
+    for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
+    input_sha = lines.empty() ? "" : store::sha256_hex(lines);
+  }
+  if (task == Task::Needle && !recs.empty())
+    throw UsageError("records", "the needle task generates its items; give no records");
+  const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
+  const std::string model_sha = native ? store::sha256_file(native->model_path()) : "";
+  if (std::string why =
+          profile_mismatch(prof, native ? model_sha : prof.model_sha256, task_name(task));
+      !why.empty() && !force)
+    throw UsageError("profile", why + " (calibrate for this pair, or force=True)");
+  EvalOptions eo;
+  eo.task = task;
+  eo.tmpl = load_template(task, template_path);
+  eo.profile = prof;
+  eo.seeds = seeds;
+  eo.k = size_t(k);
+  eo.ctx = size_t(ctx.value_or(kDefaultContext));
+  eo.max_tokens = max_tokens;
+  eo.natural_positions = positions == "natural";
+  eo.all_candidates = all_candidates;
+  if (density) eo.density = parse_ratio_list(*density, "density");
+  eo.input_sha256 = input_sha;
+  eo.origin =
+      common::origin_of(*rd, common::tool_version(), native ? native->model_path() : "", model_sha);
+  const LoopHook hook(progress, 0);
+  auto state = std::make_shared<std::pair<size_t, size_t>>(0, 0);
+  eo.hooks.begin = [state, &hook](const std::string&, uint64_t n) {
+    *state = {0, size_t(n)};
+    hook.step_of(0, state->second);
+  };
+  eo.hooks.advance = [state, &hook](uint64_t n) {
+    state->first += size_t(n);
+    hook.step_of(state->first, state->second);  // Ctrl-C between two batches
+  };
+  nlohmann::json out;
+  {
+    pyb::gil_scoped_release nogil;
+    // One item set per seed, as the CLI builds them (the runner fits k over all of them).
+    const size_t n_needle = limit > 0 ? size_t(limit) : 20;
+    std::vector<std::vector<Item>> per_seed;
+    for (uint64_t sd : seeds) {
+      std::vector<Item> items = task_items(task, recs, size_t(k), sd, n_needle);
+      if (limit > 0 && items.size() > size_t(limit)) items.resize(size_t(limit));
+      if (items.empty()) throw UsageError("cnorm evaluate", "no items in the records");
+      per_seed.push_back(std::move(items));
+    }
+    store::RunStore st(store_path);
+    const EvalSummary sum = run_eval(*rd, st, per_seed, eo);
+    out = eval_summary_json(sum, eo);
+    out["store"] = store_path;
+  }
+  return from_json(out);
+}
+
 }  // namespace
 
 void bind_pipelines_cnorm(pyb::module_& m) {
@@ -135,6 +235,10 @@ void bind_pipelines_cnorm(pyb::module_& m) {
         arg("context_span"), arg("template"), arg("shared"), arg("system"), arg("n_ctx"),
         arg("progress"));
   m.def("_cnorm_apply", &cnorm_apply, arg("profile"), arg("record"));
+  m.def("_cnorm_evaluate", &cnorm_evaluate, arg("model"), arg("records"), arg("profile"),
+        arg("task"), arg("k"), arg("limit"), arg("seeds"), arg("max_tokens"), arg("template"),
+        arg("store"), arg("positions"), arg("all_candidates"), arg("density"), arg("force"),
+        arg("ctx"), arg("progress"));
   m.def("_cnorm_default_delimiters", &cnorm::default_delimiter_list);
 }
 

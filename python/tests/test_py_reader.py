@@ -5,6 +5,7 @@ the same store rows as the Model itself; an exception in the reader is an unmeas
 rerun measures; KeyboardInterrupt stops the run."""
 import json
 import math
+import re
 import sqlite3
 
 import numpy as np
@@ -207,13 +208,17 @@ def test_a_bad_argument_is_named():
 # ---------------------------------------------------------------- the pipelines, by hand
 
 
+# Four questions, each with a passage naming its author and two naming a critic.
+BOOKS = [{"id": f"r{i}", "question": f"Who wrote book {i}?", "answers": [f"Author{i}"],
+          "ctxs": [{"title": f"T{i}{j}", "text": f"Book {i} was {'written' if j == 0 else 'read'} "
+                    f"by {'Author' if j == 0 else 'Critic'}{i}. It sold well. It is long.",
+                    "hasanswer": j == 0, "isgold": j == 0}
+                   for j in range(3)]}
+         for i in range(4)]
+
+
 def test_cnorm_calibration_by_hand():
-    records = [{"id": f"r{i}", "question": f"Who wrote book {i}?", "answers": [f"Author{i}"],
-                "ctxs": [{"title": f"T{i}{j}", "text": f"Book {i} was written by Author{i}. It "
-                          f"sold well. It is long.", "hasanswer": j == 0, "isgold": j == 0}
-                         for j in range(3)]}
-               for i in range(4)]
-    prof = ragform.cnorm.calibrate(reader=Calibrating(), records=records, S=2, k=2,
+    prof = ragform.cnorm.calibrate(reader=Calibrating(), records=BOOKS, S=2, k=2,
                                    delims="original,~,+", p=1.0, progress=False)
     got = {c["delimiter"]: (c["abs"], c["abs_mean"], c["abs_std"]) for c in prof["candidates"]}
     # ABS = 1 - 2 |mu - 1/2|: all weight on the first token (mu 0), uniform (mu 1/2), 3:1 on
@@ -221,6 +226,47 @@ def test_cnorm_calibration_by_hand():
     assert got == {"original": ([0.0, 0.0], 0.0, 0.0), "~": ([1.0, 1.0], 1.0, 0.0),
                    "+": ([0.5, 0.5], 0.5, 0.0)}
     assert prof["best"] == "~" and prof["model_sha256"] == ""
+
+
+class Answering(Calibrating):
+    """Answers with the first person a document names (the gold's author, or a distractor's
+    critic); with '~' delimiters, the right author."""
+
+    def generate(self, prompts, params):
+        self.batches.append(list(prompts))
+        out = []
+        for p in prompts:
+            book = re.search(r"Who wrote book (\d+)\?", p).group(1)
+            first = re.search(r"by\W(\w+)\.", p).group(1)  # "by Author0." or "by~Author0."
+            out.append(f"Author{book}" if "~" in p else first)
+        return out
+
+
+def test_cnorm_evaluate_by_hand(tmp_path):
+    reader = Answering()
+    prof = ragform.cnorm.calibrate(reader=reader, records=BOOKS, S=2, k=2,
+                                   delims="original,~,+", p=1.0, progress=False)
+    store = tmp_path / "eval.sqlite"
+    got = ragform.cnorm.evaluate(reader=reader, records=BOOKS, profile=prof, store=store, k=2,
+                                 progress=False)
+    v = {x["name"]: x for x in got["variants"]}
+    # Baseline: right when the gold document comes first, wrong after the distractor; C-NORM
+    # (f* = '~') always right, and so Min-Token (the profile's delimiters tie on whitespace
+    # tokens: the first).
+    assert (v["baseline"]["accuracy"], v["baseline"]["oaa"], v["baseline"]["opa"],
+            v["baseline"]["best_position"]) == ([1.0, 0.0], 0.5, 1.0, 1)  # counted from 1
+    assert (v["cnorm"]["delimiter"], v["cnorm"]["accuracy"], v["cnorm"]["oaa"]) == \
+        ("~", [1.0, 1.0], 1.0)
+    assert v["min-token"]["accuracy"] == [1.0, 1.0]
+    assert (got["k"], got["items"], got["seeds"]) == (2, 4, [0])
+    rows = ragform.RunStore(store).rows()
+    assert len(rows) == 4 * 2 * 3  # items x positions x variants
+    assert ragform.RunStore(store).runs()[0]["reader"] == "python:Answering"
+    # A rerun resumes: nothing left to ask.
+    before = len(reader.batches)
+    assert ragform.cnorm.evaluate(reader=reader, records=BOOKS, profile=prof, store=store, k=2,
+                                  progress=False)["variants"] == got["variants"]
+    assert len(reader.batches) == before
 
 
 def test_sure_evaluate_and_attention_shift_by_hand(tmp_path):
@@ -423,5 +469,14 @@ def test_native_reader_through_the_protocol_writes_the_same_rows(model, tmp_path
     ca = ragform.cnorm.calibrate(model, nq_records, S=2, k=2, progress=False)
     cb = ragform.cnorm.calibrate(reader=wrapped, records=nq_records, S=2, k=2, progress=False)
     assert cb.pop("model_sha256") == ""  # no model file behind a Python reader
-    ca.pop("model_sha256")
-    assert json.dumps(ca) == json.dumps(cb)
+    ca["model_sha256"] = model_sha = ca.pop("model_sha256")
+    assert json.dumps(ca) == json.dumps(dict(cb, model_sha256=model_sha))
+    # C-NORM's gold-position sweep with that profile: the same rows.
+    ea, eb = tmp_path / "cnorm-native.sqlite", tmp_path / "cnorm-wrapped.sqlite"
+    sa = ragform.cnorm.evaluate(model, nq_records, profile=ca, store=ea, k=2, limit=3,
+                                max_tokens=4, progress=False)
+    sb = ragform.cnorm.evaluate(reader=wrapped, records=nq_records, profile=ca, store=eb, k=2,
+                                limit=3, max_tokens=4, progress=False)
+    assert len(result_rows(ea)) == 3 * 2 * 3 and result_rows(ea) == result_rows(eb)
+    sa.pop("store"), sb.pop("store")
+    assert json.dumps(sa) == json.dumps(sb)
