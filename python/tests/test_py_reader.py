@@ -7,6 +7,7 @@ import json
 import math
 import re
 import sqlite3
+import threading
 
 import numpy as np
 import pytest
@@ -196,6 +197,33 @@ def test_protocol_params_and_result_shapes():
     assert a.heads.shape == (2, 3) and a.head_ids == [0, 1] and a.query_position == 2
     assert a.abs == pytest.approx(1.0)  # uniform: centroid 1/2
     assert r.hidden("a b c", 1).tolist() == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_steering_is_refused():
+    r = ragform.readers.as_reader(Double())
+    r.steering = {"rule": "rescale:0.5", "spans": [(0, 3)]}
+    # Steering acts inside the engine's attention: a Python object's model is beyond it.
+    with pytest.raises(NotImplementedError, match="attention steering .* needs the native engine"):
+        r._generate("a Paris")
+
+
+def test_studies_in_threads_take_the_gil_per_call(tmp_path):
+    # Two studies at once from two Python threads: each releases the GIL for its C++ pipeline
+    # and takes it back for each call into its reader, so neither waits on the other for good.
+    results = {}
+
+    def study(name):
+        results[name] = ragform.sure.evaluate(reader=Double(), pairs=PAIRS,
+                                              store=tmp_path / f"{name}.sqlite", batch=1,
+                                              resamples=10, progress=False)
+
+    threads = [threading.Thread(target=study, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert [overall(results[n])["RR"] for n in ("a", "b")] == [0.5, 0.5]
 
 
 def test_a_bad_argument_is_named():
