@@ -51,6 +51,18 @@ TEST(NativeReaderSteering, SpansBecomeTheTokensOfTheirBytes) {
   }
 }
 
+TEST(NativeReaderSteering, APromptSpellingBosIsText) {
+  REQUIRE_SHARED(path, "fixtures/models/stories260K.gguf");
+  NativeReader r(path.string());
+  const std::string p = "<s> Lily ran.";
+  const auto ids = r.prompt_tokens(p);
+  const runtime::Steering st = r.resolve_steering(p, ids, steer_on("<s>", p), p.size());
+  ASSERT_EQ(st.spans.size(), 1u);
+  EXPECT_GE(st.spans[0].begin, 1);  // the text's "<s>", not the BOS token
+  EXPECT_NE(span_text(r, ids, st).find("<s>"), std::string::npos);
+  EXPECT_EQ(span_text(r, ids, st).find("Lily"), std::string::npos);
+}
+
 TEST(NativeReaderSteering, ChatModeOffsetsAreIntoTheUserText) {
   REQUIRE_SHARED(src, "fixtures/models/stories260K.gguf");
   const auto dir = ragform::testing::temp_dir("steer-chat");

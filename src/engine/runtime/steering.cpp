@@ -214,6 +214,11 @@ std::vector<CharSpan> token_char_spans(const tok::Tokenizer& tk, std::string_vie
   size_t at = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
+    // The BOS the tokenizer adds is not in the text, even when the text starts with its spelling.
+    if (i == 0 && id == tk.bos() && tk.add_bos()) {
+      out.push_back({at, at});
+      continue;
+    }
     const std::string piece = tk.token_to_piece(id, true);
     if (!piece.empty() && text.substr(at, piece.size()) == piece) {
       out.push_back({at, at + piece.size()});
