@@ -73,4 +73,39 @@ TEST(TuneCli, NeedleEndToEnd) {
   EXPECT_NE(small.err.find("the minimum is --budget"), std::string::npos) << small.err;
 }
 
+// --shard i/n splits each phase; after merging the workers' stores a rerun continues with the
+// next phase, and the sharded search ends with the unsharded one's profile.
+TEST(TuneCli, ShardsMergeAndContinue) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("tune_cli_shards");
+  RunResult whole = run_ragform(tune_args(model, dir, 80) + " --json");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const nlohmann::json want = json_lines(whole.out).at(0)["profile"]["presentation"];
+  std::vector<nlohmann::json> last(2, nlohmann::json::object());
+  int rounds = 0;
+  for (; rounds < 10 && !(last[0].value("complete", false) && last[1].value("complete", false));
+       ++rounds) {
+    for (int w = 0; w < 2; ++w) {
+      auto wdir = dir / ("w" + std::to_string(w));
+      std::filesystem::create_directories(wdir);
+      RunResult r =
+          run_ragform(tune_args(model, wdir, 80) + " --json --shard " + std::to_string(w) + "/2");
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      last[w] = json_lines(r.out).at(0);
+      if (!last[w]["complete"].get<bool>()) {
+        EXPECT_NE(last[w]["pending"].get<std::string>().find("ragform merge"), std::string::npos);
+      }
+    }
+    for (int w = 0; w < 2; ++w) {
+      RunResult m = run_ragform("merge " + quoted(dir / ("w" + std::to_string(w)) / "s.sqlite") +
+                                " " + quoted(dir / ("w" + std::to_string(1 - w)) / "s.sqlite"));
+      ASSERT_EQ(m.exit_code, 0) << m.err;
+    }
+  }
+  EXPECT_GT(rounds, 1);  // the first round stopped at a phase boundary
+  ASSERT_TRUE(last[0]["complete"].get<bool>());
+  EXPECT_EQ(last[0]["profile"]["presentation"], want);
+  EXPECT_EQ(last[1]["profile"]["presentation"], want);
+}
+
 }  // namespace
