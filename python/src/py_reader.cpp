@@ -182,7 +182,10 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
       for (size_t j = 0; j < row.mean.size(); ++j) row.mean[j] += hr[j];
     for (auto& v : row.mean) v /= float(row.heads.size());
   }
-  (void)position;
+  // A position asked from the start is checked: a row of another length answers another query.
+  if (position >= 0 && position != row.query_position)
+    throw Error("attention", "asked for query position " + std::to_string(position) +
+                                 ", got a row of " + std::to_string(n_keys) + " keys");
   return row;
 }
 

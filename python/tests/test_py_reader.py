@@ -166,6 +166,21 @@ def test_protocol_answers_as_a_reader():
         r.hidden("a", 1)
     assert ragform.readers.as_reader(Named()).description == "double:v2"
 
+    class Refusing(Double):
+        def attention(self, prompt, layers, heads, positions):
+            raise NotImplementedError("no eager attention here")
+
+    with pytest.raises(NotImplementedError,
+                       match="^python reader: Refusing.attention: NotImplementedError: no eager"):
+        ragform.readers.as_reader(Refusing()).attention("a b")
+
+    class Short(Double):  # a row of the wrong length answers another query
+        def attention(self, prompt, layers, heads, positions):
+            return np.ones((1, 2))
+
+    with pytest.raises(RuntimeError, match="asked for query position 2, got a row of 2 keys"):
+        ragform.readers.as_reader(Short()).attention("a b c", query=2)
+
 
 def test_protocol_params_and_result_shapes():
     class Shapes:
