@@ -19,7 +19,7 @@ TEST(CalibratedRelevancePython, SameAsTheCli) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   const auto module = python_module();
   if (module.empty()) GTEST_SKIP() << "no Python module in " << RAGFORM_BINARY_DIR << "/python";
-  const auto dir = temp_dir("calibrated-relevance-py");
+  const auto dir = temp_dir("calibrated-relevance-py-files");
   write_file(dir / "prompt.txt", kPrompt);
 
   auto curve =
