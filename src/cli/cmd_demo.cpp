@@ -23,7 +23,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include "base/error.h"
