@@ -103,34 +103,36 @@ Generation generation_of(const pyb::handle& h) {
   return g;
 }
 
+// Log-probs as a sequence or array, or Model.score_details' dict; a dict's sum and prompt_tokens
+// are kept, a sequence's sum is added up in order (as the native reader sums).
 ScoreResult score_of(const pyb::handle& h) {
   ScoreResult r;
-  pyb::object tokens = field(h, "tokens");
-  if (pyb::isinstance<pyb::dict>(h) || !tokens.is_none()) {
-    if (tokens.is_none()) throw Error("score", "a score dict needs 'tokens'");
-    for (pyb::handle t : tokens) {
-      reader::TokenLogprob tl;
-      if (pyb::object id = field(t, "id"); !id.is_none()) tl.id = id.cast<int32_t>();
-      if (pyb::object piece = field(t, "piece"); !piece.is_none()) tl.piece = text_of(piece);
-      tl.logprob = field(t, "logprob").cast<double>();
-      r.tokens.push_back(std::move(tl));
-    }
-  } else {
+  const pyb::object tokens = pyb::isinstance<pyb::array>(h) ? pyb::none() : field(h, "tokens");
+  if (pyb::isinstance<pyb::dict>(h) && tokens.is_none())
+    throw Error("score", "a score dict needs 'tokens'");
+  if (tokens.is_none()) {
     auto a = array_of<double>(h, "score", 1);
     for (pyb::ssize_t i = 0; i < a.shape(0); ++i) {
       reader::TokenLogprob tl;
       tl.logprob = a.at(i);
+      r.sum += tl.logprob;
       r.tokens.push_back(std::move(tl));
     }
+    return r;
   }
-  pyb::object sum = field(h, "sum");
-  if (!sum.is_none() && !pyb::isinstance<pyb::array>(h)) {
+  for (pyb::handle t : tokens) {
+    reader::TokenLogprob tl;
+    if (pyb::object id = field(t, "id"); !id.is_none()) tl.id = id.cast<int32_t>();
+    if (pyb::object piece = field(t, "piece"); !piece.is_none()) tl.piece = text_of(piece);
+    tl.logprob = field(t, "logprob").cast<double>();
+    r.tokens.push_back(std::move(tl));
+  }
+  if (pyb::object sum = field(h, "sum"); !sum.is_none()) {
     r.sum = sum.cast<double>();
   } else {
-    for (const auto& t : r.tokens) r.sum += t.logprob;  // in order, as the native reader sums
+    for (const auto& t : r.tokens) r.sum += t.logprob;
   }
-  if (pyb::object n = field(h, "prompt_tokens"); !n.is_none() && !pyb::isinstance<pyb::array>(h))
-    r.prompt_tokens = n.cast<int>();
+  if (pyb::object n = field(h, "prompt_tokens"); !n.is_none()) r.prompt_tokens = n.cast<int>();
   return r;
 }
 
