@@ -8,6 +8,7 @@
 
 #include "base/progress.h"
 #include "retrieval/index_build.h"
+#include "support/recording_hooks.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -28,17 +29,17 @@ TEST(IndexBuildHooks, OneStageAdvancedOncePerPassage) {
   o.corpus = write_corpus(dir, 7).string();
   o.dir = (dir / "ix").string();
   o.checkpoint = 3;  // checkpoints in between do not end the stage
-  std::vector<std::string> events;
-  uint64_t advanced = 0;
-  o.hooks.begin = [&](const std::string& label, uint64_t total) {
-    events.push_back("begin " + label + " " + std::to_string(total));
-  };
-  o.hooks.advance = [&](uint64_t n) { advanced += n; };
-  o.hooks.end = [&] { events.push_back("end"); };
+  RecordingHooks rec;
+  o.hooks = rec.hooks();
   const auto s = retrieval::build_index(o);
   EXPECT_EQ(s.read, 7u);
-  EXPECT_EQ(advanced, 7u);
-  EXPECT_EQ(events, (std::vector<std::string>{"begin index 0", "end"}));
+  EXPECT_EQ(rec.advanced, 7u);
+  // One stage, all seven passages inside it, no note.
+  EXPECT_EQ(rec.count_prefix("begin "), 1u);
+  EXPECT_EQ(rec.count_prefix("end"), 1u);
+  EXPECT_EQ(rec.steps("begin index 0"), 7);
+  EXPECT_EQ(rec.events.back(), "end");
+  EXPECT_EQ(rec.count_prefix("note "), 0u);
 }
 
 TEST(IndexBuildHooks, DrawsNothingWithoutHooks) {

@@ -10,6 +10,7 @@
 #include "pipelines/common/common.h"
 #include "ragform_version.h"
 #include "support/fake_reader.h"
+#include "support/recording_hooks.h"
 #include "support/test_support.h"
 
 namespace ragform::common {
@@ -100,20 +101,15 @@ TEST(RunContract, BeginOrResumeRecordsTheOriginAndNotesAResume) {
 }
 
 TEST(RunContract, StageBeginsAdvancesAndEndsEvenOnAnError) {
-  std::vector<std::string> events;
-  RunHooks h;
-  h.begin = [&](const std::string& l, uint64_t n) {
-    events.push_back("begin " + l + " " + std::to_string(n));
-  };
-  h.advance = [&](uint64_t n) { events.push_back("advance " + std::to_string(n)); };
-  h.end = [&] { events.push_back("end"); };
+  ragform::testing::RecordingHooks rec;
+  const RunHooks h = rec.hooks();
   try {
     Stage s(h, "work", 2);
     s.add();
     throw std::runtime_error("boom");
   } catch (const std::runtime_error&) {
   }
-  EXPECT_EQ(events, (std::vector<std::string>{"begin work 2", "advance 1", "end"}));
+  EXPECT_EQ(rec.events, (std::vector<std::string>{"begin work 2", "advance 1", "end"}));
   // Empty hooks are fine.
   RunHooks none;
   Stage quiet(none, "x", 1);
