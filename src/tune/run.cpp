@@ -296,14 +296,26 @@ bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord&
   }
 }
 
-// The original presentation the winner is compared with: as given, at the largest k that fits.
-Presentation baseline(const std::vector<Presentation>& kept) {
-  Presentation o = original_presentation();
-  for (const Presentation& p : kept)
-    if (p.delimiter == "original" && p.format == "plain" && p.order == Order::Retrieved &&
-        !p.spotlight)
-      return p;
-  return o;
+// The original presentation the winner is compared with: the records as given (no delimiter,
+// plain, retrieved order, no selection) with every document, or else the largest k of the space
+// whose prompts fit the context on every dev record (the winner's k when none does).
+Presentation baseline(reader::Reader& r, const TuneOptions& o, const Presentation& winner) {
+  std::vector<size_t> ks = {0};
+  std::vector<size_t> given = o.space.ks;
+  std::sort(given.rbegin(), given.rend());
+  for (size_t k : given)
+    if (k) ks.push_back(k);
+  Presentation p = original_presentation();
+  p.format_seed = o.space.format_seed;
+  for (size_t k : ks) {
+    p.k = k;
+    bool fits = true;
+    for (size_t i = 0; i < o.dev.size() && fits && o.ctx; ++i)
+      fits = fits_context(r, o, o.dev[i], p);
+    if (fits) return p;
+  }
+  p.k = winner.k;
+  return p;
 }
 
 void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSummary& s,
@@ -316,33 +328,48 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
                {"max_tokens", o.max_tokens},
                {"kinds", robustness_kinds()}};
   rc.seed = int64_t(o.seed);
-  const size_t n = o.holdout.size();
-  const size_t rob_items = std::min(n, o.search.robust_items);
   std::vector<Presentation> sides = {original};
   if (!(tuned == original)) sides.push_back(tuned);
+  // Records whose prompt does not fit the context under either side are left out (a note says
+  // how many): the comparison is paired.
+  std::vector<eval::QaRecord> recs;
+  for (const eval::QaRecord& rec : o.holdout) {
+    bool fits = true;
+    for (const Presentation& p : sides)
+      if (o.ctx && fits) fits = fits_context(run.r, o, rec, p);
+    if (fits) recs.push_back(rec);
+  }
+  if (recs.size() < o.holdout.size())
+    o.hooks.say("tune holdout: note: " + std::to_string(o.holdout.size() - recs.size()) + " of " +
+                std::to_string(o.holdout.size()) +
+                " held-out records left out: their prompts exceed the " + std::to_string(o.ctx) +
+                "-token context (--ctx) with the answer");
+  if (recs.empty()) throw UsageError("--holdout", "no held-out record fits the context");
+  const size_t n = recs.size();
+  const size_t rob_items = std::min(n, o.search.robust_items);
   common::Resumed res =
       common::begin_or_resume(st, rc, o.origin, o.hooks, "tune holdout", 0, "held-out answers");
   Ledger led(st, res.run);
   s.holdout_run = res.run;
-  auto kinds_of = pair_kinds(o, o.holdout, rob_items);
+  auto kinds_of = pair_kinds(o, recs, rob_items);
   std::vector<std::pair<std::string, std::string>> cells;
   std::vector<std::pair<size_t, size_t>> what;
   for (size_t c = 0; c < sides.size(); ++c)
     for (size_t i = 0; i < n; ++i) {
-      cells.push_back({o.holdout[i].id, acc_variant(label(sides[c]))});
+      cells.push_back({recs[i].id, acc_variant(label(sides[c]))});
       what.emplace_back(c, i);
     }
   TuneOptions whole = o;  // the held-out evaluation is never sharded: it runs after the merge
   whole.shard_count = 1;
   run_phase(whole, run, led, "tune holdout", cells, [&](size_t j) {
     auto [c, i] = what[j];
-    run.answer(led, o.holdout[i], o.holdout[i].id, sides[c], cells[j].second);
+    run.answer(led, recs[i], recs[i].id, sides[c], cells[j].second);
   });
   std::vector<size_t> all(sides.size());
   std::iota(all.begin(), all.end(), 0);
   Runner whole_run{run.r, whole, 0, {}};
   if (o.task != Task::Kv)
-    run_robustness(whole_run, led, o.holdout, rob_items, sides, all, kinds_of,
+    run_robustness(whole_run, led, recs, rob_items, sides, all, kinds_of,
                    "tune holdout robustness");
   run.new_prompts += whole_run.new_prompts;
   Holdout h;
@@ -351,13 +378,13 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
   std::vector<std::vector<bool>> correct(2);
   for (size_t c = 0; c < 2; ++c) {
     const Presentation& p = sides[std::min(c, sides.size() - 1)];
-    Score sc = accuracy_of(led, o.holdout, n, label(p));
+    Score sc = accuracy_of(led, recs, n, label(p));
     out[c]->label = label(p);
     out[c]->accuracy = sc.accuracy();
     out[c]->tokens = sc.tokens;
-    out[c]->robustness = robustness_of(led, o.holdout, rob_items, label(p), kinds_of).first;
+    out[c]->robustness = robustness_of(led, recs, rob_items, label(p), kinds_of).first;
     for (size_t i = 0; i < n; ++i) {
-      const store::Result* row = led.find(o.holdout[i].id, acc_variant(label(p)));
+      const store::Result* row = led.find(recs[i].id, acc_variant(label(p)));
       correct[c].push_back(row && row->correct && *row->correct);
     }
   }
@@ -418,7 +445,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
 
   // The context cap: a candidate whose prompt (plus the answer) does not fit is dropped.
   std::vector<Presentation> cands;
-  const size_t probe = std::min<size_t>(4, o.dev.size());
+  const size_t probe = o.dev.size();
   for (const Presentation& p : all) {
     bool fits = true;
     for (size_t i = 0; i < probe && fits && o.ctx; ++i) fits = fits_context(r, o, o.dev[i], p);
@@ -574,7 +601,8 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   s.profile.run = s.run;
   s.complete = true;
 
-  if (!o.holdout.empty()) run_holdout(run, st, o, s, baseline(cands), cands[s.winner]);
+  if (!o.holdout.empty())
+    run_holdout(run, st, o, s, baseline(r, o, cands[s.winner]), cands[s.winner]);
   s.new_prompts = run.new_prompts;
   st.set_run_meta(s.run, "tune_summary", summary_json(s, o));
   return s;

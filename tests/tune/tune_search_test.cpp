@@ -359,3 +359,41 @@ TEST(TuneSearch, FailedRequestsAreUnmeasuredAndRetried) {
 }
 
 }  // namespace
+
+namespace {
+
+// The context cap: candidates over the context are dropped before the search, the original
+// presentation falls back to the largest k that fits, and held-out records that fit under
+// neither side are left out of the paired comparison.
+TEST(TuneSearch, ContextCapsCandidatesBaselineAndHoldout) {
+  Fixture fx;
+  fx.space.ks = {0, 2};
+  fx.cands = candidates(fx.space, Task::Qa);
+  TuneOptions o = fx.options(Objective::Accuracy, 200);
+  o.space = fx.space;
+  o.holdout = qa_records(5, "h");
+  o.holdout[2].ctxs[0].text += std::string(4000, 'x');  // too long for any presentation
+  std::vector<eval::QaRecord> all = o.dev;
+  all.insert(all.end(), o.holdout.begin(), o.holdout.end());
+  TableReader tr(fx.cands, all, std::vector<Planted>(fx.cands.size(), Planted{0.5, 0}));
+  // One token per byte: k = all (3 documents) is over a context that 2 documents fit.
+  const std::string tmpl = template_for(Task::Qa);
+  Presentation two = original_presentation(), three = original_presentation();
+  two.k = 2;
+  o.ctx = (render(o.dev[0], two, Task::Qa, tmpl).prompt.size() +
+           render(o.dev[0], three, Task::Qa, tmpl).prompt.size()) /
+          2;
+  for (const auto& rec : o.dev)
+    ASSERT_LT(render(rec, three, Task::Qa, tmpl).prompt.size(), o.ctx + 60);
+  auto dir = ragform::testing::temp_dir("tune_context");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+  TuneSummary s = run_tune(tr.r, st, o);
+  EXPECT_GT(s.dropped_for_context, 0u);
+  for (const auto& c : s.candidates) EXPECT_EQ(c.presentation.k, 2u) << label(c.presentation);
+  ASSERT_TRUE(s.holdout);
+  EXPECT_EQ(s.holdout->items, 4u);
+  EXPECT_EQ(s.holdout->original.label,
+            "delim=original,format=plain,order=retrieved,k=2,spotlight=off");
+}
+
+}  // namespace
