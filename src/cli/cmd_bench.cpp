@@ -4,7 +4,7 @@
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
 // time ratio on stderr. --steer RULE likewise measures attention steering (runtime/steering.h):
 // ppN+steer steers toward the prompt's first half in the default layers, interleaved with ppN;
-// tgN+steer decodes after a steered first token.
+// tgN+steer decodes after a steered first token, interleaved with tgN.
 //
 // Prefill runs in batches of 2048 tokens (llama-bench's default n_batch), so a long ppN shows
 // progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
@@ -157,25 +157,38 @@ struct Bench {
     return ss;
   }
 
-  // tgN: n decode steps after a one-token prompt, reps runs.
-  Sample generation(int n, int reps, Progress& progress, bool steered = false) {
-    Sample s{"tg" + std::to_string(n) + (steered ? "+steer" : ""), {}};
-    for (int r = 0; r < reps; ++r) {
-      runtime::SeqInput in;
-      in.seq = ctx.new_sequence();
-      steer_seq(in.seq, steered, 0, 1);
+  // Tokens/s of n decode steps after a one-token prompt (steered toward that token when asked).
+  double decode(int n, Progress& progress, bool steered) {
+    runtime::SeqInput in;
+    in.seq = ctx.new_sequence();
+    steer_seq(in.seq, steered, 0, 1);
+    in.tokens = {tok(rng)};
+    ctx.eval({in});
+    auto t0 = clock::now();
+    for (int i = 0; i < n; ++i) {
       in.tokens = {tok(rng)};
       ctx.eval({in});
-      auto t0 = clock::now();
-      for (int i = 0; i < n; ++i) {
-        in.tokens = {tok(rng)};
-        ctx.eval({in});
-        progress.add(1);
-      }
-      s.tps.push_back(n / std::chrono::duration<double>(clock::now() - t0).count());
-      ctx.free_sequence(in.seq);
+      progress.add(1);
     }
-    return s;
+    const double tps = n / std::chrono::duration<double>(clock::now() - t0).count();
+    ctx.free_sequence(in.seq);
+    return tps;
+  }
+
+  // tgN (and tgN+steer with --steer, interleaved as ppN+steer), reps runs each.
+  std::vector<Sample> generation(int n, int reps, Progress& progress) {
+    const size_t n_modes = steer.active() ? 2 : 1;
+    std::vector<Sample> ss;
+    for (size_t mode = 0; mode < n_modes; ++mode)
+      ss.push_back({"tg" + std::to_string(n) + (mode == 1 ? "+steer" : ""), {}});
+    for (int r = 0; r < reps; ++r)
+      for (size_t mode = 0; mode < n_modes; ++mode)
+        ss[mode].tps.push_back(decode(n, progress, mode == 1));
+    if (n_modes == 2)
+      std::fprintf(stderr, "%s: steering adds %+.2f%% to decode time (median vs %s)\n",
+                   ss[1].test.c_str(), 100.0 * (median(ss[0].tps) / median(ss[1].tps) - 1.0),
+                   ss[0].test.c_str());
+    return ss;
   }
 
   // n distinct random prompts of len tokens (distinct, so no two sequences compute the same).
@@ -586,8 +599,8 @@ int run_bench(const std::vector<std::string>& argv) {
       }
       for (int n : tgs)
         if (n > 0) {
-          results.push_back(b.generation(n, reps.value, progress));
-          if (steer.seen) results.push_back(b.generation(n, reps.value, progress, true));
+          auto ss = b.generation(n, reps.value, progress);
+          results.insert(results.end(), ss.begin(), ss.end());
         }
     }
   }

@@ -18,6 +18,7 @@ TEST(BenchSteer, SteeredRowsBesideThePlainOnes) {
   EXPECT_EQ(tests, (std::vector<std::string>{"pp64", "pp64+steer", "tg8", "tg8+steer"}));
   for (const auto& e : arr) EXPECT_GT(e["t_s_median"].get<double>(), 0.0);
   EXPECT_NE(r.err.find("pp64+steer: steering adds"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tg8+steer: steering adds"), std::string::npos) << r.err;
 
   const auto one =
       run_ragform("bench -m " + quoted(model) + " --pp 8 --tg 0 -r 1 --steer rescale:1");
