@@ -383,8 +383,6 @@ TEST(TuneSearch, ContextCapsCandidatesBaselineAndHoldout) {
   o.ctx = (render(o.dev[0], two, Task::Qa, tmpl).prompt.size() +
            render(o.dev[0], three, Task::Qa, tmpl).prompt.size()) /
           2;
-  for (const auto& rec : o.dev)
-    ASSERT_LT(render(rec, three, Task::Qa, tmpl).prompt.size(), o.ctx + 60);
   auto dir = ragform::testing::temp_dir("tune_context");
   store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
   TuneSummary s = run_tune(tr.r, st, o);
