@@ -25,10 +25,6 @@ void check_span(const CharSpan& c, const std::string& flag) {
                                " is empty or ends before it starts");
 }
 
-bool piece_at(const std::string& prompt, size_t at, std::string_view piece) {
-  return !piece.empty() && prompt.compare(at, piece.size(), piece) == 0;
-}
-
 }  // namespace
 
 std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string& flag) {
@@ -68,24 +64,28 @@ std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::s
 
 std::vector<CharSpan> token_chars(const std::string& prompt,
                                   const std::vector<std::string>& pieces) {
-  std::vector<CharSpan> out;
-  size_t at = 0;
+  // The pieces spell the rendered prompt: BOS, a chat template's turn markers around the user's
+  // text, SentencePiece's dummy-prefix space. The user's text is its last occurrence there (the
+  // user turn follows any system turn, and nothing after it repeats it), so a template piece that
+  // happens to equal the text's first word ("user") is never taken for it.
+  std::string spelt;
+  std::vector<size_t> at;
   for (const std::string& p : pieces) {
-    CharSpan c{at, at};
-    if (piece_at(prompt, at, p)) {
-      c.end = at + p.size();
-    } else if (p.size() > 1 && p[0] == ' ' && piece_at(prompt, at, std::string_view(p).substr(1))) {
-      c.end = at + p.size() - 1;  // SentencePiece's dummy prefix: a space the text does not have
-    }
-    at = c.end;
-    out.push_back(c);
+    at.push_back(spelt.size());
+    spelt += p;
   }
-  // Chat-template tokens after the user's text cover nothing, so the text must be spelt out by
-  // the time the pieces end; a prompt cut to fit the context is not.
-  if (at != prompt.size())
-    throw Error("document spans", "the prompt's tokens spell only its first " + std::to_string(at) +
-                                      " of " + std::to_string(prompt.size()) +
+  at.push_back(spelt.size());
+  const size_t from = spelt.rfind(prompt);
+  if (from == std::string::npos)
+    throw Error("document spans", "the prompt's tokens do not spell its " +
+                                      std::to_string(prompt.size()) +
                                       " bytes (was it truncated to fit the context?)");
+  const size_t to = from + prompt.size();
+  std::vector<CharSpan> out;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const size_t b = std::max(at[i], from), e = std::min(at[i + 1], to);
+    out.push_back(b < e ? CharSpan{b - from, e - from} : CharSpan{0, 0});
+  }
   return out;
 }
 

@@ -37,10 +37,11 @@ std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string&
 // The same spans from JSON, [[start, end], ...]; UsageError naming `field` otherwise.
 std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::string& field);
 
-// Where each token's characters lie in `prompt`: the pieces are laid over the text from its start;
-// a piece that is not the text at that point (BOS, a chat template's markers) covers nothing, and
-// a SentencePiece piece's leading space that the text lacks (the tokenizer's dummy prefix) is not
-// counted. Throws Error when the pieces do not spell the prompt (a truncated prompt).
+// Where each token's characters lie in `prompt`: the pieces, concatenated, spell the rendered
+// prompt, in which the prompt's text is the last occurrence; a token's range is its part of that
+// occurrence, empty for tokens outside it (BOS, a chat template's markers) and without the
+// SentencePiece dummy-prefix space the text lacks. Throws Error when the pieces do not spell the
+// prompt (a truncated prompt).
 std::vector<CharSpan> token_chars(const std::string& prompt,
                                   const std::vector<std::string>& pieces);
 // The tokens of each span, by the any-character rule. UsageError when a span ends past the prompt.

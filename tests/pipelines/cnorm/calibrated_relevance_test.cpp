@@ -32,7 +32,12 @@ TEST(CalibratedRelevance, LaysPiecesOverThePromptText) {
   EXPECT_EQ(c, (std::vector<CharSpan>{{0, 0}, {0, 4}, {4, 9}, {9, 11}, {11, 16}}));
   // A chat template's markers around the user's text cover nothing.
   c = token_chars("hi there", {"<|im_start|>", "hi", " there", "<|im_end|>", "\n"});
-  EXPECT_EQ(c, (std::vector<CharSpan>{{0, 0}, {0, 2}, {2, 8}, {8, 8}, {8, 8}}));
+  EXPECT_EQ(c, (std::vector<CharSpan>{{0, 0}, {0, 2}, {2, 8}, {0, 0}, {0, 0}}));
+  // A template's role piece equal to the text's first word is the template's, not the text's.
+  c = token_chars("user wins", {"<|im_start|>", "user", "\n", "user", " wins", "<|im_end|>"});
+  EXPECT_EQ(c, (std::vector<CharSpan>{{0, 0}, {0, 0}, {0, 0}, {0, 4}, {4, 9}, {0, 0}}));
+  EXPECT_EQ(resolve_spans("user wins", {"<|im_start|>", "user", "\n", "user", " wins"}, {{0, 2}}),
+            (std::vector<TokenSpan>{{3, 4}}));
   // Pieces that stop short of the text (a prompt cut to fit) are an error, not a silent shift.
   EXPECT_THROW(token_chars(prompt, {"<s>", " Once", " upon"}), Error);
 }
