@@ -19,7 +19,6 @@
 #include "pipelines/common/common.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
-#include "tune/run.h"
 #include "tune/tune.h"
 
 namespace ragform::cli {

@@ -4,11 +4,17 @@
 //   Presentation, render(record, presentation, task, template)     (presentation.h): the one
 //       renderer behind tune, `ragform present`, /v1/rag/present and ragform.present
 //   Profile, load_profile / save_profile / profile_from_json      (profile.h)
-//   Space, default_space, parse_space_file, candidates            (space.h)
+//   Space, default_space, load_space_file, set_dimension, candidates (space.h)
 //   run_tune(reader, store, TuneOptions) -> TuneSummary            (run.h): the budgeted search,
 //       its held-out evaluation and the summary `tune --json` prints (summary_json)
 //   the judge's pieces (grading, perturbations, objectives)       (judge.h)
 //   the halving schedule                                          (search.h)
+// present.h (the profile applied to records: `ragform present`, /v1/rag/present, Python) is
+// included by its front ends directly.
 #pragma once
+#include "tune/judge.h"
 #include "tune/presentation.h"
 #include "tune/profile.h"
+#include "tune/run.h"
+#include "tune/search.h"
+#include "tune/space.h"
