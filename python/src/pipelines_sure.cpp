@@ -15,6 +15,7 @@
 #include "pipelines/common/common.h"
 #include "pipelines/sure/sure.h"
 #include "qa_records.h"
+#include "reader/generate_params.h"
 #include "reader/native_reader.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -133,8 +134,10 @@ pyb::dict sure_evaluate(const pyb::handle& model, const pyb::iterable& pairs_in,
   using namespace sure;
   if (batch < 1 || max_tokens < 1 || resamples < 1)
     throw UsageError("sure evaluate", "batch, max_tokens and resamples must be >= 1");
-  if (!(temperature >= 0 && temperature <= 100))
-    throw UsageError("temperature", "must be in [0, 100]");
+  reader::GenerateParams sampling;  // the reader's one range rule of a generation's settings
+  sampling.temperature = temperature;
+  sampling.max_tokens = max_tokens;
+  reader::check_generate_params(sampling);
   std::vector<Pair> pairs = pairs_arg(pairs_in);
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   reader::Reader& reader = *rd;

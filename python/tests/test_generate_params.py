@@ -23,3 +23,9 @@ def test_settings_out_of_range_name_the_keyword(model, kwargs, message):
 def test_the_bounds_themselves_are_accepted(model):
     assert isinstance(model.generate("Once", n_predict=0, temp=100, top_p=1e-9, top_k=0, seed=1),
                       str)
+
+
+def test_sure_evaluate_follows_the_same_rule(model):
+    import ragform
+    with pytest.raises(ValueError, match=r"^temperature: must be in \[0, 100\]$"):
+        ragform.sure.evaluate(model, [], temperature=100.5, progress=False)

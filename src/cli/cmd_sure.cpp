@@ -16,6 +16,7 @@
 #include "cli/sure_prepare.h"
 #include "cli/sure_verbs.h"
 #include "eval/datasets.h"
+#include "reader/generate_params.h"
 #include "reader/native_encoder.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
@@ -203,8 +204,8 @@ int run_eval(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input = pairs_input_flag(a);
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
-  auto& temp =
-      a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1).range(0.0, 100.0);
+  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1)
+                   .range(0.0, reader::kMaxTemperature);
   auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "answer tokens", 32).range(1, kMaxInt);
   auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
   auto& batch = batch_flag(a);
