@@ -52,8 +52,13 @@ size_t slots_of(const RunRows& r) {
   return 0;
 }
 
+// "stories260K · needle": the model file without the reader's prefix, its engine options and the
+// extension, so that a chart's one-row legend holds several runs.
 std::string model_label(const RunRows& r) {
   std::string m = r.info.reader.empty() ? r.info.model_path : r.info.reader;
+  if (m.rfind("native:", 0) == 0) m = m.substr(7);
+  m = m.substr(0, m.find('#'));  // engine options the reader names ("#f16-gemm=exact")
+  if (m.size() > 5 && m.compare(m.size() - 5, 5, ".gguf") == 0) m.resize(m.size() - 5);
   return m + " · " + r.info.config.value("task", std::string("?"));
 }
 
@@ -86,10 +91,23 @@ void bias_curves(Html& h, const std::vector<const RunRows*>& runs) {
     o.title = "Bias curve, " + std::to_string(k) + " slots";
     o.x_label = "slot";
     o.y_label = "attention mass";
+    o.width = 900;
     h << line_chart(slot_labels(k), lines, o);
     ++h.charts;
   }
   h << "</div>";
+  // The same curves as numbers (the chart's legend is one row).
+  for (const auto& [k, rs] : by_k) {
+    std::vector<std::string> header = {"run", "model · task"};
+    for (const auto& x : slot_labels(k)) header.push_back("slot " + x);
+    std::vector<std::vector<std::string>> rows;
+    for (const RunRows* r : rs) {
+      std::vector<std::string> cells = {std::to_string(r->info.id), escape_html(model_label(*r))};
+      for (double m : curve_of(*r, k).overall) cells.push_back(fmt(m, 4));
+      rows.push_back(cells);
+    }
+    h << table(header, rows);
+  }
   for (const RunRows* r : runs) {
     const size_t k = slots_of(*r);
     if (k == 0) continue;

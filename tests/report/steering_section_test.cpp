@@ -63,7 +63,10 @@ TEST(SteeringSection, BiasCurvesAndRankingRecall) {
   EXPECT_NE(h.find("<section id=\"steering\">"), std::string::npos);
   EXPECT_NE(h.find("href=\"#steering\""), std::string::npos);
   EXPECT_NE(h.find("Bias curve, 3 slots"), std::string::npos);
-  EXPECT_NE(h.find("native:tiny.gguf · needle (run 1)"), std::string::npos);
+  EXPECT_NE(h.find("tiny · needle (run 1)"), std::string::npos);
+  // The curve as numbers too: slot means 0.4, 0.1, 0.6.
+  EXPECT_NE(h.find("<td>1</td><td>tiny · needle</td><td>0.4000</td><td>0.1000</td><td>0.6000</td>"),
+            std::string::npos);
   EXPECT_NE(h.find("layer 0"), std::string::npos);
   EXPECT_NE(h.find("layer 1"), std::string::npos);
   // The overall curve and the per-layer chart, both drawn.
@@ -99,7 +102,7 @@ TEST(SteeringSection, SweepOaaAndAccuracyByPosition) {
   EXPECT_NE(h.find("<td>0.50</td><td>baseline</td><td>0.750</td>"), std::string::npos)
       << h.substr(h.find("OAA"), 1500);
   EXPECT_NE(h.find("<td>0.50</td><td>calibrated</td><td>0.500</td>"), std::string::npos);
-  EXPECT_NE(h.find("Run 1 — native:tiny.gguf · needle, share 0.50"), std::string::npos);
+  EXPECT_NE(h.find("Run 1 — tiny · needle, share 0.50"), std::string::npos);
   // No bias-curve run: the section says so and still shows the sweep.
   EXPECT_NE(h.find("position-bias&#39; run in the store"), std::string::npos)
       << h.substr(h.find("steering"), 800);
