@@ -1,7 +1,6 @@
 #include "tune/run.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -18,8 +17,6 @@
 namespace ragform::tune {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // The records' content as canonical JSON, hashed: the identity of a split.
 std::string records_sha(const std::vector<eval::QaRecord>& recs) {
@@ -78,6 +75,7 @@ bool shard_keeps(const TuneOptions& o, const std::string& inst, const std::strin
 }
 
 struct Runner {
+  Runner(reader::Reader& reader_, const TuneOptions& options) : r(reader_), o(options) {}
   reader::Reader& r;
   const TuneOptions& o;
   size_t new_prompts = 0;
@@ -108,31 +106,56 @@ struct Runner {
     }
   }
 
-  // Answers the record `rec` (already perturbed when it is a robustness cell) under `p`.
+  // Answers the record `rec` (already perturbed when it is a robustness cell) under `p`: queued,
+  // and generated with the next kBatch - 1 answers as one batch (a reader may decode them
+  // together); a killed search loses at most one batch.
+  static constexpr size_t kBatch = 8;
+  struct Job {
+    std::string instance, variant, prompt;
+    std::vector<std::string> answers;
+    nlohmann::json presentation;
+  };
+  std::vector<Job> queue;
+
   void answer(Ledger& led, const eval::QaRecord& rec, const std::string& instance,
               const Presentation& p, const std::string& variant) {
-    const std::string prompt = render(rec, p, o.task, o.tmpl).prompt;
-    auto t0 = Clock::now();
-    reader::Generation g;
-    bool ok = false;
-    attempt(led, instance, variant, prompt, [&] {
-      g = r.generate(prompt, answer_params(o.max_tokens));
-      ok = true;
-    });
-    if (!ok) return;
-    ++new_prompts;
-    store::Result row;
-    row.instance = instance;
-    row.variant = variant;
-    row.prompt = prompt;
-    row.prompt_tokens = g.prompt_tokens;
-    row.output = g.text;
-    row.correct = grade(g.text, rec.answers);
-    row.scores = {{"substring_match", *row.correct ? 1.0 : 0.0}};
-    row.timings_ms = {
-        {"total", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}};
-    row.extra = {{"presentation", to_json(p)}, {"answer", cnorm::first_line(g.text)}};
-    led.put(std::move(row));
+    queue.push_back(
+        {instance, variant, render(rec, p, o.task, o.tmpl).prompt, rec.answers, to_json(p)});
+    if (queue.size() >= kBatch) flush(led);
+  }
+
+  // Generates the queued answers (reader::generate_each: one batch, each prompt alone when the
+  // batch fails) and stores a row for each: graded, or unmeasured with the reader's error.
+  void flush(Ledger& led) {
+    if (queue.empty()) return;
+    std::vector<std::string> prompts;
+    for (const Job& j : queue) prompts.push_back(j.prompt);
+    std::vector<reader::Attempt> at =
+        reader::generate_each(r, prompts, answer_params(o.max_tokens));
+    new_prompts += prompts.size();
+    for (size_t i = 0; i < queue.size(); ++i) {
+      Job& j = queue[i];
+      store::Result row;
+      row.instance = j.instance;
+      row.variant = j.variant;
+      row.prompt = j.prompt;
+      if (!at[i].gen) {
+        row.status = store::Status::unmeasured;
+        row.error = at[i].error;
+        failures.push_back(at[i].error);
+        led.put(std::move(row));
+        continue;
+      }
+      const reader::Generation& g = *at[i].gen;
+      row.prompt_tokens = g.prompt_tokens;
+      row.output = g.text;
+      row.correct = grade(g.text, j.answers);
+      row.scores = {{"substring_match", *row.correct ? 1.0 : 0.0}};
+      row.timings_ms = {{"total", at[i].ms}};
+      row.extra = {{"presentation", j.presentation}, {"answer", cnorm::first_line(g.text)}};
+      led.put(std::move(row));
+    }
+    queue.clear();
   }
 
   void measure_abs(Ledger& led, const eval::QaRecord& rec, const Presentation& p,
@@ -185,6 +208,7 @@ PhaseState run_phase(const TuneOptions& o, Runner& run, Ledger& led, const std::
       fn(i);
       prog.add();
     }
+    run.flush(led);
   }
   // A phase decides which candidates go on: it must be whole before the search continues.
   if (const size_t failed = run.failures.size() - failed_before)
@@ -367,7 +391,7 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
   });
   std::vector<size_t> all(sides.size());
   std::iota(all.begin(), all.end(), 0);
-  Runner whole_run{run.r, whole, 0, {}};
+  Runner whole_run(run.r, whole);
   if (o.task != Task::Kv)
     run_robustness(whole_run, led, recs, rob_items, sides, all, kinds_of,
                    "tune holdout robustness");
@@ -480,7 +504,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
       common::begin_or_resume(st, rc, o.origin, o.hooks, "tune", s.plan.total, "measurements");
   s.run = res.run;
   Ledger led(st, res.run);
-  Runner run{r, o, 0, {}};
+  Runner run(r, o);
 
   for (const Presentation& p : cands) s.candidates.push_back({p, {}, std::nullopt, ""});
   std::vector<Score> sc(cands.size());
