@@ -74,6 +74,7 @@ struct SweepArgs {
   double share;
   int max_tokens;
   bool json;
+  size_t k_given;  // -k when given (it must equal the curve's slots), else 0
 };
 
 int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
@@ -86,6 +87,9 @@ int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
   o.share = sa.share;
   o.max_tokens = sa.max_tokens;
   const size_t k = o.bias.curve.size();
+  if (sa.k_given && sa.k_given != k)
+    throw UsageError(
+        "-k", "--sweep takes K from the bias curve, which has " + std::to_string(k) + " slots");
   std::vector<cnorm::Item> items =
       cnorm_verbs::input_items(sa.task, sa.input, k, sa.seed, sa.limit);
   if (items.size() > sa.limit) items.resize(sa.limit);
@@ -151,7 +155,8 @@ int run_position_bias(const std::vector<std::string>& argv) {
                          .range(1, kMaxInt);
   auto& bias = a.opt<std::string>("--bias", "FILE",
                                   "with --rank or --sweep: the curve to calibrate with", "");
-  auto& json = a.flag("--json", "print the curve (with --rank: the recall) as one JSON object");
+  auto& json = a.flag(
+      "--json", "print the curve (--rank: the recall; --sweep: the accuracies) as one JSON object");
   if (!a.parse(argv)) return 0;
   if (!rank.value.empty())
     return rank_recall(rf, rank.value, bias.value, size_t(limit.value), store_path.value,
@@ -169,7 +174,8 @@ int run_position_bias(const std::vector<std::string>& argv) {
                  uint64_t(seed.value),
                  share.value,
                  max_tokens.value,
-                 json.value};
+                 json.value,
+                 k.seen ? size_t(k.value) : 0};
     return calibrated_sweep(rf, sa);
   }
   if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank or --sweep");

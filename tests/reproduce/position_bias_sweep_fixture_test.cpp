@@ -39,6 +39,11 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
       quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
+  // K comes from the curve: a different -k is refused.
+  auto k5 =
+      run_ragform("position-bias -m " + quoted(model) + " --task needle --sweep -k 5 --bias " +
+                  quoted(dir / "curve.json") + " --store " + quoted(dir / "k5.sqlite"));
+  EXPECT_EQ(k5.exit_code, 2) << k5.err;
   EXPECT_EQ(j["items"], 2);
   EXPECT_EQ(j["k"], 4);
   ASSERT_EQ(j["variants"].size(), 2u);
