@@ -15,8 +15,10 @@
 //   run "tune holdout"  identity: task, holdout records, template, max_tokens, seed, kinds.
 //                       Rows "acc <label>" and "rob <kind> <label>" of the original and the
 //                       winner (instance = holdout record id).
-// Labels are presentation.h label(). Resume: a killed search reruns only the cells without a
-// row. Sharding (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
+// Labels are presentation.h label(). Answers are generated in batches of 8 (a reader may decode
+// them together). A reader's failure is an unmeasured row; the phase then stops with an Error and
+// a rerun retries it. Resume: a killed search reruns only the cells without a row. Sharding
+// (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
 // fnv1a64("<instance>|<variant>") mod n; a shard runs its share of the first phase that is not
 // complete and stops (TuneSummary::complete = false); after `ragform merge` a rerun continues with
 // the next phase.
@@ -96,7 +98,9 @@ struct TuneSummary {
 TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& opt);
 
 // The object `ragform tune --json` prints: task, objective (and robust_floor for balanced),
-// profile (profile.h), winner, budget, spent, grid (integers: prompts), candidates,
+// profile (profile.h), winner, budget, spent, grid (integers: prompts; spent = the ABS passes,
+// dev answers and robustness pairs the search used, stored now or before; grid = every candidate
+// after the context cap on the last rung's dev records and every robustness pair), candidates,
 // dropped_for_context, plan, finalists, trajectory [{label, dropped_at, accuracy, n, tokens,
 // robustness, abs}], main_effects {dimension: {value: mean first-rung accuracy}}, holdout
 // {items, prompts, original: {label, accuracy, robustness, tokens}, tuned: {...},
