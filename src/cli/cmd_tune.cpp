@@ -78,7 +78,11 @@ struct TuneFlags {
   Opt<std::string>& abs_filter = a.opt<std::string>(
       "--abs-filter", "on|off", "ABS first filter (readers that give attention)", "on");
   Opt<int>& abs_prompts =
-      a.opt<int>("--abs-prompts", "N", "dev records of the ABS pass", 2).range(1, 100000);
+      a.opt<int>("--abs-prompts", "N",
+                 "dev records of the ABS pass (--objective abs: 6 unless given, as cnorm "
+                 "calibrate's -S)",
+                 2)
+          .range(1, 100000);
   Opt<double>& abs_keep =
       a.opt<double>("--abs-keep", "F", "share of candidates the ABS filter keeps", 0.5)
           .range(0.01, 1.0);
@@ -160,7 +164,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (f.abs_filter.value != "on" && f.abs_filter.value != "off")
     throw UsageError("--abs-filter", "on or off, got '" + f.abs_filter.value + "'");
   o.search.abs_filter = f.abs_filter.value == "on";
-  o.search.abs_prompts = size_t(f.abs_prompts.value);
+  // ABS as the objective is C-NORM's calibration: the same number of prompts by default.
+  o.search.abs_prompts =
+      size_t(o.objective == Objective::Abs && !f.abs_prompts.seen ? 6 : f.abs_prompts.value);
   o.search.abs_keep = f.abs_keep.value;
   o.search.eta = size_t(f.eta.value);
   o.search.finalists = size_t(f.finalists.value);

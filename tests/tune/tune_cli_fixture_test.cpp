@@ -108,4 +108,26 @@ TEST(TuneCli, ShardsMergeAndContinue) {
   EXPECT_EQ(last[1]["profile"]["presentation"], want);
 }
 
+// --objective abs is C-NORM's calibration: every candidate on 6 prompts (calibrate's -S) unless
+// --abs-prompts says otherwise, and nothing is generated.
+TEST(TuneCli, AbsObjectiveScoresSixPromptsPerCandidate) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("tune_cli_abs");
+  const std::string args = "tune -m " + quoted(model) +
+                           " --task needle --dev-items 8 --holdout-items 4 --delims original,-,_"
+                           " --p 1 --formats plain --orders retrieved --k all --objective abs"
+                           " --store " +
+                           quoted(dir / "s.sqlite") + " --json --budget ";
+  RunResult small = run_ragform(args + "17");
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_NE(small.err.find("the minimum is --budget 18"), std::string::npos) << small.err;
+  RunResult r = run_ragform(args + "18");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = json_lines(r.out).at(0);
+  EXPECT_EQ(j["spent"], 18);
+  EXPECT_EQ(j["plan"]["abs_prompts"], 6);
+  EXPECT_EQ(j["profile"]["objective"], "abs");
+  for (const auto& t : j["trajectory"]) EXPECT_TRUE(t["abs"].is_number()) << t.dump();
+}
+
 }  // namespace
