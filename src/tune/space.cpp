@@ -128,6 +128,7 @@ Space default_space(Task t) {
       s.ks = {0, 3};
       break;
     case Task::Kv:
+      s.ps = {1.0};  // C-NORM's kv rule rewrites every UUID dash whatever p > 0 is
       break;
   }
   return s;

@@ -48,10 +48,11 @@ struct Space {
 // orders retrieved, reversed, edges; k all, 5, 3; spotlight off, 6, 6+tokens. needle (short
 // stories for small models): the same delimiters and p; formats plain, json, yaml, html (the
 // markdown heading of a title-less slot says nothing more than json's); orders retrieved,
-// reversed, edges; k all, 3; spotlight off. kv: delimiters and p only (format plain, order
-// retrieved, k all, spotlight off). Prompts longer than the reader's context (--ctx: the model's
-// training context, 512 tokens for stories260K) are dropped before the search (run.h), so k and
-// formats are capped for the model, and the output says how many candidates that removed.
+// reversed, edges; k all, 3; spotlight off. kv: the delimiters at p 1 only (format plain, order
+// retrieved, k all, spotlight off; C-NORM's kv rule replaces every dash of a UUID for any p > 0).
+// Prompts longer than the reader's context (--ctx: the model's training context, 512 tokens for
+// stories260K) are dropped before the search (run.h), so k and formats are capped for the model,
+// and the output says how many candidates that removed.
 Space default_space(Task t);
 
 // The dimensions with more than one value, in the order delimiter, p, format, order, k,

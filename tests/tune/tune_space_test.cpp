@@ -32,6 +32,7 @@ TEST(TuneSpace, CandidatesDeduplicateOriginalAndSpotlight) {
             (std::vector<std::string>{"delimiter", "p", "format", "spotlight"}));
   EXPECT_EQ(candidates(default_space(Task::Qa), Task::Qa).size(), 423u);
   EXPECT_EQ(candidates(default_space(Task::Needle), Task::Needle).size(), 216u);
+  EXPECT_EQ(candidates(default_space(Task::Kv), Task::Kv).size(), 5u);  // p does not vary a UUID
 }
 
 TEST(TuneSpace, TaskRefusesDimensionsThatDoNotApply) {
