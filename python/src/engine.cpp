@@ -327,7 +327,16 @@ void bind_engine(pyb::module_& m) {
                     "C-NORM's Attention Balance Score of `mean`: 1 - 2|mu - 0.5| (paper 4.2)")
       .def_readonly("head_ids", &Attention::head_ids, "which heads `heads` holds")
       .def_readonly("ids", &Attention::ids, "the prompt's token ids")
-      .def_readonly("pieces", &Attention::pieces, "the prompt's token pieces")
+      // A token may end inside a UTF-8 character (byte-level BPE): its piece is decoded with
+      // U+FFFD for the partial bytes, as token_piece does, instead of raising on the attribute.
+      .def_property_readonly(
+          "pieces",
+          [](const Attention& a) {
+            pyb::list out;
+            for (const std::string& p : a.pieces) out.append(piece_str(p));
+            return out;
+          },
+          "the prompt's token pieces (str; bytes of a split UTF-8 character as U+FFFD)")
       .def("__repr__", [](const Attention& a) {
         return "<ragform.Attention layer " + std::to_string(a.layer) + ", query " +
                std::to_string(a.query_position) + ", " + std::to_string(a.head_ids.size()) +

@@ -216,15 +216,8 @@ AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layer
   if (!pyb::isinstance<pyb::array>(items[0])) {
     if (pyb::object ids = field(items[0], "ids"); !ids.is_none())
       r.ids = ids.cast<std::vector<int32_t>>();
-    try {
-      if (pyb::object pieces = field(items[0], "pieces"); !pieces.is_none())
-        for (pyb::handle p : pieces) r.pieces.push_back(text_of(p));
-    } catch (pyb::error_already_set& e) {
-      // A ragform.Attention's pieces cannot become str when a token splits a UTF-8 character:
-      // such a row gives its ids alone (pieces are optional).
-      if (!e.matches(PyExc_UnicodeDecodeError)) throw;
-      r.pieces.clear();
-    }
+    if (pyb::object pieces = field(items[0], "pieces"); !pieces.is_none())
+      for (pyb::handle p : pieces) r.pieces.push_back(text_of(p));
   }
   return r;
 }

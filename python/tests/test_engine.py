@@ -167,3 +167,17 @@ def test_prefix_cache_saves_prompt_work_and_changes_no_number(model_path):
         "max_bytes"] == 1 << 20
     with pytest.raises(ValueError, match="prefix_cache_mb"):
         ragform.Model(model_path, ctx=64, prefix_cache_mb=-1)
+
+
+def test_attention_pieces_of_a_split_utf8_character_are_text(cli):
+    # Byte-level BPE splits rare characters into byte tokens; their pieces are partial UTF-8 and
+    # read as U+FFFD, the CLI's --json rendering, instead of raising on the attribute.
+    from conftest import shared_file
+    import ragform
+    path = str(shared_file("fixtures/models/tiny-qwen2.gguf"))
+    text = "ꙮ 𝔘𝔫 𓀀"
+    want = cli("tokenize", "-m", path, "--text", text, "--json")
+    assert any("\ufffd" in p for p in want["pieces"])  # the case under test
+    a = ragform.Model(path, threads=1).attention(text)
+    assert a.pieces[1:] == want["pieces"] or a.pieces == want["pieces"]
+    assert len(a.pieces) == len(a.ids)
