@@ -23,6 +23,18 @@ eval::QaRecord record_of(const nlohmann::json& j) {
   return eval::to_qa_record(j, *f, {});
 }
 
+// The tokens the reader would feed. A reader that refuses the prompt (longer than its context)
+// refuses this record's presentation: the error names the record, not the whole input.
+int count(reader::Reader& counter, const std::string& prompt) {
+  try {
+    return counter.count_tokens(prompt);
+  } catch (const FileError&) {
+    throw;
+  } catch (const Error& e) {
+    throw eval::RowError(e.what());
+  }
+}
+
 }  // namespace
 
 void check_profile(const Profile& profile) {
@@ -51,7 +63,7 @@ Presented present(const nlohmann::json& record, const Profile& profile, reader::
   out.prompt = std::move(rendered.prompt);
   out.documents = rendered.documents;
   out.gold_position = rendered.gold_position;
-  if (counter) out.prompt_tokens = counter->count_tokens(out.prompt);
+  if (counter) out.prompt_tokens = count(*counter, out.prompt);
   return out;
 }
 

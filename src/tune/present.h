@@ -42,7 +42,8 @@ void check_profile(const Profile& profile);
 // The record rendered under the profile's presentation in its task's template. A record of no
 // known format, with a bad field or without documents is an eval::RowError naming the reason (the
 // CLI adds FILE:LINE, the server the request field, Python raises ValueError). `counter`, when
-// given, counts the prompt's tokens.
+// given, counts the prompt's tokens; a prompt it refuses (longer than its context) is a RowError
+// too.
 Presented present(const nlohmann::json& record, const Profile& profile,
                   reader::Reader* counter = nullptr);
 

@@ -193,5 +193,31 @@ TEST_F(PresentFixture, ABadRecordIsRefusedAlike) {
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
+// With a model, a prompt longer than its context is that record's error, named like a bad record.
+TEST_F(PresentFixture, APromptOverTheContextNamesItsRecord) {
+  ServeProcess srv({"-m", model_.string(), "--ctx", "64"});
+  const json prof = profile(json::object());
+  const fs::path pf = write_profile("p.json", prof);
+  const RunResult c =
+      run_ragform("present --json --profile " + quoted(pf) + " --input " +
+                  quoted(dir_ / "records.jsonl") + " -m " + quoted(model_) + " --ctx 64");
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.err.find((dir_ / "records.jsonl").string() + ":1: reader: prompt of "),
+            std::string::npos)
+      << c.err;
+  EXPECT_NE(c.err.find("exceeds the context size n_ctx = 64"), std::string::npos) << c.err;
+  EXPECT_EQ(c.out, "");
+  const std::string msg = expect_api_error(
+      post_present(srv.port(), {{"profile", prof}, {"records", {kRecords[1]}}}), 400);
+  EXPECT_EQ(msg.rfind("records[0]: reader: prompt of ", 0), 0u) << msg;
+  // Without a model nothing is counted and every record renders.
+  const RunResult bare = run_ragform("present --json --profile " + quoted(pf) + " --input " +
+                                     quoted(dir_ / "records.jsonl"));
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_EQ(json_lines(bare.out).size(), kRecords.size());
+  EXPECT_EQ(bare.out.find("prompt_tokens"), std::string::npos);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
 }  // namespace
 }  // namespace ragform::testing
