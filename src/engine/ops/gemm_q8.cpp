@@ -311,35 +311,6 @@ RAGFORM_VNNI inline __m128 block_scales4(const uint8_t* b0, size_t bsize) {
   return _mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(d4)));
 }
 
-// One row of the GEMV: per block the exact integer dot (block_dot), four blocks' sums gathered
-// into one vector, then vec_dot's float operations in block order: bit-identical to the vec_dot
-// path and so to the GEMM.
-template <TensorType T>
-RAGFORM_VNNI inline float row_dot(const uint8_t* row, int64_t nb, const BlockQ8_0* act,
-                                  const float* dx, const int32_t* asum) {
-  const size_t bsize = size_t(gguf::type_info(T).type_size);
-  float sumf = 0.0f;
-  int64_t b = 0;
-  for (; b + 3 < nb; b += 4) {
-    const uint8_t* b0 = row + size_t(b) * bsize;
-    __m256i s[4];
-    for (int j = 0; j < 4; ++j)
-      s[j] = block_dot<T>(b0 + size_t(j) * bsize,
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].qs)),
-                          asum[b + j]);
-    sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
-                       block_sums4(s[0], s[1], s[2], s[3]));
-  }
-  for (; b < nb; ++b) {
-    const uint8_t* b0 = row + size_t(b) * bsize;
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-    uint16_t d0;
-    std::memcpy(&d0, b0, 2);
-    sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
-  }
-  return sumf;
-}
-
 // The activations of a GEMV in the layout the paired Q4_0/Q5_0 kernel reads: the quants of
 // all blocks back to back (n_in bytes), and per pair of blocks the offset term of both blocks as
 // the starting int32 accumulator (lane 0: block 2i, lane 8: block 2i+1; see pair_dot).
@@ -348,13 +319,13 @@ struct PairedActivations {
   std::vector<int32_t> offset;  // 16 int32 per pair
 };
 
-// Two consecutive Q4_0/Q5_0 blocks against their activations in one 512-bit vpdpbusd: the
-// unsigned stored quants of block 2i in bytes 0..31 and of 2i+1 in bytes 32..63 (element order
-// within each block as stored: low nibbles are elements 0..15, high nibbles 16..31), so lanes
-// 0..7 sum block 2i and lanes 8..15 block 2i+1, each including its -8 (-16) * sum(a) offset.
+// Two consecutive Q4_0/Q5_0 blocks as the weight operand of one 512-bit vpdpbusd (pair_dot then
+// multiplies it with a token's activations): the unsigned stored quants of block 2i in bytes 0..31
+// and of 2i+1 in bytes 32..63 (element order within each block as stored: low nibbles are elements
+// 0..15, high nibbles 16..31), so lanes 0..7 sum block 2i and lanes 8..15 block 2i+1, each
+// including its -8 (-16) * sum(a) offset.
 template <TensorType T>
-RAGFORM_VNNI inline __m512i pair_dot(const uint8_t* b0, const uint8_t* b1, const int8_t* a,
-                                     const int32_t* offset) {
+RAGFORM_VNNI inline __m512i pair_unpack(const uint8_t* b0, const uint8_t* b1) {
   constexpr int kQs = T == TensorType::Q4_0 ? 2 : 6;  // offset of qs in the block
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i qs = _mm256_inserti128_si256(
@@ -373,37 +344,12 @@ RAGFORM_VNNI inline __m512i pair_dot(const uint8_t* b0, const uint8_t* b1, const
     const __mmask64 fifth = __mmask64(h0) | (__mmask64(h1) << 32);
     u = _mm512_mask_add_epi8(u, fifth, u, _mm512_set1_epi8(0x10));
   }
-  return _mm512_dpbusd_epi32(_mm512_loadu_si512(offset), u, _mm512_loadu_si512(a));
+  return u;
 }
 
-// One Q4_0/Q5_0 row of the GEMV, four blocks per step (two pair_dot), combined with vec_dot's
-// float operations in block order as row_dot does. A last group of fewer than four blocks takes
-// the one-block path.
-template <TensorType T>
-RAGFORM_VNNI inline float row_dot_paired(const uint8_t* row, int64_t nb,
-                                         const PairedActivations& pa, const BlockQ8_0* act,
-                                         const float* dx, const int32_t* asum) {
-  const size_t bsize = size_t(gguf::type_info(T).type_size);
-  float sumf = 0.0f;
-  int64_t b = 0;
-  for (; b + 3 < nb; b += 4) {
-    const uint8_t* b0 = row + size_t(b) * bsize;
-    const __m512i s0 =
-        pair_dot<T>(b0, b0 + bsize, pa.q.data() + b * QK8_0, pa.offset.data() + 8 * b);
-    const __m512i s1 = pair_dot<T>(b0 + 2 * bsize, b0 + 3 * bsize, pa.q.data() + (b + 2) * QK8_0,
-                                   pa.offset.data() + 8 * (b + 2));
-    sumf = add_blocks4(sumf, block_scales4(b0, bsize), _mm_loadu_ps(dx + b),
-                       block_sums4(_mm512_castsi512_si256(s0), _mm512_extracti64x4_epi64(s0, 1),
-                                   _mm512_castsi512_si256(s1), _mm512_extracti64x4_epi64(s1, 1)));
-  }
-  for (; b < nb; ++b) {
-    const uint8_t* b0 = row + size_t(b) * bsize;
-    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].qs));
-    uint16_t d0;
-    std::memcpy(&d0, b0, 2);
-    sumf += _cvtsh_ss(d0) * dx[b] * float(block_sum(block_dot<T>(b0, a0, asum[b])));
-  }
-  return sumf;
+// The pair's unsigned quants (pair_unpack) against one token's activations and offsets.
+RAGFORM_VNNI inline __m512i pair_dot(__m512i u, const int8_t* a, const int32_t* offset) {
+  return _mm512_dpbusd_epi32(_mm512_loadu_si512(offset), u, _mm512_loadu_si512(a));
 }
 
 // One token's activations in the forms the GEMV reads: Q8_0 blocks (quantize_row_q8_0, the
@@ -439,22 +385,93 @@ void prepare_gemv(const WeightView& w, const float* x, GemvActivations& g) {
   }
 }
 
+// One row of the GEMV against NT tokens: per block the exact integer dot, four blocks' sums
+// gathered into one vector, then vec_dot's float operations in block order, for each token (so
+// bit-identical to the vec_dot path and the GEMM, whatever the other tokens). The weight side of
+// each step (Q8_0: |w|; Q4_0/Q5_0: the unpacked pair) is formed once for all NT tokens, and their
+// independent float chains interleave. A last group of fewer than four blocks goes one block at
+// a time.
+template <TensorType T, int NT>
+RAGFORM_VNNI inline void row_dots(const uint8_t* row, int64_t nb, const GemvActivations* g,
+                                  float* out) {
+  const size_t bsize = size_t(gguf::type_info(T).type_size);
+  float sumf[NT];
+  for (int t = 0; t < NT; ++t) sumf[t] = 0.0f;
+  int64_t b = 0;
+  for (; b + 3 < nb; b += 4) {
+    const uint8_t* b0 = row + size_t(b) * bsize;
+    const __m128 dw = block_scales4(b0, bsize);
+    if constexpr (T == TensorType::Q8_0) {
+      __m256i w[4], wabs[4];
+      for (int j = 0; j < 4; ++j) {
+        w[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + size_t(j) * bsize + 2));
+        wabs[j] = _mm256_abs_epi8(w[j]);
+      }
+      for (int t = 0; t < NT; ++t) {
+        __m256i s[4];
+        for (int j = 0; j < 4; ++j) {
+          const __m256i a =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g[t].act[size_t(b + j)].qs));
+          s[j] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wabs[j], _mm256_sign_epi8(a, w[j]));
+        }
+        sumf[t] = add_blocks4(sumf[t], dw, _mm_loadu_ps(g[t].dx.data() + b),
+                              block_sums4(s[0], s[1], s[2], s[3]));
+      }
+    } else {
+      const __m512i u0 = pair_unpack<T>(b0, b0 + bsize);
+      const __m512i u1 = pair_unpack<T>(b0 + 2 * bsize, b0 + 3 * bsize);
+      for (int t = 0; t < NT; ++t) {
+        const PairedActivations& pa = g[t].pa;
+        const __m512i s0 = pair_dot(u0, pa.q.data() + b * QK8_0, pa.offset.data() + 8 * b);
+        const __m512i s1 =
+            pair_dot(u1, pa.q.data() + (b + 2) * QK8_0, pa.offset.data() + 8 * (b + 2));
+        sumf[t] =
+            add_blocks4(sumf[t], dw, _mm_loadu_ps(g[t].dx.data() + b),
+                        block_sums4(_mm512_castsi512_si256(s0), _mm512_extracti64x4_epi64(s0, 1),
+                                    _mm512_castsi512_si256(s1), _mm512_extracti64x4_epi64(s1, 1)));
+      }
+    }
+  }
+  for (; b < nb; ++b) {
+    const uint8_t* b0 = row + size_t(b) * bsize;
+    uint16_t d0;
+    std::memcpy(&d0, b0, 2);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i a0 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g[t].act[size_t(b)].qs));
+      sumf[t] += _cvtsh_ss(d0) * g[t].dx[size_t(b)] *
+                 float(block_sum(block_dot<T>(b0, a0, g[t].asum[size_t(b)])));
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = sumf[t];
+}
+
 // GEMV body for rows [rb, re) and n_tokens tokens: each row is read from memory once and, while
-// it sits in L1, dotted with every token (the same row_dot per token, so a token's bits do not
-// depend on the others).
+// it sits in L1, dotted with every token, four at a time (row_dots).
 template <TensorType T>
 RAGFORM_VNNI void gemv_rows(const WeightView& w, const GemvActivations* g, int64_t n_tokens,
                             int64_t rb, int64_t re, float* y) {
   const int64_t nb = w.n_in / QK8_0;
   for (int64_t r = rb; r < re; ++r) {
     const uint8_t* row = w.data + size_t(r) * w.row_bytes();
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const GemvActivations& a = g[t];
-      float* out = y + size_t(t) * size_t(w.n_out) + size_t(r);
-      if constexpr (T == TensorType::Q8_0)
-        *out = row_dot<T>(row, nb, a.act.data(), a.dx.data(), a.asum.data());
-      else
-        *out = row_dot_paired<T>(row, nb, a.pa, a.act.data(), a.dx.data(), a.asum.data());
+    for (int64_t t = 0; t < n_tokens; t += 4) {
+      float s[4];
+      const int nt = int(std::min<int64_t>(4, n_tokens - t));
+      switch (nt) {
+        case 1:
+          row_dots<T, 1>(row, nb, g + t, s);
+          break;
+        case 2:
+          row_dots<T, 2>(row, nb, g + t, s);
+          break;
+        case 3:
+          row_dots<T, 3>(row, nb, g + t, s);
+          break;
+        default:
+          row_dots<T, 4>(row, nb, g + t, s);
+          break;
+      }
+      for (int k = 0; k < nt; ++k) y[size_t(t + k) * size_t(w.n_out) + size_t(r)] = s[k];
     }
   }
 }
