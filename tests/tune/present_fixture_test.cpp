@@ -219,5 +219,37 @@ TEST_F(PresentFixture, APromptOverTheContextNamesItsRecord) {
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
+// Without --json: the prompts themselves, a blank line between two records; and the endpoint is
+// behind the server's API key like every route.
+TEST_F(PresentFixture, PlainPromptsAndTheApiKey) {
+  const json prof = profile({{"format", "markdown"}, {"order", "edges"}});
+  const fs::path pf = write_profile("p.json", prof);
+  const RunResult js = run_ragform("present --json --profile " + quoted(pf) + " --input " +
+                                   quoted(dir_ / "records.jsonl"));
+  const RunResult plain =
+      run_ragform("present --profile " + quoted(pf) + " --input " + quoted(dir_ / "records.jsonl"));
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::string want;
+  for (const auto& l : json_lines(js.out))
+    want += (want.empty() ? "" : "\n") + l["prompt"].get<std::string>() + "\n";
+  EXPECT_EQ(plain.out, want);
+  EXPECT_NE(plain.err.find("present: 3 records rendered with delim=original,format=markdown,"
+                           "order=edges,k=all,spotlight=off (task qa)"),
+            std::string::npos)
+      << plain.err;
+
+  ServeProcess srv({"-m", model_.string(), "--ctx", "1024", "--api-key", "sesame"});
+  const json body = {{"profile", prof}, {"record", kRecords[0]}};
+  expect_api_error(post_present(srv.port(), body), 401);
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_bearer_token_auth("sesame");
+  auto r = c.Post("/v1/rag/present", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["prompt"], json_lines(js.out)[0]["prompt"]);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
 }  // namespace
 }  // namespace ragform::testing
