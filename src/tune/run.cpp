@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "base/error.h"
 #include "base/stable_hash.h"
@@ -50,16 +51,26 @@ class Ledger {
  public:
   Ledger(store::RunStore& st, int64_t run) : st_(st), run_(run) {
     for (auto& row : st.results(run))
-      if (row.status == store::Status::ok) rows_[{row.instance, row.variant}] = std::move(row);
+      if (row.status == store::Status::ok) {
+        by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+        rows_[{row.instance, row.variant}] = std::move(row);
+      }
   }
   const store::Result* find(const std::string& inst, const std::string& var) const {
     auto it = rows_.find({inst, var});
     return it == rows_.end() ? nullptr : &it->second;
   }
+  // A measured row of `inst` whose prompt is `prompt` (a prompt is measured once per record).
+  const store::Result* find_prompt(const std::string& inst, const std::string& prompt) const {
+    auto it = by_prompt_.find({inst, prompt});
+    return it == by_prompt_.end() ? nullptr : find(inst, it->second);
+  }
   void put(store::Result row) {
     row.run = run_;
     st_.put(row);
-    if (row.status == store::Status::ok) rows_[{row.instance, row.variant}] = std::move(row);
+    if (row.status != store::Status::ok) return;
+    by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+    rows_[{row.instance, row.variant}] = std::move(row);
   }
   int64_t run() const { return run_; }
 
@@ -67,6 +78,7 @@ class Ledger {
   store::RunStore& st_;
   int64_t run_;
   std::map<store::Key, store::Result> rows_;
+  std::map<store::Key, std::string> by_prompt_;  // (instance, prompt) -> the variant measured
 };
 
 bool shard_keeps(const TuneOptions& o, const std::string& inst, const std::string& var) {
@@ -114,14 +126,33 @@ struct Runner {
     std::string instance, variant, prompt;
     std::vector<std::string> answers;
     nlohmann::json presentation;
+    std::optional<size_t> same_as;  // an earlier job of the queue with the same prompt
   };
   std::vector<Job> queue;
 
   void answer(Ledger& led, const eval::QaRecord& rec, const std::string& instance,
               const Presentation& p, const std::string& variant) {
-    queue.push_back(
-        {instance, variant, render(rec, p, o.task, o.tmpl).prompt, rec.answers, to_json(p)});
+    Job j{instance, variant, render(rec, p, o.task, o.tmpl).prompt, rec.answers, to_json(p), {}};
+    // A prompt already answered for this record (two perturbations that agree, say) is not run
+    // again: its row is shared, and the budget is not charged for it.
+    if (const store::Result* done = led.find_prompt(instance, j.prompt)) {
+      led.put(shared_row(*done, j));
+      return;
+    }
+    for (size_t q = 0; q < queue.size() && !j.same_as; ++q)
+      if (queue[q].instance == instance && queue[q].prompt == j.prompt) j.same_as = q;
+    queue.push_back(std::move(j));
     if (queue.size() >= kBatch) flush(led);
+  }
+
+  // The row of `j` answered by `done`, the measured row with the same prompt.
+  static store::Result shared_row(const store::Result& done, const Job& j) {
+    store::Result row = done;
+    row.variant = j.variant;
+    row.timings_ms.clear();
+    row.extra = {{"presentation", j.presentation}, {"shared_with", done.variant}};
+    if (done.extra.contains("answer")) row.extra["answer"] = done.extra["answer"];
+    return row;
   }
 
   // Generates the queued answers (reader::generate_each: one batch, each prompt alone when the
@@ -129,12 +160,26 @@ struct Runner {
   void flush(Ledger& led) {
     if (queue.empty()) return;
     std::vector<std::string> prompts;
-    for (const Job& j : queue) prompts.push_back(j.prompt);
-    std::vector<reader::Attempt> at =
+    std::vector<size_t> slot(queue.size());  // the job's index in `prompts`
+    for (size_t i = 0; i < queue.size(); ++i)
+      if (!queue[i].same_as) {
+        slot[i] = prompts.size();
+        prompts.push_back(queue[i].prompt);
+      }
+    std::vector<reader::Attempt> generated =
         reader::generate_each(r, prompts, answer_params(o.max_tokens));
     new_prompts += prompts.size();
+    std::vector<reader::Attempt> at;
+    for (size_t i = 0; i < queue.size(); ++i)
+      at.push_back(generated[slot[queue[i].same_as.value_or(i)]]);
     for (size_t i = 0; i < queue.size(); ++i) {
       Job& j = queue[i];
+      if (j.same_as && at[i].gen) {
+        if (const store::Result* done = led.find(j.instance, queue[*j.same_as].variant)) {
+          led.put(shared_row(*done, j));
+          continue;
+        }
+      }
       store::Result row;
       row.instance = j.instance;
       row.variant = j.variant;
@@ -253,11 +298,13 @@ std::string number(double v) {
   return b;
 }
 
-// The robustness rate of `label` over the pairs of `recs` (the first `items`), and the pairs.
-std::pair<std::optional<double>, size_t> robustness_of(
+// The robustness rate of `label` over the pairs of `recs` (the first `items`), the pairs, and
+// how many of them shared their perturbed answer with another pair (no prompt of their own).
+std::tuple<std::optional<double>, size_t, size_t> robustness_of(
     const Ledger& led, const std::vector<eval::QaRecord>& recs, size_t items,
     const std::string& label, const std::vector<std::vector<std::string>>& kinds_of) {
   std::vector<sure::Outcome> out;
+  size_t shared = 0;
   for (size_t i = 0; i < items; ++i)
     for (const std::string& kind : kinds_of[i]) {
       const store::Result* org = led.find(recs[i].id, acc_variant(label));
@@ -269,9 +316,10 @@ std::pair<std::optional<double>, size_t> robustness_of(
       oc.y_org = *org->correct;
       oc.y_pert = *pert->correct;
       out.push_back(oc);
+      if (pert->extra.contains("shared_with")) ++shared;
     }
-  if (out.empty()) return {std::nullopt, 0};
-  return {sure::compute_rates(out, 0, 1).rr, out.size()};
+  if (out.empty()) return {std::nullopt, 0, 0};
+  return {sure::compute_rates(out, 0, 1).rr, out.size(), shared};
 }
 
 // The kinds that perturb each record (a degenerate perturbation is no pair).
@@ -318,6 +366,39 @@ bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord&
   } catch (const Error&) {
     return false;
   }
+}
+
+// What a candidate shows the reader: every prompt it renders for the dev records and their
+// perturbations, hashed. Two candidates with the same signature (order edges and retrieved with
+// k <= 2, say) are one measurement.
+std::string prompt_signature(const TuneOptions& o, const Presentation& p) {
+  std::string all;
+  auto add = [&](const eval::QaRecord& rec) {
+    const std::string pr = render(rec, p, o.task, o.tmpl).prompt;
+    all += std::to_string(pr.size()) + ":" + pr;
+  };
+  for (const eval::QaRecord& rec : o.dev) {
+    add(rec);
+    for (const std::string& k : robustness_kinds())
+      if (auto pert = perturbed(rec, o.task, k, o.seed)) add(*pert);
+  }
+  return store::sha256_hex(all);
+}
+
+// Splits `cands` into the distinct candidates (kept in order) and the aliases of earlier ones.
+std::vector<Presentation> without_aliases(const TuneOptions& o,
+                                          const std::vector<Presentation>& cands,
+                                          std::vector<std::pair<Presentation, size_t>>& aliases) {
+  std::vector<Presentation> distinct;
+  std::map<std::string, size_t> seen;
+  for (const Presentation& p : cands) {
+    auto [it, fresh] = seen.emplace(prompt_signature(o, p), distinct.size());
+    if (fresh)
+      distinct.push_back(p);
+    else
+      aliases.emplace_back(p, it->second);
+  }
+  return distinct;
 }
 
 // The original presentation the winner is compared with: the records as given (no delimiter,
@@ -406,7 +487,7 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
     out[c]->label = label(p);
     out[c]->accuracy = sc.accuracy();
     out[c]->tokens = sc.tokens;
-    out[c]->robustness = robustness_of(led, recs, rob_items, label(p), kinds_of).first;
+    out[c]->robustness = std::get<0>(robustness_of(led, recs, rob_items, label(p), kinds_of));
     for (size_t i = 0; i < n; ++i) {
       const store::Result* row = led.find(recs[i].id, acc_variant(label(p)));
       correct[c].push_back(row && row->correct && *row->correct);
@@ -414,6 +495,8 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
   }
   for (const auto& kinds : kinds_of) h.prompts += kinds.size() * sides.size();
   h.prompts += n * sides.size();
+  for (const Presentation& p : sides)  // a pair that shared another's answer ran no prompt
+    h.prompts -= std::get<2>(robustness_of(led, recs, rob_items, label(p), kinds_of));
   std::vector<double> d;
   for (size_t i = 0; i < n; ++i) d.push_back(double(correct[1][i]) - double(correct[0][i]));
   if (!d.empty()) {
@@ -483,6 +566,10 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   if (cands.empty())
     throw UsageError("tune", "no candidate of the space fits the " + std::to_string(o.ctx) +
                                  "-token context; use smaller k values");
+  cands = without_aliases(o, cands, s.aliases);
+  if (!s.aliases.empty())
+    o.hooks.say("tune: note: " + std::to_string(s.aliases.size()) +
+                " candidates render the same prompts as another one: measured once");
 
   SearchParams sp = o.search;
   sp.abs_only = o.objective == Objective::Abs;
@@ -595,10 +682,10 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
           run_robustness(run, led, o.dev, items, cands, alive, kinds_of, "tune robustness");
       if (ps.missing_elsewhere) return stop("robustness", ps.missing_elsewhere);
       for (size_t c : alive) {
-        auto [rr, pairs] = robustness_of(led, o.dev, items, label(cands[c]), kinds_of);
+        auto [rr, pairs, shared] = robustness_of(led, o.dev, items, label(cands[c]), kinds_of);
         sc[c].robustness = rr;
         sc[c].pairs = pairs;
-        s.spent += pairs;
+        s.spent += pairs - shared;
       }
     }
     std::vector<Score> fin;
@@ -647,6 +734,10 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
   j["spent"] = s.spent;
   j["grid"] = s.grid;
   j["candidates"] = s.candidates.size();
+  j["aliases"] = nlohmann::json::array();
+  for (const auto& [p, of] : s.aliases)
+    j["aliases"].push_back(
+        nlohmann::ordered_json{{"label", label(p)}, {"of", label(s.candidates[of].presentation)}});
   j["dropped_for_context"] = s.dropped_for_context;
   j["plan"] = s.plan.to_json();
   j["finalists"] = nlohmann::json::array();
@@ -671,16 +762,18 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
     for (const std::string& dim : searched_dimensions(o.space)) {
       std::map<std::string, std::pair<double, size_t>> by;
       std::vector<std::string> seen;
-      for (const CandidateResult& c : s.candidates) {
-        if (!c.first_rung_accuracy) continue;
-        nlohmann::json v = to_json(c.presentation)[dim == "delimiter" ? "delimiter" : dim];
+      // An alias holds its own values with the accuracy of the candidate it was measured as.
+      auto count = [&](const Presentation& p, const std::optional<double>& acc) {
+        if (!acc) return;
+        nlohmann::json v = to_json(p)[dim == "delimiter" ? "delimiter" : dim];
         std::string key = v.is_string() ? v.get<std::string>() : v.dump();
-        if (dim == "spotlight")
-          key = spotlight_value_name({c.presentation.spotlight, c.presentation.spotlight_tokens});
+        if (dim == "spotlight") key = spotlight_value_name({p.spotlight, p.spotlight_tokens});
         if (!by.count(key)) seen.push_back(key);
-        by[key].first += *c.first_rung_accuracy;
+        by[key].first += *acc;
         by[key].second += 1;
-      }
+      };
+      for (const CandidateResult& c : s.candidates) count(c.presentation, c.first_rung_accuracy);
+      for (const auto& [p, of] : s.aliases) count(p, s.candidates[of].first_rung_accuracy);
       nlohmann::ordered_json e = nlohmann::json::object();
       for (const auto& k : seen) e[k] = by[k].first / double(by[k].second);
       effects[dim] = e;
@@ -716,6 +809,9 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
   if (o.objective == Objective::Balanced) t += " (robustness floor " + number(o.robust_floor) + ")";
   t += "\n";
   t += "  space: " + std::to_string(s.candidates.size()) + " candidates";
+  if (!s.aliases.empty())
+    t += " (and " + std::to_string(s.aliases.size()) +
+         " aliases: the same prompts as another candidate, measured once)";
   if (s.dropped_for_context)
     t += " (" + std::to_string(s.dropped_for_context) + " more dropped: over the context)";
   t += "\n  spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) +

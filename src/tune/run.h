@@ -15,7 +15,9 @@
 //   run "tune holdout"  identity: task, holdout records, template, max_tokens, seed, kinds.
 //                       Rows "acc <label>" and "rob <kind> <label>" of the original and the
 //                       winner (instance = holdout record id).
-// Labels are presentation.h label(). Answers are generated in batches of 8 (a reader may decode
+// Labels are presentation.h label(); a candidate whose prompts are byte-identical to an earlier
+// candidate's on every dev record (and every perturbed one) is an alias: it has no rows of its own
+// and shares the earlier candidate's. Answers are generated in batches of 8 (a reader may decode
 // them together). A reader's failure is an unmeasured row; the phase then stops with an Error and
 // a rerun retries it. Resume: a killed search reruns only the cells without a row. Sharding
 // (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -88,7 +91,11 @@ struct TuneSummary {
   size_t budget = 0, spent = 0, grid = 0;
   size_t new_prompts = 0;  // run by this invocation (search and holdout): not in summary_json
   size_t dropped_for_context = 0;
-  std::vector<CandidateResult> candidates;  // after the context cap, in candidate order
+  std::vector<CandidateResult> candidates;  // after the context cap and the aliases, in order
+  // Candidates that render byte-identical prompts to candidates[second] on every dev record and
+  // its perturbations: measured once, as that candidate (its rows, its score, one charge against
+  // the budget), and reported as aliases.
+  std::vector<std::pair<Presentation, size_t>> aliases;
   std::vector<size_t> finalists;
   size_t winner = 0;
   std::optional<Holdout> holdout;
@@ -99,13 +106,14 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
 
 // The object `ragform tune --json` prints: task, objective (and robust_floor for balanced),
 // profile (profile.h), winner, budget, spent, grid (integers: prompts; spent = the ABS passes,
-// dev answers and robustness pairs the search used, stored now or before; grid = every candidate
-// after the context cap on the last rung's dev records and every robustness pair), candidates,
-// dropped_for_context, plan, finalists, trajectory [{label, dropped_at, accuracy, n, tokens,
-// robustness, abs}], main_effects {dimension: {value: mean first-rung accuracy}}, holdout
-// {items, prompts, original: {label, accuracy, robustness, tokens}, tuned: {...},
-// diff_ci95: [lo, hi], mcnemar_p}, store, run, holdout_run. Accuracies are fractions; a
-// robustness that was not measured is null. Deterministic in the store's rows.
+// dev answers and robustness pairs the search used, stored now or before; grid = every distinct
+// candidate after the context cap on the last rung's dev records and every robustness pair),
+// candidates (distinct), aliases [{label, of}] (measured once as `of`), dropped_for_context, plan,
+// finalists, trajectory [{label, dropped_at, accuracy, n, tokens, robustness, abs}], main_effects
+// {dimension: {value: mean first-rung accuracy}}, holdout {items, prompts, original: {label,
+// accuracy, robustness, tokens}, tuned: {...}, diff_ci95: [lo, hi], mcnemar_p}, store, run,
+// holdout_run. Accuracies are fractions; a robustness that was not measured is null. Deterministic
+// in the store's rows.
 nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& opt);
 // The same as text, for the terminal.
 std::string summary_text(const TuneSummary& s, const TuneOptions& opt);

@@ -395,3 +395,48 @@ TEST(TuneSearch, ContextCapsCandidatesBaselineAndHoldout) {
 }
 
 }  // namespace
+
+namespace {
+
+// Order edges puts the best document first and the second best last: with k = 2 it is the
+// retrieved order, so every edges candidate aliases a retrieved one. Each rendered prompt is
+// measured once, charged once against the budget, and the aliases are reported.
+TEST(TuneSearch, AliasesAreMeasuredOnceAndChargedOnce) {
+  Fixture fx;
+  set_dimension(fx.space, "format", "plain,json");
+  set_dimension(fx.space, "order", "retrieved,edges");
+  set_dimension(fx.space, "k", "2");
+  fx.cands = candidates(fx.space, Task::Qa);
+  ASSERT_EQ(fx.cands.size(), 8u);
+  const size_t minimum = minimum_budget(4, fx.dev.size(), SearchParams{});
+  for (size_t budget : {minimum, size_t(30), size_t(100)}) {
+    TableReader tr(fx.cands, fx.dev, std::vector<Planted>(fx.cands.size(), Planted{0.5, 3}));
+    std::map<std::string, int> asked;
+    tr.r.answer = [&](const std::string& prompt) {
+      ++asked[prompt];
+      return tr.answer(prompt);
+    };
+    TuneOptions o = fx.options(Objective::Accuracy, budget);
+    o.space = fx.space;
+    auto dir = ragform::testing::temp_dir("tune_alias_" + std::to_string(budget));
+    store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+    TuneSummary s = run_tune(tr.r, st, o);
+    ASSERT_TRUE(s.complete);
+    EXPECT_EQ(s.candidates.size(), 4u);
+    ASSERT_EQ(s.aliases.size(), 4u);
+    for (const auto& [p, of] : s.aliases) {
+      EXPECT_EQ(p.order, Order::Edges);
+      EXPECT_EQ(s.candidates[of].presentation.order, Order::Retrieved);
+    }
+    for (const auto& [prompt, n] : asked) EXPECT_EQ(n, 1) << "measured twice:\n" << prompt;
+    EXPECT_EQ(s.spent, size_t(tr.r.generate_calls));
+    EXPECT_LE(s.spent, budget);
+    const auto j = summary_json(s, o);
+    EXPECT_EQ(j["aliases"].size(), 4u);
+    EXPECT_EQ(j["candidates"], 4);
+    EXPECT_EQ(j["main_effects"]["order"]["edges"], j["main_effects"]["order"]["retrieved"]);
+    EXPECT_NE(summary_text(s, o).find("4 aliases"), std::string::npos) << summary_text(s, o);
+  }
+}
+
+}  // namespace
