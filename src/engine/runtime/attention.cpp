@@ -299,7 +299,36 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
 namespace {
 // The steering rule on one reference row, from its definition: membership of key j tested against
 // every span that ends at or before the query, masses and factors in double.
+// Per-span shares: span i (ending at or before the query) with mass m_i > 0 gets S_i, the keys in
+// no applicable span get what is left.
+void reallocate_reference_row(const Steering& st, int pos, std::vector<float>& p) {
+  auto span_of = [&](int j) {
+    for (size_t i = 0; i < st.spans.size(); ++i)
+      if (st.spans[i].end <= pos && j >= st.spans[i].begin && j < st.spans[i].end) return int(i);
+    return -1;
+  };
+  std::vector<double> mass(st.spans.size(), 0.0);
+  double rest = 0.0;
+  for (size_t j = 0; j < p.size(); ++j) {
+    const int i = span_of(int(j));
+    (i < 0 ? rest : mass[size_t(i)]) += p[j];
+  }
+  double given = 0.0;
+  bool any = false;
+  for (size_t i = 0; i < mass.size(); ++i)
+    if (mass[i] > 0.0) given += st.shares[i], any = true;
+  if (rest <= 0.0 || !any) return;
+  for (size_t j = 0; j < p.size(); ++j) {
+    const int i = span_of(int(j));
+    const double f = i < 0                   ? std::max(0.0, 1.0 - given) / rest
+                     : mass[size_t(i)] > 0.0 ? st.shares[size_t(i)] / mass[size_t(i)]
+                                             : 1.0;
+    p[j] = float(p[j] * f);
+  }
+}
+
 void steer_reference_row(const Steering& st, int pos, std::vector<float>& p) {
+  if (!st.shares.empty()) return reallocate_reference_row(st, pos, p);
   auto inside = [&](int j) {
     for (const TokenSpan& sp : st.spans)
       if (sp.end <= pos && j >= sp.begin && j < sp.end) return true;

@@ -198,8 +198,11 @@ void Context::set_steering(int seq, const Steering& st) {
     if (sp.begin < 0 || sp.end <= sp.begin)
       throw Error("steering",
                   "bad token span " + std::to_string(sp.begin) + ":" + std::to_string(sp.end));
+  if (!st.shares.empty() && !shares_fit_spans(st))
+    throw Error("steering", "per-span shares need one share per span, spans sorted and disjoint");
   s.steer = st;
-  s.steer.spans = merge_spans(st.spans);
+  // Per-span shares keep their spans apart; the union form is one merged set.
+  if (st.shares.empty()) s.steer.spans = merge_spans(st.spans);
 }
 
 const Steering& Context::steering(int seq) const { return get_seq(impl_->seqs, seq).steer; }

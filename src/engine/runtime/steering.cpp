@@ -53,6 +53,18 @@ bool parse_int(const std::string& s, long long& v) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
+std::string join_floats(const std::vector<float>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + float_text(v[i]);
+  return s;
+}
+
+// The rule as text: "rescale:2", "reallocate:0.5", or per span "reallocate:0.25,0.5".
+std::string rule_text(Steering::Rule r, float value, const std::vector<float>& shares) {
+  return std::string(rule_name(r)) + ":" +
+         (shares.empty() ? float_text(value) : join_floats(shares));
+}
+
 std::string join_ints(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -75,7 +87,7 @@ bool Steering::steers_head(int head) const {
 
 std::string Steering::key() const {
   if (!active()) return "";
-  std::string k = std::string(rule_name(rule)) + ":" + float_text(value) + "|spans=";
+  std::string k = rule_text(rule, value, shares) + "|spans=";
   for (size_t i = 0; i < spans.size(); ++i)
     k += (i ? "," : "") + std::to_string(spans[i].begin) + ":" + std::to_string(spans[i].end);
   k += "|layers=" + join_ints(layers);
@@ -95,7 +107,7 @@ bool SteeringSpec::active() const { return rule_changes(rule, value) && !spans.e
 
 std::string SteeringSpec::describe() const {
   if (!active()) return "off";
-  std::string d = std::string(rule_name(rule)) + ":" + float_text(value) + "|chars=";
+  std::string d = rule_text(rule, value, shares) + "|chars=";
   for (size_t i = 0; i < spans.size(); ++i)
     d += (i ? "," : "") + std::to_string(spans[i].begin) + ":" + std::to_string(spans[i].end);
   d += "|layers=";
@@ -109,7 +121,31 @@ std::string SteeringSpec::describe() const {
   return d;
 }
 
+namespace {
+// "S1,S2,...": per-span shares, each within 0..1 and together at most 1 (a little float slack, so
+// shares written to sum to 1 are accepted).
+std::vector<float> parse_shares(const std::string& list, const std::string& text,
+                                const std::string& what) {
+  std::vector<float> out;
+  double sum = 0.0;
+  for (const std::string& num : split(list, ',')) {
+    char* end = nullptr;
+    const double v = num.empty() ? NAN : std::strtod(num.c_str(), &end);
+    if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(v))
+      throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+    if (v < 0 || v > 1)
+      throw UsageError(what, "each reallocated share must be within 0..1, got " + num);
+    sum += double(float(v));
+    out.push_back(float(v));
+  }
+  if (sum > 1.0 + 1e-6)
+    throw UsageError(what, "the per-span shares in '" + text + "' sum to more than 1");
+  return out;
+}
+}  // namespace
+
 void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what) {
+  into.shares.clear();
   if (text == "off") {
     into.rule = Steering::Off;
     into.value = 1.0f;
@@ -120,6 +156,15 @@ void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::st
   if (colon == std::string::npos || (name != "rescale" && name != "reallocate"))
     throw UsageError(what, "expected rescale:FACTOR, reallocate:SHARE or off, got '" + text + "'");
   const std::string num = text.substr(colon + 1);
+  if (num.find(',') != std::string::npos) {
+    if (name != "reallocate")
+      throw UsageError(what, "only reallocate takes one value per span, got '" + text + "'");
+    into.rule = Steering::Reallocate;
+    into.shares = parse_shares(num, text, what);
+    into.value = 0.0f;
+    for (float v : into.shares) into.value += v;
+    return;
+  }
   char* end = nullptr;
   const double v = num.empty() ? NAN : std::strtod(num.c_str(), &end);
   if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(v))
@@ -260,6 +305,14 @@ std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans) {
   return out;
 }
 
+bool shares_fit_spans(const Steering& s) {
+  if (s.shares.size() != s.spans.size()) return false;
+  for (size_t i = 0; i < s.spans.size(); ++i)
+    if (s.spans[i].end <= s.spans[i].begin || (i && s.spans[i].begin < s.spans[i - 1].end))
+      return false;
+  return true;
+}
+
 std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
                                        const std::vector<CharSpan>& spans, size_t prompt_offset) {
   std::vector<TokenSpan> out;
@@ -274,10 +327,28 @@ std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
         last = int(t);
       }
     }
-    if (first >= 0) out.push_back({first, last + 1});
+    out.push_back(first >= 0 ? TokenSpan{first, last + 1} : TokenSpan{0, 0});
   }
-  return merge_spans(std::move(out));
+  return out;
 }
+
+namespace {
+// Per-span shares: each non-empty span keeps its share, sorted by start; a token in two spans
+// stays with the earlier one (the later span starts after it), so every key has one share.
+void pair_shares(Steering& s, const std::vector<float>& shares, std::vector<TokenSpan> spans) {
+  std::vector<std::pair<TokenSpan, float>> pairs;
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (spans[i].end > spans[i].begin) pairs.push_back({spans[i], shares[i]});
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
+  for (auto& [span, share] : pairs) {
+    if (!s.spans.empty()) span.begin = std::max(span.begin, s.spans.back().end);
+    if (span.end <= span.begin) continue;
+    s.spans.push_back(span);
+    s.shares.push_back(share);
+  }
+}
+}  // namespace
 
 Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
                           std::vector<TokenSpan> token_spans) {
@@ -295,7 +366,15 @@ Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
   std::sort(s.heads.begin(), s.heads.end());
   s.heads.erase(std::unique(s.heads.begin(), s.heads.end()), s.heads.end());
   if (int(s.heads.size()) == n_head) s.heads.clear();  // every head, written one way
-  s.spans = merge_spans(std::move(token_spans));
+  if (spec.shares.empty()) {
+    s.spans = merge_spans(std::move(token_spans));
+  } else {
+    if (spec.shares.size() != token_spans.size())
+      throw UsageError("--steer", std::to_string(spec.shares.size()) + " per-span shares for " +
+                                      std::to_string(token_spans.size()) +
+                                      " spans: give one share per --steer-spans span");
+    pair_shares(s, spec.shares, std::move(token_spans));
+  }
   return s;
 }
 
@@ -316,8 +395,44 @@ void for_keys(const Steering& s, int pos, int n, const F& f) {
 }
 }  // namespace
 
+namespace {
+// Per-span reallocation of one row (Steering::shares): the masses of the applicable spans and of
+// the rest summed in double, keys in order; a span without mass gives its share to no one.
+void reallocate_each(const Steering& s, int pos, float* w, int n) {
+  thread_local std::vector<double> mass;
+  mass.clear();
+  double rest = 0.0;
+  int j = 0;
+  for (const TokenSpan& sp : s.spans) {
+    if (sp.end > pos) break;
+    const int b = std::min(sp.begin, n), e = std::min(sp.end, n);
+    for (; j < b; ++j) rest += double(w[j]);
+    double m = 0.0;
+    for (; j < e; ++j) m += double(w[j]);
+    mass.push_back(m);
+  }
+  for (; j < n; ++j) rest += double(w[j]);
+  double given = 0.0;
+  bool any = false;
+  for (size_t i = 0; i < mass.size(); ++i)
+    if (mass[i] > 0.0) given += double(s.shares[i]), any = true;
+  if (rest <= 0.0 || !any) return;
+  const float fb = float(std::max(0.0, 1.0 - given) / rest);
+  j = 0;
+  for (size_t i = 0; i < mass.size(); ++i) {
+    const TokenSpan& sp = s.spans[i];
+    const int b = std::min(sp.begin, n), e = std::min(sp.end, n);
+    for (; j < b; ++j) w[j] *= fb;
+    const float fa = mass[i] > 0.0 ? float(double(s.shares[i]) / mass[i]) : 1.0f;
+    for (; j < e; ++j) w[j] *= fa;
+  }
+  for (; j < n; ++j) w[j] *= fb;
+}
+}  // namespace
+
 void steer_row(const Steering& s, int pos, float* w, int n) {
   if (s.spans.empty() || s.spans.front().end > pos) return;  // no span before this query
+  if (!s.shares.empty()) return reallocate_each(s, pos, w, n);
   // Span mass and rest mass, summed in double (as the softmax sums), keys in order.
   double in = 0.0, rest = 0.0;
   for_keys(s, pos, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });

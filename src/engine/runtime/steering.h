@@ -13,6 +13,13 @@
 // scaled once. A row whose span mass or rest mass is 0 (every key in the span, or the span outside
 // a sliding window) is left as it is: no share can be moved there.
 //
+// Per-span shares, reallocate:S1,S2,... (one share per span, in the order the spans are given):
+// found-in-the-middle's own form, where each document gets its own share (proportional to its
+// calibrated relevance). Each applicable span i with mass m_i > 0 is scaled by S_i / m_i, the keys
+// outside every applicable span by (1 - sum S_i) / rest, the sum over the spans that took their
+// share; with no rest mass the row is left as it is. The spans are kept apart (not merged); a
+// token in two of them belongs to the earlier one. reallocate:S (one value) is the union form.
+//
 // Exactness: with the rule off, or rescale:1, nothing is steered and the kernel's path is the one
 // it runs without steering (active() is false; no extra arithmetic), so the bits are those of a
 // run without --steer. Steering is per sequence and per row, so it keeps batch invariance.
@@ -56,8 +63,11 @@ struct Steering {
   Rule rule = Off;
   float value = 1.0f;            // rescale: the factor (>= 0); reallocate: the share (0..1)
   std::vector<TokenSpan> spans;  // sorted, disjoint, non-empty
-  std::vector<int> layers;       // sorted, distinct; default_layers(n_layer) unless chosen
-  std::vector<int> heads;        // sorted, distinct; empty = every head
+  // Reallocate per span: shares[i] is spans[i]'s share (the spans then not merged); empty = value
+  // for the union of the spans.
+  std::vector<float> shares;
+  std::vector<int> layers;  // sorted, distinct; default_layers(n_layer) unless chosen
+  std::vector<int> heads;   // sorted, distinct; empty = every head
 
   // Whether anything changes: a rule other than Off and rescale:1, at least one span and layer.
   bool active() const;
@@ -65,7 +75,8 @@ struct Steering {
   bool steers_head(int head) const;
   // A stable one-line text of the resolved setting, "" when inactive: the prefix cache keys its
   // entries on it (steered KV rows are never reused by another setting).
-  // "rescale:2|spans=3:9,12:20|layers=2,3|heads=all" (floats in shortest round-trip form).
+  // "rescale:2|spans=3:9,12:20|layers=2,3|heads=all" (floats in shortest round-trip form);
+  // per-span shares are listed as "reallocate:0.25,0.5|spans=...".
   std::string key() const;
   // Human-readable: "off" or key().
   std::string describe() const;
@@ -79,6 +90,8 @@ struct SteeringSpec {
   Steering::Rule rule = Steering::Off;
   float value = 1.0f;
   std::vector<CharSpan> spans;
+  // reallocate:S1,S2,...: one share per span, in the spans' order (empty = value for their union).
+  std::vector<float> shares;
   std::vector<LayerRange> layers;  // empty = default_layers
   std::vector<int> heads;          // empty = every head
 
@@ -90,7 +103,8 @@ struct SteeringSpec {
 };
 
 // Parsers of the CLI syntax; each throws UsageError(what, why) naming the bad part.
-// "rescale:FACTOR" (FACTOR >= 0, finite), "reallocate:SHARE" (0 <= SHARE <= 1) or "off".
+// "rescale:FACTOR" (FACTOR >= 0, finite), "reallocate:SHARE" (0 <= SHARE <= 1) or "off";
+// "reallocate:S1,S2,..." gives each span its own share (each within 0..1, summing to at most 1).
 void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what);
 // "START:END,..." byte offsets, START < END.
 std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& what);
@@ -110,19 +124,25 @@ std::vector<int> resolve_layers(const std::vector<LayerRange>& ranges, int n_lay
 std::vector<CharSpan> token_char_spans(const tok::Tokenizer& tk, std::string_view text,
                                        const std::vector<int32_t>& ids);
 
-// The tokens with any byte in one of `spans` (offsets into the user's prompt, which starts at byte
-// `prompt_offset` of the tokenised text), merged into sorted disjoint token spans. Zero-width
-// tokens (BOS, control tokens) are never in a span.
+// The tokens with any byte in each of `spans` (offsets into the user's prompt, which starts at byte
+// `prompt_offset` of the tokenised text): one token span per character span, in their order, {0, 0}
+// when no token has a byte in it (resolve_steering merges them, or pairs them with per-span
+// shares). Zero-width tokens (BOS, control tokens) are never in a span.
 std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
                                        const std::vector<CharSpan>& spans, size_t prompt_offset);
 
 // The Steering a spec means for a model (n_layer, n_head) and a prompt whose tokens cover the
-// given token spans; validates head indices and the rule. Inactive specs give an Off Steering.
+// given token spans (one per character span of the spec); validates head indices, the rule and
+// that per-span shares have one span each. Inactive specs give an Off Steering.
 Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
                           std::vector<TokenSpan> token_spans);
 
 // Sorted, merged, empty spans dropped.
 std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans);
+
+// Whether per-span shares can be applied as they are: one share per span, spans non-empty,
+// sorted and disjoint (what resolve_steering gives).
+bool shares_fit_spans(const Steering& s);
 
 // The rule applied to one softmax row: weights w[0..n) of the query at position `pos` (keys
 // 0..n-1), for spans that end at or before pos. The engine's kernel calls it on its rows.

@@ -4,6 +4,7 @@
 // GELU, softmax over the causal (or sliding) window. Slow (O(T^2) attention, O(T * params)
 // matmuls): for the tiny fixture models only.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -138,8 +139,36 @@ class ReferenceForward {
       return 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)));
     return g / (1.0 + std::exp(-g));
   }
+  // Per-span shares: span i (ending at or before t) with mass m_i > 0 gets share S_i, the keys in
+  // no applicable span what is left.
+  void reallocate_each(std::vector<double>& p, int lo, int t) const {
+    auto span_of = [&](int j) {
+      for (size_t i = 0; i < steer->spans.size(); ++i) {
+        const auto& sp = steer->spans[i];
+        if (sp.end <= t && j >= sp.begin && j < sp.end) return int(i);
+      }
+      return -1;
+    };
+    std::vector<double> mass(steer->spans.size(), 0.0);
+    double rest = 0, given = 0;
+    bool any = false;
+    for (int j = lo; j <= t; ++j) {
+      const int i = span_of(j);
+      (i < 0 ? rest : mass[size_t(i)]) += p[size_t(j - lo)];
+    }
+    for (size_t i = 0; i < mass.size(); ++i)
+      if (mass[i] > 0) given += steer->shares[i], any = true;
+    if (rest <= 0 || !any) return;
+    for (int j = lo; j <= t; ++j) {
+      const int i = span_of(j);
+      p[size_t(j - lo)] *= i < 0                 ? std::max(0.0, 1 - given) / rest
+                           : mass[size_t(i)] > 0 ? steer->shares[size_t(i)] / mass[size_t(i)]
+                                                 : 1.0;
+    }
+  }
   // The steering rule on the probabilities p[j - lo] of keys lo..t of the query at position t.
   void steer_probs(std::vector<double>& p, int lo, int t) const {
+    if (!steer->shares.empty()) return reallocate_each(p, lo, t);
     auto inside = [&](int j) {
       for (const auto& sp : steer->spans)
         if (sp.end <= t && j >= sp.begin && j < sp.end) return true;

@@ -163,8 +163,55 @@ TEST(SteeringAttention, KernelFollowsReferencePrefillAndDecode) {
     }
 }
 
+// Per-span shares (reallocate:S1,S2,...): spans kept apart, one adjacent to another.
+Steering per_span(std::vector<int> heads) {
+  Steering s = make_steering(Steering::Reallocate, 0.0f, std::move(heads));
+  s.spans = {{5, 40}, {40, 60}, {120, 190}, {300, 330}};
+  s.shares = {0.3f, 0.1f, 0.25f, 0.2f};
+  return s;
+}
+
+TEST(SteeringAttention, PerSpanSharesKernelFollowsReference) {
+  for (bool f16 : {false, true}) {
+    const std::string tag = f16 ? "f16 per-span" : "f32 per-span";
+    Case prefill({14, 2, 64, 0.125f}, 290, 60, f16, 7);
+    check(prefill, per_span({}), tag + " prefill GQA");
+    Case decode({4, 4, 16, 0.25f}, 400, 1, f16, 11);
+    check(decode, per_span({1, 3}), tag + " decode MHA heads 1,3");
+    Case window({8, 2, 32, 0.18f}, 300, 40, f16, 13);
+    window.shape.window = 128;
+    check(window, per_span({}), tag + " sliding window");
+  }
+}
+
+// Each span's tapped mass is its share in a row after all of them (the rule, not only agreement
+// with the reference).
+TEST(SteeringAttention, PerSpanSharesReachTheirSpans) {
+  const Steering st = per_span({});
+  Case c({4, 2, 16, 0.25f}, 340, 1, false, 31);
+  c.steer = &st;
+  ThreadPool pool(2);
+  for (SimdLevel lv : tiers()) {
+    SCOPED_TRACE(simd_name(lv));
+    const Result got = run_kernel(c, lv, pool);
+    for (const auto& head : got.taps[0])
+      for (size_t i = 0; i < st.spans.size(); ++i) {
+        double m = 0.0;
+        for (int j = st.spans[i].begin; j < st.spans[i].end; ++j) m += head[size_t(j)];
+        EXPECT_NEAR(m, st.shares[i], 1e-5);
+      }
+  }
+}
+
+void batch_invariant(const Steering& st);
+
 TEST(SteeringAttention, BitsIndependentOfTheBatch) {
-  const Steering st = make_steering(Steering::Reallocate, 0.6f, {0, 5});
+  for (const Steering& st : {make_steering(Steering::Reallocate, 0.6f, {0, 5}), per_span({0, 5})})
+    batch_invariant(st);
+}
+
+void batch_invariant(const Steering& st) {
+  SCOPED_TRACE(st.key());
   const AttnShape shape{8, 2, 32, 0.18f};
   Case a(shape, 310, 30, false, 21), b(shape, 200, 64, false, 22), c(shape, 350, 1, false, 23);
   a.steer = &st;

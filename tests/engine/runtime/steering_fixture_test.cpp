@@ -101,8 +101,11 @@ TEST_P(SteeringDrift, EngineFollowsSteeredReferenceAt320Tokens) {
   const auto other = tokens_for(m->hp().n_vocab, bos_of(*m), 320, 7);
   testing::ReferenceForward ref(*m);
   const auto plain = ref.run(ids);
-  for (auto [rule, value] : {std::pair{Steering::Rescale, 3.0f}, {Steering::Reallocate, 0.6f}}) {
-    const Steering st = steering(rule, value, m->hp().n_layer);
+  Steering each = steering(Steering::Reallocate, 0.0f, m->hp().n_layer);
+  each.spans = {{10, 60}, {60, 100}, {100, 180}};  // per-span shares, two spans adjacent
+  each.shares = {0.3f, 0.1f, 0.4f};
+  for (const Steering& st : {steering(Steering::Rescale, 3.0f, m->hp().n_layer),
+                             steering(Steering::Reallocate, 0.6f, m->hp().n_layer), each}) {
     SCOPED_TRACE(st.key());
     const EngineRun e = run_engine(*m, ids, st);
     ASSERT_EQ(e.hidden.size(), ids.size());

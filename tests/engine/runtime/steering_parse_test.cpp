@@ -64,9 +64,18 @@ TEST(SteeringResolve, TokenSpansFromCharacters) {
   // A span touching one byte of a token takes the whole token; BOS never.
   EXPECT_EQ(token_spans_for(tb, {{0, 1}}, 0), (std::vector<TokenSpan>{{1, 2}}));
   EXPECT_EQ(token_spans_for(tb, {{2, 4}}, 0), (std::vector<TokenSpan>{{1, 3}}));
-  EXPECT_EQ(token_spans_for(tb, {{11, 12}, {3, 4}}, 0), (std::vector<TokenSpan>{{2, 3}, {4, 5}}));
-  // Adjacent and overlapping spans merge.
-  EXPECT_EQ(token_spans_for(tb, {{0, 4}, {4, 8}}, 0), (std::vector<TokenSpan>{{1, 4}}));
+  // One token span per character span, in their order (per-span shares pair with them); a span
+  // no token reaches is {0, 0}.
+  EXPECT_EQ(token_spans_for(tb, {{11, 12}, {3, 4}, {20, 30}}, 0),
+            (std::vector<TokenSpan>{{4, 5}, {2, 3}, {0, 0}}));
+  EXPECT_EQ(token_spans_for(tb, {{0, 4}, {4, 8}}, 0), (std::vector<TokenSpan>{{1, 3}, {2, 4}}));
+  // resolve_steering merges adjacent and overlapping spans for the union form.
+  SteeringSpec spec;
+  spec.rule = Steering::Reallocate;
+  spec.value = 0.5f;
+  spec.spans = {{0, 4}, {4, 8}};
+  EXPECT_EQ(resolve_steering(spec, 4, 2, token_spans_for(tb, spec.spans, 0)).spans,
+            (std::vector<TokenSpan>{{1, 4}}));
   // Offsets are into the user's prompt, which starts at byte 3 of the tokenised text here.
   EXPECT_EQ(token_spans_for(tb, {{0, 1}}, 3), (std::vector<TokenSpan>{{2, 3}}));
 }
@@ -130,6 +139,69 @@ TEST(SteeringRow, RescaleAndReallocate) {
   w = all_in;
   steer_row(s, 3, w.data(), 4);
   EXPECT_EQ(w, all_in);
+}
+
+}  // namespace
+}  // namespace ragform::runtime
+
+namespace ragform::runtime {
+namespace {
+
+TEST(SteeringPerSpan, ParsesOneShareEach) {
+  SteeringSpec spec;
+  parse_steer_rule("reallocate:0.1,0.2,0.7", spec, "--steer");
+  EXPECT_EQ(spec.rule, Steering::Reallocate);
+  EXPECT_EQ(spec.shares, (std::vector<float>{0.1f, 0.2f, 0.7f}));
+  spec.spans = {{0, 5}, {5, 9}, {20, 30}};
+  EXPECT_EQ(spec.describe(), "reallocate:0.1,0.2,0.7|chars=0:5,5:9,20:30|layers=default|heads=all");
+  // One value is the union form, as before.
+  parse_steer_rule("reallocate:0.4", spec, "--steer");
+  EXPECT_TRUE(spec.shares.empty());
+  EXPECT_EQ(spec.value, 0.4f);
+  for (const char* bad : {"reallocate:0.5,0.6", "reallocate:0.5,", "reallocate:-0.1,0.2",
+                          "rescale:2,3", "reallocate:0.2,1.5"})
+    EXPECT_THROW(parse_steer_rule(bad, spec, "--steer"), UsageError) << bad;
+}
+
+TEST(SteeringPerSpan, ResolvesSpansApartWithTheirShares) {
+  SteeringSpec spec;
+  parse_steer_rule("reallocate:0.3,0.2,0.1", spec, "--steer");
+  spec.spans = {{40, 50}, {0, 10}, {60, 70}};
+  // Given out of order, adjacent (10..20 then 20..30 in tokens) and one overlapping its
+  // neighbour by a token: sorted, kept apart, the shared token with the earlier span.
+  const Steering s = resolve_steering(spec, 4, 2, {{20, 30}, {10, 20}, {29, 35}});
+  EXPECT_EQ(s.spans, (std::vector<TokenSpan>{{10, 20}, {20, 30}, {30, 35}}));
+  EXPECT_EQ(s.shares, (std::vector<float>{0.2f, 0.3f, 0.1f}));
+  EXPECT_EQ(s.key(), "reallocate:0.2,0.3,0.1|spans=10:20,20:30,30:35|layers=2,3|heads=all");
+  // A span no token reaches drops out with its share.
+  const Steering t = resolve_steering(spec, 4, 2, {{20, 30}, {0, 0}, {40, 41}});
+  EXPECT_EQ(t.spans, (std::vector<TokenSpan>{{20, 30}, {40, 41}}));
+  EXPECT_EQ(t.shares, (std::vector<float>{0.3f, 0.1f}));
+  // One share per span.
+  EXPECT_THROW(resolve_steering(spec, 4, 2, {{0, 5}, {6, 9}}), UsageError);
+}
+
+TEST(SteeringPerSpan, RowGetsEachSpanItsShare) {
+  Steering s;
+  s.rule = Steering::Reallocate;
+  s.spans = {{1, 3}, {3, 4}, {6, 8}};
+  s.shares = {0.5f, 0.25f, 0.2f};
+  s.layers = {0};
+  std::vector<float> w(8, 0.125f);
+  // At position 6 the third span has not ended: spans 1 and 2 take 0.5 and 0.25, the other five
+  // keys (the third span's among them) share 0.25.
+  steer_row(s, 6, w.data(), 7);
+  EXPECT_FLOAT_EQ(w[1] + w[2], 0.5f);
+  EXPECT_FLOAT_EQ(w[3], 0.25f);
+  EXPECT_FLOAT_EQ(w[0] + w[4] + w[5] + w[6], 0.25f);
+  EXPECT_FLOAT_EQ(w[0], w[6]);
+  // With no mass in a span its share is not given: the rest takes 1 - 0.5 - 0.2.
+  std::vector<float> v{0.2f, 0.1f, 0.1f, 0.0f, 0.2f, 0.1f, 0.2f, 0.1f};
+  steer_row(s, 8, v.data(), 8);
+  EXPECT_FLOAT_EQ(v[1] + v[2], 0.5f);
+  EXPECT_EQ(v[3], 0.0f);
+  EXPECT_FLOAT_EQ(v[6] + v[7], 0.2f);
+  EXPECT_NEAR(v[0] + v[4] + v[5], 0.3f, 1e-6);
 }
 
 }  // namespace
