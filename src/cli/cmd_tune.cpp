@@ -5,6 +5,7 @@
 // file reads flags and files and prints.
 #include <cstdio>
 #include <optional>
+#include <tuple>
 
 #include "base/error.h"
 #include "base/progress.h"
@@ -113,9 +114,11 @@ std::string help_text() {
       "each phase (merge, then rerun). The winner and the original presentation are then\n"
       "evaluated on the held-out split (its own count of prompts): accuracy, the 95% bootstrap\n"
       "CI of the paired difference, McNemar's p, robustness, tokens.\n"
-      "Prompts longer than --ctx (the model's training context by default, 512 tokens for\n"
-      "stories260K) with the answer are dropped before the search: the space's k and formats are\n"
-      "capped for the model, and the output says how many candidates that removed.\n"
+      "Prompts longer than --ctx with the answer are dropped before the search: the space's k\n"
+      "and formats are capped for the model, and the output says how many candidates that\n"
+      "removed, the cap and where it came from. The default cap is the model file's\n"
+      "context_length, which is not always the training length (stories260K's file states 2048;\n"
+      "it was trained on 512: give --ctx 512); --reader openai has no cap without --ctx.\n"
       "Default spaces (flags and --space replace a dimension's values):\n";
   for (Task task : {Task::Qa, Task::Needle, Task::Kv})
     t += "  " + std::string(task_name(task)) + ":\n" + describe_space(default_space(task), task) +
@@ -127,17 +130,6 @@ std::string help_text() {
   return t;
 }
 
-std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, size_t slots,
-                                  uint64_t seed, const char* flag) {
-  if (task == Task::Needle) {
-    if (!path.empty()) return eval::load_qa_file(path).records;
-    return needle_records(n, slots, seed);
-  }
-  if (path.empty())
-    throw UsageError(flag, std::string("required for the ") + task_name(task) + " task");
-  return eval::load_qa_file(path).records;
-}
-
 int cmd_tune(const std::vector<std::string>& argv) {
   Args a("tune", "Search the presentation of retrieved context within a budget of prompts.",
          help_text());
@@ -145,58 +137,55 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   f.remote.check();
 
-  TuneOptions o;
-  o.task = parse_task(f.task.value);
-  o.objective = parse_objective(f.objective.value);
-  o.robust_floor = f.floor.value;
-  o.budget = size_t(f.budget.value);
-  o.max_tokens = f.max_tokens.value;
-  o.seed = uint64_t(f.seed.value);
-  o.tmpl = template_for(o.task, f.tmpl.value);
-  o.space = default_space(o.task);
-  if (!f.space.value.empty()) o.space = load_space_file(f.space.value, o.space);
+  TuneArgs ta;
+  ta.task = f.task.value;
+  ta.input = f.input.value;
+  ta.holdout = f.holdout.value;
+  ta.dev_items = size_t(f.dev_items.value);
+  ta.holdout_items = size_t(f.holdout_items.value);
+  ta.needle_slots = size_t(f.slots.value);
+  ta.budget = size_t(f.budget.value);
+  ta.objective = f.objective.value;
+  ta.robust_floor = f.floor.value;
+  ta.space_file = f.space.value;
   const std::pair<Opt<std::string>*, const char*> dims[] = {
       {&f.delims, "delimiter"}, {&f.ps, "p"}, {&f.formats, "format"},
       {&f.orders, "order"},     {&f.ks, "k"}, {&f.spotlight, "spotlight"}};
   for (const auto& [flag, dim] : dims)
-    if (flag->seen) set_dimension(o.space, dim, flag->value);
-  candidates(o.space, o.task);  // a space that does not apply to the task fails before loading
+    if (flag->seen) ta.dimensions.emplace_back(dim, flag->value);
+  ta.template_file = f.tmpl.value;
+  ta.max_tokens = f.max_tokens.value;
+  ta.seed = uint64_t(f.seed.value);
   if (f.abs_filter.value != "on" && f.abs_filter.value != "off")
     throw UsageError("--abs-filter", "on or off, got '" + f.abs_filter.value + "'");
-  o.search.abs_filter = f.abs_filter.value == "on";
-  // ABS as the objective is C-NORM's calibration: the same number of prompts by default.
-  o.search.abs_prompts =
-      size_t(o.objective == Objective::Abs && !f.abs_prompts.seen ? 6 : f.abs_prompts.value);
-  o.search.abs_keep = f.abs_keep.value;
-  o.search.eta = size_t(f.eta.value);
-  o.search.finalists = size_t(f.finalists.value);
-  o.search.robust_items = size_t(f.robust_items.value);
-  o.search.robust_kinds = robustness_kinds().size();
+  ta.abs_filter = f.abs_filter.value == "on";
+  if (f.abs_prompts.seen) ta.abs_prompts = size_t(f.abs_prompts.value);
+  ta.abs_keep = f.abs_keep.value;
+  ta.eta = size_t(f.eta.value);
+  ta.finalists = size_t(f.finalists.value);
+  ta.robust_items = size_t(f.robust_items.value);
   if (!f.shard.value.empty()) {
     Shard sh = parse_shard(f.shard.value);
-    o.shard_index = sh.index;
-    o.shard_count = sh.count;
+    ta.shard_index = sh.index;
+    ta.shard_count = sh.count;
   }
-  // Dev and held-out needle records come from disjoint seeds.
-  o.dev = split(o.task, f.input.value, size_t(f.dev_items.value), size_t(f.slots.value),
-                2 * o.seed + 1, "--input");
-  o.holdout = split(o.task, f.holdout.value, size_t(f.holdout_items.value), size_t(f.slots.value),
-                    2 * o.seed + 2, "--holdout");
+  ta.store_path = f.store_path.value;
+  TuneOptions o = tune_options(ta);
 
   std::unique_ptr<reader::Reader> reader;
   const bool native = f.remote.reader.value == "native";
   if (native) {
     f.rf.resolve_ctx();
     reader = f.rf.open_native();
-    o.ctx = size_t(f.rf.ctx.value);
   } else {
     reader = f.remote.open(f.rf);
-    o.ctx = f.rf.ctx.seen ? size_t(f.rf.ctx.value) : 0;
   }
+  std::tie(o.ctx, o.ctx_source) =
+      context_cap(f.rf.ctx.seen ? std::optional<size_t>(f.rf.ctx.value) : std::nullopt, native,
+                  f.rf.model.value, size_t(f.rf.ctx.value));
   o.origin = common::origin_of(*reader, common::tool_version(), native ? f.rf.model.value : "",
                                native ? store::sha256_file(f.rf.model.value) : "");
   o.model = f.rf.model.value;
-  o.store_path = f.store_path.value;
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);
   store::RunStore st(f.store_path.value);

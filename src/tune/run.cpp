@@ -10,6 +10,8 @@
 
 #include "base/error.h"
 #include "base/stable_hash.h"
+#include "engine/model/model_card.h"
+#include "eval/datasets.h"
 #include "eval/stats.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/sure/sure.h"
@@ -510,6 +512,65 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
 
 }  // namespace
 
+namespace {
+
+std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, size_t slots,
+                                  uint64_t seed, const char* flag) {
+  if (task == Task::Needle) {
+    if (!path.empty()) return eval::load_qa_file(path).records;
+    return needle_records(n, slots, seed);
+  }
+  if (path.empty())
+    throw UsageError(flag, std::string("required for the ") + task_name(task) + " task");
+  return eval::load_qa_file(path).records;
+}
+
+}  // namespace
+
+TuneOptions tune_options(const TuneArgs& a) {
+  TuneOptions o;
+  o.task = parse_task(a.task);
+  o.objective = parse_objective(a.objective);
+  o.robust_floor = a.robust_floor;
+  o.budget = a.budget;
+  o.max_tokens = a.max_tokens;
+  o.seed = a.seed;
+  o.tmpl = template_for(o.task, a.template_file);
+  o.space = default_space(o.task);
+  if (!a.space_file.empty()) o.space = load_space_file(a.space_file, o.space);
+  for (const auto& [dim, list] : a.dimensions) set_dimension(o.space, dim, list);
+  candidates(o.space, o.task);  // a space that does not apply to the task fails before loading
+  o.search.abs_filter = a.abs_filter;
+  // ABS as the objective is C-NORM's calibration: the same number of prompts by default.
+  o.search.abs_prompts = a.abs_prompts.value_or(o.objective == Objective::Abs ? 6 : 2);
+  o.search.abs_keep = a.abs_keep;
+  o.search.eta = a.eta;
+  o.search.finalists = a.finalists;
+  o.search.robust_items = a.robust_items;
+  o.search.robust_kinds = robustness_kinds().size();
+  o.shard_index = a.shard_index;
+  o.shard_count = a.shard_count;
+  // Dev and held-out needle records come from disjoint seeds.
+  o.dev = split(o.task, a.input, a.dev_items, a.needle_slots, 2 * o.seed + 1, "--input");
+  o.holdout =
+      split(o.task, a.holdout, a.holdout_items, a.needle_slots, 2 * o.seed + 2, "--holdout");
+  o.store_path = a.store_path;
+  return o;
+}
+
+// A GGUF's context_length is what the file states, not always what the model was trained on (a
+// llama2.c export states 2048 whatever its max_seq_len was): the output names the cap's source.
+std::pair<size_t, std::string> context_cap(std::optional<size_t> given, bool native,
+                                           const std::string& model_path, size_t ctx) {
+  if (given) return {*given, "--ctx"};
+  if (!native) return {0, "the server's context is not known here: give --ctx to cap prompts"};
+  const int train = model::training_context(model_path);
+  if (train <= 0) return {ctx, "the reader's default: the model file states no context length"};
+  std::string src = "the model file's context_length " + std::to_string(train);
+  if (ctx < size_t(train)) src += ", capped to the reader's default";
+  return {ctx, src + "; --ctx overrides it"};
+}
+
 std::vector<eval::QaRecord> needle_records(size_t n, size_t k, uint64_t seed) {
   std::vector<eval::QaRecord> out;
   for (const cnorm::Item& it : cnorm::make_needle_items(n, k, seed)) {
@@ -574,6 +635,13 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   SearchParams sp = o.search;
   sp.abs_only = o.objective == Objective::Abs;
   sp.abs_filter = sp.abs_filter && attention && !sp.abs_only;
+  // A server without attention (any but ragform serve) still answers: accuracy and robustness
+  // need only generation, so the search goes on without its cheap first filter.
+  if (o.search.abs_filter && !attention && !sp.abs_only) {
+    s.abs_skipped = true;
+    o.hooks.say("tune: note: the ABS filter is skipped: " + r.describe() +
+                " gives no attention (the native reader and ragform serve do)");
+  }
   sp.robustness = o.task != Task::Kv && !sp.abs_only;
   s.plan = plan_search(cands.size(), o.dev.size(), o.budget, sp);
 
@@ -739,6 +807,9 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
     j["aliases"].push_back(
         nlohmann::ordered_json{{"label", label(p)}, {"of", label(s.candidates[of].presentation)}});
   j["dropped_for_context"] = s.dropped_for_context;
+  j["context"] = {{"tokens", o.ctx ? nlohmann::json(o.ctx) : nlohmann::json(nullptr)},
+                  {"from", o.ctx_source}};
+  j["abs_filter"] = s.plan.abs_cost ? "on" : s.abs_skipped ? "skipped: no attention" : "off";
   j["plan"] = s.plan.to_json();
   j["finalists"] = nlohmann::json::array();
   for (size_t c : s.finalists) j["finalists"].push_back(label(s.candidates[c].presentation));
@@ -814,9 +885,13 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
          " aliases: the same prompts as another candidate, measured once)";
   if (s.dropped_for_context)
     t += " (" + std::to_string(s.dropped_for_context) + " more dropped: over the context)";
+  t += "\n  context cap: " +
+       (o.ctx ? std::to_string(o.ctx) + " tokens of prompt and answer" : std::string("none")) +
+       (o.ctx_source.empty() ? "" : " (" + o.ctx_source + ")");
   t += "\n  spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) +
        " prompts; a full grid over the same dev records would cost " + std::to_string(s.grid) +
        "\n";
+  if (s.abs_skipped) t += "  abs: filter skipped: the reader gives no attention\n";
   if (s.plan.abs_cost)
     t += "  abs: " + std::to_string(s.plan.candidates) + " candidates x " +
          std::to_string(s.plan.abs_prompts) + " prompts, kept " + std::to_string(s.plan.abs_keep) +

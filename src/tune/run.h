@@ -54,7 +54,10 @@ struct TuneOptions {
   size_t budget = 0;
   SearchParams search;  // abs_filter: wanted (it runs only when the reader gives attention)
   int max_tokens = 16;
-  size_t ctx = 0;     // prompt + answer limit in tokens; 0 = none
+  size_t ctx = 0;  // prompt + answer limit in tokens; 0 = none
+  // Where ctx came from ("--ctx", the model file's context length, ...): the output states the
+  // cap and its source, since a GGUF's context_length is not always the length it was trained on.
+  std::string ctx_source;
   uint64_t seed = 0;  // perturbations and the bootstrap
   int shard_index = 0, shard_count = 1;
   std::string model;       // the profile's model name
@@ -91,6 +94,7 @@ struct TuneSummary {
   size_t budget = 0, spent = 0, grid = 0;
   size_t new_prompts = 0;  // run by this invocation (search and holdout): not in summary_json
   size_t dropped_for_context = 0;
+  bool abs_skipped = false;  // the ABS filter was wanted but the reader gives no attention
   std::vector<CandidateResult> candidates;  // after the context cap and the aliases, in order
   // Candidates that render byte-identical prompts to candidates[second] on every dev record and
   // its perturbations: measured once, as that candidate (its rows, its score, one charge against
@@ -104,11 +108,44 @@ struct TuneSummary {
 
 TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& opt);
 
+// The arguments of `ragform tune` and Python's ragform.tune, as the user gives them: both build
+// their TuneOptions with tune_options(), so the same arguments give the same search and object.
+struct TuneArgs {
+  std::string task;
+  std::string input, holdout;  // files; needle: generated when empty
+  size_t dev_items = 24, holdout_items = 32, needle_slots = 6;
+  size_t budget = 0;
+  std::string objective = "accuracy";
+  double robust_floor = 0.8;
+  std::string space_file;
+  std::vector<std::pair<std::string, std::string>> dimensions;  // (dimension, comma list)
+  std::string template_file;
+  int max_tokens = 12;
+  uint64_t seed = 0;
+  bool abs_filter = true;
+  std::optional<size_t> abs_prompts;  // objective abs: 6 (cnorm calibrate's -S), else 2
+  double abs_keep = 0.5;
+  size_t eta = 2, finalists = 3, robust_items = 8;
+  int shard_index = 0, shard_count = 1;
+  std::string store_path;
+};
+// Everything of TuneOptions but what comes from the reader (ctx, ctx_source, model, origin) and
+// the hooks. UsageError for a bad value, as the CLI's flags.
+TuneOptions tune_options(const TuneArgs& a);
+
+// The context cap of a reader and where it came from (TuneOptions::ctx_source): `given` (--ctx or
+// ctx=) wins; a native reader of `model_path` (ctx: its context) reports the model file's
+// context_length; a remote reader has no cap.
+std::pair<size_t, std::string> context_cap(std::optional<size_t> given, bool native,
+                                           const std::string& model_path, size_t ctx);
+
 // The object `ragform tune --json` prints: task, objective (and robust_floor for balanced),
 // profile (profile.h), winner, budget, spent, grid (integers: prompts; spent = the ABS passes,
 // dev answers and robustness pairs the search used, stored now or before; grid = every distinct
 // candidate after the context cap on the last rung's dev records and every robustness pair),
-// candidates (distinct), aliases [{label, of}] (measured once as `of`), dropped_for_context, plan,
+// candidates (distinct), aliases [{label, of}] (measured once as `of`), dropped_for_context,
+// abs_filter ("on", "off", or "skipped: no attention" when the reader cannot give it),
+// context {tokens (null: no cap), from}, plan,
 // finalists, trajectory [{label, dropped_at, accuracy, n, tokens, robustness, abs}], main_effects
 // {dimension: {value: mean first-rung accuracy}}, holdout {items, prompts, original: {label,
 // accuracy, robustness, tokens}, tuned: {...}, diff_ci95: [lo, hi], mcnemar_p}, store, run,

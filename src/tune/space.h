@@ -50,9 +50,10 @@ struct Space {
 // markdown heading of a title-less slot says nothing more than json's); orders retrieved,
 // reversed, edges; k all, 3; spotlight off. kv: the delimiters at p 1 only (format plain, order
 // retrieved, k all, spotlight off; C-NORM's kv rule replaces every dash of a UUID for any p > 0).
-// Prompts longer than the reader's context (--ctx: the model's training context, 512 tokens for
-// stories260K) are dropped before the search (run.h), so k and formats are capped for the model,
-// and the output says how many candidates that removed.
+// Prompts longer than the reader's context (--ctx: by default the model file's context_length;
+// stories260K's file states 2048 though it was trained on 512, so give --ctx 512) are dropped
+// before the search (run.h), so k and formats are capped for the model, and the output says how
+// many candidates that removed, the cap and where it came from.
 Space default_space(Task t);
 
 // The dimensions with more than one value, in the order delimiter, p, format, order, k,

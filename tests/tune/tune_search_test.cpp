@@ -440,3 +440,29 @@ TEST(TuneSearch, AliasesAreMeasuredOnceAndChargedOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// A reader without attention (an OpenAI server other than ragform serve) still runs the search:
+// the ABS filter is skipped with a note, and the output says so.
+TEST(TuneSearch, AbsFilterSkippedWithANoteWithoutAttention) {
+  Fixture fx;
+  TableReader tr(fx.cands, fx.dev, fx.table());
+  TuneOptions o = fx.options(Objective::Accuracy, 120);
+  o.search.abs_filter = true;
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& line) { notes.push_back(line); };
+  auto dir = ragform::testing::temp_dir("tune_abs_skipped");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+  TuneSummary s = run_tune(tr.r, st, o);
+  ASSERT_TRUE(s.complete);
+  EXPECT_EQ(tr.r.attention_calls, 0);
+  EXPECT_EQ(s.plan.abs_cost, 0u);
+  bool noted = false;
+  for (const auto& n : notes) noted = noted || n.find("ABS filter is skipped") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_EQ(summary_json(s, o)["abs_filter"], "skipped: no attention");
+  EXPECT_NE(summary_text(s, o).find("filter skipped"), std::string::npos);
+}
+
+}  // namespace
