@@ -72,6 +72,7 @@ struct SweepArgs {
   size_t limit;
   uint64_t seed;
   double share;
+  reproduce::SweepAllocation allocation;
   int max_tokens;
   bool json;
   size_t k_given;  // -k when given (it must equal the curve's slots), else 0
@@ -85,6 +86,7 @@ int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
   o.tmpl = cnorm::load_template(sa.task, sa.tmpl_path);
   o.bias = cnorm::load_bias_curve(sa.bias);
   o.share = sa.share;
+  o.allocation = sa.allocation;
   o.max_tokens = sa.max_tokens;
   const size_t k = o.bias.curve.size();
   if (sa.k_given && sa.k_given != k)
@@ -146,11 +148,18 @@ int run_position_bias(const std::vector<std::string>& argv) {
       "");
   auto& sweep = a.flag("--sweep",
                        "instead of measuring: the gold-position sweep of --task's items, answered "
-                       "as they are and with the top calibrated document given --share of the "
-                       "attention (needs --bias, --store)");
-  auto& share =
-      a.opt<double>("--share", "S", "with --sweep: the top document's share of attention", 0.5)
-          .range(0.0, 1.0);
+                       "as they are and with the documents' attention steered by their "
+                       "calibrated relevance (--allocation; needs --bias, --store)");
+  auto& share = a.opt<double>("--share", "S",
+                              "with --sweep: the documents' share of attention (--allocation top: "
+                              "the top document's)",
+                              0.5)
+                    .range(0.0, 1.0);
+  auto& allocation = a.opt<std::string>(
+      "--allocation", "proportional|top",
+      "with --sweep: each document gets a part of --share proportional to its calibrated "
+      "relevance (the paper's form), or the top document gets all of it",
+      "proportional");
   auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "with --sweep: maximum answer tokens", 16)
                          .range(1, kMaxInt);
   auto& bias = a.opt<std::string>("--bias", "FILE",
@@ -173,6 +182,7 @@ int run_position_bias(const std::vector<std::string>& argv) {
                  size_t(limit.value),
                  uint64_t(seed.value),
                  share.value,
+                 reproduce::parse_sweep_allocation(allocation.value),
                  max_tokens.value,
                  json.value,
                  k.seen ? size_t(k.value) : 0};

@@ -1,5 +1,6 @@
 #include "reproduce/calibrated_sweep.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -41,9 +42,10 @@ class ScopedSteering {
   reader::SteeringParams saved_;
 };
 
-// The document with the highest calibrated relevance (mass over the layers' mean minus the curve).
-size_t top_document(reader::Reader& r, const cnorm::Prompt& p,
-                    const std::vector<cnorm::CharSpan>& spans, const CalibratedSweepOptions& o) {
+// Each document's calibrated relevance (mass over the layers' mean minus the curve).
+std::vector<double> calibrated_documents(reader::Reader& r, const cnorm::Prompt& p,
+                                         const std::vector<cnorm::CharSpan>& spans,
+                                         const CalibratedSweepOptions& o) {
   reader::AttentionQuery q;
   q.layers = o.layers;
   q.query_positions = {-1};
@@ -54,7 +56,33 @@ size_t top_document(reader::Reader& r, const cnorm::Prompt& p,
     const std::vector<double> m = cnorm::span_masses(row.mean, tok);
     for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
   }
-  return cnorm::rank_documents(cnorm::calibrated_relevance(mass, o.bias.curve))[0];
+  return cnorm::calibrated_relevance(mass, o.bias.curve);
+}
+
+// The steering of the calibrated answer and what the row records of it.
+reader::SteeringParams calibrated_steering(const std::vector<double>& relevance,
+                                           const std::vector<cnorm::CharSpan>& spans,
+                                           const CalibratedSweepOptions& o, nlohmann::json& extra) {
+  const size_t top = cnorm::rank_documents(relevance)[0];
+  extra["top"] = top;
+  extra["span"] = {spans[top].begin, spans[top].end};
+  reader::SteeringParams steer;
+  steer.rule = runtime::Steering::Reallocate;
+  if (o.allocation == SweepAllocation::Top) {
+    steer.value = float(o.share);
+    steer.spans = {{spans[top].begin, spans[top].end}};
+    return steer;
+  }
+  steer.shares = proportional_shares(relevance, o.share);
+  steer.value = float(o.share);
+  nlohmann::json js = nlohmann::json::array();
+  for (const cnorm::CharSpan& c : spans) {
+    steer.spans.push_back({c.begin, c.end});
+    js.push_back({c.begin, c.end});
+  }
+  extra["spans"] = js;
+  extra["shares"] = steer.shares;
+  return steer;
 }
 
 store::Result answer(reader::Reader& r, const cnorm::Item& it, const std::string& prompt,
@@ -70,6 +98,26 @@ store::Result answer(reader::Reader& r, const cnorm::Item& it, const std::string
 }
 
 }  // namespace
+
+SweepAllocation parse_sweep_allocation(const std::string& s) {
+  if (s == "proportional") return SweepAllocation::Proportional;
+  if (s == "top") return SweepAllocation::Top;
+  throw UsageError("--allocation", "expected proportional or top, got '" + s + "'");
+}
+
+const char* sweep_allocation_name(SweepAllocation a) {
+  return a == SweepAllocation::Top ? "top" : "proportional";
+}
+
+std::vector<float> proportional_shares(const std::vector<double>& calibrated, double share) {
+  double total = 0.0;
+  for (double c : calibrated) total += std::max(c, 0.0);
+  std::vector<float> out;
+  for (double c : calibrated)
+    out.push_back(total > 0.0 ? float(share * std::max(c, 0.0) / total)
+                              : float(share / double(calibrated.size())));
+  return out;
+}
 
 CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& st,
                                             const std::vector<cnorm::Item>& items,
@@ -89,6 +137,9 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
                {"max_tokens", opt.max_tokens},
                {"items", items.size()},
                {"input_sha256", opt.input_sha256}};
+  // Top was the only allocation once: its runs keep the identity they had.
+  if (opt.allocation != SweepAllocation::Top)
+    rc.config["allocation"] = sweep_allocation_name(opt.allocation);
   const uint64_t total = items.size() * k * variants().size();
   common::Resumed res = common::begin_or_resume(st, rc, opt.origin, opt.hooks,
                                                 "position-bias sweep", total, "answers");
@@ -112,11 +163,9 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
       stage.add();
       if (!res.done.count({it.id, key("calibrated", pos)})) {
         const std::vector<cnorm::CharSpan> spans = cnorm::document_spans(p, docs);
-        const size_t top = top_document(r, p, spans, opt);
-        reader::SteeringParams steer;
-        steer.rule = runtime::Steering::Reallocate;
-        steer.value = float(opt.share);
-        steer.spans = {{spans[top].begin, spans[top].end}};
+        nlohmann::json extra = {{"position", pos}};
+        const reader::SteeringParams steer =
+            calibrated_steering(calibrated_documents(r, p, spans, opt), spans, opt, extra);
         store::Result row;
         {
           ScopedSteering scoped(r, steer);
@@ -125,7 +174,7 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
         row.run = res.run;
         row.instance = it.id;
         row.variant = key("calibrated", pos);
-        row.extra = {{"position", pos}, {"top", top}, {"span", {spans[top].begin, spans[top].end}}};
+        row.extra = std::move(extra);
         st.put(row);
       }
       stage.add();

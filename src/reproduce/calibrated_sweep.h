@@ -4,22 +4,24 @@
 // arrange/render, unformatted documents), the reader answers twice:
 //   baseline    the prompt as it is;
 //   calibrated  the final token's attention (every layer, mean over heads) gives each document's
-//               mass, minus the bias curve at its slot (relevance.h); the document with the
-//               highest calibrated relevance gets `share` of every steered row's attention
-//               while the answer is generated (reader steering reallocate:SHARE on its span, the
-//               default layers: the last half).
-// The paper gives every document a share in proportion to its calibrated relevance; the engine's
-// rule sets one share for the union of its spans, so this variant moves attention to the single
-// most relevant document, which is what the paper's per-document shares do when one document
-// dominates.
+//               mass, minus the bias curve at its slot (relevance.h), and the answer is generated
+//               with the documents' attention steered (the default layers: the last half) by
+//               one of two allocations:
+//     proportional  the paper's form: each document's own share of every steered row, `share`
+//                   split in proportion to its calibrated relevance (negative relevance counts
+//                   as 0; all of them <= 0 splits it evenly), reallocate:S1,..,SK on the spans;
+//     top           the document of highest calibrated relevance gets `share`
+//                   (reallocate:SHARE on its span alone): the paper's shares when one document
+//                   dominates.
 //
 // Answers are greedy, stop at a newline and are graded as C-NORM's sweep grades them
 // (best_subspan_em of the first line, text::substring_match). OAA = the mean over positions of
 // the accuracy at each position (C-NORM 5.1).
 //
 // Run store: pipeline "position-bias sweep", one row per (item, "<variant>@<position>") with
-// correct, the output and extra {"position", "top", "span"} (the steered document and its bytes).
-// The run's identity holds the curve and the share.
+// correct, the output and extra {"position", "top", "span"} (the steered document and its bytes;
+// proportional also "spans" and "shares", every document's bytes and share). The run's identity
+// holds the curve, the share and the allocation (absent for top, as before it had a choice).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -34,11 +36,20 @@
 
 namespace ragform::reproduce {
 
+enum class SweepAllocation { Proportional, Top };
+SweepAllocation parse_sweep_allocation(const std::string& s);  // UsageError("--allocation")
+const char* sweep_allocation_name(SweepAllocation a);
+
+// Each document's share: `share` split in proportion to max(relevance, 0), evenly when none is
+// positive (the proportional allocation).
+std::vector<float> proportional_shares(const std::vector<double>& calibrated, double share);
+
 struct CalibratedSweepOptions {
   cnorm::Task task = cnorm::Task::Needle;  // qa or needle
   std::string tmpl;
-  cnorm::BiasCurve bias;    // K = its number of slots
-  double share = 0.5;       // the top document's share of each steered row
+  cnorm::BiasCurve bias;  // K = its number of slots
+  double share = 0.5;     // the documents' (top: the top document's) share of each row
+  SweepAllocation allocation = SweepAllocation::Proportional;
   std::vector<int> layers;  // layers whose attention gives the relevance (every layer)
   int max_tokens = 16;
   common::RunOrigin origin;

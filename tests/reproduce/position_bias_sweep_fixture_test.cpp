@@ -34,9 +34,10 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
   auto c = run_ragform("position-bias -m " + quoted(model) + " --task needle -k 4 --limit 3 -o " +
                        quoted(dir / "curve.json"));
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  auto r = run_ragform(
-      "position-bias -m " + quoted(model) + " --task needle --sweep --limit 2 --share 0.7 --bias " +
-      quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite") + " --json");
+  auto r = run_ragform("position-bias -m " + quoted(model) +
+                       " --task needle --sweep --allocation top --limit 2 --share 0.7 --bias " +
+                       quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite") +
+                       " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   // K comes from the curve: a different -k is refused.

@@ -1,0 +1,88 @@
+// `ragform position-bias --sweep` with the proportional allocation (reproduce/calibrated_sweep.h,
+// found-in-the-middle's own form): each calibrated answer is what `ragform generate --steer
+// reallocate:S1,..,SK --steer-spans` gives the stored prompt, each document's share --share split
+// in proportion to its calibrated relevance from `ragform attention --doc-spans` and the curve.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "reproduce/calibrated_sweep.h"
+#include "store/run_store.h"
+#include "support/test_support.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace ragform::testing;
+using ragform::reproduce::proportional_shares;
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+TEST(ProportionalShares, SplitTheShareByPositiveRelevance) {
+  EXPECT_EQ(proportional_shares({0.1, -0.2, 0.3, 0.0}, 0.8),
+            (std::vector<float>{0.2f, 0.0f, 0.6f, 0.0f}));
+  // None positive: an even split.
+  EXPECT_EQ(proportional_shares({-0.1, -0.3}, 0.5), (std::vector<float>{0.25f, 0.25f}));
+}
+
+TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const auto dir = temp_dir("position_bias_proportional");
+  auto c = run_ragform("position-bias -m " + quoted(model) + " --task needle -k 4 --limit 3 -o " +
+                       quoted(dir / "curve.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto r = run_ragform("position-bias -m " + quoted(model) +
+                       " --task needle --sweep --limit 1 --share 0.6 --bias " +
+                       quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run_ragform("position-bias -m " + quoted(model) +
+                        " --task needle --sweep --allocation best --bias " +
+                        quoted(dir / "curve.json") + " --store " + quoted(dir / "x.sqlite"))
+                .exit_code,
+            2);
+
+  ragform::store::RunStore st(dir / "run.sqlite", ragform::store::RunStore::Mode::read_only);
+  const auto rows = st.results(std::nullopt);
+  ASSERT_EQ(rows.size(), 4u * 2);
+  const json curve = json::parse(read_file(dir / "curve.json"));
+  int checked = 0;
+  for (const auto& row : rows) {
+    if (row.variant != "calibrated@1" && row.variant != "calibrated@3") continue;
+    write_file(dir / "prompt.txt", row.prompt);
+    ASSERT_EQ(row.extra["spans"].size(), 4u);
+    std::string spans, shares;
+    for (size_t d = 0; d < 4; ++d) {
+      spans += (d ? "," : "") + std::to_string(row.extra["spans"][d][0].get<size_t>()) + ":" +
+               std::to_string(row.extra["spans"][d][1].get<size_t>());
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.9g", row.extra["shares"][d].get<double>());
+      shares += (d ? "," : "") + std::string(buf);
+    }
+    // The calibrated relevance the shares come from: mean mass over the five layers minus the
+    // curve.
+    std::vector<double> cal(4, 0.0);
+    for (int l = 0; l < 5; ++l) {
+      auto a =
+          run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                      " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
+      ASSERT_EQ(a.exit_code, 0) << a.err;
+      for (size_t d = 0; d < 4; ++d)
+        cal[d] += json::parse(a.out)["documents"][d]["mass"].get<double>() / 5;
+    }
+    for (size_t d = 0; d < 4; ++d) cal[d] -= curve["curve"][d].get<double>();
+    const std::vector<float> want = proportional_shares(cal, 0.6);
+    for (size_t d = 0; d < 4; ++d)
+      EXPECT_NEAR(row.extra["shares"][d].get<double>(), want[d], 1e-5) << spans;
+    auto g = run_ragform("generate -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                         " -n 16 --json --steer reallocate:" + shares + " --steer-spans " + spans);
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_EQ(first_line(row.output), first_line(json::parse(g.out)["text"].get<std::string>()));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
+}  // namespace
