@@ -3,6 +3,7 @@
 // cmd_spotlight_train.cpp.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -13,9 +14,14 @@
 #include "cli/run_hooks.h"
 #include "cli/shard.h"
 #include "cli/spotlight_flags.h"
+#include "engine/model/model.h"
 #include "eval/datasets.h"
 #include "eval/stats.h"
+#include "pipelines/cnorm/position_bias.h"
+#include "pipelines/cnorm/relevance.h"
+#include "pipelines/spotlight/calibrated_prior.h"
 #include "pipelines/spotlight/spotlight.h"
+#include "reader/native_reader.h"
 #include "store/run_store.h"
 
 namespace ragform::cli {
@@ -46,6 +52,33 @@ std::string highlight(const Document& d, const Selected& s) {
   return b == std::string::npos ? out : out.substr(b);
 }
 
+// --prior calibrated: the question's document prior from the reader's attention (mean mass of the
+// final token's row over every layer) minus the bias curve at each document's slot
+// (calibrated_prior.h).
+std::vector<double> calibrated_prior(reader::NativeReader& r, const cnorm::BiasCurve& bias,
+                                     const std::string& question,
+                                     const std::vector<Document>& docs) {
+  if (bias.curve.size() != docs.size())
+    throw Error("spotlight", "the bias curve has " + std::to_string(bias.curve.size()) +
+                                 " slots for a question of " + std::to_string(docs.size()) +
+                                 " documents: measure it with position-bias -k " +
+                                 std::to_string(docs.size()));
+  const PriorPrompt p = prior_prompt(question, docs);
+  std::vector<cnorm::CharSpan> spans;
+  for (const runtime::CharSpan& c : p.documents) spans.push_back({c.begin, c.end});
+  reader::AttentionQuery q;
+  for (int l = 0; l < int(r.model().hp().n_layer); ++l) q.layers.push_back(l);
+  q.query_positions = {-1};
+  const reader::AttentionResult res = r.attention(p.text, q);
+  const std::vector<cnorm::TokenSpan> tok = cnorm::resolve_spans(p.text, res.pieces, spans);
+  std::vector<double> mass(docs.size(), 0.0);
+  for (const auto& row : res.rows) {
+    const std::vector<double> m = cnorm::span_masses(row.mean, tok);
+    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
+  }
+  return document_prior_from_relevance(cnorm::calibrated_relevance(mass, bias.curve));
+}
+
 int run_select(const std::vector<std::string>& argv) {
   Args a(
       "spotlight select",
@@ -59,16 +92,66 @@ int run_select(const std::vector<std::string>& argv) {
   auto& order =
       a.opt<std::string>("--order", "O", "sentence order in the prompt: doc or score", "doc");
   auto& no_special = a.flag("--no-special-tokens", "leave out the <Rel> and category tokens");
+  auto& emphasis = a.opt<std::string>(
+      "--emphasis", "text|attention|both",
+      "how the selected sentences are emphasised: <Rel> and category tokens (text), the reader's "
+      "attention on them times --emphasis-factor instead (attention; --json prints the steering "
+      "as \"steer\", for generate --steer/--steer-spans), or both",
+      "text");
+  auto& factor = a.opt<double>("--emphasis-factor", "A",
+                               "with --emphasis attention or both: the attention factor", 2.0)
+                     .range(0.0, 1e6);
+  auto& prior = a.opt<std::string>(
+      "--prior", "positional|calibrated",
+      "the prior weighted by --lambda: the fixed shape over a document's sentences (positional), "
+      "or each document's calibrated attention relevance under --prior-model (calibrated; needs "
+      "--bias, a curve with one slot per document)",
+      "positional");
+  auto& prior_model = a.opt<std::string>(
+      "--prior-model", "MODEL", "with --prior calibrated: the reader whose attention is read", "");
+  auto& prior_ctx = a.opt<int>("--prior-ctx", "N",
+                               "with --prior calibrated: the reader's context (the question's "
+                               "documents in one prompt)",
+                               reader::NativeOptions{}.n_ctx)
+                        .range(16, kMaxInt);
+  auto& bias = a.opt<std::string>("--bias", "FILE",
+                                  "with --prior calibrated: the bias curve (position-bias -o)", "");
   auto& limit = a.opt<int>("--limit", "N", "stop after N questions (0 = all)", 0);
   auto& json = a.flag("--json", "one JSON object per question on stdout");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  if (prior.value != "positional" && prior.value != "calibrated")
+    throw UsageError("--prior", "expected positional or calibrated, got '" + prior.value + "'");
+  const bool calibrated = prior.value == "calibrated";
+  if (calibrated && (bias.value.empty() || prior_model.value.empty()))
+    throw UsageError("--prior", "calibrated needs --bias FILE and --prior-model MODEL");
+  if (!calibrated && (bias.seen || prior_model.seen || prior_ctx.seen))
+    throw UsageError(bias.seen        ? "--bias"
+                     : prior_ctx.seen ? "--prior-ctx"
+                                      : "--prior-model",
+                     "goes with --prior calibrated");
+  std::optional<cnorm::BiasCurve> curve;
+  std::unique_ptr<reader::NativeReader> prior_reader;
+  if (calibrated) {
+    curve = cnorm::load_bias_curve(bias.value);
+    reader::NativeOptions no;
+    no.n_ctx = prior_ctx.value;
+    prior_reader = std::make_unique<reader::NativeReader>(prior_model.value, no);
+  }
+  if (emphasis.value != "text" && emphasis.value != "attention" && emphasis.value != "both")
+    throw UsageError("--emphasis",
+                     "expected text, attention or both, got '" + emphasis.value + "'");
+  const bool by_attention = emphasis.value != "text";
+  if (factor.seen && !by_attention)
+    throw UsageError("--emphasis-factor", "goes with --emphasis attention or both");
+  if (by_attention && no_special.value)
+    throw UsageError("--no-special-tokens", "--emphasis attention already leaves the tokens out");
   const Shard shard = shard_f.shard();
   if (order.value != "doc" && order.value != "score")
     throw UsageError("spotlight", "--order must be doc or score, got '" + order.value + "'");
   ScoreParams sp = sf.params();
   SelectParams sel{sf.K.value, order.value == "doc" ? Order::Document : Order::Score,
-                   !no_special.value};
+                   !no_special.value && emphasis.value != "attention"};
   TokenEncoder& enc = ef.open();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
@@ -79,6 +162,7 @@ int run_select(const std::vector<std::string>& argv) {
       throw Error("spotlight", input.value + ":" + std::to_string(r.source_line) + ": record '" +
                                    r.id + "' has no contexts");
     std::vector<Document> docs = documents_of(r);
+    if (calibrated) sp.document_prior = calibrated_prior(*prior_reader, *curve, r.question, docs);
     ScoredQuestion sq = score_question(enc, r.question, docs, sp);
     words += sq.words;
     oov += sq.oov;
@@ -86,7 +170,13 @@ int run_select(const std::vector<std::string>& argv) {
     if (json.value) {
       SelectionJsonOptions layout;
       layout.round9 = true;
-      print_json_line(selection_json(r.id, s, layout));
+      ojson j = selection_json(r.id, s, layout);
+      const reader::SteeringParams st = emphasis_steering(s, by_attention ? factor.value : 1.0);
+      if (calibrated) j["prior"] = sp.document_prior;
+      if (st.active())
+        j["steer"] = {{"rule", st.describe().substr(0, st.describe().find('|'))},
+                      {"spans", emphasis_spans_text(s)}};
+      print_json_line(j);
     } else {
       std::printf("== %s: %s\n", r.id.c_str(), r.question.c_str());
       for (const Selected& x : s.selected)

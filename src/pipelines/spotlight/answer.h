@@ -32,8 +32,11 @@ std::string answer_line(std::string_view generated);
 // otherwise).
 GradedAnswer grade_answer(std::string_view generated, const std::vector<std::string>& answers);
 
-// Generates the answer to `prompt` and grades it. Errors of the reader propagate.
+// Generates the answer to `prompt` and grades it, with the reader's attention steered by `steer`
+// for this answer (select.h's emphasis_steering; the reader's own steering is restored after).
+// Errors of the reader propagate.
 GradedAnswer answer_and_grade(reader::Reader& r, const std::string& prompt,
-                              const std::vector<std::string>& answers, int max_tokens);
+                              const std::vector<std::string>& answers, int max_tokens,
+                              const reader::SteeringParams& steer = {});
 
 }  // namespace ragform::spotlight

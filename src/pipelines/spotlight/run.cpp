@@ -84,6 +84,10 @@ void store_question(TokenEncoder& enc, store::RunStore& st, const eval::QaRecord
       layout.docs = &docs;
       layout.gold = &gold_set;
       row.extra["selected"] = nlohmann::json(selection_json(r.id, sel, layout).at("selected"));
+      // The sentences' bytes in the prompt, for run_generate's attention emphasis.
+      nlohmann::json spans = nlohmann::json::array();
+      for (const Selected& x : sel.selected) spans.push_back({x.begin, x.end});
+      row.extra["spans"] = spans;
     }
     st.put(row);
     ++stats.written;
@@ -144,8 +148,23 @@ namespace {
 
 // One question's answer row: generated and graded (answer.h), or unmeasured when the reader
 // failed.
+// Attention emphasis of a stored prompt's sentences (extra "spans"): rescale:factor on them.
+reader::SteeringParams row_emphasis(const store::Result& row, double factor) {
+  reader::SteeringParams s;
+  if (factor == 1.0) return s;
+  if (!row.extra.contains("spans"))
+    throw Error("spotlight generate",
+                "question '" + row.instance +
+                    "' was stored without its sentences' spans: rerun spotlight eval --store");
+  for (const auto& sp : row.extra["spans"])
+    s.spans.push_back({sp[0].get<size_t>(), sp[1].get<size_t>()});
+  s.rule = runtime::Steering::Rescale;
+  s.value = float(factor);
+  return s;
+}
+
 store::Result answer_row(reader::Reader& r, int64_t run, const store::Result& prompt_row,
-                         const std::vector<std::string>& answers, int max_tokens,
+                         const std::vector<std::string>& answers, int max_tokens, double emphasis,
                          reader::MeasuredTally& tally) {
   store::Result out;
   out.run = run;
@@ -153,7 +172,8 @@ store::Result answer_row(reader::Reader& r, int64_t run, const store::Result& pr
   out.variant = "spotlight";
   out.prompt = prompt_row.prompt;
   try {
-    const GradedAnswer g = answer_and_grade(r, prompt_row.prompt, answers, max_tokens);
+    const GradedAnswer g = answer_and_grade(r, prompt_row.prompt, answers, max_tokens,
+                                            row_emphasis(prompt_row, emphasis));
     out.output = g.text;
     out.correct = g.em > 0.5;
     out.scores = {{"em", g.em}};
@@ -179,6 +199,8 @@ GenerateSummary run_generate(reader::Reader& r, store::RunStore& st,
   rc.config = {{"spotlight_run", opt.spotlight_run},
                {"max_tokens", opt.max_tokens},
                {"grading", "em of the first line"}};
+  // Unemphasised runs keep the identity they had before emphasis existed.
+  if (opt.emphasis_factor != 1.0) rc.config["emphasis_factor"] = opt.emphasis_factor;
   const common::Resumed res =
       common::begin_or_resume(st, rc, opt.origin, opt.hooks, stage, records.size(), "answers");
   GenerateSummary sum;
@@ -195,7 +217,8 @@ GenerateSummary run_generate(reader::Reader& r, store::RunStore& st,
   {
     common::Stage prog(opt.hooks, stage, todo.size());
     for (const auto& row : todo) {
-      st.put(answer_row(r, sum.run, row, answers[row.instance], opt.max_tokens, tally));
+      st.put(answer_row(r, sum.run, row, answers[row.instance], opt.max_tokens, opt.emphasis_factor,
+                        tally));
       prog.add();
       tally.fail_fast(stage);
     }

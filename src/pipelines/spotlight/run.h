@@ -10,12 +10,14 @@
 // K of recall_ks, no correctness (nothing is generated). The spotlight row also has prompt = the
 // eq. (10) prompt of the top-K selection and extra {"question", "gold_sentences", "selected"}, the
 // selection in a store row's layout (selection_json.h: title, text, R, R_raw, category, gold,
-// matches with begin/end). Questions without a resolvable supporting fact are skipped and
-// counted. Its origin names no reader (the encoder is part of the config).
+// matches with begin/end) and "spans" (each selected sentence's bytes in the prompt). Questions
+// without a resolvable supporting fact are skipped and counted. Its origin names no reader (the
+// encoder is part of the config).
 //
 // run_generate: the reader's answer to each stored spotlight prompt of a run_eval run, one row
 // per question (pipeline "spotlight generate", variant "spotlight"), graded by answer.h (EM of
-// the first line). A failed remote request is an unmeasured row, retried by a rerun.
+// the first line), optionally with the sentences emphasised by attention (emphasis_factor). A
+// failed remote request is an unmeasured row, retried by a rerun.
 //
 // Both resume: rows already stored are not recomputed.
 #pragma once
@@ -55,6 +57,9 @@ RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
 struct GenerateOptions {
   int64_t spotlight_run = 0;  // the run_eval run whose prompts are answered
   int max_tokens = 16;
+  // Attention emphasis of the selected sentences while answering (select.h emphasis_steering:
+  // rescale:FACTOR on the spans run_eval stored); 1 = none.
+  double emphasis_factor = 1.0;
   common::RunOrigin origin;  // common::origin_of(reader, ...)
   common::RunHooks hooks;
 };

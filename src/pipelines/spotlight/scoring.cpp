@@ -117,6 +117,14 @@ ScoreParams default_score_params() {
 
 double apply_prior(double s, double rho) { return s - (1.0 - rho); }
 
+std::vector<double> document_prior_from_relevance(const std::vector<double>& relevance) {
+  if (relevance.empty()) return {};
+  const auto [lo, hi] = std::minmax_element(relevance.begin(), relevance.end());
+  std::vector<double> out;
+  for (double r : relevance) out.push_back(*hi > *lo ? (r - *lo) / (*hi - *lo) : 1.0);
+  return out;
+}
+
 namespace {
 
 // Min-max normalisation to [0, 1]; all equal -> all 0.
@@ -178,6 +186,10 @@ struct ContextTokens {
 
 ContextTokens flatten_context(const EncodedQuestion& e, const std::vector<Document>& docs,
                               const ScoreParams& p) {
+  if (!p.document_prior.empty() && p.document_prior.size() != docs.size())
+    throw UsageError("spotlight", "the document prior has " +
+                                      std::to_string(p.document_prior.size()) + " values for " +
+                                      std::to_string(docs.size()) + " documents");
   ContextTokens ct;
   ct.cut.resize(docs.size());
   for (size_t di = 0; di < docs.size(); ++di) {
@@ -196,6 +208,7 @@ ContextTokens flatten_context(const EncodedQuestion& e, const std::vector<Docume
       ++n_kept;
     }
     auto rho_of = [&](size_t si) {
+      if (!p.document_prior.empty()) return (1.0 - p.lambda) + p.lambda * p.document_prior[di];
       double x = sents.size() > 1 ? double(si) / double(sents.size() - 1) : 0.0;
       return (1.0 - p.lambda) + p.lambda * p.prior(x);
     };

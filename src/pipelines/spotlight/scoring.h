@@ -29,6 +29,12 @@
 // cosine and so favour mid-document sentences, the opposite of the prior.
 // lambda = 0 gives the plain equations (5)-(8); the paper's Table 4 tries 0, 0.5 (its best), 1.
 //
+// Document prior instead of the positional one (ScoreParams::document_prior): pi(x_j) is replaced
+// by a per-document value in [0, 1], the document's relevance as the reader's attention gives it
+// (calibrated_prior.h: calibrated attention, min-max normalised over the question's documents),
+// so rho_j = (1 - lambda) + lambda * prior[d] for every token of document d: the fixed shape
+// assumes where evidence sits in a document, the calibrated one measures which document holds it.
+//
 // Ablations of Table 3. "w/o fine-grained scorer": Scorer::MeanVector, R = cos(mean query vector,
 // mean sentence vector) - (1 - rho), identity tokens ignored. "w/o importance weighting" has two
 // readings, both available and named for what they change: Alpha::Uniform (alpha_i = 1/n, the
@@ -78,7 +84,14 @@ struct ScoreParams {
   int max_context_tokens = 0;  // 0 = whole contexts
   bool title_context = false;
   double lexical_weight = 0, paragraph_weight = 0;
+  // Per document of the question, in [0, 1]: replaces the positional prior pi (see above);
+  // empty = the positional prior. Set per question (it has one value per document).
+  std::vector<double> document_prior;
 };
+
+// Relevance values (any scale) to a document prior in [0, 1]: min-max normalised, all 1 when they
+// are all equal.
+std::vector<double> document_prior_from_relevance(const std::vector<double>& relevance);
 
 // The paper's settings (k = 5, lambda = 0.5, alpha = IDF, contexts cut at 512 tokens): what
 // --paper-defaults selects.

@@ -156,7 +156,33 @@ Selection select_and_annotate(const std::string& question, const std::vector<Doc
     out.selected.push_back(std::move(sel));
   }
   out.prompt = build_prompt(question, lines);
+  // Each sentence ends its line; the lines follow the question's header one per line.
+  size_t at = build_prompt(question, {}).size() - std::string("Answer:").size();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    out.selected[i].end = at + lines[i].size();
+    out.selected[i].begin = out.selected[i].end - out.selected[i].text.size();
+    at += lines[i].size() + 1;
+  }
   return out;
+}
+
+reader::SteeringParams emphasis_steering(const Selection& sel, double factor) {
+  reader::SteeringParams s;
+  if (factor == 1.0) return s;
+  for (const Selected& x : sel.selected)
+    if (x.end > x.begin) s.spans.push_back({x.begin, x.end});
+  if (s.spans.empty()) return s;
+  s.rule = runtime::Steering::Rescale;
+  s.value = float(factor);
+  return s;
+}
+
+std::string emphasis_spans_text(const Selection& sel) {
+  std::string t;
+  for (const Selected& x : sel.selected)
+    if (x.end > x.begin)
+      t += (t.empty() ? "" : ",") + std::to_string(x.begin) + ":" + std::to_string(x.end);
+  return t;
 }
 
 }  // namespace ragform::spotlight

@@ -23,10 +23,17 @@
 //   Question: <q>\nEvidence:\n<Rel0.82> <entity> <sentence>\n...\nAnswer:
 // Order::Document keeps the selected sentences in document order, Order::Score by descending R.
 // With special tokens off (Table 3 "w/o special tokens") the lines carry the sentences only.
+//
+// Emphasis by attention (instead of, or beside, the <Rel> text): each selected sentence's byte
+// range in the prompt (Selected::begin/end) is what the reader's attention steering takes, so
+// emphasis_steering(selection, A) is `generate --steer rescale:A --steer-spans B:E,...` on the
+// prompt: the sentences' attention times A while the answer is generated (steering.h, PASTA's
+// form).
 #pragma once
 #include <string>
 #include <vector>
 #include "pipelines/spotlight/scoring.h"
+#include "reader/steering_params.h"
 
 namespace ragform::spotlight {
 
@@ -41,8 +48,9 @@ struct SelectParams {
 struct Selected {
   SentenceScore score;
   std::string title, doc_id, text;
-  std::string prefix;    // "<Rel0.82>"
-  std::string category;  // "entity", "temporal", ...
+  std::string prefix;         // "<Rel0.82>"
+  std::string category;       // "entity", "temporal", ...
+  size_t begin = 0, end = 0;  // bytes of `text` in the selection's prompt
 };
 
 struct Selection {
@@ -61,6 +69,13 @@ std::vector<size_t> top_sentences(const ScoredQuestion& scored, int K);
 
 Selection select_and_annotate(const std::string& question, const std::vector<Document>& docs,
                               const ScoredQuestion& scored, const SelectParams& p);
+
+// Attention emphasis of the selected sentences: rescale:factor on their byte ranges in the prompt
+// (the default layers and every head); off when factor is 1 or nothing is selected.
+reader::SteeringParams emphasis_steering(const Selection& sel, double factor);
+
+// "--steer-spans" text of the selected sentences: "B:E,...".
+std::string emphasis_spans_text(const Selection& sel);
 
 // Builds the eq. (10) prompt from annotated lines.
 std::string build_prompt(const std::string& question, const std::vector<std::string>& lines);
