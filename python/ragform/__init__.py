@@ -173,3 +173,4 @@ for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.E
 
 from . import cnorm, readers, spotlight, sure  # noqa: E402  (they use Model / RunStore)
 from ._present import present  # noqa: E402  (a tuned profile applied: `ragform present`)
+from .tune import tune  # noqa: E402,F811  (the search: `ragform tune`; rebinds the submodule name)

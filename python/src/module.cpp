@@ -8,6 +8,7 @@ namespace ragform::py {
 
 void bind_tune(pyb::module_& m);  // tune.cpp: ragform.present
 void bind_bias(pyb::module_& m);  // bias.cpp: ragform.bias
+void bind_tune_search(pyb::module_& m);
 
 nlohmann::json to_json(const pyb::handle& obj) {
   // Leaked on purpose: a static pybind11::object would be released after the interpreter ends.
@@ -50,4 +51,5 @@ PYBIND11_MODULE(_ragform, m) {
   ragform::py::bind_tune(m);
   ragform::py::bind_py_reader(m);
   ragform::py::bind_bias(m);
+  ragform::py::bind_tune_search(m);
 }
