@@ -130,4 +130,27 @@ TEST(TuneCli, AbsObjectiveScoresSixPromptsPerCandidate) {
   for (const auto& t : j["trajectory"]) EXPECT_TRUE(t["abs"].is_number()) << t.dump();
 }
 
+// The context cap and its source are stated: stories260K's file states a context_length of 2048
+// (a llama2.c export; it was trained on 512), which is the cap unless --ctx is given.
+TEST(TuneCli, ContextCapAndItsSourceAreStated) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("tune_cli_context");
+  const std::string args = "tune -m " + quoted(model) +
+                           " --task needle --needle-slots 4 --dev-items 2 --holdout-items 2"
+                           " --delims original --formats plain,json --orders retrieved --k all"
+                           " --abs-filter off --budget 8 --store " +
+                           quoted(dir / "s.sqlite");
+  RunResult file = run_ragform(args + " --json");
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  const nlohmann::json a = json_lines(file.out).at(0)["context"];
+  EXPECT_EQ(a["tokens"], 2048) << a.dump();
+  EXPECT_NE(a["from"].get<std::string>().find("context_length 2048"), std::string::npos)
+      << a.dump();
+  RunResult capped = run_ragform(args + " --ctx 512");
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_NE(capped.out.find("context cap: 512 tokens of prompt and answer (--ctx)"),
+            std::string::npos)
+      << capped.out;
+}
+
 }  // namespace
