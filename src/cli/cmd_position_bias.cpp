@@ -189,6 +189,7 @@ int run_position_bias(const std::vector<std::string>& argv) {
     return calibrated_sweep(rf, sa);
   }
   if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank or --sweep");
+  if (allocation.seen) throw UsageError("--allocation", "goes with --sweep");
 
   std::vector<cnorm::Item> items = cnorm_verbs::input_items(
       task, input.value, size_t(k.value), uint64_t(seed.value), size_t(limit.value));

@@ -7,8 +7,9 @@ namespace ragform::cli {
 SteerFlags::SteerFlags(Args& a)
     : steer(a.opt<std::string>("--steer", "RULE",
                                "attention steering: rescale:FACTOR (the spans' attention times "
-                               "FACTOR, rows renormalised) or reallocate:SHARE (the spans get "
-                               "SHARE of each row); needs --steer-spans",
+                               "FACTOR, rows renormalised), reallocate:SHARE (the spans get "
+                               "SHARE of each row) or reallocate:S1,S2,... (each --steer-spans "
+                               "span its own share, in their order); needs --steer-spans",
                                "")),
       spans(a.opt<std::string>("--steer-spans", "START:END,...",
                                "byte ranges of the prompt to steer toward (before any chat "

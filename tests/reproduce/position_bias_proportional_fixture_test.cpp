@@ -85,4 +85,22 @@ TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
   EXPECT_EQ(checked, 2);
 }
 
+// The flags around it: --allocation only with --sweep; per-span shares one per span.
+TEST(PositionBiasSweep, AllocationAndPerSpanFlagsAreChecked) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto a = run_ragform("position-bias -m " + quoted(model) +
+                       " --task needle -k 3 --limit 1 --allocation top");
+  EXPECT_EQ(a.exit_code, 2);
+  EXPECT_NE(a.err.find("--allocation: goes with --sweep"), std::string::npos) << a.err;
+  auto g = run_ragform("generate -m " + quoted(model) +
+                       " -p 'Once upon a time there was a cat.' -n 2 --steer reallocate:0.2,0.3 "
+                       "--steer-spans 0:4");
+  EXPECT_EQ(g.exit_code, 2);
+  EXPECT_NE(g.err.find("2 per-span shares for 1 spans"), std::string::npos) << g.err;
+  auto ok = run_ragform("generate -m " + quoted(model) +
+                        " -p 'Once upon a time there was a cat.' -n 2 --steer reallocate:0.2,0.3 "
+                        "--steer-spans 0:4,10:14");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 }  // namespace
