@@ -185,6 +185,14 @@ void profile_table(Html& h, const json& summary) {
     << fmt(num(summary, "budget"), 0) << " prompts; a full grid over the same dev items would "
     << "cost " << fmt(num(summary, "grid"), 0) << ". Winner: <code>"
     << escape_html(str(summary, "winner")) << "</code>.</p>";
+  // Candidates the context cap removed never ran: say so, or the space looks smaller than asked.
+  const double dropped = num(summary, "dropped_for_context");
+  const json& ctx = summary.contains("context") ? summary["context"] : json();
+  if (dropped > 0)
+    h << "<p class=\"muted\">" << fmt(dropped, 0)
+      << " candidates were dropped before the search: their prompts with the answer exceed the "
+      << fmt(num(ctx, "tokens"), 0) << "-token context (" << escape_html(str(ctx, "from"))
+      << ").</p>";
   if (!rows.empty()) h << table({"dimension", "value", ""}, rows);
 }
 

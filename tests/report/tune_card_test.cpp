@@ -63,6 +63,8 @@ json summary(int64_t holdout_run) {
       {"budget", 400},
       {"spent", 377},
       {"grid", 2000},
+      {"dropped_for_context", 27},
+      {"context", {{"tokens", 512}, {"from", "--ctx"}}},
       {"plan",
        {{"rungs",
          {{{"candidates", 5}, {"items", 8}, {"keep", 3}, {"cost", 40}},
@@ -117,6 +119,9 @@ TEST(TuneCard, SummaryOnThePage) {
   // The profile and the spend.
   EXPECT_NE(h.find("<b>377</b> of a budget of 400"), std::string::npos);
   EXPECT_NE(h.find("would cost 2000"), std::string::npos);
+  EXPECT_NE(h.find("27 candidates were dropped before the search: their prompts with the answer "
+                   "exceed the 512-token context (--ctx)."),
+            std::string::npos);
   EXPECT_NE(h.find("<td>order</td><td><code>edges</code></td><td><span class=\"muted\">held"),
             std::string::npos);
   EXPECT_NE(h.find("<td>delimiter</td><td><code>&amp;</code></td><td>searched"), std::string::npos);
