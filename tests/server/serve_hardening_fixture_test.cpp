@@ -241,7 +241,7 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
       dec.port(),
       {"GET /v1/models", "GET /models", "POST /v1/completions", "POST /v1/chat/completions",
        "POST /v1/score", "POST /v1/attention", "POST /v1/rag/normalize", "POST /v1/rag/spotlight",
-       "POST /v1/retrieve", "POST /retrieve", "POST /v1/nothing"});
+       "POST /v1/rag/present", "POST /v1/retrieve", "POST /retrieve", "POST /v1/nothing"});
   EXPECT_EQ(dec.stop(), 0) << dec.log();
 
   ServeProcess enc(
