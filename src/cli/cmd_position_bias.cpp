@@ -14,6 +14,7 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "reader/native_reader.h"
+#include "reproduce/calibrated_scores.h"
 #include "reproduce/calibrated_sweep.h"
 #include "reproduce/rank_recall.h"
 #include "store/run_store.h"
@@ -62,6 +63,35 @@ int rank_recall(ReaderFlags& rf, const std::string& input, const std::string& bi
     std::fprintf(stderr, "\n");
   }
   if (json) print_json_line(reproduce::rank_recall_json(s));
+  return 0;
+}
+
+// `position-bias --score`: the records with their paragraphs' calibrated relevance as scores
+// (reproduce/calibrated_scores.h), one JSON object a line to -o (default stdout).
+int score_records(ReaderFlags& rf, const std::string& input, const std::string& bias, size_t limit,
+                  const std::string& out) {
+  if (bias.empty()) throw UsageError("--score", "needs --bias FILE (from position-bias -o)");
+  const cnorm::BiasCurve curve = cnorm::load_bias_curve(bias);
+  std::vector<eval::QaRecord> records = eval::load_qa_file(input).records;
+  if (limit && records.size() > limit) records.resize(limit);
+  auto reader = rf.open_native();
+  std::vector<int> layers;
+  for (int l = 0; l < int(reader->model().hp().n_layer); ++l) layers.push_back(l);
+  std::string text;
+  for (const eval::QaRecord& rec : records)
+    text += reproduce::scored_record_json(
+                rec, reproduce::calibrated_paragraph_scores(*reader, rec, curve, layers))
+                .dump() +
+            "\n";
+  if (out.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  std::FILE* f = std::fopen(out.c_str(), "wb");
+  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
+    throw Error("position-bias", "cannot write " + out);
+  std::fprintf(stderr, "position-bias --score: %zu records written to %s\n", records.size(),
+               out.c_str());
   return 0;
 }
 
@@ -139,7 +169,13 @@ int run_position_bias(const std::vector<std::string>& argv) {
   auto& seed = a.opt<int>("--seed", "S", "seed of the items (distractors, needle stories)", 0);
   auto& tmpl_path = a.opt<std::string>("--template", "FILE",
                                        "prompt template (default: the task's built-in one)", "");
-  auto& out = a.opt<std::string>("-o,--output", "FILE", "write the curve (JSON) to FILE", "");
+  auto& out = a.opt<std::string>("-o,--output", "FILE",
+                                 "write the curve (JSON) to FILE (--score: the records)", "");
+  auto& score = a.opt<std::string>(
+      "--score", "FILE",
+      "instead of measuring: FILE's records (K paragraphs each) with each paragraph's calibrated "
+      "relevance (--bias) as its score, JSONL, for orders by score (tune --orders score)",
+      "");
   auto& store_path = a.opt<std::string>("--store", "FILE", "SQLite run store (resumable)", "");
   auto& rank = a.opt<std::string>(
       "--rank", "FILE",
@@ -167,6 +203,8 @@ int run_position_bias(const std::vector<std::string>& argv) {
   auto& json = a.flag(
       "--json", "print the curve (--rank: the recall; --sweep: the accuracies) as one JSON object");
   if (!a.parse(argv)) return 0;
+  if (!score.value.empty())
+    return score_records(rf, score.value, bias.value, size_t(limit.value), out.value);
   if (!rank.value.empty())
     return rank_recall(rf, rank.value, bias.value, size_t(limit.value), store_path.value,
                        json.value);

@@ -1,0 +1,61 @@
+#include "reproduce/calibrated_scores.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "base/error.h"
+
+namespace ragform::reproduce {
+
+namespace {
+double round9(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::strtod(buf, nullptr);
+}
+}  // namespace
+
+std::vector<double> calibrated_paragraph_scores(reader::Reader& r, const eval::QaRecord& rec,
+                                                const cnorm::BiasCurve& bias,
+                                                const std::vector<int>& layers) {
+  if (rec.ctxs.size() != bias.curve.size())
+    throw Error("position-bias score", "record " + rec.id + " has " +
+                                           std::to_string(rec.ctxs.size()) +
+                                           " paragraphs but the bias curve " +
+                                           std::to_string(bias.curve.size()) + " slots");
+  cnorm::Item item;
+  item.id = rec.id;
+  item.question = rec.question;
+  std::vector<cnorm::Document> docs;
+  for (const eval::Context& c : rec.ctxs) docs.push_back({c.title, c.text});
+  const cnorm::Prompt p = cnorm::render(cnorm::Task::Qa, cnorm::load_template(cnorm::Task::Qa, ""),
+                                        item, docs, cnorm::Format{cnorm::original_delimiter()});
+  reader::AttentionQuery q;
+  q.layers = layers;
+  q.query_positions = {-1};
+  const reader::AttentionResult res = r.attention(p.text, q);
+  const std::vector<cnorm::TokenSpan> tok =
+      cnorm::resolve_spans(p.text, res.pieces, cnorm::document_spans(p, docs));
+  std::vector<double> mass(docs.size(), 0.0);
+  for (const auto& row : res.rows) {
+    const std::vector<double> m = cnorm::span_masses(row.mean, tok);
+    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
+  }
+  return cnorm::calibrated_relevance(mass, bias.curve);
+}
+
+nlohmann::ordered_json scored_record_json(const eval::QaRecord& rec,
+                                          const std::vector<double>& scores) {
+  nlohmann::ordered_json ctxs = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < rec.ctxs.size(); ++i) {
+    const eval::Context& c = rec.ctxs[i];
+    nlohmann::ordered_json j = {
+        {"id", c.id}, {"title", c.title}, {"text", c.text}, {"isgold", c.isgold}};
+    if (c.hasanswer) j["hasanswer"] = *c.hasanswer;
+    j["score"] = round9(scores.at(i));
+    ctxs.push_back(std::move(j));
+  }
+  return {{"id", rec.id}, {"question", rec.question}, {"answers", rec.answers}, {"ctxs", ctxs}};
+}
+
+}  // namespace ragform::reproduce
