@@ -54,7 +54,7 @@ class Ledger {
   Ledger(store::RunStore& st, int64_t run) : st_(st), run_(run) {
     for (auto& row : st.results(run))
       if (row.status == store::Status::ok) {
-        by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+        if (row.correct) by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
         rows_[{row.instance, row.variant}] = std::move(row);
       }
   }
@@ -62,7 +62,8 @@ class Ledger {
     auto it = rows_.find({inst, var});
     return it == rows_.end() ? nullptr : &it->second;
   }
-  // A measured row of `inst` whose prompt is `prompt` (a prompt is measured once per record).
+  // An answered row of `inst` whose prompt is `prompt` (a prompt is answered once per record);
+  // an ABS row has the same prompt but no answer.
   const store::Result* find_prompt(const std::string& inst, const std::string& prompt) const {
     auto it = by_prompt_.find({inst, prompt});
     return it == by_prompt_.end() ? nullptr : find(inst, it->second);
@@ -71,7 +72,7 @@ class Ledger {
     row.run = run_;
     st_.put(row);
     if (row.status != store::Status::ok) return;
-    by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+    if (row.correct) by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
     rows_[{row.instance, row.variant}] = std::move(row);
   }
   int64_t run() const { return run_; }
@@ -373,16 +374,12 @@ bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord&
 // What a candidate shows the reader: every prompt it renders for the dev records and their
 // perturbations, hashed. Two candidates with the same signature (order edges and retrieved with
 // k <= 2, say) are one measurement.
-std::string prompt_signature(const TuneOptions& o, const Presentation& p) {
+std::string prompt_signature(const TuneOptions& o, const std::vector<eval::QaRecord>& recs,
+                             const Presentation& p) {
   std::string all;
-  auto add = [&](const eval::QaRecord& rec) {
+  for (const eval::QaRecord& rec : recs) {
     const std::string pr = render(rec, p, o.task, o.tmpl).prompt;
     all += std::to_string(pr.size()) + ":" + pr;
-  };
-  for (const eval::QaRecord& rec : o.dev) {
-    add(rec);
-    for (const std::string& k : robustness_kinds())
-      if (auto pert = perturbed(rec, o.task, k, o.seed)) add(*pert);
   }
   return store::sha256_hex(all);
 }
@@ -391,10 +388,17 @@ std::string prompt_signature(const TuneOptions& o, const Presentation& p) {
 std::vector<Presentation> without_aliases(const TuneOptions& o,
                                           const std::vector<Presentation>& cands,
                                           std::vector<std::pair<Presentation, size_t>>& aliases) {
+  // The dev records and their perturbations (the robustness check's records), perturbed once.
+  std::vector<eval::QaRecord> recs;
+  for (const eval::QaRecord& rec : o.dev) {
+    recs.push_back(rec);
+    for (const std::string& k : robustness_kinds())
+      if (auto pert = perturbed(rec, o.task, k, o.seed)) recs.push_back(std::move(*pert));
+  }
   std::vector<Presentation> distinct;
   std::map<std::string, size_t> seen;
   for (const Presentation& p : cands) {
-    auto [it, fresh] = seen.emplace(prompt_signature(o, p), distinct.size());
+    auto [it, fresh] = seen.emplace(prompt_signature(o, recs, p), distinct.size());
     if (fresh)
       distinct.push_back(p);
     else

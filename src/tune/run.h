@@ -17,10 +17,12 @@
 //                       winner (instance = holdout record id).
 // Labels are presentation.h label(); a candidate whose prompts are byte-identical to an earlier
 // candidate's on every dev record (and every perturbed one) is an alias: it has no rows of its own
-// and shares the earlier candidate's. Answers are generated in batches of 8 (a reader may decode
-// them together). A reader's failure is an unmeasured row; the phase then stops with an Error and
-// a rerun retries it. Resume: a killed search reruns only the cells without a row. Sharding
-// (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
+// and shares the earlier candidate's. A prompt already answered for a record (two perturbations
+// that agree on a two-sentence document) is not run again: its row is a copy of the measured one
+// (extra.shared_with names that variant) and costs no prompt. Answers are generated in batches of 8
+// (a reader may decode them together). A reader's failure is an unmeasured row; the phase then
+// stops with an Error and a rerun retries it. Resume: a killed search reruns only the cells without
+// a row. Sharding (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
 // fnv1a64("<instance>|<variant>") mod n; a shard runs its share of the first phase that is not
 // complete and stops (TuneSummary::complete = false); after `ragform merge` a rerun continues with
 // the next phase.

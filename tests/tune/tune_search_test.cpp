@@ -466,3 +466,38 @@ TEST(TuneSearch, AbsFilterSkippedWithANoteWithoutAttention) {
 }
 
 }  // namespace
+
+namespace {
+
+// The ABS pass scores the same prompts the rungs then answer: an ABS row (no answer) must not
+// stand in for an answer.
+TEST(TuneSearch, AbsFilterThenEveryRungAnswers) {
+  Fixture fx;
+  TableReader tr(fx.cands, fx.dev, fx.table());
+  tr.r.heads = [](const std::string&, size_t T) {
+    return std::vector<std::vector<float>>{std::vector<float>(T, 1.0f)};
+  };
+  TuneOptions o = fx.options(Objective::Accuracy, 150);
+  o.search.abs_filter = true;
+  auto dir = ragform::testing::temp_dir("tune_abs_then_rungs");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+  // The ABS rows are in the store before the search that answers (a search stopped after its
+  // ABS pass, resumed): loaded rows must not stand in for answers either.
+  TuneOptions abs_only = o;
+  abs_only.objective = Objective::Abs;
+  abs_only.budget = 24;
+  run_tune(tr.r, st, abs_only);
+  tr.r.attention_calls = 0;
+  TuneSummary s = run_tune(tr.r, st, o);
+  ASSERT_TRUE(s.complete);
+  EXPECT_EQ(tr.r.attention_calls, 0);  // the ABS pass was stored
+  EXPECT_GT(tr.r.generate_calls, 0);
+  EXPECT_EQ(s.spent, size_t(tr.r.generate_calls) + s.plan.abs_cost);
+  for (const auto& c : s.candidates)
+    if (c.dropped_at != "abs") {
+      EXPECT_GT(c.score.n, 0u) << label(c.presentation);
+    }
+  EXPECT_EQ(label(s.profile.presentation), label(fx.cands[fx.w_acc]));
+}
+
+}  // namespace

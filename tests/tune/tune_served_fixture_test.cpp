@@ -60,6 +60,9 @@ TEST(TuneServed, SameProfileAndRowsNativelyAndThroughRagformServe) {
     EXPECT_EQ(x["dropped_at"], y["dropped_at"]) << x["label"];
     EXPECT_EQ(x["accuracy"], y["accuracy"]) << x["label"];
     EXPECT_EQ(x["n"], y["n"]) << x["label"];
+    if (x["dropped_at"] != "abs") {
+      EXPECT_GT(x["n"].get<int>(), 0) << x["label"];  // answered, not its ABS row
+    }
     EXPECT_EQ(x["tokens"], y["tokens"]) << x["label"];
     ASSERT_EQ(x["abs"].is_number(), y["abs"].is_number()) << x["label"];
     if (x["abs"].is_number()) {
