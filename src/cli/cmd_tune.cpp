@@ -114,6 +114,8 @@ std::string help_text() {
       "each phase (merge, then rerun). The winner and the original presentation are then\n"
       "evaluated on the held-out split (its own count of prompts): accuracy, the 95% bootstrap\n"
       "CI of the paired difference, McNemar's p, robustness, tokens.\n"
+      "Candidates that render the same prompts on every dev record (order edges and retrieved\n"
+      "with k <= 2) are measured once and charged once; the output lists them as aliases.\n"
       "Prompts longer than --ctx with the answer are dropped before the search: the space's k\n"
       "and formats are capped for the model, and the output says how many candidates that\n"
       "removed, the cap and where it came from. The default cap is the model file's\n"
