@@ -201,11 +201,19 @@ SweepTable sweep_table(const RunRows& r) {
   return t;
 }
 
+// How a sweep run shared its attention: runs stored before proportional allocation existed have
+// no "allocation" in their identity, and they gave it all to the top document.
+std::string allocation_of(const RunRows& r) {
+  return r.info.config.value("allocation", std::string("top"));
+}
+
 void calibrated_sweeps(Html& h, const std::vector<RunRows>& runs) {
   h << "<h3>Accuracy by gold position, with and without calibration</h3><p class=\"muted\">The "
-       "gold document at each position; baseline answers the prompt as it is, calibrated gives "
-       "the document of highest calibrated relevance the run's share of attention while "
-       "answering. OAA = mean accuracy over the positions.</p>";
+       "gold document at each position; baseline answers the prompt as it is, calibrated "
+       "reallocates the run's share of attention while answering: to each document in "
+       "proportion to its calibrated relevance (allocation proportional, found-in-the-middle's "
+       "form) or all of it to the document of highest calibrated relevance (allocation top). "
+       "OAA = mean accuracy over the positions.</p>";
   std::vector<std::vector<std::string>> oaa_rows;
   std::string charts = "<div class=\"charts\">";
   for (const RunRows& r : runs) {
@@ -217,20 +225,21 @@ void calibrated_sweeps(Html& h, const std::vector<RunRows>& runs) {
       const double oaa = t.accuracy[v].empty() ? std::numeric_limits<double>::quiet_NaN()
                                                : sum / double(t.accuracy[v].size());
       oaa_rows.push_back({std::to_string(r.info.id), escape_html(model_label(r)),
-                          fmt(r.info.config.value("share", 0.0), 2), escape_html(t.variants[v]),
-                          fmt(oaa, 3)});
+                          fmt(r.info.config.value("share", 0.0), 2), escape_html(allocation_of(r)),
+                          escape_html(t.variants[v]), fmt(oaa, 3)});
       lines.push_back({t.variants[v], t.accuracy[v], {}});
     }
     ChartOptions o;
     o.title = "Run " + std::to_string(r.info.id) + " — " + model_label(r) + ", share " +
-              fmt(r.info.config.value("share", 0.0), 2);
+              fmt(r.info.config.value("share", 0.0), 2) + " (" + allocation_of(r) + ")";
     o.x_label = "gold position";
     o.y_label = "accuracy";
     o.y_max = 1;
     charts += line_chart(slot_labels(t.accuracy.empty() ? 0 : t.accuracy[0].size()), lines, o);
     ++h.charts;
   }
-  h << table({"run", "model · task", "share", "variant", "OAA"}, oaa_rows) << charts << "</div>";
+  h << table({"run", "model · task", "share", "allocation", "variant", "OAA"}, oaa_rows) << charts
+    << "</div>";
 }
 
 }  // namespace

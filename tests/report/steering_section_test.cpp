@@ -99,13 +99,33 @@ TEST(SteeringSection, SweepOaaAndAccuracyByPosition) {
   report::ReportOptions o;
   const std::string h = report::render_report(st, o);
   EXPECT_NE(h.find("Accuracy by gold position, with and without calibration"), std::string::npos);
-  EXPECT_NE(h.find("<td>0.50</td><td>baseline</td><td>0.750</td>"), std::string::npos)
+  // A run without "allocation" in its identity is from before proportional allocation: top.
+  EXPECT_NE(h.find("<td>0.50</td><td>top</td><td>baseline</td><td>0.750</td>"), std::string::npos)
       << h.substr(h.find("OAA"), 1500);
-  EXPECT_NE(h.find("<td>0.50</td><td>calibrated</td><td>0.500</td>"), std::string::npos);
-  EXPECT_NE(h.find("Run 1 — tiny · needle, share 0.50"), std::string::npos);
+  EXPECT_NE(h.find("<td>0.50</td><td>top</td><td>calibrated</td><td>0.500</td>"),
+            std::string::npos);
+  EXPECT_NE(h.find("Run 1 — tiny · needle, share 0.50 (top)"), std::string::npos);
   // No bias-curve run: the section says so and still shows the sweep.
   EXPECT_NE(h.find("position-bias&#39; run in the store"), std::string::npos)
       << h.substr(h.find("steering"), 800);
+}
+
+// Proportional and top runs at the same share are told apart by their allocation.
+TEST(SteeringSection, SweepRunsNameTheirAllocation) {
+  store::RunStore st(ragform::testing::temp_dir("report-steering-alloc") / "r.sqlite");
+  ragform::testing::RowWriter put{st};
+  const int64_t top =
+      st.begin_run(config("position-bias sweep", {{"task", "needle"}, {"share", 0.5}}));
+  const int64_t prop = st.begin_run(config(
+      "position-bias sweep", {{"task", "needle"}, {"share", 0.5}, {"allocation", "proportional"}}));
+  put(top, "i1", "calibrated@0", true, {}, {{"position", 0}});
+  put(prop, "i1", "calibrated@0", false, {}, {{"position", 0}});
+  const std::string h = report::render_report(st, report::ReportOptions{});
+  EXPECT_NE(h.find("<td>0.50</td><td>top</td><td>calibrated</td><td>1.000</td>"), std::string::npos)
+      << h.substr(h.find("OAA"), 1500);
+  EXPECT_NE(h.find("<td>0.50</td><td>proportional</td><td>calibrated</td><td>0.000</td>"),
+            std::string::npos);
+  EXPECT_NE(h.find("share 0.50 (proportional)"), std::string::npos);
 }
 
 TEST(SteeringSection, CurveValuesAreTheSlotMeans) {
