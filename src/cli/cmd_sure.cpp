@@ -211,6 +211,12 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& batch = batch_flag(a);
   auto& con = a.flag("--chain-of-note", "Chain-of-Note instruction (Table 5 baseline)");
   auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000).range(1, kMaxInt);
+  auto& emphasis =
+      a.opt<double>("--emphasis-gold", "FACTOR",
+                    "for analysis: the document's attention times FACTOR while "
+                    "answering (generate --steer rescale:FACTOR on its bytes; 1 = off)",
+                    1.0)
+          .range(0.0, 1e6);
   OtherReaderFlags judge_flags(a, "judge",
                                "LLM-as-judge reader for Y: a GGUF file, or with --reader openai a "
                                "served model name (default: string containment)");
@@ -227,6 +233,7 @@ int run_eval(const std::vector<std::string>& argv) {
   eo.seed = static_cast<uint64_t>(seed.value);
   eo.batch = static_cast<size_t>(batch.value);
   eo.chain_of_note = con.value;
+  eo.emphasis_gold = emphasis.value;
   std::unique_ptr<reader::Reader> judge;
   if (judge_flags.given()) {
     judge = judge_flags.open(su);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <map>
 #include <set>
@@ -23,6 +24,32 @@ std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,
               {{"instruction", prompts.get(chain_of_note ? "chain_of_note" : "qa_instruction")},
                {"document", grounding},
                {"question", question}});
+}
+
+std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,
+                       const std::string& question, bool chain_of_note,
+                       std::vector<runtime::CharSpan>& document_spans) {
+  std::vector<std::pair<size_t, size_t>> at;
+  std::string p =
+      fill(prompts.get("qa_prompt"),
+           {{"instruction", prompts.get(chain_of_note ? "chain_of_note" : "qa_instruction")},
+            {"document", grounding},
+            {"question", question}},
+           "document", at);
+  document_spans.clear();
+  for (const auto& [b, e] : at)
+    if (e > b) document_spans.push_back({b, e});
+  return p;
+}
+
+reader::SteeringParams gold_emphasis(const std::vector<runtime::CharSpan>& document_spans,
+                                     double factor) {
+  reader::SteeringParams s;
+  if (factor == 1.0 || document_spans.empty()) return s;
+  s.rule = runtime::Steering::Rescale;
+  s.value = float(factor);
+  s.spans = document_spans;
+  return s;
 }
 
 std::string closed_book_prompt(const PromptSet& prompts, const std::string& question) {
@@ -74,7 +101,50 @@ struct Job {
   const std::string* question = nullptr;
   nlohmann::json extra = nlohmann::json::object();
   int max_tokens = 32;
+  reader::SteeringParams steer = {};  // off but for EvalOptions::emphasis_gold's rows
 };
+
+// A RAG job (original or perturbed row): its prompt, and with emphasis_gold the steering of the
+// document's bytes, which the row records as "steer_spans" ("B:E,...", as --steer-spans takes).
+Job rag_job(const PromptSet& prompts, const std::string& instance, const std::string& variant,
+            const std::string& grounding, const Pair& p, const EvalOptions& opt) {
+  std::vector<runtime::CharSpan> doc;
+  Job j{instance, variant, rag_prompt(prompts, grounding, p.question, opt.chain_of_note, doc),
+        &p.answers, &p.question};
+  j.max_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
+  j.steer = gold_emphasis(doc, opt.emphasis_gold);
+  if (j.steer.active()) {
+    std::string t;
+    for (const auto& sp : j.steer.spans)
+      t += (t.empty() ? "" : ",") + std::to_string(sp.begin) + ":" + std::to_string(sp.end);
+    j.extra["steer_spans"] = t;
+  }
+  return j;
+}
+
+// The reader's steering for one batch, restored also when generation throws.
+class ScopedSteering {
+ public:
+  ScopedSteering(reader::Reader& r, const reader::SteeringParams& s) : r_(r), saved_(r.steering) {
+    r_.steering = s;
+  }
+  ~ScopedSteering() { r_.steering = saved_; }
+  ScopedSteering(const ScopedSteering&) = delete;
+  ScopedSteering& operator=(const ScopedSteering&) = delete;
+
+ private:
+  reader::Reader& r_;
+  reader::SteeringParams saved_;
+};
+
+// The end of the batch that starts at b: up to B unsteered jobs, or one steered job alone (the
+// reader takes one steering per call, and each prompt's document has its own bytes).
+size_t batch_end(const std::vector<Job>& jobs, size_t b, size_t B) {
+  if (jobs[b].steer.active()) return b + 1;
+  size_t e = b + 1;
+  while (e < jobs.size() && e < b + B && !jobs[e].steer.active()) ++e;
+  return e;
+}
 
 // Runs jobs in batches; rows are written as each batch finishes. Every row counts in `tally`
 // (reader/measured.h), and a run that can no longer measure anything stops between batches.
@@ -85,8 +155,8 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
   gp.temperature = opt.temperature;
   gp.seed = opt.seed;
   size_t B = std::max<size_t>(1, opt.batch);
-  for (size_t b = 0; b < jobs.size(); b += B) {
-    size_t e = std::min(jobs.size(), b + B);
+  for (size_t b = 0, e = 0; b < jobs.size(); b = e) {
+    e = batch_end(jobs, b, B);
     std::vector<std::string> ps;
     gp.seeds.clear();
     for (size_t i = b; i < e; ++i) {
@@ -94,7 +164,13 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
       gp.seeds.push_back(row_seed(opt.seed, jobs[i].instance, jobs[i].variant));
     }
     gp.max_tokens = jobs[b].max_tokens;
-    const std::vector<reader::Attempt> gens = reader::generate_each(reader, ps, gp);
+    std::vector<reader::Attempt> gens;
+    if (jobs[b].steer.active()) {
+      ScopedSteering steered(reader, jobs[b].steer);
+      gens = reader::generate_each(reader, ps, gp);
+    } else {
+      gens = reader::generate_each(reader, ps, gp);
+    }
     double batch_ms = 0;
     for (size_t i = b; i < e; ++i) {
       Job& j = jobs[i];
@@ -148,7 +224,6 @@ std::pair<std::vector<Job>, std::vector<Job>> first_stage_jobs(const PromptSet& 
                                                                const EvalOptions& opt,
                                                                const std::set<store::Key>& done,
                                                                EvalStats& stats) {
-  const int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
   std::vector<Job> cb, org;
   std::set<std::string> seen_q, seen_doc;
   for (const Pair& p : pairs) {
@@ -164,10 +239,7 @@ std::pair<std::vector<Job>, std::vector<Job>> first_stage_jobs(const PromptSet& 
       }
     }
     if (seen_doc.insert(p.id).second) {
-      Job j{p.id, "original",
-            rag_prompt(prompts, grounding_original(p), p.question, opt.chain_of_note), &p.answers,
-            &p.question};
-      j.max_tokens = answer_tokens;
+      Job j = rag_job(prompts, p.id, "original", grounding_original(p), p, opt);
       j.extra["golden"] = text::substring_match(p.original, p.answers) > 0;
       if (done.count({j.instance, j.variant})) {
         ++stats.skipped_done;
@@ -207,7 +279,6 @@ struct Grader {
 std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const PromptSet& prompts,
                                 const std::vector<Pair>& pairs, const EvalOptions& opt,
                                 const std::set<store::Key>& done, EvalStats& stats) {
-  const int answer_tokens = opt.chain_of_note ? opt.con_max_tokens : opt.max_tokens;
   // What is measured so far: closed-book and original rows.
   std::map<store::Key, store::Result> rows;
   store.for_each_result(run, [&](const store::Result& r) {
@@ -220,10 +291,7 @@ std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const
       ++stats.skipped_done;  // a stored row the run reuses, as the first stages count theirs
       continue;
     }
-    Job j{p.id, p.perturbation,
-          rag_prompt(prompts, grounding_perturbed(p), p.question, opt.chain_of_note), &p.answers,
-          &p.question};
-    j.max_tokens = answer_tokens;
+    Job j = rag_job(prompts, p.id, p.perturbation, grounding_perturbed(p), p, opt);
     bool golden = text::substring_match(p.original, p.answers) > 0;
     j.extra["perturbation"] = p.perturbation;
     j.extra["category"] = p.category;
@@ -247,11 +315,22 @@ std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const
 
 namespace {
 
+// emphasis_gold replaces the reader's steering on the rows it steers, so both at once would
+// steer only some rows: refused.
+void check_emphasis(const reader::Reader& reader, const EvalOptions& opt) {
+  if (!(opt.emphasis_gold >= 0) || !std::isfinite(opt.emphasis_gold))
+    throw UsageError("sure eval", "the gold emphasis factor must be finite and >= 0");
+  if (opt.emphasis_gold != 1.0 && reader.steering.active())
+    throw UsageError("sure eval",
+                     "the gold emphasis steers the reader itself: turn the reader's steering off");
+}
+
 // The three stages in `run`, one progress stage "sure eval" over the rows still to generate.
 std::vector<Outcome> evaluate_in_run(reader::Reader& reader, store::RunStore& store, int64_t run,
                                      const PromptSet& prompts, const std::vector<Pair>& pairs,
                                      const EvalOptions& opt, EvalStats& stats,
                                      const common::RunHooks& hooks) {
+  check_emphasis(reader, opt);
   std::set<store::Key> done = store.done_keys(run);
   reader::PrefillMeter meter(reader);
   auto [cb, org] = first_stage_jobs(prompts, pairs, opt, done, stats);
@@ -378,6 +457,8 @@ store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompt
     if (!judge_sha256.empty()) rc.config["judge_sha256"] = judge_sha256;
     rc.config["prompts"]["judge"] = prompts.identity("judge");
   }
+  // Unemphasised runs keep the identity they had before emphasis existed.
+  if (opt.emphasis_gold != 1.0) rc.config["emphasis_gold"] = opt.emphasis_gold;
   return rc;
 }
 

@@ -44,6 +44,12 @@ struct EvalOptions {
   // unmeasured, never as wrong.
   reader::Reader* judge = nullptr;
   int judge_max_tokens = 256;
+  // For analysis: the document G (original or perturbed) emphasised by attention while the
+  // answer is generated, rescale:emphasis_gold on its bytes in each RAG prompt (gold_emphasis);
+  // closed-book rows are not steered. 1 = off: today's rows and run identity exactly. Steered
+  // rows are generated one prompt at a time (each has its own span) and carry extra
+  // "steer_spans"; the reader's own steering must be off.
+  double emphasis_gold = 1.0;
 };
 
 // The sampler seed of one row (instance, variant) of a run seeded `seed`:
@@ -56,6 +62,14 @@ uint64_t row_seed(uint64_t seed, std::string_view instance, std::string_view var
 // The RAG prompt P = (I, G, Q).
 std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,
                        const std::string& question, bool chain_of_note);
+// The same prompt, with the byte ranges of the grounding in it (one per {document}).
+std::string rag_prompt(const PromptSet& prompts, const std::string& grounding,
+                       const std::string& question, bool chain_of_note,
+                       std::vector<runtime::CharSpan>& document_spans);
+// The steering of EvalOptions::emphasis_gold on a prompt whose document sits at `document_spans`:
+// `generate --steer rescale:FACTOR --steer-spans B:E,...` on it; inactive for factor 1 or no span.
+reader::SteeringParams gold_emphasis(const std::vector<runtime::CharSpan>& document_spans,
+                                     double factor);
 std::string closed_book_prompt(const PromptSet& prompts, const std::string& question);
 // Y(.) on a response (Chain-of-Note: on the text after the last "Answer:").
 bool grade(const std::string& response, const std::vector<std::string>& answers,
@@ -84,7 +98,8 @@ struct EvalStats {
 // The identity of a `sure eval` run (store/run_store.h): pipeline "sure eval" and the config JSON
 // of what changes its rows (temperature, max_tokens, Chain-of-Note, the prompts' identities, the
 // grading: "substring_match", or "judge" with opt.judge's description, `judge_sha256` when not
-// empty, and the judge prompt) and of its input (`pairs_sha256`, pairs.h: two pair files never
+// empty, and the judge prompt; `emphasis_gold` when not 1, so steered and unsteered runs never
+// merge) and of its input (`pairs_sha256`, pairs.h: two pair files never
 // share a run, so a resume never skips a row computed for other pairs under the same id). The
 // model, reader, tool version and seed are added by run_eval, for every front end alike.
 store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompts,

@@ -62,6 +62,12 @@ PromptSet load_prompts(const std::string& dir_in) {
 }
 
 std::string fill(const std::string& tmpl, const std::map<std::string, std::string>& vars) {
+  std::vector<std::pair<size_t, size_t>> unused;
+  return fill(tmpl, vars, "", unused);
+}
+
+std::string fill(const std::string& tmpl, const std::map<std::string, std::string>& vars,
+                 const std::string& name_of_span, std::vector<std::pair<size_t, size_t>>& spans) {
   std::string out;
   size_t i = 0;
   while (i < tmpl.size()) {
@@ -75,6 +81,7 @@ std::string fill(const std::string& tmpl, const std::map<std::string, std::strin
           auto it = vars.find(name);
           if (it == vars.end())
             throw Error("sure: prompt template", "no value for placeholder {" + name + "}");
+          if (name == name_of_span) spans.emplace_back(out.size(), out.size() + it->second.size());
           out += it->second;
           i = close + 1;
           continue;

@@ -15,6 +15,8 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ragform::sure {
 
@@ -37,5 +39,11 @@ PromptSet load_prompts(const std::string& dir = "");
 // Replaces each {name} in `tmpl` by vars[name] in one pass (substituted text is not rescanned, so
 // a document containing "{question}" stays as it is). A {name} not in vars is an Error.
 std::string fill(const std::string& tmpl, const std::map<std::string, std::string>& vars);
+
+// fill, also giving the byte range [begin, end) in the result of every substitution of {name}
+// (in order; none when the template has no {name}): where a pipeline's document sits in its
+// prompt, for attention steering on it.
+std::string fill(const std::string& tmpl, const std::map<std::string, std::string>& vars,
+                 const std::string& name, std::vector<std::pair<size_t, size_t>>& spans);
 
 }  // namespace ragform::sure
