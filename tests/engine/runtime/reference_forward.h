@@ -141,7 +141,8 @@ class ReferenceForward {
   }
   // Per-span shares: span i (ending at or before t) with mass m_i > 0 gets share S_i, the keys in
   // no applicable span what is left.
-  void reallocate_each(std::vector<double>& p, int lo, int t) const {
+  // Not inlined: GCC 12 -O3 otherwise reports a bogus free-nonheap-object on `mass` inside run().
+  [[gnu::noinline]] void reallocate_each(std::vector<double>& p, int lo, int t) const {
     auto span_of = [&](int j) {
       for (size_t i = 0; i < steer->spans.size(); ++i) {
         const auto& sp = steer->spans[i];
@@ -154,7 +155,10 @@ class ReferenceForward {
     bool any = false;
     for (int j = lo; j <= t; ++j) {
       const int i = span_of(j);
-      (i < 0 ? rest : mass[size_t(i)]) += p[size_t(j - lo)];
+      if (i < 0)
+        rest += p[size_t(j - lo)];
+      else
+        mass[size_t(i)] += p[size_t(j - lo)];
     }
     for (size_t i = 0; i < mass.size(); ++i)
       if (mass[i] > 0) given += steer->shares[i], any = true;
