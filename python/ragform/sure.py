@@ -43,7 +43,8 @@ def perturb(record, kinds=None, seed=0, cutoff="2023-10-01", docs=0, model=None,
 
 @checked
 def evaluate(model=None, pairs=None, store=None, temperature=0.1, max_tokens=32, seed=0, batch=8,
-             chain_of_note=False, resamples=2000, prompts=None, progress=True, reader=None):
+             chain_of_note=False, resamples=2000, prompts=None, progress=True, reader=None,
+             emphasis_gold=1.0):
     """Instance-level robustness of `model` (or reader=: a Model, an OpenAIReader or a Python
     reader, docs/python.md "Your own reader") over pairs (perturb()'s
     dicts), as `ragform sure eval --store store`: closed-book, original and perturbed answers into
@@ -55,7 +56,9 @@ def evaluate(model=None, pairs=None, store=None, temperature=0.1, max_tokens=32,
     URL), raises RuntimeError with `ragform sure eval`'s message (the server's reason); rows that
     failed beside measured ones are counted in stats["unmeasured"]; a Python reader's exception
     leaves its prompt's row unmeasured with the exception's message (a rerun measures it), except
-    KeyboardInterrupt, which stops the run."""
+    KeyboardInterrupt, which stops the run. emphasis_gold: for analysis, the document's attention
+    times this factor while answering (`--emphasis-gold`: rescale steering on its bytes; 1 = off;
+    a run of its own)."""
     model = pick("sure.evaluate", model, reader)
     if pairs is None:
         raise ValueError("sure.evaluate: no pairs")
@@ -64,11 +67,11 @@ def evaluate(model=None, pairs=None, store=None, temperature=0.1, max_tokens=32,
         if store is not None:
             return _ragform._sure_evaluate(model, pairs, os.fspath(store), temperature,
                                            max_tokens, seed, batch, chain_of_note, resamples,
-                                           prompts or "", bar)
+                                           prompts or "", bar, emphasis_gold)
         with tempfile.TemporaryDirectory() as d:
             out = _ragform._sure_evaluate(model, pairs, os.path.join(d, "sure.sqlite"),
                                           temperature, max_tokens, seed, batch, chain_of_note,
-                                          resamples, prompts or "", bar)
+                                          resamples, prompts or "", bar, emphasis_gold)
             out["store"] = None
             return out
 

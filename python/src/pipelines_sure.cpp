@@ -130,7 +130,8 @@ pyb::list sure_perturb(const pyb::iterable& records, std::optional<std::string> 
 pyb::dict sure_evaluate(const pyb::handle& model, const pyb::iterable& pairs_in,
                         const std::string& store_path, double temperature, int max_tokens,
                         int64_t seed, int batch, bool chain_of_note, int resamples,
-                        const std::string& prompts_dir, pyb::object progress) {
+                        const std::string& prompts_dir, pyb::object progress,
+                        double emphasis_gold) {
   using namespace sure;
   if (batch < 1 || max_tokens < 1 || resamples < 1)
     throw UsageError("sure evaluate", "batch, max_tokens and resamples must be >= 1");
@@ -148,6 +149,7 @@ pyb::dict sure_evaluate(const pyb::handle& model, const pyb::iterable& pairs_in,
   eo.eval.seed = uint64_t(seed);
   eo.eval.batch = size_t(batch);
   eo.eval.chain_of_note = chain_of_note;
+  eo.eval.emphasis_gold = emphasis_gold;
   eo.hooks = loop_hooks(hook);
   pyb::gil_scoped_release nogil;
   PromptSet prompts = prompts_of(prompts_dir);
@@ -326,7 +328,7 @@ void bind_pipelines_sure(pyb::module_& m) {
       "The fifteen SURE perturbation kinds (Table 1 order).");
   m.def("_sure_evaluate", &sure_evaluate, arg("model"), arg("pairs"), arg("store"),
         arg("temperature"), arg("max_tokens"), arg("seed"), arg("batch"), arg("chain_of_note"),
-        arg("resamples"), arg("prompts"), arg("progress"));
+        arg("resamples"), arg("prompts"), arg("progress"), arg("emphasis_gold") = 1.0);
   m.def("_sure_attention", &sure_attention, arg("model"), arg("pairs"), arg("store"), arg("run"),
         arg("layer"), arg("heads"), arg("per_group"), arg("sample_by"), arg("query"), arg("seed"),
         arg("chain_of_note"), arg("prompts"));
