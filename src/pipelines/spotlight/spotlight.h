@@ -13,6 +13,7 @@
 #pragma once
 #include "pipelines/spotlight/alpha.h"
 #include "pipelines/spotlight/answer.h"
+#include "pipelines/spotlight/calibrated_prior.h"
 #include "pipelines/spotlight/encoder.h"
 #include "pipelines/spotlight/evaluate.h"
 #include "pipelines/spotlight/lexical.h"
