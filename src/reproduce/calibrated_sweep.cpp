@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "reader/scoped_steering.h"
 #include "text/metrics.h"
 
 namespace ragform::reproduce {
@@ -26,21 +27,6 @@ double round9(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return std::strtod(buf, nullptr);
 }
-
-// Sets the reader's steering for one call and restores what it was, also when the call throws.
-class ScopedSteering {
- public:
-  ScopedSteering(reader::Reader& r, reader::SteeringParams s) : r_(r), saved_(r.steering) {
-    r_.steering = std::move(s);
-  }
-  ~ScopedSteering() { r_.steering = saved_; }
-  ScopedSteering(const ScopedSteering&) = delete;
-  ScopedSteering& operator=(const ScopedSteering&) = delete;
-
- private:
-  reader::Reader& r_;
-  reader::SteeringParams saved_;
-};
 
 // Each document's calibrated relevance (mass over the layers' mean minus the curve).
 std::vector<double> calibrated_documents(reader::Reader& r, const cnorm::Prompt& p,
@@ -168,7 +154,7 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
             calibrated_steering(calibrated_documents(r, p, spans, opt), spans, opt, extra);
         store::Result row;
         {
-          ScopedSteering scoped(r, steer);
+          reader::ScopedSteering scoped(r, steer);
           row = answer(r, it, p.text, gen);
         }
         row.run = res.run;

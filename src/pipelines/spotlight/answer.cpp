@@ -1,6 +1,7 @@
 // The generation + EM step of SpotlightRAG (see answer.h).
 #include "pipelines/spotlight/answer.h"
 
+#include "reader/scoped_steering.h"
 #include "text/metrics.h"
 
 namespace ragform::spotlight {
@@ -29,29 +30,12 @@ GradedAnswer grade_answer(std::string_view generated, const std::vector<std::str
   return g;
 }
 
-namespace {
-// The reader's steering for one call, restored also when the call throws.
-class ScopedSteering {
- public:
-  ScopedSteering(reader::Reader& r, const reader::SteeringParams& s) : r_(r), saved_(r.steering) {
-    r_.steering = s;
-  }
-  ~ScopedSteering() { r_.steering = saved_; }
-  ScopedSteering(const ScopedSteering&) = delete;
-  ScopedSteering& operator=(const ScopedSteering&) = delete;
-
- private:
-  reader::Reader& r_;
-  reader::SteeringParams saved_;
-};
-}  // namespace
-
 GradedAnswer answer_and_grade(reader::Reader& r, const std::string& prompt,
                               const std::vector<std::string>& answers, int max_tokens,
                               const reader::SteeringParams& steer) {
   if (!steer.active())
     return grade_answer(r.generate(prompt, answer_params(max_tokens)).text, answers);
-  ScopedSteering scoped(r, steer);
+  reader::ScopedSteering scoped(r, steer);
   return grade_answer(r.generate(prompt, answer_params(max_tokens)).text, answers);
 }
 

@@ -14,6 +14,7 @@
 #include "reader/measured.h"
 #include "reader/prefill_meter.h"
 #include "reader/provenance.h"
+#include "reader/scoped_steering.h"
 #include "text/metrics.h"
 
 namespace ragform::sure {
@@ -122,21 +123,6 @@ Job rag_job(const PromptSet& prompts, const std::string& instance, const std::st
   return j;
 }
 
-// The reader's steering for one batch, restored also when generation throws.
-class ScopedSteering {
- public:
-  ScopedSteering(reader::Reader& r, const reader::SteeringParams& s) : r_(r), saved_(r.steering) {
-    r_.steering = s;
-  }
-  ~ScopedSteering() { r_.steering = saved_; }
-  ScopedSteering(const ScopedSteering&) = delete;
-  ScopedSteering& operator=(const ScopedSteering&) = delete;
-
- private:
-  reader::Reader& r_;
-  reader::SteeringParams saved_;
-};
-
 // The end of the batch that starts at b: up to B unsteered jobs, or one steered job alone (the
 // reader takes one steering per call, and each prompt's document has its own bytes).
 size_t batch_end(const std::vector<Job>& jobs, size_t b, size_t B) {
@@ -166,7 +152,7 @@ void run_jobs(reader::Reader& reader, store::RunStore& store, int64_t run, std::
     gp.max_tokens = jobs[b].max_tokens;
     std::vector<reader::Attempt> gens;
     if (jobs[b].steer.active()) {
-      ScopedSteering steered(reader, jobs[b].steer);
+      reader::ScopedSteering steered(reader, jobs[b].steer);
       gens = reader::generate_each(reader, ps, gp);
     } else {
       gens = reader::generate_each(reader, ps, gp);
