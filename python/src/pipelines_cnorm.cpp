@@ -60,20 +60,7 @@ pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
   CalibrationPlan plan = calibration_plan(req);
   const Task task = plan.options.setup.task;
 
-  std::vector<eval::QaRecord> recs;
-  std::string input_sha;
-  if (pyb::isinstance<pyb::str>(records) ||
-      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
-    std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
-    pyb::gil_scoped_release nogil;
-    recs = eval::load_qa_file(path).records;
-    input_sha = store::sha256_file(path);
-  } else if (!records.is_none()) {
-    recs = qa_records(records);
-    std::string lines;
-    for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
-    input_sha = lines.empty() ? "" : store::sha256_hex(lines);
-  }
+  auto [recs, input_sha] = records_arg(records);
 
   if (task == Task::Needle && !recs.empty())
     throw UsageError("records", "the needle task generates its items; give no records");
@@ -159,20 +146,7 @@ pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
     seeds.push_back(uint64_t(sd));
   }
   if (seeds.empty()) seeds = {prof.seed};
-  std::vector<eval::QaRecord> recs;
-  std::string input_sha;
-  if (pyb::isinstance<pyb::str>(records) ||
-      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
-    const std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
-    pyb::gil_scoped_release nogil;
-    recs = eval::load_qa_file(path).records;
-    input_sha = store::sha256_file(path);
-  } else if (!records.is_none()) {
-    recs = qa_records(records);
-    std::string lines;
-    for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
-    input_sha = lines.empty() ? "" : store::sha256_hex(lines);
-  }
+  auto [recs, input_sha] = records_arg(records);
   if (task == Task::Needle && !recs.empty())
     throw UsageError("records", "the needle task generates its items; give no records");
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");

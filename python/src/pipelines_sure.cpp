@@ -282,15 +282,8 @@ pyb::dict sure_filter(const pyb::iterable& pairs_in, const pyb::handle& model,
 pyb::list sure_oracle(pyb::object records, const pyb::handle& model, int64_t seed,
                       const std::string& prompts_dir, pyb::object progress) {
   using namespace sure;
-  std::vector<eval::QaRecord> recs;
-  if (pyb::isinstance<pyb::str>(records) ||
-      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
-    const std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
-    pyb::gil_scoped_release nogil;
-    recs = eval::load_qa_file(path).records;
-  } else {
-    recs = qa_records(records);
-  }
+  if (records.is_none()) throw UsageError("records", "give a list of dicts or a JSONL file");
+  std::vector<eval::QaRecord> recs = records_arg(records).records;
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   const LoopHook hook(progress, 0);
   const common::RunHooks hooks = loop_hooks(hook);

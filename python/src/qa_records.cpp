@@ -4,6 +4,8 @@
 #include <string>
 
 #include "eval/datasets.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
 
 namespace ragform::py {
 
@@ -32,6 +34,23 @@ std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
     } catch (const eval::RowError& e) {
       throw UsageError("record " + std::to_string(i), e.what());
     }
+  }
+  return out;
+}
+
+RecordsArg records_arg(const pyb::object& records) {
+  RecordsArg out;
+  if (pyb::isinstance<pyb::str>(records) ||
+      pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
+    const std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
+    pyb::gil_scoped_release nogil;
+    out.records = eval::load_qa_file(path).records;
+    out.sha256 = store::sha256_file(path);
+  } else if (!records.is_none()) {
+    out.records = qa_records(records);
+    std::string lines;
+    for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
+    out.sha256 = lines.empty() ? "" : store::sha256_hex(lines);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Python dicts -> QA records, for every pipeline's bindings (pipelines*.cpp): one reading of a
 // record for C-NORM, SURE and SpotlightRAG, as the file loaders read a JSONL line.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "bindings.h"
@@ -11,5 +12,14 @@ namespace ragform::py {
 // The format is detected from the first record as the file loaders do (eval/datasets.h); a
 // record that does not fit it is a ValueError naming the record.
 std::vector<eval::QaRecord> qa_records(const pyb::iterable& records);
+
+// A pipeline's `records` argument: a list of dicts, the path of a JSONL file (str or PathLike), or
+// None (no records). `sha256` is the input's identity as the CLI records it: the file's hash, or
+// for dicts the hash of their canonical JSON lines ("" for none). The file is read without the GIL.
+struct RecordsArg {
+  std::vector<eval::QaRecord> records;
+  std::string sha256;
+};
+RecordsArg records_arg(const pyb::object& records);
 
 }  // namespace ragform::py
