@@ -1,0 +1,163 @@
+// The search's summary as `ragform tune --json` and its text print it (and as the run stores it,
+// run meta "tune_summary"): one rendering for the CLI, Python and the report's card.
+#include "tune/run.h"
+
+#include <cstdio>
+#include <string>
+
+namespace ragform::tune {
+
+namespace {
+
+std::string number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+}  // namespace
+
+nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) {
+  nlohmann::ordered_json j;
+  j["task"] = task_name(o.task);
+  j["objective"] = objective_name(o.objective);
+  if (o.objective == Objective::Balanced) j["robust_floor"] = o.robust_floor;
+  j["complete"] = s.complete;
+  if (!s.complete) j["pending"] = s.pending;
+  if (s.complete) {
+    j["profile"] = profile_to_json(s.profile);
+    j["winner"] = label(s.candidates[s.winner].presentation);
+  }
+  j["budget"] = s.budget;
+  j["spent"] = s.spent;
+  j["grid"] = s.grid;
+  j["candidates"] = s.candidates.size();
+  j["aliases"] = nlohmann::json::array();
+  for (const auto& [p, of] : s.aliases)
+    j["aliases"].push_back(
+        nlohmann::ordered_json{{"label", label(p)}, {"of", label(s.candidates[of].presentation)}});
+  j["dropped_for_context"] = s.dropped_for_context;
+  j["context"] = {{"tokens", o.ctx ? nlohmann::json(o.ctx) : nlohmann::json(nullptr)},
+                  {"from", o.ctx_source}};
+  j["abs_filter"] = s.plan.abs_cost ? "on" : s.abs_skipped ? "skipped: no attention" : "off";
+  j["plan"] = s.plan.to_json();
+  j["finalists"] = nlohmann::json::array();
+  for (size_t c : s.finalists) j["finalists"].push_back(label(s.candidates[c].presentation));
+  nlohmann::ordered_json traj = nlohmann::json::array();
+  for (const CandidateResult& c : s.candidates) {
+    nlohmann::ordered_json t;
+    t["label"] = label(c.presentation);
+    t["presentation"] = to_json(c.presentation);
+    t["dropped_at"] = c.dropped_at;
+    t["accuracy"] = c.score.accuracy();
+    t["n"] = c.score.n;
+    t["tokens"] = c.score.tokens;
+    t["robustness"] = c.score.robustness ? nlohmann::json(*c.score.robustness) : nullptr;
+    t["abs"] = c.score.abs ? nlohmann::json(*c.score.abs) : nullptr;
+    traj.push_back(t);
+  }
+  j["trajectory"] = traj;
+  // Main effects: the mean first-rung accuracy of the candidates holding each value.
+  nlohmann::ordered_json effects = nlohmann::json::object();
+  if (!s.plan.rungs.empty())
+    for (const std::string& dim : searched_dimensions(o.space)) {
+      std::map<std::string, std::pair<double, size_t>> by;
+      std::vector<std::string> seen;
+      // An alias holds its own values with the accuracy of the candidate it was measured as.
+      auto count = [&](const Presentation& p, const std::optional<double>& acc) {
+        if (!acc) return;
+        nlohmann::json v = to_json(p)[dim == "delimiter" ? "delimiter" : dim];
+        std::string key = v.is_string() ? v.get<std::string>() : v.dump();
+        if (dim == "spotlight") key = spotlight_value_name({p.spotlight, p.spotlight_tokens});
+        if (!by.count(key)) seen.push_back(key);
+        by[key].first += *acc;
+        by[key].second += 1;
+      };
+      for (const CandidateResult& c : s.candidates) count(c.presentation, c.first_rung_accuracy);
+      for (const auto& [p, of] : s.aliases) count(p, s.candidates[of].first_rung_accuracy);
+      nlohmann::ordered_json e = nlohmann::json::object();
+      for (const auto& k : seen) e[k] = by[k].first / double(by[k].second);
+      effects[dim] = e;
+    }
+  j["main_effects"] = effects;
+  if (s.holdout) {
+    const Holdout& h = *s.holdout;
+    auto side = [](const Side& x) {
+      return nlohmann::ordered_json{
+          {"label", x.label},
+          {"accuracy", x.accuracy},
+          {"robustness", x.robustness ? nlohmann::json(*x.robustness) : nullptr},
+          {"tokens", x.tokens}};
+    };
+    j["holdout"] = {{"items", h.items},
+                    {"prompts", h.prompts},
+                    {"original", side(h.original)},
+                    {"tuned", side(h.tuned)},
+                    {"diff_ci95", {h.diff_lo, h.diff_hi}},
+                    {"mcnemar_p", h.mcnemar_p}};
+  } else {
+    j["holdout"] = nullptr;
+  }
+  j["store"] = o.store_path;
+  j["run"] = s.run;
+  j["holdout_run"] = s.holdout_run;
+  return j;
+}
+
+std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
+  std::string t;
+  t += "tune: " + std::string(task_name(o.task)) + ", objective " + objective_name(o.objective);
+  if (o.objective == Objective::Balanced) t += " (robustness floor " + number(o.robust_floor) + ")";
+  t += "\n";
+  t += "  space: " + std::to_string(s.candidates.size()) + " candidates";
+  if (!s.aliases.empty())
+    t += " (and " + std::to_string(s.aliases.size()) +
+         " aliases: the same prompts as another candidate, measured once)";
+  if (s.dropped_for_context)
+    t += " (" + std::to_string(s.dropped_for_context) + " more dropped: over the context)";
+  t += "\n  context cap: " +
+       (o.ctx ? std::to_string(o.ctx) + " tokens of prompt and answer" : std::string("none")) +
+       (o.ctx_source.empty() ? "" : " (" + o.ctx_source + ")");
+  t += "\n  spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) +
+       " prompts; a full grid over the same dev records would cost " + std::to_string(s.grid) +
+       "\n";
+  if (s.abs_skipped) t += "  abs: filter skipped: the reader gives no attention\n";
+  if (s.plan.abs_cost)
+    t += "  abs: " + std::to_string(s.plan.candidates) + " candidates x " +
+         std::to_string(s.plan.abs_prompts) + " prompts, kept " + std::to_string(s.plan.abs_keep) +
+         "\n";
+  for (size_t i = 0; i < s.plan.rungs.size(); ++i) {
+    const Rung& r = s.plan.rungs[i];
+    t += "  rung " + std::to_string(i) + ": " + std::to_string(r.candidates) + " candidates x " +
+         std::to_string(r.items) + " dev records, kept " + std::to_string(r.keep) + "\n";
+  }
+  if (s.plan.truncated)
+    t += "  the budget cut the search short: the last rung's candidates are the finalists, with "
+         "robustness on " +
+         std::to_string(s.plan.robust_items) + " records\n";
+  if (!s.complete) return t + "  " + s.pending + "\n";
+  for (size_t c : s.finalists) {
+    const CandidateResult& cr = s.candidates[c];
+    t += std::string(c == s.winner ? "  * " : "    ") + label(cr.presentation) + ": accuracy " +
+         number(cr.score.accuracy()) + " (" + std::to_string(cr.score.n) + "), robustness " +
+         (cr.score.robustness ? number(*cr.score.robustness) : std::string("-")) + ", tokens " +
+         number(cr.score.tokens) + (cr.score.abs ? ", abs " + number(*cr.score.abs) : "") + "\n";
+  }
+  t += "  winner: " + label(s.candidates[s.winner].presentation) + "\n";
+  if (s.holdout) {
+    const Holdout& h = *s.holdout;
+    auto side = [](const Side& x) {
+      return "accuracy " + number(x.accuracy) + ", robustness " +
+             (x.robustness ? number(*x.robustness) : std::string("-")) + ", tokens " +
+             number(x.tokens);
+    };
+    t += "  held out (" + std::to_string(h.items) + " records, " + std::to_string(h.prompts) +
+         " prompts, not counted in the budget):\n";
+    t += "    original " + h.original.label + ": " + side(h.original) + "\n";
+    t += "    tuned    " + h.tuned.label + ": " + side(h.tuned) + "\n";
+    t += "    accuracy difference 95% CI [" + number(h.diff_lo) + ", " + number(h.diff_hi) +
+         "], McNemar p " + number(h.mcnemar_p) + "\n";
+  }
+  return t;
+}
+
+}  // namespace ragform::tune
