@@ -64,16 +64,9 @@ std::vector<double> calibrated_prior(reader::NativeReader& r, const cnorm::BiasC
   const PriorPrompt p = prior_prompt(question, docs);
   std::vector<cnorm::CharSpan> spans;
   for (const runtime::CharSpan& c : p.documents) spans.push_back({c.begin, c.end});
-  reader::AttentionQuery q;
-  for (int l = 0; l < int(r.model().hp().n_layer); ++l) q.layers.push_back(l);
-  q.query_positions = {-1};
-  const reader::AttentionResult res = r.attention(p.text, q);
-  const std::vector<cnorm::TokenSpan> tok = cnorm::resolve_spans(p.text, res.pieces, spans);
-  std::vector<double> mass(docs.size(), 0.0);
-  for (const auto& row : res.rows) {
-    const std::vector<double> m = cnorm::span_masses(row.mean, tok);
-    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
-  }
+  std::vector<int> layers(size_t(r.model().hp().n_layer));
+  std::iota(layers.begin(), layers.end(), 0);
+  const std::vector<double> mass = cnorm::layer_mean_masses(r, p.text, spans, layers);
   return document_prior_from_relevance(cnorm::calibrated_relevance(mass, bias.curve));
 }
 

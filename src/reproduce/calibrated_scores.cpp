@@ -30,17 +30,8 @@ std::vector<double> calibrated_paragraph_scores(reader::Reader& r, const eval::Q
   for (const eval::Context& c : rec.ctxs) docs.push_back({c.title, c.text});
   const cnorm::Prompt p = cnorm::render(cnorm::Task::Qa, cnorm::load_template(cnorm::Task::Qa, ""),
                                         item, docs, cnorm::Format{cnorm::original_delimiter()});
-  reader::AttentionQuery q;
-  q.layers = layers;
-  q.query_positions = {-1};
-  const reader::AttentionResult res = r.attention(p.text, q);
-  const std::vector<cnorm::TokenSpan> tok =
-      cnorm::resolve_spans(p.text, res.pieces, cnorm::document_spans(p, docs));
-  std::vector<double> mass(docs.size(), 0.0);
-  for (const auto& row : res.rows) {
-    const std::vector<double> m = cnorm::span_masses(row.mean, tok);
-    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
-  }
+  const std::vector<double> mass =
+      cnorm::layer_mean_masses(r, p.text, cnorm::document_spans(p, docs), layers);
   return cnorm::calibrated_relevance(mass, bias.curve);
 }
 

@@ -32,17 +32,8 @@ double round9(double v) {
 std::vector<double> calibrated_documents(reader::Reader& r, const cnorm::Prompt& p,
                                          const std::vector<cnorm::CharSpan>& spans,
                                          const CalibratedSweepOptions& o) {
-  reader::AttentionQuery q;
-  q.layers = o.layers;
-  q.query_positions = {-1};
-  const reader::AttentionResult res = r.attention(p.text, q);
-  const std::vector<cnorm::TokenSpan> tok = cnorm::resolve_spans(p.text, res.pieces, spans);
-  std::vector<double> mass(spans.size(), 0.0);
-  for (const auto& row : res.rows) {
-    const std::vector<double> m = cnorm::span_masses(row.mean, tok);
-    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
-  }
-  return cnorm::calibrated_relevance(mass, o.bias.curve);
+  return cnorm::calibrated_relevance(cnorm::layer_mean_masses(r, p.text, spans, o.layers),
+                                     o.bias.curve);
 }
 
 // The steering of the calibrated answer and what the row records of it.

@@ -51,18 +51,7 @@ Ranked ranked_of(const eval::QaRecord& rec, size_t k) {
 std::vector<double> attention_relevance(reader::Reader& rd, const cnorm::Prompt& p,
                                         const std::vector<cnorm::Document>& docs,
                                         const std::vector<int>& layers) {
-  reader::AttentionQuery q;
-  q.layers = layers;
-  q.query_positions = {-1};
-  const reader::AttentionResult res = rd.attention(p.text, q);
-  const std::vector<cnorm::TokenSpan> tok =
-      cnorm::resolve_spans(p.text, res.pieces, cnorm::document_spans(p, docs));
-  std::vector<double> mean(docs.size(), 0.0);
-  for (const auto& row : res.rows) {
-    std::vector<double> m = cnorm::span_masses(row.mean, tok);
-    for (size_t i = 0; i < m.size(); ++i) mean[i] += m[i] / double(res.rows.size());
-  }
-  return mean;
+  return cnorm::layer_mean_masses(rd, p.text, cnorm::document_spans(p, docs), layers);
 }
 
 std::vector<double> bm25_relevance(const Ranked& r) {

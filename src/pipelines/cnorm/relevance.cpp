@@ -124,6 +124,22 @@ std::vector<double> span_masses(const std::vector<float>& row,
   return out;
 }
 
+std::vector<double> layer_mean_masses(reader::Reader& r, const std::string& prompt,
+                                      const std::vector<CharSpan>& spans,
+                                      const std::vector<int>& layers) {
+  reader::AttentionQuery q;
+  q.layers = layers;
+  q.query_positions = {-1};
+  const reader::AttentionResult res = r.attention(prompt, q);
+  const std::vector<TokenSpan> tok = resolve_spans(prompt, res.pieces, spans);
+  std::vector<double> mass(spans.size(), 0.0);
+  for (const auto& row : res.rows) {
+    const std::vector<double> m = span_masses(row.mean, tok);
+    for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
+  }
+  return mass;
+}
+
 std::vector<double> calibrated_relevance(const std::vector<double>& masses,
                                          const std::vector<double>& bias) {
   if (masses.size() != bias.size())

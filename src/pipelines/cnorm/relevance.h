@@ -51,6 +51,12 @@ std::vector<TokenSpan> resolve_spans(const std::string& prompt,
 
 // Sum of row[t] over each span's tokens (a span past the row's end counts what the row has).
 std::vector<double> span_masses(const std::vector<float>& row, const std::vector<TokenSpan>& spans);
+// Each span's attention mass from the prompt's final token, the head mean of each of `layers`
+// averaged over the layers: the document masses the calibrated uses read (ranking, scores, the
+// sweep's shares, Spotlight's calibrated prior).
+std::vector<double> layer_mean_masses(reader::Reader& r, const std::string& prompt,
+                                      const std::vector<CharSpan>& spans,
+                                      const std::vector<int>& layers);
 // mass[k] - bias[k]: the paper's calibrated attention. Error when the sizes differ.
 std::vector<double> calibrated_relevance(const std::vector<double>& masses,
                                          const std::vector<double>& bias);
