@@ -16,6 +16,7 @@
 //                 measure the cache-resident kernel and can exceed 1; the model's decode
 //                 (`ragform bench --tg`) is the DRAM-bound figure;
 //   vs_scalar     speed over the scalar tier for the same type/shape/tokens (same run).
+// Float weights are packed into panels first, as a loaded model holds them (float_panels.h).
 // K-quant rows must be multiples of 256, so their 896-long rows use 1024 (llama-quantize falls
 // back to Q5_0/Q8_0 for such tensors in real 0.5B files). Filter with --benchmark_filter, e.g.
 //   bench_matmul --benchmark_filter='Q8_0/.*/tokens:512'
@@ -34,6 +35,7 @@
 #include "base/thread_pool.h"
 #include "engine/gguf/types.h"
 #include "engine/ops/cpu_features.h"
+#include "engine/ops/float_panels.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/ops.h"
@@ -99,6 +101,13 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
   const auto data = make_weights(t, n_in, n_out);
   WeightView w{t, data.data(), n_in, n_out};
   w.policy.f16 = f16;
+  // Float weights packed into panels as a loaded model holds them (packed_weights.h).
+  std::vector<uint8_t> panels;
+  if (matmul_uses_panels(t, tier)) {
+    panels.resize(panels_bytes(w));
+    pack_panels(w, 0, panel_count(n_out), panels.data());
+    w.panels = panels.data();
+  }
   std::vector<float> x(size_t(n_in * n_tokens)), y(size_t(n_out * n_tokens));
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);

@@ -1,6 +1,6 @@
 // A loaded decoder-only transformer: hyper-parameters plus views of its weights, which stay in the
-// memory-mapped GGUF file (no copy, except 1-D norm/bias vectors, which are tiny and dequantised
-// to F32 once).
+// GGUF file's image (no copy, except 1-D norm/bias vectors, which are tiny and dequantised to F32
+// once, and float matrices, repacked once into the float kernels' panels: packed_weights.h).
 #pragma once
 #include <memory>
 #include <string>
@@ -10,6 +10,7 @@
 #include "engine/model/arch.h"
 #include "engine/model/engine_options.h"
 #include "engine/model/hparams.h"
+#include "engine/model/packed_weights.h"
 #include "engine/model/tensor_reader.h"
 #include "engine/ops/ops.h"
 
@@ -61,6 +62,9 @@ class Model {
   const float* rope_freqs = nullptr;  // (n_rot/2) Llama 3.1 RoPE frequency factors, or null
   std::vector<LayerWeights> layers;
 
+  // Bytes of float weights repacked into panels at load (packed_weights.h); 0 for quantised models.
+  size_t packed_bytes() const { return packed_.bytes(); }
+
   // One line each for what loading accepted but a user should know (ignored metadata, harmless
   // tensors left unread). Front ends print them; library code does not.
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -71,6 +75,7 @@ class Model {
   const ArchSpec* arch_ = nullptr;
   ops::MatmulPolicy policy_{};
   TensorReader tensors_;  // every tensor read, and the F32 copies of 1-D tensors
+  PackedWeights packed_;  // the float matrices in the float kernels' panels
   std::vector<std::string> warnings_;
   void check_all_tensors_used();
   void load_layer(int il);

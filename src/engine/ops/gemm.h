@@ -25,15 +25,20 @@ void gemm_q8(const WeightView& w, const float* x, int64_t n_tokens, float* y, Th
 bool gemm_k_supported(TensorType t, CpuTier tier);
 void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// F32, F16 and BF16 weights, exact (gemm_f16.cpp): a GEMM for several tokens and a GEMV for one,
-// with AVX-512 or AVX2 (`tier`, clamped to the CPU; matmul uses it on the AVX-512 tier, where
-// gemm_f16_supported is true, and the vec_dot path, the same bits, below it). Bit-identical to the
-// vec_dot path for any number of tokens, any tiling and any thread count (the same products added
-// in the same order: 16 lanes over k, then vec_dot's reduction tree), so a row's result never
-// depends on the batch.
+// F16 and BF16 weights, exact (gemm_f16.cpp): one kernel for any number of tokens over weights in
+// panels (float_panels.h; w.panels, or packed a group at a time when null), with AVX-512 or AVX2
+// (`tier`, clamped to the CPU; matmul uses it on both, where gemm_f16_supported is true).
+// Bit-identical to the vec_dot path for any number of tokens, any tiling and any thread count
+// (every output one fused multiply-add chain along k, as dot_f16 / dot_bf16 sum), so a row's
+// result never depends on the batch.
 bool gemm_f16_supported(TensorType t, CpuTier tier);
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               CpuTier tier = CpuTier::Avx512);
+
+// F32 weights on AVX-512 (gemm_f32.cpp): dot_f32's 16-lane order, bit-identical to the vec_dot
+// path for any number of tokens (inner-product tiles of 4 rows x 6 tokens straight from the rows).
+bool gemm_f32_supported(TensorType t, CpuTier tier);
+void gemm_f32(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
 // F16 prefill on int16 dot products (gemm_f16_int16.cpp, AVX512-VNNI vpdpwssd at twice the fp32
 // FMA rate), only when the weight's policy asks for it (approximate; not batch-invariant: fewer

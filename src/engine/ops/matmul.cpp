@@ -60,6 +60,7 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
   if (n_tokens > 1 && gemm_k_supported(w.type, tier)) return gemm_k(w, x, n_tokens, y, pool);
   if (gemm_f16_int16_supported(w, n_tokens, tier)) return gemm_f16_int16(w, x, n_tokens, y, pool);
   if (gemm_f16_supported(w.type, tier)) return gemm_f16(w, x, n_tokens, y, pool, tier);
+  if (gemm_f32_supported(w.type, tier)) return gemm_f32(w, x, n_tokens, y, pool);
 
   const DotFn dot = dot_function(w.type);
   const size_t act_bytes = activation_row_bytes(w.type, w.n_in);

@@ -82,6 +82,10 @@ struct WeightView {
   int64_t n_in = 0;   // row length (ne[0])
   int64_t n_out = 0;  // number of rows (ne[1])
   MatmulPolicy policy{};
+  // The same weights in the panel layout of the exact float kernels (float_panels.h), when the
+  // model packed them at load (F16/BF16 only); null otherwise, and the kernel packs a group
+  // of panels at a time from `data`. `data` stays the row layout every other reader uses.
+  const uint8_t* panels = nullptr;
 
   size_t row_bytes() const { return gguf::row_bytes(type, n_in); }
 };
@@ -94,8 +98,9 @@ struct WeightView {
 // x and y must not overlap. Uses the fastest kernel of clamp_tier(w.policy.tier) for w's type: on
 // AVX-512 with VNNI, Q8_0/Q5_0/Q4_0 weights go through an int8 GEMM for several tokens and a GEMV
 // for one token, Q4_K/Q5_K/Q6_K through a GEMM for several tokens and (Q4_K, Q6_K) a GEMV for
-// one; on AVX-512, F16/BF16 through an fp32 GEMM/GEMV in vec_dot's order, or int16
-// products when w.policy.f16 asks for them (AVX512-VNNI, 16+ tokens). See gemm.h.
+// one; on AVX2 and AVX-512, F16/BF16 through one fp32 kernel over row panels in vec_dot's order
+// (w.panels, float_panels.h), or int16 products when w.policy.f16 asks for them (AVX512-VNNI,
+// 16+ tokens); on AVX-512, F32 through a GEMM in dot_f32's order. See gemm.h.
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 // matmul with the kernels of clamp_tier(tier) (tests and benchmarks compare tiers with it).
 void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

@@ -5,9 +5,11 @@
 // Float summation order (documented because it is the one place we differ from ggml by design):
 // blocks are summed in order into one float accumulator (`sumf += d * float(isum)`), while
 // ggml's AVX kernels keep 8 float lanes per block and add them at the end. The two orders agree
-// to a few float ulps of the row sum, far below the fixtures' tolerances. F32/F16/BF16 rows are
-// summed into 16 interleaved float accumulators (SIMD-friendly), combined pairwise at the end.
+// to a few float ulps of the row sum, far below the fixtures' tolerances.
+// F16/BF16 rows are one fused multiply-add chain along k (see dot_f16), where ggml's F16 kernels
+// keep 32 lanes; F32 rows 16 interleaved float accumulators, combined pairwise at the end.
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -36,12 +38,6 @@ namespace {
 
 constexpr int kLanes = 16;
 
-inline float reduce_lanes(float* acc) {
-  for (int w = kLanes / 2; w > 0; w /= 2)
-    for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
-  return acc[0];
-}
-
 // Sum of a[i] * b[i] over i < N, exact in int (N * 127 * 127 < 2^31).
 template <int N, typename A>
 inline int dot_i8(const A* a, const int8_t* b) {
@@ -50,6 +46,9 @@ inline int dot_i8(const A* a, const int8_t* b) {
   return s;
 }
 
+// F32 rows: 16 interleaved float accumulators (lane j sums k = j mod 16, multiply then add),
+// combined pairwise at the end; the AVX-512 F32 kernel (gemm_f32.cpp) follows it. F32 keeps the
+// lanes (a sum closer to ggml's 64 lanes than one chain; the F32 fixture models rely on it).
 RAGFORM_KERNEL float dot_f32(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const float*>(wv);
   const auto* a = static_cast<const float*>(av);
@@ -58,44 +57,35 @@ RAGFORM_KERNEL float dot_f32(int64_t n, const void* wv, const void* av) {
   for (; i + kLanes <= n; i += kLanes)
     for (int k = 0; k < kLanes; ++k) acc[k] += w[i + k] * a[i + k];
   for (int k = 0; i < n; ++i, ++k) acc[k] += w[i] * a[i];
-  return reduce_lanes(acc);
+  for (int w2 = kLanes / 2; w2 > 0; w2 /= 2)
+    for (int k = 0; k < w2; ++k) acc[k] += acc[k + w2];
+  return acc[0];
 }
 
-// F16 weights; activations are floats already rounded to F16 (ggml's F16 vec_dot operand).
-// Half -> float in branch-free integer form so it vectorises: exponent and mantissa shifted into
-// float position and scaled by 2^112 rebias exactly (subnormals included); infinities and NaNs
-// (exponent 31) are selected by mask.
+// F16/BF16 rows: one fused multiply-add chain along k, acc = fma(w[k], a[k], acc) for k ascending
+// from +0. This is the order the panel kernels (gemm_f16.cpp) follow with 16 rows in the lanes of
+// a vector, so this loop is their scalar reference: the same bits for every output. The chain is
+// latency-bound one row at a time, which only the scalar tier pays.
+// F16 weights; activations are floats already rounded to F16 (ggml's F16 vec_dot operand). The
+// product of two halves is exact in fp32 (22 significand bits, exponents far inside fp32's
+// range), so multiply-then-add rounds once, exactly as the kernels' FMA does.
 RAGFORM_KERNEL float dot_f16(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const uint16_t*>(wv);
   const auto* a = static_cast<const float*>(av);
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    uint32_t t[kLanes];
-    for (int k = 0; k < kLanes; ++k) {
-      const uint32_t em = uint32_t(w[i + k] & 0x7fffu) << 13;
-      const uint32_t finite = std::bit_cast<uint32_t>(std::bit_cast<float>(em) * 0x1p112f);
-      const uint32_t special = em | 0x7f800000u;
-      const uint32_t mask = 0u - uint32_t(em >= (0x7c00u << 13));
-      t[k] = (finite & ~mask) | (special & mask) | (uint32_t(w[i + k] & 0x8000u) << 16);
-    }
-    for (int k = 0; k < kLanes; ++k) acc[k] += std::bit_cast<float>(t[k]) * a[i + k];
-  }
   const float* table = fp16_table();
-  for (int k = 0; i < n; ++i, ++k) acc[k] += table[w[i]] * a[i];
-  return reduce_lanes(acc);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) acc += table[w[i]] * a[i];
+  return acc;
 }
 
-// BF16 weights; activations are floats already rounded to BF16.
+// BF16 weights; activations are floats already rounded to BF16. A bf16 product has 16
+// significand bits but fp32's exponent range, so it can underflow: fused, as in the kernels.
 RAGFORM_KERNEL float dot_bf16(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const uint16_t*>(wv);
   const auto* a = static_cast<const float*>(av);
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] += bf16_to_fp32(w[i + k]) * a[i + k];
-  for (int k = 0; i < n; ++i, ++k) acc[k] += bf16_to_fp32(w[i]) * a[i];
-  return reduce_lanes(acc);
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n; ++i) acc = std::fma(bf16_to_fp32(w[i]), a[i], acc);
+  return acc;
 }
 
 // Q4_0/Q4_1 stay baseline-only: their decode-then-dot form is fastest as SSE2 code and GCC's

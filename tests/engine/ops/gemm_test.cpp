@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "engine/ops/cpu_features.h"
+#include "engine/ops/float_panels.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/ops.h"
@@ -160,28 +161,43 @@ TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
   for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(bits(y[i]), bits(ref.y[i])) << "at " << i;
 }
 
-// The exact F32/F16/BF16 kernels return vec_dot's bits for every output, whatever the number of
-// tokens (the GEMV for one, tiles of 6 or 2 tokens with a partial last tile, token blocks), the
-// row tile an output falls in and the thread count: a row's result never depends on the batch.
+// The exact float kernels return vec_dot's bits for every output, whatever the number of tokens
+// (F16/BF16: one tile of 1..14 tokens or 14-token tiles and a partial one; F32: the GEMV, 6-token
+// tiles, token blocks), the tile an output falls in and the thread count, with F16/BF16 weights
+// packed at load or packed by the kernel: a row's result never depends on the batch.
 TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
   std::vector<CpuTier> tiers = {CpuTier::Avx2};
   if (best_cpu_tier() == CpuTier::Avx512) tiers.push_back(CpuTier::Avx512);
   if (best_cpu_tier() == CpuTier::Scalar) GTEST_SKIP() << "CPU lacks AVX2: " << cpu_summary();
-  // n_in 7: only the partial last step; 300: 18 steps and a tail of 12; 4864: several token
-  // blocks of rounded activations (256 KB / 19 KB per token). n_out 13: partial row tiles.
+  // n_in 7: only a partial step for F32; 300: 18 steps and a tail of 12; 4864: several token
+  // blocks of F32 activations. n_out 1, 5, 13, 37: partial panels and row tiles.
   for (CpuTier tier : tiers)
     for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16})
       for (int64_t n_in : {7, 16, 300, 4864})
-        for (int64_t n_out : {1, 5, 13}) {
+        for (int64_t n_out : {1, 5, 13, 37}) {
+          if (t == TensorType::F32 && !gemm_f32_supported(t, tier)) continue;
           const auto data = random_rows(t, n_in, n_out, uint32_t(n_in * 3 + n_out) + uint32_t(t));
-          const WeightView w{t, data.data(), n_in, n_out};
+          WeightView w{t, data.data(), n_in, n_out};
+          std::vector<uint8_t> panels;
+          if (t != TensorType::F32 && n_out != 5) {  // n_out 5: packed by the kernel
+            panels.resize(panels_bytes(w));
+            pack_panels(w, 0, panel_count(n_out), panels.data());
+            w.panels = panels.data();
+          }
+          const auto run = [&](const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+            if (t == TensorType::F32)
+              gemm_f32(w, x, n_tokens, y, pool);
+            else
+              gemm_f16(w, x, n_tokens, y, pool, tier);
+          };
           const int64_t max_tokens = n_in == 4864 ? 41 : 19;
           const auto x = random_activations(n_in * max_tokens, uint32_t(n_in + 7 * n_out));
           const Reference ref = reference(w, x, max_tokens);
-          for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(6), int64_t(7), max_tokens}) {
+          for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(6), int64_t(7), int64_t(14),
+                                   int64_t(15), max_tokens}) {
             std::vector<float> y(size_t(n_tokens * n_out), NAN);
-            gemm_f16(w, x.data(), n_tokens, y.data(), pools[n_tokens % 3], tier);
+            run(x.data(), n_tokens, y.data(), pools[n_tokens % 3]);
             for (size_t i = 0; i < y.size(); ++i)
               ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
                   << tier_name(tier) << " " << gguf::type_name(t) << " " << n_in << "x" << n_out
@@ -189,7 +205,7 @@ TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
           }
           // The last token alone (decode) gives its row of the batch, bit for bit.
           std::vector<float> one(static_cast<size_t>(n_out));
-          gemm_f16(w, x.data() + (max_tokens - 1) * n_in, 1, one.data(), pools[1], tier);
+          run(x.data() + (max_tokens - 1) * n_in, 1, one.data(), pools[1]);
           for (int64_t r = 0; r < n_out; ++r)
             ASSERT_EQ(bits(one[size_t(r)]), bits(ref.y[size_t((max_tokens - 1) * n_out + r)]));
         }

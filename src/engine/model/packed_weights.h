@@ -1,0 +1,44 @@
+// A model's float weights (F32/F16/BF16 matrices) repacked once at load into the panels of the
+// exact float kernels (ops/float_panels.h): decode then streams each weight once per token in the
+// order the kernel reads it, and prefill never transposes.
+//
+// Memory: the panels take the weights' own size (plus zero rows up to a whole panel group), in
+// one anonymous region backed by huge pages where the kernel allows (the reason MappedFile reads
+// weights into huge pages). Where the file is mapped, the packed rows' pages are then released
+// (madvise DONTNEED on a read-only file mapping: a later read of a row, such as a tied output's
+// token embedding, reads it from the file again), so a packed model's resident memory stays about
+// its file size. Model::load maps files whose weights are mostly float for that reason; a file read
+// into memory keeps its copy beside the panels.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "engine/gguf/gguf.h"
+#include "engine/ops/ops.h"
+
+namespace ragform::model {
+
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+  ~PackedWeights();
+  PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
+
+  // Packs every view that has a panel layout and that matmul multiplies with the panel kernels
+  // (its policy's tier, clamped to the CPU, is AVX2 or better) and sets its `panels`; views over
+  // the same rows are packed once. `file` holds the views' data. Call once.
+  void pack(const std::vector<ops::WeightView*>& views, const gguf::File& file);
+
+  // Bytes of panels held.
+  size_t bytes() const { return size_; }
+
+  // True when a view of type t under `policy` would be packed (Model::load maps such files).
+  static bool packs(gguf::TensorType t, const ops::MatmulPolicy& policy);
+
+ private:
+  void* base_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace ragform::model
