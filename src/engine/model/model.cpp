@@ -97,7 +97,9 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file,
   m->layers.resize(size_t(hp.n_layer));
   for (int il = 0; il < hp.n_layer; ++il) m->load_layer(il);
   m->check_all_tensors_used();
-  std::vector<ops::WeightView*> mats = {&m->output};
+  // The token embedding too: get_rows reads a packed matrix from its panels, so every F16/BF16
+  // byte of the file lives in the panels alone (a tied output shares them).
+  std::vector<ops::WeightView*> mats = {&m->output, &m->tok_embd};
   for (LayerWeights& L : m->layers)
     for (ops::WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
       if (w->data) mats.push_back(w);

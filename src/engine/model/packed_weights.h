@@ -5,9 +5,9 @@
 // Memory: the panels take the weights' own size (plus zero rows up to a whole panel group), in
 // one anonymous region backed by huge pages where the kernel allows (the reason MappedFile reads
 // weights into huge pages). Where the file is mapped, the packed rows' pages are then released
-// (madvise DONTNEED on a read-only file mapping: a later read of a row, such as a tied output's
-// token embedding, reads it from the file again), so a packed model's resident memory stays about
-// its file size. Model::load maps files whose weights are mostly float for that reason; a file read
+// (madvise DONTNEED on a read-only file mapping: a later read of the rows, which nothing in the
+// engine does, reads them from the file again; get_rows reads a packed token embedding from its
+// panels), so a packed model's resident memory stays about its file size. Model::load maps files whose weights are mostly float for that reason; a file read
 // into memory keeps its copy beside the panels.
 #pragma once
 #include <cstddef>

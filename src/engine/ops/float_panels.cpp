@@ -1,38 +1,33 @@
 #include "engine/ops/float_panels.h"
 
-#include <cstring>
+#include <algorithm>
 #include <string>
 
 #include "base/error.h"
+#include "engine/ops/fp16.h"
 
 namespace ragform::ops {
 
 namespace {
 
 
-// Panels [p0, p1) of rows of Elem (F16/BF16: uint16_t), `data` in row layout.
-template <typename Elem>
-void pack(const uint8_t* data, int64_t n_in, int64_t n_out, int64_t p0, int64_t p1,
-          uint8_t* dst_bytes) {
-  auto* dst = reinterpret_cast<Elem*>(dst_bytes);
-  const size_t row_elems = size_t(n_in);
-  // k in blocks so the 16 source rows' current stretch stays in L1 while its lanes are written.
-  constexpr int64_t kBlock = 256;
-  for (int64_t p = p0; p < p1; ++p) {
-    Elem* panel = dst + size_t(p - p0) * row_elems * size_t(kPanelRows);
+// Groups [g0, g1) of rows of 2-byte elements, `data` in row layout (float_panels.h).
+void pack_groups(const uint8_t* data_bytes, int64_t n_in, int64_t n_out, int64_t g0, int64_t g1,
+                 uint8_t* dst_bytes) {
+  const auto* data = reinterpret_cast<const uint16_t*>(data_bytes);
+  auto* dst = reinterpret_cast<uint16_t*>(dst_bytes);
+  constexpr int64_t kGroupRows = kPanelRows * kPanelGroup;
+  // k in blocks so the 64 source rows' current stretch stays in L1 while the group is written.
+  constexpr int64_t kBlock = 128;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint16_t* group = dst + size_t(g - g0) * size_t(n_in) * size_t(kGroupRows);
     for (int64_t k0 = 0; k0 < n_in; k0 += kBlock) {
-      const int64_t k1 = k0 + kBlock < n_in ? k0 + kBlock : n_in;
-      for (int64_t l = 0; l < kPanelRows; ++l) {
-        const int64_t row = p * kPanelRows + l;
-        if (row >= n_out) {
-          for (int64_t k = k0; k < k1; ++k) panel[size_t(k) * kPanelRows + size_t(l)] = Elem{};
-          continue;
-        }
-        Elem src[kBlock];
-        std::memcpy(src, data + (size_t(row) * row_elems + size_t(k0)) * sizeof(Elem),
-                    size_t(k1 - k0) * sizeof(Elem));
+      const int64_t k1 = std::min(n_in, k0 + kBlock);
+      for (int64_t j = 0; j < kGroupRows; ++j) {  // j = q * 16 + l
+        const int64_t row = g * kGroupRows + j;
+        const uint16_t* src = row < n_out ? data + size_t(row) * size_t(n_in) : nullptr;
         for (int64_t k = k0; k < k1; ++k)
-          panel[size_t(k) * kPanelRows + size_t(l)] = src[k - k0];
+          group[size_t(k) * kGroupRows + size_t(j)] = src ? src[k] : uint16_t(0);
       }
     }
   }
@@ -63,7 +58,23 @@ void pack_panels(const WeightView& w, int64_t p0, int64_t p1, uint8_t* dst) {
   if (!has_panel_layout(w.type))
     throw Error("pack_panels", std::string("type ") + gguf::type_name(w.type) +
                                    " has no panel layout (F16 and BF16 have)");
-  pack<uint16_t>(w.data, w.n_in, w.n_out, p0, p1, dst);
+  if (p0 % kPanelGroup != 0 || p1 % kPanelGroup != 0 || p0 > p1)
+    throw Error("pack_panels", "panels [" + std::to_string(p0) + ", " + std::to_string(p1) +
+                                   ") are not whole groups of " + std::to_string(kPanelGroup));
+  pack_groups(w.data, w.n_in, w.n_out, p0 / kPanelGroup, p1 / kPanelGroup, dst);
+}
+
+void unpack_panel_row(const WeightView& w, int64_t r, float* out) {
+  if (!has_panel_layout(w.type) || !w.panels)
+    throw Error("unpack_panel_row", "the weight has no panels");
+  constexpr int64_t kGroupRows = kPanelRows * kPanelGroup;
+  const auto* group = reinterpret_cast<const uint16_t*>(w.panels) +
+                      size_t(r / kGroupRows) * size_t(w.n_in) * size_t(kGroupRows);
+  const size_t j = size_t(r % kGroupRows);
+  for (int64_t k = 0; k < w.n_in; ++k) {
+    const uint16_t h = group[size_t(k) * kGroupRows + j];
+    out[k] = w.type == TensorType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+  }
 }
 
 }  // namespace ragform::ops

@@ -1,13 +1,14 @@
 // F16/BF16 weights in row panels, the layout of the exact float kernels (gemm_f16.cpp).
 //
-// Why: every output of a float weight is one fused multiply-add chain along k (vec_dot.cpp), so
-// a kernel can keep 16 rows' chains in the 16 lanes of a vector and step k for all of them with
+// Why: every output of an F16/BF16 weight is one fused multiply-add chain along k (vec_dot.cpp),
+// so a kernel can keep 16 rows' chains in the 16 lanes of a vector and step k for all of them with
 // one FMA per token (an outer product: weights in lanes, the token's activation broadcast). That
-// needs the k-th weight of 16 rows side by side: a panel holds rows [16p, 16p + 16) interleaved
-// along k, element k of row 16p + l at index k * 16 + l, in the weight's own type (so a packed
-// model is as large as its file). F32 weights keep vec_dot's 16-lane order and their rows
-// (gemm_f32.cpp). Rows past n_out are zeros, and the panel count is
-// padded to a multiple of kPanelGroup so a thread's share is always whole groups.
+// needs the k-th weight of 16 rows side by side. A panel is 16 rows; a group is kPanelGroup
+// panels (64 rows) interleaved along k, so one k of the whole group is one 128-byte stretch and
+// a kernel reading 4 panels reads one sequential stream: element k of row 64g + 16q + l sits at
+// index (g * n_in + k) * 64 + q * 16 + l, in the weight's own type (a packed model is as large as
+// its file). Rows past n_out are zeros, and the panel count is a multiple of kPanelGroup. F32
+// weights keep vec_dot's 16-lane order and their rows (gemm_f32.cpp).
 //
 // Models pack their float weights once at load (engine/model/packed_weights.h) and set
 // WeightView::panels; a view without panels is packed a group at a time inside the kernel.
@@ -30,11 +31,17 @@ bool has_panel_layout(TensorType t);
 bool matmul_uses_panels(TensorType t, CpuTier tier);
 // Panels of a weight with n_out rows: ceil(n_out / 16) rounded up to a multiple of kPanelGroup.
 int64_t panel_count(int64_t n_out);
-// Bytes of one panel of w (16 rows of n_in elements) and of all of w's panels.
+// Bytes of one panel of w (16 rows of n_in elements; a group is kPanelGroup of them) and of all
+// of w's panels.
 size_t panel_bytes(const WeightView& w);
 size_t panels_bytes(const WeightView& w);
-// Writes panels [p0, p1) of w, read from its row layout (w.data), to dst (panel p at
-// dst + (p - p0) * panel_bytes(w)). Throws Error for a type without a panel layout.
+// Writes panels [p0, p1) of w (multiples of kPanelGroup: whole groups), read from its row layout
+// (w.data), to dst (group g at dst + (g * kPanelGroup - p0) * panel_bytes(w)). Throws Error for
+// a type without a panel layout or a range that is not whole groups.
 void pack_panels(const WeightView& w, int64_t p0, int64_t p1, uint8_t* dst);
+
+// Row r of w read back from its panels (w.panels must be set) as floats, n_in of them: what
+// dequantize_row gives from the row layout (get_rows of a packed token embedding).
+void unpack_panel_row(const WeightView& w, int64_t r, float* out);
 
 }  // namespace ragform::ops

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/ops/float_panels.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/kernels.h"
 #include "engine/ops/ops.h"
@@ -108,7 +109,11 @@ void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out
     if (id < 0 || id >= w.n_out)
       throw Error("get_rows", "row id " + std::to_string(id) + " at index " + std::to_string(i) +
                                   " is outside [0, " + std::to_string(w.n_out) + ")");
-    dequantize_row(w.type, w.data + size_t(id) * w_bytes, out + size_t(i) * size_t(w.n_in), w.n_in);
+    if (w.panels)  // a packed matrix (a tied output's embedding) is read from its panels
+      unpack_panel_row(w, id, out + size_t(i) * size_t(w.n_in));
+    else
+      dequantize_row(w.type, w.data + size_t(id) * w_bytes, out + size_t(i) * size_t(w.n_in),
+                     w.n_in);
   }
 }
 

@@ -62,18 +62,19 @@ const TensorType kFloatTypes[] = {TensorType::F16, TensorType::BF16};
 
 TEST(FloatPanels, LayoutInterleavesSixteenRowsAlongK) {
   for (TensorType t : kFloatTypes) {
-    const int64_t n_in = 5, n_out = 21;  // two panels of rows, the second 5 rows short
+    const int64_t n_in = 5, n_out = 70;  // five panels of rows, the fifth 10 rows short
     const auto data = random_rows(t, n_in, n_out, 3);
     const WeightView w{t, data.data(), n_in, n_out};
-    EXPECT_EQ(panel_count(n_out), kPanelGroup);  // 2 panels padded to a whole group
+    EXPECT_EQ(panel_count(n_out), 2 * kPanelGroup);  // 5 panels padded to whole groups
     std::vector<uint8_t> panels(panels_bytes(w));
     pack_panels(w, 0, panel_count(n_out), panels.data());
     for (int64_t p = 0; p < panel_count(n_out); ++p)
       for (int64_t k = 0; k < n_in; ++k)
         for (int64_t l = 0; l < kPanelRows; ++l) {
           const int64_t r = p * kPanelRows + l;
-          // Panel p, element k of lane l sits where row-layout index (p*n_in + k)*16 + l does.
-          const int64_t flat = (p * n_in + k) * kPanelRows + l;
+          // Row 64g + 16q + l, element k, at index (g * n_in + k) * 64 + q * 16 + l.
+          const int64_t g = p / kPanelGroup, q = p % kPanelGroup;
+          const int64_t flat = ((g * n_in + k) * kPanelGroup + q) * kPanelRows + l;
           const float got = weight(t, panels.data(), 1, flat, 0);
           const float want = r < n_out ? weight(t, data.data(), n_in, r, k) : 0.0f;
           ASSERT_EQ(bits(got), bits(want)) << gguf::type_name(t) << " row " << r << " k " << k;
@@ -83,6 +84,8 @@ TEST(FloatPanels, LayoutInterleavesSixteenRowsAlongK) {
   const WeightView q8{TensorType::Q8_0, q.data(), 32, 1};
   std::vector<uint8_t> out(1024);
   EXPECT_THROW(pack_panels(q8, 0, 1, out.data()), Error);
+  const std::vector<uint8_t> f16(2 * 32 * 16);
+  EXPECT_THROW(pack_panels({TensorType::F16, f16.data(), 32, 16}, 0, 1, out.data()), Error);
   EXPECT_FALSE(has_panel_layout(TensorType::F32));  // F32 keeps vec_dot's 16 lanes
   EXPECT_FALSE(matmul_uses_panels(TensorType::F16, CpuTier::Scalar));
   EXPECT_FALSE(matmul_uses_panels(TensorType::Q8_0, CpuTier::Avx512));
@@ -143,5 +146,26 @@ TEST(FloatPanels, EveryTierGivesTheChainAtEveryPosition) {
         }
       }
     }
+  }
+}
+
+// A packed token embedding (a tied output) is read back from its panels: the same floats as the
+// row layout gives, for rows in every panel of a group and in a partial last group.
+TEST(FloatPanels, GetRowsReadsPanelsAsRows) {
+  for (TensorType t : kFloatTypes) {
+    const int64_t n_in = 33, n_out = 150;
+    const auto data = random_rows(t, n_in, n_out, 5 + uint32_t(t));
+    WeightView w{t, data.data(), n_in, n_out};
+    std::vector<uint8_t> panels(panels_bytes(w));
+    pack_panels(w, 0, panel_count(n_out), panels.data());
+    const std::vector<int32_t> ids = {0, 15, 16, 63, 64, 100, 128, 149};
+    std::vector<float> want(ids.size() * size_t(n_in)), got(want.size(), NAN);
+    get_rows(w, ids.data(), int64_t(ids.size()), want.data());
+    w.panels = panels.data();
+    get_rows(w, ids.data(), int64_t(ids.size()), got.data());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(bits(got[i]), bits(want[i])) << gguf::type_name(t) << " at " << i;
+    const int32_t bad = int32_t(n_out);
+    EXPECT_THROW(get_rows(w, &bad, 1, got.data()), Error);
   }
 }
