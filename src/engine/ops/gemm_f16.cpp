@@ -32,6 +32,7 @@
 
 #include "base/error.h"
 #include "engine/ops/float_panels.h"
+#include "engine/ops/fp16.h"
 #include "engine/ops/gemm.h"
 #include "engine/ops/simd_target.h"
 
