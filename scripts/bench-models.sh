@@ -3,6 +3,10 @@
 # then `ragform bench` on random-weight Qwen2.5-0.5B-shape models (written once into $MODELS).
 #   scripts/bench-models.sh [BUILD_DIR] [MODELS_DIR]     (defaults: build/ci, /tmp/ragform-models)
 # Optional: BASELINE=/path/to/older/ragform alternates it with the current binary (-r 1 each).
+# Optional: LLAMA_BENCH=/path/to/llama-bench and LLAMA_BATCHED_BENCH=/path/to/llama-batched-bench
+# (llama.cpp, built by you outside this repository) alternate llama.cpp's figures with ragform's:
+# pp512/tg32 on every model (twice each, -r 3), and 16 sequences of 128 prompt + 32 generated
+# tokens (`bench --parallel 16` against `llama-batched-bench -npl 16`) on Q8_0, Q4_K_M and F16.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/ci}
@@ -17,6 +21,7 @@ done
 date -u
 uptime
 "$build/bench/bench_peak"
+threads=2
 for t in "${types[@]}"; do
   echo "== $t"
   "$build/bin/ragform" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 3 --taps attention
@@ -39,6 +44,28 @@ if [[ -n ${BASELINE:-} ]]; then
       else
         "$bin" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 1
       fi
+    done
+  done
+fi
+if [[ -n ${LLAMA_BENCH:-} ]]; then
+  for t in "${types[@]}"; do
+    for r in 1 2; do
+      echo "== $t ragform (round $r)"
+      "$build/bin/ragform" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 3 -t "$threads"
+      echo "== $t llama-bench (round $r)"
+      "$LLAMA_BENCH" -m "$models/q05-$t.gguf" -p 512 -n 32 -r 3 -t "$threads"
+    done
+  done
+fi
+if [[ -n ${LLAMA_BATCHED_BENCH:-} ]]; then
+  for t in q8_0 q4_k_m f16; do
+    for r in 1 2; do
+      echo "== $t ragform --parallel 16 (round $r)"
+      "$build/bin/ragform" bench -m "$models/q05-$t.gguf" --parallel 16 --pp 128 --tg 32 -r 1 \
+        -t "$threads"
+      echo "== $t llama-batched-bench -npl 16 (round $r)"
+      "$LLAMA_BATCHED_BENCH" -m "$models/q05-$t.gguf" -c 2560 -b 2048 -ub 512 -npp 128 -ntg 32 \
+        -npl 16 -t "$threads"
     done
   done
 fi
