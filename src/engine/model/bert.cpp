@@ -50,7 +50,7 @@ void layer_norm(const float* x, const float* w, const float* b, int n, float eps
 bool is_encoder_file(const gguf::File& file) { return file.architecture() == "bert"; }
 
 std::unique_ptr<BertModel> BertModel::load(const std::string& path, const LoadOptions& opt) {
-  return from_file(gguf::File::open(path, opt.load), opt);
+  return from_file(PackedWeights::open(path, opt), opt);
 }
 
 std::vector<float> BertModel::table(const std::string& name, int64_t n_in, int64_t* rows) {
@@ -186,6 +186,12 @@ std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File
   m->layers.reserve(size_t(m->hp_.n_layer));
   for (int il = 0; il < m->hp_.n_layer; ++il) m->layers.push_back(m->load_layer(il));
   m->load_heads();
+  std::vector<ops::WeightView*> mats = {&m->tok_embd};
+  for (BertLayer& L : m->layers)
+    for (ops::WeightView* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_up, &L.w_down}) mats.push_back(w);
+  if (m->has_cls) mats.push_back(&m->cls);
+  if (m->has_cls_out) mats.push_back(&m->cls_out);
+  m->packed_.pack(mats, f);
   return m;
 }
 

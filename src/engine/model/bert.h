@@ -13,6 +13,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/model/engine_options.h"
+#include "engine/model/packed_weights.h"
 #include "engine/model/tensor_reader.h"
 #include "engine/ops/ops.h"
 
@@ -95,6 +96,7 @@ class BertModel {
   BertHparams hp_;
   ops::MatmulPolicy policy_;
   TensorReader tensors_;
+  PackedWeights packed_;  // the float matrices in the float kernels' panels
   const float* vec(const std::string& name, int64_t n, bool required) {
     return tensors_.vec(name, n, required);
   }

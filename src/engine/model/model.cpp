@@ -27,28 +27,14 @@ std::string refused_tensor_reason(const std::string& name) {
     return "LongRoPE frequency factors (Phi-3.5 / Phi-3 128k) are not supported";
   return "";
 }
-// Whether at least half of the file's bytes are matrices PackedWeights packs under `policy`.
-bool mostly_packed(const gguf::File& f, const ops::MatmulPolicy& policy) {
-  uint64_t packed = 0, all = 0;
-  for (const gguf::TensorInfo& t : f.tensors()) {
-    all += t.n_bytes;
-    if (t.ne.size() == 2 && PackedWeights::packs(t.type, policy)) packed += t.n_bytes;
-  }
-  return all > 0 && 2 * packed >= all;
-}
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opt) {
   // By default weights go to huge-page memory where there is room: decode streams all of them
   // every token.
-  // A model whose weights are mostly float is packed into panels at load (packed_weights.h):
-  // mapped, its file pages are released after packing, where a copy read into memory would stay
-  // beside the panels. So memory_if_room maps such files; `memory` is obeyed as asked.
-  using Load = MappedFile::Load;
-  std::shared_ptr<const gguf::File> f =
-      gguf::File::open(path, opt.load == Load::memory ? Load::memory : Load::map);
-  if (opt.load == Load::memory_if_room && !mostly_packed(*f, opt.matmul_policy()))
-    f = gguf::File::open(path, opt.load);
+  // Huge-page memory where there is room (decode streams every weight per token), except for
+  // files of float weights, which are mapped and packed (PackedWeights::open).
+  std::shared_ptr<const gguf::File> f = PackedWeights::open(path, opt);
   return from_file(std::move(f), opt);
 }
 

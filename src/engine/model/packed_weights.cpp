@@ -19,6 +19,21 @@ bool PackedWeights::packs(gguf::TensorType t, const ops::MatmulPolicy& policy) {
   return ops::matmul_uses_panels(t, policy.tier);
 }
 
+std::shared_ptr<const gguf::File> PackedWeights::open(const std::string& path,
+                                                      const LoadOptions& opt) {
+  using Load = MappedFile::Load;
+  std::shared_ptr<const gguf::File> f =
+      gguf::File::open(path, opt.load == Load::memory ? Load::memory : Load::map);
+  if (opt.load != Load::memory_if_room) return f;
+  uint64_t packed = 0, all = 0;
+  for (const gguf::TensorInfo& t : f->tensors()) {
+    all += t.n_bytes;
+    if (t.ne.size() == 2 && packs(t.type, opt.matmul_policy())) packed += t.n_bytes;
+  }
+  if (all > 0 && 2 * packed >= all) return f;
+  return gguf::File::open(path, opt.load);
+}
+
 PackedWeights::~PackedWeights() {
   if (base_) munmap(base_, size_);
 }
@@ -29,7 +44,8 @@ void PackedWeights::pack(const std::vector<ops::WeightView*>& views, const gguf:
   std::map<const uint8_t*, size_t> offset_of;
   size_t total = 0;
   for (const ops::WeightView* w : views) {
-    if (!packs(w->type, w->policy) || w->n_out <= 0 || offset_of.count(w->data)) continue;
+    if (!w->data || !packs(w->type, w->policy) || w->n_out <= 0 || offset_of.count(w->data))
+      continue;
     offset_of[w->data] = total;
     total += (ops::panels_bytes(*w) + kAlign - 1) / kAlign * kAlign;
   }

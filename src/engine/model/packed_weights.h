@@ -11,9 +11,12 @@
 // into memory keeps its copy beside the panels.
 #pragma once
 #include <cstddef>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/gguf/gguf.h"
+#include "engine/model/engine_options.h"
 #include "engine/ops/ops.h"
 
 namespace ragform::model {
@@ -33,8 +36,13 @@ class PackedWeights {
   // Bytes of panels held.
   size_t bytes() const { return size_; }
 
-  // True when a view of type t under `policy` would be packed (Model::load maps such files).
+  // True when a view of type t under `policy` would be packed.
   static bool packs(gguf::TensorType t, const ops::MatmulPolicy& policy);
+
+  // Opens a model file by opt.load, except that memory_if_room maps a file at least half of whose
+  // bytes are matrices that will be packed (mapped, their pages are released after packing; read
+  // into memory, the copy would stay beside the panels). `memory` and `map` are obeyed as asked.
+  static std::shared_ptr<const gguf::File> open(const std::string& path, const LoadOptions& opt);
 
  private:
   void* base_ = nullptr;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "base/error.h"
@@ -167,5 +168,34 @@ TEST(FloatPanels, GetRowsReadsPanelsAsRows) {
       ASSERT_EQ(bits(got[i]), bits(want[i])) << gguf::type_name(t) << " at " << i;
     const int32_t bad = int32_t(n_out);
     EXPECT_THROW(get_rows(w, &bad, 1, got.data()), Error);
+  }
+}
+
+// Activations over the whole range a half can hold (subnormal halves, ties, values near 65504)
+// and weights with subnormal halves: the kernels' rounding (vcvtps2ph) and products give the
+// scalar chain's bits.
+TEST(FloatPanels, EveryMagnitudeGivesTheChain) {
+  ThreadPool pool(2);
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> expo(-30.0f, 15.9f), mant(1.0f, 2.0f);
+  for (TensorType t : kFloatTypes) {
+    const int64_t n_in = 96, n_out = 20, n_tokens = 9;
+    auto data = random_rows(t, n_in, n_out, 41 + uint32_t(t));
+    // A few subnormal half / tiny bf16 weights.
+    auto* h = reinterpret_cast<uint16_t*>(data.data());
+    for (size_t i = 0; i < size_t(n_in * n_out); i += 7) h[i] = uint16_t(1 + i % 1000);
+    std::vector<float> x(size_t(n_in * n_tokens));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = (i % 2 ? -1.0f : 1.0f) * mant(rng) * std::exp2(std::floor(expo(rng)));
+    const auto want = chain_reference(t, data, n_in, n_out, x, n_tokens);
+    WeightView w{t, data.data(), n_in, n_out};
+    for (CpuTier tier : {CpuTier::Scalar, CpuTier::Avx2, CpuTier::Avx512}) {
+      if (clamp_tier(tier) != tier) continue;
+      std::vector<float> y(want.size(), NAN);
+      matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_EQ(bits(y[i]), bits(want[i]))
+            << gguf::type_name(t) << " " << tier_name(tier) << " at " << i;
+    }
   }
 }
