@@ -69,7 +69,8 @@ void PackedWeights::pack(const std::vector<ops::WeightView*>& views, const gguf:
       ops::pack_panels(*w, 0, ops::panel_count(w->n_out), dst);
       packed[w->data] = true;
       // F16 under the int16 policy still reads its rows in prefill (gemm_f16_int16): kept.
-      const bool rows_read = w->type == gguf::TensorType::F16 && w->policy.f16 == ops::F16Gemm::int16;
+      const bool rows_read =
+          w->type == gguf::TensorType::F16 && w->policy.f16 == ops::F16Gemm::int16;
       if (!file.in_memory() && !rows_read) {
         // The rows are read again only from the file (see the header).
         const auto b = reinterpret_cast<uintptr_t>(w->data);

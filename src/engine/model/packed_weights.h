@@ -7,8 +7,9 @@
 // weights into huge pages). Where the file is mapped, the packed rows' pages are then released
 // (madvise DONTNEED on a read-only file mapping: a later read of the rows, which nothing in the
 // engine does, reads them from the file again; get_rows reads a packed token embedding from its
-// panels), so a packed model's resident memory stays about its file size. Model::load maps files whose weights are mostly float for that reason; a file read
-// into memory keeps its copy beside the panels.
+// panels), so a packed model's resident memory stays about its file size. open() maps files whose
+// weights are mostly float for that reason (Model and BertModel load through it); a file read into
+// memory (`memory` asked for) keeps its copy beside the panels.
 #pragma once
 #include <cstddef>
 #include <memory>

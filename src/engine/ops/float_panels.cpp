@@ -10,7 +10,6 @@ namespace ragform::ops {
 
 namespace {
 
-
 // Groups [g0, g1) of rows of 2-byte elements, `data` in row layout (float_panels.h).
 void pack_groups(const uint8_t* data_bytes, int64_t n_in, int64_t n_out, int64_t g0, int64_t g1,
                  uint8_t* dst_bytes) {
@@ -35,9 +34,7 @@ void pack_groups(const uint8_t* data_bytes, int64_t n_in, int64_t n_out, int64_t
 
 }  // namespace
 
-bool has_panel_layout(TensorType t) {
-  return t == TensorType::F16 || t == TensorType::BF16;
-}
+bool has_panel_layout(TensorType t) { return t == TensorType::F16 || t == TensorType::BF16; }
 
 bool matmul_uses_panels(TensorType t, CpuTier tier) {
   return has_panel_layout(t) && clamp_tier(tier) >= CpuTier::Avx2;

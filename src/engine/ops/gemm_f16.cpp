@@ -72,15 +72,12 @@ void run(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thread
 }  // namespace avx2_f16
 RAGFORM_TARGET_END
 
-bool gemm_f16_supported(TensorType t, CpuTier tier) {
-  return matmul_uses_panels(t, tier);
-}
+bool gemm_f16_supported(TensorType t, CpuTier tier) { return matmul_uses_panels(t, tier); }
 
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               CpuTier tier) {
   if (!has_panel_layout(w.type))
-    throw Error("gemm_f16",
-                std::string("type ") + gguf::type_name(w.type) + " is not F16/BF16");
+    throw Error("gemm_f16", std::string("type ") + gguf::type_name(w.type) + " is not F16/BF16");
   tier = clamp_tier(tier);
   if (tier < CpuTier::Avx2) throw Error("gemm_f16", "this CPU lacks AVX2/FMA/F16C");
   if (n_tokens <= 0 || w.n_out <= 0) return;

@@ -64,10 +64,9 @@ void micro_tile(const float* const* wr, const float* const* ar, int64_t n, float
     const __mmask16 m = __mmask16((1u << (n - full)) - 1);
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t)
-        acc[r][t] = _mm512_mask_add_ps(
-            acc[r][t], m, acc[r][t],
-            _mm512_mul_ps(_mm512_maskz_loadu_ps(m, wr[r] + full),
-                          _mm512_maskz_loadu_ps(m, ar[t] + full)));
+        acc[r][t] = _mm512_mask_add_ps(acc[r][t], m, acc[r][t],
+                                       _mm512_mul_ps(_mm512_maskz_loadu_ps(m, wr[r] + full),
+                                                     _mm512_maskz_loadu_ps(m, ar[t] + full)));
   }
   for (int t = 0; t < tokens; ++t)
     for (int r = 0; r < rows; ++r) y[t * n_out + r] = reduce16(acc[r][t]);
@@ -102,9 +101,9 @@ void gemm(const WeightView& w, const float* x, int64_t n_tokens, float* y, Threa
         16);
     return;
   }
-  const int64_t tb = std::max<int64_t>(
-      kTileTokens,
-      int64_t(kActBlockBytes / (size_t(w.n_in) * sizeof(float))) / kTileTokens * kTileTokens);
+  const int64_t tb =
+      std::max<int64_t>(kTileTokens, int64_t(kActBlockBytes / (size_t(w.n_in) * sizeof(float))) /
+                                         kTileTokens * kTileTokens);
   pool.parallel_for(
       size_t(w.n_out),
       [&](size_t rb, size_t re, int) {
