@@ -38,7 +38,9 @@ struct LoadOptions {
   ops::CpuTier cpu_tier = ops::CpuTier::Avx512;
   ops::F16Gemm f16_gemm = ops::F16Gemm::exact;
   // How model files are held: memory_if_room reads files of 64 MB+ into huge pages where there is
-  // room (decode streams every weight per token), map always maps, memory always reads.
+  // room (decode streams every weight per token), map always maps, memory always reads. Files whose
+  // bytes are mostly F16/BF16 matrices are mapped under memory_if_room: their matrices are packed
+  // into huge-page panels at load and the file's pages released (model/packed_weights.h).
   MappedFile::Load load = MappedFile::Load::memory_if_room;
 
   ops::MatmulPolicy matmul_policy() const { return {cpu_tier, f16_gemm}; }
