@@ -257,6 +257,20 @@ std::unique_ptr<File> File::open(const std::string& path, MappedFile::Load how) 
   return f;
 }
 
+std::unique_ptr<File> File::open(const std::string& path, MappedFile::Load how,
+                                 const std::function<bool(const File&)>& keep_mapped) {
+  if (how != MappedFile::Load::memory_if_room) return open(path, how);
+  std::unique_ptr<File> f = open(path, MappedFile::Load::map);
+  if (keep_mapped(*f)) return f;
+  auto image = std::make_unique<MappedFile>(path, how);
+  if (!image->in_memory()) return f;  // no room, or too small: the mapping it has is the answer
+  if (image->size() != f->size_)
+    throw Error("gguf", path + ": the file changed size while it was being opened");
+  for (TensorInfo& t : f->tensors_) t.data = image->data() + (t.data - f->map_->data());
+  f->map_ = std::move(image);
+  return f;
+}
+
 std::unique_ptr<File> File::parse(const uint8_t* bytes, size_t size, const std::string& name) {
   std::unique_ptr<File> f(new File());
   f->path_ = name;

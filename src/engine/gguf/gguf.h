@@ -26,6 +26,7 @@
 // ragform::Error("gguf", "<file>: <field>: <why>").
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -105,6 +106,11 @@ class File {
   // long as the File.
   static std::unique_ptr<File> open(const std::string& path,
                                     MappedFile::Load how = MappedFile::Load::map);
+  // The same with memory_if_room decided on the parsed header: the file is mapped and parsed
+  // once, then kept mapped when keep_mapped(file) is true, else held as memory_if_room holds it
+  // (the image read again, the header not). Any other `how` is as open(path, how).
+  static std::unique_ptr<File> open(const std::string& path, MappedFile::Load how,
+                                    const std::function<bool(const File&)>& keep_mapped);
   // Whether the image was read into huge-page memory (MappedFile::in_memory).
   bool in_memory() const { return map_ && map_->in_memory(); }
   // Parses an in-memory image (used by tests and the fuzzer); `bytes` must outlive the File.

@@ -21,17 +21,15 @@ bool PackedWeights::packs(gguf::TensorType t, const ops::MatmulPolicy& policy) {
 
 std::shared_ptr<const gguf::File> PackedWeights::open(const std::string& path,
                                                       const LoadOptions& opt) {
-  using Load = MappedFile::Load;
-  std::shared_ptr<const gguf::File> f =
-      gguf::File::open(path, opt.load == Load::memory ? Load::memory : Load::map);
-  if (opt.load != Load::memory_if_room) return f;
-  uint64_t packed = 0, all = 0;
-  for (const gguf::TensorInfo& t : f->tensors()) {
-    all += t.n_bytes;
-    if (t.ne.size() == 2 && packs(t.type, opt.matmul_policy())) packed += t.n_bytes;
-  }
-  if (all > 0 && 2 * packed >= all) return f;
-  return gguf::File::open(path, opt.load);
+  const ops::MatmulPolicy policy = opt.matmul_policy();
+  return gguf::File::open(path, opt.load, [&](const gguf::File& f) {
+    uint64_t packed = 0, all = 0;
+    for (const gguf::TensorInfo& t : f.tensors()) {
+      all += t.n_bytes;
+      if (t.ne.size() == 2 && packs(t.type, policy)) packed += t.n_bytes;
+    }
+    return all > 0 && 2 * packed >= all;
+  });
 }
 
 PackedWeights::~PackedWeights() {
@@ -41,12 +39,15 @@ PackedWeights::~PackedWeights() {
 void PackedWeights::pack(const std::vector<ops::WeightView*>& views, const gguf::File& file) {
   if (base_) throw Error("model", "weights packed twice");
   // One panel block per distinct row range (a tied output shares the token embedding's rows).
-  std::map<const uint8_t*, size_t> offset_of;
+  struct Block {
+    size_t offset;
+    bool packed = false;
+  };
+  std::map<const uint8_t*, Block> blocks;
   size_t total = 0;
   for (const ops::WeightView* w : views) {
-    if (!w->data || !packs(w->type, w->policy) || w->n_out <= 0 || offset_of.count(w->data))
-      continue;
-    offset_of[w->data] = total;
+    if (!w->data || !packs(w->type, w->policy) || w->n_out <= 0 || blocks.count(w->data)) continue;
+    blocks[w->data] = Block{total};
     total += (ops::panels_bytes(*w) + kAlign - 1) / kAlign * kAlign;
   }
   if (total == 0) return;
@@ -59,15 +60,13 @@ void PackedWeights::pack(const std::vector<ops::WeightView*>& views, const gguf:
 #endif
   base_ = p;
   size_ = total;
-  auto* base = static_cast<uint8_t*>(p);
-  std::map<const uint8_t*, bool> packed;
   for (ops::WeightView* w : views) {
-    auto it = offset_of.find(w->data);
-    if (it == offset_of.end() || !packs(w->type, w->policy)) continue;
-    uint8_t* dst = base + it->second;
-    if (!packed[w->data]) {
+    const auto it = blocks.find(w->data);
+    if (it == blocks.end()) continue;
+    uint8_t* dst = static_cast<uint8_t*>(p) + it->second.offset;
+    if (!it->second.packed) {
       ops::pack_panels(*w, 0, ops::panel_count(w->n_out), dst);
-      packed[w->data] = true;
+      it->second.packed = true;
       // F16 under the int16 policy still reads its rows in prefill (gemm_f16_int16): kept.
       const bool rows_read =
           w->type == gguf::TensorType::F16 && w->policy.f16 == ops::F16Gemm::int16;
