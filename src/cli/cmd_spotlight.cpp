@@ -20,6 +20,7 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "reader/native_reader.h"
+#include "reproduce/spotlight_prior.h"
 #include "store/run_store.h"
 
 namespace ragform::cli {
@@ -48,26 +49,6 @@ std::string highlight(const Document& d, const Selected& s) {
   out += d.text.substr(cur, sp.end - cur);
   size_t b = out.find_first_not_of(' ');
   return b == std::string::npos ? out : out.substr(b);
-}
-
-// --prior calibrated: the question's document prior from the reader's attention (mean mass of the
-// final token's row over every layer) minus the bias curve at each document's slot
-// (calibrated_prior.h).
-std::vector<double> calibrated_prior(reader::NativeReader& r, const cnorm::BiasCurve& bias,
-                                     const std::string& question,
-                                     const std::vector<Document>& docs) {
-  if (bias.curve.size() != docs.size())
-    throw Error("spotlight", "the bias curve has " + std::to_string(bias.curve.size()) +
-                                 " slots for a question of " + std::to_string(docs.size()) +
-                                 " documents: measure it with position-bias -k " +
-                                 std::to_string(docs.size()));
-  const PriorPrompt p = prior_prompt(question, docs);
-  std::vector<cnorm::CharSpan> spans;
-  for (const runtime::CharSpan& c : p.documents) spans.push_back({c.begin, c.end});
-  std::vector<int> layers(size_t(r.model().hp().n_layer));
-  std::iota(layers.begin(), layers.end(), 0);
-  const std::vector<double> mass = cnorm::layer_mean_masses(r, p.text, spans, layers);
-  return document_prior_from_relevance(cnorm::calibrated_relevance(mass, bias.curve));
 }
 
 int run_select(const std::vector<std::string>& argv) {
@@ -153,7 +134,9 @@ int run_select(const std::vector<std::string>& argv) {
       throw Error("spotlight", input.value + ":" + std::to_string(r.source_line) + ": record '" +
                                    r.id + "' has no contexts");
     std::vector<Document> docs = documents_of(r);
-    if (calibrated) sp.document_prior = calibrated_prior(*prior_reader, *curve, r.question, docs);
+    if (calibrated)
+      sp.document_prior = reproduce::calibrated_document_prior(
+          *prior_reader, int(prior_reader->model().hp().n_layer), *curve, r.question, docs);
     ScoredQuestion sq = score_question(enc, r.question, docs, sp);
     words += sq.words;
     oov += sq.oov;

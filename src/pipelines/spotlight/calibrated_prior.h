@@ -4,8 +4,8 @@
 //   "<title>: <text>\n\n" per document, then "Question: <q>\nAnswer:",
 // the reader's attention row of the final token (mean over heads, averaged over the layers)
 // gives each document's mass, the bias curve at its slot is subtracted (found-in-the-middle's
-// calibrated attention, pipelines/cnorm/relevance.h, which the front end calls: the pipelines do
-// not depend on each other), and the values are min-max normalised to [0, 1]
+// calibrated attention, pipelines/cnorm/relevance.h, joined in reproduce/spotlight_prior.h: the
+// pipelines do not depend on each other), and the values are min-max normalised to [0, 1]
 // (document_prior_from_relevance). The curve has one slot per document (`position-bias -k` the
 // documents' count).
 #pragma once

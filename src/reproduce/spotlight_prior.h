@@ -1,0 +1,24 @@
+// SpotlightRAG's calibrated document prior (`spotlight select --prior calibrated`), here because
+// it joins two pipelines that do not depend on each other: Spotlight's prior prompt
+// (pipelines/spotlight/calibrated_prior.h) read by C-NORM's calibrated attention
+// (pipelines/cnorm/relevance.h). Front ends call this; none assembles it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipelines/cnorm/cnorm.h"
+#include "pipelines/spotlight/spotlight.h"
+#include "reader/reader.h"
+
+namespace ragform::reproduce {
+
+// The question's document prior: each document's attention mass from the prior prompt's final
+// token (head mean of each of the reader's n_layer layers, averaged over the layers) minus the
+// bias curve at its slot, min-max normalised (document_prior_from_relevance). Error when the
+// curve's slots are not one per document.
+std::vector<double> calibrated_document_prior(reader::Reader& r, int n_layer,
+                                              const cnorm::BiasCurve& bias,
+                                              const std::string& question,
+                                              const std::vector<spotlight::Document>& docs);
+
+}  // namespace ragform::reproduce
