@@ -283,7 +283,7 @@ pyb::list sure_oracle(pyb::object records, const pyb::handle& model, int64_t see
                       const std::string& prompts_dir, pyb::object progress) {
   using namespace sure;
   if (records.is_none()) throw UsageError("records", "give a list of dicts or a JSONL file");
-  std::vector<eval::QaRecord> recs = records_arg(records).records;
+  std::vector<eval::QaRecord> recs = records_arg(records, /*with_sha=*/false).records;
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   const LoopHook hook(progress, 0);
   const common::RunHooks hooks = loop_hooks(hook);

@@ -38,16 +38,17 @@ std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
   return out;
 }
 
-RecordsArg records_arg(const pyb::object& records) {
+RecordsArg records_arg(const pyb::object& records, bool with_sha) {
   RecordsArg out;
   if (pyb::isinstance<pyb::str>(records) ||
       pyb::isinstance(records, pyb::module_::import("os").attr("PathLike"))) {
     const std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(records));
     pyb::gil_scoped_release nogil;
     out.records = eval::load_qa_file(path).records;
-    out.sha256 = store::sha256_file(path);
+    if (with_sha) out.sha256 = store::sha256_file(path);
   } else if (!records.is_none()) {
     out.records = qa_records(records);
+    if (!with_sha) return out;
     std::string lines;
     for (pyb::handle h : records) lines += store::canonical_json(to_json(h)) + "\n";
     out.sha256 = lines.empty() ? "" : store::sha256_hex(lines);

@@ -20,6 +20,7 @@ struct RecordsArg {
   std::vector<eval::QaRecord> records;
   std::string sha256;
 };
-RecordsArg records_arg(const pyb::object& records);
+// with_sha = false skips the hash (a caller that records no input identity reads the file once).
+RecordsArg records_arg(const pyb::object& records, bool with_sha = true);
 
 }  // namespace ragform::py
