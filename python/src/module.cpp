@@ -2,6 +2,7 @@
 // holds the pure-Python half and re-exports these names). One binder per area.
 #include "bindings.h"
 
+#include "base/json_file.h"
 #include "ragform_version.h"
 
 namespace ragform::py {
@@ -15,7 +16,7 @@ nlohmann::json to_json(const pyb::handle& obj) {
   static const pyb::handle dumps =
       pyb::object(pyb::module_::import("json").attr("dumps")).release();
   std::string s = pyb::str(dumps(obj, pyb::arg("allow_nan") = false));
-  return nlohmann::json::parse(s);
+  return parse_json_text(s);  // bounded depth, like every input
 }
 
 pyb::object from_json(const nlohmann::json& j) {

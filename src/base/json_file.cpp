@@ -7,6 +7,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/excerpt.h"
 #include "base/json_error.h"
 
 namespace ragform {
@@ -81,14 +82,82 @@ std::string overflow_token(const std::string& what) {
                       pos.failed && pos.chars_read >= text.size());
 }
 
+// Refuses a text nesting deeper than kMaxJsonDepth before nlohmann builds it (its parser is
+// iterative, but dump(), copies and every conversion of the value recurse). One pass over the
+// bytes, skipping strings, so a refused text costs no allocation.
+void check_depth(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        auto [line, column] = line_and_column(text, i);
+        throw JsonTextError("too deep",
+                            "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                            line, column, false);
+      }
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    }
+  }
+}
+
+// json_excerpt's writer: appends `v` to `out` until `out` holds about `budget` bytes. Containers
+// below `depth` 16 are elided, so the walk is shallow whatever the value.
+void append_excerpt(const nlohmann::json& v, std::string& out, size_t budget, int depth = 0) {
+  if (out.size() >= budget) return;
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    const size_t room = budget - out.size();
+    out += nlohmann::json(excerpt(s, room))
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return;
+  }
+  if (!v.is_structured()) {
+    out += v.dump();
+    return;
+  }
+  const bool object = v.is_object();
+  if (depth >= 16) {
+    out += object ? "{...}" : "[...]";
+    return;
+  }
+  out += object ? '{' : '[';
+  bool first = true;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (out.size() >= budget) {
+      out += first ? "..." : ",...";
+      break;
+    }
+    if (!first) out += ',';
+    first = false;
+    if (object) {
+      append_excerpt(nlohmann::json(it.key()), out, budget, depth + 1);
+      out += ':';
+    }
+    append_excerpt(*it, out, budget, depth + 1);
+  }
+  out += object ? '}' : ']';
+}
+
 }  // namespace
 
 JsonTextError::JsonTextError(std::string kind, std::string detail, size_t line, size_t column,
                              bool at_end)
+    // The parser's detail quotes the token it stopped in ("last read: '...'"), which can be a
+    // whole 900 KB string: cut it like any quote of input.
     : Error(kind + " at line " + std::to_string(line) + ", column " + std::to_string(column) +
-            ": " + detail),
+            ": " + excerpt(detail)),
       kind_(std::move(kind)),
-      detail_(std::move(detail)),
+      detail_(excerpt(detail)),
       line_(line),
       column_(column),
       at_end_(at_end) {}
@@ -98,6 +167,7 @@ std::string JsonTextError::without_line() const {
 }
 
 nlohmann::json parse_json_text(std::string_view text) {
+  check_depth(text);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -109,6 +179,21 @@ nlohmann::json parse_json_text(std::string_view text) {
     throw_located(text, "number out of range",
                   token.empty() ? json_error_text(e.what()) : token + " does not fit a double");
   }
+}
+
+nlohmann::json parse_json_or_discarded(std::string_view text) {
+  try {
+    check_depth(text);
+  } catch (const JsonTextError&) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+  return nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+}
+
+std::string json_excerpt(const nlohmann::json& v) {
+  std::string out;
+  append_excerpt(v, out, kExcerptBytes);
+  return out;
 }
 
 nlohmann::json read_json_file(const std::string& path, const std::string& what) {

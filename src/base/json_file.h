@@ -7,7 +7,12 @@
 //     reports the second case as out_of_range 406 with no position at all, so a caller that caught
 //     only parse_error printed the library's raw text; parse_json_text() finds the position of
 //     both and throws one JsonTextError.
-// What the document must hold is the caller's to check.
+//   - the text nests arrays and objects deeper than kMaxJsonDepth: refused before it is parsed
+//     ("nesting deeper than 128 levels"), so no later recursion over the value (dump, copy,
+//     conversion) can overflow a stack: ~75,000 levels in a 150 KB body crashed the server;
+// What the document must hold is the caller's to check. Every JSON text that comes from outside
+// the process (files, request bodies, records, answers of remote servers, the run store) is
+// parsed here, never with nlohmann::json::parse directly.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -40,8 +45,21 @@ class JsonTextError : public Error {
   bool at_end_;
 };
 
-// Parses `text`; throws JsonTextError.
+// How deep arrays and objects may nest in any JSON (or YAML) input. ragform's own documents nest
+// at most ~6 levels; 128 leaves room for metadata a user carries along, and is far below the
+// depth at which a recursive walk of the value exhausts a thread's stack (~10^4 levels).
+inline constexpr int kMaxJsonDepth = 128;
+
+// Parses `text`; throws JsonTextError (kind "too deep" when it nests deeper than kMaxJsonDepth).
 nlohmann::json parse_json_text(std::string_view text);
+
+// Parses `text`, or returns a discarded value (is_discarded()) when it is not JSON or nests too
+// deep: for callers that treat any bad text alike (json::parse(text, nullptr, false)).
+nlohmann::json parse_json_or_discarded(std::string_view text);
+
+// A compact rendering of `v` for an error message, at most about kExcerptBytes (base/excerpt.h):
+// long strings and big containers are cut ("... (N bytes)" / "..."), never dumped whole.
+std::string json_excerpt(const nlohmann::json& v);
 
 // `what` names the document in the message ("profile", "word vectors", "dense index metadata").
 // A text that is not JSON is Error "<path>:<line>: <what> is not valid JSON: <kind> at column C:

@@ -67,8 +67,10 @@ int run_attention(const std::vector<std::string>& argv) {
   const auto& row = r.rows.at(0);
   double abs = cnorm::attention_balance_score(row.mean);
   nlohmann::json docs;
-  if (!spans.empty())
+  if (!spans.empty()) {
+    cnorm::check_document_work(spans.size(), 1, row.mean.size(), "--doc-spans");
     docs = cnorm::document_report(prompt, r, row, spans, curve ? &*curve : nullptr);
+  }
   if (json.value) {
     nlohmann::json heads = nlohmann::json::array();
     for (auto& h : row.heads) {

@@ -208,6 +208,11 @@ struct ServeFlags {
     return alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string()
                                : alias.value;
   }
+  // The files and folders this server reads: error replies name them by file name only.
+  std::vector<std::string> server_paths() const {
+    return {rf.model.value, enc_model.value, index_dir.value,
+            vectors.value,  key_file.value,  cnorm_profile.value};
+  }
   server::HttpOptions http() const {
     server::HttpOptions ho;
     ho.host = host.value;
@@ -248,6 +253,7 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
   server::EncoderApi api(enc, eo);
   auto retr = open_retrieve_api(f.index_dir.value, &enc, f.rf.model.value);
   server::Router router(key);
+  router.hide(f.server_paths());
   api.add_routes(router);
   if (retr) retr->add_routes(router);
   server::HttpServer http(f.http(),
@@ -290,6 +296,7 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   server::Api api(*reader, engine, ao);
   auto retr = open_retrieve_api(f.index_dir.value, ao.spotlight_model.get(), f.enc_model.value);
   server::Router router(key);
+  router.hide(f.server_paths());
   api.add_routes(router);
   if (retr) retr->add_routes(router);
   server::HttpServer http(f.http(),

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/progress.h"
 #include "cli/command.h"
 #include "pipelines/common/common.h"
@@ -110,10 +111,10 @@ int main(int argc, char** argv) {
     if (it == reg.end()) throw UsageError(first, "unknown command (see ragform --help)");
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "ragform: %s\n", e.what());
+    std::fprintf(stderr, "ragform: %s\n", bounded_message(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ragform: %s\n", e.what());
+    std::fprintf(stderr, "ragform: %s\n", bounded_message(e.what()).c_str());
     return 1;
   }
 }

@@ -36,7 +36,7 @@ RemoteFlags::RemoteFlags(Args& a)
       api_key_env(api_key_env_flag(a)),
       concurrency(
           a.opt<int>("--concurrency", "N", "requests in flight per server (openai reader)", 4)
-              .range(1, 1024)),
+              .range(1, reader::kMaxConcurrency)),
       retries(a.opt<int>("--retries", "N",
                          "retries on no answer/408/429/5xx, with exponential backoff (with several "
                          "servers: further rounds, each trying every server)",

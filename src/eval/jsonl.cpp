@@ -427,7 +427,7 @@ struct JsonRecordReader::Impl {
     size_t b = first.find_first_not_of(" \t");
     char c0 = first[b];
     if (c0 == '{') {
-      auto j = nlohmann::json::parse(first, nullptr, false);
+      auto j = parse_json_or_discarded(first);
       // A one-line object whose members are all objects may be a keyed document written on one
       // line (PoisonedRAG's hotpotqa.json): decided below by whether more lines follow.
       bool maybe_keyed =
@@ -594,7 +594,7 @@ struct JsonRecordReader::Impl {
           bad(doc_line_at(doc_pos), "broken JSON document: expected a quoted record key", true);
           return false;
         }
-        auto key = nlohmann::json::parse(s.substr(doc_pos, k - doc_pos), nullptr, false);
+        auto key = parse_json_or_discarded(s.substr(doc_pos, k - doc_pos));
         if (!key.is_string()) {
           bad(doc_line_at(doc_pos), "broken JSON document: invalid record key", true);
           return false;

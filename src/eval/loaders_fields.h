@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_file.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 
@@ -107,7 +108,8 @@ inline int as_int32(const json& v, const std::string& path) {
   const bool fits = v.is_number_unsigned()
                         ? v.get<unsigned long long>() <= (unsigned long long)INT_MAX
                         : v.get<long long>() >= INT_MIN && v.get<long long>() <= INT_MAX;
-  if (!fits) throw RowError("field '" + path + "': " + v.dump() + " is out of range for an int");
+  if (!fits)
+    throw RowError("field '" + path + "': " + json_excerpt(v) + " is out of range for an int");
   return int(v.get<long long>());
 }
 

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <thread>
 
+#include "base/excerpt.h"
 #include "base/json_error.h"
+#include "base/json_file.h"
 
 namespace ragform::reader {
 
@@ -18,7 +20,8 @@ HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) : who_(who
   const size_t scheme_end = u.find("://");
   const std::string scheme = scheme_end == std::string::npos ? "" : u.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https")
-    throw UsageError(who, "base URL '" + u + "' must start with http:// or https://");
+    throw UsageError(
+        who, "base URL '" + redact_url(excerpt(u)) + "' must start with http:// or https://");
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
   if (scheme == "https")
     throw UsageError(who,
@@ -42,7 +45,8 @@ HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::str
                   : cli.Get(prefix_ + endpoint, headers);
   HttpAnswer a;
   if (!res) {
-    a.error = "no answer from " + scheme_host_port_ + prefix_ + endpoint + " (" +
+    // A URL's user:password@ is not printed (a log is not the place for credentials).
+    a.error = "no answer from " + redact_url(scheme_host_port_ + prefix_ + endpoint) + " (" +
               httplib::to_string(res.error()) + ")";
     return a;
   }
@@ -74,25 +78,25 @@ std::string HttpJsonClient::post(const std::string& endpoint, const std::string&
 
 std::string http_error_text(const std::string& body) {
   try {
-    auto j = json::parse(body);
+    auto j = parse_json_text(body);
     if (j.contains("error")) {
       const auto& e = j["error"];
+      // A server's message is quoted, not trusted to be short.
       if (e.is_object() && e.contains("message") && e["message"].is_string())
-        return e["message"].get<std::string>();
-      if (e.is_string()) return e.get<std::string>();
+        return excerpt(e["message"].get<std::string>());
+      if (e.is_string()) return excerpt(e.get<std::string>());
     }
   } catch (...) {
   }
-  return body.substr(0, 300);
+  return excerpt(body);
 }
 
 json parse_json_answer(const std::string& body, const char* what, const std::string& who) {
   try {
-    return json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw RequestFailed(
-        std::string(what) + ": the server's answer is not JSON: " + json_error_text(e.what()), 200,
-        1, who);
+    return parse_json_text(body);
+  } catch (const JsonTextError& e) {
+    throw RequestFailed(std::string(what) + ": the server's answer is not JSON: " + e.what(), 200,
+                        1, who);
   }
 }
 

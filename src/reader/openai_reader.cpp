@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/excerpt.h"
 #include "base/json_error.h"
+#include "base/json_file.h"
 
 namespace ragform::reader {
 namespace {
@@ -28,7 +30,8 @@ std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
   for (const std::string& url : split_url_list(o.base_url))
     eps.push_back(std::make_unique<HttpEndpoint>(url, "openai reader", o.api_key, o.timeout_s));
   if (eps.empty())
-    throw UsageError("openai reader", "base URL '" + o.base_url + "' names no server");
+    throw UsageError("openai reader",
+                     "base URL '" + redact_url(excerpt(o.base_url)) + "' names no server");
   PoolOptions po;
   po.per_server = o.concurrency;
   po.retries = o.retries;
@@ -40,6 +43,11 @@ std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
 
 OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
   if (opt_.concurrency < 1) opt_.concurrency = 1;
+  // The CLI's range check (--concurrency), for every front end that builds a reader.
+  if (opt_.concurrency > kMaxConcurrency)
+    throw UsageError("concurrency", "value too large: " + std::to_string(opt_.concurrency) +
+                                        " (largest accepted: " + std::to_string(kMaxConcurrency) +
+                                        ")");
   if (opt_.retries < 0) opt_.retries = 0;
   pool_ = open_pool(opt_);
   // A fleet serving different models would mix them in one run: refused before any request.
@@ -52,7 +60,7 @@ std::string OpenAIReader::describe() const {
   if (served_model_.empty()) {
     // The server's own model: named by its list when the list holds one model.
     if (auto a = pool_->models_answer(); a && a->ok()) {
-      json j = json::parse(a->body, nullptr, false);
+      json j = parse_json_or_discarded(a->body);
       if (j.is_object() && j.contains("data") && j["data"].is_array() && j["data"].size() == 1 &&
           j["data"][0].is_object())
         served_model_ = j["data"][0].value("id", std::string());
@@ -72,7 +80,7 @@ bool OpenAIReader::is_ragform_server() const {
   if (!res) return false;  // no answer: not remembered, the next call asks again
   bool ragform = false;
   if (res->ok()) {
-    json j = json::parse(res->body, nullptr, false);
+    json j = parse_json_or_discarded(res->body);
     // Anything but an OpenAI model list: some other server.
     if (!j.is_discarded() && j.is_object() && j.contains("data") && j["data"].is_array())
       for (const auto& m : j["data"])

@@ -41,6 +41,10 @@
 namespace ragform::reader {
 
 // RequestFailed: reader/http_json.h.
+// The most requests in flight per server: each is a thread and a socket (10^6 opened 2,491 of
+// each in one batch before the system refused). --concurrency and Python's concurrency= alike.
+inline constexpr int kMaxConcurrency = 1024;
+
 struct OpenAIOptions {
   // "http://127.0.0.1:8080" or ".../v1" (a missing path means /v1); several servers of one
   // model: a comma list "http://a:8080/v1,http://b:8080/v1".
@@ -49,7 +53,7 @@ struct OpenAIOptions {
   std::string api_key;        // "Authorization: Bearer ..." when not empty
   bool chat = false;          // chat/completions with the prompt as the user turn
   std::string system_prompt;  // chat mode only
-  int concurrency = 4;        // requests in flight per server
+  int concurrency = 4;        // requests in flight per server, 1..kMaxConcurrency
   int retries = 4;            // further attempts after the first
   double backoff_s = 0.5;     // first retry delay; doubles each time
   int timeout_s = 300;        // connect/read/write timeout of one attempt

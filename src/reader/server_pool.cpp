@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_file.h"
+
 namespace ragform::reader {
 
 using nlohmann::json;
@@ -41,7 +43,7 @@ std::vector<std::string> split_url_list(const std::string& list) {
 
 std::vector<std::string> served_models(const std::string& models_body) {
   std::vector<std::string> out;
-  const json j = json::parse(models_body, nullptr, false);
+  const json j = parse_json_or_discarded(models_body);
   if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array())
     return out;
   for (const json& m : j["data"]) {

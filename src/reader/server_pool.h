@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/excerpt.h"
 #include "reader/http_json.h"
 
 namespace ragform::reader {
@@ -47,7 +48,10 @@ class Endpoint {
 class HttpEndpoint : public Endpoint {
  public:
   HttpEndpoint(const std::string& base_url, const char* who, std::string api_key, int timeout_s);
-  std::string name() const override { return http_.scheme_host_port() + http_.prefix(); }
+  // Without a URL's user:password@: names go to notes, messages and run provenance.
+  std::string name() const override {
+    return redact_url(http_.scheme_host_port() + http_.prefix());
+  }
   HttpAnswer post(const std::string& endpoint, const std::string& body) const override;
   HttpAnswer get(const std::string& endpoint) const override;
 

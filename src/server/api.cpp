@@ -3,6 +3,7 @@
 // endpoints (/v1/rag/normalize, /v1/rag/spotlight) are in api_rag.cpp.
 #include "server/api.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/json_file.h"
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/chat_template.h"
@@ -43,7 +45,7 @@ std::vector<int> get_int_list(const json& j, const char* key) {
     // get<int> would wrap a larger value into another, valid-looking index (2^32 -> 0).
     if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT_MAX)
                                : v.get<int64_t>() < INT_MIN || v.get<int64_t>() > INT_MAX)
-      bad(std::string("'") + key + "' holds " + v.dump() + ", outside the int range");
+      bad(std::string("'") + key + "' holds " + json_excerpt(v) + ", outside the int range");
     out.push_back(v.get<int>());
   }
   return out;
@@ -626,7 +628,22 @@ Response Api::attention(const std::string& body) {
     if (spans.empty()) throw UsageError("bias", "needs doc_spans");
     bias = cnorm::bias_curve_from_json(j["bias"], "bias");
   }
-  check_prompt_len(reader_.prompt_tokens(prompt).size(), 0, opt_);
+  const size_t n_tokens = reader_.prompt_tokens(prompt).size();
+  check_prompt_len(n_tokens, 0, opt_);
+  // The reply's size is the request's choice (layers x query_positions rows, each with its heads'
+  // and their mean's weights over the prompt's positions, and doc_spans on every row): bounded
+  // before anything is computed, since duplicates in the lists multiply it too.
+  const size_t n_rows =
+      std::max<size_t>(1, q.layers.size()) * std::max<size_t>(1, q.query_positions.size());
+  const size_t n_heads =
+      q.heads.empty() ? size_t(std::max(0, reader_.model().hp().n_head)) : q.heads.size();
+  if (n_rows > kMaxAttentionValues || n_tokens * (n_heads + 1) > kMaxAttentionValues / n_rows)
+    bad(std::to_string(n_rows) + " attention rows x " + std::to_string(n_heads + 1) +
+            " head rows x " + std::to_string(n_tokens) + " positions exceed the reply's limit of " +
+            std::to_string(kMaxAttentionValues) +
+            " attention weights (ask for fewer layers, query_positions or heads)",
+        "response_too_large");
+  if (!spans.empty()) cnorm::check_document_work(spans.size(), n_rows, n_tokens, "doc_spans");
   reader::AttentionResult ar;
   const reader::SteeringParams steer = steer_field(j);
   engine_.run([&] { ar = reader_.attention(prompt, q, steer); }).get();
@@ -643,7 +660,13 @@ Response Api::attention(const std::string& body) {
       row.update(cnorm::document_report(prompt, ar, r, spans, bias ? &*bias : nullptr));
     rows.push_back(row);
   }
-  return ok({{"model", opt_.model_id}, {"ids", ar.ids}, {"pieces", ar.pieces}, {"rows", rows}});
+  Response r =
+      ok({{"model", opt_.model_id}, {"ids", ar.ids}, {"pieces", ar.pieces}, {"rows", rows}});
+  if (r.body.size() > kMaxResponseBytes)
+    bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
+            std::to_string(kMaxResponseBytes) + " (ask for fewer rows or doc_spans)",
+        "response_too_large");
+  return r;
 }
 
 }  // namespace ragform::server

@@ -25,6 +25,13 @@ class WordVectors;
 
 namespace ragform::server {
 
+// What one /v1/attention reply may hold (docs/server.md "Security"): attention weights (every
+// requested head's row and the mean row, over the prompt's positions) and bytes of JSON. A 400
+// naming the limit otherwise: ask for fewer layers, positions or heads. (doc_spans have their own
+// limits, cnorm/relevance.h.)
+inline constexpr size_t kMaxAttentionValues = size_t(1) << 21;  // 2,097,152 weights
+inline constexpr size_t kMaxResponseBytes = size_t(64) << 20;   // 64 MiB
+
 struct ApiOptions {
   std::string model_id;       // the served model's id (file name without .gguf, or --alias)
   int max_prompt_tokens = 0;  // 0 = the context size

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/excerpt.h"
 #include "base/json_error.h"
+#include "base/json_file.h"
 #include "server/engine.h"
 
 namespace ragform::server::api_json {
@@ -18,12 +20,12 @@ namespace ragform::server::api_json {
 json parse_body(const std::string& body) {
   json j;
   try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    // Not only parse_error: a number beyond double's range (1e309) is an out_of_range (406) from
-    // the parser, wherever it stands in the body.
-    throw ApiError{400, "malformed JSON body: " + json_error_text(e.what()),
-                   "invalid_request_error", "invalid_json"};
+    // Bounded nesting (kMaxJsonDepth), a number beyond double's range (1e309) and bad syntax are
+    // all one JsonTextError, with its quote of the body cut to an excerpt.
+    j = parse_json_text(body);
+  } catch (const JsonTextError& e) {
+    throw ApiError{400, std::string("malformed JSON body: ") + e.what(), "invalid_request_error",
+                   "invalid_json"};
   }
   if (!j.is_object()) bad("the request body must be a JSON object", "invalid_json");
   return j;
@@ -37,9 +39,9 @@ int get_int(const json& j, const char* key, int def, int lo, int hi) {
   if (v.is_number_float() && std::isfinite(v.get<double>()) &&
       v.get<double>() == std::trunc(v.get<double>()) && std::fabs(v.get<double>()) >= 0x1p63) {
     if (v.get<double>() > 0)
-      bad(std::string("'") + key + "' = " + v.dump() + " is too large (at most " +
+      bad(std::string("'") + key + "' = " + json_excerpt(v) + " is too large (at most " +
           std::to_string(hi) + ")");
-    bad(std::string("'") + key + "' = " + v.dump() + " is too small (at least " +
+    bad(std::string("'") + key + "' = " + json_excerpt(v) + " is too small (at least " +
         std::to_string(lo) + ")");
   }
   if (!v.is_number_integer() && !v.is_number_unsigned())
@@ -48,8 +50,8 @@ int get_int(const json& j, const char* key, int def, int lo, int hi) {
   const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(LLONG_MAX);
   const long long x = huge ? LLONG_MAX : v.get<long long>();
   if (x < lo || x > hi)
-    bad(std::string("'") + key + "' = " + v.dump() + " is outside [" + std::to_string(lo) + ", " +
-        std::to_string(hi) + "]");
+    bad(std::string("'") + key + "' = " + json_excerpt(v) + " is outside [" + std::to_string(lo) +
+        ", " + std::to_string(hi) + "]");
   return int(x);
 }
 
@@ -118,26 +120,39 @@ void require_api_key(const Request& req, const std::string& key) {
                    "invalid_request_error", "invalid_api_key"};
 }
 
-Response response_for_current_exception() noexcept {
+std::string client_message(std::string msg,
+                           const std::vector<std::pair<std::string, std::string>>& hidden) {
+  for (const auto& [path, shown] : hidden)
+    for (size_t at = msg.find(path); at != std::string::npos;
+         at = msg.find(path, at + shown.size()))
+      msg.replace(at, path.size(), shown);
+  return bounded_message(msg);
+}
+
+Response response_for_current_exception(
+    const std::vector<std::pair<std::string, std::string>>& hidden) noexcept {
   try {
-    throw;
-  } catch (const ApiError& e) {
-    Response r;
-    r.status = e.status;
     try {
-      r.body = dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}});
-    } catch (...) {
-      r.body = R"({"error":{"message":"error","type":"server_error","code":"internal"}})";
+      throw;
+    } catch (const ApiError& e) {
+      Response r;
+      r.status = e.status;
+      r.body = dump(
+          {{"error",
+            {{"message", client_message(e.message, hidden)}, {"type", e.type}, {"code", e.code}}}});
+      return r;
+    } catch (const QueueFull& e) {
+      return error_response(503, client_message(e.what(), hidden), "server_error", "queue_full");
+    } catch (const Error& e) {  // UsageError, NotSupported and the rest
+      return error_response(400, client_message(e.what(), hidden), "invalid_request_error");
+    } catch (const std::exception& e) {
+      return error_response(500, client_message(e.what(), hidden), "server_error");
     }
+  } catch (...) {  // an unknown exception, or bad_alloc while building the reply
+    Response r;
+    r.status = 500;
+    r.body = R"({"error":{"message":"unknown error","type":"server_error","code":"internal"}})";
     return r;
-  } catch (const QueueFull& e) {
-    return error_response(503, e.what(), "server_error", "queue_full");
-  } catch (const Error& e) {  // UsageError, NotSupported and the rest
-    return error_response(400, e.what(), "invalid_request_error");
-  } catch (const std::exception& e) {
-    return error_response(500, e.what(), "server_error");
-  } catch (...) {
-    return error_response(500, "unknown error", "server_error");
   }
 }
 

@@ -3,6 +3,8 @@
 // turns into an OpenAI-style 400 naming the field, and writing a 200 response.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,8 +42,14 @@ void require_api_key(const Request& req, const std::string& key);
 // The response for the exception being handled, at an API's edge (call inside a catch block):
 // an ApiError as it says; QueueFull 503; UsageError, NotSupported and every other Error 400 (a
 // reader's or encoder's refusal - an empty prompt, a bad layer, no classification head - is about
-// the request); anything else 500.
-Response response_for_current_exception() noexcept;
+// the request); anything else 500. The message is client_message(what, hidden).
+Response response_for_current_exception(
+    const std::vector<std::pair<std::string, std::string>>& hidden = {}) noexcept;
+
+// `msg` as a client may see it: each hidden.first (a server-side path) replaced by its .second,
+// URL credentials redacted and the whole cut to kMessageBytes (base/excerpt.h).
+std::string client_message(std::string msg,
+                           const std::vector<std::pair<std::string, std::string>>& hidden);
 
 // Compact JSON, invalid UTF-8 replaced rather than thrown on.
 std::string dump(const json& j);

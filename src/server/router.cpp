@@ -1,5 +1,7 @@
 #include "server/router.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "server/api_json.h"
 
@@ -34,11 +36,23 @@ std::string Router::not_found(const std::string& path) const {
   return "no endpoint " + path + (why.empty() ? "" : " (" + why + ")");
 }
 
+void Router::hide(const std::vector<std::string>& server_paths) {
+  for (const std::string& p : server_paths) {
+    if (p.empty()) continue;
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+    const std::string name = std::filesystem::path(p).filename().string();
+    // The absolute form first: it contains the relative one as a suffix.
+    if (!ec && abs.string() != p) hidden_.emplace_back(abs.string(), name);
+    hidden_.emplace_back(p, name);
+  }
+}
+
 Response Router::handle(const Request& req) const noexcept {
   try {
     return dispatch(req);
   } catch (...) {
-    return response_for_current_exception();
+    return response_for_current_exception(hidden_);
   }
 }
 

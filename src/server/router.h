@@ -7,7 +7,9 @@
 //   - an unknown path: 404 "no endpoint PATH", with the hint of that path (a path another kind of
 //     server answers) or the router's default hint;
 //   - a known path with another method: 405 "use GET" / "use POST" (HEAD counts as GET);
-//   - whatever a handler throws: the one error JSON (api_json.h response_for_current_exception).
+//   - whatever a handler throws: the one error JSON (api_json.h response_for_current_exception),
+//     its message cut to a bound and with the server's own paths (hide()) replaced by their file
+//     names: a client learns why a request failed, not where the server keeps its files.
 // A new endpoint is one add() line plus its handler (docs/architecture.md "Adding an endpoint").
 #pragma once
 #include <functional>
@@ -33,6 +35,9 @@ class Router {
   // The 404 message's parenthesis for `paths` when nothing routes them (why this server does not
   // answer them and which one would).
   void hint(const std::vector<std::string>& paths, const std::string& why);
+  // Server-side paths (the model file, an index folder, a profile) that error messages sent to a
+  // client show as their file name only. Empty entries are ignored.
+  void hide(const std::vector<std::string>& server_paths);
   // The parenthesis of every other 404 ("" = none).
   void default_hint(const std::string& why) { default_hint_ = why; }
 
@@ -54,6 +59,7 @@ class Router {
   std::vector<Route> routes_;
   std::vector<std::pair<std::string, std::string>> hints_;  // path -> why
   std::string default_hint_;
+  std::vector<std::pair<std::string, std::string>> hidden_;  // server path -> what a client sees
 };
 
 }  // namespace ragform::server

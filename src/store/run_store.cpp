@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/json_file.h"
 #include "store/sha256.h"
 
 namespace ragform::store {
@@ -371,7 +372,7 @@ RunInfo RunStore::Impl::read_run(sqlite3_stmt* s) const {
   r.config_key = text_col(s, 1);
   r.created_at = text_col(s, 2);
   r.pipeline = text_col(s, 3);
-  r.config = json::parse(text_col(s, 4), nullptr, false);
+  r.config = parse_json_or_discarded(text_col(s, 4));
   if (r.config.is_discarded())
     throw Error(where, "run " + std::to_string(r.id) + ": config is not valid JSON");
   r.tool_version = text_col(s, 5);
@@ -405,7 +406,7 @@ Result RunStore::Impl::read_result(sqlite3_stmt* s) const {
   if (sqlite3_column_type(s, 8) != SQLITE_NULL) r.correct = sqlite3_column_int64(s, 8) != 0;
   auto numbers = [&](int col, const char* name) {
     std::map<std::string, double> m;
-    json j = json::parse(text_col(s, col), nullptr, false);
+    json j = parse_json_or_discarded(text_col(s, col));
     if (!j.is_object()) throw Error(where, row + ": " + name + " is not a JSON object");
     for (auto& [k, v] : j.items()) {
       if (!v.is_number()) throw Error(where, row + ": " + name + "." + k + " is not a number");
@@ -415,7 +416,7 @@ Result RunStore::Impl::read_result(sqlite3_stmt* s) const {
   };
   r.scores = numbers(9, "scores");
   r.timings_ms = numbers(10, "timings_ms");
-  r.extra = json::parse(text_col(s, 11), nullptr, false);
+  r.extra = parse_json_or_discarded(text_col(s, 11));
   if (!r.extra.is_object()) throw Error(where, row + ": extra is not a JSON object");
   return r;
 }
@@ -538,7 +539,7 @@ std::optional<json> RunStore::run_meta_locked(std::int64_t run, const std::strin
   sqlite3_stmt* s = impl_->stmt("SELECT value FROM ragform_meta WHERE key = ?");
   impl_->bind(s, 1, "run/" + std::to_string(run) + "/" + name);
   if (!impl_->step(s, "reading run metadata")) return std::nullopt;
-  json j = json::parse(text_col(s, 0), nullptr, false);
+  json j = parse_json_or_discarded(text_col(s, 0));
   if (j.is_discarded()) return std::nullopt;
   return j;
 }
@@ -651,7 +652,7 @@ void RunStore::merge_run_meta(const RunStore& other,
     while (other.impl_->step(q, "reading run metadata"))
       kv.emplace_back(text_col(q, 0).substr(from.size()), text_col(q, 1));
     for (const auto& [name, text] : kv) {
-      json in = json::parse(text, nullptr, false);
+      json in = parse_json_or_discarded(text);
       if (in.is_discarded()) continue;  // not written by ragform; run_meta() ignores it too
       std::optional<json> have = run_meta_locked(id, name);
       if (!have) {

@@ -48,7 +48,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.contains("schema_version") || !j["schema_version"].is_number_integer())
     throw Error(where, "schema_version: missing or not an integer");
   if (j["schema_version"].get<int64_t>() != kProfileSchema)
-    throw Error(where, "schema_version: " + j["schema_version"].dump() +
+    throw Error(where, "schema_version: " + json_excerpt(j["schema_version"]) +
                            " is not supported (this build reads " + std::to_string(kProfileSchema) +
                            ")");
   Profile p;
@@ -59,7 +59,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
     for (const auto& d : j["searched"]) {
       if (!d.is_string() || std::find(dimension_names().begin(), dimension_names().end(),
                                       d.get<std::string>()) == dimension_names().end())
-        throw Error(where, "searched: unknown dimension " + d.dump());
+        throw Error(where, "searched: unknown dimension " + json_excerpt(d));
       p.searched.push_back(d.get<std::string>());
     }
   }
@@ -69,7 +69,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
   try {
     p.task = parse_task(string_field(j, "task", where, true));
   } catch (const UsageError&) {
-    throw Error(where, "task: unknown task " + j["task"].dump() + " (qa, kv, needle)");
+    throw Error(where, "task: unknown task " + json_excerpt(j["task"]) + " (qa, kv, needle)");
   }
   if (j.contains("objective")) p.objective = string_field(j, "objective", where, false);
   if (j.contains("run")) {

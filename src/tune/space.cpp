@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/yaml_text.h"
 #include "pipelines/cnorm/cnorm.h"
 
 namespace ragform::tune {
@@ -64,7 +65,7 @@ std::string json_list(const nlohmann::json& v, const std::string& where) {
     else if (x.is_number())
       out += number(x.get<double>());
     else
-      throw UsageError(where, "values must be strings or numbers, got " + x.dump());
+      throw UsageError(where, "values must be strings or numbers, got " + json_excerpt(x));
   }
   return out;
 }
@@ -252,7 +253,7 @@ Space load_space_file(const std::string& path, Space base) {
   ss << in.rdbuf();
   YAML::Node n;
   try {
-    n = YAML::Load(ss.str());
+    n = load_yaml_text(ss.str());
   } catch (const YAML::Exception& e) {
     throw UsageError(path + ":" + std::to_string(e.mark.line + 1), "not a YAML space: " + e.msg);
   }

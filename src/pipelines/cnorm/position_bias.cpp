@@ -197,7 +197,7 @@ std::vector<double> numbers(const nlohmann::json& j, const std::string& what,
     throw UsageError(what, "'" + field + "' must be a non-empty array of numbers");
   std::vector<double> out;
   for (const auto& x : j) {
-    if (!x.is_number()) throw UsageError(what, "'" + field + "' holds " + x.dump());
+    if (!x.is_number()) throw UsageError(what, "'" + field + "' holds " + json_excerpt(x));
     out.push_back(x.get<double>());
   }
   return out;

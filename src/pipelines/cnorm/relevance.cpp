@@ -5,6 +5,8 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/excerpt.h"
+#include "base/json_file.h"
 #include "pipelines/cnorm/detail/numeric.h"
 
 namespace ragform::cnorm {
@@ -15,7 +17,7 @@ size_t parse_offset(std::string_view s, const std::string& flag, std::string_vie
   size_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size())
-    throw UsageError(flag, "expected START:END (byte offsets), got '" + std::string(item) + "'");
+    throw UsageError(flag, "expected START:END (byte offsets), got '" + excerpt(item) + "'");
   return v;
 }
 
@@ -25,7 +27,25 @@ void check_span(const CharSpan& c, const std::string& flag) {
                                " is empty or ends before it starts");
 }
 
+[[noreturn]] void too_many_spans(const std::string& flag) {
+  throw UsageError(flag, "more than " + std::to_string(kMaxDocSpans) +
+                             " document spans (the limit of one request)");
+}
+
 }  // namespace
+
+void check_document_work(size_t spans, size_t rows, size_t positions, const std::string& field) {
+  if (spans == 0) return;
+  if (rows > kMaxDocSpanRows / spans)
+    throw UsageError(field, std::to_string(spans) + " document spans x " + std::to_string(rows) +
+                                " attention rows exceed the limit of " +
+                                std::to_string(kMaxDocSpanRows) + " (ask for fewer rows)");
+  if (positions > kMaxDocSpanWork / (spans * rows))
+    throw UsageError(field, std::to_string(spans) + " document spans x " + std::to_string(rows) +
+                                " attention rows x " + std::to_string(positions) +
+                                " positions exceed the limit of " +
+                                std::to_string(kMaxDocSpanWork) + " (ask for fewer rows)");
+}
 
 std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string& flag) {
   std::vector<CharSpan> out;
@@ -37,10 +57,11 @@ std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string&
         text.substr(from, comma == std::string_view::npos ? text.npos : comma - from);
     size_t colon = item.find(':');
     if (colon == std::string_view::npos)
-      throw UsageError(flag, "expected START:END (byte offsets), got '" + std::string(item) + "'");
+      throw UsageError(flag, "expected START:END (byte offsets), got '" + excerpt(item) + "'");
     CharSpan c{parse_offset(item.substr(0, colon), flag, item),
                parse_offset(item.substr(colon + 1), flag, item)};
     check_span(c, flag);
+    if (out.size() == kMaxDocSpans) too_many_spans(flag);
     out.push_back(c);
     if (comma == std::string_view::npos) break;
     from = comma + 1;
@@ -51,10 +72,11 @@ std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string&
 std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::string& field) {
   const std::string shape = "must be an array of [start, end] byte offsets";
   if (!j.is_array() || j.empty()) throw UsageError(field, shape);
+  if (j.size() > kMaxDocSpans) too_many_spans(field);
   std::vector<CharSpan> out;
   for (const auto& s : j) {
     if (!s.is_array() || s.size() != 2 || !s[0].is_number_unsigned() || !s[1].is_number_unsigned())
-      throw UsageError(field, shape + ", got " + s.dump());
+      throw UsageError(field, shape + ", got " + json_excerpt(s));
     CharSpan c{s[0].get<size_t>(), s[1].get<size_t>()};
     check_span(c, field);
     out.push_back(c);

@@ -31,8 +31,20 @@ struct TokenSpan {
   bool operator==(const TokenSpan&) const = default;
 };
 
+// How much document-relevance work one request may ask for (`attention --doc-spans`,
+// /v1/attention's doc_spans, docs/server.md "Security"). Each span is resolved and summed over
+// every attention row, and the report holds one entry per span per row: 100,000 spans x 20 rows
+// took 210 s and 878 MB. A retrieval prompt holds tens of documents, so these are far above use.
+inline constexpr size_t kMaxDocSpans = 1024;                // spans in one request
+inline constexpr size_t kMaxDocSpanRows = 65536;            // spans x attention rows
+inline constexpr size_t kMaxDocSpanWork = size_t(1) << 27;  // spans x rows x positions
+
+// UsageError naming `field` and the limit when `spans` spans over `rows` attention rows of
+// `positions` positions each exceed kMaxDocSpanRows or kMaxDocSpanWork.
+void check_document_work(size_t spans, size_t rows, size_t positions, const std::string& field);
+
 // "START:END,START:END,..." (byte offsets into the prompt, END exclusive). UsageError naming
-// `flag` for a malformed list, an empty span or END before START.
+// `flag` for a malformed list, an empty span, END before START or more than kMaxDocSpans spans.
 std::vector<CharSpan> parse_char_spans(std::string_view text, const std::string& flag);
 // The same spans from JSON, [[start, end], ...]; UsageError naming `field` otherwise.
 std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::string& field);

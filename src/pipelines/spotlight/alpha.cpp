@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_file.h"
 #include "pipelines/spotlight/select.h"
 #include "store/sha256.h"
@@ -134,7 +135,7 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
     if (!j.contains(key)) fail(key, std::string("alpha file has no '") + key + "' field");
   if (j["format"] != kFormat) fail("format", std::string("'format' must be \"") + kFormat + "\"");
   if (!j["version"].is_number_integer() || j["version"].get<int64_t>() != kVersion)
-    fail("version", "'version' is " + j["version"].dump() + ", this ragform reads version " +
+    fail("version", "'version' is " + json_excerpt(j["version"]) + ", this ragform reads version " +
                         std::to_string(kVersion));
   if (j["model"] != kModel) fail("model", std::string("'model' must be \"") + kModel + "\"");
   const nlohmann::json& feats = j["features"];
@@ -148,15 +149,16 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
   std::array<bool, kAlphaFeatures> seen{};
   const auto& names = alpha_feature_names();
   for (size_t i = 0; i < feats.size(); ++i) {
-    const std::string f = feats[i].is_string() ? feats[i].get<std::string>() : feats[i].dump();
+    const std::string f =
+        feats[i].is_string() ? feats[i].get<std::string>() : json_excerpt(feats[i]);
     auto it = std::find_if(names.begin(), names.end(), [&](const char* n) { return f == n; });
-    if (it == names.end()) fail("features", "unknown feature '" + f + "'");
+    if (it == names.end()) fail("features", "unknown feature '" + excerpt(f) + "'");
     const size_t k = size_t(it - names.begin());
     if (seen[k]) fail("features", "feature '" + f + "' is listed twice");
     seen[k] = true;
     if (!ws[i].is_number() || !std::isfinite(ws[i].get<double>()))
-      fail("weights", "weight " + std::to_string(i + 1) + " ('" + f + "') is " + ws[i].dump() +
-                          ", not a finite number");
+      fail("weights", "weight " + std::to_string(i + 1) + " ('" + f + "') is " +
+                          json_excerpt(ws[i]) + ", not a finite number");
     a.weights[k] = ws[i].get<double>();
   }
   if (j.contains("training")) a.training = j["training"];

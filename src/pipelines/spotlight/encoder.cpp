@@ -80,7 +80,7 @@ WordVectors WordVectors::load(const std::string& path) {
     for (const auto& x : v) {
       if (!x.is_number())
         throw Error("word vectors",
-                    path + ": word '" + it.key() + "': non-numeric value " + x.dump());
+                    path + ": word '" + it.key() + "': non-numeric value " + json_excerpt(x));
       w.data_.push_back(x.get<float>());
     }
     normalise_row(w.data_.data() + w.data_.size() - w.dim_, w.dim_);

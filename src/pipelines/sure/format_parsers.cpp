@@ -4,13 +4,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/error.h"
+#include "base/yaml_text.h"
 
 namespace ragform::sure {
 
 ParsedDoc parse_yaml_real(std::string_view doc) {
   YAML::Node n;
   try {
-    n = YAML::Load(std::string(doc));
+    n = load_yaml_text(doc);
   } catch (const YAML::Exception& e) {
     throw Error("yaml", std::string("yaml-cpp: ") + e.what());
   }

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/json_error.h"
+#include "base/json_file.h"
 #include "pipelines/sure/format_parsers.h"
 
 namespace ragform::sure {
@@ -341,9 +342,9 @@ ParsedDoc validate_format(DocFormat format, std::string_view doc) {
     case DocFormat::Json: {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(doc);
-      } catch (const nlohmann::json::exception& e) {
-        fail("json", json_error_text(e.what()));
+        j = parse_json_text(doc);
+      } catch (const JsonTextError& e) {
+        fail("json", e.what());
       }
       if (!j.is_object() || j.size() != 2 || !j.contains("title") || !j.contains("text") ||
           !j["title"].is_string() || !j["text"].is_string())

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/json_error.h"
+#include "base/json_file.h"
 #include "pipelines/sure/taxonomy.h"
 #include "store/sha256.h"
 
@@ -55,7 +56,7 @@ Pair pair_from_json(const nlohmann::json& j, const std::string& where) {
     // An index that does not fit an int is an error, never truncated.
     if (d.is_number_unsigned() ? d.get<unsigned long long>() > (unsigned long long)INT_MAX
                                : d.get<long long>() < INT_MIN || d.get<long long>() > INT_MAX)
-      throw Error(where, "field 'doc': " + d.dump() + " is out of range for an int");
+      throw Error(where, "field 'doc': " + json_excerpt(d) + " is out of range for an int");
     p.doc = d.get<int>();
   }
   p.perturbation = str("perturbation", true);
@@ -98,9 +99,9 @@ std::vector<Pair> read_pairs(const std::string& path) {
     std::string where = path + ":" + std::to_string(n);
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(where, "bad JSON: " + json_error_text(e.what()));
+      j = parse_json_text(line);
+    } catch (const JsonTextError& e) {
+      throw Error(where, "bad JSON: " + std::string(e.what()));
     }
     out.push_back(pair_from_json(j, where));
   }

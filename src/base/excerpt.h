@@ -1,0 +1,34 @@
+// Bounded quotes of what a caller sent, for error messages. A message that quotes its input whole
+// echoes a 50 MB corpus line to stderr or a 900 KB body back to an HTTP client; one that prints a
+// URL's user:password@ leaks credentials into logs. Every quote of input goes through here.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ragform {
+
+// The most bytes of input a message quotes.
+inline constexpr size_t kExcerptBytes = 200;
+
+// `s` when it is at most `max` bytes; otherwise its first bytes (cut at a UTF-8 character
+// boundary) followed by "... (N bytes)", so the reader sees both the start and the size.
+std::string excerpt(std::string_view s, size_t max = kExcerptBytes);
+
+// `url` with any userinfo ("user:password@") replaced by "***@": http://u:p@host/v1 ->
+// http://***@host/v1. Anything that is not URL-shaped is returned unchanged.
+std::string redact_url(std::string_view url);
+
+// `msg` with the userinfo of every "scheme://user@host" inside it redacted as redact_url does,
+// for messages built by code that quoted a URL (a library's error text).
+std::string redact_urls_in(std::string_view msg);
+
+// The most bytes of one error message a front end prints or sends.
+inline constexpr size_t kMessageBytes = 4096;
+
+// A message as a front end shows it (the CLI's stderr line, an HTTP error reply): URL
+// credentials redacted (redact_urls_in) and the whole cut to kMessageBytes, a last bound behind
+// the quotes each message makes itself.
+std::string bounded_message(std::string_view msg);
+
+}  // namespace ragform

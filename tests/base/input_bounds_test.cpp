@@ -1,0 +1,125 @@
+// The bounds every outside input passes (issue 40, security 1, 3 and 5): JSON and YAML nested
+// deeper than kMaxJsonDepth refused at parse time (75,000 levels crashed a recursive dump), YAML
+// aliases refused (a 465-byte alias bomb grew to gigabytes), and quotes of input in messages cut
+// to an excerpt with URL credentials redacted.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "base/excerpt.h"
+#include "base/json_file.h"
+#include "base/yaml_text.h"
+
+namespace ragform {
+namespace {
+
+std::string nested(int depth, const std::string& open = "[", const std::string& close = "]") {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += open;
+  s += "1";
+  for (int i = 0; i < depth; ++i) s += close;
+  return s;
+}
+
+TEST(InputBounds, JsonNestedDeeperThanTheLimitIsRefusedWithItsPosition) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    parse_json_text(nested(75000));
+    FAIL() << "75,000 levels parsed";
+  } catch (const JsonTextError& e) {
+    EXPECT_EQ(e.kind(), "too deep");
+    EXPECT_NE(std::string(e.what()).find("nesting deeper than 128 levels"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.line(), 1u);
+    EXPECT_EQ(e.column(), 129u);  // the 129th '['
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // Objects count alike, and brackets inside strings do not count.
+  EXPECT_THROW(parse_json_text(nested(200, "{\"a\":", "}")), JsonTextError);
+  EXPECT_EQ(parse_json_text("[\"" + std::string(500, '[') + "\"]")[0].get<std::string>().size(),
+            500u);
+  // The limit itself parses.
+  EXPECT_NO_THROW(parse_json_text(nested(kMaxJsonDepth)));
+  EXPECT_THROW(parse_json_text(nested(kMaxJsonDepth + 1)), JsonTextError);
+  EXPECT_TRUE(parse_json_or_discarded(nested(75000)).is_discarded());
+  EXPECT_FALSE(parse_json_or_discarded(nested(3)).is_discarded());
+}
+
+TEST(InputBounds, AJsonFileNestedTooDeepNamesTheFile) {
+  const auto path = std::string(::testing::TempDir()) + "/deep_profile.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_TRUE(f);
+  const std::string text = "{\"a\":\n" + nested(75000) + "}";
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  try {
+    read_json_file(path, "profile");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(path + ":2: profile is not valid JSON: too deep at column 128: nesting "
+                             "deeper than 128 levels",
+                      0),
+              0u)
+        << m;
+  }
+}
+
+TEST(InputBounds, YamlAliasesAndDeepNestingAreRefused) {
+  // The classic bomb: each level repeats the one before nine times.
+  const std::string bomb =
+      "a: &a [\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\"]\n"
+      "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+      "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+      "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+      "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+      "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+      "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n";
+  try {
+    load_yaml_text(bomb);
+    FAIL() << "an alias bomb loaded";
+  } catch (const YAML::ParserException& e) {
+    EXPECT_EQ(e.msg, "aliases (*name) are not accepted");
+    EXPECT_EQ(e.mark.line, 1);  // 0-based: the first alias is on line 2
+  }
+  try {
+    load_yaml_text("k: " + nested(5000));
+    FAIL() << "5,000 levels of YAML loaded";
+  } catch (const YAML::ParserException& e) {
+    EXPECT_EQ(e.msg, "nesting deeper than 128 levels");
+  }
+  const YAML::Node n = load_yaml_text("k: [1, 2]\nanchored: &x 3\n");
+  EXPECT_EQ(n["k"].size(), 2u);
+  EXPECT_EQ(n["anchored"].as<int>(), 3);  // an anchor alone is harmless
+}
+
+TEST(InputBounds, ExcerptsAreBoundedAndCutOnACharacter) {
+  EXPECT_EQ(excerpt("short"), "short");
+  const std::string big(50 << 20, 'x');
+  const std::string e = excerpt(big);
+  EXPECT_LT(e.size(), kExcerptBytes + 40);
+  EXPECT_NE(e.find("... (52428800 bytes)"), std::string::npos) << e;
+  // A two-byte character straddling the cut is left out whole.
+  const std::string cut = excerpt(std::string(9, 'a') + "\xc3\xa9" + "zzz", 10);
+  EXPECT_EQ(cut.substr(0, cut.find("...")), std::string(9, 'a'));
+  // A JSON value: a 1 MB string or a 100,000-element array is not dumped whole.
+  EXPECT_LT(json_excerpt(nlohmann::json(std::string(1 << 20, 'y'))).size(), 300u);
+  EXPECT_LT(json_excerpt(nlohmann::json(std::vector<int>(100000, 7))).size(), 300u);
+  EXPECT_EQ(json_excerpt(nlohmann::json::parse("{\"a\":[1,\"b\"]}")), "{\"a\":[1,\"b\"]}");
+  // A message as front ends print it.
+  EXPECT_LE(bounded_message(big).size(), kMessageBytes + 40);
+}
+
+TEST(InputBounds, UrlCredentialsAreRedacted) {
+  EXPECT_EQ(redact_url("http://user:pass@host:8080/v1"), "http://***@host:8080/v1");
+  EXPECT_EQ(redact_url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
+  EXPECT_EQ(redact_urls_in("no answer from https://a:b@x/v1/completions (Connection)"),
+            "no answer from https://***@x/v1/completions (Connection)");
+  // An '@' after the authority (a path, a query) is not userinfo.
+  EXPECT_EQ(redact_url("http://host/v1?u=a@b"), "http://host/v1?u=a@b");
+  EXPECT_EQ(bounded_message("x: http://u:secret@h/v1"), "x: http://***@h/v1");
+}
+
+}  // namespace
+}  // namespace ragform
