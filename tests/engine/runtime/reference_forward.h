@@ -18,6 +18,9 @@ namespace ragform::testing {
 struct ReferenceOutput {
   std::vector<std::vector<double>> final_hidden;  // [T][n_embd]: after the output norm
   std::vector<double> logits_last;                // [n_vocab]
+  // For each layer of ReferenceForward::attn_layers (in that order): the last query's attention
+  // probabilities [head][key 0..T-1], 0 outside the causal or sliding window.
+  std::vector<std::vector<std::vector<double>>> attention_last;
 };
 
 class ReferenceForward {
@@ -28,6 +31,11 @@ class ReferenceForward {
   // Attention steering (runtime/steering.h), applied to the probabilities of steered layers and
   // heads as the rule is defined; null = none.
   const runtime::Steering* steer = nullptr;
+  // Layers whose last-query attention rows run() records (ReferenceOutput::attention_last).
+  std::vector<int> attn_layers;
+  // Stop after this layer (>= 0): run() then returns only attention_last, for attention checks
+  // on big models where the remaining layers and the output would be wasted time.
+  int last_layer = -1;
 
   explicit ReferenceForward(const model::Model& m) : m_(m), hp_(m.hp()) {
     auto deq = [](const ops::WeightView& w) { return ops::dequantize_tensor(w); };
@@ -42,6 +50,8 @@ class ReferenceForward {
     const int T = int(tokens.size()), E = hp_.n_embd, HD = hp_.head_dim, NH = hp_.n_head,
               NKV = hp_.n_head_kv, Qd = hp_.q_dim(), KVd = hp_.kv_dim();
     using Vec = std::vector<double>;
+    ReferenceOutput r;
+    r.attention_last.resize(attn_layers.size());
     std::vector<Vec> x(static_cast<size_t>(T));
     const double escale = m_.arch().scale_embeddings ? std::sqrt(double(E)) : 1.0;
     for (int t = 0; t < T; ++t) {
@@ -49,7 +59,8 @@ class ReferenceForward {
       for (int i = 0; i < E; ++i)
         x[size_t(t)][size_t(i)] = embd_[size_t(tokens[size_t(t)]) * E + size_t(i)] * escale;
     }
-    for (int il = 0; il < hp_.n_layer; ++il) {
+    const int n_run = last_layer >= 0 ? std::min(last_layer + 1, hp_.n_layer) : hp_.n_layer;
+    for (int il = 0; il < n_run; ++il) {
       const auto& L = m_.layers[size_t(il)];
       const auto& W = layers_[size_t(il)];
       std::vector<Vec> q(static_cast<size_t>(T)), k(q), v(q);
@@ -81,6 +92,13 @@ class ReferenceForward {
           for (double& e : s) e /= sum;
           if (steer && steer->active() && steer->steers_layer(il) && steer->steers_head(hh))
             steer_probs(s, lo, t);
+          if (t == T - 1)
+            for (size_t a = 0; a < attn_layers.size(); ++a)
+              if (attn_layers[a] == il) {
+                Vec row(static_cast<size_t>(T), 0.0);
+                std::copy(s.begin(), s.end(), row.begin() + lo);
+                r.attention_last[a].push_back(std::move(row));
+              }
           for (int j = lo; j <= t; ++j)
             for (int c = 0; c < HD; ++c)
               att[size_t(hh * HD + c)] += s[size_t(j - lo)] * v[size_t(j)][size_t(kvh * HD + c)];
@@ -98,7 +116,7 @@ class ReferenceForward {
         for (int i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += o[size_t(i)];
       }
     }
-    ReferenceOutput r;
+    if (n_run < hp_.n_layer) return r;
     for (int t = 0; t < T; ++t) r.final_hidden.push_back(norm(x[size_t(t)], m_.output_norm));
     r.logits_last = matvec(out_, r.final_hidden.back(), hp_.n_vocab, nullptr);
     if (hp_.final_softcap > 0)
