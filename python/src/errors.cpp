@@ -7,6 +7,7 @@
 #include <new>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "bindings.h"
 #include "eval/jsonl.h"
 
@@ -28,22 +29,24 @@ void raise_os_error(const FileError& e) {
 
 void bind_errors(pyb::module_& m) {
   pyb::register_exception_translator([](std::exception_ptr p) {
+    // Messages as the CLI prints them: bounded, URL credentials redacted (base/excerpt.h).
+    auto text = [](const std::exception& e) { return bounded_message(e.what()); };
     try {
       if (p) std::rethrow_exception(p);
     } catch (const FileError& e) {
       raise_os_error(e);
     } catch (const UsageError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, text(e).c_str());
     } catch (const NotSupported& e) {
-      PyErr_SetString(PyExc_NotImplementedError, e.what());
+      PyErr_SetString(PyExc_NotImplementedError, text(e).c_str());
     } catch (const eval::DataError& e) {
       // A data file that cannot be opened is a file error; any other is malformed input.
       const bool open_failed = e.line() == 0 && e.reason().rfind("cannot open", 0) == 0;
-      PyErr_SetString(open_failed ? PyExc_OSError : PyExc_ValueError, e.what());
+      PyErr_SetString(open_failed ? PyExc_OSError : PyExc_ValueError, text(e).c_str());
     } catch (const eval::RowError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, text(e).c_str());
     } catch (const Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      PyErr_SetString(PyExc_RuntimeError, text(e).c_str());
     } catch (const std::bad_alloc&) {
       PyErr_SetString(PyExc_MemoryError, "out of memory");
     }

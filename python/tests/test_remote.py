@@ -136,3 +136,18 @@ def test_sure_evaluate_with_nothing_listening_raises(nq_records):
     r = ragform.OpenAIReader(closed_port_url(), retries=0, timeout=5)
     with pytest.raises(RuntimeError, match=r"^sure eval: .*no answer from"):
         ragform.sure.evaluate(r, pairs_of(nq_records), progress=False)
+
+
+def test_openai_reader_concurrency_is_bounded_like_the_cli(ragform_bin):
+    """Issue 40 (security 4): concurrency=10**6 opened 2,491 threads and sockets in one batch.
+    It is refused before any connection, with the CLI's words for --concurrency."""
+    url = closed_port_url()
+    with pytest.raises(ValueError) as e:
+        ragform.OpenAIReader(url, concurrency=10**6)
+    assert str(e.value) == "concurrency: value too large: 1000000 (largest accepted: 1024)"
+    r = subprocess.run([ragform_bin, "generate", "--reader", "openai", "--base-url", url,
+                        "--concurrency", "1000000", "-p", "hi"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == "ragform: --" + str(e.value) + "\n"
+    # The limit itself is accepted (no request is sent until a call).
+    ragform.OpenAIReader(url, concurrency=1024)
