@@ -7,6 +7,8 @@
 # (llama.cpp, built by you outside this repository) alternate llama.cpp's figures with ragform's:
 # pp512/tg32 on every model (twice each, -r 3), and 16 sequences of 128 prompt + 32 generated
 # tokens (`bench --parallel 16` against `llama-batched-bench -npl 16`) on Q8_0, Q4_K_M and F16.
+# Optional: RAGFORM_GEMMA (scripts/models.sh --print) adds the trained Gemma 3 270M file, pp512/tg32
+# alternated with LLAMA_BENCH when set; REAL_ONLY=1 benches only that file (after bench_peak).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/ci}
@@ -22,6 +24,17 @@ date -u
 uptime
 "$build/bench/bench_peak"
 threads=2
+if [[ -n ${RAGFORM_GEMMA:-} ]]; then
+  for r in 1 2; do
+    echo "== gemma3-270m q4_k_m ragform (round $r)"
+    "$build/bin/ragform" bench -m "$RAGFORM_GEMMA" --pp 512 --tg 32 -r 3 -t "$threads"
+    if [[ -n ${LLAMA_BENCH:-} ]]; then
+      echo "== gemma3-270m q4_k_m llama-bench (round $r)"
+      "$LLAMA_BENCH" -m "$RAGFORM_GEMMA" -p 512 -n 32 -r 3 -t "$threads"
+    fi
+  done
+  if [[ ${REAL_ONLY:-0} == 1 ]]; then date -u; uptime; exit 0; fi
+fi
 for t in "${types[@]}"; do
   echo "== $t"
   "$build/bin/ragform" bench -m "$models/q05-$t.gguf" --pp 512 --tg 32 -r 3 --taps attention
