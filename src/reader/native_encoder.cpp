@@ -14,6 +14,13 @@ NativeEncoder::NativeEncoder(const std::string& model_path, const NativeEncoderO
   tok_ = tok::Tokenizer::from_gguf(model_->file());
   enc_ = std::make_unique<runtime::Encoder>(*model_, pool_);
   if (opt_.max_tokens < 0) throw UsageError("encoder", "max_tokens must be >= 0");
+  // sentence-transformers truncates at its max_seq_length (256 for all-MiniLM-L6-v2, whose
+  // position table holds 512): the same default gives its embeddings for 257-512-token texts.
+  const std::string key = "sentence_transformers.max_seq_length";
+  if (model_->file().has(key)) {
+    const int64_t v = model_->file().get_int(key);
+    if (v > 0 && v < (int64_t(1) << 30)) trained_max_tokens_ = int(v);
+  }
 }
 
 NativeEncoder::~NativeEncoder() = default;
@@ -25,8 +32,9 @@ std::string NativeEncoder::describe() const {
 Pooling NativeEncoder::default_pooling() const { return model_->hp().pooling; }
 
 int NativeEncoder::max_tokens() const {
-  const int n = model_->hp().n_ctx_train;
-  return opt_.max_tokens > 0 ? std::min(opt_.max_tokens, n) : n;
+  int n = model_->hp().n_ctx_train;
+  if (trained_max_tokens_ > 0) n = std::min(n, trained_max_tokens_);
+  return opt_.max_tokens > 0 ? std::min(opt_.max_tokens, model_->hp().n_ctx_train) : n;
 }
 
 std::vector<Embedding> NativeEncoder::embed(const std::vector<std::string>& texts,

@@ -21,7 +21,10 @@ namespace ragform::reader {
 struct NativeEncoderOptions {
   EngineOptions engine;  // thread pool (or thread count), CPU tier, F16 path, load mode
   runtime::Truncate truncate = runtime::Truncate::Right;
-  int max_tokens = 0;           // longest input; 0 = the model's position table
+  // Longest input; 0 = the length the model was trained for: sentence-transformers'
+  // max_seq_length when the file records it (scripts/convert-encoder.py writes
+  // sentence_transformers.max_seq_length), else the model's position table.
+  int max_tokens = 0;
   int max_batch_tokens = 4096;  // tokens per forward pass
 };
 
@@ -48,6 +51,7 @@ class NativeEncoder : public Encoder {
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<model::BertModel> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
+  int trained_max_tokens_ = 0;  // sentence_transformers.max_seq_length, 0 when absent
   std::unique_ptr<runtime::Encoder> enc_;
   std::mutex mu_;
 };

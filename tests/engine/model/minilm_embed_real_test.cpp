@@ -109,5 +109,20 @@ TEST(MiniLMReal, EmbeddingsMatchSentenceTransformers) {
       texts.size(), n_known, n_token_mismatch, worst_cos, worst_i, max_abs, max_i);
 }
 
+// Without --max-tokens the encoder truncates where sentence-transformers does (the file's
+// sentence_transformers.max_seq_length, 256), not at the 512-row position table; asked for more,
+// it gives up to the table.
+TEST(MiniLMReal, DefaultLengthIsSentenceTransformersMaxSeqLength) {
+  REQUIRE_REAL_MODEL(path, "RAGFORM_MINILM");
+  const json dump = load_dump();
+  NativeEncoderOptions opt;
+  opt.engine.threads = 1;
+  NativeEncoder enc(path, opt);
+  EXPECT_EQ(enc.max_tokens(), dump["max_seq_length"].get<int>());
+  EXPECT_EQ(enc.model().hp().n_ctx_train, 512);
+  opt.max_tokens = 400;
+  EXPECT_EQ(NativeEncoder(path, opt).max_tokens(), 400);
+}
+
 }  // namespace
 }  // namespace ragform::reader
