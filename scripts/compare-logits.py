@@ -15,6 +15,11 @@ import sys
 import numpy as np
 
 
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=1, keepdims=True)
+    return x - (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reference")
@@ -38,9 +43,8 @@ def main() -> int:
         am = r.argmax(axis=1)
         agree += int((am == o.argmax(axis=1)).sum())
         maxd = max(maxd, float(np.abs(r - o).max()))
-        lr = r - (r.max(axis=1, keepdims=True) + np.log(np.exp(r - r.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)))
-        lo_ = o - (o.max(axis=1, keepdims=True) + np.log(np.exp(o - o.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)))
-        kl += float((np.exp(lr) * (lr - lo_)).sum())
+        lr, lq = log_softmax(r), log_softmax(o)
+        kl += float((np.exp(lr) * (lr - lq)).sum())
         rows = np.arange(r.shape[0])
         d_top1[lo:lo + r.shape[0]] = np.abs(r[rows, am] - o[rows, am])
     out = {"positions": T, "top1_agreement": agree / T, "max_abs_dlogit": maxd,
