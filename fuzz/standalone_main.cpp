@@ -1,6 +1,14 @@
 // A minimal stand-in for libFuzzer so fuzz targets also build with GCC and run as a smoke test:
 // each seed file is run as is, then `--iterations` random mutations (byte flips, truncations,
 // insertions, splices) of the seeds. Deterministic (fixed seed) so a failure reproduces.
+// An input that runs longer than --timeout seconds (default 20) is a hang: it is written to
+// fuzz-hang.bin in the working directory and the driver exits 70, so a hang fails the smoke test
+// at once instead of running until CI's budget is spent (yaml-cpp once looped on a mutation).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +20,35 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
+namespace {
+
+// The input being run, for the alarm handler (which may only make async-signal-safe calls).
+const char* volatile g_data = nullptr;
+volatile size_t g_size = 0;
+
+void on_alarm(int) {
+  static const char msg[] = "fuzz: an input ran past --timeout: written to fuzz-hang.bin\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  const int fd = open("fuzz-hang.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    (void)!write(fd, g_data, g_size);
+    close(fd);
+  }
+  _exit(70);
+}
+
+unsigned g_timeout = 20;
+
+void run_one(const std::string& s) {
+  g_data = s.data();
+  g_size = s.size();
+  alarm(g_timeout);
+  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  alarm(0);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   long iterations = 1000;
   std::vector<std::string> seeds;
@@ -19,6 +56,10 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a.rfind("--iterations=", 0) == 0) {
       iterations = std::atol(a.c_str() + 13);
+      continue;
+    }
+    if (a.rfind("--timeout=", 0) == 0) {
+      g_timeout = unsigned(std::max(1L, std::atol(a.c_str() + 10)));
       continue;
     }
     std::ifstream f(a, std::ios::binary);
@@ -31,8 +72,8 @@ int main(int argc, char** argv) {
     seeds.push_back(ss.str());
   }
   if (seeds.empty()) seeds.push_back("");
-  for (auto& s : seeds)
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  signal(SIGALRM, on_alarm);
+  for (auto& s : seeds) run_one(s);
   std::mt19937_64 rng(12345);
   for (long it = 0; it < iterations; ++it) {
     std::string s = seeds[rng() % seeds.size()];
@@ -64,7 +105,7 @@ int main(int argc, char** argv) {
           break;
       }
     }
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    run_one(s);
   }
   std::printf("fuzz smoke: %zu seeds, %ld mutations, no crash\n", seeds.size(), iterations);
   return 0;

@@ -8,7 +8,8 @@
 #   3. the `tsan` preset (ThreadSanitizer): only the `concurrency` tests (their targets alone).
 # After step 1, scripts/test-python.sh: the Python package built in build/ci, its pytest suite.
 # Set RAGFORM_TEST_ASAN=0 / RAGFORM_TEST_TSAN=0 to skip step 2 / 3.
-# Slow tests: ctest --preset release -L slow.
+# Every test has 900 s (the presets' timeout): a test that hangs fails instead of eating CI's budget.
+# Slow tests: ctest --preset release -L slow (add --timeout N for one that needs longer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -19,13 +20,23 @@ fi
 unset OPENBLAS_CORETYPE  # this machine may preset Haswell, which halves OpenBLAS speed on Zen 5
 jobs=$(nproc)
 start=$SECONDS
-stage() { echo "ragform test.sh: $1 done at $((SECONDS - start)) s" >&2; }  # CI's budget is 90 min
+# CI's budget is 90 minutes: each stage's end is printed on stdout (where CI's log shows it), and
+# after each ctest run its slowest tests, so a run that grows can be read off the log.
+stage() { echo "ragform test.sh: $1 done at $((SECONDS - start)) s"; }
+slowest() {
+  local data="build/$1/Testing/Temporary/CTestCostData.txt"
+  [[ -f "$data" ]] || return 0
+  echo "ragform test.sh: slowest tests of $1 (s):"
+  awk '/^---/{exit} NF==3 {print $3, $1}' "$data" | sort -rn | head -8 |
+    awk '{printf "  %8.1f  %s\n", $1, $2}'
+}
 cmake --preset ci >/dev/null
 cmake --build --preset ci --target format-check   # clang-format --dry-run over src/ tests/ bench/ fuzz/
 cmake --build --preset ci -j "$jobs"
 stage "ci build"
 ctest --preset ci -j "$jobs"
 stage "ci tests"
+slowest ci
 scripts/test-python.sh
 stage "python tests"
 if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then
@@ -34,6 +45,7 @@ if [[ "${RAGFORM_TEST_ASAN:-1}" != 0 ]]; then
   stage "asan build"
   ctest --preset asan -j "$jobs"
   stage "asan tests"
+  slowest asan
 fi
 if [[ "${RAGFORM_TEST_TSAN:-1}" != 0 ]]; then
   cmake --preset tsan >/dev/null
@@ -41,4 +53,5 @@ if [[ "${RAGFORM_TEST_TSAN:-1}" != 0 ]]; then
   stage "tsan build"
   ctest --preset tsan -j "$jobs"
   stage "tsan tests"
+  slowest tsan
 fi

@@ -2,6 +2,9 @@
 // deeper than kMaxJsonDepth refused at parse time (75,000 levels crashed a recursive dump), YAML
 // aliases refused (a 465-byte alias bomb grew to gigabytes), and quotes of input in messages cut
 // to an excerpt with URL credentials redacted.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -92,6 +95,26 @@ TEST(InputBounds, YamlAliasesAndDeepNestingAreRefused) {
   const YAML::Node n = load_yaml_text("k: [1, 2]\nanchored: &x 3\n");
   EXPECT_EQ(n["k"].size(), 2u);
   EXPECT_EQ(n["anchored"].as<int>(), 3);  // an anchor alone is harmless
+}
+
+// A mutation of the SURE formats' seed (fuzz/corpus/fuzz_sure_formats/hang-trailing-brace.yaml)
+// on which reading every document never ended (yaml-cpp 0.7's HandleNextDocument kept returning
+// true): run in a child with an alarm, so a hang is a failure, not a stalled test run.
+TEST(InputBounds, YamlAfterItsFirstDocumentIsNotReadForever) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(10);
+    try {
+      load_yaml_text(" \"Rivers\",\n  \"text\": \"The Nile flows north.\"\n}");
+    } catch (const std::exception&) {
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << " (14: a hang)";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(InputBounds, ExcerptsAreBoundedAndCutOnACharacter) {
