@@ -6,48 +6,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <memory>
+
 #include <gtest/gtest.h>
 
 #include "store/run_store.h"
 #include "support/test_support.h"
+#include "support/unprivileged.h"
 
 namespace ragform::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Unprivileged {
-  int exit_code = -1;
-  std::string err;
-};
-
-// `ragform <args>` as a user without privileges; stderr captured in `dir` (writable by root or by
-// the user running the tests: the shell opens it before dropping privileges).
-Unprivileged run_unprivileged(const fs::path& dir, const std::string& args) {
-  const fs::path err = dir / "stderr.txt";
-  std::string prefix;
-  if (geteuid() == 0) prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
-  const std::string cmd = "cd " + quoted(dir) + " && " + prefix + quoted(ragform_bin()) + " " +
-                          args + " >/dev/null 2>" + quoted(err);
-  const int status = std::system(cmd.c_str());
-  Unprivileged r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_file(err);
-  return r;
-}
-
-// A directory tree the unprivileged user can enter (the test's temp folder may sit under paths
-// only root reads when the tests run as root).
-fs::path open_dir(const std::string& tag) {
-  if (geteuid() == 0 && std::system("setpriv --version >/dev/null 2>&1") != 0) return {};
-  fs::path d = fs::temp_directory_path() / ("ragform-perm-" + tag + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  fs::permissions(d, fs::perms::all);
-  return d;
-}
-
-void expect_one_line(const Unprivileged& r, const std::string& line) {
+void expect_one_line(const RunResult& r, const std::string& line) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err, "ragform: " + line + "\n");
 }
@@ -55,8 +27,9 @@ void expect_one_line(const Unprivileged& r, const std::string& line) {
 class Permissions : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = open_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    if (dir_.empty()) GTEST_SKIP() << "running as root without setpriv: cannot drop privileges";
+    world_ = std::make_unique<UnprivilegedWorld>("perm");
+    if (!world_->ok()) GTEST_SKIP() << world_->why();
+    dir_ = world_->dir();
     write_file(dir_ / "c.jsonl", "{\"id\": \"a\", \"text\": \"alpha beta\"}\n");
     write_file(dir_ / "q.jsonl", "{\"question\": \"alpha?\"}\n");
     fs::permissions(dir_ / "c.jsonl",
@@ -64,17 +37,9 @@ class Permissions : public ::testing::Test {
     fs::permissions(dir_ / "q.jsonl",
                     fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   }
-  void TearDown() override {
-    if (dir_.empty()) return;
-    // Modes that deny the owner too are undone before the tree is removed.
-    for (auto& e :
-         fs::recursive_directory_iterator(dir_, fs::directory_options::skip_permission_denied))
-      fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add);
-    for (const char* sub : {"ro", "hidden", "ix", "w"})
-      if (fs::exists(dir_ / sub))
-        fs::permissions(dir_ / sub, fs::perms::owner_all, fs::perm_options::add);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+  // `ragform ARGS` as the unprivileged user, in `dir`.
+  RunResult run_unprivileged(const fs::path& dir, const std::string& args) const {
+    return world_->run(args, dir);
   }
   // A directory nobody but root may write in.
   fs::path read_only_dir(const std::string& name) {
@@ -88,6 +53,7 @@ class Permissions : public ::testing::Test {
     auto r = run_ragform("index build --corpus " + quoted(dir_ / "c.jsonl") + " -o " + quoted(ix));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
+  std::unique_ptr<UnprivilegedWorld> world_;  // removes the tree, modes undone, at the end
   fs::path dir_;
 };
 

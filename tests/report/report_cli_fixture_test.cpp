@@ -11,6 +11,7 @@
 
 #include "store/run_store.h"
 #include "support/test_support.h"
+#include "support/unprivileged.h"
 
 namespace fs = std::filesystem;
 using ragform::testing::run_ragform;
@@ -56,24 +57,6 @@ TEST(ReportCli, UnwritableOutputIsAnError) {
 }
 
 namespace {
-// Runs `ragform ARGS` as an unprivileged user (uid/gid 65534 through setpriv when this test runs as
-// root, so directory permissions apply), with stdout/stderr captured in `io` (world-writable).
-ragform::testing::RunResult run_unprivileged(const std::string& args, const fs::path& io) {
-  fs::create_directories(io);
-  fs::permissions(io, fs::perms::all);
-  std::string prefix =
-      geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : std::string();
-  std::string cmd = prefix + "'" + ragform::testing::ragform_bin().string() + "' " + args +
-                    " </dev/null >'" + (io / "out").string() + "' 2>'" + (io / "err").string() +
-                    "'";
-  int status = std::system(cmd.c_str());
-  ragform::testing::RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ragform::testing::read_file(io / "out");
-  r.err = ragform::testing::read_file(io / "err");
-  return r;
-}
-
 // A closed store with one run and one row in `dir`.
 fs::path small_store(const fs::path& dir) {
   fs::path db = dir / "run.sqlite";
@@ -103,8 +86,9 @@ std::vector<std::string> names_in(const fs::path& dir) {
 // Issue 24 defect 5: `report` needed write access to the store's directory ("attempt to write a
 // readonly database") and left -wal/-shm files beside the store.
 TEST(ReportCli, ReadsAStoreInAReadOnlyDirectoryAndWritesNothingBesideIt) {
-  fs::path base = ragform::testing::temp_dir("report-ro");
-  fs::permissions(base, fs::perms::all);
+  ragform::testing::UnprivilegedWorld world("report-ro");
+  if (!world.ok()) GTEST_SKIP() << world.why();
+  const fs::path& base = world.dir();
   fs::path dir = base / "store";
   fs::create_directories(dir);
   fs::path db = small_store(dir);
@@ -112,10 +96,9 @@ TEST(ReportCli, ReadsAStoreInAReadOnlyDirectoryAndWritesNothingBesideIt) {
   fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                            fs::perms::group_exec | fs::perms::others_read |
                            fs::perms::others_exec);  // 0555
-  fs::path out = base / "io" / "r.html";
-  auto r = run_unprivileged(
-      "report " + ragform::testing::quoted(db) + " -o " + ragform::testing::quoted(out),
-      base / "io");
+  fs::path out = base / "r.html";
+  auto r =
+      world.run("report " + ragform::testing::quoted(db) + " -o " + ragform::testing::quoted(out));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(out));
   EXPECT_EQ(names_in(dir), std::vector<std::string>{"run.sqlite"});
@@ -131,15 +114,14 @@ TEST(ReportCli, ReadsAStoreInAReadOnlyDirectoryAndWritesNothingBesideIt) {
 TEST(ReportCli, UnreachableStoreIsPermissionDenied) {
   // The owner can always reach their own directory: the case needs a second user.
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run the report as another user (setpriv)";
-  fs::path base = ragform::testing::temp_dir("report-denied");
-  fs::permissions(base, fs::perms::all);
-  fs::path dir = base / "private";
+  ragform::testing::UnprivilegedWorld world("report-denied");
+  if (!world.ok()) GTEST_SKIP() << world.why();
+  fs::path dir = world.dir() / "private";
   fs::create_directories(dir);
   fs::path db = small_store(dir);
   fs::permissions(dir, fs::perms::owner_all);  // 0700: others cannot search it
-  auto r = run_unprivileged("report " + ragform::testing::quoted(db) + " -o " +
-                                ragform::testing::quoted(base / "io" / "r.html"),
-                            base / "io");
+  auto r = world.run("report " + ragform::testing::quoted(db) + " -o " +
+                     ragform::testing::quoted(world.dir() / "r.html"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("run.sqlite: permission denied"), std::string::npos) << r.err;
 }
