@@ -1,8 +1,10 @@
 """ragform.tune: the budgeted search of `ragform tune` over how retrieved context is presented
 (docs/tune.md), with any reader."""
+import numbers as _numbers
 import os as _os
 
 from . import _ragform
+from ._progress import Progress
 
 
 def _path(p):
@@ -13,7 +15,7 @@ def tune(reader, task, budget, store, input=None, holdout=None, *, dev_items=24,
          holdout_items=32, needle_slots=6, objective="accuracy", robust_floor=0.8, space=None,
          delims=None, p=None, formats=None, orders=None, k=None, spotlight=None, template=None,
          max_tokens=12, seed=0, abs_filter=True, abs_prompts=None, abs_keep=0.5, eta=2,
-         finalists=3, robust_items=8, shard=None, ctx=None, output=None):
+         finalists=3, robust_items=8, shard=None, ctx=None, output=None, progress=False):
     """Runs (or resumes, from `store`) the search `ragform tune` runs for the same arguments and
     returns the object `ragform tune --json` prints: profile, budget, spent, grid, trajectory,
     main_effects, holdout {original, tuned, diff_ci95, mcnemar_p}, ...
@@ -21,20 +23,26 @@ def tune(reader, task, budget, store, input=None, holdout=None, *, dev_items=24,
     reader: a Model, an OpenAIReader or any object of the reader protocol (ragform.readers);
     ABS needs attention (a Model, or an OpenAIReader on `ragform serve`), otherwise the ABS filter
     is skipped with a note. task: "qa", "kv" or "needle". input/holdout: record files (needle:
-    generated from disjoint seeds when None). delims, p, formats, orders, k, spotlight: a
+    generated from independent seeds when None). delims, p, formats, orders, k, spotlight: a
     dimension's values as a list or a comma-separated str (the CLI's --delims, --p, ...); space:
     a space file. shard: (i, n). ctx: the context cap in tokens (the CLI's --ctx; None: a
     Model's file's context_length, no cap for other readers). output: the profile file to write.
+    progress: a bar per pass (tqdm when installed); with or without it Ctrl-C stops the search
+    between two prompts, and a rerun on the same store resumes it.
     Every other argument is the CLI flag of the same name."""
+    # A count of prompts: 1.7 is refused, not truncated to 1 (bool is an int in Python: refused).
+    if isinstance(budget, bool) or not isinstance(budget, _numbers.Integral):
+        raise TypeError(f"budget: expected an integer count of prompts, got {budget!r}")
     dims = {"delimiter": delims, "p": p, "format": formats, "order": orders, "k": k,
             "spotlight": spotlight}
-    return _ragform._tune(reader, task, int(budget), _path(store), input=_path(input),
-                          holdout=_path(holdout), dev_items=dev_items,
-                          holdout_items=holdout_items, needle_slots=needle_slots,
-                          objective=objective, robust_floor=robust_floor, space=_path(space),
-                          dimensions=dims, template=_path(template), max_tokens=max_tokens,
-                          seed=seed, abs_filter=abs_filter, abs_prompts=abs_prompts,
-                          abs_keep=abs_keep, eta=eta, finalists=finalists,
-                          robust_items=robust_items,
-                          shard=tuple(shard) if shard is not None else None, ctx=ctx,
-                          output=_path(output))
+    with Progress("tune", show=progress) as bar:
+        return _ragform._tune(reader, task, int(budget), _path(store), input=_path(input),
+                              holdout=_path(holdout), dev_items=dev_items,
+                              holdout_items=holdout_items, needle_slots=needle_slots,
+                              objective=objective, robust_floor=robust_floor, space=_path(space),
+                              dimensions=dims, template=_path(template), max_tokens=max_tokens,
+                              seed=seed, abs_filter=abs_filter, abs_prompts=abs_prompts,
+                              abs_keep=abs_keep, eta=eta, finalists=finalists,
+                              robust_items=robust_items,
+                              shard=tuple(shard) if shard is not None else None, ctx=ctx,
+                              output=_path(output), progress=bar)

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/run_hooks.h"
 
 namespace ragform::reader {
 class Reader;
@@ -83,5 +84,10 @@ class LoopHook {
   pyb::handle progress_;
   size_t total_;
 };
+
+// Notes-free run hooks over `hook`: Ctrl-C and the progress callback whenever a stage begins or
+// advances (between two batches of a pipeline, two passes of tune), for every Python verb that
+// runs a pipeline with the GIL released. `hook` must outlive the hooks.
+RunHooks loop_hooks(const LoopHook& hook);
 
 }  // namespace ragform::py

@@ -2,6 +2,9 @@
 // holds the pure-Python half and re-exports these names). One binder per area.
 #include "bindings.h"
 
+#include <memory>
+#include <utility>
+
 #include "base/json_file.h"
 #include "ragform_version.h"
 
@@ -35,6 +38,20 @@ void LoopHook::step_of(size_t done, size_t total) const {
   pyb::gil_scoped_acquire gil;
   if (PyErr_CheckSignals() != 0) throw pyb::error_already_set();
   if (progress_ && !progress_.is_none()) progress_(done, total);
+}
+
+RunHooks loop_hooks(const LoopHook& hook) {
+  RunHooks h;
+  auto state = std::make_shared<std::pair<size_t, size_t>>(0, 0);  // done, total
+  h.begin = [state, &hook](const std::string&, uint64_t total) {
+    *state = {0, size_t(total)};
+    hook.step_of(0, state->second);
+  };
+  h.advance = [state, &hook](uint64_t n) {
+    state->first += size_t(n);
+    hook.step_of(state->first, state->second);
+  };
+  return h;
 }
 
 }  // namespace ragform::py

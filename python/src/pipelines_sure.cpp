@@ -33,21 +33,6 @@ sure::PromptSet prompts_of(const std::string& dir) {
   return sure::load_prompts(dir);
 }
 
-// Progress hooks over a LoopHook: Ctrl-C and the progress callback between two batches.
-common::RunHooks loop_hooks(const LoopHook& hook) {
-  common::RunHooks h;
-  auto state = std::make_shared<std::pair<size_t, size_t>>(0, 0);  // done, total
-  h.begin = [state, &hook](const std::string&, uint64_t total) {
-    *state = {0, size_t(total)};
-    hook.step_of(0, state->second);
-  };
-  h.advance = [state, &hook](uint64_t n) {
-    state->first += size_t(n);
-    hook.step_of(state->first, state->second);
-  };
-  return h;
-}
-
 // Whether kind `name` is named in the comma list `list` (not reached through a category or "all").
 bool named(const std::string& list, const std::string& name) {
   for (size_t b = 0; b <= list.size();) {

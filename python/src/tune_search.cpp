@@ -25,16 +25,14 @@ namespace ragform::py {
 
 namespace {
 
-// A dimension's values as the CLI's comma list: a str as it is, a list of str or numbers joined.
-std::string dimension_list(const pyb::handle& v, const char* name) {
-  if (pyb::isinstance<pyb::str>(v)) return v.cast<std::string>();
+// A dimension's values: a str as the CLI's comma list, a list or tuple of str or numbers as it is
+// (a list is never split at commas, so "," and "a,b" are delimiters).
+std::vector<std::string> dimension_list(const pyb::handle& v, const char* name) {
+  if (pyb::isinstance<pyb::str>(v)) return tune::dimension_values(name, v.cast<std::string>());
   if (!pyb::isinstance<pyb::list>(v) && !pyb::isinstance<pyb::tuple>(v))
     throw UsageError(name, "a list of values or a comma-separated str");
-  std::string out;
-  for (const pyb::handle& x : v) {
-    if (!out.empty()) out += ",";
-    out += pyb::str(x).cast<std::string>();
-  }
+  std::vector<std::string> out;
+  for (const pyb::handle& x : v) out.push_back(pyb::str(x).cast<std::string>());
   return out;
 }
 
@@ -52,7 +50,7 @@ pyb::object tune_search(const pyb::handle& reader, const std::string& task, long
                         std::optional<long long> abs_prompts, double abs_keep, long long eta,
                         long long finalists, long long robust_items,
                         std::optional<std::pair<int, int>> shard, std::optional<long long> ctx,
-                        const std::string& output) {
+                        const std::string& output, const pyb::handle& progress) {
   const std::shared_ptr<reader::Reader> rd = reader_arg(reader, "reader");
   if (seed < 0) throw UsageError("seed", "must be >= 0");
   tune::TuneArgs ta;
@@ -96,7 +94,10 @@ pyb::object tune_search(const pyb::handle& reader, const std::string& task, long
   o.origin =
       common::origin_of(*rd, common::tool_version(), path, native ? store::sha256_file(path) : "");
   o.model = path;
-  // Notes go where the CLI prints them.
+  // Ctrl-C (and the progress callback) between two passes, as in every other pipeline; notes go
+  // where the CLI prints them.
+  const LoopHook hook(progress, 0);
+  o.hooks = loop_hooks(hook);
   o.hooks.note = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 
   nlohmann::ordered_json out;
@@ -121,7 +122,7 @@ void bind_tune_search(pyb::module_& m) {
         arg("max_tokens") = 12, arg("seed") = 0, arg("abs_filter") = true,
         arg("abs_prompts") = std::nullopt, arg("abs_keep") = 0.5, arg("eta") = 2,
         arg("finalists") = 3, arg("robust_items") = 8, arg("shard") = std::nullopt,
-        arg("ctx") = std::nullopt, arg("output") = "");
+        arg("ctx") = std::nullopt, arg("output") = "", arg("progress") = pyb::none());
 }
 
 }  // namespace ragform::py

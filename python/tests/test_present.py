@@ -67,7 +67,14 @@ def test_bad_inputs_raise(tmp_path, nq_records):
     with pytest.raises(ValueError, match="profile: presentation: order: unknown order 'sideways'"):
         ragform.present(nq_records[0], profile(order="sideways"))
     with pytest.raises(ValueError, match="spotlight selection keeps the sentences as written"):
-        ragform.present(nq_records[0], profile(spotlight=2, delimiter="-"))
+        ragform.present(nq_records[0], profile(spotlight=2, delimiter="-", p=0.5))
+    # Issue 40, item 12: a delimiter without its ratio, marks without spans, a misspelt key.
+    with pytest.raises(ValueError, match="p: missing: delimiter 'none' needs the share"):
+        ragform.present(nq_records[0], profile(delimiter="none"))
+    with pytest.raises(ValueError, match="spotlight_tokens: true needs spotlight K >= 1"):
+        ragform.present(nq_records[0], profile(spotlight_tokens=True))
+    with pytest.raises(ValueError, match="delimeter: unknown key"):
+        ragform.present(nq_records[0], profile(delimeter="-"))
     with pytest.raises(ValueError, match="not a ragform tune profile"):
         ragform.present(nq_records[0], {"best": "-"})
     with pytest.raises(FileNotFoundError):

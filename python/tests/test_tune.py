@@ -45,3 +45,53 @@ def test_tune_with_a_python_reader_skips_abs(model, tmp_path, capfd):
     assert got["complete"] is True
     assert got["spent"] <= 30
     assert "ABS filter is skipped" in capfd.readouterr().err
+
+
+def test_tune_checks_the_cli_ranges(model, tmp_path):
+    """Issue 40, item 10: the keywords the CLI range-checks are checked in Python too, before any
+    prompt, naming the keyword (a negative abs_keep crashed; NaN, 10**9 and -1 were accepted)."""
+    import math
+    import pytest
+    store = str(tmp_path / "bad.sqlite")
+    bad = [(dict(abs_keep=-1), "abs_keep: value out of range: -1"),
+           (dict(robust_floor=math.nan), "robust_floor: value out of range: nan"),
+           (dict(eta=10**9), "eta: value out of range: 1000000000 (accepted: 2..16)"),
+           (dict(max_tokens=-1), "max_tokens: value out of range: -1 (accepted: 1..4096)"),
+           (dict(needle_slots=13), "needle_slots: value out of range: 13")]
+    for kw, msg in bad:
+        with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")
+                           .replace(".", r"\.")):
+            ragform.tune(model, "needle", 30, store, **kw)
+    with pytest.raises(TypeError, match="budget: expected an integer count of prompts, got 1.7"):
+        ragform.tune(model, "needle", 1.7, store)
+
+
+def test_ctrl_c_stops_tune_between_prompts_and_a_rerun_resumes(model, tmp_path):
+    """Issue 40, item 14: Ctrl-C on a native Model stopped nothing; the whole search ran, then
+    KeyboardInterrupt threw the result away."""
+    import signal
+    import pytest
+    store = str(tmp_path / "int.sqlite")
+    calls = []
+
+    class Interrupting:
+        def __call__(self, done, total):  # a Ctrl-C once the first prompt of a pass is done
+            calls.append(done)
+            if done > 0 and len([c for c in calls if c > 0]) == 1:
+                signal.raise_signal(signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ragform._ragform._tune(model, "needle", 30, store, dev_items=6, holdout_items=4,
+                                   needle_slots=4,
+                                   dimensions={"delimiter": ["original", "-"], "p": ["1"],
+                                               "format": ["plain", "json"],
+                                               "order": ["retrieved", "reversed"], "k": ["all"]},
+                                   abs_prompts=2, ctx=512, progress=Interrupting())
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len([c for c in calls if c > 0]) == 1
+    # The rerun on the same store completes the search.
+    got = ragform.tune(model, "needle", 30, store, **ARGS)
+    assert got["complete"] is True

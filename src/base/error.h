@@ -35,6 +35,13 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// A prompt longer than the reader's context (n_ctx): a property of the prompt, not a failure of
+// the reader, so a caller that fits prompts to a context (tune's cap) can tell it from the rest.
+class ContextOverflow : public Error {
+ public:
+  using Error::Error;
+};
+
 // A capability the current Reader/backend does not have (e.g. attention over HTTP).
 class NotSupported : public Error {
  public:

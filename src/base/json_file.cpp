@@ -76,7 +76,10 @@ std::string overflow_token(const std::string& what) {
   ErrorPosition pos;
   nlohmann::json::sax_parse(text.begin(), text.end(), &pos);
   // The lexer stops on the bad character, which is the last one it read.
-  const size_t bad = pos.chars_read > 0 ? pos.chars_read - 1 : 0;
+  size_t bad = pos.chars_read > 0 ? pos.chars_read - 1 : 0;
+  // At the end of the text the error is on its last line, not on the empty "line" after a final
+  // newline (a one-line file "{\n" was reported at :2:).
+  if (!text.empty() && text.back() == '\n' && bad >= text.size() - 1) bad = text.size() - 1;
   auto [line, column] = line_and_column(text, bad);
   throw JsonTextError(std::move(kind), std::move(detail), line, column,
                       pos.failed && pos.chars_read >= text.size());

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "base/error.h"
+#include "base/number_text.h"
 
 namespace ragform::cli {
 
@@ -58,13 +60,13 @@ T parse_number(const std::string& flag, const std::string& text, T lo, T hi) {
   errno = 0;
   char* end = nullptr;
   if constexpr (std::is_same_v<T, double>) {
-    v = std::strtod(text.c_str(), &end);
-    // strtod accepts "nan", "inf" and overflows to inf with ERANGE: none of them is a value a
-    // temperature, a weight or a fraction can take.
-    if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0])))
+    // One decimal grammar (base/number_text.h): no hex, no leading space; "nan", "inf" and an
+    // overflow are values no temperature, weight or fraction can take.
+    if (!is_decimal_number(text) && !is_non_finite_word(text))
       throw UsageError(flag, "expected a number, got '" + text + "'");
-    if (!std::isfinite(v) || (errno == ERANGE && std::fabs(v) > 1))
-      throw UsageError(flag, "expected a finite number, got '" + text + "'");
+    const std::optional<double> d = parse_decimal(text);
+    if (!d) throw UsageError(flag, "expected a finite number, got '" + text + "'");
+    v = *d;
   } else {
     long long w = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0])))

@@ -8,6 +8,7 @@
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
 #include "eval/jsonl.h"
+#include "store/sha256.h"
 #include "tune/present.h"
 
 namespace ragform::cli {
@@ -37,7 +38,12 @@ int run_present(const std::vector<std::string>& argv) {
   const tune::Profile prof = tune::load_profile(profile.value);
   tune::check_profile(prof);  // a profile that cannot render fails before any output
   std::unique_ptr<reader::NativeReader> counter;
-  if (!rf.model.value.empty()) counter = rf.open_native();  // only to count prompt tokens
+  if (!rf.model.value.empty()) {
+    counter = rf.open_native();  // only to count prompt tokens
+    const std::string note =
+        tune::model_mismatch_note(prof, store::sha256_file(rf.model.value), rf.model.value);
+    if (!note.empty()) std::fprintf(stderr, "present: %s\n", note.c_str());
+  }
   size_t n = 0;
   eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
     const tune::Presented p = tune::present(row.value, prof, counter.get());

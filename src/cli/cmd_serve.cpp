@@ -118,6 +118,9 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
     return sendable_key("--api-key", key.value);
   }
   if (file.seen) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file.value, ec))
+      throw Error(file.value, "cannot read the API key file: it is a directory");
     std::ifstream in(file.value, std::ios::binary);
     if (!in)
       throw Error(file.value, std::string("cannot read the API key file: ") + std::strerror(errno));

@@ -154,7 +154,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
       {&f.delims, "delimiter"}, {&f.ps, "p"}, {&f.formats, "format"},
       {&f.orders, "order"},     {&f.ks, "k"}, {&f.spotlight, "spotlight"}};
   for (const auto& [flag, dim] : dims)
-    if (flag->seen) ta.dimensions.emplace_back(dim, flag->value);
+    if (flag->seen) ta.dimensions.emplace_back(dim, tune::dimension_values(dim, flag->value));
   ta.template_file = f.tmpl.value;
   ta.max_tokens = f.max_tokens.value;
   ta.seed = uint64_t(f.seed.value);

@@ -77,6 +77,23 @@ inline std::vector<std::string> need_string_list(const json& obj, const std::str
   return as_string_list(need(obj, name, parent), at(parent, name));
 }
 
+// A gold-answer list: an answer that is blank (empty or only whitespace) is a RowError, since it
+// normalises to "" and the substring metric (text/metrics.h) would grade every output correct.
+inline void check_answer(const std::string& a, const std::string& path) {
+  if (a.find_first_not_of(" \t\n\r\f\v") == std::string::npos)
+    throw RowError("field '" + path + "': a blank answer would grade every output correct");
+}
+inline std::vector<std::string> need_answer_list(const json& obj, const std::string& name) {
+  std::vector<std::string> out = need_string_list(obj, name);
+  for (size_t i = 0; i < out.size(); ++i) check_answer(out[i], at(name, i));
+  return out;
+}
+inline std::string need_answer(const json& obj, const std::string& name) {
+  std::string a = need_string(obj, name);
+  check_answer(a, name);
+  return a;
+}
+
 inline const json& need_array(const json& obj, const std::string& name,
                               const std::string& parent = "") {
   const json& v = need(obj, name, parent);

@@ -21,7 +21,7 @@ QaRecord litm_qa(const json& row, const std::string& id) {
   QaRecord r;
   r.id = id;
   r.question = f::need_string(row, "question");
-  r.answers = f::need_string_list(row, "answers");
+  r.answers = f::need_answer_list(row, "answers");
   if (const json* ctxs = f::find(row, "ctxs")) {
     if (!ctxs->is_array()) f::wrong_type("ctxs", "array", *ctxs);
     r.ctxs.reserve(ctxs->size());
@@ -46,7 +46,7 @@ QaRecord nq_open(const json& row, const std::string& id) {
   QaRecord r;
   r.id = id;
   r.question = f::need_string(row, "question");
-  r.answers = f::need_string_list(row, "answer");
+  r.answers = f::need_answer_list(row, "answer");
   return r;
 }
 
@@ -54,7 +54,7 @@ QaRecord flashrag(const json& row, const std::string& id) {
   QaRecord r;
   r.id = id;
   r.question = f::need_string(row, "question");
-  r.answers = f::need_string_list(row, "golden_answers");
+  r.answers = f::need_answer_list(row, "golden_answers");
   if (const json* m = f::find(row, "metadata"); m && !m->is_object())
     f::wrong_type("metadata", "object", *m);
   return r;
@@ -64,7 +64,7 @@ QaRecord poisonedrag(const json& row, const std::string& id) {
   QaRecord r;
   r.id = id;
   r.question = f::need_string(row, "question");
-  r.answers = {f::need_string(row, "correct answer")};
+  r.answers = {f::need_answer(row, "correct answer")};
   r.poison = PoisonExtra{f::need_string(row, "incorrect answer")};
   auto adv = f::need_string_list(row, "adv_texts");
   r.ctxs.reserve(adv.size());

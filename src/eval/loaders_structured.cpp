@@ -83,7 +83,7 @@ QaRecord hotpotqa(const json& row, const std::string& id) {
   QaRecord r;
   r.id = id;
   r.question = f::need_string(row, "question");
-  r.answers = {f::need_string(row, "answer")};
+  r.answers = {f::need_answer(row, "answer")};
   HotpotExtra h;
   h.type = f::opt_string(row, "type");
   h.level = f::opt_string(row, "level");

@@ -70,10 +70,36 @@ std::string HttpJsonClient::post(const std::string& endpoint, const std::string&
     }
     last = send_once(endpoint, &body, opt.api_key, opt.timeout_s);
     if (last.ok()) return std::move(last.body);
+    // A prompt longer than the server's context is the prompt's property, not a failed request.
+    if (last.status == 400 && is_context_overflow(last.body))
+      throw ContextOverflow(who_, last.error);
     if (!last.transient()) throw RequestFailed(last.error, last.status, attempt + 1, who_);
   }
   throw RequestFailed(last.error + " (after " + std::to_string(retries + 1) + " attempts)",
                       last.status, retries + 1, who_);
+}
+
+void throw_refusal(const HttpAnswer& a, int attempts, const std::string& who) {
+  // A prompt longer than the server's context is the prompt's property, not a failed request.
+  if (a.status == 400 && is_context_overflow(a.body)) throw ContextOverflow(who, a.error);
+  throw RequestFailed(a.error, a.status, attempts, who);
+}
+
+bool is_context_overflow(const std::string& body) {
+  try {
+    const json j = parse_json_text(body);
+    if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return false;
+    const json& e = j["error"];
+    auto field = [&](const char* k) {
+      return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : std::string();
+    };
+    return field("code") == "context_length_exceeded" ||       // OpenAI, ragform serve
+           field("type") == "exceed_context_size_error" ||     // llama-server
+           field("message").find("maximum context length") !=  // vLLM
+               std::string::npos;
+  } catch (...) {
+    return false;
+  }
 }
 
 std::string http_error_text(const std::string& body) {

@@ -37,6 +37,17 @@ struct HttpAnswer {
   bool transient() const { return status == 0 || status == 408 || status == 429 || status >= 500; }
 };
 
+// Whether an error answer's body says the prompt exceeds the server's context: error.code
+// "context_length_exceeded" (OpenAI, ragform serve), error.type "exceed_context_size_error"
+// (llama-server) or a message naming the "maximum context length" (vLLM). HttpJsonClient::post
+// throws ContextOverflow (base/error.h) for such a 400.
+bool is_context_overflow(const std::string& body);
+
+// Throws what a final, non-transient error answer means: ContextOverflow for a 400 of
+// is_context_overflow, else RequestFailed(a.error, a.status, attempts, who).
+[[noreturn]] void throw_refusal(const HttpAnswer& a, int attempts,
+                                const std::string& who = "openai reader");
+
 struct HttpJsonOptions {
   std::string api_key;     // "Authorization: Bearer ..." when not empty
   int retries = 2;         // further attempts after the first

@@ -74,10 +74,10 @@ std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt, int 
   std::vector<int32_t> ids = prompt_ids(prompt);
   if (opt_.overflow == Overflow::Error) {
     if (int(ids.size()) > opt_.n_ctx)
-      throw Error("reader",
-                  "prompt of " + std::to_string(ids.size()) +
-                      " tokens exceeds the context size n_ctx = " + std::to_string(opt_.n_ctx) +
-                      " (raise --ctx or choose a truncation policy)");
+      throw ContextOverflow(
+          "reader", "prompt of " + std::to_string(ids.size()) +
+                        " tokens exceeds the context size n_ctx = " + std::to_string(opt_.n_ctx) +
+                        " (raise --ctx or choose a truncation policy)");
     return ids;
   }
   return truncate_left(std::move(ids), std::max(0, reserve));

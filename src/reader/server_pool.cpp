@@ -294,7 +294,7 @@ std::string ServerPool::post(const std::string& endpoint, const std::string& bod
     if (a.ok()) return std::move(a.body);
     if (!sent) continue;
     last = a;
-    if (!a.transient()) throw RequestFailed(a.error, a.status, attempts);
+    if (!a.transient()) throw_refusal(a, attempts);
   }
   std::string where = n > 1 ? " on " + std::to_string(n) + " servers" : "";
   if (attempts == 0) throw RequestFailed(last.error, last.status, 0);

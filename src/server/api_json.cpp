@@ -143,6 +143,9 @@ Response response_for_current_exception(
       return r;
     } catch (const QueueFull& e) {
       return error_response(503, client_message(e.what(), hidden), "server_error", "queue_full");
+    } catch (const ContextOverflow& e) {  // the code OpenAI's API gives a prompt too long
+      return error_response(400, client_message(e.what(), hidden), "invalid_request_error",
+                            "context_length_exceeded");
     } catch (const Error& e) {  // UsageError, NotSupported and the rest
       return error_response(400, client_message(e.what(), hidden), "invalid_request_error");
     } catch (const std::exception& e) {

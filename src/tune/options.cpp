@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/stable_hash.h"
 #include "engine/model/model_card.h"
 #include "eval/datasets.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "store/run_store.h"
+#include "store/sha256.h"
 
 namespace ragform::tune {
 
@@ -26,9 +31,90 @@ std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, 
   return eval::load_qa_file(path).records;
 }
 
+// What makes a record the same question put the same way: its question, answers, documents (title,
+// text, gold flags) and key-value payload. The needle task's questions repeat by design, so the
+// question alone does not identify a record; ids of documents are left out (they are derived
+// from the record's own id).
+std::string content_key(const eval::QaRecord& r) {
+  nlohmann::json c = nlohmann::json::array();
+  for (const auto& x : r.ctxs)
+    c.push_back({x.title, x.text, x.isgold, x.hasanswer.value_or(false)});
+  nlohmann::json kv = nullptr;
+  if (r.kv) kv = {r.kv->key, r.kv->value, r.kv->records, r.kv->gold_index};
+  return store::sha256_hex(store::canonical_json({r.question, r.answers, c, kv}));
+}
+
+// An id the file gave, not the "<format>:<line>" default that two files share by position.
+bool explicit_id(const eval::QaRecord& r) {
+  return r.id != r.source_format + ":" + std::to_string(r.source_line);
+}
+
+// Records tune cannot grade or store, refused before the first prompt with FILE:LINE: one without
+// a gold answer, and an id given twice in a split (its rows would collide in the store).
+void check_split(const std::vector<eval::QaRecord>& recs, const std::string& path,
+                 const char* flag) {
+  std::map<std::string, size_t> seen;
+  for (const eval::QaRecord& r : recs) {
+    const std::string where = path.empty() ? std::string(flag) + ": record " + excerpt(r.id)
+                                           : path + ":" + std::to_string(r.source_line);
+    if (r.answers.empty())
+      throw UsageError(where, "no gold answers: tune grades every answer against them");
+    const auto [it, fresh] = seen.emplace(r.id, r.source_line);
+    if (!fresh)
+      throw UsageError(where, "id '" + excerpt(r.id) + "' is also the id of line " +
+                                  std::to_string(it->second) + ": ids in a split must differ");
+  }
+}
+
+// The ranges of `ragform tune`'s flags (cli/cmd_tune.cpp), checked here too for the front ends
+// without the CLI's parser (Python's ragform.tune), named by the keyword. Until each option is
+// declared once (issue 41) the two lists must agree; tests/tune/tune_options_test.cpp holds them.
+void check_ranges(const TuneArgs& a) {
+  auto count = [](const char* name, size_t v, size_t lo, size_t hi) {
+    if (v < lo || v > hi)
+      throw UsageError(name, "value out of range: " + std::to_string(v) + " (accepted: " +
+                                 std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  };
+  count("dev_items", a.dev_items, 1, 100000);
+  count("holdout_items", a.holdout_items, 0, 100000);
+  count("needle_slots", a.needle_slots, 1, 12);
+  if (a.abs_prompts) count("abs_prompts", *a.abs_prompts, 1, 100000);
+  count("eta", a.eta, 2, 16);
+  count("finalists", a.finalists, 1, 1000);
+  count("robust_items", a.robust_items, 1, 100000);
+  if (a.max_tokens < 1 || a.max_tokens > 4096)
+    throw UsageError("max_tokens", "value out of range: " + std::to_string(a.max_tokens) +
+                                       " (accepted: 1..4096)");
+  auto fraction = [](const char* name, double v, double lo, const char* accepted) {
+    if (!(v >= lo && v <= 1.0)) {  // NaN fails both
+      char b[48];
+      std::snprintf(b, sizeof b, "%g", v);
+      throw UsageError(name,
+                       std::string("value out of range: ") + b + " (accepted: " + accepted + ")");
+    }
+  };
+  fraction("robust_floor", a.robust_floor, 0.0, "0..1");
+  fraction("abs_keep", a.abs_keep, 0.01, "0.01..1");
+}
+
 }  // namespace
 
+size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
+                        std::vector<eval::QaRecord>& holdout) {
+  std::set<std::string> ids, contents;
+  for (const auto& r : dev) {
+    if (explicit_id(r)) ids.insert(r.id);
+    contents.insert(content_key(r));
+  }
+  const size_t before = holdout.size();
+  std::erase_if(holdout, [&](const eval::QaRecord& r) {
+    return (explicit_id(r) && ids.count(r.id)) || contents.count(content_key(r));
+  });
+  return before - holdout.size();
+}
+
 TuneOptions tune_options(const TuneArgs& a) {
+  check_ranges(a);
   TuneOptions o;
   o.task = parse_task(a.task);
   o.objective = parse_objective(a.objective);
@@ -51,10 +137,27 @@ TuneOptions tune_options(const TuneArgs& a) {
   o.search.robust_kinds = robustness_kinds().size();
   o.shard_index = a.shard_index;
   o.shard_count = a.shard_count;
-  // Dev and held-out needle records come from disjoint seeds.
-  o.dev = split(o.task, a.input, a.dev_items, a.needle_slots, 2 * o.seed + 1, "--input");
-  o.holdout =
-      split(o.task, a.holdout, a.holdout_items, a.needle_slots, 2 * o.seed + 2, "--holdout");
+  // Dev and held-out needle records come from independent seeds. make_needle_items seeds item i
+  // with seed ^ (C + i), so two nearby seeds (2s+1 and 2s+2, as this was) give the same items
+  // shifted by a few places: 23 of 32 held-out records were dev records. derive_seed's outputs
+  // share no such structure.
+  o.dev = split(o.task, a.input, a.dev_items, a.needle_slots, derive_seed(o.seed, "tune dev"),
+                "--input");
+  o.holdout = split(o.task, a.holdout, a.holdout_items, a.needle_slots,
+                    derive_seed(o.seed, "tune holdout"), "--holdout");
+  o.dev_path = a.input;
+  o.holdout_path = a.holdout;
+  check_split(o.dev, a.input, "--input");
+  check_split(o.holdout, a.holdout, "--holdout");
+  // A held-out record that is also a dev record was searched on: its answers would make the
+  // held-out interval and McNemar p those of the search. It is dropped (run_tune says how many).
+  const size_t held = o.holdout.size();
+  o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout);
+  if (held > 0 && o.holdout.empty())
+    throw UsageError("--holdout", "all " + std::to_string(held) +
+                                      " held-out records are also in the dev split (by id or by "
+                                      "question, answers and documents): a held-out split must "
+                                      "be disjoint from --input");
   o.store_path = a.store_path;
   return o;
 }

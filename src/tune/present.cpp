@@ -78,4 +78,16 @@ nlohmann::ordered_json presented_json(const Presented& p, const Profile& profile
   return j;
 }
 
+std::string model_mismatch_note(const Profile& profile, const std::string& model_sha256,
+                                const std::string& model_name) {
+  if (profile.model_sha256.empty() || profile.model_sha256 == model_sha256) return "";
+  auto short_sha = [](const std::string& s) { return s.substr(0, 12); };
+  return "note: the profile was tuned on " +
+         (profile.model.empty() ? std::string("another model") : profile.model) + " (sha256 " +
+         short_sha(profile.model_sha256) + "...), not on " + model_name + " (sha256 " +
+         short_sha(model_sha256) +
+         "...): its presentation was chosen by that model's answers and may not be the best "
+         "for this one";
+}
+
 }  // namespace ragform::tune

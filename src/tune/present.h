@@ -49,4 +49,10 @@ Presented present(const nlohmann::json& record, const Profile& profile,
 
 nlohmann::ordered_json presented_json(const Presented& p, const Profile& profile);
 
+// "" when the profile was tuned on the model whose SHA-256 is `model_sha256` (or records no
+// model); else a note naming both models: a presentation measured on one model is not known to
+// hold on another. The CLI prints it on stderr when `present -m` names a model.
+std::string model_mismatch_note(const Profile& profile, const std::string& model_sha256,
+                                const std::string& model_name);
+
 }  // namespace ragform::tune

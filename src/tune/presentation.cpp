@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "base/error.h"
 #include "pipelines/cnorm/cnorm.h"
@@ -171,16 +172,29 @@ Presentation presentation_from_json(const nlohmann::json& j, const std::string& 
   auto bad = [&](const char* field, const std::string& why) {
     return Error(where, std::string(field) + ": " + why);
   };
+  // A key that is missing takes the original presentation's value (delimiter original, p 0,
+  // format plain, order retrieved, k all, no spotlight); a misspelt key would silently do the same,
+  // so every key must be one of to_json's.
+  const nlohmann::ordered_json known = to_json(Presentation{});
+  for (const auto& [key, value] : j.items())
+    if (!known.contains(key))
+      throw bad(key.c_str(),
+                "unknown key (delimiter, p, format_seed, format, order, k, "
+                "spotlight, spotlight_tokens)");
   auto str = [&](const char* f, std::string& out) {
     if (!j.contains(f)) return;
     if (!j[f].is_string()) throw bad(f, "must be a string");
     out = j[f].get<std::string>();
   };
   auto count = [&](const char* f, auto& out) {
+    using T = std::remove_reference_t<decltype(out)>;
     if (!j.contains(f)) return;
     if (!j[f].is_number_integer() || j[f].get<int64_t>() < 0)
       throw bad(f, "must be a non-negative integer");
-    out = static_cast<std::remove_reference_t<decltype(out)>>(j[f].get<int64_t>());
+    // 10^12 would wrap to a negative int (then "must be at least 0"): say what is accepted.
+    if (uint64_t(j[f].get<int64_t>()) > uint64_t(std::numeric_limits<T>::max()))
+      throw bad(f, "must be at most " + std::to_string(std::numeric_limits<T>::max()));
+    out = static_cast<T>(j[f].get<int64_t>());
   };
   str("delimiter", p.delimiter);
   if (j.contains("p")) {
@@ -211,6 +225,14 @@ Presentation presentation_from_json(const nlohmann::json& j, const std::string& 
   } catch (const UsageError& e) {
     throw bad("delimiter", e.what());
   }
+  // A delimiter without its ratio would be applied at p = 0: the documents unchanged.
+  if (p.delimiter != "original" && !j.contains("p"))
+    throw bad("p", "missing: delimiter '" + p.delimiter +
+                       "' needs the share of whitespace it replaces, in (0, 1]");
+  if (p.spotlight_tokens && p.spotlight == 0)
+    throw bad("spotlight_tokens",
+              "true needs spotlight K >= 1 (there are no selected spans to "
+              "mark)");
   return p;
 }
 

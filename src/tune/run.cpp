@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
 #include <tuple>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/stable_hash.h"
 #include "engine/model/model_card.h"
 #include "eval/datasets.h"
@@ -351,17 +353,38 @@ PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRe
   });
 }
 
+// Where a record came from, for an error: "FILE:LINE" of its split's file, else "record <id>"
+// (generated needle records).
+std::string record_where(const TuneOptions& o, const eval::QaRecord& rec) {
+  const std::less<const eval::QaRecord*> before;
+  const bool dev = !o.dev.empty() && !before(&rec, &o.dev.front()) && !before(&o.dev.back(), &rec);
+  const std::string& path = dev ? o.dev_path : o.holdout_path;
+  if (path.empty() || rec.source_line == 0) return "record " + excerpt(rec.id);
+  return path + ":" + std::to_string(rec.source_line);
+}
+
 // Whether the prompt of `rec` under `p` and the answer fit the context. A reader that refuses to
-// count a prompt longer than its context (the native reader) says no by throwing.
+// count a prompt longer than its context (the native reader) says no with ContextOverflow; every
+// other failure (a record without documents, a closed port, a 401, a tokenizer error) is that
+// failure, named with the record's FILE:LINE, never "exceeds the context".
 bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord& rec,
                   const Presentation& p) {
+  std::string prompt;
   try {
-    return size_t(r.count_tokens(render(rec, p, o.task, o.tmpl).prompt)) + size_t(o.max_tokens) <=
-           o.ctx;
+    prompt = render(rec, p, o.task, o.tmpl).prompt;
+  } catch (const Error& e) {
+    throw Error(record_where(o, rec), e.what());
+  }
+  try {
+    return size_t(r.count_tokens(prompt)) + size_t(o.max_tokens) <= o.ctx;
+  } catch (const ContextOverflow&) {
+    return false;
   } catch (const NotSupported&) {
     throw;
-  } catch (const Error&) {
-    return false;
+  } catch (const FileError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(record_where(o, rec), std::string("counting the prompt's tokens: ") + e.what());
   }
 }
 
@@ -523,6 +546,12 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
                      "abs needs a reader that gives attention (the native reader "
                      "or ragform serve), not " +
                          r.describe());
+  if (o.holdout_overlap)
+    o.hooks.say("tune: note: " + std::to_string(o.holdout_overlap) +
+                " held-out records also in the dev split were dropped from the held-out split (" +
+                std::to_string(o.holdout.size()) +
+                " left): answers searched on would not be "
+                "held out");
   TuneSummary s;
   s.budget = o.budget;
   const std::vector<Presentation> all = candidates(o.space, o.task);

@@ -50,6 +50,8 @@ struct TuneOptions {
   Task task = Task::Qa;
   std::string tmpl;  // template_for(task, --template)
   std::vector<eval::QaRecord> dev, holdout;
+  size_t holdout_overlap = 0;          // held-out records dropped by tune_options as also in dev
+  std::string dev_path, holdout_path;  // their files, for FILE:LINE in errors ("" = generated)
   Space space;
   Objective objective = Objective::Accuracy;
   double robust_floor = 0.8;  // balanced
@@ -120,7 +122,8 @@ struct TuneArgs {
   std::string objective = "accuracy";
   double robust_floor = 0.8;
   std::string space_file;
-  std::vector<std::pair<std::string, std::string>> dimensions;  // (dimension, comma list)
+  // (dimension, values): a CLI flag's comma list through dimension_values(), a Python list as it is
+  std::vector<std::pair<std::string, std::vector<std::string>>> dimensions;
   std::string template_file;
   int max_tokens = 12;
   uint64_t seed = 0;
@@ -134,6 +137,12 @@ struct TuneArgs {
 // Everything of TuneOptions but what comes from the reader (ctx, ctx_source, model, origin) and
 // the hooks. UsageError for a bad value, as the CLI's flags.
 TuneOptions tune_options(const TuneArgs& a);
+
+// Removes from `holdout` every record that is also in `dev`, by an id the file gave (the
+// "<format>:<line>" default is left out: two files share it by position) or by content (question,
+// answers, documents, key-value payload); returns how many.
+size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
+                        std::vector<eval::QaRecord>& holdout);
 
 // The context cap of a reader and where it came from (TuneOptions::ctx_source): `given` (--ctx or
 // ctx=) wins; a native reader of `model_path` (ctx: its context) reports the model file's

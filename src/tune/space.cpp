@@ -5,10 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/number_text.h"
 #include "base/yaml_text.h"
 #include "pipelines/cnorm/cnorm.h"
 
@@ -38,11 +41,10 @@ std::string number(double v) {
 }
 
 double parse_p(const std::string& s, const std::string& where) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end) throw UsageError(where, "'" + s + "' is not a number");
-  cnorm::validate_p(v, where);
-  return v;
+  const std::optional<double> v = parse_decimal(s);  // base/number_text.h's grammar
+  if (!v) throw UsageError(where, "'" + s + "' is not a number");
+  cnorm::validate_p(*v, where);
+  return *v;
 }
 
 size_t parse_k(const std::string& s, const std::string& where) {
@@ -52,18 +54,17 @@ size_t parse_k(const std::string& s, const std::string& where) {
   return size_t(std::stoul(s));
 }
 
-// A JSON array's values as the strings a flag would hold (numbers as written).
-std::string json_list(const nlohmann::json& v, const std::string& where) {
+// A JSON array's values as strings (numbers as written), each one value: never split at commas.
+std::vector<std::string> json_values(const nlohmann::json& v, const std::string& where) {
   if (!v.is_array() || v.empty()) throw UsageError(where, "must be a non-empty array");
-  std::string out;
+  std::vector<std::string> out;
   for (const auto& x : v) {
-    if (!out.empty()) out += ",";
     if (x.is_string())
-      out += x.get<std::string>();
+      out.push_back(x.get<std::string>());
     else if (x.is_number_integer())
-      out += std::to_string(x.get<int64_t>());
+      out.push_back(std::to_string(x.get<int64_t>()));
     else if (x.is_number())
-      out += number(x.get<double>());
+      out.push_back(number(x.get<double>()));
     else
       throw UsageError(where, "values must be strings or numbers, got " + json_excerpt(x));
   }
@@ -150,6 +151,17 @@ std::vector<Presentation> candidates(const Space& s, Task t) {
   if (s.delimiters.empty() || s.ps.empty() || s.formats.empty() || s.orders.empty() ||
       s.ks.empty() || s.spotlight.empty())
     throw UsageError("tune", "every dimension of the space needs at least one value");
+  // Counted before any is built: a space of 200,000 k values must fail now, not after a minute.
+  size_t spot = 0;
+  for (const SpotlightValue& sv : s.spotlight) spot += sv.K ? 1 : 0;
+  const double count =
+      double(s.ks.size()) * double(s.orders.size()) *
+      (double(spot) + double(s.spotlight.size() - spot) * double(s.formats.size()) *
+                          double(s.ps.size()) * double(s.delimiters.size()));
+  if (count > double(kMaxCandidates))
+    throw UsageError("tune", "the space spans up to " + std::to_string(uint64_t(count)) +
+                                 " candidates, more than the " + std::to_string(kMaxCandidates) +
+                                 " a search takes: give fewer values per dimension");
   std::vector<Presentation> out;
   for (size_t k : s.ks)
     for (Order o : s.orders)
@@ -194,12 +206,29 @@ nlohmann::ordered_json space_to_json(const Space& s) {
   return j;
 }
 
+std::vector<std::string> dimension_values(const std::string& dimension, const std::string& list) {
+  if (dimension != "delimiter") return split_list(list);
+  std::vector<std::string> out;
+  for (const auto& d : cnorm::parse_delimiter_list(list))
+    out.push_back(d.text.empty() ? d.name : d.text);
+  return out;
+}
+
 void set_dimension(Space& s, const std::string& dimension, const std::string& list) {
-  const std::vector<std::string> vals = split_list(list);
+  set_dimension(s, dimension, dimension_values(dimension, list));
+}
+
+void set_dimension(Space& s, const std::string& dimension, const std::vector<std::string>& vals) {
   const std::string where = "space: " + dimension;
   if (dimension == "delimiter") {
     s.delimiters.clear();
-    for (const auto& d : cnorm::parse_delimiter_list(list)) s.delimiters.push_back(d.name);
+    std::set<std::string> seen;
+    for (const auto& v : vals) {
+      const cnorm::Delimiter d = cnorm::parse_delimiter(v);
+      if (!seen.insert(d.name).second)
+        throw UsageError(where, "delimiter '" + d.name + "' given twice");
+      s.delimiters.push_back(d.name);
+    }
   } else if (dimension == "p") {
     s.ps.clear();
     for (const auto& v : vals) s.ps.push_back(parse_p(v, where));
@@ -235,7 +264,7 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
       continue;
     }
     try {
-      set_dimension(base, key, json_list(value, where + ": " + key));
+      set_dimension(base, key, json_values(value, where + ": " + key));
     } catch (const UsageError& e) {
       const std::string msg = e.what();
       throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + key + ": " + msg);
@@ -246,7 +275,17 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
 
 Space load_space_file(const std::string& path, Space base) {
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  if (json) return space_from_json(read_json_file(path, "space"), std::move(base), path);
+  if (json) {
+    nlohmann::json j;
+    try {
+      j = read_json_file(path, "space");
+    } catch (const FileError&) {
+      throw;
+    } catch (const Error& e) {  // not JSON: a bad space file, as every other (exit 2)
+      throw UsageError(e.what());
+    }
+    return space_from_json(j, std::move(base), path);
+  }
   std::ifstream in(path);
   if (!in) throw FileError(path, "cannot read the space file");
   std::stringstream ss;

@@ -60,8 +60,12 @@ Space default_space(Task t);
 // spotlight (the profile's "searched").
 std::vector<std::string> searched_dimensions(const Space& s);
 
-// Every candidate (see above). Throws UsageError for an empty dimension or a value that does not
-// apply to the task.
+// The most candidates a space may span (before the duplicates of `original` are removed); the
+// default spaces span a few hundred (qa 423).
+inline constexpr size_t kMaxCandidates = 20000;
+
+// Every candidate (see above). Throws UsageError for an empty dimension, a value that does not
+// apply to the task, or a space of more than kMaxCandidates.
 std::vector<Presentation> candidates(const Space& s, Task t);
 
 nlohmann::ordered_json space_to_json(const Space& s);
@@ -70,8 +74,13 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
 // A JSON (.json) or YAML (anything else) space file over `base`.
 Space load_space_file(const std::string& path, Space base);
 
-// One dimension from a comma-separated flag value (--delims, --p, --formats, --orders, --k,
-// --spotlight) over `s`. UsageError naming the flag for a bad value.
+// A comma-separated flag value (--delims, --p, --formats, --orders, --k, --spotlight) as the
+// dimension's values: split at commas; for delimiters, `comma` is ",", and a name given twice is a
+// UsageError. A list (a space file's array, a Python list) is a list: it is never split.
+std::vector<std::string> dimension_values(const std::string& dimension, const std::string& list);
+// Sets one dimension of `s` to `values`. UsageError naming the dimension for a bad value.
+void set_dimension(Space& s, const std::string& dimension, const std::vector<std::string>& values);
+// set_dimension(s, dimension, dimension_values(dimension, list)).
 void set_dimension(Space& s, const std::string& dimension, const std::string& list);
 
 // "delimiter: original, none, -, _, :\n  p: 0.5, 1\n..." and the candidate count, for --help.

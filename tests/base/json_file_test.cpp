@@ -83,6 +83,20 @@ TEST(JsonFile, ANumberOutOfRangeHasItsLineAndColumn) {
   EXPECT_EQ(parse_json_text("[1e308, 18446744073709551616]").size(), 2u);
 }
 
+// Issue 40, item 18: a one-line file cut short is reported on its line, not on the empty line
+// after its final newline.
+TEST(JsonFile, AnErrorAtTheEndIsOnTheLastLine) {
+  for (const char* text : {"{\n", "{\"delimiter\": [\"-\"\n"}) {
+    try {
+      parse_json_text(text);
+      FAIL() << "no error for " << text;
+    } catch (const JsonTextError& e) {
+      EXPECT_EQ(e.line(), 1u) << text;
+      EXPECT_TRUE(e.at_end()) << text;
+    }
+  }
+}
+
 TEST(JsonFile, ParseErrorsAreLocatedInTheText) {
   try {
     parse_json_text("[1,\n 2,\n oops]");

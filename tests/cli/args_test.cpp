@@ -63,6 +63,19 @@ TEST(Args, NonFiniteNumbersAreRefusedNamingTheFlag) {
             "--top-p: expected a finite number, got 'nan'");
 }
 
+// Issue 40, item 13: one decimal grammar, so a float flag refuses hex as integer flags do.
+TEST(Args, HexAndSpacedNumbersAreRefused) {
+  for (const char* bad : {"0x10", "0x1p3", " 2", "2 ", "1e"}) {
+    Args a("x", "test");
+    a.opt<double>("--temp", "T", "temperature", 0.1).range(-1e9, 1e9);
+    EXPECT_EQ(usage_message([&] {
+                a.parse({"--temp", bad});
+              }),
+              std::string("--temp: expected a number, got '") + bad + "'")
+        << bad;
+  }
+}
+
 TEST(Args, NumbersOutsideTheDeclaredRangeAreRefused) {
   auto make = [] {
     auto a = std::make_unique<Args>("x", "test");

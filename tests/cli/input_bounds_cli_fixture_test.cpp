@@ -56,7 +56,7 @@ TEST(InputBoundsCli, DeeplyNestedJsonInEveryFileFlagIsOneLineNotACrash) {
   expect_one_line_error(run_bounded("tune" + m + " --task needle --ctx 512 --budget 4 --space " +
                                     quoted(d / "space.json") + " --store " +
                                     quoted(d / "t.sqlite") + " -o " + quoted(d / "p.json")),
-                        nesting);
+                        nesting, 2);  // a bad space file, JSON or not, is a usage error
 
   // present --profile: profile.searched[0].
   write_file(d / "profile.json",

@@ -303,6 +303,21 @@ TEST(Datasets, WrongTypesAndMissingFieldsNameFileLineAndField) {
   EXPECT_EQ(bad[5].reason, "field 'ctxs[0].score': expected a number, got string \"high\"");
 }
 
+// Issue 40, item 12: a blank gold answer normalises to "" and would grade every output correct.
+TEST(Datasets, BlankAnswersAreRowErrors) {
+  std::string path = write("blank.jsonl",
+                           "{\"question\": \"q\", \"answers\": [\"a\", \" \"]}\n"
+                           "{\"question\": \"q\", \"answers\": [\"\"]}\n");
+  LoadOptions o;
+  o.read.skip_bad = true;
+  auto r = load_qa_file(path, o);
+  EXPECT_EQ(r.records.size(), 0u);
+  const auto& bad = r.info.stats.first_bad;
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_EQ(bad[0].reason, "field 'answers[1]': a blank answer would grade every output correct");
+  EXPECT_EQ(bad[1].reason, "field 'answers[0]': a blank answer would grade every output correct");
+}
+
 TEST(Datasets, ForcedFormatAndUndetectableRows) {
   std::string litm = write("litm2.jsonl", "{\"question\": \"q\", \"answers\": [\"a\"]}\n");
   EXPECT_EQ(load_error(litm, Format::NqOpen).reason(), "missing field 'answer'");

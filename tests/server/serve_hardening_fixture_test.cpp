@@ -77,6 +77,11 @@ TEST(ServeHardening, AKeyNoClientCanSendIsAUsageError) {
       serve_to_exit({"-m", model.string(), "--api-key-file", file.string()}, {}, 20);
   EXPECT_EQ(code, 2) << err;
   EXPECT_NE(err.find("whitespace or a control character"), std::string::npos) << err;
+  // A directory is not a key file (it used to say "first line is empty"; issue 40, item 18).
+  std::tie(code, err) =
+      serve_to_exit({"-m", model.string(), "--api-key-file", file.parent_path().string()}, {}, 20);
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("cannot read the API key file: it is a directory"), std::string::npos) << err;
 }
 
 TEST(ServeHardening, DecoderRequestsAndLimits) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/serve_harness.h"
+#include "store/sha256.h"
 
 namespace ragform::testing {
 namespace {
@@ -217,6 +218,24 @@ TEST_F(PresentFixture, APromptOverTheContextNamesItsRecord) {
   EXPECT_EQ(json_lines(bare.out).size(), kRecords.size());
   EXPECT_EQ(bare.out.find("prompt_tokens"), std::string::npos);
   EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Issue 40, item 12: a profile tuned on another model is applied, and `present -m` says so.
+TEST_F(PresentFixture, AProfileOfAnotherModelIsNamedUnderM) {
+  json prof = profile(json::object());
+  prof["model_sha256"] = std::string(64, 'a');
+  const fs::path other = write_profile("other.json", prof);
+  RunResult r = cli(other, dir_ / "records.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("present: note: the profile was tuned on stories260K.gguf (sha256 "
+                       "aaaaaaaaaaaa...), not on " +
+                       model_.string()),
+            std::string::npos)
+      << r.err;
+  prof["model_sha256"] = store::sha256_file(model_);
+  r = cli(write_profile("same.json", prof), dir_ / "records.jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("note:"), std::string::npos) << r.err;
 }
 
 // Without --json: the prompts themselves, a blank line between two records; and the endpoint is

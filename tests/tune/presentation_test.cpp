@@ -142,4 +142,33 @@ TEST(TuneProfile, RoundTripAndFieldErrors) {
   EXPECT_THROW(tune::profile_from_json(nlohmann::json::object(), "p.json"), Error);
 }
 
+// Issue 40, item 12: what a profile leaves out or misspells is not silently the original's value.
+TEST(TuneProfile, IncompleteOrIncoherentPresentationsAreRefused) {
+  const nlohmann::json base = tune::profile_to_json(tune::Profile{});
+  auto error_of = [&](const nlohmann::json& presentation) -> std::string {
+    nlohmann::json j = base;
+    j["presentation"] = presentation;
+    try {
+      tune::profile_from_json(j, "p.json");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of({{"delimiter", "none"}}).find("presentation: p: missing: delimiter 'none'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"spotlight_tokens", true}}).find("spotlight_tokens: true needs spotlight"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"delimeter", "-"}, {"p", 1}}).find("delimeter: unknown key"),
+            std::string::npos);
+  // 10^12 sentences wrapped to a negative int, then "must be at least 0" (item 18).
+  EXPECT_NE(
+      error_of({{"spotlight", 1000000000000LL}}).find("spotlight: must be at most 2147483647"),
+      std::string::npos);
+  // What the original presentation leaves out is its own value, and a full one is read whole.
+  EXPECT_EQ(error_of(nlohmann::json::object()), "");
+  EXPECT_EQ(error_of({{"delimiter", "-"}, {"p", 0.5}, {"format", "json"}}), "");
+  EXPECT_EQ(error_of({{"spotlight", 2}, {"spotlight_tokens", true}}), "");
+}
+
 }  // namespace

@@ -153,4 +153,38 @@ TEST(TuneCli, ContextCapAndItsSourceAreStated) {
       << capped.out;
 }
 
+// Issue 40, items 6 and 16: a record that cannot be rendered is named with FILE:LINE (it used to
+// be "N of N candidates dropped: their prompts exceed the context"), and a held-out split that
+// overlaps dev is told apart.
+TEST(TuneCli, ContextFitFailuresNameTheRecordAndOverlapIsDropped) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("tune_cli_fit");
+  const std::string a =
+      R"({"id": "a", "question": "Who had a dog?", "answers": ["Lily"], "ctxs": [{"title": "Park", "text": "Lily had a dog."}]})";
+  const std::string b =
+      R"({"id": "b", "question": "Who had a cat?", "answers": ["Tom"], "ctxs": [{"title": "Home", "text": "Tom had a cat."}]})";
+  const std::string bare = R"({"id": "c", "question": "Who?", "answers": ["x"]})";
+  write_file(dir / "dev.jsonl", a + "\n" + bare + "\n");
+  write_file(dir / "held.jsonl", b + "\n");
+  const std::string base = "tune -m " + quoted(model) +
+                           " --task qa --ctx 512 --delims original,- --p 1 --formats plain"
+                           " --orders retrieved --k all --spotlight off --abs-filter off"
+                           " --budget 40 --store " +
+                           quoted(dir / "s.sqlite");
+  RunResult r = run_ragform(base + " --input " + quoted(dir / "dev.jsonl") + " --holdout " +
+                            quoted(dir / "held.jsonl"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find((dir / "dev.jsonl").string() + ":2: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no documents"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("exceed the"), std::string::npos) << r.err;
+
+  write_file(dir / "dev.jsonl", a + "\n" + b + "\n");
+  write_file(dir / "held2.jsonl", b + "\n" + a + "\n");
+  r = run_ragform(base + " --input " + quoted(dir / "dev.jsonl") + " --holdout " +
+                  quoted(dir / "held2.jsonl"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("all 2 held-out records are also in the dev split"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/stable_hash.h"
 #include "support/test_support.h"
 #include "tune/run.h"
 #include "tune/tune.h"
@@ -76,9 +77,15 @@ TEST(TuneSpace, JsonAndYamlFilesAgree) {
   }
 }
 
+// Adjacent seeds give make_needle_items' items shifted by a few places (it seeds item i with
+// seed ^ (C + i)): tune's splits use derive_seed's, which share none of them.
 TEST(TuneSpace, NeedleRecordsOfDisjointSeedsDiffer) {
-  auto a = needle_records(8, 6, 1), b = needle_records(8, 6, 2);
-  ASSERT_EQ(a.size(), 8u);
+  std::vector<ragform::eval::QaRecord> near = needle_records(32, 6, 2);
+  EXPECT_GT(drop_dev_overlap(needle_records(24, 6, 1), near), 0u);
+  auto a = needle_records(24, 6, ragform::derive_seed(0, "tune dev")),
+       b = needle_records(32, 6, ragform::derive_seed(0, "tune holdout"));
+  EXPECT_EQ(drop_dev_overlap(a, b), 0u);
+  ASSERT_EQ(a.size(), 24u);
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_NE(a[i].id, b[i].id);
     EXPECT_EQ(a[i].ctxs.size(), 6u);
@@ -87,6 +94,69 @@ TEST(TuneSpace, NeedleRecordsOfDisjointSeedsDiffer) {
         if (a[i].ctxs[d].text.find(a[i].answers[0] + " liked") != std::string::npos) return int(d);
       return -1;
     }());
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 40, item 11: a list in a file is a list. A comma-separated flag is split; an array never.
+TEST(TuneSpace, AFileListIsNeverSplitAtCommas) {
+  using namespace ragform::tune;
+  auto dir = ragform::testing::temp_dir("tune_space_commas");
+  ragform::testing::write_file(dir / "s.json", R"({"delimiter": ["a,b", ","]})");
+  ragform::testing::write_file(dir / "s.yaml", "delimiter: ['a,b', ',']\n");
+  for (const char* f : {"s.json", "s.yaml"}) {
+    const Space s = load_space_file((dir / f).string(), default_space(Task::Qa));
+    EXPECT_EQ(s.delimiters, (std::vector<std::string>{"a,b", ","})) << f;
+  }
+  ragform::testing::write_file(dir / "twice.json", R"({"delimiter": [",", "comma"]})");
+  EXPECT_THROW(load_space_file((dir / "twice.json").string(), default_space(Task::Qa)),
+               ragform::UsageError);
+  // The flag's grammar: commas separate, `comma` is the comma.
+  EXPECT_EQ(dimension_values("delimiter", "comma,-,none"),
+            (std::vector<std::string>{",", "-", "none"}));
+  EXPECT_EQ(dimension_values("k", "all,3"), (std::vector<std::string>{"all", "3"}));
+  Space s = default_space(Task::Qa);
+  set_dimension(s, "delimiter", std::vector<std::string>{"a,b"});
+  EXPECT_EQ(s.delimiters, std::vector<std::string>{"a,b"});
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 40, item 15: the candidates are counted before any is built.
+TEST(TuneSpace, ASpaceOverTheCapIsRefusedAtOnce) {
+  using namespace ragform::tune;
+  Space s = default_space(Task::Qa);
+  s.ks.clear();
+  for (size_t k = 1; k <= 200000; ++k) s.ks.push_back(k);
+  try {
+    candidates(s, Task::Qa);
+    ADD_FAILURE() << "a space of 200000 k values was accepted";
+  } catch (const ragform::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 20000 a search takes"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 40, item 18: a space file that is not JSON is a bad space file like any other (exit 2).
+TEST(TuneSpace, InvalidJsonIsAUsageErrorOnItsLine) {
+  using namespace ragform::tune;
+  auto dir = ragform::testing::temp_dir("tune_space_badjson");
+  ragform::testing::write_file(dir / "s.json", "{\"delimiter\": [\"-\"\n");
+  try {
+    load_space_file((dir / "s.json").string(), default_space(Task::Qa));
+    ADD_FAILURE() << "accepted";
+  } catch (const ragform::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.json:1: space is not valid JSON"), std::string::npos)
+        << e.what();
   }
 }
 

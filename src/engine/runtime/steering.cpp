@@ -4,8 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "base/error.h"
+#include "base/number_text.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ragform::runtime {
@@ -129,10 +131,9 @@ std::vector<float> parse_shares(const std::string& list, const std::string& text
   std::vector<float> out;
   double sum = 0.0;
   for (const std::string& num : split(list, ',')) {
-    char* end = nullptr;
-    const double v = num.empty() ? NAN : std::strtod(num.c_str(), &end);
-    if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(v))
-      throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+    const std::optional<float> f = parse_decimal_float(num);  // base/number_text.h's grammar
+    if (!f) throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+    const double v = *f;
     if (v < 0 || v > 1)
       throw UsageError(what, "each reallocated share must be within 0..1, got " + num);
     sum += double(float(v));
@@ -165,10 +166,10 @@ void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::st
     for (float v : into.shares) into.value += v;
     return;
   }
-  char* end = nullptr;
-  const double v = num.empty() ? NAN : std::strtod(num.c_str(), &end);
-  if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(v))
-    throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+  // The factor is a float in the kernels: 1e39 is refused here, not later as non-finite logits.
+  const std::optional<float> f = parse_decimal_float(num);
+  if (!f) throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+  const double v = *f;
   if (name == "rescale" && v < 0)
     throw UsageError(what, "the rescale factor must be >= 0, got " + num);
   if (name == "reallocate" && (v < 0 || v > 1))

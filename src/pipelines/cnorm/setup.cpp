@@ -3,8 +3,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "base/error.h"
+#include "base/number_text.h"
 #include "base/stable_hash.h"
 
 namespace ragform::cnorm {
@@ -34,11 +36,10 @@ Search parse_search(const std::string& s, const std::string& name) {
 std::vector<double> parse_ratio_list(const std::string& list, const std::string& name) {
   std::vector<double> out;
   for (const auto& tok : split_list(list)) {
-    char* end = nullptr;
-    double v = std::strtod(tok.c_str(), &end);
-    if (tok.empty() || *end != '\0' || !(v >= 0 && v <= 1))
+    const std::optional<double> v = parse_decimal(tok);  // base/number_text.h's grammar
+    if (!v || !(*v >= 0 && *v <= 1))
       throw UsageError(name, "'" + tok + "' is not a number in [0, 1]");
-    out.push_back(v);
+    out.push_back(*v);
   }
   return out;
 }

@@ -1,0 +1,111 @@
+// tune_options: a held-out split that overlaps the dev split is not held out (issue 40, item 6).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "support/test_support.h"
+#include "tune/run.h"
+
+namespace {
+
+using namespace ragform;
+
+eval::QaRecord record(const std::string& id, const std::string& q, const std::string& doc) {
+  eval::QaRecord r;
+  r.id = id;
+  r.question = q;
+  r.answers = {"a"};
+  r.source_format = "litm-qa";
+  r.source_line = 1;
+  eval::Context c;
+  c.title = "t";
+  c.text = doc;
+  r.ctxs.push_back(c);
+  return r;
+}
+
+TEST(TuneOptions, OverlapIsFoundByIdAndByWholeRecord) {
+  const std::vector<eval::QaRecord> dev = {record("d1", "q1", "x"), record("d2", "q2", "y")};
+  std::vector<eval::QaRecord> held = {
+      record("h1", "q1", "x"),         // the same record under another id
+      record("d2", "other", "z"),      // the same id given by the file
+      record("h3", "q1", "w"),         // the same question over other documents: a different record
+      record("litm-qa:1", "q9", "v"),  // a defaulted id ("<format>:<line>") is not compared
+  };
+  std::vector<eval::QaRecord> dev_default = dev;
+  dev_default.push_back(record("litm-qa:1", "q8", "u"));
+  EXPECT_EQ(tune::drop_dev_overlap(dev_default, held), 2u);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].id, "h3");
+  EXPECT_EQ(held[1].id, "litm-qa:1");
+}
+
+TEST(TuneOptions, HoldoutEqualToDevIsRefusedAndAPartialOverlapDropped) {
+  auto dir = ragform::testing::temp_dir("tune_options_overlap");
+  const std::string a =
+      R"({"id": "a", "question": "who?", "answers": ["x"], "ctxs": [{"title": "t", "text": "x did it"}]})";
+  const std::string b =
+      R"({"id": "b", "question": "what?", "answers": ["y"], "ctxs": [{"title": "t", "text": "it was y"}]})";
+  const std::string c =
+      R"({"id": "c", "question": "where?", "answers": ["z"], "ctxs": [{"title": "t", "text": "in z"}]})";
+  ragform::testing::write_file(dir / "dev.jsonl", a + "\n" + b + "\n");
+  ragform::testing::write_file(dir / "part.jsonl", b + "\n" + c + "\n");
+  tune::TuneArgs args;
+  args.task = "qa";
+  args.input = (dir / "dev.jsonl").string();
+  args.holdout = (dir / "dev.jsonl").string();
+  try {
+    tune::tune_options(args);
+    ADD_FAILURE() << "a held-out split equal to dev was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("all 2 held-out records are also in the dev split"),
+              std::string::npos)
+        << e.what();
+  }
+  args.holdout = (dir / "part.jsonl").string();
+  const tune::TuneOptions o = tune::tune_options(args);
+  EXPECT_EQ(o.holdout_overlap, 1u);
+  ASSERT_EQ(o.holdout.size(), 1u);
+  EXPECT_EQ(o.holdout[0].id, "c");
+  // Generated needle splits come from disjoint seeds: nothing to drop.
+  args = {};
+  args.task = "needle";
+  EXPECT_EQ(tune::tune_options(args).holdout_overlap, 0u);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 40, item 17: records tune cannot grade or store fail before the run, with FILE:LINE.
+TEST(TuneOptions, RecordsWithoutAnswersOrWithADuplicateIdAreRefusedUpFront) {
+  auto dir = ragform::testing::temp_dir("tune_options_records");
+  const std::string a =
+      R"({"id": "a", "question": "who?", "answers": ["x"], "ctxs": [{"title": "t", "text": "x did it"}]})";
+  const std::string no_answer =
+      R"({"id": "n", "question": "what?", "answers": [], "ctxs": [{"title": "t", "text": "y"}]})";
+  const std::string a_again =
+      R"({"id": "a", "question": "where?", "answers": ["z"], "ctxs": [{"title": "t", "text": "in z"}]})";
+  ragform::testing::write_file(dir / "none.jsonl", a + "\n" + no_answer + "\n");
+  ragform::testing::write_file(dir / "dup.jsonl", a + "\n" + a_again + "\n");
+  ragform::tune::TuneArgs args;
+  args.task = "qa";
+  args.holdout = (dir / "dup.jsonl").string();
+  auto message = [&](const std::string& input) -> std::string {
+    args.input = input;
+    try {
+      ragform::tune::tune_options(args);
+    } catch (const ragform::UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message((dir / "none.jsonl").string()).find("none.jsonl:2: no gold answers"),
+            std::string::npos);
+  EXPECT_NE(
+      message((dir / "dup.jsonl").string()).find("dup.jsonl:2: id 'a' is also the id of line 1"),
+      std::string::npos);
+}
+
+}  // namespace
