@@ -27,8 +27,10 @@ slowest() {
   local data="build/$1/Testing/Temporary/CTestCostData.txt"
   [[ -f "$data" ]] || return 0
   echo "ragform test.sh: slowest tests of $1 (s):"
-  awk '/^---/{exit} NF==3 {print $3, $1}' "$data" | sort -rn | head -8 |
-    awk '{printf "  %8.1f  %s\n", $1, $2}'
+  # awk reads to the end: `head` would close the pipe on sort, and under pipefail SIGPIPE (141)
+  # would end the run.
+  awk '/^---/{exit} NF==3 {print $3, $1}' "$data" | sort -rn |
+    awk 'NR <= 8 {printf "  %8.1f  %s\n", $1, $2}'
 }
 cmake --preset ci >/dev/null
 cmake --build --preset ci --target format-check   # clang-format --dry-run over src/ tests/ bench/ fuzz/
