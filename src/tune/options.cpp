@@ -68,7 +68,7 @@ void check_split(const std::vector<eval::QaRecord>& recs, const std::string& pat
 
 // The ranges of `ragform tune`'s flags (cli/cmd_tune.cpp), checked here too for the front ends
 // without the CLI's parser (Python's ragform.tune), named by the keyword. Until each option is
-// declared once (issue 41) the two lists must agree; tests/tune/tune_options_test.cpp holds them.
+// declared once (issue 41) the two lists must agree; python/tests/test_tune.py checks them.
 void check_ranges(const TuneArgs& a) {
   auto count = [](const char* name, size_t v, size_t lo, size_t hi) {
     if (v < lo || v > hi)
