@@ -1,5 +1,7 @@
 #include "tune/judge.h"
 
+#include <tuple>
+
 #include "base/error.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/sure/sure.h"
@@ -70,21 +72,26 @@ std::optional<eval::QaRecord> perturbed(const eval::QaRecord& record, Task t,
 
 size_t pick(const std::vector<Score>& scores, Objective o, double floor) {
   if (scores.empty()) throw Error("tune", "no candidate to pick from");
-  auto key = [&](const Score& s) -> std::tuple<double, double, double> {
+  // Lexicographic: the objective's own measure first, then every objective breaks its ties by
+  // higher accuracy and then fewer tokens (judge.h, docs/tune.md); equal keys keep the earlier
+  // candidate. Under `abs` the search measures ABS alone (accuracy and tokens are 0 for every
+  // candidate), so its ties fall to the earlier candidate, as cnorm calibrate's argmax.
+  using Key = std::tuple<double, double, double, double>;
+  auto key = [&](const Score& s) -> Key {
+    const double rob = s.robustness.value_or(-1), acc = s.accuracy(), cost = -s.tokens;
     switch (o) {
       case Objective::Accuracy:
-        return {s.accuracy(), 0.0, -s.tokens};
+        return {acc, cost, 0.0, 0.0};
       case Objective::Robust:
-        return {s.robustness.value_or(-1), s.accuracy(), -s.tokens};
+        return {rob, acc, cost, 0.0};
       case Objective::Balanced: {
-        const bool ok = s.robustness.value_or(-1) >= floor;
-        return {ok ? 1.0 : 0.0, ok ? s.accuracy() : s.robustness.value_or(-1),
-                ok ? -s.tokens : s.accuracy()};
+        const bool ok = rob >= floor;
+        return ok ? Key{1.0, acc, cost, 0.0} : Key{0.0, rob, acc, cost};
       }
       case Objective::Abs:
-        return {s.abs.value_or(-1), 0.0, 0.0};
+        return {s.abs.value_or(-1), acc, cost, 0.0};
     }
-    return {0.0, 0.0, 0.0};
+    return {0.0, 0.0, 0.0, 0.0};
   };
   size_t best = 0;
   for (size_t i = 1; i < scores.size(); ++i)

@@ -15,7 +15,8 @@
 //               candidate's prompts: the cheap first filter, and the objective `abs`.
 // Objectives: accuracy (highest accuracy), robust (highest robustness), balanced (highest accuracy
 // among the candidates whose robustness is at least the floor; none: the most robust), abs
-// (highest mean ABS). Ties: higher accuracy, then fewer tokens, then the earlier candidate.
+// (highest mean ABS). Ties, under every objective: higher accuracy, then fewer tokens, then the
+// earlier candidate (the abs search measures neither accuracy nor tokens: the earlier candidate).
 #pragma once
 #include <cstdint>
 #include <optional>
