@@ -99,8 +99,9 @@ SpotlightScoreFlags::SpotlightScoreFlags(Args& a)
                               "weight of BM25 over title + paragraph in the score (0 = none)",
                               default_score_params().paragraph_weight)),
       paper(a.flag("--paper-defaults",
-                   "the paper's settings: k 5, lambda 0.5, alpha idf, contexts cut at 512 "
-                   "tokens, no title context, no BM25 (flags given override them)")) {}
+                   "the paper's settings: k 5, lambda 0.5, alpha uniform (the paper's 1/n), "
+                   "contexts cut at 512 tokens, no title context, no BM25 (flags given override "
+                   "them)")) {}
 
 ScoreParams SpotlightScoreFlags::params() const {
   if (K.value < 1) throw UsageError("spotlight", "-K must be >= 1");

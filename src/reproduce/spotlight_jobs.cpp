@@ -33,8 +33,9 @@ Job spotlight_job(const Planned& p, const Options& opt) {
   j.run = [=](reader::Reader& r, store::RunStore& st) {
     auto wv = spotlight::WordVectors::load(vectors);
     spotlight::StaticEncoder enc(wv);
-    spotlight::RunOptions so;                     // K = 6 (section 4.3)
-    so.params = spotlight::paper_score_params();  // k = 5, lambda = 0.5, IDF, 512-token contexts
+    spotlight::RunOptions so;  // K = 6 (section 4.3)
+    // k = 5, lambda = 0.5, alpha uniform (the paper's 1/n), 512-token contexts
+    so.params = spotlight::paper_score_params();
     so.input_path = input;
     so.vectors_path = vectors;
     so.origin.tool_version = opt.tool_version;

@@ -24,7 +24,10 @@ std::string answer_line(std::string_view generated) {
 GradedAnswer grade_answer(std::string_view generated, const std::vector<std::string>& answers) {
   GradedAnswer g;
   g.text = answer_line(generated);
-  const text::AnswerScores s = text::score_answer(g.text, answers);
+  // SQuAD's own normalize_answer (text::kSquadReference): the paper grades EM as the SQuAD-style
+  // QA benchmarks of its Tables 1-3 do, so no accent or compatibility folding and only ASCII
+  // punctuation dropped ("café" is not "cafe", "Paris—" is not "Paris").
+  const text::AnswerScores s = text::score_answer(g.text, answers, text::kSquadReference);
   g.em = s.exact_match;
   g.substring = s.substring_match;
   return g;

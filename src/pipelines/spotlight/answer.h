@@ -7,7 +7,10 @@
 //               (lost-in-the-middle's `prediction.strip().split("\n")[0]`), so a reader that
 //               does not honour the stop string is graded on the same line;
 //   grade       exact match and substring match of that line against the gold answers, with
-//               the SQuAD answer normalisation (text/metrics.h).
+//               SQuAD's normalize_answer exactly (text::kSquadReference, text/normalize.h:
+//               lower-case, drop ASCII punctuation, drop the articles a/an/the, collapse
+//               whitespace; no accent or compatibility folding, Unicode punctuation kept), not
+//               ragform's default normaliser.
 #pragma once
 #include <string>
 #include <string_view>

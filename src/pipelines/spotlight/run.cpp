@@ -192,13 +192,14 @@ GenerateSummary run_generate(reader::Reader& r, store::RunStore& st,
                              const std::vector<eval::QaRecord>& records,
                              const GenerateOptions& opt) {
   const std::string stage = "spotlight generate";
-  // "grading" names the rule (EM of the first line), so that rows graded on the whole output
-  // (earlier versions) are never resumed into this run.
+  // "grading" names the rule (SQuAD-normalised EM of the first line, answer.h), so that rows
+  // graded on the whole output or with ragform's default normaliser (earlier versions) are never
+  // resumed into this run.
   store::RunConfig rc;
   rc.pipeline = stage;
   rc.config = {{"spotlight_run", opt.spotlight_run},
                {"max_tokens", opt.max_tokens},
-               {"grading", "em of the first line"}};
+               {"grading", "squad em of the first line"}};
   // Unemphasised runs keep the identity they had before emphasis existed.
   if (opt.emphasis_factor != 1.0) rc.config["emphasis_factor"] = opt.emphasis_factor;
   const common::Resumed res =

@@ -99,6 +99,10 @@ std::vector<double> sentence_relevance(const std::vector<std::vector<double>>& s
 ScoreParams paper_score_params() {
   ScoreParams p;
   p.max_context_tokens = 512;
+  // Eq. (8)'s alpha comes from the paper's trained ColBERT-style module, which we do not have;
+  // the one weighting the paper states is its fallback, alpha_i = 1/n (section 3.4: "comparable
+  // results"). It never names IDF, so IDF stays ragform's own choice (default_score_params()).
+  p.alpha = Alpha::Uniform;
   return p;
 }
 

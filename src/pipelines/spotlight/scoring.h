@@ -7,7 +7,8 @@
 //               sentence t with the largest s_ij; divided by k even when t has fewer than k tokens
 //               (as written: short sentences are not inflated)
 //   R(t)      = sum_i alpha_i * TopAvg_t(q_i)                           (8)
-//   alpha_i   = 1/n (Alpha::Uniform, the paper's fallback) or IDF-weighted (Alpha::Idf, default):
+//   alpha_i   = 1/n (Alpha::Uniform, the paper's fallback and paper_score_params()'s) or
+//               IDF-weighted (Alpha::Idf, ragform's default):
 //               idf(q_i) = ln(1 + (N - df + 0.5) / (df + 0.5)) with N = passages of the question
 //               and df = passages containing q_i's key, normalised to sum to 1; or learned
 //               (Alpha::Learned, alpha.h): a log-linear model over features of the query token,
@@ -71,8 +72,8 @@ struct PositionalPrior {
 enum class Weighting { Softmax, Uniform };
 enum class Scorer { FineGrained, MeanVector };
 
-// The defaults here are the paper's (section 3.6, Table 4); the CLI's defaults are in
-// default_score_params().
+// The defaults here are the paper's (section 3.6, Table 4) except alpha, which is IDF here and
+// uniform in paper_score_params(); the CLI's defaults are in default_score_params().
 struct ScoreParams {
   int top_k = 5;        // k of equation (7)
   double lambda = 0.5;  // positional prior weight
@@ -93,8 +94,10 @@ struct ScoreParams {
 // are all equal.
 std::vector<double> document_prior_from_relevance(const std::vector<double>& relevance);
 
-// The paper's settings (k = 5, lambda = 0.5, alpha = IDF, contexts cut at 512 tokens): what
-// --paper-defaults selects.
+// The paper's settings (k = 5, lambda = 0.5, alpha uniform = 1/n, contexts cut at 512 tokens):
+// what --paper-defaults and `reproduce spotlight` select. Alpha is the paper's stated fallback
+// (section 3.4), not IDF, which the paper never names: --paper-defaults gives the same selections
+// as --paper-defaults --alpha uniform.
 ScoreParams paper_score_params();
 // What `spotlight select` / `spotlight eval` use with no flags (chosen on HotpotQA dev,
 // docs/spotlight.md).

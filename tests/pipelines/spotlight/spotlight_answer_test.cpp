@@ -38,6 +38,33 @@ TEST(SpotlightAnswer, SquadNormalisationAndLeadingWhitespace) {
   EXPECT_EQ(grade_answer("Paris, France", {"Lyon", "Paris"}).substring, 1.0);
 }
 
+// The grade is SQuAD's normalize_answer itself: lower(), delete the characters of Python's
+// string.punctuation (ASCII only), replace the whole words a/an/the by a space, join on
+// whitespace. The expected values below follow from that definition by hand, not from ragform's
+// normaliser: no accent or compatibility folding, Unicode punctuation stays.
+TEST(SpotlightAnswer, EmIsSquadNormalizeAnswer) {
+  auto em = [](const std::string& pred, const std::string& gold) {
+    return grade_answer(pred, {gold}).em;
+  };
+  EXPECT_EQ(em("The  Cat!", "cat"), 1.0);             // "the  cat" -> " cat" -> "cat"
+  EXPECT_EQ(em("an apple a day", "Apple day"), 1.0);  // articles as whole words
+  EXPECT_EQ(em("theatre", "atre"), 0.0);              // ... and only as whole words
+  EXPECT_EQ(em("U.S.", "US"), 1.0);                   // punctuation deleted, not spaced
+  EXPECT_EQ(em("$5", "5"), 1.0);                      // '$' is in string.punctuation
+  EXPECT_EQ(em("rock & roll", "Rock roll"), 1.0);     // "rock  roll" -> "rock roll"
+  EXPECT_EQ(em("Caf\xC3\x89", "caf\xC3\xA9"), 1.0);   // "CafÉ" lower-cases to "café"
+  // Not folded: accents, ligatures; not deleted: Unicode punctuation.
+  EXPECT_EQ(em("caf\xC3\xA9", "cafe"), 0.0);                     // "café" != "cafe"
+  EXPECT_EQ(em("na\xC3\xAFve", "naive"), 0.0);                   // "naïve"
+  EXPECT_EQ(em("\xEF\xAC\x81sh", "fish"), 0.0);                  // "ﬁsh" (U+FB01)
+  EXPECT_EQ(em("Paris\xE2\x80\x94", "Paris"), 0.0);              // "Paris—" (U+2014)
+  EXPECT_EQ(em("\xE2\x80\x9CParis\xE2\x80\x9D", "Paris"), 0.0);  // curly quotes
+  EXPECT_EQ(em("\xE2\x80\x9CParis\xE2\x80\x9D", "\xE2\x80\x9Cparis\xE2\x80\x9D"), 1.0);
+  // Substring match on the same normalisation: "café au lait" does not contain "cafe".
+  EXPECT_EQ(grade_answer("caf\xC3\xA9 au lait", {"cafe"}).substring, 0.0);
+  EXPECT_EQ(grade_answer("caf\xC3\xA9 au lait", {"Caf\xC3\xA9"}).substring, 1.0);
+}
+
 TEST(SpotlightAnswer, GenerationIsGreedyAndStopsAtNewline) {
   const reader::GenerateParams gp = answer_params(16);
   EXPECT_EQ(gp.max_tokens, 16);

@@ -1,6 +1,7 @@
 // SpotlightRAG on the shared data: HotpotQA distractor dev with the GloVe 50d vectors (recall@6 of
 // supporting sentences against lead-K, random-K and BM25), the `spotlight eval` CLI, and the
 // hidden-state encoder on the real stories260K model.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -105,6 +106,27 @@ TEST(SpotlightCli, EvalJsonLines) {
   EXPECT_TRUE(saw_w);
   EXPECT_EQ(positions, 5u);
   EXPECT_GE(recall_rows, 5u + 3 + 4 + 3 + 15);
+}
+
+// --paper-defaults is --paper-defaults --alpha uniform, byte for byte; with --alpha idf (what it
+// meant before) the selections differ on these questions, so the comparison can tell them apart.
+TEST(SpotlightCli, PaperDefaultsSelectWithUniformAlpha) {
+  REQUIRE_SHARED(dev, "data/hotpotqa-distractor/dev.jsonl");
+  REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
+  const std::string base = "spotlight select --input " + dev.string() + " --vectors " +
+                           glove.string() + " -K 6 --limit 40 --json --paper-defaults";
+  auto paper = testing::run_ragform(base);
+  auto uniform = testing::run_ragform(base + " --alpha uniform");
+  auto idf = testing::run_ragform(base + " --alpha idf");
+  ASSERT_EQ(paper.exit_code, 0) << paper.err;
+  ASSERT_EQ(uniform.exit_code, 0) << uniform.err;
+  ASSERT_EQ(idf.exit_code, 0) << idf.err;
+  EXPECT_EQ(std::count(paper.out.begin(), paper.out.end(), '\n'), 40);
+  EXPECT_EQ(paper.out, uniform.out);
+  EXPECT_NE(paper.out, idf.out);
+  // The help says so.
+  auto help = testing::run_ragform("spotlight select --help");
+  EXPECT_NE(help.out.find("alpha uniform"), std::string::npos) << help.out;
 }
 
 // The acceptance command: `spotlight select` with no flag but -K 6 on questions the

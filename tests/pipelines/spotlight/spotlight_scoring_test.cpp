@@ -153,6 +153,17 @@ TEST(SpotlightScoring, MaxContextTokensCutsEachContext) {
   EXPECT_EQ(ScoreParams{}.max_context_tokens, 0);
 }
 
+// The paper's settings weight query tokens by its stated fallback alpha_i = 1/n (section 3.4);
+// IDF, which the paper never names, is ragform's default only.
+TEST(SpotlightScoring, PaperSettingsUseUniformAlpha) {
+  const ScoreParams paper = paper_score_params();
+  EXPECT_EQ(paper.alpha, Alpha::Uniform);
+  EXPECT_EQ(alpha_spec(paper), "uniform");
+  EXPECT_EQ(paper.top_k, 5);
+  EXPECT_EQ(paper.lambda, 0.5);
+  EXPECT_EQ(default_score_params().alpha, Alpha::Idf);
+}
+
 // Title tokens as context of every sentence: query "b", title "b", text "a." (no b in it).
 TEST(SpotlightScoring, TitleContext) {
   WordVectors v = tiny();
