@@ -36,8 +36,8 @@ void check_profile(const Profile& prof, const std::string& model_sha, const std:
 // `cnorm eval --task longbench`: LongBench-v2-style multiple choice (section 5.2; run.h
 // run_longbench).
 int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& prof, int limit,
-                   int max_tokens, Overflow overflow, const std::string& store_path,
-                   const Shard& shard, bool force) {
+                   int max_tokens, Overflow overflow, Extract extract,
+                   const std::string& store_path, const Shard& shard, bool force) {
   std::vector<McItem> items = build_mc_items(load_records(input));
   if (limit > 0 && items.size() > size_t(limit)) items.resize(size_t(limit));
   if (items.empty()) throw Error("cnorm eval", "no questions in " + input);
@@ -51,6 +51,7 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   lo.ctx = size_t(rf.ctx.value);
   lo.max_tokens = max_tokens;
   lo.overflow = overflow;
+  lo.extract = extract;
   lo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
   lo.origin = common::origin_of(*reader, common::tool_version(), rf.model.value, model_sha);
   lo.input_sha256 = store::sha256_file(input);
@@ -104,6 +105,12 @@ struct EvalFlags {
       "longbench prompt and answer over --ctx: truncate-middle (cut the middle of its context, "
       "as LongBench) or drop (leave the question out)",
       "truncate-middle");
+  Opt<std::string>& extract = a.opt<std::string>(
+      "--extract", "MODE",
+      "longbench answer letter: strict (LongBench-v2's pred.py: case-sensitive \"The correct "
+      "answer is (X)\", then \"... is X\", else none; what `ragform reproduce` uses) or lenient "
+      "(also any case, a first \"(X)\" or a leading letter)",
+      extract_name(LongbenchOptions{}.extract));
   Opt<std::string>& store_path =
       a.opt<std::string>("--store", "FILE", "SQLite run store").required();
   Flag& all_cands = a.flag("--all-candidates",
@@ -139,11 +146,15 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   apply_system_preset(f.rf, f.sys_preset.value);
   Task task = parse_task(f.task_s.value);
   const Overflow overflow = overflow_for(task, f.overflow);
+  if (f.extract.seen && task != Task::Longbench)
+    throw UsageError("--extract", "applies to --task longbench only");
+  const Extract extract = parse_extract(f.extract.value);
   if (task == Task::Longbench) {
     if (f.max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
     if (f.limit.value < 0) throw UsageError("--limit", "must be >= 0");
     return eval_longbench(f.rf, f.input.value, load_profile(f.profile.value), f.limit.value,
-                          f.max_tokens.value, overflow, f.store_path.value, shard, f.force.value);
+                          f.max_tokens.value, overflow, extract, f.store_path.value, shard,
+                          f.force.value);
   }
   if (f.positions.value != "all" && f.positions.value != "natural")
     throw UsageError("--positions", "expected all or natural, got '" + f.positions.value + "'");

@@ -161,6 +161,8 @@ Job longbench_job(const Planned& p, const Options& opt) {
     cnorm::LongbenchOptions lo;
     lo.profile = cal.profile;
     lo.ctx = opt.ctx;
+    // LongBench-v2's own answer extraction (pred.py extract_answer), not ragform's lenient rules.
+    lo.extract = cnorm::Extract::Strict;
     lo.origin = origin(opt);
     lo.input_sha256 = input_sha256;
     lo.hooks = hooks(opt);

@@ -59,7 +59,41 @@ bool is_choice(char c) { return c >= 'A' && c <= 'D'; }
 
 }  // namespace
 
-std::optional<char> extract_choice(const std::string& output) {
+Extract parse_extract(std::string_view name) {
+  if (name == "lenient") return Extract::Lenient;
+  if (name == "strict") return Extract::Strict;
+  throw UsageError("--extract", "expected strict or lenient, got '" + std::string(name) + "'");
+}
+
+const char* extract_name(Extract e) { return e == Extract::Strict ? "strict" : "lenient"; }
+
+namespace {
+
+// LongBench-v2's pred.py extract_answer: response.replace('*', ''), then
+// re.search(r'The correct answer is \(([A-D])\)'), else re.search(r'The correct answer is
+// ([A-D])'): each pattern over the whole text, the first before the second, case-sensitive.
+std::optional<char> extract_strict(const std::string& output) {
+  std::string text;
+  for (char c : output)
+    if (c != '*') text += c;
+  const std::string key = "The correct answer is ";
+  for (bool parenthesised : {true, false})
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+      const size_t i = at + key.size();
+      if (parenthesised) {
+        if (i + 2 < text.size() && text[i] == '(' && is_choice(text[i + 1]) && text[i + 2] == ')')
+          return text[i + 1];
+      } else if (i < text.size() && is_choice(text[i])) {
+        return text[i];
+      }
+    }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<char> extract_choice(const std::string& output, Extract mode) {
+  if (mode == Extract::Strict) return extract_strict(output);
   const std::string lo = lower(output);
   const std::string key = "the correct answer is";
   // Rules 1 and 2, at every occurrence of the phrase.
@@ -333,7 +367,7 @@ McFit fit_mc_items(reader::Reader& r, const std::vector<McItem>& items,
 
 void run_mc(reader::Reader& r, const std::vector<McItem>& items,
             const std::vector<Variant>& variants, const reader::GenerateParams& gen, size_t budget,
-            Overflow overflow,
+            Overflow overflow, Extract extract,
             const std::function<bool(const std::string&, const std::string&)>& skip,
             const std::function<void(const McAnswer&, const McItem&)>& on_answer) {
   for (const auto& it : items) {
@@ -368,7 +402,7 @@ void run_mc(reader::Reader& r, const std::vector<McItem>& items,
       McAnswer& a = pending[j];
       a.output = gens[j].text;
       a.prompt_tokens = gens[j].prompt_tokens;
-      a.extracted = extract_choice(a.output);
+      a.extracted = extract_choice(a.output, extract);
       a.correct = a.extracted && *a.extracted == it.answer;
       a.ms = ms;
       on_answer(a, it);

@@ -8,12 +8,19 @@
 // here)\"." (one line per choice, as LongBench-v2's template; the paper's layout of blank lines
 // is not recoverable from its PDF text).
 //
-// Answer extraction (extract_choice), first rule that matches wins:
-//  1. "The correct answer is (X)" (LongBench-v2's own pattern; case-insensitive, X in A-D);
-//  2. "The correct answer is X" without parentheses, optionally followed by ')' '.' or ':';
-//  3. the first "(X)" anywhere in the output;
-//  4. an output that starts with "X" followed by nothing, ')', '.', ':' or whitespace.
-// Otherwise no answer (graded wrong, as LongBench-v2 grades unparsed outputs).
+// Answer extraction (extract_choice), two modes (`cnorm eval --extract`, Extract):
+//  strict   LongBench-v2's own (pred.py extract_answer): every '*' deleted, then the first match
+//           of the case-sensitive "The correct answer is (X)" anywhere in the output, else the
+//           first match of "The correct answer is X" (X in A-D; nothing required after X, so
+//           "The correct answer is Definitely" reads D, as pred.py's regex does); otherwise no
+//           answer. What `ragform reproduce` uses.
+//  lenient  ragform's (the CLI default, and every run made before the option), first rule that
+//           matches wins:
+//    1. "The correct answer is (X)" (case-insensitive, X in A-D);
+//    2. "The correct answer is X" without parentheses, optionally followed by ')' '.' or ':';
+//    3. the first "(X)" anywhere in the output;
+//    4. an output that starts with "X" followed by nothing, ')', '.', ':' or whitespace.
+// No answer is graded wrong, as LongBench-v2 grades unparsed outputs.
 //
 // Contexts longer than the model's window (Overflow): LongBench-v2's own evaluation tokenizes the
 // prompt and, when it has more than max_len tokens, keeps tokens[:max_len // 2] and
@@ -67,8 +74,14 @@ std::string longbench_prompt(const McItem& item, const Format& f);
 // calibration (Task::Longbench).
 Item mc_to_item(const McItem& item);
 
+// How the answer letter is read from an output (above).
+enum class Extract { Lenient, Strict };
+// "lenient" or "strict"; UsageError (--extract) otherwise.
+Extract parse_extract(std::string_view name);
+const char* extract_name(Extract e);
+
 // The rules above; 'A'..'D' or nullopt.
-std::optional<char> extract_choice(const std::string& output);
+std::optional<char> extract_choice(const std::string& output, Extract mode = Extract::Lenient);
 
 // What happens to a question whose prompt does not fit (above).
 enum class Overflow { TruncateMiddle, Drop };
@@ -140,11 +153,11 @@ struct McAnswer {
 };
 // Answers every (question, variant) for which skip(id, variant name) is false, one batch per
 // question, greedy as `gen` says, each prompt fitted into `budget` tokens as `overflow` says
-// (a prompt that cannot fit is an Error: fit_mc_items leaves such questions out); on_answer sees
-// each graded answer with its question.
+// (a prompt that cannot fit is an Error: fit_mc_items leaves such questions out), the letter read
+// as `extract` says; on_answer sees each graded answer with its question.
 void run_mc(reader::Reader& r, const std::vector<McItem>& items,
             const std::vector<Variant>& variants, const reader::GenerateParams& gen, size_t budget,
-            Overflow overflow,
+            Overflow overflow, Extract extract,
             const std::function<bool(const std::string&, const std::string&)>& skip,
             const std::function<void(const McAnswer&, const McItem&)>& on_answer);
 

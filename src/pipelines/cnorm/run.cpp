@@ -560,6 +560,7 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   sum.items = mf.items.size();
   sum.left_out = mf.left_out;
   sum.overflow = opt.overflow;
+  sum.extract = opt.extract;
   const bool cut = opt.overflow == Overflow::TruncateMiddle;
   if (sum.left_out)
     opt.hooks.say("cnorm eval: note: " + std::to_string(sum.left_out) + " of " +
@@ -587,6 +588,9 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
   // Only a cut run names its overflow: a Drop run keeps the identity of the runs made before the
   // option (which all dropped), and a cut run never resumes one of them.
   if (cut) rc.config["overflow"] = overflow_name(opt.overflow);
+  // The same for the answer extraction: rows are graded when answered, so a strict run must never
+  // resume (or merge with) a lenient one; lenient runs keep the identity they had before.
+  if (opt.extract != Extract::Lenient) rc.config["extract"] = extract_name(opt.extract);
   const std::vector<Variant>& variants = sum.variants;
   const uint64_t total = mf.items.size() * variants.size();
   common::Resumed res = common::begin_or_resume(st, rc, origin_with(opt.origin, r), opt.hooks,
@@ -600,7 +604,7 @@ LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
     prog.add(done.size());
     reader::PrefillMeter meter(r);
     run_mc(
-        r, mf.items, variants, gen, budget, opt.overflow,
+        r, mf.items, variants, gen, budget, opt.overflow, opt.extract,
         [&](const std::string& id, const std::string& v) {
           return (opt.keep && !opt.keep(id)) || done.count({id, v}) > 0;
         },
@@ -664,6 +668,7 @@ nlohmann::json longbench_summary_json(const LongbenchSummary& s) {
           {"items", s.items},
           {"left_out", s.left_out},
           {"overflow", overflow_name(s.overflow)},
+          {"extract", extract_name(s.extract)},
           {"truncated", s.truncation.to_json()},
           {"run", s.run},
           {"variants", vs}};

@@ -117,6 +117,12 @@ struct LongbenchOptions {
   // question left out (Drop). A cut run has "overflow" in its identity; a Drop run has no such
   // key, so it resumes (and merges with) runs made before the option, which all dropped.
   Overflow overflow = Overflow::TruncateMiddle;
+  // How the answer letter is read (longbench.h): Lenient, ragform's rules, is the CLI's default
+  // (`cnorm eval --extract` takes its default from here); Strict is LongBench-v2's pred.py, what
+  // `ragform reproduce` uses. A strict run has "extract" in its identity; a lenient one has no
+  // such key, so it resumes (and merges with) the runs made before the option, which were all
+  // lenient, and the two modes never merge.
+  Extract extract = Extract::Lenient;
   std::function<bool(const std::string& id)> keep;  // as EvalOptions::keep
   RunOrigin origin;
   std::string input_sha256;
@@ -127,6 +133,7 @@ struct LongbenchSummary {
   int64_t run = 0;
   size_t items = 0, left_out = 0;  // questions evaluated / left out (do not fit the context)
   Overflow overflow = Overflow::TruncateMiddle;
+  Extract extract = Extract::Lenient;
   TruncationStats truncation;        // the run's prompts cut to fit, from the store
   std::vector<Variant> variants;     // baseline, cnorm, min-token
   std::vector<McSummary> summaries;  // per variant, from the store
@@ -137,8 +144,8 @@ struct LongbenchSummary {
 LongbenchSummary run_longbench(reader::Reader& r, store::RunStore& st,
                                const std::vector<McItem>& items, const LongbenchOptions& opt);
 
-// task "longbench", items, left_out, overflow, truncated (TruncationStats::to_json), run and
-// variants (accuracy by difficulty and length).
+// task "longbench", items, left_out, overflow, extract, truncated (TruncationStats::to_json), run
+// and variants (accuracy by difficulty and length).
 nlohmann::json longbench_summary_json(const LongbenchSummary& s);
 
 // Min-Token's candidates (5.2): the profile's delimiters; not its document formats and not the

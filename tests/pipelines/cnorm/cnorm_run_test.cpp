@@ -308,6 +308,42 @@ TEST(CnormRun, LongbenchCutsTheMiddleOfLongContexts) {
   EXPECT_NE(notes[0].find("1 of 2 questions left out"), std::string::npos) << notes[0];
 }
 
+// --extract: a reader that writes the letter in lower-case prose is right under ragform's
+// lenient rules and unparsed under LongBench-v2's strict pred.py rule. The two are separate runs
+// (rows are graded when answered): the strict run names "extract" in its identity, the lenient
+// one keeps the identity runs had before the option; each reruns into itself.
+TEST(CnormRun, LongbenchExtractModesAreSeparateRuns) {
+  const auto dir = ragform::testing::temp_dir("cnorm_run_longbench_extract");
+  store::RunStore st(dir / "runs.sqlite");
+  FakeReader r;
+  r.answer = [](const std::string&) { return std::string("the correct answer is (B)"); };
+  LongbenchOptions o;
+  o.profile = longbench_profile();
+  o.ctx = 600;
+  o.max_tokens = 8;
+  o.origin = {"test", "model.gguf", "abc"};
+  EXPECT_EQ(o.extract, Extract::Lenient);  // the default `cnorm eval` takes
+  const LongbenchSummary lenient = run_longbench(r, st, longbench_items(), o);
+  o.extract = Extract::Strict;
+  const LongbenchSummary strict = run_longbench(r, st, longbench_items(), o);
+  EXPECT_NE(strict.run, lenient.run);
+  EXPECT_EQ(r.generate_calls, 12);
+  for (const auto& s : lenient.summaries) EXPECT_EQ(s.accuracy, 1.0) << s.variant;
+  for (const auto& s : strict.summaries) EXPECT_EQ(s.accuracy, 0.0) << s.variant;
+  EXPECT_FALSE(st.run(lenient.run)->config.contains("extract"));
+  EXPECT_EQ(st.run(strict.run)->config["extract"], "strict");
+  EXPECT_EQ(longbench_summary_json(lenient)["extract"], "lenient");
+  EXPECT_EQ(longbench_summary_json(strict)["extract"], "strict");
+  st.for_each_result(strict.run, [](const store::Result& row) {
+    EXPECT_EQ(row.extra["extracted"], "") << row.variant;
+  });
+  // Rerun in each mode: resumed, nothing generated.
+  EXPECT_EQ(run_longbench(r, st, longbench_items(), o).run, strict.run);
+  o.extract = Extract::Lenient;
+  EXPECT_EQ(run_longbench(r, st, longbench_items(), o).run, lenient.run);
+  EXPECT_EQ(r.generate_calls, 12);
+}
+
 // A LongBench calibration cuts its prompts the same way (budget: the whole context, nothing is
 // generated) and names the overflow in its identity; Drop passes the long question over.
 TEST(CnormRun, LongbenchCalibrationCutsTooAndNamesIt) {

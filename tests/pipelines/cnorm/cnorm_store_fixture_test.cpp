@@ -288,6 +288,55 @@ TEST(CnormStoreFixture, LongBenchMultipleChoice) {
   }
 }
 
+// --extract strict (LongBench-v2's pred.py) grades every row with the strict rule and is a run
+// of its own; the default (lenient) run resumes; --extract is refused for other tasks and for
+// an unknown mode (usage errors, exit 2).
+TEST(CnormStoreFixture, LongBenchExtractStrict) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("cnorm_lb_extract");
+  write_lb(dir / "lb.jsonl");
+  auto cal = run_ragform(
+      cnorm_calibrate(model,
+                      "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                          " -S 2 --delims 'none,&' --ctx 512 --no-cache --overflow drop",
+                      dir / "p.json"));
+  ASSERT_EQ(cal.exit_code, 0) << cal.err;
+  const std::string args = "--task longbench --input " + quoted(dir / "lb.jsonl") +
+                           " --ctx 512 -n 12 --overflow drop --store " + quoted(dir / "lb.sqlite");
+  auto lenient = run_ragform(cnorm_eval(model, dir / "p.json", args));
+  ASSERT_EQ(lenient.exit_code, 0) << lenient.err;
+  auto strict = run_ragform(cnorm_eval(model, dir / "p.json", args + " --extract strict"));
+  ASSERT_EQ(strict.exit_code, 0) << strict.err;
+  const auto ls = nlohmann::json::parse(lenient.out), ss = nlohmann::json::parse(strict.out);
+  EXPECT_EQ(ls["extract"], "lenient");
+  EXPECT_EQ(ss["extract"], "strict");
+  EXPECT_NE(ls["run"], ss["run"]);
+  auto again = run_ragform(cnorm_eval(model, dir / "p.json", args + " --extract lenient"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["run"], ls["run"]);
+  store::RunStore st(dir / "lb.sqlite", store::RunStore::Mode::read_only);
+  EXPECT_EQ(st.runs().size(), 2u);
+  size_t rows = 0;
+  for (const auto& r : st.results(ss["run"].get<int64_t>())) {
+    ++rows;
+    const auto x = extract_choice(r.output, Extract::Strict);
+    EXPECT_EQ(r.extra["extracted"], x ? std::string(1, *x) : std::string()) << r.output;
+    EXPECT_EQ(*r.correct, x && std::string(1, *x) == r.extra["gold"].get<std::string>());
+  }
+  EXPECT_EQ(rows, 6u);
+  auto needle = run_ragform(
+      cnorm_eval(model, dir / "p.json",
+                 "--task needle --extract strict --force --store " + quoted(dir / "n.sqlite")));
+  EXPECT_EQ(needle.exit_code, 2) << needle.err;
+  EXPECT_NE(needle.err.find("ragform: --extract: applies to --task longbench only"),
+            std::string::npos)
+      << needle.err;
+  auto bad = run_ragform(cnorm_eval(model, dir / "p.json", args + " --extract loose"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--extract: expected strict or lenient, got 'loose'"), std::string::npos)
+      << bad.err;
+}
+
 // The default: q3's context loses its middle (LongBench's rule) on stories260K at --ctx 512. Its
 // prompts keep the context's first and last sentences, the instruction, question and choices
 // whole, and fit with the answer's 12 tokens; the summary, stderr and run metadata count the cut.

@@ -55,6 +55,53 @@ TEST(CnormLongBench, ExtractChoice) {
   EXPECT_FALSE(extract_choice("").has_value());
 }
 
+// Strict = LongBench-v2's pred.py extract_answer: delete every '*', then the first match of
+// r'The correct answer is \(([A-D])\)' in the whole text, else the first match of
+// r'The correct answer is ([A-D])', else None. The expected letters are what those two
+// case-sensitive regexes give, worked out by hand; the lenient column is ragform's rules (above).
+TEST(CnormLongBench, ExtractChoiceStrictIsPredPy) {
+  struct Case {
+    const char* output;
+    std::optional<char> strict, lenient;
+  };
+  const Case cases[] = {
+      {"The correct answer is (B)", 'B', 'B'},
+      {"The correct answer is A", 'A', 'A'},
+      {"The correct answer is A or B", 'A', 'A'},
+      {"The correct answer is **(C)**", 'C', 'C'},  // '*' deleted first
+      {"**The correct answer is (D)**", 'D', 'D'},
+      {"The correct answer is (*B*)", 'B', std::nullopt},
+      // Case-sensitive: pred.py finds nothing.
+      {"the correct answer is (B)", std::nullopt, 'B'},
+      {"THE CORRECT ANSWER IS (A)", std::nullopt, 'A'},
+      {"The correct answer is (a)", std::nullopt, 'A'},
+      // No fallbacks: a bare "(X)" or a leading letter is no answer.
+      {"Probably (C), because", std::nullopt, 'C'},
+      {"  B. The text says so", std::nullopt, 'B'},
+      {"B", std::nullopt, 'B'},
+      // Exactly one space, no colon, and a whole "(X)" for the first pattern.
+      {"The correct answer is  (A)", std::nullopt, 'A'},
+      {"The correct answer is: (A)", std::nullopt, 'A'},
+      {"The correct answer is (B", std::nullopt, std::nullopt},
+      {"The correct answer is (E)", std::nullopt, std::nullopt},
+      // The second regex needs nothing after the letter.
+      {"The correct answer is Definitely (C)", 'D', 'C'},
+      // The parenthesised pattern is searched over the whole text before the bare one.
+      {"The correct answer is B. No: The correct answer is (C)", 'C', 'B'},
+      {"", std::nullopt, std::nullopt},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(extract_choice(c.output, Extract::Strict), c.strict) << c.output;
+    EXPECT_EQ(extract_choice(c.output, Extract::Lenient), c.lenient) << c.output;
+    EXPECT_EQ(extract_choice(c.output), c.lenient) << c.output;  // lenient is the default
+  }
+  EXPECT_EQ(parse_extract("strict"), Extract::Strict);
+  EXPECT_EQ(parse_extract("lenient"), Extract::Lenient);
+  EXPECT_STREQ(extract_name(Extract::Strict), "strict");
+  EXPECT_STREQ(extract_name(Extract::Lenient), "lenient");
+  EXPECT_THROW(parse_extract("Strict"), UsageError);
+}
+
 TEST(CnormLongBench, PromptFormatsOnlyTheContext) {
   McItem it;
   it.id = "q1";
