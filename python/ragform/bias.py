@@ -17,18 +17,21 @@ def _curve(bias):
 
 
 def document_relevance(model, prompt, doc_spans, bias=None, layer=-1, query=-1):
-    """Each document's attention mass in one layer's row of the ``query`` token, and with
-    ``bias`` (a curve dict or file) its calibrated relevance, mass minus the curve at its slot.
+    """Each document's attention (its mass and its mean per token) in one layer's row of the
+    ``query`` token, and with ``bias`` (a curve dict or file) its calibrated relevance (Found in
+    the Middle's eq. 4): its attention under the curve's measure minus the curve at its slot.
 
     ``doc_spans`` is a list of (start, end) byte offsets of the prompt. Returns {"documents":
-    [{slot, start, end, token_start, token_end, mass[, bias, calibrated]}], "ranking": [slots,
-    most relevant first], "layer", "query_position"}."""
+    [{slot, start, end, token_start, token_end, mass, mean[, bias, calibrated]}], "ranking":
+    [slots, most relevant first], "layer", "query_position"[, "measure"]}."""
     return _ragform._document_relevance(model, prompt, [list(s) for s in doc_spans],
                                         _curve(bias), layer, query)
 
 
-def position_bias(model, task="needle", records=None, k=10, limit=10, seed=0):
+def position_bias(model, task="needle", records=None, k=10, limit=10, seed=0, measure=None):
     """The model's positional bias curve: a filler document at each of ``k`` slots of ``limit``
-    prompts (needle: generated; qa: ``records``), the attention mass it gets per layer and over
-    layers. Returns the object ``ragform position-bias --json`` prints ({"curve", "layers", ...})."""
-    return _ragform._position_bias(model, task, records, k, limit, seed)
+    prompts (needle: generated; qa: ``records``), the attention it gets per layer and over layers,
+    read over its tokens as ``measure`` says ("mean" per token, the paper's, or "sum"; None: the
+    default of ``ragform position-bias --measure``). Returns the object ``ragform position-bias
+    --json`` prints ({"curve", "measure", "layers", ...})."""
+    return _ragform._position_bias(model, task, records, k, limit, seed, measure)

@@ -44,7 +44,7 @@ pyb::object document_relevance(const pyb::handle& model, const std::string& prom
 
 // The curve of `ragform position-bias --json` (no store): every layer of the model.
 pyb::object position_bias(const pyb::handle& model, const std::string& task_s, pyb::object records,
-                          int k, int limit, int64_t seed) {
+                          int k, int limit, int64_t seed, const pyb::object& measure) {
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
   if (!native) throw UsageError("model", "position_bias reads attention: give a ragform.Model");
@@ -64,6 +64,9 @@ pyb::object position_bias(const pyb::handle& model, const std::string& task_s, p
   o.tmpl = cnorm::load_template(task, "");
   o.k = size_t(k);
   o.seed = uint64_t(seed);
+  // None: the library's default (the paper's mean per token), as the CLI's --measure.
+  if (!measure.is_none())
+    o.measure = cnorm::parse_measure(pyb::cast<std::string>(measure), "measure");
   for (int l = 0; l < int(native->model().hp().n_layer); ++l) o.layers.push_back(l);
   o.origin = common::origin_of(*rd, common::tool_version(), native->model_path(), "");
   pyb::gil_scoped_release nogil;
@@ -82,7 +85,8 @@ void bind_bias(pyb::module_& m) {
   m.def("_document_relevance", &document_relevance, arg("model"), arg("prompt"), arg("doc_spans"),
         arg("bias") = pyb::none(), arg("layer") = -1, arg("query") = -1);
   m.def("_position_bias", &position_bias, arg("model"), arg("task") = "needle",
-        arg("records") = pyb::none(), arg("k") = 10, arg("limit") = 10, arg("seed") = 0);
+        arg("records") = pyb::none(), arg("k") = 10, arg("limit") = 10, arg("seed") = 0,
+        arg("measure") = pyb::none());
 }
 
 }  // namespace ragform::py

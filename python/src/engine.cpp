@@ -123,7 +123,8 @@ reader::GenerateParams generate_params(int n_predict, double temp, int top_k, do
   return p;
 }
 
-// Reader.steering's value: None (off) or a dict {"rule": "rescale:F" | "reallocate:S", "spans":
+// Reader.steering's value: None (off) or a dict {"rule": "rescale:F" | "reallocate:S" |
+// "redistribute:W1,W2,...", "spans":
 // [(start, end), ...] byte offsets into each prompt, "layers": [indices] or "A..B,-1" (default: the
 // last half), "heads": [indices] (default: all)}, the server's "steer" object.
 reader::SteeringParams steering_from_py(const pyb::object& o) {
@@ -351,7 +352,8 @@ void bind_engine(pyb::module_& m) {
       "steering", [](const Reader& r) { return r.steering.describe(); },
       [](Reader& r, const pyb::object& o) { r.steering = steering_from_py(o); },
       "Attention steering of generate, score, attention and hidden (as `--steer`): set None or "
-      "{'rule': 'rescale:F' | 'reallocate:S', 'spans': [(start, end), ...] byte offsets into "
+      "{'rule': 'rescale:F' | 'reallocate:S' | 'redistribute:W1,W2,...', 'spans': [(start, end), "
+      "...] byte offsets into "
       "each prompt, 'layers': [...] or 'A..B' (default: the last half), 'heads': [...]}; reads "
       "back its description ('off' or the setting). Part of a run's identity in run stores. "
       "Readers that cannot steer (OpenAIReader) raise NotSupported when it is on.");

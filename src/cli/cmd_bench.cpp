@@ -581,7 +581,9 @@ int run_bench(const std::vector<std::string>& argv) {
   cp.pool = eo.pool;
   Bench b(*m, cp);
   if (steer.seen)
-    b.steer = runtime::resolve_steering(steer_spec, m->hp().n_layer, m->hp().n_head, {{0, 1}});
+    // The spans are the first token; every key counts as the prompt's (bench has no prompt text).
+    b.steer =
+        runtime::resolve_steering(steer_spec, m->hp().n_layer, m->hp().n_head, {{0, 1}}, max_len);
   std::vector<Sample> results;
   {
     // Tokens evaluated, on stderr when it is a terminal (or RAGFORM_PROGRESS=always); its final

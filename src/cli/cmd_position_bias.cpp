@@ -24,13 +24,15 @@ namespace ragform::cli {
 namespace {
 
 void print_curve(const cnorm::BiasCurve& c) {
-  std::fprintf(stderr, "position-bias: %zu prompts, attention mass per slot (mean over layers)\n",
-               c.prompts);
+  std::fprintf(stderr,
+               "position-bias: %zu prompts, attention per slot (%s over the filler's "
+               "tokens, mean over layers)\n",
+               c.prompts, cnorm::measure_name(c.measure));
   double top = 0;
   for (double m : c.curve) top = std::max(top, m);
   for (size_t s = 0; s < c.curve.size(); ++s) {
     int bar = top > 0 ? int(c.curve[s] / top * 50 + 0.5) : 0;
-    std::fprintf(stderr, "  slot %2zu %.6f %s\n", s, c.curve[s],
+    std::fprintf(stderr, "  slot %2zu %.6g %s\n", s, c.curve[s],
                  std::string(size_t(bar), '#').c_str());
   }
 }
@@ -103,6 +105,7 @@ struct SweepArgs {
   uint64_t seed;
   double share;
   reproduce::SweepAllocation allocation;
+  double temperature;
   int max_tokens;
   bool json;
   size_t k_given;  // -k when given (it must equal the curve's slots), else 0
@@ -117,6 +120,7 @@ int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
   o.bias = cnorm::load_bias_curve(sa.bias);
   o.share = sa.share;
   o.allocation = sa.allocation;
+  o.temperature = sa.temperature;
   o.max_tokens = sa.max_tokens;
   const size_t k = o.bias.curve.size();
   if (sa.k_given && sa.k_given != k)
@@ -152,13 +156,14 @@ int run_position_bias(const std::vector<std::string>& argv) {
          "Puts a fixed uninformative document (three, averaged) at each of the K slots of real "
          "prompts\n"
          "(qa: --input QA records; needle: generated story prompts) and records the attention "
-         "mass the\n"
-         "final token pays it, per layer (mean over heads) and over layers: Found in the "
-         "Middle's bias\n"
-         "curve (arXiv 2406.16008), which `ragform attention --calibrated --bias FILE` "
-         "subtracts.\n"
-         "--json prints {\"task\", \"k\", \"prompts\", \"curve\": [K masses], \"layers\": "
-         "[{\"layer\", \"curve\"}], ...}.");
+         "attention the\n"
+         "final token pays it (the mean per token, --measure), per layer (mean over heads) and "
+         "over layers:\n"
+         "Found in the Middle's bias curve (arXiv 2406.16008, section 2), which `ragform "
+         "attention\n"
+         "--calibrated --bias FILE` subtracts (eq. 4).\n"
+         "--json prints {\"task\", \"k\", \"measure\", \"prompts\", \"curve\": [K values], "
+         "\"layers\": [{\"layer\", \"curve\"}], ...}.");
   ReaderFlags rf(a);
   auto& task_s = a.opt<std::string>("--task", "TASK", "qa or needle", "qa");
   auto& input =
@@ -187,15 +192,28 @@ int run_position_bias(const std::vector<std::string>& argv) {
                        "as they are and with the documents' attention steered by their "
                        "calibrated relevance (--allocation; needs --bias, --store)");
   auto& share = a.opt<double>("--share", "S",
-                              "with --sweep: the documents' share of attention (--allocation top: "
-                              "the top document's)",
+                              "with --sweep --allocation proportional|top: the documents' share "
+                              "of attention (top: the top document's)",
                               0.5)
                     .range(0.0, 1.0);
   auto& allocation = a.opt<std::string>(
-      "--allocation", "proportional|top",
-      "with --sweep: each document gets a part of --share proportional to its calibrated "
-      "relevance (the paper's form), or the top document gets all of it",
-      "proportional");
+      "--allocation", "softmax|proportional|top",
+      "with --sweep: softmax is the paper's (eq. 5-6): each steered row keeps its total attention "
+      "on the documents and splits it as softmax(calibrated relevance / --temperature); "
+      "proportional (ragform's) gives each document a part of --share proportional to its "
+      "calibrated relevance, top gives the top document all of it",
+      "softmax");
+  auto& temperature = a.opt<double>("--temperature", "T",
+                                    "with --allocation softmax: the softmax's temperature (the "
+                                    "paper's 5e-5, for per-token attention)",
+                                    cnorm::kPaperTemperature)
+                          .range(1e-12, 1e6);
+  auto& measure = a.opt<std::string>(
+      "--measure", "mean|sum",
+      "how a filler's attention is read over its tokens: the mean per token (the paper's, "
+      "section 2.1) or the sum (ragform's earlier form); the curve records it and calibration "
+      "reads documents the same way",
+      "mean");
   auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "with --sweep: maximum answer tokens", 16)
                          .range(1, kMaxInt);
   auto& bias = a.opt<std::string>("--bias", "FILE",
@@ -203,6 +221,17 @@ int run_position_bias(const std::vector<std::string>& argv) {
   auto& json = a.flag(
       "--json", "print the curve (--rank: the recall; --sweep: the accuracies) as one JSON object");
   if (!a.parse(argv)) return 0;
+  if (measure.seen && (sweep.value || !rank.value.empty() || !score.value.empty()))
+    throw UsageError("--measure",
+                     "goes with measuring a curve: --sweep, --rank and --score read documents as "
+                     "their --bias curve was measured");
+  const reproduce::SweepAllocation alloc = reproduce::parse_sweep_allocation(allocation.value);
+  if (temperature.seen && alloc != reproduce::SweepAllocation::Softmax)
+    throw UsageError("--temperature", "goes with --allocation softmax");
+  if (share.seen && alloc == reproduce::SweepAllocation::Softmax)
+    throw UsageError("--share",
+                     "goes with --allocation proportional or top (softmax keeps each "
+                     "row's own total attention on the documents)");
   if (!score.value.empty())
     return score_records(rf, score.value, bias.value, size_t(limit.value), out.value);
   if (!rank.value.empty())
@@ -220,7 +249,8 @@ int run_position_bias(const std::vector<std::string>& argv) {
                  size_t(limit.value),
                  uint64_t(seed.value),
                  share.value,
-                 reproduce::parse_sweep_allocation(allocation.value),
+                 alloc,
+                 temperature.value,
                  max_tokens.value,
                  json.value,
                  k.seen ? size_t(k.value) : 0};
@@ -228,6 +258,7 @@ int run_position_bias(const std::vector<std::string>& argv) {
   }
   if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank or --sweep");
   if (allocation.seen) throw UsageError("--allocation", "goes with --sweep");
+  if (temperature.seen) throw UsageError("--temperature", "goes with --sweep");
 
   std::vector<cnorm::Item> items = cnorm_verbs::input_items(
       task, input.value, size_t(k.value), uint64_t(seed.value), size_t(limit.value));
@@ -241,6 +272,7 @@ int run_position_bias(const std::vector<std::string>& argv) {
   o.k = size_t(k.value);
   for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
   o.seed = uint64_t(seed.value);
+  o.measure = cnorm::parse_measure(measure.value, "--measure");
   o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
                                store::sha256_file(rf.model.value));
   o.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);

@@ -88,6 +88,18 @@ int run_select(const std::vector<std::string>& argv) {
                         .range(16, kMaxInt);
   auto& bias = a.opt<std::string>("--bias", "FILE",
                                   "with --prior calibrated: the bias curve (position-bias -o)", "");
+  auto& prior_alloc = a.opt<std::string>(
+      "--prior-allocation", "softmax|minmax",
+      "with --prior calibrated: Found in the Middle's allocation softmax(relevance / "
+      "--temperature) over its largest value (softmax), or the relevance min-max normalised "
+      "(minmax, ragform's earlier form)",
+      "softmax");
+  auto& temperature =
+      a.opt<double>("--temperature", "T",
+                    "with --prior-allocation softmax: the softmax's temperature (the paper's 5e-5 "
+                    "for per-token attention)",
+                    cnorm::kPaperTemperature)
+          .range(1e-12, 1e6);
   auto& limit = a.opt<int>("--limit", "N", "stop after N questions (0 = all)", 0);
   auto& json = a.flag("--json", "one JSON object per question on stdout");
   ShardFlag shard_f(a);
@@ -97,11 +109,18 @@ int run_select(const std::vector<std::string>& argv) {
   const bool calibrated = prior.value == "calibrated";
   if (calibrated && (bias.value.empty() || prior_model.value.empty()))
     throw UsageError("--prior", "calibrated needs --bias FILE and --prior-model MODEL");
-  if (!calibrated && (bias.seen || prior_model.seen || prior_ctx.seen))
-    throw UsageError(bias.seen        ? "--bias"
-                     : prior_ctx.seen ? "--prior-ctx"
-                                      : "--prior-model",
+  if (!calibrated &&
+      (bias.seen || prior_model.seen || prior_ctx.seen || prior_alloc.seen || temperature.seen))
+    throw UsageError(bias.seen          ? "--bias"
+                     : prior_ctx.seen   ? "--prior-ctx"
+                     : prior_alloc.seen ? "--prior-allocation"
+                     : temperature.seen ? "--temperature"
+                                        : "--prior-model",
                      "goes with --prior calibrated");
+  const reproduce::PriorAllocation allocation =
+      reproduce::parse_prior_allocation(prior_alloc.value);
+  if (temperature.seen && allocation != reproduce::PriorAllocation::Softmax)
+    throw UsageError("--temperature", "goes with --prior-allocation softmax");
   std::optional<cnorm::BiasCurve> curve;
   std::unique_ptr<reader::NativeReader> prior_reader;
   if (calibrated) {
@@ -136,7 +155,8 @@ int run_select(const std::vector<std::string>& argv) {
     std::vector<Document> docs = documents_of(r);
     if (calibrated)
       sp.document_prior = reproduce::calibrated_document_prior(
-          *prior_reader, int(prior_reader->model().hp().n_layer), *curve, r.question, docs);
+          *prior_reader, int(prior_reader->model().hp().n_layer), *curve, r.question, docs,
+          allocation, temperature.value);
     ScoredQuestion sq = score_question(enc, r.question, docs, sp);
     words += sq.words;
     oov += sq.oov;

@@ -6,10 +6,14 @@ namespace ragform::cli {
 
 SteerFlags::SteerFlags(Args& a)
     : steer(a.opt<std::string>("--steer", "RULE",
-                               "attention steering: rescale:FACTOR (the spans' attention times "
-                               "FACTOR, rows renormalised), reallocate:SHARE (the spans get "
-                               "SHARE of each row) or reallocate:S1,S2,... (each --steer-spans "
-                               "span its own share, in their order); needs --steer-spans",
+                               "attention steering: rescale:FACTOR (PASTA with alpha = "
+                               "1/FACTOR: the spans' attention times FACTOR against the prompt's "
+                               "other tokens, every row renormalised), reallocate:SHARE (the "
+                               "spans get SHARE of each row after them), reallocate:S1,S2,... "
+                               "(each --steer-spans span its own share, in their order) or "
+                               "redistribute:W1,W2,... (Found in the Middle: each row keeps its "
+                               "attention on the spans and splits it in proportion to the "
+                               "weights); needs --steer-spans",
                                "")),
       spans(a.opt<std::string>("--steer-spans", "START:END,...",
                                "byte ranges of the prompt to steer toward (before any chat "

@@ -1,8 +1,8 @@
 // The attention-steering flags every reader command shares (generate, score, attention, logits),
 // declared once (runtime/steering.h has the rules):
-//   --steer rescale:FACTOR|reallocate:SHARE, --steer-spans START:END,... (byte offsets into the
-//   prompt text, before any chat template), --steer-layers (default: the last half; negative
-//   indices count from the end; A..B ranges), --steer-heads (default: every head).
+//   --steer rescale:FACTOR|reallocate:SHARE|redistribute:W1,..., --steer-spans START:END,... (byte
+//   offsets into the prompt text, before any chat template), --steer-layers (default: the last
+//   half; negative indices count from the end; A..B ranges), --steer-heads (default: every head).
 #pragma once
 #include "cli/args.h"
 #include "reader/steering_params.h"

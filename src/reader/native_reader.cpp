@@ -136,7 +136,8 @@ runtime::Steering NativeReader::resolve_steering(const std::string& text,
     }
   }
   const model::Hparams& hp = model_->hp();
-  return runtime::resolve_steering(steer, hp.n_layer, hp.n_head, std::move(spans));
+  // The sequence's own tokens end the prompt: keys after them are generated (PASTA leaves those).
+  return runtime::resolve_steering(steer, hp.n_layer, hp.n_head, std::move(spans), int(ids.size()));
 }
 
 int NativeReader::count_tokens(const std::string& prompt) {

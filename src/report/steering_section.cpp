@@ -3,6 +3,7 @@
 // layers), and the document ranking recall@k of `position-bias --rank` runs (raw attention,
 // calibrated attention, BM25). Every number is recomputed from the stored rows.
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
@@ -207,13 +208,26 @@ std::string allocation_of(const RunRows& r) {
   return r.info.config.value("allocation", std::string("top"));
 }
 
+// What sets a sweep run's steering: softmax's temperature (it keeps each row's own total, so it
+// has no share), the share of the others.
+std::string setting_of(const RunRows& r) {
+  if (allocation_of(r) == "softmax") {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "t %g", r.info.config.value("temperature", 0.0));
+    return buf;
+  }
+  return "share " + fmt(r.info.config.value("share", 0.0), 2);
+}
+
 void calibrated_sweeps(Html& h, const std::vector<RunRows>& runs) {
   h << "<h3>Accuracy by gold position, with and without calibration</h3><p class=\"muted\">The "
        "gold document at each position; baseline answers the prompt as it is, calibrated "
-       "reallocates the run's share of attention while answering: to each document in "
-       "proportion to its calibrated relevance (allocation proportional, found-in-the-middle's "
-       "form) or all of it to the document of highest calibrated relevance (allocation top). "
-       "OAA = mean accuracy over the positions.</p>";
+       "steers the documents' attention by their calibrated relevance while answering: each "
+       "row's own attention on the documents split as softmax(relevance / t) (allocation "
+       "softmax, Found in the Middle's eq. 5-6), the run's share split in proportion to the "
+       "relevance (allocation proportional, ragform's variant) or all of the share to the "
+       "document of highest calibrated relevance (allocation top). OAA = mean accuracy over the "
+       "positions.</p>";
   std::vector<std::vector<std::string>> oaa_rows;
   std::string charts = "<div class=\"charts\">";
   for (const RunRows& r : runs) {
@@ -225,20 +239,20 @@ void calibrated_sweeps(Html& h, const std::vector<RunRows>& runs) {
       const double oaa = t.accuracy[v].empty() ? std::numeric_limits<double>::quiet_NaN()
                                                : sum / double(t.accuracy[v].size());
       oaa_rows.push_back({std::to_string(r.info.id), escape_html(model_label(r)),
-                          fmt(r.info.config.value("share", 0.0), 2), escape_html(allocation_of(r)),
+                          escape_html(setting_of(r)), escape_html(allocation_of(r)),
                           escape_html(t.variants[v]), fmt(oaa, 3)});
       lines.push_back({t.variants[v], t.accuracy[v], {}});
     }
     ChartOptions o;
-    o.title = "Run " + std::to_string(r.info.id) + " — " + model_label(r) + ", share " +
-              fmt(r.info.config.value("share", 0.0), 2) + " (" + allocation_of(r) + ")";
+    o.title = "Run " + std::to_string(r.info.id) + " — " + model_label(r) + ", " + setting_of(r) +
+              " (" + allocation_of(r) + ")";
     o.x_label = "gold position";
     o.y_label = "accuracy";
     o.y_max = 1;
     charts += line_chart(slot_labels(t.accuracy.empty() ? 0 : t.accuracy[0].size()), lines, o);
     ++h.charts;
   }
-  h << table({"run", "model · task", "share", "allocation", "variant", "OAA"}, oaa_rows) << charts
+  h << table({"run", "model · task", "setting", "allocation", "variant", "OAA"}, oaa_rows) << charts
     << "</div>";
 }
 

@@ -30,9 +30,9 @@ std::vector<double> calibrated_paragraph_scores(reader::Reader& r, const eval::Q
   for (const eval::Context& c : rec.ctxs) docs.push_back({c.title, c.text});
   const cnorm::Prompt p = cnorm::render(cnorm::Task::Qa, cnorm::load_template(cnorm::Task::Qa, ""),
                                         item, docs, cnorm::Format{cnorm::original_delimiter()});
-  const std::vector<double> mass =
-      cnorm::layer_mean_masses(r, p.text, cnorm::document_spans(p, docs), layers);
-  return cnorm::calibrated_relevance(mass, bias.curve);
+  const std::vector<double> attn =
+      cnorm::layer_mean_attention(r, p.text, cnorm::document_spans(p, docs), layers, bias.measure);
+  return cnorm::calibrated_relevance(attn, bias.curve);
 }
 
 nlohmann::ordered_json scored_record_json(const eval::QaRecord& rec,

@@ -28,12 +28,13 @@ double round9(double v) {
   return std::strtod(buf, nullptr);
 }
 
-// Each document's calibrated relevance (mass over the layers' mean minus the curve).
+// Each document's calibrated relevance (eq. 4: its attention, the layers' mean under the curve's
+// measure, minus the curve).
 std::vector<double> calibrated_documents(reader::Reader& r, const cnorm::Prompt& p,
                                          const std::vector<cnorm::CharSpan>& spans,
                                          const CalibratedSweepOptions& o) {
-  return cnorm::calibrated_relevance(cnorm::layer_mean_masses(r, p.text, spans, o.layers),
-                                     o.bias.curve);
+  return cnorm::calibrated_relevance(
+      cnorm::layer_mean_attention(r, p.text, spans, o.layers, o.bias.measure), o.bias.curve);
 }
 
 // The steering of the calibrated answer and what the row records of it.
@@ -44,6 +45,17 @@ reader::SteeringParams calibrated_steering(const std::vector<double>& relevance,
   extra["top"] = top;
   extra["span"] = {spans[top].begin, spans[top].end};
   reader::SteeringParams steer;
+  nlohmann::json js = nlohmann::json::array();
+  for (const cnorm::CharSpan& c : spans) js.push_back({c.begin, c.end});
+  if (o.allocation == SweepAllocation::Softmax) {
+    steer.rule = runtime::Steering::Redistribute;
+    for (const cnorm::CharSpan& c : spans) steer.spans.push_back({c.begin, c.end});
+    for (double a : cnorm::softmax_allocation(relevance, o.temperature))
+      steer.shares.push_back(float(a));
+    extra["spans"] = js;
+    extra["weights"] = steer.shares;
+    return steer;
+  }
   steer.rule = runtime::Steering::Reallocate;
   if (o.allocation == SweepAllocation::Top) {
     steer.value = float(o.share);
@@ -52,11 +64,7 @@ reader::SteeringParams calibrated_steering(const std::vector<double>& relevance,
   }
   steer.shares = proportional_shares(relevance, o.share);
   steer.value = float(o.share);
-  nlohmann::json js = nlohmann::json::array();
-  for (const cnorm::CharSpan& c : spans) {
-    steer.spans.push_back({c.begin, c.end});
-    js.push_back({c.begin, c.end});
-  }
+  for (const cnorm::CharSpan& c : spans) steer.spans.push_back({c.begin, c.end});
   extra["spans"] = js;
   extra["shares"] = steer.shares;
   return steer;
@@ -77,13 +85,22 @@ store::Result answer(reader::Reader& r, const cnorm::Item& it, const std::string
 }  // namespace
 
 SweepAllocation parse_sweep_allocation(const std::string& s) {
+  if (s == "softmax") return SweepAllocation::Softmax;
   if (s == "proportional") return SweepAllocation::Proportional;
   if (s == "top") return SweepAllocation::Top;
-  throw UsageError("--allocation", "expected proportional or top, got '" + s + "'");
+  throw UsageError("--allocation", "expected softmax, proportional or top, got '" + s + "'");
 }
 
 const char* sweep_allocation_name(SweepAllocation a) {
-  return a == SweepAllocation::Top ? "top" : "proportional";
+  switch (a) {
+    case SweepAllocation::Top:
+      return "top";
+    case SweepAllocation::Proportional:
+      return "proportional";
+    case SweepAllocation::Softmax:
+      break;
+  }
+  return "softmax";
 }
 
 std::vector<float> proportional_shares(const std::vector<double>& calibrated, double share) {
@@ -117,6 +134,11 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
   // Top was the only allocation once: its runs keep the identity they had.
   if (opt.allocation != SweepAllocation::Top)
     rc.config["allocation"] = sweep_allocation_name(opt.allocation);
+  if (opt.allocation == SweepAllocation::Softmax) {
+    cnorm::softmax_allocation({0.0}, opt.temperature);  // refuses t <= 0 before the run begins
+    rc.config["temperature"] = opt.temperature;
+    rc.config["measure"] = cnorm::measure_name(opt.bias.measure);
+  }
   const uint64_t total = items.size() * k * variants().size();
   common::Resumed res = common::begin_or_resume(st, rc, opt.origin, opt.hooks,
                                                 "position-bias sweep", total, "answers");

@@ -4,15 +4,21 @@
 // arrange/render, unformatted documents), the reader answers twice:
 //   baseline    the prompt as it is;
 //   calibrated  the final token's attention (every layer, mean over heads) gives each document's
-//               mass, minus the bias curve at its slot (relevance.h), and the answer is generated
-//               with the documents' attention steered (the default layers: the last half) by
-//               one of two allocations:
-//     proportional  the paper's form: each document's own share of every steered row, `share`
+//               attention under the curve's measure (relevance.h: the per-token mean for curves
+//               measured as the paper does), minus the bias curve at its slot (eq. 4), and the
+//               answer is generated with the documents' attention steered (the default layers:
+//               the last half; the paper's last 16 of 32) by one of three allocations:
+//     softmax       the paper's (section 4, eq. 5-6, the default): alpha_k = softmax(rel_k / t)
+//                   (t = `temperature`, the paper's 5e-5), and every steered row keeps its own
+//                   total attention on the documents, C, split as alpha_k C; nothing outside
+//                   the documents changes (redistribute:alpha_1,..,alpha_K on the spans);
+//     proportional  ragform's variant: each document's own share of every steered row, `share`
 //                   split in proportion to its calibrated relevance (negative relevance counts
-//                   as 0; all of them <= 0 splits it evenly), reallocate:S1,..,SK on the spans;
-//     top           the document of highest calibrated relevance gets `share`
-//                   (reallocate:SHARE on its span alone): the paper's shares when one document
-//                   dominates.
+//                   as 0; all of them <= 0 splits it evenly), reallocate:S1,..,SK on the spans
+//                   (which forces the documents' total to `share` and rescales BOS, the
+//                   question and the template);
+//     top           ragform's variant: the document of highest calibrated relevance gets
+//                   `share` (reallocate:SHARE on its span alone).
 //
 // Answers are greedy, stop at a newline and are graded as C-NORM's sweep grades them
 // (best_subspan_em of the first line, text::substring_match). OAA = the mean over positions of
@@ -20,8 +26,9 @@
 //
 // Run store: pipeline "position-bias sweep", one row per (item, "<variant>@<position>") with
 // correct, the output and extra {"position", "top", "span"} (the steered document and its bytes;
-// proportional also "spans" and "shares", every document's bytes and share). The run's identity
-// holds the curve, the share and the allocation (absent for top, as before it had a choice).
+// proportional also "spans" and "shares", every document's bytes and share; softmax "spans" and
+// "weights", the alphas). The run's identity holds the curve, the share and the allocation
+// (absent for top, as before it had a choice), and softmax's temperature.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -36,7 +43,7 @@
 
 namespace ragform::reproduce {
 
-enum class SweepAllocation { Proportional, Top };
+enum class SweepAllocation { Softmax, Proportional, Top };
 SweepAllocation parse_sweep_allocation(const std::string& s);  // UsageError("--allocation")
 const char* sweep_allocation_name(SweepAllocation a);
 
@@ -48,8 +55,9 @@ struct CalibratedSweepOptions {
   cnorm::Task task = cnorm::Task::Needle;  // qa or needle
   std::string tmpl;
   cnorm::BiasCurve bias;  // K = its number of slots
-  double share = 0.5;     // the documents' (top: the top document's) share of each row
-  SweepAllocation allocation = SweepAllocation::Proportional;
+  double share = 0.5;     // proportional: the documents' share of each row; top: the top document's
+  SweepAllocation allocation = SweepAllocation::Softmax;
+  double temperature = cnorm::kPaperTemperature;  // softmax's t
   std::vector<int> layers;  // layers whose attention gives the relevance (every layer)
   int max_tokens = 16;
   common::RunOrigin origin;

@@ -47,11 +47,12 @@ Ranked ranked_of(const eval::QaRecord& rec, size_t k) {
   return r;
 }
 
-// Raw relevance: each document's mass, averaged over the layers' rows.
+// Raw relevance: each document's attention under the curve's measure, averaged over the layers'
+// rows.
 std::vector<double> attention_relevance(reader::Reader& rd, const cnorm::Prompt& p,
                                         const std::vector<cnorm::Document>& docs,
-                                        const std::vector<int>& layers) {
-  return cnorm::layer_mean_masses(rd, p.text, cnorm::document_spans(p, docs), layers);
+                                        const std::vector<int>& layers, cnorm::Measure m) {
+  return cnorm::layer_mean_attention(rd, p.text, cnorm::document_spans(p, docs), layers, m);
 }
 
 std::vector<double> bm25_relevance(const Ranked& r) {
@@ -77,7 +78,7 @@ store::Result rank_row(reader::Reader& rd, const Ranked& r, const RankRecallOpti
                        const std::string& tmpl) {
   const cnorm::Prompt p = cnorm::render(cnorm::Task::Qa, tmpl, r.item, r.docs,
                                         cnorm::Format{cnorm::original_delimiter()});
-  const std::vector<double> raw = attention_relevance(rd, p, r.docs, o.layers);
+  const std::vector<double> raw = attention_relevance(rd, p, r.docs, o.layers, o.bias.measure);
   const std::vector<std::vector<double>> scores = {
       raw, cnorm::calibrated_relevance(raw, o.bias.curve), bm25_relevance(r)};
   store::Result row;

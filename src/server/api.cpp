@@ -52,8 +52,9 @@ std::vector<int> get_int_list(const json& j, const char* key) {
 }
 
 // A request's "steer" object (runtime/steering.h; absent or null = off): {"rule":
-// "rescale:FACTOR" | "reallocate:SHARE", "spans": [[start, end], ...] byte offsets into the prompt,
-// "layers": [indices] or "A..B,-1" (default: the last half), "heads": [indices] (default: all)}.
+// "rescale:FACTOR" | "reallocate:SHARE" | "reallocate:S1,.." | "redistribute:W1,..", "spans":
+// [[start, end], ...] byte offsets into the prompt, "layers": [indices] or "A..B,-1" (default: the
+// last half), "heads": [indices] (default: all)}.
 reader::SteeringParams steer_field(const json& j) {
   reader::SteeringParams s;
   if (!j.contains("steer") || j["steer"].is_null()) return s;

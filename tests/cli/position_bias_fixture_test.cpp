@@ -62,7 +62,7 @@ TEST(PositionBiasCli, NeedleOnStories260KStoresAndResumes) {
       << again.err;
   EXPECT_EQ(json::parse(again.out), c);
 
-  // One stored prompt through `ragform attention`: the filler's mass at layer 2 is the row's.
+  // One stored prompt through `ragform attention`: the filler's attention at layer 2 is the row's.
   const ragform::store::Result* found = nullptr;
   for (const auto& x : rows)
     if (x.extra["slot"] == 3 && x.extra["filler"] == 0) found = &x;
@@ -77,15 +77,28 @@ TEST(PositionBiasCli, NeedleOnStories260KStoresAndResumes) {
                        std::to_string(at + filler.size()));
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const json aj = json::parse(a.out);
-  EXPECT_NEAR(aj["documents"][0]["mass"].get<double>(), row.scores.at("l2"), 1e-7) << row.prompt;
-  // Calibrated with a one-slot curve, the mass minus the curve's layer-2 value.
+  // The curve's measure is the paper's mean per token: the row holds the filler's mean.
+  EXPECT_NEAR(aj["documents"][0]["mean"].get<double>(), row.scores.at("l2"), 1e-7) << row.prompt;
+  const int tokens =
+      aj["documents"][0]["token_end"].get<int>() - aj["documents"][0]["token_start"].get<int>();
+  EXPECT_NEAR(aj["documents"][0]["mass"].get<double>(), row.scores.at("l2") * tokens, 1e-7);
+  // Calibrated with a one-slot curve, the document's attention under the curve's measure minus
+  // the curve's layer-2 value: the mass for a curve file without "measure" (sums), the mean for
+  // one measured per token.
   write_file(dir / "one.json", R"({"curve":[0.5],"layers":[{"layer":2,"curve":[0.25]}]})");
-  a = run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
-                  " --layer 2 --json --calibrated --bias " + quoted(dir / "one.json") +
-                  " --doc-spans " + std::to_string(at) + ":" + std::to_string(at + filler.size()));
-  ASSERT_EQ(a.exit_code, 0) << a.err;
-  EXPECT_NEAR(json::parse(a.out)["documents"][0]["calibrated"].get<double>(),
-              row.scores.at("l2") - 0.25, 1e-7);
+  write_file(dir / "mean.json",
+             R"({"curve":[0.5],"measure":"mean","layers":[{"layer":2,"curve":[0.25]}]})");
+  for (const char* curve : {"one.json", "mean.json"}) {
+    a = run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                    " --layer 2 --json --calibrated --bias " + quoted(dir / curve) +
+                    " --doc-spans " + std::to_string(at) + ":" +
+                    std::to_string(at + filler.size()));
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const double want = std::string(curve) == "one.json" ? aj["documents"][0]["mass"].get<double>()
+                                                         : row.scores.at("l2");
+    EXPECT_NEAR(json::parse(a.out)["documents"][0]["calibrated"].get<double>(), want - 0.25, 1e-7)
+        << curve;
+  }
 }
 
 TEST(PositionBiasCli, RandomWeightModel) {

@@ -100,9 +100,10 @@ TEST(SteeringSection, SweepOaaAndAccuracyByPosition) {
   const std::string h = report::render_report(st, o);
   EXPECT_NE(h.find("Accuracy by gold position, with and without calibration"), std::string::npos);
   // A run without "allocation" in its identity is from before proportional allocation: top.
-  EXPECT_NE(h.find("<td>0.50</td><td>top</td><td>baseline</td><td>0.750</td>"), std::string::npos)
+  EXPECT_NE(h.find("<td>share 0.50</td><td>top</td><td>baseline</td><td>0.750</td>"),
+            std::string::npos)
       << h.substr(h.find("OAA"), 1500);
-  EXPECT_NE(h.find("<td>0.50</td><td>top</td><td>calibrated</td><td>0.500</td>"),
+  EXPECT_NE(h.find("<td>share 0.50</td><td>top</td><td>calibrated</td><td>0.500</td>"),
             std::string::npos);
   EXPECT_NE(h.find("Run 1 — tiny · needle, share 0.50 (top)"), std::string::npos);
   // No bias-curve run: the section says so and still shows the sweep.
@@ -121,11 +122,29 @@ TEST(SteeringSection, SweepRunsNameTheirAllocation) {
   put(top, "i1", "calibrated@0", true, {}, {{"position", 0}});
   put(prop, "i1", "calibrated@0", false, {}, {{"position", 0}});
   const std::string h = report::render_report(st, report::ReportOptions{});
-  EXPECT_NE(h.find("<td>0.50</td><td>top</td><td>calibrated</td><td>1.000</td>"), std::string::npos)
+  EXPECT_NE(h.find("<td>share 0.50</td><td>top</td><td>calibrated</td><td>1.000</td>"),
+            std::string::npos)
       << h.substr(h.find("OAA"), 1500);
-  EXPECT_NE(h.find("<td>0.50</td><td>proportional</td><td>calibrated</td><td>0.000</td>"),
+  EXPECT_NE(h.find("<td>share 0.50</td><td>proportional</td><td>calibrated</td><td>0.000</td>"),
             std::string::npos);
   EXPECT_NE(h.find("share 0.50 (proportional)"), std::string::npos);
+}
+
+// A softmax run (Found in the Middle's allocation) keeps each row's total: it is named by its
+// temperature, not by a share it does not use.
+TEST(SteeringSection, SoftmaxSweepRunsNameTheirTemperature) {
+  store::RunStore st(ragform::testing::temp_dir("report-steering-softmax") / "r.sqlite");
+  ragform::testing::RowWriter put{st};
+  const int64_t run = st.begin_run(
+      config("position-bias sweep",
+             {{"task", "qa"}, {"share", 0.5}, {"allocation", "softmax"}, {"temperature", 5e-5}}));
+  put(run, "i1", "calibrated@0", true, {}, {{"position", 0}});
+  const std::string h = report::render_report(st, report::ReportOptions{});
+  EXPECT_NE(h.find("<td>t 5e-05</td><td>softmax</td><td>calibrated</td><td>1.000</td>"),
+            std::string::npos)
+      << h.substr(h.find("OAA"), 1500);
+  EXPECT_NE(h.find("t 5e-05 (softmax)"), std::string::npos);
+  EXPECT_EQ(h.find("share 0.50 (softmax)"), std::string::npos);
 }
 
 TEST(SteeringSection, CurveValuesAreTheSlotMeans) {

@@ -1,10 +1,12 @@
-// `ragform position-bias --sweep` with the proportional allocation (reproduce/calibrated_sweep.h,
-// found-in-the-middle's own form): each calibrated answer is what `ragform generate --steer
-// reallocate:S1,..,SK --steer-spans` gives the stored prompt, each document's share --share split
-// in proportion to its calibrated relevance from `ragform attention --doc-spans` and the curve.
+// `ragform position-bias --sweep` with per-document allocations (reproduce/calibrated_sweep.h):
+// softmax (Found in the Middle's eq. 5-6), each calibrated answer what `ragform generate --steer
+// redistribute:W1,..,WK --steer-spans` gives the stored prompt; proportional (ragform's variant),
+// what `--steer reallocate:S1,..,SK` gives it, each document's share --share split in proportion
+// to its calibrated relevance. Relevance from `ragform attention --doc-spans` and the curve.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -35,7 +37,8 @@ TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
                        quoted(dir / "curve.json"));
   ASSERT_EQ(c.exit_code, 0) << c.err;
   auto r = run_ragform("position-bias -m " + quoted(model) +
-                       " --task needle --sweep --limit 1 --share 0.6 --bias " +
+                       " --task needle --sweep --allocation proportional --limit 1 --share 0.6 "
+                       "--bias " +
                        quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(run_ragform("position-bias -m " + quoted(model) +
@@ -61,8 +64,8 @@ TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
       std::snprintf(buf, sizeof buf, "%.9g", row.extra["shares"][d].get<double>());
       shares += (d ? "," : "") + std::string(buf);
     }
-    // The calibrated relevance the shares come from: mean mass over the five layers minus the
-    // curve.
+    // The calibrated relevance the shares come from: attention per token (the curve's measure),
+    // mean over the five layers, minus the curve.
     std::vector<double> cal(4, 0.0);
     for (int l = 0; l < 5; ++l) {
       auto a =
@@ -70,7 +73,7 @@ TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
                       " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
       ASSERT_EQ(a.exit_code, 0) << a.err;
       for (size_t d = 0; d < 4; ++d)
-        cal[d] += json::parse(a.out)["documents"][d]["mass"].get<double>() / 5;
+        cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;
     }
     for (size_t d = 0; d < 4; ++d) cal[d] -= curve["curve"][d].get<double>();
     const std::vector<float> want = proportional_shares(cal, 0.6);
@@ -78,6 +81,70 @@ TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
       EXPECT_NEAR(row.extra["shares"][d].get<double>(), want[d], 1e-5) << spans;
     auto g = run_ragform("generate -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
                          " -n 16 --json --steer reallocate:" + shares + " --steer-spans " + spans);
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_EQ(first_line(row.output), first_line(json::parse(g.out)["text"].get<std::string>()));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
+// The paper's allocation, the default (Found in the Middle eq. 4-6): the weights are
+// softmax(calibrated / 5e-5) of the per-token relevance, and the answer is what `generate --steer
+// redistribute:W1,..,W4 --steer-spans` gives the stored prompt.
+TEST(PositionBiasSweep, SoftmaxAnswersAsGenerateWithRedistributedWeights) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const auto dir = temp_dir("position_bias_softmax");
+  auto c = run_ragform("position-bias -m " + quoted(model) + " --task needle -k 4 --limit 3 -o " +
+                       quoted(dir / "curve.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const json curve = json::parse(read_file(dir / "curve.json"));
+  EXPECT_EQ(curve["measure"], "mean");
+  auto r = run_ragform("position-bias -m " + quoted(model) + " --task needle --sweep --limit 1 " +
+                       "--bias " + quoted(dir / "curve.json") + " --store " +
+                       quoted(dir / "run.sqlite"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // --share is proportional's and top's; --temperature softmax's; --measure the curve's.
+  for (const std::string bad :
+       {" --share 0.5", " --allocation top --temperature 1e-4", " --measure sum"}) {
+    auto b = run_ragform("position-bias -m " + quoted(model) + " --task needle --sweep --bias " +
+                         quoted(dir / "curve.json") + " --store " + quoted(dir / "x.sqlite") + bad);
+    EXPECT_EQ(b.exit_code, 2) << bad << b.err;
+  }
+  ragform::store::RunStore st(dir / "run.sqlite", ragform::store::RunStore::Mode::read_only);
+  const auto rows = st.results(std::nullopt);
+  ASSERT_EQ(rows.size(), 4u * 2);
+  int checked = 0;
+  for (const auto& row : rows) {
+    if (row.variant != "calibrated@0" && row.variant != "calibrated@2") continue;
+    write_file(dir / "prompt.txt", row.prompt);
+    ASSERT_EQ(row.extra["spans"].size(), 4u);
+    std::string spans, weights;
+    for (size_t d = 0; d < 4; ++d) {
+      spans += (d ? "," : "") + std::to_string(row.extra["spans"][d][0].get<size_t>()) + ":" +
+               std::to_string(row.extra["spans"][d][1].get<size_t>());
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.9g", row.extra["weights"][d].get<double>());
+      weights += (d ? "," : "") + std::string(buf);
+    }
+    std::vector<double> cal(4, 0.0);
+    for (int l = 0; l < 5; ++l) {
+      auto a =
+          run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                      " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
+      ASSERT_EQ(a.exit_code, 0) << a.err;
+      for (size_t d = 0; d < 4; ++d)
+        cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;
+    }
+    double top = -1e300, z = 0;
+    for (size_t d = 0; d < 4; ++d) top = std::max(top, cal[d] - curve["curve"][d].get<double>());
+    std::vector<double> want;
+    for (size_t d = 0; d < 4; ++d)
+      z += want.emplace_back(std::exp((cal[d] - curve["curve"][d].get<double>() - top) / 5e-5));
+    for (size_t d = 0; d < 4; ++d)
+      EXPECT_NEAR(row.extra["weights"][d].get<double>(), want[d] / z, 1e-4) << spans;
+    auto g =
+        run_ragform("generate -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                    " -n 16 --json --steer redistribute:" + weights + " --steer-spans " + spans);
     ASSERT_EQ(g.exit_code, 0) << g.err;
     EXPECT_EQ(first_line(row.output), first_line(json::parse(g.out)["text"].get<std::string>()));
     ++checked;

@@ -69,7 +69,8 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
       continue;
     }
     const size_t top = row.extra["top"], b = row.extra["span"][0], e = row.extra["span"][1];
-    // The top document: highest mass (mean over the five layers) minus the curve at its slot.
+    // The top document: highest attention per token (the curve's measure, mean over the five
+    // layers) minus the curve at its slot.
     const json curve = json::parse(read_file(dir / "curve.json"));
     std::string spans;
     size_t at = 0;
@@ -85,7 +86,7 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
                       " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
       ASSERT_EQ(a.exit_code, 0) << a.err;
       for (size_t d = 0; d < 4; ++d)
-        cal[d] += json::parse(a.out)["documents"][d]["mass"].get<double>() / 5;
+        cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;
     }
     for (size_t d = 0; d < 4; ++d) cal[d] -= curve["curve"][d].get<double>();
     EXPECT_EQ(top, size_t(std::max_element(cal.begin(), cal.end()) - cal.begin())) << spans;

@@ -327,24 +327,47 @@ void reallocate_reference_row(const Steering& st, int pos, std::vector<float>& p
   }
 }
 
+// Found in the Middle's eq. 5-6: the applicable spans' total C kept, span i's part w_i / W of it.
+void redistribute_reference_row(const Steering& st, int pos, std::vector<float>& p) {
+  std::vector<double> mass(st.spans.size(), 0.0);
+  for (size_t i = 0; i < st.spans.size(); ++i)
+    if (st.spans[i].end <= pos)
+      for (int j = st.spans[i].begin; j < st.spans[i].end && j < int(p.size()); ++j)
+        mass[i] += p[size_t(j)];
+  double total = 0.0, weights = 0.0;
+  for (size_t i = 0; i < mass.size(); ++i) {
+    total += mass[i];
+    if (mass[i] > 0.0) weights += st.shares[i];
+  }
+  if (total <= 0.0 || weights <= 0.0) return;
+  for (size_t i = 0; i < mass.size(); ++i)
+    if (mass[i] > 0.0)
+      for (int j = st.spans[i].begin; j < st.spans[i].end && j < int(p.size()); ++j)
+        p[size_t(j)] = float(p[size_t(j)] * float(st.shares[i] / weights * total / mass[i]));
+}
+
 void steer_reference_row(const Steering& st, int pos, std::vector<float>& p) {
+  if (st.rule == Steering::Redistribute) return redistribute_reference_row(st, pos, p);
   if (!st.shares.empty()) return reallocate_reference_row(st, pos, p);
+  // Rescale is PASTA's: every span key the row sees, and every key at or past the prompt's end,
+  // against the prompt's other keys; reallocate takes the spans that ended at or before the row.
+  const bool pasta = st.rule == Steering::Rescale;
   auto inside = [&](int j) {
+    if (pasta && j >= st.prompt_end) return true;
     for (const TokenSpan& sp : st.spans)
-      if (sp.end <= pos && j >= sp.begin && j < sp.end) return true;
+      if ((pasta || sp.end <= pos) && j >= sp.begin && j < sp.end) return true;
     return false;
   };
   double in = 0.0, rest = 0.0;
   for (size_t j = 0; j < p.size(); ++j) (inside(int(j)) ? in : rest) += p[j];
-  if (in <= 0.0) return;
+  if (in <= 0.0 || rest <= 0.0) return;
   const double v = st.value;
   double fin = 1.0, fout = 1.0;
-  if (st.rule == Steering::Rescale) {
+  if (pasta) {
     if (rest + v * in <= 0.0) return;
     fin = v / (rest + v * in);
     fout = 1.0 / (rest + v * in);
   } else {
-    if (rest <= 0.0) return;
     fin = v / in;
     fout = (1.0 - v) / rest;
   }

@@ -27,6 +27,8 @@ const char* rule_name(Steering::Rule r) {
       return "rescale";
     case Steering::Reallocate:
       return "reallocate";
+    case Steering::Redistribute:
+      return "redistribute";
     case Steering::Off:
       break;
   }
@@ -34,7 +36,8 @@ const char* rule_name(Steering::Rule r) {
 }
 
 bool rule_changes(Steering::Rule r, float value) {
-  return r == Steering::Reallocate || (r == Steering::Rescale && value != 1.0f);
+  return r == Steering::Reallocate || r == Steering::Redistribute ||
+         (r == Steering::Rescale && value != 1.0f);
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -61,10 +64,11 @@ std::string join_floats(const std::vector<float>& v) {
   return s;
 }
 
-// The rule as text: "rescale:2", "reallocate:0.5", or per span "reallocate:0.25,0.5".
+// The rule as text: "rescale:2", "reallocate:0.5", or per span "reallocate:0.25,0.5" and
+// "redistribute:0.25,0.75".
 std::string rule_text(Steering::Rule r, float value, const std::vector<float>& shares) {
   return std::string(rule_name(r)) + ":" +
-         (shares.empty() ? float_text(value) : join_floats(shares));
+         (shares.empty() && r != Steering::Redistribute ? float_text(value) : join_floats(shares));
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -94,6 +98,10 @@ std::string Steering::key() const {
     k += (i ? "," : "") + std::to_string(spans[i].begin) + ":" + std::to_string(spans[i].end);
   k += "|layers=" + join_ints(layers);
   k += "|heads=" + (heads.empty() ? std::string("all") : join_ints(heads));
+  // Rescale treats keys at or past the prompt's end apart: the same spans over a longer prompt
+  // give other rows.
+  if (rule == Rescale && prompt_end != std::numeric_limits<int>::max())
+    k += "|prompt=" + std::to_string(prompt_end);
   return k;
 }
 
@@ -143,6 +151,24 @@ std::vector<float> parse_shares(const std::string& list, const std::string& text
     throw UsageError(what, "the per-span shares in '" + text + "' sum to more than 1");
   return out;
 }
+
+// "W1,W2,...": redistribute's per-span weights, each finite and >= 0, at least one above 0 (only
+// their ratios matter: each row renormalises them).
+std::vector<float> parse_weights(const std::string& list, const std::string& text,
+                                 const std::string& what) {
+  std::vector<float> out;
+  bool positive = false;
+  for (const std::string& num : split(list, ',')) {
+    const std::optional<float> f = parse_decimal_float(num);  // base/number_text.h's grammar
+    if (!f) throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+    if (*f < 0) throw UsageError(what, "each redistributed weight must be >= 0, got " + num);
+    positive |= *f > 0;
+    out.push_back(*f);
+  }
+  if (!positive)
+    throw UsageError(what, "the weights in '" + text + "' are all 0: at least one must be above 0");
+  return out;
+}
 }  // namespace
 
 void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what) {
@@ -154,9 +180,19 @@ void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::st
   }
   const size_t colon = text.find(':');
   const std::string name = text.substr(0, colon);
-  if (colon == std::string::npos || (name != "rescale" && name != "reallocate"))
-    throw UsageError(what, "expected rescale:FACTOR, reallocate:SHARE or off, got '" + text + "'");
+  if (colon == std::string::npos ||
+      (name != "rescale" && name != "reallocate" && name != "redistribute"))
+    throw UsageError(what,
+                     "expected rescale:FACTOR, reallocate:SHARE, redistribute:W1,W2,... or off, "
+                     "got '" +
+                         text + "'");
   const std::string num = text.substr(colon + 1);
+  if (name == "redistribute") {
+    into.rule = Steering::Redistribute;
+    into.shares = parse_weights(num, text, what);
+    into.value = 1.0f;
+    return;
+  }
   if (num.find(',') != std::string::npos) {
     if (name != "reallocate")
       throw UsageError(what, "only reallocate takes one value per span, got '" + text + "'");
@@ -352,9 +388,10 @@ void pair_shares(Steering& s, const std::vector<float>& shares, std::vector<Toke
 }  // namespace
 
 Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
-                          std::vector<TokenSpan> token_spans) {
+                          std::vector<TokenSpan> token_spans, int prompt_tokens) {
   Steering s;
   if (!spec.active()) return s;
+  s.prompt_end = prompt_tokens;
   for (int h : spec.heads)
     if (h < 0 || h >= n_head)
       throw UsageError(
@@ -370,10 +407,13 @@ Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
   if (spec.shares.empty()) {
     s.spans = merge_spans(std::move(token_spans));
   } else {
+    const bool weights = spec.rule == Steering::Redistribute;
     if (spec.shares.size() != token_spans.size())
-      throw UsageError("--steer", std::to_string(spec.shares.size()) + " per-span shares for " +
-                                      std::to_string(token_spans.size()) +
-                                      " spans: give one share per --steer-spans span");
+      throw UsageError("--steer",
+                       std::to_string(spec.shares.size()) +
+                           (weights ? " per-span weights for " : " per-span shares for ") +
+                           std::to_string(token_spans.size()) + " spans: give one " +
+                           (weights ? "weight" : "share") + " per --steer-spans span");
     pair_shares(s, spec.shares, std::move(token_spans));
   }
   return s;
@@ -393,6 +433,22 @@ void for_keys(const Steering& s, int pos, int n, const F& f) {
     for (; j < e; ++j) f(j, true);
   }
   for (; j < n; ++j) f(j, false);
+}
+
+// PASTA's membership (rescale): f(j, inside) for keys j = 0..n-1, inside = key j is in a span (the
+// part of it the row sees) or at or past the prompt's end (a generated token).
+template <class F>
+void for_keys_pasta(const Steering& s, int n, const F& f) {
+  const int gen = std::min(std::max(s.prompt_end, 0), n);
+  int j = 0;
+  for (const TokenSpan& sp : s.spans) {
+    const int b = std::min(sp.begin, gen), e = std::min(sp.end, gen);
+    if (b >= gen) break;
+    for (; j < b; ++j) f(j, false);
+    for (; j < e; ++j) f(j, true);
+  }
+  for (; j < gen; ++j) f(j, false);
+  for (; j < n; ++j) f(j, true);
 }
 }  // namespace
 
@@ -431,19 +487,52 @@ void reallocate_each(const Steering& s, int pos, float* w, int n) {
 }
 }  // namespace
 
+namespace {
+// Found in the Middle's eq. 5-6 on one row (Steering::Redistribute): the applicable spans' masses
+// m_i and total C summed in double, keys in order; span i's keys times w_i C / (W m_i), W the
+// weights' sum over the spans with mass. Keys outside every span are not touched.
+void redistribute_each(const Steering& s, int pos, float* w, int n) {
+  thread_local std::vector<double> mass;
+  mass.clear();
+  double total = 0.0, weights = 0.0;
+  for (size_t i = 0; i < s.spans.size() && s.spans[i].end <= pos; ++i) {
+    const int b = std::min(s.spans[i].begin, n), e = std::min(s.spans[i].end, n);
+    double m = 0.0;
+    for (int j = b; j < e; ++j) m += double(w[j]);
+    mass.push_back(m);
+    total += m;
+    if (m > 0.0) weights += double(s.shares[i]);
+  }
+  if (total <= 0.0 || weights <= 0.0) return;
+  for (size_t i = 0; i < mass.size(); ++i) {
+    if (mass[i] <= 0.0) continue;
+    const float f = float(double(s.shares[i]) / weights * total / mass[i]);
+    const int b = std::min(s.spans[i].begin, n), e = std::min(s.spans[i].end, n);
+    for (int j = b; j < e; ++j) w[j] *= f;
+  }
+}
+}  // namespace
+
 void steer_row(const Steering& s, int pos, float* w, int n) {
-  if (s.spans.empty() || s.spans.front().end > pos) return;  // no span before this query
+  if (s.spans.empty()) return;
+  if (s.rule == Steering::Rescale) {
+    // PASTA: the span keys the row sees (and generated keys) against the prompt's other keys.
+    double in = 0.0, rest = 0.0;
+    for_keys_pasta(s, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });
+    const double z = rest + double(s.value) * in;
+    if (in <= 0.0 || rest <= 0.0 || z <= 0.0) return;  // alpha cancels: the row is unchanged
+    const float fa = float(double(s.value) / z), fb = float(1.0 / z);
+    for_keys_pasta(s, n, [&](int j, bool inside) { w[j] *= inside ? fa : fb; });
+    return;
+  }
+  if (s.spans.front().end > pos) return;  // no span before this query
+  if (s.rule == Steering::Redistribute) return redistribute_each(s, pos, w, n);
   if (!s.shares.empty()) return reallocate_each(s, pos, w, n);
   // Span mass and rest mass, summed in double (as the softmax sums), keys in order.
   double in = 0.0, rest = 0.0;
   for_keys(s, pos, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });
   double a = 1.0, b = 1.0;  // factors for span keys and the others
-  if (s.rule == Steering::Rescale) {
-    const double z = rest + double(s.value) * in;
-    if (in <= 0.0 || z <= 0.0) return;
-    a = double(s.value) / z;
-    b = 1.0 / z;
-  } else if (s.rule == Steering::Reallocate) {
+  if (s.rule == Steering::Reallocate) {
     if (in <= 0.0 || rest <= 0.0) return;
     a = double(s.value) / in;
     b = (1.0 - double(s.value)) / rest;

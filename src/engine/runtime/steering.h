@@ -1,24 +1,39 @@
 // Attention steering: an intervention on the attention weights of chosen layers and heads, applied
 // by the attention kernel (attention.h) between the softmax and P V, so taps report the weights
-// after steering and the values read are the steered mixture.
+// after steering and the values read are the steered mixture. Three rules, each a row still
+// summing to 1:
 //
-// For every query token after a span (query position >= the span's end), the weights of the
-// span's keys change by one of two rules, the row still summing to 1:
-//   rescale:F    the span's post-softmax weights times F, the row renormalised (PASTA's form,
-//                Zhang et al. 2023): w_j <- w_j * (j in span ? F : 1) / (rest + F * span);
+//   rescale:F    PASTA (Zhang et al. 2023, arXiv 2311.02262, eq. 2): every key of the prompt
+//                outside the spans is scaled by alpha and the row renormalised, here with
+//                alpha = 1/F (the same weights: w_j <- w_j * (j in span ? F : 1) / Z). As PASTA's
+//                reference code (pastalib, edit_multisection_attention) does, every query row is
+//                steered, the rows inside a span too (the span keys it can see count), and keys at
+//                or past the prompt's end (generated tokens, Steering::prompt_end) are not
+//                down-weighted: they take F like the span's keys. Rows before every span are
+//                unchanged (all their keys are outside, so alpha cancels). Spans are one union:
+//                pastalib scales a key by alpha once per section it is outside of, which equals
+//                the union unless two spans overlap (there pastalib gives the overlap F^2).
 //   reallocate:S the span's total weight set to the share S, the rest scaled to 1 - S
-//                (found-in-the-middle's form, Hsieh et al. 2024): span weights times S / span,
-//                the others times (1 - S) / rest.
+//                (ragform's variant of found-in-the-middle's reallocation): span weights times
+//                S / span, the others times (1 - S) / rest, on query rows after the span.
+//   redistribute:W1,W2,...
+//                Found in the Middle (Hsieh et al. 2024, arXiv 2406.16008, section 4, eq. 5-6):
+//                the documents' total attention C of the row is kept and split among them in
+//                proportion to the weights (the paper's alpha_k = softmax(rel_k / t), computed by
+//                the caller: cnorm::softmax_allocation), each span's keys scaled by
+//                alpha_k C / m_k; keys outside every span are not touched (their bits stay). On
+//                query rows after a span: a row sees the spans that ended at or before it, and
+//                their weights are renormalised among those with mass.
 // Spans that apply to one query row are one union (sorted and merged when resolved), so a key is
 // scaled once. A row whose span mass or rest mass is 0 (every key in the span, or the span outside
 // a sliding window) is left as it is: no share can be moved there.
 //
 // Per-span shares, reallocate:S1,S2,... (one share per span, in the order the spans are given):
-// found-in-the-middle's own form, where each document gets its own share (proportional to its
-// calibrated relevance). Each applicable span i with mass m_i > 0 is scaled by S_i / m_i, the keys
-// outside every applicable span by (1 - sum S_i) / rest, the sum over the spans that took their
-// share; with no rest mass the row is left as it is. The spans are kept apart (not merged); a
-// token in two of them belongs to the earlier one. reallocate:S (one value) is the union form.
+// each span i with mass m_i > 0 is scaled by S_i / m_i, the keys outside every applicable span by
+// (1 - sum S_i) / rest, the sum over the spans that took their share; with no rest mass the row is
+// left as it is. The spans are kept apart (not merged); a token in two of them belongs to the
+// earlier one. reallocate:S (one value) is the union form. redistribute's weights are per span in
+// the same way.
 //
 // Exactness: with the rule off, or rescale:1, nothing is steered and the kernel's path is the one
 // it runs without steering (active() is false; no extra arithmetic), so the bits are those of a
@@ -30,6 +45,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,13 +75,16 @@ struct LayerRange {
 };
 
 struct Steering {
-  enum Rule { Off, Rescale, Reallocate };
+  enum Rule { Off, Rescale, Reallocate, Redistribute };
   Rule rule = Off;
   float value = 1.0f;            // rescale: the factor (>= 0); reallocate: the share (0..1)
   std::vector<TokenSpan> spans;  // sorted, disjoint, non-empty
   // Reallocate per span: shares[i] is spans[i]'s share (the spans then not merged); empty = value
-  // for the union of the spans.
+  // for the union of the spans. Redistribute: spans[i]'s weight (always per span).
   std::vector<float> shares;
+  // Tokens of the sequence the steering was resolved for: keys at or past it are generated tokens,
+  // which rescale (PASTA) does not down-weight. Part of key() for rescale.
+  int prompt_end = std::numeric_limits<int>::max();
   std::vector<int> layers;  // sorted, distinct; default_layers(n_layer) unless chosen
   std::vector<int> heads;   // sorted, distinct; empty = every head
 
@@ -75,8 +94,9 @@ struct Steering {
   bool steers_head(int head) const;
   // A stable one-line text of the resolved setting, "" when inactive: the prefix cache keys its
   // entries on it (steered KV rows are never reused by another setting).
-  // "rescale:2|spans=3:9,12:20|layers=2,3|heads=all" (floats in shortest round-trip form);
-  // per-span shares are listed as "reallocate:0.25,0.5|spans=...".
+  // "rescale:2|spans=3:9,12:20|layers=2,3|heads=all|prompt=40" (floats in shortest round-trip
+  // form); per-span shares are listed as "reallocate:0.25,0.5|spans=...", weights as
+  // "redistribute:0.25,0.75|spans=...".
   std::string key() const;
   // Human-readable: "off" or key().
   std::string describe() const;
@@ -90,7 +110,8 @@ struct SteeringSpec {
   Steering::Rule rule = Steering::Off;
   float value = 1.0f;
   std::vector<CharSpan> spans;
-  // reallocate:S1,S2,...: one share per span, in the spans' order (empty = value for their union).
+  // reallocate:S1,S2,...: one share per span, in the spans' order (empty = value for their union);
+  // redistribute:W1,W2,...: one weight per span.
   std::vector<float> shares;
   std::vector<LayerRange> layers;  // empty = default_layers
   std::vector<int> heads;          // empty = every head
@@ -104,7 +125,8 @@ struct SteeringSpec {
 
 // Parsers of the CLI syntax; each throws UsageError(what, why) naming the bad part.
 // "rescale:FACTOR" (FACTOR >= 0, finite), "reallocate:SHARE" (0 <= SHARE <= 1) or "off";
-// "reallocate:S1,S2,..." gives each span its own share (each within 0..1, summing to at most 1).
+// "reallocate:S1,S2,..." gives each span its own share (each within 0..1, summing to at most 1);
+// "redistribute:W1,W2,..." one weight per span (each >= 0, at least one above 0).
 void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what);
 // "START:END,..." byte offsets, START < END.
 std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& what);
@@ -131,11 +153,12 @@ std::vector<CharSpan> token_char_spans(const tok::Tokenizer& tk, std::string_vie
 std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
                                        const std::vector<CharSpan>& spans, size_t prompt_offset);
 
-// The Steering a spec means for a model (n_layer, n_head) and a prompt whose tokens cover the
-// given token spans (one per character span of the spec); validates head indices, the rule and
-// that per-span shares have one span each. Inactive specs give an Off Steering.
+// The Steering a spec means for a model (n_layer, n_head) and a sequence of `prompt_tokens` tokens
+// whose tokens cover the given token spans (one per character span of the spec); validates head
+// indices, the rule and that per-span shares and weights have one span each. Inactive specs give
+// an Off Steering.
 Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
-                          std::vector<TokenSpan> token_spans);
+                          std::vector<TokenSpan> token_spans, int prompt_tokens);
 
 // Sorted, merged, empty spans dropped.
 std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans);
@@ -145,7 +168,8 @@ std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans);
 bool shares_fit_spans(const Steering& s);
 
 // The rule applied to one softmax row: weights w[0..n) of the query at position `pos` (keys
-// 0..n-1), for spans that end at or before pos. The engine's kernel calls it on its rows.
+// 0..n-1): for rescale the spans it can see, for the others the spans that end at or before pos.
+// The engine's kernel calls it on its rows.
 void steer_row(const Steering& s, int pos, float* w, int n);
 
 }  // namespace ragform::runtime

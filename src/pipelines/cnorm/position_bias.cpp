@@ -58,7 +58,8 @@ std::string variant_of(size_t slot, size_t filler) {
 
 // The filler's mass at `slot` of one prompt: "mass" (mean over layers) and "l<L>" per layer.
 std::map<std::string, double> measure_slot(reader::Reader& r, const std::string& prompt,
-                                           const CharSpan& span, const std::vector<int>& layers) {
+                                           const CharSpan& span, const std::vector<int>& layers,
+                                           Measure measure) {
   reader::AttentionQuery q;
   q.layers = layers;
   q.query_positions = {-1};
@@ -67,7 +68,7 @@ std::map<std::string, double> measure_slot(reader::Reader& r, const std::string&
   std::map<std::string, double> scores;
   double sum = 0;
   for (const auto& row : res.rows) {
-    double m = span_masses(row.mean, tok)[0];
+    double m = span_attention(row.mean, tok, measure)[0];
     scores["l" + std::to_string(row.layer)] = m;
     sum += m;
   }
@@ -86,13 +87,16 @@ void check_options(const PositionBiasOptions& o, const std::vector<Item>& items)
 nlohmann::json identity(const PositionBiasOptions& o, const std::vector<Document>& fillers) {
   nlohmann::json f = nlohmann::json::array();
   for (const auto& d : fillers) f.push_back({d.title, d.text});
-  return {{"task", task_name(o.task)},
-          {"template", o.tmpl},
-          {"k", o.k},
-          {"layers", o.layers},
-          {"fillers", f},
-          {"seed", o.seed},
-          {"input_sha256", o.input_sha256}};
+  nlohmann::json id = {{"task", task_name(o.task)},
+                       {"template", o.tmpl},
+                       {"k", o.k},
+                       {"layers", o.layers},
+                       {"fillers", f},
+                       {"seed", o.seed},
+                       {"input_sha256", o.input_sha256}};
+  // Sums were the only measure once: their runs keep the identity they had.
+  if (o.measure != Measure::Sum) id["measure"] = measure_name(o.measure);
+  return id;
 }
 
 // The curve from every row's scores: mean per slot, per layer and overall.
@@ -100,6 +104,7 @@ BiasCurve curve_from_rows(const std::vector<store::Result>& rows, const Position
   BiasCurve c;
   c.task = task_name(o.task);
   c.k = o.k;
+  c.measure = o.measure;
   c.curve.assign(o.k, 0.0);
   for (int l : o.layers) c.layers.push_back({l, std::vector<double>(o.k, 0.0)});
   std::vector<size_t> n(o.k, 0);
@@ -141,7 +146,7 @@ void measure_all(reader::Reader& r, const std::vector<Item>& items, const Positi
         row.instance = it.id;
         row.variant = variant;
         row.prompt = p.text;
-        row.scores = measure_slot(r, p.text, document_spans(p, docs)[s], o.layers);
+        row.scores = measure_slot(r, p.text, document_spans(p, docs)[s], o.layers, o.measure);
         row.extra = {{"slot", s}, {"filler", f}};
         put(std::move(row));
         stage.add();
@@ -211,6 +216,7 @@ nlohmann::json bias_curve_json(const BiasCurve& c) {
     layers.push_back({{"layer", l.layer}, {"curve", rounded(l.curve)}});
   return {{"task", c.task},
           {"k", c.k},
+          {"measure", measure_name(c.measure)},
           {"prompts", c.prompts},
           {"curve", rounded(c.curve)},
           {"layers", layers},
@@ -226,6 +232,10 @@ BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what)
   c.curve = numbers(j["curve"], what, "curve");
   c.k = c.curve.size();
   c.task = j.value("task", "");
+  // A curve written before the measure existed holds sums.
+  const nlohmann::json measure = j.value("measure", nlohmann::json("sum"));
+  if (!measure.is_string()) throw UsageError(what, "'measure' must be \"mean\" or \"sum\"");
+  c.measure = parse_measure(measure.get<std::string>(), what);
   c.prompts = j.value("prompts", size_t(0));
   c.reader = j.value("reader", "");
   c.model_sha256 = j.value("model_sha256", "");
@@ -280,7 +290,9 @@ nlohmann::json document_report(const std::string& prompt, const reader::Attentio
                                  std::to_string(spans.size()) +
                                  " document spans were given (measure it with -k " +
                                  std::to_string(spans.size()) + ")");
-  return document_relevance_json(document_relevance(prompt, r, row, spans, curve), bias != nullptr);
+  const Measure m = bias ? bias->measure : Measure::Sum;
+  return document_relevance_json(document_relevance(prompt, r, row, spans, curve, m),
+                                 bias != nullptr, m);
 }
 
 }  // namespace ragform::cnorm

@@ -4,14 +4,19 @@
 // For each item (a real prompt's documents: qa from QA records, needle generated, tasks.h) and
 // each of a few fixed uninformative filler documents, the filler is put at each slot i of K: the
 // item's gold and first K - 2 distractors in their order, with the filler inserted at slot i. The
-// final prompt token's attention (every requested layer, mean over heads) is summed over the
+// final prompt token's attention (every requested layer, mean over heads) is read over the
 // filler's tokens (relevance.h's span rule; the span is the filler's text, not the "Document
-// [i](Title: ...)" header). Averaged over items and fillers, per layer and over layers, that is
-// the bias curve: one mass per slot, U-shaped in the paper's models. relevance.h subtracts it.
+// [i](Title: ...)" header): by default the mean per token, the paper's Attn(x_dum, k) (section
+// 2.1), or the sum (--measure sum, ragform's earlier form). Averaged over items and fillers, per
+// layer and over layers, that is the bias curve: one value per slot, U-shaped in the paper's
+// models. relevance.h subtracts it from documents read under the same measure, which the curve
+// carries ("measure"; a curve file without it was measured as sums).
 //
 // Run store: pipeline "position-bias", one row per (item id, "slot<i>/filler<j>") with scores
-// "mass" (mean over the layers) and "l<L>" (layer L); the curve is computed from the stored rows,
-// so a resumed run counts every row. The curve file (--output) is bias_curve_json's object.
+// "mass" (the filler's attention under the run's measure, mean over the layers) and "l<L>" (layer
+// L); the curve is computed from the stored rows, so a resumed run counts every row. The run's
+// identity holds "measure" when it is the mean (sum runs keep the identity they had). The curve
+// file (--output) is bias_curve_json's object.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -33,14 +38,15 @@ namespace ragform::cnorm {
 const std::vector<Document>& default_fillers(Task t);
 
 struct PositionBiasOptions {
-  Task task = Task::Qa;           // qa or needle
-  std::string tmpl;               // the task's template (load_template)
-  size_t k = 10;                  // slots
-  std::vector<int> layers;        // layer indices (0-based) to tap; every layer of the model
-  std::vector<Document> fillers;  // empty = default_fillers(task)
-  common::RunOrigin origin;       // the reader's provenance (runs of other readers never merge)
-  std::string input_sha256;       // of the input file; "" for needle
-  uint64_t seed = 0;              // the items' seed (recorded in the run's identity)
+  Task task = Task::Qa;             // qa or needle
+  std::string tmpl;                 // the task's template (load_template)
+  size_t k = 10;                    // slots
+  std::vector<int> layers;          // layer indices (0-based) to tap; every layer of the model
+  std::vector<Document> fillers;    // empty = default_fillers(task)
+  Measure measure = Measure::Mean;  // how the filler's attention is read (see above)
+  common::RunOrigin origin;         // the reader's provenance (runs of other readers never merge)
+  std::string input_sha256;         // of the input file; "" for needle
+  uint64_t seed = 0;                // the items' seed (recorded in the run's identity)
   common::RunHooks hooks;
 };
 
@@ -52,8 +58,9 @@ struct LayerCurve {
 struct BiasCurve {
   std::string task;
   size_t k = 0;
-  size_t prompts = 0;         // prompts measured (items x fillers x slots)
-  std::vector<double> curve;  // [slot]: mean over items, fillers and layers
+  Measure measure = Measure::Mean;  // what the curve's values are; documents are read the same way
+  size_t prompts = 0;               // prompts measured (items x fillers x slots)
+  std::vector<double> curve;        // [slot]: mean over items, fillers and layers
   std::vector<LayerCurve> layers;
   std::string reader;  // the reader that measured it
   std::string model_sha256;
@@ -75,7 +82,8 @@ BiasCurve run_position_bias(reader::Reader& r, store::RunStore& st, const std::v
 BiasCurve run_position_bias(reader::Reader& r, const std::vector<Item>& items,
                             const PositionBiasOptions& opt);
 
-// {"task","k","prompts","curve":[K],"layers":[{"layer","curve"}],"reader","model_sha256","run"}.
+// {"task","k","measure","prompts","curve":[K],"layers":[{"layer","curve"}],"reader",
+// "model_sha256","run"}.
 nlohmann::json bias_curve_json(const BiasCurve& c);
 // A curve from that object (only "curve" is required; "layers" when present must be well formed).
 // UsageError naming `what` otherwise.

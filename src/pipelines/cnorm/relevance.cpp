@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <numeric>
 
 #include "base/error.h"
@@ -33,6 +34,29 @@ void check_span(const CharSpan& c, const std::string& flag) {
 }
 
 }  // namespace
+
+Measure parse_measure(const std::string& s, const std::string& flag) {
+  if (s == "mean") return Measure::Mean;
+  if (s == "sum") return Measure::Sum;
+  throw UsageError(flag, "expected mean or sum, got '" + excerpt(s) + "'");
+}
+
+const char* measure_name(Measure m) { return m == Measure::Sum ? "sum" : "mean"; }
+
+std::vector<double> softmax_allocation(const std::vector<double>& relevance, double t) {
+  if (!(t > 0) || !std::isfinite(t))
+    throw UsageError("--temperature", "must be a finite number above 0");
+  if (relevance.empty()) return {};
+  const double top = *std::max_element(relevance.begin(), relevance.end());
+  std::vector<double> out;
+  double z = 0;
+  for (double r : relevance) {
+    out.push_back(std::exp((r - top) / t));
+    z += out.back();
+  }
+  for (double& a : out) a /= z;  // z >= 1: the largest term is exp(0)
+  return out;
+}
 
 void check_document_work(size_t spans, size_t rows, size_t positions, const std::string& field) {
   if (spans == 0) return;
@@ -146,9 +170,20 @@ std::vector<double> span_masses(const std::vector<float>& row,
   return out;
 }
 
-std::vector<double> layer_mean_masses(reader::Reader& r, const std::string& prompt,
-                                      const std::vector<CharSpan>& spans,
-                                      const std::vector<int>& layers) {
+std::vector<double> span_attention(const std::vector<float>& row,
+                                   const std::vector<TokenSpan>& spans, Measure m) {
+  std::vector<double> out = span_masses(row, spans);
+  if (m == Measure::Mean)
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const size_t n = std::min(spans[i].end, row.size()) - std::min(spans[i].begin, row.size());
+      out[i] = n ? out[i] / double(n) : 0.0;
+    }
+  return out;
+}
+
+std::vector<double> layer_mean_attention(reader::Reader& r, const std::string& prompt,
+                                         const std::vector<CharSpan>& spans,
+                                         const std::vector<int>& layers, Measure measure) {
   reader::AttentionQuery q;
   q.layers = layers;
   q.query_positions = {-1};
@@ -156,20 +191,20 @@ std::vector<double> layer_mean_masses(reader::Reader& r, const std::string& prom
   const std::vector<TokenSpan> tok = resolve_spans(prompt, res.pieces, spans);
   std::vector<double> mass(spans.size(), 0.0);
   for (const auto& row : res.rows) {
-    const std::vector<double> m = span_masses(row.mean, tok);
+    const std::vector<double> m = span_attention(row.mean, tok, measure);
     for (size_t i = 0; i < m.size(); ++i) mass[i] += m[i] / double(res.rows.size());
   }
   return mass;
 }
 
-std::vector<double> calibrated_relevance(const std::vector<double>& masses,
+std::vector<double> calibrated_relevance(const std::vector<double>& attention,
                                          const std::vector<double>& bias) {
-  if (masses.size() != bias.size())
-    throw Error("calibrated relevance", std::to_string(masses.size()) +
+  if (attention.size() != bias.size())
+    throw Error("calibrated relevance", std::to_string(attention.size()) +
                                             " documents but a bias curve of " +
                                             std::to_string(bias.size()) + " slots");
-  std::vector<double> out(masses.size());
-  for (size_t k = 0; k < masses.size(); ++k) out[k] = masses[k] - bias[k];
+  std::vector<double> out(attention.size());
+  for (size_t k = 0; k < attention.size(); ++k) out[k] = attention[k] - bias[k];
   return out;
 }
 
@@ -185,18 +220,20 @@ std::vector<DocumentRelevance> document_relevance(const std::string& prompt,
                                                   const reader::AttentionResult& r,
                                                   const reader::AttentionRows& row,
                                                   const std::vector<CharSpan>& spans,
-                                                  const std::vector<double>* bias) {
+                                                  const std::vector<double>* bias, Measure m) {
   const std::vector<TokenSpan> tokens = resolve_spans(prompt, r.pieces, spans);
   const std::vector<double> mass = span_masses(row.mean, tokens);
-  const std::vector<double> cal = bias ? calibrated_relevance(mass, *bias) : mass;
+  const std::vector<double> mean = span_attention(row.mean, tokens, Measure::Mean);
+  const std::vector<double> cal =
+      bias ? calibrated_relevance(m == Measure::Mean ? mean : mass, *bias) : mass;
   std::vector<DocumentRelevance> out;
   for (size_t k = 0; k < spans.size(); ++k)
-    out.push_back({k, spans[k], tokens[k], mass[k], bias ? (*bias)[k] : 0.0, cal[k]});
+    out.push_back({k, spans[k], tokens[k], mass[k], mean[k], bias ? (*bias)[k] : 0.0, cal[k]});
   return out;
 }
 
-nlohmann::json document_relevance_json(const std::vector<DocumentRelevance>& docs,
-                                       bool calibrated) {
+nlohmann::json document_relevance_json(const std::vector<DocumentRelevance>& docs, bool calibrated,
+                                       Measure m) {
   nlohmann::json list = nlohmann::json::array();
   std::vector<double> scores;
   for (const DocumentRelevance& d : docs) {
@@ -205,7 +242,8 @@ nlohmann::json document_relevance_json(const std::vector<DocumentRelevance>& doc
                         {"end", d.chars.end},
                         {"token_start", d.tokens.begin},
                         {"token_end", d.tokens.end},
-                        {"mass", detail::round9(d.mass)}};
+                        {"mass", detail::round9(d.mass)},
+                        {"mean", detail::round9(d.mean)}};
     if (calibrated) {
       j["bias"] = detail::round9(d.bias);
       j["calibrated"] = detail::round9(d.calibrated);
@@ -213,7 +251,9 @@ nlohmann::json document_relevance_json(const std::vector<DocumentRelevance>& doc
     list.push_back(j);
     scores.push_back(calibrated ? d.calibrated : d.mass);
   }
-  return {{"documents", list}, {"ranking", rank_documents(scores)}};
+  nlohmann::json out = {{"documents", list}, {"ranking", rank_documents(scores)}};
+  if (calibrated) out["measure"] = measure_name(m);
+  return out;
 }
 
 }  // namespace ragform::cnorm

@@ -188,20 +188,42 @@ class ReferenceForward {
                                                  : 1.0;
     }
   }
+  // Found in the Middle's eq. 5-6: the ended spans' total kept, span i's part W_i / W of it.
+  [[gnu::noinline]] void redistribute_each(std::vector<double>& p, int lo, int t) const {
+    std::vector<double> mass(steer->spans.size(), 0.0);
+    double total = 0, weights = 0;
+    for (size_t i = 0; i < steer->spans.size(); ++i) {
+      const auto& sp = steer->spans[i];
+      if (sp.end > t) continue;
+      for (int j = std::max(lo, sp.begin); j < sp.end; ++j) mass[i] += p[size_t(j - lo)];
+      total += mass[i];
+      if (mass[i] > 0) weights += steer->shares[i];
+    }
+    if (total <= 0 || weights <= 0) return;
+    for (size_t i = 0; i < mass.size(); ++i)
+      if (mass[i] > 0)
+        for (int j = std::max(lo, steer->spans[i].begin); j < steer->spans[i].end; ++j)
+          p[size_t(j - lo)] *= steer->shares[i] / weights * total / mass[i];
+  }
   // The steering rule on the probabilities p[j - lo] of keys lo..t of the query at position t.
+  // Rescale is PASTA's: every row, the span keys it sees and generated keys (at or past
+  // prompt_end) against the prompt's other keys.
   void steer_probs(std::vector<double>& p, int lo, int t) const {
+    if (steer->rule == runtime::Steering::Redistribute) return redistribute_each(p, lo, t);
     if (!steer->shares.empty()) return reallocate_each(p, lo, t);
+    const bool pasta = steer->rule == runtime::Steering::Rescale;
     auto inside = [&](int j) {
+      if (pasta && j >= steer->prompt_end) return true;
       for (const auto& sp : steer->spans)
-        if (sp.end <= t && j >= sp.begin && j < sp.end) return true;
+        if ((pasta || sp.end <= t) && j >= sp.begin && j < sp.end) return true;
       return false;
     };
     double in = 0, rest = 0;
     for (int j = lo; j <= t; ++j) (inside(j) ? in : rest) += p[size_t(j - lo)];
     const double v = steer->value;
     double fin, fout;
-    if (steer->rule == runtime::Steering::Rescale) {
-      if (in <= 0 || rest + v * in <= 0) return;
+    if (pasta) {
+      if (in <= 0 || rest <= 0 || rest + v * in <= 0) return;
       fin = v / (rest + v * in);
       fout = 1 / (rest + v * in);
     } else {

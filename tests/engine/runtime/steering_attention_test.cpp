@@ -184,6 +184,70 @@ TEST(SteeringAttention, PerSpanSharesKernelFollowsReference) {
   }
 }
 
+// Redistribute (Found in the Middle, eq. 5-6) and rescale with generated keys (PASTA leaves keys
+// at or past the prompt's end unscaled): the kernel against the reference in prefill, decode and
+// a sliding window.
+TEST(SteeringAttention, RedistributeAndPastaDecodeKernelFollowsReference) {
+  for (bool f16 : {false, true}) {
+    Steering red = per_span({});
+    red.rule = Steering::Redistribute;
+    red.shares = {0.05f, 0.6f, 0.0f, 0.35f};
+    Steering pasta = make_steering(Steering::Rescale, 3.0f, {});
+    pasta.prompt_end = 320;  // keys 320.. are generated: inside the last span and after it
+    for (const auto& [st, name] : {std::pair{&red, "redistribute"}, std::pair{&pasta, "pasta"}}) {
+      const std::string tag = std::string(f16 ? "f16 " : "f32 ") + name;
+      Case prefill({14, 2, 64, 0.125f}, 290, 60, f16, 7);
+      check(prefill, *st, tag + " prefill GQA");
+      Case decode({4, 4, 16, 0.25f}, 400, 1, f16, 11);
+      check(decode, *st, tag + " decode MHA");
+      Case window({8, 2, 32, 0.18f}, 300, 40, f16, 13);
+      window.shape.window = 128;
+      // Redistribute moves nothing in a row that sees one document: in the window, two must be.
+      Steering in_window = *st;
+      if (st == &red) in_window.spans = {{5, 40}, {215, 250}, {250, 280}, {300, 325}};
+      check(window, in_window, tag + " sliding window");
+    }
+  }
+}
+
+// Redistribute keeps each row's total on the spans and touches no other key: the tapped row
+// against the unsteered one (the rule itself, not only agreement with the reference).
+TEST(SteeringAttention, RedistributeKeepsTheDocumentsTotal) {
+  Steering st = per_span({});
+  st.rule = Steering::Redistribute;
+  st.shares = {1.0f, 2.0f, 3.0f, 4.0f};
+  Case c({4, 2, 16, 0.25f}, 340, 1, false, 31);
+  ThreadPool pool(2);
+  for (SimdLevel lv : tiers()) {
+    SCOPED_TRACE(simd_name(lv));
+    c.steer = nullptr;
+    const Result plain = run_kernel(c, lv, pool);
+    c.steer = &st;
+    const Result got = run_kernel(c, lv, pool);
+    for (size_t h = 0; h < got.taps[0].size(); ++h) {
+      const auto& w = got.taps[0][h];
+      const auto& w0 = plain.taps[0][h];
+      double total = 0.0, total0 = 0.0;
+      std::vector<char> in(w.size(), 0);
+      for (const TokenSpan& sp : st.spans)
+        for (int j = sp.begin; j < sp.end; ++j) in[size_t(j)] = 1;
+      for (size_t j = 0; j < w.size(); ++j) {
+        if (in[j]) {
+          total += w[j], total0 += w0[j];
+        } else {
+          EXPECT_EQ(w[j], w0[j]) << j;
+        }
+      }
+      EXPECT_NEAR(total, total0, 1e-6);
+      for (size_t i = 0; i < st.spans.size(); ++i) {
+        double m = 0.0;
+        for (int j = st.spans[i].begin; j < st.spans[i].end; ++j) m += w[size_t(j)];
+        EXPECT_NEAR(m, total0 * st.shares[i] / 10.0, 1e-6) << i;
+      }
+    }
+  }
+}
+
 // Each span's tapped mass is its share in a row after all of them (the rule, not only agreement
 // with the reference).
 TEST(SteeringAttention, PerSpanSharesReachTheirSpans) {

@@ -104,8 +104,13 @@ TEST_P(SteeringDrift, EngineFollowsSteeredReferenceAt320Tokens) {
   Steering each = steering(Steering::Reallocate, 0.0f, m->hp().n_layer);
   each.spans = {{10, 60}, {60, 100}, {100, 180}};  // per-span shares, two spans adjacent
   each.shares = {0.3f, 0.1f, 0.4f};
-  for (const Steering& st : {steering(Steering::Rescale, 3.0f, m->hp().n_layer),
-                             steering(Steering::Reallocate, 0.6f, m->hp().n_layer), each}) {
+  Steering redistribute = each;  // Found in the Middle's eq. 5-6
+  redistribute.rule = Steering::Redistribute;
+  redistribute.shares = {0.7f, 0.05f, 0.25f};
+  Steering pasta = steering(Steering::Rescale, 3.0f, m->hp().n_layer);
+  pasta.prompt_end = 300;  // PASTA leaves the keys of positions 300.. (as if generated) unscaled
+  for (const Steering& st :
+       {pasta, steering(Steering::Reallocate, 0.6f, m->hp().n_layer), each, redistribute}) {
     SCOPED_TRACE(st.key());
     const EngineRun e = run_engine(*m, ids, st);
     ASSERT_EQ(e.hidden.size(), ids.size());

@@ -1,7 +1,10 @@
 // The steering types (runtime/steering.h): the CLI syntax, layer resolution, character-to-token
-// span mapping, the stable keys, and the two rules on one softmax row.
+// span mapping, the stable keys, and the rules on one softmax row, rescale against PASTA's own
+// computation (pastalib) and redistribute against Found in the Middle's eq. 5-6.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "base/error.h"
@@ -74,7 +77,7 @@ TEST(SteeringResolve, TokenSpansFromCharacters) {
   spec.rule = Steering::Reallocate;
   spec.value = 0.5f;
   spec.spans = {{0, 4}, {4, 8}};
-  EXPECT_EQ(resolve_steering(spec, 4, 2, token_spans_for(tb, spec.spans, 0)).spans,
+  EXPECT_EQ(resolve_steering(spec, 4, 2, token_spans_for(tb, spec.spans, 0), 64).spans,
             (std::vector<TokenSpan>{{1, 4}}));
   // Offsets are into the user's prompt, which starts at byte 3 of the tokenised text here.
   EXPECT_EQ(token_spans_for(tb, {{0, 1}}, 3), (std::vector<TokenSpan>{{2, 3}}));
@@ -91,20 +94,21 @@ TEST(SteeringResolve, KeysAndActivity) {
   spec.value = 2.0f;
   EXPECT_TRUE(spec.active());
   EXPECT_EQ(spec.describe(), "rescale:2|chars=0:4|layers=default|heads=all");
-  Steering s = resolve_steering(spec, 4, 2, {{3, 5}, {1, 2}});
+  Steering s = resolve_steering(spec, 4, 2, {{3, 5}, {1, 2}}, 64);
   EXPECT_TRUE(s.active());
-  EXPECT_EQ(s.key(), "rescale:2|spans=1:2,3:5|layers=2,3|heads=all");
+  EXPECT_EQ(s.key(), "rescale:2|spans=1:2,3:5|layers=2,3|heads=all|prompt=64");
+  EXPECT_EQ(s.prompt_end, 64);
   spec.heads = {1, 0};  // every head: written as all
-  EXPECT_EQ(resolve_steering(spec, 4, 2, {{1, 2}}).key(),
-            "rescale:2|spans=1:2|layers=2,3|heads=all");
+  EXPECT_EQ(resolve_steering(spec, 4, 2, {{1, 2}}, 64).key(),
+            "rescale:2|spans=1:2|layers=2,3|heads=all|prompt=64");
   spec.heads = {1};
   spec.value = 0.1f;
   spec.rule = Steering::Reallocate;
   spec.layers = {{-1, -1}};
-  EXPECT_EQ(resolve_steering(spec, 4, 2, {{1, 2}}).key(),
+  EXPECT_EQ(resolve_steering(spec, 4, 2, {{1, 2}}, 64).key(),
             "reallocate:0.1|spans=1:2|layers=3|heads=1");
-  EXPECT_THROW(resolve_steering(spec, 4, 1, {{1, 2}}), UsageError);  // head 1 of 1
-  EXPECT_EQ(resolve_steering(SteeringSpec{}, 4, 2, {{1, 2}}).key(), "");
+  EXPECT_THROW(resolve_steering(spec, 4, 1, {{1, 2}}, 64), UsageError);  // head 1 of 1
+  EXPECT_EQ(resolve_steering(SteeringSpec{}, 4, 2, {{1, 2}}, 64).key(), "");
 }
 
 TEST(SteeringRow, RescaleAndReallocate) {
@@ -122,10 +126,21 @@ TEST(SteeringRow, RescaleAndReallocate) {
   EXPECT_NEAR(w[2], 0.6 / 1.5, 1e-7);
   EXPECT_NEAR(w[3], 0.4 / 1.5, 1e-7);
   EXPECT_NEAR(std::accumulate(w.begin(), w.end(), 0.0), 1.0, 1e-6);
-  // A query inside the span (position 2 < end 3) is not steered.
-  w = w0;
-  steer_row(s, 2, w.data(), 3);
-  EXPECT_EQ(w, w0);
+  // PASTA steers a query inside the span too (pastalib's mask covers every query row): at
+  // position 1 it sees key 0 (outside) and key 1 (inside).
+  {
+    // 0.25 outside, 0.75 inside -> 0.25 : 1.5, over 1.75.
+    std::vector<float> r2{0.25f, 0.75f};
+    steer_row(s, 1, r2.data(), 2);
+    EXPECT_NEAR(r2[0], 0.25 / 1.75, 1e-7);
+    EXPECT_NEAR(r2[1], 1.5 / 1.75, 1e-7);
+  }
+  // A query before every span (position 0) sees only keys outside: unchanged, bit for bit.
+  {
+    std::vector<float> r1{1.0f};
+    steer_row(s, 0, r1.data(), 1);
+    EXPECT_EQ(r1[0], 1.0f);
+  }
   // Reallocate 0.8 to the span: span mass 0.5 -> 0.8, rest 0.5 -> 0.2.
   s.rule = Steering::Reallocate;
   s.value = 0.8f;
@@ -169,16 +184,16 @@ TEST(SteeringPerSpan, ResolvesSpansApartWithTheirShares) {
   spec.spans = {{40, 50}, {0, 10}, {60, 70}};
   // Given out of order, adjacent (10..20 then 20..30 in tokens) and one overlapping its
   // neighbour by a token: sorted, kept apart, the shared token with the earlier span.
-  const Steering s = resolve_steering(spec, 4, 2, {{20, 30}, {10, 20}, {29, 35}});
+  const Steering s = resolve_steering(spec, 4, 2, {{20, 30}, {10, 20}, {29, 35}}, 64);
   EXPECT_EQ(s.spans, (std::vector<TokenSpan>{{10, 20}, {20, 30}, {30, 35}}));
   EXPECT_EQ(s.shares, (std::vector<float>{0.2f, 0.3f, 0.1f}));
   EXPECT_EQ(s.key(), "reallocate:0.2,0.3,0.1|spans=10:20,20:30,30:35|layers=2,3|heads=all");
   // A span no token reaches drops out with its share.
-  const Steering t = resolve_steering(spec, 4, 2, {{20, 30}, {0, 0}, {40, 41}});
+  const Steering t = resolve_steering(spec, 4, 2, {{20, 30}, {0, 0}, {40, 41}}, 64);
   EXPECT_EQ(t.spans, (std::vector<TokenSpan>{{20, 30}, {40, 41}}));
   EXPECT_EQ(t.shares, (std::vector<float>{0.3f, 0.1f}));
   // One share per span.
-  EXPECT_THROW(resolve_steering(spec, 4, 2, {{0, 5}, {6, 9}}), UsageError);
+  EXPECT_THROW(resolve_steering(spec, 4, 2, {{0, 5}, {6, 9}}, 64), UsageError);
 }
 
 TEST(SteeringPerSpan, RowGetsEachSpanItsShare) {
@@ -202,6 +217,104 @@ TEST(SteeringPerSpan, RowGetsEachSpanItsShare) {
   EXPECT_EQ(v[3], 0.0f);
   EXPECT_FLOAT_EQ(v[6] + v[7], 0.2f);
   EXPECT_NEAR(v[0] + v[4] + v[5], 0.3f, 1e-6);
+}
+
+}  // namespace
+}  // namespace ragform::runtime
+
+namespace ragform::runtime {
+namespace {
+
+// softmax of x in double, as floats.
+std::vector<float> softmax_of(const std::vector<double>& x) {
+  double mx = -1e300, z = 0.0;
+  for (double v : x) mx = std::max(mx, v);
+  for (double v : x) z += std::exp(v - mx);
+  std::vector<float> out;
+  for (double v : x) out.push_back(float(std::exp(v - mx) / z));
+  return out;
+}
+
+// PASTA as pastalib's edit_multisection_attention computes it, written from its definition: log
+// alpha added to the scores of the prompt's keys outside the section ([0, ti) and [tj, L)), keys
+// at or past the prompt length L untouched, then the softmax; every query row.
+std::vector<float> pasta_row(const std::vector<double>& scores, int ti, int tj, int L,
+                             double alpha) {
+  std::vector<double> m = scores;
+  for (int j = 0; j < int(m.size()); ++j)
+    if (j < L && (j < ti || j >= tj)) m[size_t(j)] += std::log(alpha);
+  return softmax_of(m);
+}
+
+TEST(SteeringPasta, RescaleIsPastaOnEveryRowAndLeavesGeneratedKeys) {
+  // Scores of a 12-key row; span [3, 6), prompt of 9 tokens (keys 9..11 are generated).
+  const std::vector<double> scores{0.3, -1.2, 2.0, 0.7, 1.1, -0.4, 0.9, 0.2, -2.0, 1.5, 0.1, 0.6};
+  Steering s;
+  s.rule = Steering::Rescale;
+  s.value = 4.0f;  // PASTA's alpha = 1/4
+  s.spans = {{3, 6}};
+  s.layers = {0};
+  s.prompt_end = 9;
+  // Rows before the span, inside it, after it, and decode rows.
+  for (int n = 1; n <= 12; ++n) {
+    const std::vector<double> x(scores.begin(), scores.begin() + n);
+    std::vector<float> w = softmax_of(x);
+    steer_row(s, n - 1, w.data(), n);
+    const std::vector<float> want = pasta_row(x, 3, 6, 9, 0.25);
+    for (int j = 0; j < n; ++j) EXPECT_NEAR(w[size_t(j)], want[size_t(j)], 2e-7) << n << " " << j;
+  }
+  // The row before the span is not touched at all.
+  std::vector<float> w = softmax_of({0.3, -1.2, 2.0});
+  const std::vector<float> before = w;
+  steer_row(s, 2, w.data(), 3);
+  EXPECT_EQ(w, before);
+}
+
+TEST(SteeringRedistribute, ParsesWeightsAndKeysThem) {
+  SteeringSpec spec;
+  parse_steer_rule("redistribute:0.5,0,2.5", spec, "--steer");
+  EXPECT_EQ(spec.rule, Steering::Redistribute);
+  EXPECT_EQ(spec.shares, (std::vector<float>{0.5f, 0.0f, 2.5f}));
+  spec.spans = {{0, 5}, {5, 9}, {20, 30}};
+  EXPECT_TRUE(spec.active());
+  EXPECT_EQ(spec.describe(), "redistribute:0.5,0,2.5|chars=0:5,5:9,20:30|layers=default|heads=all");
+  const Steering s = resolve_steering(spec, 4, 2, {{1, 3}, {3, 5}, {8, 9}}, 10);
+  EXPECT_EQ(s.key(), "redistribute:0.5,0,2.5|spans=1:3,3:5,8:9|layers=2,3|heads=all");
+  EXPECT_THROW(resolve_steering(spec, 4, 2, {{1, 3}}, 10), UsageError);  // one weight per span
+  for (const char* bad : {"redistribute:0,0", "redistribute:-1,2",
+                          "redistribute:", "redistribute:a", "redistribute:1e39"})
+    EXPECT_THROW(parse_steer_rule(bad, spec, "--steer"), UsageError) << bad;
+}
+
+TEST(SteeringRedistribute, KeepsTheDocumentsTotalAndTouchesNothingElse) {
+  // Found in the Middle eq. 5-6: documents [1,3), [4,7), [8,9); keys 0, 3, 7, 9 are the template.
+  Steering s;
+  s.rule = Steering::Redistribute;
+  s.spans = {{1, 3}, {4, 7}, {8, 9}};
+  s.shares = {0.2f, 0.5f, 0.3f};
+  s.layers = {0};
+  const std::vector<float> w0 = softmax_of({1.0, 0.2, -0.3, 0.8, 0.1, 0.0, 0.4, 1.3, -1.0, 0.5});
+  std::vector<float> w = w0;
+  steer_row(s, 9, w.data(), 10);
+  double c0 = 0, c1 = 0;
+  for (const TokenSpan& sp : s.spans)
+    for (int j = sp.begin; j < sp.end; ++j) c0 += w0[size_t(j)], c1 += w[size_t(j)];
+  EXPECT_NEAR(c1, c0, 1e-7);                                               // C unchanged
+  for (int j : {0, 3, 7, 9}) EXPECT_EQ(w[size_t(j)], w0[size_t(j)]) << j;  // bit-identical
+  const double want[] = {0.2, 0.5, 0.3};
+  for (size_t i = 0; i < 3; ++i) {
+    double m0 = 0, m1 = 0;
+    for (int j = s.spans[i].begin; j < s.spans[i].end; ++j) m0 += w0[size_t(j)], m1 += w[size_t(j)];
+    EXPECT_NEAR(m1, want[i] * c0, 1e-7) << i;
+    // Within a document the tokens keep their proportions.
+    for (int j = s.spans[i].begin; j < s.spans[i].end; ++j)
+      EXPECT_NEAR(w[size_t(j)] / m1, w0[size_t(j)] / m0, 1e-6);
+  }
+  // A row inside the second document sees only the first as ended: its mass stays (its weight is
+  // the whole of the weights with mass), so the row is unchanged.
+  w = w0;
+  steer_row(s, 5, w.data(), 6);
+  for (int j = 0; j < 6; ++j) EXPECT_NEAR(w[size_t(j)], w0[size_t(j)], 1e-7);
 }
 
 }  // namespace

@@ -39,7 +39,13 @@ prompt = open(sys.argv[2], encoding="utf-8").read()
 rel = ragform.bias.document_relevance(m, prompt, [(0, 20), (21, 39), (40, 62)], bias=sys.argv[3],
                                       layer=3)
 curve = ragform.bias.position_bias(m, task="needle", k=3, limit=2, seed=4)
-print(json.dumps({"relevance": rel, "curve": curve}))
+sums = ragform.bias.position_bias(m, task="needle", k=3, limit=2, seed=4, measure="sum")
+try:
+    ragform.bias.position_bias(m, task="needle", k=3, limit=1, measure="max")
+    bad = "accepted"
+except ValueError as e:
+    bad = str(e)
+print(json.dumps({"relevance": rel, "curve": curve, "sums": sums, "bad": bad}))
 )",
                  {model.string(), (dir / "prompt.txt").string(), (dir / "curve.json").string()});
   ASSERT_EQ(py.exit_code, 0) << py.err;
@@ -52,6 +58,15 @@ print(json.dumps({"relevance": rel, "curve": curve}))
   EXPECT_EQ(pj["curve"]["curve"], cc["curve"]);
   EXPECT_EQ(pj["curve"]["layers"], cc["layers"]);
   EXPECT_EQ(pj["curve"]["prompts"], 2 * 3 * 3);
+  EXPECT_EQ(pj["curve"]["measure"], "mean");
+  // measure= is the CLI's --measure.
+  auto sums = run_ragform("position-bias -m " + quoted(model) +
+                          " --task needle -k 3 --limit 2 --seed 4 --json --measure sum");
+  ASSERT_EQ(sums.exit_code, 0) << sums.err;
+  EXPECT_EQ(pj["sums"]["curve"], json::parse(sums.out)["curve"]);
+  EXPECT_EQ(pj["sums"]["measure"], "sum");
+  EXPECT_NE(pj["sums"]["curve"], pj["curve"]["curve"]);
+  EXPECT_NE(pj["bad"].get<std::string>().find("measure"), std::string::npos) << pj["bad"];
 }
 
 }  // namespace

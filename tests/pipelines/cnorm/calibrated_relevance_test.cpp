@@ -3,6 +3,7 @@
 // documents ranked. The attention here is constructed, so the right answer is known.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,81 @@ TEST(CalibratedRelevance, CurveFilesRoundTripAndRefuseMalformedOnes) {
                           "{\"curve\":[1,2],\"layers\":[{\"layer\":0,\"curve\":[1]}]}",
                           "{\"curve\":[1],\"layers\":[{\"curve\":[1]}]}"})
     EXPECT_THROW(bias_curve_from_json(nlohmann::json::parse(bad), "curve"), UsageError) << bad;
+  // The measure travels with the curve; a file written before it existed holds sums.
+  EXPECT_EQ(back.measure, Measure::Mean);
+  c.measure = Measure::Sum;
+  EXPECT_EQ(bias_curve_from_json(bias_curve_json(c), "curve").measure, Measure::Sum);
+  EXPECT_EQ(bias_curve_from_json(nlohmann::json::parse("{\"curve\":[1]}"), "c").measure,
+            Measure::Sum);
+  for (const char* bad : {"{\"curve\":[1],\"measure\":\"max\"}", "{\"curve\":[1],\"measure\":1}"})
+    EXPECT_THROW(bias_curve_from_json(nlohmann::json::parse(bad), "curve"), UsageError) << bad;
+}
+
+// Documents of different lengths, written from eq. 4: every token of document k gets the per-token
+// bias b[k] plus, for the planted one, a per-token relevance r. The paper's measure
+// (the mean) recovers r at every slot whatever the lengths; the sum ranks long documents first.
+TEST(CalibratedRelevance, TheMeanPerTokenCancelsDocumentLength) {
+  const std::vector<double> b = {3e-3, 1e-3, 5e-4, 1e-3, 3e-3};  // per token, U-shaped
+  const std::vector<size_t> n = {4, 30, 6, 20, 3};               // tokens per document
+  const double r = 2e-4;
+  BiasCurve curve;
+  curve.curve = b;  // a filler's mean per token at each slot: b[k] (its length does not matter)
+  curve.k = b.size();
+  curve.measure = Measure::Mean;
+  for (size_t slot = 0; slot < b.size(); ++slot) {
+    Planted p;
+    p.pieces = {"<s>"};
+    std::vector<float> row = {0.5f};
+    for (size_t k = 0; k < b.size(); ++k) {
+      const size_t start = p.prompt.size();
+      for (size_t t = 0; t < n[k]; ++t) {
+        p.pieces.push_back(" w");
+        p.prompt += " w";
+        row.push_back(float(b[k] + (k == slot ? r : 0.0)));
+      }
+      p.spans.push_back({start, p.prompt.size()});
+    }
+    ragform::reader::AttentionRows rows;
+    rows.layer = 0;
+    rows.mean = row;
+    p.result.pieces = p.pieces;
+    p.result.rows = {rows};
+    const nlohmann::json j = document_report(p.prompt, p.result, rows, p.spans, &curve);
+    EXPECT_EQ(j["measure"], "mean");
+    EXPECT_EQ(j["ranking"][0], slot) << slot;
+    EXPECT_NEAR(j["documents"][slot]["calibrated"].get<double>(), r, 1e-9) << slot;
+    EXPECT_NEAR(j["documents"][slot]["mean"].get<double>(), b[slot] + r, 1e-9);
+    EXPECT_NEAR(j["documents"][slot]["mass"].get<double>(), double(n[slot]) * (b[slot] + r), 1e-8);
+    // The same prompt under a sum curve of one-sentence fillers (3 tokens at every slot): the
+    // longest document wins wherever the planted one is.
+    BiasCurve sums = curve;
+    sums.measure = Measure::Sum;
+    for (size_t k = 0; k < b.size(); ++k) sums.curve[k] = 3 * b[k];
+    const nlohmann::json s = document_report(p.prompt, p.result, rows, p.spans, &sums);
+    EXPECT_EQ(s["measure"], "sum");
+    if (slot != 1) {
+      EXPECT_EQ(s["ranking"][0], 1) << slot;
+    }
+  }
+  EXPECT_EQ(parse_measure("sum", "--measure"), Measure::Sum);
+  EXPECT_THROW(parse_measure("avg", "--measure"), UsageError);
+}
+
+// Eq. 5: alpha_k = softmax(rel_k / t), against the exponentials written out.
+TEST(CalibratedRelevance, SoftmaxAllocationIsThePapersEquationFive) {
+  const std::vector<double> a = softmax_allocation({1e-4, 2e-4, 0.0}, 5e-5);
+  const double z = std::exp(2.0) + std::exp(4.0) + std::exp(0.0);
+  EXPECT_NEAR(a[0], std::exp(2.0) / z, 1e-15);
+  EXPECT_NEAR(a[1], std::exp(4.0) / z, 1e-15);
+  EXPECT_NEAR(a[2], 1.0 / z, 1e-15);
+  // Relevance far above t does not overflow: the top document takes everything.
+  EXPECT_EQ(softmax_allocation({1.0, 0.0, 0.5}, kPaperTemperature),
+            (std::vector<double>{1.0, 0.0, 0.0}));
+  // Equal relevance splits evenly at any t.
+  EXPECT_EQ(softmax_allocation({0.3, 0.3}, 1e-9), (std::vector<double>{0.5, 0.5}));
+  EXPECT_TRUE(softmax_allocation({}, 1.0).empty());
+  for (double t : {0.0, -1.0, std::nan(""), HUGE_VAL})
+    EXPECT_THROW(softmax_allocation({0.1}, t), UsageError) << t;
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // SpotlightRAG's document prior from calibrated attention (scoring.h ScoreParams::document_prior,
 // calibrated_prior.h, `spotlight select --prior calibrated`): the prior replaces the positional
-// shape in rho, and the CLI's prior is the min-max normalised calibrated relevance that `ragform
-// attention --doc-spans` and the bias curve give the prior's prompt.
+// shape in rho, and the CLI's prior is Found in the Middle's allocation softmax(rel / t) over its
+// largest value (or, --prior-allocation minmax, the min-max normalised relevance) of the
+// calibrated relevance that `ragform attention --doc-spans` and the bias curve give the prior's
+// prompt.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -73,6 +78,12 @@ TEST(SpotlightPrior, SelectCalibratedPriorIsTheAttentionsRelevance) {
   ASSERT_EQ(s.exit_code, 0) << s.err;
   const json j = json::parse(s.out);
   ASSERT_EQ(j["prior"].size(), k);
+  auto mm = rt::run_ragform("spotlight select --input " + rt::quoted(hotpot) + " --vectors " +
+                            rt::quoted(glove) + " --limit 1 --json --prior calibrated --bias " +
+                            rt::quoted(dir / "curve.json") + " --prior-ctx 8192 --prior-model " +
+                            rt::quoted(model) + " --prior-allocation minmax");
+  ASSERT_EQ(mm.exit_code, 0) << mm.err;
+  const json jm = json::parse(mm.out);
 
   const spotlight::PriorPrompt pp = spotlight::prior_prompt(recs[0].question, docs);
   rt::write_file(dir / "prompt.txt", pp.text);
@@ -88,11 +99,22 @@ TEST(SpotlightPrior, SelectCalibratedPriorIsTheAttentionsRelevance) {
                              std::to_string(l) + " --doc-spans " + spans);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     for (size_t d = 0; d < k; ++d)
-      cal[d] += json::parse(a.out)["documents"][d]["mass"].get<double>() / 5;
+      cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;  // the curve's
   }
   for (size_t d = 0; d < k; ++d) cal[d] -= curve["curve"][d].get<double>();
   const std::vector<double> want = spotlight::document_prior_from_relevance(cal);
-  for (size_t d = 0; d < k; ++d) EXPECT_NEAR(j["prior"][d].get<double>(), want[d], 1e-6) << d;
+  for (size_t d = 0; d < k; ++d) EXPECT_NEAR(jm["prior"][d].get<double>(), want[d], 1e-6) << d;
+  // The default: exp((rel - max rel) / 5e-5), the softmax over its largest value.
+  const double top = *std::max_element(cal.begin(), cal.end());
+  for (size_t d = 0; d < k; ++d)
+    EXPECT_NEAR(j["prior"][d].get<double>(), std::exp((cal[d] - top) / 5e-5), 1e-4) << d;
+  // --temperature and --prior-allocation go with --prior calibrated only.
+  for (const char* flag : {" --temperature 1e-3", " --prior-allocation minmax"})
+    EXPECT_EQ(rt::run_ragform("spotlight select --input " + rt::quoted(hotpot) + " --vectors " +
+                              rt::quoted(glove) + " --limit 1" + flag)
+                  .exit_code,
+              2)
+        << flag;
 
   // The prior changes the selection's scores against the positional one.
   auto plain = rt::run_ragform("spotlight select --input " + rt::quoted(hotpot) + " --vectors " +
