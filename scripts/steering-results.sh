@@ -49,6 +49,9 @@ for s in 0.3 0.5 0.8; do
   done
 done
 
+step "paired statistics of the sweeps"
+/usr/bin/python3 "$here/scripts/sweep-paired.py" "$st" | tee "$out/sweeps_paired.txt"
+
 gemma="${RAGFORM_GEMMA:-}"
 if [[ -z "$gemma" || ! -f "$gemma" ]]; then
   echo "steering-results: Gemma 3 270M is not installed; run: eval \"\$(scripts/models.sh --print)\"" >&2
@@ -69,4 +72,5 @@ step "Gemma 3 270M sweep (proportional 0.5)"
 "$rf" position-bias -m "$gemma" --task qa --input "$nq" --sweep --bias "$out/gemma_nq_curve.json" \
   --allocation proportional --share 0.5 --limit "${STEERING_GEMMA_LIMIT:-40}" --seed 2 \
   --store "$gs" --json >"$out/gemma_sweep_proportional_0.5.json"
+/usr/bin/python3 "$here/scripts/sweep-paired.py" "$gs" | tee "$out/gemma_sweeps_paired.txt"
 echo "steering-results: done; see $out/*.json" >&2

@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "reproduce/calibrated_sweep.h"
+#include "reproduce/sweep_cli.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
 
@@ -56,26 +56,11 @@ TEST(PositionBiasSweep, ProportionalAnswersAsGenerateWithPerSpanShares) {
     if (row.variant != "calibrated@1" && row.variant != "calibrated@3") continue;
     write_file(dir / "prompt.txt", row.prompt);
     ASSERT_EQ(row.extra["spans"].size(), 4u);
-    std::string spans, shares;
-    for (size_t d = 0; d < 4; ++d) {
-      spans += (d ? "," : "") + std::to_string(row.extra["spans"][d][0].get<size_t>()) + ":" +
-               std::to_string(row.extra["spans"][d][1].get<size_t>());
-      char buf[40];
-      std::snprintf(buf, sizeof buf, "%.9g", row.extra["shares"][d].get<double>());
-      shares += (d ? "," : "") + std::string(buf);
-    }
-    // The calibrated relevance the shares come from: attention per token (the curve's measure),
-    // mean over the five layers, minus the curve.
-    std::vector<double> cal(4, 0.0);
-    for (int l = 0; l < 5; ++l) {
-      auto a =
-          run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
-                      " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
-      ASSERT_EQ(a.exit_code, 0) << a.err;
-      for (size_t d = 0; d < 4; ++d)
-        cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;
-    }
-    for (size_t d = 0; d < 4; ++d) cal[d] -= curve["curve"][d].get<double>();
+    const std::string spans = span_list(row.extra["spans"]);
+    const std::string shares = number_list(row.extra["shares"]);
+    // The calibrated relevance the shares come from (stories260K's five layers).
+    const std::vector<double> cal = cli_calibrated(model, dir / "prompt.txt", spans, curve, 5);
+    ASSERT_EQ(cal.size(), 4u);
     const std::vector<float> want = proportional_shares(cal, 0.6);
     for (size_t d = 0; d < 4; ++d)
       EXPECT_NEAR(row.extra["shares"][d].get<double>(), want[d], 1e-5) << spans;
@@ -118,28 +103,14 @@ TEST(PositionBiasSweep, SoftmaxAnswersAsGenerateWithRedistributedWeights) {
     if (row.variant != "calibrated@0" && row.variant != "calibrated@2") continue;
     write_file(dir / "prompt.txt", row.prompt);
     ASSERT_EQ(row.extra["spans"].size(), 4u);
-    std::string spans, weights;
-    for (size_t d = 0; d < 4; ++d) {
-      spans += (d ? "," : "") + std::to_string(row.extra["spans"][d][0].get<size_t>()) + ":" +
-               std::to_string(row.extra["spans"][d][1].get<size_t>());
-      char buf[40];
-      std::snprintf(buf, sizeof buf, "%.9g", row.extra["weights"][d].get<double>());
-      weights += (d ? "," : "") + std::string(buf);
-    }
-    std::vector<double> cal(4, 0.0);
-    for (int l = 0; l < 5; ++l) {
-      auto a =
-          run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
-                      " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
-      ASSERT_EQ(a.exit_code, 0) << a.err;
-      for (size_t d = 0; d < 4; ++d)
-        cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;
-    }
-    double top = -1e300, z = 0;
-    for (size_t d = 0; d < 4; ++d) top = std::max(top, cal[d] - curve["curve"][d].get<double>());
+    const std::string spans = span_list(row.extra["spans"]);
+    const std::string weights = number_list(row.extra["weights"]);
+    const std::vector<double> cal = cli_calibrated(model, dir / "prompt.txt", spans, curve, 5);
+    ASSERT_EQ(cal.size(), 4u);
+    const double top = *std::max_element(cal.begin(), cal.end());
+    double z = 0;
     std::vector<double> want;
-    for (size_t d = 0; d < 4; ++d)
-      z += want.emplace_back(std::exp((cal[d] - curve["curve"][d].get<double>() - top) / 5e-5));
+    for (size_t d = 0; d < 4; ++d) z += want.emplace_back(std::exp((cal[d] - top) / 5e-5));
     for (size_t d = 0; d < 4; ++d)
       EXPECT_NEAR(row.extra["weights"][d].get<double>(), want[d] / z, 1e-4) << spans;
     auto g =

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reproduce/sweep_cli.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
 
@@ -79,16 +80,8 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
       spans += (d ? "," : "") + std::to_string(at) + ":" + std::to_string(dot + 1);
       at = dot + 2;
     }
-    std::vector<double> cal(4, 0.0);
-    for (int l = 0; l < 5; ++l) {
-      auto a =
-          run_ragform("attention -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
-                      " --json --layer " + std::to_string(l) + " --doc-spans " + spans);
-      ASSERT_EQ(a.exit_code, 0) << a.err;
-      for (size_t d = 0; d < 4; ++d)
-        cal[d] += json::parse(a.out)["documents"][d]["mean"].get<double>() / 5;
-    }
-    for (size_t d = 0; d < 4; ++d) cal[d] -= curve["curve"][d].get<double>();
+    const std::vector<double> cal = cli_calibrated(model, dir / "prompt.txt", spans, curve, 5);
+    ASSERT_EQ(cal.size(), 4u);
     EXPECT_EQ(top, size_t(std::max_element(cal.begin(), cal.end()) - cal.begin())) << spans;
     EXPECT_EQ(first_line(row.output),
               first_line(generate(model, dir / "prompt.txt",
