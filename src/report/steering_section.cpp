@@ -69,42 +69,60 @@ std::vector<std::string> slot_labels(size_t k) {
   return x;
 }
 
+// How a position-bias run read the filler's attention: per token (the paper's mean) or its sum;
+// runs stored before the choice existed have no "measure" and summed.
+std::string measure_label(const RunRows& r) {
+  return r.info.config.value("measure", std::string("sum")) == "mean" ? "attention per token"
+                                                                      : "attention mass";
+}
+
+// Three significant digits: per-token attention is of the order of 1e-4.
+std::string sig3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 void bias_curves(Html& h, const std::vector<const RunRows*>& runs) {
-  h << "<h3>Positional attention bias</h3><p class=\"muted\">The attention mass the final prompt "
-       "token pays a fixed uninformative document at each slot (mean over heads, items, fillers "
-       "and layers): the prior Found in the Middle subtracts. A U shape means the first and last "
-       "documents get attention for their place alone.</p>";
-  std::map<size_t, std::vector<const RunRows*>> by_k;  // one chart per number of slots
+  h << "<h3>Positional attention bias</h3><p class=\"muted\">The attention the final prompt "
+       "token pays a fixed uninformative document at each slot, per token (the paper's measure) "
+       "or summed over its tokens (mean over heads, items, fillers and layers): the bias Found in "
+       "the Middle subtracts (eq. 4). A U shape means the first and last documents get attention "
+       "for their place alone.</p>";
+  // One chart per number of slots and measure (sums and means are on other scales).
+  std::map<std::pair<size_t, std::string>, std::vector<const RunRows*>> by_k;
   for (const RunRows* r : runs)
-    if (slots_of(*r) > 0) by_k[slots_of(*r)].push_back(r);
+    if (slots_of(*r) > 0) by_k[{slots_of(*r), measure_label(*r)}].push_back(r);
   if (by_k.empty()) {
     h << no_data("the position-bias runs have no slots recorded");
     return;
   }
   h << "<div class=\"charts\">";
-  for (const auto& [k, rs] : by_k) {
+  for (const auto& [key, rs] : by_k) {
+    const size_t k = key.first;
     std::vector<Series> lines;
     for (const RunRows* r : rs)
       lines.push_back({model_label(*r) + " (run " + std::to_string(r->info.id) + ")",
                        curve_of(*r, k).overall,
                        {}});
     ChartOptions o;
-    o.title = "Bias curve, " + std::to_string(k) + " slots";
+    o.title = "Bias curve, " + std::to_string(k) + " slots (" + key.second + ")";
     o.x_label = "slot";
-    o.y_label = "attention mass";
+    o.y_label = key.second;
     o.width = 900;
     h << line_chart(slot_labels(k), lines, o);
     ++h.charts;
   }
   h << "</div>";
   // The same curves as numbers (the chart's legend is one row).
-  for (const auto& [k, rs] : by_k) {
-    std::vector<std::string> header = {"run", "model · task"};
-    for (const auto& x : slot_labels(k)) header.push_back("slot " + x);
+  for (const auto& [key, rs] : by_k) {
+    std::vector<std::string> header = {"run", "model · task", "measure"};
+    for (const auto& x : slot_labels(key.first)) header.push_back("slot " + x);
     std::vector<std::vector<std::string>> rows;
     for (const RunRows* r : rs) {
-      std::vector<std::string> cells = {std::to_string(r->info.id), escape_html(model_label(*r))};
-      for (double m : curve_of(*r, k).overall) cells.push_back(fmt(m, 4));
+      std::vector<std::string> cells = {std::to_string(r->info.id), escape_html(model_label(*r)),
+                                        key.second};
+      for (double m : curve_of(*r, key.first).overall) cells.push_back(sig3(m));
       rows.push_back(cells);
     }
     h << table(header, rows);
@@ -118,7 +136,7 @@ void bias_curves(Html& h, const std::vector<const RunRows*>& runs) {
     ChartOptions o;
     o.title = "Per layer — " + model_label(*r);
     o.x_label = "slot";
-    o.y_label = "attention mass";
+    o.y_label = measure_label(*r);
     h << "<details><summary>" << run_caption(*r) << " — per layer</summary>"
       << line_chart(slot_labels(k), lines, o) << "</details>";
     ++h.charts;
@@ -152,8 +170,9 @@ std::vector<std::vector<double>> recall_table(const RunRows& r, const std::vecto
 
 void ranking_recall(Html& h, const std::vector<const RunRows*>& runs) {
   h << "<h3>Document ranking recall@k</h3><p class=\"muted\">The documents of each prompt "
-       "ranked by the final token's raw attention mass, by the mass minus the bias curve "
-       "(calibrated) and by BM25; recall@k = gold documents in the top k / gold documents.</p>";
+       "ranked by the final token's raw attention (under the bias curve's measure), by that "
+       "attention minus the bias curve (calibrated, eq. 4) and by BM25; recall@k = gold "
+       "documents in the top k / gold documents.</p>";
   const std::vector<std::string> methods = {"raw", "calibrated", "bm25"};
   for (const RunRows* r : runs) {
     size_t k = 0;

@@ -65,7 +65,8 @@ TEST(SteeringSection, BiasCurvesAndRankingRecall) {
   EXPECT_NE(h.find("Bias curve, 3 slots"), std::string::npos);
   EXPECT_NE(h.find("tiny · needle (run 1)"), std::string::npos);
   // The curve as numbers too: slot means 0.4, 0.1, 0.6.
-  EXPECT_NE(h.find("<td>1</td><td>tiny · needle</td><td>0.4000</td><td>0.1000</td><td>0.6000</td>"),
+  EXPECT_NE(h.find("<td>1</td><td>tiny · needle</td><td>attention mass</td><td>0.4</td><td>0.1</td>"
+                   "<td>0.6</td>"),
             std::string::npos);
   EXPECT_NE(h.find("layer 0"), std::string::npos);
   EXPECT_NE(h.find("layer 1"), std::string::npos);
@@ -109,6 +110,28 @@ TEST(SteeringSection, SweepOaaAndAccuracyByPosition) {
   // No bias-curve run: the section says so and still shows the sweep.
   EXPECT_NE(h.find("position-bias&#39; run in the store"), std::string::npos)
       << h.substr(h.find("steering"), 800);
+}
+
+// A curve measured per token (the paper's measure, values near 1e-4) keeps its digits, is named
+// by its measure and gets its own chart beside a summed curve of the same K.
+TEST(SteeringSection, PerTokenCurvesKeepTheirDigitsAndTheirMeasure) {
+  store::RunStore st(ragform::testing::temp_dir("report-steering-mean") / "r.sqlite");
+  ragform::testing::RowWriter put{st};
+  const int64_t mean = st.begin_run(
+      config("position-bias", {{"task", "qa"}, {"k", 2}, {"layers", {0}}, {"measure", "mean"}}));
+  put(mean, "i", "slot0/filler0", std::nullopt, {{"mass", 1.25e-4}, {"l0", 1.25e-4}},
+      {{"slot", 0}});
+  put(mean, "i", "slot1/filler0", std::nullopt, {{"mass", 2.5e-3}, {"l0", 2.5e-3}}, {{"slot", 1}});
+  const int64_t sum =
+      st.begin_run(config("position-bias", {{"task", "qa"}, {"k", 2}, {"layers", {0}}}));
+  put(sum, "i", "slot0/filler0", std::nullopt, {{"mass", 0.5}, {"l0", 0.5}}, {{"slot", 0}});
+  put(sum, "i", "slot1/filler0", std::nullopt, {{"mass", 0.25}, {"l0", 0.25}}, {{"slot", 1}});
+  const std::string h = report::render_report(st, report::ReportOptions{});
+  EXPECT_NE(h.find("<td>attention per token</td><td>0.000125</td><td>0.0025</td>"),
+            std::string::npos)
+      << h.substr(h.find("Positional attention bias"), 3000);
+  EXPECT_NE(h.find("Bias curve, 2 slots (attention per token)"), std::string::npos);
+  EXPECT_NE(h.find("Bias curve, 2 slots (attention mass)"), std::string::npos);
 }
 
 // Proportional and top runs at the same share are told apart by their allocation.
