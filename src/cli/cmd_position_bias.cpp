@@ -197,11 +197,13 @@ int run_position_bias(const std::vector<std::string>& argv) {
                               0.5)
                     .range(0.0, 1.0);
   auto& allocation = a.opt<std::string>(
-      "--allocation", "softmax|proportional|top",
+      "--allocation", "softmax|proportional|top|gold",
       "with --sweep: softmax is the paper's (eq. 5-6): each steered row keeps its total attention "
       "on the documents and splits it as softmax(calibrated relevance / --temperature); "
       "proportional (ragform's) gives each document a part of --share proportional to its "
-      "calibrated relevance, top gives the top document all of it",
+      "calibrated relevance, top gives the top document all of it; gold (a diagnostic) is "
+      "softmax's redistribution with all of it to the gold document, the ceiling when relevance "
+      "is right",
       "softmax");
   auto& temperature = a.opt<double>("--temperature", "T",
                                     "with --allocation softmax: the softmax's temperature (the "
@@ -228,10 +230,11 @@ int run_position_bias(const std::vector<std::string>& argv) {
   const reproduce::SweepAllocation alloc = reproduce::parse_sweep_allocation(allocation.value);
   if (temperature.seen && alloc != reproduce::SweepAllocation::Softmax)
     throw UsageError("--temperature", "goes with --allocation softmax");
-  if (share.seen && alloc == reproduce::SweepAllocation::Softmax)
+  if (share.seen &&
+      (alloc == reproduce::SweepAllocation::Softmax || alloc == reproduce::SweepAllocation::Gold))
     throw UsageError("--share",
-                     "goes with --allocation proportional or top (softmax keeps each "
-                     "row's own total attention on the documents)");
+                     "goes with --allocation proportional or top (softmax and gold "
+                     "keep each row's own total attention on the documents)");
   if (!score.value.empty())
     return score_records(rf, score.value, bias.value, size_t(limit.value), out.value);
   if (!rank.value.empty())

@@ -39,7 +39,7 @@ std::vector<double> calibrated_documents(reader::Reader& r, const cnorm::Prompt&
 
 // The steering of the calibrated answer and what the row records of it.
 reader::SteeringParams calibrated_steering(const std::vector<double>& relevance,
-                                           const std::vector<cnorm::CharSpan>& spans,
+                                           const std::vector<cnorm::CharSpan>& spans, size_t gold,
                                            const CalibratedSweepOptions& o, nlohmann::json& extra) {
   const size_t top = cnorm::rank_documents(relevance)[0];
   extra["top"] = top;
@@ -47,11 +47,16 @@ reader::SteeringParams calibrated_steering(const std::vector<double>& relevance,
   reader::SteeringParams steer;
   nlohmann::json js = nlohmann::json::array();
   for (const cnorm::CharSpan& c : spans) js.push_back({c.begin, c.end});
-  if (o.allocation == SweepAllocation::Softmax) {
+  if (o.allocation == SweepAllocation::Softmax || o.allocation == SweepAllocation::Gold) {
     steer.rule = runtime::Steering::Redistribute;
     for (const cnorm::CharSpan& c : spans) steer.spans.push_back({c.begin, c.end});
-    for (double a : cnorm::softmax_allocation(relevance, o.temperature))
-      steer.shares.push_back(float(a));
+    if (o.allocation == SweepAllocation::Gold) {
+      steer.shares.assign(spans.size(), 0.0f);  // the oracle: all of each row's C to the gold
+      steer.shares[gold] = 1.0f;
+    } else {
+      for (double a : cnorm::softmax_allocation(relevance, o.temperature))
+        steer.shares.push_back(float(a));
+    }
     extra["spans"] = js;
     extra["weights"] = steer.shares;
     return steer;
@@ -88,7 +93,8 @@ SweepAllocation parse_sweep_allocation(const std::string& s) {
   if (s == "softmax") return SweepAllocation::Softmax;
   if (s == "proportional") return SweepAllocation::Proportional;
   if (s == "top") return SweepAllocation::Top;
-  throw UsageError("--allocation", "expected softmax, proportional or top, got '" + s + "'");
+  if (s == "gold") return SweepAllocation::Gold;
+  throw UsageError("--allocation", "expected softmax, proportional, top or gold, got '" + s + "'");
 }
 
 const char* sweep_allocation_name(SweepAllocation a) {
@@ -97,6 +103,8 @@ const char* sweep_allocation_name(SweepAllocation a) {
       return "top";
     case SweepAllocation::Proportional:
       return "proportional";
+    case SweepAllocation::Gold:
+      return "gold";
     case SweepAllocation::Softmax:
       break;
   }
@@ -164,7 +172,7 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
         const std::vector<cnorm::CharSpan> spans = cnorm::document_spans(p, docs);
         nlohmann::json extra = {{"position", pos}};
         const reader::SteeringParams steer =
-            calibrated_steering(calibrated_documents(r, p, spans, opt), spans, opt, extra);
+            calibrated_steering(calibrated_documents(r, p, spans, opt), spans, pos, opt, extra);
         store::Result row;
         {
           reader::ScopedSteering scoped(r, steer);

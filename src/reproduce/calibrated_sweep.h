@@ -18,7 +18,11 @@
 //                   (which forces the documents' total to `share` and rescales BOS, the
 //                   question and the template);
 //     top           ragform's variant: the document of highest calibrated relevance gets
-//                   `share` (reallocate:SHARE on its span alone).
+//                   `share` (reallocate:SHARE on its span alone);
+//     gold          a diagnostic, not a method: softmax's redistribution with the gold
+//                   document's weight 1 and the others' 0 (an oracle's relevance), the ceiling
+//                   of the intervention when relevance is right; its rows still record the
+//                   calibrated top document.
 //
 // Answers are greedy, stop at a newline and are graded as C-NORM's sweep grades them
 // (best_subspan_em of the first line, text::substring_match). OAA = the mean over positions of
@@ -43,7 +47,7 @@
 
 namespace ragform::reproduce {
 
-enum class SweepAllocation { Softmax, Proportional, Top };
+enum class SweepAllocation { Softmax, Proportional, Top, Gold };
 SweepAllocation parse_sweep_allocation(const std::string& s);  // UsageError("--allocation")
 const char* sweep_allocation_name(SweepAllocation a);
 

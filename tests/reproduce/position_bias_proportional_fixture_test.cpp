@@ -123,6 +123,42 @@ TEST(PositionBiasSweep, SoftmaxAnswersAsGenerateWithRedistributedWeights) {
   EXPECT_EQ(checked, 2);
 }
 
+// The oracle diagnostic (--allocation gold): the redistribution with all of each row's document
+// attention to the gold, what `generate --steer redistribute:0,..,1,..,0` gives the stored prompt.
+TEST(PositionBiasSweep, GoldAllocationRedistributesToTheGold) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const auto dir = temp_dir("position_bias_gold");
+  auto c = run_ragform("position-bias -m " + quoted(model) + " --task needle -k 3 --limit 2 -o " +
+                       quoted(dir / "curve.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto r = run_ragform("position-bias -m " + quoted(model) +
+                       " --task needle --sweep --allocation gold --limit 1 --bias " +
+                       quoted(dir / "curve.json") + " --store " + quoted(dir / "run.sqlite"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run_ragform("position-bias -m " + quoted(model) +
+                        " --task needle --sweep --allocation gold --share 0.5 --bias " +
+                        quoted(dir / "curve.json") + " --store " + quoted(dir / "x.sqlite"))
+                .exit_code,
+            2);
+  ragform::store::RunStore st(dir / "run.sqlite", ragform::store::RunStore::Mode::read_only);
+  int checked = 0;
+  for (const auto& row : st.results(std::nullopt)) {
+    if (row.variant.rfind("calibrated@", 0) != 0) continue;
+    const size_t pos = row.extra["position"];
+    std::vector<double> want(3, 0.0);
+    want[pos] = 1.0;
+    EXPECT_EQ(row.extra["weights"].get<std::vector<double>>(), want);
+    write_file(dir / "prompt.txt", row.prompt);
+    auto g = run_ragform("generate -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                         " -n 16 --json --steer redistribute:" + number_list(row.extra["weights"]) +
+                         " --steer-spans " + span_list(row.extra["spans"]));
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_EQ(first_line(row.output), first_line(json::parse(g.out)["text"].get<std::string>()));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 // The flags around it: --allocation only with --sweep; per-span shares one per span.
 TEST(PositionBiasSweep, AllocationAndPerSpanFlagsAreChecked) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
