@@ -228,8 +228,9 @@ std::string allocation_of(const RunRows& r) {
 }
 
 // What sets a sweep run's steering: softmax's temperature (it keeps each row's own total, so it
-// has no share), the share of the others.
+// has no share), gold's oracle (no setting), the share of the others.
 std::string setting_of(const RunRows& r) {
+  if (allocation_of(r) == "gold") return "oracle";
   if (allocation_of(r) == "softmax") {
     char buf[32];
     std::snprintf(buf, sizeof buf, "t %g", r.info.config.value("temperature", 0.0));

@@ -167,6 +167,12 @@ TEST(SteeringSection, SoftmaxSweepRunsNameTheirTemperature) {
             std::string::npos)
       << h.substr(h.find("OAA"), 1500);
   EXPECT_NE(h.find("t 5e-05 (softmax)"), std::string::npos);
+  const int64_t gold = st.begin_run(
+      config("position-bias sweep", {{"task", "qa"}, {"share", 0.5}, {"allocation", "gold"}}));
+  put(gold, "i1", "calibrated@0", false, {}, {{"position", 0}});
+  const std::string g = report::render_report(st, report::ReportOptions{});
+  EXPECT_NE(g.find("<td>oracle</td><td>gold</td><td>calibrated</td><td>0.000</td>"),
+            std::string::npos);
   EXPECT_EQ(h.find("share 0.50 (softmax)"), std::string::npos);
 }
 
