@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -230,14 +231,16 @@ struct ServeFlags {
 
 // POST /v1/retrieve when --index is given (server/api_retrieve.h); dense and hybrid when `enc`
 // (from `enc_path`) is the index's encoder.
+// `enc_sha256`: the encoder file's hash when already computed.
 std::unique_ptr<server::RetrieveApi> open_retrieve_api(const std::string& dir, reader::Encoder* enc,
-                                                       const std::string& enc_path) {
+                                                       const std::string& enc_path,
+                                                       const std::string& enc_sha256 = "") {
   if (dir.empty()) return nullptr;
   server::RetrieveApiOptions o;
   o.index_dir = dir;
   if (enc && !enc_path.empty()) {
     o.encoder = enc;
-    o.encoder_sha256 = store::sha256_file(enc_path);
+    o.encoder_sha256 = enc_sha256.empty() ? store::sha256_file(enc_path) : enc_sha256;
     o.encoder_name = std::filesystem::path(enc_path).filename().string();
   }
   auto api = std::make_unique<server::RetrieveApi>(o);
@@ -253,8 +256,9 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
   reader::NativeEncoder enc(f.rf.model.value, no);
   server::EncoderApiOptions eo;
   eo.model_id = f.model_id();
+  eo.model_sha256 = store::sha256_file(f.rf.model.value);  // once, for /v1/models
   server::EncoderApi api(enc, eo);
-  auto retr = open_retrieve_api(f.index_dir.value, &enc, f.rf.model.value);
+  auto retr = open_retrieve_api(f.index_dir.value, &enc, f.rf.model.value, eo.model_sha256);
   server::Router router(key);
   router.hide(f.server_paths());
   api.add_routes(router);
@@ -269,6 +273,10 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
 // endpoints (server/api.h). profile_json: the --cnorm-profile file's text ("" = none).
 void serve_model(ServeFlags& f, const std::string& key, const std::string& profile_json,
                  std::shared_ptr<const spotlight::WordVectors> wv, const sigset_t& sigs) {
+  // The model file's SHA-256 for /v1/models (a fleet's weights check), hashed once while the
+  // model loads (reading it also warms the page cache for the mapped weights).
+  auto model_sha256 = std::async(std::launch::async,
+                                 [path = f.rf.model.value] { return store::sha256_file(path); });
   auto reader = f.rf.open_native();
   int n_layer = int(reader->model().hp().n_layer);
   if (f.spot_enc.value == "hidden" && (f.spot_layer.value < 0 || f.spot_layer.value > n_layer))
@@ -282,6 +290,7 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   server::Engine engine(*reader, so);
   server::ApiOptions ao;
   ao.model_id = f.model_id();
+  ao.model_sha256 = model_sha256.get();
   ao.max_prompt_tokens = f.max_prompt.value;
   ao.max_tokens = f.max_tokens.value;
   ao.n_ctx = f.rf.ctx.value;

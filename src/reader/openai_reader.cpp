@@ -25,6 +25,57 @@ std::string finish_reason(const json& choice, const GenerateParams& p) {
   return p.stop.empty() ? "eos" : "stop";
 }
 
+// The body of a generate request with these options (raw: POST /completions {prompt}; chat:
+// POST /chat/completions {messages}), and its endpoint.
+std::string generate_request(const OpenAIOptions& o, const std::string& prompt,
+                             const GenerateParams& p, std::string& endpoint) {
+  json req = {{"max_tokens", p.max_tokens},
+              {"temperature", p.temperature},
+              {"top_p", p.top_p},
+              {"seed", p.seed},
+              {"stream", false}};
+  if (p.top_k > 0) req["top_k"] = p.top_k;
+  if (!o.model.empty()) req["model"] = o.model;
+  if (!p.stop.empty()) req["stop"] = p.stop;
+  if (p.ignore_eos) req["ignore_eos"] = true;  // llama-server / vLLM extension
+  if (o.chat) {
+    json msgs = json::array();
+    if (!o.system_prompt.empty())
+      msgs.push_back({{"role", "system"}, {"content", o.system_prompt}});
+    msgs.push_back({{"role", "user"}, {"content", prompt}});
+    req["messages"] = msgs;
+    endpoint = "/chat/completions";
+  } else {
+    req["prompt"] = prompt;
+    endpoint = "/completions";
+  }
+  return req.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The generated text of a generate answer (json::exception when it has another shape).
+std::string generated_text(const OpenAIOptions& o, const json& j) {
+  const json& c = j.at("choices").at(0);
+  return o.chat ? c.at("message").at("content").get<std::string>()
+                : c.at("text").get<std::string>();
+}
+
+}  // namespace
+
+void set_weights_probe(const OpenAIOptions& o, PoolOptions& po) {
+  GenerateParams p;  // greedy (temperature 0), seed 0
+  p.max_tokens = kWeightsProbeTokens;
+  po.probe_body = generate_request(o, kWeightsProbePrompt, p, po.probe_endpoint);
+  po.probe_answer = [o](const std::string& body) {
+    try {
+      return generated_text(o, parse_json_answer(body, "weights probe"));
+    } catch (const json::exception& e) {
+      throw Error("weights probe", json_error_text(e.what()));
+    }
+  };
+}
+
+namespace {
+
 std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
   std::vector<std::unique_ptr<Endpoint>> eps;
   for (const std::string& url : split_url_list(o.base_url))
@@ -36,6 +87,7 @@ std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
   po.per_server = o.concurrency;
   po.retries = o.retries;
   po.backoff_s = o.backoff_s;
+  set_weights_probe(o, po);
   return std::make_unique<ServerPool>(std::move(eps), po);
 }
 
@@ -105,34 +157,13 @@ void refuse_steering(const SteeringParams& s) {
 
 Generation OpenAIReader::generate(const std::string& prompt, const GenerateParams& p) {
   refuse_steering(steering);
-  json req = {{"max_tokens", p.max_tokens},
-              {"temperature", p.temperature},
-              {"top_p", p.top_p},
-              {"seed", p.seed},
-              {"stream", false}};
-  if (p.top_k > 0) req["top_k"] = p.top_k;
-  if (!opt_.model.empty()) req["model"] = opt_.model;
-  if (!p.stop.empty()) req["stop"] = p.stop;
-  if (p.ignore_eos) req["ignore_eos"] = true;  // llama-server / vLLM extension
   std::string endpoint;
-  if (opt_.chat) {
-    json msgs = json::array();
-    if (!opt_.system_prompt.empty())
-      msgs.push_back({{"role", "system"}, {"content", opt_.system_prompt}});
-    msgs.push_back({{"role", "user"}, {"content", prompt}});
-    req["messages"] = msgs;
-    endpoint = "/chat/completions";
-  } else {
-    req["prompt"] = prompt;
-    endpoint = "/completions";
-  }
-  json j =
-      parse(post(endpoint, req.dump(-1, ' ', false, json::error_handler_t::replace)), "generate");
+  const std::string body = generate_request(opt_, prompt, p, endpoint);
+  json j = parse(post(endpoint, body), "generate");
   try {
     const json& c = j.at("choices").at(0);
     Generation g;
-    g.text = opt_.chat ? c.at("message").at("content").get<std::string>()
-                       : c.at("text").get<std::string>();
+    g.text = generated_text(opt_, j);
     g.finish_reason = finish_reason(c, p);
     if (j.contains("usage") && j["usage"].is_object())
       g.prompt_tokens = j["usage"].value("prompt_tokens", 0);

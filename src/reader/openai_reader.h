@@ -17,8 +17,10 @@
 // as "not ragform" for that call.
 // Several servers (base_url "A,B,C"): one ServerPool (reader/server_pool.h) spreads the requests
 // (fewest in flight), hands a failed one to another server and refuses a fleet whose servers do
-// not serve the same model (when the reader opens). The run identity is the same for one server
-// or many: describe() names the model, never a URL (servers() says where the answers came from).
+// not serve the same model — the same ids, and the same weights: the same model sha256 where the
+// servers report one (`ragform serve`), else the same greedy answer to kWeightsProbePrompt — when
+// the reader opens. The run identity is the same for one server or many: describe() names the
+// model, never a URL (servers() says where the answers came from).
 // Transport: `concurrency` requests in flight per server (generate_batch runs that many per
 // server); a request is retried on connection errors, timeouts, 408, 429 and 5xx — on another
 // server at once, on the same one after exponential backoff (backoff_s * 2^round) — for `retries`
@@ -58,6 +60,14 @@ struct OpenAIOptions {
   double backoff_s = 0.5;     // first retry delay; doubles each time
   int timeout_s = 300;        // connect/read/write timeout of one attempt
 };
+
+// The weights probe of a fleet (server_pool.h): this prompt's greedy answer of this many tokens,
+// asked as the reader asks (raw or chat, with -m and --system), compared across servers that
+// report no model hash. Fixed: the same on every server and every run.
+inline constexpr const char* kWeightsProbePrompt = "Once upon a time";
+inline constexpr int kWeightsProbeTokens = 8;
+// Sets po's probe_* for a reader with these options.
+void set_weights_probe(const OpenAIOptions& o, PoolOptions& po);
 
 class OpenAIReader : public Reader {
  public:

@@ -55,6 +55,23 @@ std::vector<std::string> served_models(const std::string& models_body) {
   return out;
 }
 
+std::string reported_sha256(const std::string& models_body) {
+  const json j = parse_json_or_discarded(models_body);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) return "";
+  std::vector<std::string> out;
+  for (const json& m : j["data"]) {
+    if (!m.is_object() || !m.contains("ragform") || !m["ragform"].is_object()) continue;
+    const json& r = m["ragform"];
+    if (!r.contains("model_sha256") || !r["model_sha256"].is_string()) continue;
+    out.push_back(m.value("id", std::string()) + "=" + r["model_sha256"].get<std::string>());
+  }
+  if (out.size() == 1) return out[0].substr(out[0].find('=') + 1);
+  std::sort(out.begin(), out.end());
+  std::string s;
+  for (const auto& x : out) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
 namespace {
 
 std::string join(const std::vector<std::string>& v) {
@@ -185,31 +202,149 @@ std::string ServerPool::compare_models(int s, const HttpAnswer& a) {
   return "serves " + join(mine) + ", but " + ref.ep->name() + " serves " + join(theirs);
 }
 
+std::optional<std::string> ServerPool::probe_of(int s, HttpAnswer& failure) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (servers_[s].probe) return servers_[s].probe;
+  }
+  HttpAnswer a = servers_[s].ep->post(opt_.probe_endpoint, opt_.probe_body);
+  if (!a.ok()) {
+    failure = a;
+    return std::nullopt;
+  }
+  std::string text;
+  try {
+    text = opt_.probe_answer ? opt_.probe_answer(a.body) : a.body;
+  } catch (const std::exception& e) {
+    failure = a;
+    failure.status = 200;
+    failure.error = std::string("an answer of another shape (") + e.what() + ")";
+    return std::nullopt;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  servers_[s].probe = text;
+  return text;
+}
+
+namespace {
+std::string short_hash(const std::string& h) {
+  return h.size() > 16 && h.find(',') == std::string::npos ? h.substr(0, 16) + "..." : excerpt(h);
+}
+std::string quoted_answer(const std::string& t) { return "\"" + excerpt(t, 80) + "\""; }
+}  // namespace
+
+ServerPool::Verdict ServerPool::examine(int s) {
+  Verdict v;
+  HttpAnswer m = servers_[s].ep->get("/models");
+  if (client_refused(m)) throw RequestFailed(m.error, m.status, 1);
+  if (m.transient()) {
+    v.kind = Verdict::no_answer;
+    v.failure = m;
+    return v;
+  }
+  if (!m.ok()) {
+    v.kind = Verdict::differs;
+    v.why = "answers /models with " + m.error + ", so its model is unknown";
+    return v;
+  }
+  v.models = m;
+  v.sha256 = reported_sha256(m.body);
+  int ref = -1;
+  std::string ref_name, ref_sha;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool first = reference_ < 0;
+    if (first) {
+      // The reference's list and hash are there for every server compared with it from now on.
+      servers_[s].models = m;
+      servers_[s].sha256 = v.sha256;
+    }
+    v.why = compare_models(s, m);
+    if (!v.why.empty()) {
+      v.kind = Verdict::differs;
+      return v;
+    }
+    if (reference_ == s) return v;
+    ref = reference_;
+    ref_name = servers_[ref].ep->name();
+    ref_sha = servers_[ref].sha256;
+  }
+  // The same model id: are they the same weights? The hashes when both servers report one.
+  if (!v.sha256.empty() && !ref_sha.empty()) {
+    if (v.sha256 != ref_sha) {
+      v.kind = Verdict::differs;
+      v.why = "serves the same model id with other weights: its /models reports model sha256 " +
+              short_hash(v.sha256) + ", " + ref_name + "'s " + short_hash(ref_sha) +
+              " (the hashes differ)";
+    }
+    return v;
+  }
+  if (opt_.probe_endpoint.empty()) return v;  // nothing more to compare
+  // Else the probe: the same request to both, whose greedy answers must be equal.
+  HttpAnswer failure;
+  const std::optional<std::string> mine = probe_of(s, failure);
+  if (!mine) {
+    if (client_refused(failure)) throw RequestFailed(failure.error, failure.status, 1);
+    v.kind = failure.transient() ? Verdict::no_answer : Verdict::differs;
+    v.failure = failure;
+    v.why = "answers the weights probe (POST " + opt_.probe_endpoint + ") with " + failure.error +
+            ", so its weights cannot be compared with " + ref_name + "'s";
+    return v;
+  }
+  const std::optional<std::string> theirs = probe_of(ref, failure);
+  if (!theirs) {
+    if (client_refused(failure)) throw RequestFailed(failure.error, failure.status, 1);
+    // The reference did not answer now: s is checked again when next reached.
+    v.kind = failure.transient() ? Verdict::no_answer : Verdict::differs;
+    v.failure = failure;
+    v.why = "cannot be compared with " + ref_name + ", which answers the weights probe (POST " +
+            opt_.probe_endpoint + ") with " + failure.error;
+    return v;
+  }
+  if (*mine != *theirs) {
+    const std::string why_probe =
+        v.sha256.empty() && ref_sha.empty() ? "neither server reports a model sha256 in /models"
+        : v.sha256.empty()                  ? "it reports no model sha256 in /models"
+                                            : ref_name + " reports no model sha256 in /models";
+    v.kind = Verdict::differs;
+    v.why =
+        "serves the same model id with other weights or settings: its greedy answer to the "
+        "weights probe is " +
+        quoted_answer(*mine) + ", " + ref_name + "'s " + quoted_answer(*theirs) +
+        " (the probe answers differ; " + why_probe + ")";
+  }
+  return v;
+}
+
+bool ServerPool::settle(int s, const Verdict& v) {
+  Server& sv = servers_[s];
+  if (v.kind == Verdict::same) {
+    sv.models = v.models;
+    sv.sha256 = v.sha256;
+    sv.check = Check::same;
+    return true;
+  }
+  if (sv.models && reference_ != s) sv.models.reset();
+  sv.check = Check::refused;
+  return false;
+}
+
 bool ServerPool::checked(int s, HttpAnswer& a) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (servers_.size() == 1) return true;  // nothing to compare with
     if (servers_[s].check != Check::unchecked) return servers_[s].check == Check::same;
   }
-  HttpAnswer m = servers_[s].ep->get("/models");
-  if (client_refused(m)) throw RequestFailed(m.error, m.status, 1);
+  const Verdict v = examine(s);
   std::lock_guard<std::mutex> lock(mu_);
   Server& sv = servers_[s];
   if (sv.check != Check::unchecked) return sv.check == Check::same;  // another thread checked
-  if (m.transient()) {
-    a = m;  // down: release() marks it, the next check is at its next request
+  if (v.kind == Verdict::no_answer) {
+    a = v.failure;  // down: release() marks it, the next check is at its next request
     return false;
   }
-  if (m.ok()) sv.models = m;
-  std::string why = m.ok() ? compare_models(s, m)
-                           : "answers /models with " + m.error + ", so its model is unknown";
-  if (why.empty()) {
-    sv.check = Check::same;
-    return true;
-  }
-  sv.models.reset();
-  sv.check = Check::refused;
-  note("server " + sv.ep->name() + " " + why +
+  if (settle(s, v)) return true;
+  note("server " + sv.ep->name() + " " + v.why +
        "; it is left out (every --base-url must serve the same model)");
   return false;
 }
@@ -221,21 +356,16 @@ void ServerPool::check_all() {
       std::lock_guard<std::mutex> lock(mu_);
       if (servers_[s].check != Check::unchecked) continue;
     }
-    HttpAnswer m = servers_[s].ep->get("/models");
-    if (client_refused(m)) throw RequestFailed(m.error, m.status, 1);
+    const Verdict v = examine(s);
     std::lock_guard<std::mutex> lock(mu_);
     Server& sv = servers_[s];
-    if (m.transient()) {
-      mark_down(s, m);  // checked when first reached
+    if (v.kind == Verdict::no_answer) {
+      mark_down(s, v.failure);  // checked when first reached
       continue;
     }
-    if (m.ok()) sv.models = m;
-    std::string why = m.ok() ? compare_models(s, m)
-                             : "answers /models with " + m.error + ", so its model is unknown";
-    if (!why.empty())
-      throw Error("openai reader", "server " + sv.ep->name() + " " + why +
+    if (!settle(s, v))
+      throw Error("openai reader", "server " + sv.ep->name() + " " + v.why +
                                        ": every --base-url must serve the same model");
-    sv.check = Check::same;
   }
 }
 

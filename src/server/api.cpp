@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <typeinfo>
 
 #include "base/json_file.h"
 #include "engine/model/model.h"
@@ -79,6 +81,53 @@ reader::SteeringParams steer_field(const json& j) {
     s.heads.push_back(h);
   }
   return s;
+}
+
+// The engine's steering errors found once a prompt is tokenised (runtime/steering.h,
+// NativeReader::resolve_steering) name the CLI's flags; a client of this API sent a "steer"
+// object, so its replies name the object's fields: --steer-spans -> steer.spans, --steer-layers ->
+// steer.layers, --steer-heads -> steer.heads, --steer -> steer.rule. The CLI's messages are not
+// changed.
+std::string steer_field_names(const std::string& msg) {
+  static const std::pair<std::string, std::string> kFlags[] = {{"--steer-spans", "steer.spans"},
+                                                               {"--steer-layers", "steer.layers"},
+                                                               {"--steer-heads", "steer.heads"}};
+  std::string out;
+  size_t at = 0;
+  for (size_t f; (f = msg.find("--steer", at)) != std::string::npos;) {
+    out.append(msg, at, f - at);
+    size_t len = 0;
+    std::string name;
+    for (const auto& [flag, field] : kFlags)
+      if (msg.compare(f, flag.size(), flag) == 0) len = flag.size(), name = field;
+    const size_t end = f + 7;  // "--steer"
+    if (len == 0 && (end == msg.size() || !(std::isalnum((unsigned char)msg[end]) ||
+                                            msg[end] == '-' || msg[end] == '_')))
+      len = 7, name = "steer.rule";
+    if (len == 0) len = 7, name = "--steer";  // another flag: left as it is
+    out += name;
+    at = f + len;
+  }
+  out.append(msg, at, std::string::npos);
+  return out;
+}
+
+// Runs f (which resolves a request's steer object against its prompt) with the errors' flag
+// names turned into field names; the exception keeps its kind (UsageError or Error).
+template <class F>
+decltype(auto) naming_steer_fields(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    if (m.find("--steer") == std::string::npos) throw;
+    throw UsageError(steer_field_names(m));
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    // Only the plain kinds: ContextOverflow, NotSupported and FileError never name a flag.
+    if (m.find("--steer") == std::string::npos || typeid(e) != typeid(Error)) throw;
+    throw Error(steer_field_names(m));
+  }
 }
 
 std::vector<std::string> get_stop(const json& j) {
@@ -253,11 +302,12 @@ Response Api::health() {
 }
 
 Response Api::models() {
-  return ok({{"object", "list"},
-             {"data", json::array({{{"id", opt_.model_id},
-                                    {"object", "model"},
-                                    {"created", created_},
-                                    {"owned_by", "ragform"}}})}});
+  json m = {
+      {"id", opt_.model_id}, {"object", "model"}, {"created", created_}, {"owned_by", "ragform"}};
+  // The weights behind the id: servers of one id with other files are told apart by it
+  // (reader/server_pool.h's fleet check).
+  if (!opt_.model_sha256.empty()) m["ragform"] = {{"model_sha256", opt_.model_sha256}};
+  return ok({{"object", "list"}, {"data", json::array({m})}});
 }
 
 namespace {
@@ -436,7 +486,8 @@ Response Api::completions(const std::string& body) {
   for (auto& p : prompts) {
     ids.push_back(reader_.prompt_tokens(p, c.gen.max_tokens));
     check_prompt_len(ids.back().size(), c.gen.max_tokens, opt_);
-    steering.push_back(reader_.resolve_steering(p, ids.back(), steer, p.size()));
+    steering.push_back(naming_steer_fields(
+        [&] { return reader_.resolve_steering(p, ids.back(), steer, p.size()); }));
   }
   std::string id = next_id("cmpl-");
   auto base = [this, id](size_t i, const std::string& text, json reason) {
@@ -599,7 +650,7 @@ Response Api::score(const std::string& body) {
   const reader::SteeringParams steer = steer_field(j);
   check_prompt_len(reader_.prompt_tokens(prompt + cont).size(), 0, opt_);
   reader::ScoreResult sr;
-  engine_.run([&] { sr = reader_.score(prompt, cont, steer); }).get();
+  naming_steer_fields([&] { engine_.run([&] { sr = reader_.score(prompt, cont, steer); }).get(); });
   json toks = json::array();
   for (auto& t : sr.tokens)
     toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
@@ -647,7 +698,8 @@ Response Api::attention(const std::string& body) {
   if (!spans.empty()) cnorm::check_document_work(spans.size(), n_rows, n_tokens, "doc_spans");
   reader::AttentionResult ar;
   const reader::SteeringParams steer = steer_field(j);
-  engine_.run([&] { ar = reader_.attention(prompt, q, steer); }).get();
+  naming_steer_fields(
+      [&] { engine_.run([&] { ar = reader_.attention(prompt, q, steer); }).get(); });
   json rows = json::array();
   for (auto& r : ar.rows) {
     json row = {{"layer", r.layer},

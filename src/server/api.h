@@ -33,7 +33,11 @@ inline constexpr size_t kMaxAttentionValues = size_t(1) << 21;  // 2,097,152 wei
 inline constexpr size_t kMaxResponseBytes = size_t(64) << 20;   // 64 MiB
 
 struct ApiOptions {
-  std::string model_id;       // the served model's id (file name without .gguf, or --alias)
+  std::string model_id;  // the served model's id (file name without .gguf, or --alias)
+  // SHA-256 of the model file (store::sha256_file, hashed once at start-up), reported by
+  // /v1/models as the model's "ragform": {"model_sha256"}: a client's fleet check compares it.
+  // Empty: not reported.
+  std::string model_sha256;
   int max_prompt_tokens = 0;  // 0 = the context size
   int max_tokens = 512;       // upper bound of a request's max_tokens
   int n_ctx = 4096;

@@ -26,11 +26,10 @@ void EncoderApi::add_routes(Router& router) {
       },
       Access::Open);
   router.add("GET", {"/v1/models", "/models"}, [this](const Request&) {
-    return ok({{"object", "list"},
-               {"data", json::array({{{"id", opt_.model_id},
-                                      {"object", "model"},
-                                      {"created", created_},
-                                      {"owned_by", "ragform"}}})}});
+    json m = {
+        {"id", opt_.model_id}, {"object", "model"}, {"created", created_}, {"owned_by", "ragform"}};
+    if (!opt_.model_sha256.empty()) m["ragform"] = {{"model_sha256", opt_.model_sha256}};
+    return ok({{"object", "list"}, {"data", json::array({m})}});
   });
   router.add("POST", {"/v1/embeddings", "/embeddings"},
              [this](const Request& r) { return embeddings(r.body); });

@@ -30,7 +30,8 @@ namespace ragform::server {
 
 struct EncoderApiOptions {
   std::string model_id;
-  int max_inputs = 2048;  // texts per /v1/embeddings request, documents per /v1/rerank
+  std::string model_sha256;  // of the encoder file, reported by /v1/models (as api.h's)
+  int max_inputs = 2048;     // texts per /v1/embeddings request, documents per /v1/rerank
 };
 
 class Router;

@@ -1,13 +1,15 @@
 // One study across three `ragform serve` servers of stories260K (--base-url with several URLs):
 // one server down from the start, one stopped mid-run. Nothing is lost, nothing is measured twice,
 // and the rows (the same greedy answers) and the run identity are those of a run against one
-// server. A fleet whose servers serve different models is refused before any request.
+// server. A fleet whose servers serve different models, or one model id with other weights, is
+// refused before any request.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "reader/openai_reader.h"
 #include "server/serve_harness.h"
 #include "store/run_store.h"
+#include "store/sha256.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -206,6 +209,109 @@ TEST(ServerFleet, SureEvalOverAFleetIsTheRunOfOneServer) {
             std::string::npos)
       << rx.err;
   EXPECT_FALSE(fs::exists(dir / "mixed.sqlite") && !rows(dir / "mixed.sqlite").empty());
+}
+
+// An Endpoint that hides the model hash of a `ragform serve` /models answer: the server then looks
+// like llama-server or vLLM, which report none, and the pool falls back to the weights probe.
+class WithoutHash : public reader::Endpoint {
+ public:
+  explicit WithoutHash(const std::string& url) : http_(url, "test", "", 10) {}
+  std::string name() const override { return http_.name(); }
+  reader::HttpAnswer post(const std::string& e, const std::string& b) const override {
+    return http_.post(e, b);
+  }
+  reader::HttpAnswer get(const std::string& e) const override {
+    reader::HttpAnswer a = http_.get(e);
+    nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
+    if (a.ok() && j.is_object() && j.contains("data"))
+      for (auto& m : j["data"]) m.erase("ragform");
+    a.body = j.dump();
+    return a;
+  }
+
+ private:
+  reader::HttpEndpoint http_;
+};
+
+// Servers of one model id with other weights (a copy of stories260K with one bit changed, served
+// under its name; a random model of the same id) are one fleet only in name: `ragform serve`
+// reports its file's sha256 in /v1/models and the reader refuses the mix, naming the servers
+// and the hashes; servers that report no hash are compared by a probe's greedy answer.
+TEST(ServerFleet, SameIdOtherWeightsIsRefused) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("server-fleet-weights");
+  std::string bytes = read_file(model);
+  ASSERT_GT(bytes.size(), 64u);
+  bytes[bytes.size() - 4] ^= 1;  // the last weight's lowest bit
+  write_file(dir / "flipped.gguf", bytes);
+  auto mk = run_ragform("make-test-model --shape tiny --type f32 --vocab-from " + quoted(model) +
+                        " -o " + quoted(dir / "random.gguf"));
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  const std::vector<std::string> base = {"--ctx", "256", "--alias", "stories260K"};
+  auto serve = [&](const fs::path& file) {
+    std::vector<std::string> args = {"-m", file.string()};
+    args.insert(args.end(), base.begin(), base.end());
+    return std::make_unique<ServeProcess>(args);
+  };
+  auto b = serve(model), b2 = serve(model), e = serve(dir / "flipped.gguf"),
+       r = serve(dir / "random.gguf");
+
+  // /v1/models names the file's hash, computed once at start-up.
+  const std::string sha_b = store::sha256_file(model),
+                    sha_e = store::sha256_file(dir / "flipped.gguf");
+  ASSERT_NE(sha_b, sha_e);
+  httplib::Client cb("127.0.0.1", b->port()), ce("127.0.0.1", e->port());
+  auto mb = cb.Get("/v1/models"), me = ce.Get("/v1/models");
+  ASSERT_TRUE(mb && me);
+  const auto jb = nlohmann::json::parse(mb->body), je = nlohmann::json::parse(me->body);
+  EXPECT_EQ(jb["data"][0]["ragform"]["model_sha256"], sha_b) << mb->body;
+  EXPECT_EQ(je["data"][0]["ragform"]["model_sha256"], sha_e) << me->body;
+  EXPECT_EQ(je["data"][0]["id"], "stories260K");
+
+  OpenAIOptions o;
+  o.model = "stories260K";
+  o.timeout_s = 10;
+  o.base_url = v1(*b) + "," + v1(*b2);
+  EXPECT_NO_THROW(OpenAIReader{o}) << "the same file on two servers is one fleet";
+  o.base_url = v1(*b) + "," + v1(*b2) + "," + v1(*e);
+  try {
+    OpenAIReader rd(o);
+    ADD_FAILURE() << "a mix of weights was accepted";
+  } catch (const Error& x) {
+    const std::string w = x.what();
+    EXPECT_NE(w.find("openai reader: server " + v1(*e) +
+                     " serves the same model id with other weights: its /models reports model "
+                     "sha256 " +
+                     sha_e.substr(0, 16) + "..., " + v1(*b) + "'s " + sha_b.substr(0, 16) +
+                     "... (the hashes differ): every --base-url must serve the same model"),
+              std::string::npos)
+        << w;
+  }
+
+  // Without hashes (as llama-server and vLLM answer): the reader's probe request, greedy.
+  auto pool = [&](const std::vector<std::string>& urls) {
+    std::vector<std::unique_ptr<reader::Endpoint>> eps;
+    for (const auto& u : urls) eps.push_back(std::make_unique<WithoutHash>(u));
+    reader::PoolOptions po;
+    reader::set_weights_probe(o, po);
+    return std::make_unique<reader::ServerPool>(std::move(eps), po);
+  };
+  EXPECT_NO_THROW(pool({v1(*b), v1(*b2)})->check_all()) << "the same greedy answers";
+  try {
+    pool({v1(*b), v1(*r)})->check_all();
+    ADD_FAILURE() << "a mix of weights was accepted";
+  } catch (const Error& x) {
+    const std::string w = x.what();
+    EXPECT_NE(w.find("openai reader: server " + v1(*r) +
+                     " serves the same model id with other weights or settings: its greedy "
+                     "answer to the weights probe is \""),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("(the probe answers differ; neither server reports a model sha256 in "
+                     "/models): every --base-url must serve the same model"),
+              std::string::npos)
+        << w;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // ServerPool with fake endpoints: the least-outstanding choice, the per-server bound, failover on
 // no answer / 5xx / 408 / 429 (and none on another 4xx), a down server skipped and then tried
-// again, every server down, and the model check of a fleet.
+// again, every server down, and the model and weights checks of a fleet (hashes, probe).
 #include "reader/server_pool.h"
 
 #include <atomic>
@@ -298,6 +298,107 @@ TEST(ServerPool, SameModelCheck) {
     f.fakes[1]->set_models(answer(401));
     EXPECT_THROW(f.pool->check_all(), RequestFailed);
   }
+}
+
+// The weights check of a fleet whose servers list the same model: the hashes their /models
+// report, else the probe's answers. A mix is refused naming both servers and which way they
+// differ; the probe is sent once per server, never when both report a hash.
+TEST(ServerPool, SameWeightsCheck) {
+  auto models_with = [](const std::string& sha) {
+    return answer(
+        200, R"({"data": [{"id": "m", "owned_by": "ragform", "ragform": {"model_sha256": ")" + sha +
+                 R"("}}]})");
+  };
+  const std::string h1(64, 'a'), h2(64, 'b');
+  PoolOptions probing;
+  probing.probe_endpoint = "/completions";
+  probing.probe_body = R"({"prompt": "probe"})";
+  {
+    Fleet f(3, probing);
+    f.fakes[0]->set_models(models_with(h1));
+    f.fakes[1]->set_models(models_with(h1));
+    f.fakes[2]->set_models(models_with(h2));
+    try {
+      f.pool->check_all();
+      FAIL() << "no throw";
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find("server C serves the same model id with other weights: its /models reports "
+                       "model sha256 bbbbbbbbbbbbbbbb..., A's aaaaaaaaaaaaaaaa... (the hashes "
+                       "differ): every --base-url must serve the same model"),
+                std::string::npos)
+          << w;
+    }
+    for (Fake* x : f.fakes) EXPECT_EQ(x->posts(), 0) << "hashes compared: no probe";
+  }
+  {
+    Fleet f(3, probing);  // no hashes: the probe; C answers it otherwise
+    f.fakes[0]->set_reply([] { return answer(200, "same"); });
+    f.fakes[1]->set_reply([] { return answer(200, "same"); });
+    f.fakes[2]->set_reply([] { return answer(200, "other"); });
+    try {
+      f.pool->check_all();
+      FAIL() << "no throw";
+    } catch (const Error& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find("server C serves the same model id with other weights or settings: its "
+                       "greedy answer to the weights probe is \"other\", A's \"same\" (the probe "
+                       "answers differ; neither server reports a model sha256 in /models)"),
+                std::string::npos)
+          << w;
+    }
+    EXPECT_EQ(f.fakes[0]->posts(), 1) << "the reference's probe asked once";
+    EXPECT_EQ(f.fakes[1]->posts(), 1);
+    EXPECT_EQ(f.fakes[2]->posts(), 1);
+  }
+  {
+    Fleet f(2, probing);  // one hash, one without: the probe decides; equal answers serve
+    f.fakes[0]->set_models(models_with(h1));
+    for (Fake* x : f.fakes) x->set_reply([] { return answer(200, "same"); });
+    f.pool->check_all();
+    EXPECT_EQ(f.fakes[0]->posts(), 1);
+    EXPECT_EQ(f.fakes[1]->posts(), 1);
+    f.pool->post("/c", "{}");
+    f.pool->post("/c", "{}");
+    EXPECT_EQ(f.fakes[0]->posts() + f.fakes[1]->posts(), 4) << "no further probe";
+  }
+  {
+    // Down when the fleet opens, reached later with other weights: left out with a note.
+    PoolOptions o = probing;
+    o.recheck_s = 0.05;
+    Fleet f(2, o);
+    f.fakes[0]->set_models(models_with(h1));
+    f.fakes[1]->set_models(answer(0));
+    f.fakes[1]->set_reply([] { return answer(0); });
+    f.pool->check_all();
+    f.fakes[1]->set_models(models_with(h2));
+    f.fakes[1]->set_reply(nullptr);
+    std::this_thread::sleep_for(100ms);  // B's recheck is due
+    f.fakes[0]->hold();                  // A busy: the next request goes to B
+    std::thread t([&] { EXPECT_EQ(f.pool->post("/c", "{}"), "A"); });
+    ASSERT_TRUE(f.fakes[0]->wait_in_flight(1));
+    std::string second;
+    std::thread t2([&] { second = f.pool->post("/c", "{}"); });
+    std::this_thread::sleep_for(200ms);
+    f.fakes[0]->release(2);
+    t.join();
+    t2.join();
+    EXPECT_EQ(second, "A");
+    EXPECT_EQ(f.fakes[1]->posts(), 0) << "a server with other weights takes no request";
+    EXPECT_TRUE(has_note(f.all_notes(),
+                         "server B serves the same model id with other weights: its /models "
+                         "reports model sha256 bbbbbbbbbbbbbbbb..., A's aaaaaaaaaaaaaaaa... (the "
+                         "hashes differ); it is left out"));
+  }
+}
+
+TEST(ReportedSha256, OneModelOrSeveral) {
+  EXPECT_EQ(reported_sha256(R"({"data": [{"id": "m"}]})"), "");
+  EXPECT_EQ(reported_sha256(R"({"data": [{"id": "m", "ragform": {"model_sha256": "ab"}}]})"), "ab");
+  EXPECT_EQ(reported_sha256(R"({"data": [{"id": "b", "ragform": {"model_sha256": "2"}},
+                                         {"id": "a", "ragform": {"model_sha256": "1"}}]})"),
+            "a=1, b=2");
+  EXPECT_EQ(reported_sha256("not json"), "");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // CLI's --steer flags for the same prompt (completions through the continuous-batching engine,
 // which must not reuse steered prefix rows for an unsteered request); malformed objects are 400s.
 #include <string>
+#include <vector>
 
 #include "serve_harness.h"
 
@@ -71,6 +72,53 @@ TEST(ServeSteer, MatchesTheCli) {
                             "application/json"),
                      400);
   }
+}
+
+// A client of /v1/... sends a JSON "steer" object, never the CLI's flags: the errors found once
+// the prompt is tokenised (a span past the prompt, a layer or head outside the model, shares that
+// do not match the spans) name the object's fields; the CLI keeps naming its flags.
+TEST(ServeSteer, ErrorsNameTheJsonFieldsNotTheFlags) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string()});
+  httplib::Client c("127.0.0.1", srv.port());
+  struct Case {
+    json steer;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4000}}}}, "steer.spans: span 0:4000 ends past"},
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"layers", {99}}},
+       "steer.layers: layer 99 is outside the model's layers"},
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"layers", "3..1"}},
+       "steer.layers: layer range 3..1 is empty"},
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"heads", {99}}},
+       "steer.heads: head 99 is outside the model's"},
+      {{{"rule", "reallocate:0.2,0.3"}, {"spans", {{0, 4}}}},
+       "steer.rule: 2 per-span shares for 1 spans: give one share per steer.spans span"},
+  };
+  for (const Case& k : cases) {
+    for (const char* path : {"/v1/completions", "/v1/score", "/v1/attention"}) {
+      SCOPED_TRACE(std::string(path) + " " + k.steer.dump());
+      json req = {{"prompt", kPrompt}, {"steer", k.steer}};
+      if (std::string(path) == "/v1/completions") req["max_tokens"] = 2;
+      if (std::string(path) == "/v1/score") req["continuation"] = " Lily";
+      const std::string msg = expect_api_error(c.Post(path, req.dump(), "application/json"), 400);
+      EXPECT_NE(msg.find(k.field), std::string::npos) << msg;
+      EXPECT_EQ(msg.find("--steer"), std::string::npos) << msg;
+    }
+  }
+  // The CLI's messages name its flags, as before.
+  const auto dir = temp_dir("serve_steer_errors");
+  write_file(dir / "prompt.txt", kPrompt);
+  const std::string cli = "generate -m " + quoted(model) + " --file " + quoted(dir / "prompt.txt") +
+                          " -n 2 --steer rescale:2 --steer-spans 0:4";
+  auto r = run_ragform(cli + " --steer-heads 99");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--steer-heads: head 99 is outside the model's"), std::string::npos)
+      << r.err;
+  r = run_ragform(cli + " --steer-layers 99");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--steer-layers: layer 99 is outside"), std::string::npos) << r.err;
 }
 
 }  // namespace
