@@ -168,7 +168,7 @@ class RunStore:
 
 # Text arguments that cannot cross into C++ (lone surrogates) raise ValueError naming them.
 for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.Encoder, Model,
-             OpenAIReader):
+             OpenAIReader, RunStore):
     _check_methods(_cls)
 
 from . import cnorm, readers, spotlight, sure  # noqa: E402  (they use Model / RunStore)

@@ -2,8 +2,10 @@
 import os as _os
 
 from . import _ragform
+from ._text import checked
 
 
+@checked
 def present(record, profile, model=None):
     """The record's prompt under a tuned profile, as `ragform present --json` prints it for one
     JSONL line and the server's /v1/rag/present returns it (one function behind all three):

@@ -1,8 +1,11 @@
 """Text arguments that are not valid UTF-8: a str holding a lone surrogate (what os.fsdecode or
 json.loads make of broken bytes) cannot cross into C++. pybind11 reports that as "incompatible
-function arguments" (TypeError) and the JSON bridge as a parse error; checked() turns both into a
-ValueError naming the argument and the surrogate. The arguments are looked at only after a call
-failed, so a valid call costs nothing."""
+function arguments" (TypeError) or as a failed cast (a RuntimeError that only suggests defining
+PYBIND11_DETAILED_ERROR_MESSAGES), and the JSON bridge as a parse error (ValueError); checked()
+turns each into a ValueError naming the argument and the surrogate. Every function of the
+package that passes text to C++ is wrapped (the text a Python reader returns is checked on the
+C++ side, py_reader.cpp). The arguments are looked at only after a call failed, so a valid call
+costs nothing."""
 import functools
 import inspect
 
@@ -124,8 +127,8 @@ def bad_range(name, value, annotation):
 
 
 def checked(fn):
-    """fn, raising ValueError (see above) in place of the TypeError or RuntimeError a bad text
-    argument causes."""
+    """fn, raising ValueError (see above) in place of the TypeError, RuntimeError or JSON parse
+    error (ValueError) a bad text argument causes."""
     names = None
 
     @functools.wraps(fn)
@@ -133,7 +136,7 @@ def checked(fn):
         nonlocal names
         try:
             return fn(*args, **kwargs)
-        except (TypeError, RuntimeError) as e:
+        except (TypeError, RuntimeError, ValueError) as e:
             if names is None:
                 names = param_names(fn)
             named = [(names[i] if i < len(names) else f"argument {i + 1}", v)

@@ -6,6 +6,7 @@ import json as _json
 import os as _os
 
 from . import _ragform
+from ._text import checked
 
 
 def _curve(bias):
@@ -16,6 +17,7 @@ def _curve(bias):
         return _json.load(f)
 
 
+@checked
 def document_relevance(model, prompt, doc_spans, bias=None, layer=-1, query=-1):
     """Each document's attention (its mass and its mean per token) in one layer's row of the
     ``query`` token, and with ``bias`` (a curve dict or file) its calibrated relevance (Found in
@@ -28,6 +30,7 @@ def document_relevance(model, prompt, doc_spans, bias=None, layer=-1, query=-1):
                                         _curve(bias), layer, query)
 
 
+@checked
 def position_bias(model, task="needle", records=None, k=10, limit=10, seed=0, measure=None):
     """The model's positional bias curve: a filler document at each of ``k`` slots of ``limit``
     prompts (needle: generated; qa: ``records``), the attention it gets per layer and over layers,

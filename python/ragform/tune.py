@@ -5,12 +5,14 @@ import os as _os
 
 from . import _ragform
 from ._progress import Progress
+from ._text import checked
 
 
 def _path(p):
     return _os.fspath(p) if isinstance(p, _os.PathLike) else (p or "")
 
 
+@checked
 def tune(reader, task, budget, store, input=None, holdout=None, *, dev_items=24,
          holdout_items=32, needle_slots=6, objective="accuracy", robust_floor=0.8, space=None,
          delims=None, p=None, formats=None, orders=None, k=None, spotlight=None, template=None,

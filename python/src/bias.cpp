@@ -23,6 +23,7 @@ pyb::object document_relevance(const pyb::handle& model, const std::string& prom
                                const pyb::handle& doc_spans, const pyb::handle& bias, int layer,
                                int query) {
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  require_methods(*rd, {"attention"}, "bias.document_relevance");
   const std::vector<cnorm::CharSpan> spans =
       cnorm::char_spans_from_json(to_json(doc_spans), "doc_spans");
   std::optional<cnorm::BiasCurve> curve;

@@ -37,6 +37,13 @@ void bind_py_reader(pyb::module_& m);
 // reader protocol (py_reader.cpp); anything else is a UsageError naming `arg`. With the GIL held.
 std::shared_ptr<reader::Reader> reader_arg(const pyb::handle& obj, const char* arg);
 
+// Before a verb starts: a Python reader (py_reader.cpp) must have every method of `methods` the
+// verb calls beside generate, or NotSupported names them all at once ("cnorm.calibrate needs
+// tokenize and attention from the reader MyReader; it has neither"). Other readers pass. With the
+// GIL held.
+void require_methods(const reader::Reader& r, const std::vector<std::string>& methods,
+                     const std::string& verb);
+
 // Python objects (dicts, lists, str, numbers, bool, None) <-> JSON, through Python's json module so
 // that both sides agree on every corner (non-string keys, NaN: rejected by allow_nan=False).
 nlohmann::json to_json(const pyb::handle& obj);

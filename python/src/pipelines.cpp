@@ -61,9 +61,12 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
     enc = std::make_unique<StaticEncoder>(*wv, oov == "match" ? OovPolicy::Match : OovPolicy::Skip);
   } else if (pyb::isinstance<reader::NativeEncoder>(encoder)) {
     enc = std::make_unique<ModelEncoder>(encoder.cast<reader::NativeEncoder&>());
-  } else if (pyb::isinstance<reader::Reader>(encoder) || pyb::hasattr(encoder, "hidden")) {
-    // A Model's hidden states, or any Python reader's hidden(prompt, layer).
+  } else if (pyb::isinstance<reader::Reader>(encoder) || pyb::hasattr(encoder, "hidden") ||
+             pyb::hasattr(encoder, "generate")) {
+    // A Model's hidden states, or any Python reader's hidden(prompt, layer) (one without hidden
+    // is refused naming it).
     rd = reader_arg(encoder, "encoder");
+    require_methods(*rd, {"hidden"}, "spotlight.select");
     enc = std::make_unique<HiddenEncoder>(*rd, layer);
   } else {
     throw UsageError("spotlight",

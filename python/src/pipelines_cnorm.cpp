@@ -39,6 +39,8 @@ pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
   const int n_ctx = ctx.value_or(kDefaultContext);
   if (n_ctx < 1) throw UsageError("n_ctx", "must be >= 1");
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  // Token counts fit k and place the context; ABS reads attention.
+  require_methods(*rd, {"tokenize", "attention"}, "cnorm.calibrate");
   auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
   // The CLI's set-up (setup.h), its errors naming these keywords.
   CalibrationRequest req;
@@ -150,6 +152,7 @@ pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
   if (task == Task::Needle && !recs.empty())
     throw UsageError("records", "the needle task generates its items; give no records");
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  require_methods(*rd, {"tokenize"}, "cnorm.evaluate");  // k fitted, Min-Token's counts
   auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
   const std::string model_sha = native ? store::sha256_file(native->model_path()) : "";
   if (std::string why =

@@ -199,6 +199,8 @@ pyb::object sure_attention(const pyb::handle& model, const pyb::iterable& pairs_
   so.seed = uint64_t(seed);
   std::vector<Pair> pairs = pairs_arg(pairs_in);
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  // The answer span's and the question's token positions, then their attention.
+  require_methods(*rd, {"tokenize", "attention"}, "sure.attention");
   if (rd->chat_mode() != "raw")
     throw UsageError("model", "the answer-span positions need raw prompts, not chat mode");
   nlohmann::ordered_json out;
@@ -270,6 +272,8 @@ pyb::list sure_oracle(pyb::object records, const pyb::handle& model, int64_t see
   if (records.is_none()) throw UsageError("records", "give a list of dicts or a JSONL file");
   std::vector<eval::QaRecord> recs = records_arg(records, /*with_sha=*/false).records;
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
+  // Eq. 5's log-probs; each document's length in tokens is one of the features.
+  require_methods(*rd, {"score", "tokenize"}, "sure.oracle");
   const LoopHook hook(progress, 0);
   const common::RunHooks hooks = loop_hooks(hook);
   std::vector<KsFeatureRow> rows;

@@ -91,6 +91,12 @@ pyb::object tune_search(const pyb::handle& reader, const std::string& task, long
   if (ctx) given = count_arg(*ctx, "ctx", 1);
   const size_t native_ctx = native ? size_t(default_context(model::training_context(path))) : 0;
   std::tie(o.ctx, o.ctx_source) = tune::context_cap(given, native != nullptr, path, native_ctx);
+  // Token counts: under a context cap every prompt is fitted to it, and the ABS filter (run when
+  // the reader has attention; without it the filter is skipped with a note) stores them.
+  if (o.ctx)
+    require_methods(*rd, {"tokenize"}, "tune with ctx=" + std::to_string(o.ctx));
+  else if (abs_filter && rd->capabilities().attention)
+    require_methods(*rd, {"tokenize"}, "tune's ABS filter (abs_filter=True)");
   o.origin =
       common::origin_of(*rd, common::tool_version(), path, native ? store::sha256_file(path) : "");
   o.model = path;

@@ -17,7 +17,8 @@ import ragform
 # ---------------------------------------------------------------- the reader doubles
 
 # The double's attention weight of a prompt token (a whitespace-separated word); every other
-# token weighs 0.001. The answers it gives: the first of ANSWERS written exactly so in the prompt.
+# token weighs 0.001 but the first, which takes the rest (a row sums to 1, as a softmax does). The
+# answers it gives: the first of ANSWERS written exactly so in the prompt.
 WEIGHTS = {"Paris": 0.5, "PARIS": 0.25, "Berlin": 0.75, "Madrid": 0.0625, "ROME": 0.125,
            "Rome": 0.5}
 ANSWERS = ["Paris", "Berlin", "Madrid", "Rome"]
@@ -55,22 +56,25 @@ class Double:
         for _ in layers:
             for q in positions:
                 q = q + len(words) if q < 0 else q
-                rows.append(np.array([[WEIGHTS.get(w, 0.001) for w in words[:q + 1]]]))
+                row = np.array([[WEIGHTS.get(w, 0.001) for w in words[:q + 1]]])
+                row[0, 0] = 1.0 - row[0, 1:].sum()
+                assert row[0, 0] >= 0
+                rows.append(row)
         return rows
 
 
 class Calibrating(Double):
-    """C-NORM's final-token row: uniform over the prompt when it holds '~' (ABS 1), weights 3 on
-    the first and 1 on the last token when it holds '+' (centroid 1/4: ABS 0.5), else all on the
+    """C-NORM's final-token row: uniform over the prompt when it holds '~' (ABS 1), weights 3/4 on
+    the first and 1/4 on the last token when it holds '+' (centroid 1/4: ABS 0.5), else all on the
     first token (centroid 0: ABS 0)."""
 
     def attention(self, prompt, layers, heads, positions):
         assert (layers, positions) == ([-1], [-1])  # the paper's: last layer, final token
         row = np.zeros(len(prompt.split()))
         if "~" in prompt:
-            row[:] = 1.0
+            row[:] = 1.0 / len(row)
         elif "+" in prompt:
-            row[0], row[-1] = 3.0, 1.0
+            row[0], row[-1] = 0.75, 0.25
         else:
             row[0] = 1.0
         return row[None, :]
@@ -157,7 +161,7 @@ def test_protocol_answers_as_a_reader():
     assert r.count_tokens("a b c") == 3
     a = r.attention("a Paris b", layer=-1, query=1)
     assert a.query_position == 1 and a.heads.shape == (1, 2)
-    assert list(a.mean) == pytest.approx([0.001, 0.5])
+    assert list(a.mean) == pytest.approx([0.5, 0.5])
     # The same wording as the OpenAI reader asking a server for attention.
     with pytest.raises(NotImplementedError, match=r"^python reader: score is not supported by "
                                                   r"this reader \(Double has no score method\)"):
@@ -176,9 +180,10 @@ def test_protocol_answers_as_a_reader():
 
     class Short(Double):  # a row of the wrong length answers another query
         def attention(self, prompt, layers, heads, positions):
-            return np.ones((1, 2))
+            return np.full((1, 2), 0.5)
 
-    with pytest.raises(RuntimeError, match="asked for query position 2, got a row of 2 keys"):
+    with pytest.raises(ValueError, match=r"^python reader: Short.attention: the row of query "
+                                         r"position 2 must be \[2 \+ 1\] = 3 long, got 2$"):
         ragform.readers.as_reader(Short()).attention("a b c", query=2)
 
 
@@ -194,7 +199,7 @@ def test_protocol_params_and_result_shapes():
         def attention(self, prompt, layers, heads, positions):
             # One [rows, heads, keys] array: two query rows of one layer would differ in length,
             # so this reader is asked for one row per layer.
-            return np.full((len(layers), 2, 3), 0.25)
+            return np.full((len(layers), 2, 3), 1 / 3)
 
         def hidden(self, prompt, layer):
             return {"states": np.arange(6, dtype=np.float32).reshape(3, 2),
@@ -266,7 +271,8 @@ def test_cnorm_calibration_by_hand():
     got = {c["delimiter"]: (c["abs"], c["abs_mean"], c["abs_std"]) for c in prof["candidates"]}
     # ABS = 1 - 2 |mu - 1/2|: all weight on the first token (mu 0), uniform (mu 1/2), 3:1 on
     # the first and last (mu 1/4).
-    assert got == {"original": ([0.0, 0.0], 0.0, 0.0), "~": ([1.0, 1.0], 1.0, 0.0),
+    assert got == {"original": ([0.0, 0.0], 0.0, 0.0),
+                   "~": (pytest.approx([1.0, 1.0]), pytest.approx(1.0), pytest.approx(0.0)),
                    "+": ([0.5, 0.5], 0.5, 0.0)}
     assert prof["best"] == "~" and prof["model_sha256"] == ""
 
@@ -417,7 +423,8 @@ def oracle_records():
 
 
 def test_sure_oracle_needs_score():
-    with pytest.raises(NotImplementedError, match="score is not supported by this reader"):
+    with pytest.raises(NotImplementedError, match=r"^sure.oracle needs score and tokenize from the "
+                                                  r"reader Double; it has no score \("):
         ragform.sure.oracle(oracle_records(), reader=Double(), progress=False)
 
 

@@ -99,12 +99,14 @@ def logits_of(ids):
 
 
 def attention_of(n):
-    """[layer][head, query, key] = 100 l + 10 h + q + key / 10, zero above the diagonal."""
+    """[layer][head, query, key] proportional to 1 + 100 l + 10 h + q + key / 10 (each row sums
+    to 1, as a softmax does), zero above the diagonal."""
     a = np.zeros((N_LAYER, N_HEAD, n, n))
     for l in range(N_LAYER):
         for h in range(N_HEAD):
             for q in range(n):
-                a[l, h, q, :q + 1] = 100 * l + 10 * h + q + np.arange(q + 1) / 10
+                row = 1 + 100 * l + 10 * h + q + np.arange(q + 1) / 10
+                a[l, h, q, :q + 1] = row / row.sum()
     return a
 
 
