@@ -128,6 +128,10 @@ std::string SteeringSpec::describe() const {
     if (layers[i].last != layers[i].first) d += ".." + std::to_string(layers[i].last);
   }
   d += "|heads=" + (heads.empty() ? std::string("all") : join_ints(heads));
+  // Rescale steers rows the PASTA way (every row, generated keys left) since issue 42; runs stored
+  // before it steered only rows after the spans, so the identity says which (they never resume
+  // into each other).
+  if (rule == Steering::Rescale) d += "|rows=pasta";
   return d;
 }
 

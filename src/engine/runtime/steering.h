@@ -119,7 +119,7 @@ struct SteeringSpec {
   // Whether it asks for a change: a rule other than Off and rescale:1, with at least one span.
   bool active() const;
   // Stable text of the request ("off" when inactive), for run identities:
-  // "rescale:2|chars=10:40|layers=default|heads=all".
+  // "rescale:2|chars=10:40|layers=default|heads=all|rows=pasta" (rescale names PASTA's rows).
   std::string describe() const;
 };
 

@@ -93,7 +93,7 @@ TEST(SteeringResolve, KeysAndActivity) {
   EXPECT_FALSE(spec.active());  // rescale:1 changes nothing
   spec.value = 2.0f;
   EXPECT_TRUE(spec.active());
-  EXPECT_EQ(spec.describe(), "rescale:2|chars=0:4|layers=default|heads=all");
+  EXPECT_EQ(spec.describe(), "rescale:2|chars=0:4|layers=default|heads=all|rows=pasta");
   Steering s = resolve_steering(spec, 4, 2, {{3, 5}, {1, 2}}, 64);
   EXPECT_TRUE(s.active());
   EXPECT_EQ(s.key(), "rescale:2|spans=1:2,3:5|layers=2,3|heads=all|prompt=64");

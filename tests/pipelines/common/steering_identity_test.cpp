@@ -32,7 +32,7 @@ TEST(SteeringIdentity, SteeredAndUnsteeredRunsNeverMerge) {
   const int64_t steered = run_of(st, rd);
   EXPECT_NE(steered, plain);
   EXPECT_EQ(st.run(steered)->reader,
-            "fake:model.gguf#steer=rescale:2|chars=0:10|layers=default|heads=all");
+            "fake:model.gguf#steer=rescale:2|chars=0:10|layers=default|heads=all|rows=pasta");
   EXPECT_EQ(run_of(st, rd), steered);  // the same setting resumes its run
 
   rd.steering.layers = {{-1, -1}};
