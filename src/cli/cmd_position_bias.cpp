@@ -240,9 +240,10 @@ int run_position_bias(const std::vector<std::string>& argv) {
   if (!rank.value.empty())
     return rank_recall(rf, rank.value, bias.value, size_t(limit.value), store_path.value,
                        json.value);
-  const cnorm::Task task = cnorm::parse_task(task_s.value);
-  if (task != cnorm::Task::Qa && task != cnorm::Task::Needle)
+  // Only qa and needle: checked before parse_task, whose message lists every C-NORM task.
+  if (task_s.value != "qa" && task_s.value != "needle")
     throw UsageError("--task", "expected qa or needle, got '" + task_s.value + "'");
+  const cnorm::Task task = cnorm::parse_task(task_s.value);
   if (sweep.value) {
     SweepArgs sa{task,
                  input.value,

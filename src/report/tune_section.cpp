@@ -33,6 +33,25 @@ std::string str(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
+// What a full grid would have cost, and when the budget covered it, why the search did not run
+// one (tune::spending_text's wording for the card).
+std::string grid_sentence(const json& summary) {
+  const double grid = num(summary, "grid"), budget = num(summary, "budget");
+  const std::string g = fmt(grid, 0);
+  if (!(grid <= budget)) return "a full grid over the same dev items would cost " + g;
+  const json& plan = summary.contains("plan") ? summary["plan"] : json();
+  bool cut = num(plan, "abs_cost") > 0 && num(plan, "abs_keep") < num(plan, "candidates");
+  if (plan.is_object() && plan.contains("rungs") && plan["rungs"].is_array()) {
+    cut = cut && !plan["rungs"].empty();
+    for (const json& r : plan["rungs"]) cut = cut || num(r, "keep") < num(r, "candidates");
+  }
+  if (cut)
+    return "the budget covered a full grid over the same dev items (" + g +
+           " prompts), but the search cut candidates (ABS filter, halving) instead of measuring "
+           "them all";
+  return "that was the full grid over the same dev items (" + g + " prompts)";
+}
+
 std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 1) + "%" : "n/a"; }
 
 // One candidate of the trajectory.
@@ -182,9 +201,8 @@ void profile_table(Html& h, const json& summary) {
             ? " (robustness floor " + fmt(num(summary, "robust_floor"), 2) + ")"
             : std::string())
     << ". The search spent <b>" << fmt(num(summary, "spent"), 0) << "</b> of a budget of "
-    << fmt(num(summary, "budget"), 0) << " prompts; a full grid over the same dev items would "
-    << "cost " << fmt(num(summary, "grid"), 0) << ". Winner: <code>"
-    << escape_html(str(summary, "winner")) << "</code>.</p>";
+    << fmt(num(summary, "budget"), 0) << " prompts; " << grid_sentence(summary)
+    << ". Winner: <code>" << escape_html(str(summary, "winner")) << "</code>.</p>";
   // Candidates the context cap removed never ran: say so, or the space looks smaller than asked.
   const double dropped = num(summary, "dropped_for_context");
   const json& ctx = summary.contains("context") ? summary["context"] : json();

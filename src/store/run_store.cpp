@@ -673,6 +673,18 @@ void RunStore::merge_run_meta(const RunStore& other,
   }
 }
 
+namespace {
+
+// Two rows that differ only in their timings (one prompt answered by two workers, or twice) are
+// one measurement: a merge keeps the existing row and does not call it a conflict.
+bool same_but_timings(Result a, Result b) {
+  a.timings_ms.clear();
+  b.timings_ms.clear();
+  return a == b;
+}
+
+}  // namespace
+
 MergeStats RunStore::merge(const std::vector<fs::path>& others) {
   std::lock_guard lock(impl_->mu);
   if (impl_->read_only) throw Error(impl_->where, "merge: store is open read-only");
@@ -709,7 +721,7 @@ MergeStats RunStore::merge(const std::vector<fs::path>& others) {
           impl_->step(s, "merging row");
           grew.insert(in.run);
           ++st.rows_added;
-        } else if (*have == r) {
+        } else if (same_but_timings(*have, r)) {
           ++st.rows_identical;
         } else if (have->status == Status::unmeasured && r.status == Status::ok) {
           sqlite3_stmt* s = impl_->stmt(

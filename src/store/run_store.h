@@ -102,8 +102,8 @@ struct MergeStats {
   std::int64_t runs_added = 0;        // runs not yet in this store
   std::int64_t rows_added = 0;        // rows whose key was new
   std::int64_t rows_replaced = 0;     // unmeasured rows replaced by a measured one
-  std::int64_t rows_identical = 0;    // already present with the same content
-  std::int64_t rows_conflicting = 0;  // present with different content: the existing row is kept
+  std::int64_t rows_identical = 0;    // already present with the same content (timings aside)
+  std::int64_t rows_conflicting = 0;  // present with other content: the existing row is kept
   std::int64_t meta_added = 0;        // run metadata names copied (see RunStore::merge)
   std::int64_t meta_summed = 0;       // prefill counters of a shard added to the run's
   std::int64_t meta_conflicting = 0;  // other metadata that differs: the existing value is kept
@@ -162,7 +162,8 @@ class RunStore {
 
   // Copies the runs and rows of other run stores into this one, matching runs by identity
   // (config_key). Each source file is merged in one transaction. On a key present in both, a
-  // measured row replaces an unmeasured one; otherwise the existing row is kept (and counted).
+  // measured row replaces an unmeasured one; otherwise the existing row is kept and counted as
+  // identical when the two differ in nothing but timings_ms, else as conflicting.
   // Run metadata is copied where missing; the prefill counters of shards that each brought rows
   // to a run are added up.
   MergeStats merge(const std::vector<std::filesystem::path>& others);

@@ -56,7 +56,7 @@ class Ledger {
   Ledger(store::RunStore& st, int64_t run) : st_(st), run_(run) {
     for (auto& row : st.results(run))
       if (row.status == store::Status::ok) {
-        if (row.correct) by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+        note_prompt(row);
         rows_[{row.instance, row.variant}] = std::move(row);
       }
   }
@@ -74,21 +74,36 @@ class Ledger {
     row.run = run_;
     st_.put(row);
     if (row.status != store::Status::ok) return;
-    if (row.correct) by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+    note_prompt(row);
     rows_[{row.instance, row.variant}] = std::move(row);
   }
   int64_t run() const { return run_; }
 
  private:
+  // Remembers the answered row of (instance, prompt): the measured one, never a row that shared
+  // it (whatever order a merged store lists them in), so a later copy names the same variant.
+  void note_prompt(const store::Result& row) {
+    if (!row.correct) return;
+    const bool shared = row.extra.contains("shared_with");
+    auto [it, fresh] = by_prompt_.emplace(store::Key{row.instance, row.prompt}, row.variant);
+    if (!fresh && !shared && rows_.count({row.instance, it->second}) &&
+        rows_.at({row.instance, it->second}).extra.contains("shared_with"))
+      it->second = row.variant;
+  }
+
   store::RunStore& st_;
   int64_t run_;
   std::map<store::Key, store::Result> rows_;
   std::map<store::Key, std::string> by_prompt_;  // (instance, prompt) -> the variant measured
 };
 
-bool shard_keeps(const TuneOptions& o, const std::string& inst, const std::string& var) {
+// Whether this shard measures the prompt `prompt` of record `inst`. The split is by what is
+// measured, not by the variant's name: every cell that sends the same prompt for the same record
+// (an alias on this record, two perturbations that agree) lands on one shard, which sends it once
+// and shares the answer as the unsharded search does.
+bool shard_keeps(const TuneOptions& o, const std::string& inst, const std::string& prompt) {
   return o.shard_count <= 1 ||
-         fnv1a64(inst + "|" + var) % uint64_t(o.shard_count) == uint64_t(o.shard_index);
+         fnv1a64(inst + "|" + prompt) % uint64_t(o.shard_count) == uint64_t(o.shard_index);
 }
 
 struct Runner {
@@ -237,15 +252,17 @@ struct PhaseState {
   size_t missing_elsewhere = 0;
 };
 
-// Runs the cells `todo` (instance, variant, fn) this shard owns; counts the others.
-template <class Fn>
+// Runs the cells (instance, variant) without a row that this shard owns (by their prompt,
+// prompt_of(i)): fn(i) measures cell i. Counts the others.
+template <class PromptOf, class Fn>
 PhaseState run_phase(const TuneOptions& o, Runner& run, Ledger& led, const std::string& stage,
-                     const std::vector<std::pair<std::string, std::string>>& cells, Fn&& fn) {
+                     const std::vector<std::pair<std::string, std::string>>& cells,
+                     PromptOf&& prompt_of, Fn&& fn) {
   PhaseState ps;
   std::vector<size_t> mine;
   for (size_t i = 0; i < cells.size(); ++i) {
     if (led.find(cells[i].first, cells[i].second)) continue;
-    if (shard_keeps(o, cells[i].first, cells[i].second))
+    if (o.shard_count <= 1 || shard_keeps(o, cells[i].first, prompt_of(i)))
       mine.push_back(i);
     else
       ++ps.missing_elsewhere;
@@ -346,11 +363,19 @@ PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRe
         cells.push_back({recs[i].id, rob_variant(k, label(cands[c]))});
         what.emplace_back(c, i, k);
       }
-  return run_phase(run.o, run, led, stage, cells, [&](size_t j) {
-    auto [c, i, k] = what[j];
-    run.answer(led, *perturbed(recs[i], run.o.task, k, run.o.seed), recs[i].id, cands[c],
-               cells[j].second);
-  });
+  return run_phase(
+      run.o, run, led, stage, cells,
+      [&](size_t j) {
+        auto [c, i, k] = what[j];
+        return render(*perturbed(recs[i], run.o.task, k, run.o.seed), cands[c], run.o.task,
+                      run.o.tmpl)
+            .prompt;
+      },
+      [&](size_t j) {
+        auto [c, i, k] = what[j];
+        run.answer(led, *perturbed(recs[i], run.o.task, k, run.o.seed), recs[i].id, cands[c],
+                   cells[j].second);
+      });
 }
 
 // Where a record came from, for an error: "FILE:LINE" of its split's file, else "record <id>"
@@ -363,12 +388,19 @@ std::string record_where(const TuneOptions& o, const eval::QaRecord& rec) {
   return path + ":" + std::to_string(rec.source_line);
 }
 
+// "512-token context (--ctx)": the cap and where it came from, for a message.
+std::string context_words(const TuneOptions& o) {
+  return std::to_string(o.ctx) + "-token context" +
+         (o.ctx_source.empty() ? std::string() : " (" + o.ctx_source + ")");
+}
+
 // Whether the prompt of `rec` under `p` and the answer fit the context. A reader that refuses to
 // count a prompt longer than its context (the native reader) says no with ContextOverflow; every
 // other failure (a record without documents, a closed port, a 401, a tokenizer error) is that
 // failure, named with the record's FILE:LINE, never "exceeds the context".
+// `tokens`, when given, receives the prompt's length (0 when the reader refused to count it).
 bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord& rec,
-                  const Presentation& p) {
+                  const Presentation& p, size_t* tokens = nullptr) {
   std::string prompt;
   try {
     prompt = render(rec, p, o.task, o.tmpl).prompt;
@@ -376,8 +408,11 @@ bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord&
     throw Error(record_where(o, rec), e.what());
   }
   try {
-    return size_t(r.count_tokens(prompt)) + size_t(o.max_tokens) <= o.ctx;
+    const size_t n = size_t(r.count_tokens(prompt));
+    if (tokens) *tokens = n;
+    return n + size_t(o.max_tokens) <= o.ctx;
   } catch (const ContextOverflow&) {
+    if (tokens) *tokens = 0;
     return false;
   } catch (const NotSupported&) {
     throw;
@@ -446,8 +481,11 @@ Presentation baseline(reader::Reader& r, const TuneOptions& o, const Presentatio
   return p;
 }
 
-void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSummary& s,
-                 const Presentation& original, const Presentation& tuned) {
+// The held-out evaluation; with shards, this shard's share of its answers and robustness pairs
+// (split by prompt as the search's phases: each runs once over all shards), and the count of the
+// cells left to other shards (then s.holdout stays empty).
+PhaseState run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSummary& s,
+                       const Presentation& original, const Presentation& tuned) {
   store::RunConfig rc;
   rc.pipeline = "tune holdout";
   rc.config = {{"task", task_name(o.task)},
@@ -470,8 +508,8 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
   if (recs.size() < o.holdout.size())
     o.hooks.say("tune holdout: note: " + std::to_string(o.holdout.size() - recs.size()) + " of " +
                 std::to_string(o.holdout.size()) +
-                " held-out records left out: their prompts exceed the " + std::to_string(o.ctx) +
-                "-token context (--ctx) with the answer");
+                " held-out records left out: their prompts exceed the " + context_words(o) +
+                " with the answer");
   if (recs.empty()) throw UsageError("--holdout", "no held-out record fits the context");
   const size_t n = recs.size();
   const size_t rob_items = std::min(n, o.search.robust_items);
@@ -487,19 +525,25 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
       cells.push_back({recs[i].id, acc_variant(label(sides[c]))});
       what.emplace_back(c, i);
     }
-  TuneOptions whole = o;  // the held-out evaluation is never sharded: it runs after the merge
-  whole.shard_count = 1;
-  run_phase(whole, run, led, "tune holdout", cells, [&](size_t j) {
-    auto [c, i] = what[j];
-    run.answer(led, recs[i], recs[i].id, sides[c], cells[j].second);
-  });
+  // The answers and the robustness pairs do not depend on each other: a shard runs its share of
+  // both before it stops for the merge.
+  PhaseState ps = run_phase(
+      o, run, led, "tune holdout", cells,
+      [&](size_t j) {
+        auto [c, i] = what[j];
+        return render(recs[i], sides[c], o.task, o.tmpl).prompt;
+      },
+      [&](size_t j) {
+        auto [c, i] = what[j];
+        run.answer(led, recs[i], recs[i].id, sides[c], cells[j].second);
+      });
   std::vector<size_t> all(sides.size());
   std::iota(all.begin(), all.end(), 0);
-  Runner whole_run(run.r, whole);
   if (o.task != Task::Kv)
-    run_robustness(whole_run, led, recs, rob_items, sides, all, kinds_of,
-                   "tune holdout robustness");
-  run.new_prompts += whole_run.new_prompts;
+    ps.missing_elsewhere +=
+        run_robustness(run, led, recs, rob_items, sides, all, kinds_of, "tune holdout robustness")
+            .missing_elsewhere;
+  if (ps.missing_elsewhere) return ps;
   Holdout h;
   h.items = n;
   std::vector<Side*> out = {&h.original, &h.tuned};
@@ -529,6 +573,7 @@ void run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, TuneSum
   }
   h.mcnemar_p = eval::mcnemar(correct[0], correct[1]).p_exact;
   s.holdout = h;
+  return ps;
 }
 
 }  // namespace
@@ -557,21 +602,63 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   const std::vector<Presentation> all = candidates(o.space, o.task);
 
   // The context cap: a candidate whose prompt (plus the answer) does not fit is dropped.
+  if (o.ctx && size_t(o.max_tokens) >= o.ctx)
+    throw UsageError("--max-tokens", std::to_string(o.max_tokens) +
+                                         " answer tokens leave no room for a prompt in the " +
+                                         context_words(o) + ": give fewer or a larger --ctx");
   std::vector<Presentation> cands;
-  const size_t probe = o.dev.size();
-  for (const Presentation& p : all) {
+  // The shortest prompt that did not fit: which candidate, which record, how many tokens (0: the
+  // reader refused to count it); and whether every dropped candidate failed on that one record.
+  struct Overflow {
+    size_t cand = 0, record = 0, tokens = 0;
+  };
+  std::optional<Overflow> shortest;
+  bool one_record = true;
+  for (size_t c = 0; c < all.size(); ++c) {
     bool fits = true;
-    for (size_t i = 0; i < probe && fits && o.ctx; ++i) fits = fits_context(r, o, o.dev[i], p);
-    if (fits) cands.push_back(p);
+    size_t i = 0, tokens = 0;
+    for (; o.ctx && i < o.dev.size(); ++i)
+      if (!(fits = fits_context(r, o, o.dev[i], all[c], &tokens))) break;
+    if (fits) {
+      cands.push_back(all[c]);
+      continue;
+    }
+    if (shortest && shortest->record != i) one_record = false;
+    if (!shortest || (tokens && (!shortest->tokens || tokens < shortest->tokens)))
+      shortest = Overflow{c, i, tokens};
   }
   s.dropped_for_context = all.size() - cands.size();
+  // "<prompt> tokens + <answer> answer tokens > <ctx>" of the shortest overflow.
+  auto tokens_over = [&] {
+    return shortest->tokens
+               ? std::to_string(shortest->tokens) + " prompt tokens + " +
+                     std::to_string(o.max_tokens) + " answer tokens > " + std::to_string(o.ctx)
+               : std::string("longer than the reader's own context");
+  };
   if (s.dropped_for_context)
     o.hooks.say("tune: note: " + std::to_string(s.dropped_for_context) + " of " +
                 std::to_string(all.size()) + " candidates dropped: their prompts exceed the " +
-                std::to_string(o.ctx) + "-token context (--ctx) with the answer");
-  if (cands.empty())
-    throw UsageError("tune", "no candidate of the space fits the " + std::to_string(o.ctx) +
-                                 "-token context; use smaller k values");
+                context_words(o) +
+                " with the answer on a dev record (the shortest: " + label(all[shortest->cand]) +
+                " on " + record_where(o, o.dev[shortest->record]) + ", " + tokens_over() + ")");
+  if (cands.empty()) {
+    // One record to blame when every candidate failed on it and, under the shortest, every
+    // other dev record fits.
+    for (size_t i = 0; one_record && i < o.dev.size(); ++i)
+      if (i != shortest->record) one_record = fits_context(r, o, o.dev[i], all[shortest->cand]);
+    if (one_record && o.dev.size() > 1)
+      throw UsageError("tune", record_where(o, o.dev[shortest->record]) +
+                                   " fits under no candidate of the space, every other dev "
+                                   "record does (its shortest prompt, under " +
+                                   label(all[shortest->cand]) + ": " + tokens_over() +
+                                   "): shorten its documents, leave it out, or give a larger "
+                                   "--ctx");
+    throw UsageError("tune", "no candidate of the space fits the " + context_words(o) +
+                                 " on every dev record (the shortest prompt over it: " +
+                                 label(all[shortest->cand]) + " on " +
+                                 record_where(o, o.dev[shortest->record]) + ", " + tokens_over() +
+                                 "); use smaller k values, shorter formats or a larger --ctx");
+  }
   cands = without_aliases(o, cands, s.aliases);
   if (!s.aliases.empty())
     o.hooks.say("tune: note: " + std::to_string(s.aliases.size()) +
@@ -600,8 +687,17 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
                {"kinds", robustness_kinds()},
                {"abs", cnorm::AbsOptions{}.to_json()}};
   rc.seed = int64_t(o.seed);
-  common::Resumed res =
-      common::begin_or_resume(st, rc, o.origin, o.hooks, "tune", s.plan.total, "measurements");
+  // The stored rows are not a share of this plan: they include an earlier, larger budget's rows
+  // and answers shared by identical prompts, so the note states both counts side by side.
+  RunHooks quiet = o.hooks;
+  quiet.note = nullptr;
+  common::Resumed res = common::begin_or_resume(st, rc, o.origin, quiet, "tune", 0, "rows");
+  if (!res.done.empty())
+    o.hooks.say("tune: resuming run " + std::to_string(res.run) + ": " +
+                std::to_string(res.done.size()) +
+                " rows already stored by earlier invocations (any budget); this budget's plan "
+                "charges at most " +
+                std::to_string(s.plan.total) + " prompts, stored answers included");
   s.run = res.run;
   Ledger led(st, res.run);
   Runner run(r, o);
@@ -628,9 +724,14 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
         cells.push_back({o.dev[i].id, abs_variant(label(cands[c]))});
         what.emplace_back(c, i);
       }
-    PhaseState ps = run_phase(o, run, led, "tune abs", cells, [&](size_t j) {
-      run.measure_abs(led, o.dev[what[j].second], cands[what[j].first], cells[j].second);
-    });
+    PhaseState ps = run_phase(
+        o, run, led, "tune abs", cells,
+        [&](size_t j) {
+          return render(o.dev[what[j].second], cands[what[j].first], o.task, o.tmpl).prompt;
+        },
+        [&](size_t j) {
+          run.measure_abs(led, o.dev[what[j].second], cands[what[j].first], cells[j].second);
+        });
     if (ps.missing_elsewhere) return stop("abs", ps.missing_elsewhere);
     for (size_t c : alive) {
       std::vector<double> v;
@@ -665,10 +766,15 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
         what.emplace_back(c, i);
       }
     const std::string stage = "tune rung " + std::to_string(ri);
-    PhaseState ps = run_phase(o, run, led, stage, cells, [&](size_t j) {
-      run.answer(led, o.dev[what[j].second], o.dev[what[j].second].id, cands[what[j].first],
-                 cells[j].second);
-    });
+    PhaseState ps = run_phase(
+        o, run, led, stage, cells,
+        [&](size_t j) {
+          return render(o.dev[what[j].second], cands[what[j].first], o.task, o.tmpl).prompt;
+        },
+        [&](size_t j) {
+          run.answer(led, o.dev[what[j].second], o.dev[what[j].second].id, cands[what[j].first],
+                     cells[j].second);
+        });
     if (ps.missing_elsewhere) return stop("rung " + std::to_string(ri), ps.missing_elsewhere);
     for (size_t c : alive) {
       std::optional<double> abs = sc[c].abs;
@@ -725,8 +831,10 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   s.profile.run = s.run;
   s.complete = true;
 
-  if (!o.holdout.empty())
-    run_holdout(run, st, o, s, baseline(r, o, cands[s.winner]), cands[s.winner]);
+  if (!o.holdout.empty()) {
+    PhaseState ps = run_holdout(run, st, o, s, baseline(r, o, cands[s.winner]), cands[s.winner]);
+    if (ps.missing_elsewhere) return stop("holdout", ps.missing_elsewhere);
+  }
   s.new_prompts = run.new_prompts;
   st.set_run_meta(s.run, "tune_summary", summary_json(s, o));
   return s;

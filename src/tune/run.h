@@ -22,10 +22,13 @@
 // (extra.shared_with names that variant) and costs no prompt. Answers are generated in batches of 8
 // (a reader may decode them together). A reader's failure is an unmeasured row; the phase then
 // stops with an Error and a rerun retries it. Resume: a killed search reruns only the cells without
-// a row. Sharding (shard_count > 1): each phase's cells (ABS, each rung, robustness) are split by
-// fnv1a64("<instance>|<variant>") mod n; a shard runs its share of the first phase that is not
-// complete and stops (TuneSummary::complete = false); after `ragform merge` a rerun continues with
-// the next phase.
+// a row. Sharding (shard_count > 1): each phase's cells (ABS, each rung, robustness, and the
+// held-out answers with their robustness pairs as one phase) are split by what they measure,
+// fnv1a64("<instance>|<prompt>") mod n, so every cell sending the same prompt for a record lands
+// on one shard and is sent once, as unsharded; a shard runs its share of the first phase that is
+// not complete and stops (TuneSummary::complete = false); after `ragform merge` a rerun continues
+// with the next phase. The merged store then holds the unsharded search's rows (timings aside)
+// and its rerun prints the same summary.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -165,6 +168,10 @@ std::pair<size_t, std::string> context_cap(std::optional<size_t> given, bool nat
 nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& opt);
 // The same as text, for the terminal.
 std::string summary_text(const TuneSummary& s, const TuneOptions& opt);
+// Its line on the budget: what was spent of it, what a full grid would cost and, when the budget
+// covers the grid, why the search did not run one; when the plan is the largest there is (its
+// first rung on all `dev_records`), that the rest of the budget is not needed.
+std::string spending_text(const TuneSummary& s, size_t dev_records);
 
 // n story-needle records (C-NORM's make_needle_items, the gold at its drawn position) with k
 // slots, as canonical QA records (ids "needle-<seed>-<i>").

@@ -16,6 +16,34 @@ std::string number(double v) {
 }
 }  // namespace
 
+std::string spending_text(const TuneSummary& s, size_t dev_records) {
+  const Plan& pl = s.plan;
+  std::string t =
+      "spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) + " prompts";
+  // Whether the search cut candidates (the ABS filter, a halving rung) rather than measure all.
+  bool cut = pl.abs_cost && !pl.rungs.empty() && pl.abs_keep < pl.candidates;
+  for (const Rung& r : pl.rungs) cut = cut || r.keep < r.candidates;
+  const bool covered = s.grid <= s.budget;
+  if (!covered)
+    t += "; a full grid over the same dev records would cost " + std::to_string(s.grid);
+  else if (cut)  // the budget would pay for every candidate on every record: say why not
+    t += "; the budget covers a full grid over the same dev records (" + std::to_string(s.grid) +
+         " prompts), but the search cuts candidates (" +
+         std::string(pl.abs_cost ? "the ABS filter, " : "") +
+         "halving to --finalists) instead of measuring them all";
+  else
+    t += ": the full grid over the same dev records (" + std::to_string(s.grid) + " prompts" +
+         (s.spent < s.grid ? ", less the answers that identical prompts share" : "") + ")";
+  // A plan whose first rung already covers every dev record cannot grow with the budget.
+  const bool largest = !pl.truncated && (pl.rungs.empty() || pl.first_items >= dev_records);
+  if (largest && s.spent < s.budget) {
+    t += "; the other " + std::to_string(s.budget - s.spent) + " are not needed";
+    if (!covered || cut)
+      t += ": every rung already answers all " + std::to_string(dev_records) + " dev records";
+  }
+  return t;
+}
+
 nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) {
   nlohmann::ordered_json j;
   j["task"] = task_name(o.task);
@@ -117,9 +145,7 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
   t += "\n  context cap: " +
        (o.ctx ? std::to_string(o.ctx) + " tokens of prompt and answer" : std::string("none")) +
        (o.ctx_source.empty() ? "" : " (" + o.ctx_source + ")");
-  t += "\n  spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) +
-       " prompts; a full grid over the same dev records would cost " + std::to_string(s.grid) +
-       "\n";
+  t += "\n  " + spending_text(s, o.dev.size()) + "\n";
   if (s.abs_skipped) t += "  abs: filter skipped: the reader gives no attention\n";
   if (s.plan.abs_cost)
     t += "  abs: " + std::to_string(s.plan.candidates) + " candidates x " +

@@ -152,6 +152,13 @@ TEST(PositionBiasCli, UsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.err;
     EXPECT_NE(r.err.find("ragform: "), std::string::npos) << r.err;
   }
+  // A task it refuses is answered with the tasks it accepts, not C-NORM's whole list (kv and
+  // longbench, which it would then refuse).
+  for (const std::string task : {"", "kv", "longbench", "nope"}) {
+    auto r = run_ragform("position-bias" + m + " --task '" + task + "'");
+    EXPECT_EQ(r.exit_code, 2) << task << "\n" << r.err;
+    EXPECT_EQ(r.err, "ragform: --task: expected qa or needle, got '" + task + "'\n") << r.err;
+  }
 }
 
 }  // namespace

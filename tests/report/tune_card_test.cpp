@@ -119,6 +119,17 @@ TEST(TuneCard, SummaryOnThePage) {
   // The profile and the spend.
   EXPECT_NE(h.find("<b>377</b> of a budget of 400"), std::string::npos);
   EXPECT_NE(h.find("would cost 2000"), std::string::npos);
+  // A budget that covers the grid: the card says why the search did not run it.
+  json covered = summary(ho);
+  covered["budget"] = 3000;
+  st.set_run_meta(run, "tune_summary", covered);
+  const std::string hc = report::render_report(st, {}, nullptr);
+  EXPECT_EQ(hc.find("would cost 2000"), std::string::npos);
+  EXPECT_NE(hc.find("the budget covered a full grid over the same dev items (2000 prompts), but "
+                    "the search cut candidates (ABS filter, halving) instead of measuring them "
+                    "all"),
+            std::string::npos);
+  st.set_run_meta(run, "tune_summary", summary(ho));
   EXPECT_NE(h.find("27 candidates were dropped before the search: their prompts with the answer "
                    "exceed the 512-token context (--ctx)."),
             std::string::npos);

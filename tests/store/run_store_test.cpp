@@ -367,42 +367,51 @@ TEST(RunStore, MergeCombinesStoresByRunIdentity) {
   b.put(row(b1, "q2", "v"));         // measured where a failed: replaces
   b.put(row(b1, "q3", "v", false));  // conflicting: a's row is kept
   b.put(row(b1, "q4", "v"));         // new
+  a.put(row(a1, "q5", "v"));
+  Result timed = row(b1, "q5", "v");  // the same answer measured again: only its timings differ
+  timed.timings_ms = {{"total", 7.0}};
+  b.put(timed);
 
   MergeStats s = a.merge({b.path()});
   EXPECT_EQ(s.runs_added, 1);
   EXPECT_EQ(s.rows_added, 2);
   EXPECT_EQ(s.rows_replaced, 1);
-  EXPECT_EQ(s.rows_identical, 1);
+  EXPECT_EQ(s.rows_identical, 2);  // q1, and q5: timings are not content
   EXPECT_EQ(s.rows_conflicting, 1);
+  for (const Result& r : a.results(a1))  // a's row is kept
+    if (r.instance == "q5") {
+      EXPECT_EQ(r.timings_ms, row(a1, "q5", "v").timings_ms);
+    }
   ASSERT_EQ(a.runs().size(), 2u);
   auto hot = a.runs()[1];
   EXPECT_EQ(hot.config, config("hotpotqa").config);
   EXPECT_EQ(hot.config_key, b.run(b0)->config_key);
   EXPECT_EQ(hot.created_at, b.run(b0)->created_at);
   EXPECT_EQ(a.results(hot.id).size(), 1u);
-  EXPECT_EQ(a.done_keys(a1), (std::set<Key>{{"q1", "v"}, {"q2", "v"}, {"q3", "v"}, {"q4", "v"}}));
+  EXPECT_EQ(a.done_keys(a1),
+            (std::set<Key>{{"q1", "v"}, {"q2", "v"}, {"q3", "v"}, {"q4", "v"}, {"q5", "v"}}));
   Counts k = a.counts(a1);
-  EXPECT_EQ(k.correct, 4);  // q3 stayed correct
+  EXPECT_EQ(k.correct, 5);  // q3 stayed correct
   EXPECT_EQ(k.unmeasured, 0);
 
   // Merging again changes nothing; an empty store merges too; a store cannot merge itself.
   s = a.merge({b.path(), c.path()});
   EXPECT_EQ(s.runs_added + s.rows_added + s.rows_replaced, 0);
-  EXPECT_EQ(s.rows_identical, 4);
+  EXPECT_EQ(s.rows_identical, 5);
   EXPECT_NE(error_of([&] { a.merge({a.path()}); }).find("cannot merge a store into itself"),
             std::string::npos);
   // A bad source is reported by name and leaves the target unchanged.
   testing::write_file(dir / "bad.sqlite", "not a database, not at all, no");
   EXPECT_EQ(error_of([&] { a.merge({dir / "bad.sqlite"}); }),
             (dir / "bad.sqlite").string() + ": not an SQLite database");
-  EXPECT_EQ(a.results(std::nullopt).size(), 5u);
+  EXPECT_EQ(a.results(std::nullopt).size(), 6u);
   // A run whose stored config no longer matches its key (edited by hand) is refused.
   { RunStore(dir / "edited.sqlite").begin_run(config("edited")); }
   raw_sql(dir / "edited.sqlite", "UPDATE runs SET config = '{\"k\":6}' WHERE id = 1");
   EXPECT_EQ(error_of([&] { a.merge({dir / "edited.sqlite"}); }),
             (dir / "edited.sqlite").string() +
                 ": run 1: config_key does not match its configuration (edited by hand?)");
-  EXPECT_EQ(a.results(std::nullopt).size(), 5u);
+  EXPECT_EQ(a.results(std::nullopt).size(), 6u);
 }
 
 // Shards of one run each record their own prefill counters; the merged run carries their sum,

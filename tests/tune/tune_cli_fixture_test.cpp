@@ -3,8 +3,11 @@
 // types, the profile file, the rerun that runs nothing, and the budget usage error.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <tuple>
 
+#include "store/run_store.h"
 #include "support/test_support.h"
 
 namespace {
@@ -12,13 +15,12 @@ namespace {
 using namespace ragform::testing;
 
 std::string tune_args(const std::filesystem::path& model, const std::filesystem::path& dir,
-                      int budget) {
+                      int budget, const std::string& ks = "all,3") {
   return "tune -m " + quoted(model) +
          " --task needle --ctx 512 --needle-slots 12 --dev-items 8 --holdout-items 12"
-         " --delims original,- --p 1 --formats plain,json --orders retrieved,edges --k all,3"
-         " --budget " +
-         std::to_string(budget) + " --store " + quoted(dir / "s.sqlite") + " -o " +
-         quoted(dir / "p.json");
+         " --delims original,- --p 1 --formats plain,json --orders retrieved,edges --k " +
+         ks + " --budget " + std::to_string(budget) + " --store " + quoted(dir / "s.sqlite") +
+         " -o " + quoted(dir / "p.json");
 }
 
 bool is_fraction(const nlohmann::json& v) {
@@ -73,39 +75,102 @@ TEST(TuneCli, NeedleEndToEnd) {
   EXPECT_NE(small.err.find("the minimum is --budget"), std::string::npos) << small.err;
 }
 
-// --shard i/n splits each phase; after merging the workers' stores a rerun continues with the
-// next phase, and the sharded search ends with the unsharded one's profile.
-TEST(TuneCli, ShardsMergeAndContinue) {
+// "tune: N new prompts run by this invocation" of a run's stderr.
+long new_prompts(const std::string& err) {
+  const size_t at = err.find(" new prompts run by this invocation");
+  if (at == std::string::npos) return -1;
+  const size_t from = err.rfind("tune: ", at);
+  return std::stol(err.substr(from + 6, at - from - 6));
+}
+
+// Every row of a store by (pipeline, instance, variant), without its timings.
+std::map<std::tuple<std::string, std::string, std::string>, ragform::store::Result> rows_of(
+    const std::filesystem::path& path) {
+  ragform::store::RunStore st(path, ragform::store::RunStore::Mode::read_only);
+  std::map<int64_t, std::string> pipeline;
+  for (const auto& run : st.runs()) pipeline[run.id] = run.pipeline;
+  std::map<std::tuple<std::string, std::string, std::string>, ragform::store::Result> out;
+  for (ragform::store::Result r : st.results(std::nullopt)) {
+    const std::string of = pipeline.at(r.run);
+    r.timings_ms.clear();
+    r.run = 0;  // matched by pipeline
+    out[{of, r.instance, r.variant}] = r;
+  }
+  return out;
+}
+
+// The summary without the store's path (each worker has its own).
+nlohmann::json without_store(nlohmann::json j) {
+  j.erase("store");
+  if (j.contains("profile")) j["profile"]["run"].erase("store");
+  return j;
+}
+
+// --shard i/n splits each phase by what it measures (a record's prompt); after merging the
+// workers' stores a rerun continues with the next phase, the held-out evaluation included, and
+// the merged run is the unsharded one: the same rows (timings aside), the same summary (spent
+// included), every prompt sent once over all workers, and no merge sees a conflict. With k 2,
+// perturbing a gold document the first two do not show leaves the prompt as it was: those
+// robustness pairs share the measured answer (under the variant-name split they landed on
+// another shard, were sent twice and charged: spent 47 against 45; the held-out evaluation ran
+// in full on both workers and merge called its 34 identical answers conflicting).
+TEST(TuneCli, ShardsMergeIntoTheUnshardedRun) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("tune_cli_shards");
-  RunResult whole = run_ragform(tune_args(model, dir, 80) + " --json");
+  const std::string ks = "all,2,3";
+  RunResult whole = run_ragform(tune_args(model, dir, 80, ks) + " --json");
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  const nlohmann::json want = json_lines(whole.out).at(0)["profile"]["presentation"];
+  const nlohmann::json want = json_lines(whole.out).at(0);
+  ASSERT_TRUE(want["complete"].get<bool>());
+  const long sent_whole = new_prompts(whole.err);
+  ASSERT_GT(sent_whole, 0) << whole.err;
   std::vector<nlohmann::json> last(2, nlohmann::json::object());
+  long sent = 0;
   int rounds = 0;
-  for (; rounds < 10 && !(last[0].value("complete", false) && last[1].value("complete", false));
+  for (; rounds < 12 && !(last[0].value("complete", false) && last[1].value("complete", false));
        ++rounds) {
     for (int w = 0; w < 2; ++w) {
       auto wdir = dir / ("w" + std::to_string(w));
       std::filesystem::create_directories(wdir);
-      RunResult r =
-          run_ragform(tune_args(model, wdir, 80) + " --json --shard " + std::to_string(w) + "/2");
+      RunResult r = run_ragform(tune_args(model, wdir, 80, ks) + " --json --shard " +
+                                std::to_string(w) + "/2");
       ASSERT_EQ(r.exit_code, 0) << r.err;
+      sent += new_prompts(r.err);
       last[w] = json_lines(r.out).at(0);
       if (!last[w]["complete"].get<bool>()) {
         EXPECT_NE(last[w]["pending"].get<std::string>().find("ragform merge"), std::string::npos);
       }
     }
     for (int w = 0; w < 2; ++w) {
-      RunResult m = run_ragform("merge " + quoted(dir / ("w" + std::to_string(w)) / "s.sqlite") +
-                                " " + quoted(dir / ("w" + std::to_string(1 - w)) / "s.sqlite"));
+      RunResult m =
+          run_ragform("merge --json " + quoted(dir / ("w" + std::to_string(w)) / "s.sqlite") + " " +
+                      quoted(dir / ("w" + std::to_string(1 - w)) / "s.sqlite"));
       ASSERT_EQ(m.exit_code, 0) << m.err;
+      EXPECT_EQ(json_lines(m.out).at(0)["rows_conflicting"], 0) << m.out;
     }
   }
   EXPECT_GT(rounds, 1);  // the first round stopped at a phase boundary
   ASSERT_TRUE(last[0]["complete"].get<bool>());
-  EXPECT_EQ(last[0]["profile"]["presentation"], want);
-  EXPECT_EQ(last[1]["profile"]["presentation"], want);
+  ASSERT_TRUE(last[1]["complete"].get<bool>());
+  EXPECT_EQ(last[0]["spent"], want["spent"]);
+  EXPECT_EQ(without_store(last[0]), without_store(want));
+  EXPECT_EQ(without_store(last[1]), without_store(want));
+  EXPECT_EQ(sent, sent_whole);  // the search and the held-out evaluation each sent once
+  const auto rows = rows_of(dir / "s.sqlite");
+  for (int w = 0; w < 2; ++w) {
+    const auto merged = rows_of(dir / ("w" + std::to_string(w)) / "s.sqlite");
+    EXPECT_EQ(merged.size(), rows.size()) << w;
+    for (const auto& [key, row] : rows) {
+      auto it = merged.find(key);
+      if (it == merged.end()) {
+        ADD_FAILURE() << "worker " << w << " lacks " << std::get<2>(key);
+        continue;
+      }
+      EXPECT_EQ(it->second, row) << "worker " << w << ": " << std::get<0>(key) << " "
+                                 << std::get<1>(key) << " " << std::get<2>(key) << ": "
+                                 << it->second.extra.dump() << " vs " << row.extra.dump();
+    }
+  }
 }
 
 // --objective abs is C-NORM's calibration: every candidate on 6 prompts (calibrate's -S) unless

@@ -211,6 +211,67 @@ TEST(TuneSearch, BudgetIsNeverExceededAndTooSmallNamesTheMinimum) {
   EXPECT_EQ(tr.r.generate_calls, 0);
 }
 
+// The budget line says what happens: a budget above the full grid's cost does not buy the grid
+// (the ABS filter and the halving still cut candidates), and the part a largest plan cannot use
+// is named as not needed; below the grid it states the grid's cost as before.
+TEST(TuneSearch, SpendingLineSaysWhatABudgetOverTheGridDoes) {
+  SearchParams sp;
+  sp.abs_filter = true;
+  sp.robust_items = 1;
+  TuneSummary s;  // 2 candidates, 4 dev records: ABS 2 x 2 keeps 1, 1 x 4 answers, 2 pairs
+  s.plan = plan_search(2, 4, 30, sp);
+  s.budget = 30;
+  s.spent = 8;
+  s.grid = 12;
+  std::string t = spending_text(s, 4);
+  EXPECT_EQ(t.find("would cost"), std::string::npos) << t;
+  EXPECT_EQ(t,
+            "spent 8 of --budget 30 prompts; the budget covers a full grid over the same dev "
+            "records (12 prompts), but the search cuts candidates (the ABS filter, halving to "
+            "--finalists) instead of measuring them all; the other 22 are not needed: every rung "
+            "already answers all 4 dev records");
+  sp.abs_filter = false;  // nothing cut: the search was the grid
+  s.plan = plan_search(2, 4, 30, sp);
+  s.spent = 9;
+  EXPECT_EQ(spending_text(s, 4),
+            "spent 9 of --budget 30 prompts: the full grid over the same dev records (12 "
+            "prompts, less the answers that identical prompts share); the other 21 are not "
+            "needed");
+  s.plan = plan_search(12, 16, 60, SearchParams{});  // below the grid: its cost, as before
+  s.budget = 60;
+  s.spent = 58;
+  s.grid = 384;
+  EXPECT_EQ(spending_text(s, 16),
+            "spent 58 of --budget 60 prompts; a full grid over the same dev records would cost "
+            "384");
+}
+
+// A smaller budget after a larger one resumes with more rows stored than its plan charges: the
+// note states both counts, never "N of M measurements" with N > M.
+TEST(TuneSearch, ResumeNoteCountsRowsAndThePlanApart) {
+  Fixture fx;
+  auto dir = ragform::testing::temp_dir("tune_resume_note");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create,
+                     store::RunStore::Durability::normal);
+  TuneOptions o = fx.options(Objective::Accuracy, 200);
+  TableReader t1(fx.cands, fx.dev, fx.table());
+  run_tune(t1.r, st, o);
+  const size_t stored = st.done_keys(1).size();
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& line) { notes.push_back(line); };
+  o.budget = 40;
+  TableReader t2(fx.cands, fx.dev, fx.table());
+  TuneSummary s = run_tune(t2.r, st, o);
+  ASSERT_GT(stored, s.plan.total);
+  std::string resumed;
+  for (const std::string& n : notes)
+    if (n.find("resuming run") != std::string::npos) resumed = n;
+  EXPECT_EQ(resumed, "tune: resuming run 1: " + std::to_string(stored) +
+                         " rows already stored by earlier invocations (any budget); this "
+                         "budget's plan charges at most " +
+                         std::to_string(s.plan.total) + " prompts, stored answers included");
+}
+
 TEST(TuneSearch, RerunRunsNothingAndALargerBudgetContinues) {
   Fixture fx;
   auto dir = ragform::testing::temp_dir("tune_rerun");
@@ -397,6 +458,65 @@ TEST(TuneSearch, ContextCapsCandidatesBaselineAndHoldout) {
 }  // namespace
 
 namespace {
+
+// The context cap's messages name the real cause: the cap's source (not always --ctx), the
+// shortest prompt that did not fit with its record and tokens, a record that no candidate fits,
+// and --max-tokens that leaves no room at all (it was "N of N candidates dropped ... use smaller
+// k values" for each).
+TEST(TuneSearch, ContextCapMessagesNameTheCause) {
+  Fixture fx;
+  TuneOptions o = fx.options(Objective::Accuracy, 200);
+  o.ctx_source = "the model file's context_length 2048";
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& line) { notes.push_back(line); };
+  auto dir = ragform::testing::temp_dir("tune_context_cause");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+  auto error_of = [&](const TuneOptions& opt) -> std::string {
+    TableReader tr(fx.cands, opt.dev, fx.table());
+    try {
+      run_tune(tr.r, st, opt);
+    } catch (const UsageError& e) {
+      EXPECT_EQ(tr.r.generate_calls, 0);
+      return e.what();
+    }
+    return "";
+  };
+  // --max-tokens as large as the context.
+  o.ctx = 8;
+  std::string e = error_of(o);
+  EXPECT_NE(e.find("--max-tokens"), std::string::npos) << e;
+  EXPECT_NE(e.find("8 answer tokens leave no room for a prompt in the 8-token context (the "
+                   "model file's context_length 2048)"),
+            std::string::npos)
+      << e;
+  // One record longer than every candidate's prompts can be: named, with its shortest prompt.
+  o.dev[3].ctxs[0].text += std::string(3000, 'x');
+  o.ctx = 1500;
+  notes.clear();
+  e = error_of(o);
+  EXPECT_NE(e.find("record d3 fits under no candidate of the space, every other dev record does "
+                   "(its shortest prompt, under "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find(" answer tokens > 1500)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("use smaller k values"), std::string::npos) << e;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find(" of " + std::to_string(fx.cands.size()) +
+                          " candidates dropped: their prompts exceed the 1500-token context (the "
+                          "model file's context_length 2048) with the answer on a dev record (the "
+                          "shortest: "),
+            std::string::npos)
+      << notes[0];
+  EXPECT_EQ(notes[0].find("(--ctx)"), std::string::npos) << notes[0];
+  // Every record over the cap: no record is blamed, the shortest overflow is named.
+  o.ctx = 100;
+  e = error_of(o);
+  EXPECT_NE(e.find("no candidate of the space fits the 100-token context (the model file's "
+                   "context_length 2048) on every dev record (the shortest prompt over it: "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find(" on record d0, "), std::string::npos) << e;
+}
 
 // Order edges puts the best document first and the second best last: with k = 2 it is the
 // retrieved order, so every edges candidate aliases a retrieved one. Each rendered prompt is
