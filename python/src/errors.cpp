@@ -3,25 +3,35 @@
 // ValueError; a file that cannot be opened (FileError) -> OSError with its errno, so Python picks
 // FileNotFoundError / PermissionError / IsADirectoryError; a capability the reader lacks
 // (NotSupported) -> NotImplementedError (a RuntimeError); any other ragform::Error or C++
-// exception -> RuntimeError. Nothing escapes to terminate the interpreter.
+// exception -> RuntimeError. Nothing escapes to terminate the interpreter. Every message is
+// valid UTF-8 (invalid bytes quoted from input become U+FFFD), so none is lost.
 #include <new>
 
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "bindings.h"
 #include "eval/jsonl.h"
+#include "text/utf8.h"
 
 namespace ragform::py {
 
 namespace {
 
+// A message as Python can hold it: bounded and redacted as the CLI prints it (base/excerpt.h),
+// and valid UTF-8 (text/utf8.h's U+FFFD rule). A message quoting a server's bytes ("last read:
+// '\xff'") is not UTF-8; PyErr_SetString could not decode it and raised the exception with no
+// message at all.
+std::string message_of(const std::exception& e) {
+  return text::repair_utf8(bounded_message(e.what()));
+}
+
 void raise_os_error(const FileError& e) {
   if (e.error_code() == 0) {
-    PyErr_SetString(PyExc_OSError, e.what());
+    PyErr_SetString(PyExc_OSError, message_of(e).c_str());
     return;
   }
   // OSError(errno, message): Python maps the errno to the matching subclass.
-  pyb::tuple args = pyb::make_tuple(e.error_code(), e.what());
+  pyb::tuple args = pyb::make_tuple(e.error_code(), message_of(e));
   PyErr_SetObject(PyExc_OSError, args.ptr());
 }
 
@@ -30,7 +40,7 @@ void raise_os_error(const FileError& e) {
 void bind_errors(pyb::module_& m) {
   pyb::register_exception_translator([](std::exception_ptr p) {
     // Messages as the CLI prints them: bounded, URL credentials redacted (base/excerpt.h).
-    auto text = [](const std::exception& e) { return bounded_message(e.what()); };
+    auto text = [](const std::exception& e) { return message_of(e); };
     try {
       if (p) std::rethrow_exception(p);
     } catch (const FileError& e) {

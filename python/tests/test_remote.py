@@ -151,3 +151,45 @@ def test_openai_reader_concurrency_is_bounded_like_the_cli(ragform_bin):
     assert r.stderr == "ragform: --" + str(e.value) + "\n"
     # The limit itself is accepted (no request is sent until a call).
     ragform.OpenAIReader(url, concurrency=1024)
+
+
+class _BadBytes(http.server.BaseHTTPRequestHandler):
+    """A server whose completion holds bytes that are not UTF-8 (0xFF 0xFE)."""
+
+    def do_GET(self):
+        body = b'{"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b'{"choices": [{"index": 0, "text": "\xff\xfeab", "finish_reason": "stop"}]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_error_quoting_bytes_that_are_not_utf8_keeps_its_message():
+    """Issue 40, second pass: the parse error quotes the server's byte 0xFF ("last read: '"\\xff'"),
+    which PyErr_SetString cannot decode: the RuntimeError came with an empty message. Invalid
+    bytes become U+FFFD and the message is the CLI's."""
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _BadBytes)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = ragform.OpenAIReader(f"http://127.0.0.1:{srv.server_port}/v1", retries=0)
+        with pytest.raises(RuntimeError) as e:
+            r.generate("Once upon a time")
+        msg = str(e.value)
+        assert msg.startswith("openai reader: generate: the server's answer is not JSON"), msg
+        assert "ill-formed UTF-8" in msg and "\ufffd" in msg, msg
+    finally:
+        srv.shutdown()
+        srv.server_close()

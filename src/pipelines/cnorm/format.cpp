@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "text/sentences.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
@@ -33,6 +34,10 @@ Delimiter parse_delimiter(std::string_view token) {
   if (token == "original") return original_delimiter();
   if (token == "none") return {"none", ""};
   if (token == "comma") return {",", ","};
+  if (token.size() > kMaxDelimiterBytes)
+    throw UsageError("--delims", "delimiter '" + excerpt(token, 2 * kMaxDelimiterBytes) +
+                                     "' is longer than " + std::to_string(kMaxDelimiterBytes) +
+                                     " bytes");
   size_t bad = 0;
   if (!text::is_valid_utf8(token, &bad))
     throw UsageError("--delims", "delimiter '" + std::string(token) + "' is not valid UTF-8");

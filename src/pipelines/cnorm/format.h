@@ -49,9 +49,16 @@ const std::vector<Delimiter>& default_delimiters();
 // The same as a --delims list ("original,none,-,...").
 std::string default_delimiter_list();
 
+// The longest delimiter accepted, in bytes. Every whitespace run of a chosen sentence becomes one
+// copy, so a document's size grows by up to this factor over two: a 100 KB delimiter in a 240 KB
+// /v1/rag/normalize or /v1/rag/present request built 7 GB (issue 40, second pass). The paper's
+// delimiters are one character; 16 bytes leaves room for "<sep>", "[SEP]" or four CJK characters.
+inline constexpr size_t kMaxDelimiterBytes = 16;
+
 // One delimiter from the command line: "original" -> the unformatted candidate, "none" -> "",
 // "comma" -> ",", anything else literally.
-// Throws UsageError for an empty token, invalid UTF-8 or a delimiter holding whitespace.
+// Throws UsageError for an empty token, one longer than kMaxDelimiterBytes, invalid UTF-8 or a
+// delimiter holding whitespace.
 Delimiter parse_delimiter(std::string_view token);
 // A comma-separated list ("none,-,&,comma,||"); duplicates (by name) are an error.
 std::vector<Delimiter> parse_delimiter_list(std::string_view list);

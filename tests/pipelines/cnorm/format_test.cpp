@@ -109,6 +109,26 @@ TEST(CnormFormat, ParseDelimiters) {
   EXPECT_THROW(parse_delimiter_list("original,original"), UsageError);
 }
 
+// Issue 40, second pass: each whitespace run becomes one copy of the delimiter, so its length
+// multiplies a document's size; a 100 KB delimiter in a 240 KB /v1/rag/normalize request built
+// 7 GB. Past kMaxDelimiterBytes it is refused, quoting a bounded excerpt.
+TEST(CnormFormat, ParseDelimiterBoundsTheLength) {
+  const std::string longest(kMaxDelimiterBytes, 'Z');
+  EXPECT_EQ(parse_delimiter(longest), (Delimiter{longest, longest}));
+  EXPECT_EQ(parse_delimiter("[SEP]").text, "[SEP]");
+  try {
+    parse_delimiter(std::string(100000, 'Z'));
+    FAIL() << "a 100 KB delimiter was accepted";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("is longer than 16 bytes"), std::string::npos) << msg;
+    EXPECT_LT(msg.size(), 200u) << msg;
+  }
+  EXPECT_THROW(parse_delimiter(longest + "Z"), UsageError);
+  // A profile (C-NORM's, or tune's through the same parser) cannot carry one either.
+  EXPECT_THROW(parse_delimiter_list("-," + std::string(17, '#')), UsageError);
+}
+
 TEST(CnormFormat, ModifiedUuid) {
   EXPECT_EQ(format_uuid("550e8400-e29b-41d4", "&"), "550e8400&e29b&41d4");
   EXPECT_EQ(format_uuid("550e8400-e29b-41d4", ""), "550e8400e29b41d4");
