@@ -12,13 +12,15 @@ std::string excerpt(std::string_view s, size_t max) {
 
 namespace {
 
-// Where the authority of a "scheme://" URL starting at `from` (just past "://") ends.
-size_t authority_end(std::string_view s, size_t from) {
-  size_t e = from;
-  while (e < s.size() && s[e] != '/' && s[e] != '?' && s[e] != '#' && s[e] != ' ' && s[e] != '\'' &&
-         s[e] != '"' && s[e] != '\n' && s[e] != '\t')
-    ++e;
-  return e;
+// The userinfo of an authority starting at `from`: its last '@' before the first '/' after it
+// (npos when none). Userinfo may hold '?', '#', a space or a quote (a password is any text), so
+// only the path's '/' ends the search; an '@' in a path or a query after a '/' is not userinfo.
+size_t userinfo_at(std::string_view s, size_t from) {
+  const size_t slash = s.find('/', from);
+  const std::string_view authority =
+      s.substr(from, slash == std::string_view::npos ? std::string_view::npos : slash - from);
+  const size_t at = authority.rfind('@');
+  return at == std::string_view::npos ? at : from + at;
 }
 
 }  // namespace
@@ -29,12 +31,11 @@ std::string redact_urls_in(std::string_view s) {
   for (;;) {
     const size_t sep = s.find("://", from);
     if (sep == std::string_view::npos) break;
-    const size_t host = sep + 3, end = authority_end(s, host);
-    const size_t at = s.substr(host, end - host).rfind('@');
+    const size_t host = sep + 3, at = userinfo_at(s, host);
     out += s.substr(from, host - from);
     if (at != std::string_view::npos) {
       out += "***";
-      from = host + at;  // keeps "@host..."
+      from = at;  // keeps "@host..."
     } else {
       from = host;
     }
@@ -43,7 +44,14 @@ std::string redact_urls_in(std::string_view s) {
   return out;
 }
 
-std::string redact_url(std::string_view url) { return redact_urls_in(url); }
+std::string redact_url(std::string_view url) {
+  if (url.find("://") != std::string_view::npos) return redact_urls_in(url);
+  // No scheme ("user:secret@host:1/v1", refused as a base URL by the caller, which quotes it):
+  // the authority starts the text.
+  const size_t at = userinfo_at(url, 0);
+  if (at == std::string_view::npos) return std::string(url);
+  return "***" + std::string(url.substr(at));
+}
 
 std::string bounded_message(std::string_view msg) {
   return excerpt(redact_urls_in(excerpt(msg, 4 * kMessageBytes)), kMessageBytes);

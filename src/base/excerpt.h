@@ -16,11 +16,15 @@ inline constexpr size_t kExcerptBytes = 200;
 std::string excerpt(std::string_view s, size_t max = kExcerptBytes);
 
 // `url` with any userinfo ("user:password@") replaced by "***@": http://u:p@host/v1 ->
-// http://***@host/v1. Anything that is not URL-shaped is returned unchanged.
+// http://***@host/v1. The userinfo is everything up to the last '@' before the first '/' after
+// the scheme (a password may hold '?', '#', spaces); a URL without a scheme
+// ("u:p@host:1/v1") is redacted from its start. Anything without an '@' there is unchanged.
 std::string redact_url(std::string_view url);
 
 // `msg` with the userinfo of every "scheme://user@host" inside it redacted as redact_url does,
-// for messages built by code that quoted a URL (a library's error text).
+// for messages built by code that quoted a URL (a library's error text). When no '/' follows a
+// URL, an '@' later in the message is taken as its userinfo's: redacting too much, never too
+// little.
 std::string redact_urls_in(std::string_view msg);
 
 // The most bytes of one error message a front end prints or sends.

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -147,13 +148,68 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   return *this;
 }
 
-std::string read_file_bytes(const std::string& path) {
+namespace {
+
+// At most `max` bytes of `path`, and whether more followed; throws naming the file.
+std::string read_at_most(const std::string& path, size_t max, const std::string& what,
+                         const char* stop_at, bool* more) {
+  // "<path>: <why>", or "<path>: cannot read the <what>: <why>" when the caller names the file.
+  const std::string name = what.empty() ? std::string() : "cannot read the " + what + ": ";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw FileError(path, name + "it is a directory", EISDIR);
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw Error(path, "read failed");
-  return ss.str();
+  if (!f) {
+    const int err = errno;
+    throw FileError(path, name + std::strerror(err), err);
+  }
+  std::string out;
+  char buf[1 << 16];
+  *more = false;
+  for (;;) {
+    const size_t want = std::min(sizeof buf, max + 1 - out.size());
+    f.read(buf, std::streamsize(want));
+    const size_t got = size_t(f.gcount());
+    if (stop_at) {
+      const void* nl = std::memchr(buf, *stop_at, got);
+      if (nl) {
+        out.append(buf, size_t(static_cast<const char*>(nl) - buf));
+        return out;
+      }
+    }
+    out.append(buf, got);
+    if (out.size() > max) {
+      out.resize(max);
+      *more = true;
+      return out;
+    }
+    if (got < want) break;
+  }
+  if (f.bad()) throw FileError(path, name + "read failed");
+  return out;
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::string& path, size_t max, const std::string& what) {
+  bool more = false;
+  std::string s = read_at_most(path, max, what, nullptr, &more);
+  if (more)
+    throw Error(path, (what.empty() ? std::string("the file") : "the " + what) +
+                          " is over the limit of " + std::to_string(max) +
+                          " bytes (a text file is read whole; is it the right file?)");
+  return s;
+}
+
+std::string read_first_line(const std::string& path, size_t max, const std::string& what) {
+  bool more = false;
+  const char nl = '\n';
+  std::string s = read_at_most(path, max, what, &nl, &more);
+  if (more)
+    throw Error(path,
+                "the " + what + "'s first line is longer than " + std::to_string(max) + " bytes");
+  if (!s.empty() && s.back() == '\r') s.pop_back();
+  return s;
 }
 
 }  // namespace ragform

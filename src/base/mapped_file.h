@@ -48,7 +48,20 @@ class MappedFile {
   bool in_memory_ = false;
 };
 
-// Reads a whole file into a string; throws ragform::Error naming the path.
-std::string read_file_bytes(const std::string& path);
+// The most bytes a text file given whole (a prompt with -f, a prompt template) may hold: far
+// above any context window, and small enough that /dev/zero or a wrong path to a model file is
+// refused at once instead of ending in std::bad_alloc.
+inline constexpr size_t kMaxTextFileBytes = size_t(64) << 20;
+
+// Reads a whole file into a string; throws ragform::Error naming the path (and `what`, e.g.
+// "prompt template", when given) when it cannot be read, is a directory, or holds more than `max`
+// bytes. Reads at most max + 1 bytes, so a device or a pipe without end is refused after them;
+// a pipe of at most `max` bytes (-f /dev/stdin, -f <(...)) is read whole.
+std::string read_file_bytes(const std::string& path, size_t max = kMaxTextFileBytes,
+                            const std::string& what = "");
+
+// The first line of a file (without its "\n" or "\r\n"), reading at most `max` bytes: a line
+// longer is refused naming the path and `what` (--api-key-file /dev/zero read 2 GB before).
+std::string read_first_line(const std::string& path, size_t max, const std::string& what);
 
 }  // namespace ragform

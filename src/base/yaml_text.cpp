@@ -2,6 +2,8 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
@@ -17,30 +19,51 @@ namespace {
 // as the parser stops at the first throw.
 struct Checker : YAML::EventHandler {
   int depth = 0;
+  // One entry per open collection: for a map, whether its next node is a key.
+  std::vector<std::pair<bool, bool>> open_;  // (is a map, next is a key)
 
-  void open(const YAML::Mark& mark) {
+  // Every node passes here first: a sequence or map where a map wants a key ("? [a, b] : c") is
+  // refused, as no ragform input has one and yaml-cpp's conversions of it throw "bad conversion"
+  // with no line.
+  void node(const YAML::Mark& mark, bool collection) {
+    if (!open_.empty() && open_.back().first) {
+      if (open_.back().second && collection)
+        throw YAML::ParserException(mark,
+                                    "complex keys (a list or a map as a key) are not accepted");
+      open_.back().second = !open_.back().second;
+    }
+  }
+  void open(const YAML::Mark& mark, bool map) {
+    node(mark, true);
     if (++depth > kMaxJsonDepth)
       throw YAML::ParserException(
           mark, "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    open_.emplace_back(map, true);
+  }
+  void close() {
+    --depth;
+    if (!open_.empty()) open_.pop_back();
   }
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node(mark, false); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
     throw YAML::ParserException(mark, "aliases (*name) are not accepted");
   }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    node(mark, false);
+  }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
-    open(mark);
+    open(mark, false);
   }
-  void OnSequenceEnd() override { --depth; }
+  void OnSequenceEnd() override { close(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
-    open(mark);
+    open(mark, true);
   }
-  void OnMapEnd() override { --depth; }
+  void OnMapEnd() override { close(); }
 };
 
 }  // namespace

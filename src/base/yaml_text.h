@@ -11,8 +11,9 @@
 namespace ragform {
 
 // The document of `text`. Throws YAML::ParserException (mark = where, msg = why) for text that
-// is not YAML, an alias ("aliases (*name) are not accepted"), or nesting deeper than
-// kMaxJsonDepth ("nesting deeper than 128 levels").
+// is not YAML, an alias ("aliases (*name) are not accepted"), a list or map as a map's key
+// ("? [a, b] : c": "complex keys ... are not accepted"), or nesting deeper than kMaxJsonDepth
+// ("nesting deeper than 128 levels").
 YAML::Node load_yaml_text(std::string_view text);
 
 }  // namespace ragform

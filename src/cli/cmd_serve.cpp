@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/reader_flags.h"
 #include "engine/gguf/gguf.h"
@@ -107,6 +108,9 @@ const std::string& sendable_key(const std::string& where, const std::string& key
   return key;
 }
 
+// The longest API key file line read.
+constexpr size_t kMaxKeyFileBytes = 4096;
+
 // The server's API key: --api-key, --api-key-file or $RAGFORM_API_KEY (at most one of the flags;
 // the variable is read when neither is given). Empty = no key required: only when none of the
 // three is given, since an empty key that was meant to protect the server would leave it open.
@@ -119,15 +123,8 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
     return sendable_key("--api-key", key.value);
   }
   if (file.seen) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(file.value, ec))
-      throw Error(file.value, "cannot read the API key file: it is a directory");
-    std::ifstream in(file.value, std::ios::binary);
-    if (!in)
-      throw Error(file.value, std::string("cannot read the API key file: ") + std::strerror(errno));
-    std::string line;
-    std::getline(in, line);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A bounded first line: --api-key-file /dev/zero read 2 GB before refusing.
+    const std::string line = read_first_line(file.value, kMaxKeyFileBytes, "API key file");
     if (line.empty()) throw Error(file.value, "the API key file's first line is empty");
     return sendable_key(file.value, line);
   }

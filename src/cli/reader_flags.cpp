@@ -113,7 +113,7 @@ PromptFlags::PromptFlags(Args& a)
 std::string PromptFlags::read() const {
   if (text.seen && file.seen) throw UsageError("prompt", "give either -p or --file, not both");
   if (text.seen) return text.value;
-  if (file.seen) return read_file_bytes(file.value);
+  if (file.seen) return read_file_bytes(file.value, kMaxTextFileBytes, "prompt file");
   throw UsageError("prompt", "missing prompt: give -p TEXT or --file FILE");
 }
 

@@ -15,6 +15,9 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "store/run_store.h"
 #include "store/sha256.h"
+#include "text/normalize.h"
+#include "text/unicode.h"
+#include "text/utf8.h"
 
 namespace ragform::tune {
 
@@ -31,17 +34,40 @@ std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, 
   return eval::load_qa_file(path).records;
 }
 
-// What makes a record the same question put the same way: its question, answers, documents (title,
-// text, gold flags) and key-value payload. The needle task's questions repeat by design, so the
-// question alone does not identify a record; ids of documents are left out (they are derived
-// from the record's own id).
+// Text as overlap compares it: invalid UTF-8 repaired, lowercased (text/unicode.h's table),
+// whitespace runs collapsed to one space and trimmed. The project has no NFC tables, so text in
+// another normalisation form is not matched (a held-out record written NFD is kept).
+std::string overlap_text(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (uint32_t cp : text::decode_utf8(text::repair_utf8(s))) {
+    if (text::is_space(cp)) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    text::append_utf8(out, text::to_lower(cp));
+  }
+  return out;
+}
+
+// What makes a record the same question put the same way, so that `ragform present` renders the
+// same prompts for it: its question, its documents as a multiset of (title, text), its answers as
+// a set under the metrics' normalisation (text/normalize.h) and its key-value payload. Left out:
+// ids and scores of documents, and their hasanswer/isgold flags (they only mark which document
+// is gold; the prompt shows the same texts). The needle
+// task's questions repeat by design, so the question alone does not identify a record.
 std::string content_key(const eval::QaRecord& r) {
-  nlohmann::json c = nlohmann::json::array();
+  std::vector<nlohmann::json> docs;
   for (const auto& x : r.ctxs)
-    c.push_back({x.title, x.text, x.isgold, x.hasanswer.value_or(false)});
+    docs.push_back(nlohmann::json::array({overlap_text(x.title), overlap_text(x.text)}));
+  std::sort(docs.begin(), docs.end());
+  std::set<std::string> answers;
+  for (const auto& a : r.answers) answers.insert(text::normalize_answer(a));
   nlohmann::json kv = nullptr;
   if (r.kv) kv = {r.kv->key, r.kv->value, r.kv->records, r.kv->gold_index};
-  return store::sha256_hex(store::canonical_json({r.question, r.answers, c, kv}));
+  return store::sha256_hex(store::canonical_json({overlap_text(r.question), answers, docs, kv}));
 }
 
 // An id the file gave, not the "<format>:<line>" default that two files share by position.
@@ -156,8 +182,9 @@ TuneOptions tune_options(const TuneArgs& a) {
   if (held > 0 && o.holdout.empty())
     throw UsageError("--holdout", "all " + std::to_string(held) +
                                       " held-out records are also in the dev split (by id or by "
-                                      "question, answers and documents): a held-out split must "
-                                      "be disjoint from --input");
+                                      "question, answers and documents, compared as "
+                                      "docs/tune.md describes): a held-out split must be "
+                                      "disjoint from --input");
   o.store_path = a.store_path;
   return o;
 }

@@ -290,13 +290,16 @@ Space load_space_file(const std::string& path, Space base) {
   if (!in) throw FileError(path, "cannot read the space file");
   std::stringstream ss;
   ss << in.rdbuf();
-  YAML::Node n;
+  nlohmann::json j;
   try {
-    n = load_yaml_text(ss.str());
+    // The conversion inside the try too: whatever yaml-cpp refuses there (a conversion it
+    // cannot make) is a bad space file with its line, not an internal error (exit 1).
+    j = yaml_to_json(load_yaml_text(ss.str()));
   } catch (const YAML::Exception& e) {
-    throw UsageError(path + ":" + std::to_string(e.mark.line + 1), "not a YAML space: " + e.msg);
+    throw UsageError(e.mark.is_null() ? path : path + ":" + std::to_string(e.mark.line + 1),
+                     "not a YAML space: " + e.msg);
   }
-  return space_from_json(yaml_to_json(n), std::move(base), path);
+  return space_from_json(j, std::move(base), path);
 }
 
 std::string describe_space(const Space& s, Task t) {

@@ -92,6 +92,15 @@ TEST(InputBounds, YamlAliasesAndDeepNestingAreRefused) {
   } catch (const YAML::ParserException& e) {
     EXPECT_EQ(e.msg, "nesting deeper than 128 levels");
   }
+  // Issue 40, D8: a list as a key, refused where it stands (line 2, 0-based 1).
+  try {
+    load_yaml_text("a: 1\n? [a, b]\n: c\n");
+    FAIL() << "a complex key loaded";
+  } catch (const YAML::ParserException& e) {
+    EXPECT_EQ(e.msg, "complex keys (a list or a map as a key) are not accepted");
+    EXPECT_EQ(e.mark.line, 1);
+  }
+  EXPECT_EQ(load_yaml_text("m: {a: [1, {b: 2}], c: 3}\n")["m"]["c"].as<int>(), 3);
   const YAML::Node n = load_yaml_text("k: [1, 2]\nanchored: &x 3\n");
   EXPECT_EQ(n["k"].size(), 2u);
   EXPECT_EQ(n["anchored"].as<int>(), 3);  // an anchor alone is harmless
@@ -142,6 +151,19 @@ TEST(InputBounds, UrlCredentialsAreRedacted) {
   // An '@' after the authority (a path, a query) is not userinfo.
   EXPECT_EQ(redact_url("http://host/v1?u=a@b"), "http://host/v1?u=a@b");
   EXPECT_EQ(bounded_message("x: http://u:secret@h/v1"), "x: http://***@h/v1");
+  // Userinfo holding '?', '#', a space or a quote is redacted whole (issue 40, D11: the
+  // authority stopped at '?' and printed "user:se?cret").
+  EXPECT_EQ(redact_url("http://user:se?cret@127.0.0.1:1/v1"), "http://***@127.0.0.1:1/v1");
+  EXPECT_EQ(redact_url("http://user:se#cr et@h:1/v1"), "http://***@h:1/v1");
+  EXPECT_EQ(redact_url("https://u:a@b@h"), "https://***@h");
+  EXPECT_EQ(redact_urls_in("base URL 'http://u:it's?@h:1/v1' names no server"),
+            "base URL 'http://***@h:1/v1' names no server");
+  EXPECT_EQ(bounded_message("x: http://user:se?cret@127.0.0.1:1/v1 (refused)"),
+            "x: http://***@127.0.0.1:1/v1 (refused)");
+  // A base URL without a scheme is quoted by the error that refuses it: redacted from its start.
+  EXPECT_EQ(redact_url("user:secret@host:1/v1"), "***@host:1/v1");
+  EXPECT_EQ(redact_url("host:1/v1"), "host:1/v1");
+  EXPECT_EQ(redact_url("host:1/v1?mail=a@b"), "host:1/v1?mail=a@b");
 }
 
 }  // namespace

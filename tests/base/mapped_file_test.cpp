@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <string>
 
 #include "base/error.h"
@@ -78,6 +79,45 @@ TEST(MappedFile, OpenFailuresAreFileErrorsWithErrno) {
   const auto dir = testing::temp_dir("mapped_file_errno");
   EXPECT_EQ(error_code_of((dir / "missing.bin").string()), ENOENT);
   EXPECT_EQ(error_code_of(dir.string()), EISDIR);
+}
+
+// Issue 40, D12: whole-file reads are bounded. /dev/zero as a prompt or template file ended in
+// std::bad_alloc, and as --api-key-file was read for 2 GB before its first line was refused.
+TEST(MappedFile, TextFileReadsAreBounded) {
+  const auto dir = testing::temp_dir("mapped_file_bounded");
+  testing::write_file(dir / "t.txt", "line one\r\nline two\n");
+  EXPECT_EQ(read_file_bytes((dir / "t.txt").string()), "line one\r\nline two\n");
+  EXPECT_EQ(read_first_line((dir / "t.txt").string(), 4096, "API key file"), "line one");
+  testing::write_file(dir / "n.txt", "no newline");
+  EXPECT_EQ(read_first_line((dir / "n.txt").string(), 10, "key"), "no newline");
+  EXPECT_EQ(read_file_bytes((dir / "n.txt").string(), 10), "no newline");
+  auto message = [](auto read) {
+    try {
+      read();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { read_file_bytes((dir / "n.txt").string(), 9, "prompt template"); }),
+            (dir / "n.txt").string() +
+                ": the prompt template is over the limit of 9 bytes (a text file is read whole; "
+                "is it the right file?)");
+  EXPECT_EQ(message([&] { read_first_line((dir / "n.txt").string(), 9, "API key file"); }),
+            (dir / "n.txt").string() + ": the API key file's first line is longer than 9 bytes");
+  EXPECT_EQ(message([&] { read_first_line(dir.string(), 9, "API key file"); }),
+            dir.string() + ": cannot read the API key file: it is a directory");
+  EXPECT_EQ(message([&] { read_file_bytes((dir / "missing").string()); }),
+            (dir / "missing").string() + ": No such file or directory");
+  // A device without end: refused after the bound, at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(message([] { read_file_bytes("/dev/zero"); }).find("over the limit of 67108864 bytes"),
+            std::string::npos);
+  EXPECT_NE(message([] {
+              read_first_line("/dev/zero", 4096, "API key file");
+            }).find("first line is longer than 4096 bytes"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -161,3 +161,36 @@ TEST(Cli, ErrorComesBeforeNotes) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_EQ(r.err.find("skipping"), std::string::npos) << r.err;
 }
+
+// Issue 40, D8 and D12: a YAML space file with a list as a key is a bad space file (exit 2 with
+// FILE:LINE, was exit 1 "yaml-cpp: ... bad conversion"), and whole-file reads are bounded: an
+// endless API key file, prompt file or template is refused at once (it was read for 2 GB, or
+// ended in std::bad_alloc). All before any model is opened.
+TEST(Cli, EndlessFilesAndComplexYamlKeysAreRefusedAtOnce) {
+  const auto dir = ragform::testing::temp_dir("cli_bounded_files");
+  ragform::testing::write_file(dir / "dev.jsonl",
+                               R"({"id": "a", "question": "q?", "answers": ["x"], )"
+                               R"("ctxs": [{"title": "t", "text": "x"}]})"
+                               "\n");
+  ragform::testing::write_file(dir / "space.yaml", "? [a, b]\n: c\ndelimiter: [\"-\"]\n");
+  const std::string tune = "tune -m /nonexistent.gguf --task qa --budget 5 --input " +
+                           (dir / "dev.jsonl").string() + " --store " + (dir / "s.sqlite").string();
+  auto r = run_ragform(tune + " --space " + (dir / "space.yaml").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "ragform: " + (dir / "space.yaml").string() +
+                       ":1: not a YAML space: complex keys (a list or a map as a key) are not "
+                       "accepted\n");
+  r = run_ragform(tune + " --template /dev/zero");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("ragform: /dev/zero: the prompt template is over the limit of 67108864 "
+                        "bytes",
+                        0),
+            0u)
+      << r.err;
+  r = run_ragform("generate -m /nonexistent.gguf -n 1 -f /dev/zero");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("/dev/zero: the prompt file is over the limit"), std::string::npos) << r.err;
+  r = run_ragform("serve -m /nonexistent.gguf --api-key-file /dev/zero");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "ragform: /dev/zero: the API key file's first line is longer than 4096 bytes\n");
+}

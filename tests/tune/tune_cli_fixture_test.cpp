@@ -250,6 +250,24 @@ TEST(TuneCli, ContextFitFailuresNameTheRecordAndOverlapIsDropped) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("all 2 held-out records are also in the dev split"), std::string::npos)
       << r.err;
+
+  // Issue 40, D6: copies that differ only where the prompt cannot tell are dropped with the note
+  // (flags, ids, answers as a normalised set, documents' order, spacing and case).
+  const std::string c =
+      R"({"id": "c", "question": "Who had a fish?", "answers": ["Ann"], "ctxs": [{"title": "Pond", "text": "Ann had a fish."}]})";
+  const std::string variants =
+      R"({"id": "v1", "question": "Who had a dog?", "answers": ["Lily"], "ctxs": [{"title": "Park", "text": "Lily had a dog.", "hasanswer": true, "isgold": true}]})"
+      "\n"
+      R"({"id": "v2", "question": "who  had a DOG? ", "answers": ["Lily", "lily", "Lily"], "ctxs": [{"title": "Park", "text": "Lily had a dog.\n", "id": "z", "score": 3}]})"
+      "\n";
+  write_file(dir / "held3.jsonl", variants + c + "\n");
+  r = run_ragform(base + " --input " + quoted(dir / "dev.jsonl") + " --holdout " +
+                  quoted(dir / "held3.jsonl"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tune: note: 2 held-out records also in the dev split were dropped from "
+                       "the held-out split (1 left)"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // tune_options: a held-out split that overlaps the dev split is not held out (issue 40, item 6).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "support/test_support.h"
@@ -39,6 +42,69 @@ TEST(TuneOptions, OverlapIsFoundByIdAndByWholeRecord) {
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(held[0].id, "h3");
   EXPECT_EQ(held[1].id, "litm-qa:1");
+}
+
+// Issue 40, D6: only exact copies were caught. Each variant below renders the prompts of its dev
+// record byte for byte (or differs in what the prompt's normalisation cannot see): dropped.
+TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
+  eval::QaRecord dev = record("d1", "who is lily 0", "Lily went to the park.");
+  dev.answers = {"Lily"};
+  eval::Context other;
+  other.title = "u";
+  other.text = "Tom had a ball.";
+  dev.ctxs.push_back(other);
+  const std::vector<std::pair<std::string, std::function<void(eval::QaRecord&)>>> same = {
+      {"hasanswer", [](eval::QaRecord& r) { r.ctxs[0].hasanswer = true; }},
+      {"isgold", [](eval::QaRecord& r) { r.ctxs[0].isgold = true; }},
+      {"document ids and scores",
+       [](eval::QaRecord& r) {
+         r.ctxs[0].id = "zz0";
+         r.ctxs[1].score = 2.0;
+       }},
+      {"duplicated answer",
+       [](eval::QaRecord& r) {
+         r.answers = {"Lily", "Lily"};
+       }},
+      {"alias answer",
+       [](eval::QaRecord& r) {
+         r.answers = {"Lily", "lily"};
+       }},
+      {"reordered answers",
+       [](eval::QaRecord& r) {
+         r.answers = {"Lily", "Lil"};
+       }},
+      {"reversed documents", [](eval::QaRecord& r) { std::swap(r.ctxs[0], r.ctxs[1]); }},
+      {"question case", [](eval::QaRecord& r) { r.question = "Who is Lily 0"; }},
+      {"question spaces", [](eval::QaRecord& r) { r.question = " who  is\tlily 0 "; }},
+      {"trailing newline", [](eval::QaRecord& r) { r.ctxs[1].text += "\n"; }},
+  };
+  for (const auto& [what, change] : same) {
+    eval::QaRecord d = dev;
+    if (what == "reordered answers") d.answers = {"Lil", "Lily"};
+    std::vector<eval::QaRecord> held = {dev};
+    held[0].id = "h1";
+    change(held[0]);
+    EXPECT_EQ(tune::drop_dev_overlap({d}, held), 1u) << what;
+  }
+  // What the prompt shows, or what is graded, differs: kept.
+  const std::vector<std::pair<std::string, std::function<void(eval::QaRecord&)>>> other_records = {
+      {"an extra document",
+       [](eval::QaRecord& r) {
+         r.ctxs.push_back(r.ctxs[1]);
+         r.ctxs.back().text = "An unrelated sentence.";
+       }},
+      {"a document's title", [](eval::QaRecord& r) { r.ctxs[1].title = "v"; }},
+      {"a word of a document", [](eval::QaRecord& r) { r.ctxs[0].text = "Lily went home."; }},
+      {"another answer", [](eval::QaRecord& r) { r.answers = {"Tom"}; }},
+      {"a further answer", [](eval::QaRecord& r) { r.answers.push_back("Tom"); }},
+      {"the question", [](eval::QaRecord& r) { r.question = "who is lily 1"; }},
+  };
+  for (const auto& [what, change] : other_records) {
+    std::vector<eval::QaRecord> held = {dev};
+    held[0].id = "h1";
+    change(held[0]);
+    EXPECT_EQ(tune::drop_dev_overlap({dev}, held), 0u) << what;
+  }
 }
 
 TEST(TuneOptions, HoldoutEqualToDevIsRefusedAndAPartialOverlapDropped) {

@@ -123,6 +123,27 @@ TEST(TuneSpace, AFileListIsNeverSplitAtCommas) {
   EXPECT_EQ(s.delimiters, std::vector<std::string>{"a,b"});
 }
 
+// Issue 40, D8: a list or map as a key ended in "yaml-cpp: error at line 1, column 3: bad
+// conversion" (exit 1); it is a bad space file named with FILE:LINE (exit 2) like the others.
+TEST(TuneSpace, AComplexYamlKeyIsABadSpaceFileWithItsLine) {
+  using namespace ragform::tune;
+  auto dir = ragform::testing::temp_dir("tune_space_complex_key");
+  for (const std::string text :
+       {"? [a, b]\n: c\ndelimiter: [\"-\"]\n", "delimiter: [\"-\"]\n? {x: 1}\n: c\n",
+        "delimiter: [\"-\"]\n{[a]: 1}: c\n"}) {
+    const auto path = (dir / "c.yaml").string();
+    ragform::testing::write_file(dir / "c.yaml", text);
+    try {
+      load_space_file(path, default_space(Task::Qa));
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const ragform::UsageError& e) {
+      const std::string m = e.what();
+      const std::string line = text[0] == '?' ? ":1" : ":2";
+      EXPECT_NE(m.find(path + line + ": not a YAML space: complex keys"), std::string::npos) << m;
+    }
+  }
+}
+
 }  // namespace
 
 namespace {

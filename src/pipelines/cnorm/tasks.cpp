@@ -1,10 +1,9 @@
 #include "pipelines/cnorm/tasks.h"
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "text/doc_formats.h"
 #include "text/metrics.h"
 #include "text/normalize.h"
@@ -97,11 +96,7 @@ std::string load_template(Task t, const std::string& explicit_path, const std::s
            : t == Task::Qa   ? appendix_d_qa_template()
                              : appendix_b_kv_template();
   } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cnorm", "cannot read prompt template " + path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = read_file_bytes(path, kMaxTextFileBytes, "prompt template");
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   }
   for (const char* ph : {docs_placeholder(t), question_placeholder(t)})
