@@ -41,9 +41,54 @@ HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::str
   cli.set_connection_timeout(timeout_s, 0);
   cli.set_read_timeout(timeout_s, 0);
   cli.set_write_timeout(timeout_s, 0);
-  auto res = body ? cli.Post(prefix_ + endpoint, headers, *body, "application/json")
-                  : cli.Get(prefix_ + endpoint, headers);
+  httplib::Request req;
+  req.method = body ? "POST" : "GET";
+  req.path = prefix_ + endpoint;
+  req.headers = std::move(headers);
+  if (body) {
+    req.headers.emplace("Content-Type", "application/json");
+    req.body = *body;
+  }
+  // The body is read up to kMaxAnswerBytes: an announced length over it stops before the body,
+  // a longer body stops at the byte past it.
+  std::string got;
+  int status = 0;
+  bool oversized = false;
+  std::string announced;  // an oversized Content-Length
+  req.response_handler = [&](const httplib::Response& r) {
+    status = r.status;
+    const std::string n = r.get_header_value("Content-Length");
+    if (!n.empty() && n.size() <= 20 &&
+        std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      const size_t first = n.find_first_not_of('0');
+      if (first != std::string::npos &&
+          (n.size() - first > 18 || std::stoull(n.substr(first)) > kMaxAnswerBytes)) {
+        oversized = true;
+        announced = n.substr(first);
+      }
+    }
+    return !oversized;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (got.size() + n > kMaxAnswerBytes) {
+      oversized = true;
+      return false;
+    }
+    got.append(data, n);
+    return true;
+  };
+  auto res = cli.send(req);
   HttpAnswer a;
+  if (oversized) {
+    a.status = status;
+    a.oversized = true;
+    a.error = "the answer of " + redact_url(scheme_host_port_ + prefix_ + endpoint) + " (HTTP " +
+              std::to_string(status) + ") is larger than " + std::to_string(kMaxAnswerBytes >> 20) +
+              " MiB, the most a remote answer may hold (kMaxAnswerBytes)" +
+              (announced.empty() ? std::string(": not read past that")
+                                 : ": it announces " + announced + " bytes");
+    return a;
+  }
   if (!res) {
     // A URL's user:password@ is not printed (a log is not the place for credentials).
     a.error = "no answer from " + redact_url(scheme_host_port_ + prefix_ + endpoint) + " (" +
@@ -51,7 +96,7 @@ HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::str
     return a;
   }
   a.status = res->status;
-  a.body = std::move(res->body);
+  a.body = std::move(got);
   if (!a.ok())
     a.error = "HTTP " + std::to_string(a.status) + " from " + prefix_ + endpoint + ": " +
               http_error_text(a.body);

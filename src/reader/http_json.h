@@ -2,8 +2,10 @@
 // into scheme://host:port and a path prefix, and POSTs of a JSON body with retries — exponential
 // backoff (backoff_s * 2^(attempt-1)) after a connection error, a timeout, 408, 429 or 5xx; any
 // other non-2xx answer fails at once with the server's message. (Readers over several servers
-// spread their attempts with ServerPool, reader/server_pool.h.)
+// spread their attempts with ServerPool, reader/server_pool.h.) An answer's body is read up to
+// kMaxAnswerBytes: a longer one is refused, naming the limit, without reading the rest.
 #pragma once
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,15 +28,25 @@ class RequestFailed : public Error {
   int status_, attempts_;
 };
 
+// The most bytes of one answer's body a remote reader or encoder reads (64 MiB, as much as
+// `ragform serve` sends, server/api.h kMaxResponseBytes): a server that announces more
+// (Content-Length) or sends more is refused at once (a 1.5 GB answer took 22 s and 3.6 GB before),
+// and not retried (the same request asks for the same answer).
+inline constexpr size_t kMaxAnswerBytes = size_t(64) << 20;
+
 // One attempt's outcome: the status (0 = no answer: connection refused, timeout, reset), the
 // body, and on failure the words of RequestFailed ("no answer from ...", "HTTP 503 from ...").
 struct HttpAnswer {
   int status = 0;
   std::string body;
-  std::string error;  // empty on 2xx
-  bool ok() const { return status >= 200 && status < 300; }
-  // Worth another attempt (here or on another server): no answer, 408, 429 or 5xx.
-  bool transient() const { return status == 0 || status == 408 || status == 429 || status >= 500; }
+  std::string error;       // empty on 2xx
+  bool oversized = false;  // the body is over kMaxAnswerBytes (not read; `status` as answered)
+  bool ok() const { return status >= 200 && status < 300 && !oversized; }
+  // Worth another attempt (here or on another server): no answer, 408, 429 or 5xx; never an
+  // oversized answer.
+  bool transient() const {
+    return !oversized && (status == 0 || status == 408 || status == 429 || status >= 500);
+  }
 };
 
 // Whether an error answer's body says the prompt exceeds the server's context: error.code

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -16,10 +19,132 @@ namespace {
 
 using nlohmann::json;
 
-json parse(const std::string& body, const char* what) { return parse_json_answer(body, what); }
+// A log-prob may round above 0 by this much (float32 log-softmax of a near-certain token).
+constexpr double kLogprobSlack = 1e-4;
+// An attention weight may round outside [0, 1] by this much, a row's sum away from 1 by this much
+// (the bounds of py_reader.cpp's checks).
+constexpr double kWeightSlack = 1e-4;
+constexpr double kRowSumSlack = 1e-2;
 
-std::string finish_reason(const json& choice, const GenerateParams& p) {
-  std::string r = choice.value("finish_reason", std::string());
+// A server's answer read field by field. Every field a method uses is checked for its type and
+// range where it is read, as py_reader.cpp checks a Python reader's answers: integers are JSON
+// integers in range (never a float cut to an int, never 10^12 wrapped), log-probs finite and at
+// most kLogprobSlack, attention weights finite in [0, 1] with every row summing to 1. A violation
+// is RequestFailed (status 200, one attempt: pipelines store the item as unmeasured) naming the
+// reader, the method, the field and the reader's base URL:
+//   "openai reader: score: tokens[2].logprob: 3 is positive: not a log-probability (from
+//   http://127.0.0.1:8080/v1)"
+class Answer {
+ public:
+  // `from`: the reader's base URL (who_of).
+  Answer(const std::string& from, const char* method) : from_(from), method_(method) {}
+
+  [[noreturn]] void bad(const std::string& what) const {
+    throw RequestFailed(std::string(method_) + ": " + what + " (from " + from_ + ")", 200, 1,
+                        "openai reader");
+  }
+  // The answer's body as JSON.
+  json parse(const std::string& body) const {
+    try {
+      return parse_json_text(body);
+    } catch (const JsonTextError& e) {
+      bad(std::string("the server's answer is not JSON: ") + e.what());
+    }
+  }
+  // `j`'s member `key`; `path` names `j` ("" for the whole answer). Absent: an error, or nullptr
+  // when `optional` (a null member counts as absent then).
+  const json* member(const json& j, const std::string& path, const char* key,
+                     bool optional = false) const {
+    if (!j.is_object()) bad(name(path) + ": expected an object, got " + type_of(j));
+    auto it = j.find(key);
+    if (it == j.end() || (optional && it->is_null())) {
+      if (optional) return nullptr;
+      bad(name(path) + " has no '" + key + "'");
+    }
+    return &*it;
+  }
+  const json& at(const json& j, const std::string& path, const char* key) const {
+    return *member(j, path, key);
+  }
+  const json& array(const json& v, const std::string& path) const {
+    if (!v.is_array()) bad(path + ": expected a list, got " + type_of(v));
+    return v;
+  }
+  std::string str(const json& v, const std::string& path) const {
+    if (!v.is_string()) bad(path + ": expected a string, got " + type_of(v));
+    return v.get<std::string>();
+  }
+  long long integer(const json& v, const std::string& path, long long lo, long long hi) const {
+    if (!v.is_number_integer()) bad(path + ": expected an integer, got " + type_of(v));
+    if (v.is_number_unsigned() ? v.get<unsigned long long>() > (unsigned long long)hi
+                               : (v.get<long long>() < lo || v.get<long long>() > hi))
+      bad(path + ": " + v.dump() + " is out of range (" + std::to_string(lo) + ".." +
+          std::to_string(hi) + ")");
+    return v.get<long long>();
+  }
+  int count(const json& v, const std::string& path) const {
+    return int(integer(v, path, 0, INT_MAX));
+  }
+  double number(const json& v, const std::string& path) const {
+    if (!v.is_number()) bad(path + ": expected a number, got " + type_of(v));
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) bad(path + ": " + num(d) + " is not finite");
+    return d;
+  }
+  // A log-prob: finite and at most 0 (within kLogprobSlack).
+  double logprob(const json& v, const std::string& path) const {
+    const double d = number(v, path);
+    if (d > kLogprobSlack) bad(path + ": " + num(d) + " is positive: not a log-probability");
+    return d;
+  }
+  // Log-probs' sum: finite (each may be, their sum not: -1e308 twice).
+  void finite_sum(double sum, const std::string& what) const {
+    if (!std::isfinite(sum)) bad(what + " sum to " + num(sum) + ", not a finite log-probability");
+  }
+  // Attention weights of one head (or the mean) for query position `qp`: qp + 1 of them
+  // (keys 0..qp), finite, in [0, 1], summing to 1.
+  std::vector<float> weights(const json& v, const std::string& path, int qp) const {
+    array(v, path);
+    if (v.size() != size_t(qp) + 1)
+      bad(path + ": the row of query position " + std::to_string(qp) + " must be [" +
+          std::to_string(qp) + " + 1] = " + std::to_string(qp + 1) + " long (keys 0.." +
+          std::to_string(qp) + "), got " + std::to_string(v.size()));
+    std::vector<float> out;
+    out.reserve(v.size());
+    double sum = 0;
+    for (size_t k = 0; k < v.size(); ++k) {
+      const double w = number(v[k], path + "[" + std::to_string(k) + "]");
+      if (w < -kWeightSlack || w > 1 + kWeightSlack)
+        bad(path + "[" + std::to_string(k) + "]: weight " + num(w) + " is outside [0, 1]");
+      sum += w;
+      out.push_back(float(w));
+    }
+    if (std::fabs(sum - 1.0) > kRowSumSlack)
+      bad(path + ": weights sum to " + num(sum) +
+          ", not 1 (a row is the softmax over keys 0..query position)");
+    return out;
+  }
+  static std::string num(double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+  }
+
+ private:
+  const std::string& from_;
+  const char* method_;
+  static std::string name(const std::string& path) { return path.empty() ? "the answer" : path; }
+  static std::string type_of(const json& v) {
+    return v.is_primitive() ? std::string(v.type_name()) + " " + excerpt(v.dump(), 40)
+                            : std::string(v.type_name());
+  }
+};
+
+std::string sub(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+std::string finish_reason(const Answer& a, const json& choice, const GenerateParams& p) {
+  const json* f = a.member(choice, "choices[0]", "finish_reason", true);
+  const std::string r = f ? a.str(*f, "choices[0].finish_reason") : std::string();
   if (r == "length") return "length";
   // OpenAI's "stop" covers both an end-of-generation token and a stop string.
   return p.stop.empty() ? "eos" : "stop";
@@ -52,12 +177,23 @@ std::string generate_request(const OpenAIOptions& o, const std::string& prompt,
   return req.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The generated text of a generate answer (json::exception when it has another shape).
-std::string generated_text(const OpenAIOptions& o, const json& j) {
-  const json& c = j.at("choices").at(0);
-  return o.chat ? c.at("message").at("content").get<std::string>()
-                : c.at("text").get<std::string>();
+// The first choice of a generate answer.
+const json& first_choice(const Answer& a, const json& j) {
+  const json& cs = a.array(a.at(j, "", "choices"), "choices");
+  if (cs.empty()) a.bad("choices: an empty list");
+  return cs[0];
 }
+
+// The generated text of a generate answer.
+std::string generated_text(const OpenAIOptions& o, const Answer& a, const json& j) {
+  const json& c = first_choice(a, j);
+  if (!o.chat) return a.str(a.at(c, "choices[0]", "text"), "choices[0].text");
+  return a.str(a.at(a.at(c, "choices[0]", "message"), "choices[0].message", "content"),
+               "choices[0].message.content");
+}
+
+// Where an answer came from, in messages: the reader's base URL, without credentials.
+std::string who_of(const OpenAIOptions& o) { return excerpt(redact_urls_in(o.base_url)); }
 
 }  // namespace
 
@@ -66,11 +202,9 @@ void set_weights_probe(const OpenAIOptions& o, PoolOptions& po) {
   p.max_tokens = kWeightsProbeTokens;
   po.probe_body = generate_request(o, kWeightsProbePrompt, p, po.probe_endpoint);
   po.probe_answer = [o](const std::string& body) {
-    try {
-      return generated_text(o, parse_json_answer(body, "weights probe"));
-    } catch (const json::exception& e) {
-      throw Error("weights probe", json_error_text(e.what()));
-    }
+    const std::string who = who_of(o);
+    const Answer a(who, "weights probe");
+    return generated_text(o, a, a.parse(body));
   };
 }
 
@@ -114,8 +248,8 @@ std::string OpenAIReader::describe() const {
     if (auto a = pool_->models_answer(); a && a->ok()) {
       json j = parse_json_or_discarded(a->body);
       if (j.is_object() && j.contains("data") && j["data"].is_array() && j["data"].size() == 1 &&
-          j["data"][0].is_object())
-        served_model_ = j["data"][0].value("id", std::string());
+          j["data"][0].is_object() && j["data"][0].contains("id") && j["data"][0]["id"].is_string())
+        served_model_ = j["data"][0]["id"].get<std::string>();
     }
   }
   return "openai:" + served_model_;
@@ -136,7 +270,7 @@ bool OpenAIReader::is_ragform_server() const {
     // Anything but an OpenAI model list: some other server.
     if (!j.is_discarded() && j.is_object() && j.contains("data") && j["data"].is_array())
       for (const auto& m : j["data"])
-        if (m.is_object() && m.value("owned_by", std::string()) == "ragform") ragform = true;
+        if (m.is_object() && m.contains("owned_by") && m["owned_by"] == "ragform") ragform = true;
   }
   if (res->status == 429 || res->status >= 500) return ragform;  // transient: ask again later
   ragform_ = ragform;
@@ -159,19 +293,16 @@ Generation OpenAIReader::generate(const std::string& prompt, const GenerateParam
   refuse_steering(steering);
   std::string endpoint;
   const std::string body = generate_request(opt_, prompt, p, endpoint);
-  json j = parse(post(endpoint, body), "generate");
-  try {
-    const json& c = j.at("choices").at(0);
-    Generation g;
-    g.text = generated_text(opt_, j);
-    g.finish_reason = finish_reason(c, p);
-    if (j.contains("usage") && j["usage"].is_object())
-      g.prompt_tokens = j["usage"].value("prompt_tokens", 0);
-    return g;
-  } catch (const json::exception& e) {
-    throw RequestFailed(
-        std::string("generate: unexpected answer (") + json_error_text(e.what()) + ")", 200, 1);
-  }
+  const std::string who = who_of(opt_);
+  const Answer a(who, "generate");
+  const json j = a.parse(post(endpoint, body));
+  Generation g;
+  g.text = generated_text(opt_, a, j);
+  g.finish_reason = finish_reason(a, first_choice(a, j), p);
+  if (const json* u = a.member(j, "", "usage", true))
+    if (const json* n = a.member(*u, "usage", "prompt_tokens", true))
+      g.prompt_tokens = a.count(*n, "usage.prompt_tokens");
+  return g;
 }
 
 std::vector<Generation> OpenAIReader::generate_batch(const std::vector<std::string>& prompts,
@@ -212,17 +343,22 @@ struct Echo {
   std::vector<json> logprobs;
 };
 
-Echo echo_of(const json& choice) {
+// The echoed tokens of choice `path` (choices[i]): strings, as many as their log-probs.
+Echo echo_of(const Answer& a, const json& choice, const std::string& path) {
   Echo e;
-  if (!choice.contains("logprobs") || !choice["logprobs"].is_object() ||
+  if (!choice.is_object() || !choice.contains("logprobs") || !choice["logprobs"].is_object() ||
       !choice["logprobs"].contains("token_logprobs") || !choice["logprobs"].contains("tokens"))
     throw NotSupported("openai reader",
                        "score is not supported by this server (its /completions answer has no "
                        "echoed prompt log-probs)");
-  for (auto& t : choice["logprobs"]["tokens"]) e.tokens.push_back(t.get<std::string>());
-  for (auto& v : choice["logprobs"]["token_logprobs"]) e.logprobs.push_back(v);
+  const std::string tp = path + ".logprobs.tokens", lp = path + ".logprobs.token_logprobs";
+  const json& toks = a.array(choice["logprobs"]["tokens"], tp);
+  const json& lps = a.array(choice["logprobs"]["token_logprobs"], lp);
+  for (size_t i = 0; i < toks.size(); ++i) e.tokens.push_back(a.str(toks[i], sub(tp, i)));
+  for (const auto& v : lps) e.logprobs.push_back(v);
   if (e.tokens.size() != e.logprobs.size())
-    throw RequestFailed("score: tokens and token_logprobs differ in length", 200, 1);
+    a.bad(tp + " and token_logprobs differ in length (" + std::to_string(e.tokens.size()) +
+          " and " + std::to_string(e.logprobs.size()) + ")");
   return e;
 }
 }  // namespace
@@ -249,17 +385,27 @@ ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& co
                          std::string("score is not supported by this server: ") + e.what());
     throw;
   }
-  json j = parse(body, "score");
-  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].size() != prompts.size())
-    throw RequestFailed("score: expected " + std::to_string(prompts.size()) + " choices", 200, 1);
-  std::vector<json> choices(prompts.size());
-  for (auto& c : j["choices"]) {
-    size_t idx = c.value("index", size_t(0));
-    if (idx >= choices.size()) throw RequestFailed("score: choice index out of range", 200, 1);
-    choices[idx] = c;
+  const std::string who = who_of(opt_);
+  const Answer a(who, "score");
+  const json j = a.parse(body);
+  const json& cs = a.array(a.at(j, "", "choices"), "choices");
+  if (cs.size() != prompts.size())
+    a.bad("choices: expected " + std::to_string(prompts.size()) + " (one per prompt), got " +
+          std::to_string(cs.size()));
+  std::vector<const json*> choices(prompts.size(), nullptr);
+  std::vector<size_t> at(prompts.size(), 0);
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const json* ix = a.member(cs[i], sub("choices", i), "index", true);
+    const size_t idx =
+        ix ? size_t(a.integer(*ix, sub("choices", i) + ".index", 0, (long long)cs.size() - 1))
+           : size_t(0);
+    if (choices[idx]) a.bad(sub("choices", i) + ".index " + std::to_string(idx) + " repeats");
+    choices[idx] = &cs[i];
+    at[idx] = i;
   }
-  Echo head = echo_of(choices[0]);
-  Echo all = continuation.empty() ? head : echo_of(choices[1]);
+  Echo head = echo_of(a, *choices[0], sub("choices", at[0]));
+  const size_t last = continuation.empty() ? 0 : 1;
+  Echo all = continuation.empty() ? head : echo_of(a, *choices[1], sub("choices", at[1]));
   size_t split = 1;
   if (!continuation.empty()) {
     split = 0;
@@ -272,16 +418,18 @@ ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& co
     throw Error("score", "empty prompt");
   }
   ScoreResult r;
-  r.prompt_tokens = int(split);
+  r.prompt_tokens = int(std::min<size_t>(split, size_t(INT_MAX)));
+  const std::string lp = sub("choices", at[last]) + ".logprobs.token_logprobs";
   for (size_t t = split; t < all.tokens.size(); ++t) {
-    if (!all.logprobs[t].is_number())
-      throw RequestFailed("score: token " + std::to_string(t) + " has no log-prob", 200, 1);
+    if (all.logprobs[t].is_null())
+      a.bad(sub(lp, t) + ": token " + std::to_string(t) + " has no log-prob");
     TokenLogprob tl;
     tl.piece = all.tokens[t];
-    tl.logprob = all.logprobs[t].get<double>();
+    tl.logprob = a.logprob(all.logprobs[t], sub(lp, t));
     r.sum += tl.logprob;
     r.tokens.push_back(std::move(tl));
   }
+  a.finite_sum(r.sum, lp);
   return r;
 }
 
@@ -289,24 +437,28 @@ ScoreResult OpenAIReader::score_ragform(const std::string& prompt,
                                         const std::string& continuation) {
   json req = {{"prompt", prompt}, {"continuation", continuation}};
   if (!opt_.model.empty()) req["model"] = opt_.model;
-  json j = parse(post("/score", req.dump(-1, ' ', false, json::error_handler_t::replace)), "score");
-  try {
-    ScoreResult r;
-    r.prompt_tokens = j.at("prompt_tokens").get<int>();
-    for (const auto& t : j.at("tokens")) {
-      TokenLogprob tl;
-      tl.id = t.at("id").get<int32_t>();
-      tl.piece = t.at("piece").get<std::string>();
-      tl.logprob = t.at("logprob").get<double>();
-      r.tokens.push_back(std::move(tl));
-    }
-    r.sum = j.at("sum").get<double>();
-    return r;
-  } catch (const json::exception& e) {
-    throw RequestFailed(
-        std::string("score: unexpected answer from /score (") + json_error_text(e.what()) + ")",
-        200, 1);
+  const std::string who = who_of(opt_);
+  const Answer a(who, "score");
+  const json j = a.parse(post("/score", req.dump(-1, ' ', false, json::error_handler_t::replace)));
+  ScoreResult r;
+  r.prompt_tokens = a.count(a.at(j, "", "prompt_tokens"), "prompt_tokens");
+  const json& toks = a.array(a.at(j, "", "tokens"), "tokens");
+  double total = 0;
+  for (size_t i = 0; i < toks.size(); ++i) {
+    const std::string at = sub("tokens", i);
+    TokenLogprob tl;
+    tl.id = int32_t(a.integer(a.at(toks[i], at, "id"), at + ".id", 0, INT32_MAX));
+    tl.piece = a.str(a.at(toks[i], at, "piece"), at + ".piece");
+    tl.logprob = a.logprob(a.at(toks[i], at, "logprob"), at + ".logprob");
+    total += tl.logprob;
+    r.tokens.push_back(std::move(tl));
   }
+  a.finite_sum(total, "tokens' log-probs");
+  r.sum = a.logprob(a.at(j, "", "sum"), "sum");
+  if (std::fabs(r.sum - total) > 1e-4 * std::max(1.0, std::fabs(total)))
+    a.bad("sum " + Answer::num(r.sum) + " is not the sum of the tokens' log-probs (" +
+          Answer::num(total) + ")");
+  return r;
 }
 
 AttentionResult OpenAIReader::attention(const std::string& prompt, const AttentionQuery& q) {
@@ -331,25 +483,63 @@ AttentionResult OpenAIReader::attention(const std::string& prompt, const Attenti
           "attention is not supported by this server (only ragform serve has /v1/attention)");
     throw;
   }
-  json j = parse(body, "attention");
-  try {
-    AttentionResult r;
-    r.ids = j.at("ids").get<std::vector<int32_t>>();
-    r.pieces = j.at("pieces").get<std::vector<std::string>>();
-    for (auto& row : j.at("rows")) {
-      AttentionRows a;
-      a.layer = row.at("layer").get<int>();
-      a.query_position = row.at("query_position").get<int>();
-      a.head_ids = row.at("head_ids").get<std::vector<int>>();
-      a.heads = row.at("heads").get<std::vector<std::vector<float>>>();
-      a.mean = row.at("mean").get<std::vector<float>>();
-      r.rows.push_back(std::move(a));
-    }
-    return r;
-  } catch (const json::exception& e) {
-    throw RequestFailed(
-        std::string("attention: unexpected answer (") + json_error_text(e.what()) + ")", 200, 1);
+  const std::string who = who_of(opt_);
+  const Answer a(who, "attention");
+  const json j = a.parse(body);
+  AttentionResult r;
+  const json& ids = a.array(a.at(j, "", "ids"), "ids");
+  for (size_t i = 0; i < ids.size(); ++i)
+    r.ids.push_back(int32_t(a.integer(ids[i], sub("ids", i), 0, INT32_MAX)));
+  const json& pieces = a.array(a.at(j, "", "pieces"), "pieces");
+  for (size_t i = 0; i < pieces.size(); ++i) r.pieces.push_back(a.str(pieces[i], sub("pieces", i)));
+  if (r.ids.empty()) a.bad("ids: no tokens");
+  if (r.pieces.size() != r.ids.size())
+    a.bad("pieces: " + std::to_string(r.pieces.size()) + " for " + std::to_string(r.ids.size()) +
+          " ids");
+  const long long n_tokens = (long long)r.ids.size();
+  // The asked positions, resolved against the prompt's tokens as the native reader does.
+  std::vector<long long> positions;
+  for (int p : q.query_positions.empty() ? std::vector<int>{-1} : q.query_positions) {
+    const long long at = p < 0 ? n_tokens + p : p;
+    if (at < 0 || at >= n_tokens)
+      a.bad("asked for query position " + std::to_string(p) + ", outside the " +
+            std::to_string(n_tokens) + " tokens of ids, and got rows");
+    positions.push_back(at);
   }
+  const bool layers_known = !q.layers.empty() && std::all_of(q.layers.begin(), q.layers.end(),
+                                                             [](int l) { return l >= 0; });
+  const size_t want = std::max<size_t>(1, q.layers.size()) * positions.size();
+  const json& rows = a.array(a.at(j, "", "rows"), "rows");
+  if (rows.size() != want)
+    a.bad("rows: expected " + std::to_string(want) + " (layers x query_positions), got " +
+          std::to_string(rows.size()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string at = sub("rows", i);
+    AttentionRows row;
+    row.layer = int(a.integer(a.at(rows[i], at, "layer"), at + ".layer", 0, INT_MAX));
+    if (layers_known && std::find(q.layers.begin(), q.layers.end(), row.layer) == q.layers.end())
+      a.bad(at + ".layer: layer " + std::to_string(row.layer) + " was not asked for");
+    row.query_position = int(
+        a.integer(a.at(rows[i], at, "query_position"), at + ".query_position", 0, n_tokens - 1));
+    if (std::find(positions.begin(), positions.end(), row.query_position) == positions.end())
+      a.bad(at + ".query_position: position " + std::to_string(row.query_position) +
+            " was not asked for");
+    const json& hids = a.array(a.at(rows[i], at, "head_ids"), at + ".head_ids");
+    for (size_t h = 0; h < hids.size(); ++h)
+      row.head_ids.push_back(int(a.integer(hids[h], sub(at + ".head_ids", h), 0, INT_MAX)));
+    if (row.head_ids.empty()) a.bad(at + ".head_ids: no heads");
+    if (!q.heads.empty() && row.head_ids != q.heads)
+      a.bad(at + ".head_ids: not the heads asked for");
+    const json& heads = a.array(a.at(rows[i], at, "heads"), at + ".heads");
+    if (heads.size() != row.head_ids.size())
+      a.bad(at + ".heads: " + std::to_string(heads.size()) + " rows for " +
+            std::to_string(row.head_ids.size()) + " head_ids");
+    for (size_t h = 0; h < heads.size(); ++h)
+      row.heads.push_back(a.weights(heads[h], sub(at + ".heads", h), row.query_position));
+    row.mean = a.weights(a.at(rows[i], at, "mean"), at + ".mean", row.query_position);
+    r.rows.push_back(std::move(row));
+  }
+  return r;
 }
 
 HiddenResult OpenAIReader::hidden(const std::string&, int) {
@@ -360,12 +550,16 @@ HiddenResult OpenAIReader::hidden(const std::string&, int) {
 int OpenAIReader::count_tokens(const std::string& prompt) {
   json req = {{"prompt", prompt}, {"max_tokens", 0}, {"echo", true}, {"temperature", 0.0}};
   if (!opt_.model.empty()) req["model"] = opt_.model;
-  json j = parse(post("/completions", req.dump(-1, ' ', false, json::error_handler_t::replace)),
-                 "count_tokens");
-  if (!j.contains("usage") || !j["usage"].is_object() || !j["usage"].contains("prompt_tokens"))
+  const std::string who = who_of(opt_);
+  const Answer a(who, "count_tokens");
+  const json j =
+      a.parse(post("/completions", req.dump(-1, ' ', false, json::error_handler_t::replace)));
+  const json* u = a.member(j, "", "usage", true);
+  const json* n = u && u->is_object() ? a.member(*u, "usage", "prompt_tokens", true) : nullptr;
+  if (!n)
     throw NotSupported("openai reader",
                        "count_tokens is not supported by this server (no usage.prompt_tokens)");
-  return j["usage"]["prompt_tokens"].get<int>();
+  return a.count(*n, "usage.prompt_tokens");
 }
 
 }  // namespace ragform::reader

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -193,6 +195,208 @@ TEST(OpenAIReaderFixture, OtherServerHasNoAttentionAndScoresByEcho) {
   EXPECT_EQ(sr.prompt_tokens, 2);
   EXPECT_EQ(attention_calls.load(), 0);
   EXPECT_EQ(score_calls.load(), 0);
+  fake.stop();
+  th.join();
+}
+
+// A server's answers are checked where the reader reads them (issue 40, D7, D9, D5): a value out
+// of its range, of another type or of another length than the prompt's tokens is RequestFailed
+// naming the reader (its base URL), the method and the field, never a positive log-prob, a wrapped
+// count or an ABS of 1.0 from a row of the wrong length; an answer over kMaxAnswerBytes is refused
+// without being read.
+TEST(OpenAIReaderFixture, ServerAnswersAreCheckedNamingReaderMethodAndField) {
+  httplib::Server fake;
+  std::mutex mu;
+  std::string mode;
+  auto get_mode = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return mode;
+  };
+  using nlohmann::json;
+  // /v1 is `ragform serve` (/score, /attention), /other an echo-scoring server.
+  fake.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"data":[{"id":"m","owned_by":"ragform"}]})", "application/json");
+  });
+  fake.Get("/other/models", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"data":[{"id":"m","owned_by":"vllm"}]})", "application/json");
+  });
+  fake.Post("/v1/score", [&](const httplib::Request&, httplib::Response& res) {
+    const std::string m = get_mode();
+    const double lp = m == "rs_pos" ? 2.0 : m == "rs_huge" ? -1e308 : -0.5;
+    json toks = json::array({{{"id", 1}, {"piece", "a"}, {"logprob", lp}},
+                             {{"id", 2}, {"piece", "b"}, {"logprob", lp}}});
+    json j = {{"prompt_tokens", m == "rs_negpt" ? -3 : 2},
+              {"tokens", toks},
+              {"sum", m == "rs_sum" ? -1234.0 : 2 * lp}};
+    res.set_content(j.dump(), "application/json");
+  });
+  fake.Post("/v1/attention", [&](const httplib::Request&, httplib::Response& res) {
+    const std::string m = get_mode();
+    json mean = json::array({0.2, 0.2, 0.2, 0.2, 0.2});
+    if (m == "at_short") mean = {1.0};
+    if (m == "at_long") mean = std::vector<double>(100000, 0.00001);
+    if (m == "at_big") mean = std::vector<double>(5, 1e30);
+    json rows = json::array({{{"layer", 1},
+                              {"query_position", 4},
+                              {"head_ids", {0}},
+                              {"heads", {mean}},
+                              {"mean", mean}}});
+    if (m == "at_norows") rows = json::array();
+    json j = {{"ids", {1, 2, 3, 4, 5}}, {"pieces", {"a", "b", "c", "d", "e"}}, {"rows", rows}};
+    res.set_content(j.dump(), "application/json");
+  });
+  auto completions = [&](const httplib::Request& req, httplib::Response& res) {
+    const std::string m = get_mode();
+    if (m == "huge_length") {  // announces 1.5 GB
+      res.set_content_provider(size_t(1536) << 20, "application/json",
+                               [](size_t, size_t n, httplib::DataSink& sink) {
+                                 std::string chunk(std::min<size_t>(n, 1 << 20), ' ');
+                                 return sink.write(chunk.data(), chunk.size());
+                               });
+      return;
+    }
+    if (m == "huge_chunked") {  // no length, 1 MiB chunks without end
+      res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
+        std::string chunk(size_t(1) << 20, ' ');
+        return sink.write(chunk.data(), chunk.size());
+      });
+      return;
+    }
+    auto j = json::parse(req.body);
+    json usage = {{"prompt_tokens", 5}};
+    if (m == "negusage") usage["prompt_tokens"] = -5;
+    if (m == "bigusage") usage["prompt_tokens"] = 1000000000000LL;
+    if (m == "floatusage") usage["prompt_tokens"] = 3.7;
+    if (m == "strusage") usage["prompt_tokens"] = "12";
+    if (!j.contains("echo")) {
+      json c = {{"index", 0}, {"text", "Lily"}, {"finish_reason", "stop"}};
+      if (m == "gen_textnum") c["text"] = 5;
+      res.set_content(json({{"choices", {c}}, {"usage", usage}}).dump(), "application/json");
+      return;
+    }
+    json choices = json::array();
+    const json prompts = j["prompt"].is_array() ? j["prompt"] : json::array({j["prompt"]});
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      json toks = json::array(), lps = json::array({nullptr});
+      for (char ch : prompts[i].get<std::string>()) toks.push_back(std::string(1, ch));
+      for (size_t t = 1; t < toks.size(); ++t)
+        lps.push_back(m == "poslp" ? 3.0 : m == "hugelp" ? -1e308 : -0.5);
+      if (m == "badtok") toks = std::vector<int>(toks.size(), 1);
+      choices.push_back({{"index", i}, {"logprobs", {{"tokens", toks}, {"token_logprobs", lps}}}});
+    }
+    res.set_content(json({{"choices", choices}, {"usage", usage}}).dump(), "application/json");
+  };
+  fake.Post("/v1/completions", completions);
+  fake.Post("/other/completions", completions);
+  int port = fake.bind_to_any_port("127.0.0.1");
+  std::thread th([&] { fake.listen_after_bind(); });
+  for (int i = 0; i < 200 && !fake.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string host = "http://127.0.0.1:" + std::to_string(port);
+  OpenAIOptions oo;
+  oo.base_url = host + "/v1";
+  oo.retries = 0;
+  oo.timeout_s = 20;
+  OpenAIReader rf(oo);  // ragform serve
+  oo.base_url = host + "/other";
+  OpenAIReader other(oo);
+  ASSERT_TRUE(rf.is_ragform_server());
+  ASSERT_FALSE(other.is_ragform_server());
+
+  // Each case: the mode, the call, the base URL's path and what its message begins with after
+  // "openai reader: " (it ends naming the base URL).
+  auto refused = [&](const std::string& m, const std::function<void()>& call, const char* url,
+                     const std::string& says) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      mode = m;
+    }
+    try {
+      call();
+      ADD_FAILURE() << m << ": accepted";
+    } catch (const RequestFailed& e) {
+      const std::string w = e.what();
+      EXPECT_EQ(w.rfind("openai reader: " + says, 0), 0u) << m << ": " << w;
+      EXPECT_NE(w.find(" (from " + host + url + ")"), std::string::npos) << m << ": " << w;
+      EXPECT_EQ(w.find("json.exception"), std::string::npos) << m << ": " << w;
+    }
+  };
+  auto score_rf = [&] { rf.score("ab", "cd"); };
+  auto score_other = [&] { other.score("ab", "cd"); };
+  auto attention = [&] { rf.attention("abcde", {}); };
+  auto count = [&] { other.count_tokens("abcde"); };
+  auto gen = [&] { other.generate("Once", {}); };
+  // D7: score.
+  refused("poslp", score_other, "/other",
+          "score: choices[1].logprobs.token_logprobs[2]: 3 is positive: not a log-probability");
+  refused("hugelp", score_other, "/other",
+          "score: choices[1].logprobs.token_logprobs sum to -inf, not a finite log-probability");
+  refused("rs_pos", score_rf, "/v1", "score: tokens[0].logprob: 2 is positive");
+  refused("rs_huge", score_rf, "/v1", "score: tokens' log-probs sum to -inf");
+  refused("rs_sum", score_rf, "/v1",
+          "score: sum -1234 is not the sum of the tokens' log-probs (-1)");
+  refused("rs_negpt", score_rf, "/v1", "score: prompt_tokens: -3 is out of range (0..2147483647)");
+  // D7: attention.
+  refused("at_short", attention, "/v1",
+          "attention: rows[0].heads[0]: the row of query position 4 must be [4 + 1] = 5 long "
+          "(keys 0..4), got 1");
+  refused("at_long", attention, "/v1", "attention: rows[0].heads[0]: the row of query position 4");
+  refused("at_big", attention, "/v1",
+          "attention: rows[0].heads[0][0]: weight 1e+30 is outside [0, 1]");
+  refused("at_norows", attention, "/v1",
+          "attention: rows: expected 1 (layers x query_positions), got 0");
+  // D7: counts.
+  refused("negusage", count, "/other",
+          "count_tokens: usage.prompt_tokens: -5 is out of range (0..2147483647)");
+  refused("bigusage", count, "/other", "count_tokens: usage.prompt_tokens: 1000000000000 is out");
+  refused("floatusage", count, "/other",
+          "count_tokens: usage.prompt_tokens: expected an integer, got number 3.7");
+  refused("negusage", gen, "/other", "generate: usage.prompt_tokens: -5 is out of range");
+  // D9: a field of another type is named, not nlohmann's words.
+  refused("badtok", score_other, "/other",
+          "score: choices[0].logprobs.tokens[0]: expected a string, got number 1");
+  refused("strusage", count, "/other",
+          "count_tokens: usage.prompt_tokens: expected an integer, got string \"12\"");
+  refused("gen_textnum", gen, "/other", "generate: choices[0].text: expected a string, got number");
+  // Well-formed answers pass.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    mode = "ok";
+  }
+  EXPECT_DOUBLE_EQ(rf.score("ab", "cd").sum, -1.0);
+  EXPECT_DOUBLE_EQ(other.score("ab", "cd").sum, -1.0);
+  EXPECT_EQ(rf.attention("abcde", {}).rows.at(0).mean.size(), 5u);
+  EXPECT_EQ(other.count_tokens("abcde"), 5);
+  EXPECT_EQ(other.generate("Once", {}).prompt_tokens, 5);
+  // D5: an answer over kMaxAnswerBytes, announced or streamed, is refused naming the limit, once
+  // (not retried) and without holding it.
+  for (const char* m : {"huge_length", "huge_chunked"}) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      mode = m;
+    }
+    OpenAIOptions ro;
+    ro.base_url = host + "/other";
+    ro.retries = 2;
+    ro.backoff_s = 0.01;
+    ro.timeout_s = 20;
+    OpenAIReader r(ro);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      r.generate("Once", {});
+      ADD_FAILURE() << m << ": accepted";
+    } catch (const RequestFailed& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find("is larger than 64 MiB, the most a remote answer may hold"),
+                std::string::npos)
+          << w;
+      EXPECT_EQ(e.attempts(), 1) << w;
+      if (std::string(m) == "huge_length") {
+        EXPECT_NE(w.find("it announces 1610612736 bytes"), std::string::npos) << w;
+      }
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << m;
+  }
   fake.stop();
   th.join();
 }
