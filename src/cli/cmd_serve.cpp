@@ -31,6 +31,7 @@
 #include "server/api_retrieve.h"
 #include "server/engine.h"
 #include "server/http.h"
+#include "server/openapi.h"
 #include "server/router.h"
 #include "store/sha256.h"
 
@@ -140,7 +141,7 @@ std::string api_key(const Opt<std::string>& key, const Opt<std::string>& file) {
 struct ServeFlags {
   explicit ServeFlags(Args& args) : a(args) {}
   Args& a;
-  ReaderFlags rf{a};
+  ReaderFlags rf{a, false};  // -m: required unless --openapi
   Opt<std::string>& host = a.opt<std::string>("--host", "ADDR", "address to bind", "127.0.0.1");
   Opt<int>& port = a.opt<int>("--port", "N", "port (0 = any free port, printed on stderr)", 8080)
                        .range(0, 65535);
@@ -204,6 +205,9 @@ struct ServeFlags {
   Opt<std::string>& index_dir = a.opt<std::string>(
       "--index", "DIR",
       "also answer POST /v1/retrieve from this retrieval index (docs/retrieval.md)", "");
+  Flag& openapi = a.flag("--openapi",
+                         "print the API's OpenAPI document (docs/openapi.json, with the limits "
+                         "these flags set) and exit: no model is loaded");
 
   std::string model_id() const {
     return alias.value.empty() ? std::filesystem::path(rf.model.value).stem().string()
@@ -213,6 +217,14 @@ struct ServeFlags {
   std::vector<std::string> server_paths() const {
     return {rf.model.value, enc_model.value, index_dir.value,
             vectors.value,  key_file.value,  cnorm_profile.value};
+  }
+  // The limits the API document states (GET /openapi.json, --openapi).
+  server::OpenApiLimits limits() const {
+    server::OpenApiLimits l = server::default_openapi_limits();
+    l["max_tokens"] = max_tokens.value;
+    l["queue"] = queue.value;
+    l["max_body"] = max_body.value;
+    return l;
   }
   server::HttpOptions http() const {
     server::HttpOptions ho;
@@ -260,6 +272,7 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
   router.hide(f.server_paths());
   api.add_routes(router);
   if (retr) retr->add_routes(router);
+  server::add_openapi_route(router, "encoder", f.limits());
   server::HttpServer http(f.http(),
                           [&router](const server::Request& r) { return router.handle(r); });
   serve_until_signal(http, "encoder '" + eo.model_id + "'", f.host.value, sigs);
@@ -308,6 +321,7 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   router.hide(f.server_paths());
   api.add_routes(router);
   if (retr) retr->add_routes(router);
+  server::add_openapi_route(router, "reader", f.limits());
   server::HttpServer http(f.http(),
                           [&router](const server::Request& r) { return router.handle(r); });
   serve_until_signal(http, "model '" + ao.model_id + "'", f.host.value, sigs);
@@ -330,9 +344,16 @@ int run_serve(const std::vector<std::string>& argv) {
       "completions share every forward pass, a new\n"
       "request joining at the next token; stream: true sends tokens as they are generated. Stops\n"
       "cleanly on SIGTERM / SIGINT. The API key may also come from the environment variable\n"
-      "RAGFORM_API_KEY (when neither --api-key nor --api-key-file is given).");
+      "RAGFORM_API_KEY (when neither --api-key nor --api-key-file is given). GET /openapi.json\n"
+      "describes the server's routes (OpenAPI 3.1); --openapi prints the document of both kinds\n"
+      "of server.");
   ServeFlags f(a);
   if (!a.parse(argv)) return 0;
+  if (f.openapi.value) {
+    std::fputs(server::serve_openapi_text(f.limits()).c_str(), stdout);
+    return 0;
+  }
+  if (!f.rf.model.seen) throw UsageError("serve", "missing required option --model");
   const std::string key_value =
       api_key(f.key, f.key_file);  // before the model: a bad file fails fast
   if (f.spot_enc.value != "static" && f.spot_enc.value != "hidden" && f.spot_enc.value != "model")

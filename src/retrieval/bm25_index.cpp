@@ -40,15 +40,19 @@ bool is_stop_word(std::string_view w) {
   return stop.count(low) > 0;
 }
 
+// A byte that separates words: whitespace, and NUL, which FTS5's query parser takes for the
+// query's end (a NUL inside a quoted word left it "unterminated string", a 500 on /v1/retrieve).
+bool separates(char c) { return c == '\0' || std::isspace(static_cast<unsigned char>(c)); }
+
 // The OR of the quoted words of `question`; stop words left out when `drop_stop` is set.
 std::string or_query(std::string_view question, bool drop_stop) {
   std::string out;
   std::unordered_set<std::string> seen;
   size_t i = 0;
   while (i < question.size()) {
-    while (i < question.size() && std::isspace(static_cast<unsigned char>(question[i]))) ++i;
+    while (i < question.size() && separates(question[i])) ++i;
     size_t j = i;
-    while (j < question.size() && !std::isspace(static_cast<unsigned char>(question[j]))) ++j;
+    while (j < question.size() && !separates(question[j])) ++j;
     std::string_view w = question.substr(i, j - i);
     i = j;
     if (w.empty() || !has_word_char(w) || (drop_stop && is_stop_word(w)) ||

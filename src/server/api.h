@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/engine.h"
@@ -64,6 +65,7 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // more headers (a 405's Allow)
   bool stream = false;
   // When stream is true: runs on the HTTP thread once the headers are out, calls send with each
   // SSE payload (without "data: ") as soon as it is ready, and returns after the last one
@@ -87,10 +89,13 @@ class Api {
   ~Api();
   // Adds these endpoints to the server's table, with 404 hints for the encoder's.
   void add_routes(Router& router);
+  // The same routes without handlers, for the API document of a server not started (openapi.h).
+  static void declare_routes(Router& router);
   // In process (tests, fuzzing): a table of these routes alone, no API key. Never throws.
   Response handle(const Request& req) noexcept;
 
  private:
+  static void routes(Router& router, Api* self);  // self null: declared only
   Response health();
   Response models();
   Response completions(const std::string& body);

@@ -18,24 +18,103 @@ EncoderApi::EncoderApi(reader::Encoder& enc, EncoderApiOptions opt)
                         std::chrono::system_clock::now().time_since_epoch())
                         .count())) {}
 
-void EncoderApi::add_routes(Router& router) {
-  router.add(
-      "GET", {"/health"},
-      [this](const Request&) {
-        return ok({{"status", "ok"}, {"encoder", enc_.describe()}});
-      },
-      Access::Open);
-  router.add("GET", {"/v1/models", "/models"}, [this](const Request&) {
-    json m = {
-        {"id", opt_.model_id}, {"object", "model"}, {"created", created_}, {"owned_by", "ragform"}};
-    if (!opt_.model_sha256.empty()) m["ragform"] = {{"model_sha256", opt_.model_sha256}};
-    return ok({{"object", "list"}, {"data", json::array({m})}});
-  });
-  router.add("POST", {"/v1/embeddings", "/embeddings"},
-             [this](const Request& r) { return embeddings(r.body); });
-  router.add("POST", {"/v1/rerank", "/rerank"},
-             [this](const Request& r) { return rerank(r.body); });
+namespace {
+
+#define RAGFORM_MODEL_FIELD \
+  R"("model": {"type": ["string", "null"], "description": "the served model's id; absent: it, another: 404 model_not_found"})"
+
+const RouteSpec kEncoderHealth{
+    .method = "GET",
+    .paths = {"/health"},
+    .access = Access::Open,
+    .summary = "Liveness and the encoder's description (no API key needed)",
+    .response =
+        R"({"type": "object", "required": ["status", "encoder"], "properties": {"status": {"const": "ok"}, "encoder": {"type": "string"}}})",
+};
+
+const RouteSpec kEncoderModels{
+    .method = "GET",
+    .paths = {"/v1/models", "/models"},
+    .summary = "The one served model",
+    .response =
+        R"({"type": "object", "required": ["object", "data"], "properties": {"object": {"const": "list"},
+      "data": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["id", "object", "created", "owned_by"],
+        "properties": {"id": {"type": "string"}, "object": {"const": "model"}, "created": {"type": "integer"}, "owned_by": {"const": "ragform"},
+          "ragform": {"type": "object", "required": ["model_sha256"], "properties": {"model_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}}}}}}})",
+};
+
+const RouteSpec kEmbeddings{
+    .method = "POST",
+    .paths = {"/v1/embeddings", "/embeddings"},
+    .summary = "Embeddings (OpenAI's shape); pooling none gives one vector per token",
+    .request =
+        R"({"type": "object", "required": ["input"], "properties": {)" RAGFORM_MODEL_FIELD R"(,
+      "input": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1, "maxItems": "$max_encoder_inputs", "items": {"type": "string", "minLength": 1}}]},
+      "encoding_format": {"type": ["string", "null"], "enum": ["float", "", null]},
+      "pooling": {"type": ["string", "null"], "enum": ["none", "mean", "cls", "last", "", null], "description": "required for a classifier model"},
+      "normalize": {"type": ["boolean", "null"], "default": true}}})",
+    .response =
+        R"({"type": "object", "required": ["object", "model", "data", "usage"], "properties": {
+      "object": {"const": "list"}, "model": {"type": "string"},
+      "data": {"type": "array", "items": {"type": "object", "required": ["object", "index", "embedding", "n_tokens", "truncated"], "properties": {
+        "object": {"const": "embedding"}, "index": {"type": "integer"}, "n_tokens": {"type": "integer"}, "truncated": {"type": "boolean"},
+        "embedding": {"type": "array", "items": {"oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]}},
+        "pieces": {"type": "array", "items": {"type": "string"}}}}},
+      "usage": {"type": "object", "required": ["prompt_tokens", "total_tokens"], "properties": {"prompt_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}}}})",
+};
+
+const RouteSpec kRerank{
+    .method = "POST",
+    .paths = {"/v1/rerank", "/rerank"},
+    .summary = "Documents ranked by a cross-encoder's score for a query (llama.cpp / Jina shape)",
+    .request =
+        R"({"type": "object", "required": ["query", "documents"], "properties": {)" RAGFORM_MODEL_FIELD
+        R"(,
+      "query": {"type": "string"},
+      "documents": {"type": "array", "minItems": 1, "maxItems": "$max_encoder_inputs", "items": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}]}},
+      "top_n": {"type": ["integer", "null"], "minimum": 1, "maximum": 1073741824},
+      "return_documents": {"type": ["boolean", "null"]}}})",
+    .response =
+        R"({"type": "object", "required": ["object", "model", "results", "usage"], "properties": {
+      "object": {"const": "list"}, "model": {"type": "string"},
+      "results": {"type": "array", "items": {"type": "object", "required": ["index", "relevance_score", "labels", "scores", "n_tokens"], "properties": {
+        "index": {"type": "integer"}, "relevance_score": {"type": "number"}, "labels": {"type": "array", "items": {"type": "string"}},
+        "scores": {"type": "array", "items": {"type": "number"}}, "n_tokens": {"type": "integer"},
+        "document": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}}}},
+      "usage": {"type": "object", "required": ["prompt_tokens", "total_tokens"], "properties": {"prompt_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}}}})",
+};
+
+#undef RAGFORM_MODEL_FIELD
+
+}  // namespace
+
+void EncoderApi::add_routes(Router& router) { routes(router, this); }
+
+void EncoderApi::declare_routes(Router& router) { routes(router, nullptr); }
+
+void EncoderApi::routes(Router& router, EncoderApi* self) {
+  auto on = [self](Response (EncoderApi::*fn)(const std::string&)) -> Router::Handler {
+    if (!self) return nullptr;
+    return [self, fn](const Request& r) { return (self->*fn)(r.body); };
+  };
+  auto get = [self](Response (EncoderApi::*fn)()) -> Router::Handler {
+    if (!self) return nullptr;
+    return [self, fn](const Request&) { return (self->*fn)(); };
+  };
+  router.add(kEncoderHealth, get(&EncoderApi::health));
+  router.add(kEncoderModels, get(&EncoderApi::models));
+  router.add(kEmbeddings, on(&EncoderApi::embeddings));
+  router.add(kRerank, on(&EncoderApi::rerank));
   router.default_hint("this server runs an encoder model: /v1/embeddings and /v1/rerank");
+}
+
+Response EncoderApi::health() { return ok({{"status", "ok"}, {"encoder", enc_.describe()}}); }
+
+Response EncoderApi::models() {
+  json m = {
+      {"id", opt_.model_id}, {"object", "model"}, {"created", created_}, {"owned_by", "ragform"}};
+  if (!opt_.model_sha256.empty()) m["ragform"] = {{"model_sha256", opt_.model_sha256}};
+  return ok({{"object", "list"}, {"data", json::array({m})}});
 }
 
 namespace {

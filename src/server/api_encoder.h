@@ -41,8 +41,13 @@ class EncoderApi {
   EncoderApi(reader::Encoder& enc, EncoderApiOptions opt);
   // Adds these endpoints to the server's table; every other 404 names them.
   void add_routes(Router& router);
+  // The same routes without handlers, for the API document of a server not started (openapi.h).
+  static void declare_routes(Router& router);
 
  private:
+  static void routes(Router& router, EncoderApi* self);  // self null: declared only
+  Response health();
+  Response models();
   Response embeddings(const std::string& body);
   Response rerank(const std::string& body);
   reader::Encoder& enc_;

@@ -56,9 +56,31 @@ Response present(const std::string& body, reader::Reader* counter) {
 
 }  // namespace
 
+// One record presented, as `ragform present --json` prints it (tune::presented_json).
+#define RAGFORM_PRESENTED                                                                                      \
+  R"({"type": "object", "required": ["id", "prompt", "documents", "gold_position", "task", "presentation"],)"  \
+  R"( "properties": {"id": {"type": "string"}, "prompt": {"type": "string"}, "documents": {"type": "array"},)" \
+  R"( "task": {"type": "string"}, "prompt_tokens": {"type": "integer", "description": "with the served model"}}})"
+
+const RouteSpec kPresent{
+    .method = "POST",
+    .paths = {"/v1/rag/present"},
+    .summary = "A profile from `ragform tune` applied to records (ragform present --json)",
+    .description = "Exactly one of record or records.",
+    .request = R"({"type": "object", "required": ["profile"], "properties": {
+      "profile": {"type": "object", "description": "a profile file's JSON from `ragform tune`"},
+      "record": {"type": "object", "description": "one record: id, question, answers, ctxs"},
+      "records": {"type": "array", "items": {"type": "object"}}}})",
+    .response = R"({"oneOf": [)" RAGFORM_PRESENTED R"(,
+      {"type": "object", "required": ["object", "data"], "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": )" RAGFORM_PRESENTED
+                R"(}}}]})",
+};
+#undef RAGFORM_PRESENTED
+
 void add_present_route(Router& router, reader::Reader* counter) {
-  router.add("POST", {"/v1/rag/present"},
-             [counter](const Request& req) { return present(req.body, counter); });
+  router.add(kPresent, [counter](const Request& req) { return present(req.body, counter); });
 }
+
+void declare_present_route(Router& router) { router.add(kPresent, nullptr); }
 
 }  // namespace ragform::server

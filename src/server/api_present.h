@@ -21,5 +21,7 @@ class Router;
 // Adds POST /v1/rag/present; `counter` (may be null) counts the prompts' tokens and must outlive
 // the router.
 void add_present_route(Router& router, reader::Reader* counter);
+// The same route without a handler (the API document of a server not started, openapi.h).
+void declare_present_route(Router& router);
 
 }  // namespace ragform::server

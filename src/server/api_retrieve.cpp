@@ -43,8 +43,34 @@ RetrieveApi::RetrieveApi(RetrieveApiOptions opt) : opt_(std::move(opt)) {
 
 RetrieveApi::~RetrieveApi() = default;
 
+namespace {
+const RouteSpec kRetrieve{
+    .method = "POST",
+    .paths = {"/v1/retrieve", "/retrieve"},
+    .summary = "Passages from the retrieval index (--index DIR; retrieve --json's rows)",
+    .description =
+        "Exactly one of question or questions. dense and hybrid need the index's encoder (the "
+        "served encoder, or "
+        "--encoder-model): otherwise 400 mode_unavailable.",
+    .request = R"({"type": "object", "properties": {
+      "question": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}]},
+      "questions": {"type": "array", "minItems": 1, "maxItems": "$max_questions", "items": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}]}},
+      "k": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000, "default": 20},
+      "mode": {"enum": ["bm25", "dense", "hybrid"], "default": "bm25"}},
+      "description": "exactly one of question or questions"})",
+    .response = R"({"type": "object", "required": ["object", "mode", "k", "data"], "properties": {
+      "object": {"const": "list"}, "mode": {"type": "string"}, "k": {"type": "integer"},
+      "data": {"type": "array", "items": {"type": "object", "required": ["id", "question", "ctxs"], "properties": {
+        "id": {"type": "string"}, "question": {"type": "string"},
+        "ctxs": {"type": "array", "items": {"type": "object", "required": ["id", "text", "score", "rank"], "properties": {
+          "id": {"type": "string"}, "title": {"type": "string"}, "text": {"type": "string"}, "score": {"type": "number"}, "rank": {"type": "integer"}}}}}}}}})",
+};
+}  // namespace
+
+void RetrieveApi::declare_routes(Router& router) { router.add(kRetrieve, nullptr); }
+
 void RetrieveApi::add_routes(Router& router) {
-  router.add("POST", {"/v1/retrieve", "/retrieve"}, [this](const Request& req) {
+  router.add(kRetrieve, [this](const Request& req) {
     try {
       return retrieve(req.body);
     } catch (const eval::RowError& e) {
@@ -92,6 +118,8 @@ Response RetrieveApi::retrieve(const std::string& body) {
       bad("questions[" + std::to_string(i) + "]: expected string or object, got " + q.type_name());
     }
   };
+  if (j.contains("question") && j.contains("questions"))
+    bad("give either 'question' or 'questions', not both");  // (questions were ignored)
   if (j.contains("question")) {
     add(j["question"], 0);
   } else if (j.contains("questions") && j["questions"].is_array()) {

@@ -46,6 +46,8 @@ class RetrieveApi {
   ~RetrieveApi();
   // Adds POST /v1/retrieve (and /retrieve) to the server's table.
   void add_routes(Router& router);
+  // The same route without a handler, for the API document of a server not started (openapi.h).
+  static void declare_routes(Router& router);
   // Modes this server answers: "bm25", plus "dense" and "hybrid" with a matching encoder.
   bool dense_available() const { return bool(dense_); }
   const std::string& dense_unavailable_reason() const { return why_no_dense_; }

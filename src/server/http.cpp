@@ -271,6 +271,7 @@ struct HttpServer::Impl {
 namespace {
 void write(const Response& r, httplib::Response& res) {
   res.status = r.status;
+  for (const auto& [name, value] : r.headers) res.set_header(name.c_str(), value);
   if (!r.stream) {
     res.set_content(r.body, r.content_type.c_str());
     return;
@@ -362,8 +363,17 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   };
   // Every method reaches the handler, which answers 405 with its JSON error for the wrong one
   // (httplib alone would give 404 to a method without a route).
-  httplib::Server::Handler without_body =
-      [serve](const httplib::Request& req, httplib::Response& res) { serve(req, req.body, res); };
+  // cpp-httplib reads no body for GET or OPTIONS: one sent anyway would be read as the next
+  // request on the connection (a 400 to a valid request after it), so the connection closes.
+  httplib::Server::Handler without_body = [serve](const httplib::Request& req,
+                                                  httplib::Response& res) {
+    serve(req, req.body, res);
+    if ((req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0") ||
+        req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+      res.set_header("Connection", "close");
+      if (t_connection) t_connection->close_after_response();
+    }
+  };
   // Methods with a body read it here rather than in httplib, whose own reading caps a
   // form-encoded body (application/x-www-form-urlencoded, as `curl -d` sends) at 8 KiB whatever
   // the payload limit (CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, fixed in the compiled
@@ -388,9 +398,29 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   svr.Delete(".*", with_body);
   // Errors raised by the library itself (400 unparsable request line or headers, 414 URI too
   // long): give them a JSON body too. Headers cut off by a timeout are a 408.
-  svr.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+  svr.set_error_handler(httplib::Server::HandlerWithResponse(
+      [serve](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        // A method no route takes (TRACE, CONNECT: httplib's 400; QUERY or any other token: a
+        // request line httplib refuses, headers unread): the router's answer, a 405 with the
+        // path's method in Allow, or the 401 / 404 of any request, never a bare 400.
+        const bool token =
+            !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
+              return (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+            });
+        // Any body such a request carries is left unread: the connection closes after the
+        // answer (else those bytes were read as the next request, a 400 to a valid one).
+        if (res.status == 400 && token && !(t_connection && t_connection->timed_out())) {
+          const bool line_only = req.path.empty() && !req.target.empty() && req.target[0] == '/';
+          if (req.method == "TRACE" || req.method == "CONNECT" || line_only) {
+            httplib::Request line = req;
+            if (line_only) line.path = req.target.substr(0, req.target.find('?'));
+            serve(line, "", res);
+            res.set_header("Connection", "close");
+            if (t_connection) t_connection->close_after_response();
+            return httplib::Server::HandlerResponse::Handled;
+          }
+        }
         if (res.status == 400 && t_connection && t_connection->timed_out()) {
           write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);
           return httplib::Server::HandlerResponse::Handled;

@@ -1,6 +1,7 @@
 #include "server/router.h"
 
 #include <filesystem>
+#include <stdexcept>
 
 #include "base/error.h"
 #include "server/api_json.h"
@@ -11,11 +12,18 @@ using namespace api_json;
 
 Router::Router(std::string api_key) : key_(std::move(api_key)) {}
 
-void Router::add(const std::string& method, const std::vector<std::string>& paths, Handler handler,
-                 Access access) {
-  for (const std::string& p : paths) {
+void Router::add(const RouteSpec& spec, Handler handler) {
+  for (const std::string* text : {&spec.request, &spec.response}) try {
+      if (!text->empty()) nlohmann::json parsed = nlohmann::json::parse(*text);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("serve", "the schema of " + spec.method + " " +
+                               (spec.paths.empty() ? "" : spec.paths[0]) +
+                               " is not JSON: " + e.what());
+    }
+  auto shared = std::make_shared<const RouteSpec>(spec);
+  for (const std::string& p : spec.paths) {
     if (find(p)) throw Error("serve", "two endpoints for " + p);
-    routes_.push_back({method, p, handler, access});
+    routes_.push_back({spec.method, p, handler, shared});
   }
 }
 
@@ -58,12 +66,24 @@ Response Router::handle(const Request& req) const noexcept {
 
 Response Router::dispatch(const Request& req) const {
   const Route* r = find(req.path);
-  if (!r || r->access == Access::Key) require_api_key(req, key_);
+  if (!r || r->spec->access == Access::Key) require_api_key(req, key_);
   if (!r) throw ApiError{404, not_found(req.path), "invalid_request_error", "not_found"};
   // httplib answers HEAD through the GET handlers (and drops the body).
   const bool same = req.method == r->method || (r->method == "GET" && req.method == "HEAD");
-  if (!same) throw ApiError{405, "use " + r->method, "invalid_request_error", "method_not_allowed"};
+  if (!same) {
+    // RFC 9110 section 15.5.6: a 405 names the methods the path takes.
+    Response no = error_response(405, "use " + r->method, "invalid_request_error");
+    no.headers.emplace_back("Allow", r->method == "GET" ? "GET, HEAD" : r->method);
+    return no;
+  }
+  if (!r->handler) throw std::logic_error(r->method + " " + r->path + " is declared, not served");
   return r->handler(req);
+}
+
+std::vector<Router::Entry> Router::table() const {
+  std::vector<Entry> out;
+  for (const Route& r : routes_) out.push_back({r.method, r.path, r.spec});
+  return out;
 }
 
 std::vector<std::string> Router::routes() const {

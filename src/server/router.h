@@ -10,9 +10,12 @@
 //   - whatever a handler throws: the one error JSON (api_json.h response_for_current_exception),
 //     its message cut to a bound and with the server's own paths (hide()) replaced by their file
 //     names: a client learns why a request failed, not where the server keeps its files.
-// A new endpoint is one add() line plus its handler (docs/architecture.md "Adding an endpoint").
+// A new endpoint is one RouteSpec (its paths, access and the JSON Schemas of its body and reply,
+// which the API document of openapi.h is built from) plus one add() line and its handler
+// (docs/architecture.md "Adding an endpoint").
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,16 +25,33 @@ namespace ragform::server {
 
 enum class Access { Key, Open };  // Open: no API key needed (only /health)
 
+// One route's declaration: where it answers, who may call it, and what the API document
+// (openapi.h, GET /openapi.json, docs/openapi.json) says of it. The schemas are JSON Schema
+// (OpenAPI 3.1) as JSON text; a string value "$NAME" in them is a limit of the serving process
+// (openapi.h OpenApiLimits: "$max_tokens", "$max_doc_spans", ...), filled in when the document
+// is built. Checked when the route is added: text that is not JSON is a programming error.
+struct RouteSpec {
+  std::string method{};              // "GET" or "POST"
+  std::vector<std::string> paths{};  // a path and its aliases
+  Access access = Access::Key;
+  std::string summary{};      // one line
+  std::string description{};  // what a client needs beyond the schemas (CommonMark)
+  std::string request{};      // the body's schema ("" = no body)
+  std::string response{};     // a 200 reply's schema
+  bool streams = false;       // `stream: true` answers text/event-stream
+};
+
 class Router {
  public:
   using Handler = std::function<Response(const Request&)>;
   // api_key: empty = no key required.
   explicit Router(std::string api_key = "");
 
-  // Serves `method` ("GET" or "POST") on each of `paths` (a path and its aliases). Throws Error
-  // when a path is already routed: two APIs must not silently shadow each other.
-  void add(const std::string& method, const std::vector<std::string>& paths, Handler handler,
-           Access access = Access::Key);
+  // Serves spec.method on each of spec.paths with `handler`. Throws Error when a path is already
+  // routed (two APIs must not silently shadow each other) or a schema is not JSON. An empty
+  // handler declares the route only (the API document of a server that is not started: `serve
+  // --openapi`); a request to it is a 500.
+  void add(const RouteSpec& spec, Handler handler);
   // The 404 message's parenthesis for `paths` when nothing routes them (why this server does not
   // answer them and which one would).
   void hint(const std::vector<std::string>& paths, const std::string& why);
@@ -45,12 +65,20 @@ class Router {
   Response handle(const Request& req) const noexcept;
   // "GET /health", "POST /v1/completions", ... in the order added (tests and docs list them).
   std::vector<std::string> routes() const;
+  // One row per routed path, in the order added: what the API document describes.
+  struct Entry {
+    std::string method, path;
+    std::shared_ptr<const RouteSpec> spec;
+  };
+  std::vector<Entry> table() const;
+  // Whether requests need the API key (the document then declares the bearer scheme).
+  bool has_key() const { return !key_.empty(); }
 
  private:
   struct Route {
     std::string method, path;
     Handler handler;
-    Access access;
+    std::shared_ptr<const RouteSpec> spec;
   };
   const Route* find(const std::string& path) const;
   Response dispatch(const Request& req) const;

@@ -17,3 +17,18 @@ TEST(CliDocs, ReferenceMatchesTheBinary) {
       << "docs/cli.md is out of date: run scripts/gen-cli-docs.sh build/release/bin/ragform > "
          "docs/cli.md";
 }
+
+// docs/openapi.json is `ragform serve --openapi` (the API document built from the server's route
+// table, server/openapi.h); this test fails when they drift apart.
+TEST(CliDocs, OpenApiDocumentMatchesTheBinary) {
+  namespace fs = std::filesystem;
+  const fs::path src(RAGFORM_SOURCE_DIR);
+  const fs::path out = ragform::testing::temp_dir("openapi") / "openapi.json";
+  const std::string cmd =
+      "'" + ragform::testing::ragform_bin().string() + "' serve --openapi > '" + out.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_TRUE(ragform::testing::read_file(src / "docs/openapi.json") ==
+              ragform::testing::read_file(out))
+      << "docs/openapi.json is out of date: run build/ci/bin/ragform serve --openapi > "
+         "docs/openapi.json";
+}

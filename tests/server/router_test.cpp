@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "server/openapi.h"
 #include "server/router.h"
+#include "support/test_support.h"
 
 namespace {
 
@@ -21,11 +23,13 @@ Response ok_text(const std::string& s) {
 
 Router table() {
   Router r("k3y");
-  r.add(
-      "GET", {"/health"}, [](const Request&) { return ok_text("health"); }, Access::Open);
-  r.add("GET", {"/v1/models", "/models"}, [](const Request&) { return ok_text("models"); });
-  r.add("POST", {"/v1/echo"}, [](const Request& q) { return ok_text(q.body); });
-  r.add("POST", {"/v1/throws"},
+  r.add({.method = "GET", .paths = {"/health"}, .access = Access::Open},
+        [](const Request&) { return ok_text("health"); });
+  r.add({.method = "GET", .paths = {"/v1/models", "/models"}},
+        [](const Request&) { return ok_text("models"); });
+  r.add({.method = "POST", .paths = {"/v1/echo"}},
+        [](const Request& q) { return ok_text(q.body); });
+  r.add({.method = "POST", .paths = {"/v1/throws"}},
         [](const Request&) -> Response { throw ragform::UsageError("x", "bad request"); });
   r.hint({"/v1/embeddings"}, "serve an encoder for this");
   return r;
@@ -69,12 +73,104 @@ TEST(Router, UnknownPathsWrongMethodsAndThrowingHandlers) {
   EXPECT_EQ(code(x), "invalid_request");
 
   Router open;  // no key: everything reachable
-  open.add("GET", {"/a"}, [](const Request&) { return ok_text("a"); });
+  open.add({.method = "GET", .paths = {"/a"}}, [](const Request&) { return ok_text("a"); });
   EXPECT_EQ(open.handle({"GET", "/a", "", ""}).body, "a");
-  EXPECT_THROW(open.add("POST", {"/a"}, [](const Request&) { return ok_text("again"); }),
+  EXPECT_THROW(open.add({.method = "POST", .paths = {"/a"}},
+                        [](const Request&) { return ok_text("again"); }),
                ragform::Error);
   ASSERT_EQ(table().routes().size(), 5u);
   EXPECT_EQ(table().routes()[0], "GET /health");
+}
+
+// RFC 9110: a 405 names what the path takes (schemathesis' allow_header_conformance).
+TEST(Router, WrongMethodNamesTheAllowedOnes) {
+  const Router r = table();
+  auto allow = [&](const std::string& method, const std::string& path) {
+    const Response x = r.handle({method, path, "Bearer k3y", ""});
+    EXPECT_EQ(x.status, 405) << method << " " << path;
+    for (const auto& [name, value] : x.headers)
+      if (name == "Allow") return value;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(allow("POST", "/health"), "GET, HEAD");
+  EXPECT_EQ(allow("TRACE", "/v1/models"), "GET, HEAD");
+  EXPECT_EQ(allow("GET", "/v1/echo"), "POST");
+  EXPECT_EQ(allow("QUERY", "/v1/echo"), "POST");
+}
+
+// The API document (openapi.h) is built from the tables themselves: every route of every kind of
+// server is in it, with its schemas, its error replies and its access; no "$limit" is left.
+TEST(OpenApi, EveryRouteOfEveryTableIsDescribed) {
+  const OpenApiLimits limits = default_openapi_limits();
+  const json doc = json::parse(serve_openapi_text(limits));
+  EXPECT_EQ(doc["openapi"], "3.1.0");
+  EXPECT_EQ(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+  const json& error = doc["components"]["schemas"]["Error"]["properties"]["error"];
+  EXPECT_EQ(error["required"], json({"message", "type", "code"}));
+  size_t n = 0;
+  for (const auto& [kind, router] : declared_tables(limits)) {
+    EXPECT_TRUE(router->has_key());
+    for (const Router::Entry& e : router->table()) {
+      ++n;
+      std::string method = e.method == "GET" ? "get" : "post";
+      const std::string what = kind + ": " + e.method + " " + e.path;
+      ASSERT_TRUE(doc["paths"].contains(e.path)) << what;
+      ASSERT_TRUE(doc["paths"][e.path].contains(method)) << what;
+      const json& op = doc["paths"][e.path][method];
+      EXPECT_FALSE(op["summary"].get<std::string>().empty()) << what;
+      EXPECT_NE(std::find(op["tags"].begin(), op["tags"].end(), kind), op["tags"].end()) << what;
+      EXPECT_TRUE(op["responses"]["200"]["content"]["application/json"].contains("schema")) << what;
+      EXPECT_EQ(op.contains("requestBody"), e.method == "POST") << what;
+      if (e.method == "POST") {
+        const json& body = op["requestBody"]["content"]["application/json"]["schema"];
+        EXPECT_EQ(body["type"], "object") << what;
+        for (const char* status : {"400", "404", "413", "503"})
+          EXPECT_TRUE(op["responses"].contains(status)) << what << " " << status;
+      }
+      const bool open = e.spec->access == Access::Open;
+      EXPECT_EQ(op["responses"].contains("401"), !open) << what;
+      EXPECT_EQ(op.contains("security") && op["security"].empty(), open) << what;
+      EXPECT_EQ(op["responses"]["400"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/Error")
+          << what;
+    }
+  }
+  EXPECT_GE(n, 20u);
+  // The limits are the code's: doc_spans at most kMaxDocSpans, max_tokens the flag's default.
+  const json& att = doc["paths"]["/v1/attention"]["post"]["requestBody"]["content"]
+                       ["application/json"]["schema"]["properties"];
+  EXPECT_EQ(att["doc_spans"]["maxItems"], limits.at("max_doc_spans"));
+  EXPECT_EQ(doc["x-ragform-limits"]["max_json_depth"], 128);
+  const std::string text = doc.dump();
+  EXPECT_EQ(text.find("\": \"$"), std::string::npos);  // every "$limit" filled in
+  EXPECT_EQ(text.find("\":\"$"), std::string::npos);
+  EXPECT_EQ(text.find(RAGFORM_SOURCE_DIR), std::string::npos);  // no server-side path
+}
+
+// GET /openapi.json on a table: behind the key, the document of that table (itself included),
+// the bearer scheme only with a key; a declared route without a handler is a 500, not a crash.
+TEST(OpenApi, ServedDocumentDescribesItsOwnTable) {
+  Router r = table();
+  add_openapi_route(r, "test", default_openapi_limits());
+  EXPECT_EQ(r.handle({"GET", "/openapi.json", "", ""}).status, 401);
+  const Response x = r.handle({"GET", "/openapi.json", "Bearer k3y", ""});
+  ASSERT_EQ(x.status, 200);
+  const json doc = json::parse(x.body);
+  size_t n = 0;
+  for (const auto& e : r.table()) {
+    ++n;
+    EXPECT_TRUE(doc["paths"].contains(e.path)) << e.path;
+  }
+  EXPECT_EQ(doc["paths"].size(), n);
+  EXPECT_TRUE(doc.contains("security"));
+  Router open;
+  add_openapi_route(open, "test", default_openapi_limits());
+  open.add({.method = "GET", .paths = {"/declared"}}, nullptr);
+  EXPECT_FALSE(
+      json::parse(open.handle({"GET", "/openapi.json", "", ""}).body).contains("security"));
+  EXPECT_EQ(open.handle({"GET", "/declared", "", ""}).status, 500);
+  EXPECT_THROW(open.add({.method = "POST", .paths = {"/x"}, .request = "{not json"}, nullptr),
+               ragform::Error);
 }
 
 }  // namespace

@@ -278,6 +278,58 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
 }
 
 // docs/server.md's synopsis names every flag `ragform serve --help` lists.
+// Found by schemathesis (scripts/api-fuzz.sh): a method no route takes was a bare 400 "HTTP error
+// 400" from cpp-httplib (TRACE, CONNECT: parsed but not routed; QUERY: a request line it refuses).
+// Now the router answers as for DELETE: 405 with an Allow header naming the path's method, or
+// the 401 of a request without the key; and GET /openapi.json describes the server's own table.
+TEST(ServeHardening, EveryMethodGetsTheRoutersAnswerAndTheDocumentListsEveryRoute) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "-t", "1", "--api-key", "k3y"});
+  const int port = srv.port();
+  auto line = [&](const std::string& request) {
+    RawSocket s(port);
+    EXPECT_TRUE(s.send(request));
+    return s.read_until_close(10).value_or("");
+  };
+  for (const std::string method : {"TRACE", "CONNECT", "QUERY", "DELETE"}) {
+    std::string r = line(method + " /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                         "k3y\r\nConnection: close\r\n\r\n");
+    if (method == "QUERY")  // the headers of a refused request line are not read: no key
+      EXPECT_EQ(r.rfind("HTTP/1.1 401", 0), 0u) << r;
+    else
+      EXPECT_EQ(r.rfind("HTTP/1.1 405", 0), 0u) << method << ": " << r;
+    r = line(method + " /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 405", 0), 0u) << method << ": " << r;
+    EXPECT_NE(r.find("Allow: GET, HEAD\r\n"), std::string::npos) << method << ": " << r;
+    EXPECT_NE(r.find("method_not_allowed"), std::string::npos) << r;
+  }
+  // A GET with a body (cpp-httplib reads none for GET) closes its connection after the answer:
+  // the body was read as the next request, and that request got a 400 (schemathesis again).
+  {
+    RawSocket s(port);
+    ASSERT_TRUE(
+        s.send("GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+               "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string r = s.read_until_close(10).value_or("");
+    EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+    EXPECT_EQ(r.find("HTTP/1.1 400"), std::string::npos) << r;
+  }
+  // /openapi.json: behind the key, and every route of the server in it.
+  EXPECT_EQ(error_code_of(get(port, "/openapi.json")), "invalid_api_key");
+  auto doc = get(port, "/openapi.json", "Bearer k3y");
+  ASSERT_TRUE(doc);
+  ASSERT_EQ(doc->status, 200);
+  const json d = json::parse(doc->body);
+  EXPECT_EQ(d["openapi"], "3.1.0");
+  for (const char* route :
+       {"/health", "/v1/models", "/models", "/v1/completions", "/v1/chat/completions", "/v1/score",
+        "/v1/attention", "/v1/rag/normalize", "/v1/rag/spotlight", "/v1/rag/present",
+        "/openapi.json"})
+    EXPECT_TRUE(d["paths"].contains(route)) << route;
+  EXPECT_FALSE(d["paths"].contains("/v1/retrieve"));  // no --index
+  EXPECT_EQ(doc->body.find(model.parent_path().string()), std::string::npos);
+}
+
 TEST(ServeHardening, SynopsisNamesEveryFlag) {
   auto help = run_ragform("serve --help");
   ASSERT_EQ(help.exit_code, 0) << help.err;

@@ -166,6 +166,16 @@ TEST(ServeRetrieve, ReaderWithoutTheIndexEncoderOffersBm25Only) {
   auto h = c.Get("/v1/models");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
+
+  // Found by schemathesis (scripts/api-fuzz.sh): a NUL byte in a question ended FTS5's query
+  // inside a quoted word, a 500 "query: unterminated string"; now a separator like a space.
+  auto nul = post(s, json{{"question", titles[3] + std::string(1, '\0') + "\"x"}, {"k", 3}}.dump());
+  ASSERT_TRUE(nul);
+  EXPECT_EQ(nul->status, 200) << nul->body;
+  // Both 'question' and 'questions': the list was silently ignored; now a 400.
+  const std::string both =
+      expect_api_error(post(s, json{{"question", "a"}, {"questions", {"b", "c"}}}.dump()), 400);
+  EXPECT_NE(both.find("not both"), std::string::npos) << both;
 }
 
 }  // namespace
