@@ -72,5 +72,17 @@ step "Gemma 3 270M sweep (proportional 0.5)"
 "$rf" position-bias -m "$gemma" --task qa --input "$nq" --sweep --bias "$out/gemma_nq_curve.json" \
   --allocation proportional --share 0.5 --limit "${STEERING_GEMMA_LIMIT:-40}" --seed 2 \
   --store "$gs" --json >"$out/gemma_sweep_proportional_0.5.json"
-/usr/bin/python3 "$here/scripts/sweep-paired.py" "$gs" | tee "$out/gemma_sweeps_paired.txt"
+step "Gemma 3 270M sweep (gold: the oracle's redistribution)"
+"$rf" position-bias -m "$gemma" --task qa --input "$nq" --sweep --bias "$out/gemma_nq_curve.json" \
+  --allocation gold --limit "${STEERING_GEMMA_LIMIT:-40}" --seed 2 \
+  --store "$out/gemma_gold.sqlite" --json >"$out/gemma_sweep_gold.json"
+/usr/bin/python3 "$here/scripts/sweep-paired.py" "$gs" "$out/gemma_gold.sqlite" |
+  tee "$out/gemma_sweeps_paired.txt"
+# Calibrated attention as a ranker on the trained reader: HotpotQA's curve from train, recall@k on
+# dev (the re-ranking experiment above, for Gemma's 32k context no --ctx past training).
+step "Gemma 3 270M HotpotQA curve and re-ranking"
+"$rf" position-bias -m "$gemma" --task qa --input "$hotpot/train.jsonl" -k 10 --limit 10 \
+  --ctx 4096 -o "$out/gemma_hotpot_curve.json" --store "$gs" --json >"$out/gemma_hotpot_curve.out"
+"$rf" position-bias -m "$gemma" --rank "$hotpot/dev.jsonl" --bias "$out/gemma_hotpot_curve.json" \
+  --limit 100 --ctx 4096 --store "$gs" --json >"$out/gemma_rank.json"
 echo "steering-results: done; see $out/*.json" >&2

@@ -32,7 +32,7 @@ def main(paths):
             cfg = json.loads(config)
             alloc = cfg.get("allocation", "top")
             setting = (f"t {cfg.get('temperature')}" if alloc == "softmax"
-                       else f"share {cfg.get('share')}")
+                       else "oracle" if alloc == "gold" else f"share {cfg.get('share')}")
             rows = db.execute(
                 "SELECT instance, variant, correct, extra FROM results WHERE run = ? "
                 "AND status = 'ok'", (run,)).fetchall()
