@@ -455,14 +455,8 @@ void Api::declare_routes(Router& router) { routes(router, nullptr); }
 
 void Api::routes(Router& router, Api* self) {
   // The handler of a route, or none when the table is only declared (self null).
-  auto on = [self](Response (Api::*fn)(const std::string&)) -> Router::Handler {
-    if (!self) return nullptr;
-    return [self, fn](const Request& req) { return (self->*fn)(req.body); };
-  };
-  auto get = [self](Response (Api::*fn)()) -> Router::Handler {
-    if (!self) return nullptr;
-    return [self, fn](const Request&) { return (self->*fn)(); };
-  };
+  auto on = [self](Response (Api::*fn)(const std::string&)) { return body_handler(self, fn); };
+  auto get = [self](Response (Api::*fn)()) { return plain_handler(self, fn); };
   router.add(kHealth, get(&Api::health));
   router.add(kModels, get(&Api::models));
   router.add(kCompletions, on(&Api::completions));

@@ -93,14 +93,10 @@ void EncoderApi::add_routes(Router& router) { routes(router, this); }
 void EncoderApi::declare_routes(Router& router) { routes(router, nullptr); }
 
 void EncoderApi::routes(Router& router, EncoderApi* self) {
-  auto on = [self](Response (EncoderApi::*fn)(const std::string&)) -> Router::Handler {
-    if (!self) return nullptr;
-    return [self, fn](const Request& r) { return (self->*fn)(r.body); };
+  auto on = [self](Response (EncoderApi::*fn)(const std::string&)) {
+    return body_handler(self, fn);
   };
-  auto get = [self](Response (EncoderApi::*fn)()) -> Router::Handler {
-    if (!self) return nullptr;
-    return [self, fn](const Request&) { return (self->*fn)(); };
-  };
+  auto get = [self](Response (EncoderApi::*fn)()) { return plain_handler(self, fn); };
   router.add(kEncoderHealth, get(&EncoderApi::health));
   router.add(kEncoderModels, get(&EncoderApi::models));
   router.add(kEmbeddings, on(&EncoderApi::embeddings));

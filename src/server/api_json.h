@@ -20,6 +20,13 @@ struct ApiError {
   std::string message, type, code;
 };
 
+// Hits one /v1/retrieve request may ask for, questions x k: each hit carries its passage, so
+// 1,024 questions x k = 1,000 made a 108 MB reply from a 17 KB request.
+inline constexpr size_t kMaxRetrieveHits = 65536;
+// Documents in one /v1/rag/spotlight request: each is one encoder pass (60,000 one-sentence
+// documents in 960 KB ran 60,000 passes); a retrieval prompt holds tens.
+inline constexpr size_t kMaxSpotlightDocuments = 256;
+
 // A 400 invalid_request_error with `code`.
 [[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_value");
 

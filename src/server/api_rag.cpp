@@ -103,6 +103,9 @@ Response Api::spotlight(const std::string& body) {
   if (!j.contains("documents") || !j["documents"].is_array() || j["documents"].empty())
     bad("'documents' must be a non-empty array",
         j.contains("documents") ? "invalid_type" : "missing_field");
+  if (j["documents"].size() > kMaxSpotlightDocuments)
+    bad("more than " + std::to_string(kMaxSpotlightDocuments) +
+        " documents (the limit of one request: each is an encoder pass)");
   std::vector<Document> docs;
   for (size_t i = 0; i < j["documents"].size(); ++i)
     docs.push_back(spot_document(j["documents"][i], i, qid));

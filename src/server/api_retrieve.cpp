@@ -131,6 +131,11 @@ Response RetrieveApi::retrieve(const std::string& body) {
   } else {
     bad("missing field 'question' (a string) or 'questions' (an array)", "missing_field");
   }
+  if (qs.size() * size_t(k) > kMaxRetrieveHits)
+    bad(std::to_string(qs.size()) + " questions x k = " + std::to_string(k) +
+            " exceed the limit of " + std::to_string(kMaxRetrieveHits) +
+            " hits per request (ask for fewer questions or a smaller k)",
+        "response_too_large");
   std::vector<std::string> texts;
   for (const auto& q : qs) texts.push_back(q.question);
   const auto res = pool->acquire()->retrieve(texts, k);

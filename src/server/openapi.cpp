@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "base/json_file.h"
-#include "pipelines/cnorm/relevance.h"
+#include "pipelines/cnorm/cnorm.h"
 #include "server/api.h"
 #include "server/api_encoder.h"
 #include "server/api_json.h"

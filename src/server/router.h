@@ -90,4 +90,18 @@ class Router {
   std::vector<std::pair<std::string, std::string>> hidden_;  // server path -> what a client sees
 };
 
+// A route's handler from an API's member function of the request body, or, with `self` null, no
+// handler (the table only declared: `serve --openapi`). Every API's routes() binds its members so.
+template <class Api>
+Router::Handler body_handler(Api* self, Response (Api::*fn)(const std::string&)) {
+  if (!self) return nullptr;
+  return [self, fn](const Request& req) { return (self->*fn)(req.body); };
+}
+// The same for a member that reads nothing of the request (GET /health, /v1/models).
+template <class Api>
+Router::Handler plain_handler(Api* self, Response (Api::*fn)()) {
+  if (!self) return nullptr;
+  return [self, fn](const Request&) { return (self->*fn)(); };
+}
+
 }  // namespace ragform::server

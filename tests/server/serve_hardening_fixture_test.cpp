@@ -247,6 +247,22 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
       {"GET /v1/models", "GET /models", "POST /v1/completions", "POST /v1/chat/completions",
        "POST /v1/score", "POST /v1/attention", "POST /v1/rag/normalize", "POST /v1/rag/spotlight",
        "POST /v1/rag/present", "POST /v1/retrieve", "POST /retrieve", "POST /v1/nothing"});
+  // Amplification (issue 40's second pass): questions x k bounds a retrieve reply (1,024 x 1,000
+  // made 108 MB from 17 KB), and a spotlight request's documents are bounded (each is an
+  // encoder pass: 60,000 in 960 KB ran 60,000); both refused before any work.
+  {
+    json many = {{"questions", std::vector<std::string>(100, "lily park")}, {"k", 1000}};
+    std::string msg =
+        expect_api_error(post(dec.port(), "/v1/retrieve", many.dump(), "Bearer k3y"), 400);
+    EXPECT_NE(msg.find("limit of 65536 hits"), std::string::npos) << msg;
+    many["k"] = 600;  // 60,000 hits: within the limit
+    auto fine = post(dec.port(), "/v1/retrieve", many.dump(), "Bearer k3y");
+    ASSERT_TRUE(fine);
+    EXPECT_EQ(fine->status, 200) << fine->body.substr(0, 300);
+    json docs = {{"question", "lily"}, {"documents", std::vector<std::string>(257, "x.")}};
+    msg = expect_api_error(post(dec.port(), "/v1/rag/spotlight", docs.dump(), "Bearer k3y"), 400);
+    EXPECT_NE(msg.find("more than 256 documents"), std::string::npos) << msg;
+  }
   EXPECT_EQ(dec.stop(), 0) << dec.log();
 
   ServeProcess enc(
