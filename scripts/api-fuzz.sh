@@ -141,15 +141,16 @@ for b in bad:
     print("  " + b)
 sys.exit(1 if bad else 0)
 EOF
-  # 3b. schemathesis over every operation of the document.
-  if ! "$st" --config-file "$out/schemathesis.toml" run "$base/openapi.json" \
+  # 3b. schemathesis over every operation of the document, from $out: its example database
+  # (.schemathesis/) goes there, not into the checkout.
+  if ! (cd "$out" && "$st" --config-file "$out/schemathesis.toml" run "$base/openapi.json" \
       -H "Authorization: Bearer $key" \
       --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,negative_data_rejection,unsupported_method,allow_header_conformance,ignored_auth \
       --max-examples "$examples" --max-time "$seconds" --seed 40 \
       --phases examples,coverage,fuzzing --workers 2 \
       --request-timeout 60 --suppress-health-check all \
       --report junit --report-junit-path "$out/$kind-junit.xml" \
-      --output-truncate false 2>&1 | tee "$out/$kind.log"; then
+      --output-truncate false) 2>&1 | tee "$out/$kind.log"; then
     failed=1
   fi
   if ! "$py" -c 'import urllib.request, sys; urllib.request.urlopen(sys.argv[1], timeout=10)' "$base/health"; then
