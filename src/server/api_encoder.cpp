@@ -32,17 +32,6 @@ const RouteSpec kEncoderHealth{
         R"({"type": "object", "required": ["status", "encoder"], "properties": {"status": {"const": "ok"}, "encoder": {"type": "string"}}})",
 };
 
-const RouteSpec kEncoderModels{
-    .method = "GET",
-    .paths = {"/v1/models", "/models"},
-    .summary = "The one served model",
-    .response =
-        R"({"type": "object", "required": ["object", "data"], "properties": {"object": {"const": "list"},
-      "data": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["id", "object", "created", "owned_by"],
-        "properties": {"id": {"type": "string"}, "object": {"const": "model"}, "created": {"type": "integer"}, "owned_by": {"const": "ragform"},
-          "ragform": {"type": "object", "required": ["model_sha256"], "properties": {"model_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}}}}}}})",
-};
-
 const RouteSpec kEmbeddings{
     .method = "POST",
     .paths = {"/v1/embeddings", "/embeddings"},
@@ -98,7 +87,7 @@ void EncoderApi::routes(Router& router, EncoderApi* self) {
   };
   auto get = [self](Response (EncoderApi::*fn)()) { return plain_handler(self, fn); };
   router.add(kEncoderHealth, get(&EncoderApi::health));
-  router.add(kEncoderModels, get(&EncoderApi::models));
+  router.add(models_route(), get(&EncoderApi::models));
   router.add(kEmbeddings, on(&EncoderApi::embeddings));
   router.add(kRerank, on(&EncoderApi::rerank));
   router.default_hint("this server runs an encoder model: /v1/embeddings and /v1/rerank");
@@ -106,12 +95,7 @@ void EncoderApi::routes(Router& router, EncoderApi* self) {
 
 Response EncoderApi::health() { return ok({{"status", "ok"}, {"encoder", enc_.describe()}}); }
 
-Response EncoderApi::models() {
-  json m = {
-      {"id", opt_.model_id}, {"object", "model"}, {"created", created_}, {"owned_by", "ragform"}};
-  if (!opt_.model_sha256.empty()) m["ragform"] = {{"model_sha256", opt_.model_sha256}};
-  return ok({{"object", "list"}, {"data", json::array({m})}});
-}
+Response EncoderApi::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }
 
 namespace {
 void check_model(const json& j, const std::string& id) {

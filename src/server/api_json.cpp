@@ -80,6 +80,12 @@ std::string get_str(const json& j, const char* key, bool required) {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+Response models_reply(const std::string& id, long created, const std::string& sha256) {
+  json m = {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ragform"}};
+  if (!sha256.empty()) m["ragform"] = {{"model_sha256", sha256}};
+  return ok({{"object", "list"}, {"data", json::array({m})}});
+}
+
 Response ok(const json& j) {
   Response r;
   r.body = dump(j);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api.h"
+#include "server/router.h"
 
 namespace ragform::server::api_json {
 
@@ -26,6 +27,25 @@ inline constexpr size_t kMaxRetrieveHits = 65536;
 // Documents in one /v1/rag/spotlight request: each is one encoder pass (60,000 one-sentence
 // documents in 960 KB ran 60,000 passes); a retrieval prompt holds tens.
 inline constexpr size_t kMaxSpotlightDocuments = 256;
+
+// GET /v1/models of either kind of server: the one served model, and the SHA-256 of its file when
+// known (the weights behind the id: reader/server_pool.h's fleet check tells servers apart by it).
+Response models_reply(const std::string& id, long created, const std::string& sha256);
+// Its route declaration.
+inline const RouteSpec& models_route() {
+  static const RouteSpec spec{
+      .method = "GET",
+      .paths = {"/v1/models", "/models"},
+      .summary = "The one served model",
+      .response =
+          R"({"type": "object", "required": ["object", "data"], "properties": {"object": {"const": "list"},
+      "data": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["id", "object", "created", "owned_by"],
+        "properties": {"id": {"type": "string"}, "object": {"const": "model"}, "created": {"type": "integer"}, "owned_by": {"const": "ragform"},
+          "ragform": {"type": "object", "required": ["model_sha256"], "properties": {"model_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+            "description": "the model file's SHA-256, for a fleet's weights check"}}}}}})",
+  };
+  return spec;
+}
 
 // A 400 invalid_request_error with `code`.
 [[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_value");
