@@ -520,6 +520,9 @@ void redistribute_each(const Steering& s, int pos, float* w, int n) {
 void steer_row(const Steering& s, int pos, float* w, int n) {
   if (s.spans.empty()) return;
   if (s.rule == Steering::Rescale) {
+    // A row that sees no span key and no generated key is unchanged (alpha cancels): skip the
+    // passes over its keys, as the prefill rows before the first span are.
+    if (s.spans.front().begin >= n && n <= s.prompt_end) return;
     // PASTA: the span keys the row sees (and generated keys) against the prompt's other keys.
     double in = 0.0, rest = 0.0;
     for_keys_pasta(s, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });
