@@ -48,7 +48,10 @@ std::vector<std::string> served_models(const std::string& models_body) {
     return out;
   for (const json& m : j["data"]) {
     if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
-    std::string owner = m.value("owned_by", std::string());
+    // A server's answer is not trusted: an owned_by that is not a string is left out (nlohmann's
+    // value() threw type_error.302 for a number, with no word of which server said it).
+    const std::string owner =
+        m.contains("owned_by") && m["owned_by"].is_string() ? m["owned_by"].get<std::string>() : "";
     out.push_back(m["id"].get<std::string>() + (owner.empty() ? "" : " (" + owner + ")"));
   }
   std::sort(out.begin(), out.end());
@@ -63,7 +66,9 @@ std::string reported_sha256(const std::string& models_body) {
     if (!m.is_object() || !m.contains("ragform") || !m["ragform"].is_object()) continue;
     const json& r = m["ragform"];
     if (!r.contains("model_sha256") || !r["model_sha256"].is_string()) continue;
-    out.push_back(m.value("id", std::string()) + "=" + r["model_sha256"].get<std::string>());
+    const std::string id =
+        m.contains("id") && m["id"].is_string() ? m["id"].get<std::string>() : "";
+    out.push_back(id + "=" + r["model_sha256"].get<std::string>());
   }
   if (out.size() == 1) return out[0].substr(out[0].find('=') + 1);
   std::sort(out.begin(), out.end());

@@ -143,6 +143,12 @@ TEST(ServedModels, SortedIdsWithOwners) {
             (std::vector<std::string>{"a (x)", "b"}));
   EXPECT_TRUE(served_models("not json").empty());
   EXPECT_TRUE(served_models(R"({"object": "list"})").empty());
+  // A server's fields of another type are left out, not nlohmann's type_error.302 (issue 40,
+  // third pass): an owned_by that is a number, an id that is not a string.
+  EXPECT_EQ(
+      served_models(
+          R"({"data": [{"id": "a", "owned_by": 5}, {"id": 7}, {"id": "b", "owned_by": null}]})"),
+      (std::vector<std::string>{"a", "b"}));
 }
 
 // Each request goes to the server with the fewest in flight (ties: the first given); a request
@@ -399,6 +405,9 @@ TEST(ReportedSha256, OneModelOrSeveral) {
                                          {"id": "a", "ragform": {"model_sha256": "1"}}]})"),
             "a=1, b=2");
   EXPECT_EQ(reported_sha256("not json"), "");
+  EXPECT_EQ(reported_sha256(R"({"data": [{"id": 7, "ragform": {"model_sha256": "ab"}},
+                                          {"id": "m", "ragform": {"model_sha256": "cd"}}]})"),
+            "=ab, m=cd");
 }
 
 }  // namespace
