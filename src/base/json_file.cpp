@@ -199,7 +199,7 @@ std::string json_excerpt(const nlohmann::json& v) {
   return out;
 }
 
-nlohmann::json read_json_file(const std::string& path, const std::string& what) {
+nlohmann::json read_json_file(const std::string& path, const std::string& what, size_t max) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory", EISDIR);
   std::ifstream in(path, std::ios::binary);
@@ -207,10 +207,10 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
     const int e = errno;
     throw FileError(path, std::string("cannot read ") + what + ": " + std::strerror(e), e);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  in.close();
+  const std::string text = read_file_bytes(path, max, what);
   try {
-    return parse_json_text(ss.str());
+    return parse_json_text(text);
   } catch (const JsonTextError& e) {
     throw Error(path + ":" + std::to_string(e.line()),
                 what + " is not valid JSON: " + e.without_line());

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 
 namespace ragform {
 
@@ -63,7 +64,9 @@ std::string json_excerpt(const nlohmann::json& v);
 
 // `what` names the document in the message ("profile", "word vectors", "dense index metadata").
 // A text that is not JSON is Error "<path>:<line>: <what> is not valid JSON: <kind> at column C:
-// <detail>".
-nlohmann::json read_json_file(const std::string& path, const std::string& what);
+// <detail>". At most `max` bytes are read (base/mapped_file.h read_file_bytes): a bigger file, or
+// one without end (/dev/zero), is refused naming the limit instead of filling the memory.
+nlohmann::json read_json_file(const std::string& path, const std::string& what,
+                              size_t max = kMaxTextFileBytes);
 
 }  // namespace ragform

@@ -365,10 +365,8 @@ int run_serve(const std::vector<std::string>& argv) {
   std::string profile_json;
   if (!f.cnorm_profile.value.empty()) {
     cnorm::load_profile(f.cnorm_profile.value);  // validates, naming the file and the field
-    std::ifstream in(f.cnorm_profile.value, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    profile_json = ss.str();
+    // (load_profile read at most kMaxTextFileBytes of it; the text is read again the same way.)
+    profile_json = read_file_bytes(f.cnorm_profile.value, kMaxTextFileBytes, "C-NORM profile");
   }
   std::shared_ptr<const spotlight::WordVectors> wv;
   if (!f.vectors.value.empty())

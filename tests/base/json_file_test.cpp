@@ -56,6 +56,24 @@ TEST(JsonFile, ErrorsNameTheFileAndTheReason) {
   }
 }
 
+// Issue 40, third pass: a JSON file is read up to a bound (kMaxTextFileBytes unless the caller
+// gives another), so /dev/zero as a profile, a bias curve, a space or word vectors is refused at
+// once naming the limit; it was read until the memory ran out.
+TEST(JsonFile, ReadsAreBounded) {
+  try {
+    read_json_file("/dev/zero", "profile");
+    FAIL() << "no error for /dev/zero";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/dev/zero: the profile is over the limit of 67108864 bytes (a text file is read "
+              "whole; is it the right file?)");
+  }
+  const auto path = testing::temp_dir("json_file_bound") / "p.json";
+  testing::write_file(path, "[1, 2, 3]");
+  EXPECT_EQ(read_json_file(path.string(), "curve", 9).size(), 3u);
+  EXPECT_THROW(read_json_file(path.string(), "curve", 8), Error);
+}
+
 // nlohmann::json throws a number beyond a double's range as out_of_range 406 without a position;
 // it is reported as a parse error is, with the line and column of the number.
 TEST(JsonFile, ANumberOutOfRangeHasItsLineAndColumn) {

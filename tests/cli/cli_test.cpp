@@ -193,4 +193,15 @@ TEST(Cli, EndlessFilesAndComplexYamlKeysAreRefusedAtOnce) {
   r = run_ragform("serve -m /nonexistent.gguf --api-key-file /dev/zero");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err, "ragform: /dev/zero: the API key file's first line is longer than 4096 bytes\n");
+  // Third pass: JSON files too (read_json_file), and serve's --cnorm-profile (read twice).
+  r = run_ragform("serve -m /nonexistent.gguf --cnorm-profile /dev/zero");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("ragform: /dev/zero: the profile is over the limit of 67108864 bytes", 0),
+            0u)
+      << r.err;
+  r = run_ragform("present --profile /dev/zero --input " + (dir / "dev.jsonl").string());
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("/dev/zero: the profile is over the limit of 67108864 bytes"),
+            std::string::npos)
+      << r.err;
 }

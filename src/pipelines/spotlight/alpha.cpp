@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/mapped_file.h"
 #include "pipelines/spotlight/select.h"
 #include "store/sha256.h"
 
@@ -167,12 +168,7 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
 }
 
 LearnedAlpha load_alpha_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, std::strerror(errno), errno);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw FileError(path, "read failed");
-  const std::string text = ss.str();
+  const std::string text = read_file_bytes(path, kMaxTextFileBytes, "alpha file");
   LearnedAlpha a = parse_alpha_file(text, path);
   a.sha256 = store::sha256_hex(text);
   return a;

@@ -62,7 +62,9 @@ WordVectors WordVectors::from_map(const std::unordered_map<std::string, std::vec
 }
 
 WordVectors WordVectors::load(const std::string& path) {
-  const nlohmann::json j = read_json_file(path, "word vectors");
+  // Word vectors may be far bigger than a profile (GloVe 300d is ~1 GB as JSON), so their bound is
+  // kMaxWordVectorsBytes, not the 64 MiB of other JSON files; /dev/zero still ends.
+  const nlohmann::json j = read_json_file(path, "word vectors", kMaxWordVectorsBytes);
   if (!j.is_object() || j.empty())
     throw Error("word vectors", path + ": expected a non-empty object {word: [floats]}");
   WordVectors w;

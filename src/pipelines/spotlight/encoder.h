@@ -27,6 +27,7 @@
 //    whitespace or punctuation are dropped. A kept token belongs to the sentence containing its
 //    first byte. Nothing is OOV.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,6 +70,10 @@ class TokenEncoder {
 };
 
 enum class OovPolicy { Match, Skip };
+
+// The largest word-vector file read (1 GiB: GloVe 300d's 400,000 words are about that as JSON);
+// other JSON files are bounded at kMaxTextFileBytes (base/mapped_file.h).
+inline constexpr size_t kMaxWordVectorsBytes = size_t(1) << 30;
 
 // A word-vector table loaded from `{word: [floats]}` JSON. Throws Error naming the file and the
 // bad entry (not an object, non-numeric value, inconsistent dimension, empty file).

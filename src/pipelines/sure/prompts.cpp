@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "store/sha256.h"
 
 namespace ragform::sure {
@@ -43,17 +44,17 @@ PromptSet load_prompts(const std::string& dir_in) {
       if (f.rfind(pre, 0) != 0 || f.size() < pre.size() + 5 || f.substr(f.size() - 4) != ".txt")
         continue;
       std::string num = f.substr(pre.size(), f.size() - 4 - pre.size());
-      if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
+      // At most 9 digits: std::stoi threw out_of_range ("ragform: stoi") for a name like
+      // nli.v99999999999.txt in a --prompts directory.
+      if (num.empty() || num.size() > 9 || num.find_first_not_of("0123456789") != std::string::npos)
+        continue;
       best = std::max(best, std::stoi(num));
     }
     if (best == 0)
       throw Error("sure: prompts", "missing " + std::string(n) + ".v<N>.txt in " + ps.dir);
     std::string file = std::string(n) + ".v" + std::to_string(best) + ".txt";
-    std::ifstream in(fs::path(ps.dir) / file, std::ios::binary);
-    if (!in) throw Error("sure: prompts", "cannot read " + ps.dir + "/" + file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string t = ss.str();
+    std::string t = read_file_bytes((fs::path(ps.dir) / file).string(), kMaxTextFileBytes,
+                                    "SURE prompt template");
     while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
     ps.text[n] = t;
     ps.version[n] = std::string(n) + ".v" + std::to_string(best);

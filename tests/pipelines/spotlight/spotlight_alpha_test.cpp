@@ -176,6 +176,16 @@ TEST(SpotlightAlpha, MalformedFileIsAClearError) {
   EXPECT_THROW(set_alpha(p, "learned:"), UsageError);
   EXPECT_THROW(set_alpha(p, "bm25"), UsageError);
   EXPECT_EQ(p.alpha, Alpha::Idf);  // unchanged by the failures
+  // An endless file is refused after kMaxTextFileBytes (issue 40, third pass: read until the
+  // memory ran out).
+  try {
+    load_alpha_file("/dev/zero");
+    FAIL() << "no error for /dev/zero";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: the alpha file is over the limit of 67108864"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SpotlightAlpha, RelevanceFromTermsIsScoreQuestions) {

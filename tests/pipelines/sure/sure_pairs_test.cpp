@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -87,6 +89,28 @@ TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
   EXPECT_EQ(store::run_key(eval_run_config(eo, ps, ha)),
             store::run_key(eval_run_config(eo, ps, ha)));
   EXPECT_EQ(eval_run_config(eo, ps, ha).config.at("pairs_sha256"), ha);
+}
+
+// Issue 40, third pass: a --prompts directory is read file by file up to kMaxTextFileBytes (a
+// template linked to /dev/zero was read until the memory ran out), and a version number too long
+// for an int is not a version (std::stoi's out_of_range ended the run as "ragform: stoi").
+TEST(SurePrompts, EndlessTemplatesAndHugeVersionsAreRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::temp_dir("sure_prompts_bounds");
+  for (const auto& e : fs::directory_iterator(default_prompts_dir()))
+    fs::copy_file(e.path(), dir / e.path().filename());
+  testing::write_file(dir / "nli.v99999999999.txt", "ignored");
+  const PromptSet ps = load_prompts(dir.string());
+  EXPECT_EQ(ps.get("nli"), load_prompts().get("nli"));
+  fs::create_symlink("/dev/zero", dir / "judge.v999999.txt");
+  try {
+    load_prompts(dir.string());
+    FAIL() << "no error for a template linked to /dev/zero";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the SURE prompt template is over the limit of 67108864"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
