@@ -23,8 +23,15 @@ std::vector<Generation> Reader::generate_batch(const std::vector<std::string>& p
 }
 
 std::string stop_strings_problem(const std::vector<std::string>& stop) {
-  for (const auto& s : stop)
-    if (s.empty()) return "'stop' strings must not be empty";
+  if (stop.size() > kMaxStopStrings)
+    return "'stop' holds " + std::to_string(stop.size()) + " strings, more than the limit of " +
+           std::to_string(kMaxStopStrings);
+  for (size_t i = 0; i < stop.size(); ++i) {
+    if (stop[i].empty()) return "'stop' strings must not be empty";
+    if (stop[i].size() > kMaxStopBytes)
+      return "'stop' string " + std::to_string(i) + " is " + std::to_string(stop[i].size()) +
+             " bytes, longer than the limit of " + std::to_string(kMaxStopBytes);
+  }
   return "";
 }
 

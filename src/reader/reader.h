@@ -37,8 +37,16 @@ struct GenerateParams {
   bool ignore_eos = false;
 };
 
+// The most stop strings one request may give, and the longest. Every stop is looked for in every
+// sequence's text at every token (on the server, on the engine's one thread that all requests
+// share): 60,000 stops in a 660 KB request held every other client for seconds (issue 40, third
+// pass). OpenAI accepts 4.
+inline constexpr size_t kMaxStopStrings = 64;
+inline constexpr size_t kMaxStopBytes = 1024;
+
 // Why `stop` cannot be used ("" when it can): an empty stop string would end every generation
-// before its first token. The one rule the CLI, the server and Python apply to a request's stops.
+// before its first token; more than kMaxStopStrings, or one longer than kMaxStopBytes, is refused.
+// The one rule the CLI, the server and Python apply to a request's stops.
 std::string stop_strings_problem(const std::vector<std::string>& stop);
 
 struct Generation {

@@ -13,7 +13,11 @@
 //              the one relevance score becomes label "score". A text without a pair -> NotSupported
 //              (rerank scores pairs only).
 // Transport as OpenAIReader: retries with exponential backoff on connection errors, 429 and 5xx;
-// RequestFailed after the last attempt or on another 4xx (with the server's message).
+// RequestFailed after the last attempt or on another 4xx (with the server's message). A pooling-
+// none batch refused with a 400 (a reply over the server's limit) is asked for in halves. Every
+// field of an answer is checked where it is read (indexes once each and in range, vectors of one
+// width of finite floats, counts integers in range, pieces strings): RequestFailed naming the
+// method, the field and the server otherwise.
 #pragma once
 #include <string>
 
@@ -44,6 +48,9 @@ class RemoteEncoder : public Encoder {
 
  private:
   std::string post(const std::string& endpoint, const std::string& body) const;
+  // texts[b, e) in one request (in halves when a pooling-none reply is refused as too large).
+  std::vector<Embedding> embed_batch(const std::vector<std::string>& texts, size_t b, size_t e,
+                                     std::optional<Pooling> pooling, bool normalize);
   RemoteEncoderOptions opt_;
   HttpJsonClient http_;  // after opt_: built from opt_.base_url
 };

@@ -40,7 +40,7 @@ const RouteSpec kEmbeddings{
         R"({"type": "object", "required": ["input"], "properties": {)" RAGFORM_MODEL_FIELD R"(,
       "input": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1, "maxItems": "$max_encoder_inputs", "items": {"type": "string", "minLength": 1}}]},
       "encoding_format": {"type": ["string", "null"], "enum": ["float", "", null]},
-      "pooling": {"type": ["string", "null"], "enum": ["none", "mean", "cls", "last", "", null], "description": "required for a classifier model"},
+      "pooling": {"type": ["string", "null"], "enum": ["none", "mean", "cls", "last", "", null], "description": "required for a classifier model; none: a vector per token, at most $max_embedding_values numbers in the reply, else 400 response_too_large"},
       "normalize": {"type": ["boolean", "null"], "default": true}}})",
     .response =
         R"({"type": "object", "required": ["object", "model", "data", "usage"], "properties": {
@@ -154,7 +154,31 @@ Response EncoderApi::embeddings(const std::string& body) {
         "last) or use /v1/rerank");
   }
   const bool normalize = get_bool(j, "normalize", true);
-  const auto embs = enc_.embed(texts, pooling, normalize);
+  std::vector<reader::Embedding> embs;
+  if (pooling && *pooling == reader::Pooling::None) {
+    // One vector per token: the reply grows with every text's tokens (100 texts of 512 tokens
+    // made 207 MB from 120 KB, 870 would have made 1.8 GB), so the texts are encoded a few at a
+    // time and the reply is refused once its vectors pass kMaxEmbeddingValues.
+    constexpr size_t kChunk = 16;
+    size_t values = 0;
+    for (size_t b = 0; b < texts.size(); b += kChunk) {
+      const std::vector<std::string> part(
+          texts.begin() + std::ptrdiff_t(b),
+          texts.begin() + std::ptrdiff_t(std::min(texts.size(), b + kChunk)));
+      for (reader::Embedding& e : enc_.embed(part, pooling, normalize)) {
+        values += size_t(e.n_tokens) * size_t(e.n_embd);
+        if (values > kMaxEmbeddingValues)
+          bad("the reply would hold more than " + std::to_string(kMaxEmbeddingValues) +
+                  " numbers (per-token vectors, pooling none, of the first " +
+                  std::to_string(embs.size() + 1) + " of " + std::to_string(texts.size()) +
+                  " texts): ask for fewer texts at a time",
+              "response_too_large");
+        embs.push_back(std::move(e));
+      }
+    }
+  } else {
+    embs = enc_.embed(texts, pooling, normalize);
+  }
   json data = json::array();
   long n_tok = 0;
   for (size_t i = 0; i < embs.size(); ++i) {

@@ -16,7 +16,8 @@
 // Bad input is a 400 naming the field (not JSON, empty or non-string input — an empty string
 // too, as OpenAI refuses it —, unknown pooling, a
 // classifier asked for embeddings without pooling, rerank on a model without a head); a model
-// name other than the served one is a 404.
+// name other than the served one is a 404; per-token vectors over kMaxEmbeddingValues are a 400
+// response_too_large.
 #pragma once
 #include <string>
 
@@ -27,6 +28,12 @@ class Encoder;
 }
 
 namespace ragform::server {
+
+// The most numbers one /v1/embeddings reply with pooling none (a vector per token) may hold: texts
+// x tokens x width, 2^21 (as /v1/attention's kMaxAttentionValues: about 45 MB of JSON, under a
+// remote encoder's 64 MiB answer cap). More is a 400 response_too_large; ragform's remote encoder
+// then asks for its texts in smaller batches.
+inline constexpr size_t kMaxEmbeddingValues = size_t(1) << 21;
 
 struct EncoderApiOptions {
   std::string model_id;

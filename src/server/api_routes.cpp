@@ -31,15 +31,15 @@ namespace {
   R"( "spans": {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 0}}, "description": "[start, end] byte offsets into the prompt, start below end"},)"  \
   R"( "layers": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer", "minimum": -2147483648, "maximum": 2147483647}}, {"type": "null"}], "description": "indices or \"A..B,-1\" - default: the last half"},)" \
   R"( "heads": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0, "maximum": 2147483647}, "description": "default: all"}}})"
-#define RAGFORM_SAMPLING_FIELDS                                                                                                                          \
-  R"("max_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": "$max_tokens"},)"                                                              \
-  R"( "max_completion_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": "$max_tokens", "description": "read when max_tokens is absent"},)" \
-  R"( "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2, "default": 1},)"                                                           \
-  R"( "top_p": {"type": ["number", "null"], "minimum": 1e-9, "maximum": 1, "default": 1},)"                                                              \
-  R"( "top_k": {"type": ["integer", "null"], "minimum": 0, "maximum": 1073741824, "default": 0},)"                                                       \
-  R"( "seed": {"type": ["integer", "null"]},)"                                                                                                           \
-  R"( "stop": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "items": {"type": "string", "minLength": 1}}, {"type": "null"}]},)"       \
-  R"( "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 1},)"                                                                                  \
+#define RAGFORM_SAMPLING_FIELDS                                                                                                                                                                                                                                               \
+  R"("max_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": "$max_tokens"},)"                                                                                                                                                                                   \
+  R"( "max_completion_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": "$max_tokens", "description": "read when max_tokens is absent"},)"                                                                                                                      \
+  R"( "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2, "default": 1},)"                                                                                                                                                                                \
+  R"( "top_p": {"type": ["number", "null"], "minimum": 1e-9, "maximum": 1, "default": 1},)"                                                                                                                                                                                   \
+  R"( "top_k": {"type": ["integer", "null"], "minimum": 0, "maximum": 1073741824, "default": 0},)"                                                                                                                                                                            \
+  R"( "seed": {"type": ["integer", "null"]},)"                                                                                                                                                                                                                                \
+  R"( "stop": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "maxItems": "$max_stop_strings", "items": {"type": "string", "minLength": 1}}, {"type": "null"}], "description": "at most $max_stop_strings strings of at most $max_stop_bytes bytes each"},)" \
+  R"( "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 1},)"                                                                                                                                                                                                       \
   R"( "stream": {"type": ["boolean", "null"], "description": "true: server-sent events, then data: [DONE]"})"
 #define RAGFORM_USAGE \
   R"("usage": {"type": "object", "required": ["prompt_tokens", "completion_tokens", "total_tokens"], "properties": {"prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}})"

@@ -5,6 +5,7 @@
 
 #include "base/json_file.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "reader/reader.h"
 #include "server/api.h"
 #include "server/api_encoder.h"
 #include "server/api_json.h"
@@ -30,7 +31,10 @@ OpenApiLimits default_openapi_limits() {
       {"max_attention_values", (long long)kMaxAttentionValues},
       {"max_response_bytes", (long long)kMaxResponseBytes},
       {"max_encoder_inputs", EncoderApiOptions{}.max_inputs},
+      {"max_embedding_values", (long long)kMaxEmbeddingValues},
       {"max_questions", RetrieveApiOptions{}.max_questions},
+      {"max_stop_strings", (long long)reader::kMaxStopStrings},
+      {"max_stop_bytes", (long long)reader::kMaxStopBytes},
   };
 }
 

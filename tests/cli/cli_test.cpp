@@ -122,6 +122,8 @@ TEST(Cli, IssueCasesOfBadNumbersAreUsageErrors) {
             "--temp: value out of range: -1 (accepted: 0..100)"},
            {"generate -m x.gguf -p hi -n -5", "-n: value out of range: -5 (accepted: 0 or more)"},
            {"generate -m x.gguf -p hi --stop ''", "--stop: 'stop' strings must not be empty"},
+           {"generate -m x.gguf -p hi --stop " + std::string(1025, 'z'),
+            "--stop: 'stop' string 0 is 1025 bytes, longer than the limit of 1024"},
            {"spotlight select --lambda nan", "--lambda: expected a finite number, got 'nan'"},
            {"cnorm eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
            {"spotlight eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},

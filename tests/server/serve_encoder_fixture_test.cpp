@@ -1,7 +1,11 @@
 // `ragform serve` running an encoder model: /v1/embeddings and /v1/rerank in their documented
 // shapes, 4xx on bad input, and the RemoteEncoder (reader/remote_encoder.h) against it giving the
-// NativeEncoder's numbers (same model, same engine: equal within float printing).
+// NativeEncoder's numbers (same model, same engine: equal within float printing), and checking
+// every field of a server's answers.
+#include <chrono>
 #include <cmath>
+#include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -118,8 +122,135 @@ TEST(ServeEncoder, EmbeddingsAndRerankShapesErrorsAndRemoteEncoder) {
   httplib::Client c("127.0.0.1", emb.port());
   auto g = c.Get("/v1/embeddings");
   expect_api_error(g, 405);
+
+  // Per-token vectors are bounded per reply (issue 40, third pass: 100 texts of 512 tokens made
+  // 207 MB of JSON from 120 KB, 1 MiB would have made 1.8 GB): 70 texts of 512 tokens x 64 are
+  // over kMaxEmbeddingValues, a 400 response_too_large; the remote encoder asks for them in
+  // halves and gets the native numbers.
+  std::string words;
+  for (int i = 0; i < 600; ++i) words += "word ";
+  const std::vector<std::string> many(70, words);
+  json big = {{"input", many}, {"pooling", "none"}};
+  auto tb = post(emb, "/v1/embeddings", big.dump());
+  const std::string msg = expect_api_error(tb, 400);
+  EXPECT_EQ(json::parse(tb->body)["error"]["code"], "response_too_large");
+  EXPECT_NE(msg.find("more than 2097152 numbers"), std::string::npos) << msg;
+  big["pooling"] = "mean";  // one vector a text: served
+  tb = post(emb, "/v1/embeddings", big.dump());
+  ASSERT_TRUE(tb);
+  EXPECT_EQ(tb->status, 200);
+  auto ma = native.embed(many, reader::Pooling::None, false);
+  auto mb = remote.embed(many, reader::Pooling::None, false);
+  ASSERT_EQ(mb.size(), many.size());
+  for (size_t i = 0; i < many.size(); i += 23) {
+    ASSERT_EQ(ma[i].token_vectors.size(), mb[i].token_vectors.size());
+    EXPECT_NEAR(ma[i].token_vectors[100], mb[i].token_vectors[100], 1e-6);
+    EXPECT_EQ(mb[i].n_tokens, 512);
+  }
   EXPECT_EQ(emb.stop(), 0);
   EXPECT_EQ(cls.stop(), 0);
+}
+
+// A server's answers are checked where the remote encoder reads them (issue 40, third pass; the
+// OpenAIReader's are, openai_reader.cpp): an index twice left a text with an empty vector, a width
+// that changes, 1e300 (inf), n_tokens 1e20 (-2147483648), and a string index or n_tokens, or a
+// number among the pieces or labels threw nlohmann's type_error.302. Each is RequestFailed naming
+// the method, the field and the server.
+TEST(RemoteEncoderAnswers, AreCheckedNamingMethodFieldAndServer) {
+  httplib::Server fake;
+  std::mutex mu;
+  std::string mode;
+  fake.Post("/v1/embeddings", [&](const httplib::Request& req, httplib::Response& res) {
+    std::string m;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      m = mode;
+    }
+    const size_t n = json::parse(req.body)["input"].size();
+    json data = json::array();
+    for (size_t i = 0; i < n; ++i) {
+      json d = {{"index", m == "dup" ? 0 : int(i)}, {"embedding", {0.5, 0.5}}};
+      if (m == "ragged") d["embedding"] = std::vector<double>(i + 1, 0.5);
+      if (m == "inf") d["embedding"] = {1e300, 0.5};
+      if (m == "ntok") d["n_tokens"] = 1e20;
+      if (m == "ntok_str") d["n_tokens"] = "x";
+      if (m == "idx_str") d["index"] = "0";
+      if (m == "empty") d["embedding"] = json::array();
+      if (m == "pieces") d = {{"index", i}, {"embedding", {{0.5, 0.5}}}, {"pieces", {1}}};
+      if (m == "rows") d = {{"index", i}, {"embedding", {{0.5, 0.5}, {0.5}}}};
+      data.push_back(d);
+    }
+    res.set_content(json({{"data", data}}).dump(), "application/json");
+  });
+  fake.Post("/v1/rerank", [&](const httplib::Request&, httplib::Response& res) {
+    std::string m;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      m = mode;
+    }
+    json r = {{"index", 0}, {"relevance_score", 0.5}};
+    if (m == "labels") r = {{"index", 0}, {"labels", {1, 2}}, {"scores", {1, 2}}};
+    if (m == "score_str") r["relevance_score"] = "high";
+    res.set_content(json({{"results", {r}}}).dump(), "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  std::thread th([&] { fake.listen_after_bind(); });
+  for (int i = 0; i < 200 && !fake.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  reader::RemoteEncoder enc({url, "m", "", 0, 0.1, 30, 64});
+  auto error_of = [&](const std::string& m, bool per_token, bool rerank) -> std::string {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      mode = m;
+    }
+    try {
+      if (rerank)
+        enc.classify({{"q", std::string("d")}});
+      else
+        enc.embed({"a", "b"}, per_token ? std::optional(reader::Pooling::None) : std::nullopt,
+                  false);
+    } catch (const reader::RequestFailed& e) {
+      EXPECT_EQ(e.status(), 200) << m;
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string from = " (from " + url + ")";
+  EXPECT_EQ(error_of("ok", false, false), "(no error)");
+  EXPECT_EQ(error_of("dup", false, false),
+            "remote encoder: embeddings: data[1].index: 0 appears twice" + from);
+  EXPECT_EQ(error_of("ragged", false, false),
+            "remote encoder: embeddings: data[1].embedding: 2 numbers where the first vector has "
+            "1" +
+                from);
+  EXPECT_EQ(
+      error_of("inf", false, false),
+      "remote encoder: embeddings: data[0].embedding[0]: 1e+300 is not a finite float" + from);
+  EXPECT_EQ(error_of("ntok", false, false),
+            "remote encoder: embeddings: data[0].n_tokens: expected an integer, got number" + from);
+  EXPECT_EQ(error_of("ntok_str", false, false),
+            "remote encoder: embeddings: data[0].n_tokens: expected an integer, got string" + from);
+  EXPECT_EQ(error_of("idx_str", false, false),
+            "remote encoder: embeddings: data[0].index: expected an integer, got string" + from);
+  EXPECT_EQ(error_of("empty", false, false),
+            "remote encoder: embeddings: data[0].embedding: expected a non-empty list of numbers, "
+            "got an empty list" +
+                from);
+  EXPECT_EQ(error_of("pieces", true, false),
+            "remote encoder: embeddings: data[0].pieces[0]: expected a string, got number" + from);
+  EXPECT_EQ(error_of("rows", true, false),
+            "remote encoder: embeddings: data[0].embedding[1]: 1 numbers where the first vector "
+            "has 2" +
+                from);
+  EXPECT_EQ(error_of("ok", false, true), "(no error)");
+  EXPECT_EQ(error_of("labels", false, true),
+            "remote encoder: rerank: results[0].labels[0]: expected a string, got number" + from);
+  EXPECT_EQ(
+      error_of("score_str", false, true),
+      "remote encoder: rerank: results[0].relevance_score: expected a number, got string" + from);
+  fake.stop();
+  th.join();
 }
 
 TEST(ServeEncoder, SpotlightWithAnEncoderModel) {

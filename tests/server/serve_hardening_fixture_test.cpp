@@ -126,6 +126,28 @@ TEST(ServeHardening, DecoderRequestsAndLimits) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
 
+  // Stop strings are bounded in number and length (issue 40, third pass: 60,000 stops in a
+  // 660 KB request were looked for at every token on the engine's one thread, and held every
+  // other client for seconds), streamed or not (chat reads 'stop' through the same
+  // common_fields; stories260K has no chat template); 64 stops, one of 1 KiB, are served.
+  for (bool stream : {false, true}) {
+    json req = {{"prompt", "Once"}, {"max_tokens", 2}, {"stream", stream}};
+    std::vector<std::string> stops;
+    for (int i = 0; i < 65; ++i) stops.push_back("zq" + std::to_string(i));
+    req["stop"] = stops;
+    msg = expect_api_error(post(port, "/v1/completions", req.dump(), key), 400);
+    EXPECT_EQ(msg, "'stop' holds 65 strings, more than the limit of 64") << stream;
+    stops.pop_back();
+    stops.back() = std::string(1024, 'z');
+    req["stop"] = stops;
+    auto ok = post(port, "/v1/completions", req.dump(), key);
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << ok->body;
+    req["stop"] = std::string(1025, 'z');
+    msg = expect_api_error(post(port, "/v1/completions", req.dump(), key), 400);
+    EXPECT_EQ(msg, "'stop' string 0 is 1025 bytes, longer than the limit of 1024") << stream;
+  }
+
   // A form-encoded body (what `curl -d` sends) over 8 KiB but under --max-body is read as JSON.
   std::string padded = small + std::string(12000, ' ');
   r = post(port, "/v1/completions", padded, key, "application/x-www-form-urlencoded");
