@@ -236,6 +236,31 @@ void report_row(const RecallRow& row, bool json) {
                row.method.c_str(), row.K, ci.mean, ci.lo, ci.hi, row.recalls.size());
 }
 
+// A learned alpha is measured on questions it was not fitted to: the questions whose key its
+// file's training object lists (alpha.h alpha_question_key) are left out with a note naming how
+// many, as tune drops held-out records that are also dev records (issue 40, third pass: eval on
+// the training file reported the training recall as the evaluation, without a word).
+void drop_training_questions(const ScoreParams& p, std::vector<eval::QaRecord>& recs) {
+  if (p.alpha != Alpha::Learned || !p.learned) return;
+  const std::vector<std::string> keys = alpha_training_keys(p.learned->training);
+  if (keys.empty()) return;
+  const size_t before = recs.size();
+  std::erase_if(recs, [&](const eval::QaRecord& r) {
+    return std::binary_search(keys.begin(), keys.end(), alpha_question_key(r.question));
+  });
+  const size_t dropped = before - recs.size();
+  if (dropped == 0) return;
+  const std::string file = p.learned->source.empty() ? "the alpha file" : p.learned->source;
+  if (recs.empty())
+    throw UsageError("spotlight eval", "every one of the " + std::to_string(before) +
+                                           " questions is in the training set of " + file +
+                                           ": measure a learned alpha on other questions");
+  std::fprintf(stderr,
+               "spotlight eval: note: %zu of %zu questions are in the training set of %s and are "
+               "left out (a learned alpha is measured on questions it was not fitted to)\n",
+               dropped, before, file.c_str());
+}
+
 // The recall rows: the main comparison at K, the ablations and sweeps, then the context lengths.
 void report_recalls(const SweepSummary& t, const SweepOptions& so, bool json) {
   for (const RecallRow& kr : t.krows)
@@ -338,6 +363,7 @@ int run_eval(const std::vector<std::string>& argv) {
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
   std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
+  drop_training_questions(so.base, recs);
   if (store_path.seen)
     return eval_into_store(store_path.value, recs, enc, ef, so.base, so.K, so.seed, input.value,
                            json.value);

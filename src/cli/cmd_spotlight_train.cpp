@@ -1,6 +1,7 @@
 // `ragform spotlight train-alpha`: fits the learned query-token weights of eq. (8)
 // (pipelines/spotlight/alpha.h, train_alpha.h) on supporting-fact labels and writes the alpha
 // file that `spotlight select|eval --alpha learned:FILE` reads (docs/spotlight.md).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -23,7 +24,8 @@ namespace {
 
 struct TrainingSet {
   std::vector<AlphaQuestion> questions;
-  size_t skipped = 0;  // records whose supporting facts resolve to no sentence
+  std::vector<std::string> keys;  // alpha_question_key of every question read, sorted, unique
+  size_t skipped = 0;             // records whose supporting facts resolve to no sentence
 };
 
 // Scores every labelled question once. A record the fit cannot use is an error naming its line:
@@ -45,6 +47,7 @@ TrainingSet load_training_set(const std::string& input, size_t limit, TokenEncod
   Progress prog("spotlight train-alpha: scoring", recs.size());
   for (const eval::QaRecord& r : recs) {
     prog.add();
+    ts.keys.push_back(alpha_question_key(r.question));
     const auto gold = gold_sentences(r);
     if (gold.empty()) {
       ++ts.skipped;
@@ -52,6 +55,8 @@ TrainingSet load_training_set(const std::string& input, size_t limit, TokenEncod
     }
     ts.questions.push_back(alpha_question(alpha_terms(enc, r.question, documents_of(r), sp), gold));
   }
+  std::sort(ts.keys.begin(), ts.keys.end());
+  ts.keys.erase(std::unique(ts.keys.begin(), ts.keys.end()), ts.keys.end());
   return ts;
 }
 
@@ -81,6 +86,8 @@ nlohmann::json training_record(const std::string& input, const SpotlightEncoderF
   j["recall"] = fit.objective.recall;
   j["idf_recall"] = idf.recall;
   j["uniform_recall"] = uniform.recall;
+  // What spotlight eval leaves out of a learned alpha's measurement (alpha.h alpha_question_key).
+  j["question_keys"] = ts.keys;
   return nlohmann::json::parse(j.dump());
 }
 

@@ -15,6 +15,7 @@
 #include "base/mapped_file.h"
 #include "pipelines/spotlight/select.h"
 #include "store/sha256.h"
+#include "text/normalize.h"
 
 namespace ragform::spotlight {
 
@@ -165,6 +166,20 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
   if (j.contains("training")) a.training = j["training"];
   a.source = name;
   return a;
+}
+
+std::string alpha_question_key(std::string_view question) {
+  return store::sha256_hex(text::normalize_answer(question)).substr(0, 16);
+}
+
+std::vector<std::string> alpha_training_keys(const nlohmann::json& training) {
+  std::vector<std::string> out;
+  if (!training.is_object() || !training.contains("question_keys") ||
+      !training["question_keys"].is_array())
+    return out;
+  for (const auto& k : training["question_keys"])
+    if (k.is_string()) out.push_back(k.get<std::string>());
+  return out;
 }
 
 LearnedAlpha load_alpha_file(const std::string& path) {

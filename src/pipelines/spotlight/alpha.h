@@ -73,6 +73,15 @@ std::vector<double> learned_alpha(const std::vector<TokenFeatures>& features,
 // weights and training give the same bytes.
 std::string alpha_file_text(const AlphaWeights& w, const nlohmann::json& training);
 
+// A training question's key in the alpha file's "training" object ("question_keys"): the first 16
+// hex digits of the SHA-256 of the question under normalize_answer (case, punctuation, articles
+// and spacing do not tell copies apart). `spotlight eval --alpha learned:FILE` leaves out the
+// questions whose key the file lists, so a learned alpha is never measured on what it was fitted
+// to (as tune drops held-out records that are also dev records, tune/run.h drop_dev_overlap).
+std::string alpha_question_key(std::string_view question);
+// The keys an alpha file's training object lists (empty for a file written before they were).
+std::vector<std::string> alpha_training_keys(const nlohmann::json& training);
+
 // Parses and validates an alpha file's text; `name` (the path) prefixes errors.
 LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name);
 // Reads `path` (FileError when unreadable), validates it and records its SHA-256.

@@ -49,6 +49,25 @@ TEST(SpotlightTrainAlpha, SameSeedSameBytesAndAtLeastIdf) {
   const auto alpha = ragform::spotlight::load_alpha_file((dir / "a.json").string());
   EXPECT_EQ(alpha.training["questions"], 40);
   EXPECT_GE(alpha.training["recall"].get<double>(), alpha.training["idf_recall"].get<double>());
+  // Issue 40, third pass: eval leaves out the questions the alpha was fitted to, with a note (it
+  // reported the training recall as the evaluation, silently): all 40 -> a usage error; the
+  // first 50 of train -> the 10 others are measured.
+  ASSERT_EQ(alpha.training["question_keys"].size(), 40u);
+  const std::string eval = "spotlight eval --input " + ragform::testing::quoted(train) +
+                           " --vectors " + ragform::testing::quoted(glove) +
+                           " --alpha learned:" + ragform::testing::quoted(dir / "a.json");
+  RunResult e = run_ragform(eval + " --limit 40");
+  EXPECT_EQ(e.exit_code, 2) << e.err;
+  EXPECT_NE(e.err.find("every one of the 40 questions is in the training set of "),
+            std::string::npos)
+      << e.err;
+  e = run_ragform(eval + " --limit 50");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.err.find("spotlight eval: note: 40 of 50 questions are in the training set of "),
+            std::string::npos)
+      << e.err;
+  EXPECT_NE(e.err.find("recall@6 = "), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("n=10"), std::string::npos) << e.err;
   // Another seed visits the features in another order; its file is as valid.
   const RunResult c = train_to("c.json", 7);
   ASSERT_EQ(c.exit_code, 0) << c.err;
