@@ -45,10 +45,11 @@ pyb::object tune_search(const pyb::handle& reader, const std::string& task, long
                         const std::string& store, const std::string& input,
                         const std::string& holdout, long long dev_items, long long holdout_items,
                         long long needle_slots, const std::string& objective, double robust_floor,
-                        const std::string& space, const pyb::dict& dimensions,
-                        const std::string& tmpl, int max_tokens, long long seed, bool abs_filter,
-                        std::optional<long long> abs_prompts, double abs_keep, long long eta,
-                        long long finalists, long long robust_items,
+                        const std::string& deploy, const std::string& space,
+                        const pyb::dict& dimensions, const std::string& tmpl, int max_tokens,
+                        long long seed, bool abs_filter, std::optional<long long> abs_prompts,
+                        std::optional<double> abs_keep, long long eta,
+                        std::optional<long long> finalists, long long robust_items,
                         std::optional<std::pair<int, int>> shard, std::optional<long long> ctx,
                         const std::string& output, const pyb::handle& progress) {
   const std::shared_ptr<reader::Reader> rd = reader_arg(reader, "reader");
@@ -63,6 +64,7 @@ pyb::object tune_search(const pyb::handle& reader, const std::string& task, long
   ta.budget = count_arg(budget, "budget", 0);
   ta.objective = objective;
   ta.robust_floor = robust_floor;
+  ta.deploy = deploy;
   ta.space_file = space;
   for (const char* dim : {"delimiter", "p", "format", "order", "k", "spotlight"})
     if (dimensions.contains(dim) && !dimensions[dim].is_none())
@@ -74,7 +76,7 @@ pyb::object tune_search(const pyb::handle& reader, const std::string& task, long
   if (abs_prompts) ta.abs_prompts = count_arg(*abs_prompts, "abs_prompts", 1);
   ta.abs_keep = abs_keep;
   ta.eta = count_arg(eta, "eta", 2);
-  ta.finalists = count_arg(finalists, "finalists", 1);
+  if (finalists) ta.finalists = count_arg(*finalists, "finalists", 1);
   ta.robust_items = count_arg(robust_items, "robust_items", 1);
   if (shard) {
     if (shard->second < 1 || shard->first < 0 || shard->first >= shard->second)
@@ -124,10 +126,10 @@ void bind_tune_search(pyb::module_& m) {
   m.def("_tune", &tune_search, arg("reader"), arg("task"), arg("budget"), arg("store"),
         arg("input") = "", arg("holdout") = "", arg("dev_items") = 24, arg("holdout_items") = 32,
         arg("needle_slots") = 6, arg("objective") = "accuracy", arg("robust_floor") = 0.8,
-        arg("space") = "", arg("dimensions") = pyb::dict(), arg("template") = "",
-        arg("max_tokens") = 12, arg("seed") = 0, arg("abs_filter") = true,
-        arg("abs_prompts") = std::nullopt, arg("abs_keep") = 0.5, arg("eta") = 2,
-        arg("finalists") = 3, arg("robust_items") = 8, arg("shard") = std::nullopt,
+        arg("deploy") = "confirmed", arg("space") = "", arg("dimensions") = pyb::dict(),
+        arg("template") = "", arg("max_tokens") = 12, arg("seed") = 0, arg("abs_filter") = true,
+        arg("abs_prompts") = std::nullopt, arg("abs_keep") = std::nullopt, arg("eta") = 2,
+        arg("finalists") = std::nullopt, arg("robust_items") = 8, arg("shard") = std::nullopt,
         arg("ctx") = std::nullopt, arg("output") = "", arg("progress") = pyb::none());
 }
 

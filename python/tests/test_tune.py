@@ -20,9 +20,18 @@ def test_tune_equals_cli_json(model, model_path, cli, tmp_path):
     assert got["complete"] is True
     assert isinstance(got["budget"], int) and isinstance(got["spent"], int)
     assert got["spent"] <= 30
+    # The deploy decision, as the CLI gives it (the default rule: confirmed).
+    assert got["deploy"] == "confirmed"
+    assert got["deployed"] in ("tuned", "original")
+    assert got["profile"]["deployed"] == got["deployed"] and got["why"]
+    assert isinstance(got["final_n"], int)
     # The CLI on the same store runs nothing new and prints the same object.
     want = cli(*cli_args(model_path, store))
     assert got == want
+    # The other rule on the same store measures nothing new and writes the search's winner.
+    best = ragform.tune(model, "needle", 30, store, deploy="best", **ARGS)
+    assert best["deployed"] == "tuned" or best["winner"] == best["control"]
+    assert best["holdout"] == got["holdout"] and best["winner"] == got["winner"]
     # And the CLI's search in a fresh store is the same search.
     fresh = cli(*cli_args(model_path, str(tmp_path / "cli.sqlite")))
     for key in ("profile", "trajectory", "spent", "grid", "holdout", "main_effects"):
@@ -57,7 +66,9 @@ def test_tune_checks_the_cli_ranges(model, tmp_path):
            (dict(robust_floor=math.nan), "robust_floor: value out of range: nan"),
            (dict(eta=10**9), "eta: value out of range: 1000000000 (accepted: 2..16)"),
            (dict(max_tokens=-1), "max_tokens: value out of range: -1 (accepted: 1..4096)"),
-           (dict(needle_slots=13), "needle_slots: value out of range: 13")]
+           (dict(needle_slots=13), "needle_slots: value out of range: 13"),
+           (dict(finalists=0), "finalists: must be at least 1"),
+           (dict(deploy="always"), "--deploy: confirmed or best, got 'always'")]
     for kw, msg in bad:
         with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")
                            .replace(".", r"\.")):

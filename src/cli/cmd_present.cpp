@@ -37,6 +37,9 @@ int run_present(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   const tune::Profile prof = tune::load_profile(profile.value);
   tune::check_profile(prof);  // a profile that cannot render fails before any output
+  // Once: whether the profile is the search's winner or the original presentation, and why.
+  if (const std::string note = tune::deployment_note(prof); !note.empty())
+    std::fprintf(stderr, "present: profile: %s\n", note.c_str());
   std::unique_ptr<reader::NativeReader> counter;
   if (!rf.model.value.empty()) {
     counter = rf.open_native();  // only to count prompt tokens

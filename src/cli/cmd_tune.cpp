@@ -85,11 +85,23 @@ struct TuneFlags {
                  2)
           .range(1, 100000);
   Opt<double>& abs_keep =
-      a.opt<double>("--abs-keep", "F", "share of candidates the ABS filter keeps", 0.5)
+      a.opt<double>("--abs-keep", "F",
+                    "share of candidates the ABS filter keeps (unset: 0.5, halved while the "
+                    "winner would rest on fewer than 20 dev records per finalist)",
+                    0.5)
           .range(0.01, 1.0);
   Opt<int>& eta = a.opt<int>("--eta", "N", "halving factor", 2).range(2, 16);
-  Opt<int>& finalists =
-      a.opt<int>("--finalists", "N", "halving stops at N candidates", 3).range(1, 1000);
+  Opt<int>& finalists = a.opt<int>("--finalists", "N",
+                                   "halving stops at N candidates, the control arm among them "
+                                   "(unset: 3, or 2 while the winner would rest on fewer than 20 "
+                                   "dev records)",
+                                   3)
+                            .range(1, 1000);
+  Opt<std::string>& deploy = a.opt<std::string>(
+      "--deploy", "RULE",
+      "confirmed: write the winner only when the held-out CI of its accuracy gain is above 0, "
+      "else the original presentation; best: the winner whatever the held-out split says",
+      "confirmed");
   Opt<int>& robust_items =
       a.opt<int>("--robust-items", "N", "records of the robustness check", 8).range(1, 100000);
   Opt<std::string>& shard =
@@ -114,6 +126,13 @@ std::string help_text() {
       "each phase (merge, then rerun). The winner and the original presentation are then\n"
       "evaluated on the held-out split (its own count of prompts): accuracy, the 95% bootstrap\n"
       "CI of the paired difference, McNemar's p, robustness, tokens.\n"
+      "The original presentation is the control arm: measured on every rung and always among\n"
+      "the finalists (added when the space lacks it). The profile (-o) holds the winner only when\n"
+      "the held-out split confirms it (--deploy confirmed: the CI's lower end above 0), else the\n"
+      "original presentation; the output, --json (\"deployed\", \"why\") and the profile say\n"
+      "which and why. When the winner would rest on fewer than 20 dev records per finalist the\n"
+      "plan narrows the field first (a stricter ABS filter, 2 finalists) unless --abs-keep or\n"
+      "--finalists is given; --json's \"final_n\" is that count.\n"
       "Candidates that render the same prompts on every dev record (order edges and retrieved\n"
       "with k <= 2) are measured once and charged once; the output lists them as aliases.\n"
       "Prompts longer than --ctx with the answer are dropped before the search: the space's k\n"
@@ -162,9 +181,10 @@ int cmd_tune(const std::vector<std::string>& argv) {
     throw UsageError("--abs-filter", "on or off, got '" + f.abs_filter.value + "'");
   ta.abs_filter = f.abs_filter.value == "on";
   if (f.abs_prompts.seen) ta.abs_prompts = size_t(f.abs_prompts.value);
-  ta.abs_keep = f.abs_keep.value;
+  if (f.abs_keep.seen) ta.abs_keep = f.abs_keep.value;
   ta.eta = size_t(f.eta.value);
-  ta.finalists = size_t(f.finalists.value);
+  if (f.finalists.seen) ta.finalists = size_t(f.finalists.value);
+  ta.deploy = f.deploy.value;
   ta.robust_items = size_t(f.robust_items.value);
   if (!f.shard.value.empty()) {
     Shard sh = parse_shard(f.shard.value);

@@ -203,6 +203,24 @@ void profile_table(Html& h, const json& summary) {
     << ". The search spent <b>" << fmt(num(summary, "spent"), 0) << "</b> of a budget of "
     << fmt(num(summary, "budget"), 0) << " prompts; " << grid_sentence(summary)
     << ". Winner: <code>" << escape_html(str(summary, "winner")) << "</code>.</p>";
+  // What the profile holds, and why (tune/deploy.h): the winner only when the held-out split
+  // confirmed it. Summaries stored before the deploy rule have no decision.
+  const std::string deployed = str(summary, "deployed");
+  if (!deployed.empty())
+    h << "<p>Deployed: <b" << (deployed == "tuned" ? " class=\"ok\"" : "") << ">"
+      << escape_html(deployed) << "</b>"
+      << (str(summary, "deploy").empty()
+              ? std::string()
+              : " (--deploy " + escape_html(str(summary, "deploy")) + ")")
+      << ": " << escape_html(str(summary, "why")) << ". The winner was chosen on "
+      << fmt(num(summary, "final_n"), 0) << " dev records per finalist"
+      << (num(summary, "final_n") < 20 ? " <span class=\"muted\">(too few to tell candidates "
+                                         "apart)</span>"
+                                       : std::string())
+      << ".</p>";
+  else
+    h << "<p class=\"muted\">This search was stored before tune's deploy rule: the profile holds "
+         "its winner, confirmed by the held-out split or not.</p>";
   // Candidates the context cap removed never ran: say so, or the space looks smaller than asked.
   const double dropped = num(summary, "dropped_for_context");
   const json& ctx = summary.contains("context") ? summary["context"] : json();
@@ -238,7 +256,12 @@ void holdout_table(Html& h, const json& summary) {
   h << "<p>Accuracy difference (tuned − original), 95% bootstrap CI over questions: <b>["
     << fmt(100 * lo, 1) << ", " << fmt(100 * hi, 1) << "] points</b>; McNemar's p = <b>"
     << fmt(p, 4) << "</b> over " << fmt(num(ho, "items"), 0) << " held-out questions ("
-    << fmt(num(ho, "prompts"), 0) << " prompts, not counted in the budget). "
+    << fmt(num(ho, "prompts"), 0) << " prompts, not counted in the budget"
+    << (num(ho, "unmeasured") > 0
+            ? "; " + fmt(num(ho, "unmeasured"), 0) +
+                  " records without an answer under one side left out, not counted as wrong"
+            : std::string())
+    << "). "
     << (sure ? "<span class=\"ok\">The interval excludes 0.</span>"
              : "<span class=\"muted\">The interval includes 0: no difference shown.</span>")
     << "</p>";

@@ -106,7 +106,7 @@ void check_ranges(const TuneArgs& a) {
   count("needle_slots", a.needle_slots, 1, 12);
   if (a.abs_prompts) count("abs_prompts", *a.abs_prompts, 1, 100000);
   count("eta", a.eta, 2, 16);
-  count("finalists", a.finalists, 1, 1000);
+  if (a.finalists) count("finalists", *a.finalists, 1, 1000);
   count("robust_items", a.robust_items, 1, 100000);
   if (a.max_tokens < 1 || a.max_tokens > 4096)
     throw UsageError("max_tokens", "value out of range: " + std::to_string(a.max_tokens) +
@@ -120,7 +120,7 @@ void check_ranges(const TuneArgs& a) {
     }
   };
   fraction("robust_floor", a.robust_floor, 0.0, "0..1");
-  fraction("abs_keep", a.abs_keep, 0.01, "0.01..1");
+  if (a.abs_keep) fraction("abs_keep", *a.abs_keep, 0.01, "0.01..1");
 }
 
 }  // namespace
@@ -145,6 +145,7 @@ TuneOptions tune_options(const TuneArgs& a) {
   o.task = parse_task(a.task);
   o.objective = parse_objective(a.objective);
   o.robust_floor = a.robust_floor;
+  o.deploy = parse_deploy_rule(a.deploy);
   o.budget = a.budget;
   o.max_tokens = a.max_tokens;
   o.seed = a.seed;
@@ -156,9 +157,11 @@ TuneOptions tune_options(const TuneArgs& a) {
   o.search.abs_filter = a.abs_filter;
   // ABS as the objective is C-NORM's calibration: the same number of prompts by default.
   o.search.abs_prompts = a.abs_prompts.value_or(o.objective == Objective::Abs ? 6 : 2);
-  o.search.abs_keep = a.abs_keep;
+  o.search.abs_keep = a.abs_keep.value_or(0.5);
+  o.search.narrow_abs_keep = !a.abs_keep;
+  o.search.narrow_finalists = !a.finalists;
   o.search.eta = a.eta;
-  o.search.finalists = a.finalists;
+  o.search.finalists = a.finalists.value_or(3);
   o.search.robust_items = a.robust_items;
   o.search.robust_kinds = robustness_kinds().size();
   o.shard_index = a.shard_index;

@@ -30,16 +30,28 @@ std::string string_field(const nlohmann::json& j, const char* f, const std::stri
 }  // namespace
 
 nlohmann::ordered_json profile_to_json(const Profile& p) {
-  return {{"format", kFormat},
-          {"schema_version", kProfileSchema},
-          {"presentation", to_json(p.presentation)},
-          {"searched", p.searched},
-          {"model", p.model},
-          {"model_sha256", p.model_sha256},
-          {"reader", p.reader},
-          {"task", task_name(p.task)},
-          {"objective", p.objective},
-          {"run", {{"store", p.store}, {"id", p.run}}}};
+  nlohmann::ordered_json j = {{"format", kFormat},
+                              {"schema_version", kProfileSchema},
+                              {"presentation", to_json(p.presentation)},
+                              {"searched", p.searched},
+                              {"model", p.model},
+                              {"model_sha256", p.model_sha256},
+                              {"reader", p.reader},
+                              {"task", task_name(p.task)},
+                              {"objective", p.objective},
+                              {"run", {{"store", p.store}, {"id", p.run}}}};
+  if (!p.deployed.empty()) {
+    j["deployed"] = p.deployed;
+    j["why"] = p.why;
+    j["winner"] = p.winner;
+  }
+  return j;
+}
+
+std::string deployment_note(const Profile& p) {
+  if (p.deployed.empty()) return "";
+  return "deployed the " + std::string(p.deployed == "tuned" ? "tuned" : "original") +
+         " presentation: " + p.why;
 }
 
 Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
@@ -81,6 +93,12 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
       p.run = r["id"].get<int64_t>();
     }
   }
+  p.deployed = string_field(j, "deployed", where, false);
+  if (!p.deployed.empty() && p.deployed != "tuned" && p.deployed != "original")
+    throw Error(where,
+                "deployed: must be \"tuned\" or \"original\", got " + json_excerpt(j["deployed"]));
+  p.why = string_field(j, "why", where, false);
+  p.winner = string_field(j, "winner", where, false);
   try {
     validate(p.presentation, p.task, where + ": presentation");
   } catch (const UsageError& e) {

@@ -7,7 +7,11 @@
 //    "model": "stories260K.gguf" (the model file's name or the remote model),
 //    "model_sha256": "..." ("" for a remote model), "reader": "native:...",
 //    "task": "qa" | "kv" | "needle", "objective": "accuracy" | "robust" | "balanced" | "abs",
-//    "run": {"store": "PATH", "id": N}  (the run store and tune run the profile came from)}
+//    "run": {"store": "PATH", "id": N}  (the run store and tune run the profile came from),
+//    "deployed": "tuned" | "original", "why": "...", "winner": "<label>"  (deploy.h: whether
+//                 "presentation" is the search's winner or the original presentation, the reason
+//                 with the held-out CI, and the winner's label either way; absent from profiles
+//                 written before the deploy rule)}
 // Applying a profile needs only "presentation" and "task" (present may use any task's template:
 // the task only picks the template).
 #pragma once
@@ -31,6 +35,7 @@ struct Profile {
   std::string objective = "accuracy";
   std::string store;
   int64_t run = 0;
+  std::string deployed, why, winner;  // "" when the profile does not say
   bool operator==(const Profile&) const = default;
 };
 
@@ -43,5 +48,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where);
 Profile load_profile(const std::string& path);
 // Writes the profile (2-space indented JSON and a newline) to `path`.
 void save_profile(const std::string& path, const Profile& p);
+// "deployed the original presentation: <why>" (or "tuned"), for `present`'s one line on stderr;
+// "" for a profile that records no decision.
+std::string deployment_note(const Profile& p);
 
 }  // namespace ragform::tune

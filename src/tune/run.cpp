@@ -257,7 +257,7 @@ struct PhaseState {
 template <class PromptOf, class Fn>
 PhaseState run_phase(const TuneOptions& o, Runner& run, Ledger& led, const std::string& stage,
                      const std::vector<std::pair<std::string, std::string>>& cells,
-                     PromptOf&& prompt_of, Fn&& fn) {
+                     PromptOf&& prompt_of, Fn&& fn, bool whole = true) {
   PhaseState ps;
   std::vector<size_t> mine;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -277,8 +277,16 @@ PhaseState run_phase(const TuneOptions& o, Runner& run, Ledger& led, const std::
     }
     run.flush(led);
   }
-  // A phase decides which candidates go on: it must be whole before the search continues.
-  if (const size_t failed = run.failures.size() - failed_before)
+  // A phase of the search decides which candidates go on: it must be whole before the search
+  // continues. The held-out evaluation is not (whole = false): its failed answers are counted
+  // as unmeasured (run_holdout) and a rerun retries them.
+  const size_t failed = run.failures.size() - failed_before;
+  if (failed && !whole)
+    o.hooks.say(stage + ": note: " + std::to_string(failed) + " of " + std::to_string(mine.size()) +
+                " measurements failed (first: " + run.failures[failed_before] +
+                "); they are counted as unmeasured, not as wrong answers, and a rerun retries "
+                "them");
+  else if (failed)
     throw Error(stage, std::to_string(failed) + " of " + std::to_string(mine.size()) +
                            " measurements failed (first: " + run.failures[failed_before] +
                            "); they are stored as unmeasured and a rerun retries them");
@@ -301,17 +309,33 @@ Score accuracy_of(const Ledger& led, const std::vector<eval::QaRecord>& dev, siz
   return s;
 }
 
-// Ranks candidate indices by accuracy (ties: fewer tokens, then order) and keeps the best `keep`.
+// The best `keep` of `alive` by `better` (a strict order), the control (when alive) kept beside
+// them whatever its rank and taking none of their places; in candidate order.
+template <class Better>
+std::vector<size_t> keep_best(const std::vector<size_t>& alive, std::optional<size_t> control,
+                              size_t keep, Better&& better) {
+  std::vector<size_t> order;
+  bool has_control = false;
+  for (size_t c : alive)
+    if (control && c == *control)
+      has_control = true;
+    else
+      order.push_back(c);
+  std::stable_sort(order.begin(), order.end(), better);
+  order.resize(std::min(keep - (has_control ? 1 : 0), order.size()));
+  if (has_control) order.push_back(*control);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// Keeps the best `keep` of `idx` by accuracy (ties: fewer tokens, then order), the control
+// beside them (keep_best).
 std::vector<size_t> best_by_accuracy(const std::vector<size_t>& idx, const std::vector<Score>& sc,
-                                     size_t keep) {
-  std::vector<size_t> order = idx;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+                                     std::optional<size_t> control, size_t keep) {
+  return keep_best(idx, control, keep, [&](size_t a, size_t b) {
     if (sc[a].accuracy() != sc[b].accuracy()) return sc[a].accuracy() > sc[b].accuracy();
     return sc[a].tokens < sc[b].tokens;
   });
-  order.resize(std::min(keep, order.size()));
-  std::sort(order.begin(), order.end());
-  return order;
 }
 
 // The robustness rate of `label` over the pairs of `recs` (the first `items`), the pairs, and
@@ -354,7 +378,7 @@ PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRe
                           size_t items, const std::vector<Presentation>& cands,
                           const std::vector<size_t>& idx,
                           const std::vector<std::vector<std::string>>& kinds_of,
-                          const std::string& stage) {
+                          const std::string& stage, bool whole = true) {
   std::vector<std::pair<std::string, std::string>> cells;
   std::vector<std::tuple<size_t, size_t, std::string>> what;
   for (size_t c : idx)
@@ -375,7 +399,8 @@ PhaseState run_robustness(Runner& run, Ledger& led, const std::vector<eval::QaRe
         auto [c, i, k] = what[j];
         run.answer(led, *perturbed(recs[i], run.o.task, k, run.o.seed), recs[i].id, cands[c],
                    cells[j].second);
-      });
+      },
+      whole);
 }
 
 // Where a record came from, for an error: "FILE:LINE" of its split's file, else "record <id>"
@@ -459,10 +484,11 @@ std::vector<Presentation> without_aliases(const TuneOptions& o,
   return distinct;
 }
 
-// The original presentation the winner is compared with: the records as given (no delimiter,
-// plain, retrieved order, no selection) with every document, or else the largest k of the space
-// whose prompts fit the context on every dev record (the winner's k when none does).
-Presentation baseline(reader::Reader& r, const TuneOptions& o, const Presentation& winner) {
+// The original presentation, the control arm and the side the winner is compared with: the
+// records as given (no delimiter, plain, retrieved order, no selection) with every document, or
+// else the largest k of the space whose prompts fit the context on every dev record; none when
+// no k fits.
+std::optional<Presentation> original_arm(reader::Reader& r, const TuneOptions& o) {
   std::vector<size_t> ks = {0};
   std::vector<size_t> given = o.space.ks;
   std::sort(given.rbegin(), given.rend());
@@ -477,8 +503,7 @@ Presentation baseline(reader::Reader& r, const TuneOptions& o, const Presentatio
       fits = fits_context(r, o, o.dev[i], p);
     if (fits) return p;
   }
-  p.k = winner.k;
-  return p;
+  return std::nullopt;
 }
 
 // The held-out evaluation; with shards, this shard's share of its answers and robustness pairs
@@ -536,36 +561,61 @@ PhaseState run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, T
       [&](size_t j) {
         auto [c, i] = what[j];
         run.answer(led, recs[i], recs[i].id, sides[c], cells[j].second);
-      });
+      },
+      /*whole=*/false);
   std::vector<size_t> all(sides.size());
   std::iota(all.begin(), all.end(), 0);
   if (o.task != Task::Kv)
     ps.missing_elsewhere +=
-        run_robustness(run, led, recs, rob_items, sides, all, kinds_of, "tune holdout robustness")
+        run_robustness(run, led, recs, rob_items, sides, all, kinds_of, "tune holdout robustness",
+                       /*whole=*/false)
             .missing_elsewhere;
   if (ps.missing_elsewhere) return ps;
   Holdout h;
-  h.items = n;
+  // Paired over the records both sides answered: a record the reader failed on under either
+  // side is unmeasured, never a wrong answer (nor a right one for the other side).
+  std::vector<const Presentation*> side_of = {&sides.front(), &sides.back()};
+  std::vector<size_t> paired;
+  for (size_t i = 0; i < n; ++i) {
+    bool both = true;
+    for (const Presentation* p : side_of) {
+      const store::Result* row = led.find(recs[i].id, acc_variant(label(*p)));
+      both = both && row && row->correct;
+    }
+    if (both)
+      paired.push_back(i);
+    else
+      ++h.unmeasured;
+  }
+  h.items = paired.size();
+  if (h.unmeasured)
+    o.hooks.say("tune holdout: note: " + std::to_string(h.unmeasured) + " of " + std::to_string(n) +
+                " held-out records have no answer under one side (the reader failed): they are "
+                "left out of the comparison, not counted as wrong; a rerun retries them");
   std::vector<Side*> out = {&h.original, &h.tuned};
   std::vector<std::vector<bool>> correct(2);
   for (size_t c = 0; c < 2; ++c) {
-    const Presentation& p = sides[std::min(c, sides.size() - 1)];
-    Score sc = accuracy_of(led, recs, n, label(p));
+    const Presentation& p = *side_of[c];
     out[c]->label = label(p);
-    out[c]->accuracy = sc.accuracy();
-    out[c]->tokens = sc.tokens;
-    out[c]->robustness = std::get<0>(robustness_of(led, recs, rob_items, label(p), kinds_of));
-    for (size_t i = 0; i < n; ++i) {
+    size_t right = 0;
+    double tokens = 0;
+    for (size_t i : paired) {
       const store::Result* row = led.find(recs[i].id, acc_variant(label(p)));
-      correct[c].push_back(row && row->correct && *row->correct);
+      correct[c].push_back(*row->correct);
+      right += *row->correct ? 1 : 0;
+      tokens += double(row->prompt_tokens.value_or(0));
     }
+    out[c]->accuracy = paired.empty() ? 0.0 : double(right) / double(paired.size());
+    out[c]->tokens = paired.empty() ? 0.0 : tokens / double(paired.size());
+    out[c]->robustness = std::get<0>(robustness_of(led, recs, rob_items, label(p), kinds_of));
   }
   for (const auto& kinds : kinds_of) h.prompts += kinds.size() * sides.size();
   h.prompts += n * sides.size();
   for (const Presentation& p : sides)  // a pair that shared another's answer ran no prompt
     h.prompts -= std::get<2>(robustness_of(led, recs, rob_items, label(p), kinds_of));
   std::vector<double> d;
-  for (size_t i = 0; i < n; ++i) d.push_back(double(correct[1][i]) - double(correct[0][i]));
+  for (size_t i = 0; i < paired.size(); ++i)
+    d.push_back(double(correct[1][i]) - double(correct[0][i]));
   if (!d.empty()) {
     eval::BootstrapCI ci = eval::bootstrap_mean_ci(d, 0.95, 10000, o.seed);
     h.diff_lo = ci.lo;
@@ -599,7 +649,17 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
                 "held out");
   TuneSummary s;
   s.budget = o.budget;
-  const std::vector<Presentation> all = candidates(o.space, o.task);
+  std::vector<Presentation> all = candidates(o.space, o.task);
+  // The control arm: the original presentation is measured on every rung and reaches the final
+  // comparison whatever it scores, so the winner is always compared with it on the same records.
+  // A space without it (say --delims - only) gets it as one more candidate.
+  // (The abs objective only ranks ABS: it has no cuts to survive, and adds no candidate.)
+  const bool control_arm = o.objective != Objective::Abs;
+  const std::optional<Presentation> original = original_arm(r, o);
+  if (control_arm && original && std::find(all.begin(), all.end(), *original) == all.end()) {
+    all.push_back(*original);
+    s.control_added = true;
+  }
 
   // The context cap: a candidate whose prompt (plus the answer) does not fit is dropped.
   if (o.ctx && size_t(o.max_tokens) >= o.ctx)
@@ -660,6 +720,20 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
                                  "); use smaller k values, shorter formats or a larger --ctx");
   }
   cands = without_aliases(o, cands, s.aliases);
+  if (control_arm && original) {
+    auto at = std::find(cands.begin(), cands.end(), *original);
+    if (at != cands.end())
+      s.control = size_t(at - cands.begin());
+    else
+      for (const auto& [p, of] : s.aliases)
+        if (p == *original) s.control = of;  // measured as an earlier, identical candidate
+  }
+  if (s.control_added)
+    o.hooks.say("tune: note: the original presentation " + label(*original) +
+                " is not in the space: it joins the search as the control arm");
+  else if (!original && control_arm)
+    o.hooks.say("tune: note: the original presentation fits the " + context_words(o) +
+                " under no k of the space: the search has no control arm");
   if (!s.aliases.empty())
     o.hooks.say("tune: note: " + std::to_string(s.aliases.size()) +
                 " candidates render the same prompts as another one: measured once");
@@ -675,6 +749,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
                 " gives no attention (the native reader and ragform serve do)");
   }
   sp.robustness = o.task != Task::Kv && !sp.abs_only;
+  sp.control = s.control.has_value();
   s.plan = plan_search(cands.size(), o.dev.size(), o.budget, sp);
 
   store::RunConfig rc;
@@ -702,7 +777,8 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   Ledger led(st, res.run);
   Runner run(r, o);
 
-  for (const Presentation& p : cands) s.candidates.push_back({p, {}, std::nullopt, ""});
+  for (const Presentation& p : cands) s.candidates.push_back({p, {}, std::nullopt, "", false});
+  if (s.control) s.candidates[*s.control].control = true;
   std::vector<Score> sc(cands.size());
   std::vector<size_t> alive(cands.size());
   std::iota(alive.begin(), alive.end(), 0);
@@ -744,11 +820,9 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
       s.winner = pick(sc, Objective::Abs, 0);
       s.finalists = {s.winner};
     } else {
-      std::vector<size_t> order = alive;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return *sc[a].abs > *sc[b].abs; });
-      order.resize(s.plan.abs_keep);
-      std::sort(order.begin(), order.end());
+      std::vector<size_t> order =
+          keep_best(alive, s.control, s.plan.abs_keep,
+                    [&](size_t a, size_t b) { return *sc[a].abs > *sc[b].abs; });
       for (size_t c : alive)
         if (!std::binary_search(order.begin(), order.end(), c)) s.candidates[c].dropped_at = "abs";
       alive = order;
@@ -784,7 +858,7 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
     s.spent += rung.cost;
     if (ri == 0)
       for (size_t c : alive) s.candidates[c].first_rung_accuracy = sc[c].accuracy();
-    std::vector<size_t> keep = best_by_accuracy(alive, sc, rung.keep);
+    std::vector<size_t> keep = best_by_accuracy(alive, sc, s.control, rung.keep);
     for (size_t c : alive)
       if (!std::binary_search(keep.begin(), keep.end(), c))
         s.candidates[c].dropped_at = "rung " + std::to_string(ri);
@@ -831,10 +905,30 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   s.profile.run = s.run;
   s.complete = true;
 
+  const Presentation& winner = cands[s.winner];
+  // The side the winner is compared with on the held-out split: the control arm (the winner's k
+  // when the original fits under no k of the space).
+  Presentation compared = original.value_or(original_presentation());
+  if (!original) {
+    compared.format_seed = o.space.format_seed;
+    compared.k = winner.k;
+  }
   if (!o.holdout.empty()) {
-    PhaseState ps = run_holdout(run, st, o, s, baseline(r, o, cands[s.winner]), cands[s.winner]);
+    PhaseState ps = run_holdout(run, st, o, s, compared, winner);
     if (ps.missing_elsewhere) return stop("holdout", ps.missing_elsewhere);
   }
+  // What the profile deploys (deploy.h): the winner when the held-out split confirms it.
+  const Holdout* h = s.holdout && s.holdout->items ? &*s.holdout : nullptr;
+  s.deployment = decide_deployment(o.deploy, winner == compared, label(winner), h);
+  s.profile.presentation = s.deployment.tuned ? winner : compared;
+  s.profile.deployed = s.deployment.name();
+  s.profile.why = s.deployment.why;
+  s.profile.winner = label(winner);
+  if (!sp.abs_only && s.plan.final_items() < kMinFinalRecords)
+    o.hooks.say("tune: warning: the winner was chosen on " + std::to_string(s.plan.final_items()) +
+                " dev records per finalist, too few to tell candidates apart (one answer is " +
+                std::to_string(100 / std::max<size_t>(1, s.plan.final_items())) +
+                " points): give a larger --budget, more dev records or a smaller space");
   s.new_prompts = run.new_prompts;
   st.set_run_meta(s.run, "tune_summary", summary_json(s, o));
   return s;

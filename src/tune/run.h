@@ -42,6 +42,7 @@
 #include "pipelines/common/common.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
+#include "tune/deploy.h"
 #include "tune/judge.h"
 #include "tune/profile.h"
 #include "tune/search.h"
@@ -58,6 +59,7 @@ struct TuneOptions {
   Space space;
   Objective objective = Objective::Accuracy;
   double robust_floor = 0.8;  // balanced
+  DeployRule deploy = DeployRule::Confirmed;
   size_t budget = 0;
   SearchParams search;  // abs_filter: wanted (it runs only when the reader gives attention)
   int max_tokens = 16;
@@ -79,6 +81,7 @@ struct CandidateResult {
   Score score;                                // over the records it was answered on
   std::optional<double> first_rung_accuracy;  // over the first rung's records (main effects)
   std::string dropped_at;  // "context", "abs", "rung <r>", "final" (a finalist not picked), ""
+  bool control = false;    // the control arm: the original presentation, never cut
 };
 
 struct Side {
@@ -87,8 +90,11 @@ struct Side {
   std::optional<double> robustness;
 };
 
+// The held-out comparison, paired over the records both sides answered (items); a record whose
+// answer under either side is unmeasured (the reader failed) is counted apart, never as wrong.
 struct Holdout {
   size_t items = 0, prompts = 0;
+  size_t unmeasured = 0;
   Side original, tuned;
   double diff_lo = 0, diff_hi = 0, mcnemar_p = 1;
 };
@@ -109,7 +115,12 @@ struct TuneSummary {
   std::vector<std::pair<Presentation, size_t>> aliases;
   std::vector<size_t> finalists;
   size_t winner = 0;
+  // The control arm's index in candidates: the original presentation (the largest k of the space
+  // that fits the context), added when the space lacks it; none when no k fits.
+  std::optional<size_t> control;
+  bool control_added = false;  // the space did not hold it
   std::optional<Holdout> holdout;
+  Deployment deployment;  // what the profile holds: the winner or the original (deploy.h)
   int64_t run = 0, holdout_run = 0;
 };
 
@@ -124,6 +135,7 @@ struct TuneArgs {
   size_t budget = 0;
   std::string objective = "accuracy";
   double robust_floor = 0.8;
+  std::string deploy = "confirmed";
   std::string space_file;
   // (dimension, values): a CLI flag's comma list through dimension_values(), a Python list as it is
   std::vector<std::pair<std::string, std::vector<std::string>>> dimensions;
@@ -132,8 +144,12 @@ struct TuneArgs {
   uint64_t seed = 0;
   bool abs_filter = true;
   std::optional<size_t> abs_prompts;  // objective abs: 6 (cnorm calibrate's -S), else 2
-  double abs_keep = 0.5;
-  size_t eta = 2, finalists = 3, robust_items = 8;
+  // Unset: 0.5 and 3, narrowed by the plan when the winner would rest on too few records
+  // (search.h); set: used as given.
+  std::optional<double> abs_keep;
+  size_t eta = 2;
+  std::optional<size_t> finalists;
+  size_t robust_items = 8;
   int shard_index = 0, shard_count = 1;
   std::string store_path;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "base/error.h"
 
@@ -10,6 +11,11 @@ namespace ragform::tune {
 namespace {
 
 size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// The candidates the ABS filter keeps of `others` (the control aside): at least one.
+size_t abs_kept(size_t others, double share) {
+  return others ? std::max<size_t>(1, size_t(std::ceil(double(others) * share))) : 0;
+}
 
 }  // namespace
 
@@ -27,7 +33,17 @@ nlohmann::ordered_json Plan::to_json() const {
           {"robust_cost", robust_cost},
           {"first_items", first_items},
           {"total", total},
-          {"truncated", truncated}};
+          {"truncated", truncated},
+          {"control", control},
+          {"abs_keep_share", abs_keep_share},
+          {"finalists", finalists},
+          {"narrowed", narrowed},
+          {"final_items", final_items()}};
+}
+
+size_t Plan::final_items() const {
+  if (!rungs.empty()) return rungs.back().items;
+  return abs_prompts;
 }
 
 Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p) {
@@ -35,11 +51,16 @@ Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p
   if (n_dev == 0) throw UsageError("tune", "the dev split has no record");
   Plan pl;
   pl.candidates = n;
+  pl.abs_keep_share = p.abs_keep;
+  pl.finalists = p.finalists;
+  // The control arm is one of the n candidates; every cut keeps it beside the best others.
+  const size_t ctl = p.control && !p.abs_only ? 1 : 0;
+  pl.control = ctl;
   size_t c = n;
   if (p.abs_filter || p.abs_only) {
     pl.abs_prompts = std::min(p.abs_prompts, n_dev);
     pl.abs_cost = n * pl.abs_prompts;
-    pl.abs_keep = p.abs_only ? 1 : std::max<size_t>(1, size_t(std::ceil(double(n) * p.abs_keep)));
+    pl.abs_keep = p.abs_only ? 1 : ctl + abs_kept(n - ctl, p.abs_keep);
     c = pl.abs_keep;
   }
   pl.total = pl.abs_cost;
@@ -52,8 +73,9 @@ Plan plan_with(size_t n, size_t n_dev, size_t first_items, const SearchParams& p
     r.candidates = c;
     r.items = items;
     r.cost = c * (items - done);
-    const bool last = c <= std::max<size_t>(1, p.finalists);
-    r.keep = last ? c : ceil_div(c, eta);
+    // Not last: at least two others, so a cut shrinks c.
+    const bool last = c - ctl <= std::max<size_t>(1, p.finalists);
+    r.keep = last ? c : ctl + ceil_div(c - ctl, eta);
     pl.rungs.push_back(r);
     pl.total += r.cost;
     if (last) break;
@@ -73,6 +95,8 @@ size_t minimum_budget(size_t n, size_t n_dev, const SearchParams& p) {
   const Plan pl = plan_with(n, n_dev, 1, p);
   return pl.abs_cost + (pl.rungs.empty() ? 0 : pl.rungs[0].cost);
 }
+
+namespace {
 
 // The plan with i_0 = 1 cut to the budget: the rungs that fit, the last of them final, then as
 // many robustness records as the rest pays for.
@@ -94,7 +118,8 @@ Plan truncate_plan(Plan pl, size_t budget, const SearchParams& p) {
   return pl;
 }
 
-Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
+// The plan for these settings exactly (no narrowing).
+Plan plan_fixed(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
   const size_t minimum = minimum_budget(n, n_dev, p);
   if (budget < minimum)
     throw UsageError("--budget", std::to_string(budget) +
@@ -112,6 +137,48 @@ Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
     best = pl;
   }
   return best;
+}
+
+}  // namespace
+
+Plan plan_search(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
+  const bool abs_narrows = p.narrow_abs_keep && p.abs_filter && !p.abs_only;
+  const bool fin_narrows = p.narrow_finalists && !p.abs_only && p.finalists > 2;
+  if (!abs_narrows && !fin_narrows) return plan_fixed(n, n_dev, budget, p);
+  // The settings to try, least narrowing first: abs_keep halved step by step (while that keeps
+  // fewer candidates), and at each step the given finalists, then two.
+  std::vector<SearchParams> tries;
+  const size_t ctl = p.control ? 1 : 0;
+  for (double keep = p.abs_keep;; keep /= 2) {
+    SearchParams q = p;
+    q.abs_keep = keep;
+    tries.push_back(q);
+    if (fin_narrows) {
+      q.finalists = 2;
+      tries.push_back(q);
+    }
+    if (!abs_narrows || n <= ctl || abs_kept(n - ctl, keep / 2) == abs_kept(n - ctl, keep)) break;
+  }
+  const size_t want_final = std::min(kMinFinalRecords, n_dev);
+  const size_t want_first = std::min(kMinFirstRecords, n_dev);
+  std::optional<Plan> best;
+  std::optional<UsageError> error;  // the last: the most narrowed setting has the lowest minimum
+  for (const SearchParams& q : tries) {
+    Plan pl;
+    try {
+      pl = plan_fixed(n, n_dev, budget, q);
+    } catch (const UsageError& e) {  // a budget below this setting's first rung
+      error = e;
+      continue;
+    }
+    pl.narrowed = q.abs_keep != p.abs_keep || q.finalists != p.finalists;
+    if (pl.final_items() >= want_final && pl.first_items >= want_first) return pl;
+    if (!best || pl.final_items() > best->final_items() ||
+        (pl.final_items() == best->final_items() && pl.first_items > best->first_items))
+      best = pl;
+  }
+  if (!best) throw *error;
+  return *best;
 }
 
 }  // namespace ragform::tune

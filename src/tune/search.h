@@ -13,6 +13,18 @@
 //   robust    the finalists answer the perturbed records (judge.h) of the first robust_items
 //             records of the last rung: finalists * robust_items * kinds prompts at most (a
 //             degenerate perturbation costs nothing).
+// The control arm (control): one candidate, the original presentation, is never cut. It is scored
+// with the others and takes no place of theirs: a cut keeps the best of the other candidates
+// (ceil(others * abs_keep) after ABS, ceil(others / eta) after a rung) and the control beside
+// them, and halving stops when at most `finalists` others remain, so the final comparison has
+// `finalists` candidates and the control. The plan is therefore the same whether the control
+// ranks first or last.
+// Narrowing (narrow_abs_keep, narrow_finalists: the user left that setting to the plan): when the
+// winner would be chosen on fewer than kMinFinalRecords dev records per finalist, or the first
+// rung would judge on fewer than kMinFirstRecords, plan_search narrows the field before the
+// halving starts: it halves abs_keep (an ABS filter keeping fewer candidates) and tries two
+// finalists in place of more, taking the least narrowing that reaches both sizes within the
+// budget, else the one whose final rung has the most records.
 // i_0 is the largest first-rung size whose whole plan fits the budget. A budget below the whole
 // plan with i_0 = 1 truncates it: the rungs that fit run (the last of them ranks nothing: its
 // candidates are the finalists), then the robustness check on as many records as the rest of the
@@ -39,7 +51,14 @@ struct SearchParams {
   size_t robust_items = 8;  // records of the robustness check
   size_t robust_kinds = 2;  // perturbations per record
   bool robustness = true;   // the task has a robustness check
+  bool control = false;     // one of the n candidates is the control arm (above)
+  bool narrow_abs_keep = false, narrow_finalists = false;  // the plan may narrow these
 };
+
+// The records a winner should be chosen on (per finalist) and a first rung should judge on, at
+// least, before the plan narrows the field: a difference of one answer in 20 is 5 points.
+inline constexpr size_t kMinFinalRecords = 20;
+inline constexpr size_t kMinFirstRecords = 4;
 
 struct Rung {
   size_t candidates = 0, items = 0, keep = 0;
@@ -54,6 +73,13 @@ struct Plan {
   size_t first_items = 0;  // i_0
   size_t total = 0;        // every prompt of the plan
   bool truncated = false;  // the budget cut the halving or the robustness check short
+  bool control = false;    // one candidate is the control arm (never cut)
+  // The settings the plan was made with (after narrowing) and whether narrowing changed them.
+  double abs_keep_share = 0;
+  size_t finalists = 0;
+  bool narrowed = false;
+  // The dev records each finalist's score rests on: the last rung's (abs only: the ABS pass's).
+  size_t final_items() const;
   nlohmann::ordered_json to_json() const;
 };
 

@@ -54,7 +54,15 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
   if (s.complete) {
     j["profile"] = profile_to_json(s.profile);
     j["winner"] = label(s.candidates[s.winner].presentation);
+    // What the profile deploys and why (deploy.h), and on how many dev records the winner was
+    // chosen.
+    j["deployed"] = s.deployment.name();
+    j["why"] = s.deployment.why;
+    j["deploy"] = deploy_rule_name(o.deploy);
+    j["final_n"] = s.plan.final_items();
   }
+  j["control"] = s.control ? nlohmann::json(label(s.candidates[*s.control].presentation))
+                           : nlohmann::json(nullptr);
   j["budget"] = s.budget;
   j["spent"] = s.spent;
   j["grid"] = s.grid;
@@ -76,6 +84,7 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
     t["label"] = label(c.presentation);
     t["presentation"] = to_json(c.presentation);
     t["dropped_at"] = c.dropped_at;
+    t["control"] = c.control;
     t["accuracy"] = c.score.accuracy();
     t["n"] = c.score.n;
     t["tokens"] = c.score.tokens;
@@ -100,7 +109,10 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
         by[key].first += *acc;
         by[key].second += 1;
       };
-      for (const CandidateResult& c : s.candidates) count(c.presentation, c.first_rung_accuracy);
+      // The control added to a space that lacked it is not a value of the space.
+      for (size_t c = 0; c < s.candidates.size(); ++c)
+        if (!(s.control_added && s.control == c))
+          count(s.candidates[c].presentation, s.candidates[c].first_rung_accuracy);
       for (const auto& [p, of] : s.aliases) count(p, s.candidates[of].first_rung_accuracy);
       nlohmann::ordered_json e = nlohmann::json::object();
       for (const auto& k : seen) e[k] = by[k].first / double(by[k].second);
@@ -116,11 +128,9 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
           {"robustness", x.robustness ? nlohmann::json(*x.robustness) : nullptr},
           {"tokens", x.tokens}};
     };
-    j["holdout"] = {{"items", h.items},
-                    {"prompts", h.prompts},
-                    {"original", side(h.original)},
-                    {"tuned", side(h.tuned)},
-                    {"diff_ci95", {h.diff_lo, h.diff_hi}},
+    j["holdout"] = {{"items", h.items},        {"unmeasured", h.unmeasured},
+                    {"prompts", h.prompts},    {"original", side(h.original)},
+                    {"tuned", side(h.tuned)},  {"diff_ci95", {h.diff_lo, h.diff_hi}},
                     {"mcnemar_p", h.mcnemar_p}};
   } else {
     j["holdout"] = nullptr;
@@ -147,6 +157,15 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
        (o.ctx_source.empty() ? "" : " (" + o.ctx_source + ")");
   t += "\n  " + spending_text(s, o.dev.size()) + "\n";
   if (s.abs_skipped) t += "  abs: filter skipped: the reader gives no attention\n";
+  if (s.control)
+    t += "  control: " + label(s.candidates[*s.control].presentation) +
+         (s.control_added ? " (the original presentation, not in the space)" : "") +
+         ", measured on every rung\n";
+  if (s.plan.narrowed)
+    t += "  narrowed (the winner would otherwise rest on fewer than " +
+         std::to_string(kMinFinalRecords) + " dev records per finalist): the ABS filter keeps " +
+         number(s.plan.abs_keep_share) + " of the candidates, " + std::to_string(s.plan.finalists) +
+         " finalists\n";
   if (s.plan.abs_cost)
     t += "  abs: " + std::to_string(s.plan.candidates) + " candidates x " +
          std::to_string(s.plan.abs_prompts) + " prompts, kept " + std::to_string(s.plan.abs_keep) +
@@ -161,10 +180,13 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
          "robustness on " +
          std::to_string(s.plan.robust_items) + " records\n";
   if (!s.complete) return t + "  " + s.pending + "\n";
+  t += "  finalists, on " + std::to_string(s.plan.final_items()) + " dev records each" +
+       (s.plan.final_items() < kMinFinalRecords ? " (too few to tell them apart)" : "") + ":\n";
   for (size_t c : s.finalists) {
     const CandidateResult& cr = s.candidates[c];
-    t += std::string(c == s.winner ? "  * " : "    ") + label(cr.presentation) + ": accuracy " +
-         number(cr.score.accuracy()) + " (" + std::to_string(cr.score.n) + "), robustness " +
+    t += std::string(c == s.winner ? "  * " : "    ") + label(cr.presentation) +
+         (cr.control ? " [control]" : "") + ": accuracy " + number(cr.score.accuracy()) + " (" +
+         std::to_string(cr.score.n) + "), robustness " +
          (cr.score.robustness ? number(*cr.score.robustness) : std::string("-")) + ", tokens " +
          number(cr.score.tokens) + (cr.score.abs ? ", abs " + number(*cr.score.abs) : "") + "\n";
   }
@@ -177,12 +199,18 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
              number(x.tokens);
     };
     t += "  held out (" + std::to_string(h.items) + " records, " + std::to_string(h.prompts) +
-         " prompts, not counted in the budget):\n";
+         " prompts, not counted in the budget" +
+         (h.unmeasured ? "; " + std::to_string(h.unmeasured) + " unmeasured records left out"
+                       : std::string()) +
+         "):\n";
     t += "    original " + h.original.label + ": " + side(h.original) + "\n";
     t += "    tuned    " + h.tuned.label + ": " + side(h.tuned) + "\n";
     t += "    accuracy difference 95% CI [" + number(h.diff_lo) + ", " + number(h.diff_hi) +
          "], McNemar p " + number(h.mcnemar_p) + "\n";
   }
+  t += "  deployed (--deploy " + std::string(deploy_rule_name(o.deploy)) +
+       "): " + s.deployment.name() + " " + label(s.profile.presentation) + ": " + s.deployment.why +
+       "\n";
   return t;
 }
 

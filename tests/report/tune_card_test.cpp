@@ -60,6 +60,10 @@ json summary(int64_t holdout_run) {
          {{"delimiter", "&"}, {"format", "yaml"}, {"order", "edges"}, {"k", 0}, {"spotlight", 0}}},
         {"searched", {"delimiter", "format"}}}},
       {"winner", "W"},
+      {"deployed", "tuned"},
+      {"why", "the held-out split confirms the winner: <CI [0.1, 0.4]>"},
+      {"deploy", "confirmed"},
+      {"final_n", 32},
       {"budget", 400},
       {"spent", 377},
       {"grid", 2000},
@@ -148,6 +152,19 @@ TEST(TuneCard, SummaryOnThePage) {
   EXPECT_NE(h.find("McNemar's p = <b>0.0123</b> over 40 held-out questions (160 prompts"),
             std::string::npos);
   EXPECT_NE(h.find("The interval excludes 0."), std::string::npos);
+  // The deploy decision and its reason (escaped), and the records the winner was chosen on.
+  EXPECT_NE(h.find("Deployed: <b class=\"ok\">tuned</b> (--deploy confirmed): the held-out split "
+                   "confirms the winner: &lt;CI [0.1, 0.4]&gt;. The winner was chosen on 32 dev "
+                   "records per finalist."),
+            std::string::npos);
+  {
+    json old = summary(ho);  // stored before the deploy rule
+    old.erase("deployed");
+    st.set_run_meta(run, "tune_summary", old);
+    EXPECT_NE(report::render_report(st, {}, nullptr).find("stored before tune's deploy rule"),
+              std::string::npos);
+    st.set_run_meta(run, "tune_summary", summary(ho));
+  }
   // The trajectory: stages in the search's order, with the number each dropped.
   const size_t abs = h.find(">abs<"), r0 = h.find(">rung 0<"), r1 = h.find(">rung 1<"),
                fin = h.find(">final<"), win = h.find(">winner<");

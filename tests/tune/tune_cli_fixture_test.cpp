@@ -175,6 +175,73 @@ TEST(TuneCli, ShardsMergeIntoTheUnshardedRun) {
 
 // --objective abs is C-NORM's calibration: every candidate on 6 prompts (calibrate's -S) unless
 // --abs-prompts says otherwise, and nothing is generated.
+// The search of issue 43's report: stories260K, the default needle space (216 candidates), a
+// budget of 600. Before the deploy rule it wrote a winner whose held-out accuracy was below the
+// original's. Now the plan narrows the field so the finalists are judged on 20+ dev records, the
+// original presentation is a finalist (the control arm), and the profile holds the original
+// because the held-out split does not confirm the winner, with the reason in the output, the
+// profile and `present`'s stderr. --deploy best on the same store measures nothing and writes
+// the winner.
+TEST(TuneCli, AnUnconfirmedWinnerIsNotDeployed) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  auto dir = temp_dir("tune_cli_deploy");
+  const std::string args = "tune -m " + quoted(model) + " --task needle --budget 600 --store " +
+                           quoted(dir / "s.sqlite") + " -o " + quoted(dir / "p.json") + " --json";
+  RunResult r = run_ragform(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["deployed"], "original");
+  EXPECT_EQ(j["deploy"], "confirmed");
+  EXPECT_NE(j["winner"], j["control"]);
+  EXPECT_NE(j["why"].get<std::string>().find("does not confirm the winner"), std::string::npos)
+      << j["why"];
+  EXPECT_NE(j["why"].get<std::string>().find("95% CI of the difference ["), std::string::npos);
+  EXPECT_GE(j["final_n"].get<int>(), 20);
+  EXPECT_TRUE(j["plan"]["narrowed"].get<bool>());
+  bool control_final = false;
+  for (const auto& c : j["trajectory"])
+    if (c["control"].get<bool>())
+      control_final = c["dropped_at"] == "final" || c["dropped_at"] == "";
+  EXPECT_TRUE(control_final);
+  const nlohmann::json p = nlohmann::json::parse(read_file(dir / "p.json"));
+  EXPECT_EQ(p["deployed"], "original");
+  EXPECT_EQ(p["why"], j["why"]);
+  EXPECT_EQ(p["winner"], j["winner"]);
+  EXPECT_EQ(p["presentation"]["delimiter"], "original");
+  EXPECT_EQ(p["presentation"]["format"], "plain");
+  EXPECT_EQ(p["presentation"]["order"], "retrieved");
+  EXPECT_EQ(p["presentation"]["k"], 0);
+  EXPECT_EQ(p["presentation"]["spotlight"], 0);
+
+  // present says once which presentation the profile holds and why.
+  write_file(dir / "r.jsonl",
+             "{\"id\": \"a\", \"question\": \"q?\", \"answers\": [\"x\"], \"ctxs\": "
+             "[{\"title\": \"t\", \"text\": \"x is here.\"}]}\n"
+             "{\"id\": \"b\", \"question\": \"r?\", \"answers\": [\"y\"], \"ctxs\": "
+             "[{\"title\": \"u\", \"text\": \"y is there.\"}]}\n");
+  RunResult pr = run_ragform("present --profile " + quoted(dir / "p.json") + " --input " +
+                             quoted(dir / "r.jsonl"));
+  ASSERT_EQ(pr.exit_code, 0) << pr.err;
+  const std::string said =
+      "present: profile: deployed the original presentation: the held-out split does not confirm";
+  const size_t at = pr.err.find(said);
+  EXPECT_NE(at, std::string::npos) << pr.err;
+  EXPECT_EQ(pr.err.find(said, at + 1), std::string::npos) << "said once: " << pr.err;
+
+  // The other rule on the same store: nothing new is measured, the winner is written.
+  RunResult best = run_ragform(args + " --deploy best");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  EXPECT_NE(best.err.find("tune: 0 new prompts"), std::string::npos) << best.err;
+  const nlohmann::json jb = nlohmann::json::parse(best.out);
+  EXPECT_EQ(jb["deployed"], "tuned");
+  EXPECT_EQ(jb["winner"], j["winner"]);
+  EXPECT_EQ(jb["holdout"], j["holdout"]);
+  nlohmann::json winner;
+  for (const auto& c : jb["trajectory"])
+    if (c["label"] == jb["winner"]) winner = c["presentation"];
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "p.json"))["presentation"], winner);
+}
+
 TEST(TuneCli, AbsObjectiveScoresSixPromptsPerCandidate) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   auto dir = temp_dir("tune_cli_abs");

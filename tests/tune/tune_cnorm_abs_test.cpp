@@ -73,7 +73,7 @@ TEST(TuneCnormAbs, ReproducesCalibrateChoice) {
       EXPECT_DOUBLE_EQ(*s.candidates[c].score.abs, cal.candidates[c].mean) << c;
     }
     EXPECT_EQ(s.winner, cal.best) << "p = " << p;
-    EXPECT_EQ(s.profile.presentation.delimiter, cal.candidates[cal.best].delim.name);
+    EXPECT_EQ(s.candidates[s.winner].presentation.delimiter, cal.candidates[cal.best].delim.name);
     EXPECT_EQ(r2.attention_calls, int(cal.passes));
   }
 }

@@ -143,7 +143,10 @@ TEST(TuneSearch, PlantedWinnerOfEachObjective) {
                        store::RunStore::Durability::normal);
     TuneSummary s = run_tune(tr.r, st, fx.options(obj, 120));
     ASSERT_TRUE(s.complete);
-    EXPECT_EQ(label(s.profile.presentation), label(fx.cands[want])) << objective_name(obj);
+    // The search's winner (no held-out split here: the profile deploys the original).
+    EXPECT_EQ(s.profile.winner, label(fx.cands[want])) << objective_name(obj);
+    EXPECT_EQ(label(s.candidates[s.winner].presentation), label(fx.cands[want]));
+    EXPECT_EQ(s.profile.deployed, "original");
     EXPECT_LE(size_t(tr.r.generate_calls), 120u);
     EXPECT_LE(s.spent, 120u);
   }
@@ -180,8 +183,10 @@ TEST(TuneSearch, AbsObjectivePicksTheMostBalancedAttention) {
 
 TEST(TuneSearch, BudgetIsNeverExceededAndTooSmallNamesTheMinimum) {
   Fixture fx;
-  const Plan smallest = plan_with(fx.cands.size(), fx.dev.size(), 1, SearchParams{});
-  const size_t minimum = minimum_budget(fx.cands.size(), fx.dev.size(), SearchParams{});
+  SearchParams with_control;
+  with_control.control = true;  // the space holds the original presentation: the control arm
+  const Plan smallest = plan_with(fx.cands.size(), fx.dev.size(), 1, with_control);
+  const size_t minimum = minimum_budget(fx.cands.size(), fx.dev.size(), with_control);
   EXPECT_EQ(minimum, fx.cands.size());  // no ABS (no attention): one record per candidate
   // Below the whole plan the halving is cut short; above it the first rung grows.
   for (size_t budget : {minimum, minimum + 5, smallest.total - 1, smallest.total,
@@ -528,9 +533,15 @@ TEST(TuneSearch, AliasesAreMeasuredOnceAndChargedOnce) {
   set_dimension(fx.space, "k", "2");
   fx.cands = candidates(fx.space, Task::Qa);
   ASSERT_EQ(fx.cands.size(), 8u);
-  const size_t minimum = minimum_budget(4, fx.dev.size(), SearchParams{});
+  // Four distinct candidates, and the original presentation (k all: the space lacks it) joins
+  // them as the control arm.
+  SearchParams with_control;
+  with_control.control = true;
+  const size_t minimum = minimum_budget(5, fx.dev.size(), with_control);
+  std::vector<Presentation> rendered = fx.cands;
+  rendered.push_back(original_presentation());
   for (size_t budget : {minimum, size_t(30), size_t(100)}) {
-    TableReader tr(fx.cands, fx.dev, std::vector<Planted>(fx.cands.size(), Planted{0.5, 3}));
+    TableReader tr(rendered, fx.dev, std::vector<Planted>(rendered.size(), Planted{0.5, 3}));
     std::map<std::string, int> asked;
     tr.r.answer = [&](const std::string& prompt) {
       ++asked[prompt];
@@ -542,7 +553,8 @@ TEST(TuneSearch, AliasesAreMeasuredOnceAndChargedOnce) {
     store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
     TuneSummary s = run_tune(tr.r, st, o);
     ASSERT_TRUE(s.complete);
-    EXPECT_EQ(s.candidates.size(), 4u);
+    EXPECT_EQ(s.candidates.size(), 5u);
+    EXPECT_TRUE(s.control_added);
     ASSERT_EQ(s.aliases.size(), 4u);
     for (const auto& [p, of] : s.aliases) {
       EXPECT_EQ(p.order, Order::Edges);
@@ -553,7 +565,7 @@ TEST(TuneSearch, AliasesAreMeasuredOnceAndChargedOnce) {
     EXPECT_LE(s.spent, budget);
     const auto j = summary_json(s, o);
     EXPECT_EQ(j["aliases"].size(), 4u);
-    EXPECT_EQ(j["candidates"], 4);
+    EXPECT_EQ(j["candidates"], 5);
     EXPECT_EQ(j["main_effects"]["order"]["edges"], j["main_effects"]["order"]["retrieved"]);
     EXPECT_NE(summary_text(s, o).find("4 aliases"), std::string::npos) << summary_text(s, o);
   }
@@ -617,7 +629,176 @@ TEST(TuneSearch, AbsFilterThenEveryRungAnswers) {
     if (c.dropped_at != "abs") {
       EXPECT_GT(c.score.n, 0u) << label(c.presentation);
     }
-  EXPECT_EQ(label(s.profile.presentation), label(fx.cands[fx.w_acc]));
+  EXPECT_EQ(s.profile.winner, label(fx.cands[fx.w_acc]));
+}
+
+}  // namespace
+
+namespace {
+
+// The original presentation is the control arm: it loses every rung (accuracy 0, the lowest ABS)
+// and still reaches the final comparison, measured on the final rung's records like the others.
+TEST(TuneSearch, ControlArmReachesTheFinalWhenItLosesEarlyRungs) {
+  Fixture fx;
+  const size_t control = fx.idx("original", "plain", Order::Retrieved);
+  std::vector<Planted> table = fx.table();
+  table[control] = {0.0, 0};
+  for (bool abs : {false, true}) {
+    TableReader tr(fx.cands, fx.dev, table);
+    const std::string t0 =
+        render(fx.dev[0], fx.cands[control], Task::Qa, template_for(Task::Qa)).prompt;
+    const std::string t1 =
+        render(fx.dev[1], fx.cands[control], Task::Qa, template_for(Task::Qa)).prompt;
+    tr.r.heads = [&](const std::string& prompt, size_t T) {
+      std::vector<float> a(T, 1.0f);
+      if (prompt == t0 || prompt == t1) a.assign(T, 0.0f), a[0] = 1.0f;  // ABS 0: the worst
+      return std::vector<std::vector<float>>{a};
+    };
+    TuneOptions o = fx.options(Objective::Accuracy, 150);
+    o.search.abs_filter = abs;
+    o.search.finalists = 2;
+    auto dir = ragform::testing::temp_dir(std::string("tune_control_") + (abs ? "abs" : "plain"));
+    store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+    TuneSummary s = run_tune(tr.r, st, o);
+    ASSERT_TRUE(s.complete);
+    ASSERT_EQ(s.control, control);
+    EXPECT_FALSE(s.control_added);
+    ASSERT_GE(s.plan.rungs.size(), 2u) << "the control must survive cuts";
+    EXPECT_NE(std::find(s.finalists.begin(), s.finalists.end(), control), s.finalists.end());
+    EXPECT_EQ(s.candidates[control].dropped_at, "final");
+    EXPECT_TRUE(s.candidates[control].control);
+    EXPECT_EQ(s.candidates[control].score.n, s.plan.final_items());
+    EXPECT_EQ(s.candidates[control].score.correct, 0u);
+    if (!abs) {  // (uniform ABS: the filter keeps the earlier candidates)
+      EXPECT_EQ(s.profile.winner, label(fx.cands[fx.w_acc]));
+    }
+    EXPECT_LE(s.spent, 150u);  // the control's place is in the plan: the budget still holds
+    EXPECT_EQ(summary_json(s, o)["control"], label(fx.cands[control]));
+    if (abs) {
+      EXPECT_LT(*s.candidates[control].score.abs, 0.01);
+    }
+  }
+}
+
+// The plan narrows the field when the winner would rest on fewer than 20 dev records per
+// finalist (a stricter ABS filter, then two finalists), and leaves a setting the user gave alone.
+TEST(TuneSearch, ThePlanNarrowsTheFieldToJudgeOnEnoughRecords) {
+  SearchParams p;
+  p.abs_filter = true;
+  p.control = true;
+  const Plan wide = plan_search(216, 24, 600, p);
+  EXPECT_LT(wide.final_items(), kMinFinalRecords);
+  EXPECT_FALSE(wide.narrowed);
+  p.narrow_abs_keep = p.narrow_finalists = true;
+  const Plan narrow = plan_search(216, 24, 600, p);
+  EXPECT_TRUE(narrow.narrowed);
+  EXPECT_GE(narrow.final_items(), kMinFinalRecords);
+  EXPECT_GE(narrow.first_items, kMinFirstRecords);
+  EXPECT_LT(narrow.abs_keep_share, 0.5);
+  EXPECT_LE(narrow.total, 600u);
+  // A budget that already judges on enough records is not narrowed.
+  const Plan rich = plan_search(12, 24, 2000, p);
+  EXPECT_FALSE(rich.narrowed);
+  EXPECT_GE(rich.final_items(), kMinFinalRecords);
+  // Every cut keeps the control beside the others' best: a rung of c keeps 1 + ceil((c-1)/eta).
+  for (const Rung& r : narrow.rungs)
+    if (&r != &narrow.rungs.back()) {
+      EXPECT_EQ(r.keep, 1 + (r.candidates - 1 + 1) / 2);
+    }
+}
+
+// A reader double whose held-out answers follow their own table: the held-out split confirms
+// the winner (deployed), or does not (the original is deployed; --deploy best writes the winner
+// from the same rows, measuring nothing new), and a held-out answer the reader failed to give is
+// unmeasured, not wrong.
+TEST(TuneSearch, TheHeldOutSplitDecidesWhatIsDeployed) {
+  Fixture fx;
+  // Other questions than the dev split's (persons 16-39).
+  std::vector<eval::QaRecord> held = qa_records(40, "h");
+  held.erase(held.begin(), held.begin() + 16);
+  std::vector<eval::QaRecord> all = fx.dev;
+  all.insert(all.end(), held.begin(), held.end());
+  for (bool confirms : {true, false}) {
+    std::vector<Planted> t = fx.table();
+    TableReader tr(fx.cands, all, t);
+    // On held-out records (index >= 16) the winner answers as well as its table says, or as
+    // badly as the original presentation.
+    std::vector<Planted> held_table = t;
+    if (!confirms) held_table[fx.w_acc] = held_table[fx.idx("original", "plain", Order::Retrieved)];
+    tr.r.answer = [&](const std::string& prompt) {
+      auto [c, i, kind] = tr.prompts.at(prompt);
+      if (i < fx.dev.size()) return tr.answer(prompt);
+      const double x = std::fmod(double(i % 20 + 1) * 0.6180339887, 1.0);
+      return x < held_table[c].acc ? " " + all[i].answers[0] + "\n" : std::string(" nobody\n");
+    };
+    TuneOptions o = fx.options(Objective::Accuracy, 120);
+    o.holdout = held;
+    auto dir = ragform::testing::temp_dir(std::string("tune_deploy_") + (confirms ? "y" : "n"));
+    store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+    TuneSummary s = run_tune(tr.r, st, o);
+    ASSERT_TRUE(s.complete);
+    ASSERT_TRUE(s.holdout);
+    EXPECT_EQ(s.profile.winner, label(fx.cands[fx.w_acc]));
+    const nlohmann::json j = summary_json(s, o);
+    EXPECT_EQ(j["deployed"], confirms ? "tuned" : "original");
+    EXPECT_EQ(j["why"], s.deployment.why);
+    EXPECT_EQ(j["profile"]["deployed"], j["deployed"]);
+    EXPECT_EQ(j["profile"]["why"], j["why"]);
+    EXPECT_EQ(j["final_n"], s.plan.final_items());
+    EXPECT_NE(s.deployment.why.find("["), std::string::npos) << "the CI: " << s.deployment.why;
+    if (confirms) {
+      EXPECT_GT(s.holdout->diff_lo, 0);
+      EXPECT_EQ(s.profile.presentation, fx.cands[fx.w_acc]);
+      EXPECT_NE(s.deployment.why.find("confirms the winner"), std::string::npos);
+    } else {
+      EXPECT_LE(s.holdout->diff_lo, 0);
+      EXPECT_EQ(label(s.profile.presentation),
+                label(fx.cands[fx.idx("original", "plain", Order::Retrieved)]));
+      EXPECT_NE(s.deployment.why.find("does not confirm"), std::string::npos);
+      EXPECT_NE(summary_text(s, o).find("deployed (--deploy confirmed): original"),
+                std::string::npos)
+          << summary_text(s, o);
+      // The other rule on the same store: the same rows, nothing measured, the winner written.
+      const int calls = tr.r.generate_calls;
+      o.deploy = DeployRule::Best;
+      TuneSummary b = run_tune(tr.r, st, o);
+      EXPECT_EQ(tr.r.generate_calls, calls);
+      EXPECT_EQ(b.new_prompts, 0u);
+      EXPECT_EQ(b.profile.presentation, fx.cands[fx.w_acc]);
+      EXPECT_EQ(b.profile.deployed, "tuned");
+      EXPECT_NE(b.deployment.why.find("--deploy best"), std::string::npos) << b.deployment.why;
+    }
+  }
+
+  // Two held-out answers of the winner fail: those records are unmeasured and left out of the
+  // paired comparison (not wrong answers), the run does not stop, and a rerun retries them.
+  TableReader tr(fx.cands, all, fx.table());
+  bool fail = true;
+  tr.r.answer = [&](const std::string& prompt) {
+    auto [c, i, kind] = tr.prompts.at(prompt);
+    const size_t h = i - fx.dev.size();
+    if (fail && c == fx.w_acc && i >= fx.dev.size() && (h == 3 || h == 4) && kind < 0)
+      throw Error("table reader", "the server went away");
+    return tr.answer(prompt);
+  };
+  TuneOptions o = fx.options(Objective::Accuracy, 120);
+  o.holdout = held;
+  std::vector<std::string> notes;
+  o.hooks.note = [&](const std::string& line) { notes.push_back(line); };
+  auto dir = ragform::testing::temp_dir("tune_deploy_unmeasured");
+  store::RunStore st(dir / "s.sqlite", store::RunStore::Mode::create, kNormal);
+  TuneSummary s = run_tune(tr.r, st, o);
+  ASSERT_TRUE(s.holdout);
+  EXPECT_EQ(s.holdout->unmeasured, 2u);
+  EXPECT_EQ(s.holdout->items, held.size() - 2);
+  EXPECT_EQ(summary_json(s, o)["holdout"]["unmeasured"], 2);
+  bool said = false;
+  for (const auto& n : notes) said = said || n.find("not counted as wrong") != std::string::npos;
+  EXPECT_TRUE(said);
+  fail = false;
+  TuneSummary again = run_tune(tr.r, st, o);
+  EXPECT_EQ(again.holdout->unmeasured, 0u);
+  EXPECT_EQ(again.holdout->items, held.size());
 }
 
 }  // namespace
