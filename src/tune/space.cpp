@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/mapped_file.h"
 #include "base/number_text.h"
 #include "base/yaml_text.h"
 #include "pipelines/cnorm/cnorm.h"
@@ -286,15 +287,13 @@ Space load_space_file(const std::string& path, Space base) {
     }
     return space_from_json(j, std::move(base), path);
   }
-  std::ifstream in(path);
-  if (!in) throw FileError(path, "cannot read the space file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Bounded as every text file (64 MiB): a space of that size is already far past kMaxCandidates.
+  const std::string text = read_file_bytes(path, kMaxTextFileBytes, "space file");
   nlohmann::json j;
   try {
     // The conversion inside the try too: whatever yaml-cpp refuses there (a conversion it
     // cannot make) is a bad space file with its line, not an internal error (exit 1).
-    j = yaml_to_json(load_yaml_text(ss.str()));
+    j = yaml_to_json(load_yaml_text(text));
   } catch (const YAML::Exception& e) {
     throw UsageError(e.mark.is_null() ? path : path + ":" + std::to_string(e.mark.line + 1),
                      "not a YAML space: " + e.msg);

@@ -206,4 +206,10 @@ TEST(Cli, EndlessFilesAndComplexYamlKeysAreRefusedAtOnce) {
   EXPECT_NE(r.err.find("/dev/zero: the profile is over the limit of 67108864 bytes"),
             std::string::npos)
       << r.err;
+  // A YAML space file (any name but *.json) was read whole with no bound.
+  r = run_ragform(tune + " --space /dev/zero");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("/dev/zero: the space file is over the limit of 67108864 bytes"),
+            std::string::npos)
+      << r.err;
 }
