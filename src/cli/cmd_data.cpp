@@ -1,13 +1,16 @@
 // ragform data check: load a QA data file the way every pipeline will (eval/datasets.h), report
 // its format, row and field counts, and its bad lines. ragform data needle: generated story-needle
-// QA records.
+// QA records. ragform data distractors: records with K documents, the gold among other
+// records' gold passages.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "cli/args.h"
 #include "cli/command.h"
+#include "eval/datasets.h"
 #include "eval/datasets_check.h"
 #include "pipelines/cnorm/cnorm.h"
 
@@ -72,19 +75,72 @@ int cmd_data_needle(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// QA records with k documents each from a file of questions and their gold passages (NQ-Open's
+// oracle file): the distractors of a record are other records' gold passages, drawn as C-NORM's qa
+// task draws them (cnorm/tasks.h build_qa_items, over the whole file), and the gold is placed per
+// --gold. The input of `ragform tune --task qa` and of any pipeline that reads canonical records.
+int cmd_data_distractors(const std::vector<std::string>& argv) {
+  Args a("data distractors",
+         "Write QA records with K documents each: the gold passage among distractors.",
+         "Each record of --input keeps its question, answers and gold passage (the first ctx with\n"
+         "isgold, else with hasanswer, else the first) and gets K-1 distractors: its own other\n"
+         "ctxs when it has K, else other records' gold passages in a seeded order, skipping any\n"
+         "that contains one of its answers (C-NORM's qa task, docs/cnorm.md). The pool is the\n"
+         "whole file, so --skip/--limit windows of one file draw from the same passages and are\n"
+         "disjoint in questions. --gold places the gold passage: random (a slot per record from\n"
+         "--seed and its id), first, last or a position 1..K. A record with too few usable\n"
+         "distractors is left out with a note. The same flags give the same bytes.");
+  auto& input = a.opt<std::string>("--input", "FILE", "QA records (JSONL, gzip ok)").required();
+  auto& docs = a.opt<int>("-k,--docs", "K", "documents per record", 10).range(2, 1000);
+  auto& seed =
+      a.opt<int>("--seed", "S", "distractor order and random gold slots", 0).range(0, kMaxInt);
+  auto& gold = a.opt<std::string>("--gold", "WHERE", "random, first, last or 1..K", "random");
+  auto& skip = a.opt<int>("--skip", "N", "leave out the first N records", 0).range(0, kMaxInt);
+  auto& limit =
+      a.opt<int>("--limit", "N", "write at most N records (0 = all)", 0).range(0, kMaxInt);
+  if (!a.parse(argv)) return 0;
+  const size_t k = size_t(docs.value);
+  const cnorm::GoldPlacement where = cnorm::parse_gold_placement(gold.value, k);
+  const std::vector<eval::QaRecord> all = eval::load_qa_file(input.value).records;
+  std::vector<std::string> skipped;
+  const std::vector<cnorm::Item> items =
+      cnorm::build_qa_items(all, k, uint64_t(seed.value), &skipped);
+  std::string out;
+  size_t written = 0;
+  for (size_t i = size_t(skip.value); i < items.size(); ++i) {
+    if (limit.value && written == size_t(limit.value)) break;
+    const size_t pos = where.position(items[i], k, uint64_t(seed.value));
+    out += cnorm::item_record(items[i], k, pos).dump() + "\n";
+    ++written;
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (std::fflush(stdout) != 0) throw Error("data distractors", "cannot write the records");
+  if (!skipped.empty())
+    std::fprintf(stderr,
+                 "data distractors: note: %zu records left out: fewer than %zu passages without "
+                 "their answers (first: %s)\n",
+                 skipped.size(), k - 1, excerpt(skipped.front()).c_str());
+  std::fprintf(stderr, "data distractors: %zu records of %zu documents written\n", written, k);
+  return 0;
+}
+
 int cmd_data(const std::vector<std::string>& args) {
   return run_verbs(
       "data",
-      "Inspect QA data files (the inputs of every pipeline), or generate story-needle ones.",
+      "Inspect QA data files (the inputs of every pipeline), generate story-needle ones, or give "
+      "records K documents (the gold among distractors).",
       {{"check", "detect a file's format, count rows and fields, list bad lines", cmd_data_check},
-       {"needle", "write generated story-needle QA records (JSONL)", cmd_data_needle}},
+       {"needle", "write generated story-needle QA records (JSONL)", cmd_data_needle},
+       {"distractors", "write QA records with K documents: the gold among distractors",
+        cmd_data_distractors}},
       args);
 }
 
 }  // namespace
 
-RAGFORM_COMMAND(
-    "data", "check QA data files (format, row and field counts, bad lines); story-needle records",
-    cmd_data, 85);
+RAGFORM_COMMAND("data",
+                "check QA data files (format, row and field counts, bad lines); story-needle and "
+                "distractor records",
+                cmd_data, 85);
 
 }  // namespace ragform::cli

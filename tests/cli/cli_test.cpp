@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -212,4 +213,54 @@ TEST(Cli, EndlessFilesAndComplexYamlKeysAreRefusedAtOnce) {
   EXPECT_NE(r.err.find("/dev/zero: the space file is over the limit of 67108864 bytes"),
             std::string::npos)
       << r.err;
+}
+
+// `ragform data distractors`: every record gets K documents, the gold once (flagged, holding an
+// answer) among other records' gold passages that hold none of its answers; the same flags give
+// the same bytes; --gold places it; --skip/--limit are windows of one pool.
+TEST(Cli, DataDistractorsGivesEachRecordKDocuments) {
+  const auto dir = ragform::testing::temp_dir("cli_data_distractors");
+  std::string lines;
+  const char* names[] = {"Ann", "Bob", "Cid", "Dee", "Eve", "Fay"};
+  for (int i = 0; i < 6; ++i)
+    lines += std::string(R"({"id": "q)") + std::to_string(i) + R"(", "question": "who is )" +
+             std::to_string(i) + R"(?", "answers": [")" + names[i] +
+             R"("], "ctxs": [{"title": "T)" + std::to_string(i) + R"(", "text": ")" + names[i] +
+             R"( is the one.", "isgold": true}]})" + "\n";
+  ragform::testing::write_file(dir / "in.jsonl", lines);
+  const std::string base = "data distractors --input " + (dir / "in.jsonl").string() + " -k 3";
+  auto r = run_ragform(base + " --seed 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run_ragform(base + " --seed 4").out, r.out);
+  std::istringstream in(r.out);
+  size_t n = 0;
+  std::set<size_t> slots;
+  for (std::string l; std::getline(in, l); ++n) {
+    const auto j = nlohmann::json::parse(l);
+    ASSERT_EQ(j["ctxs"].size(), 3u) << l;
+    const std::string answer = j["answers"][0];
+    size_t golds = 0;
+    for (size_t c = 0; c < 3; ++c) {
+      const auto& x = j["ctxs"][c];
+      const bool has = x["text"].get<std::string>().find(answer) != std::string::npos;
+      EXPECT_EQ(has, x["isgold"].get<bool>()) << l;
+      if (x["isgold"].get<bool>()) ++golds, slots.insert(c);
+    }
+    EXPECT_EQ(golds, 1u) << l;
+  }
+  EXPECT_EQ(n, 6u);
+  EXPECT_GT(slots.size(), 1u) << "random placement put every gold in one slot";
+  auto first = run_ragform(base + " --gold first --skip 2 --limit 3");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::istringstream fin(first.out);
+  std::vector<std::string> ids;
+  for (std::string l; std::getline(fin, l);) {
+    const auto j = nlohmann::json::parse(l);
+    EXPECT_TRUE(j["ctxs"][0]["isgold"].get<bool>());
+    ids.push_back(j["id"]);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"q2", "q3", "q4"}));
+  auto bad = run_ragform(base + " --gold 4");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "ragform: --gold: first, last, random or a position 1..3, got '4'\n");
 }

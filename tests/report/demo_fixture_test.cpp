@@ -154,6 +154,16 @@ TEST(Demo, WritesOneStoreAndOneReportAndResumes) {
   EXPECT_NE(r.out.find("category RR (mean of its perturbations' RR, Golden pairs): logic "),
             std::string::npos)
       << r.out;
+  // One finding about the reader with its interval: a category named only when its CI of the
+  // share of pairs that change grade excludes 0, and every category listed with its CI.
+  EXPECT_NE(r.out.find("by category (all pairs, 95% CI): logic "), std::string::npos) << r.out;
+  const size_t f = r.out.find("finding: ");
+  ASSERT_NE(f, std::string::npos) << r.out;
+  if (r.out.compare(f, 23, "finding: no category ch") != 0) {
+    const size_t ci = r.out.find("(95% CI [", f);
+    ASSERT_NE(ci, std::string::npos) << r.out;
+    EXPECT_GT(std::stod(r.out.substr(ci + 9)), 0.0) << r.out;
+  }
   // Each step is shown as the command it runs.
   for (const char* step :
        {"$ ragform cnorm calibrate", "$ ragform cnorm eval", "$ ragform sure perturb",

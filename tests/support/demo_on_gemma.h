@@ -31,6 +31,10 @@ inline void check_demo_on_gemma(const std::string& gemma, int needle, int docs, 
   EXPECT_NE(r.out.find("Spotlight " + std::to_string(hotpot) + " HotpotQA questions, recall@6:"),
             std::string::npos)
       << r.out;
+  // The demo's one finding about the reader (a perturbation effect and its CI, or that none
+  // shows at this size) and every category's share of changed grades with its CI.
+  EXPECT_NE(r.out.find("            finding: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by category (all pairs, 95% CI): "), std::string::npos) << r.out;
   store::RunStore st(dir / "ragform-demo.sqlite", store::RunStore::Mode::read_only);
   std::map<std::string, int64_t> rows;
   for (const auto& run : st.runs()) rows[run.pipeline] += st.counts(run.id).rows;

@@ -1,6 +1,12 @@
 #include "pipelines/cnorm/outputs.h"
 
+#include <cctype>
 #include <cstdio>
+#include <string>
+
+#include "base/error.h"
+#include "base/excerpt.h"
+#include "base/stable_hash.h"
 
 namespace ragform::cnorm {
 
@@ -10,6 +16,53 @@ nlohmann::json needle_record(const Item& it) {
   for (const auto& d : it.distractors)
     ctxs.push_back({{"title", d.title}, {"text", d.text}, {"isgold", false}});
   return {{"id", it.id}, {"question", it.question}, {"answers", it.answers}, {"ctxs", ctxs}};
+}
+
+nlohmann::json item_record(const Item& it, size_t k, size_t gold_pos) {
+  nlohmann::json ctxs = nlohmann::json::array();
+  const std::vector<Document> docs = arrange(it, k, gold_pos);
+  for (size_t i = 0; i < docs.size(); ++i) {
+    nlohmann::json c = {
+        {"title", docs[i].title}, {"text", docs[i].text}, {"isgold", i == gold_pos}};
+    if (i == gold_pos) c["hasanswer"] = true;
+    ctxs.push_back(std::move(c));
+  }
+  return {{"id", it.id}, {"question", it.question}, {"answers", it.answers}, {"ctxs", ctxs}};
+}
+
+size_t GoldPlacement::position(const Item& it, size_t k, uint64_t seed) const {
+  switch (kind) {
+    case First:
+      return 0;
+    case Last:
+      return k - 1;
+    case Slot:
+      return slot;
+    case Random:
+      break;
+  }
+  return size_t(derive_seed(seed, "gold position " + it.id) % k);
+}
+
+GoldPlacement parse_gold_placement(const std::string& s, size_t k) {
+  GoldPlacement g;
+  if (s == "first") return g.kind = GoldPlacement::First, g;
+  if (s == "last") return g.kind = GoldPlacement::Last, g;
+  if (s == "random") return g.kind = GoldPlacement::Random, g;
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || !std::isdigit(static_cast<unsigned char>(s[0])) || v < 1 ||
+      size_t(v) > k)
+    throw UsageError("--gold", "first, last, random or a position 1.." + std::to_string(k) +
+                                   ", got '" + excerpt(s) + "'");
+  g.kind = GoldPlacement::Slot;
+  g.slot = size_t(v - 1);
+  return g;
 }
 
 std::string needle_jsonl(size_t count, size_t docs, uint64_t seed) {

@@ -22,6 +22,19 @@ namespace ragform::cnorm {
 nlohmann::json needle_record(const Item& it);
 // make_needle_items(count, docs, seed) as JSONL (compact lines, each ending in '\n').
 std::string needle_jsonl(size_t count, size_t docs, uint64_t seed);
+// The item as a QA record with k documents, the gold ("isgold": true, "hasanswer": true) at
+// gold_pos among its first k - 1 distractors (arrange()); needle_record is this with every
+// distractor and the gold first.
+nlohmann::json item_record(const Item& it, size_t k, size_t gold_pos);
+// Where `ragform data distractors` puts each record's gold: first, last, a fixed 0-based slot, or
+// a slot drawn per record from (seed, record id).
+struct GoldPlacement {
+  enum Kind { First, Last, Slot, Random } kind = Random;
+  size_t slot = 0;
+  size_t position(const Item& it, size_t k, uint64_t seed) const;
+};
+// "first", "last", "random" or a 1-based position "1".."k"; UsageError("--gold", ...) otherwise.
+GoldPlacement parse_gold_placement(const std::string& s, size_t k);
 
 // One line per candidate, in the profile's order: "  <label padded to 10 columns> ABS m +- s
 // (n prompts)", the best one marked "  <- best" (no trailing newline).
