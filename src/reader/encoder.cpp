@@ -11,6 +11,19 @@ int Classification::find(const std::string& label) const {
   return -1;
 }
 
+std::vector<Classification> Encoder::rerank(const std::string& query,
+                                            const std::vector<std::string>& documents) {
+  std::vector<Classification> out;
+  out.reserve(documents.size());
+  for (size_t i = 0; i < documents.size(); i += kRerankChunk) {
+    std::vector<TextPair> pairs;
+    for (size_t d = i; d < std::min(documents.size(), i + kRerankChunk); ++d)
+      pairs.push_back({query, documents[d]});
+    for (Classification& c : classify(pairs)) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<float> softmax_probs(const std::vector<float>& scores) {
   std::vector<float> p(scores.size());
   if (scores.empty()) return p;

@@ -85,10 +85,30 @@ std::vector<Classification> NativeEncoder::classify(const std::vector<TextPair>&
     ins.push_back(pr.b ? runtime::encoder_pair_input(*tok_, pr.a, *pr.b, max_tokens(),
                                                      opt_.truncate, model_->hp().n_token_types)
                        : runtime::encoder_input(*tok_, pr.a, max_tokens(), opt_.truncate));
+  return classify_inputs(ins);
+}
+
+std::vector<Classification> NativeEncoder::rerank(const std::string& query,
+                                                  const std::vector<std::string>& documents) {
+  if (!model_->has_cls_out)
+    throw Error("classify", path_ + ": the model has no classification head (cls.output)");
+  const std::vector<int32_t> q = runtime::encoder_pieces(*tok_, query);
+  std::vector<runtime::EncoderInput> ins;
+  ins.reserve(documents.size());
+  for (const std::string& d : documents) {
+    const std::vector<int32_t> pieces = runtime::encoder_pieces(*tok_, d);
+    ins.push_back(runtime::encoder_pair_input(*tok_, q, pieces, max_tokens(), opt_.truncate,
+                                              model_->hp().n_token_types));
+  }
+  return classify_inputs(ins);
+}
+
+std::vector<Classification> NativeEncoder::classify_inputs(
+    const std::vector<runtime::EncoderInput>& ins) {
   std::lock_guard<std::mutex> lock(mu_);
   auto outs = enc_->encode(ins, {Pooling::Rank, opt_.max_batch_tokens});
-  std::vector<Classification> res(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i) {
+  std::vector<Classification> res(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
     Classification& c = res[i];
     c.labels = model_->labels;
     c.scores = std::move(outs[i].pooled);

@@ -39,6 +39,9 @@ class NativeEncoder : public Encoder {
   std::vector<Embedding> embed(const std::vector<std::string>& texts,
                                std::optional<Pooling> pooling, bool normalize) override;
   std::vector<Classification> classify(const std::vector<TextPair>& pairs) override;
+  // The query tokenised once and paired with each document's pieces.
+  std::vector<Classification> rerank(const std::string& query,
+                                     const std::vector<std::string>& documents) override;
 
   const model::BertModel& model() const { return *model_; }
   const tok::Tokenizer& tokenizer() const { return *tok_; }
@@ -52,6 +55,7 @@ class NativeEncoder : public Encoder {
   std::unique_ptr<model::BertModel> model_;
   std::unique_ptr<tok::Tokenizer> tok_;
   int trained_max_tokens_ = 0;  // sentence_transformers.max_seq_length, 0 when absent
+  std::vector<Classification> classify_inputs(const std::vector<runtime::EncoderInput>& ins);
   std::unique_ptr<runtime::Encoder> enc_;
   std::mutex mu_;
 };

@@ -213,7 +213,6 @@ Response EncoderApi::rerank(const std::string& body) {
   if (!j.contains("documents") || !j["documents"].is_array())
     bad("'documents' must be an array of strings",
         j.contains("documents") ? "invalid_type" : "missing_field");
-  std::vector<reader::TextPair> pairs;
   std::vector<std::string> docs;
   for (const auto& d : j["documents"]) {
     // Jina/Cohere also accept {"text": ...} objects.
@@ -230,8 +229,9 @@ Response EncoderApi::rerank(const std::string& body) {
         std::to_string(opt_.max_inputs));
   const int top_n = get_int(j, "top_n", int(docs.size()), 1, 1 << 30);
   const bool return_docs = get_bool(j, "return_documents", false);
-  for (const std::string& d : docs) pairs.push_back({query, d});
-  const auto res = enc_.classify(pairs);
+  // One query against every document: tokenised once, not copied per document (a 500 KB query
+  // against 2,000 documents tokenised it 2,000 times, 57 s, and held 2,000 copies, 1.4 GB).
+  const auto res = enc_.rerank(query, docs);
   std::vector<size_t> order(res.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),

@@ -116,15 +116,18 @@ class ServeProcess {
   }
 
   // Resident memory of the server in KiB (VmRSS), 0 when unknown.
-  long rss_kib() const {
+  long rss_kib() const { return status_kib("VmRSS:"); }
+  // The most resident memory the server has had in KiB (VmHWM), 0 when unknown.
+  long peak_rss_kib() const { return status_kib("VmHWM:"); }
+
+ private:
+  long status_kib(const std::string& key) const {
     std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
     std::string line;
     while (std::getline(in, line))
-      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+      if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
     return 0;
   }
-
- private:
   std::filesystem::path log_;
   pid_t pid_ = -1;
   int port_ = 0;

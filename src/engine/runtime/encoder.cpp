@@ -20,9 +20,24 @@ Truncate parse_truncate(const std::string& name) {
   throw UsageError("truncate", "unknown mode '" + name + "' (right or error)");
 }
 
+std::vector<int32_t> encoder_pieces(const tok::Tokenizer& tok, std::string_view text) {
+  return tok.encode(text, /*add_special=*/false, /*parse_special=*/false);
+}
+
+PairLengths longest_first(size_t la, size_t lb, size_t budget) {
+  if (la + lb <= budget) return {la, lb};
+  // Trimming one piece at a time from the longer segment (the first on a tie) shortens the longer
+  // to budget - shorter when that leaves it at least as long; else both meet and then alternate,
+  // ending at an even split with the odd piece on the second.
+  const size_t shorter = std::min(la, lb);
+  if (2 * shorter > budget) return {budget / 2, budget - budget / 2};
+  return la >= lb ? PairLengths{budget - lb, lb} : PairLengths{la, budget - la};
+}
+
 namespace {
-EncoderInput make_input(const tok::Tokenizer& tok, std::string_view a, int n_max, Truncate trunc,
-                        int n_token_types, const std::string_view* b) {
+EncoderInput make_input(const tok::Tokenizer& tok, std::span<const int32_t> ids,
+                        const std::span<const int32_t>* ids_b, int n_max, Truncate trunc,
+                        int n_token_types) {
   // The tokenizer adds the specials the vocabulary asks for ([CLS] ... [SEP] for WordPiece):
   // split them off so the pieces can be truncated and a pair assembled around them.
   // The specials alone are what an empty text encodes to: [CLS] [SEP] for WordPiece (llama.cpp
@@ -31,13 +46,13 @@ EncoderInput make_input(const tok::Tokenizer& tok, std::string_view a, int n_max
   const size_t n_head = tok.add_bos() && !specials.empty() ? 1 : 0;
   const std::vector<int32_t> head(specials.begin(), specials.begin() + std::ptrdiff_t(n_head));
   const std::vector<int32_t> tail(specials.begin() + std::ptrdiff_t(n_head), specials.end());
-  std::vector<int32_t> ids = tok.encode(a, /*add_special=*/false, /*parse_special=*/false);
-  std::vector<int32_t> ids_b;
-  if (b) ids_b = tok.encode(*b, /*add_special=*/false, /*parse_special=*/false);
+  const bool pair = ids_b != nullptr;
+  const std::span<const int32_t> b = pair ? *ids_b : std::span<const int32_t>{};
 
   EncoderInput in;
-  const size_t n_special = head.size() + tail.size() * (b ? 2 : 1);
-  const size_t n_total = n_special + ids.size() + ids_b.size();
+  const size_t n_special = head.size() + tail.size() * (pair ? 2 : 1);
+  const size_t n_total = n_special + ids.size() + b.size();
+  PairLengths keep{ids.size(), b.size()};
   if (n_max > 0 && n_total > size_t(n_max)) {
     if (trunc == Truncate::Error)
       throw Error("encoder", "input of " + std::to_string(n_total) +
@@ -45,23 +60,17 @@ EncoderInput make_input(const tok::Tokenizer& tok, std::string_view a, int n_max
                                  " (use --truncate right)");
     if (size_t(n_max) <= n_special)
       throw Error("encoder", "context of " + std::to_string(n_max) + " tokens is too small");
-    size_t budget = size_t(n_max) - n_special;
-    while (ids.size() + ids_b.size() > budget) {  // longest_first: trim the longer segment
-      if (ids.size() >= ids_b.size())
-        ids.pop_back();
-      else
-        ids_b.pop_back();
-    }
+    keep = longest_first(ids.size(), b.size(), size_t(n_max) - n_special);
     in.truncated = true;
   }
   // (push_back, not insert: GCC 12 reports a false -Wstringop-overflow for the inserts)
-  in.tokens.reserve(n_total);
+  in.tokens.reserve(n_special + keep.a + keep.b);
   for (int32_t t : head) in.tokens.push_back(t);
-  for (int32_t t : ids) in.tokens.push_back(t);
+  for (size_t i = 0; i < keep.a; ++i) in.tokens.push_back(ids[i]);
   for (int32_t t : tail) in.tokens.push_back(t);
-  if (b) {
+  if (pair) {
     const size_t first_b = in.tokens.size();
-    for (int32_t t : ids_b) in.tokens.push_back(t);
+    for (size_t i = 0; i < keep.b; ++i) in.tokens.push_back(b[i]);
     for (int32_t t : tail) in.tokens.push_back(t);
     if (n_token_types >= 2) {
       in.types.assign(in.tokens.size(), 0);
@@ -74,12 +83,22 @@ EncoderInput make_input(const tok::Tokenizer& tok, std::string_view a, int n_max
 
 EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_max,
                            Truncate trunc) {
-  return make_input(tok, a, n_max, trunc, 0, nullptr);
+  const std::vector<int32_t> ids = encoder_pieces(tok, a);
+  return make_input(tok, ids, nullptr, n_max, trunc, 0);
 }
 
 EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::string_view a, std::string_view b,
                                 int n_max, Truncate trunc, int n_token_types) {
-  return make_input(tok, a, n_max, trunc, n_token_types, &b);
+  const std::vector<int32_t> ids = encoder_pieces(tok, a);
+  const std::vector<int32_t> ids_b = encoder_pieces(tok, b);
+  const std::span<const int32_t> sb(ids_b);
+  return make_input(tok, ids, &sb, n_max, trunc, n_token_types);
+}
+
+EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::span<const int32_t> a,
+                                std::span<const int32_t> b, int n_max, Truncate trunc,
+                                int n_token_types) {
+  return make_input(tok, a, &b, n_max, trunc, n_token_types);
 }
 
 void l2_normalize(std::vector<float>& v) {

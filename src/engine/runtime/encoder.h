@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,21 @@ EncoderInput encoder_input(const tok::Tokenizer& tok, std::string_view a, int n_
 // n_token_types >= 2 (else all 0). Truncation trims the longer segment first (HF's longest_first).
 EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::string_view a, std::string_view b,
                                 int n_max, Truncate trunc, int n_token_types);
+
+// A text's word-pieces without specials, as encoder_input and encoder_pair_input tokenise it: one
+// text paired with many (a rerank query with each document) is tokenised once.
+std::vector<int32_t> encoder_pieces(const tok::Tokenizer& tok, std::string_view text);
+// encoder_pair_input of two texts' pieces (encoder_pieces).
+EncoderInput encoder_pair_input(const tok::Tokenizer& tok, std::span<const int32_t> a,
+                                std::span<const int32_t> b, int n_max, Truncate trunc,
+                                int n_token_types);
+// How many pieces of each segment a pair keeps within `budget` pieces (HF's longest_first:
+// pieces dropped one at a time from the end of the longer segment, the first on a tie), computed
+// without the loop, so a 100,000-piece query costs nothing per document.
+struct PairLengths {
+  size_t a = 0, b = 0;
+};
+PairLengths longest_first(size_t la, size_t lb, size_t budget);
 
 struct EncoderOutput {
   int n_tokens = 0;

@@ -94,6 +94,40 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// longest_first's closed form is HF's loop (one piece at a time from the longer segment, the
+// first on a tie), and a pair made of pieces tokenised once is the pair made of the two texts.
+TEST(EncoderPairs, LongestFirstIsTheLoopAndPiecesGiveTheSameInput) {
+  for (size_t la = 0; la < 40; ++la)
+    for (size_t lb = 0; lb < 40; ++lb)
+      for (size_t budget = 0; budget < 85; ++budget) {
+        size_t a = la, b = lb;
+        while (a + b > budget) (a >= b ? a : b) -= 1;
+        const PairLengths got = longest_first(la, lb, budget);
+        ASSERT_EQ(got.a, a) << la << " " << lb << " " << budget;
+        ASSERT_EQ(got.b, b) << la << " " << lb << " " << budget;
+      }
+  REQUIRE_SHARED(path, "fixtures/models/tiny-bert-nli.gguf");
+  auto m = model::BertModel::load(path.string());
+  auto tok = tok::Tokenizer::from_gguf(m->file());
+  std::string query;
+  while (query.size() < 3000) query += "the capital of france is paris. ";
+  const std::vector<int32_t> q = encoder_pieces(*tok, query);
+  for (const std::string& doc :
+       std::vector<std::string>{"Paris.", "", std::string(900, 'x') + " Berlin is in Germany"})
+    for (int n_max : {0, 16, 64, 512}) {
+      const EncoderInput want = encoder_pair_input(*tok, query, doc, n_max, Truncate::Right, 2);
+      const std::vector<int32_t> d = encoder_pieces(*tok, doc);
+      const EncoderInput got = encoder_pair_input(*tok, q, d, n_max, Truncate::Right, 2);
+      EXPECT_EQ(got.tokens, want.tokens) << n_max;
+      EXPECT_EQ(got.types, want.types) << n_max;
+      EXPECT_EQ(got.truncated, want.truncated) << n_max;
+      EXPECT_EQ(got.truncated, n_max > 0) << n_max;
+      if (n_max > 0) {
+        EXPECT_EQ(int(got.tokens.size()), n_max);
+      }
+    }
+}
+
 TEST(EncoderFixtureLabels, NliHeadLabelsComeFromTheFile) {
   REQUIRE_SHARED(path, "fixtures/models/tiny-bert-nli.gguf");
   auto m = model::BertModel::load(path.string());
