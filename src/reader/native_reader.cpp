@@ -144,6 +144,11 @@ int NativeReader::count_tokens(const std::string& prompt) {
   return int(prompt_tokens(prompt).size());
 }
 
+std::optional<PromptBound> NativeReader::prompt_bound() const {
+  if (opt_.overflow != Overflow::Error || tok_->kind() == "wpm") return std::nullopt;
+  return PromptBound{opt_.n_ctx, std::max<size_t>(tok_->max_piece_bytes(), 4)};
+}
+
 std::optional<PrefillCounts> NativeReader::prefill_counts() const {
   std::lock_guard<std::mutex> lock(mu_);
   runtime::PrefillCounts c = ctx_->prefill_counts();

@@ -73,6 +73,7 @@ class NativeReader : public Reader {
                                      const SteeringParams& steer, size_t user_bytes) const;
   int count_tokens(const std::string& prompt) override;
   std::optional<PrefillCounts> prefill_counts() const override;
+  std::optional<PromptBound> prompt_bound() const override;
 
   // The tokens a prompt becomes (after chat wrapping and the overflow policy). With
   // Overflow::TruncateLeft the prompt is cut so that `reserve` generated tokens fit after it in

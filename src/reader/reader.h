@@ -103,6 +103,16 @@ struct PrefillCounts {
   int64_t computed = 0;
 };
 
+// What lets a caller refuse a prompt too long for a reader without tokenising it: no token covers
+// more than piece_bytes bytes of a prompt, so a prompt over most_bytes() = n_ctx x piece_bytes
+// bytes cannot fit in n_ctx tokens (an 8.5 MB prompt took 6 s and 930 MB to be counted as 6
+// million tokens before being refused for a 4,096-token context).
+struct PromptBound {
+  int n_ctx = 0;
+  size_t piece_bytes = 0;
+  size_t most_bytes() const { return size_t(n_ctx > 0 ? n_ctx : 0) * piece_bytes; }
+};
+
 class Reader {
  public:
   virtual ~Reader() = default;
@@ -124,6 +134,10 @@ class Reader {
   virtual HiddenResult hidden(const std::string& prompt, int layer) = 0;
   // Number of prompt tokens the reader would feed (for budgets and reports).
   virtual int count_tokens(const std::string& prompt) = 0;
+  // The bound of a reader that refuses a prompt over its context (count_tokens throws) and knows
+  // its tokens' longest text; nullopt when none holds (remote and Python readers, prompts
+  // truncated to fit, a WordPiece vocabulary).
+  virtual std::optional<PromptBound> prompt_bound() const { return std::nullopt; }
   // Prefill accounting, for readers that prefill locally (nullopt for remote readers).
   virtual std::optional<PrefillCounts> prefill_counts() const { return std::nullopt; }
 

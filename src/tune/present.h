@@ -43,7 +43,8 @@ void check_profile(const Profile& profile);
 // known format, with a bad field or without documents is an eval::RowError naming the reason (the
 // CLI adds FILE:LINE, the server the request field, Python raises ValueError). `counter`, when
 // given, counts the prompt's tokens; a prompt it refuses (longer than its context) is a RowError
-// too.
+// too, and one longer in bytes than its context can hold (reader::PromptBound) is refused without
+// being tokenised.
 Presented present(const nlohmann::json& record, const Profile& profile,
                   reader::Reader* counter = nullptr);
 

@@ -211,6 +211,24 @@ TEST_F(PresentFixture, APromptOverTheContextNamesItsRecord) {
   const std::string msg = expect_api_error(
       post_present(srv.port(), {{"profile", prof}, {"records", {kRecords[1]}}}), 400);
   EXPECT_EQ(msg.rfind("records[0]: reader: prompt of ", 0), 0u) << msg;
+  // A prompt longer in bytes than the context can hold is refused before it is tokenised (issue
+  // 40, third pass): a 1 MB request rendered to 8.5 MB was counted as 8.5 million tokens (600 MB
+  // peak on this model, 6 s and 930 MB on Gemma 3) to be refused.
+  std::string text;
+  while (text.size() < 900000) text += "a ";
+  const json huge = {
+      {"id", "huge"}, {"question", "q?"}, {"answers", {"a"}}, {"ctxs", {{{"text", text}}}}};
+  const json wide = profile({{"delimiter", "0123456789abcdef"}, {"p", 1.0}});
+  const long before = srv.peak_rss_kib();
+  const std::string huge_msg =
+      expect_api_error(post_present(srv.port(), {{"profile", wide}, {"record", huge}}), 400);
+  const long peak = srv.peak_rss_kib();
+  std::printf("[measured] present of a 7.6 MB prompt: peak RSS %ld -> %ld KiB\n", before, peak);
+  EXPECT_LT(peak, before + 150 * 1024);
+  EXPECT_EQ(huge_msg.rfind("record: reader: prompt of 76", 0), 0u) << huge_msg;
+  EXPECT_NE(huge_msg.find("bytes exceeds the context size n_ctx = 64 however it is tokenised"),
+            std::string::npos)
+      << huge_msg;
   // Without a model nothing is counted and every record renders.
   const RunResult bare = run_ragform("present --json --profile " + quoted(pf) + " --input " +
                                      quoted(dir_ / "records.jsonl"));

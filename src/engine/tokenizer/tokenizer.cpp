@@ -289,6 +289,8 @@ bool Tokenizer::is_control(int32_t id) const {
 bool Tokenizer::add_bos() const { return impl_->v.add_bos; }
 bool Tokenizer::add_eos() const { return impl_->v.add_eos; }
 
+size_t Tokenizer::max_piece_bytes() const { return size_t(std::max(impl_->v.max_token_len, 0)); }
+
 std::string Tokenizer::kind() const {
   switch (impl_->v.kind) {
     case VocabKind::kSpm:

@@ -66,7 +66,12 @@ class Tokenizer {
   bool add_bos() const;
   bool add_eos() const;
   std::string kind() const;  // "spm", "bpe", "wpm"
-  std::string pre() const;   // tokenizer.ggml.pre, or "default" when absent
+  // The longest vocabulary text in bytes. Under spm and bpe no token stands for more bytes of a
+  // text than its vocabulary text holds (a space is U+2581 or GPT-2's 'Ġ', a byte token
+  // '<0xXX>'), so a text of B bytes is at least B / max(this, 4) tokens; WordPiece drops
+  // whitespace and has no such bound.
+  size_t max_piece_bytes() const;
+  std::string pre() const;  // tokenizer.ggml.pre, or "default" when absent
   std::optional<int32_t> find_token(std::string_view text) const;  // exact vocabulary text
   const std::string& token_text(int32_t id) const;  // raw vocabulary text; throws if out of range
 
