@@ -53,8 +53,31 @@ std::string redact_url(std::string_view url) {
   return "***" + std::string(url.substr(at));
 }
 
+std::string printable(std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      const auto d = static_cast<unsigned char>(s[++i]);  // U+0080..U+009F: C1 controls
+      out += "\\u00";
+      out += kHex[d >> 4];
+      out += kHex[d & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 std::string bounded_message(std::string_view msg) {
-  return excerpt(redact_urls_in(excerpt(msg, 4 * kMessageBytes)), kMessageBytes);
+  return excerpt(printable(redact_urls_in(excerpt(msg, 4 * kMessageBytes))), kMessageBytes);
 }
 
 }  // namespace ragform

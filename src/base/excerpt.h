@@ -27,12 +27,18 @@ std::string redact_url(std::string_view url);
 // little.
 std::string redact_urls_in(std::string_view msg);
 
+// `s` with the characters that drive a terminal written out as escapes: C0 controls other than
+// newline and tab (ESC, CR, BEL, backspace, ...) and DEL as \x1b, the C1 controls U+0080..U+009F
+// (CSI is U+009B) as \u009b. A file's or a client's text quoted on stderr cannot clear the
+// screen, retitle the window or overwrite the line it is on.
+std::string printable(std::string_view s);
+
 // The most bytes of one error message a front end prints or sends.
 inline constexpr size_t kMessageBytes = 4096;
 
 // A message as a front end shows it (the CLI's stderr line, an HTTP error reply): URL
-// credentials redacted (redact_urls_in) and the whole cut to kMessageBytes, a last bound behind
-// the quotes each message makes itself.
+// credentials redacted (redact_urls_in), terminal controls escaped (printable) and the whole cut
+// to kMessageBytes, a last bound behind the quotes each message makes itself.
 std::string bounded_message(std::string_view msg);
 
 }  // namespace ragform

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/excerpt.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
@@ -37,15 +38,17 @@ int run_present(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   const tune::Profile prof = tune::load_profile(profile.value);
   tune::check_profile(prof);  // a profile that cannot render fails before any output
-  // Once: whether the profile is the search's winner or the original presentation, and why.
+  // Once: whether the profile is the search's winner or the original presentation, and why. The
+  // notes quote the profile file's own text: bounded, and its terminal controls escaped (a 50 MB
+  // "why" was printed whole, an ESC sequence in it cleared the screen).
   if (const std::string note = tune::deployment_note(prof); !note.empty())
-    std::fprintf(stderr, "present: profile: %s\n", note.c_str());
+    std::fprintf(stderr, "present: profile: %s\n", bounded_message(note).c_str());
   std::unique_ptr<reader::NativeReader> counter;
   if (!rf.model.value.empty()) {
     counter = rf.open_native();  // only to count prompt tokens
     const std::string note =
         tune::model_mismatch_note(prof, store::sha256_file(rf.model.value), rf.model.value);
-    if (!note.empty()) std::fprintf(stderr, "present: %s\n", note.c_str());
+    if (!note.empty()) std::fprintf(stderr, "present: %s\n", bounded_message(note).c_str());
   }
   size_t n = 0;
   eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
@@ -57,7 +60,7 @@ int run_present(const std::vector<std::string>& argv) {
     ++n;
   });
   std::fprintf(stderr, "present: %zu record%s rendered with %s (task %s)\n", n, n == 1 ? "" : "s",
-               tune::label(prof.presentation).c_str(), tune::task_name(prof.task));
+               printable(tune::label(prof.presentation)).c_str(), tune::task_name(prof.task));
   return 0;
 }
 

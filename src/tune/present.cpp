@@ -1,6 +1,7 @@
 #include "tune/present.h"
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
 #include "reader/reader.h"
@@ -91,9 +92,9 @@ std::string model_mismatch_note(const Profile& profile, const std::string& model
   if (profile.model_sha256.empty() || profile.model_sha256 == model_sha256) return "";
   auto short_sha = [](const std::string& s) { return s.substr(0, 12); };
   return "note: the profile was tuned on " +
-         (profile.model.empty() ? std::string("another model") : profile.model) + " (sha256 " +
-         short_sha(profile.model_sha256) + "...), not on " + model_name + " (sha256 " +
-         short_sha(model_sha256) +
+         (profile.model.empty() ? std::string("another model") : excerpt(profile.model)) +
+         " (sha256 " + short_sha(profile.model_sha256) + "...), not on " + model_name +
+         " (sha256 " + short_sha(model_sha256) +
          "...): its presentation was chosen by that model's answers and may not be the best "
          "for this one";
 }

@@ -143,6 +143,18 @@ TEST(InputBounds, ExcerptsAreBoundedAndCutOnACharacter) {
   EXPECT_LE(bounded_message(big).size(), kMessageBytes + 40);
 }
 
+// Terminal controls in a quoted text are written out (issue 40, fourth pass): C0 but newline and
+// tab, DEL and the C1 range; other UTF-8 is kept.
+TEST(InputBounds, PrintableEscapesTerminalControls) {
+  EXPECT_EQ(printable("a\x1b[31mb\x07\r\x7f\x01"), "a\\x1b[31mb\\x07\\x0d\\x7f\\x01");
+  EXPECT_EQ(printable("line\n\tcaf\xc3\xa9 \xc2\xa0 \xc2\x9b"
+                      "1m \xe2\x80\xa8"),
+            "line\n\tcaf\xc3\xa9 \xc2\xa0 \\u009b1m \xe2\x80\xa8");
+  EXPECT_EQ(printable("\xc2"), "\xc2");  // a lone lead byte at the end stays as it is
+  EXPECT_EQ(bounded_message("record \x1b]0;t\x07 bad"), "record \\x1b]0;t\\x07 bad");
+  EXPECT_LE(bounded_message(std::string(100000, '\x1b')).size(), kMessageBytes + 40);
+}
+
 TEST(InputBounds, UrlCredentialsAreRedacted) {
   EXPECT_EQ(redact_url("http://user:pass@host:8080/v1"), "http://***@host:8080/v1");
   EXPECT_EQ(redact_url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");

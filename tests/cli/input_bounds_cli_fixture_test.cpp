@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -151,6 +153,57 @@ TEST(InputBoundsCli, MessagesQuoteABoundedExcerptAndNoCredentials) {
   EXPECT_EQ(r.err.find("s3cret"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("alice"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("***@127.0.0.1:9"), std::string::npos) << r.err;
+}
+
+// Issue 40, fourth pass: a profile's "why" (and "model") was printed on stderr whole and raw by
+// `present`: 50 MB of it went to stderr, and an ESC sequence in it cleared the terminal and
+// retitled its window; a record's id in an error line did the same. Notes and errors are bounded
+// and their terminal controls written out as escapes.
+TEST(InputBoundsCli, PresentNotesAndErrorsAreBoundedAndCannotDriveTheTerminal) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const fs::path d = temp_dir("present-notes");
+  const std::string esc =
+      "\x1b[2J\x1b]0;pwned\x07\r\xc2\x9b"
+      "31m";
+  nlohmann::json prof = {{"format", "ragform-tune-profile"},
+                         {"schema_version", 1},
+                         {"presentation", nlohmann::json::object()},
+                         {"model", esc + std::string(1 << 20, 'm')},
+                         {"model_sha256", "00"},
+                         {"task", "qa"},
+                         {"deployed", "tuned"},
+                         {"why", esc + std::string(3 << 20, 'w')},
+                         {"winner", "x"}};
+  write_file(d / "profile.json", prof.dump());
+  write_file(d / "records.jsonl",
+             R"({"id": "r1", "question": "q?", "answers": ["a"], "ctxs": [{"text": "a b"}]})"
+             "\n");
+  auto r = run_bounded("present --profile " + quoted(d / "profile.json") + " --input " +
+                       quoted(d / "records.jsonl") + " -m " + quoted(model));
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  EXPECT_LT(r.err.size(), 3 * 4200u) << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("present: profile: deployed the tuned presentation: "
+                       "\\x1b[2J\\x1b]0;pwned\\x07\\x0d\\u009b31mwww"),
+            std::string::npos)
+      << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("the profile was tuned on \\x1b[2J"), std::string::npos)
+      << r.err.substr(0, 2000);
+  for (char c : {'\x1b', '\x07', '\r'}) EXPECT_EQ(r.err.find(c), std::string::npos) << int(c);
+  EXPECT_EQ(r.err.find("\xc2\x9b"), std::string::npos);
+
+  // A record's id quoted by the error that refuses it.
+  write_file(
+      d / "bad.jsonl",
+      nlohmann::json({{"id", esc}, {"question", "q"}, {"answers", {"a"}}, {"ctxs", {}}}).dump() +
+          "\n");
+  r = run_bounded("present --profile " + quoted(d / "profile.json") + " --input " +
+                  quoted(d / "bad.jsonl"));
+  EXPECT_EQ(r.exit_code, 1) << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("bad.jsonl:1: record \\x1b[2J\\x1b]0;pwned\\x07\\x0d\\u009b31m has no "
+                       "documents"),
+            std::string::npos)
+      << r.err.substr(0, 2000);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
 }
 
 }  // namespace
