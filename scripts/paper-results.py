@@ -59,7 +59,8 @@ def pearson(x, y):
 
 
 def spearman(x, y):
-    return pearson(ranks(x), ranks(y))
+    # Rounded first, so that equal accuracies summed in another order tie as they should.
+    return pearson(ranks([round(v, 9) for v in x]), ranks([round(v, 9) for v in y]))
 
 
 def mcnemar_exact(b, c):
@@ -311,12 +312,6 @@ def spotlight(out):
                 print(f"  spotlight recall, run {b} - run {a} on their {len(qs)} common questions: "
                       f"{mean([rb[q] - ra[q] for q in qs]):+.3f} "
                       + ci([mean([rb[q] - ra[q] for q in bs]) for bs in boots]))
-    path = os.path.join(out, "spot_answers.txt")
-    if os.path.exists(path) and os.path.getsize(path):
-        for line in open(path):
-            print("  end to end (scripts/spotlight-answers.py): " + line.rstrip())
-    else:
-        print("  end to end (scripts/spotlight-answers.py): not yet measured")
     path = os.path.join(out, "spotlight_reproduce.sqlite")
     if os.path.exists(path):
         db = connect(path)

@@ -24,7 +24,6 @@
 #   SURE_PER_CELL=20      questions per SURE cell (K-G, K-N, U-G, U-N)
 #   SURE_TOKENS=12        answer tokens of sure eval (the paper's prompt asks for a short answer)
 #   SPOT_LIMIT=300        HotpotQA dev questions of recall@6
-#   SPOT_ANSWER_LIMIT=100 HotpotQA dev questions answered end to end (x 2 prompt variants)
 #   STEER10_LIMIT=10      items of each k = 10 steering sweep (bias curve: 3 other-seeded items)
 #   STEER20_LIMIT=3       items of each k = 20 steering sweep (bias curve: 2 items)
 #   KV_LIMIT=0            samples of the KV gold-position sweep (0: not run; each sample is
@@ -109,12 +108,11 @@ step "Spotlight end to end (reproduce multihopqa, paper scale: 300 dev questions
 timed spot_reproduce "$rf" reproduce spotlight --experiment multihopqa "${G[@]}" --scale paper \
   --store "$out/spotlight_reproduce.sqlite" -o "$out/spotlight_reproduce.html" \
   >"$out/spot_reproduce.out" 2>"$out/spot_reproduce.log"
-# `reproduce spotlight` grades each answer up to its first newline, and Gemma 3 270M answers the
-# eq. (10) prompt ("...\nAnswer:") with a newline first: every stored answer is empty (EM 0 of
-# 300; docs/results.md). `spotlight eval --generate` grades the same way and refuses --store;
-# it runs only with SPOT_GENERATE=1 (its output file is then the resume mark). The end-to-end
-# comparison with and without the <Rel>/category tokens is made at the end of this script by
-# scripts/spotlight-answers.py instead.
+# `reproduce spotlight` grades each answer up to its first newline, and Gemma 3 270M (base)
+# continues the eq. (10) prompt ("...\nAnswer:") with a newline and then another evidence line:
+# every answer it grades is empty (EM 0 of 300; docs/results.md). `spotlight eval --generate`
+# grades the same way and refuses --store; it runs only with SPOT_GENERATE=1 (its output file is
+# then the resume mark).
 if [[ "${SPOT_GENERATE:-0}" == 1 && ! -s "$out/spot_generate.json" ]]; then
   timed spot_generate "$rf" spotlight eval --input "$hotpot/dev.jsonl" --vectors "$glove" \
     --generate "${G[@]}" --limit "${SPOT_LIMIT:-300}" --json \
@@ -174,16 +172,6 @@ step "C-NORM sweep, NQ k = 10"
 timed cnorm_sweep_nq "$rf" cnorm eval "${G[@]}" --task qa --input "$nq" \
   --profile "$out/cnorm_nq_profile.json" -k 10 --limit "${CNORM_LIMIT:-10}" \
   --store "$out/cnorm_eval.sqlite" >"$out/cnorm_nq_sweep.json" 2>"$out/cnorm_nq_sweep.log"
-
-# ---- SpotlightRAG end to end, graded on the answer's first non-empty line ----
-step "Spotlight end to end with and without <Rel>/category tokens (ragform generate per prompt)"
-"$rf" spotlight select --input "$hotpot/dev.jsonl" --vectors "$glove" \
-  --limit "${SPOT_ANSWER_LIMIT:-100}" --json >"$out/spot_select_tokens.jsonl" 2>/dev/null
-"$rf" spotlight select --input "$hotpot/dev.jsonl" --vectors "$glove" --no-special-tokens \
-  --limit "${SPOT_ANSWER_LIMIT:-100}" --json >"$out/spot_select_plain.jsonl" 2>/dev/null
-timed spot_answers /usr/bin/python3 "$here/scripts/spotlight-answers.py" "$rf" "$gemma" \
-  "$hotpot/dev.jsonl" "$out/spot_select_tokens.jsonl" "$out/spot_select_plain.jsonl" \
-  "$out/spot_answers_cache.jsonl" >"$out/spot_answers.txt"
 
 # ---- Lost in the middle and its repair, k = 20 (~3,000-token prompts: fewer items) ----
 step "Steering k = 20"
