@@ -61,7 +61,13 @@ class ByteSource {
     f_ = std::fopen(path.c_str(), "rb");
     if (!f_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno), true);
     in_.resize(1 << 16);
-    fill();
+    try {
+      fill();  // a directory opens, and fails here (EISDIR): that was an uncaught throw, SIGABRT
+    } catch (const StreamFailure& f) {
+      std::fclose(f_);
+      f_ = nullptr;
+      throw DataError(path, 0, f.reason, true);
+    }
     gzip_ = avail_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
     if (gzip_) {
       std::memset(&zs_, 0, sizeof(zs_));
@@ -202,6 +208,7 @@ class LineSource {
       }
       scan_ = buf_.size();
       if (!fill()) {
+        nul();
         if (pos_ < buf_.size()) {
           line = std::string_view(buf_).substr(pos_);
           pos_ = scan_ = buf_.size();
@@ -212,10 +219,11 @@ class LineSource {
       }
     }
   }
-  // Everything not yet returned by next().
+  // Everything not yet returned by next(). Bounded by kMaxLineBytes as a line is.
   std::string rest() {
     while (fill()) {
     }
+    nul();
     std::string r = buf_.substr(pos_);
     pos_ = scan_ = buf_.size();
     return r;
@@ -223,6 +231,12 @@ class LineSource {
   uint64_t bytes_seen() const { return bytes_; }
 
  private:
+  // The line being read ends at a NUL byte: the file's error.
+  void nul() const {
+    if (nul_at_)
+      throw StreamFailure{"a NUL byte at byte " + std::to_string(*nul_at_) +
+                          ": not a UTF-8 text file (JSON has no NUL bytes)"};
+  }
   bool fill() {
     if (eof_) return false;
     buf_.erase(0, pos_);
@@ -238,7 +252,28 @@ class LineSource {
       throw;
     }
     buf_.resize(old + got);
+    // JSON holds no NUL byte (a string escapes it as \u0000): a file with one is not JSON text
+    // (/dev/zero was read into memory at 400 MB/s until it ran out). UTF-16 text has them too;
+    // with its byte-order mark it is named as such where the first line is read.
+    if (bytes_ == 0 && got >= 2 &&
+        ((buf_[old] == '\xFF' && buf_[old + 1] == '\xFE') ||
+         (buf_[old] == '\xFE' && buf_[old + 1] == '\xFF')))
+      utf16_bom_ = true;
+    // The lines before it are delivered; the one holding it is the error (nul()).
+    if (const void* z = utf16_bom_ ? nullptr : std::memchr(buf_.data() + old, 0, got)) {
+      const size_t at = size_t(static_cast<const char*>(z) - buf_.data());
+      nul_at_ = bytes_ + (at - old);
+      buf_.resize(at);
+      bytes_ += at - old;
+      eof_ = true;
+      return at > old;
+    }
     bytes_ += got;
+    // A line (or a JSON document over several lines) that never ends is refused at the bound.
+    if (buf_.size() - pos_ > kMaxLineBytes)
+      throw StreamFailure{"a line over the limit of " + std::to_string(kMaxLineBytes) +
+                          " bytes (after byte " + std::to_string(bytes_ - (buf_.size() - pos_)) +
+                          ")"};
     if (got == 0) eof_ = true;
     return got > 0;
   }
@@ -246,7 +281,8 @@ class LineSource {
   ByteSource& src_;
   std::string buf_;
   size_t pos_ = 0, scan_ = 0;
-  bool eof_ = false;
+  bool eof_ = false, utf16_bom_ = false;
+  std::optional<uint64_t> nul_at_;  // the file's first NUL byte, where reading stopped
   uint64_t bytes_ = 0;
 };
 

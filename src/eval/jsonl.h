@@ -42,6 +42,10 @@
 
 namespace ragform::eval {
 
+// The longest line of a JSONL file, or JSON document spread over lines, that is read: 1 GiB
+// (HotpotQA's training file is one 566 MB line). Longer is the file's error, naming the limit.
+inline constexpr size_t kMaxLineBytes = size_t(1) << 30;
+
 // A bad row or a broken file. what() is "<file>:<line>: <reason>" ("<file>: <reason>" when the
 // error is not tied to a line, e.g. the file cannot be opened).
 class DataError : public Error {

@@ -206,5 +206,22 @@ TEST(InputBoundsCli, PresentNotesAndErrorsAreBoundedAndCannotDriveTheTerminal) {
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
 }
 
+// Issue 40, fourth pass: a record file that is a directory aborted (exit 134: an uncaught
+// exception); /dev/zero grew at 400 MB/s until the memory ran out. One line each, at once.
+TEST(InputBoundsCli, RecordFilesThatAreNotTextAreRefusedAtOnce) {
+  const fs::path d = temp_dir("not-text");
+  write_file(d / "p.json",
+             R"({"format": "ragform-tune-profile", "schema_version": 1, "presentation": {},)"
+             R"( "task": "qa"})");
+  const fs::path sub = d / "sub";
+  fs::create_directories(sub);
+  for (const std::string& verb :
+       {std::string("data distractors -k 3 --input"), std::string("data check"),
+        "present --profile " + quoted(d / "p.json") + " --input"}) {
+    expect_one_line_error(run_bounded(verb + " /dev/zero"), "/dev/zero:1: a NUL byte at byte 0");
+    expect_one_line_error(run_bounded(verb + " " + quoted(sub)), "sub: read error: Is a directory");
+  }
+}
+
 }  // namespace
 }  // namespace ragform::testing

@@ -202,6 +202,36 @@ TEST(Jsonl, CannotOpenNamesThePath) {
   }
 }
 
+// Issue 40, fourth pass: a directory opened, and its read error (EISDIR) escaped as an uncaught
+// exception (SIGABRT, exit 134); /dev/zero was read into one endless line at 400 MB/s until the
+// memory ran out. Both are the file's error at once; a NUL byte later in a file names its offset.
+TEST(Jsonl, DirectoriesAndNulBytesAreTheFilesErrorAtOnce) {
+  const std::string dir = temp_dir("jsonl-dir").string();
+  for (bool skip : {false, true}) {
+    try {
+      JsonRecordReader r(dir, ReadOptions{skip, 10});
+      JsonRow row;
+      r.next(row);
+      FAIL() << "no error";
+    } catch (const DataError& e) {
+      EXPECT_TRUE(e.stream_error());
+      EXPECT_EQ(std::string(e.what()), dir + ": read error: Is a directory");
+    }
+  }
+  DataError z = strict_error("/dev/zero");
+  EXPECT_TRUE(z.stream_error());
+  EXPECT_EQ(z.reason(), "a NUL byte at byte 0: not a UTF-8 text file (JSON has no NUL bytes)");
+  DataError n =
+      strict_error(write("nul.jsonl", std::string("{\"q\": 1}\n{\"q\": \"a\0b\"}\n", 20)));
+  EXPECT_EQ(n.line(), 2u);
+  EXPECT_EQ(n.reason(), "a NUL byte at byte 17: not a UTF-8 text file (JSON has no NUL bytes)");
+  // Skip mode stops there too: what follows a NUL byte is not text.
+  const Read r =
+      read_all(write("nul2.jsonl", std::string("{\"q\": 1}\n\0\n{\"q\": 2}\n", 19)), true);
+  EXPECT_EQ(r.rows.size(), 1u);
+  EXPECT_TRUE(r.stats.stream_error);
+}
+
 // n JSONL lines with pseudo-random padding (so that gzip output is long, many deflate blocks).
 std::string many_lines(int n) {
   std::string s;
