@@ -1,55 +1,64 @@
 """ragform.tune: the budgeted search of `ragform tune` over how retrieved context is presented
-(docs/tune.md), with any reader."""
-import numbers as _numbers
-import os as _os
+(docs/tune.md), with any reader. Its keywords, their defaults and ranges are the declaration of
+src/tune/args.h (ragform._ragform.options("tune")), the one the CLI's flags come from; this module
+holds none of its own."""
+import inspect as _inspect
 
 from . import _ragform
 from ._progress import Progress
 from ._text import checked
 
 
-def _path(p):
-    return _os.fspath(p) if isinstance(p, _os.PathLike) else (p or "")
+def _signature(verb, first):
+    """The signature of a wrapper of `verb`: its own leading parameters `first`, then the declared
+    options (positional-or-keyword where declared so, else keyword-only), with their defaults."""
+    params = [_inspect.Parameter(name, _inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in first]
+    for o in _ragform.options(verb):
+        kind = (_inspect.Parameter.POSITIONAL_OR_KEYWORD if o["positional"]
+                else _inspect.Parameter.KEYWORD_ONLY)
+        default = _inspect.Parameter.empty if o["required"] else o["default"]
+        params.append(_inspect.Parameter(o["key"], kind, default=default))
+    return _inspect.Signature(params)
 
 
-@checked
-def tune(reader, task, budget, store, input=None, holdout=None, *, dev_items=24,
-         holdout_items=32, needle_slots=6, objective="accuracy", robust_floor=0.8, deploy="confirmed", space=None,
-         delims=None, p=None, formats=None, orders=None, k=None, spotlight=None, template=None,
-         max_tokens=12, seed=0, abs_filter=True, abs_prompts=None, abs_keep=None, eta=2,
-         finalists=None, robust_items=8, shard=None, ctx=None, output=None, progress=False):
-    """Runs (or resumes, from `store`) the search `ragform tune` runs for the same arguments and
+_TUNE = _signature("tune", ["reader"])
+
+
+def _tune(*args, **kwargs):
+    bound = _TUNE.bind(*args, **kwargs)  # a missing or unknown argument is a TypeError here
+    bound.apply_defaults()
+    a = dict(bound.arguments)
+    reader = a.pop("reader")
+    shard = a.get("shard")
+    if isinstance(shard, (tuple, list)):  # (i, n), the CLI's "i/n"
+        if len(shard) != 2:
+            raise ValueError(f"shard: (i, n) with 0 <= i < n, got {shard!r}")
+        a["shard"] = f"{shard[0]}/{shard[1]}"
+    with Progress("tune", show=a.pop("progress")) as bar:
+        return _ragform._tune(reader, bar, **a)
+
+
+_tune.__signature__ = _TUNE
+_tune.__name__ = _tune.__qualname__ = "tune"
+_tune.__doc__ = """Runs (or resumes, from `store`) the search `ragform tune` runs for the same arguments and
     returns the object `ragform tune --json` prints: profile, budget, spent, grid, trajectory,
     main_effects, holdout {original, tuned, diff_ci95, mcnemar_p}, deployed ("tuned" or
     "original"), why, final_n, ...
 
     reader: a Model, an OpenAIReader or any object of the reader protocol (ragform.readers);
     ABS needs attention (a Model, or an OpenAIReader on `ragform serve`), otherwise the ABS filter
-    is skipped with a note. task: "qa", "kv" or "needle". input/holdout: record files (needle:
-    generated from independent seeds when None). delims, p, formats, orders, k, spotlight: a
-    dimension's values as a list or a comma-separated str (the CLI's --delims, --p, ...); space:
-    a space file. shard: (i, n). ctx: the context cap in tokens (the CLI's --ctx; None: a
-    Model's file's context_length, no cap for other readers). output: the profile file to write.
-    deploy: "confirmed" writes the winner only when the held-out split confirms it (else the
-    original presentation), "best" the winner whatever it says. abs_keep, finalists: None lets
-    the plan narrow them when the winner would rest on fewer than 20 dev records per finalist.
-    progress: a bar per pass (tqdm when installed); with or without it Ctrl-C stops the search
-    between two prompts, and a rerun on the same store resumes it.
-    Every other argument is the CLI flag of the same name."""
-    # A count of prompts: 1.7 is refused, not truncated to 1 (bool is an int in Python: refused).
-    if isinstance(budget, bool) or not isinstance(budget, _numbers.Integral):
-        raise TypeError(f"budget: expected an integer count of prompts, got {budget!r}")
-    dims = {"delimiter": delims, "p": p, "format": formats, "order": orders, "k": k,
-            "spotlight": spotlight}
-    with Progress("tune", show=progress) as bar:
-        return _ragform._tune(reader, task, int(budget), _path(store), input=_path(input),
-                              holdout=_path(holdout), dev_items=dev_items,
-                              holdout_items=holdout_items, needle_slots=needle_slots,
-                              objective=objective, robust_floor=robust_floor, deploy=deploy,
-                              space=_path(space),
-                              dimensions=dims, template=_path(template), max_tokens=max_tokens,
-                              seed=seed, abs_filter=abs_filter, abs_prompts=abs_prompts,
-                              abs_keep=abs_keep, eta=eta, finalists=finalists,
-                              robust_items=robust_items,
-                              shard=tuple(shard) if shard is not None else None, ctx=ctx,
-                              output=_path(output), progress=bar)
+    is skipped with a note. Every other argument is the CLI flag of the same name (`ragform tune
+    --help`, docs/cli.md), declared once with its default and range in src/tune/args.h:
+    ragform._ragform.options("tune") lists them. task: "qa", "kv" or "needle". input/holdout:
+    record files (needle: generated from independent seeds when None). delims, p, formats, orders,
+    k, spotlight: a dimension's values as a list or a comma-separated str; space: a space file.
+    shard: (i, n) or "i/n". ctx: the context cap in tokens (None: a Model's file's context_length,
+    no cap for other readers). output: the profile file to write. deploy: "confirmed" writes the
+    winner only when the held-out split confirms it (else the original presentation), "best" the
+    winner whatever it says. abs_keep, finalists: None lets the plan narrow them when the winner
+    would rest on fewer than 20 dev records per finalist. progress: a bar per pass (tqdm when
+    installed); with or without it Ctrl-C stops the search between two prompts, and a rerun on the
+    same store resumes it. A value of the wrong type is a TypeError, one out of its range a
+    ValueError, both naming the keyword."""
+
+tune = checked(_tune)

@@ -13,6 +13,7 @@ namespace ragform::py {
 void bind_tune(pyb::module_& m);  // tune.cpp: ragform.present
 void bind_bias(pyb::module_& m);  // bias.cpp: ragform.bias
 void bind_tune_search(pyb::module_& m);
+void bind_options(pyb::module_& m);  // options.cpp: ragform._ragform.options
 
 nlohmann::json to_json(const pyb::handle& obj) {
   // Leaked on purpose: a static pybind11::object would be released after the interpreter ends.
@@ -70,4 +71,5 @@ PYBIND11_MODULE(_ragform, m) {
   ragform::py::bind_py_reader(m);
   ragform::py::bind_bias(m);
   ragform::py::bind_tune_search(m);
+  ragform::py::bind_options(m);
 }

@@ -67,14 +67,22 @@ def test_tune_checks_the_cli_ranges(model, tmp_path):
            (dict(eta=10**9), "eta: value out of range: 1000000000 (accepted: 2..16)"),
            (dict(max_tokens=-1), "max_tokens: value out of range: -1 (accepted: 1..4096)"),
            (dict(needle_slots=13), "needle_slots: value out of range: 13"),
-           (dict(finalists=0), "finalists: must be at least 1"),
-           (dict(deploy="always"), "--deploy: confirmed or best, got 'always'")]
+           (dict(finalists=0), "finalists: value out of range: 0 (accepted: 1..1000)"),
+           (dict(deploy="always"), "deploy: confirmed or best, got 'always'"),
+           (dict(seed=-1), "seed: value out of range: -1"),
+           (dict(shard=(2, 2)), "shard: '2/2' is not i/n")]
     for kw, msg in bad:
         with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")
                            .replace(".", r"\.")):
             ragform.tune(model, "needle", 30, store, **kw)
-    with pytest.raises(TypeError, match="budget: expected an integer count of prompts, got 1.7"):
+    with pytest.raises(ValueError, match=r"budget: value out of range: -1 \(accepted: 0 or more\)"):
+        ragform.tune(model, "needle", -1, store)
+    with pytest.raises(TypeError, match="budget: expected an integer, got 1.7"):
         ragform.tune(model, "needle", 1.7, store)
+    with pytest.raises(TypeError, match="abs_filter: expected True or False, got 'on'"):
+        ragform.tune(model, "needle", 30, store, abs_filter="on")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'budgett'"):
+        ragform.tune(model, "needle", 30, store, budgett=30)
 
 
 def test_ctrl_c_stops_tune_between_prompts_and_a_rerun_resumes(model, tmp_path):
@@ -94,15 +102,50 @@ def test_ctrl_c_stops_tune_between_prompts_and_a_rerun_resumes(model, tmp_path):
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            ragform._ragform._tune(model, "needle", 30, store, dev_items=6, holdout_items=4,
-                                   needle_slots=4,
-                                   dimensions={"delimiter": ["original", "-"], "p": ["1"],
-                                               "format": ["plain", "json"],
-                                               "order": ["retrieved", "reversed"], "k": ["all"]},
-                                   abs_prompts=2, ctx=512, progress=Interrupting())
+            ragform._ragform._tune(model, Interrupting(), task="needle", budget=30, store=store,
+                                   dev_items=6, holdout_items=4, needle_slots=4,
+                                   delims=["original", "-"], p=["1"], formats=["plain", "json"],
+                                   orders=["retrieved", "reversed"], k=["all"], abs_prompts=2,
+                                   ctx=512)
     finally:
         signal.signal(signal.SIGINT, previous)
     assert len([c for c in calls if c > 0]) == 1
     # The rerun on the same store completes the search.
     got = ragform.tune(model, "needle", 30, store, **ARGS)
     assert got["complete"] is True
+
+
+def test_tune_keywords_are_the_declaration(cli):
+    """Issue 41: ragform.tune's keywords, defaults and ranges are the declaration of
+    src/tune/args.h, the one `ragform tune --help` shows: no default lives in the wrapper."""
+    import inspect
+    import re
+    decl = ragform._ragform.options("tune")
+    sig = inspect.signature(ragform.tune)
+    assert list(sig.parameters)[0] == "reader"
+    assert [p for p in sig.parameters][1:] == [o["key"] for o in decl]
+    for o in decl:
+        p = sig.parameters[o["key"]]
+        assert (p.default is inspect.Parameter.empty) == o["required"], o["key"]
+        if not o["required"]:
+            assert p.default == o["default"], o["key"]
+    # The CLI's --help: every declared flag, with the declaration's default and range.
+    import subprocess
+    import os
+    text = subprocess.run([os.environ["RAGFORM_BIN"], "tune", "--help"], capture_output=True,
+                          text=True, check=True).stdout
+    for o in decl:
+        if not o["flag"]:
+            continue
+        line = next(l for l in text.splitlines()
+                    if re.match(r"\s+" + re.escape(o["flag"].replace(",", ", ")) + r"\b", l))
+        if o["required"]:
+            assert "(required)" in line, line
+        elif o["unset"]:
+            assert f"[default: {o['unset']}" in line, line
+        elif o["default"] not in (None, False) and o["kind"] != "on_off":
+            want = o["default"] if not isinstance(o["default"], float) else f"{o['default']:g}"
+            assert f"[default: {want}" in line, line
+        if o["min"] is not None and o["max"] is not None:
+            lo, hi = (f"{v:g}" for v in (o["min"], o["max"]))
+            assert f"{lo}..{hi}]" in line, line

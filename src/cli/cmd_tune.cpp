@@ -12,10 +12,10 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "cli/run_hooks.h"
-#include "cli/shard.h"
 #include "eval/datasets.h"
 #include "pipelines/common/common.h"
 #include "store/run_store.h"
@@ -27,85 +27,13 @@ namespace {
 
 using namespace ragform::tune;
 
+// The reader's flags, then tune's own, declared once in tune/args.h.
 struct TuneFlags {
-  explicit TuneFlags(Args& args) : a(args) {}
+  TuneFlags(Args& args, TuneArgs& ta) : a(args), tune(a, ta) {}
   Args& a;
   ReaderFlags rf{a};
   RemoteFlags remote{a};
-  Opt<std::string>& task = a.opt<std::string>("--task", "TASK", "qa, kv or needle").required();
-  Opt<std::string>& input = a.opt<std::string>(
-      "--input", "FILE", "dev split: QA or KV records (JSONL, gzip ok; needle: generated)", "");
-  Opt<std::string>& holdout = a.opt<std::string>(
-      "--holdout", "FILE", "held-out split, never searched on (needle: generated)", "");
-  Opt<int>& dev_items =
-      a.opt<int>("--dev-items", "N", "needle: generated dev records", 24).range(1, 100000);
-  Opt<int>& holdout_items =
-      a.opt<int>("--holdout-items", "N", "needle: generated held-out records", 32).range(0, 100000);
-  Opt<int>& slots =
-      a.opt<int>("--needle-slots", "N", "needle: documents per record (1..12)", 6).range(1, 12);
-  Opt<long long>& budget = a.opt<long long>("--budget", "N",
-                                            "prompts the search may run (ABS passes, dev answers, "
-                                            "robustness checks)")
-                               .required();
-  Opt<std::string>& store_path =
-      a.opt<std::string>("--store", "FILE", "SQLite run store (resumes; merge shards)").required();
-  Opt<std::string>& out =
-      a.opt<std::string>("-o,--output", "FILE", "profile JSON to write (complete searches)", "");
-  Opt<std::string>& objective = a.opt<std::string>(
-      "--objective", "OBJ",
-      "accuracy, robust, balanced (accuracy with a robustness floor) or abs (C-NORM's ABS)",
-      "accuracy");
-  Opt<double>& floor =
-      a.opt<double>("--robust-floor", "R", "balanced: minimum robustness rate", 0.8)
-          .range(0.0, 1.0);
-  Opt<std::string>& space =
-      a.opt<std::string>("--space", "FILE", "space file (JSON or YAML; see below)", "");
-  Opt<std::string>& delims =
-      a.opt<std::string>("--delims", "LIST", "C-NORM delimiters (original, none, -, ...)", "");
-  Opt<std::string>& ps = a.opt<std::string>("--p", "LIST", "C-NORM ratios p", "");
-  Opt<std::string>& formats =
-      a.opt<std::string>("--formats", "LIST", "plain, json, markdown, yaml, html", "");
-  Opt<std::string>& orders =
-      a.opt<std::string>("--orders", "LIST", "retrieved, reversed, edges, score", "");
-  Opt<std::string>& ks = a.opt<std::string>("--k", "LIST", "documents shown (all or a count)", "");
-  Opt<std::string>& spotlight =
-      a.opt<std::string>("--spotlight", "LIST", "off, K sentences, K+tokens (<Rel>, category)", "");
-  Opt<std::string>& tmpl =
-      a.opt<std::string>("--template", "FILE", "prompt template (default: the task's)", "");
-  Opt<int>& max_tokens =
-      a.opt<int>("--max-tokens", "N", "answer tokens (greedy, stop at a newline)", 12)
-          .range(1, 4096);
-  Opt<long long>& seed = a.opt<long long>("--seed", "N", "perturbations, needle records", 0);
-  Opt<std::string>& abs_filter = a.opt<std::string>(
-      "--abs-filter", "on|off", "ABS first filter (readers that give attention)", "on");
-  Opt<int>& abs_prompts =
-      a.opt<int>("--abs-prompts", "N",
-                 "dev records of the ABS pass (--objective abs: 6 unless given, as cnorm "
-                 "calibrate's -S)",
-                 2)
-          .range(1, 100000);
-  Opt<double>& abs_keep =
-      a.opt<double>("--abs-keep", "F",
-                    "share of candidates the ABS filter keeps (unset: 0.5, halved while the "
-                    "winner would rest on fewer than 20 dev records per finalist)",
-                    0.5)
-          .range(0.01, 1.0);
-  Opt<int>& eta = a.opt<int>("--eta", "N", "halving factor", 2).range(2, 16);
-  Opt<int>& finalists = a.opt<int>("--finalists", "N",
-                                   "halving stops at N candidates, the control arm among them "
-                                   "(unset: 3, or 2 while the winner would rest on fewer than 20 "
-                                   "dev records)",
-                                   3)
-                            .range(1, 1000);
-  Opt<std::string>& deploy = a.opt<std::string>(
-      "--deploy", "RULE",
-      "confirmed: write the winner only when the held-out CI of its accuracy gain is above 0, "
-      "else the original presentation; best: the winner whatever the held-out split says",
-      "confirmed");
-  Opt<int>& robust_items =
-      a.opt<int>("--robust-items", "N", "records of the robustness check", 8).range(1, 100000);
-  Opt<std::string>& shard =
-      a.opt<std::string>("--shard", "i/n", "run shard i of n of each phase's cells", "");
+  OptionFlags<TuneArgs> tune;
   Flag& json = a.flag("--json", "print one JSON object");
 };
 
@@ -154,45 +82,17 @@ std::string help_text() {
 int cmd_tune(const std::vector<std::string>& argv) {
   Args a("tune", "Search the presentation of retrieved context within a budget of prompts.",
          help_text());
-  TuneFlags f(a);
+  TuneArgs ta;
+  TuneFlags f(a, ta);
   if (!a.parse(argv)) return 0;
   f.remote.check();
-
-  TuneArgs ta;
-  ta.task = f.task.value;
-  ta.input = f.input.value;
-  ta.holdout = f.holdout.value;
-  ta.dev_items = size_t(f.dev_items.value);
-  ta.holdout_items = size_t(f.holdout_items.value);
-  ta.needle_slots = size_t(f.slots.value);
-  ta.budget = size_t(f.budget.value);
-  ta.objective = f.objective.value;
-  ta.robust_floor = f.floor.value;
-  ta.space_file = f.space.value;
-  const std::pair<Opt<std::string>*, const char*> dims[] = {
-      {&f.delims, "delimiter"}, {&f.ps, "p"}, {&f.formats, "format"},
-      {&f.orders, "order"},     {&f.ks, "k"}, {&f.spotlight, "spotlight"}};
-  for (const auto& [flag, dim] : dims)
-    if (flag->seen) ta.dimensions.emplace_back(dim, tune::dimension_values(dim, flag->value));
-  ta.template_file = f.tmpl.value;
-  ta.max_tokens = f.max_tokens.value;
-  ta.seed = uint64_t(f.seed.value);
-  if (f.abs_filter.value != "on" && f.abs_filter.value != "off")
-    throw UsageError("--abs-filter", "on or off, got '" + f.abs_filter.value + "'");
-  ta.abs_filter = f.abs_filter.value == "on";
-  if (f.abs_prompts.seen) ta.abs_prompts = size_t(f.abs_prompts.value);
-  if (f.abs_keep.seen) ta.abs_keep = f.abs_keep.value;
-  ta.eta = size_t(f.eta.value);
-  if (f.finalists.seen) ta.finalists = size_t(f.finalists.value);
-  ta.deploy = f.deploy.value;
-  ta.robust_items = size_t(f.robust_items.value);
-  if (!f.shard.value.empty()) {
-    Shard sh = parse_shard(f.shard.value);
-    ta.shard_index = sh.index;
-    ta.shard_count = sh.count;
+  f.tune.apply();
+  TuneOptions o;
+  try {
+    o = tune_options(ta);
+  } catch (const OptionError& e) {
+    throw f.tune.spell(e);
   }
-  ta.store_path = f.store_path.value;
-  TuneOptions o = tune_options(ta);
 
   std::unique_ptr<reader::Reader> reader;
   const bool native = f.remote.reader.value == "native";
@@ -210,9 +110,14 @@ int cmd_tune(const std::vector<std::string>& argv) {
   o.model = f.rf.model.value;
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);
-  store::RunStore st(f.store_path.value);
-  TuneSummary s = run_tune(*reader, st, o);
-  if (s.complete && !f.out.value.empty()) save_profile(f.out.value, s.profile);
+  store::RunStore st(ta.store_path);
+  TuneSummary s;
+  try {
+    s = run_tune(*reader, st, o);
+  } catch (const OptionError& e) {
+    throw f.tune.spell(e);
+  }
+  if (s.complete && !ta.output.empty()) save_profile(ta.output, s.profile);
   std::fprintf(stderr, "tune: %zu new prompts run by this invocation (search and held out)\n",
                s.new_prompts);
   if (native) note_prefill(*reader);

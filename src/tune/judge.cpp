@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/sure/sure.h"
 #include "text/metrics.h"
@@ -14,8 +15,8 @@ Objective parse_objective(std::string_view s) {
   if (s == "robust") return Objective::Robust;
   if (s == "balanced") return Objective::Balanced;
   if (s == "abs") return Objective::Abs;
-  throw UsageError("--objective",
-                   "unknown objective '" + std::string(s) + "' (accuracy, robust, balanced, abs)");
+  throw OptionError("objective",
+                    "unknown objective '" + std::string(s) + "' (accuracy, robust, balanced, abs)");
 }
 
 const char* objective_name(Objective o) {

@@ -31,7 +31,7 @@
 namespace ragform::tune {
 
 enum class Objective { Accuracy, Robust, Balanced, Abs };
-Objective parse_objective(std::string_view s);  // UsageError otherwise
+Objective parse_objective(std::string_view s);  // OptionError("objective", ...) otherwise
 const char* objective_name(Objective o);
 
 // Greedy, at most max_tokens, stopped at "\n".

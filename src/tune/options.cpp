@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/shard.h"
 #include "base/stable_hash.h"
 #include "engine/model/model_card.h"
 #include "eval/datasets.h"
@@ -24,13 +25,13 @@ namespace ragform::tune {
 namespace {
 
 std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, size_t slots,
-                                  uint64_t seed, const char* flag) {
+                                  uint64_t seed, const char* key) {
   if (task == Task::Needle) {
     if (!path.empty()) return eval::load_qa_file(path).records;
     return needle_records(n, slots, seed);
   }
   if (path.empty())
-    throw UsageError(flag, std::string("required for the ") + task_name(task) + " task");
+    throw OptionError(key, std::string("required for the ") + task_name(task) + " task");
   return eval::load_qa_file(path).records;
 }
 
@@ -92,37 +93,6 @@ void check_split(const std::vector<eval::QaRecord>& recs, const std::string& pat
   }
 }
 
-// The ranges of `ragform tune`'s flags (cli/cmd_tune.cpp), checked here too for the front ends
-// without the CLI's parser (Python's ragform.tune), named by the keyword. Until each option is
-// declared once (issue 41) the two lists must agree; python/tests/test_tune.py checks them.
-void check_ranges(const TuneArgs& a) {
-  auto count = [](const char* name, size_t v, size_t lo, size_t hi) {
-    if (v < lo || v > hi)
-      throw UsageError(name, "value out of range: " + std::to_string(v) + " (accepted: " +
-                                 std::to_string(lo) + ".." + std::to_string(hi) + ")");
-  };
-  count("dev_items", a.dev_items, 1, 100000);
-  count("holdout_items", a.holdout_items, 0, 100000);
-  count("needle_slots", a.needle_slots, 1, 12);
-  if (a.abs_prompts) count("abs_prompts", *a.abs_prompts, 1, 100000);
-  count("eta", a.eta, 2, 16);
-  if (a.finalists) count("finalists", *a.finalists, 1, 1000);
-  count("robust_items", a.robust_items, 1, 100000);
-  if (a.max_tokens < 1 || a.max_tokens > 4096)
-    throw UsageError("max_tokens", "value out of range: " + std::to_string(a.max_tokens) +
-                                       " (accepted: 1..4096)");
-  auto fraction = [](const char* name, double v, double lo, const char* accepted) {
-    if (!(v >= lo && v <= 1.0)) {  // NaN fails both
-      char b[48];
-      std::snprintf(b, sizeof b, "%g", v);
-      throw UsageError(name,
-                       std::string("value out of range: ") + b + " (accepted: " + accepted + ")");
-    }
-  };
-  fraction("robust_floor", a.robust_floor, 0.0, "0..1");
-  if (a.abs_keep) fraction("abs_keep", *a.abs_keep, 0.01, "0.01..1");
-}
-
 }  // namespace
 
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
@@ -139,9 +109,20 @@ size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
   return before - holdout.size();
 }
 
-TuneOptions tune_options(const TuneArgs& a) {
-  check_ranges(a);
+std::vector<std::string> dimension_values_of_flag(const std::string& key, const std::string& text) {
+  static const std::map<std::string, std::string> dimension = {
+      {"delims", "delimiter"}, {"p", "p"}, {"formats", "format"},
+      {"orders", "order"},     {"k", "k"}, {"spotlight", "spotlight"}};
+  auto it = dimension.find(key);
+  return dimension_values(it == dimension.end() ? key : it->second, text);
+}
+
+TuneOptions tune_options(const TuneArgs& given) {
+  TuneArgs a = given;
+  check_options(a);  // every declared range (args.h), named by key
   TuneOptions o;
+  if (a.task != "qa" && a.task != "kv" && a.task != "needle")
+    throw OptionError("task", "unknown task '" + excerpt(a.task) + "' (qa, kv, needle)");
   o.task = parse_task(a.task);
   o.objective = parse_objective(a.objective);
   o.robust_floor = a.robust_floor;
@@ -152,7 +133,11 @@ TuneOptions tune_options(const TuneArgs& a) {
   o.tmpl = template_for(o.task, a.template_file);
   o.space = default_space(o.task);
   if (!a.space_file.empty()) o.space = load_space_file(a.space_file, o.space);
-  for (const auto& [dim, list] : a.dimensions) set_dimension(o.space, dim, list);
+  const std::pair<const std::optional<std::vector<std::string>>*, const char*> dims[] = {
+      {&a.delims, "delimiter"}, {&a.p, "p"}, {&a.formats, "format"},
+      {&a.orders, "order"},     {&a.k, "k"}, {&a.spotlight, "spotlight"}};
+  for (const auto& [list, dim] : dims)
+    if (*list) set_dimension(o.space, dim, **list);
   candidates(o.space, o.task);  // a space that does not apply to the task fails before loading
   o.search.abs_filter = a.abs_filter;
   // ABS as the objective is C-NORM's calibration: the same number of prompts by default.
@@ -164,16 +149,25 @@ TuneOptions tune_options(const TuneArgs& a) {
   o.search.finalists = a.finalists.value_or(3);
   o.search.robust_items = a.robust_items;
   o.search.robust_kinds = robustness_kinds().size();
-  o.shard_index = a.shard_index;
-  o.shard_count = a.shard_count;
+  if (!a.shard.empty()) {
+    Shard sh;
+    try {
+      sh = parse_shard(a.shard);
+    } catch (const UsageError&) {
+      throw OptionError("shard",
+                        "'" + excerpt(a.shard) + "' is not i/n with 0 <= i < n (e.g. 0/4)");
+    }
+    o.shard_index = sh.index;
+    o.shard_count = sh.count;
+  }
   // Dev and held-out needle records come from independent seeds. make_needle_items seeds item i
   // with seed ^ (C + i), so two nearby seeds (2s+1 and 2s+2, as this was) give the same items
   // shifted by a few places: 23 of 32 held-out records were dev records. derive_seed's outputs
   // share no such structure.
-  o.dev = split(o.task, a.input, a.dev_items, a.needle_slots, derive_seed(o.seed, "tune dev"),
-                "--input");
+  o.dev =
+      split(o.task, a.input, a.dev_items, a.needle_slots, derive_seed(o.seed, "tune dev"), "input");
   o.holdout = split(o.task, a.holdout, a.holdout_items, a.needle_slots,
-                    derive_seed(o.seed, "tune holdout"), "--holdout");
+                    derive_seed(o.seed, "tune holdout"), "holdout");
   o.dev_path = a.input;
   o.holdout_path = a.holdout;
   check_split(o.dev, a.input, "--input");
@@ -183,11 +177,11 @@ TuneOptions tune_options(const TuneArgs& a) {
   const size_t held = o.holdout.size();
   o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout);
   if (held > 0 && o.holdout.empty())
-    throw UsageError("--holdout", "all " + std::to_string(held) +
-                                      " held-out records are also in the dev split (by id or by "
-                                      "question, answers and documents, compared as "
-                                      "docs/tune.md describes): a held-out split must be "
-                                      "disjoint from --input");
+    throw OptionError("holdout", "all " + std::to_string(held) +
+                                     " held-out records are also in the dev split (by id or by "
+                                     "question, answers and documents, compared as "
+                                     "docs/tune.md describes): a held-out split must be "
+                                     "disjoint from --input");
   o.store_path = a.store_path;
   return o;
 }

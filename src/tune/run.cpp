@@ -535,7 +535,7 @@ PhaseState run_holdout(Runner& run, store::RunStore& st, const TuneOptions& o, T
                 std::to_string(o.holdout.size()) +
                 " held-out records left out: their prompts exceed the " + context_words(o) +
                 " with the answer");
-  if (recs.empty()) throw UsageError("--holdout", "no held-out record fits the context");
+  if (recs.empty()) throw OptionError("holdout", "no held-out record fits the context");
   const size_t n = recs.size();
   const size_t rob_items = std::min(n, o.search.robust_items);
   common::Resumed res =
@@ -632,15 +632,15 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
   if (o.dev.empty()) throw UsageError("tune", "the dev split has no record");
   if (o.task == Task::Kv &&
       (o.objective == Objective::Robust || o.objective == Objective::Balanced))
-    throw UsageError("--objective", std::string(objective_name(o.objective)) +
-                                        " needs a robustness check, which the kv task has not "
-                                        "(no sentences to perturb)");
+    throw OptionError("objective", std::string(objective_name(o.objective)) +
+                                       " needs a robustness check, which the kv task has not "
+                                       "(no sentences to perturb)");
   const bool attention = r.capabilities().attention;
   if (o.objective == Objective::Abs && !attention)
-    throw UsageError("--objective",
-                     "abs needs a reader that gives attention (the native reader "
-                     "or ragform serve), not " +
-                         r.describe());
+    throw OptionError("objective",
+                      "abs needs a reader that gives attention (the native reader "
+                      "or ragform serve), not " +
+                          r.describe());
   if (o.holdout_overlap)
     o.hooks.say("tune: note: " + std::to_string(o.holdout_overlap) +
                 " held-out records also in the dev split were dropped from the held-out split (" +
@@ -663,9 +663,9 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
 
   // The context cap: a candidate whose prompt (plus the answer) does not fit is dropped.
   if (o.ctx && size_t(o.max_tokens) >= o.ctx)
-    throw UsageError("--max-tokens", std::to_string(o.max_tokens) +
-                                         " answer tokens leave no room for a prompt in the " +
-                                         context_words(o) + ": give fewer or a larger --ctx");
+    throw OptionError("max_tokens", std::to_string(o.max_tokens) +
+                                        " answer tokens leave no room for a prompt in the " +
+                                        context_words(o) + ": give fewer or a larger --ctx");
   std::vector<Presentation> cands;
   // The shortest prompt that did not fit: which candidate, which record, how many tokens (0: the
   // reader refused to count it); and whether every dropped candidate failed on that one record.

@@ -42,6 +42,7 @@
 #include "pipelines/common/common.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
+#include "tune/args.h"
 #include "tune/deploy.h"
 #include "tune/judge.h"
 #include "tune/profile.h"
@@ -126,35 +127,9 @@ struct TuneSummary {
 
 TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& opt);
 
-// The arguments of `ragform tune` and Python's ragform.tune, as the user gives them: both build
-// their TuneOptions with tune_options(), so the same arguments give the same search and object.
-struct TuneArgs {
-  std::string task;
-  std::string input, holdout;  // files; needle: generated when empty
-  size_t dev_items = 24, holdout_items = 32, needle_slots = 6;
-  size_t budget = 0;
-  std::string objective = "accuracy";
-  double robust_floor = 0.8;
-  std::string deploy = "confirmed";
-  std::string space_file;
-  // (dimension, values): a CLI flag's comma list through dimension_values(), a Python list as it is
-  std::vector<std::pair<std::string, std::vector<std::string>>> dimensions;
-  std::string template_file;
-  int max_tokens = 12;
-  uint64_t seed = 0;
-  bool abs_filter = true;
-  std::optional<size_t> abs_prompts;  // objective abs: 6 (cnorm calibrate's -S), else 2
-  // Unset: 0.5 and 3, narrowed by the plan when the winner would rest on too few records
-  // (search.h); set: used as given.
-  std::optional<double> abs_keep;
-  size_t eta = 2;
-  std::optional<size_t> finalists;
-  size_t robust_items = 8;
-  int shard_index = 0, shard_count = 1;
-  std::string store_path;
-};
 // Everything of TuneOptions but what comes from the reader (ctx, ctx_source, model, origin) and
-// the hooks. UsageError for a bad value, as the CLI's flags.
+// the hooks. A value outside its declared range is an OptionError naming the option's key
+// (args.h); a bad name (task, objective, deploy rule) a UsageError.
 TuneOptions tune_options(const TuneArgs& a);
 
 // Removes from `holdout` every record that is also in `dev`, by an id the file gave (the

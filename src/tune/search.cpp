@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/options.h"
 
 namespace ragform::tune {
 
@@ -122,13 +123,13 @@ Plan truncate_plan(Plan pl, size_t budget, const SearchParams& p) {
 Plan plan_fixed(size_t n, size_t n_dev, size_t budget, const SearchParams& p) {
   const size_t minimum = minimum_budget(n, n_dev, p);
   if (budget < minimum)
-    throw UsageError("--budget", std::to_string(budget) +
-                                     " prompts cannot run the first rung of the search "
-                                     "over " +
-                                     std::to_string(n) + " candidates (" +
-                                     (p.abs_filter || p.abs_only ? "the ABS pass and " : "") +
-                                     "one dev record per candidate); the minimum is --budget " +
-                                     std::to_string(minimum));
+    throw OptionError("budget", std::to_string(budget) +
+                                    " prompts cannot run the first rung of the search "
+                                    "over " +
+                                    std::to_string(n) + " candidates (" +
+                                    (p.abs_filter || p.abs_only ? "the ABS pass and " : "") +
+                                    "one dev record per candidate); the minimum is --budget " +
+                                    std::to_string(minimum));
   Plan best = plan_with(n, n_dev, 1, p);
   if (best.total > budget) return truncate_plan(best, budget, p);
   for (size_t i = 2; i <= n_dev && !p.abs_only; ++i) {

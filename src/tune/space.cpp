@@ -13,6 +13,7 @@
 #include "base/json_file.h"
 #include "base/mapped_file.h"
 #include "base/number_text.h"
+#include "base/options.h"
 #include "base/yaml_text.h"
 #include "pipelines/cnorm/cnorm.h"
 
@@ -100,7 +101,7 @@ SpotlightValue parse_spotlight_value(const std::string& s) {
   }
   if (k.empty() || k.find_first_not_of("0123456789") != std::string::npos || k.size() > 4 ||
       std::stoi(k) == 0)
-    throw UsageError("--spotlight", "'" + s + "' is not off, K or K+tokens (K >= 1)");
+    throw OptionError("spotlight", "'" + s + "' is not off, K or K+tokens (K >= 1)");
   v.K = std::stoi(k);
   return v;
 }

@@ -1,0 +1,104 @@
+// ragform._ragform.options(verb): each verb's declared options (base/options.h) as data, from
+// which python/ragform's wrappers build their signatures and defaults.
+#include "options.h"
+
+#include <functional>
+#include <map>
+
+#include "tune/args.h"
+
+namespace ragform::py {
+
+namespace {
+
+const char* kind_name(OptionKind k) {
+  switch (k) {
+    case OptionKind::Count:
+      return "count";
+    case OptionKind::Real:
+      return "real";
+    case OptionKind::Text:
+      return "text";
+    case OptionKind::Switch:
+      return "switch";
+    case OptionKind::OnOff:
+      return "on_off";
+    case OptionKind::List:
+      return "list";
+  }
+  return "text";
+}
+
+// The default as Python spells it.
+pyb::object python_default(const OptionInfo& o) {
+  if (o.is_optional && o.default_text == "none") return pyb::none();
+  switch (o.decl.kind) {
+    case OptionKind::Count:
+      return pyb::int_(std::stoll(o.default_text));
+    case OptionKind::Real:
+      return pyb::float_(std::stod(o.default_text));
+    case OptionKind::Switch:
+    case OptionKind::OnOff:
+      return pyb::bool_(o.default_text == "true");
+    case OptionKind::List:
+      return pyb::none();
+    case OptionKind::Text:
+      break;
+  }
+  // A file or a name that is not given: None, as Python spells "nothing".
+  if (o.default_text.empty()) return pyb::none();
+  return pyb::str(o.default_text);
+}
+
+// Every verb with a declaration.
+const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
+  static const std::map<std::string, std::function<std::vector<OptionInfo>()>> v = {
+      {"tune", [] { return option_infos<tune::TuneArgs>(); }},
+  };
+  return v;
+}
+
+}  // namespace
+
+pyb::list options_list(const std::vector<OptionInfo>& infos) {
+  pyb::list out;
+  for (const OptionInfo& o : infos) {
+    pyb::dict d;
+    d["key"] = o.decl.key;
+    d["flag"] = o.decl.flag.empty() ? pyb::object(pyb::none()) : pyb::str(o.decl.flag);
+    d["kind"] = kind_name(o.decl.kind);
+    d["default"] = python_default(o);
+    const bool ranged =
+        o.decl.has_range() && (o.decl.kind == OptionKind::Count || o.decl.kind == OptionKind::Real);
+    d["min"] = ranged ? pyb::object(pyb::float_(o.decl.lo)) : pyb::object(pyb::none());
+    d["max"] = ranged && o.decl.hi < 9.2e18 ? pyb::object(pyb::float_(o.decl.hi))
+                                            : pyb::object(pyb::none());
+    d["required"] = o.decl.required;
+    d["positional"] = o.decl.positional;
+    d["optional"] = o.is_optional;
+    d["help"] = o.decl.help;
+    d["unset"] = o.decl.unset;
+    out.append(d);
+  }
+  return out;
+}
+
+void bind_options(pyb::module_& m) {
+  m.def(
+      "options",
+      [](const std::string& verb) {
+        auto it = verbs().find(verb);
+        if (it == verbs().end()) {
+          std::string names;
+          for (const auto& [k, f] : verbs()) names += (names.empty() ? "" : ", ") + k;
+          throw UsageError("options", "no declared verb '" + verb + "' (" + names + ")");
+        }
+        return options_list(it->second());
+      },
+      pyb::arg("verb"),
+      "A verb's declared options: [{key, flag, kind, default, min, max, required, positional, "
+      "optional, help, unset}], the one declaration the CLI's flags and this package's keywords "
+      "come from.");
+}
+
+}  // namespace ragform::py

@@ -1,0 +1,106 @@
+// Python's spelling of a verb's declared options (base/options.h): keyword arguments assigned to
+// the fields of the verb's argument struct with the declared kinds and ranges, and the declaration
+// as data (ragform._ragform.options(verb)), from which each python/ragform wrapper builds its
+// signature: no wrapper holds a default of its own. A value of the wrong type is a TypeError, one
+// out of range an OptionError (ValueError "<key>: value out of range: ..."), both naming the key.
+#pragma once
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "base/options.h"
+#include "bindings.h"
+
+namespace ragform::py {
+
+namespace detail {
+
+// The value of `obj` for the option `d` as a field of type T (not optional).
+template <class T>
+T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
+  auto wrong = [&](const char* want) {
+    throw pyb::type_error(d.key + ": expected " + want + ", got " +
+                          pyb::repr(obj).cast<std::string>());
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!pyb::isinstance<pyb::bool_>(obj)) wrong("True or False");
+    return obj.cast<bool>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    pyb::object v = pyb::reinterpret_borrow<pyb::object>(obj);
+    if (pyb::hasattr(v, "__fspath__")) v = pyb::module_::import("os").attr("fspath")(v);
+    if (!pyb::isinstance<pyb::str>(v)) wrong("a str");
+    return v.cast<std::string>();
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    if (pyb::isinstance<pyb::str>(obj)) {
+      const std::string text = obj.cast<std::string>();
+      if (d.split) return d.split(d.key, text);
+      std::vector<std::string> out;
+      size_t from = 0;
+      for (size_t at; (at = text.find(',', from)) != std::string::npos; from = at + 1)
+        out.push_back(text.substr(from, at - from));
+      out.push_back(text.substr(from));
+      return out;
+    }
+    // A list is never split: {"delims": [",", "a,b"]} is two values.
+    if (!pyb::isinstance<pyb::list>(obj) && !pyb::isinstance<pyb::tuple>(obj))
+      wrong("a list of values or a comma-separated str");
+    std::vector<std::string> out;
+    for (const pyb::handle& x : obj) out.push_back(pyb::str(x).cast<std::string>());
+    return out;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (pyb::isinstance<pyb::bool_>(obj) ||
+        !(pyb::isinstance<pyb::int_>(obj) || pyb::isinstance<pyb::float_>(obj)))
+      wrong("a number");
+    const double v = obj.cast<double>();
+    check_option_range(d, v);  // NaN and infinities are out of every range
+    if (!std::isfinite(v)) throw OptionError(d.key, "expected a finite number");
+    return T(v);
+  } else {
+    static_assert(std::is_integral_v<T>, "a declared option's field must be a number");
+    if (pyb::isinstance<pyb::bool_>(obj) || !pyb::isinstance<pyb::int_>(obj)) wrong("an integer");
+    // Any Python int: one past the int64 range is still a number, and out of range.
+    const double approx = obj.cast<pyb::int_>().cast<pyb::float_>().cast<double>();
+    check_option_range(d, approx);
+    if (approx < -9.2e18 || approx > 9.2e18) throw OptionError(d.key, "value out of range");
+    const long long v = obj.cast<long long>();
+    if constexpr (std::is_unsigned_v<T>)
+      if (v < 0) throw OptionError(d.key, "value out of range: " + std::to_string(v));
+    return T(v);
+  }
+}
+
+}  // namespace detail
+
+// Assigns every keyword of `kw` to its declared field of `s`; None leaves the default. A keyword
+// that is not declared is a TypeError naming it (`verb`: the function's name, for the message).
+template <class S>
+void bind_keywords(S& s, const pyb::dict& kw, const std::string& verb) {
+  std::vector<std::string> known;
+  s.visit([&](const OptionDecl& d, auto& field) {
+    known.push_back(d.key);
+    if (!kw.contains(d.key.c_str())) return;
+    const pyb::handle v = kw[d.key.c_str()];
+    if (v.is_none()) return;
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (requires { field.has_value(); })
+      field = detail::keyword_value<typename F::value_type>(d, v);
+    else
+      field = detail::keyword_value<F>(d, v);
+  });
+  for (const auto& [k, v] : kw) {
+    const std::string key = pyb::str(k).cast<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      throw pyb::type_error(verb + "() got an unexpected keyword argument '" + key + "'");
+  }
+}
+
+// The declaration as a list of dicts {key, flag, kind, default, min, max, required, positional,
+// help, unset}: default is the field's initial value as Python spells it (None for an unset
+// optional, an empty str or an empty list).
+pyb::list options_list(const std::vector<OptionInfo>& infos);
+
+}  // namespace ragform::py
