@@ -160,11 +160,26 @@ std::vector<std::string> texts_of(const pyb::handle& h, const std::string& what)
   return out;
 }
 
-// A C-contiguous float array of `ndim` dimensions from anything numpy converts.
+// Numbers only: numpy's cast would read ["-0.5"] as -0.5 and [True] as 1 (issue 40, fourth pass:
+// a score of strings or bools was accepted as log-probs). Integers and floats of any width pass.
+void check_numeric(const pyb::handle& h, const std::string& what) {
+  const pyb::array raw = pyb::array::ensure(h);
+  if (!raw) return;  // not an array at all: the caller's cast refuses it with its own words
+  const char kind = raw.dtype().kind();
+  if (kind == 'i' || kind == 'u' || kind == 'f') return;
+  const char* of = kind == 'b'                  ? "bools"
+                   : kind == 'U' || kind == 'S' ? "strings"
+                   : kind == 'c'                ? "complex numbers"
+                                                : "objects";
+  bad(what + ": expected numbers, got an array of " + of);
+}
+
+// A C-contiguous float array of `ndim` dimensions from a list or array of numbers.
 template <typename T>
 pyb::array_t<T, pyb::array::c_style | pyb::array::forcecast> array_of(const pyb::handle& h,
                                                                       const std::string& what,
                                                                       int ndim) {
+  check_numeric(h, what);
   auto a = pyb::array_t<T, pyb::array::c_style | pyb::array::forcecast>::ensure(h);
   if (!a) bad(what + ": expected an array of numbers, got " + type_name(h));
   if (a.ndim() != ndim)
@@ -313,6 +328,7 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
   const bool bare = pyb::isinstance<pyb::array>(h);
   pyb::object hv = bare ? pyb::reinterpret_borrow<pyb::object>(h) : field(h, "heads");
   if (hv.is_none()) bad(at + "a row has no 'heads'");
+  check_numeric(hv, at + "a row's heads");
   auto a = pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>::ensure(hv);
   if (!a) bad(at + "a row's heads must be a [heads, keys] array of numbers, got " + type_name(hv));
   if (a.ndim() != 1 && a.ndim() != 2)

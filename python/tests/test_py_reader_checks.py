@@ -127,6 +127,14 @@ def test_attention_weights_must_be_a_distribution(row, message):
     refused(lambda: r.attention("a b c"), r"MyReader.attention: " + message)
 
 
+def test_attention_weights_are_numbers():
+    # [True, False, False] was read as the distribution [1, 0, 0] (issue 40, fourth pass).
+    for heads, kind in [([[True, False, False]], "bools"), ([["1", "0", "0"]], "strings")]:
+        r = reader_of(attention=lambda p, l, h, q, heads=heads: {"heads": heads})
+        refused(lambda: r.attention("a b c"),
+                r"MyReader.attention: a row's heads: expected numbers, got an array of " + kind)
+
+
 def test_attention_mean_is_checked_too():
     r = reader_of(attention=lambda p, l, h, q: {"heads": np.full((1, 3), 1 / 3),
                                                 "mean": np.full(3, 0.5)})
@@ -158,6 +166,11 @@ def test_cnorm_calibrate_refuses_the_wrong_shape_instead_of_abs_1():
     ([1e6, -1.0], r"log-prob 0: 1e\+06 is positive: not a log-probability"),
     ([[-1.0, -1.0]], r"the log-probs: expected 1 dimensions, got 2"),
     ("-1 -1", r"expected the log-probs \(a list or 1-D array\) or a dict with 'tokens', got str"),
+    # Numbers only (issue 40, fourth pass): numpy's cast read these as -0.5 and 0.
+    (["-0.5", "-1"], r"the log-probs: expected numbers, got an array of strings"),
+    ([False, True], r"the log-probs: expected numbers, got an array of bools"),
+    (np.array([-1 + 0j]), r"the log-probs: expected numbers, got an array of complex numbers"),
+    ([-1.0, None], r"the log-probs: expected numbers, got an array of objects"),
 ])
 def test_score_must_return_log_probs(logprobs, message):
     r = reader_of(score=lambda p, c: logprobs)
@@ -245,6 +258,7 @@ def test_hidden_must_be_finite_and_one_row_per_token():
          r"3 rows of states for 1 ids"),
         ((np.ones((3, 2)), ["a", 5, "c"]), r"pieces\[1\]: expected a str, got int"),
         ((np.ones(3), ["a", "b", "c"]), r"states: expected 2 dimensions, got 1"),
+        (([["0.5", "1"]] * 3, ["a", "b", "c"]), r"states: expected numbers, got an array of strings"),
     ]:
         r = reader_of(hidden=lambda p, l, answer=answer: answer)
         refused(lambda: r.hidden("a b c", 1), r"MyReader.hidden: " + message)
