@@ -241,7 +241,7 @@ def steering(out):
         db = connect(path)
         for run, _, config in runs_of(db, "position-bias sweep"):
             cfg = json.loads(config)
-            sweep_report(f"{store} run {run}: k {cfg.get('k')}, allocation "
+            sweep_report(f"{store} run {run}: k {len(cfg.get('bias', [])) or '?'}, allocation "
                          f"{cfg.get('allocation')}", db, run)
 
 
