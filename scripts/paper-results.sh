@@ -27,7 +27,7 @@
 #   STEER10_LIMIT=10      items of each k = 10 steering sweep (bias curve: 3 other-seeded items)
 #   STEER20_LIMIT=3       items of each k = 20 steering sweep (bias curve: 2 items)
 #   KV_LIMIT=0            samples of the KV gold-position sweep (0: not run; each sample is
-#                         ~35 positions x 3 variants of ~2,000-token prompts)
+#                         ~27 positions x 3 variants of ~2,000-token prompts at --ctx 2048)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-paper-results}"
