@@ -69,7 +69,7 @@ pyb::object position_bias(const pyb::handle& model, const std::string& task_s, p
   if (!measure.is_none())
     o.measure = cnorm::parse_measure(pyb::cast<std::string>(measure), "measure");
   for (int l = 0; l < int(native->model().hp().n_layer); ++l) o.layers.push_back(l);
-  o.origin = common::origin_of(*rd, common::tool_version(), native->model_path(), "");
+  o.origin = common::origin_for(*rd);
   pyb::gil_scoped_release nogil;
   std::vector<cnorm::Item> items =
       cnorm::task_items(task, recs, size_t(k), uint64_t(seed), size_t(limit));

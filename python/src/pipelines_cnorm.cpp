@@ -171,8 +171,7 @@ pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
   eo.all_candidates = all_candidates;
   if (density) eo.density = parse_ratio_list(*density, "density");
   eo.input_sha256 = input_sha;
-  eo.origin =
-      common::origin_of(*rd, common::tool_version(), native ? native->model_path() : "", model_sha);
+  eo.origin = common::origin_for(*rd);
   const LoopHook hook(progress, 0);
   auto state = std::make_shared<std::pair<size_t, size_t>>(0, 0);
   eo.hooks.begin = [state, &hook](const std::string&, uint64_t n) {

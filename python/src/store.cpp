@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "bindings.h"
+#include "store/export.h"
 #include "store/run_store.h"
 
 namespace ragform::py {
@@ -40,30 +41,9 @@ pyb::dict run_dict(const store::RunInfo& r) {
   return d;
 }
 
-pyb::object map_dict(const std::map<std::string, double>& m) {
-  pyb::dict d;
-  for (const auto& [k, v] : m) d[pyb::str(k)] = v;
-  return d;
-}
-
-pyb::str text(const std::string& s) { return pyb::bytes(s).attr("decode")("utf-8", "replace"); }
-
-pyb::dict result_dict(const store::Result& r) {
-  pyb::dict d;
-  d["run"] = r.run;
-  d["instance"] = text(r.instance);
-  d["variant"] = text(r.variant);
-  d["status"] = store::to_string(r.status);
-  d["error"] = text(r.error);
-  d["prompt"] = text(r.prompt);
-  d["prompt_tokens"] = r.prompt_tokens ? pyb::object(pyb::int_(*r.prompt_tokens)) : pyb::none();
-  d["output"] = text(r.output);
-  d["correct"] = r.correct ? pyb::object(pyb::bool_(*r.correct)) : pyb::none();
-  d["scores"] = map_dict(r.scores);
-  d["timings_ms"] = map_dict(r.timings_ms);
-  d["extra"] = from_json(r.extra);
-  return d;
-}
+// A row as `ragform export --format jsonl` writes it (store/export.h to_json): the same keys,
+// error null on an ok row, text with invalid UTF-8 replaced.
+pyb::object result_dict(const store::Result& r) { return from_json(store::to_json(r)); }
 
 }  // namespace
 
@@ -97,15 +77,7 @@ void bind_store(pyb::module_& m) {
           "counts",
           [](const store::RunStore& s, int64_t run) {
             if (!s.run(run)) throw UsageError(s.path().string(), "no run " + std::to_string(run));
-            auto c = s.counts(run);
-            pyb::dict d;
-            d["rows"] = c.rows;
-            d["ok"] = c.ok;
-            d["unmeasured"] = c.unmeasured;
-            d["correct"] = c.correct;
-            d["wrong"] = c.wrong;
-            d["ungraded"] = c.ungraded;
-            return d;
+            return from_json(store::counts_json(s.counts(run)));
           },
           pyb::arg("run"));
 }

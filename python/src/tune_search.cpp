@@ -50,8 +50,7 @@ pyb::object tune_search(const pyb::handle& reader, const pyb::handle& progress,
     require_methods(*rd, {"tokenize"}, "tune with ctx=" + std::to_string(o.ctx));
   else if (abs_filter && rd->capabilities().attention)
     require_methods(*rd, {"tokenize"}, "tune's ABS filter (abs_filter=True)");
-  o.origin =
-      common::origin_of(*rd, common::tool_version(), path, native ? store::sha256_file(path) : "");
+  o.origin = common::origin_for(*rd);
   o.model = path;
   // Ctrl-C (and the progress callback) between two passes, as in every other pipeline; notes go
   // where the CLI prints them.

@@ -1,5 +1,6 @@
 """The pipeline wrappers equal the CLI: a C-NORM profile and apply, SURE rule perturbations,
 SpotlightRAG selection, and a SURE evaluation whose run store the CLI resumes as its own."""
+import hashlib
 import json
 import signal
 
@@ -137,6 +138,17 @@ def test_sure_evaluate_store_is_the_clis(model, model_path, cli, tmp_path, nq_re
                                             "format/json"}
     assert all(r["status"] == "ok" and isinstance(r["scores"], dict) for r in rows)
     assert st.counts(runs[0]["id"])["rows"] == len(rows)
+    # Issue 41: rows() and counts() are what `ragform export` writes (error null on an ok row,
+    # "ungraded" in both), and Python's run records the model's SHA-256 as the CLI's does.
+    exported = [json.loads(x) for x in
+                cli("export", store, "--format", "jsonl", json_out=False).splitlines()]
+    assert rows == exported
+    assert all(r["error"] is None for r in rows)
+    run_line = json.loads(cli("export", store, "--table", "runs", json_out=False).splitlines()[0])
+    assert st.counts(runs[0]["id"]) == {k: run_line[k] for k in
+                                        ("rows", "ok", "unmeasured", "correct", "wrong",
+                                         "ungraded")}
+    assert runs[0]["model_sha256"] == hashlib.sha256(open(model_path, "rb").read()).hexdigest()
     df = st.to_pandas()
     assert len(df) == len(rows) and list(df["variant"]) == [r["variant"] for r in rows]
     again = ragform.sure.evaluate(model, pairs, store=store, max_tokens=8, progress=False)
@@ -208,3 +220,10 @@ def test_spotlight_select_encoders_equal_cli(model, model_path, cli, tmp_path, n
     assert got["prompt"] == want["prompt"]
     assert [s["R_raw"] for s in got["selected"]] == pytest.approx(
         [s["R_raw"] for s in want["selected"]], rel=1e-6)
+
+
+def test_bias_curve_records_the_model_hash(model, model_path):
+    """Issue 41: Python's bias curve recorded no model hash where the CLI's does (the run origin
+    was assembled by hand at each front end; now common::origin_for asks the reader)."""
+    curve = ragform.bias.position_bias(model, task="needle", k=3, limit=1)
+    assert curve["model_sha256"] == hashlib.sha256(open(model_path, "rb").read()).hexdigest()

@@ -179,8 +179,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   auto reader = f.rf.open_native();
   CalibrateOptions& co = plan.options;
   co.ctx = size_t(f.rf.ctx.value);
-  co.origin = common::origin_of(*reader, common::tool_version(), f.rf.model.value,
-                                store::sha256_file(f.rf.model.value));
+  co.origin = common::origin_for(*reader);
   co.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
   co.system_sha256 = f.rf.system.value.empty() ? "" : store::sha256_hex(f.rf.system.value);
   if (!f.no_cache.value)

@@ -53,7 +53,7 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   lo.overflow = overflow;
   lo.extract = extract;
   lo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
-  lo.origin = common::origin_of(*reader, common::tool_version(), rf.model.value, model_sha);
+  lo.origin = common::origin_for(*reader);
   lo.input_sha256 = store::sha256_file(input);
   std::optional<Progress> progress;
   lo.hooks = cli_run_hooks(&progress);
@@ -209,7 +209,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   eo.hooks = cli_run_hooks(&progress);
 
   auto reader = f.rf.open_native();
-  eo.origin = common::origin_of(*reader, common::tool_version(), f.rf.model.value, model_sha);
+  eo.origin = common::origin_for(*reader);
   store::RunStore st(f.store_path.value);
   EvalSummary sum = run_eval(*reader, st, per_seed, eo);
   for (const auto& l : eval_lines(sum)) note(l);

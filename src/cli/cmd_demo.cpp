@@ -181,8 +181,7 @@ void calibrate_step(const DemoInputs& in, const DemoPlan& plan, DemoResults& res
       cnorm_verbs::input_items(cnorm::Task::Needle, "", co.k, cp.item_seed, co.samples);
   auto reader = step.rf.open_native();
   co.ctx = size_t(step.rf.ctx.value);
-  co.origin =
-      common::origin_of(*reader, common::tool_version(), in.model, store::sha256_file(in.model));
+  co.origin = common::origin_for(*reader);
   co.cache_dir = cache.string();
   std::optional<Progress> progress;
   co.hooks = cli_run_hooks(&progress);
@@ -225,7 +224,7 @@ void cnorm_eval_step(const DemoInputs& in, const DemoPlan& plan, DemoResults& re
   std::optional<Progress> progress;
   eo.hooks = cli_run_hooks(&progress);
   auto reader = step.rf.open_native();
-  eo.origin = common::origin_of(*reader, common::tool_version(), in.model, model_sha);
+  eo.origin = common::origin_for(*reader);
   store::RunStore st(plan.db);
   const cnorm::EvalSummary sum = cnorm::run_eval(*reader, st, {items}, eo);
   for (const auto& l : cnorm::eval_lines(sum)) note(l);

@@ -48,8 +48,7 @@ int rank_recall(ReaderFlags& rf, const std::string& input, const std::string& bi
   const std::vector<eval::QaRecord> records = eval::load_qa_file(input).records;
   auto reader = rf.open_native();
   for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
-  o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
-                               store::sha256_file(rf.model.value));
+  o.origin = common::origin_for(*reader);
   o.input_sha256 = store::sha256_file(input);
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);
@@ -131,8 +130,7 @@ int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
   if (items.size() > sa.limit) items.resize(sa.limit);
   auto reader = rf.open_native();
   for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
-  o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
-                               store::sha256_file(rf.model.value));
+  o.origin = common::origin_for(*reader);
   o.input_sha256 = sa.input.empty() ? "" : store::sha256_file(sa.input);
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);
@@ -277,8 +275,7 @@ int run_position_bias(const std::vector<std::string>& argv) {
   for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
   o.seed = uint64_t(seed.value);
   o.measure = cnorm::parse_measure(measure.value, "--measure");
-  o.origin = common::origin_of(*reader, common::tool_version(), rf.model.value,
-                               store::sha256_file(rf.model.value));
+  o.origin = common::origin_for(*reader);
   o.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);

@@ -173,9 +173,7 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
   {
     store::RunStore st(db, store::RunStore::Mode::create, store::RunStore::Durability::normal);
     if (reader) {
-      o.origin =
-          common::origin_of(*reader, common::tool_version(), rf.model.value,
-                            xf.reader.value != "openai" ? store::sha256_file(rf.model.value) : "");
+      o.origin = common::origin_for(*reader);
     } else {  // verdicts from --known: no reader made the run
       o.origin.tool_version = common::tool_version();
       o.origin.model_path = rf.model.value;

@@ -73,8 +73,6 @@ std::string SureSetup::model_sha256() const {
   return remote() ? std::string() : store::sha256_file(rf.model.value);
 }
 
-common::RunOrigin SureSetup::origin(const reader::Reader& r) const {
-  return common::origin_of(r, common::tool_version(), rf.model.value, model_sha256());
-}
+common::RunOrigin SureSetup::origin(const reader::Reader& r) const { return common::origin_for(r); }
 
 }  // namespace ragform::cli

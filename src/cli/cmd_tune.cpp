@@ -105,8 +105,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   std::tie(o.ctx, o.ctx_source) =
       context_cap(f.rf.ctx.seen ? std::optional<size_t>(f.rf.ctx.value) : std::nullopt, native,
                   f.rf.model.value, size_t(f.rf.ctx.value));
-  o.origin = common::origin_of(*reader, common::tool_version(), native ? f.rf.model.value : "",
-                               native ? store::sha256_file(f.rf.model.value) : "");
+  o.origin = common::origin_for(*reader);
   o.model = f.rf.model.value;
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);

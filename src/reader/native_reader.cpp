@@ -12,6 +12,7 @@
 #include "engine/runtime/sampler.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "store/sha256.h"
 
 namespace ragform::reader {
 
@@ -356,6 +357,11 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer,
   r.states = std::move(out[0].hidden);
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
   return r;
+}
+
+Reader::ModelFile NativeReader::model_file() const {
+  std::call_once(sha_once_, [&] { sha256_ = store::sha256_file(path_); });
+  return {path_, sha256_};
 }
 
 }  // namespace ragform::reader

@@ -74,6 +74,8 @@ class NativeReader : public Reader {
   int count_tokens(const std::string& prompt) override;
   std::optional<PrefillCounts> prefill_counts() const override;
   std::optional<PromptBound> prompt_bound() const override;
+  // The file as given and its SHA-256, hashed on the first call (a few hundred MB read once).
+  ModelFile model_file() const override;
 
   // The tokens a prompt becomes (after chat wrapping and the overflow policy). With
   // Overflow::TruncateLeft the prompt is cut so that `reserve` generated tokens fit after it in
@@ -100,6 +102,8 @@ class NativeReader : public Reader {
   std::unique_ptr<runtime::Context> ctx_;
   int chat_family_ = 0;
   mutable std::mutex mu_;
+  mutable std::once_flag sha_once_;
+  mutable std::string sha256_;
 };
 
 }  // namespace ragform::reader

@@ -140,6 +140,13 @@ class Reader {
   virtual std::optional<PromptBound> prompt_bound() const { return std::nullopt; }
   // Prefill accounting, for readers that prefill locally (nullopt for remote readers).
   virtual std::optional<PrefillCounts> prefill_counts() const { return std::nullopt; }
+  // The model file a reader reads and its SHA-256, what a run's origin records
+  // (pipelines/common origin_for); empty for remote and Python readers, whose model is named by
+  // describe().
+  struct ModelFile {
+    std::string path, sha256;
+  };
+  virtual ModelFile model_file() const { return {}; }
 
   // Attention steering of generate, score, attention and hidden (steering_params.h; off by
   // default): NativeReader applies it, spans being byte offsets into each call's prompt; a reader

@@ -101,18 +101,18 @@ std::int64_t export_runs(const RunStore& store, std::optional<std::int64_t> run,
   if (format == ExportFormat::csv)
     write_record(out, {"id", "created_at", "pipeline", "tool_version", "model_path", "model_sha256",
                        "reader", "chat_mode", "seed", "config_key", "rows", "ok", "unmeasured",
-                       "correct", "wrong", "config"});
+                       "correct", "wrong", "ungraded", "config"});
   for (const RunInfo& r : runs) {
     Counts c = store.counts(r.id);
     if (format == ExportFormat::jsonl) {
       out << dump(to_json(r, c)) << '\n';
       continue;
     }
-    write_record(out,
-                 {std::to_string(r.id), r.created_at, r.pipeline, r.tool_version, r.model_path,
-                  r.model_sha256, r.reader, r.chat_mode, std::to_string(r.seed), r.config_key,
-                  std::to_string(c.rows), std::to_string(c.ok), std::to_string(c.unmeasured),
-                  std::to_string(c.correct), std::to_string(c.wrong), canonical_json(r.config)});
+    write_record(out, {std::to_string(r.id), r.created_at, r.pipeline, r.tool_version, r.model_path,
+                       r.model_sha256, r.reader, r.chat_mode, std::to_string(r.seed), r.config_key,
+                       std::to_string(c.rows), std::to_string(c.ok), std::to_string(c.unmeasured),
+                       std::to_string(c.correct), std::to_string(c.wrong),
+                       std::to_string(c.ungraded), canonical_json(r.config)});
   }
   return std::int64_t(runs.size());
 }
@@ -160,12 +160,14 @@ ordered_json to_json(const RunInfo& r, const Counts& c) {
   j["chat_mode"] = r.chat_mode;
   j["seed"] = r.seed;
   j["config_key"] = r.config_key;
-  j["rows"] = c.rows;
-  j["ok"] = c.ok;
-  j["unmeasured"] = c.unmeasured;
-  j["correct"] = c.correct;
-  j["wrong"] = c.wrong;
+  const ordered_json counts = counts_json(c);
+  for (auto it = counts.begin(); it != counts.end(); ++it) j[it.key()] = it.value();
   return j;
+}
+
+ordered_json counts_json(const Counts& c) {
+  return {{"rows", c.rows},       {"ok", c.ok},       {"unmeasured", c.unmeasured},
+          {"correct", c.correct}, {"wrong", c.wrong}, {"ungraded", c.ungraded}};
 }
 
 std::int64_t export_store(const RunStore& store, std::optional<std::int64_t> run, ExportTable table,

@@ -42,6 +42,9 @@ std::int64_t export_store(const RunStore& store, std::optional<std::int64_t> run
 // The JSONL object of one result row / run (key order as above).
 nlohmann::ordered_json to_json(const Result& r);
 nlohmann::ordered_json to_json(const RunInfo& r, const Counts& c);
+// A run's row counts {rows, ok, unmeasured, correct, wrong, ungraded}: in to_json(RunInfo) and
+// what Python's RunStore.counts() returns.
+nlohmann::ordered_json counts_json(const Counts& c);
 
 // One CSV field, quoted per RFC 4180 section 2 when needed.
 std::string csv_field(std::string_view s);

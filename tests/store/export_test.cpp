@@ -232,14 +232,15 @@ TEST(Export, RunsTable) {
 
   auto rows = parse_csv(export_text(st, 2, ExportTable::runs, ExportFormat::csv));
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0],
-            (std::vector<std::string>{"id", "created_at", "pipeline", "tool_version", "model_path",
-                                      "model_sha256", "reader", "chat_mode", "seed", "config_key",
-                                      "rows", "ok", "unmeasured", "correct", "wrong", "config"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"id", "created_at", "pipeline", "tool_version",
+                                               "model_path", "model_sha256", "reader", "chat_mode",
+                                               "seed", "config_key", "rows", "ok", "unmeasured",
+                                               "correct", "wrong", "ungraded", "config"}));
   EXPECT_EQ(rows[1][0], "2");
   EXPECT_EQ(rows[1][2], "sure eval");
   EXPECT_EQ(rows[1][10], "1");
-  EXPECT_EQ(rows[1][15], R"({"dataset":"hotpot","k":2})");
+  EXPECT_EQ(rows[1][15], "1");  // ungraded
+  EXPECT_EQ(rows[1][16], R"({"dataset":"hotpot","k":2})");
 }
 
 TEST(Export, UnknownRunIsAnError) {

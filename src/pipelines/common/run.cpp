@@ -1,5 +1,7 @@
 #include "pipelines/common/run.h"
 
+#include "pipelines/common/version.h"
+
 #include <utility>
 
 namespace ragform::common {
@@ -14,6 +16,11 @@ RunOrigin origin_of(const reader::Reader& r, std::string tool_version, std::stri
   o.chat_mode = r.chat_mode();
   o.steering = r.steering.describe();
   return o;
+}
+
+RunOrigin origin_for(const reader::Reader& r) {
+  const reader::Reader::ModelFile f = r.model_file();
+  return origin_of(r, tool_version(), f.path, f.sha256);
 }
 
 void record_origin(store::RunConfig& rc, const RunOrigin& o) {

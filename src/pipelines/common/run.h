@@ -41,6 +41,11 @@ struct RunOrigin {
 RunOrigin origin_of(const reader::Reader& r, std::string tool_version, std::string model_path,
                     std::string model_sha256);
 
+// The origin of a run made by `r` in this build: the reader's own model file and its SHA-256
+// (Reader::model_file(); none for remote and Python readers) and tool_version(). Every front end
+// fills a runner's origin with it, so the CLI, Python and the server record the same provenance.
+RunOrigin origin_for(const reader::Reader& r);
+
 // Writes the origin into rc: the one place provenance enters a run store.
 void record_origin(store::RunConfig& rc, const RunOrigin& o);
 
