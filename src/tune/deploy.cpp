@@ -3,7 +3,9 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/options.h"
+#include "base/plural.h"
 #include "tune/run.h"
 
 namespace ragform::tune {
@@ -20,9 +22,9 @@ std::string num(double v) {
 // difference [0.03, 0.17], McNemar p 0.004"
 std::string evidence(const Holdout& h) {
   return "held-out accuracy " + num(h.tuned.accuracy) + " (tuned) against " +
-         num(h.original.accuracy) + " (original) on " + std::to_string(h.items) +
-         " records, 95% CI of the difference [" + num(h.diff_lo) + ", " + num(h.diff_hi) +
-         "], McNemar p " + num(h.mcnemar_p);
+         num(h.original.accuracy) + " (original) on " +
+         count_of(static_cast<long long>(h.items), "record") + ", 95% CI of the difference [" +
+         num(h.diff_lo) + ", " + num(h.diff_hi) + "], McNemar p " + num(h.mcnemar_p);
 }
 
 }  // namespace
@@ -30,7 +32,7 @@ std::string evidence(const Holdout& h) {
 DeployRule parse_deploy_rule(std::string_view s) {
   if (s == "confirmed") return DeployRule::Confirmed;
   if (s == "best") return DeployRule::Best;
-  throw OptionError("deploy", "confirmed or best, got '" + std::string(s) + "'");
+  throw OptionError("deploy", "confirmed or best, got '" + excerpt(s) + "'");
 }
 
 const char* deploy_rule_name(DeployRule r) { return r == DeployRule::Best ? "best" : "confirmed"; }

@@ -1,9 +1,11 @@
 #include "tune/profile.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_file.h"
 
 namespace ragform::tune {
@@ -51,7 +53,8 @@ nlohmann::ordered_json profile_to_json(const Profile& p) {
 std::string deployment_note(const Profile& p) {
   if (p.deployed.empty()) return "";
   return "deployed the " + std::string(p.deployed == "tuned" ? "tuned" : "original") +
-         " presentation: " + p.why;
+         " presentation" +
+         (p.why.empty() ? std::string(" (the profile gives no reason)") : ": " + p.why);
 }
 
 Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
@@ -89,16 +92,28 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
     if (!r.is_object()) throw Error(where, "run: must be an object {store, id}");
     p.store = string_field(r, "store", where + ": run", false);
     if (r.contains("id")) {
-      if (!r["id"].is_number_integer()) throw Error(where, "run: id: must be an integer");
+      if (!r["id"].is_number_integer() ||
+          (r["id"].is_number_unsigned() && r["id"].get<uint64_t>() > uint64_t(INT64_MAX)))
+        throw Error(where, "run: id: must be an integer of at most 64 bits, signed");
       p.run = r["id"].get<int64_t>();
     }
   }
   p.deployed = string_field(j, "deployed", where, false);
-  if (!p.deployed.empty() && p.deployed != "tuned" && p.deployed != "original")
+  if (j.contains("deployed") && p.deployed != "tuned" && p.deployed != "original")
     throw Error(where,
                 "deployed: must be \"tuned\" or \"original\", got " + json_excerpt(j["deployed"]));
   p.why = string_field(j, "why", where, false);
   p.winner = string_field(j, "winner", where, false);
+  // "original" says the presentation is the original one (any k: the control is the largest k that
+  // fits); a profile that says so of another presentation contradicts itself.
+  if (p.deployed == "original") {
+    const Presentation o = original_presentation();
+    const Presentation& q = p.presentation;
+    if (q.delimiter != o.delimiter || q.format != o.format || q.order != o.order ||
+        q.spotlight != o.spotlight || q.spotlight_tokens != o.spotlight_tokens)
+      throw Error(where, "deployed: \"original\", but the presentation is " + excerpt(label(q)) +
+                             ", not the original presentation");
+  }
   try {
     validate(p.presentation, p.task, where + ": presentation");
   } catch (const UsageError& e) {

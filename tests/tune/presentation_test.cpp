@@ -139,6 +139,31 @@ TEST(TuneProfile, RoundTripAndFieldErrors) {
   j = tune::profile_to_json(p);
   j["schema_version"] = 9;
   EXPECT_THROW(tune::profile_from_json(j, "p.json"), Error);
+  // The deploy decision: it round-trips; "original" of another presentation, an empty or unknown
+  // value, and a run id past int64 are refused; a decision without a reason says so.
+  {
+    tune::Profile d = p;
+    d.deployed = "tuned";
+    d.winner = tune::label(p.presentation);
+    EXPECT_EQ(tune::profile_from_json(tune::profile_to_json(d), "p.json"), d);
+    EXPECT_EQ(tune::deployment_note(d),
+              "deployed the tuned presentation (the profile gives no reason)");
+    nlohmann::json bad = tune::profile_to_json(d);
+    for (const nlohmann::json& v : {nlohmann::json("original"), nlohmann::json(""),
+                                    nlohmann::json("maybe"), nlohmann::json(1)}) {
+      bad["deployed"] = v;
+      EXPECT_THROW(tune::profile_from_json(bad, "p.json"), Error) << v;
+    }
+    bad = tune::profile_to_json(d);
+    bad["run"]["id"] = uint64_t(-1);
+    EXPECT_THROW(tune::profile_from_json(bad, "p.json"), Error);
+    tune::Profile o = d;
+    o.presentation = tune::original_presentation();
+    o.presentation.k = 3;  // the control: the largest k that fits
+    o.deployed = "original";
+    o.why = "the held-out split does not confirm the winner";
+    EXPECT_EQ(tune::profile_from_json(tune::profile_to_json(o), "p.json"), o);
+  }
   EXPECT_THROW(tune::profile_from_json(nlohmann::json::object(), "p.json"), Error);
 }
 
