@@ -193,12 +193,20 @@ if [[ "${KV_LIMIT:-0}" -gt 0 ]]; then
     --store "$out/cnorm_eval_kv.sqlite" >"$out/cnorm_kv_sweep.json" 2>"$out/cnorm_kv_sweep.log"
 fi
 
-# ---- tune: pending ----
-# The other half of issue 43 changes `ragform tune` (a control arm, a deploy rule); its experiment
-# (NQ, a dev split for the search, a disjoint held-out split, the winner against the original with
-# CI and McNemar, per objective) is to be added here when that lands, e.g.:
-# timed tune_nq "$rf" tune "${G[@]}" --task qa --input "$nq" --store "$out/tune.sqlite" --json \
-#   >"$out/tune_nq.json" 2>"$out/tune_nq.log"
+# ---- tune on NQ: a dev split for the search, a disjoint held-out split, per objective ----
+# 200 dev and 300 held-out questions of NQ-Open's oracle file, each with its gold passage among 4
+# other questions' gold passages at a seeded random slot (`data distractors`, disjoint windows of
+# one pool); the default qa space, --budget 2000. The three objectives share one store: the
+# search's rows are measured once, and the robust and balanced runs measure nothing new.
+step "tune on NQ"
+"$rf" data distractors --input "$nq" -k 5 --limit 200 >"$out/tune_dev.jsonl" 2>"$out/tune_data.log"
+"$rf" data distractors --input "$nq" -k 5 --skip 200 --limit 300 >"$out/tune_held.jsonl" \
+  2>>"$out/tune_data.log"
+for obj in accuracy robust balanced; do
+  timed "tune_$obj" "$rf" tune "${G[@]}" --task qa --input "$out/tune_dev.jsonl" \
+    --holdout "$out/tune_held.jsonl" --budget 2000 --objective "$obj" --store "$out/tune.sqlite" \
+    -o "$out/tune_profile_$obj.json" --json >"$out/tune_$obj.json" 2>"$out/tune_$obj.log"
+done
 
 step "summary"
 /usr/bin/python3 "$here/scripts/sweep-paired.py" "$out/steering.sqlite" "$out/steering_gold.sqlite" \
