@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -54,6 +55,12 @@ bool is_non_finite_word(std::string_view text) {
   std::string w(text);
   for (char& c : w) c = char(std::tolower(static_cast<unsigned char>(c)));
   return w == "nan" || w == "inf" || w == "infinity";
+}
+
+std::string significant(double v, int digits) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*g", digits, v);
+  return b;
 }
 
 }  // namespace ragform

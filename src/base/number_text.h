@@ -6,6 +6,7 @@
 // The value must be finite in the type it is read into: 1e39 is a double, not a float.
 #pragma once
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ragform {
@@ -18,5 +19,8 @@ std::optional<float> parse_decimal_float(std::string_view text);
 // "nan", "inf", "infinity" in any case, signed or not: the words strtod reads as non-finite values,
 // refused as "not a finite number" rather than "not a number".
 bool is_non_finite_word(std::string_view text);
+// `v` with `digits` significant digits, as printf's %g writes it ("0.3125", "1.2e-05"): how
+// summaries and messages print a measured number.
+std::string significant(double v, int digits);
 
 }  // namespace ragform

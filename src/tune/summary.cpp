@@ -5,15 +5,13 @@
 #include <cstdio>
 #include <string>
 
+#include "base/number_text.h"
+
 namespace ragform::tune {
 
 namespace {
 
-std::string number(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
-}
+std::string number(double v) { return significant(v, 4); }
 }  // namespace
 
 std::string spending_text(const TuneSummary& s, size_t dev_records) {
