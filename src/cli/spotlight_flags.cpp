@@ -74,7 +74,8 @@ reader::Reader& SpotlightEncoderFlags::open_reader() {
 }
 
 SpotlightScoreFlags::SpotlightScoreFlags(Args& a)
-    : K(a.opt<int>("-K,--sentences", "K", "sentences to select", 6).range(1, kMaxInt)),
+    : K(a.opt<int>("-K,--sentences", "K", "sentences to select", spotlight::SelectParams{}.top_K)
+            .range(1, kMaxInt)),
       k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)",
                    default_score_params().top_k)
             .range(1, kMaxInt)),

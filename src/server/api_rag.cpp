@@ -119,7 +119,7 @@ Response Api::spotlight(const std::string& body) {
     bad("'alpha' must be \"idf\" or \"uniform\"");
   sp.alpha = alpha == "uniform" ? Alpha::Uniform : Alpha::Idf;
   SelectParams sel;
-  sel.top_K = get_int(j, "K", 6, 1, 1 << 20);
+  sel.top_K = get_int(j, "K", sel.top_K, 1, 1 << 20);  // select.h's default, as the CLI's -K
   std::string order = get_str(j, "order", false);
   if (!order.empty() && order != "doc" && order != "score")
     bad("'order' must be \"doc\" or \"score\"");
