@@ -298,8 +298,11 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
         404, "model '" + model + "' is not served here (this server serves '" + opt.model_id + "')",
         "invalid_request_error", "model_not_found"};
   Common c;
+  // Both fields are checked whichever is read: {"max_tokens": 8, "max_completion_tokens": {}} is
+  // a bad request, not a silently ignored field.
+  const int mct = get_int(j, "max_completion_tokens", -1, 0, 1 << 30);
   int mt = get_int(j, "max_tokens", -1, 0, 1 << 30);
-  if (mt < 0) mt = get_int(j, "max_completion_tokens", default_max_tokens, 0, 1 << 30);
+  if (mt < 0) mt = mct < 0 ? default_max_tokens : mct;
   if (mt > opt.max_tokens)
     bad("max_tokens = " + std::to_string(mt) + " exceeds this server's limit of " +
             std::to_string(opt.max_tokens),

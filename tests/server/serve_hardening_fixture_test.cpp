@@ -115,6 +115,13 @@ TEST(ServeHardening, DecoderRequestsAndLimits) {
                        400);
   EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1073741824"), std::string::npos) << msg;
+  // max_completion_tokens is checked even when max_tokens is the one read (issue 40, fourth
+  // pass: {} there was accepted and ignored).
+  msg = expect_api_error(
+      post(port, "/v1/completions",
+           R"({"prompt": "Once", "max_tokens": 2, "max_completion_tokens": {}})", key),
+      400);
+  EXPECT_EQ(msg, "'max_completion_tokens' must be an integer") << msg;
 
   // More prompts than the queue holds can never be accepted: 400 naming the limit, not 503.
   json many = {{"prompt", std::vector<std::string>(100, "a")}, {"max_tokens", 1}};
