@@ -3,7 +3,7 @@ robustness evaluation of a reader. The functions of `ragform sure perturb|eval` 
 import os
 import tempfile
 
-from . import _ragform
+from . import _options, _ragform
 from ._progress import Progress
 from ._reader_arg import pick
 from ._text import checked
@@ -41,11 +41,32 @@ def perturb(record, kinds=None, seed=0, cutoff="2023-10-01", docs=0, model=None,
                                       max_tokens, batch, prompts or "", bar)
 
 
-@checked
-def evaluate(model=None, pairs=None, store=None, temperature=0.1, max_tokens=32, seed=0, batch=8,
-             chain_of_note=False, resamples=2000, prompts=None, progress=True, reader=None,
-             emphasis_gold=1.0):
-    """Instance-level robustness of `model` (or reader=: a Model, an OpenAIReader or a Python
+_EVALUATE = _options.signature(
+    "sure.evaluate", first=[("model", None), ("pairs", None), ("store", None)],
+    last=[("prompts", None), ("progress", True), ("reader", None)])
+
+
+def _evaluate(*args, **kwargs):
+    a = _options.bind(_EVALUATE, args, kwargs)
+    model = pick("sure.evaluate", a.pop("model"), a.pop("reader"))
+    pairs = a.pop("pairs")
+    if pairs is None:
+        raise ValueError("sure.evaluate: no pairs")
+    pairs = list(pairs)
+    store, prompts = a.pop("store"), a.pop("prompts") or ""
+    with Progress("sure eval", show=a.pop("progress")) as bar:
+        if store is not None:
+            return _ragform._sure_evaluate(model, pairs, os.fspath(store), prompts, bar, **a)
+        with tempfile.TemporaryDirectory() as d:
+            out = _ragform._sure_evaluate(model, pairs, os.path.join(d, "sure.sqlite"), prompts,
+                                          bar, **a)
+            out["store"] = None
+            return out
+
+
+_evaluate.__signature__ = _EVALUATE
+_evaluate.__name__ = _evaluate.__qualname__ = "evaluate"
+_evaluate.__doc__ = """Instance-level robustness of `model` (or reader=: a Model, an OpenAIReader or a Python
     reader, docs/python.md "Your own reader") over pairs (perturb()'s
     dicts), as `ragform sure eval --store store`: closed-book, original and perturbed answers into
     the run store, then the report rows. Returns {run, store, groups: [one dict per (scope, key,
@@ -59,21 +80,7 @@ def evaluate(model=None, pairs=None, store=None, temperature=0.1, max_tokens=32,
     KeyboardInterrupt, which stops the run. emphasis_gold: for analysis, the document's attention
     times this factor while answering (`--emphasis-gold`: rescale steering on its bytes; 1 = off;
     a run of its own)."""
-    model = pick("sure.evaluate", model, reader)
-    if pairs is None:
-        raise ValueError("sure.evaluate: no pairs")
-    pairs = list(pairs)
-    with Progress("sure eval", show=progress) as bar:
-        if store is not None:
-            return _ragform._sure_evaluate(model, pairs, os.fspath(store), temperature,
-                                           max_tokens, seed, batch, chain_of_note, resamples,
-                                           prompts or "", bar, emphasis_gold)
-        with tempfile.TemporaryDirectory() as d:
-            out = _ragform._sure_evaluate(model, pairs, os.path.join(d, "sure.sqlite"),
-                                          temperature, max_tokens, seed, batch, chain_of_note,
-                                          resamples, prompts or "", bar, emphasis_gold)
-            out["store"] = None
-            return out
+evaluate = checked(_evaluate)
 
 
 @checked

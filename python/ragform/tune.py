@@ -2,32 +2,16 @@
 (docs/tune.md), with any reader. Its keywords, their defaults and ranges are the declaration of
 src/tune/args.h (ragform._ragform.options("tune")), the one the CLI's flags come from; this module
 holds none of its own."""
-import inspect as _inspect
-
-from . import _ragform
+from . import _options, _ragform
 from ._progress import Progress
 from ._text import checked
 
 
-def _signature(verb, first):
-    """The signature of a wrapper of `verb`: its own leading parameters `first`, then the declared
-    options (positional-or-keyword where declared so, else keyword-only), with their defaults."""
-    params = [_inspect.Parameter(name, _inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in first]
-    for o in _ragform.options(verb):
-        kind = (_inspect.Parameter.POSITIONAL_OR_KEYWORD if o["positional"]
-                else _inspect.Parameter.KEYWORD_ONLY)
-        default = _inspect.Parameter.empty if o["required"] else o["default"]
-        params.append(_inspect.Parameter(o["key"], kind, default=default))
-    return _inspect.Signature(params)
-
-
-_TUNE = _signature("tune", ["reader"])
+_TUNE = _options.signature("tune", first=["reader"])
 
 
 def _tune(*args, **kwargs):
-    bound = _TUNE.bind(*args, **kwargs)  # a missing or unknown argument is a TypeError here
-    bound.apply_defaults()
-    a = dict(bound.arguments)
+    a = _options.bind(_TUNE, args, kwargs)  # a missing or unknown argument is a TypeError here
     reader = a.pop("reader")
     shard = a.get("shard")
     if isinstance(shard, (tuple, list)):  # (i, n), the CLI's "i/n"

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "pipelines/sure/sure.h"
 #include "tune/args.h"
 
 namespace ragform::py {
@@ -54,6 +55,7 @@ pyb::object python_default(const OptionInfo& o) {
 const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
   static const std::map<std::string, std::function<std::vector<OptionInfo>()>> v = {
       {"tune", [] { return option_infos<tune::TuneArgs>(); }},
+      {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
   };
   return v;
 }

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "bindings.h"
 #include "eval/datasets.h"
+#include "options.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/sure.h"
 #include "qa_records.h"
@@ -105,29 +106,20 @@ pyb::list sure_perturb(const pyb::iterable& records, std::optional<std::string> 
 // As `ragform sure eval` (sure::run_eval): the three stages into `store_path` (resumable), then
 // the robustness report rows. Ctrl-C stops after the batch in flight (each row is committed on
 // its own).
+// ragform.sure.evaluate: the model, pairs, store, prompts and progress hook, then every keyword of
+// sure::EvalOptions' declaration (options.h binds them with their kinds and ranges).
 pyb::dict sure_evaluate(const pyb::handle& model, const pyb::iterable& pairs_in,
-                        const std::string& store_path, double temperature, int max_tokens,
-                        int64_t seed, int batch, bool chain_of_note, int resamples,
-                        const std::string& prompts_dir, pyb::object progress,
-                        double emphasis_gold) {
+                        const std::string& store_path, const std::string& prompts_dir,
+                        pyb::object progress, const pyb::kwargs& kw) {
   using namespace sure;
-  if (batch < 1 || max_tokens < 1 || resamples < 1)
-    throw UsageError("sure evaluate", "batch, max_tokens and resamples must be >= 1");
-  reader::GenerateParams sampling;  // the reader's one range rule of a generation's settings
-  sampling.temperature = temperature;
-  sampling.max_tokens = max_tokens;
-  reader::check_generate_params(sampling);
+  EvalOptions declared;
+  bind_keywords(declared, kw, "sure.evaluate");
   std::vector<Pair> pairs = pairs_arg(pairs_in);
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   reader::Reader& reader = *rd;
   const LoopHook hook(progress, 0);
   EvalRunOptions eo;
-  eo.eval.temperature = temperature;
-  eo.eval.max_tokens = max_tokens;
-  eo.eval.seed = uint64_t(seed);
-  eo.eval.batch = size_t(batch);
-  eo.eval.chain_of_note = chain_of_note;
-  eo.eval.emphasis_gold = emphasis_gold;
+  eo.eval = declared;
   eo.hooks = loop_hooks(hook);
   pyb::gil_scoped_release nogil;
   PromptSet prompts = prompts_of(prompts_dir);
@@ -137,7 +129,7 @@ pyb::dict sure_evaluate(const pyb::handle& model, const pyb::iterable& pairs_in,
   hook.step(0);
   const EvalSummary sum = run_eval(reader, st, prompts, pairs, eo);
   const EvalStats& stats = sum.stats;
-  auto rows = robustness_report(sum.outcomes, eo.eval.seed, size_t(resamples));
+  auto rows = robustness_report(sum.outcomes, eo.eval.seed, eo.eval.resamples);
   pyb::gil_scoped_acquire gil;
   pyb::list groups;
   for (const auto& r : rows) groups.append(from_json(r.to_json()));
@@ -301,9 +293,8 @@ void bind_pipelines_sure(pyb::module_& m) {
         return l;
       },
       "The fifteen SURE perturbation kinds (Table 1 order).");
-  m.def("_sure_evaluate", &sure_evaluate, arg("model"), arg("pairs"), arg("store"),
-        arg("temperature"), arg("max_tokens"), arg("seed"), arg("batch"), arg("chain_of_note"),
-        arg("resamples"), arg("prompts"), arg("progress"), arg("emphasis_gold") = 1.0);
+  m.def("_sure_evaluate", &sure_evaluate, arg("model"), arg("pairs"), arg("store"), arg("prompts"),
+        arg("progress"));
   m.def("_sure_attention", &sure_attention, arg("model"), arg("pairs"), arg("store"), arg("run"),
         arg("layer"), arg("heads"), arg("per_group"), arg("sample_by"), arg("query"), arg("seed"),
         arg("chain_of_note"), arg("prompts"));

@@ -27,5 +27,7 @@ def test_the_bounds_themselves_are_accepted(model):
 
 def test_sure_evaluate_follows_the_same_rule(model):
     import ragform
-    with pytest.raises(ValueError, match=r"^temperature: must be in \[0, 100\]$"):
+    # The declaration's range (sure/evaluate.h), the reader's rule's [0, 100], named by keyword.
+    with pytest.raises(ValueError,
+                       match=r"^temperature: value too large: 100.5 \(largest accepted: 100\)$"):
         ragform.sure.evaluate(model, [], temperature=100.5, progress=False)

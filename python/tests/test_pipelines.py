@@ -171,8 +171,8 @@ def test_ctrl_c_stops_cleanly_and_resumes(model, tmp_path, nq_records):
     # in 20 more runs): the calls and the inherited handler are printed if it happens again.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        ragform.sure._ragform._sure_evaluate(model, pairs, str(store), 0.1, 8, 0, 2, False,
-                                             100, "", progress)
+        ragform.sure._ragform._sure_evaluate(model, pairs, str(store), "", progress,
+                                             max_tokens=8, batch=2, resamples=100)
     except KeyboardInterrupt:
         pass
     else:

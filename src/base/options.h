@@ -116,8 +116,8 @@ struct OptionDecl {
 std::string range_words(const OptionDecl& d);
 // A number as the declaration and --help show it ("0.5", "24").
 std::string option_number_text(double v);
-// Throws OptionError(key, "value out of range: <v> (accepted: <range>)") unless lo <= v <= hi
-// (NaN never is).
+// Throws OptionError unless lo <= v <= hi (NaN never is), in the CLI's words: "value too large:
+// <v> (largest accepted: <hi>)" above, "value out of range: <v> (accepted: <range>)" otherwise.
 void check_option_range(const OptionDecl& d, double v);
 
 // One entry of a verb's declaration as data: what `ragform._ragform.options(verb)` returns and

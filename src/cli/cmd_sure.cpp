@@ -12,6 +12,7 @@
 #include "base/progress.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/run_hooks.h"
 #include "cli/sure_prepare.h"
 #include "cli/sure_verbs.h"
@@ -204,36 +205,19 @@ int run_eval(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input = pairs_input_flag(a);
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store (SQLite)").required();
-  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (paper: 0.1)", 0.1)
-                   .range(0.0, reader::kMaxTemperature);
-  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "answer tokens", 32).range(1, kMaxInt);
-  auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
-  auto& batch = batch_flag(a);
-  auto& con = a.flag("--chain-of-note", "Chain-of-Note instruction (Table 5 baseline)");
-  auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples", 2000).range(1, kMaxInt);
-  auto& emphasis =
-      a.opt<double>("--emphasis-gold", "FACTOR",
-                    "for analysis: the document's attention times FACTOR while "
-                    "answering (generate --steer rescale:FACTOR on its bytes; 1 = off)",
-                    1.0)
-          .range(0.0, 1e6);
+  EvalOptions eo;  // its settings, declared once (sure/evaluate.h)
+  OptionFlags<EvalOptions> eval_flags(a, eo);
   OtherReaderFlags judge_flags(a, "judge",
                                "LLM-as-judge reader for Y: a GGUF file, or with --reader openai a "
                                "served model name (default: string containment)");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  eval_flags.apply();
   su.require("sure eval");
   std::string input_sha256;
   std::vector<Pair> pairs = read_shard(input.value, shard_f.shard(), &input_sha256);
   PromptSet prompts = su.prompts();
   auto reader = su.open("sure eval");
-  EvalOptions eo;
-  eo.temperature = temp.value;
-  eo.max_tokens = max_tokens.value;
-  eo.seed = static_cast<uint64_t>(seed.value);
-  eo.batch = static_cast<size_t>(batch.value);
-  eo.chain_of_note = con.value;
-  eo.emphasis_gold = emphasis.value;
   std::unique_ptr<reader::Reader> judge;
   if (judge_flags.given()) {
     judge = judge_flags.open(su);
@@ -252,8 +236,7 @@ int run_eval(const std::vector<std::string>& argv) {
   std::optional<Progress> progress;
   ro.hooks = cli_run_hooks(&progress);
   const EvalSummary sum = run_eval(*reader, st, prompts, pairs, ro);
-  write_stdout(
-      report_jsonl(robustness_report(sum.outcomes, eo.seed, static_cast<size_t>(resamples.value))));
+  write_stdout(report_jsonl(robustness_report(sum.outcomes, eo.seed, eo.resamples)));
   note(eval_note(sum));
   note_prefill(*reader);
   return 0;

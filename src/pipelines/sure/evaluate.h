@@ -23,21 +23,27 @@
 #include <string_view>
 #include <vector>
 
+#include "base/options.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/prompts.h"
+#include "reader/generate_params.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
 
 namespace ragform::sure {
 
+// `sure eval`'s settings. The ones a user sets are declared once in visit() (base/options.h): the
+// CLI's flags (cli/cmd_sure.cpp) and Python's keywords and signature (ragform.sure.evaluate) come
+// from it; the initial values are the defaults.
 struct EvalOptions {
   double temperature = 0.1;  // the paper's setting (Appendix D)
   int max_tokens = 32;
   uint64_t seed = 0;
   size_t batch = 8;
   bool chain_of_note = false;  // Table 5 baseline: CoN instruction instead of Figure 11's
+  size_t resamples = 2000;     // the report's bootstrap (robustness_report); not the run's identity
   int con_max_tokens = 256;
   // LLM-as-judge (Appendix G) as the alternative Y: when set, every response is graded by this
   // reader with the `judge` prompt (greedy); a judge error or a missing verdict stores the row as
@@ -50,6 +56,29 @@ struct EvalOptions {
   // rows are generated one prompt at a time (each has its own span) and carry extra
   // "steer_spans"; the reader's own steering must be off.
   double emphasis_gold = 1.0;
+
+  template <class V>
+  void visit(V&& v) {
+    v(OptionDecl{"temperature", "--temp", "T", "sampling temperature (paper: 0.1)"}.real(
+          0, reader::kMaxTemperature),
+      temperature);
+    v(OptionDecl{"max_tokens", "-n,--max-tokens", "N", "answer tokens"}.count(1, 2147483647),
+      max_tokens);
+    v(OptionDecl{"seed", "--seed", "N", "sampling seed"}.count(0), seed);
+    v(OptionDecl{"batch", "--batch", "N", "prompts per batched generation"}.count(1, 2147483647),
+      batch);
+    v(OptionDecl{"chain_of_note", "--chain-of-note", "",
+                 "Chain-of-Note instruction (Table 5 baseline)"}
+          .flag_only(),
+      chain_of_note);
+    v(OptionDecl{"resamples", "--resamples", "N", "bootstrap resamples"}.count(1, 2147483647),
+      resamples);
+    v(OptionDecl{"emphasis_gold", "--emphasis-gold", "FACTOR",
+                 "for analysis: the document's attention times FACTOR while answering (generate "
+                 "--steer rescale:FACTOR on its bytes; 1 = off)"}
+          .real(0, 1e6),
+      emphasis_gold);
+  }
 };
 
 // The sampler seed of one row (instance, variant) of a run seeded `seed`:

@@ -1,0 +1,35 @@
+"""Wrapper signatures from a verb's declared options (base/options.h, ragform._ragform.options):
+the keywords, their defaults and which are positional come from the one declaration the CLI's
+flags come from; a wrapper adds only the parameters that are its own (a reader, a progress hook)."""
+import inspect as _inspect
+
+from . import _ragform
+
+_POS = _inspect.Parameter.POSITIONAL_OR_KEYWORD
+_KW = _inspect.Parameter.KEYWORD_ONLY
+
+
+def signature(verb, first=(), last=()):
+    """The signature of a wrapper of `verb`: `first` (names, or (name, default) pairs) as
+    positional-or-keyword parameters, then the declared options (positional-or-keyword where the
+    declaration says so, else keyword-only) with their declared defaults, then `last` ((name,
+    default) pairs) keyword-only."""
+    params = []
+    for p in first:
+        name, default = (p, _inspect.Parameter.empty) if isinstance(p, str) else p
+        params.append(_inspect.Parameter(name, _POS, default=default))
+    for o in _ragform.options(verb):
+        default = _inspect.Parameter.empty if o["required"] else o["default"]
+        params.append(_inspect.Parameter(o["key"], _POS if o["positional"] else _KW,
+                                         default=default))
+    for name, default in last:
+        params.append(_inspect.Parameter(name, _KW, default=default))
+    return _inspect.Signature(params)
+
+
+def bind(sig, args, kwargs):
+    """The arguments of a call as a dict, every default filled in (TypeError for a missing or an
+    unknown one, as Python's own binding says it)."""
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
