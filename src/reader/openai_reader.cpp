@@ -13,6 +13,7 @@
 #include "base/excerpt.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
+#include "reader/answer_check.h"
 
 namespace ragform::reader {
 namespace {
@@ -34,15 +35,11 @@ constexpr double kRowSumSlack = 1e-2;
 // reader, the method, the field and the reader's base URL:
 //   "openai reader: score: tokens[2].logprob: 3 is positive: not a log-probability (from
 //   http://127.0.0.1:8080/v1)"
-class Answer {
+class Answer : public AnswerCheck {
  public:
-  // `from`: the reader's base URL (who_of).
-  Answer(const std::string& from, const char* method) : from_(from), method_(method) {}
+  Answer(const std::string& from, const char* method)
+      : AnswerCheck(from, method, "openai reader") {}
 
-  [[noreturn]] void bad(const std::string& what) const {
-    throw RequestFailed(std::string(method_) + ": " + what + " (from " + from_ + ")", 200, 1,
-                        "openai reader");
-  }
   // The answer's body as JSON.
   json parse(const std::string& body) const {
     try {
@@ -69,21 +66,6 @@ class Answer {
   const json& array(const json& v, const std::string& path) const {
     if (!v.is_array()) bad(path + ": expected a list, got " + type_of(v));
     return v;
-  }
-  std::string str(const json& v, const std::string& path) const {
-    if (!v.is_string()) bad(path + ": expected a string, got " + type_of(v));
-    return v.get<std::string>();
-  }
-  long long integer(const json& v, const std::string& path, long long lo, long long hi) const {
-    if (!v.is_number_integer()) bad(path + ": expected an integer, got " + type_of(v));
-    if (v.is_number_unsigned() ? v.get<unsigned long long>() > (unsigned long long)hi
-                               : (v.get<long long>() < lo || v.get<long long>() > hi))
-      bad(path + ": " + v.dump() + " is out of range (" + std::to_string(lo) + ".." +
-          std::to_string(hi) + ")");
-    return v.get<long long>();
-  }
-  int count(const json& v, const std::string& path) const {
-    return int(integer(v, path, 0, INT_MAX));
   }
   double number(const json& v, const std::string& path) const {
     if (!v.is_number()) bad(path + ": expected a number, got " + type_of(v));
@@ -131,13 +113,7 @@ class Answer {
   }
 
  private:
-  const std::string& from_;
-  const char* method_;
   static std::string name(const std::string& path) { return path.empty() ? "the answer" : path; }
-  static std::string type_of(const json& v) {
-    return v.is_primitive() ? std::string(v.type_name()) + " " + excerpt(v.dump(), 40)
-                            : std::string(v.type_name());
-  }
 };
 
 std::string sub(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/excerpt.h"
+#include "reader/answer_check.h"
 
 namespace ragform::reader {
 namespace {
@@ -22,28 +23,15 @@ json parse_answer(const std::string& body, const char* what) {
   return parse_json_answer(body, what, kWho);
 }
 
-std::string type_name(const json& v) { return v.is_null() ? "null" : v.type_name(); }
-
 // A server's answer read field by field, as OpenAIReader reads its own (openai_reader.cpp): each
 // field is checked for its type and range where it is read, and a violation is RequestFailed
 // (status 200, one attempt) naming the method, the field and the server:
 //   "remote encoder: embeddings: data[1].index: 0 appears twice (from http://127.0.0.1:8080/v1)"
 // (duplicate indexes left a text with an empty vector, 1e300 became inf, n_tokens 1e20 became
 // -2147483648, a string index or a number among the pieces threw nlohmann's type_error.302).
-class Answer {
+class Answer : public AnswerCheck {
  public:
-  Answer(std::string from, const char* method) : from_(std::move(from)), method_(method) {}
-  [[noreturn]] void bad(const std::string& what) const {
-    throw RequestFailed(std::string(method_) + ": " + what + " (from " + from_ + ")", 200, 1, kWho);
-  }
-  long long integer(const json& v, const std::string& path, long long lo, long long hi) const {
-    if (!v.is_number_integer()) bad(path + ": expected an integer, got " + type_name(v));
-    if (v.is_number_unsigned() ? v.get<unsigned long long>() > (unsigned long long)hi
-                               : (v.get<long long>() < lo || v.get<long long>() > hi))
-      bad(path + ": " + v.dump() + " is out of range (" + std::to_string(lo) + ".." +
-          std::to_string(hi) + ")");
-    return v.get<long long>();
-  }
+  Answer(std::string from, const char* method) : AnswerCheck(std::move(from), method, kWho) {}
   // An optional count: absent or null is 0.
   int count(const json& obj, const char* key, const std::string& path) const {
     auto it = obj.find(key);
@@ -53,11 +41,11 @@ class Answer {
   bool flag(const json& obj, const char* key, const std::string& path) const {
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return false;
-    if (!it->is_boolean()) bad(path + "." + key + ": expected a boolean, got " + type_name(*it));
+    if (!it->is_boolean()) bad(path + "." + key + ": expected a boolean, got " + type_of(*it));
     return it->get<bool>();
   }
   float number(const json& v, const std::string& path) const {
-    if (!v.is_number()) bad(path + ": expected a number, got " + type_name(v));
+    if (!v.is_number()) bad(path + ": expected a number, got " + type_of(v));
     const double d = v.get<double>();
     if (!std::isfinite(d) || std::fabs(d) > double(FLT_MAX))
       bad(path + ": " + v.dump() + " is not a finite float");
@@ -67,7 +55,7 @@ class Answer {
   std::vector<float> vector(const json& v, const std::string& path, size_t width) const {
     if (!v.is_array() || v.empty())
       bad(path + ": expected a non-empty list of numbers, got " +
-          (v.is_array() ? std::string("an empty list") : type_name(v)));
+          (v.is_array() ? std::string("an empty list") : type_of(v)));
     if (width && v.size() != width)
       bad(path + ": " + std::to_string(v.size()) + " numbers where the first vector has " +
           std::to_string(width));
@@ -78,19 +66,15 @@ class Answer {
     return out;
   }
   std::vector<std::string> strings(const json& v, const std::string& path) const {
-    if (!v.is_array()) bad(path + ": expected a list of strings, got " + type_name(v));
+    if (!v.is_array()) bad(path + ": expected a list of strings, got " + type_of(v));
     std::vector<std::string> out;
     for (size_t i = 0; i < v.size(); ++i) {
       if (!v[i].is_string())
-        bad(path + "[" + std::to_string(i) + "]: expected a string, got " + type_name(v[i]));
+        bad(path + "[" + std::to_string(i) + "]: expected a string, got " + type_of(v[i]));
       out.push_back(v[i].get<std::string>());
     }
     return out;
   }
-
- private:
-  std::string from_;
-  const char* method_;
 };
 }  // namespace
 
@@ -207,7 +191,7 @@ std::vector<Classification> RemoteEncoder::classify(const std::vector<TextPair>&
         ans["results"].empty())
       an.bad("no 'results' in the answer");
     const json& r = ans["results"][0];
-    if (!r.is_object()) an.bad("results[0]: expected an object, got " + type_name(r));
+    if (!r.is_object()) an.bad("results[0]: expected an object, got " + AnswerCheck::type_of(r));
     Classification c;
     if (r.contains("scores") && r.contains("labels")) {
       c.scores = an.vector(r["scores"], "results[0].scores", 0);

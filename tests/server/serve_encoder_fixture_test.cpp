@@ -270,28 +270,33 @@ TEST(RemoteEncoderAnswers, AreCheckedNamingMethodFieldAndServer) {
   EXPECT_EQ(
       error_of("inf", false, false),
       "remote encoder: embeddings: data[0].embedding[0]: 1e+300 is not a finite float" + from);
-  EXPECT_EQ(error_of("ntok", false, false),
-            "remote encoder: embeddings: data[0].n_tokens: expected an integer, got number" + from);
-  EXPECT_EQ(error_of("ntok_str", false, false),
-            "remote encoder: embeddings: data[0].n_tokens: expected an integer, got string" + from);
-  EXPECT_EQ(error_of("idx_str", false, false),
-            "remote encoder: embeddings: data[0].index: expected an integer, got string" + from);
+  EXPECT_EQ(
+      error_of("ntok", false, false),
+      "remote encoder: embeddings: data[0].n_tokens: expected an integer, got number 1e+20" + from);
+  EXPECT_EQ(
+      error_of("ntok_str", false, false),
+      "remote encoder: embeddings: data[0].n_tokens: expected an integer, got string \"x\"" + from);
+  EXPECT_EQ(
+      error_of("idx_str", false, false),
+      "remote encoder: embeddings: data[0].index: expected an integer, got string \"0\"" + from);
   EXPECT_EQ(error_of("empty", false, false),
             "remote encoder: embeddings: data[0].embedding: expected a non-empty list of numbers, "
             "got an empty list" +
                 from);
-  EXPECT_EQ(error_of("pieces", true, false),
-            "remote encoder: embeddings: data[0].pieces[0]: expected a string, got number" + from);
+  EXPECT_EQ(
+      error_of("pieces", true, false),
+      "remote encoder: embeddings: data[0].pieces[0]: expected a string, got number 1" + from);
   EXPECT_EQ(error_of("rows", true, false),
             "remote encoder: embeddings: data[0].embedding[1]: 1 numbers where the first vector "
             "has 2" +
                 from);
   EXPECT_EQ(error_of("ok", false, true), "(no error)");
   EXPECT_EQ(error_of("labels", false, true),
-            "remote encoder: rerank: results[0].labels[0]: expected a string, got number" + from);
+            "remote encoder: rerank: results[0].labels[0]: expected a string, got number 1" + from);
   EXPECT_EQ(
       error_of("score_str", false, true),
-      "remote encoder: rerank: results[0].relevance_score: expected a number, got string" + from);
+      "remote encoder: rerank: results[0].relevance_score: expected a number, got string \"high\"" +
+          from);
   fake.stop();
   th.join();
 }
