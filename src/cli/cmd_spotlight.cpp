@@ -25,6 +25,19 @@
 
 namespace ragform::cli {
 
+namespace {
+// Recall@K needs gold sentences: an input none of whose questions has one (a file without
+// HotpotQA's supporting facts, such as NQ-Open's) measured nothing, which is an error, not a
+// run of 0 questions that exits 0.
+void require_gold(const std::string& input, size_t questions, size_t skipped) {
+  if (questions == 0 && skipped > 0)
+    throw Error("spotlight eval",
+                input + ": none of its " + std::to_string(skipped) +
+                    " questions has gold sentences to measure recall against (HotpotQA's "
+                    "supporting_facts, docs/spotlight.md): nothing was measured");
+}
+}  // namespace
+
 int run_spotlight_train_alpha(const std::vector<std::string>& args);  // cmd_spotlight_train.cpp
 
 namespace {
@@ -201,6 +214,7 @@ int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& 
   o.origin.tool_version = common::tool_version();
   o.hooks = cli_run_hooks(&progress);
   const RunSummary sum = run_eval(enc, st, recs, o);
+  require_gold(input, sum.questions, sum.skipped);
   std::fprintf(stderr,
                "spotlight eval: run %lld in %s: %zu questions (%zu without resolvable gold "
                "skipped), %zu rows written, %zu reused\n",
@@ -371,6 +385,7 @@ int run_eval(const std::vector<std::string>& argv) {
   std::optional<Progress> progress;
   so.hooks = cli_run_hooks(&progress);
   const SweepSummary t = run_sweeps(enc, recs, so);  // its progress line ends before the report
+  require_gold(input.value, recs.size() - t.skipped, t.skipped);
 
   std::fprintf(stderr,
                "encoder %s; %zu questions (%zu without resolvable gold skipped); OOV %zu of %zu "

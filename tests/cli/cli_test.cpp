@@ -264,3 +264,24 @@ TEST(Cli, DataDistractorsGivesEachRecordKDocuments) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "ragform: --gold: first, last, random or a position 1..3, got '4'\n");
 }
+
+// `spotlight eval` on records without gold sentences (NQ-Open's, no supporting_facts) measured
+// nothing and exited 0 ("0 questions (3 without resolvable gold skipped)"): an error now, with
+// and without --store.
+TEST(Cli, SpotlightEvalWithoutGoldSentencesIsAnError) {
+  REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
+  const auto dir = ragform::testing::temp_dir("cli_spotlight_no_gold");
+  ragform::testing::write_file(
+      dir / "in.jsonl",
+      R"({"id": "a", "question": "who?", "answers": ["Ann"], "ctxs": [{"title": "T", "text": "Ann is here."}]})"
+      "\n"
+      R"({"id": "b", "question": "what?", "answers": ["Bob"], "ctxs": [{"title": "U", "text": "Bob is there."}]})"
+      "\n");
+  const std::string base =
+      "spotlight eval --input " + (dir / "in.jsonl").string() + " --vectors " + glove.string();
+  for (const std::string& extra : {std::string(), " --store " + (dir / "s.sqlite").string()}) {
+    auto r = run_ragform(base + extra);
+    EXPECT_EQ(r.exit_code, 1) << extra << r.err;
+    EXPECT_NE(r.err.find("none of its 2 questions has gold sentences"), std::string::npos) << r.err;
+  }
+}
