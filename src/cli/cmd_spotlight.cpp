@@ -222,13 +222,18 @@ int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& 
                sum.written, sum.reused);
   for (const auto& [key, mean] : sum.mean_recall) {
     const std::string method = key.substr(0, key.find('@'));
-    std::fprintf(stderr, "%-10s recall%s = %.4f\n", method.c_str(),
-                 key.substr(key.find('@')).c_str(), mean);
+    // The same bootstrap as the run without --store (report_row), over the stored questions.
+    const std::vector<double>& v = sum.recalls.at(key);
+    const eval::BootstrapCI ci = eval::bootstrap_mean_ci(v, 0.95, 2000, 7);
+    std::fprintf(stderr, "%-10s recall%s = %.4f  [%.4f, %.4f]  n=%zu\n", method.c_str(),
+                 key.substr(key.find('@')).c_str(), mean, ci.lo, ci.hi, v.size());
     if (json)
       print_json_line(ojson{{"kind", "recall"},
                             {"method", method},
                             {"K", K},
                             {"recall", f9(mean)},
+                            {"ci95", {f9(ci.lo), f9(ci.hi)}},
+                            {"questions", v.size()},
                             {"run", sum.run}});
   }
   return 0;

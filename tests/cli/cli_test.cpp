@@ -284,4 +284,24 @@ TEST(Cli, SpotlightEvalWithoutGoldSentencesIsAnError) {
     EXPECT_EQ(r.exit_code, 1) << extra << r.err;
     EXPECT_NE(r.err.find("none of its 2 questions has gold sentences"), std::string::npos) << r.err;
   }
+  // With gold sentences, --store prints each method's bootstrap CI as the run without it does
+  // (it printed the mean alone).
+  REQUIRE_SHARED(hotpot, "data/hotpotqa-distractor/dev.jsonl");
+  auto ok =
+      run_ragform("spotlight eval --input " + hotpot.string() + " --vectors " + glove.string() +
+                  " --limit 5 --store " + (dir / "h.sqlite").string() + " --json");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  std::istringstream lines(ok.out);
+  size_t rows = 0;
+  for (std::string l; std::getline(lines, l);) {
+    const auto j = nlohmann::json::parse(l);
+    if (j["kind"] != "recall") continue;
+    ++rows;
+    ASSERT_EQ(j["ci95"].size(), 2u) << l;
+    EXPECT_EQ(j["questions"], 5) << l;
+    EXPECT_LE(j["ci95"][0].get<double>(), j["recall"].get<double>()) << l;
+    EXPECT_GE(j["ci95"][1].get<double>(), j["recall"].get<double>()) << l;
+  }
+  EXPECT_GT(rows, 0u) << ok.out;
+  EXPECT_NE(ok.err.find("]  n=5"), std::string::npos) << ok.err;
 }

@@ -94,19 +94,14 @@ void store_question(TokenEncoder& enc, store::RunStore& st, const eval::QaRecord
   }
 }
 
-// "<method>@<K>" -> mean recall over the run's stored rows, so that a resumed run counts every
-// question.
-std::map<std::string, double> mean_recall(const store::RunStore& st, int64_t run) {
-  std::map<std::string, std::pair<double, size_t>> acc;
+// "<method>@<K>" -> every question's recall in the run's stored rows, so that a resumed run
+// counts every question.
+std::map<std::string, std::vector<double>> stored_recalls(const store::RunStore& st, int64_t run) {
+  std::map<std::string, std::vector<double>> out;
   st.for_each_result(run, [&](const store::Result& row) {
-    for (const auto& [name, v] : row.scores) {
-      auto& a = acc[row.variant + name.substr(name.find('@'))];
-      a.first += v;
-      ++a.second;
-    }
+    for (const auto& [name, v] : row.scores)
+      out[row.variant + name.substr(name.find('@'))].push_back(v);
   });
-  std::map<std::string, double> out;
-  for (const auto& [k, a] : acc) out[k] = a.first / double(a.second);
   return out;
 }
 
@@ -140,7 +135,12 @@ RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
         store_question(enc, st, r, gold, res.done, opt, stats);
     }
   }
-  stats.mean_recall = mean_recall(st, stats.run);
+  stats.recalls = stored_recalls(st, stats.run);
+  for (const auto& [k, v] : stats.recalls) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    stats.mean_recall[k] = v.empty() ? 0.0 : sum / double(v.size());
+  }
   return stats;
 }
 

@@ -49,6 +49,8 @@ struct RunSummary {
   int64_t run = 0;
   size_t questions = 0, skipped = 0, written = 0, reused = 0;
   std::map<std::string, double> mean_recall;  // "<method>@<K>" over the run's stored rows
+  // The per-question recalls behind each mean, in the store's row order (for a bootstrap CI).
+  std::map<std::string, std::vector<double>> recalls;
 };
 
 RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
