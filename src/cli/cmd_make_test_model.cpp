@@ -32,9 +32,9 @@ std::string details() {
   }
   for (const auto& t : model::scheme_names()) types += (types.empty() ? "" : ", ") + t;
   return "Shapes:\n" + shapes + "Types: " + types +
-         "\n(plain types apply to every 2-D weight, as llama-quantize --pure; q4_k_s, q4_k_m and\n"
-         "q5_k_m follow llama-quantize's per-tensor rules and fallbacks; norms and biases stay "
-         "F32.)\n"
+         "\n(plain types apply to every 2-D weight, as llama-quantize --pure; the _s and _m\n"
+         "mixtures follow llama-quantize's per-tensor rules and fallbacks, as `ragform quantize`;\n"
+         "norms and biases stay F32.)\n"
          "The vocabulary is copied from --vocab-from, else a synthetic SentencePiece vocabulary of "
          "the\n"
          "shape's size. With --json one object {\"file\", \"arch\", \"shape\", \"type\", "

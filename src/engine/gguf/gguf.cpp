@@ -552,7 +552,7 @@ void pad_to(Sink& s, uint32_t align) {
 }  // namespace
 
 template <typename Sink>
-void Writer::emit(Sink& s) const {
+void Writer::emit(Sink& s, bool with_data) const {
   uint32_t align = alignment();
   std::set<std::string> names;
   for (auto& t : tensors_) {
@@ -585,6 +585,7 @@ void Writer::emit(Sink& s) const {
     off += (t.n_bytes + align - 1) / align * align;
   }
   pad_to(s, align);
+  if (!with_data) return;
   for (auto& t : tensors_) {
     s.put(t.data, size_t(t.n_bytes));
     pad_to(s, align);
@@ -593,8 +594,21 @@ void Writer::emit(Sink& s) const {
 
 std::string Writer::to_bytes() const {
   StringSink s;
-  emit(s);
+  emit(s, true);
   return std::move(s.out);
+}
+
+Writer::Layout Writer::layout() const {
+  StringSink s;
+  emit(s, false);
+  Layout l;
+  l.header = std::move(s.out);
+  const uint64_t align = alignment();
+  for (auto& t : tensors_) {
+    l.offsets.push_back(l.data_bytes);
+    l.data_bytes += (t.n_bytes + align - 1) / align * align;
+  }
+  return l;
 }
 
 void Writer::write(const std::string& path) const {
@@ -602,7 +616,7 @@ void Writer::write(const std::string& path) const {
   s.path = path;
   s.f.open(path, std::ios::binary | std::ios::trunc);
   if (!s.f) throw Error("gguf", path + ": cannot open for writing");
-  emit(s);
+  emit(s, true);
   s.f.close();
   if (!s.f) throw Error("gguf", path + ": write failed");
 }

@@ -171,6 +171,15 @@ class Writer {
   // A writer holding every key and tensor of `f` (for read -> write -> read round trips).
   static Writer copy_of(const File& f);
 
+  // What write() would put before the tensor data, and where each tensor's bytes would go: for a
+  // writer that produces the bytes later (StreamWriter). Tensor data pointers are not read.
+  struct Layout {
+    std::string header;             // magic to the data section (metadata, table, padding)
+    std::vector<uint64_t> offsets;  // each tensor's offset in the data section
+    uint64_t data_bytes = 0;        // the data section's size, padding included
+  };
+  Layout layout() const;
+
  private:
   std::vector<std::pair<std::string, Value>> kv_;
   struct Pending {
@@ -183,7 +192,7 @@ class Writer {
   std::vector<Pending> tensors_;
   uint32_t alignment() const;
   template <typename Sink>
-  void emit(Sink& sink) const;
+  void emit(Sink& sink, bool with_data) const;
 };
 
 }  // namespace ragform::gguf

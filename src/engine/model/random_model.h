@@ -11,19 +11,13 @@
 //
 // --type (WeightScheme): a plain type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k,
 // q4_k, q5_k, q6_k) gives every 2-D weight that type, as `llama-quantize --pure`; the mixtures
-// q4_k_s, q4_k_m, q5_k_m follow llama_tensor_get_type (llama.cpp src/llama-quant.cpp):
-//   output (or the tied token_embd): Q6_K, or Q8_0 when its row length is not a multiple of 256;
-//   attn_v:   q4_k_m/q5_k_m Q6_K where use_more_bits(layer); q4_k_s Q5_K in layers 0..3;
-//   ffn_down: q4_k_m/q5_k_m Q6_K where use_more_bits(layer); q4_k_s Q5_K in layers < n_layer/8;
-//   else the base type (Q4_K, Q4_K, Q5_K). use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
-//   (i - n/8) % 3 == 2. Then tensor_type_fallback: a row length not a multiple of the block size
-//   turns Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, and F16 if still
-//   incompatible. llama-quantize skips this step under --pure; we apply it to the plain types too,
-//   so e.g. `--shape qwen2.5-0.5b --type q4_k` writes its 896-long rows as Q5_0.
-// 1-D tensors (norms, biases) are always F32.
+// (q3_k_m, q4_k_s, q4_k_m, q5_k_s, q5_k_m) follow llama-quantize's per-tensor rules, and a row
+// length that is not a multiple of the block falls back (e.g. `--shape qwen2.5-0.5b --type q4_k`
+// writes its 896-long rows as Q5_0): the recipe is in quant_recipe.h, shared with `ragform
+// quantize`. 1-D tensors (norms, biases) are always F32.
 //
-// Memory stays bounded: the file is laid out by gguf::Writer over a zero-page mapping, then every
-// tensor is generated, quantised and written in batches of rows (a few tens of MB at most).
+// Memory stays bounded: the file is laid out by gguf::StreamWriter, then every tensor is generated,
+// quantised and written in batches of rows (a few tens of MB at most).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,6 +26,7 @@
 #include <vector>
 
 #include "engine/gguf/types.h"
+#include "engine/model/quant_recipe.h"
 
 namespace ragform::model {
 
@@ -56,40 +51,6 @@ struct ModelShape {
 const std::vector<ModelShape>& model_shapes();
 // Throws UsageError listing the known names.
 const ModelShape& find_shape(const std::string& name);
-
-enum class Mixture { Pure, Q4_K_S, Q4_K_M, Q5_K_M };
-
-struct WeightScheme {
-  std::string name;       // as given to --type
-  gguf::TensorType base;  // the default type of 2-D weights
-  Mixture mix = Mixture::Pure;
-  uint32_t file_type = 0;  // llama_ftype written to general.file_type
-};
-// Throws UsageError listing the accepted names.
-WeightScheme parse_scheme(const std::string& name);
-std::vector<std::string> scheme_names();
-
-// How llama-quantize categorises a tensor.
-enum class TensorRole {
-  TokenEmbd,
-  Output,
-  AttnQ,
-  AttnK,
-  AttnV,
-  AttnOutput,
-  FfnGate,
-  FfnUp,
-  FfnDown,
-  Norm,
-  Bias,
-  AttnQKV,   // fused q/k/v (phi3)
-  RopeFreqs  // rope_freqs.weight: computed factors, not random
-};
-
-// llama_tensor_get_type + tensor_type_fallback for a 2-D weight of row length n_in in `layer`
-// (ignored for token_embd/output) of an n_layer model.
-gguf::TensorType choose_tensor_type(const WeightScheme& w, TensorRole role, int layer, int n_layer,
-                                    int64_t n_in, bool tied);
 
 struct TensorPlan {
   std::string name;

@@ -1,22 +1,14 @@
-// The streaming writer behind write_random_model (random_model.h). Pass 1: gguf::Writer lays the
-// file out (metadata, tensor table, alignment) with every tensor's bytes read from one read-only
-// anonymous mapping, which the kernel backs with the shared zero page (no resident memory).
-// Pass 2: the file is re-opened with the GGUF reader to learn each tensor's absolute offset, and
-// each tensor is generated, quantised and pwrite()n in batches of rows. Peak memory is one batch
-// (<= ~32 MB of F32 plus its quantised bytes) whatever the model size.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
+// The streaming writer behind write_random_model (random_model.h): gguf::StreamWriter lays the
+// file out (metadata, tensor table, alignment), then each tensor is generated, quantised and
+// written in batches of rows. Peak memory is one batch (<= ~32 MB of F32 plus its quantised bytes)
+// whatever the model size.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "engine/gguf/gguf.h"
+#include "engine/gguf/stream_writer.h"
 #include "engine/model/arch.h"
 #include "engine/model/random_model.h"
 #include "engine/model/random_model_bert.h"
@@ -53,40 +45,6 @@ void distribution(const TensorPlan& t, const ModelShape& s, float& mean, float& 
     default:
       sigma = 1.0f / std::sqrt(float(t.ne[0]));
       return;  // N(0, 1/fan_in)
-  }
-}
-
-struct ZeroMapping {
-  void* p = MAP_FAILED;
-  size_t n = 0;
-  explicit ZeroMapping(size_t bytes) : n(bytes) {
-    p = mmap(nullptr, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-      throw Error("make-test-model",
-                  "cannot map " + std::to_string(n) + " bytes: " + std::strerror(errno));
-  }
-  ~ZeroMapping() {
-    if (p != MAP_FAILED) munmap(p, n);
-  }
-  ZeroMapping(const ZeroMapping&) = delete;
-  ZeroMapping& operator=(const ZeroMapping&) = delete;
-};
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-void pwrite_all(int fd, const uint8_t* p, size_t n, uint64_t off, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, p, n, off_t(off));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) throw Error("make-test-model", path + ": write failed: " + std::strerror(errno));
-    p += w;
-    n -= size_t(w);
-    off += uint64_t(w);
   }
 }
 
@@ -150,9 +108,8 @@ KeyValues synthetic_vocab_keys(int n) {
 }
 
 // Generates, quantises and writes one tensor in batches of rows.
-void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int fd, uint64_t offset,
-                  const std::string& path, ThreadPool& pool,
-                  std::vector<std::vector<float>>& scratch,
+void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, gguf::StreamWriter& file,
+                  size_t index, ThreadPool& pool, std::vector<std::vector<float>>& scratch,
                   const std::function<void(uint64_t)>& done) {
   const int64_t n_in = t.ne[0];
   int64_t n_rows = 1;
@@ -184,7 +141,7 @@ void write_tensor(const TensorPlan& t, const ModelShape& s, uint64_t seed, int f
         ops::quantize_row(t.type, buf.data(), out.data() + size_t(first) * row_bytes, nr * n_in);
       }
     });
-    pwrite_all(fd, out.data(), out.size(), offset + uint64_t(r0) * row_bytes, path);
+    file.write(index, uint64_t(r0) * row_bytes, out.data(), out.size());
     done(uint64_t(rows * n_in));
   }
 }
@@ -215,14 +172,11 @@ RandomModelSummary write_random_model(const RandomModelOptions& o) {
 
   const std::vector<TensorPlan> plan = plan_tensors(s, arch, scheme);
   bool quantized = false;
-  uint64_t max_bytes = 0, total_elements = 0;
+  uint64_t total_elements = 0;
   RandomModelSummary sum;
-  std::vector<uint64_t> n_bytes;
   for (const auto& t : plan) {
     int64_t n = 1;
     for (auto d : t.ne) n *= d;
-    n_bytes.push_back(gguf::row_bytes(t.type, t.ne[0]) * uint64_t(n / t.ne[0]));
-    max_bytes = std::max(max_bytes, n_bytes.back());
     total_elements += uint64_t(n);
     quantized |= gguf::type_info(t.type).block_size > 1;
     ++sum.type_counts[gguf::type_name(t.type)];
@@ -231,45 +185,20 @@ RandomModelSummary write_random_model(const RandomModelOptions& o) {
   put_metadata(w, arch, s, scheme, quantized);
   for (const auto& [k, v] : vocab) w.set(k, v);
 
-  const std::string tmp = o.out + ".tmp";
-  try {
-    {
-      ZeroMapping zeros{size_t(max_bytes)};
-      for (size_t i = 0; i < plan.size(); ++i)
-        w.add_tensor(plan[i].name, plan[i].ne, plan[i].type, zeros.p, n_bytes[i]);
-      w.write(tmp);
-    }
-    std::vector<uint64_t> offsets;
-    {
-      auto f = gguf::File::open(tmp);
-      for (const auto& t : plan) offsets.push_back(f->data_offset() + f->tensor(t.name).offset);
-      sum.file_bytes = f->file_size();
-    }
-    Fd fd;
-    fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd.fd < 0)
-      throw Error("make-test-model", tmp + ": cannot open for writing: " + std::strerror(errno));
-    ThreadPool pool(o.threads);
-    std::vector<std::vector<float>> scratch(size_t(pool.size()));
-    uint64_t done_elements = 0;
-    auto done = [&](uint64_t n) {
-      done_elements += n;
-      if (o.progress) o.progress(done_elements, total_elements);
-    };
-    for (size_t i = 0; i < plan.size(); ++i)
-      write_tensor(plan[i], s, o.seed, fd.fd, offsets[i], tmp, pool, scratch, done);
-    if (::close(fd.fd) != 0) {
-      fd.fd = -1;
-      throw Error("make-test-model", tmp + ": close failed: " + std::strerror(errno));
-    }
-    fd.fd = -1;
-    if (std::rename(tmp.c_str(), o.out.c_str()) != 0)
-      throw Error("make-test-model",
-                  "cannot rename " + tmp + " to " + o.out + ": " + std::strerror(errno));
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
+  std::vector<gguf::TensorSpec> specs;
+  for (const auto& t : plan) specs.push_back({t.name, t.ne, t.type});
+  gguf::StreamWriter file(o.out, std::move(w), specs, "make-test-model");
+  sum.file_bytes = file.file_bytes();
+  ThreadPool pool(o.threads);
+  std::vector<std::vector<float>> scratch(size_t(pool.size()));
+  uint64_t done_elements = 0;
+  auto done = [&](uint64_t n) {
+    done_elements += n;
+    if (o.progress) o.progress(done_elements, total_elements);
+  };
+  for (size_t i = 0; i < plan.size(); ++i)
+    write_tensor(plan[i], s, o.seed, file, i, pool, scratch, done);
+  file.commit();
   sum.arch = arch;
   sum.shape = s;
   sum.n_params = int64_t(total_elements);

@@ -227,10 +227,12 @@ TEST(RandomModelWrite, Gemma3AndPhi3Architectures) {
     if (gemma) {
       EXPECT_EQ(f->get_int("gemma3.attention.sliding_window"), 512);
     } else {
-      // small: 256 x (256 + 2 * 128) attn_qkv, ffn_up of 2 n_ff rows; Q4_K_M's qkv rule: Q5_K.
+      // small: 256 x (256 + 2 * 128) attn_qkv, ffn_up of 2 n_ff rows. llama-quantize 34af94c
+      // gives the fused attn_qkv attn_v's rule: Q6_K where use_more_bits(i, 2) (layer 1).
       EXPECT_EQ(f->tensor("blk.0.attn_qkv.weight").ne, (std::vector<int64_t>{256, 512}));
       EXPECT_EQ(f->tensor("blk.0.ffn_up.weight").ne, (std::vector<int64_t>{256, 1536}));
-      EXPECT_EQ(f->tensor("blk.0.attn_qkv.weight").type, TensorType::Q5_K);
+      EXPECT_EQ(f->tensor("blk.0.attn_qkv.weight").type, TensorType::Q4_K);
+      EXPECT_EQ(f->tensor("blk.1.attn_qkv.weight").type, TensorType::Q6_K);
     }
     reader::NativeOptions no;
     no.n_ctx = 128;
