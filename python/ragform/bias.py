@@ -5,7 +5,7 @@ al. 2024): the functions of ``ragform position-bias`` and ``ragform attention --
 import json as _json
 import os as _os
 
-from . import _ragform
+from . import _options, _ragform
 from ._text import checked
 
 
@@ -30,11 +30,23 @@ def document_relevance(model, prompt, doc_spans, bias=None, layer=-1, query=-1):
                                         _curve(bias), layer, query)
 
 
-@checked
-def position_bias(model, task="needle", records=None, k=10, limit=10, seed=0, measure=None):
-    """The model's positional bias curve: a filler document at each of ``k`` slots of ``limit``
-    prompts (needle: generated; qa: ``records``), the attention it gets per layer and over layers,
-    read over its tokens as ``measure`` says ("mean" per token, the paper's, or "sum"; None: the
-    default of ``ragform position-bias --measure``). Returns the object ``ragform position-bias
-    --json`` prints ({"curve", "measure", "layers", ...})."""
-    return _ragform._position_bias(model, task, records, k, limit, seed, measure)
+_POSITION_BIAS = _options.signature("bias.position_bias", first=["model"],
+                                    last=[("records", None)])
+
+
+def _position_bias(*args, **kwargs):
+    a = _options.bind(_POSITION_BIAS, args, kwargs)
+    return _ragform._position_bias(a.pop("model"), a.pop("records"), **a)
+
+
+_position_bias.__signature__ = _POSITION_BIAS
+_position_bias.__name__ = _position_bias.__qualname__ = "position_bias"
+_position_bias.__doc__ = """The model's positional bias curve: a filler document at each of ``k`` slots of ``limit``
+    prompts (needle: generated; qa: ``records``, QA record dicts or the path of a JSONL file),
+    the attention it gets per layer and over layers, read over its tokens as ``measure`` says
+    ("mean" per token, the paper's, or "sum"). Returns the object ``ragform position-bias
+    --json`` prints ({"curve", "measure", "layers", ...}). The keywords are the CLI's flags of
+    the same meaning, declared once in src/pipelines/cnorm/setup.h
+    (ragform._ragform.options("bias.position_bias")): task (qa or needle), k, limit, seed,
+    template, measure."""
+position_bias = checked(_position_bias)

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "bindings.h"
 #include "engine/model/model.h"
+#include "options.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "qa_records.h"
 #include "reader/native_reader.h"
@@ -43,38 +44,22 @@ pyb::object document_relevance(const pyb::handle& model, const std::string& prom
   return from_json(out);
 }
 
-// The curve of `ragform position-bias --json` (no store): every layer of the model.
-pyb::object position_bias(const pyb::handle& model, const std::string& task_s, pyb::object records,
-                          int k, int limit, int64_t seed, const pyb::object& measure) {
+// The curve of `ragform position-bias --json` (no store): every layer of the model. The keywords
+// are setup.h's BiasCurveRequest, planned by bias_curve_plan as the CLI plans them.
+pyb::object position_bias(const pyb::handle& model, pyb::object records, const pyb::kwargs& kw) {
+  cnorm::BiasCurveRequest req;
+  bind_keywords(req, kw, "bias.position_bias");
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
   if (!native) throw UsageError("model", "position_bias reads attention: give a ragform.Model");
-  if (k < 1) throw UsageError("k", "must be at least 1");
-  if (limit < 1) throw UsageError("limit", "must be at least 1");
-  if (seed < 0) throw UsageError("seed", "must be >= 0");
-  const cnorm::Task task = cnorm::parse_task(task_s);
-  if (task != cnorm::Task::Qa && task != cnorm::Task::Needle)
-    throw UsageError("task", "expected qa or needle, got '" + task_s + "'");
   std::vector<eval::QaRecord> recs;
   if (!records.is_none()) recs = qa_records(records);
-  if (task == cnorm::Task::Needle && !recs.empty())
-    throw UsageError("records", "the needle task generates its items; give no records");
-  if (task == cnorm::Task::Qa && recs.empty()) throw UsageError("records", "required for qa");
-  cnorm::PositionBiasOptions o;
-  o.task = task;
-  o.tmpl = cnorm::load_template(task, "");
-  o.k = size_t(k);
-  o.seed = uint64_t(seed);
-  // None: the library's default (the paper's mean per token), as the CLI's --measure.
-  if (!measure.is_none())
-    o.measure = cnorm::parse_measure(pyb::cast<std::string>(measure), "measure");
+  cnorm::BiasCurvePlan plan = cnorm::bias_curve_plan(req, recs);
+  cnorm::PositionBiasOptions& o = plan.options;
   for (int l = 0; l < int(native->model().hp().n_layer); ++l) o.layers.push_back(l);
   o.origin = common::origin_for(*rd);
   pyb::gil_scoped_release nogil;
-  std::vector<cnorm::Item> items =
-      cnorm::task_items(task, recs, size_t(k), uint64_t(seed), size_t(limit));
-  if (items.size() > size_t(limit)) items.resize(size_t(limit));
-  const nlohmann::json out = cnorm::bias_curve_json(cnorm::run_position_bias(*rd, items, o));
+  const nlohmann::json out = cnorm::bias_curve_json(cnorm::run_position_bias(*rd, plan.items, o));
   pyb::gil_scoped_acquire gil;
   return from_json(out);
 }
@@ -85,9 +70,7 @@ void bind_bias(pyb::module_& m) {
   using pyb::arg;
   m.def("_document_relevance", &document_relevance, arg("model"), arg("prompt"), arg("doc_spans"),
         arg("bias") = pyb::none(), arg("layer") = -1, arg("query") = -1);
-  m.def("_position_bias", &position_bias, arg("model"), arg("task") = "needle",
-        arg("records") = pyb::none(), arg("k") = 10, arg("limit") = 10, arg("seed") = 0,
-        arg("measure") = pyb::none());
+  m.def("_position_bias", &position_bias, arg("model"), arg("records"));
 }
 
 }  // namespace ragform::py

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "pipelines/cnorm/cnorm.h"
 #include "pipelines/sure/sure.h"
 #include "tune/args.h"
 
@@ -56,6 +57,13 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
   static const std::map<std::string, std::function<std::vector<OptionInfo>()>> v = {
       {"tune", [] { return option_infos<tune::TuneArgs>(); }},
       {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
+      {"sure.attention", [] { return option_infos<sure::AttentionRequest>(); }},
+      {"sure.perturb", [] { return option_infos<sure::PerturbRequest>(); }},
+      {"sure.filter", [] { return option_infos<sure::FilterRequest>(); }},
+      {"sure.oracle", [] { return option_infos<sure::OracleRequest>(); }},
+      {"cnorm.calibrate", [] { return option_infos<cnorm::CalibrationRequest>(); }},
+      {"cnorm.evaluate", [] { return option_infos<cnorm::EvalRequest>(); }},
+      {"bias.position_bias", [] { return option_infos<cnorm::BiasCurveRequest>(); }},
   };
   return v;
 }

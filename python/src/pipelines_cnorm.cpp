@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
+#include "options.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "qa_records.h"
@@ -25,15 +26,15 @@ namespace ragform::py {
 namespace {
 
 // records: a list of dicts or the path of a JSONL file (then input_sha256 is the file's hash, as
-// the CLI records it; for dicts it is the hash of their canonical JSON lines). `shared` stays a
-// keyword but is not looked up: the default templates are built in (tasks.h load_template).
+// the CLI records it; for dicts it is the hash of their canonical JSON lines). Every keyword of
+// setup.h's CalibrationRequest is bound from `kw` (options.h: kinds and ranges, errors naming the
+// keyword); calibration_plan validates them as it does for the CLI.
 pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
-                            const std::string& task_s, int S, std::optional<std::string> delims,
-                            double p, int64_t seed, int k, int layer, const std::string& heads,
-                            bool context_span, const std::string& template_path,
-                            const std::string& /*shared*/, const std::string& system,
-                            std::optional<int> ctx, pyb::object progress) {
+                            const std::string& system, std::optional<int> ctx, pyb::object progress,
+                            const pyb::kwargs& kw) {
   using namespace cnorm;
+  CalibrationRequest req;
+  bind_keywords(req, kw, "cnorm.calibrate");
   // A reader without a context of its own (OpenAIReader, a Python reader) gets the CLI's --ctx
   // default, to which k is fitted.
   const int n_ctx = ctx.value_or(kDefaultContext);
@@ -41,24 +42,6 @@ pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   // Token counts fit k and place the context; ABS reads attention.
   require_methods(*rd, {"tokenize", "attention"}, "cnorm.calibrate");
-  auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
-  // The CLI's set-up (setup.h), its errors naming these keywords.
-  CalibrationRequest req;
-  req.task = task_s;
-  req.samples = S;
-  if (delims) req.delims = *delims;
-  req.p = p;
-  req.seed = seed;
-  req.k = k;
-  req.layer = layer;
-  req.heads = heads;
-  req.context_span = context_span;
-  req.template_path = template_path;
-  req.names.samples = "S";
-  req.names.k = "k";
-  req.names.seed = "seed";
-  req.names.p = "p";
-  req.names.heads = "heads";
   CalibrationPlan plan = calibration_plan(req);
   const Task task = plan.options.setup.task;
 
@@ -67,16 +50,15 @@ pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
   if (task == Task::Needle && !recs.empty())
     throw UsageError("records", "the needle task generates its items; give no records");
   pyb::gil_scoped_release nogil;
+  // Records without enough distractors are left out, as the CLI leaves them out.
+  std::vector<std::string> skipped;
   std::vector<Item> items =
-      task_items(task, recs, plan.options.k, plan.item_seed, plan.options.samples);
+      task_items(task, recs, plan.options.k, plan.item_seed, plan.options.samples, &skipped);
   if (items.empty()) throw UsageError("cnorm calibrate", "no items in the records");
   // The CLI's runner (pipelines/cnorm/run.h) without a store or a profile cache.
   CalibrateOptions& opt = plan.options;
   opt.ctx = size_t(n_ctx);
-  if (native) {
-    opt.origin.model_path = native->model_path();
-    opt.origin.model_sha256 = store::sha256_file(native->model_path());
-  }
+  opt.origin = common::origin_for(*rd);
   opt.input_sha256 = input_sha;
   opt.system_sha256 = system.empty() ? "" : store::sha256_hex(system);
   LoopHook hook(progress, 0);
@@ -121,33 +103,20 @@ pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
 
 // As `ragform cnorm eval` for qa, kv and needle (section 5.1; run.h run_eval): Baseline, C-NORM
 // and Min-Token by gold-position sweep, one run per seed in `store_path`, resumable. Returns the
-// summary line the CLI prints (eval_summary_json) with "store". A native reader's profile must
-// come from its model file and task (unless `force`); a profile has no identity of other readers,
-// so for them only the task is checked.
+// summary line the CLI prints (eval_summary_json) with "store". The keywords are setup.h's
+// EvalRequest, planned by eval_plan as the CLI plans them. A native reader's profile must come
+// from its model file and task (unless force); a profile has no identity of other readers, so for
+// them only the task is checked.
 pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
-                           const pyb::handle& profile, const std::string& task_s, int k, int limit,
-                           std::vector<int64_t> seeds_in, int max_tokens,
-                           const std::string& template_path, const std::string& store_path,
-                           const std::string& positions, bool all_candidates,
-                           std::optional<std::string> density, bool force, std::optional<int> ctx,
-                           pyb::object progress) {
+                           const pyb::handle& profile, const std::string& store_path,
+                           std::optional<int> ctx, pyb::object progress, const pyb::kwargs& kw) {
   using namespace cnorm;
-  const Task task = parse_arg([&] { return parse_task(task_s); });
+  EvalRequest req;
+  bind_keywords(req, kw, "cnorm.evaluate");
+  const Task task = parse_task(req.task);
   if (task == Task::Longbench)
     throw UsageError("task", "longbench is `ragform cnorm eval --task longbench` (not in Python)");
-  if (positions != "all" && positions != "natural")
-    throw UsageError("positions", "expected all or natural, got '" + positions + "'");
-  if (k < 1 || max_tokens < 1 || limit < 0)
-    throw UsageError("cnorm evaluate", "k and max_tokens must be >= 1, limit >= 0");
   const Profile prof = profile_arg(profile);
-  std::vector<uint64_t> seeds;
-  for (int64_t sd : seeds_in) {
-    if (sd < 0) throw UsageError("seeds", "seeds must be >= 0");
-    if (std::find(seeds.begin(), seeds.end(), uint64_t(sd)) != seeds.end())
-      throw UsageError("seeds", "seed " + std::to_string(sd) + " given twice");
-    seeds.push_back(uint64_t(sd));
-  }
-  if (seeds.empty()) seeds = {prof.seed};
   auto [recs, input_sha] = records_arg(records);
   if (task == Task::Needle && !recs.empty())
     throw UsageError("records", "the needle task generates its items; give no records");
@@ -157,45 +126,28 @@ pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
   const std::string model_sha = native ? store::sha256_file(native->model_path()) : "";
   if (std::string why =
           profile_mismatch(prof, native ? model_sha : prof.model_sha256, task_name(task));
-      !why.empty() && !force)
+      !why.empty() && !req.force)
     throw UsageError("profile", why + " (calibrate for this pair, or force=True)");
-  EvalOptions eo;
-  eo.task = task;
-  eo.tmpl = load_template(task, template_path);
-  eo.profile = prof;
-  eo.seeds = seeds;
-  eo.k = size_t(k);
-  eo.ctx = size_t(ctx.value_or(kDefaultContext));
-  eo.max_tokens = max_tokens;
-  eo.natural_positions = positions == "natural";
-  eo.all_candidates = all_candidates;
-  if (density) eo.density = parse_ratio_list(*density, "density");
-  eo.input_sha256 = input_sha;
-  eo.origin = common::origin_for(*rd);
   const LoopHook hook(progress, 0);
   auto state = std::make_shared<std::pair<size_t, size_t>>(0, 0);
-  eo.hooks.begin = [state, &hook](const std::string&, uint64_t n) {
-    *state = {0, size_t(n)};
-    hook.step_of(0, state->second);
-  };
-  eo.hooks.advance = [state, &hook](uint64_t n) {
-    state->first += size_t(n);
-    hook.step_of(state->first, state->second);  // Ctrl-C between two batches
-  };
   nlohmann::json out;
   {
     pyb::gil_scoped_release nogil;
-    // One item set per seed, as the CLI builds them (the runner fits k over all of them).
-    const size_t n_needle = limit > 0 ? size_t(limit) : 20;
-    std::vector<std::vector<Item>> per_seed;
-    for (uint64_t sd : seeds) {
-      std::vector<Item> items = task_items(task, recs, size_t(k), sd, n_needle);
-      if (limit > 0 && items.size() > size_t(limit)) items.resize(size_t(limit));
-      if (items.empty()) throw UsageError("cnorm evaluate", "no items in the records");
-      per_seed.push_back(std::move(items));
-    }
+    EvalPlan plan = eval_plan(req, prof, recs);
+    EvalOptions& eo = plan.options;
+    eo.ctx = size_t(ctx.value_or(kDefaultContext));
+    eo.input_sha256 = input_sha;
+    eo.origin = common::origin_for(*rd);
+    eo.hooks.begin = [state, &hook](const std::string&, uint64_t n) {
+      *state = {0, size_t(n)};
+      hook.step_of(0, state->second);
+    };
+    eo.hooks.advance = [state, &hook](uint64_t n) {
+      state->first += size_t(n);
+      hook.step_of(state->first, state->second);  // Ctrl-C between two batches
+    };
     store::RunStore st(store_path);
-    const EvalSummary sum = run_eval(*rd, st, per_seed, eo);
+    const EvalSummary sum = run_eval(*rd, st, plan.items, eo);
     out = eval_summary_json(sum, eo);
     out["store"] = store_path;
   }
@@ -206,15 +158,11 @@ pyb::object cnorm_evaluate(const pyb::handle& model, pyb::object records,
 
 void bind_pipelines_cnorm(pyb::module_& m) {
   using pyb::arg;
-  m.def("_cnorm_calibrate", &cnorm_calibrate, arg("model"), arg("records"), arg("task"), arg("S"),
-        arg("delims"), arg("p"), arg("seed"), arg("k"), arg("layer"), arg("heads"),
-        arg("context_span"), arg("template"), arg("shared"), arg("system"), arg("n_ctx"),
-        arg("progress"));
+  m.def("_cnorm_calibrate", &cnorm_calibrate, arg("model"), arg("records"), arg("system"),
+        arg("n_ctx"), arg("progress"));
   m.def("_cnorm_apply", &cnorm_apply, arg("profile"), arg("record"));
   m.def("_cnorm_evaluate", &cnorm_evaluate, arg("model"), arg("records"), arg("profile"),
-        arg("task"), arg("k"), arg("limit"), arg("seeds"), arg("max_tokens"), arg("template"),
-        arg("store"), arg("positions"), arg("all_candidates"), arg("density"), arg("force"),
-        arg("ctx"), arg("progress"));
+        arg("store"), arg("ctx"), arg("progress"));
   m.def("_cnorm_default_delimiters", &cnorm::default_delimiter_list);
 }
 

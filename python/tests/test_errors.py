@@ -63,10 +63,12 @@ def test_library_parse_errors_are_value_errors(model, ragform_bin, tmp_path, nq_
     # from Python the argument is bad input.
     inp = tmp_path / "nq.jsonl"
     inp.write_text(json.dumps(nq_records[0]) + "\n")
-    _, msg = cli_error(ragform_bin, "sure", "perturb", "--input", inp, "--cutoff", "2023-13-01")
+    # A bad date is a bad option (exit 2), named as each front end spells it: --cutoff, cutoff.
+    code, msg = cli_error(ragform_bin, "sure", "perturb", "--input", inp, "--cutoff", "2023-13-01")
     with pytest.raises(ValueError) as e:
         ragform.sure.perturb(nq_records[0], cutoff="2023-13-01")
-    assert str(e.value) == msg
+    assert code == 2 and "--" + str(e.value) == msg
+    assert msg == "--cutoff: expected a date YYYY-MM-DD, got '2023-13-01'"
     enc = ragform.Encoder(str(shared_file("fixtures/models/tiny-bert.gguf")), threads=1)
     with pytest.raises(ValueError, match="^pooling: unknown pooling 'max'"):
         enc.embed(["x"], pooling="max")

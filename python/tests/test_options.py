@@ -13,7 +13,14 @@ import ragform
 
 # verb -> (the Python wrapper, the CLI command)
 VERBS = {"tune": (lambda: ragform.tune, ["tune"]),
-         "sure.evaluate": (lambda: ragform.sure.evaluate, ["sure", "eval"])}
+         "sure.evaluate": (lambda: ragform.sure.evaluate, ["sure", "eval"]),
+         "cnorm.calibrate": (lambda: ragform.cnorm.calibrate, ["cnorm", "calibrate"]),
+         "cnorm.evaluate": (lambda: ragform.cnorm.evaluate, ["cnorm", "eval"]),
+         "bias.position_bias": (lambda: ragform.bias.position_bias, ["position-bias"]),
+         "sure.attention": (lambda: ragform.sure.attention, ["sure", "attention"]),
+         "sure.perturb": (lambda: ragform.sure.perturb, ["sure", "perturb"]),
+         "sure.filter": (lambda: ragform.sure.filter, ["sure", "filter"]),
+         "sure.oracle": (lambda: ragform.sure.oracle, ["sure", "oracle"])}
 
 
 def cli_help(command):
@@ -41,8 +48,10 @@ def test_the_wrapper_and_the_cli_derive_from_the_declaration(verb):
             assert "(required)" in line, line
         elif o["unset"]:
             assert f"[default: {o['unset']}" in line, line
-        elif o["default"] not in (None, False) and o["kind"] != "on_off":
+        elif o["default"] not in (None, False, [], "") and o["kind"] != "on_off":
             want = o["default"] if not isinstance(o["default"], float) else f"{o['default']:g}"
+            if isinstance(want, list):
+                want = ",".join(want)
             assert f"[default: {want}" in line, line
         if o["min"] is not None and o["max"] is not None and o["max"] < 2147483647:
             lo, hi = (f"{v:.0f}" if v == int(v) else f"{v:g}" for v in (o["min"], o["max"]))
@@ -68,3 +77,45 @@ def test_an_out_of_range_value_is_refused_by_both_front_ends(model, model_path, 
 def test_an_undeclared_verb_is_named():
     with pytest.raises(ValueError, match="no declared verb 'nope'"):
         ragform._ragform.options("nope")
+
+
+# verb -> (a Python call with an out-of-range value, the CLI's arguments with the same value, the
+# option's Python spelling, its CLI spelling, the reason both give)
+REFUSALS = {
+    "cnorm.calibrate": (lambda m, d: ragform.cnorm.calibrate(m, None, S=0, progress=False),
+                        ["cnorm", "calibrate", "-o", "{d}/p.json", "-S", "0"], "S", "-S",
+                        "value out of range: 0 (accepted: 1 or more)"),
+    "cnorm.evaluate": (lambda m, d: ragform.cnorm.evaluate(m, None, {}, f"{d}/e.sqlite",
+                                                           max_tokens=0, progress=False),
+                       ["cnorm", "eval", "--profile", "{d}/p.json", "--store", "{d}/e.sqlite",
+                        "--max-tokens", "0"], "max_tokens", "--max-tokens",
+                       "value out of range: 0 (accepted: 1 or more)"),
+    "bias.position_bias": (lambda m, d: ragform.bias.position_bias(m, "needle", limit=0),
+                           ["position-bias", "--task", "needle", "--limit", "0"], "limit",
+                           "--limit", "value out of range: 0 (accepted: 1 or more)"),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(REFUSALS))
+def test_the_pipeline_verbs_refuse_alike(verb, model, model_path, tmp_path):
+    call, argv, key, flag, why = REFUSALS[verb]
+    with pytest.raises(ValueError, match="^" + re.escape(f"{key}: {why}")):
+        call(model, tmp_path)
+    r = subprocess.run([os.environ["RAGFORM_BIN"], *[a.format(d=tmp_path) for a in argv], "-m",
+                        model_path], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith(f"ragform: {flag}: {why}"), r.stderr
+
+
+def test_a_task_error_names_the_option_in_each_spelling(model, model_path, tmp_path):
+    """The library's check of a task (one OptionError keyed "task"): task= in Python, --task on
+    the command line, for the verbs that share it."""
+    with pytest.raises(ValueError, match="^task: expected qa, kv, needle or longbench, got 'xx'"):
+        ragform.cnorm.calibrate(model, None, task="xx", progress=False)
+    with pytest.raises(ValueError, match="^task: expected qa or needle, got 'kv'"):
+        ragform.bias.position_bias(model, "kv")
+    for argv, why in ((["cnorm", "calibrate", "-o", str(tmp_path / "p.json"), "--task", "xx"],
+                       "expected qa, kv, needle or longbench, got 'xx'"),
+                      (["position-bias", "--task", "kv"], "expected qa or needle, got 'kv'")):
+        r = subprocess.run([os.environ["RAGFORM_BIN"], *argv, "-m", model_path],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr == f"ragform: --task: {why}\n", r.stderr

@@ -200,8 +200,8 @@ def test_progress_callback_exception_propagates(model, nq_records):
         raise ZeroDivisionError("stop here")
 
     with pytest.raises(ZeroDivisionError, match="stop here"):
-        ragform.cnorm._ragform._cnorm_calibrate(model, nq_records, "qa", 1, "-,&", 0.5, 0, 2, -1,
-                                                "mean", False, "", "", "", model.ctx, boom)
+        ragform.cnorm._ragform._cnorm_calibrate(model, nq_records, "", model.ctx, boom, task="qa",
+                                                S=1, delims="-,&", k=2)
     assert model.generate("Once", n_predict=4)  # the model is still usable
 
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include "base/error.h"
 #include "base/number_text.h"
@@ -43,7 +44,10 @@ template <typename T>
 
 template <typename T>
 std::string describe_range(T lo, T hi) {
-  const bool open_hi = hi == std::numeric_limits<T>::max();
+  // The largest int is no bound worth printing either for a wider field (a declared count's
+  // upper end, base/options.h range_words): the same words as Python's for the same refusal.
+  const bool open_hi = hi == std::numeric_limits<T>::max() ||
+                       (std::is_integral_v<T> && hi == T(std::numeric_limits<int>::max()));
   const bool open_lo = lo == std::numeric_limits<T>::lowest();
   if (open_hi && open_lo) return "any value";
   if (open_hi) return show_default(lo) + " or more";

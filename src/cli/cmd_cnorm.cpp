@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "eval/datasets.h"
@@ -32,6 +33,13 @@ std::vector<eval::QaRecord> load_records(const std::string& path) {
   return eval::load_qa_file(path).records;
 }
 
+void note_skipped(const std::vector<std::string>& skipped, size_t k) {
+  if (!skipped.empty())
+    note("cnorm: note: " + std::to_string(skipped.size()) +
+         " questions left out: fewer than k - 1 = " + std::to_string(k - 1) +
+         " other passages without their answers (first: " + skipped[0] + ")");
+}
+
 std::vector<cnorm::Item> input_items(cnorm::Task task, const std::string& input, size_t k,
                                      uint64_t seed, size_t n_needle) {
   std::vector<eval::QaRecord> records;
@@ -41,10 +49,7 @@ std::vector<cnorm::Item> input_items(cnorm::Task task, const std::string& input,
     throw UsageError("--input", "the needle task generates its items; do not give --input");
   std::vector<std::string> skipped;
   auto items = cnorm::task_items(task, records, k, seed, n_needle, &skipped);
-  if (!skipped.empty())
-    note("cnorm: note: " + std::to_string(skipped.size()) +
-         " questions left out: fewer than k - 1 = " + std::to_string(k - 1) +
-         " other passages without their answers (first: " + skipped[0] + ")");
+  note_skipped(skipped, k);
   return items;
 }
 
@@ -72,38 +77,16 @@ using namespace cnorm_verbs;
 
 // ---------------------------------------------------------------- calibrate
 
-// The flags of `ragform cnorm calibrate`, declared in --help order.
+// The flags of `ragform cnorm calibrate`, in --help order: the reader's, the input, the declared
+// options (setup.h CalibrationRequest), then what only the CLI has (files, cache, overflow).
 struct CalibrateFlags {
   explicit CalibrateFlags(Args& args) : a(args) {}
   Args& a;
   ReaderFlags rf{a};
   Opt<std::string>& input =
       a.opt<std::string>("--input", "FILE", "QA or KV records (JSONL, gzip ok)", "");
-  Opt<std::string>& task_s =
-      a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench").required();
-  Opt<int>& S = a.opt<int>("-S,--samples", "N", "number of sampled prompts", 6).range(1, kMaxInt);
-  Opt<std::string>& delims = a.opt<std::string>(
-      "--delims", "LIST",
-      "candidates, comma-separated ('original' = unformatted text, 'none' = empty delimiter, "
-      "'comma' = ',')",
-      default_delimiter_list());
-  Opt<double>& p =
-      a.opt<double>("-p,--ratio", "P", "fraction of sentences reformatted", 0.5).range(0.0, 1.0);
-  Opt<long long>& seed =
-      a.opt<long long>("--seed", "N", "seed of sampling, distractors and sentence choice", 0);
-  Opt<int>& k =
-      a.opt<int>("-k,--docs", "K", "documents per prompt (qa, needle; kv uses every record)", 10)
-          .range(1, kMaxInt);
-  Opt<int>& layer = a.opt<int>("--layer", "L", "attention layer (negative counts from the end)", -1)
-                        .range(kAnyInt, kMaxInt);
-  Opt<std::string>& heads = a.opt<std::string>(
-      "--heads", "MODE", "mean (ABS of the head mean), per-head (mean of head ABS) or a head index",
-      "mean");
-  Flag& span = a.flag("--context-span",
-                      "restrict the attention to the documents' tokens (raw prompts only)");
-  Opt<std::string>& tmpl_path = a.opt<std::string>(
-      "--template", "FILE",
-      "prompt template (default: the paper's, Appendix D for qa, Appendix B for kv)", "");
+  CalibrationRequest req;
+  OptionFlags<CalibrationRequest> declared{a, req};
   Opt<std::string>& overflow = a.opt<std::string>(
       "--overflow", "MODE",
       "longbench prompt over --ctx: truncate-middle (cut the middle of its context, as "
@@ -114,13 +97,6 @@ struct CalibrateFlags {
   Flag& no_cache = a.flag("--no-cache", "always recompute");
   Opt<std::string>& dump = a.opt<std::string>("--dump-prompts", "DIR",
                                               "write every scored prompt to DIR/f<i>-s<j>.txt", "");
-  Opt<std::string>& p_grid = a.opt<std::string>(
-      "--p-grid", "LIST", "joint search over (f, p): every delimiter at each p (e.g. 0.25,0.5,1)",
-      "");
-  Opt<std::string>& formats = a.opt<std::string>(
-      "--formats", "LIST", "SURE document formats as extra candidates: json,markdown,yaml", "");
-  Opt<std::string>& search = a.opt<std::string>(
-      "--search", "MODE", "exhaustive (every candidate on every prompt) or halving", "exhaustive");
   Opt<std::string>& store_path = a.opt<std::string>(
       "--store", "FILE",
       "SQLite run store: one row per (prompt, candidate) with ABS, mu, attention; resumes", "");
@@ -153,25 +129,17 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   CalibrateFlags f(a);
   if (!a.parse(argv)) return 0;
 
-  const Task task = parse_task(f.task_s.value);
+  f.declared.apply();
   apply_system_preset(f.rf, f.sys_preset.value);
-  if (!f.p_grid.value.empty() && f.p.seen)
+  if (f.declared.seen("p_grid") && f.declared.seen("p"))
     throw UsageError("--p-grid", "give either -p or --p-grid");
-  CalibrationRequest req;
-  req.task = f.task_s.value;
-  req.samples = f.S.value;
-  req.delims = f.delims.value;
-  req.p = f.p.value;
-  req.p_grid = f.p_grid.value;
-  req.seed = f.seed.value;
-  req.k = f.k.value;
-  req.layer = f.layer.value;
-  req.heads = f.heads.value;
-  req.context_span = f.span.value;
-  req.template_path = f.tmpl_path.value;
-  req.formats = f.formats.value;
-  req.search = f.search.value;
-  CalibrationPlan plan = calibration_plan(req);
+  CalibrationPlan plan;
+  try {
+    plan = calibration_plan(f.req);
+  } catch (const OptionError& e) {
+    throw f.declared.spell(e);
+  }
+  const Task task = plan.options.setup.task;
   const Overflow overflow = overflow_for(task, f.overflow);
   std::vector<Item> items =
       input_items(task, f.input.value, plan.options.k, plan.item_seed, plan.options.samples);

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "cli/cnorm_verbs.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "cli/shard.h"
@@ -71,35 +72,18 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
 
 }  // namespace
 
-// The flags of `ragform cnorm eval`, declared in --help order.
+// The flags of `ragform cnorm eval`, in --help order: the reader's, the input, the declared options
+// (setup.h EvalRequest), then what only the CLI has (files, longbench's, the shard).
 struct EvalFlags {
   explicit EvalFlags(Args& args) : a(args) {}
   Args& a;
   ReaderFlags rf{a};
   Opt<std::string>& input =
       a.opt<std::string>("--input", "FILE", "QA records (qa) or key-value records (kv)", "");
-  Opt<std::string>& task_s =
-      a.opt<std::string>("--task", "TASK", "qa, kv, needle or longbench", "qa");
-  Opt<std::string>& positions = a.opt<std::string>(
-      "--positions", "MODE",
-      "all (move the gold to every position) or natural (each item's own gold position, for "
-      "data that already has every position, e.g. `ragform kv generate`)",
-      "all");
   Opt<std::string>& profile =
       a.opt<std::string>("--profile", "FILE", "profile from cnorm calibrate").required();
-  Opt<int>& k = a.opt<int>("-k,--docs", "K", "documents per prompt", 10).range(1, kMaxInt);
-  Opt<int>& limit =
-      a.opt<int>("--limit", "N", "questions to evaluate (0 = all; needle: default 20)", 0);
-  Opt<std::string>& seeds_s =
-      a.opt<std::string>("--seeds", "LIST",
-                         "seeds of the distractors (needle: of the items), comma-separated "
-                         "(default: the profile's seed)",
-                         "");
-  Opt<int>& max_tokens =
-      a.opt<int>("-n,--max-tokens", "N", "maximum answer tokens", 16).range(1, kMaxInt);
-  Opt<std::string>& tmpl_path = a.opt<std::string>(
-      "--template", "FILE",
-      "prompt template (default: the paper's, Appendix D for qa, Appendix B for kv)", "");
+  EvalRequest req;
+  OptionFlags<EvalRequest> declared{a, req};
   Opt<std::string>& overflow = a.opt<std::string>(
       "--overflow", "MODE",
       "longbench prompt and answer over --ctx: truncate-middle (cut the middle of its context, "
@@ -113,15 +97,6 @@ struct EvalFlags {
       extract_name(LongbenchOptions{}.extract));
   Opt<std::string>& store_path =
       a.opt<std::string>("--store", "FILE", "SQLite run store").required();
-  Flag& all_cands = a.flag("--all-candidates",
-                           "also evaluate every profile candidate (variants f:<name>): rank "
-                           "correlation of ABS with accuracy and the token-count analysis");
-  Opt<std::string>& density = a.opt<std::string>(
-      "--density", "LIST",
-      "density sweep (Figure 6): f* at each p of LIST (variants p=<p>), e.g. 0,0.25,0.5,0.75,1",
-      "");
-  Flag& force = a.flag(
-      "--force", "evaluate a profile calibrated on another model or task (refused otherwise)");
   Opt<std::string>& sys_preset = a.opt<std::string>(
       "--system-preset", "NAME", "named system prompt for --chat: llama2-chat (Appendix D)", "");
   ShardFlag sf{a};
@@ -142,67 +117,41 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   EvalFlags f(a);
   if (!a.parse(argv)) return 0;
 
+  f.declared.apply();
   const Shard shard = f.sf.shard();
   apply_system_preset(f.rf, f.sys_preset.value);
-  Task task = parse_task(f.task_s.value);
+  const EvalRequest& req = f.req;
+  Task task;
+  try {
+    task = parse_task(req.task);
+  } catch (const OptionError& e) {
+    throw f.declared.spell(e);
+  }
   const Overflow overflow = overflow_for(task, f.overflow);
   if (f.extract.seen && task != Task::Longbench)
     throw UsageError("--extract", "applies to --task longbench only");
   const Extract extract = parse_extract(f.extract.value);
-  if (task == Task::Longbench) {
-    if (f.max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
-    if (f.limit.value < 0) throw UsageError("--limit", "must be >= 0");
-    return eval_longbench(f.rf, f.input.value, load_profile(f.profile.value), f.limit.value,
-                          f.max_tokens.value, overflow, extract, f.store_path.value, shard,
-                          f.force.value);
+  if (task == Task::Longbench)
+    return eval_longbench(f.rf, f.input.value, load_profile(f.profile.value), int(req.limit),
+                          int(req.max_tokens), overflow, extract, f.store_path.value, shard,
+                          req.force);
+  const Profile prof = load_profile(f.profile.value);
+  check_profile(prof, store::sha256_file(f.rf.model.value), task_name(task), req.force);
+  std::vector<eval::QaRecord> records;
+  if (task != Task::Needle)
+    records = load_records(f.input.value);
+  else if (!f.input.value.empty())
+    throw UsageError("--input", "the needle task generates its items; do not give --input");
+  std::vector<std::string> skipped;
+  EvalPlan plan;
+  try {
+    plan = eval_plan(req, prof, records, &skipped);
+  } catch (const OptionError& e) {
+    throw f.declared.spell(e);
   }
-  if (f.positions.value != "all" && f.positions.value != "natural")
-    throw UsageError("--positions", "expected all or natural, got '" + f.positions.value + "'");
-  if (f.k.value < 1) throw UsageError("-k", "must be at least 1");
-  if (f.limit.value < 0) throw UsageError("--limit", "must be >= 0");
-  if (f.max_tokens.value < 1) throw UsageError("--max-tokens", "must be at least 1");
-  Profile prof = load_profile(f.profile.value);
-  const std::string model_sha = store::sha256_file(f.rf.model.value);
-  check_profile(prof, model_sha, task_name(task), f.force.value);
-  std::vector<uint64_t> seeds;
-  if (f.seeds_s.value.empty()) {
-    seeds = {prof.seed};
-  } else {
-    std::set<int> seen;
-    for (int s : parse_int_list("--seeds", f.seeds_s.value)) {
-      if (s < 0) throw UsageError("--seeds", "seeds must be >= 0");
-      if (!seen.insert(s).second)
-        throw UsageError("--seeds", "seed " + std::to_string(s) + " given twice");
-      seeds.push_back(uint64_t(s));
-    }
-  }
-  std::string tmpl = load_template(task, f.tmpl_path.value);
-  size_t n_needle = f.limit.value > 0 ? size_t(f.limit.value) : 20;
-  // One item set per seed (the runner decides k and Min-Token over all of them).
-  std::vector<std::vector<Item>> per_seed;
-  for (uint64_t sd : seeds) {
-    std::vector<Item> items = input_items(task, f.input.value, size_t(f.k.value), sd, n_needle);
-    if (f.limit.value > 0 && items.size() > size_t(f.limit.value))
-      items.resize(size_t(f.limit.value));
-    if (items.empty()) throw Error("cnorm eval", "no items");
-    std::set<std::string> ids;
-    for (const auto& it : items)
-      if (!ids.insert(it.id).second)
-        throw Error("cnorm eval",
-                    "duplicate item id '" + it.id + "' (the run store needs unique ids)");
-    per_seed.push_back(std::move(items));
-  }
-  EvalOptions eo;
-  eo.task = task;
-  eo.tmpl = tmpl;
-  eo.profile = prof;
-  eo.seeds = seeds;
-  eo.k = size_t(f.k.value);
+  note_skipped(skipped, plan.options.k);
+  EvalOptions& eo = plan.options;
   eo.ctx = size_t(f.rf.ctx.value);
-  eo.max_tokens = f.max_tokens.value;
-  eo.natural_positions = f.positions.value == "natural";
-  eo.all_candidates = f.all_cands.value;
-  if (!f.density.value.empty()) eo.density = parse_ratio_list(f.density.value, "--density");
   eo.keep = [&shard](const std::string& id) { return shard.keeps(id); };
   eo.input_sha256 = f.input.value.empty() ? "" : store::sha256_file(f.input.value);
   std::optional<Progress> progress;
@@ -211,7 +160,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   auto reader = f.rf.open_native();
   eo.origin = common::origin_for(*reader);
   store::RunStore st(f.store_path.value);
-  EvalSummary sum = run_eval(*reader, st, per_seed, eo);
+  EvalSummary sum = run_eval(*reader, st, plan.items, eo);
   for (const auto& l : eval_lines(sum)) note(l);
   for (const auto& l : sum.analysis_lines) note("  " + l);
   note_prefill(*reader);

@@ -173,7 +173,6 @@ void calibrate_step(const DemoInputs& in, const DemoPlan& plan, DemoResults& res
   StepReader step(in.model);
   cnorm::CalibrationRequest req;
   req.task = "needle";
-  req.samples = 6;
   req.k = plan.docs;
   cnorm::CalibrationPlan cp = cnorm::calibration_plan(req);
   cnorm::CalibrateOptions& co = cp.options;

@@ -7,6 +7,7 @@
 #include "cli/cnorm_verbs.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "engine/model/model.h"
@@ -163,15 +164,12 @@ int run_position_bias(const std::vector<std::string>& argv) {
          "--json prints {\"task\", \"k\", \"measure\", \"prompts\", \"curve\": [K values], "
          "\"layers\": [{\"layer\", \"curve\"}], ...}.");
   ReaderFlags rf(a);
-  auto& task_s = a.opt<std::string>("--task", "TASK", "qa or needle", "qa");
+  // The curve's options, declared once (pipelines/cnorm/setup.h); --sweep reads the same task,
+  // items and template.
+  cnorm::BiasCurveRequest req;
+  OptionFlags<cnorm::BiasCurveRequest> declared(a, req);
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records (qa; needle generates its own)", "");
-  auto& k = a.opt<int>("-k,--docs", "K", "documents (slots) per prompt", 10).range(1, kMaxInt);
-  auto& limit = a.opt<int>("--limit", "N", "items to average over (--rank: records to rank)", 10)
-                    .range(1, kMaxInt);
-  auto& seed = a.opt<int>("--seed", "S", "seed of the items (distractors, needle stories)", 0);
-  auto& tmpl_path = a.opt<std::string>("--template", "FILE",
-                                       "prompt template (default: the task's built-in one)", "");
   auto& out = a.opt<std::string>("-o,--output", "FILE",
                                  "write the curve (JSON) to FILE (--score: the records)", "");
   auto& score = a.opt<std::string>(
@@ -208,12 +206,6 @@ int run_position_bias(const std::vector<std::string>& argv) {
                                     "paper's 5e-5, for per-token attention)",
                                     cnorm::kPaperTemperature)
                           .range(1e-12, 1e6);
-  auto& measure = a.opt<std::string>(
-      "--measure", "mean|sum",
-      "how a filler's attention is read over its tokens: the mean per token (the paper's, "
-      "section 2.1) or the sum (ragform's earlier form); the curve records it and calibration "
-      "reads documents the same way",
-      "mean");
   auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "with --sweep: maximum answer tokens", 16)
                          .range(1, kMaxInt);
   auto& bias = a.opt<std::string>("--bias", "FILE",
@@ -221,7 +213,8 @@ int run_position_bias(const std::vector<std::string>& argv) {
   auto& json = a.flag(
       "--json", "print the curve (--rank: the recall; --sweep: the accuracies) as one JSON object");
   if (!a.parse(argv)) return 0;
-  if (measure.seen && (sweep.value || !rank.value.empty() || !score.value.empty()))
+  declared.apply();
+  if (declared.seen("measure") && (sweep.value || !rank.value.empty() || !score.value.empty()))
     throw UsageError("--measure",
                      "goes with measuring a curve: --sweep, --rank and --score read documents as "
                      "their --bias curve was measured");
@@ -234,51 +227,53 @@ int run_position_bias(const std::vector<std::string>& argv) {
                      "goes with --allocation proportional or top (softmax and gold "
                      "keep each row's own total attention on the documents)");
   if (!score.value.empty())
-    return score_records(rf, score.value, bias.value, size_t(limit.value), out.value);
+    return score_records(rf, score.value, bias.value, size_t(req.limit), out.value);
   if (!rank.value.empty())
-    return rank_recall(rf, rank.value, bias.value, size_t(limit.value), store_path.value,
-                       json.value);
-  // Only qa and needle: checked before parse_task, whose message lists every C-NORM task.
-  if (task_s.value != "qa" && task_s.value != "needle")
-    throw UsageError("--task", "expected qa or needle, got '" + task_s.value + "'");
-  const cnorm::Task task = cnorm::parse_task(task_s.value);
+    return rank_recall(rf, rank.value, bias.value, size_t(req.limit), store_path.value, json.value);
   if (sweep.value) {
+    if (req.task != "qa" && req.task != "needle")
+      throw UsageError("--task", "expected qa or needle, got '" + req.task + "'");
+    const cnorm::Task task = cnorm::parse_task(req.task);
     SweepArgs sa{task,
                  input.value,
-                 tmpl_path.value,
+                 req.template_path,
                  bias.value,
                  store_path.value,
-                 size_t(limit.value),
-                 uint64_t(seed.value),
+                 size_t(req.limit),
+                 uint64_t(req.seed),
                  share.value,
                  alloc,
                  temperature.value,
                  max_tokens.value,
                  json.value,
-                 k.seen ? size_t(k.value) : 0};
+                 declared.seen("k") ? size_t(req.k) : 0};
     return calibrated_sweep(rf, sa);
   }
   if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank or --sweep");
   if (allocation.seen) throw UsageError("--allocation", "goes with --sweep");
   if (temperature.seen) throw UsageError("--temperature", "goes with --sweep");
 
-  std::vector<cnorm::Item> items = cnorm_verbs::input_items(
-      task, input.value, size_t(k.value), uint64_t(seed.value), size_t(limit.value));
-  if (items.size() > size_t(limit.value)) items.resize(size_t(limit.value));
-  if (items.empty()) throw Error("position-bias", "no items");
-
+  std::vector<eval::QaRecord> records;
+  if (req.task == "qa")
+    records = cnorm_verbs::load_records(input.value);
+  else if (!input.value.empty())
+    throw UsageError("--input", "the needle task generates its items; do not give --input");
+  std::vector<std::string> skipped;
+  cnorm::BiasCurvePlan plan;
+  try {
+    plan = cnorm::bias_curve_plan(req, records, &skipped);
+  } catch (const OptionError& e) {
+    throw declared.spell(e);
+  }
+  cnorm_verbs::note_skipped(skipped, plan.options.k);
   auto reader = rf.open_native();
-  cnorm::PositionBiasOptions o;
-  o.task = task;
-  o.tmpl = cnorm::load_template(task, tmpl_path.value);
-  o.k = size_t(k.value);
+  cnorm::PositionBiasOptions& o = plan.options;
   for (int l = 0; l < int(reader->model().hp().n_layer); ++l) o.layers.push_back(l);
-  o.seed = uint64_t(seed.value);
-  o.measure = cnorm::parse_measure(measure.value, "--measure");
   o.origin = common::origin_for(*reader);
   o.input_sha256 = input.value.empty() ? "" : store::sha256_file(input.value);
   std::optional<Progress> progress;
   o.hooks = cli_run_hooks(&progress);
+  const std::vector<cnorm::Item>& items = plan.items;
 
   cnorm::BiasCurve c;
   if (store_path.value.empty()) {

@@ -73,33 +73,25 @@ int run_perturb(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records with ctxs (JSONL, gzip ok)").required();
-  auto& kinds_s = a.opt<std::string>("--kinds", "LIST", "categories and/or names, or all", "all");
+  PerturbRequest req;
+  OptionFlags<PerturbRequest> declared(a, req);
   OtherReaderFlags perturber(a, "perturb",
                              "reader for style, llm-generated and llm-ranked: a GGUF file, or with "
                              "--reader openai a served model name (default: the reader under "
                              "test)");
-  auto& seed = a.opt<long long>("--seed", "N", "seed of random order, timestamps and URLs", 0);
-  auto& cutoff =
-      a.opt<std::string>("--cutoff", "DATE", "knowledge cutoff for timestamps", "2023-10-01");
   auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
-  auto& max_docs = a.opt<int>("--docs", "N", "first N documents of each record (0 = all)", 0);
-  auto& max_tokens =
-      a.opt<int>("--max-tokens", "N", "tokens per LLM rewrite", 512).range(1, kMaxInt);
-  auto& batch = batch_flag(a);
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  declared.apply();
   const Shard shard = shard_f.shard();
-  if (limit.value < 0 || max_docs.value < 0)
-    throw UsageError("sure perturb", "--limit and --docs must be >= 0");
-
-  std::vector<Kind> kinds = select_kinds(kinds_s.value);
-  PerturbOptions po;
-  po.max_docs = max_docs.value;
-  po.rules.seed = static_cast<uint64_t>(seed.value);
-  po.rules.knowledge_cutoff = cutoff.value;
-  parse_date(cutoff.value);  // fail early on a bad date
-  po.llm.max_tokens = max_tokens.value;
-  po.llm.batch = static_cast<size_t>(batch.value);
+  PerturbSetup setup;
+  try {
+    setup = perturb_options(req);
+  } catch (const OptionError& e) {
+    throw declared.spell(e);
+  }
+  std::vector<Kind> kinds = select_kinds(setup.kinds);
+  PerturbOptions& po = setup.options;
   std::optional<Progress> progress;
   po.hooks = cli_run_hooks(&progress);
 
@@ -137,20 +129,23 @@ int run_filter(const std::vector<std::string>& argv) {
       "(and --counts FILE).");
   SureSetup su(a);
   auto& input = pairs_input_flag(a);
-  auto& nli_s = a.opt<std::string>(
-      "--nli", "SCOPE", "kinds NLI checks: all, llm (reader-made kinds only) or none", "all");
+  FilterRequest req;
+  OptionFlags<FilterRequest> declared(a, req);
   auto& nli_model = a.opt<std::string>(
       "--nli-model", "FILE",
       "NLI cross-encoder GGUF (bert with an entailment label) instead of the reader prompt", "");
-  auto& batch = batch_flag(a);
   auto& counts_path = a.opt<std::string>("--counts", "FILE", "also write the counts JSON here", "");
   auto& rejected_path =
       a.opt<std::string>("--rejected", "FILE", "write dropped pairs with reasons", "");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  declared.apply();
   FilterOptions fo;
-  fo.nli = parse_nli_scope(nli_s.value);
-  fo.batch = static_cast<size_t>(batch.value);
+  try {
+    fo = filter_options(req);
+  } catch (const OptionError& e) {
+    throw declared.spell(e);
+  }
   std::vector<Pair> pairs = read_shard(input.value, shard_f.shard());
   std::unique_ptr<reader::Reader> rd;
   const bool need = needs_nli(pairs, fo.nli);
@@ -257,8 +252,10 @@ int run_oracle(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "QA records with several ctxs").required();
   auto& limit = a.opt<int>("--limit", "N", "first N records (0 = all)", 0);
-  auto& seed = a.opt<long long>("--seed", "N", "control sampling seed", 0);
+  OracleRequest req;
+  OptionFlags<OracleRequest> declared(a, req);
   if (!a.parse(argv)) return 0;
+  declared.apply();
   su.require("sure oracle");
   PromptSet prompts = su.prompts();
   eval::LoadOptions lo;
@@ -267,7 +264,7 @@ int run_oracle(const std::vector<std::string>& argv) {
   auto reader = su.open("sure oracle");
   std::optional<Progress> progress;
   const auto per_query = oracle_documents(*reader, prompts, recs, cli_run_hooks(&progress));
-  for (const auto& row : oracle_ks(per_query, static_cast<uint64_t>(seed.value)))
+  for (const auto& row : oracle_ks(per_query, static_cast<uint64_t>(req.seed)))
     print_json_line(row.to_json());
   return 0;
 }

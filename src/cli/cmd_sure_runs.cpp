@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/sure_verbs.h"
 #include "store/run_store.h"
 
@@ -39,14 +40,6 @@ std::vector<int64_t> eval_runs(const store::RunStore& st, long long run) {
     throw Error(st.path().string(), run > 0 ? "no 'sure eval' run " + std::to_string(run)
                                             : "no 'sure eval' run in this store");
   return ids;
-}
-
-int64_t one_eval_run(const store::RunStore& st, long long run) {
-  auto ids = eval_runs(st, run);
-  if (ids.size() != 1)
-    throw UsageError("--run", st.path().string() + " holds " + std::to_string(ids.size()) +
-                                  " 'sure eval' runs; choose one with --run ID");
-  return ids[0];
 }
 
 std::FILE* open_out(const std::string& path) {
@@ -129,7 +122,13 @@ int run_sure_export(const std::vector<std::string>& argv) {
   if (sft.value.empty() && dpo.value.empty())
     throw UsageError("sure export", "give --sft and/or --dpo");
   store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
-  TrainingData td = synthesize_training_data(st, one_eval_run(st, run.value));
+  int64_t id = 0;
+  try {
+    id = sure_eval_run(st, run.value);
+  } catch (const OptionError& e) {
+    throw UsageError("--run", e.why());
+  }
+  TrainingData td = synthesize_training_data(st, id);
   if (!sft.value.empty()) {
     std::FILE* f = open_out(sft.value);
     for (const auto& j : td.sft) write_line(f, j);
@@ -162,47 +161,25 @@ int run_sure_attention(const std::vector<std::string>& argv) {
   SureSetup su(a);
   auto& input = a.opt<std::string>("--input", "FILE", "pairs JSONL (e.g. the SIG file)").required();
   auto& store_path = a.opt<std::string>("--store", "FILE", "run store with the labels").required();
-  auto& run = a.opt<long long>("--run", "ID", "which run (default: the only one)", 0);
-  auto& layer = a.opt<int>("--layer", "L", "attention layer (negative from the end)", -1)
-                    .range(kAnyInt, kMaxInt);
-  auto& heads = a.opt<std::string>("--heads", "LIST", "heads to average (default: all)", "");
-  auto& per_group =
-      a.opt<int>("--per-group", "N", "pairs per sampled category or outcome group (paper: 50)", 50)
-          .range(1, kMaxInt);
-  auto& sample_by = a.opt<std::string>(
-      "--sample-by", "WHAT",
-      "draw --per-group pairs per feature category (category, the paper's reading) or per "
-      "Robust/Win/Lose group (outcome)",
-      "category");
-  auto& query = a.opt<std::string>(
-      "--query", "TOKEN", "query token: question (its final token, the paper's t_q) or prompt",
-      "question");
-  auto& seed = a.opt<long long>("--seed", "N", "sampling seed", 0);
-  auto& con = a.flag("--chain-of-note", "the prompts of a Chain-of-Note evaluation");
+  AttentionRequest req;
+  OptionFlags<AttentionRequest> declared(a, req);
   if (!a.parse(argv)) return 0;
   if (su.rf.chat.value) throw UsageError("--chat", "the answer-span positions need raw prompts");
   su.require("sure attention");
-  AttentionOptions ao;
-  ao.layer = layer.value;
-  ao.query = parse_attention_query(query.value);
-  if (!heads.value.empty()) ao.heads = parse_int_list("--heads", heads.value);
-  AttentionSampleOptions so;
-  so.by = parse_attention_sampling(sample_by.value);
-  so.per_group = static_cast<size_t>(per_group.value);
-  so.seed = static_cast<uint64_t>(seed.value);
+  declared.apply();
   store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
-  std::map<std::string, size_t> drawn;
-  auto sample = sample_attention_pairs(
-      labelled_golden_pairs(st, one_eval_run(st, run.value), read_pairs(input.value)), so, &drawn);
   PromptSet prompts = su.prompts();
+  std::vector<Pair> pairs = read_pairs(input.value);
   auto reader = su.open("sure attention");
-  AttentionShift shift = measure_attention_shift(*reader, prompts, sample, ao, con.value);
-  auto out = attention_report(shift.rows).to_json();
-  out["sampling"] = so.to_json();
-  out["sampling"]["drawn"] = drawn;
+  nlohmann::ordered_json out;
+  try {
+    out = run_attention_shift(*reader, st, std::move(pairs), prompts, req);
+  } catch (const OptionError& e) {
+    throw declared.spell(e);
+  }
   print_json_line(out);
-  note("sure attention: " + std::to_string(shift.rows.size()) + " pairs measured, " +
-       std::to_string(shift.no_span) + " without a literal answer span");
+  note("sure attention: " + out["pairs_measured"].dump() + " pairs measured, " +
+       out["no_span"].dump() + " without a literal answer span");
   return 0;
 }
 

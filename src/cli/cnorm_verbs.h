@@ -21,6 +21,9 @@ void note(const std::string& s);
 // The records of --input; UsageError when it was not given.
 std::vector<eval::QaRecord> load_records(const std::string& path);
 
+// "N questions left out" on stderr for the qa records task_items could not give k - 1 distractors.
+void note_skipped(const std::vector<std::string>& skipped, size_t k);
+
 // The items of a task (cnorm::task_items) from the --input file (qa, kv, longbench) or generated
 // (needle, n_needle items; --input refused); qa records left out are noted on stderr.
 std::vector<cnorm::Item> input_items(cnorm::Task task, const std::string& input, size_t k,

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/options.h"
 #include "base/progress.h"
 #include "cli/command.h"
 #include "pipelines/common/common.h"
@@ -110,6 +111,14 @@ int main(int argc, char** argv) {
     }
     if (it == reg.end()) throw UsageError(first, "unknown command (see ragform --help)");
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const OptionError& e) {
+    // A declared option's error that no verb's OptionFlags spelled (a library check shared by
+    // several verbs): the CLI's usual spelling of its key, "max_tokens" -> "--max-tokens".
+    std::string flag = "--" + e.key();
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (e.key().rfind('-', 0) == 0) flag = e.key();
+    std::fprintf(stderr, "ragform: %s\n", bounded_message(flag + ": " + e.why()).c_str());
+    return 2;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ragform: %s\n", bounded_message(e.what()).c_str());
     return 2;

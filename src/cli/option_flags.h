@@ -103,7 +103,8 @@ class OptionFlags {
         if (always || o.seen) set(o.value);
       });
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-      auto& o = a.opt<std::string>(d.flag, d.metavar, d.help, "");
+      // --help shows the default list as the flag would spell it ("all", "a,b").
+      auto& o = a.opt<std::string>(d.flag, d.metavar, d.help, detail::default_of(initial));
       finish(d, o);
       auto split = d.split ? d.split : &split_commas;
       apply_.push_back([&o, set, split, key = d.key] {

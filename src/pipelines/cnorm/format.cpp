@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/options.h"
 #include "text/sentences.h"
 #include "text/unicode.h"
 #include "text/utf8.h"
@@ -30,20 +31,20 @@ std::string default_delimiter_list() {
 
 Delimiter parse_delimiter(std::string_view token) {
   if (token.empty())
-    throw UsageError("--delims", "empty delimiter (write 'none' for the empty delimiter)");
+    throw OptionError("delims", "empty delimiter (write 'none' for the empty delimiter)");
   if (token == "original") return original_delimiter();
   if (token == "none") return {"none", ""};
   if (token == "comma") return {",", ","};
   if (token.size() > kMaxDelimiterBytes)
-    throw UsageError("--delims", "delimiter '" + excerpt(token, 2 * kMaxDelimiterBytes) +
-                                     "' is longer than " + std::to_string(kMaxDelimiterBytes) +
-                                     " bytes");
+    throw OptionError("delims", "delimiter '" + excerpt(token, 2 * kMaxDelimiterBytes) +
+                                    "' is longer than " + std::to_string(kMaxDelimiterBytes) +
+                                    " bytes");
   size_t bad = 0;
   if (!text::is_valid_utf8(token, &bad))
-    throw UsageError("--delims", "delimiter '" + std::string(token) + "' is not valid UTF-8");
+    throw OptionError("delims", "delimiter '" + std::string(token) + "' is not valid UTF-8");
   for (uint32_t cp : text::decode_utf8(token))
     if (text::is_space(cp))
-      throw UsageError("--delims", "delimiter '" + std::string(token) + "' contains whitespace");
+      throw OptionError("delims", "delimiter '" + std::string(token) + "' contains whitespace");
   return {std::string(token), std::string(token)};
 }
 
@@ -56,7 +57,7 @@ std::vector<Delimiter> parse_delimiter_list(std::string_view list) {
     Delimiter d = parse_delimiter(list.substr(
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (!seen.insert(d.name).second)
-      throw UsageError("--delims", "delimiter '" + d.name + "' given twice");
+      throw OptionError("delims", "delimiter '" + d.name + "' given twice");
     out.push_back(std::move(d));
     if (comma == std::string_view::npos) break;
     start = comma + 1;

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/options.h"
 #include "pipelines/cnorm/detail/numeric.h"
 
 namespace ragform::cnorm {
@@ -38,7 +39,7 @@ void check_span(const CharSpan& c, const std::string& flag) {
 Measure parse_measure(const std::string& s, const std::string& flag) {
   if (s == "mean") return Measure::Mean;
   if (s == "sum") return Measure::Sum;
-  throw UsageError(flag, "expected mean or sum, got '" + excerpt(s) + "'");
+  throw OptionError(flag, "expected mean or sum, got '" + excerpt(s) + "'");
 }
 
 const char* measure_name(Measure m) { return m == Measure::Sum ? "sum" : "mean"; }

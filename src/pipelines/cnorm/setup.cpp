@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "base/error.h"
 #include "base/number_text.h"
+#include "base/options.h"
 #include "base/stable_hash.h"
 
 namespace ragform::cnorm {
@@ -27,7 +29,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 Search parse_search(const std::string& s, const std::string& name) {
   if (s == "halving") return Search::Halving;
-  if (s != "exhaustive") throw UsageError(name, "expected exhaustive or halving, got '" + s + "'");
+  if (s != "exhaustive") throw OptionError(name, "expected exhaustive or halving, got '" + s + "'");
   return Search::Exhaustive;
 }
 
@@ -38,7 +40,7 @@ std::vector<double> parse_ratio_list(const std::string& list, const std::string&
   for (const auto& tok : split_list(list)) {
     const std::optional<double> v = parse_decimal(tok);  // base/number_text.h's grammar
     if (!v || !(*v >= 0 && *v <= 1))
-      throw UsageError(name, "'" + tok + "' is not a number in [0, 1]");
+      throw OptionError(name, "'" + tok + "' is not a number in [0, 1]");
     out.push_back(*v);
   }
   return out;
@@ -61,20 +63,16 @@ AbsOptions parse_abs_options(int layer, const std::string& heads, bool context_s
     long h = std::strtol(heads.c_str(), &end, 10);
     if (heads.empty() || heads[0] < '0' || heads[0] > '9' || *end != '\0' || errno != 0 ||
         h > (1 << 20))
-      throw UsageError(name, "expected mean, per-head or one head index, got '" + heads + "'");
+      throw OptionError(name, "expected mean, per-head or one head index, got '" + heads + "'");
     o.heads = HeadMode::Single;
     o.head = int(h);
   }
   return o;
 }
 
-CalibrationPlan calibration_plan(const CalibrationRequest& req) {
-  const CalibrationArgNames& n = req.names;
+CalibrationPlan calibration_plan(CalibrationRequest req) {
+  check_options(req);  // the declared ranges: S, k, seed, p, layer
   const Task task = parse_task(req.task);
-  if (req.samples < 1) throw UsageError(n.samples, "must be at least 1");
-  if (req.k < 1) throw UsageError(n.k, "must be at least 1");
-  if (req.seed < 0) throw UsageError(n.seed, "must be >= 0");
-  validate_p(req.p, n.p);
   CalibrationPlan plan;
   CalibrateOptions& co = plan.options;
   CalibrationSetup& setup = co.setup;
@@ -82,21 +80,92 @@ CalibrationPlan calibration_plan(const CalibrationRequest& req) {
   setup.candidates = parse_delimiter_list(req.delims);
   setup.p = req.p;
   setup.seed = uint64_t(req.seed);
-  setup.abs = parse_abs_options(req.layer, req.heads, req.context_span, n.heads);
+  setup.abs = parse_abs_options(int(req.layer), req.heads, req.context_span, "heads");
   setup.tmpl = load_template(task, req.template_path);
-  if (!req.p_grid.empty()) setup.p_grid = parse_ratio_list(req.p_grid, n.p_grid);
+  if (!req.p_grid.empty()) setup.p_grid = parse_ratio_list(req.p_grid, "p_grid");
   if (!req.formats.empty()) {
     if (task == Task::Kv || task == Task::Longbench)
-      throw UsageError(n.formats,
-                       std::string("document formats do not apply to ") + task_name(task));
+      throw OptionError("formats",
+                        std::string("document formats do not apply to ") + task_name(task));
     for (const auto& w : split_list(req.formats)) setup.wrappers.push_back(parse_wrapper(w));
   }
-  setup.search = parse_search(req.search, n.search);
+  setup.search = parse_search(req.search, "search");
   (void)candidate_list(setup);  // validates the candidates before any input is read
   co.samples = size_t(req.samples);
   // LongBench: one context per prompt.
   co.k = task == Task::Longbench ? 1 : size_t(req.k);
   plan.item_seed = task == Task::Needle ? splitmix64_mix(setup.seed) : setup.seed;
+  return plan;
+}
+
+EvalPlan eval_plan(EvalRequest req, const Profile& profile,
+                   const std::vector<eval::QaRecord>& records, std::vector<std::string>* skipped) {
+  check_options(req);  // k, limit, max_tokens
+  const Task task = parse_task(req.task);
+  if (task == Task::Longbench)
+    throw OptionError("task",
+                      "longbench is a multiple-choice evaluation (run_longbench), not a "
+                      "gold-position sweep");
+  if (req.positions != "all" && req.positions != "natural")
+    throw OptionError("positions", "expected all or natural, got '" + req.positions + "'");
+  EvalPlan plan;
+  EvalOptions& eo = plan.options;
+  eo.task = task;
+  eo.tmpl = load_template(task, req.template_path);
+  eo.profile = profile;
+  for (const std::string& text : req.seeds) {
+    // A seed is a non-negative whole number below 2^31 (the CLI's and Python's ints alike).
+    const std::optional<double> v = parse_decimal(text);
+    if (!v || *v < 0 || *v != double(int64_t(*v)) || *v > kMaxCount)
+      throw OptionError("seeds", "'" + text + "' is not a seed (a whole number >= 0)");
+    const uint64_t sd = uint64_t(*v);
+    if (std::find(eo.seeds.begin(), eo.seeds.end(), sd) != eo.seeds.end())
+      throw OptionError("seeds", "seed " + std::to_string(sd) + " given twice");
+    eo.seeds.push_back(sd);
+  }
+  if (eo.seeds.empty()) eo.seeds = {profile.seed};
+  eo.k = size_t(req.k);
+  eo.max_tokens = int(req.max_tokens);
+  eo.natural_positions = req.positions == "natural";
+  eo.all_candidates = req.all_candidates;
+  if (!req.density.empty()) eo.density = parse_ratio_list(req.density, "density");
+  // One item set per seed (the runner decides k and Min-Token over all of them).
+  const size_t n_needle = req.limit > 0 ? size_t(req.limit) : 20;
+  for (uint64_t sd : eo.seeds) {
+    std::vector<std::string> left_out;
+    std::vector<Item> items = task_items(task, records, eo.k, sd, n_needle, &left_out);
+    if (skipped && sd == eo.seeds.front()) *skipped = std::move(left_out);
+    if (req.limit > 0 && items.size() > size_t(req.limit)) items.resize(size_t(req.limit));
+    if (items.empty()) throw Error("cnorm eval", "no items");
+    std::set<std::string> ids;
+    for (const auto& it : items)
+      if (!ids.insert(it.id).second)
+        throw Error("cnorm eval",
+                    "duplicate item id '" + it.id + "' (the run store needs unique ids)");
+    plan.items.push_back(std::move(items));
+  }
+  return plan;
+}
+
+BiasCurvePlan bias_curve_plan(BiasCurveRequest req, const std::vector<eval::QaRecord>& records,
+                              std::vector<std::string>* skipped) {
+  check_options(req);  // k, limit, seed
+  // Only qa and needle: checked before parse_task, whose message lists every C-NORM task.
+  if (req.task != "qa" && req.task != "needle")
+    throw OptionError("task", "expected qa or needle, got '" + req.task + "'");
+  BiasCurvePlan plan;
+  PositionBiasOptions& o = plan.options;
+  o.task = parse_task(req.task);
+  o.tmpl = load_template(o.task, req.template_path);
+  o.k = size_t(req.k);
+  o.seed = uint64_t(req.seed);
+  o.measure = parse_measure(req.measure, "measure");
+  if (o.task == Task::Needle && !records.empty())
+    throw OptionError("records", "the needle task generates its items; give no records");
+  if (o.task == Task::Qa && records.empty()) throw OptionError("records", "required for qa");
+  plan.items = task_items(o.task, records, o.k, o.seed, size_t(req.limit), skipped);
+  if (plan.items.size() > size_t(req.limit)) plan.items.resize(size_t(req.limit));
+  if (plan.items.empty()) throw Error("position-bias", "no items");
   return plan;
 }
 

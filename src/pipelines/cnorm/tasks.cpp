@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "base/options.h"
 #include "text/doc_formats.h"
 #include "text/metrics.h"
 #include "text/normalize.h"
@@ -30,13 +31,12 @@ const char* question_placeholder(Task t) { return t == Task::Kv ? "{key}" : "{qu
 
 }  // namespace
 
-Task parse_task(std::string_view name) {
+Task parse_task(std::string_view name, const std::string& key) {
   if (name == "qa") return Task::Qa;
   if (name == "kv") return Task::Kv;
   if (name == "needle") return Task::Needle;
   if (name == "longbench") return Task::Longbench;
-  throw UsageError("--task",
-                   "expected qa, kv, needle or longbench, got '" + std::string(name) + "'");
+  throw OptionError(key, "expected qa, kv, needle or longbench, got '" + std::string(name) + "'");
 }
 
 const char* task_name(Task t) {
@@ -87,8 +87,8 @@ std::string load_template(Task t, const std::string& explicit_path, const std::s
   std::string path = explicit_path;
   if (t == Task::Longbench) {
     if (!path.empty())
-      throw UsageError("--template",
-                       "longbench uses Appendix D's prompt; --template does not apply");
+      throw OptionError("template",
+                        "longbench uses Appendix D's prompt; a template does not apply");
     return longbench_template();
   }
   if (path.empty()) {
@@ -135,8 +135,8 @@ const std::vector<std::string>& wrapper_names() {
 std::string parse_wrapper(std::string_view name) {
   for (const auto& w : wrapper_names())
     if (name == w) return w;
-  throw UsageError("--formats",
-                   "unknown document format '" + std::string(name) + "' (json, markdown, yaml)");
+  throw OptionError("formats",
+                    "unknown document format '" + std::string(name) + "' (json, markdown, yaml)");
 }
 
 std::string wrap_document(const std::string& wrapper, const std::string& title,
@@ -178,8 +178,8 @@ Prompt render_longbench_context(const Item& item, const std::string& context) {
 Prompt render(Task t, const std::string& tmpl, const Item& item, const std::vector<Document>& docs,
               const Format& f) {
   if (!f.wrapper.empty() && (t == Task::Kv || t == Task::Longbench))
-    throw UsageError("--formats",
-                     std::string("document formats do not apply to the ") + task_name(t) + " task");
+    throw OptionError(
+        "formats", std::string("document formats do not apply to the ") + task_name(t) + " task");
   if (t == Task::Longbench) return render_longbench(item, docs, f);
   std::string body;
   for (size_t i = 0; i < docs.size(); ++i) {

@@ -49,8 +49,9 @@
 namespace ragform::cnorm {
 
 enum class Task { Qa, Kv, Needle, Longbench };
-// "qa", "kv", "needle", "longbench"; UsageError otherwise
-Task parse_task(std::string_view name);
+// "qa", "kv", "needle", "longbench"; otherwise an OptionError naming `key` (the option's key: a
+// front end spells it, the CLI as --task)
+Task parse_task(std::string_view name, const std::string& key = "task");
 const char* task_name(Task t);
 
 struct Document {

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/excerpt.h"
+#include "base/options.h"
 #include "eval/stats.h"
 #include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/perturb_rules.h"
@@ -130,7 +132,7 @@ double distinct_1(const std::string& text) {
 AttentionQueryToken parse_attention_query(const std::string& s) {
   if (s == "question") return AttentionQueryToken::QuestionEnd;
   if (s == "prompt") return AttentionQueryToken::PromptEnd;
-  throw UsageError("--query", "expected question or prompt, got '" + s + "'");
+  throw OptionError("query", "expected question or prompt, got '" + excerpt(s) + "'");
 }
 
 namespace {
@@ -214,7 +216,7 @@ std::optional<double> answer_span_attention(reader::Reader& reader, const std::s
 AttentionSampling parse_attention_sampling(const std::string& s) {
   if (s == "category") return AttentionSampling::Category;
   if (s == "outcome") return AttentionSampling::Outcome;
-  throw UsageError("--sample-by", "expected category or outcome, got '" + s + "'");
+  throw OptionError("sample_by", "expected category or outcome, got '" + excerpt(s) + "'");
 }
 
 const char* sampling_name(AttentionSampling s) {

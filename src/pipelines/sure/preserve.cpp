@@ -5,6 +5,8 @@
 #include <exception>
 
 #include "base/error.h"
+#include "base/excerpt.h"
+#include "base/options.h"
 #include "pipelines/sure/taxonomy.h"
 #include "reader/measured.h"
 #include "text/metrics.h"
@@ -53,7 +55,7 @@ NliScope parse_nli_scope(const std::string& s) {
   if (s == "none") return NliScope::None;
   if (s == "llm") return NliScope::ReaderMade;
   if (s == "all") return NliScope::All;
-  throw UsageError("--nli", "expected none, llm or all, got '" + s + "'");
+  throw OptionError("nli", "expected none, llm or all, got '" + excerpt(s) + "'");
 }
 
 nlohmann::ordered_json FilterCounts::to_json() const {

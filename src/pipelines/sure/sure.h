@@ -19,6 +19,7 @@
 // C-NORM); their real-parser validators are format_parsers.h.
 #pragma once
 #include "pipelines/sure/analyses.h"
+#include "pipelines/sure/attention_run.h"
 #include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/format_parsers.h"
 #include "pipelines/sure/formats.h"
@@ -32,4 +33,5 @@
 #include "pipelines/sure/prepare.h"
 #include "pipelines/sure/preserve.h"
 #include "pipelines/sure/prompts.h"
+#include "pipelines/sure/requests.h"
 #include "pipelines/sure/taxonomy.h"

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/options.h"
 
 namespace ragform::sure {
 
@@ -60,11 +61,11 @@ std::vector<Kind> select_kinds(const std::string& list) {
       }
     }
     if (!matched)
-      throw UsageError("--kinds", "unknown perturbation or category '" + item +
-                                      "' (categories: style, source, logic, format, metadata; "
-                                      "or a full name such as format/json; or all)");
+      throw OptionError("kinds", "unknown perturbation or category '" + item +
+                                     "' (categories: style, source, logic, format, metadata; "
+                                     "or a full name such as format/json; or all)");
   }
-  if (chosen.empty()) throw UsageError("--kinds", "no perturbation selected");
+  if (chosen.empty()) throw OptionError("kinds", "no perturbation selected");
   return {chosen.begin(), chosen.end()};
 }
 

@@ -176,14 +176,21 @@ TEST_F(CnormApplyFixture, CalibrationSetUpRefusesAlikeInCliAndPython) {
   struct Case {
     std::string flags, kwargs, flag, keyword;
   };
-  const std::vector<Case> cases = {{"--heads x", "heads='x'", "--heads", "heads"},
-                                   {"--heads -1", "heads='-1'", "--heads", "heads"},
-                                   {"--heads 1,2", "heads='1,2'", "--heads", "heads"},
-                                   {"--delims ''", "delims=''", "--delims", "--delims"}};
+  const std::vector<Case> cases = {
+      {"--heads x", "heads='x'", "--heads", "heads"},
+      {"--heads -1", "heads='-1'", "--heads", "heads"},
+      {"--heads 1,2", "heads='1,2'", "--heads", "heads"},
+      {"--delims ''", "delims=''", "--delims", "delims"},
+      {"--p-grid 0.5,2", "p_grid='0.5,2'", "--p-grid", "p_grid"},
+      {"--task kv --formats json", "task='kv', formats='json'", "--formats", "formats"},
+      {"--search random", "search='random'", "--search", "search"},
+      {"--task xx", "task='xx'", "--task", "task"},
+      {"-p 2", "p=2", "-p", "p"},
+      {"-S 0", "S=0", "-S", "S"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.flags);
-    auto cli = run_ragform("cnorm calibrate -m " + quoted(model_) + " --task needle " + c.flags +
-                           " -o " + quoted(dir_ / "x.json"));
+    auto cli = run_ragform("cnorm calibrate -m " + quoted(model_) + " " + c.flags + " -o " +
+                           quoted(dir_ / "x.json"));
     EXPECT_EQ(cli.exit_code, 2);
     const std::string cli_prefix = "ragform: " + c.flag + ": ";
     ASSERT_EQ(cli.err.rfind(cli_prefix, 0), 0u) << cli.err;
@@ -193,7 +200,7 @@ TEST_F(CnormApplyFixture, CalibrationSetUpRefusesAlikeInCliAndPython) {
                          "import sys, ragform\n"
                          "m = ragform.Model(sys.argv[1], ctx=256)\n"
                          "try:\n"
-                         "    ragform.cnorm.calibrate(m, None, task='needle', progress=False, " +
+                         "    ragform.cnorm.calibrate(m, None, progress=False, " +
                              c.kwargs +
                              ")\n"
                              "except ValueError as e:\n"

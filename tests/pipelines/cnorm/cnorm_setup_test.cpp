@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "base/stable_hash.h"
 
 namespace ragform::cnorm {
@@ -72,37 +73,88 @@ TEST(CnormSetup, HeadsAreMeanPerHeadOrOneIndex) {
         << bad;
 }
 
-// Every check names the argument as the front end calls it: flags by default, Python's keywords
-// when it sets them.
-TEST(CnormSetup, ErrorsNameTheFrontEndsArguments) {
-  CalibrationRequest r = request("qa");
-  CalibrationRequest py = r;
-  py.names.samples = "S";
-  py.names.k = "k";
-  py.names.seed = "seed";
-  py.names.p = "p";
-  py.names.heads = "heads";
-  auto both = [&](auto&& set, const std::string& cli_msg, const std::string& py_msg) {
-    CalibrationRequest a = r, b = py;
-    set(a);
-    set(b);
-    EXPECT_EQ(usage_error([&] { calibration_plan(a); }), cli_msg);
-    EXPECT_EQ(usage_error([&] { calibration_plan(b); }), py_msg);
+// Every check names the option by its declared key (CalibrationRequest::visit), which each front
+// end spells its way (the CLI's flag, Python's keyword): OptionError carries the key and the why.
+std::pair<std::string, std::string> option_error(const CalibrationRequest& r) {
+  try {
+    calibration_plan(r);
+  } catch (const OptionError& e) {
+    return {e.key(), e.why()};
+  }
+  return {};
+}
+
+TEST(CnormSetup, ErrorsNameTheOptionsKey) {
+  const CalibrationRequest r = request("qa");
+  auto with = [&](auto&& set) {
+    CalibrationRequest q = r;
+    set(q);
+    return option_error(q);
   };
-  both([](CalibrationRequest& q) { q.samples = 0; }, "-S: must be at least 1",
-       "S: must be at least 1");
-  both([](CalibrationRequest& q) { q.k = 0; }, "-k: must be at least 1", "k: must be at least 1");
-  both([](CalibrationRequest& q) { q.seed = -1; }, "--seed: must be >= 0", "seed: must be >= 0");
-  both([](CalibrationRequest& q) { q.p = 1.5; }, "-p: must be in [0, 1], got 1.5",
-       "p: must be in [0, 1], got 1.5");
-  both([](CalibrationRequest& q) { q.p = std::numeric_limits<double>::quiet_NaN(); },
-       "-p: must be in [0, 1], got nan", "p: must be in [0, 1], got nan");
-  both([](CalibrationRequest& q) { q.heads = "max"; },
-       "--heads: expected mean, per-head or one head index, got 'max'",
-       "heads: expected mean, per-head or one head index, got 'max'");
-  both([](CalibrationRequest& q) { q.task = "xx"; },
-       "--task: expected qa, kv, needle or longbench, got 'xx'",
-       "--task: expected qa, kv, needle or longbench, got 'xx'");
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.samples = 0; }),
+            P("S", "value out of range: 0 (accepted: 1 or more)"));
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.k = 0; }),
+            P("k", "value out of range: 0 (accepted: 1 or more)"));
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.seed = -1; }).first, "seed");
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.p = 1.5; }),
+            P("p", "value too large: 1.5 (largest accepted: 1)"));
+  EXPECT_EQ(
+      with([](CalibrationRequest& q) { q.p = std::numeric_limits<double>::quiet_NaN(); }).first,
+      "p");
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.heads = "max"; }),
+            P("heads", "expected mean, per-head or one head index, got 'max'"));
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.task = "xx"; }),
+            P("task", "expected qa, kv, needle or longbench, got 'xx'"));
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.delims = "a,a"; }),
+            P("delims", "delimiter 'a' given twice"));
+  EXPECT_EQ(with([](CalibrationRequest& q) { q.template_path = "x", q.task = "longbench"; }).first,
+            "template");
+}
+
+// cnorm eval's plan: the seeds, the positions, the items of each seed cut to the limit.
+TEST(CnormSetup, EvalPlanSeedsPositionsAndLimit) {
+  Profile prof;
+  prof.seed = 5;
+  EvalRequest req;
+  req.task = "needle";
+  req.limit = 3;
+  EvalPlan plan = eval_plan(req, prof, {});
+  EXPECT_EQ(plan.options.seeds, (std::vector<uint64_t>{5}));  // the profile's seed
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].size(), 3u);
+  EXPECT_EQ(plan.options.max_tokens, 16);
+  req.seeds = {"1", "2"};
+  req.positions = "natural";
+  plan = eval_plan(req, prof, {});
+  EXPECT_EQ(plan.options.seeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(plan.items.size(), 2u);
+  EXPECT_TRUE(plan.options.natural_positions);
+  auto key_of = [&](EvalRequest q) {
+    try {
+      eval_plan(q, prof, {});
+    } catch (const OptionError& e) {
+      return e.key() + ": " + e.why();
+    }
+    return std::string();
+  };
+  EvalRequest bad = req;
+  bad.seeds = {"1", "1"};
+  EXPECT_EQ(key_of(bad), "seeds: seed 1 given twice");
+  bad.seeds = {"-1"};
+  EXPECT_EQ(key_of(bad), "seeds: '-1' is not a seed (a whole number >= 0)");
+  bad = req;
+  bad.positions = "some";
+  EXPECT_EQ(key_of(bad), "positions: expected all or natural, got 'some'");
+  bad = req;
+  bad.max_tokens = 0;
+  EXPECT_EQ(key_of(bad), "max_tokens: value out of range: 0 (accepted: 1 or more)");
+  bad = req;
+  bad.density = "0,2";
+  EXPECT_EQ(key_of(bad), "density: '2' is not a number in [0, 1]");
+  bad = req;
+  bad.task = "longbench";
+  EXPECT_EQ(key_of(bad).rfind("task: longbench is", 0), 0u);
 }
 
 TEST(CnormSetup, GridFormatsAndSearch) {
@@ -115,16 +167,16 @@ TEST(CnormSetup, GridFormatsAndSearch) {
   EXPECT_EQ(plan.options.setup.wrappers, (std::vector<std::string>{"json"}));
   EXPECT_EQ(plan.options.setup.search, Search::Halving);
   r.p_grid = "0.5,,1";
-  EXPECT_EQ(usage_error([&] { calibration_plan(r); }), "--p-grid: '' is not a number in [0, 1]");
+  EXPECT_EQ(usage_error([&] { calibration_plan(r); }), "p_grid: '' is not a number in [0, 1]");
   r.p_grid = "";
   r.task = "kv";
   EXPECT_EQ(usage_error([&] { calibration_plan(r); }),
-            "--formats: document formats do not apply to kv");
+            "formats: document formats do not apply to kv");
   r.task = "qa";
   r.formats = "";
   r.search = "random";
   EXPECT_EQ(usage_error([&] { calibration_plan(r); }),
-            "--search: expected exhaustive or halving, got 'random'");
+            "search: expected exhaustive or halving, got 'random'");
   EXPECT_EQ(parse_ratio_list("0,0.25,1", "--density"), (std::vector<double>{0, 0.25, 1}));
   EXPECT_EQ(usage_error([] { parse_ratio_list("0,2", "--density"); }),
             "--density: '2' is not a number in [0, 1]");
