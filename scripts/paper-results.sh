@@ -24,7 +24,7 @@
 #   SURE_PER_CELL=20      questions per SURE cell (K-G, K-N, U-G, U-N)
 #   SURE_TOKENS=12        answer tokens of sure eval (the paper's prompt asks for a short answer)
 #   SPOT_LIMIT=300        HotpotQA dev questions of recall@6
-#   STEER10_LIMIT=10      items of each k = 10 steering sweep (bias curve: 3 other-seeded items)
+#   STEER10_LIMIT=30      items of each k = 10 steering sweep (bias curve: 3 other-seeded items)
 #   STEER20_LIMIT=3       items of each k = 20 steering sweep (bias curve: 2 items)
 #   KV_LIMIT=0            samples of the KV gold-position sweep (0: not run; each sample is
 #                         ~27 positions x 3 variants of ~2,000-token prompts at --ctx 2048)
@@ -161,10 +161,10 @@ timed steer10_curve "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 10 
   -o "$out/steer_k10_curve.json" --store "$out/steering.sqlite" --json \
   >"$out/steer_k10_curve.out" 2>"$out/steer_k10_curve.log"
 timed steer10_softmax "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 10 --sweep \
-  --bias "$out/steer_k10_curve.json" --limit "${STEER10_LIMIT:-10}" --seed 2 \
+  --bias "$out/steer_k10_curve.json" --limit "${STEER10_LIMIT:-30}" --seed 2 \
   --store "$out/steering.sqlite" --json >"$out/steer_k10_softmax.json" 2>"$out/steer_k10_softmax.log"
 timed steer10_gold "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 10 --sweep \
-  --bias "$out/steer_k10_curve.json" --allocation gold --limit "${STEER10_LIMIT:-10}" --seed 2 \
+  --bias "$out/steer_k10_curve.json" --allocation gold --limit "${STEER10_LIMIT:-30}" --seed 2 \
   --store "$out/steering_gold.sqlite" --json >"$out/steer_k10_gold.json" 2>"$out/steer_k10_gold.log"
 
 # ---- C-NORM gold-position sweep (OAA/OPA): Baseline (original), C-NORM (f*), Min-Token ----
