@@ -10,6 +10,9 @@
 //   peak_int8     GFLOP/s over the measured AVX512-VNNI int8 peak (quantised types);
 //   peak_int16    F16 where the int16 GEMM runs (gemm.h; the ".../int16" entries, the approximate
 //                 --f16-gemm int16 path beside the exact default): over the measured vpdpwssd peak;
+//   peak_bf16     BF16 on a CPU with AVX512-BF16: over the measured vdpbf16ps peak (the default
+//                 AVX-512 entry runs the kernel matmul picks on this CPU, gemm.h bf16_kernel_here;
+//                 ".../dot" and ".../fma" each of the two, vdpbf16ps and FMAs under FTZ/DAZ);
 //   GB/s, peak_bw decode only: weight bytes read per second, and that over the measured DRAM
 //                 read bandwidth of kThreads threads;
 //                 one 0.5B matrix (<= 9 MB) stays in the 32 MB L3 between iterations, so these
@@ -18,7 +21,9 @@
 //   vs_scalar     speed over the scalar tier for the same type/shape/tokens (same run).
 // Float weights are packed into panels first, as a loaded model holds them (float_panels.h).
 // K-quant rows must be multiples of 256, so their 896-long rows use 1024 (llama-quantize falls
-// back to Q5_0/Q8_0 for such tensors in real 0.5B files). Filter with --benchmark_filter, e.g.
+// back to Q5_0/Q8_0 for such tensors in real 0.5B files). "kernel1/..." entries: the float kernels
+// on one thread, best of 300 products (BM_FloatKernelOneThread). Filter with --benchmark_filter,
+// e.g.
 //   bench_matmul --benchmark_filter='Q8_0/.*/tokens:512'
 #include <benchmark/benchmark.h>
 
@@ -52,12 +57,13 @@ constexpr int kThreads = 2;
 
 // The denominators of the peak_* counters, measured once per process (machine_peak.h).
 struct Peaks {
-  double fp32, int8, int16, bandwidth;
+  double fp32, int8, int16, bf16, bandwidth;
 };
 const Peaks& peaks() {
   static const Peaks p{bench::arithmetic_peak(bench::PeakKind::Fp32Fma, kThreads),
                        bench::arithmetic_peak(bench::PeakKind::Int8Vnni, kThreads),
                        bench::arithmetic_peak(bench::PeakKind::Int16Vnni, kThreads),
+                       bench::arithmetic_peak(bench::PeakKind::Bf16Dot, kThreads),
                        bench::read_bandwidth(kThreads)};
   return p;
 }
@@ -94,8 +100,9 @@ std::map<Key, double>& scalar_seconds() {
   return m;
 }
 
+// bf16 other than automatic: BF16 on AVX-512 through that kernel of gemm_f16 instead of matmul.
 void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in_nominal,
-               int64_t n_out, int64_t n_tokens, F16Gemm f16) {
+               int64_t n_out, int64_t n_tokens, F16Gemm f16, Bf16Kernel bf16) {
   const bool k_quant = gguf::type_info(t).block_size == 256;
   const int64_t n_in = k_quant ? (n_in_nominal + 255) / 256 * 256 : n_in_nominal;
   const auto data = make_weights(t, n_in, n_out);
@@ -113,10 +120,16 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
   ThreadPool pool(kThreads);
-  matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);  // warm scratch buffers
+  const auto run = [&] {
+    if (bf16 == Bf16Kernel::automatic)
+      matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);
+    else
+      gemm_f16(w, x.data(), n_tokens, y.data(), pool, tier, bf16);
+  };
+  run();  // warm scratch buffers
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    matmul_tier(w, x.data(), n_tokens, y.data(), pool, tier);
+    run();
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -131,6 +144,8 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
   if (quantised) set_fraction(state, "peak_int8", gflops, peaks().int8);
   if (gemm_f16_int16_supported(w, n_tokens, clamp_tier(tier)))
     set_fraction(state, "peak_int16", gflops, peaks().int16);
+  if (t == TensorType::BF16 && clamp_tier(tier) == CpuTier::Avx512)
+    set_fraction(state, "peak_bf16", gflops, peaks().bf16);
   if (n_tokens == 1) {
     const double bytes = double(data.size()) / secs;
     state.counters["GB/s"] = bytes * 1e-9;
@@ -140,7 +155,45 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
   if (tier == CpuTier::Scalar) scalar_seconds()[key] = secs;
   const auto it = scalar_seconds().find(key);
   if (it != scalar_seconds().end()) state.counters["vs_scalar"] = it->second / secs;
-  state.SetLabel(std::string(tier_name(clamp_tier(tier))) + " " + cpu_summary());
+  const Bf16Kernel ran = bf16 == Bf16Kernel::automatic ? bf16_kernel_here() : bf16;
+  const bool bf16_avx512 = t == TensorType::BF16 && clamp_tier(tier) == CpuTier::Avx512;
+  state.SetLabel(std::string(tier_name(clamp_tier(tier))) +
+                 (!bf16_avx512             ? " "
+                  : ran == Bf16Kernel::dot ? " vdpbf16ps "
+                                           : " fma ") +
+                 cpu_summary());
+}
+
+// The float kernels on one thread, 896x896 against 96 tokens, each iteration timed on its own:
+// best_GFLOP/s is the fastest iteration's rate and best_peak_fp32 that over the one-thread fp32
+// FMA peak. On a shared machine the best of a few hundred 1 ms products is what the kernel does
+// when it has the core; the means of the 2-thread entries above are what it gets.
+void BM_FloatKernelOneThread(benchmark::State& state, TensorType t, Bf16Kernel bf16) {
+  constexpr int64_t n_in = 896, n_out = 896, n_tokens = 96;
+  const auto data = make_weights(t, n_in, n_out);
+  WeightView w{t, data.data(), n_in, n_out};
+  std::vector<uint8_t> panels(panels_bytes(w));
+  pack_panels(w, 0, panel_count(n_out), panels.data());
+  w.panels = panels.data();
+  std::vector<float> x(size_t(n_in * n_tokens)), y(size_t(n_out * n_tokens));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(1);
+  gemm_f16(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512, bf16);
+  double best = 1e30;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm_f16(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512, bf16);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(y.data());
+  }
+  // The peak measured the same way: the best of many short runs.
+  static const double peak1 = bench::arithmetic_peak(bench::PeakKind::Fp32Fma, 1, 100, 1'000'000);
+  const double gflops = 2.0 * double(n_in * n_out * n_tokens) / best;
+  state.counters["best_GFLOP/s"] = gflops * 1e-9;
+  set_fraction(state, "best_peak_fp32", gflops, peak1);
 }
 
 const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16,
@@ -159,16 +212,37 @@ const int kRegistered = [] {
                                    tier_name(tier) + "/" + std::to_string(s[0]) + "x" +
                                    std::to_string(s[1]) + "/tokens:" + std::to_string(tokens);
           benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, tier, s[0], s[1], tokens,
-                                       F16Gemm::exact)
+                                       F16Gemm::exact, Bf16Kernel::automatic)
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
           // The approximate int16 F16 prefill (--f16-gemm int16), beside the exact default.
           if (t == TensorType::F16 && tier == CpuTier::Avx512 && tokens > 1)
             benchmark::RegisterBenchmark((name + "/int16").c_str(), BM_Matmul, t, tier, s[0], s[1],
-                                         tokens, F16Gemm::int16)
+                                         tokens, F16Gemm::int16, Bf16Kernel::automatic)
                 ->Unit(benchmark::kMillisecond)
                 ->UseRealTime();
+          // BF16's two kernels on a CPU with AVX512-BF16: vdpbf16ps, and the same order on FMAs
+          // under FTZ/DAZ.
+          if (t == TensorType::BF16 && tier == CpuTier::Avx512 && cpu_features().avx512bf16)
+            for (Bf16Kernel k : {Bf16Kernel::dot, Bf16Kernel::fma})
+              benchmark::RegisterBenchmark(
+                  (name + (k == Bf16Kernel::dot ? "/dot" : "/fma")).c_str(), BM_Matmul, t, tier,
+                  s[0], s[1], tokens, F16Gemm::exact, k)
+                  ->Unit(benchmark::kMillisecond)
+                  ->UseRealTime();
         }
+  if (clamp_tier(CpuTier::Avx512) == CpuTier::Avx512) {
+    benchmark::RegisterBenchmark("kernel1/f16", BM_FloatKernelOneThread, TensorType::F16,
+                                 Bf16Kernel::automatic)
+        ->Iterations(300);
+    benchmark::RegisterBenchmark("kernel1/bf16/fma", BM_FloatKernelOneThread, TensorType::BF16,
+                                 Bf16Kernel::fma)
+        ->Iterations(300);
+    if (cpu_features().avx512bf16)
+      benchmark::RegisterBenchmark("kernel1/bf16/dot", BM_FloatKernelOneThread, TensorType::BF16,
+                                   Bf16Kernel::dot)
+          ->Iterations(300);
+  }
   return 0;
 }();
 

@@ -41,11 +41,11 @@ inline double ops_per_instruction(PeakKind k) {
                                                               : 128;
 }
 
-__attribute__((target("avx512f"))) inline float fma_loop() {
+__attribute__((target("avx512f"))) inline float fma_loop(long iters) {
   __m512 acc[kAcc];
   for (auto& a : acc) a = _mm512_setzero_ps();
   __m512 b = _mm512_set1_ps(1.0f), c = _mm512_set1_ps(1e-9f);
-  for (long i = 0; i < kIters; ++i) {
+  for (long i = 0; i < iters; ++i) {
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_fmadd_ps(b, c, acc[j]);
     __asm__ volatile("" : "+v"(b));  // keeps the loop from being folded
@@ -56,11 +56,11 @@ __attribute__((target("avx512f"))) inline float fma_loop() {
 }
 
 // The fp32 peak of a CPU without AVX-512: 8-lane FMAs (16 operations per instruction).
-__attribute__((target("avx2,fma"))) inline float fma_loop_avx2() {
+__attribute__((target("avx2,fma"))) inline float fma_loop_avx2(long iters) {
   __m256 acc[kAcc];
   for (auto& a : acc) a = _mm256_setzero_ps();
   __m256 b = _mm256_set1_ps(1.0f), c = _mm256_set1_ps(1e-9f);
-  for (long i = 0; i < kIters; ++i) {
+  for (long i = 0; i < iters; ++i) {
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm256_fmadd_ps(b, c, acc[j]);
     __asm__ volatile("" : "+x"(b));
@@ -72,11 +72,11 @@ __attribute__((target("avx2,fma"))) inline float fma_loop_avx2() {
   return lanes[0] + lanes[7];
 }
 
-__attribute__((target("avx512f,avx512bf16"))) inline float bf16_loop() {
+__attribute__((target("avx512f,avx512bf16"))) inline float bf16_loop(long iters) {
   __m512 acc[kAcc];
   for (auto& a : acc) a = _mm512_setzero_ps();
   __m512bh b = (__m512bh)_mm512_set1_epi16(0x3f80), c = (__m512bh)_mm512_set1_epi16(0x3000);
-  for (long i = 0; i < kIters; ++i) {
+  for (long i = 0; i < iters; ++i) {
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], b, c);
     __asm__ volatile("" : "+v"(b));
@@ -88,11 +88,11 @@ __attribute__((target("avx512f,avx512bf16"))) inline float bf16_loop() {
 
 // Words = false: vpdpbusd (int8 products); true: vpdpwssd (int16 products, the F16 GEMM's).
 template <bool Words>
-__attribute__((target("avx512f,avx512vnni"))) inline float vnni_loop() {
+__attribute__((target("avx512f,avx512vnni"))) inline float vnni_loop(long iters) {
   __m512i acc[kAcc];
   for (auto& a : acc) a = _mm512_setzero_si512();
   __m512i b = _mm512_set1_epi8(1), c = _mm512_set1_epi8(1);
-  for (long i = 0; i < kIters; ++i) {
+  for (long i = 0; i < iters; ++i) {
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j)
       acc[j] = Words ? _mm512_dpwssd_epi32(acc[j], b, c) : _mm512_dpbusd_epi32(acc[j], b, c);
@@ -137,8 +137,10 @@ inline bool peak_supported(PeakKind k) {
 }
 
 // Operations per second (FLOP/s, or integer multiply-adds x 2 for VNNI) of `threads` threads at
-// once; best of `reps` runs; 0 when the CPU lacks the instructions.
-inline double arithmetic_peak(PeakKind k, int threads, int reps = 3) {
+// once; best of `reps` runs of `iters` loop iterations (16 instructions each); 0 when the CPU
+// lacks the instructions. Many short runs (say 100 of 1,000,000) give a busy machine's ceiling when
+// a thread has its core, where the default's three long runs give what it gets on average.
+inline double arithmetic_peak(PeakKind k, int threads, int reps = 3, long iters = detail::kIters) {
   if (!peak_supported(k)) return 0.0;
   const bool avx512 = ops::cpu_features().avx512f;
   double best = 0.0;
@@ -146,14 +148,14 @@ inline double arithmetic_peak(PeakKind k, int threads, int reps = 3) {
     std::vector<float> sink(static_cast<size_t>(threads));
     const double s = detail::seconds_on_threads(threads, [&](int t) {
       sink[size_t(t)] = k == PeakKind::Fp32Fma
-                            ? (avx512 ? detail::fma_loop() : detail::fma_loop_avx2())
-                        : k == PeakKind::Bf16Dot  ? detail::bf16_loop()
-                        : k == PeakKind::Int8Vnni ? detail::vnni_loop<false>()
-                                                  : detail::vnni_loop<true>();
+                            ? (avx512 ? detail::fma_loop(iters) : detail::fma_loop_avx2(iters))
+                        : k == PeakKind::Bf16Dot  ? detail::bf16_loop(iters)
+                        : k == PeakKind::Int8Vnni ? detail::vnni_loop<false>(iters)
+                                                  : detail::vnni_loop<true>(iters);
     });
     if (sink[0] == 1.5f) std::abort();  // uses the result; the sums are never exactly 1.5
     const double lanes_scale = k == PeakKind::Fp32Fma && !avx512 ? 0.5 : 1.0;  // ymm: 8 lanes
-    const double ops = double(threads) * double(detail::kIters) * detail::kAcc *
+    const double ops = double(threads) * double(iters) * detail::kAcc *
                        detail::ops_per_instruction(k) * lanes_scale;
     best = std::max(best, ops / s);
   }

@@ -28,6 +28,7 @@ CpuFeatures detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.amd = __builtin_cpu_is("amd");
 #endif
   return f;
 }

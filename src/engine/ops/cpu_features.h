@@ -17,6 +17,9 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false;
   bool avx512vnni = false, avx512bf16 = false;
+  // cpuid's vendor is "AuthenticAMD" (where a kernel's best instruction differs by vendor: the
+  // BF16 GEMM, gemm_f16.cpp).
+  bool amd = false;
 };
 
 enum class CpuTier { Scalar = 0, Avx2 = 1, Avx512 = 2 };

@@ -29,11 +29,21 @@ void gemm_k(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 // panels (float_panels.h; w.panels, or packed a group at a time when null), with AVX-512 or AVX2
 // (`tier`, clamped to the CPU; matmul uses it on both, where gemm_f16_supported is true).
 // Bit-identical to the vec_dot path for any number of tokens, any tiling and any thread count
-// (every output one fused multiply-add chain along k, as dot_f16 / dot_bf16 sum), so a row's
-// result never depends on the batch.
+// (every F16 output one fused multiply-add chain along k, as dot_f16 sums; every BF16 output the
+// chain of pairs of vdpbf16ps, as dot_bf16 sums: bf16_dot.h), so a row's result never depends on
+// the batch.
+// BF16 on AVX-512 has two kernels with the same bits: `dot` steps a pair with one vdpbf16ps
+// (AVX512-BF16), `fma` with two FMAs under MXCSR FTZ/DAZ. Which is faster depends on the core:
+// vdpbf16ps retires twice the fp32 FMA flops on the AMD Zen 5 VM and half of them on the Intel
+// Xeon VM (docs/performance.md, "BF16 in the dot instruction's order"), so `automatic` (matmul's
+// choice) takes `dot` on AMD CPUs with AVX512-BF16 and `fma` elsewhere; tests and benchmarks ask
+// for each (`dot` without AVX512-BF16 runs `fma`). AVX2 always runs the FMA form.
+enum class Bf16Kernel : uint8_t { automatic, dot, fma };
 bool gemm_f16_supported(TensorType t, CpuTier tier);
 void gemm_f16(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-              CpuTier tier = CpuTier::Avx512);
+              CpuTier tier = CpuTier::Avx512, Bf16Kernel bf16 = Bf16Kernel::automatic);
+// The BF16 kernel `automatic` runs on AVX-512 on this CPU (dot or fma).
+Bf16Kernel bf16_kernel_here();
 
 // F32 weights on AVX-512 (gemm_f32.cpp): dot_f32's 16-lane order, bit-identical to the vec_dot
 // path for any number of tokens (inner-product tiles of 4 rows x 6 tokens straight from the rows).

@@ -6,14 +6,16 @@
 // blocks are summed in order into one float accumulator (`sumf += d * float(isum)`), while
 // ggml's AVX kernels keep 8 float lanes per block and add them at the end. The two orders agree
 // to a few float ulps of the row sum, far below the fixtures' tolerances.
-// F16/BF16 rows are one fused multiply-add chain along k (see dot_f16), where ggml's F16 kernels
-// keep 32 lanes; F32 rows 16 interleaved float accumulators, combined pairwise at the end.
+// F16 rows are one fused multiply-add chain along k (see dot_f16), where ggml's F16 kernels keep 32
+// lanes; BF16 rows the chain of pairs of the vdpbf16ps instruction (dot_bf16, bf16_dot.h); F32
+// rows 16 interleaved float accumulators, combined pairwise at the end.
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "base/error.h"
+#include "engine/ops/bf16_dot.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/kernels.h"
 #include "engine/ops/ops.h"
@@ -62,7 +64,7 @@ RAGFORM_KERNEL float dot_f32(int64_t n, const void* wv, const void* av) {
   return acc[0];
 }
 
-// F16/BF16 rows: one fused multiply-add chain along k, acc = fma(w[k], a[k], acc) for k ascending
+// F16 rows: one fused multiply-add chain along k, acc = fma(w[k], a[k], acc) for k ascending
 // from +0. This is the order the panel kernels (gemm_f16.cpp) follow with 16 rows in the lanes of
 // a vector, so this loop is their scalar reference: the same bits for every output. The chain is
 // latency-bound one row at a time, which only the scalar tier pays.
@@ -78,13 +80,19 @@ RAGFORM_KERNEL float dot_f16(int64_t n, const void* wv, const void* av) {
   return acc;
 }
 
-// BF16 weights; activations are floats already rounded to BF16. A bf16 product has 16
-// significand bits but fp32's exponent range, so it can underflow: fused, as in the kernels.
+// BF16 weights; activations are floats already rounded to BF16. The order of AVX512-BF16's
+// vdpbf16ps (bf16_dot.h): pairs (2j, 2j + 1) in ascending j from +0, the odd element's product
+// first, each step one fused rounding with subnormal inputs read as zero and tiny results flushed;
+// an odd last element is paired with +0. The panel kernels (gemm_f16.cpp) return these bits on
+// every tier, with the instruction or with FMAs under FTZ/DAZ; this loop is their reference.
 RAGFORM_KERNEL float dot_bf16(int64_t n, const void* wv, const void* av) {
   const auto* w = static_cast<const uint16_t*>(wv);
   const auto* a = static_cast<const float*>(av);
   float acc = 0.0f;
-  for (int64_t i = 0; i < n; ++i) acc = std::fma(bf16_to_fp32(w[i]), a[i], acc);
+  int64_t i = 0;
+  for (; i + 1 < n; i += 2)
+    acc = bf16_pair_step(acc, bf16_to_fp32(w[i]), a[i], bf16_to_fp32(w[i + 1]), a[i + 1]);
+  if (i < n) acc = bf16_pair_step(acc, bf16_to_fp32(w[i]), a[i], 0.0f, 0.0f);
   return acc;
 }
 

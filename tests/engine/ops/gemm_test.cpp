@@ -164,7 +164,8 @@ TEST(GemmQ8, SeveralTokenBlocksOnLongRows) {
 // The exact float kernels return vec_dot's bits for every output, whatever the number of tokens
 // (F16/BF16: one tile of 1..14 tokens or 14-token tiles and a partial one; F32: the GEMV, 6-token
 // tiles, token blocks), the tile an output falls in and the thread count, with F16/BF16 weights
-// packed at load or packed by the kernel: a row's result never depends on the batch.
+// packed at load or packed by the kernel, BF16 with each of its AVX-512 kernels: a row's result
+// never depends on the batch.
 TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
   std::vector<CpuTier> tiers = {CpuTier::Avx2};
@@ -185,29 +186,39 @@ TEST(GemmF16, BitIdenticalToVecDotOddShapesAnyBatch) {
             pack_panels(w, 0, panel_count(n_out), panels.data());
             w.panels = panels.data();
           }
-          const auto run = [&](const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-            if (t == TensorType::F32)
-              gemm_f32(w, x, n_tokens, y, pool);
-            else
-              gemm_f16(w, x, n_tokens, y, pool, tier);
-          };
           const int64_t max_tokens = n_in == 4864 ? 41 : 19;
           const auto x = random_activations(n_in * max_tokens, uint32_t(n_in + 7 * n_out));
           const Reference ref = reference(w, x, max_tokens);
-          for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(6), int64_t(7), int64_t(14),
-                                   int64_t(15), max_tokens}) {
-            std::vector<float> y(size_t(n_tokens * n_out), NAN);
-            run(x.data(), n_tokens, y.data(), pools[n_tokens % 3]);
-            for (size_t i = 0; i < y.size(); ++i)
-              ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
-                  << tier_name(tier) << " " << gguf::type_name(t) << " " << n_in << "x" << n_out
-                  << " tokens " << n_tokens << " at " << i;
+          // BF16 on AVX-512: both kernels (FMAs under FTZ/DAZ; vdpbf16ps where the CPU has it).
+          std::vector<Bf16Kernel> kernels = {Bf16Kernel::automatic};
+          if (t == TensorType::BF16 && tier == CpuTier::Avx512) {
+            kernels = {Bf16Kernel::fma};
+            if (cpu_features().avx512bf16) kernels.push_back(Bf16Kernel::dot);
           }
-          // The last token alone (decode) gives its row of the batch, bit for bit.
-          std::vector<float> one(static_cast<size_t>(n_out));
-          run(x.data() + (max_tokens - 1) * n_in, 1, one.data(), pools[1]);
-          for (int64_t r = 0; r < n_out; ++r)
-            ASSERT_EQ(bits(one[size_t(r)]), bits(ref.y[size_t((max_tokens - 1) * n_out + r)]));
+          for (Bf16Kernel kernel : kernels) {
+            const auto run = [&](const float* xs, int64_t n_tokens, float* y, ThreadPool& pool) {
+              if (t == TensorType::F32)
+                gemm_f32(w, xs, n_tokens, y, pool);
+              else
+                gemm_f16(w, xs, n_tokens, y, pool, tier, kernel);
+            };
+            const char* kname = kernel == Bf16Kernel::dot ? " vdpbf16ps" : "";
+            for (int64_t n_tokens : {int64_t(1), int64_t(2), int64_t(6), int64_t(7), int64_t(14),
+                                     int64_t(15), max_tokens}) {
+              std::vector<float> y(size_t(n_tokens * n_out), NAN);
+              run(x.data(), n_tokens, y.data(), pools[n_tokens % 3]);
+              for (size_t i = 0; i < y.size(); ++i)
+                ASSERT_EQ(bits(y[i]), bits(ref.y[i]))
+                    << tier_name(tier) << kname << " " << gguf::type_name(t) << " " << n_in << "x"
+                    << n_out << " tokens " << n_tokens << " at " << i;
+            }
+            // The last token alone (decode) gives its row of the batch, bit for bit.
+            std::vector<float> one(static_cast<size_t>(n_out));
+            run(x.data() + (max_tokens - 1) * n_in, 1, one.data(), pools[1]);
+            for (int64_t r = 0; r < n_out; ++r)
+              ASSERT_EQ(bits(one[size_t(r)]), bits(ref.y[size_t((max_tokens - 1) * n_out + r)]))
+                  << tier_name(tier) << kname << " " << gguf::type_name(t);
+          }
         }
 }
 
