@@ -1,6 +1,10 @@
 // libFuzzer target for the request bodies of `ragform serve` (server/api.h), without sockets:
 // Api::handle takes a method, a path and a body, as the HTTP layer hands them over. The first
-// input byte picks the endpoint and one of two servers, the rest is the body:
+// input byte picks the endpoint and one of two servers, the rest is the body. The endpoints are
+// every route of the API's own table (server/endpoints.h api_endpoints), never a list of this
+// file's: a route added to the table is fuzzed with no edit here. The byte's low 7 bits index
+// them (modulo their number; the table's order, so an appended route leaves the seeds' bytes
+// meaning what they meant), its high bit picks the server:
 //   server A: stories260K, word vectors for /v1/rag/spotlight (static encoder), a
 //             --cnorm-profile, chatml;
 //   server B: a Qwen2 fixture that adds no BOS, the model's hidden states for /v1/rag/spotlight,
@@ -13,21 +17,19 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "pipelines/spotlight/encoder.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
+#include "server/endpoints.h"
 #include "server/engine.h"
 
 namespace {
 
 using namespace ragform;
-
-const char* const kPaths[] = {"/v1/completions", "/v1/chat/completions", "/v1/score",
-                              "/v1/attention",   "/v1/rag/normalize",    "/v1/rag/spotlight"};
-constexpr size_t kNumPaths = sizeof(kPaths) / sizeof(kPaths[0]);
 
 // A valid C-NORM profile, as `ragform cnorm calibrate` writes one (the server's default profile).
 const char* const kProfile = R"({"model_sha256": "0", "task": "qa", "p": 0.5, "seed": 7, "S": 2,
@@ -87,12 +89,14 @@ void check_json(const std::string& s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Servers servers;
-  if (size == 0) return 0;
+  static const std::vector<server::Endpoint> targets = server::api_endpoints();
+  if (size == 0 || targets.empty()) return 0;
+  const server::Endpoint& target = targets[(data[0] & 0x7f) % targets.size()];
   server::Request req;
-  req.method = "POST";
-  req.path = kPaths[data[0] % kNumPaths];
+  req.method = target.method;
+  req.path = target.path;
   req.body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
-  server::Api& api = (data[0] / kNumPaths) % 2 ? *servers.b->api : *servers.a->api;
+  server::Api& api = data[0] & 0x80 ? *servers.b->api : *servers.a->api;
   server::Response r = api.handle(req);
   if (r.status == 500) __builtin_trap();  // a bad request must be a 4xx
   if (r.status != 200) {

@@ -14,7 +14,7 @@ surrogate), OSError (files) or RuntimeError (anything else) with the message the
 """
 import os as _os
 
-from . import _ragform
+from . import _options, _ragform
 from ._ragform import Attention, Encoder, Reader
 from ._text import check_methods as _check_methods
 
@@ -32,11 +32,15 @@ def _generate(reader, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_
     return g if details else g["text"]
 
 
-class Model(_ragform._Model):
-    """A GGUF model on ragform's own engine (the reader `ragform generate -m` opens).
+# ragform.Model's keyword arguments, their order and defaults: the reader and engine settings
+# declared once with the CLI's flags (src/reader/engine_settings.h; ragform._ragform.options("model")).
+_MODEL = _options.signature("model", first=["self", "path"])
 
-    Model(path, threads=0, ctx=None, kv="f32", chat=False, system="", truncate="error",
-          f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0, cpu=None, load=None)
+
+class Model(_ragform._Model):
+    __doc__ = f"""A GGUF model on ragform's own engine (the reader `ragform generate -m` opens).
+
+    {_options.signature_line("Model", _MODEL, indent=4)}
 
     threads: the size of this model's own thread pool (0 = all cores). ctx: tokens per sequence;
     None = 4096, or the model's training context when that is smaller (the CLI's --ctx default).
@@ -48,27 +52,35 @@ class Model(_ragform._Model):
     `prefill` and `prefix_cache_stats` tell how much prompt work it saved. cpu: "scalar", "avx2"
     or "avx512" caps the kernels' CPU tier (the CLI's RAGFORM_CPU; None = what the CPU has).
     load: "mmap" keeps the file mapped, "memory" reads it (the CLI's RAGFORM_LOAD; None = read
-    files of 64 MB+ into huge pages where there is room).
+    files of 64 MB+ into huge pages where there is room). numerics: "ggml" (llama.cpp's RoPE
+    angles and F16 GELU table) or "transformers" (Hugging Face transformers' float RoPE angles and
+    exact tanh GELU, to compare with it on the same float weights; the CLI's RAGFORM_NUMERICS).
+    Each is the CLI's flag or variable of the same name, with its default and range
+    (ragform._ragform.options("model") lists them); a value of the wrong type is a TypeError, one
+    out of its range or set a ValueError, both naming the keyword.
 
     Methods release the GIL for every forward pass: Models in different Python threads run at
     the same time; calls on one Model are serialised.
     """
 
-    def __init__(self, path, threads=0, ctx=None, kv="f32", chat=False, system="",
-                 truncate="error", f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0,
-                 cpu=None, load=None):
-        path = _os.fspath(path)
-        if ctx is None:
-            ctx = _ragform._default_context(path)
-        super().__init__(path, threads, ctx, kv, chat, system, truncate, f16_gemm, prefix_cache,
-                         prefix_cache_mb, cpu, load)
-        self.ctx, self.kv, self.chat, self.system = ctx, kv, chat, system
-        self._args = dict(threads=threads, ctx=ctx, kv=kv, truncate=truncate, f16_gemm=f16_gemm,
-                          prefix_cache=prefix_cache, prefix_cache_mb=prefix_cache_mb, cpu=cpu,
-                          load=load)
+    def __init__(self, *args, **kwargs):
+        a = _options.bind(_MODEL, (self,) + args, kwargs)  # a missing or unknown one: TypeError
+        del a["self"]
+        path = _os.fspath(a.pop("path"))
+        if a["ctx"] is None:
+            a["ctx"] = _ragform._default_context(path)
+        super().__init__(path, **a)
+        self.ctx, self.kv, self.chat, self.system = a["ctx"], a["kv"], a["chat"], a["system"]
+        self._args = {k: v for k, v in a.items() if k not in ("chat", "system")}
         self._chat_model = None
 
+    __init__.__signature__ = _MODEL
+
     def __repr__(self):
+        # A Model whose constructor raised has no engine behind it (its C++ side was never built,
+        # and reading it would crash the interpreter): say so instead, e.g. in a traceback's locals.
+        if "ctx" not in self.__dict__:
+            return "<ragform.Model (not opened)>"
         return f"<ragform.Model {self.description} ctx={self.ctx} chat={self.chat_mode}>"
 
     def _for_chat(self, chat):

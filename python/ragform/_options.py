@@ -2,6 +2,7 @@
 the keywords, their defaults and which are positional come from the one declaration the CLI's
 flags come from; a wrapper adds only the parameters that are its own (a reader, a progress hook)."""
 import inspect as _inspect
+import textwrap as _textwrap
 
 from . import _ragform
 
@@ -33,3 +34,14 @@ def bind(sig, args, kwargs):
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def signature_line(name, sig, indent=0, width=96):
+    """`name(parameters)` of `sig` without its `self`, wrapped at `width` columns, continuation
+    lines under the opening parenthesis: a class docstring's signature line, written at `indent`
+    (the first line's indent is the docstring's own, so it is left out)."""
+    params = [p for p in sig.parameters.values() if p.name != "self"]
+    text = f"{name}{sig.replace(parameters=params)}"
+    return _textwrap.fill(text, width=width, initial_indent=" " * indent,
+                          subsequent_indent=" " * (indent + len(name) + 1),
+                          break_long_words=False, break_on_hyphens=False)[indent:]

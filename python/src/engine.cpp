@@ -5,26 +5,25 @@
 // same library calls; the GIL is released for the length of each forward pass, so models in
 // different Python threads run at the same time.
 #include <algorithm>
-#include <initializer_list>
 #include <optional>
 
 #include <pybind11/stl.h>
 
 #include "base/error.h"
-#include "base/threads.h"
 #include "bindings.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
-#include "engine/ops/cpu_features.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "options.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/engine_settings.h"
 #include "reader/generate_params.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "reader/openai_reader.h"
+#include "reader/steering_object.h"
 
 namespace ragform::py {
 
@@ -34,74 +33,21 @@ using reader::Reader;
 
 using model::training_context;
 
-// The argument checks every method shares, with one message shape each (the CLI's).
-
-// The index of `value` in `options`, or UsageError "<arg>: expected a, b or c, got 'value'".
-size_t choice(const char* arg, const std::string& value,
-              std::initializer_list<const char*> options) {
-  std::string expected;
-  size_t i = 0;
-  for (const char* o : options) {
-    if (value == o) return i;
-    expected += (i == 0 ? "" : i + 1 == options.size() ? " or " : ", ") + std::string(o);
-    ++i;
-  }
-  throw UsageError(arg, "expected " + expected + ", got '" + value + "'");
-}
-
-bool kv_f16(const std::string& kv) { return choice("kv", kv, {"f32", "f16"}) == 1; }
-
 void check_token_id(const char* where, int32_t id, int32_t n_vocab) {
   if (id < 0 || id >= n_vocab)
     throw UsageError(where, "token id " + std::to_string(id) + " out of range 0.." +
                                 std::to_string(n_vocab - 1));
 }
 
-// Every constructor taking threads= comes here: the CLI's --threads bound (base/threads.h), so a
-// typo of 100000 is a ValueError, not tens of thousands of threads started before a failure.
-EngineOptions engine_options(int threads, const std::string& f16_gemm,
-                             const std::optional<std::string>& cpu = std::nullopt,
-                             const std::optional<std::string>& load = std::nullopt) {
-  if (threads < 0 || threads > max_threads())
-    throw UsageError("threads", "must be in 0.." + std::to_string(max_threads()) +
-                                    " (0 = all cores, at most 4 x the cores), got " +
-                                    std::to_string(threads));
-  EngineOptions e;
-  e.threads = threads;  // each Model owns a pool of this many threads (0 = all cores)
-  e.f16_gemm = choice("f16_gemm", f16_gemm, {"exact", "int16"}) == 0 ? ops::F16Gemm::exact
-                                                                     : ops::F16Gemm::int16;
-  // The CLI's RAGFORM_CPU and RAGFORM_LOAD (engine_settings.h); None keeps the engine's default.
-  if (cpu) e.cpu_tier = ops::parse_tier(*cpu, "cpu");
-  if (load)
-    e.load = choice("load", *load, {"mmap", "memory"}) == 0 ? MappedFile::Load::map
-                                                            : MappedFile::Load::memory;
-  return e;
-}
-
-std::shared_ptr<reader::NativeReader> open_model(
-    const std::string& path, int threads, std::optional<int> ctx, const std::string& kv, bool chat,
-    const std::string& system, const std::string& truncate, const std::string& f16_gemm,
-    bool prefix_cache, int prefix_cache_mb, const std::optional<std::string>& cpu,
-    const std::optional<std::string>& load) {
-  reader::NativeOptions o;
-  if (prefix_cache_mb < 0)
-    throw UsageError("prefix_cache_mb", "must be >= 0 (0 = an eighth of RAM, at most 2048), got " +
-                                            std::to_string(prefix_cache_mb));
-  o.prefix_cache = prefix_cache;  // the CLI's --prefix-cache on|off and --prefix-cache-mb
-  o.prefix_cache_bytes = size_t(prefix_cache_mb) << 20;
-  o.kv_f16 = kv_f16(kv);
-  o.engine = engine_options(threads, f16_gemm, cpu, load);
-  o.chat = chat;
-  o.system_prompt = system;
-  o.overflow = choice("truncate", truncate, {"error", "left"}) == 0
-                   ? reader::Overflow::Error
-                   : reader::Overflow::TruncateLeft;
-  if (ctx) {
-    if (*ctx < 1) throw UsageError("ctx", "must be >= 1, got " + std::to_string(*ctx));
-    o.n_ctx = *ctx;
-  } else {
-    o.n_ctx = reader::default_context(training_context(path));
-  }
+// ragform.Model's keyword arguments: the reader and engine settings declared once
+// (reader/engine_settings.h; ragform._ragform.options("model") gives the wrapper its signature),
+// bound with their declared kinds (options.h: a wrong type is a TypeError naming the keyword) and
+// checked by the library as the CLI's flags are (reader::native_options: the thread bound, so a
+// typo of 100000 is a ValueError before any thread starts; an error names the keyword).
+std::shared_ptr<reader::NativeReader> open_model(const std::string& path, const pyb::kwargs& kw) {
+  reader::EngineSettings s;
+  bind_keywords(s, kw, "Model");
+  const reader::NativeOptions o = reader::native_options(s, s.ctx ? 0 : training_context(path));
   pyb::gil_scoped_release nogil;
   return std::make_shared<reader::NativeReader>(path, o);
 }
@@ -123,42 +69,25 @@ reader::GenerateParams generate_params(int n_predict, double temp, int top_k, do
   return p;
 }
 
-// Reader.steering's value: None (off) or a dict {"rule": "rescale:F" | "reallocate:S" |
-// "redistribute:W1,W2,...", "spans":
-// [(start, end), ...] byte offsets into each prompt, "layers": [indices] or "A..B,-1" (default: the
-// last half), "heads": [indices] (default: all)}, the server's "steer" object.
-reader::SteeringParams steering_from_py(const pyb::object& o) {
-  reader::SteeringParams s;
-  if (o.is_none()) return s;
-  if (!pyb::isinstance<pyb::dict>(o))
-    throw UsageError("steering", "expected None or a dict {rule, spans, layers, heads}");
-  const pyb::dict d = o.cast<pyb::dict>();
-  for (auto kv : d) {
-    const std::string k = pyb::str(kv.first);
-    if (k != "rule" && k != "spans" && k != "layers" && k != "heads")
-      throw UsageError("steering", "unknown key '" + k + "' (rule, spans, layers, heads)");
+// Reader.steering's value as the steering object every front end gives (reader/steering_object.h,
+// which reads and checks it): None, or a dict whose lists may be tuples and whose integers may be
+// numpy's; anything else as Python's json module says it. A refusal names the dict's key
+// (errors.cpp: steering['spans']).
+nlohmann::json steering_json(const pyb::handle& o) {
+  if (pyb::isinstance<pyb::dict>(o)) {
+    nlohmann::json j = nlohmann::json::object();
+    for (auto kv : o.cast<pyb::dict>())
+      j[pyb::str(kv.first).cast<std::string>()] = steering_json(kv.second);
+    return j;
   }
-  if (!d.contains("rule")) throw UsageError("steering", "needs 'rule'");
-  runtime::parse_steer_rule(d["rule"].cast<std::string>(), s, "steering rule");
-  if (!d.contains("spans")) throw UsageError("steering", "needs 'spans' [(start, end), ...]");
-  for (auto sp : d["spans"]) {
-    const auto pair = sp.cast<std::vector<long long>>();
-    if (pair.size() != 2 || pair[0] < 0 || pair[0] >= pair[1])
-      throw UsageError("steering", "each span is (start, end) byte offsets, start below end");
-    s.spans.push_back({size_t(pair[0]), size_t(pair[1])});
+  if (pyb::isinstance<pyb::list>(o) || pyb::isinstance<pyb::tuple>(o)) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const pyb::handle& x : o) j.push_back(steering_json(x));
+    return j;
   }
-  if (d.contains("layers") && !d["layers"].is_none()) {
-    if (pyb::isinstance<pyb::str>(d["layers"]))
-      s.layers = runtime::parse_layer_list(d["layers"].cast<std::string>(), "steering layers");
-    else
-      for (int l : d["layers"].cast<std::vector<int>>()) s.layers.push_back({l, l});
-  }
-  if (d.contains("heads") && !d["heads"].is_none())
-    for (int h : d["heads"].cast<std::vector<int>>()) {
-      if (h < 0) throw UsageError("steering", "head indices are 0, 1, ...");
-      s.heads.push_back(h);
-    }
-  return s;
+  if (!pyb::isinstance<pyb::bool_>(o) && !pyb::isinstance<pyb::str>(o) && PyIndex_Check(o.ptr()))
+    return to_json(pyb::int_(pyb::reinterpret_borrow<pyb::object>(o)));
+  return to_json(o);
 }
 
 // The result of Reader.attention: one query row of one layer.
@@ -262,14 +191,15 @@ pyb::array_t<float> hidden(Reader& r, const std::string& prompt, int layer) {
 // the reader's pool; rows for the last position or for all.
 pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
                            const std::string& positions, const std::string& kv) {
-  const bool all = choice("positions", positions, {"last", "all"}) == 1;
-  const bool f16 = kv_f16(kv);
+  const bool all = option_choice("positions", positions, {"last", "all"}) == 1;
+  const bool f16 = reader::kv_f16(kv);
   std::vector<float> out;
   size_t rows = 0;
   const int n_vocab = r.model().hp().n_vocab;
   {
     pyb::gil_scoped_release nogil;
-    auto ids = r.prompt_tokens(prompt);
+    reader::TokenizedPrompt tokens = r.tokenize_prompt(prompt);
+    std::vector<int32_t>& ids = tokens.ids;
     runtime::ContextParams cp;
     cp.n_ctx = std::max<int>(int(ids.size()), 1);
     cp.kv_type = f16 ? runtime::KvType::F16 : runtime::KvType::F32;
@@ -277,7 +207,7 @@ pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
     runtime::Context ctx(r.model(), cp);
     runtime::SeqInput in;
     in.seq = ctx.new_sequence();
-    ctx.set_steering(in.seq, r.resolve_steering(prompt, ids, r.steering, prompt.size()));
+    ctx.set_steering(in.seq, r.resolve_steering(prompt, tokens, r.steering, prompt.size()));
     in.tokens = std::move(ids);
     in.logits = all ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
     auto res = ctx.eval({in});
@@ -300,22 +230,6 @@ void bind_engine(pyb::module_& m) {
       "_default_context",
       [](const std::string& path) { return reader::default_context(training_context(path)); },
       pyb::arg("path"), "The context length a Model of this file gets when ctx=None.");
-  // The declaration Model's keyword arguments and the CLI's flags are bound from.
-  m.def(
-      "_engine_settings",
-      [] {
-        pyb::list out;
-        reader::visit_engine_settings([&](const reader::Setting& s) {
-          pyb::dict d;
-          d["key"] = s.key;
-          d["flag"] = s.flag;
-          d["env"] = s.env;
-          d["help"] = s.help;
-          out.append(d);
-        });
-        return out;
-      },
-      "The reader and engine settings (key, CLI flag, CLI variable, help), declared once.");
   pyb::class_<Attention>(m, "Attention",
                          "Softmax attention of one query token over the prompt (one layer).")
       .def_readonly("layer", &Attention::layer, "the layer (counted from 0)")
@@ -350,13 +264,17 @@ void bind_engine(pyb::module_& m) {
       "attention and hidden states (attention also through ragform serve).");
   rd.def_property(
       "steering", [](const Reader& r) { return r.steering.describe(); },
-      [](Reader& r, const pyb::object& o) { r.steering = steering_from_py(o); },
+      [](Reader& r, const pyb::object& o) {
+        r.steering = reader::parse_steering(steering_json(o));
+      },
       "Attention steering of generate, score, attention and hidden (as `--steer`): set None or "
-      "{'rule': 'rescale:F' | 'reallocate:S' | 'redistribute:W1,W2,...', 'spans': [(start, end), "
-      "...] byte offsets into "
-      "each prompt, 'layers': [...] or 'A..B' (default: the last half), 'heads': [...]}; reads "
-      "back its description ('off' or the setting). Part of a run's identity in run stores. "
-      "Readers that cannot steer (OpenAIReader) raise NotSupported when it is on.");
+      "{'rule': 'rescale:F' | 'reallocate:S' | 'redistribute:W1,W2,...' | 'off', 'spans': "
+      "[(start, end), ...] byte offsets into each prompt (not needed with 'off'), 'layers': [...] "
+      "or 'A..B' (default: the last half), 'heads': [...]}, the server's \"steer\" object; "
+      "reads back its description ('off' or the setting). A bad value is a ValueError naming its "
+      "key (steering['spans']: ...), when set or when a prompt shows it does not fit. Part of a "
+      "run's identity in run stores. Readers that cannot steer (OpenAIReader) raise NotSupported "
+      "when it is on.");
   rd.def_property_readonly("description", &Reader::describe,
                            "stable description for run stores: native:<file> or "
                            "openai:<model> (no server URL: several servers of one model "
@@ -416,11 +334,10 @@ void bind_engine(pyb::module_& m) {
 
   pyb::class_<reader::NativeReader, Reader, std::shared_ptr<reader::NativeReader>>(
       m, "_Model", "A GGUF model on ragform's engine (reader::NativeReader).")
-      .def(pyb::init(&open_model), pyb::arg("path"), pyb::arg("threads") = 0,
-           pyb::arg("ctx") = std::nullopt, pyb::arg("kv") = "f32", pyb::arg("chat") = false,
-           pyb::arg("system") = "", pyb::arg("truncate") = "error", pyb::arg("f16_gemm") = "exact",
-           pyb::arg("prefix_cache") = true, pyb::arg("prefix_cache_mb") = 0,
-           pyb::arg("cpu") = std::nullopt, pyb::arg("load") = std::nullopt)
+      .def(pyb::init(&open_model), pyb::arg("path"),
+           "Opens the model with the keyword arguments of ragform._ragform.options('model') (the "
+           "reader and engine settings the CLI's flags come from); ragform.Model is the wrapper "
+           "with their signature.")
       .def_property_readonly("path", &reader::NativeReader::model_path)
       .def_property_readonly(
           "prefill",
@@ -491,7 +408,7 @@ void bind_engine(pyb::module_& m) {
           pyb::arg("prompt"),
           "The tokens a prompt becomes when fed (chat wrapping and truncation applied).")
       .def("_logits", &logits, pyb::arg("prompt"), pyb::arg("positions") = "last",
-           pyb::arg("kv") = "f32");
+           pyb::arg("kv") = reader::EngineSettings{}.kv);
 
   pyb::class_<reader::OpenAIReader, Reader, std::shared_ptr<reader::OpenAIReader>>(
       m, "OpenAIReader",
@@ -526,14 +443,21 @@ void bind_engine(pyb::module_& m) {
       "(reader::NativeEncoder, docs/encoders.md).")
       .def(pyb::init([](const std::string& path, int threads, const std::optional<std::string>& cpu,
                         const std::optional<std::string>& load) {
+             // The engine settings an encoder uses, by Model's keywords and checked as Model's
+             // are (engine_settings.h).
+             reader::EngineSettings s;
+             s.threads = threads;
+             s.cpu = cpu;
+             s.load = load;
              reader::NativeEncoderOptions o;
-             // The engine settings an encoder uses, by Model's keywords (engine_settings.h).
-             o.engine = engine_options(threads, "exact", cpu, load);
+             o.engine = reader::engine_options(s);
              pyb::gil_scoped_release nogil;
              return std::make_shared<reader::NativeEncoder>(path, o);
            }),
-           pyb::arg("path"), pyb::arg("threads") = 0, pyb::arg("cpu") = std::nullopt,
-           pyb::arg("load") = std::nullopt)
+           // The declared defaults (EngineSettings' initial values), not copies of them.
+           pyb::arg("path"), pyb::arg("threads") = reader::EngineSettings{}.threads,
+           pyb::arg("cpu") = reader::EngineSettings{}.cpu,
+           pyb::arg("load") = reader::EngineSettings{}.load)
       .def_property_readonly("description", &reader::NativeEncoder::describe)
       .def(
           "embed",

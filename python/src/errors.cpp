@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "bindings.h"
+#include "engine/runtime/steering.h"
 #include "eval/jsonl.h"
 #include "text/utf8.h"
 
@@ -45,6 +46,13 @@ void bind_errors(pyb::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const FileError& e) {
       raise_os_error(e);
+    } catch (const runtime::SteerError& e) {
+      // A steering refusal names the steering object's key, wherever it was found (the dict, or
+      // the engine against the model and prompt): Python says the key of Reader.steering's dict.
+      const std::string msg = e.spelled([](const std::string& key) {
+        return key.empty() ? std::string("steering") : "steering['" + key + "']";
+      });
+      PyErr_SetString(PyExc_ValueError, text::repair_utf8(bounded_message(msg)).c_str());
     } catch (const UsageError& e) {
       PyErr_SetString(PyExc_ValueError, text(e).c_str());
     } catch (const NotSupported& e) {

@@ -7,6 +7,7 @@
 
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/sure/sure.h"
+#include "reader/engine_settings.h"
 #include "tune/args.h"
 
 namespace ragform::py {
@@ -47,8 +48,8 @@ pyb::object python_default(const OptionInfo& o) {
     case OptionKind::Text:
       break;
   }
-  // A file or a name that is not given: None, as Python spells "nothing".
-  if (o.default_text.empty()) return pyb::none();
+  // A file or a name that is not given: None, as Python spells "nothing" (but system="": a value).
+  if (o.default_text.empty() && !o.decl.empty_is_value) return pyb::none();
   return pyb::str(o.default_text);
 }
 
@@ -56,6 +57,7 @@ pyb::object python_default(const OptionInfo& o) {
 const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
   static const std::map<std::string, std::function<std::vector<OptionInfo>()>> v = {
       {"tune", [] { return option_infos<tune::TuneArgs>(); }},
+      {"model", [] { return option_infos<reader::EngineSettings>(); }},
       {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
       {"sure.attention", [] { return option_infos<sure::AttentionRequest>(); }},
       {"sure.perturb", [] { return option_infos<sure::PerturbRequest>(); }},
@@ -88,6 +90,7 @@ pyb::list options_list(const std::vector<OptionInfo>& infos) {
     d["optional"] = o.is_optional;
     d["help"] = o.decl.help;
     d["unset"] = o.decl.unset;
+    d["env"] = o.decl.env.empty() ? pyb::object(pyb::none()) : pyb::str(o.decl.env);
     out.append(d);
   }
   return out;
@@ -107,8 +110,8 @@ void bind_options(pyb::module_& m) {
       },
       pyb::arg("verb"),
       "A verb's declared options: [{key, flag, kind, default, min, max, required, positional, "
-      "optional, help, unset}], the one declaration the CLI's flags and this package's keywords "
-      "come from.");
+      "optional, help, unset, env}] ('model': ragform.Model's reader and engine settings), the "
+      "one declaration the CLI's flags and this package's keywords come from.");
 }
 
 }  // namespace ragform::py

@@ -64,7 +64,7 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     if (pyb::isinstance<pyb::bool_>(obj) || !pyb::isinstance<pyb::int_>(obj)) wrong("an integer");
     // Any Python int: one past the int64 range is still a number, and out of range.
     const double approx = obj.cast<pyb::int_>().cast<pyb::float_>().cast<double>();
-    check_option_range(d, approx);
+    check_option_range(d, approx, pyb::str(obj).cast<std::string>());
     if (approx < -9.2e18 || approx > 9.2e18) throw OptionError(d.key, "value out of range");
     const long long v = obj.cast<long long>();
     if constexpr (std::is_unsigned_v<T>)
@@ -99,8 +99,9 @@ void bind_keywords(S& s, const pyb::dict& kw, const std::string& verb) {
 }
 
 // The declaration as a list of dicts {key, flag, kind, default, min, max, required, positional,
-// help, unset}: default is the field's initial value as Python spells it (None for an unset
-// optional, an empty str or an empty list).
+// help, unset, env}: default is the field's initial value as Python spells it (None for an unset
+// optional, an empty str unless the declaration makes "" a value, or an empty list); env the
+// CLI's variable for it (None when none).
 pyb::list options_list(const std::vector<OptionInfo>& infos);
 
 }  // namespace ragform::py

@@ -1,7 +1,9 @@
 """ragform.Model's keyword arguments come from the one declaration of the reader and engine
 settings (src/reader/engine_settings.h) that the CLI's flags come from: every declared setting is
-a keyword, the CPU tier and the load mode (the CLI's RAGFORM_CPU and RAGFORM_LOAD) included, and
-ctx=None is the --ctx default of the same function."""
+a keyword with the declared default, in the declared order, the CPU tier and the load mode (the
+CLI's RAGFORM_CPU and RAGFORM_LOAD) included; ctx=None is the --ctx default of the same function;
+the library checks the values once, and the same bad value is refused by Model (naming the
+keyword) and by the CLI (naming the flag or the variable) with the same words."""
 import inspect
 
 import pytest
@@ -12,18 +14,55 @@ from conftest import shared_file
 
 
 def test_every_declared_setting_is_a_model_keyword():
-    settings = _ragform._engine_settings()
+    settings = _ragform.options("model")
     keys = [s["key"] for s in settings]
     assert {"ctx", "kv", "threads", "f16_gemm", "prefix_cache", "prefix_cache_mb", "cpu",
             "load"} <= set(keys)
     params = inspect.signature(ragform.Model.__init__).parameters
+    # path first, then every setting in the declared order, each positional as before
+    assert list(params) == ["self", "path"] + keys
     for s in settings:
-        assert s["key"] in params, s
+        p = params[s["key"]]
+        assert p.default == s["default"], s
+        assert p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD, s
         assert s["flag"] or s["env"], s  # and each is a CLI flag or variable
-    # The extension type takes them too (the wrapper passes each one on).
-    doc = _ragform._Model.__init__.__doc__
-    for k in keys:
-        assert f"{k}:" in doc, k
+    # The defaults Model has always had, now the declaration's.
+    assert {k: params[k].default for k in keys}.items() >= dict(
+        threads=0, ctx=None, kv="f32", chat=False, system="", truncate="error",
+        f16_gemm="exact", prefix_cache=True, prefix_cache_mb=0, cpu=None, load=None).items()
+    assert "Model(path, threads=0, ctx=None, kv='f32'" in ragform.Model.__doc__
+    # The extension type takes the same keywords and no other.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kv_type'"):
+        _ragform._Model("x.gguf", kv_type="f16")
+
+
+def test_the_same_bad_value_is_refused_by_model_and_by_the_cli(model_path, ragform_bin):
+    """One check, in the library: Model names the keyword, the CLI the flag or the variable."""
+    import os
+    import subprocess
+
+    def cli(*flags, env=None):
+        r = subprocess.run([ragform_bin, "generate", "-m", model_path, "-p", "x", "-n", "1",
+                            *flags], capture_output=True, text=True,
+                           env=dict(os.environ, **(env or {})))
+        assert r.returncode == 2, r.stderr
+        return r.stderr.removeprefix("ragform: ").strip()
+
+    for key, flag, value in [("kv", "--kv", "f8"), ("truncate", "--truncate", "right"),
+                             ("f16_gemm", "--f16-gemm", "fast"),
+                             ("prefix_cache_mb", "--prefix-cache-mb", 2000000)]:
+        with pytest.raises(ValueError) as e:
+            ragform.Model(model_path, **{key: value})
+        py = str(e.value)
+        assert py.startswith(key + ": "), py
+        assert cli(flag, str(value)) == flag + py[len(key):]
+    for key, var, value in [("load", "RAGFORM_LOAD", "disk"), ("cpu", "RAGFORM_CPU", "avx9000")]:
+        with pytest.raises(ValueError) as e:
+            ragform.Model(model_path, **{key: value})
+        py = str(e.value)
+        assert cli(env={var: value}) == var + py[len(key):]
+    with pytest.raises(TypeError, match="^threads: expected an integer"):
+        ragform.Model(model_path, threads="2")
 
 
 def test_default_ctx_is_the_cli_default(model_path):

@@ -125,3 +125,12 @@ def test_remote_reader_without_attention(model):
     with pytest.raises(RuntimeError):  # nothing listens on port 9
         r.generate("x", n_predict=1)
     assert os.getpid() > 0 and model.generate("Once", n_predict=2) is not None
+
+
+def test_a_model_whose_constructor_failed_has_a_repr(model_path):
+    """pytest prints a failed constructor's locals: repr() of the half-built Model must not reach
+    its engine, which was never built (that crashed the interpreter)."""
+    m = ragform.Model.__new__(ragform.Model)
+    with pytest.raises(RuntimeError, match="no recognised chat template"):
+        m.__init__(model_path, chat=True)  # stories260K has none
+    assert repr(m) == "<ragform.Model (not opened)>"

@@ -1,5 +1,8 @@
 """Reader.steering: the CLI's --steer flags as one property, the same numbers as the CLI; off and
 rescale:1 give the unsteered results; bad values are ValueErrors."""
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -46,3 +49,49 @@ def test_logits_are_steered(model_path):
     assert np.abs(steered - plain).max() > 1e-3
     m.steering = {"rule": "rescale:1", "spans": [(0, 10)]}
     np.testing.assert_array_equal(m.logits(P, positions="all"), plain)
+
+
+def test_refusals_name_the_dicts_keys_as_the_cli_names_its_flags(model):
+    """One parser and one set of checks for every front end (reader/steering_object.h): Python
+    names the dict's key where the CLI names its flag, with the same words."""
+    cases = [
+        ({"rule": "rescale:2", "spans": [(0, 4000)]}, "spans", "--steer-spans",
+         ["--steer", "rescale:2", "--steer-spans", "0:4000"]),
+        ({"rule": "rescale:2", "spans": [(0, 4)], "heads": [99]}, "heads", "--steer-heads",
+         ["--steer", "rescale:2", "--steer-spans", "0:4", "--steer-heads", "99"]),
+        ({"rule": "rescale:2", "spans": [(0, 4)], "layers": "3..1"}, "layers", "--steer-layers",
+         ["--steer", "rescale:2", "--steer-spans", "0:4", "--steer-layers", "3..1"]),
+    ]
+    for steer, key, flag, flags in cases:
+        model.steering = steer
+        try:
+            with pytest.raises(ValueError) as e:
+                model.generate(P, n_predict=2)
+        finally:
+            model.steering = None
+        py = str(e.value)
+        assert py.startswith(f"steering['{key}']: "), py
+        assert "--steer" not in py, py
+        r = subprocess.run([os.environ["RAGFORM_BIN"], "generate", "-m", model.path, "-p", P,
+                            "-n", "2", *flags], capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
+        last = r.stderr.strip().splitlines()[-1]  # after the --ctx note
+        assert last == "ragform: " + flag + py[len(f"steering['{key}']"):], r.stderr
+    with pytest.raises(ValueError, match=r"^steering: unknown key 'x' \(rule, spans, layers, "
+                                         r"heads\)$"):
+        model.steering = {"rule": "rescale:2", "spans": [(0, 4)], "x": 1}
+    with pytest.raises(ValueError, match=r"^steering\['rule'\]: needs steering\['spans'\]"):
+        model.steering = {"rule": "rescale:2"}
+
+
+def test_accepted_shapes(model):
+    """Lists or tuples, numpy integers, layers as a list or a string, None for the defaults; rule
+    off without spans, as on the command line."""
+    model.steering = {"rule": "rescale:2", "spans": [[np.int64(0), np.int32(4)]],
+                      "layers": [np.int64(-1)], "heads": (0,)}
+    assert model.steering == "rescale:2|chars=0:4|layers=-1|heads=0|rows=pasta"
+    model.steering = {"rule": "rescale:2", "spans": ((0, 4),), "layers": None, "heads": None}
+    assert model.steering == "rescale:2|chars=0:4|layers=default|heads=all|rows=pasta"
+    model.steering = {"rule": "off"}
+    assert model.steering == "off"
+    model.steering = None

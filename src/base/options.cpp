@@ -24,13 +24,28 @@ std::string range_words(const OptionDecl& d) {
 }
 
 void check_option_range(const OptionDecl& d, double v) {
+  check_option_range(d, v, option_number_text(v));
+}
+
+void check_option_range(const OptionDecl& d, double v, const std::string& text) {
   if (!d.has_range() || (v >= d.lo && v <= d.hi)) return;  // NaN fails both
   // The CLI's words for the same refusal (cli/args.cpp parse_number).
   if (v > d.hi)
-    throw OptionError(d.key, "value too large: " + option_number_text(v) +
+    throw OptionError(d.key, "value too large: " + text +
                                  " (largest accepted: " + option_number_text(d.hi) + ")");
-  throw OptionError(d.key, "value out of range: " + option_number_text(v) +
-                               " (accepted: " + range_words(d) + ")");
+  throw OptionError(d.key, "value out of range: " + text + " (accepted: " + range_words(d) + ")");
+}
+
+size_t option_choice(const std::string& key, const std::string& value,
+                     std::initializer_list<const char*> choices) {
+  std::string expected;
+  size_t i = 0;
+  for (const char* c : choices) {
+    if (value == c) return i;
+    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(c);
+    ++i;
+  }
+  throw OptionError(key, "expected " + expected + ", got '" + value + "'");
 }
 
 }  // namespace ragform

@@ -20,7 +20,9 @@
 // std::optional (unset = the use case decides; `unset` says what it decides, for --help), and
 // std::vector<std::string> (a list: a Python list as it is, a CLI flag's text through `split`).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -66,6 +68,11 @@ struct OptionDecl {
   double lo = 0, hi = 0;    // numbers: the accepted closed interval (lo > hi: any)
   std::string range_text;   // --help's words for the range ("" = "lo..hi")
   std::string unset;        // optional fields: what unset means, for --help ("6 for abs, else 2")
+  // The environment variable the CLI reads it from ("RAGFORM_CPU"; a flag, when there is one,
+  // wins over it); "" = none. Only the CLI reads the environment (cli/engine_env.h).
+  std::string env;
+  // Text: an empty default is a value (Python's ""), not "not given" (Python's None).
+  bool empty_is_value = false;
   // Lists: how the CLI's text becomes values (key, text -> values); null = split at commas.
   std::vector<std::string> (*split)(const std::string& key, const std::string& text) = nullptr;
 
@@ -109,6 +116,14 @@ struct OptionDecl {
     range_text = std::move(text);
     return *this;
   }
+  OptionDecl& from_env(std::string var) {
+    env = std::move(var);
+    return *this;
+  }
+  OptionDecl& empty_value() {
+    empty_is_value = true;
+    return *this;
+  }
   bool has_range() const { return lo <= hi; }
 };
 
@@ -119,6 +134,14 @@ std::string option_number_text(double v);
 // Throws OptionError unless lo <= v <= hi (NaN never is), in the CLI's words: "value too large:
 // <v> (largest accepted: <hi>)" above, "value out of range: <v> (accepted: <range>)" otherwise.
 void check_option_range(const OptionDecl& d, double v);
+// The same with the value quoted as the caller wrote it (`text`: a Python int's digits, which a
+// double would show as 1e+30).
+void check_option_range(const OptionDecl& d, double v, const std::string& text);
+
+// The index of `value` among `choices`, else OptionError "<key>: expected a, b or c, got 'value'"
+// (the words of every front end for a value outside a setting's set: kv, truncate, load, ...).
+size_t option_choice(const std::string& key, const std::string& value,
+                     std::initializer_list<const char*> choices);
 
 // One entry of a verb's declaration as data: what `ragform._ragform.options(verb)` returns and
 // what a test compares each front end with. default_text: the initial value ("" for an empty

@@ -28,7 +28,8 @@ int run_logits(const std::vector<std::string>& argv) {
   const reader::SteeringParams steer = sf.params();
   std::string prompt = pf.read();
   auto reader = rf.open_native();
-  auto ids = reader->prompt_tokens(prompt);
+  const reader::TokenizedPrompt tokens = reader->tokenize_prompt(prompt);
+  const std::vector<int32_t>& ids = tokens.ids;
   runtime::ContextParams cp;
   cp.n_ctx = std::max<int>(int(ids.size()), 1);
   cp.kv_type = rf.native_options().kv_f16 ? runtime::KvType::F16 : runtime::KvType::F32;
@@ -36,7 +37,7 @@ int run_logits(const std::vector<std::string>& argv) {
   runtime::Context ctx(reader->model(), cp);
   runtime::SeqInput in;
   in.seq = ctx.new_sequence();
-  ctx.set_steering(in.seq, reader->resolve_steering(prompt, ids, steer, prompt.size()));
+  ctx.set_steering(in.seq, reader->resolve_steering(prompt, tokens, steer, prompt.size()));
   in.tokens = ids;
   in.logits = positions.value == "all" ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
   auto res = ctx.eval({in});

@@ -24,6 +24,7 @@
 #include "engine/model/model.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
+#include "reader/engine_settings.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
@@ -293,7 +294,7 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
     throw UsageError("serve", "--spotlight-layer must be in 0.." + std::to_string(n_layer));
   server::SchedulerOptions so;
   so.n_ctx = f.rf.ctx.value;
-  so.kv_f16 = f.rf.kv.value == "f16";
+  so.kv_f16 = reader::kv_f16(f.rf.kv.value);  // the reader's own check (engine_settings.h)
   so.max_batch = f.batch.value;
   so.max_queue = f.queue.value;
   so.pace_ms = f.pace.value;

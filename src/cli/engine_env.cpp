@@ -1,10 +1,11 @@
 #include "cli/engine_env.h"
 
 #include <cstdlib>
+#include <optional>
+#include <type_traits>
 
 #include "base/error.h"
 #include "base/paths.h"
-#include "reader/engine_settings.h"
 
 namespace ragform::cli {
 
@@ -15,28 +16,35 @@ std::string env(const char* name) {
 }
 }  // namespace
 
+void engine_env_settings(reader::EngineSettings& s, bool flag_given) {
+  s.visit([&](const OptionDecl& d, auto& field) {
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (std::is_same_v<F, std::string> || std::is_same_v<F, std::optional<std::string>>) {
+      // The flag, else the variable (a fallback: an unread bad value is no error), else the
+      // declared default. An empty variable is no value, as the shell's `VAR= cmd` means.
+      if (d.env.empty() || (!d.flag.empty() && flag_given)) return;
+      if (std::string v = env(d.env.c_str()); !v.empty()) field = v;
+    }
+  });
+}
+
+UsageError spell_engine_setting(const OptionError& e, bool flag_given) {
+  const OptionDecl& d = reader::engine_setting(e.key()).decl;
+  const bool from_env = !d.env.empty() && (d.flag.empty() || !flag_given);
+  return UsageError(from_env ? d.env : d.flag.substr(d.flag.rfind(',') + 1), e.why());
+}
+
 EngineOptions engine_options_from_env(int threads, const std::string& f16_gemm) {
-  // The variables are the ones reader/engine_settings.h declares for these settings.
-  const char* cpu_var = reader::engine_setting("cpu").env;
-  const char* f16_var = reader::engine_setting("f16_gemm").env;
-  const char* load_var = reader::engine_setting("load").env;
-  EngineOptions o;
-  o.threads = threads;
-  if (std::string cpu = env(cpu_var); !cpu.empty()) o.cpu_tier = ops::parse_tier(cpu, cpu_var);
-  // The flag, else the variable (a fallback: an unread bad value is no error).
-  if (!f16_gemm.empty())
-    o.f16_gemm = ops::parse_f16_gemm(f16_gemm, "--f16-gemm");
-  else if (std::string f16 = env(f16_var); !f16.empty())
-    o.f16_gemm = ops::parse_f16_gemm(f16, f16_var);
-  if (std::string load = env(load_var); !load.empty()) {
-    if (load == "mmap")
-      o.load = MappedFile::Load::map;
-    else if (load == "memory")
-      o.load = MappedFile::Load::memory;
-    else
-      throw UsageError(load_var, "must be mmap or memory, got '" + load + "'");
+  reader::EngineSettings s;
+  s.threads = threads;
+  const bool f16_flag = !f16_gemm.empty();
+  if (f16_flag) s.f16_gemm = f16_gemm;
+  engine_env_settings(s, f16_flag);
+  try {
+    return reader::engine_options(s);
+  } catch (const OptionError& e) {
+    throw spell_engine_setting(e, f16_flag);
   }
-  return o;
 }
 
 std::string shared_dir(const std::string& explicit_dir) {

@@ -12,6 +12,8 @@
 #include "base/options.h"
 #include "base/progress.h"
 #include "cli/command.h"
+#include "cli/steer_flags.h"
+#include "engine/runtime/steering.h"
 #include "pipelines/common/common.h"
 
 namespace ragform::cli {
@@ -72,7 +74,9 @@ void print_help() {
       "  RAGFORM_CPU=TIER          scalar, avx2 or avx512: cap the kernels' CPU tier\n"
       "  RAGFORM_F16_GEMM=HOW      exact (default) or int16 (approximate), when no --f16-gemm\n"
       "  RAGFORM_LOAD=HOW          mmap: map model files; memory: read them into huge pages\n"
-      "                            (default: memory for files of 64 MB+ when there is room)\n\n"
+      "                            (default: memory for files of 64 MB+ when there is room)\n"
+      "  RAGFORM_NUMERICS=WHOSE    ggml (default: llama.cpp's RoPE angles and F16 GELU table) or\n"
+      "                            transformers (its float RoPE angles and exact tanh GELU)\n\n"
       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
       "2 usage error. A numeric option takes a finite number in its range: 0 or more unless its\n"
       "help gives another.\n";
@@ -111,6 +115,11 @@ int main(int argc, char** argv) {
     }
     if (it == reg.end()) throw UsageError(first, "unknown command (see ragform --help)");
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const runtime::SteerError& e) {
+    // A steering error names the steering object's key, wherever it was found (the flags, or
+    // the engine against the model and prompt): the CLI says its flag (cli/steer_flags.h).
+    std::fprintf(stderr, "ragform: %s\n", bounded_message(e.spelled(cli::steer_flag)).c_str());
+    return 2;
   } catch (const OptionError& e) {
     // A declared option's error that no verb's OptionFlags spelled (a library check shared by
     // several verbs): the CLI's usual spelling of its key, "max_tokens" -> "--max-tokens".

@@ -14,22 +14,34 @@ namespace ragform::cli {
 
 namespace {
 
-// The flags of reader/engine_settings.h's declaration, with its help, default and range.
-Opt<int>& int_flag(Args& a, const char* key) {
-  const reader::Setting& s = reader::engine_setting(key);
-  auto& o = a.opt<int>(s.flag, s.metavar, s.help, std::stoi(s.value));
-  if (s.hi == reader::kThreadsMax) return o.range(s.lo, max_threads(), "0..4 x the cores");
-  return o.range(s.lo, s.hi);
+// The flags of reader/engine_settings.h's declaration, with its help, default and range. The
+// order of --help is this file's (ReaderFlags' members), not the declaration's (Python's).
+const OptionDecl& decl(const char* key) { return reader::engine_setting(key).decl; }
+
+Opt<int>& int_flag(Args& a, const char* key, int def) {
+  const OptionDecl& d = decl(key);
+  return a.opt<int>(d.flag, d.metavar, d.help, def)
+      .range(int(d.lo), d.hi >= double(kMaxInt) ? kMaxInt : int(d.hi), range_words(d));
 }
 
+Opt<int>& int_flag(Args& a, const char* key) {
+  return int_flag(a, key, std::stoi(reader::engine_setting(key).default_text));
+}
+
+// A setting the environment may give (f16_gemm: RAGFORM_F16_GEMM) shows no default: the flag,
+// else the variable, else the declared default (engine_env.h).
 Opt<std::string>& text_flag(Args& a, const char* key) {
-  const reader::Setting& s = reader::engine_setting(key);
-  return a.opt<std::string>(s.flag, s.metavar, s.help, std::string(s.value));
+  const OptionInfo& o = reader::engine_setting(key);
+  const OptionDecl& d = o.decl;
+  const std::string shown = d.kind == OptionKind::OnOff ? (o.default_text == "true" ? "on" : "off")
+                            : d.env.empty()             ? o.default_text
+                                                        : "";
+  return a.opt<std::string>(d.flag, d.metavar, d.help, shown);
 }
 
 Flag& switch_flag(Args& a, const char* key) {
-  const reader::Setting& s = reader::engine_setting(key);
-  return a.flag(s.flag, s.help);
+  const OptionDecl& d = decl(key);
+  return a.flag(d.flag, d.help);
 }
 
 }  // namespace
@@ -40,7 +52,7 @@ Opt<int>& threads_flag(Args& a) { return int_flag(a, "threads"); }
 
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
-      ctx(int_flag(a, "ctx")),
+      ctx(int_flag(a, "ctx", reader::kDefaultContext)),
       kv(text_flag(a, "kv")),
       threads(threads_flag(a)),
       f16_gemm(f16_gemm_flag(a)),
@@ -71,24 +83,28 @@ void ReaderFlags::resolve_ctx() const {
 }
 
 reader::NativeOptions ReaderFlags::native_options() const {
-  // Every flag is checked before the --ctx note, so a usage error is the only thing printed.
-  reader::NativeOptions o;
-  if (kv.value != "f32" && kv.value != "f16")
-    throw UsageError("--kv", "expected f32 or f16, got '" + kv.value + "'");
-  o.kv_f16 = kv.value == "f16";
-  o.engine = engine_options_from_env(threads.value, f16_gemm.value);
-  o.chat = chat.value;
-  o.system_prompt = system.value;
-  if (truncate.value == "error")
-    o.overflow = reader::Overflow::Error;
-  else if (truncate.value == "left")
-    o.overflow = reader::Overflow::TruncateLeft;
-  else
-    throw UsageError("--truncate", "expected error or left, got '" + truncate.value + "'");
+  // The CLI's on|off is its own spelling of the setting's bool.
   if (prefix_cache.value != "on" && prefix_cache.value != "off")
     throw UsageError("--prefix-cache", "expected on or off, got '" + prefix_cache.value + "'");
-  o.prefix_cache = prefix_cache.value == "on";
-  o.prefix_cache_bytes = size_t(prefix_cache_mb.value) << 20;
+  reader::EngineSettings s;
+  s.threads = threads.value;
+  s.ctx = ctx.value;
+  s.kv = kv.value;
+  s.chat = chat.value;
+  s.system = system.value;
+  s.truncate = truncate.value;
+  s.prefix_cache = prefix_cache.value == "on";
+  s.prefix_cache_mb = prefix_cache_mb.value;
+  const bool f16_flag = !f16_gemm.value.empty();
+  if (f16_flag) s.f16_gemm = f16_gemm.value;
+  engine_env_settings(s, f16_flag);
+  // Every setting is checked before the --ctx note, so a usage error is the only thing printed.
+  reader::NativeOptions o;
+  try {
+    o = reader::native_options(s, 0);
+  } catch (const OptionError& e) {
+    throw spell_engine_setting(e, f16_flag);
+  }
   resolve_ctx();
   o.n_ctx = ctx.value;
   return o;

@@ -1,6 +1,9 @@
 #include "cli/steer_flags.h"
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "reader/steering_object.h"
 
 namespace ragform::cli {
 
@@ -27,19 +30,29 @@ SteerFlags::SteerFlags(Args& a)
                                "")) {}
 
 reader::SteeringParams SteerFlags::params() const {
-  reader::SteeringParams p;
   if (!steer.seen) {
     for (const Opt<std::string>* o : {&spans, &layers, &heads})
       if (o->seen) throw UsageError(o->names.back(), "needs --steer");
-    return p;
+    return {};
   }
-  runtime::parse_steer_rule(steer.value, p, "--steer");
-  if (p.rule != runtime::Steering::Off && !spans.seen)
-    throw UsageError("--steer", "needs --steer-spans (the prompt's byte ranges to steer)");
-  if (spans.seen) p.spans = runtime::parse_char_spans(spans.value, "--steer-spans");
-  if (layers.seen) p.layers = runtime::parse_layer_list(layers.value, "--steer-layers");
-  if (heads.seen) p.heads = runtime::parse_head_list(heads.value, "--steer-heads");
-  return p;
+  // The flags are the steering object's keys (reader/steering_object.h), in the CLI's syntax:
+  // the lists are read here, the object is checked by the one parser every front end uses.
+  nlohmann::json o = {{"rule", steer.value}};
+  if (spans.seen) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const runtime::CharSpan& c : runtime::parse_char_spans(spans.value, "spans"))
+      list.push_back({c.begin, c.end});
+    o["spans"] = list;
+  }
+  if (layers.seen) o["layers"] = layers.value;  // the object takes the CLI's text as it is
+  if (heads.seen) o["heads"] = runtime::parse_head_list(heads.value, "heads");
+  return reader::parse_steering(o);
+}
+
+std::string steer_flag(const std::string& key) {
+  if (key.empty() || key == "rule") return "--steer";
+  if (key == "spans" || key == "layers" || key == "heads") return "--steer-" + key;
+  return key;  // a name a caller gave (bench's own flags)
 }
 
 }  // namespace ragform::cli

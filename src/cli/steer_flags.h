@@ -4,6 +4,8 @@
 //   offsets into the prompt text, before any chat template), --steer-layers (default: the last
 //   half; negative indices count from the end; A..B ranges), --steer-heads (default: every head).
 #pragma once
+#include <string>
+
 #include "cli/args.h"
 #include "reader/steering_params.h"
 
@@ -15,9 +17,15 @@ struct SteerFlags {
   Opt<std::string>& spans;
   Opt<std::string>& layers;
   Opt<std::string>& heads;
-  // The steering the flags ask for (off without --steer); UsageError for a bad value, for
-  // --steer without --steer-spans, or for span/layer/head flags without --steer.
+  // The steering the flags ask for (off without --steer): the steering object they spell, read by
+  // reader::parse_steering (reader/steering_object.h). A runtime::SteerError for a bad value or
+  // --steer without --steer-spans (steer_flag() spells its key); UsageError for span/layer/head
+  // flags without --steer.
   reader::SteeringParams params() const;
 };
+
+// The flag of a steering object's key ("spans" -> "--steer-spans", "rule" or the object ->
+// "--steer"): how the CLI says a runtime::SteerError (cli/main.cpp), wherever it was raised.
+std::string steer_flag(const std::string& key);
 
 }  // namespace ragform::cli

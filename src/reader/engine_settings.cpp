@@ -1,47 +1,67 @@
 #include "reader/engine_settings.h"
 
-#include <climits>
+#include <vector>
 
 #include "base/error.h"
+#include "engine/ops/cpu_features.h"
 
 namespace ragform::reader {
 
-const std::vector<Setting>& engine_settings() {
-  // The help texts are the CLI's (docs/cli.md is generated from them).
-  static const std::vector<Setting> all = {
-      {"ctx", "--ctx", "", "N",
-       "context size in tokens per sequence (the model's training context when that is smaller "
-       "than the default)",
-       "4096", 1, INT_MAX},
-      {"kv", "--kv", "", "TYPE", "KV cache type: f32 or f16 (half the memory)", "f32"},
-      {"threads", "-t,--threads", "", "N", "worker threads (0 = all cores)", "0", 0, kThreadsMax},
-      // The errors are the ones measured on the F16 fixtures (docs/engine.md, accuracy table).
-      {"f16_gemm", "--f16-gemm", "RAGFORM_F16_GEMM", "HOW",
-       "F16/BF16 products: exact (default; a prompt's logits do not depend on its batch) or int16 "
-       "(approximate, AVX512-VNNI only: faster prefill, F16 fixture logits 2.1e-3 from llama.cpp's "
-       "against 1.4e-3, batch-dependent)",
-       ""},
-      {"chat", "--chat", "", "", "wrap the prompt as the user turn of the model's chat template",
-       ""},
-      {"system", "--system", "", "TEXT", "system message in --chat mode", ""},
-      {"truncate", "--truncate", "", "POLICY",
-       "prompt longer than --ctx: error, or left (keep BOS and the end)", "error"},
-      {"prefix_cache", "--prefix-cache", "", "on|off",
-       "reuse the KV rows of prompt prefixes prefilled before (exact: same numbers)", "on"},
-      {"prefix_cache_mb", "--prefix-cache-mb", "", "N",
-       "prefix cache bound in MiB (LRU; 0 = 1/8 of RAM, at most 2048)", "0", 0, 1 << 20},
-      // Machine settings rather than a run's: the CLI takes them from its environment.
-      {"cpu", "", "RAGFORM_CPU", "TIER", "scalar, avx2 or avx512: cap the kernels' CPU tier", ""},
-      {"load", "", "RAGFORM_LOAD", "HOW",
-       "mmap: map model files; memory: read them into huge pages", ""},
-  };
-  return all;
+namespace {
+
+// The engine's own parser of a value (ops::parse_tier, ops::parse_f16_gemm, parse_numerics: their
+// names and aliases live with the engine) with its refusal named by the setting's key.
+template <class F>
+auto parsed(const std::string& key, F&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const OptionError&) {
+    throw;
+  } catch (const UsageError& e) {
+    // what() is "<key>: <why>": the parser was given the key as its `where`.
+    const std::string what = e.what();
+    throw OptionError(key, what.substr(what.find(": ") + 2));
+  }
 }
 
-const Setting& engine_setting(const std::string& key) {
-  for (const Setting& s : engine_settings())
-    if (key == s.key) return s;
+}  // namespace
+
+const OptionInfo& engine_setting(const std::string& key) {
+  static const std::vector<OptionInfo> all = option_infos<EngineSettings>();
+  for (const OptionInfo& o : all)
+    if (o.decl.key == key) return o;
   throw Error("engine settings", "no setting '" + key + "'");
+}
+
+bool kv_f16(const std::string& kv) { return option_choice("kv", kv, {"f32", "f16"}) == 1; }
+
+EngineOptions engine_options(const EngineSettings& s) {
+  EngineSettings checked = s;
+  check_options(checked);  // threads within 0..max_threads(): refused before any thread starts
+  EngineOptions e;
+  e.threads = s.threads;  // the reader's own pool of this many threads (0 = all cores)
+  e.f16_gemm = parsed("f16_gemm", [&] { return ops::parse_f16_gemm(s.f16_gemm, "f16_gemm"); });
+  if (s.cpu) e.cpu_tier = parsed("cpu", [&] { return ops::parse_tier(*s.cpu, "cpu"); });
+  if (s.load)
+    e.load = option_choice("load", *s.load, {"mmap", "memory"}) == 0 ? MappedFile::Load::map
+                                                                     : MappedFile::Load::memory;
+  e.numerics = parsed("numerics", [&] { return parse_numerics(s.numerics, "numerics"); });
+  return e;
+}
+
+NativeOptions native_options(const EngineSettings& s, int training_context) {
+  NativeOptions o;
+  o.kv_f16 = kv_f16(s.kv);
+  o.engine = engine_options(s);  // every range, before the rest
+  o.chat = s.chat;
+  o.system_prompt = s.system;
+  o.overflow = option_choice("truncate", s.truncate, {"error", "left"}) == 0
+                   ? Overflow::Error
+                   : Overflow::TruncateLeft;
+  o.prefix_cache = s.prefix_cache;
+  o.prefix_cache_bytes = size_t(s.prefix_cache_mb) << 20;
+  o.n_ctx = s.ctx ? *s.ctx : default_context(training_context);
+  return o;
 }
 
 }  // namespace ragform::reader

@@ -48,6 +48,9 @@ NativeReader::~NativeReader() = default;
 
 std::string NativeReader::describe() const {
   std::string d = "native:" + std::filesystem::path(path_).filename().string();
+  // Transformers' rounding gives other numbers than the default's: never the same run.
+  if (opt_.engine.numerics != Numerics::ggml)
+    d += std::string("#numerics=") + numerics_name(opt_.engine.numerics);
   // The run store keys runs on this text: runs of a model with F16/BF16 matrices under the exact
   // and the approximate int16 products must never merge as one run, so the choice is part of
   // it (other models' numbers do not depend on it, and their description stays as it was).
@@ -61,33 +64,44 @@ std::string NativeReader::chat_mode() const {
   return opt_.chat ? tok::family_name(tok::ChatFamily(chat_family_)) : std::string("raw");
 }
 
-std::vector<int32_t> NativeReader::prompt_ids(const std::string& prompt) const {
-  if (!opt_.chat) return tok_->encode(prompt, true, false);
-  // The prompt (and system message) is the user's turn: its text stays text, only the template's
-  // own markers are special tokens, so document text cannot close the turn or forge another.
-  std::vector<tok::ChatMessage> msgs;
-  if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
-  msgs.push_back({"user", prompt});
-  return tok::tokenize_chat(*tok_, tok::ChatFamily(chat_family_), msgs, true).ids;
+TokenizedPrompt NativeReader::tokenize_prompt(const std::string& prompt, int reserve) const {
+  TokenizedPrompt t;
+  if (!opt_.chat) {
+    t.ids = tok_->encode(prompt, true, false);
+  } else {
+    // The prompt (and system message) is the user's turn: its text stays text, only the
+    // template's own markers are special tokens, so document text cannot close the turn or forge
+    // another.
+    std::vector<tok::ChatMessage> msgs;
+    if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
+    msgs.push_back({"user", prompt});
+    tok::ChatPrompt c = tok::tokenize_chat(*tok_, tok::ChatFamily(chat_family_), msgs, true);
+    t.ids = std::move(c.ids);
+    t.rendered = std::move(c.text);
+  }
+  if (opt_.overflow == Overflow::Error) {
+    if (int(t.ids.size()) > opt_.n_ctx)
+      throw ContextOverflow(
+          "reader", "prompt of " + std::to_string(t.ids.size()) +
+                        " tokens exceeds the context size n_ctx = " + std::to_string(opt_.n_ctx) +
+                        " (raise --ctx or choose a truncation policy)");
+    return t;
+  }
+  reserve = std::max(0, reserve);
+  if (int64_t(t.ids.size()) + reserve <= opt_.n_ctx) return t;
+  t.untruncated = std::move(t.ids);
+  t.ids = truncate_left(t.untruncated, reserve);
+  return t;
 }
 
 std::vector<int32_t> NativeReader::prompt_tokens(const std::string& prompt, int reserve) const {
-  std::vector<int32_t> ids = prompt_ids(prompt);
-  if (opt_.overflow == Overflow::Error) {
-    if (int(ids.size()) > opt_.n_ctx)
-      throw ContextOverflow(
-          "reader", "prompt of " + std::to_string(ids.size()) +
-                        " tokens exceeds the context size n_ctx = " + std::to_string(opt_.n_ctx) +
-                        " (raise --ctx or choose a truncation policy)");
-    return ids;
-  }
-  return truncate_left(std::move(ids), std::max(0, reserve));
+  return tokenize_prompt(prompt, reserve).ids;
 }
 
 // Keeps BOS (if any) and the end of the prompt, so that `reserve` generated tokens still fit in
 // n_ctx after it: a prompt cut to the whole context would leave room for one token only.
-std::vector<int32_t> NativeReader::truncate_left(std::vector<int32_t> ids, int reserve) const {
-  if (int64_t(ids.size()) + reserve <= opt_.n_ctx) return ids;
+std::vector<int32_t> NativeReader::truncate_left(const std::vector<int32_t>& ids,
+                                                 int reserve) const {
   const bool bos = !ids.empty() && ids[0] == tok_->bos() && tok_->add_bos();
   const int room = opt_.n_ctx - reserve - (bos ? 1 : 0);
   if (room < 1)
@@ -101,35 +115,32 @@ std::vector<int32_t> NativeReader::truncate_left(std::vector<int32_t> ids, int r
 }
 
 runtime::Steering NativeReader::resolve_steering(const std::string& text,
-                                                 const std::vector<int32_t>& ids,
+                                                 const TokenizedPrompt& tokens,
                                                  const SteeringParams& steer,
                                                  size_t user_bytes) const {
   if (!steer.active()) return {};
   for (const runtime::CharSpan& c : steer.spans)
     if (c.end > user_bytes)
-      throw UsageError("--steer-spans", "span " + std::to_string(c.begin) + ":" +
-                                            std::to_string(c.end) + " ends past the prompt's " +
-                                            std::to_string(user_bytes) + " bytes");
+      throw runtime::SteerError("spans", "span " + std::to_string(c.begin) + ":" +
+                                             std::to_string(c.end) + " ends past the prompt's " +
+                                             std::to_string(user_bytes) + " bytes");
   // Offsets are into the user's text; in chat mode that text sits inside the rendered template.
-  std::string rendered = text;
   size_t offset = 0;
   if (opt_.chat) {
-    std::vector<tok::ChatMessage> msgs;
-    if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
-    msgs.push_back({"user", text});
-    rendered = tok::tokenize_chat(*tok_, tok::ChatFamily(chat_family_), msgs, true).text;
-    offset = rendered.rfind(text);
+    offset = tokens.rendered.rfind(text);
     if (offset == std::string::npos)
       throw Error("steering",
-                  "the chat template does not keep the prompt verbatim, so --steer-spans cannot "
-                  "be placed in it; steer without --chat");
+                  "the chat template does not keep the prompt verbatim, so the steering spans "
+                  "cannot be placed in it; steer without chat mode");
   }
-  const std::vector<int32_t> full = prompt_ids(text);
+  // The tokens as the text spells them: before --truncate left cut any.
+  const std::vector<int32_t>& full = tokens.untruncated.empty() ? tokens.ids : tokens.untruncated;
   std::vector<runtime::TokenSpan> spans = runtime::token_spans_for(
-      runtime::token_char_spans(*tok_, rendered, full), steer.spans, offset);
+      runtime::token_char_spans(*tok_, opt_.chat ? tokens.rendered : text, full), steer.spans,
+      offset);
   // --truncate left kept BOS (if any) and the last ids.size() - bos tokens: shift the spans.
-  if (ids.size() < full.size()) {
-    const int removed = int(full.size() - ids.size());
+  if (tokens.ids.size() < full.size()) {
+    const int removed = int(full.size() - tokens.ids.size());
     const int first = !full.empty() && full[0] == tok_->bos() && tok_->add_bos() ? 1 : 0;
     for (runtime::TokenSpan& s : spans) {
       s.begin = std::max(s.begin - removed, first);
@@ -138,7 +149,8 @@ runtime::Steering NativeReader::resolve_steering(const std::string& text,
   }
   const model::Hparams& hp = model_->hp();
   // The sequence's own tokens end the prompt: keys after them are generated (PASTA leaves those).
-  return runtime::resolve_steering(steer, hp.n_layer, hp.n_head, std::move(spans), int(ids.size()));
+  return runtime::resolve_steering(steer, hp.n_layer, hp.n_head, std::move(spans),
+                                   int(tokens.ids.size()));
 }
 
 int NativeReader::count_tokens(const std::string& prompt) {
@@ -186,10 +198,11 @@ std::vector<Generation> NativeReader::generate_batch(const std::vector<std::stri
   runtime::GenerateOptions opt = to_options(p);
   bool any = false;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    toks.push_back(prompt_tokens(prompts[i], p.max_tokens));
+    TokenizedPrompt t = tokenize_prompt(prompts[i], p.max_tokens);
     const SteeringParams& s = steer.empty() ? SteeringParams{} : steer[steer.size() == 1 ? 0 : i];
-    opt.steering.push_back(resolve_steering(prompts[i], toks.back(), s, prompts[i].size()));
+    opt.steering.push_back(resolve_steering(prompts[i], t, s, prompts[i].size()));
     any |= opt.steering.back().active();
+    toks.push_back(std::move(t.ids));
   }
   if (!any) opt.steering.clear();
   std::lock_guard<std::mutex> lock(mu_);
@@ -209,17 +222,19 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
 
 ScoreResult NativeReader::score(const std::string& prompt, const std::string& continuation,
                                 const SteeringParams& steer) {
-  std::vector<int32_t> all, head;
+  // With a continuation: tokenise prompt + continuation together (so the boundary tokenises as
+  // it would in a real prompt) and score the tokens past the longest prefix shared with the
+  // prompt's own tokens.
+  const std::vector<int32_t> head =
+      continuation.empty() ? std::vector<int32_t>{} : prompt_tokens(prompt);
+  const std::string text = prompt + continuation;
+  const TokenizedPrompt whole = tokenize_prompt(text);
+  const std::vector<int32_t>& all = whole.ids;
   size_t split;
   if (continuation.empty()) {
-    all = prompt_tokens(prompt);
     split = 1;  // every token after the first is scored
     if (all.empty()) throw Error("score", "empty prompt");
   } else {
-    // Tokenise prompt + continuation together (so the boundary tokenises as it would in a real
-    // prompt) and score the tokens past the longest prefix shared with the prompt's own tokens.
-    head = prompt_tokens(prompt);
-    all = prompt_tokens(prompt + continuation);
     split = 0;
     while (split < head.size() && split < all.size() && head[split] == all[split]) ++split;
     if (split == 0) split = 1;
@@ -232,7 +247,7 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   const int V = model_->hp().n_vocab;
   ScoreResult r;
   r.prompt_tokens = int(split);
-  const runtime::Steering st = resolve_steering(prompt + continuation, all, steer, prompt.size());
+  const runtime::Steering st = resolve_steering(text, whole, steer, prompt.size());
   std::lock_guard<std::mutex> lock(mu_);
   runtime::ScopedSequence seq(*ctx_);
   ctx_->set_steering(seq.id(), st);
@@ -271,7 +286,8 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
                                         const SteeringParams& steer) {
   const int NL = model_->hp().n_layer, NH = model_->hp().n_head;
   AttentionResult r;
-  r.ids = prompt_tokens(prompt);
+  const TokenizedPrompt tokens = tokenize_prompt(prompt);
+  r.ids = tokens.ids;
   const int T = int(r.ids.size());
   if (T == 0) throw Error("attention", "empty prompt");
   runtime::SeqInput in;
@@ -299,7 +315,7 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
     if (h < 0 || h >= NH)
       throw UsageError("attention",
                        "head " + std::to_string(h) + " is outside 0.." + std::to_string(NH - 1));
-  const runtime::Steering st = resolve_steering(prompt, r.ids, steer, prompt.size());
+  const runtime::Steering st = resolve_steering(prompt, tokens, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -340,12 +356,13 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer,
   HiddenResult r;
   r.layer = L;
   r.n_embd = model_->hp().n_embd;
-  r.ids = prompt_tokens(prompt);
+  const TokenizedPrompt tokens = tokenize_prompt(prompt);
+  r.ids = tokens.ids;
   runtime::SeqInput in;
   in.tokens = r.ids;
   in.logits = runtime::LogitsMode::None;
   in.hidden_layer = L;
-  const runtime::Steering st = resolve_steering(prompt, r.ids, steer, prompt.size());
+  const runtime::Steering st = resolve_steering(prompt, tokens, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/model/engine_options.h"
 #include "engine/runtime/steering.h"
@@ -27,6 +28,14 @@ class PrefixCache;
 namespace ragform::reader {
 
 enum class Overflow { Error, TruncateLeft };  // prompt longer than n_ctx: fail, or keep its end
+
+// A prompt's tokens as the reader feeds them, with what resolve_steering needs to place character
+// spans in them without rendering the chat template and tokenising the prompt a second time.
+struct TokenizedPrompt {
+  std::vector<int32_t> ids;          // chat-wrapped, after the overflow policy: what is fed
+  std::vector<int32_t> untruncated;  // before Overflow::TruncateLeft cut them; empty: none cut
+  std::string rendered;              // chat mode: the template's text the tokens spell ("" raw)
+};
 
 struct NativeOptions {
   int n_ctx = kDefaultContext;
@@ -65,11 +74,11 @@ class NativeReader : public Reader {
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q,
                             const SteeringParams& steer);
   HiddenResult hidden(const std::string& prompt, int layer, const SteeringParams& steer);
-  // The engine's Steering for `steer` on the tokens `ids` of `text` (ids as prompt_tokens(text,
-  // reserve) returns them, after chat wrapping and the overflow policy): spans are byte offsets
-  // into text's first `user_bytes` bytes (the user's prompt, before any continuation), mapped to
-  // the tokens holding any of their bytes; UsageError for a span past them, a bad layer or head.
-  runtime::Steering resolve_steering(const std::string& text, const std::vector<int32_t>& ids,
+  // The engine's Steering for `steer` on the tokens of `text` (tokenize_prompt(text, reserve)'s,
+  // after chat wrapping and the overflow policy): spans are byte offsets into text's first
+  // `user_bytes` bytes (the user's prompt, before any continuation), mapped to the tokens holding
+  // any of their bytes; runtime::SteerError for a span past them, a bad layer or head.
+  runtime::Steering resolve_steering(const std::string& text, const TokenizedPrompt& tokens,
                                      const SteeringParams& steer, size_t user_bytes) const;
   int count_tokens(const std::string& prompt) override;
   std::optional<PrefillCounts> prefill_counts() const override;
@@ -81,6 +90,8 @@ class NativeReader : public Reader {
   // Overflow::TruncateLeft the prompt is cut so that `reserve` generated tokens fit after it in
   // n_ctx (an error when even one prompt token would not); Overflow::Error ignores `reserve`.
   std::vector<int32_t> prompt_tokens(const std::string& prompt, int reserve = 0) const;
+  // The same, with what steering needs (resolve_steering).
+  TokenizedPrompt tokenize_prompt(const std::string& prompt, int reserve = 0) const;
   const model::Model& model() const { return *model_; }
   const tok::Tokenizer& tokenizer() const { return *tok_; }
   const std::string& model_path() const { return path_; }
@@ -91,9 +102,7 @@ class NativeReader : public Reader {
   std::shared_ptr<runtime::PrefixCache> prefix_cache() const { return prefix_cache_; }
 
  private:
-  // The tokens of the prompt (chat-wrapped in chat mode) before the overflow policy.
-  std::vector<int32_t> prompt_ids(const std::string& prompt) const;
-  std::vector<int32_t> truncate_left(std::vector<int32_t> ids, int reserve) const;
+  std::vector<int32_t> truncate_left(const std::vector<int32_t>& ids, int reserve) const;
   std::string path_;
   NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;

@@ -16,7 +16,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <typeinfo>
 
 #include "base/json_file.h"
 #include "engine/model/model.h"
@@ -24,6 +23,7 @@
 #include "engine/tokenizer/chat_template.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/native_reader.h"
+#include "reader/steering_object.h"
 #include "server/api_json.h"
 #include "server/api_present.h"
 #include "server/router.h"
@@ -53,80 +53,39 @@ std::vector<int> get_int_list(const json& j, const char* key) {
   return out;
 }
 
-// A request's "steer" object (runtime/steering.h; absent or null = off): {"rule":
-// "rescale:FACTOR" | "reallocate:SHARE" | "reallocate:S1,.." | "redistribute:W1,..", "spans":
-// [[start, end], ...] byte offsets into the prompt, "layers": [indices] or "A..B,-1" (default: the
-// last half), "heads": [indices] (default: all)}.
+// The name a client gave a steering key: the request's "steer" object and its fields.
+std::string steer_field_name(const std::string& key) {
+  return key.empty() ? "steer" : "steer." + key;
+}
+
+// A steering refusal (runtime::SteerError, naming the steering object's key) as the request's
+// fields say it: a 400 naming steer.spans, steer.layers, ... whether the object was malformed or
+// does not fit the prompt and the model. The CLI says its flags instead (cli/steer_flags.h).
+[[noreturn]] void bad_steer(const runtime::SteerError& e) {
+  using P = runtime::SteerError::Problem;
+  bad(e.spelled(steer_field_name), e.problem() == P::type      ? "invalid_type"
+                                   : e.problem() == P::missing ? "missing_field"
+                                                               : "invalid_value");
+}
+
+// A request's "steer" object (absent or null = off), read by the parser every front end uses
+// (reader/steering_object.h): {"rule", "spans": [[start, end], ...], "layers", "heads"}.
 reader::SteeringParams steer_field(const json& j) {
-  reader::SteeringParams s;
-  if (!j.contains("steer") || j["steer"].is_null()) return s;
-  const json& o = j["steer"];
-  if (!o.is_object()) bad("'steer' must be an object {rule, spans, layers, heads}", "invalid_type");
-  runtime::parse_steer_rule(get_str(o, "rule", true), s, "steer.rule");
-  const char* spans_msg = "'steer.spans' must be a non-empty array of [start, end] byte offsets";
-  if (!o.contains("spans") || !o["spans"].is_array() || o["spans"].empty())
-    bad(spans_msg, "invalid_type");
-  for (const json& sp : o["spans"]) {
-    if (!sp.is_array() || sp.size() != 2 || !sp[0].is_number_unsigned() ||
-        !sp[1].is_number_unsigned() || sp[0].get<uint64_t>() >= sp[1].get<uint64_t>())
-      bad(spans_msg + std::string(", start below end"), "invalid_value");
-    s.spans.push_back({size_t(sp[0].get<uint64_t>()), size_t(sp[1].get<uint64_t>())});
+  try {
+    return reader::parse_steering(j.value("steer", json()));
+  } catch (const runtime::SteerError& e) {
+    bad_steer(e);
   }
-  if (o.contains("layers") && o["layers"].is_string())
-    s.layers = runtime::parse_layer_list(o["layers"].get<std::string>(), "steer.layers");
-  else
-    for (int l : get_int_list(o, "layers")) s.layers.push_back({l, l});
-  for (int h : get_int_list(o, "heads")) {
-    if (h < 0) bad("'steer.heads' must hold head indices 0, 1, ...", "invalid_value");
-    s.heads.push_back(h);
-  }
-  return s;
 }
 
-// The engine's steering errors found once a prompt is tokenised (runtime/steering.h,
-// NativeReader::resolve_steering) name the CLI's flags; a client of this API sent a "steer"
-// object, so its replies name the object's fields: --steer-spans -> steer.spans, --steer-layers ->
-// steer.layers, --steer-heads -> steer.heads, --steer -> steer.rule. The CLI's messages are not
-// changed.
-std::string steer_field_names(const std::string& msg) {
-  static const std::pair<std::string, std::string> kFlags[] = {{"--steer-spans", "steer.spans"},
-                                                               {"--steer-layers", "steer.layers"},
-                                                               {"--steer-heads", "steer.heads"}};
-  std::string out;
-  size_t at = 0;
-  for (size_t f; (f = msg.find("--steer", at)) != std::string::npos;) {
-    out.append(msg, at, f - at);
-    size_t len = 0;
-    std::string name;
-    for (const auto& [flag, field] : kFlags)
-      if (msg.compare(f, flag.size(), flag) == 0) len = flag.size(), name = field;
-    const size_t end = f + 7;  // "--steer"
-    if (len == 0 && (end == msg.size() || !(std::isalnum((unsigned char)msg[end]) ||
-                                            msg[end] == '-' || msg[end] == '_')))
-      len = 7, name = "steer.rule";
-    if (len == 0) len = 7, name = "--steer";  // another flag: left as it is
-    out += name;
-    at = f + len;
-  }
-  out.append(msg, at, std::string::npos);
-  return out;
-}
-
-// Runs f (which resolves a request's steer object against its prompt) with the errors' flag
-// names turned into field names; the exception keeps its kind (UsageError or Error).
+// Runs f (which resolves a request's steer object against its prompt and the model) with the
+// engine's steering refusals said in the request's field names.
 template <class F>
 decltype(auto) naming_steer_fields(F&& f) {
   try {
     return f();
-  } catch (const UsageError& e) {
-    const std::string m = e.what();
-    if (m.find("--steer") == std::string::npos) throw;
-    throw UsageError(steer_field_names(m));
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    // Only the plain kinds: ContextOverflow, NotSupported and FileError never name a flag.
-    if (m.find("--steer") == std::string::npos || typeid(e) != typeid(Error)) throw;
-    throw Error(steer_field_names(m));
+  } catch (const runtime::SteerError& e) {
+    bad_steer(e);
   }
 }
 
@@ -460,10 +419,11 @@ Response Api::completions(const std::string& body) {
   std::vector<std::vector<int32_t>> ids;
   std::vector<runtime::Steering> steering;  // per prompt: its spans are its own tokens
   for (auto& p : prompts) {
-    ids.push_back(reader_.prompt_tokens(p, c.gen.max_tokens));
-    check_prompt_len(ids.back().size(), c.gen.max_tokens, opt_);
-    steering.push_back(naming_steer_fields(
-        [&] { return reader_.resolve_steering(p, ids.back(), steer, p.size()); }));
+    reader::TokenizedPrompt t = reader_.tokenize_prompt(p, c.gen.max_tokens);
+    check_prompt_len(t.ids.size(), c.gen.max_tokens, opt_);
+    steering.push_back(
+        naming_steer_fields([&] { return reader_.resolve_steering(p, t, steer, p.size()); }));
+    ids.push_back(std::move(t.ids));
   }
   std::string id = next_id("cmpl-");
   auto base = [this, id](size_t i, const std::string& text, json reason) {

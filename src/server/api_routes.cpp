@@ -22,12 +22,12 @@ namespace {
 // serving process, openapi.h).
 #define RAGFORM_MODEL_FIELD \
   R"("model": {"type": ["string", "null"], "description": "the served model's id; absent: it, another: 404 model_not_found"})"
-// runtime/steering.h, steer_field above.
+// reader/steering_object.h (its one parser; spans are required unless the rule is off).
 #define RAGFORM_STEER_FIELD                                                                                                                                                                                                            \
-  R"("steer": {"type": ["object", "null"], "required": ["rule", "spans"],)"                                                                                                                                                            \
+  R"("steer": {"type": ["object", "null"], "required": ["rule"], "additionalProperties": false,)"                                                                                                                                      \
   R"( "description": "steer the prompt's attention to byte spans (docs/steering.md); errors name steer.rule, steer.spans, steer.layers, steer.heads",)"                                                                                \
   R"( "properties": {)"                                                                                                                                                                                                                \
-  R"( "rule": {"type": "string", "description": "rescale:FACTOR | reallocate:SHARE | reallocate:S1,... | redistribute:W1,..."},)"                                                                                                      \
+  R"( "rule": {"type": "string", "description": "rescale:FACTOR | reallocate:SHARE | reallocate:S1,... | redistribute:W1,... | off: spans may then be absent"},)"                                                                      \
   R"( "spans": {"type": "array", "minItems": 1, "items": {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 0}}, "description": "[start, end] byte offsets into the prompt, start below end"},)"  \
   R"( "layers": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer", "minimum": -2147483648, "maximum": 2147483647}}, {"type": "null"}], "description": "indices or \"A..B,-1\" - default: the last half"},)" \
   R"( "heads": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0, "maximum": 2147483647}, "description": "default: all"}}})"

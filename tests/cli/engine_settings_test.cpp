@@ -2,13 +2,22 @@
 // come from that declaration: every declared flag is a flag of `generate --help` with the declared
 // help, the encoder commands' --threads is the same flag, every declared variable is listed by
 // `ragform --help`, and the default context length is decided by one function that the --ctx
-// default agrees with. (python/tests/test_engine_settings.py
-// checks the same declaration against ragform.Model's keywords.)
+// default agrees with. The values are checked once, by the library, with errors naming the
+// setting's key, which the CLI spells as the flag or variable the value came from.
+// (python/tests/test_engine_settings.py checks the same declaration against ragform.Model's
+// keywords and the same refusals with Python's spelling.)
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
+#include "base/options.h"
 #include "engine/runtime/context.h"
 #include "reader/engine_settings.h"
 #include "reader/native_reader.h"
@@ -34,36 +43,102 @@ TEST(EngineSettings, DefaultContextIsTheSmallerOfTheDefaultAndTheTrainingContext
   EXPECT_EQ(reader::default_context(512), 512);
   EXPECT_EQ(reader::default_context(reader::kDefaultContext), reader::kDefaultContext);
   EXPECT_EQ(reader::default_context(131072), reader::kDefaultContext);
-  // The --ctx flag's declared default, a reader's and a context's are that same length.
-  EXPECT_EQ(std::stoi(reader::engine_setting("ctx").value), reader::kDefaultContext);
+  // ctx unset means that function of the training context; a reader's and a context's default
+  // and the --ctx flag's are the same length.
+  EXPECT_EQ(reader::engine_setting("ctx").default_text, "none");
+  EXPECT_EQ(reader::native_options({}, 0).n_ctx, reader::kDefaultContext);
+  EXPECT_EQ(reader::native_options({}, 512).n_ctx, 512);
+  reader::EngineSettings given;
+  given.ctx = 100000;
+  EXPECT_EQ(reader::native_options(given, 512).n_ctx, 100000);
+  const auto r = run_ragform("generate --help");
+  EXPECT_NE(r.out.find("[default: " + std::to_string(reader::kDefaultContext)), std::string::npos);
   EXPECT_EQ(reader::NativeOptions{}.n_ctx, reader::kDefaultContext);
   EXPECT_EQ(runtime::ContextParams{}.n_ctx, reader::kDefaultContext);
 }
 
 TEST(EngineSettings, EveryEngineSettingIsDeclaredOnceWithAUniqueKey) {
   std::set<std::string> keys;
-  reader::visit_engine_settings([&](const reader::Setting& s) {
-    EXPECT_TRUE(keys.insert(s.key).second) << s.key;
+  for (const OptionInfo& o : option_infos<reader::EngineSettings>()) {
+    EXPECT_TRUE(keys.insert(o.decl.key).second) << o.decl.key;
     // Each setting reaches the CLI as a flag or as an environment variable.
-    EXPECT_TRUE(*s.flag || *s.env) << s.key;
-  });
-  for (const char* k :
-       {"ctx", "kv", "threads", "f16_gemm", "prefix_cache", "prefix_cache_mb", "cpu", "load"})
+    EXPECT_TRUE(!o.decl.flag.empty() || !o.decl.env.empty()) << o.decl.key;
+  }
+  for (const char* k : {"ctx", "kv", "threads", "f16_gemm", "prefix_cache", "prefix_cache_mb",
+                        "cpu", "load", "numerics"})
     EXPECT_TRUE(keys.count(k)) << k;
   EXPECT_THROW(reader::engine_setting("no_such_setting"), std::exception);
+}
+
+// One check of the values, in the library, naming the key; the CLI says the flag or the variable
+// the value came from (the same words: "expected f32 or f16, got 'f8'").
+TEST(EngineSettings, TheLibraryChecksEachSettingByItsKeyAndTheCliSpellsIt) {
+  struct Case {
+    std::string key, value, why;
+  };
+  const std::vector<Case> cases = {
+      {"kv", "f8", "expected f32 or f16, got 'f8'"},
+      {"truncate", "right", "expected error or left, got 'right'"},
+      {"f16_gemm", "fast", "expected exact or int16, got 'fast'"},
+      {"load", "disk", "expected mmap or memory, got 'disk'"},
+      {"numerics", "exact", "expected ggml or transformers, got 'exact'"},
+      {"threads", "100000",
+       "value too large: 100000 (largest accepted: " + std::to_string(max_threads()) + ")"},
+      {"prefix_cache_mb", "2000000", "value too large: 2000000 (largest accepted: 1048576)"},
+      {"ctx", "0", "value out of range: 0 (accepted: 1 or more)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key);
+    reader::EngineSettings s;
+    s.visit([&](const OptionDecl& d, auto& field) {
+      if (d.key != c.key) return;
+      using F = std::remove_cvref_t<decltype(field)>;
+      if constexpr (std::is_same_v<F, std::string> || std::is_same_v<F, std::optional<std::string>>)
+        field = c.value;
+      else if constexpr (std::is_same_v<F, int> || std::is_same_v<F, std::optional<int>>)
+        field = std::stoi(c.value);
+    });
+    try {
+      reader::native_options(s, 0);
+      ADD_FAILURE() << "accepted";
+    } catch (const OptionError& e) {
+      EXPECT_EQ(e.key(), c.key);
+      EXPECT_EQ(e.why(), c.why);
+    }
+  }
+  // The CLI's spelling: the flag, or the variable the value came from.
+  auto r = run_ragform("generate -m /nonexistent.gguf -p x --kv f8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ragform: --kv: expected f32 or f16, got 'f8'\n");
+  r = run_ragform("generate -m /nonexistent.gguf -p x --truncate right");
+  EXPECT_EQ(r.err, "ragform: --truncate: expected error or left, got 'right'\n");
+  r = run_ragform("generate -m /nonexistent.gguf -p x --prefix-cache maybe");
+  EXPECT_EQ(r.err, "ragform: --prefix-cache: expected on or off, got 'maybe'\n");
+  for (const auto& [var, value, why] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"RAGFORM_LOAD", "disk", "expected mmap or memory, got 'disk'"},
+           {"RAGFORM_NUMERICS", "exact", "expected ggml or transformers, got 'exact'"},
+           {"RAGFORM_CPU", "avx9000",
+            "unknown CPU tier 'avx9000' (expected scalar, avx2 or avx512)"}}) {
+    ::setenv(var.c_str(), value.c_str(), 1);
+    r = run_ragform("generate -m /nonexistent.gguf -p x");
+    ::unsetenv(var.c_str());
+    EXPECT_EQ(r.exit_code, 2) << var;
+    EXPECT_EQ(r.err, "ragform: " + var + ": " + why + "\n");
+  }
 }
 
 TEST(EngineSettings, EveryDeclaredFlagIsAGenerateFlagWithItsHelp) {
   const auto r = run_ragform("generate --help");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string help = squeeze(r.out + r.err);
-  reader::visit_engine_settings([&](const reader::Setting& s) {
-    if (!*s.flag) return;
-    const std::string flag = s.flag;
-    const std::string long_name = flag.substr(flag.rfind(',') + 1);
+  for (const OptionInfo& o : option_infos<reader::EngineSettings>()) {
+    const OptionDecl& d = o.decl;
+    if (d.flag.empty()) continue;
+    const std::string long_name = d.flag.substr(d.flag.rfind(',') + 1);
     EXPECT_NE(help.find(long_name), std::string::npos) << long_name;
-    EXPECT_NE(help.find(squeeze(s.help)), std::string::npos) << s.key << ": " << s.help;
-  });
+    EXPECT_NE(help.find(squeeze(d.help)), std::string::npos) << d.key << ": " << d.help;
+  }
 }
 
 // The -t line of a command's --help ("" when it has none).
@@ -76,7 +151,8 @@ std::string threads_line(const std::string& command) {
 
 TEST(EngineSettings, TheEncoderCommandsBindThreadsFromTheDeclaration) {
   const std::string generate = threads_line("generate");
-  ASSERT_NE(generate.find(reader::engine_setting("threads").help), std::string::npos) << generate;
+  ASSERT_NE(generate.find(reader::engine_setting("threads").decl.help), std::string::npos)
+      << generate;
   for (const char* command : {"embed", "classify", "index build"})
     EXPECT_EQ(threads_line(command), generate) << command;
   // The declared range is checked while the flags are read, before the model is looked for.
@@ -89,13 +165,14 @@ TEST(EngineSettings, EveryDeclaredVariableIsListedByTheMainHelp) {
   const auto r = run_ragform("--help");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string help = squeeze(r.out + r.err);
-  reader::visit_engine_settings([&](const reader::Setting& s) {
-    if (!*s.env) return;
-    EXPECT_NE(help.find(s.env), std::string::npos) << s.env;
-    if (!*s.flag) {  // a setting without a flag is described where its variable is
-      EXPECT_NE(help.find(squeeze(s.help)), std::string::npos) << s.key << ": " << s.help;
+  for (const OptionInfo& o : option_infos<reader::EngineSettings>()) {
+    const OptionDecl& d = o.decl;
+    if (d.env.empty()) continue;
+    EXPECT_NE(help.find(d.env), std::string::npos) << d.env;
+    if (d.flag.empty()) {  // a setting without a flag is described where its variable is
+      EXPECT_NE(help.find(squeeze(d.help)), std::string::npos) << d.key << ": " << d.help;
     }
-  });
+  }
 }
 
 }  // namespace

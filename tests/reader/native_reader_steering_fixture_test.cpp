@@ -1,7 +1,8 @@
 // NativeReader's steering (steering_params.h): character spans of the user's prompt become the
 // tokens holding any of their bytes, for SentencePiece and BPE vocabularies, in raw and chat mode
 // (offsets before the template; the template's tokens and BOS never in a span) and after
-// --truncate left; the steered call differs from the unsteered one, which it leaves unchanged.
+// --truncate left, from the tokens the prompt was tokenised into once (TokenizedPrompt); the
+// steered call differs from the unsteered one, which it leaves unchanged.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
@@ -37,8 +38,10 @@ TEST(NativeReaderSteering, SpansBecomeTheTokensOfTheirBytes) {
     SCOPED_TRACE(name);
     REQUIRE_SHARED(path, std::string("fixtures/models/") + name + ".gguf");
     NativeReader r(path.string());
-    const auto ids = r.prompt_tokens(kPrompt);
-    const runtime::Steering st = r.resolve_steering(kPrompt, ids, steer_on("Lily"), kPrompt.size());
+    const TokenizedPrompt t = r.tokenize_prompt(kPrompt);
+    const auto& ids = t.ids;
+    EXPECT_EQ(ids, r.prompt_tokens(kPrompt));
+    const runtime::Steering st = r.resolve_steering(kPrompt, t, steer_on("Lily"), kPrompt.size());
     ASSERT_TRUE(st.active());
     ASSERT_EQ(st.spans.size(), 1u);
     const std::string text = span_text(r, ids, st);
@@ -55,8 +58,9 @@ TEST(NativeReaderSteering, APromptSpellingBosIsText) {
   REQUIRE_SHARED(path, "fixtures/models/stories260K.gguf");
   NativeReader r(path.string());
   const std::string p = "<s> Lily ran.";
-  const auto ids = r.prompt_tokens(p);
-  const runtime::Steering st = r.resolve_steering(p, ids, steer_on("<s>", p), p.size());
+  const TokenizedPrompt t = r.tokenize_prompt(p);
+  const auto& ids = t.ids;
+  const runtime::Steering st = r.resolve_steering(p, t, steer_on("<s>", p), p.size());
   ASSERT_EQ(st.spans.size(), 1u);
   EXPECT_GE(st.spans[0].begin, 1);  // the text's "<s>", not the BOS token
   EXPECT_NE(span_text(r, ids, st).find("<s>"), std::string::npos);
@@ -76,17 +80,20 @@ TEST(NativeReaderSteering, ChatModeOffsetsAreIntoTheUserText) {
   NativeOptions o;
   o.chat = true;
   NativeReader r(model, o);
-  const auto ids = r.prompt_tokens(kPrompt);
+  const TokenizedPrompt t = r.tokenize_prompt(kPrompt);
+  const auto& ids = t.ids;
+  EXPECT_EQ(ids, r.prompt_tokens(kPrompt));
+  EXPECT_NE(t.rendered.find(kPrompt), std::string::npos);  // the template's text, kept
   // The whole prompt: every token of the user text, no template token.
   SteeringParams all = steer_on(kPrompt);
-  const runtime::Steering st = r.resolve_steering(kPrompt, ids, all, kPrompt.size());
+  const runtime::Steering st = r.resolve_steering(kPrompt, t, all, kPrompt.size());
   ASSERT_EQ(st.spans.size(), 1u);
   std::string text = span_text(r, ids, st);
   EXPECT_EQ(text.find("<|im_"), std::string::npos) << text;
   EXPECT_NE(text.find("Once upon"), std::string::npos) << text;
   EXPECT_NE(text.find("red ball."), std::string::npos) << text;
   EXPECT_GT(st.spans[0].begin, 3);  // after "<|im_start|>user\n"
-  const runtime::Steering lily = r.resolve_steering(kPrompt, ids, steer_on("Lily"), kPrompt.size());
+  const runtime::Steering lily = r.resolve_steering(kPrompt, t, steer_on("Lily"), kPrompt.size());
   EXPECT_NE(span_text(r, ids, lily).find("Lily"), std::string::npos);
 }
 
@@ -98,10 +105,13 @@ TEST(NativeReaderSteering, TruncateLeftShiftsTheSpans) {
   o.n_ctx = int(all.size()) - 6;
   o.overflow = Overflow::TruncateLeft;
   NativeReader cut(path.string(), o);
-  const auto ids = cut.prompt_tokens(kPrompt, 0);
+  const TokenizedPrompt t = cut.tokenize_prompt(kPrompt, 0);
+  const auto& ids = t.ids;
   ASSERT_LT(ids.size(), all.size());
+  EXPECT_EQ(t.untruncated, all);  // what the text spells, kept for steering
+  EXPECT_TRUE(full.tokenize_prompt(kPrompt).untruncated.empty());
   const runtime::Steering st =
-      cut.resolve_steering(kPrompt, ids, steer_on("red ball"), kPrompt.size());
+      cut.resolve_steering(kPrompt, t, steer_on("red ball"), kPrompt.size());
   ASSERT_EQ(st.spans.size(), 1u);
   EXPECT_NE(span_text(cut, ids, st).find("red ball"), std::string::npos);
 }
@@ -122,6 +132,14 @@ TEST(NativeReaderSteering, CallsAreSteeredAndTheMemberDefaultStaysOff) {
   SteeringParams past = steer_on("Lily");
   past.spans = {{0, kPrompt.size() + 1}};
   EXPECT_THROW(r.attention(kPrompt, q, past), UsageError);
+  // The refusal names the steering object's key, for each front end to spell.
+  try {
+    r.attention(kPrompt, q, past);
+  } catch (const runtime::SteerError& e) {
+    EXPECT_EQ(e.key(), "spans");
+    const auto flag = [](const std::string& k) { return "--steer-" + k; };
+    EXPECT_EQ(e.spelled(flag).rfind("--steer-spans: span 0:", 0), 0u) << e.spelled(flag);
+  }
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // The route table of `ragform serve` (server/router.h) without a model or sockets: the API key
 // is checked before every route but the open ones and before a 404; unknown paths get their hint;
 // a known path with another method is 405 (HEAD counts as GET); a handler's exception becomes the
-// error JSON; a path cannot be routed twice.
+// error JSON; a path cannot be routed twice; the endpoint lists the hardening test and the fuzzer
+// iterate are the tables' own.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "server/endpoints.h"
 #include "server/openapi.h"
 #include "server/router.h"
 #include "support/test_support.h"
@@ -171,6 +175,48 @@ TEST(OpenApi, ServedDocumentDescribesItsOwnTable) {
   EXPECT_EQ(open.handle({"GET", "/declared", "", ""}).status, 500);
   EXPECT_THROW(open.add({.method = "POST", .paths = {"/x"}, .request = "{not json"}, nullptr),
                ragform::Error);
+}
+
+// Issue 41: the hardening test (serve_hardening_fixture_test.cpp) and the request fuzzer
+// (fuzz/fuzz_server_api.cpp) iterate the route tables through server/endpoints.h, not lists of
+// their own: a dummy route declared on the tables, as a new endpoint's RouteSpec would be, is in
+// the lists of both with no edit to them, once, with its method and access.
+TEST(Endpoints, ADeclaredRouteIsInTheHardeningAndFuzzerLists) {
+  const Endpoint dummy{"POST", "/v1/test/dummy", Access::Key};
+  const Endpoint dummy_alias{"POST", "/test/dummy", Access::Key};
+  const RouteDeclarer add_dummy = [](Router& r) {
+    r.add({.method = "POST", .paths = {"/v1/test/dummy", "/test/dummy"}}, nullptr);
+  };
+  auto count = [](const std::vector<Endpoint>& v, const Endpoint& e) {
+    return std::count(v.begin(), v.end(), e);
+  };
+  for (const char* kind : {"reader", "encoder"}) {
+    SCOPED_TRACE(kind);
+    const std::vector<Endpoint> plain = served_endpoints(kind);
+    const std::vector<Endpoint> with = served_endpoints(kind, add_dummy);
+    EXPECT_EQ(count(plain, dummy), 0);
+    EXPECT_EQ(count(with, dummy), 1);
+    EXPECT_EQ(count(with, dummy_alias), 1);
+    EXPECT_EQ(with.size(), plain.size() + 2);
+    // Every server answers /health without the key, and with --index /v1/retrieve behind it.
+    EXPECT_EQ(count(plain, {"GET", "/health", Access::Open}), 1);
+    EXPECT_EQ(count(plain, {"POST", "/v1/retrieve", Access::Key}), 1);
+    EXPECT_EQ(count(plain, {"GET", "/openapi.json", Access::Key}), 1);
+  }
+  EXPECT_THROW(served_endpoints("nothing"), std::invalid_argument);
+  // The fuzzer's targets: every route Api::handle answers, /v1/rag/present among them (the list
+  // the fuzzer kept by hand had missed it), and the dummy when declared.
+  const std::vector<Endpoint> api = api_endpoints();
+  for (const char* path : {"/v1/completions", "/v1/chat/completions", "/v1/score", "/v1/attention",
+                           "/v1/rag/normalize", "/v1/rag/spotlight", "/v1/rag/present"})
+    EXPECT_EQ(count(api, {"POST", path, Access::Key}), 1) << path;
+  EXPECT_EQ(count(api, dummy), 0);
+  EXPECT_EQ(count(api_endpoints(add_dummy), dummy), 1);
+  // The fuzz seeds (fuzz/corpus/fuzz_server_api) pick an endpoint by its index in this order:
+  // the table adds routes at its end, so their indices keep meaning the same endpoint.
+  ASSERT_GE(api.size(), 10u);
+  EXPECT_EQ(api[3].path, "/v1/completions");
+  EXPECT_EQ(api[9].path, "/v1/rag/present");
 }
 
 }  // namespace

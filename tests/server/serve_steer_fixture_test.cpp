@@ -95,6 +95,14 @@ TEST(ServeSteer, ErrorsNameTheJsonFieldsNotTheFlags) {
        "steer.heads: head 99 is outside the model's"},
       {{{"rule", "reallocate:0.2,0.3"}, {"spans", {{0, 4}}}},
        "steer.rule: 2 per-span shares for 1 spans: give one share per steer.spans span"},
+      // The object itself, read by the parser every front end shares (reader/steering_object.h):
+      // an unknown key is refused (it was ignored before issue 41), and its errors name fields.
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"head", {1}}},
+       "steer: unknown key 'head' (rule, spans, layers, heads)"},
+      {{{"rule", "rescale:2"}}, "steer.rule: needs steer.spans"},
+      {{{"rule", "rescale:2"}, {"spans", {{4, 4}}}}, "steer.spans: expected a non-empty list"},
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"heads", {-1}}},
+       "steer.heads: head indices are 0, 1, ..., got -1"},
   };
   for (const Case& k : cases) {
     for (const char* path : {"/v1/completions", "/v1/score", "/v1/attention"}) {
@@ -107,6 +115,9 @@ TEST(ServeSteer, ErrorsNameTheJsonFieldsNotTheFlags) {
       EXPECT_EQ(msg.find("--steer"), std::string::npos) << msg;
     }
   }
+  // Rule off needs no spans, as on the command line (`--steer off`).
+  post(c, "/v1/completions",
+       {{"prompt", kPrompt}, {"max_tokens", 2}, {"steer", {{"rule", "off"}}}});
   // The CLI's messages name its flags, as before.
   const auto dir = temp_dir("serve_steer_errors");
   write_file(dir / "prompt.txt", kPrompt);

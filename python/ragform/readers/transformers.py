@@ -61,16 +61,21 @@ class TransformersReader:
         prompt_ids = self.tokenize(prompt)
         ids = self.tokenize(prompt + continuation) if continuation else prompt_ids
         split = score_split(prompt_ids, ids, continuation)
-        logits = self._numpy(self._forward(ids).logits[0]).astype(np.float64)
-        logp = _log_softmax(logits[:-1])
+        # Only the rows that predict the scored tokens (positions split - 1 .. n - 2) are needed:
+        # the LM head over Gemma's 262k-word vocabulary at every prompt position is most of a
+        # forward pass, and their float64 log-softmax gigabytes.
+        logits = self._forward(ids, keep=len(ids) - split + 1).logits[0]
+        first = len(ids) - logits.shape[0]  # the position of logits' row 0
+        logp = _log_softmax(self._numpy(logits[split - 1 - first:len(ids) - 1 - first])
+                            .astype(np.float64))
         tokens = [{"id": int(ids[t]), "piece": self._piece(ids[t]),
-                   "logprob": float(logp[t - 1, ids[t]])} for t in range(split, len(ids))]
+                   "logprob": float(logp[t - split, ids[t]])} for t in range(split, len(ids))]
         return {"tokens": tokens, "sum": float(sum(t["logprob"] for t in tokens)),
                 "prompt_tokens": split}
 
     def attention(self, prompt, layers, heads, positions):
         ids = self.tokenize(prompt)
-        att = self._forward(ids, output_attentions=True).attentions
+        att = self._forward(ids, keep=1, output_attentions=True).attentions
         if att is None or any(a is None for a in att):
             raise RuntimeError("attention: the model returned no attention weights; load it with "
                                "attn_implementation=\"eager\" (SDPA and flash kernels keep none)")
@@ -92,7 +97,7 @@ class TransformersReader:
         last = the final norm's output, as the native reader's layer n_layer)."""
         enc = self.tokenizer(prompt, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
-        hs = self._forward(ids, output_hidden_states=True).hidden_states
+        hs = self._forward(ids, keep=1, output_hidden_states=True).hidden_states
         states = self._numpy(hs[resolve(layer, len(hs))][0]).astype(np.float32)
         # The text each token covers, so SpotlightRAG aligns tokens to words; special tokens
         # cover nothing.
@@ -111,11 +116,26 @@ class TransformersReader:
     def _device(self):
         return getattr(self.model, "device", None) or next(self.model.parameters()).device
 
-    def _forward(self, ids, **kw):
+    def _forward(self, ids, keep=None, **kw):
+        """One forward pass over `ids`; keep=n asks for the logits of the last n positions only
+        (transformers' logits_to_keep, where the model's forward takes it; otherwise all)."""
         torch = self._torch
+        if keep is not None and self._keeps_logits():
+            kw["logits_to_keep"] = int(keep)
         with torch.no_grad():
             x = torch.tensor([list(ids)], device=self._device())
             return self.model(input_ids=x, **kw)
+
+    def _keeps_logits(self):
+        if not hasattr(self, "_logits_to_keep"):
+            import inspect
+            fwd = getattr(self.model, "forward", None)
+            try:
+                self._logits_to_keep = fwd is not None and \
+                    "logits_to_keep" in inspect.signature(fwd).parameters
+            except (TypeError, ValueError):
+                self._logits_to_keep = False
+        return self._logits_to_keep
 
     @staticmethod
     def _numpy(t):

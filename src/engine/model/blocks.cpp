@@ -34,6 +34,18 @@ void RopeCache::compute(int pos, int n_rot, float base, float freq_scale,
   }
 }
 
+void RopeCache::compute_transformers(int pos, int n_rot, float base, float freq_scale,
+                                     const float* freq_factors) {
+  for (int i = 0; i < n_rot / 2; ++i) {
+    float inv = 1.0f / std::pow(base, float(2 * i) / float(n_rot));
+    if (freq_factors) inv /= freq_factors[i];
+    if (freq_scale != 1.0f) inv *= freq_scale;
+    const float t = float(pos) * inv;
+    cos[i] = std::cos(t);
+    sin[i] = std::sin(t);
+  }
+}
+
 void rope(float* x, int n_heads, int head_dim, int n_rot, const RopeCache& rc, RopeType type) {
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + size_t(h) * head_dim;
@@ -64,6 +76,10 @@ void swiglu(const float* gate, const float* up, int n, float* out) {
 float gelu_exact(float x) {
   constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+void gelu_tanh(const float* x, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = gelu_exact(x[i]);
 }
 
 namespace {

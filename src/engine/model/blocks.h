@@ -22,6 +22,11 @@ struct RopeCache {
   // cos/sin for one position: [n_rot/2] each. freq_factors: [n_rot/2] or null.
   void compute(int pos, int n_rot, float base, float freq_scale,
                const float* freq_factors = nullptr);
+  // The same angles as Hugging Face transformers rounds them (Numerics::transformers):
+  // float(pos) * inv_freq[i], inv_freq[i] = 1 / powf(base, 2i / n_rot) (divided by the factor,
+  // times freq_scale, where those are not 1), one float rounding each instead of i products.
+  void compute_transformers(int pos, int n_rot, float base, float freq_scale,
+                            const float* freq_factors = nullptr);
   float cos[512], sin[512];
 };
 void rope(float* x, int n_heads, int head_dim, int n_rot, const RopeCache& rc, RopeType type);
@@ -33,9 +38,11 @@ void swiglu(const float* gate, const float* up, int n, float* out);
 // backend computes it (ggml's GELU table): for -10 < x < 10 the input is rounded to F16 and the
 // result read from a 65536-entry table of F16 values (GELU of every half, rounded to half);
 // x <= -10 gives 0 and x >= 10 gives x. out may alias x. gelu_exact is the unrounded tanh form,
-// the reference the table is built from.
+// the reference the table is built from; gelu_tanh applies it to n values (Numerics::transformers:
+// transformers' gelu_pytorch_tanh). out may alias x.
 void gelu(const float* x, int n, float* out);
 float gelu_exact(float x);
+void gelu_tanh(const float* x, int n, float* out);
 
 // In-place softmax of x[0..n) (max-subtracted, sum in double as ggml_vec_soft_max_f32).
 void softmax(float* x, int n);

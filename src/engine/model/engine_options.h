@@ -4,8 +4,11 @@
 // variables, cli/engine_env.h) and pass it to Model::load and to the contexts and readers built
 // over the model.
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <string>
 
+#include "base/error.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "engine/ops/ops.h"
@@ -29,6 +32,27 @@ inline int default_context(int training_context) {
                                                                     : kDefaultContext;
 }
 
+// Whose float rounding the decoder's forward pass follows where llama.cpp's CPU backend and
+// Hugging Face transformers (float32, eager attention) compute the same formula differently
+// enough to show on long prompts (docs/engine.md, "Against Hugging Face transformers"):
+//   ggml          the default: llama.cpp's numbers. RoPE angle of pair i at position p is
+//                 p * theta_scale^i by repeated float products (the rounding grows with i and p);
+//                 GELU is read from the F16 table (model::gelu).
+//   transformers  transformers' numbers, for comparing with it on the same float weights: the
+//                 angle is float(p) * inv_freq[i] with inv_freq[i] = 1 / powf(base, 2i / n_rot),
+//                 each one float rounding; GELU is the tanh form in float (model::gelu_tanh).
+// Everything else (norms, products, softmax) is the same code in both. The BERT encoder ignores it.
+enum class Numerics : uint8_t { ggml, transformers };
+inline const char* numerics_name(Numerics n) {
+  return n == Numerics::transformers ? "transformers" : "ggml";
+}
+// "ggml" / "transformers"; anything else is a UsageError(where, ...).
+inline Numerics parse_numerics(const std::string& name, const char* where) {
+  if (name == "ggml") return Numerics::ggml;
+  if (name == "transformers") return Numerics::transformers;
+  throw UsageError(where, "expected ggml or transformers, got '" + name + "'");
+}
+
 // What loading a model file takes (Model::load, BertModel::load): how its weights are held and
 // multiplied. The pool is no part of it: a model computes nothing by itself.
 struct LoadOptions {
@@ -42,6 +66,8 @@ struct LoadOptions {
   // bytes are mostly F16/BF16 matrices are mapped under memory_if_room: their matrices are packed
   // into huge-page panels at load and the file's pages released (model/packed_weights.h).
   MappedFile::Load load = MappedFile::Load::memory_if_room;
+  // Whose rounding of RoPE angles and GELU the forward pass follows (see Numerics).
+  Numerics numerics = Numerics::ggml;
 
   ops::MatmulPolicy matmul_policy() const { return {cpu_tier, f16_gemm}; }
 };

@@ -43,6 +43,7 @@ std::unique_ptr<Model> Model::from_file(std::shared_ptr<const gguf::File> file,
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   m->policy_ = opt.matmul_policy();
+  m->numerics_ = opt.numerics;
   m->tensors_ = TensorReader(m->file_, m->policy_);
   const gguf::File& f = *m->file_;
   std::string arch = f.architecture();

@@ -52,6 +52,8 @@ class Model {
   const ArchSpec& arch() const { return *arch_; }
   // How this model's weights are multiplied (from the LoadOptions it was loaded with).
   const ops::MatmulPolicy& policy() const { return policy_; }
+  // Whose rounding of RoPE angles and GELU the forward pass follows (LoadOptions::numerics).
+  Numerics numerics() const { return numerics_; }
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> file_ptr() const { return file_; }
 
@@ -74,6 +76,7 @@ class Model {
   Hparams hp_;
   const ArchSpec* arch_ = nullptr;
   ops::MatmulPolicy policy_{};
+  Numerics numerics_ = Numerics::ggml;
   TensorReader tensors_;  // every tensor read, and the F32 copies of 1-D tensors
   PackedWeights packed_;  // the float matrices in the float kernels' panels
   std::vector<std::string> warnings_;

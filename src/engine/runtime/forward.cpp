@@ -119,11 +119,18 @@ void embed(Pass& p) {
   for (int v = 0; v < (any_swa ? 2 : 1); ++v)
     if (s.rope[v].size() < size_t(T)) s.rope[v].resize(size_t(T));
   const float* ff = p.m.rope_freqs;
+  const bool hf = p.m.numerics() == Numerics::transformers;  // engine_options.h
+  auto angles = [&](model::RopeCache& rc, int pos, float base, float freq_scale) {
+    if (hf)
+      rc.compute_transformers(pos, hp.n_rot, base, freq_scale, ff);
+    else
+      rc.compute(pos, hp.n_rot, base, freq_scale, ff);
+  };
   for_rows(p.pool, T, 64 * hp.n_rot, [&](int64_t r) {
     const int pos = s.rows[size_t(r)].pos;
-    s.rope[0][size_t(r)].compute(pos, hp.n_rot, hp.rope_base, 1.0f / hp.rope_scale, ff);
+    angles(s.rope[0][size_t(r)], pos, hp.rope_base, 1.0f / hp.rope_scale);
     // Sliding layers: their own base and no linear scaling (llama.cpp's gemma3 swa values).
-    if (any_swa) s.rope[1][size_t(r)].compute(pos, hp.n_rot, hp.rope_base_swa, 1.0f, ff);
+    if (any_swa) angles(s.rope[1][size_t(r)], pos, hp.rope_base_swa, 1.0f);
   });
 }
 
@@ -206,6 +213,7 @@ void ffn_block(Pass& p, int il) {
   ops::matmul(L.w_gate, s.cur.data(), Tn, s.gate.data(), p.pool);
   ops::matmul(L.w_up, s.cur.data(), Tn, s.up.data(), p.pool);
   const bool gelu = p.m.arch().ffn_act == model::FfnAct::GeluTanh;
+  const bool gelu_table = p.m.numerics() == Numerics::ggml;  // else the tanh form in float
   // act(gate) * up in chunks of 1024 (one decode row stays on this thread: too small)
   const int64_t n = Tn * FF, chunk = 1024;
   for_rows(p.pool, (n + chunk - 1) / chunk, chunk, [&](int64_t c) {
@@ -213,7 +221,10 @@ void ffn_block(Pass& p, int il) {
     float* g = &s.gate[size_t(b)];
     const float* u = &s.up[size_t(b)];
     if (gelu) {  // ggml's geglu: GELU(gate) from the F16 table, times up
-      model::gelu(g, int(len), g);
+      if (gelu_table)
+        model::gelu(g, int(len), g);
+      else
+        model::gelu_tanh(g, int(len), g);
       for (int64_t i = 0; i < len; ++i) g[i] *= u[i];
     } else {
       swiglu(g, u, len, g, p.simd);

@@ -14,6 +14,43 @@ namespace ragform::runtime {
 
 namespace {
 
+// `why` with each "{key}" (a word: letters and '_') written by `spell`; other braces are text
+// ("an object {rule, spans, layers, heads}").
+std::string spell_keys(const std::string& why,
+                       const std::function<std::string(const std::string&)>& spell) {
+  std::string out;
+  size_t at = 0;
+  for (size_t open; (open = why.find('{', at)) != std::string::npos;) {
+    const size_t close = why.find('}', open);
+    if (close == std::string::npos) break;
+    const std::string name = why.substr(open + 1, close - open - 1);
+    const bool word = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || c == '_';
+    });
+    out.append(why, at, open - at);
+    out += word ? spell(name) : why.substr(open, close - open + 1);
+    at = close + 1;
+  }
+  return out + why.substr(at);
+}
+
+std::string plain_key(const std::string& key) { return key.empty() ? "steering" : key; }
+
+}  // namespace
+
+SteerError::SteerError(std::string key, std::string why, Problem problem)
+    : UsageError(plain_key(key), spell_keys(why, plain_key)),
+      key_(std::move(key)),
+      why_(std::move(why)),
+      problem_(problem) {}
+
+std::string SteerError::spelled(
+    const std::function<std::string(const std::string& key)>& spell) const {
+  return spell(key_) + ": " + spell_keys(why_, spell);
+}
+
+namespace {
+
 // Shortest text that reads back as the same float, so keys are stable and exact.
 std::string float_text(float v) {
   char buf[32];
@@ -139,43 +176,43 @@ namespace {
 // "S1,S2,...": per-span shares, each within 0..1 and together at most 1 (a little float slack, so
 // shares written to sum to 1 are accepted).
 std::vector<float> parse_shares(const std::string& list, const std::string& text,
-                                const std::string& what) {
+                                const std::string& key) {
   std::vector<float> out;
   double sum = 0.0;
   for (const std::string& num : split(list, ',')) {
     const std::optional<float> f = parse_decimal_float(num);  // base/number_text.h's grammar
-    if (!f) throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+    if (!f) throw SteerError(key, "'" + num + "' in '" + text + "' is not a finite number");
     const double v = *f;
     if (v < 0 || v > 1)
-      throw UsageError(what, "each reallocated share must be within 0..1, got " + num);
+      throw SteerError(key, "each reallocated share must be within 0..1, got " + num);
     sum += double(float(v));
     out.push_back(float(v));
   }
   if (sum > 1.0 + 1e-6)
-    throw UsageError(what, "the per-span shares in '" + text + "' sum to more than 1");
+    throw SteerError(key, "the per-span shares in '" + text + "' sum to more than 1");
   return out;
 }
 
 // "W1,W2,...": redistribute's per-span weights, each finite and >= 0, at least one above 0 (only
 // their ratios matter: each row renormalises them).
 std::vector<float> parse_weights(const std::string& list, const std::string& text,
-                                 const std::string& what) {
+                                 const std::string& key) {
   std::vector<float> out;
   bool positive = false;
   for (const std::string& num : split(list, ',')) {
     const std::optional<float> f = parse_decimal_float(num);  // base/number_text.h's grammar
-    if (!f) throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
-    if (*f < 0) throw UsageError(what, "each redistributed weight must be >= 0, got " + num);
+    if (!f) throw SteerError(key, "'" + num + "' in '" + text + "' is not a finite number");
+    if (*f < 0) throw SteerError(key, "each redistributed weight must be >= 0, got " + num);
     positive |= *f > 0;
     out.push_back(*f);
   }
   if (!positive)
-    throw UsageError(what, "the weights in '" + text + "' are all 0: at least one must be above 0");
+    throw SteerError(key, "the weights in '" + text + "' are all 0: at least one must be above 0");
   return out;
 }
 }  // namespace
 
-void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what) {
+void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& key) {
   into.shares.clear();
   if (text == "off") {
     into.rule = Steering::Off;
@@ -186,53 +223,53 @@ void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::st
   const std::string name = text.substr(0, colon);
   if (colon == std::string::npos ||
       (name != "rescale" && name != "reallocate" && name != "redistribute"))
-    throw UsageError(what,
+    throw SteerError(key,
                      "expected rescale:FACTOR, reallocate:SHARE, redistribute:W1,W2,... or off, "
                      "got '" +
                          text + "'");
   const std::string num = text.substr(colon + 1);
   if (name == "redistribute") {
     into.rule = Steering::Redistribute;
-    into.shares = parse_weights(num, text, what);
+    into.shares = parse_weights(num, text, key);
     into.value = 1.0f;
     return;
   }
   if (num.find(',') != std::string::npos) {
     if (name != "reallocate")
-      throw UsageError(what, "only reallocate takes one value per span, got '" + text + "'");
+      throw SteerError(key, "only reallocate takes one value per span, got '" + text + "'");
     into.rule = Steering::Reallocate;
-    into.shares = parse_shares(num, text, what);
+    into.shares = parse_shares(num, text, key);
     into.value = 0.0f;
     for (float v : into.shares) into.value += v;
     return;
   }
   // The factor is a float in the kernels: 1e39 is refused here, not later as non-finite logits.
   const std::optional<float> f = parse_decimal_float(num);
-  if (!f) throw UsageError(what, "'" + num + "' in '" + text + "' is not a finite number");
+  if (!f) throw SteerError(key, "'" + num + "' in '" + text + "' is not a finite number");
   const double v = *f;
   if (name == "rescale" && v < 0)
-    throw UsageError(what, "the rescale factor must be >= 0, got " + num);
+    throw SteerError(key, "the rescale factor must be >= 0, got " + num);
   if (name == "reallocate" && (v < 0 || v > 1))
-    throw UsageError(what, "the reallocated share must be within 0..1, got " + num);
+    throw SteerError(key, "the reallocated share must be within 0..1, got " + num);
   into.rule = name == "rescale" ? Steering::Rescale : Steering::Reallocate;
   into.value = float(v);
 }
 
-std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& what) {
+std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& key) {
   std::vector<CharSpan> out;
   for (const std::string& part : split(text, ',')) {
     const size_t colon = part.find(':');
     long long b = 0, e = 0;
     if (colon == std::string::npos || !parse_int(part.substr(0, colon), b) ||
         !parse_int(part.substr(colon + 1), e) || b < 0 || e < 0)
-      throw UsageError(what, "expected START:END byte offsets, got '" + part + "'");
-    if (b >= e) throw UsageError(what, "span '" + part + "' is empty: START must be below END");
+      throw SteerError(key, "expected START:END byte offsets, got '" + part + "'");
+    if (b >= e) throw SteerError(key, "span '" + part + "' is empty: START must be below END");
     out.push_back({size_t(b), size_t(e)});
   }
   return out;
 }
 
-std::vector<LayerRange> parse_layer_list(const std::string& text, const std::string& what) {
+std::vector<LayerRange> parse_layer_list(const std::string& text, const std::string& key) {
   std::vector<LayerRange> out;
   for (const std::string& part : split(text, ',')) {
     long long a = 0, b = 0;
@@ -240,32 +277,32 @@ std::vector<LayerRange> parse_layer_list(const std::string& text, const std::str
     // "A-B" with two non-negative numbers is a range too; "-2" alone is an index.
     const size_t dash = part.find('-', 1);
     if (part.empty()) {
-      throw UsageError(what, "empty entry in '" + text + "': expected I, A..B or -2..-1");
+      throw SteerError(key, "empty entry in '" + text + "': expected I, A..B or -2..-1");
     } else if (dots != std::string::npos) {
       if (!parse_int(part.substr(0, dots), a) || !parse_int(part.substr(dots + 2), b))
-        throw UsageError(what, "expected a layer range A..B, got '" + part + "'");
+        throw SteerError(key, "expected a layer range A..B, got '" + part + "'");
     } else if (part[0] != '-' && dash != std::string::npos) {
       if (!parse_int(part.substr(0, dash), a) || !parse_int(part.substr(dash + 1), b) || b < 0)
-        throw UsageError(what, "expected a layer range A-B, got '" + part + "'");
+        throw SteerError(key, "expected a layer range A-B, got '" + part + "'");
     } else if (parse_int(part, a)) {
       b = a;
     } else {
-      throw UsageError(what,
+      throw SteerError(key,
                        "expected a layer index or range (I, A..B, -2..-1), got '" + part + "'");
     }
     if (a < -(1LL << 30) || a > (1LL << 30) || b < -(1LL << 30) || b > (1LL << 30))
-      throw UsageError(what, "layer '" + part + "' is out of range");
+      throw SteerError(key, "layer '" + part + "' is out of range");
     out.push_back({int(a), int(b)});
   }
   return out;
 }
 
-std::vector<int> parse_head_list(const std::string& text, const std::string& what) {
+std::vector<int> parse_head_list(const std::string& text, const std::string& key) {
   std::vector<int> out;
   for (const std::string& part : split(text, ',')) {
     long long h = 0;
     if (!parse_int(part, h) || h < 0 || h > (1LL << 30))
-      throw UsageError(what, "expected a head index (0, 1, ...), got '" + part + "'");
+      throw SteerError(key, "expected a head index (0, 1, ...), got '" + part + "'");
     out.push_back(int(h));
   }
   std::sort(out.begin(), out.end());
@@ -282,10 +319,10 @@ std::vector<int> resolve_layers(const std::vector<LayerRange>& ranges, int n_lay
     const std::string text =
         std::to_string(r.first) + (r.first == r.last ? "" : ".." + std::to_string(r.last));
     if (a < 0 || a >= n_layer || b < 0 || b >= n_layer)
-      throw UsageError("--steer-layers", "layer " + text + " is outside the model's layers 0.." +
-                                             std::to_string(n_layer - 1) + " (or -" +
-                                             std::to_string(n_layer) + "..-1)");
-    if (a > b) throw UsageError("--steer-layers", "layer range " + text + " is empty");
+      throw SteerError("layers", "layer " + text + " is outside the model's layers 0.." +
+                                     std::to_string(n_layer - 1) + " (or -" +
+                                     std::to_string(n_layer) + "..-1)");
+    if (a > b) throw SteerError("layers", "layer range " + text + " is empty");
     for (int l = a; l <= b; ++l) out.push_back(l);
   }
   std::sort(out.begin(), out.end());
@@ -325,7 +362,7 @@ std::vector<CharSpan> token_char_spans(const tok::Tokenizer& tk, std::string_vie
     }
     throw Error("steering", "cannot map token " + std::to_string(i) + " ('" + piece +
                                 "') to the prompt text at byte " + std::to_string(at) +
-                                ": --steer-spans needs a tokenizer whose pieces spell the text");
+                                ": steering spans need a tokenizer whose pieces spell the text");
   }
   return out;
 }
@@ -398,9 +435,8 @@ Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
   s.prompt_end = prompt_tokens;
   for (int h : spec.heads)
     if (h < 0 || h >= n_head)
-      throw UsageError(
-          "--steer-heads",
-          "head " + std::to_string(h) + " is outside the model's 0.." + std::to_string(n_head - 1));
+      throw SteerError("heads", "head " + std::to_string(h) + " is outside the model's 0.." +
+                                    std::to_string(n_head - 1));
   s.rule = spec.rule;
   s.value = spec.value;
   s.layers = resolve_layers(spec.layers, n_layer);
@@ -413,11 +449,10 @@ Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
   } else {
     const bool weights = spec.rule == Steering::Redistribute;
     if (spec.shares.size() != token_spans.size())
-      throw UsageError("--steer",
-                       std::to_string(spec.shares.size()) +
-                           (weights ? " per-span weights for " : " per-span shares for ") +
-                           std::to_string(token_spans.size()) + " spans: give one " +
-                           (weights ? "weight" : "share") + " per --steer-spans span");
+      throw SteerError("rule", std::to_string(spec.shares.size()) +
+                                   (weights ? " per-span weights for " : " per-span shares for ") +
+                                   std::to_string(token_spans.size()) + " spans: give one " +
+                                   (weights ? "weight" : "share") + " per {spans} span");
     pair_shares(s, spec.shares, std::move(token_spans));
   }
   return s;

@@ -45,16 +45,39 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ragform::tok {
 class Tokenizer;
 }
 
 namespace ragform::runtime {
+
+// A steering request that cannot be applied, named by the key of the steering object it is about
+// (reader/steering_object.h: "rule", "spans", "layers", "heads"; "" = the object itself), so each
+// front end says it its own way: the CLI as its flag (--steer-spans), the server as the request's
+// field (steer.spans), Python as the dict's key (steering['spans']). `why` may name another key
+// as {key} ("give one share per {spans} span"), spelled the same way. what() is the plain form:
+// "spans: span 0:40 ends past the prompt's 12 bytes".
+class SteerError : public UsageError {
+ public:
+  enum class Problem { value, type, missing };  // a bad value, a wrong type, a key not given
+  SteerError(std::string key, std::string why, Problem problem = Problem::value);
+  const std::string& key() const { return key_; }
+  Problem problem() const { return problem_; }
+  // "<key>: <why>" with the key and every {key} in why written by `spell`.
+  std::string spelled(const std::function<std::string(const std::string& key)>& spell) const;
+
+ private:
+  std::string key_, why_;
+  Problem problem_;
+};
 
 // Token positions [begin, end) of a sequence.
 struct TokenSpan {
@@ -123,20 +146,21 @@ struct SteeringSpec {
   std::string describe() const;
 };
 
-// Parsers of the CLI syntax; each throws UsageError(what, why) naming the bad part.
+// Parsers of the CLI syntax; each throws SteerError(key, why) naming the bad part by `key` (the
+// steering object's key whose value `text` is: "rule", "spans", "layers", "heads").
 // "rescale:FACTOR" (FACTOR >= 0, finite), "reallocate:SHARE" (0 <= SHARE <= 1) or "off";
 // "reallocate:S1,S2,..." gives each span its own share (each within 0..1, summing to at most 1);
 // "redistribute:W1,W2,..." one weight per span (each >= 0, at least one above 0).
-void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& what);
+void parse_steer_rule(const std::string& text, SteeringSpec& into, const std::string& key);
 // "START:END,..." byte offsets, START < END.
-std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& what);
+std::vector<CharSpan> parse_char_spans(const std::string& text, const std::string& key);
 // "I,J,A..B,-2..-1,A-B": indices (negative from the end) and inclusive ranges.
-std::vector<LayerRange> parse_layer_list(const std::string& text, const std::string& what);
+std::vector<LayerRange> parse_layer_list(const std::string& text, const std::string& key);
 // "H,H,..." non-negative head indices.
-std::vector<int> parse_head_list(const std::string& text, const std::string& what);
+std::vector<int> parse_head_list(const std::string& text, const std::string& key);
 
-// Layer indices for ranges (empty = default_layers), sorted and distinct; UsageError for an index
-// outside the model's -L .. L-1.
+// Layer indices for ranges (empty = default_layers), sorted and distinct; SteerError("layers")
+// for an index outside the model's -L .. L-1.
 std::vector<int> resolve_layers(const std::vector<LayerRange>& ranges, int n_layer);
 
 // The byte range of each token of `ids` within `text`, the text they were tokenised from
@@ -155,8 +179,8 @@ std::vector<TokenSpan> token_spans_for(const std::vector<CharSpan>& token_bytes,
 
 // The Steering a spec means for a model (n_layer, n_head) and a sequence of `prompt_tokens` tokens
 // whose tokens cover the given token spans (one per character span of the spec); validates head
-// indices, the rule and that per-span shares and weights have one span each. Inactive specs give
-// an Off Steering.
+// indices, the rule and that per-span shares and weights have one span each (SteerError naming
+// "heads", "layers" or "rule"). Inactive specs give an Off Steering.
 Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
                           std::vector<TokenSpan> token_spans, int prompt_tokens);
 

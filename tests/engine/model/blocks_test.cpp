@@ -42,5 +42,49 @@ TEST(Gelu, InPlace) {
   EXPECT_EQ(x[1], -0.154296875f);
 }
 
+TEST(Gelu, TanhFormIsTheExactFormOnEveryValue) {
+  // Numerics::transformers: no table, no clamping.
+  std::vector<float> x{0.1234f, -3.5f, 9.99f, 12.0f, -12.0f}, y(5);
+  gelu_tanh(x.data(), 5, y.data());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], gelu_exact(x[i])) << x[i];
+  std::vector<float> t(1);
+  gelu(&x[0], 1, t.data());
+  EXPECT_NE(t[0], y[0]);  // the table rounds 0.1234 to half first
+}
+
+TEST(Rope, TransformersAnglesAreOneRoundingOfPosTimesInvFreq) {
+  RopeCache rc;
+  const int pos = 1900, n_rot = 256;
+  const float base = 10000.0f;
+  rc.compute_transformers(pos, n_rot, base, 1.0f);
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float inv = 1.0f / std::pow(base, float(2 * i) / float(n_rot));
+    const float t = float(pos) * inv;
+    EXPECT_EQ(rc.cos[i], std::cos(t)) << i;
+    EXPECT_EQ(rc.sin[i], std::sin(t)) << i;
+  }
+}
+
+TEST(Rope, TransformersAnglesDriftLessOnAverageThanGgmlsProducts) {
+  // ggml multiplies theta by theta_scale once per pair: theta_scale's rounding compounds with the
+  // pair index, so at long positions its angles drift from pos * base^(-2i/n) coherently over the
+  // middle pairs. One rounding per angle (transformers') is not exact either (its largest
+  // single error can be the larger one), but its mean error is smaller at every long position.
+  const int n_rot = 256;
+  for (double base : {1e4, 1e6})
+    for (int pos : {500, 1900, 3000}) {
+      RopeCache g, t;
+      g.compute(pos, n_rot, float(base), 1.0f);
+      t.compute_transformers(pos, n_rot, float(base), 1.0f);
+      double eg = 0, et = 0;
+      for (int i = 0; i < n_rot / 2; ++i) {
+        const double a = pos * std::pow(base, -2.0 * i / n_rot);
+        eg += std::fabs(g.cos[i] - std::cos(a)) + std::fabs(g.sin[i] - std::sin(a));
+        et += std::fabs(t.cos[i] - std::cos(a)) + std::fabs(t.sin[i] - std::sin(a));
+      }
+      EXPECT_LT(et, eg) << "base " << base << " pos " << pos;
+    }
+}
+
 }  // namespace
 }  // namespace ragform::model

@@ -1,4 +1,5 @@
-// The steering types (runtime/steering.h): the CLI syntax, layer resolution, character-to-token
+// The steering types (runtime/steering.h): the CLI syntax, the steering object every front end
+// gives (reader/steering_object.h) and its refusals by key, layer resolution, character-to-token
 // span mapping, the stable keys, and the rules on one softmax row, rescale against PASTA's own
 // computation (pastalib) and redistribute against Found in the Middle's eq. 5-6.
 #include <gtest/gtest.h>
@@ -7,8 +8,11 @@
 #include <cmath>
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "engine/runtime/steering.h"
+#include "reader/steering_object.h"
 
 namespace ragform::runtime {
 namespace {
@@ -59,6 +63,94 @@ TEST(SteeringParse, LayerListsAndResolution) {
     EXPECT_THROW(parse_layer_list(bad, "--steer-layers"), UsageError) << bad;
   EXPECT_EQ(parse_head_list("3,1,3", "--steer-heads"), (std::vector<int>{1, 3}));
   EXPECT_THROW(parse_head_list("-1", "--steer-heads"), UsageError);
+}
+
+// One parser of the steering object for the CLI's flags, the server's "steer" field and Python's
+// dict: the shapes each accepted before, and every refusal named by the object's key (with the
+// kind of problem the server's error code tells), spelled by each front end its own way.
+TEST(SteeringObject, ReadsEveryFrontEndsShapesAndNamesTheKeyOfARefusal) {
+  using nlohmann::json;
+  using reader::parse_steering;
+  EXPECT_FALSE(parse_steering(json()).active());
+  EXPECT_FALSE(parse_steering(json{{"rule", "off"}}).active());  // off needs no spans
+  SteeringSpec s = parse_steering(
+      json{{"rule", "reallocate:0.75"}, {"spans", {{48, 57}, {0, 4}}}, {"layers", "-2..-1"}});
+  EXPECT_EQ(s.describe(), "reallocate:0.75|chars=48:57,0:4|layers=-2..-1|heads=all");
+  s = parse_steering(
+      json{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"layers", {3, -1}}, {"heads", {2, 0}}});
+  EXPECT_EQ(s.layers, (std::vector<LayerRange>{{3, 3}, {-1, -1}}));
+  EXPECT_EQ(s.heads, (std::vector<int>{2, 0}));  // as given; resolve_steering sorts them
+  s = parse_steering(
+      json{{"rule", "rescale:2"}, {"spans", {{0, 4}}}, {"layers", nullptr}, {"heads", nullptr}});
+  EXPECT_TRUE(s.layers.empty() && s.heads.empty());
+
+  using P = SteerError::Problem;
+  struct Bad {
+    json object;
+    std::string key;
+    P problem;
+    std::string why;
+  };
+  const json spans = {{0, 4}};
+  const std::vector<Bad> bad = {
+      {"rescale:2", "", P::type, "expected an object {rule, spans, layers, heads}"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"head", {1}}},
+       "",
+       P::value,
+       "unknown key 'head' (rule, spans, layers, heads)"},
+      {{{"spans", spans}}, "rule", P::missing, "missing: rescale:FACTOR"},
+      {{{"rule", 2}, {"spans", spans}}, "rule", P::type, "expected a string, got 2"},
+      {{{"rule", "boost:2"}, {"spans", spans}}, "rule", P::value, "expected rescale:FACTOR"},
+      {{{"rule", "rescale:2"}}, "rule", P::missing, "needs steer.spans"},
+      {{{"rule", "rescale:2"}, {"spans", json::array()}}, "spans", P::type, "expected a non-empty"},
+      {{{"rule", "rescale:2"}, {"spans", "0:4"}}, "spans", P::type, "expected a non-empty"},
+      {{{"rule", "rescale:2"}, {"spans", {{4, 4}}}}, "spans", P::value, "start below end, got"},
+      {{{"rule", "rescale:2"}, {"spans", {{-1, 4}}}}, "spans", P::value, "start below end, got"},
+      {{{"rule", "rescale:2"}, {"spans", {{0, 4, 5}}}}, "spans", P::value, "got [0,4,5]"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"layers", "1..x"}},
+       "layers",
+       P::value,
+       "expected a layer range A..B"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"layers", {4294967296LL}}},
+       "layers",
+       P::value,
+       "a layer index is an int, got 4294967296"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"layers", 3}},
+       "layers",
+       P::type,
+       "expected layer indices"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"heads", {-1}}},
+       "heads",
+       P::value,
+       "head indices are 0, 1, ..., got -1"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"heads", {"1"}}},
+       "heads",
+       P::type,
+       "expected a list of head indices"},
+  };
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.object.dump());
+    try {
+      parse_steering(b.object);
+      ADD_FAILURE() << "accepted";
+    } catch (const SteerError& e) {
+      EXPECT_EQ(e.key(), b.key);
+      EXPECT_EQ(e.problem(), b.problem);
+      const std::string server =
+          e.spelled([](const std::string& k) { return k.empty() ? "steer" : "steer." + k; });
+      EXPECT_NE(server.find(b.why), std::string::npos) << server;
+      EXPECT_EQ(server.find("{"), server.find("{rule")) << server;  // every {key} spelled
+    }
+  }
+  // A message naming a second key spells it too; what() is the plain form.
+  try {
+    parse_steering(json{{"rule", "rescale:2"}});
+  } catch (const SteerError& e) {
+    EXPECT_EQ(std::string(e.what()), "rule: needs spans (the prompt's byte ranges to steer)");
+    EXPECT_EQ(
+        e.spelled([](const std::string& k) { return k == "rule" ? "--steer" : "--steer-" + k; }),
+        "--steer: needs --steer-spans (the prompt's byte ranges to steer)");
+  }
 }
 
 TEST(SteeringResolve, TokenSpansFromCharacters) {

@@ -1,0 +1,255 @@
+"""ragform.readers.transformers on the real library (issue 44, "The adapter, tested with the real
+library"): the Python pipeline verbs driven through the adapter over transformers' Gemma 3 270M
+(float32, eager attention) against the native reader on the same F32 weights
+(numerics="transformers"), and the adapter's own mechanics checked, not assumed: one BOS, batched
+generation with left padding equal to one prompt at a time, Gemma's chat template, attention of a
+GQA model (4 query heads, 1 KV head) in sliding-window and global layers on a prompt longer than
+the 512-key window.
+
+Agreement: ABS per candidate and attention rows 1e-5 (the engine's targets, test_engine_agreement),
+log-probs 1e-4; greedy answers identical unless the logit margin at the first differing token is
+within the logits' agreement (each difference is counted and its margin measured).
+"""
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+import torch
+
+import ragform
+from conftest import measured
+
+TOL_ABS = 1e-5
+TOL_ATTENTION = 1e-5
+TOL_LOGPROB = 1e-4
+TOL_LOGITS = 1e-3
+WINDOW = 512
+
+
+@pytest.fixture(scope="module")
+def reader(hf_model, hf_tokenizer):
+    return ragform.readers.transformers(hf_model, hf_tokenizer, batch_size=4)
+
+
+@pytest.fixture(scope="module")
+def pairs(nq_records):
+    """A handful of rule-based SURE perturbations (no reader needed) of three NQ records' gold
+    documents: the same pairs for both readers."""
+    out = ragform.sure.perturb(nq_records[:3], kinds="format,logic/reverse", docs=1, seed=0)
+    flat = [p for rec in out for p in (rec if isinstance(rec, list) else [rec])]
+    flat = [p for p in flat if not p.get("failed")]
+    assert len(flat) >= 3, flat
+    return flat[:6]
+
+
+def _margin_at(hf_model, ids):
+    """top-1 minus top-2 logit of transformers' next token after `ids`."""
+    with torch.inference_mode():
+        logits = hf_model(torch.tensor([ids])).logits[0, -1].double()
+    top = torch.topk(logits, 2).values
+    return float(top[0] - top[1])
+
+
+def _greedy_differences(a_rows, b_rows, hf_model, tokenize, tokenizer):
+    """Counts the greedy answers that differ between two lists of (prompt, text) and measures the
+    logit margin where each first differs (transformers' logits); returns (differ, margins)."""
+    margins = []
+    for (pa, ta), (pb, tb) in zip(a_rows, b_rows):
+        assert pa == pb
+        if ta == tb:
+            continue
+        ia = tokenizer(ta, add_special_tokens=False)["input_ids"]
+        ib = tokenizer(tb, add_special_tokens=False)["input_ids"]
+        n = 0
+        while n < min(len(ia), len(ib)) and ia[n] == ib[n]:
+            n += 1
+        margins.append(_margin_at(hf_model, tokenize(pa) + ia[:n]))
+    return len(margins), margins
+
+
+# ---------------------------------------------------------------- the adapter's mechanics
+
+
+def test_tokenize_has_one_bos_as_the_native_reader(reader, native, nq_records):
+    for t in ["The capital of France is", nq_records[0]["ctxs"][0]["text"], "x"]:
+        ids = reader.tokenize(t)
+        assert ids == native.tokenize(t)
+        assert ids[0] == 2 and ids.count(2) == 1
+    # The generation path feeds the same single BOS (prompt_tokens counts it once).
+    p = "Question: who wrote Hamlet?\nAnswer:"
+    params = dict(max_tokens=2, temperature=0.0, top_k=0, top_p=1.0, seed=0, seeds=[0],
+                  stop=[], ignore_eos=True)
+    got = reader.generate([p], params)[0]
+    assert got["prompt_tokens"] == len(native.tokenize(p))
+
+
+def test_batched_left_padded_generation_equals_one_at_a_time(reader, hf_model, hf_tokenizer,
+                                                             native, nq_records):
+    prompts = [f"Question: {r['question']}?\nAnswer:" for r in nq_records[:4]]
+    prompts[1] = nq_records[1]["ctxs"][0]["text"] + "\n\n" + prompts[1]  # lengths differ
+    assert len({len(native.tokenize(p)) for p in prompts}) > 1
+    params = dict(max_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0, seeds=[0] * 4,
+                  stop=["\n"], ignore_eos=False)
+    batched = reader.generate(prompts, params)
+    single = ragform.readers.transformers(hf_model, hf_tokenizer, batch_size=1)
+    alone = single.generate(prompts, params)
+    assert [r["ids"] for r in batched] == [r["ids"] for r in alone]
+    assert [r["text"] for r in batched] == [r["text"] for r in alone]
+    assert [r["prompt_tokens"] for r in batched] == [len(native.tokenize(p)) for p in prompts]
+    nat = [native.generate(p, n_predict=8, stop=["\n"], details=True) for p in prompts]
+    differ, margins = _greedy_differences(
+        [(p, n["text"]) for p, n in zip(prompts, nat)],
+        [(p, b["text"]) for p, b in zip(prompts, batched)], hf_model, native.tokenize,
+        hf_tokenizer)
+    measured("adapter: greedy answers differing from native (of 4)", differ)
+    assert all(m < 2 * TOL_LOGITS for m in margins), margins
+
+
+def test_chat_template_raw_on_both_sides(reader, hf_tokenizer, gemma_f32, native):
+    # The trained file carries no chat template (tokenizer.chat_template is absent from its
+    # metadata): ragform refuses chat mode, transformers' tokenizer has none, and the adapter
+    # feeds the pipelines' prompts as they are (chat_mode "raw"), as the native reader does.
+    assert not hf_tokenizer.chat_template
+    with pytest.raises(RuntimeError, match="no recognised chat template"):
+        ragform.Model(gemma_f32, threads=1, chat=True)
+    assert reader.chat_mode == "raw" == native.chat_mode
+    # What the pipelines send through the adapter is the prompt's own tokens: a turn marker in a
+    # document is not added, and none is there to be parsed.
+    p = "Question: who wrote Hamlet?\nAnswer:"
+    assert reader.tokenize(p) == native.prompt_tokens(p)
+    assert 105 not in reader.tokenize(p) and 106 not in reader.tokenize(p)  # <start/end_of_turn>
+
+
+def test_attention_gqa_and_sliding_layers_past_the_window(reader, native, qa_prompt):
+    prompt = qa_prompt(WINDOW + 150, lambda p: len(native.tokenize(p)))
+    n = len(native.tokenize(prompt))
+    assert n > WINDOW + 100
+    layers = [0, 5, 6, -1]  # sliding (0, 6), global (5, 17)
+    rows = reader.attention(prompt, layers, [], [-1, WINDOW // 2])
+    worst = 0.0
+    for row in rows:
+        assert row["heads"].shape == (4, row["query_position"] + 1)  # four query heads
+        want = native.attention(prompt, row["layer"], query=row["query_position"]).heads
+        worst = max(worst, float(np.abs(row["heads"] - want).max()))
+        if row["layer"] % 6 < 5 and row["query_position"] >= WINDOW:
+            # A sliding layer sees only the last 512 keys.
+            assert float(row["heads"][:, :row["query_position"] + 1 - WINDOW].max()) == 0.0
+    measured("adapter: attention rows max |diff| (4 layers, 2 positions)", worst)
+    assert worst < TOL_ATTENTION
+
+
+# ---------------------------------------------------------------- the pipelines through it
+
+
+def test_cnorm_calibrate_abs_per_candidate(reader, native, nq_records):
+    kw = dict(records=nq_records[:10], S=2, k=3, delims="none,-,&", seed=3, progress=False)
+    ours = ragform.cnorm.calibrate(reader=native, **kw)
+    theirs = ragform.cnorm.calibrate(reader=reader, **kw)
+    assert ours["config"]["samples"] == theirs["config"]["samples"]
+    worst = 0.0
+    for a, b in zip(ours["candidates"], theirs["candidates"]):
+        assert a["delimiter"] == b["delimiter"]
+        worst = max(worst, float(np.abs(np.array(a["abs"]) - np.array(b["abs"])).max()))
+    measured("adapter: C-NORM ABS per candidate max |diff|", worst)
+    assert worst < TOL_ABS
+    assert ours["best"] == theirs["best"]
+
+
+def _answers(store):
+    with sqlite3.connect(store) as db:
+        return {(i, v): (p, o) for i, v, p, o in db.execute(
+            "SELECT instance, variant, prompt, output FROM results WHERE status = 'ok'")}
+
+
+def _compare_stores(a, b, hf_model, hf_tokenizer, native, what):
+    ra, rb = _answers(a), _answers(b)
+    assert ra.keys() == rb.keys() and ra
+    keys = sorted(ra)
+    differ, margins = _greedy_differences([ra[k] for k in keys], [rb[k] for k in keys],
+                                          hf_model, native.tokenize, hf_tokenizer)
+    measured(f"adapter: {what}: greedy answers differing from native (of {len(keys)})", differ)
+    assert all(m < 2 * TOL_LOGITS for m in margins), margins
+    return len(keys), differ
+
+
+def test_cnorm_evaluate(reader, native, hf_model, hf_tokenizer, nq_records, tmp_path):
+    prof = ragform.cnorm.calibrate(reader=native, records=nq_records[:10], S=1, k=2,
+                                   delims="-,&", progress=False)
+    kw = dict(records=nq_records[10:12], profile=prof, k=2, max_tokens=8, progress=False)
+    ours = ragform.cnorm.evaluate(reader=native, store=str(tmp_path / "n.sqlite"), **kw)
+    theirs = ragform.cnorm.evaluate(reader=reader, store=str(tmp_path / "t.sqlite"), force=True,
+                                    **kw)
+    n, differ = _compare_stores(str(tmp_path / "n.sqlite"), str(tmp_path / "t.sqlite"), hf_model,
+                                hf_tokenizer, native, "cnorm.evaluate")
+    if differ == 0:
+        assert ours["variants"] == theirs["variants"]
+
+
+def test_sure_evaluate_and_attention(reader, native, hf_model, hf_tokenizer, pairs, tmp_path):
+    kw = dict(temperature=0.0, max_tokens=8, progress=False)
+    sn, st = str(tmp_path / "n.sqlite"), str(tmp_path / "t.sqlite")
+    ours = ragform.sure.evaluate(reader=native, pairs=pairs, store=sn, **kw)
+    theirs = ragform.sure.evaluate(reader=reader, pairs=pairs, store=st, **kw)
+    n, differ = _compare_stores(sn, st, hf_model, hf_tokenizer, native, "sure.evaluate")
+    if differ == 0:
+        assert [g["n"] for g in ours["groups"]] == [g["n"] for g in theirs["groups"]]
+    # The attention shift on the answer span: the same labels only when the answers agree.
+    an = ragform.sure.attention(pairs, sn, reader=native)
+    at = ragform.sure.attention(pairs, st, reader=reader)
+    assert an["pairs_measured"] == at["pairs_measured"]
+    if differ == 0:
+        assert an["pairs_measured"] > 0
+        for ga, gb in zip(an["groups"], at["groups"]):
+            assert ga["group"] == gb["group"] and ga["n"] == gb["n"]
+            for key in ("A_org", "A_pert", "dA"):
+                if ga[key] is not None:
+                    assert abs(ga[key] - gb[key]) < TOL_ATTENTION, (key, ga, gb)
+
+
+def test_sure_oracle_scores(reader, native, nq_records):
+    recs = nq_records[:4]
+    worst = 0.0
+    for r in recs[:2]:
+        p = r["question"] + "\n" + r["ctxs"][0]["text"] + "\nAnswer:"
+        a = native.score_details(p, " " + r["answers"][0])
+        b = reader.score(p, " " + r["answers"][0])
+        assert [t["id"] for t in a["tokens"]] == [t["id"] for t in b["tokens"]]
+        assert a["prompt_tokens"] == b["prompt_tokens"]
+        worst = max(worst, max(abs(x["logprob"] - y["logprob"])
+                               for x, y in zip(a["tokens"], b["tokens"])))
+    measured("adapter: score log-prob max |diff|", worst)
+    assert worst < TOL_LOGPROB
+    # ragform.sure.oracle itself needs queries with 2+ documents holding a gold answer, which
+    # the NQ-Open oracle records (one gold passage each) do not have: it ran to "fewer than 2
+    # queries with 2+ documents" with both readers. Its reader input is score(), checked above.
+
+
+@pytest.mark.xfail(strict=False, reason="measured 2026-12-06: the third selected sentence of NQ "
+                   "record 0 differs (native sent 2, adapter sent 5); not yet found whether a "
+                   "near-tie in R or a hidden-state difference at layer 1")
+def test_spotlight_select_with_hidden_states(reader, native, nq_records):
+    rec = nq_records[0]
+    ours = ragform.spotlight.select(rec, reader=native, K=3, layer=1)
+    theirs = ragform.spotlight.select(rec, reader=reader, K=3, layer=1)
+    assert [(s["doc_id"], s["sent_id"]) for s in ours["selected"]] == \
+        [(s["doc_id"], s["sent_id"]) for s in theirs["selected"]]
+    worst = max(abs(a["R_raw"] - b["R_raw"]) for a, b in zip(ours["selected"], theirs["selected"]))
+    measured("adapter: spotlight R_raw max |diff|", worst)
+    assert worst < 1e-4
+
+
+def test_tune_tiny_budget(reader, native, tmp_path):
+    # One delimiter dimension only (every other dimension pinned), no ABS filter: the smallest
+    # search tune plans.
+    kw = dict(delims="none,-", p="0.5", formats="plain", orders="retrieved", k="all",
+              spotlight="off", abs_filter=False, dev_items=4, holdout_items=4, needle_slots=2,
+              robust_items=2, max_tokens=8)
+    try:
+        ours = ragform.tune(native, "needle", 40, str(tmp_path / "n.sqlite"), **kw)
+    except ValueError as e:
+        pytest.skip(f"tune's smallest plan does not fit this budget: {e}")
+    theirs = ragform.tune(reader, "needle", 40, str(tmp_path / "t.sqlite"), **kw)
+    assert ours["spent"] == theirs["spent"]
+    assert ours["deployed"] == theirs["deployed"]
+    measured("adapter: tune profile equal to native's", ours["profile"] == theirs["profile"])
