@@ -33,8 +33,10 @@ def load(path):
         return f.contents() if f is not None else default
     hp = dict(E=int(meta("embedding_length")), L=int(meta("block_count")),
               H=int(meta("attention.head_count")), KV=int(meta("attention.head_count_kv")),
-              D=int(meta("attention.key_length")), eps=float(meta("attention.layer_norm_rms_epsilon")),
-              base=float(meta("rope.freq_base")), base_swa=float(meta("rope.freq_base_swa", 10000.0)),
+              D=int(meta("attention.key_length")),
+              eps=float(meta("attention.layer_norm_rms_epsilon")),
+              base=float(meta("rope.freq_base")),
+              base_swa=float(meta("rope.freq_base_swa", 10000.0)),
               window=int(meta("attention.sliding_window")))
     W = {}
     for t in r.tensors:
@@ -143,7 +145,8 @@ def main():
     try:
         import ragform
         for n in ["ggml", "transformers"]:
-            engines[f"ragform numerics={n}"] = ragform.Model(a.model, threads=a.threads, numerics=n)
+            engines[f"ragform numerics={n}"] = ragform.Model(a.model, threads=a.threads,
+                                                             numerics=n)
         ids = engines["ragform numerics=ggml"].tokenize(prompt)
     except ImportError:
         ragform = None

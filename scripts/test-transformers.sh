@@ -26,25 +26,30 @@ if [[ "${RAGFORM_TRANSFORMERS_INSTALL:-1}" != 0 ]]; then
   eval "$(scripts/models.sh --print)"
 else
   if ! scripts/transformers.sh --check; then
-    say "skipped: torch and transformers are not installed (scripts/transformers.sh installs them, about 5.8 GB)"
+    say "skipped: torch and transformers are not installed" \
+      "(scripts/transformers.sh installs them, about 5.8 GB)"
     exit 77
   fi
   eval "$(scripts/transformers.sh --print)"
-  if [[ -z "${RAGFORM_GEMMA:-}" ]]; then
-    # models.sh installs nothing when the model is there; when it is not, the tests skip.
-    eval "$(scripts/models.sh --print 2>/dev/null)" || true
-  fi
+  # The model where scripts/models.sh puts it, if it is there; else the tests skip, naming it.
+  home="${RAGFORM_MODELS_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/ragform}"
+  gemma="$home/models/gemma-3-270m-q4_k_m.gguf"
+  if [[ -z "${RAGFORM_GEMMA:-}" && -s "$gemma" ]]; then export RAGFORM_GEMMA="$gemma"; fi
 fi
 py=$RAGFORM_TRANSFORMERS_PYTHON
 
-[[ -f $tree/CMakeCache.txt ]] || { say "$tree is not a configured CMake tree (cmake --preset ci)"; exit 1; }
+if [[ ! -f $tree/CMakeCache.txt ]]; then
+  say "$tree is not a configured CMake tree (cmake --preset ci)"
+  exit 1
+fi
 site=$tree/python-transformers
 RAGFORM_CMAKE_BUILD_DIR=$tree "$py" -m pip install -q --disable-pip-version-check \
   --no-build-isolation --no-index --no-deps --upgrade --target "$site" ./python >/dev/null
-# pip leaves its build directory in the source tree: the checkout stays as it was.
+# (setup.py builds _ragform in the tree; pip's own files go to python/build/, which git ignores.)
 export RAGFORM_BIN=${RAGFORM_BIN:-$tree/bin/ragform}
 export RAGFORM_TRANSFORMERS_CACHE=${RAGFORM_TRANSFORMERS_CACHE:-$tree/transformers}
 export RAGFORM_TRANSFORMERS_THREADS=${RAGFORM_TRANSFORMERS_THREADS:-2}
 # From outside the checkout, so `import ragform` is the installed module, not python/ragform.
 cd "$tree"
-PYTHONPATH=$site exec "$py" -m pytest -q -p no:cacheprovider -rs "$root/python/tests_transformers" "$@"
+PYTHONPATH=$site exec "$py" -m pytest -q -p no:cacheprovider -rs \
+  "$root/python/tests_transformers" "$@"

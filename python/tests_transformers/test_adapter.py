@@ -15,10 +15,12 @@ import sqlite3
 
 import numpy as np
 import pytest
-import torch
 
 import ragform
-from conftest import measured
+
+from conftest import INSTALL, measured
+
+torch = pytest.importorskip("torch", reason=INSTALL)
 
 TOL_ABS = 1e-5
 TOL_ATTENTION = 1e-5
