@@ -2,8 +2,10 @@
 // reference every BF16 kernel returns the bits of (vec_dot's dot_bf16, the panel kernels of
 // gemm_f16.cpp on every tier; docs/performance.md, "BF16 in the dot instruction's order").
 //
-// Why this order: `vdpbf16ps` runs at more than the fp32 FMA rate, and it does not sum the way
-// a chain of FMAs does. Each 32-bit lane holds a pair (2j, 2j+1) of bf16 values and computes
+// Why this order: `vdpbf16ps` retires twice the fp32 FMAs' flops on AMD's Zen 5 (half of them on
+// Intel's Xeon), and it does not sum the way a chain of FMAs does, so an exact BF16 kernel runs at
+// its rate only if the reference sums its way. Each 32-bit lane holds a pair (2j, 2j+1) of bf16
+// values and computes
 //     acc = F(w[2j] * a[2j] + F(w[2j+1] * a[2j+1] + acc))
 // the odd element first, each step one rounding of the exact product plus the accumulator, where
 //   - inputs that are bf16 subnormals (and a subnormal accumulator) are read as zeros of their
@@ -11,16 +13,18 @@
 //   - F rounds to fp32, to nearest even, with an unbounded exponent, then flushes a result below
 //     2^-126 in magnitude to a zero of its sign (FTZ, "tiny after rounding": the rule of the
 //     MXCSR.FTZ bit, which the instruction ignores and applies anyway).
-// Measured, bit for bit, on an AMD EPYC (Zen 5) and on an Intel Xeon with AVX512-BF16
-// (tests/engine/ops/bf16_dot_test.cpp checks it wherever it runs). Products of two bf16 values
+// Measured bit for bit on an Intel Xeon with AVX512-BF16 (26 targeted cases, the flush band
+// included, and 64 M random lanes) and on an AMD EPYC Zen 5 (3.2 M random lanes, issue 45);
+// tests/engine/ops/bf16_dot_test.cpp checks it wherever it runs. Products of two bf16 values
 // are exact in fp32's precision (16 significand bits) but not in its range, which the fused step
 // covers: an underflowing product still moves the sum, an overflowing one can be cancelled.
 // A row's dot is that step over the pairs j = 0, 1, ... from +0; a row of odd length is read as
 // padded with a +0 weight and a +0 activation (what the packed panels hold).
 //
 // The portable form below costs a few operations per element; the scalar tier (vec_dot) is the
-// only place that runs it in a loop. The AVX2 and AVX-512 kernels without the instruction get the
-// same bits from their FMAs with MXCSR's FTZ and DAZ bits set (gemm_f16.cpp).
+// only place that runs it in a loop. The kernels that do not run the instruction (AVX2, AVX-512
+// without it, Intel's cores) get the same bits from FMAs with MXCSR's FTZ and DAZ bits set
+// (gemm_f16.cpp).
 #pragma once
 #include <cmath>
 
