@@ -17,7 +17,7 @@
 # fits, so it runs through reproduce.
 #
 # Sizes (environment; the defaults are what docs/results.md reports):
-#   CNORM_LIMIT=10        questions of the k = 10 NQ gold-position sweep (3 variants x 10 positions)
+#   CNORM_LIMIT=40        questions of the k = 10 NQ gold-position sweep (3 variants x 10 positions)
 #   CNORM_ALL_LIMIT=12    questions of the k = 5 all-candidates sweep (ABS vs accuracy; 14 variants
 #                         x 5 positions)
 #   SURE_QUESTIONS=400    NQ questions answered closed-book (Known/Unknown) by sure prepare
@@ -170,7 +170,7 @@ timed steer10_gold "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 10 -
 # ---- C-NORM gold-position sweep (OAA/OPA): Baseline (original), C-NORM (f*), Min-Token ----
 step "C-NORM sweep, NQ k = 10"
 timed cnorm_sweep_nq "$rf" cnorm eval "${G[@]}" --task qa --input "$nq" \
-  --profile "$out/cnorm_nq_profile.json" -k 10 --limit "${CNORM_LIMIT:-10}" \
+  --profile "$out/cnorm_nq_profile.json" -k 10 --limit "${CNORM_LIMIT:-40}" \
   --store "$out/cnorm_eval.sqlite" >"$out/cnorm_nq_sweep.json" 2>"$out/cnorm_nq_sweep.log"
 
 # ---- Lost in the middle and its repair, k = 20 (~3,000-token prompts: fewer items) ----
