@@ -155,12 +155,42 @@ void steer_item(const AttnSeq& seq, int kvh, int row0, int rows, int G, float* S
     }
 }
 
-// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads.
+// The first key a work item reads: with a sliding window, the tile holding the first key its first
+// row sees (query position p sees keys p - window + 1 .. p; later rows see later keys); 0 without
+// one, or when the sequence is steered (the steering rule indexes whole rows by key position).
+// Starting at a tile boundary keeps every key in the same SIMD lane and accumulation order as a
+// row that starts at key 0 with the hidden keys at -inf (exp(-inf) = 0 adds exact zeros), so
+// the result is bit-identical to masking the whole row, at O(window) instead of O(position).
+int first_key_read(const AttnShape& a, const AttnSeq& seq, int row0) {
+  if (a.window <= 0 || seq.steer) return 0;
+  const int first_seen = seq.pos0 + row0 - a.window + 1;
+  return first_seen <= 0 ? 0 : first_seen / kKeyTile * kKeyTile;
+}
+
+// The cache view from key k0 on (a multiple of kKeyTile): the tiled K and the V rows both
+// advance by k0 * kv_dim elements.
+KvView shifted(const KvView& kv, int k0, int kv_dim) {
+  const size_t off = size_t(k0) * size_t(kv_dim);
+  KvView v = kv;
+  if (kv.f16()) {
+    v.k16 += off;
+    v.v16 += off;
+  } else {
+    v.k32 += off;
+    v.v32 += off;
+  }
+  return v;
+}
+
+// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads. Keys
+// k0 .. are read (first_key_read); score column c is key k0 + c.
 void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
               AttnScratch::Thread& t) {
   const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
   const int nq = rows * G;
-  const int n_keys = a.causal ? seq.pos0 + row0 + rows : seq.pos0 + seq.n_rows;
+  const int k0 = first_key_read(a, seq, row0);
+  const KvView kv = k0 == 0 ? seq.kv : shifted(seq.kv, k0, kvd);
+  const int n_keys = (a.causal ? seq.pos0 + row0 + rows : seq.pos0 + seq.n_rows) - k0;
   const int ldS = round_up(n_keys, kKeyTile);
   // Grown only; steady-state decode and prefill allocate nothing here.
   if (t.scores.size() < size_t(nq) * size_t(ldS)) t.scores.resize(size_t(nq) * size_t(ldS));
@@ -178,11 +208,11 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
         for (int d = 0; d < hd; ++d) dst[d] = ops::round_fp16(src[d]);
       else
         std::copy(src, src + hd, dst);
-      t.n_keys[i] = a.causal ? seq.pos0 + row0 + r + 1 : n_keys;
+      t.n_keys[i] = a.causal ? seq.pos0 + row0 + r + 1 - k0 : n_keys;
       t.out[i] = seq.out + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
     }
   float* S = t.scores.data();
-  K.qk(t.q.data(), nq, hd, seq.kv, kvd, kvh, n_keys, a.scale, S, ldS);
+  K.qk(t.q.data(), nq, hd, kv, kvd, kvh, n_keys, a.scale, S, ldS);
   if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
   const std::vector<char> bad_tap = tapped_rows_not_finite(seq, row0, rows, G, S, ldS, t.n_keys);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
@@ -194,15 +224,17 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
       const int i = (tap.row - row0) * G + g;
       const float* s = S + size_t(i) * size_t(ldS);
       auto& head = tap.heads[kvh * G + g];
-      if (bad_tap[k])
-        std::fill(head.begin(), head.begin() + t.n_keys[size_t(i)], std::nanf(""));
-      else
-        std::copy(s, s + t.n_keys[size_t(i)], head.begin());
+      if (bad_tap[k]) {
+        std::fill(head.begin(), head.begin() + k0 + t.n_keys[size_t(i)], std::nanf(""));
+      } else {
+        std::fill(head.begin(), head.begin() + k0, 0.0f);  // keys before the window: weight 0
+        std::copy(s, s + t.n_keys[size_t(i)], head.begin() + k0);
+      }
     }
   }
   if (seq.kv.f16())  // ggml converts the probabilities to F16 for the F16 V product
     for (int i = 0; i < nq; ++i) K.round_f16_row(S + size_t(i) * size_t(ldS), ldS);
-  K.pv(S, ldS, t.n_keys.data(), nq, hd, seq.kv, kvd, kvh, t.out.data());
+  K.pv(S, ldS, t.n_keys.data(), nq, hd, kv, kvd, kvh, t.out.data());
 }
 
 }  // namespace
@@ -269,7 +301,9 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
     for (int r0 = 0; r0 < s.n_rows; r0 += qt) {
       const int rows = std::min(qt, s.n_rows - r0);
       for (int kvh = 0; kvh < a.n_head_kv; ++kvh)
-        items.push_back({int(si), kvh, r0, rows, double(rows) * keys_seen(a, s, r0 + rows - 1)});
+        items.push_back(
+            {int(si), kvh, r0, rows,
+             double(rows) * (keys_seen(a, s, r0 + rows - 1) - first_key_read(a, s, r0))});
     }
   }
   if (items.empty()) return;
@@ -417,7 +451,10 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
 double attention_flops(const AttnShape& a, const std::vector<AttnSeq>& seqs) {
   double f = 0.0;
   for (const AttnSeq& s : seqs)
-    for (int r = 0; r < s.n_rows; ++r) f += 4.0 * a.head_dim * double(keys_seen(a, s, r));
+    for (int r = 0; r < s.n_rows; ++r) {
+      const int seen = keys_seen(a, s, r);  // a local layer's row uses only its window
+      f += 4.0 * a.head_dim * double(a.window > 0 ? std::min(seen, a.window) : seen);
+    }
   return f * a.n_head;
 }
 

@@ -42,7 +42,9 @@ struct AttnShape {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
   // Sliding window (gemma3's local layers): > 0 = a query at position p sees only keys
   // p - window + 1 .. p, as llama.cpp masks them (key j hidden when p - j >= window). The hidden
-  // keys get score -inf, so their softmax weights (and tapped weights) are exactly 0.
+  // keys get score -inf, so their softmax weights (and tapped weights) are exactly 0. A work item
+  // reads keys from the tile holding its first row's first visible key on (unless the sequence is
+  // steered), so a local layer's cost is O(window) per row, bit-identical to masking whole rows.
   int window = 0;
   // false = bidirectional (BERT encoders): every query row sees all of its sequence's keys,
   // 0 .. pos0 + n_rows - 1, instead of keys 0 .. its own position.
@@ -135,7 +137,8 @@ void attention(const AttnShape& shape, const std::vector<AttnSeq>& seqs, ThreadP
 // steering rule (written out on its own, in double), P V.
 void attention_reference(const AttnShape& shape, const AttnSeq& seq);
 
-// Floating-point operations of one call (2 per multiply-add of Q K^T and P V), for benchmarks.
+// Floating-point operations of one call (2 per multiply-add of Q K^T and P V over the keys each
+// row sees: its window on a local layer), for benchmarks.
 double attention_flops(const AttnShape& shape, const std::vector<AttnSeq>& seqs);
 
 }  // namespace ragform::runtime

@@ -229,6 +229,48 @@ TEST(Attention, SlidingWindow) {
   }
 }
 
+// A local layer reads only its window: with every key and value before the tile that holds the
+// first row's first visible key set to NaN (0 x NaN would poison any sum that touched them), each
+// tier still equals the reference computed on the clean cache, and the tapped weights there are
+// exact zeros. Prefill rows over several work items, then a decode row.
+TEST(Attention, SlidingWindowReadsOnlyTheWindowsTiles) {
+  for (bool f16 : {false, true}) {
+    AttnShape sh{4, 2, 64, 0.125f};
+    sh.window = 100;
+    for (int n_rows : {70, 1}) {
+      Case c(sh, 1000, n_rows, f16, 1.5f, 23);
+      c.tap_rows = {0, n_rows - 1};
+      const Result ref = run_reference(c);
+      const int untouched = (c.pos0 - sh.window + 1) / kKeyTile * kKeyTile;  // 896
+      for (int j = 0; j < untouched; ++j)
+        for (int h = 0; h < sh.n_head_kv; ++h)
+          for (int d = 0; d < sh.head_dim; ++d) {
+            const size_t ki = key_index(j, h, d, sh.n_head_kv, sh.head_dim);
+            c.k32[ki] = std::nanf("");
+            c.k16[ki] = 0x7e00;  // a half NaN
+            const size_t vi = size_t(j) * size_t(sh.kv_dim()) + size_t(h * sh.head_dim + d);
+            c.v32[vi] = std::nanf("");
+            c.v16[vi] = 0x7e00;
+          }
+      ThreadPool pool(2);
+      for (SimdLevel lv : tiers()) {
+        SCOPED_TRACE(std::string(f16 ? "f16 " : "f32 ") + simd_name(lv) + " rows " +
+                     std::to_string(n_rows));
+        const Result got = run_kernel(c, lv, pool);
+        const double tol = lv == SimdLevel::Scalar ? 0.0 : f16 ? 5.0 / 2048 : 2e-5;
+        EXPECT_LE(max_diff(got.out, ref.out), tol);
+        for (float x : got.out) ASSERT_FALSE(std::isnan(x));
+        for (size_t t = 0; t < c.tap_rows.size(); ++t)
+          for (size_t h = 0; h < got.taps[t].size(); ++h) {
+            for (int j = 0; j < untouched; ++j) ASSERT_EQ(got.taps[t][h][size_t(j)], 0.0f);
+            EXPECT_LE(max_diff(got.taps[t][h], ref.taps[t][h]),
+                      lv == SimdLevel::Scalar ? 0.0 : 2e-6);
+          }
+      }
+    }
+  }
+}
+
 // Bidirectional attention (causal = false, the BERT encoder's): every tier against the
 // reference, and the reference against a plain double-precision softmax over all keys written
 // here, so a query row sees the keys after it.
@@ -332,6 +374,9 @@ TEST(Attention, FlopCountIsCausal) {
   AttnShape bidir{2, 1, 8, 1.0f};
   bidir.causal = false;  // both rows see all 6 keys
   EXPECT_DOUBLE_EQ(attention_flops(bidir, {s}), 2.0 * 4.0 * 8.0 * 12.0);
+  AttnShape local{2, 1, 8, 1.0f};
+  local.window = 5;  // rows at 4 and 5 see 5 keys each
+  EXPECT_DOUBLE_EQ(attention_flops(local, {s}), 2.0 * 4.0 * 8.0 * 10.0);
 }
 
 TEST(Attention, TiledKeyLayout) {
