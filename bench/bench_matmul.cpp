@@ -100,6 +100,15 @@ std::map<Key, double>& scalar_seconds() {
   return m;
 }
 
+// n standard normal activations, the same for every benchmark of a shape (seed 7).
+std::vector<float> activations(int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  return x;
+}
+
 // bf16 other than automatic: BF16 on AVX-512 through that kernel of gemm_f16 instead of matmul.
 void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in_nominal,
                int64_t n_out, int64_t n_tokens, F16Gemm f16, Bf16Kernel bf16) {
@@ -115,10 +124,8 @@ void BM_Matmul(benchmark::State& state, TensorType t, CpuTier tier, int64_t n_in
     pack_panels(w, 0, panel_count(n_out), panels.data());
     w.panels = panels.data();
   }
-  std::vector<float> x(size_t(n_in * n_tokens)), y(size_t(n_out * n_tokens));
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : x) v = nd(rng);
+  const std::vector<float> x = activations(n_in * n_tokens);
+  std::vector<float> y(size_t(n_out * n_tokens), 0.0f);
   ThreadPool pool(kThreads);
   const auto run = [&] {
     if (bf16 == Bf16Kernel::automatic)
@@ -175,10 +182,8 @@ void BM_FloatKernelOneThread(benchmark::State& state, TensorType t, Bf16Kernel b
   std::vector<uint8_t> panels(panels_bytes(w));
   pack_panels(w, 0, panel_count(n_out), panels.data());
   w.panels = panels.data();
-  std::vector<float> x(size_t(n_in * n_tokens)), y(size_t(n_out * n_tokens));
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : x) v = nd(rng);
+  const std::vector<float> x = activations(n_in * n_tokens);
+  std::vector<float> y(size_t(n_out * n_tokens), 0.0f);
   ThreadPool pool(1);
   gemm_f16(w, x.data(), n_tokens, y.data(), pool, CpuTier::Avx512, bf16);
   double best = 1e30;
