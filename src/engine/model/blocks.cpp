@@ -95,6 +95,16 @@ const std::vector<uint16_t>& gelu_table() {
 }
 }  // namespace
 
+const float* gelu_table_f32() {
+  static const std::vector<float> table = [] {
+    const std::vector<uint16_t>& h = gelu_table();
+    std::vector<float> t(h.size());
+    for (size_t i = 0; i < h.size(); ++i) t[i] = ops::fp16_to_fp32(h[i]);
+    return t;
+  }();
+  return table.data();
+}
+
 void gelu(const float* x, int n, float* out) {
   const uint16_t* table = gelu_table().data();
   for (int i = 0; i < n; ++i) {

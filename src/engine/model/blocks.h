@@ -41,6 +41,9 @@ void swiglu(const float* gate, const float* up, int n, float* out);
 // the reference the table is built from; gelu_tanh applies it to n values (Numerics::transformers:
 // transformers' gelu_pytorch_tanh). out may alias x.
 void gelu(const float* x, int n, float* out);
+// gelu's table as floats, indexed by the half bits of x (65,536 entries, built once): the
+// vectorised GEGLU (runtime/elementwise.h) gathers from it.
+const float* gelu_table_f32();
 float gelu_exact(float x);
 void gelu_tanh(const float* x, int n, float* out);
 

@@ -17,4 +17,11 @@ namespace ragform::runtime {
 void swiglu(const float* gate, const float* up, int64_t n, float* out,
             SimdLevel level = cpu_simd_level());
 
+// out[i] = gelu(gate[i]) * up[i] with model::gelu's F16 table (ggml's geglu: the gate rounded to
+// half, the table's GELU of that half, 0 below -10, the gate itself from 10). The SIMD tiers
+// round with vcvtps2ph (nearest even, as ops::fp32_to_fp16) and gather from the table as floats,
+// so every tier gives the scalar form's bits. out may alias gate.
+void geglu(const float* gate, const float* up, int64_t n, float* out,
+           SimdLevel level = cpu_simd_level());
+
 }  // namespace ragform::runtime

@@ -220,11 +220,10 @@ void ffn_block(Pass& p, int il) {
     const int64_t b = c * chunk, len = std::min(chunk, n - b);
     float* g = &s.gate[size_t(b)];
     const float* u = &s.up[size_t(b)];
-    if (gelu) {  // ggml's geglu: GELU(gate) from the F16 table, times up
-      if (gelu_table)
-        model::gelu(g, int(len), g);
-      else
-        model::gelu_tanh(g, int(len), g);
+    if (gelu && gelu_table) {  // ggml's geglu: GELU(gate) from the F16 table, times up
+      geglu(g, u, len, g, p.simd);
+    } else if (gelu) {
+      model::gelu_tanh(g, int(len), g);
       for (int64_t i = 0; i < len; ++i) g[i] *= u[i];
     } else {
       swiglu(g, u, len, g, p.simd);

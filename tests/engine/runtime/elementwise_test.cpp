@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/model/blocks.h"
+#include "engine/ops/fp16.h"
 
 namespace ragform::runtime {
 namespace {
@@ -81,6 +82,43 @@ TEST(Elementwise, SwigluHandValues) {
     EXPECT_EQ(out[0], 0.0f);
     EXPECT_NEAR(out[1], 3.0 * 2.0 / (1.0 + std::exp(-2.0)), 1e-6);
     EXPECT_NEAR(out[2], 3.0 * -2.0 / (1.0 + std::exp(2.0)), 1e-6);
+  }
+}
+
+// GEGLU with the F16 table (Gemma's FFN): every tier gives the bits of model::gelu times up, for
+// every half value as a gate (each table entry), random floats between halves (the rounding to
+// half), the cut-offs at -10 and 10, NaN, and a length with a tail, in place.
+TEST(Elementwise, GegluSameBitsAsTheTableOnEveryTier) {
+  std::vector<float> g;
+  for (uint32_t h = 0; h < 65536; ++h) g.push_back(ops::fp16_to_fp32(uint16_t(h)));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
+  for (int i = 0; i < 20000; ++i) g.push_back(i % 2 ? nd(rng) : wide(rng));
+  for (float x : {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), -1e-30f,
+                  1e-30f, 65519.0f, 65520.0f, -0.0f, std::nanf("")})
+    g.push_back(x);
+  g.push_back(1.5f);  // odd length: a tail on every tier
+  const int64_t n = int64_t(g.size());
+  std::vector<float> u(g.size());
+  for (float& x : u) x = nd(rng);
+  std::vector<float> ref(g.size());
+  model::gelu(g.data(), int(n), ref.data());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] *= u[i];
+  for (SimdLevel lv : tiers()) {
+    std::vector<float> out(g.size());
+    geglu(g.data(), u.data(), n, out.data(), lv);
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(ref[i])) {
+        ASSERT_TRUE(std::isnan(out[i])) << simd_name(lv) << " at " << i;
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(&out[i], &ref[i], 4), 0)
+          << simd_name(lv) << " gate " << g[i] << ": " << out[i] << " vs " << ref[i];
+    }
+    std::vector<float> in_place = g;
+    geglu(in_place.data(), u.data(), n, in_place.data(), lv);
+    EXPECT_EQ(std::memcmp(in_place.data(), out.data(), 4 * size_t(n - 1)), 0) << simd_name(lv);
   }
 }
 
