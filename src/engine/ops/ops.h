@@ -50,9 +50,14 @@ void convert_activations(TensorType w, const float* x, int64_t n, void* dst);
 void activations_to_float(TensorType w, const void* act, int64_t n, float* dst);
 
 // The individual quantisers (ggml quantize_row_q8_0 / q8_1 / q8_K); n a multiple of the block.
+// Q8_0 and Q8_K take an AVX-512 (F, BW) body where the CPU has one; it gives the bytes of the
+// scalar reference below (max |x| is order-free, the products and rounding are per element).
 void quantize_row_q8_0(const float* x, void* dst, int64_t n);
 void quantize_row_q8_1(const float* x, void* dst, int64_t n);
 void quantize_row_q8_K(const float* x, void* dst, int64_t n);
+// The scalar references of the two, for tests.
+void quantize_row_q8_0_ref(const float* x, void* dst, int64_t n);
+void quantize_row_q8_K_ref(const float* x, void* dst, int64_t n);
 
 // Dot product of one weight row (type w, n elements) with a converted activation row.
 float vec_dot(TensorType w, int64_t n, const void* w_row, const void* act_row);

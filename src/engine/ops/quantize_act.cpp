@@ -3,6 +3,8 @@
 // quantize_row_q8_0 / q8_1 from ggml-cpu/arch/x86/quants.c (AVX path: _mm256_round_ps with
 // _MM_ROUND_NEAREST, i.e. ties to even, of x * (127 / amax)), and quantize_row_q8_K, which on x86
 // is quantize_row_q8_K_ref from ggml-quants.c.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -10,9 +12,11 @@
 #include <string>
 
 #include "base/error.h"
+#include "engine/ops/cpu_features.h"
 #include "engine/ops/fp16.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/quant_blocks.h"
+#include "engine/ops/simd_target.h"
 
 namespace ragform::ops {
 
@@ -83,7 +87,7 @@ TensorType activation_type(TensorType t) {
   throw Error("ops", std::string("type ") + gguf::type_name(t) + " is not a weight type");
 }
 
-void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
+void quantize_row_q8_0_ref(const float* x, void* dst, int64_t n) {
   check_row_length(TensorType::Q8_0, n, "quantize_row_q8_0");
   auto* y = static_cast<BlockQ8_0*>(dst);
   for (int64_t i = 0; i < n / QK8_0; ++i, x += QK8_0) {
@@ -114,7 +118,7 @@ void quantize_row_q8_1(const float* x, void* dst, int64_t n) {
   }
 }
 
-void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
+void quantize_row_q8_K_ref(const float* x, void* dst, int64_t n) {
   check_row_length(TensorType::Q8_K, n, "quantize_row_q8_K");
   auto* y = static_cast<BlockQ8_K*>(dst);
   for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
@@ -144,6 +148,80 @@ void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
     }
     y[i].d = 1 / iscale;
   }
+}
+
+namespace {
+RAGFORM_TARGET_BEGIN("avx512f,avx512bw,avx2,fma,f16c")
+RAGFORM_AVX512_WARNINGS_OFF  // see simd_target.h
+namespace avx512 {
+// max |x| of 16k floats (k vectors). vmaxps returns its second operand when either is NaN, so
+// with the running maximum second a NaN element is skipped, as std::max(m, |x|) skips it.
+inline float amax_of(const float* x, int k) {
+  __m512 m = _mm512_setzero_ps();
+  for (int v = 0; v < k; ++v) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * v)), m);
+  return _mm512_reduce_max_ps(m);
+}
+
+// Rounds x * s to the nearest integer, ties to even (vcvtps2dq under the default MXCSR, as
+// nearest_int for |v| < 2^22; a NaN product gives INT_MIN, whose low byte 0 is nearest_int's).
+inline __m512i round_scaled(const float* x, __m512 s) {
+  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), s));
+}
+
+void q8_0(const float* x, BlockQ8_0* y, int64_t blocks) {
+  for (int64_t i = 0; i < blocks; ++i, x += QK8_0) {
+    const float amax = amax_of(x, QK8_0 / 16);
+    y[i].d = fp32_to_fp16(amax / 127.f);
+    const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+    for (int v = 0; v < QK8_0 / 16; ++v)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y[i].qs + 16 * v),
+                       _mm512_cvtepi32_epi8(round_scaled(x + 16 * v, id)));
+  }
+}
+
+void q8_k(const float* x, BlockQ8_K* y, int64_t blocks) {
+  for (int64_t i = 0; i < blocks; ++i, x += QK_K) {
+    const float amax = amax_of(x, QK_K / 16);
+    if (amax == 0.0f) {
+      y[i].d = 0.0f;
+      std::memset(y[i].qs, 0, sizeof(y[i].qs));
+      std::memset(y[i].bsums, 0, sizeof(y[i].bsums));
+      continue;
+    }
+    // The signed element of largest magnitude, the first one on ties (as the reference).
+    int j = 0;
+    while (std::fabs(x[j]) != amax) ++j;
+    const float iscale = -127.f / x[j];
+    const __m512 s = _mm512_set1_ps(iscale);
+    const __m512i top = _mm512_set1_epi32(127);
+    for (int v = 0; v < QK_K / 16; ++v) {
+      const __m128i q = _mm512_cvtepi32_epi8(_mm512_min_epi32(round_scaled(x + 16 * v, s), top));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y[i].qs + 16 * v), q);
+      y[i].bsums[v] = int16_t(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q)));  // of the bytes
+    }
+    y[i].d = 1 / iscale;
+  }
+}
+}  // namespace avx512
+RAGFORM_AVX512_WARNINGS_ON
+RAGFORM_TARGET_END
+
+bool avx512_quantisers() {
+  static const bool yes = cpu_features().avx512f && cpu_features().avx512bw;
+  return yes;
+}
+}  // namespace
+
+void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
+  if (!avx512_quantisers()) return quantize_row_q8_0_ref(x, dst, n);
+  check_row_length(TensorType::Q8_0, n, "quantize_row_q8_0");
+  avx512::q8_0(x, static_cast<BlockQ8_0*>(dst), n / QK8_0);
+}
+
+void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
+  if (!avx512_quantisers()) return quantize_row_q8_K_ref(x, dst, n);
+  check_row_length(TensorType::Q8_K, n, "quantize_row_q8_K");
+  avx512::q8_k(x, static_cast<BlockQ8_K*>(dst), n / QK_K);
 }
 
 size_t activation_row_bytes(TensorType w, int64_t n) {

@@ -3,6 +3,9 @@
 // reference (roundf) would round them away from zero.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "base/error.h"
@@ -155,4 +158,32 @@ TEST(QuantizeAct, ActivationTypes) {
   std::vector<float> x(40, 1.0f);
   std::vector<uint8_t> buf(1000);
   EXPECT_THROW(convert_activations(TensorType::Q4_0, x.data(), 40, buf.data()), Error);
+}
+
+// The dispatching quantisers (AVX-512 where the CPU has it) give the scalar references' bytes:
+// random rows with exact ties, an all-zero block, NaN and infinities, a block whose largest
+// magnitude appears twice with both signs (the reference takes the first).
+TEST(QuantizeAct, FastQuantisersGiveTheReferenceBytes) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  const int64_t n = 256 * 12;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = nd(rng);
+  for (int64_t i = 256; i < 512; ++i) x[size_t(i)] = 0.0f;                 // a zero Q8_K block
+  for (int64_t i = 512; i < 544; ++i) x[size_t(i)] = float(i % 9) - 4.5f;  // ties at amax 127/4.5
+  x[700] = std::nanf("");
+  x[900] = INFINITY;
+  x[1300] = -INFINITY;
+  x[1600] = 50.0f, x[1610] = -50.0f;  // the same magnitude twice: first one wins
+  x[2100] = -50.0f, x[2110] = 50.0f;
+  for (int64_t i = 2304; i < 2560; ++i) x[size_t(i)] = std::nanf("");  // a NaN Q8_K block
+  std::vector<BlockQ8_0> a(size_t(n / 32)), b(size_t(n / 32));
+  quantize_row_q8_0(x.data(), a.data(), n);
+  quantize_row_q8_0_ref(x.data(), b.data(), n);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(BlockQ8_0)), 0);
+  std::vector<BlockQ8_K> c(size_t(n / 256)), d(size_t(n / 256));
+  quantize_row_q8_K(x.data(), c.data(), n);
+  quantize_row_q8_K_ref(x.data(), d.data(), n);
+  for (size_t i = 0; i < c.size(); ++i)
+    EXPECT_EQ(std::memcmp(&c[i], &d[i], sizeof(BlockQ8_K)), 0) << "block " << i;
 }
