@@ -123,6 +123,14 @@ struct TuneSummary {
   std::optional<Holdout> holdout;
   Deployment deployment;  // what the profile holds: the winner or the original (deploy.h)
   int64_t run = 0, holdout_run = 0;
+  // Rungs whose records gave no signal (search.h kMaxRungGrowth): grown from `from` to `to` dev
+  // records before the cut, `prompts` beyond the plan (counted in spent); `signal`: whether a
+  // candidate then differed (else the cut fell to the tie-breaker).
+  struct Growth {
+    size_t rung = 0, from = 0, to = 0, prompts = 0;
+    bool signal = false;
+  };
+  std::vector<Growth> grown;
 };
 
 TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& opt);

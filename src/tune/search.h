@@ -59,6 +59,13 @@ struct SearchParams {
 // least, before the plan narrows the field: a difference of one answer in 20 is 5 points.
 inline constexpr size_t kMinFinalRecords = 20;
 inline constexpr size_t kMinFirstRecords = 4;
+// A rung with no signal (every candidate it ranks has the same accuracy: say none answered its
+// records right) would cut by the tie-breaker alone. Before such a cut the runner grows the
+// rung's sample: the next dev records, doubling its records until some candidate differs, up to
+// kMaxRungGrowth times its planned records and never past the last rung's records (the dev
+// records the finalists are judged on). Those prompts are beyond the plan: the runner states
+// them (TuneSummary::grown).
+inline constexpr size_t kMaxRungGrowth = 4;
 
 struct Rung {
   size_t candidates = 0, items = 0, keep = 0;

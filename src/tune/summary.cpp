@@ -18,6 +18,11 @@ std::string spending_text(const TuneSummary& s, size_t dev_records) {
   const Plan& pl = s.plan;
   std::string t =
       "spent " + std::to_string(s.spent) + " of --budget " + std::to_string(s.budget) + " prompts";
+  size_t beyond = 0;  // grown rungs (search.h kMaxRungGrowth): prompts the plan did not hold
+  for (const auto& g : s.grown) beyond += g.prompts;
+  if (beyond)
+    t += " (" + std::to_string(beyond) +
+         " for dev records that rungs with no signal added, beyond the plan)";
   // Whether the search cut candidates (the ABS filter, a halving rung) rather than measure all.
   bool cut = pl.abs_cost && !pl.rungs.empty() && pl.abs_keep < pl.candidates;
   for (const Rung& r : pl.rungs) cut = cut || r.keep < r.candidates;
@@ -74,6 +79,13 @@ nlohmann::ordered_json summary_json(const TuneSummary& s, const TuneOptions& o) 
                   {"from", o.ctx_source}};
   j["abs_filter"] = s.plan.abs_cost ? "on" : s.abs_skipped ? "skipped: no attention" : "off";
   j["plan"] = s.plan.to_json();
+  j["grown"] = nlohmann::json::array();
+  for (const auto& g : s.grown)
+    j["grown"].push_back(nlohmann::ordered_json{{"rung", g.rung},
+                                                {"from", g.from},
+                                                {"to", g.to},
+                                                {"prompts", g.prompts},
+                                                {"signal", g.signal}});
   j["finalists"] = nlohmann::json::array();
   for (size_t c : s.finalists) j["finalists"].push_back(label(s.candidates[c].presentation));
   nlohmann::ordered_json traj = nlohmann::json::array();
@@ -171,7 +183,13 @@ std::string summary_text(const TuneSummary& s, const TuneOptions& o) {
   for (size_t i = 0; i < s.plan.rungs.size(); ++i) {
     const Rung& r = s.plan.rungs[i];
     t += "  rung " + std::to_string(i) + ": " + std::to_string(r.candidates) + " candidates x " +
-         std::to_string(r.items) + " dev records, kept " + std::to_string(r.keep) + "\n";
+         std::to_string(r.items) + " dev records";
+    for (const auto& g : s.grown)
+      if (g.rung == i)
+        t += " (no signal: grown to " + std::to_string(g.to) + ", " + std::to_string(g.prompts) +
+             " prompts beyond the plan" +
+             (g.signal ? "" : ", still no signal: the cut fell to the tie-breaker") + ")";
+    t += ", kept " + std::to_string(r.keep) + "\n";
   }
   if (s.plan.truncated)
     t += "  the budget cut the search short: the last rung's candidates are the finalists, with "
