@@ -101,6 +101,7 @@ int score_records(ReaderFlags& rf, const std::string& input, const std::string& 
 struct SweepArgs {
   cnorm::Task task;
   std::string input, tmpl_path, bias, store_path;
+  std::string positions;  // --positions, 1-based ("" = all)
   size_t limit;
   uint64_t seed;
   double share;
@@ -126,6 +127,7 @@ int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
   if (sa.k_given && sa.k_given != k)
     throw UsageError(
         "-k", "--sweep takes K from the bias curve, which has " + std::to_string(k) + " slots");
+  o.positions = cnorm::parse_positions(sa.positions, k);  // OptionError: spelled by the caller
   std::vector<cnorm::Item> items =
       cnorm_verbs::input_items(sa.task, sa.input, k, sa.seed, sa.limit);
   if (items.size() > sa.limit) items.resize(sa.limit);
@@ -139,7 +141,10 @@ int calibrated_sweep(ReaderFlags& rf, const SweepArgs& sa) {
   const reproduce::CalibratedSweepSummary s =
       reproduce::run_calibrated_sweep(*reader, st, items, o);
   progress.reset();
-  std::fprintf(stderr, "position-bias --sweep: %zu items, accuracy by gold position\n", s.items);
+  std::string where;
+  for (size_t p : s.positions) where += (where.empty() ? "" : ",") + std::to_string(p + 1);
+  std::fprintf(stderr, "position-bias --sweep: %zu items, accuracy by gold position (%s of %zu)\n",
+               s.items, where.c_str(), s.k);
   for (size_t v = 0; v < s.variants.size(); ++v) {
     std::fprintf(stderr, "  %-10s OAA %.4f |", s.variants[v].c_str(), s.oaa[v]);
     for (double x : s.accuracy[v]) std::fprintf(stderr, " %.3f", x);
@@ -218,6 +223,8 @@ int run_position_bias(const std::vector<std::string>& argv) {
     throw UsageError("--measure",
                      "goes with measuring a curve: --sweep, --rank and --score read documents as "
                      "their --bias curve was measured");
+  if (declared.seen("positions") && (!rank.value.empty() || !score.value.empty()))
+    throw UsageError("--positions", "goes with --sweep");
   const reproduce::SweepAllocation alloc = reproduce::parse_sweep_allocation(allocation.value);
   if (temperature.seen && alloc != reproduce::SweepAllocation::Softmax)
     throw UsageError("--temperature", "goes with --allocation softmax");
@@ -239,6 +246,7 @@ int run_position_bias(const std::vector<std::string>& argv) {
                  req.template_path,
                  bias.value,
                  store_path.value,
+                 req.positions,
                  size_t(req.limit),
                  uint64_t(req.seed),
                  share.value,
@@ -247,7 +255,11 @@ int run_position_bias(const std::vector<std::string>& argv) {
                  max_tokens.value,
                  json.value,
                  declared.seen("k") ? size_t(req.k) : 0};
-    return calibrated_sweep(rf, sa);
+    try {
+      return calibrated_sweep(rf, sa);
+    } catch (const OptionError& e) {
+      throw declared.spell(e);
+    }
   }
   if (!bias.value.empty()) throw UsageError("--bias", "goes with --rank or --sweep");
   if (allocation.seen) throw UsageError("--allocation", "goes with --sweep");

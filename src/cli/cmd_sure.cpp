@@ -5,6 +5,7 @@
 // src/pipelines/sure; this file reads flags and files and prints. See docs/sure.md.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -66,10 +67,12 @@ int run_perturb(const std::vector<std::string>& argv) {
       "sure perturb", "Inject spurious features into each document (SURE 3.2-3.3).",
       "Writes one JSON line per (instance, document, perturbation) on stdout: id, instance, doc,\n"
       "perturbation, category, question, answers, title, original, perturbed, embeds_title,\n"
-      "note, failed. Rule-based kinds (logic/reverse, logic/random, format, metadata) need no\n"
-      "reader. style, source/llm-generated and logic/llm-ranked use --perturb-model (default:\n"
-      "the reader under test); source/self-generated uses the reader under test (-m, or\n"
-      "--reader openai). Kinds whose reader is not given are skipped with a note on stderr.");
+      "note, failed (and known: sure prepare's Known/Unknown verdict, when the input records\n"
+      "carry it; sure eval uses it). Rule-based kinds (logic/reverse, logic/random, format,\n"
+      "metadata) need no reader. style, source/llm-generated and logic/llm-ranked use\n"
+      "--perturb-model (default: the reader under test); source/self-generated uses the reader\n"
+      "under test (-m, or --reader openai). Kinds whose reader is not given are skipped with a\n"
+      "note on stderr.");
   SureSetup su(a);
   auto& input =
       a.opt<std::string>("--input", "FILE", "QA records with ctxs (JSONL, gzip ok)").required();
@@ -109,9 +112,15 @@ int run_perturb(const std::vector<std::string>& argv) {
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   const PerturbResult res = run_perturb(recs, active, pr.readers(), prompts, po);
   const std::vector<std::string> notes = perturb_notes(res, recs.size());
+  // Records from `sure prepare` carry its Known/Unknown verdict: the pairs keep it, so that
+  // `sure eval` does not decide it again with its own closed-book answers.
+  std::vector<Pair> pairs = res.pairs;
+  const std::map<std::string, bool> known = prepared_known(input.value);
+  for (Pair& p : pairs)
+    if (auto it = known.find(p.instance); it != known.end()) p.known = it->second;
   // The records without documents are noted before the pairs, the count after them.
   for (size_t i = 0; i + 1 < notes.size(); ++i) note(notes[i]);
-  write_stdout(pairs_jsonl(res.pairs));
+  write_stdout(pairs_jsonl(pairs));
   note(notes.back());
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
@@ -138,7 +139,8 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
                {"layers", opt.layers},
                {"max_tokens", opt.max_tokens},
                {"items", items.size()},
-               {"input_sha256", opt.input_sha256}};
+               {"input_sha256", opt.input_sha256},
+               {"stop", "after the first non-empty line"}};
   // Top was the only allocation once: its runs keep the identity they had.
   if (opt.allocation != SweepAllocation::Top)
     rc.config["allocation"] = sweep_allocation_name(opt.allocation);
@@ -147,15 +149,22 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
     rc.config["temperature"] = opt.temperature;
     rc.config["measure"] = cnorm::measure_name(opt.bias.measure);
   }
-  const uint64_t total = items.size() * k * variants().size();
+  std::vector<size_t> swept = opt.positions;
+  if (swept.empty())
+    for (size_t pos = 0; pos < k; ++pos) swept.push_back(pos);
+  for (size_t pos : swept)
+    if (pos >= k)
+      throw UsageError("positions", "position " + std::to_string(pos + 1) + " is not in 1.." +
+                                        std::to_string(k));
+  const uint64_t total = items.size() * swept.size() * variants().size();
   common::Resumed res = common::begin_or_resume(st, rc, opt.origin, opt.hooks,
                                                 "position-bias sweep", total, "answers");
   reader::GenerateParams gen;
   gen.max_tokens = opt.max_tokens;
-  gen.stop = {"\n"};
+  gen.stop_after_line = true;  // the answer's line, after any leading newline (run_sweep)
   common::Stage stage(opt.hooks, "position-bias sweep", total);
   for (const cnorm::Item& it : items)
-    for (size_t pos = 0; pos < k; ++pos) {
+    for (size_t pos : swept) {
       const std::vector<cnorm::Document> docs = cnorm::arrange(it, k, pos);
       const cnorm::Prompt p =
           cnorm::render(opt.task, opt.tmpl, it, docs, cnorm::Format{cnorm::original_delimiter()});
@@ -186,18 +195,26 @@ CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& 
       }
       stage.add();
     }
-  CalibratedSweepSummary s = calibrated_sweep_from_rows(st.results(res.run), k);
+  CalibratedSweepSummary s = calibrated_sweep_from_rows(st.results(res.run), k, swept);
   s.run = res.run;
   return s;
 }
 
-CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Result>& rows,
-                                                  size_t k) {
+CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Result>& rows, size_t k,
+                                                  const std::vector<size_t>& positions) {
   CalibratedSweepSummary s;
   s.k = k;
   s.variants = variants();
-  s.accuracy.assign(variants().size(), std::vector<double>(k, 0.0));
-  std::vector<std::vector<size_t>> n(variants().size(), std::vector<size_t>(k, 0));
+  s.positions = positions;
+  if (s.positions.empty())
+    for (size_t p = 0; p < k; ++p) s.positions.push_back(p);
+  // A row's position -> its index in s.positions (rows at other positions are not counted).
+  std::vector<std::optional<size_t>> index(k);
+  for (size_t i = 0; i < s.positions.size(); ++i)
+    if (s.positions[i] < k) index[s.positions[i]] = i;
+  const size_t m = s.positions.size();
+  s.accuracy.assign(variants().size(), std::vector<double>(m, 0.0));
+  std::vector<std::vector<size_t>> n(variants().size(), std::vector<size_t>(m, 0));
   std::set<std::string> ids;
   for (const store::Result& row : rows) {
     if (row.status != store::Status::ok || !row.correct) continue;
@@ -205,20 +222,21 @@ CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Resul
     if (at == std::string::npos) continue;
     const size_t pos = size_t(std::stoul(row.variant.substr(at + 1)));
     for (size_t v = 0; v < variants().size(); ++v)
-      if (row.variant.compare(0, at, variants()[v]) == 0 && at == variants()[v].size() && pos < k) {
-        ++n[v][pos];
-        s.accuracy[v][pos] += *row.correct ? 1.0 : 0.0;
+      if (row.variant.compare(0, at, variants()[v]) == 0 && at == variants()[v].size() && pos < k &&
+          index[pos]) {
+        ++n[v][*index[pos]];
+        s.accuracy[v][*index[pos]] += *row.correct ? 1.0 : 0.0;
         ids.insert(row.instance);
       }
   }
   s.items = ids.size();
   for (size_t v = 0; v < variants().size(); ++v) {
     double sum = 0;
-    for (size_t p = 0; p < k; ++p) {
+    for (size_t p = 0; p < m; ++p) {
       s.accuracy[v][p] = n[v][p] ? s.accuracy[v][p] / double(n[v][p]) : 0.0;
       sum += s.accuracy[v][p];
     }
-    s.oaa.push_back(sum / double(k));
+    s.oaa.push_back(m ? sum / double(m) : 0.0);
   }
   return s;
 }
@@ -230,7 +248,10 @@ nlohmann::json calibrated_sweep_json(const CalibratedSweepSummary& s) {
     for (double a : s.accuracy[v]) acc.push_back(round9(a));
     vs.push_back({{"name", s.variants[v]}, {"oaa", round9(s.oaa[v])}, {"accuracy", acc}});
   }
-  return {{"items", s.items}, {"k", s.k}, {"run", s.run}, {"variants", vs}};
+  nlohmann::json positions = nlohmann::json::array();
+  for (size_t p : s.positions) positions.push_back(p + 1);
+  return {
+      {"items", s.items}, {"k", s.k}, {"run", s.run}, {"positions", positions}, {"variants", vs}};
 }
 
 }  // namespace ragform::reproduce

@@ -24,8 +24,8 @@
 //                   of the intervention when relevance is right; its rows still record the
 //                   calibrated top document.
 //
-// Answers are greedy, stop at a newline and are graded as C-NORM's sweep grades them
-// (best_subspan_em of the first line, text::substring_match). OAA = the mean over positions of
+// Answers are greedy, stop at the first newline after text and are graded as C-NORM's sweep grades
+// them (best_subspan_em of the first line, text::substring_match). OAA = the mean over positions of
 // the accuracy at each position (C-NORM 5.1).
 //
 // Run store: pipeline "position-bias sweep", one row per (item, "<variant>@<position>") with
@@ -64,6 +64,10 @@ struct CalibratedSweepOptions {
   double temperature = cnorm::kPaperTemperature;  // softmax's t
   std::vector<int> layers;  // layers whose attention gives the relevance (every layer)
   int max_tokens = 16;
+  // The gold positions swept (0-based, ascending: cnorm::parse_positions); empty = every one. Not
+  // the run's identity: a position's rows are the full sweep's, so a subset and a later full sweep
+  // of the same items share one run and its rows.
+  std::vector<size_t> positions;
   common::RunOrigin origin;
   std::string input_sha256;
   common::RunHooks hooks;
@@ -73,18 +77,22 @@ struct CalibratedSweepSummary {
   int64_t run = 0;
   size_t items = 0, k = 0;
   std::vector<std::string> variants;          // baseline, calibrated
-  std::vector<std::vector<double>> accuracy;  // [variant][position]
-  std::vector<double> oaa;                    // [variant]
+  std::vector<size_t> positions;              // swept, 0-based (every one of 0..k-1 by default)
+  std::vector<std::vector<double>> accuracy;  // [variant][index into positions]
+  std::vector<double> oaa;                    // [variant]: the mean over the swept positions
 };
 
 CalibratedSweepSummary run_calibrated_sweep(reader::Reader& r, store::RunStore& st,
                                             const std::vector<cnorm::Item>& items,
                                             const CalibratedSweepOptions& opt);
 
-// Accuracy by position and OAA of a "position-bias sweep" run's rows.
-CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Result>& rows, size_t k);
+// Accuracy by position and OAA of a "position-bias sweep" run's rows, at `positions` (0-based;
+// empty = every position 0..k-1).
+CalibratedSweepSummary calibrated_sweep_from_rows(const std::vector<store::Result>& rows, size_t k,
+                                                  const std::vector<size_t>& positions = {});
 
-// {"items","k","run","variants":[{"name","oaa","accuracy":[K]}]}
+// {"items","k","run","positions":[1-based],"variants":[{"name","oaa","accuracy":[one per
+// position]}]}
 nlohmann::json calibrated_sweep_json(const CalibratedSweepSummary& s);
 
 }  // namespace ragform::reproduce

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +90,67 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
                                   "--steer reallocate:0.7 --steer-spans " + std::to_string(b) +
                                       ":" + std::to_string(e))));
   }
+}
+
+// --positions sweeps a subset of the gold positions (the first and the last, say): its rows are
+// the full sweep's rows at those positions, its accuracies the full sweep's there, and it shares
+// the full sweep's run; a position outside 1..K or a curve measured with --positions is refused,
+// naming the option.
+TEST(PositionBiasSweep, APositionSubsetHasTheFullSweepsRowsThere) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const auto dir = temp_dir("position_bias_sweep_positions");
+  auto c = run_ragform("position-bias -m " + quoted(model) + " --task needle -k 4 --limit 2 -o " +
+                       quoted(dir / "curve.json"));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto sweep = [&](const std::string& store, const std::string& extra) {
+    return run_ragform("position-bias -m " + quoted(model) +
+                       " --task needle --sweep --allocation top --limit 2 --bias " +
+                       quoted(dir / "curve.json") + " --store " + quoted(dir / store) + " --json" +
+                       extra);
+  };
+  auto full = sweep("full.sqlite", "");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  auto part = sweep("part.sqlite", " --positions 4,1");
+  ASSERT_EQ(part.exit_code, 0) << part.err;
+  const json jf = json::parse(full.out), jp = json::parse(part.out);
+  EXPECT_EQ(jf["positions"], json::array({1, 2, 3, 4}));
+  EXPECT_EQ(jp["positions"], json::array({1, 4}));
+  for (size_t v = 0; v < 2; ++v) {
+    ASSERT_EQ(jp["variants"][v]["accuracy"].size(), 2u);
+    EXPECT_EQ(jp["variants"][v]["accuracy"][0], jf["variants"][v]["accuracy"][0]);
+    EXPECT_EQ(jp["variants"][v]["accuracy"][1], jf["variants"][v]["accuracy"][3]);
+  }
+  auto rows_of = [](const std::filesystem::path& path) {
+    ragform::store::RunStore st(path, ragform::store::RunStore::Mode::read_only);
+    std::map<std::pair<std::string, std::string>, std::tuple<std::string, bool, std::string>> m;
+    for (const auto& r : st.results(std::nullopt))
+      m[{r.instance, r.variant}] = {r.output, r.correct.value_or(false), r.prompt};
+    return m;
+  };
+  const auto rf = rows_of(dir / "full.sqlite"), rp = rows_of(dir / "part.sqlite");
+  EXPECT_EQ(rp.size(), 2u * 2 * 2);  // 2 items x 2 positions x 2 variants
+  for (const auto& [key, row] : rp) {
+    EXPECT_TRUE(key.second.ends_with("@0") || key.second.ends_with("@3")) << key.second;
+    ASSERT_TRUE(rf.count(key)) << key.second;
+    EXPECT_EQ(rf.at(key), row) << key.first << " " << key.second;
+  }
+  // The subset on the full sweep's store: its run, nothing new.
+  auto again = sweep("full.sqlite", " --positions 1,4");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(json::parse(again.out)["run"], jf["run"]);
+  EXPECT_EQ(rows_of(dir / "full.sqlite"), rf);
+  // Errors name the option.
+  for (const std::string bad :
+       {" --positions 0", " --positions 5", " --positions 1,1", " --positions 2,x"}) {
+    auto r = sweep("bad.sqlite", bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--positions"), std::string::npos) << r.err;
+  }
+  auto curve = run_ragform("position-bias -m " + quoted(model) +
+                           " --task needle -k 4 --limit 1 --positions 1");
+  EXPECT_EQ(curve.exit_code, 2) << curve.err;
+  EXPECT_NE(curve.err.find("--positions: goes with the gold-position sweep"), std::string::npos)
+      << curve.err;
 }
 
 }  // namespace

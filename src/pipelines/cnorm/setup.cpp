@@ -1,5 +1,7 @@
 #include "pipelines/cnorm/setup.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -147,9 +149,45 @@ EvalPlan eval_plan(EvalRequest req, const Profile& profile,
   return plan;
 }
 
+std::vector<size_t> parse_positions(const std::string& list, size_t k) {
+  std::vector<size_t> out;
+  if (list.empty() || list == "all") {
+    for (size_t p = 0; p < k; ++p) out.push_back(p);
+    return out;
+  }
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = list.find(',', at);
+    const std::string item =
+        list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    size_t used = 0;
+    unsigned long long v = 0;
+    try {
+      if (!item.empty() && std::isdigit(static_cast<unsigned char>(item[0])))
+        v = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1 || v > k)
+      throw OptionError("positions", "'" + item + "' is not a position in 1.." + std::to_string(k) +
+                                         " (1-based, of the " + std::to_string(k) + " documents)");
+    if (std::find(out.begin(), out.end(), size_t(v - 1)) != out.end())
+      throw OptionError("positions", "position " + item + " is given twice");
+    out.push_back(size_t(v - 1));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 BiasCurvePlan bias_curve_plan(BiasCurveRequest req, const std::vector<eval::QaRecord>& records,
                               std::vector<std::string>* skipped) {
   check_options(req);  // k, limit, seed
+  if (!req.positions.empty())
+    throw OptionError("positions",
+                      "goes with the gold-position sweep (position-bias --sweep): a bias curve "
+                      "measures every slot");
   // Only qa and needle: checked before parse_task, whose message lists every C-NORM task.
   if (req.task != "qa" && req.task != "needle")
     throw OptionError("task", "expected qa or needle, got '" + req.task + "'");

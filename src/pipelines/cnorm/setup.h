@@ -168,6 +168,8 @@ struct BiasCurveRequest {
   int64_t seed = 0;
   std::string template_path;
   std::string measure = "mean";
+  // --sweep's gold positions, 1-based and comma-separated; "" = every position 1..K.
+  std::string positions;
 
   template <class V>
   void visit(V&& v) {
@@ -187,6 +189,11 @@ struct BiasCurveRequest {
                  "paper's, section 2.1) or the sum (ragform's earlier form); the curve records it "
                  "and calibration reads documents the same way"},
       measure);
+    v(OptionDecl{"positions", "--positions", "LIST",
+                 "with --sweep: the gold positions to sweep, 1-based and comma-separated (1,5,10: "
+                 "the first, a middle and the last of 10 documents; default (or all): every "
+                 "position 1..K); their rows are the full sweep's, in the same run"},
+      positions);
   }
 };
 
@@ -200,6 +207,12 @@ struct BiasCurvePlan {
 };
 BiasCurvePlan bias_curve_plan(BiasCurveRequest req, const std::vector<eval::QaRecord>& records,
                               std::vector<std::string>* skipped = nullptr);
+
+// --positions of a sweep over k documents: 1-based positions, comma-separated, each in 1..k and
+// none twice, returned 0-based in ascending order; "" or "all" = every position.
+// OptionError("positions",
+// ...) naming the first bad item.
+std::vector<size_t> parse_positions(const std::string& list, size_t k);
 
 // A comma-separated list of ratios in [0, 1] (--p-grid, eval's --density); UsageError
 // "<name>: '<item>' is not a number in [0, 1]" for the first item that is not one.

@@ -214,7 +214,7 @@ std::pair<std::vector<Job>, std::vector<Job>> first_stage_jobs(const PromptSet& 
   std::set<std::string> seen_q, seen_doc;
   for (const Pair& p : pairs) {
     if (p.failed) continue;
-    if (seen_q.insert(p.instance).second) {
+    if (seen_q.insert(p.instance).second && !(p.known && !opt.redecide_known)) {
       Job j{p.instance, "closed-book", closed_book_prompt(prompts, p.question), &p.answers,
             &p.question};
       j.max_tokens = opt.max_tokens;
@@ -282,14 +282,18 @@ std::vector<Job> perturbed_jobs(const store::RunStore& store, int64_t run, const
     j.extra["perturbation"] = p.perturbation;
     j.extra["category"] = p.category;
     j.extra["golden"] = golden;
+    // Known: sure prepare's verdict when the pair carries it, else this run's closed-book row.
+    const bool prepared = p.known && !opt.redecide_known;
     auto cbr = rows.find({p.instance, "closed-book"});
     auto orr = rows.find({p.id, "original"});
-    if (cbr == rows.end() || orr == rows.end()) {
+    if ((!prepared && cbr == rows.end()) || orr == rows.end()) {
       ++stats.deferred;
       continue;
     }
-    j.extra["known"] = *cbr->second.correct;
-    j.extra["subset"] = to_string(make_subset(*cbr->second.correct, golden));
+    const bool known = prepared ? *p.known : *cbr->second.correct;
+    j.extra["known"] = known;
+    j.extra["known_from"] = prepared ? "prepare" : "closed-book";
+    j.extra["subset"] = to_string(make_subset(known, golden));
     j.extra["original_output"] = orr->second.output;
     j.extra["original_correct"] = *orr->second.correct;
     pert.push_back(std::move(j));
@@ -317,6 +321,20 @@ std::vector<Outcome> evaluate_in_run(reader::Reader& reader, store::RunStore& st
                                      const EvalOptions& opt, EvalStats& stats,
                                      const common::RunHooks& hooks) {
   check_emphasis(reader, opt);
+  {
+    std::set<std::string> prepared, all;
+    for (const Pair& p : pairs) {
+      all.insert(p.instance);
+      if (p.known) prepared.insert(p.instance);
+    }
+    if (!prepared.empty())
+      hooks.say("sure eval: note: " + std::to_string(prepared.size()) + " of " +
+                std::to_string(all.size()) + " questions carry sure prepare's Known/Unknown " +
+                (opt.redecide_known ? "verdict, decided again with this run's closed-book answers "
+                                      "(--redecide-known)"
+                                    : "verdict: kept, no closed-book answer of their own "
+                                      "(--redecide-known decides again)"));
+  }
   std::set<store::Key> done = store.done_keys(run);
   reader::PrefillMeter meter(reader);
   auto [cb, org] = first_stage_jobs(prompts, pairs, opt, done, stats);
@@ -406,9 +424,12 @@ std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t r
     std::string instance = r.instance.substr(0, r.instance.rfind('#'));
     auto cbr = rows.find({instance, "closed-book"});
     auto orr = rows.find({r.instance, "original"});
-    if (cbr == rows.end() || orr == rows.end() || !r.correct || !orr->second.correct ||
-        !cbr->second.correct)
+    // The verdict the row was labelled with: sure prepare's (no closed-book row) or the run's.
+    const bool from_prepare = r.extra.value("known_from", "") == "prepare";
+    if ((!from_prepare && (cbr == rows.end() || !cbr->second.correct)) || orr == rows.end() ||
+        !r.correct || !orr->second.correct)
       continue;
+    const bool known = from_prepare ? r.extra.value("known", false) : *cbr->second.correct;
     auto k = parse_kind(r.variant);
     if (!k) continue;
     Outcome o;
@@ -416,7 +437,7 @@ std::vector<Outcome> outcomes_from_store(const store::RunStore& store, int64_t r
     o.perturbation = r.variant;
     o.category = info(*k).category;
     bool golden = r.extra.value("golden", false);
-    o.subset = make_subset(*cbr->second.correct, golden);
+    o.subset = make_subset(known, golden);
     o.y_org = *orr->second.correct;
     o.y_pert = *r.correct;
     out.push_back(o);
@@ -445,6 +466,8 @@ store::RunConfig eval_run_config(const EvalOptions& opt, const PromptSet& prompt
   }
   // Unemphasised runs keep the identity they had before emphasis existed.
   if (opt.emphasis_gold != 1.0) rc.config["emphasis_gold"] = opt.emphasis_gold;
+  // Absent by default: a run keeping the pairs' verdicts has the identity it always had.
+  if (opt.redecide_known) rc.config["known"] = "closed-book";
   return rc;
 }
 

@@ -4,7 +4,9 @@
 // Stages, each batched through Reader::generate_batch (rows already done are skipped):
 //   1. closed-book  one row per question (instance = record id, variant "closed-book"): the
 //                   closed_book prompt; Known iff Y(response) = 1 (3.3, with the reader under
-//                   test).
+//                   test). A question whose pairs carry `sure prepare`'s verdict (Pair::known)
+//                   keeps it and has no closed-book row: prepare already decided it with the
+//                   reader's own closed-book answers (EvalOptions::redecide_known decides again).
 //   2. original     one row per (record, document) (instance = pair id "<record>#<doc>", variant
 //                   "original"): P = (I, G, Q) with the Figure 11 instruction (qa_prompt layout).
 //   3. perturbed    one row per pair (instance = pair id, variant = perturbation name): P^ =
@@ -56,6 +58,9 @@ struct EvalOptions {
   // rows are generated one prompt at a time (each has its own span) and carry extra
   // "steer_spans"; the reader's own steering must be off.
   double emphasis_gold = 1.0;
+  // Decide Known/Unknown with this run's closed-book answers even for pairs that carry `sure
+  // prepare`'s verdict (Pair::known); a run identity of its own (eval_run_config).
+  bool redecide_known = false;
 
   template <class V>
   void visit(V&& v) {
@@ -78,6 +83,11 @@ struct EvalOptions {
                  "--steer rescale:FACTOR on its bytes; 1 = off)"}
           .real(0, 1e6),
       emphasis_gold);
+    v(OptionDecl{"redecide_known", "--redecide-known", "",
+                 "decide Known/Unknown with this run's closed-book answers even when the pairs "
+                 "carry sure prepare's verdict (by default that verdict is kept)"}
+          .flag_only(),
+      redecide_known);
   }
 };
 
@@ -112,8 +122,8 @@ std::string judge_prompt(const PromptSet& prompts, const std::string& question,
 
 // The rows of one invocation: every row of the pairs is generated (measured now), skipped_done
 // (measured and stored before: reused), unmeasured (a reader error now) or deferred, so the four
-// add up to the run's rows for these pairs (one closed-book row per question, one original row
-// per document, one row per pair).
+// add up to the run's rows for these pairs (one closed-book row per question whose verdict the
+// pairs do not carry (Pair::known), one original row per document, one row per pair).
 struct EvalStats {
   int64_t generated = 0, skipped_done = 0, unmeasured = 0;
   // Perturbed rows not generated because their closed-book or original row is unmeasured: they

@@ -27,6 +27,7 @@ nlohmann::ordered_json pair_to_json(const Pair& p) {
   j["embeds_title"] = p.embeds_title;
   j["note"] = p.note;
   j["failed"] = p.failed;
+  if (p.known) j["known"] = *p.known;  // absent otherwise: older pair files hash as before
   return j;
 }
 
@@ -78,6 +79,10 @@ Pair pair_from_json(const nlohmann::json& j, const std::string& where) {
   if (j.contains("failed")) {
     if (!j["failed"].is_boolean()) throw Error(where, "field 'failed': expected boolean");
     p.failed = j["failed"].get<bool>();
+  }
+  if (j.contains("known")) {
+    if (!j["known"].is_boolean()) throw Error(where, "field 'known': expected boolean");
+    p.known = j["known"].get<bool>();
   }
   return p;
 }

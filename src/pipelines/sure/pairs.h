@@ -2,10 +2,13 @@
 // perturbed document — the JSONL line `ragform sure perturb` writes and `filter` / `eval` read:
 //   {"id": "<record id>#<doc index>", "instance": record id, "doc": index, "perturbation": name,
 //    "category", "question", "answers": [...], "title", "original", "perturbed",
-//    "embeds_title": bool, "note": "", "failed": bool}
+//    "embeds_title": bool, "note": "", "failed": bool[, "known": bool]}
+// "known" is `sure prepare`'s Known/Unknown verdict of the question, present when perturb's input
+// records carried it (prepare.h): `sure eval` then uses it rather than decide again.
 // `original` is the document text; `perturbed` is what replaces it in the prompt (for format and
 // metadata kinds it already carries the title, embeds_title = true).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,7 @@ struct Pair {
   bool embeds_title = false;
   std::string note;
   bool failed = false;
+  std::optional<bool> known;  // sure prepare's verdict, when the input records carry it
 };
 
 nlohmann::ordered_json pair_to_json(const Pair& p);

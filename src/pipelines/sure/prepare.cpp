@@ -56,6 +56,19 @@ std::map<std::string, bool> read_known_file(const std::string& path) {
   return out;
 }
 
+std::map<std::string, bool> prepared_known(const std::string& path) {
+  std::map<std::string, bool> out;
+  eval::for_each_json_record(path, {}, [&](const eval::JsonRow& row) {
+    auto id = row.value.find("id");
+    auto kn = row.value.find("known");
+    if (id == row.value.end() || kn == row.value.end()) return;
+    if (!kn->is_boolean())
+      throw eval::RowError(std::string("field 'known': expected boolean, got ") + kn->type_name());
+    out[id->is_string() ? id->get<std::string>() : id->dump()] = kn->get<bool>();
+  });
+  return out;
+}
+
 namespace {
 
 // --known: every question's verdict from the file.

@@ -103,4 +103,10 @@ store::RunConfig prepare_run_config(const PrepareOptions& opt, const PromptSet& 
 // Reads --known FILE: JSONL {"id", "known": bool}; errors "<file>:<line>: <reason>".
 std::map<std::string, bool> read_known_file(const std::string& path);
 
+// The Known/Unknown verdicts `sure prepare` wrote into its output rows (id -> "known"), for
+// `sure perturb` to carry into its pairs (pairs.h Pair::known): rows without "known" (records
+// that did not come from prepare) are left out; a "known" that is not a boolean is an error
+// "<file>:<line>: <reason>".
+std::map<std::string, bool> prepared_known(const std::string& path);
+
 }  // namespace ragform::sure

@@ -105,6 +105,9 @@ TEST(SurePrepareCli, PerQuestionWritesUpToNDistinctPassagesAndSplitsTheRunOnlyWh
   ASSERT_EQ(pairs.size(), 24u);
   EXPECT_EQ(pairs[2]["id"], rows3[0]["id"].get<std::string>() + "#2");
   EXPECT_EQ(pairs[2]["original"], rows3[0]["ctxs"][2]["text"]);
+  // ... and keeps prepare's Known/Unknown verdict, which `sure eval` then uses (pairs.h).
+  for (size_t i = 0; i < pairs.size(); ++i)
+    EXPECT_EQ(pairs[i]["known"], rows3[i / 3]["known"]) << pairs[i].dump();
 
   // Two runs in the store; the default resumes its own (no third run), with the same output.
   auto again = run_ragform(prepare_args(in, db, ""));
