@@ -260,6 +260,16 @@ def spotlight(out):
             if r.get("kind") == "recall" and r.get("group") == "main":
                 print(f"  {f}: {r['method']:<10} recall@{r['K']} {r['recall']:.3f} "
                       f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] n {r['questions']}")
+            elif r.get("kind") == "answer" and "em_ci95" in r:
+                # As `spotlight eval --generate --store` prints it (bootstrap CIs).
+                e, f1 = r["em_ci95"], r["f1_ci95"]
+                line = (f"  {f}: {r['variant']:<20} EM {r['em']:.3f} [{e[0]:.3f}, {e[1]:.3f}] "
+                        f"F1 {r['f1']:.3f} [{f1[0]:.3f}, {f1[1]:.3f}] substring "
+                        f"{r['substring']:.3f} n {r['questions']}")
+                if "prompt_tokens" in r:
+                    line += (f", {r['prompt_tokens']} prompt tokens, "
+                             f"{r['generate_seconds']:.0f} s generating")
+                print(line)
             elif r.get("kind") == "answer":
                 n = r["questions"]
                 k = round(r["em"] * n)
@@ -312,6 +322,7 @@ def spotlight(out):
                 print(f"  spotlight recall, run {b} - run {a} on their {len(qs)} common questions: "
                       f"{mean([rb[q] - ra[q] for q in qs]):+.3f} "
                       + ci([mean([rb[q] - ra[q] for q in bs]) for bs in boots]))
+    spot_answers(os.path.join(out, "spotlight_generate.sqlite"))
     path = os.path.join(out, "spotlight_reproduce.sqlite")
     if os.path.exists(path):
         db = connect(path)
@@ -324,6 +335,59 @@ def spotlight(out):
             lo, hi = wilson(k, len(rows))
             print(f"  spotlight_reproduce.sqlite run {run} ({pipeline}): correct {k}/{len(rows)}"
                   f" = {k / len(rows):.3f} [{lo:.3f}, {hi:.3f}] (Wilson)")
+
+
+def spot_answers(path):
+    """The end-to-end answers of every `spotlight generate` run in a store: per variant EM and F1
+    with bootstrap CIs over questions, prompt tokens and generation time; then the special
+    tokens' effect, paired on the questions both variants answered (EM and F1 difference with
+    bootstrap CIs, McNemar on EM)."""
+    if not os.path.exists(path):
+        print(f"  {os.path.basename(path)}: not yet measured")
+        return
+    db = connect(path)
+    for run, _, config in runs_of(db, "spotlight generate"):
+        cfg = json.loads(config)
+        by = {}
+        for inst, variant, scores, tok, timings in db.execute(
+                "SELECT instance, variant, scores, prompt_tokens, timings_ms FROM results "
+                "WHERE run = ? AND status = 'ok'", (run,)):
+            sc = json.loads(scores)
+            by.setdefault(variant, {})[inst] = (sc.get("em", 0.0), sc.get("f1", 0.0), tok or 0,
+                                                json.loads(timings or "{}").get("total", 0.0))
+        if not by:
+            continue
+        eval_run = cfg.get("spotlight_run")
+        nq = db.execute("SELECT config FROM runs WHERE id = ?", (eval_run,)).fetchone()
+        enc = json.loads(nq[0]).get("encoder", "?").split("/")[-1] if nq else "?"
+        print(f"  {os.path.basename(path)} run {run} (answers to run {eval_run}, encoder {enc}, "
+              f"max_tokens {cfg.get('max_tokens')}, stop {cfg.get('stop', 'first newline')}):")
+        rng = random.Random(0)
+        for v in sorted(by):
+            d = by[v]
+            qs = sorted(d)
+            boots = [[rng.choice(qs) for _ in qs] for _ in range(RESAMPLES)]
+            em = mean([d[q][0] for q in qs])
+            f1 = mean([d[q][1] for q in qs])
+            tok = sum(d[q][2] for q in qs)
+            secs = sum(d[q][3] for q in qs) / 1000
+            print(f"    {v:<20} EM {em:.3f} " + ci([mean([d[q][0] for q in b]) for b in boots])
+                  + f"  F1 {f1:.3f} " + ci([mean([d[q][1] for q in b]) for b in boots])
+                  + f"  n {len(qs)}, {tok} prompt tokens ({tok / len(qs):.0f} per answer), "
+                  f"{secs:.0f} s generating")
+        a, b = by.get("spotlight"), by.get("spotlight-no-tokens")
+        if a and b:
+            qs = sorted(set(a) & set(b))
+            boots = [[rng.choice(qs) for _ in qs] for _ in range(RESAMPLES)]
+            for i, name in ((0, "EM"), (1, "F1")):
+                diff = [a[q][i] - b[q][i] for q in qs]
+                print(f"    tokens - no tokens {name} {mean(diff):+.3f} "
+                      + ci([mean([a[q][i] - b[q][i] for q in bs]) for bs in boots])
+                      + f" on {len(qs)} questions")
+            only_a = sum(1 for q in qs if a[q][0] > 0.5 and b[q][0] <= 0.5)
+            only_b = sum(1 for q in qs if b[q][0] > 0.5 and a[q][0] <= 0.5)
+            print(f"    EM right with tokens only {only_a}, without only {only_b}, McNemar p "
+                  f"{mcnemar_exact(only_a, only_b):.3g}")
 
 
 def sure(out):

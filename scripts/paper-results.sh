@@ -5,8 +5,8 @@
 #   scripts/paper-results.sh [OUT]      (default OUT: ./paper-results; RAGFORM=path/to/ragform)
 #
 # Every reader run keeps its rows in a run store under OUT (--store), so a second call resumes and
-# measures nothing new. The two runs whose verbs keep no store (`spotlight eval --generate`, which
-# refuses --store, and `sure attention`) are skipped when their output file is already there.
+# measures nothing new. The one run whose verb keeps no store (`sure attention`) is skipped when
+# its output file is already there.
 # JSON outputs, stderr logs and OUT/wall.tsv (wall seconds of each step of this call) go to OUT;
 # scripts/paper-results.py OUT reads them back (CIs, the ABS-vs-accuracy rank correlation, prompt
 # tokens per run) into OUT/summary.txt.
@@ -24,6 +24,8 @@
 #   SURE_PER_CELL=20      questions per SURE cell (K-G, K-N, U-G, U-N)
 #   SURE_TOKENS=12        answer tokens of sure eval (the paper's prompt asks for a short answer)
 #   SPOT_LIMIT=300        HotpotQA dev questions of recall@6
+#   SPOT_GEN_LIMIT=300    HotpotQA dev questions answered end to end (MiniLM selection, each
+#                         question with and without the <Rel>/category tokens: 2 answers)
 #   STEER10_LIMIT=30      items of each k = 10 steering sweep (bias curve: 3 other-seeded items)
 #   STEER20_LIMIT=3       items of each k = 20 steering sweep (bias curve: 2 items)
 #   KV_LIMIT=0            samples of the KV gold-position sweep (0: not run; each sample is
@@ -108,16 +110,19 @@ step "Spotlight end to end (reproduce multihopqa, paper scale: 300 dev questions
 timed spot_reproduce "$rf" reproduce spotlight --experiment multihopqa "${G[@]}" --scale paper \
   --store "$out/spotlight_reproduce.sqlite" -o "$out/spotlight_reproduce.html" \
   >"$out/spot_reproduce.out" 2>"$out/spot_reproduce.log"
-# `reproduce spotlight` grades each answer up to its first newline, and Gemma 3 270M (base)
-# continues the eq. (10) prompt ("...\nAnswer:") with a newline and then another evidence line:
-# every answer it grades is empty (EM 0 of 300; docs/results.md). `spotlight eval --generate`
-# grades the same way and refuses --store; it runs only with SPOT_GENERATE=1 (its output file is
-# then the resume mark).
-if [[ "${SPOT_GENERATE:-0}" == 1 && ! -s "$out/spot_generate.json" ]]; then
-  timed spot_generate "$rf" spotlight eval --input "$hotpot/dev.jsonl" --vectors "$glove" \
-    --generate "${G[@]}" --limit "${SPOT_LIMIT:-300}" --json \
-    >"$out/spot_generate.json.part" 2>"$out/spot_generate.log"
-  if ((ok)); then mv "$out/spot_generate.json.part" "$out/spot_generate.json"; fi
+# The paper's ablation (Table 3, "w/o special tokens"): the MiniLM selection's top 6 sentences
+# answered with and without their <Rel> and category tokens, one row per question and variant in
+# the store (EM, F1, prompt tokens, generation time). Answers are the first non-empty line:
+# Gemma 3 270M (base) continues "...\nAnswer:" with a newline first, which the earlier "\n" stop
+# turned into an empty answer for every question.
+if [[ -n "$minilm" && -f "$minilm" ]]; then
+  step "Spotlight end to end with and without the special tokens (MiniLM selection)"
+  timed spot_generate "$rf" spotlight eval --input "$hotpot/dev.jsonl" --encoder model \
+    --encoder-model "$minilm" "${G[@]}" --limit "${SPOT_GEN_LIMIT:-300}" --generate \
+    --store "$out/spotlight_generate.sqlite" --json \
+    >"$out/spot_generate.json" 2>"$out/spot_generate.log"
+else
+  echo "paper-results: MiniLM is not installed (scripts/models.sh); the end-to-end step is skipped" >&2
 fi
 
 # ---- SURE: NQ questions, BM25 over NQ's gold passages, the reader's closed-book answers ----

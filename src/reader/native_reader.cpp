@@ -178,6 +178,7 @@ runtime::GenerateOptions to_options(const GenerateParams& p) {
   o.sampling.seed = p.seed;
   o.seeds = p.seeds;
   o.stop = p.stop;
+  o.stop_after_line = p.stop_after_line;
   o.ignore_eos = p.ignore_eos;
   return o;
 }

@@ -13,7 +13,9 @@
 #include "base/excerpt.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
+#include "engine/runtime/generate.h"
 #include "reader/answer_check.h"
+#include "reader/generate_params.h"
 
 namespace ragform::reader {
 namespace {
@@ -259,7 +261,7 @@ namespace {
 void refuse_steering(const SteeringParams& s) {
   if (s.active())
     throw NotSupported("openai reader",
-                       "attention steering (--steer " + s.describe() +
+                       "attention steering (" + s.describe() +
                            ") needs the native engine (-m MODEL.gguf); an OpenAI-compatible "
                            "server cannot steer its attention");
 }
@@ -275,6 +277,8 @@ Generation OpenAIReader::generate(const std::string& prompt, const GenerateParam
   Generation g;
   g.text = generated_text(opt_, a, j);
   g.finish_reason = finish_reason(a, first_choice(a, j), p);
+  // The OpenAI API has no such rule: the server generated on (max_tokens) and the cut is here.
+  cut_after_line(g, p);
   if (const json* u = a.member(j, "", "usage", true))
     if (const json* n = a.member(*u, "usage", "prompt_tokens", true))
       g.prompt_tokens = a.count(*n, "usage.prompt_tokens");

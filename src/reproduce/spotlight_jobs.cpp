@@ -42,7 +42,8 @@ Job spotlight_job(const Planned& p, const Options& opt) {
     so.hooks = opt.hooks;
     auto sum = spotlight::run_eval(enc, st, recs, so);
     // The generator's answers to the stored selection prompts, graded by the pipeline's answer
-    // step (EM of the first line), as `spotlight eval --generate` grades them.
+    // step (EM of the first non-empty line; prompt tokens and generation time in each row), as
+    // `spotlight eval --generate` grades them.
     spotlight::GenerateOptions go;
     go.spotlight_run = sum.run;
     go.max_tokens = j.max_tokens;

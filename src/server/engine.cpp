@@ -223,7 +223,7 @@ void Engine::step(std::vector<Active>& active) {
     }
     o.ids.push_back(id);
     o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
-    if (runtime::apply_stop_strings(o, opt.stop)) {
+    if (runtime::apply_stop(o, opt)) {
       finish(a);
       continue;
     }

@@ -37,7 +37,7 @@ reader::GenerateParams answer_params(int max_tokens) {
   reader::GenerateParams g;
   g.max_tokens = max_tokens;
   g.temperature = 0;
-  g.stop = {"\n"};
+  g.stop_after_line = true;  // the first non-empty line (cnorm::run_sweep says why)
   return g;
 }
 

@@ -1,8 +1,8 @@
 // The judge of `ragform tune`: how one candidate presentation is scored.
 //   accuracy    the task's check on the dev split: greedy generation stopped at the first
-//               newline, its first line graded by lost-in-the-middle's best_subspan_em
-//               (text::substring_match: a normalised gold answer is contained), as C-NORM's
-//               evaluation grades qa, kv and the story needle.
+//               newline after text (a leading newline does not stop it), its first line graded by
+//               lost-in-the-middle's best_subspan_em (text::substring_match: a normalised gold
+//               answer is contained), as C-NORM's evaluation grades qa, kv and the story needle.
 //   robustness  SURE's robustness rate (sure::compute_rates: the share of pairs whose grade does
 //               not change) under a fixed set of rule-based perturbations of the gold document
 //               (sure::apply_rule: logic/reverse and logic/random, seeded per record), the same
@@ -34,7 +34,7 @@ enum class Objective { Accuracy, Robust, Balanced, Abs };
 Objective parse_objective(std::string_view s);  // OptionError("objective", ...) otherwise
 const char* objective_name(Objective o);
 
-// Greedy, at most max_tokens, stopped at "\n".
+// Greedy, at most max_tokens, stopped at the first newline after text (stop_after_line).
 reader::GenerateParams answer_params(int max_tokens);
 // The graded line of a generation and its grade against the gold answers.
 bool grade(const std::string& generated, const std::vector<std::string>& answers);

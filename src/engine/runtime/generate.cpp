@@ -6,19 +6,23 @@
 
 namespace ragform::runtime {
 
-bool apply_stop_strings(GenerateOutput& o, const std::vector<std::string>& stop) {
-  for (const std::string& s : stop) {
+size_t line_stop_at(std::string_view text) {
+  const size_t b = text.find_first_not_of(" \t\n\v\f\r");
+  return b == std::string_view::npos ? std::string_view::npos : text.find('\n', b);
+}
+
+bool apply_stop(GenerateOutput& o, const GenerateOptions& opt) {
+  size_t cut = opt.stop_after_line ? line_stop_at(o.text) : std::string::npos;
+  for (const std::string& s : opt.stop) {
     if (s.empty()) continue;
     // Only the tail can contain a new match.
     size_t from = o.text.size() > s.size() + 64 ? o.text.size() - s.size() - 64 : 0;
-    size_t at = o.text.find(s, from);
-    if (at != std::string::npos) {
-      o.text.resize(at);
-      o.finish_reason = "stop";
-      return true;
-    }
+    cut = std::min(cut, o.text.find(s, from));
   }
-  return false;
+  if (cut == std::string::npos) return false;
+  o.text.resize(cut);
+  o.finish_reason = "stop";
+  return true;
 }
 
 std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
@@ -103,7 +107,7 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
       }
       o.ids.push_back(id);
       o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
-      if (apply_stop_strings(o, opt.stop)) continue;
+      if (apply_stop(o, opt)) continue;
       if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(seq[i]) + 1 > ctx.n_ctx()) {
         o.finish_reason = "length";
         continue;

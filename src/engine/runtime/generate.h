@@ -1,8 +1,10 @@
 // Text generation over a Context: batched prefill of every prompt in one pass, then one decode
 // step per token for all unfinished sequences together. Stops on end-of-generation tokens (unless
-// ignore_eos), on stop strings (the text is cut before the stop string), or at max_tokens.
+// ignore_eos), on stop strings (the text is cut before the stop string), at the end of the first
+// non-empty line (stop_after_line), or at max_tokens.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/runtime/context.h"
@@ -17,6 +19,11 @@ struct GenerateOptions {
   // Sequence i samples with seeds[i] when given (one per prompt), else sampling.seed + i.
   std::vector<uint64_t> seeds;
   std::vector<std::string> stop;
+  // Stop at the first newline that follows non-whitespace text (the text is cut before it):
+  // leading newlines and whitespace are generated through. An answer's line: a base model asked
+  // "...\nAnswer:" often begins with a newline, which a "\n" stop string turns into an empty
+  // answer.
+  bool stop_after_line = false;
   bool ignore_eos = false;
   // Attention steering (steering.h) of sequence i: steering[i] when one per prompt is given, the
   // one entry for every prompt when one is given, none when empty.
@@ -30,10 +37,18 @@ struct GenerateOutput {
   int prompt_tokens = 0;
 };
 
-// After a token's piece was appended to out.text: if a stop string now occurs (only the tail
-// can hold a new match), cut the text before it, set finish_reason "stop" and return true.
-// Shared by generate() and the server's continuous-batching engine.
-bool apply_stop_strings(GenerateOutput& out, const std::vector<std::string>& stop);
+// Where stop_after_line cuts `text`: its first '\n' after a non-whitespace byte (whitespace:
+// space, \t, \n, \v, \f, \r), npos when there is none yet. Readers that cannot apply the rule
+// while decoding (a remote server) cut their text here.
+size_t line_stop_at(std::string_view text);
+
+// The stop decision after a token's piece was appended to out.text: when opt.stop_after_line's
+// newline or one of opt.stop's strings now occurs (only the tail can hold a new stop string),
+// cut the text before the earliest, set finish_reason "stop" and return true. A cut never falls
+// before the text the previous call left (the line rule held no newline after text then), so a
+// stream may emit what a call returned false on. The one rule of generate() and the server's
+// continuous-batching engine.
+bool apply_stop(GenerateOutput& out, const GenerateOptions& opt);
 
 // Each prompt is a token sequence (already tokenised, BOS included). Sequence i uses seed
 // opt.seeds[i] (when given) or sampling.seed + i, so batched and one-by-one runs agree.

@@ -353,7 +353,8 @@ SeedRun run_seed(reader::Reader& r, store::RunStore& st, const EvalOptions& opt,
                {"p", prof.p},
                {"cnorm_delimiter", prof.best.text},
                {"min_token_delimiter", setup.variants[2].format.delim.text},
-               {"format_seed", prof.seed}};
+               {"format_seed", prof.seed},
+               {"stop", "after the first non-empty line"}};
   if (setup.natural_positions) rc.config["positions"] = "natural";
   if (!prof.best_wrapper.empty()) rc.config["cnorm_format"] = prof.best_wrapper;
   rc.seed = int64_t(seed);

@@ -37,7 +37,9 @@ void run_sweep(reader::Reader& r, const SweepSetup& setup, const std::vector<Ite
                const std::function<void(const CellAnswer&)>& on_answer) {
   if (setup.variants.empty()) throw Error("cnorm eval", "no variants");
   reader::GenerateParams gen = setup.gen;
-  if (std::find(gen.stop.begin(), gen.stop.end(), "\n") == gen.stop.end()) gen.stop.push_back("\n");
+  // The answer is the first non-empty line: a base reader often begins after "Answer:" with a
+  // newline, which a "\n" stop string made an empty answer (runtime/generate.h).
+  gen.stop_after_line = true;
   const size_t nv = setup.variants.size();
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];

@@ -1,6 +1,8 @@
 // The generation + EM step of SpotlightRAG (see answer.h).
 #include "pipelines/spotlight/answer.h"
 
+#include <optional>
+
 #include "reader/scoped_steering.h"
 #include "text/metrics.h"
 
@@ -10,7 +12,7 @@ reader::GenerateParams answer_params(int max_tokens) {
   reader::GenerateParams gp;
   gp.max_tokens = max_tokens;
   gp.temperature = 0.0;  // greedy: the paper's answers are deterministic
-  gp.stop = {"\n"};
+  gp.stop_after_line = true;
   return gp;
 }
 
@@ -29,6 +31,7 @@ GradedAnswer grade_answer(std::string_view generated, const std::vector<std::str
   // punctuation dropped ("café" is not "cafe", "Paris—" is not "Paris").
   const text::AnswerScores s = text::score_answer(g.text, answers, text::kSquadReference);
   g.em = s.exact_match;
+  g.f1 = s.token_f1;
   g.substring = s.substring_match;
   return g;
 }
@@ -36,10 +39,13 @@ GradedAnswer grade_answer(std::string_view generated, const std::vector<std::str
 GradedAnswer answer_and_grade(reader::Reader& r, const std::string& prompt,
                               const std::vector<std::string>& answers, int max_tokens,
                               const reader::SteeringParams& steer) {
-  if (!steer.active())
-    return grade_answer(r.generate(prompt, answer_params(max_tokens)).text, answers);
-  reader::ScopedSteering scoped(r, steer);
-  return grade_answer(r.generate(prompt, answer_params(max_tokens)).text, answers);
+  std::optional<reader::ScopedSteering> scoped;
+  if (steer.active()) scoped.emplace(r, steer);
+  const reader::Generation gen = r.generate(prompt, answer_params(max_tokens));
+  GradedAnswer g = grade_answer(gen.text, answers);
+  g.prompt_tokens = gen.prompt_tokens;
+  g.finish_reason = gen.finish_reason;
+  return g;
 }
 
 }  // namespace ragform::spotlight

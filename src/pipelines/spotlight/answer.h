@@ -1,16 +1,20 @@
 // SpotlightRAG's end-to-end step (paper section 4, Tables 1-3: EM, %): the generator's answer to
 // an eq. (10) prompt and its grade. One step for every front end that generates (`spotlight eval
 // --generate`, `reproduce spotlight`), so they count EM the same way:
-//   generation  greedy, at most max_tokens, stopped at the first newline (the prompt ends in
-//               "Answer:", and a reader continues with the next question or more evidence);
-//   answer      the generated text with leading whitespace removed, cut at its first newline
-//               (lost-in-the-middle's `prediction.strip().split("\n")[0]`), so a reader that
-//               does not honour the stop string is graded on the same line;
-//   grade       exact match and substring match of that line against the gold answers, with
-//               SQuAD's normalize_answer exactly (text::kSquadReference, text/normalize.h:
-//               lower-case, drop ASCII punctuation, drop the articles a/an/the, collapse
-//               whitespace; no accent or compatibility folding, Unicode punctuation kept), not
-//               ragform's default normaliser.
+//   generation  greedy, at most max_tokens, stopped at the first newline that follows
+//               non-whitespace text (GenerateParams::stop_after_line): the prompt ends in
+//               "Answer:", and a base reader (Gemma 3 270M) begins its answer with a newline and
+//               then continues with the next question or more evidence. A "\n" stop string
+//               ended every such answer before its first word (EM 0 of 300, issue 43);
+//   answer      the generated text with leading whitespace removed, cut at its first newline:
+//               its first non-empty line (lost-in-the-middle's
+//               `prediction.strip().split("\n")[0]`), so a reader that does not honour the stop
+//               rule is graded on the same line;
+//   grade       exact match, token F1 and substring match of that line against the gold
+//               answers, with SQuAD's normalize_answer exactly (text::kSquadReference,
+//               text/normalize.h: lower-case, drop ASCII punctuation, drop the articles a/an/the,
+//               collapse whitespace; no accent or compatibility folding, Unicode punctuation
+//               kept), not ragform's default normaliser.
 #pragma once
 #include <string>
 #include <string_view>
@@ -22,10 +26,13 @@ namespace ragform::spotlight {
 
 struct GradedAnswer {
   std::string text;  // the answer line that was graded
-  double em = 0, substring = 0;
+  double em = 0, f1 = 0, substring = 0;
+  // Of the generation (answer_and_grade): its prompt's tokens and why it ended.
+  int prompt_tokens = 0;
+  std::string finish_reason;
 };
 
-// Greedy, max_tokens, stop at "\n".
+// Greedy, max_tokens, stop after the first non-empty line.
 reader::GenerateParams answer_params(int max_tokens);
 
 // The answer line of a generated text (see above).

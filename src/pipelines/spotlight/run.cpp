@@ -1,6 +1,7 @@
 #include "pipelines/spotlight/run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -146,43 +147,115 @@ RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
 
 namespace {
 
-// One question's answer row: generated and graded (answer.h), or unmeasured when the reader
-// failed.
-// Attention emphasis of a stored prompt's sentences (extra "spans"): rescale:factor on them.
-reader::SteeringParams row_emphasis(const store::Result& row, double factor) {
-  reader::SteeringParams s;
-  if (factor == 1.0) return s;
+// The prompt one variant answers, with the byte ranges of its sentences (for emphasis).
+struct VariantPrompt {
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> spans;
+};
+
+// The stored prompt and its spans (extra "spans"; required only with emphasis).
+VariantPrompt stored_prompt(const store::Result& row, bool need_spans) {
+  VariantPrompt p{row.prompt, {}};
+  if (!need_spans) return p;
   if (!row.extra.contains("spans"))
     throw Error("spotlight generate",
                 "question '" + row.instance +
                     "' was stored without its sentences' spans: rerun spotlight eval --store");
   for (const auto& sp : row.extra["spans"])
-    s.spans.push_back({sp[0].get<size_t>(), sp[1].get<size_t>()});
+    p.spans.emplace_back(sp[0].get<size_t>(), sp[1].get<size_t>());
+  return p;
+}
+
+// The same selection without the special tokens: select_and_annotate's prompt with
+// special_tokens off, rebuilt from the row's question and selected sentences (in prompt order).
+VariantPrompt plain_prompt(const store::Result& row) {
+  const nlohmann::json& x = row.extra;
+  if (!x.contains("question") || !x["question"].is_string() || !x.contains("selected") ||
+      !x["selected"].is_array())
+    throw Error("spotlight generate", "question '" + row.instance +
+                                          "' was stored without its question and selection: "
+                                          "rerun spotlight eval --store");
+  std::vector<std::string> lines;
+  for (const auto& sel : x["selected"]) {
+    // The stored text is the sentence's own bytes (HotpotQA's carry a leading space); the
+    // prompt's line is it trimmed, as select_and_annotate writes it.
+    const std::string t = sel.value("text", std::string());
+    const size_t b = t.find_first_not_of(" \t\n"), e = t.find_last_not_of(" \t\n");
+    lines.push_back(b == std::string::npos ? "" : t.substr(b, e - b + 1));
+  }
+  const std::string question = x["question"].get<std::string>();
+  VariantPrompt p{build_prompt(question, lines), {}};
+  size_t at = build_prompt(question, {}).size() - std::string("Answer:").size();
+  for (const std::string& l : lines) {
+    p.spans.emplace_back(at, at + l.size());
+    at += l.size() + 1;
+  }
+  return p;
+}
+
+// Attention emphasis of a prompt's sentences: rescale:factor on them (none at factor 1).
+reader::SteeringParams emphasis(const VariantPrompt& p, double factor) {
+  reader::SteeringParams s;
+  if (factor == 1.0) return s;
+  for (const auto& [b, e] : p.spans)
+    if (e > b) s.spans.push_back({b, e});
+  if (s.spans.empty()) return s;
   s.rule = runtime::Steering::Rescale;
   s.value = float(factor);
   return s;
 }
 
+// One question's answer row for one variant: generated and graded (answer.h), or unmeasured when
+// the reader failed.
 store::Result answer_row(reader::Reader& r, int64_t run, const store::Result& prompt_row,
-                         const std::vector<std::string>& answers, int max_tokens, double emphasis,
-                         reader::MeasuredTally& tally) {
+                         const std::string& variant, const std::vector<std::string>& answers,
+                         const GenerateOptions& opt, reader::MeasuredTally& tally) {
   store::Result out;
   out.run = run;
   out.instance = prompt_row.instance;
-  out.variant = "spotlight";
-  out.prompt = prompt_row.prompt;
+  out.variant = variant;
   try {
-    const GradedAnswer g = answer_and_grade(r, prompt_row.prompt, answers, max_tokens,
-                                            row_emphasis(prompt_row, emphasis));
+    const bool need_spans = opt.emphasis_factor != 1.0;
+    const VariantPrompt p =
+        variant == kWithTokens ? stored_prompt(prompt_row, need_spans) : plain_prompt(prompt_row);
+    out.prompt = p.text;
+    const auto t0 = std::chrono::steady_clock::now();
+    const GradedAnswer g =
+        answer_and_grade(r, p.text, answers, opt.max_tokens, emphasis(p, opt.emphasis_factor));
+    out.timings_ms["total"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    out.prompt_tokens = g.prompt_tokens;
     out.output = g.text;
     out.correct = g.em > 0.5;
-    out.scores = {{"em", g.em}};
+    out.scores = {{"em", g.em}, {"f1", g.f1}, {"substring", g.substring}};
+    out.extra = {{"finish_reason", g.finish_reason}};
     tally.measured();
   } catch (const Error& e) {
     out.status = store::Status::unmeasured;
     out.error = e.what();
+    out.timings_ms.clear();
     tally.failed(e);
   }
+  return out;
+}
+
+// Every variant's answers in the run's measured rows.
+std::map<std::string, VariantAnswers> stored_answers(const store::RunStore& st, int64_t run) {
+  std::map<std::string, VariantAnswers> out;
+  st.for_each_result(run, [&](const store::Result& row) {
+    if (row.status != store::Status::ok) return;
+    VariantAnswers& v = out[row.variant];
+    auto score = [&](const char* name) {
+      auto it = row.scores.find(name);
+      return it == row.scores.end() ? 0.0 : it->second;
+    };
+    v.em.push_back(score("em"));
+    v.f1.push_back(score("f1"));
+    v.substring.push_back(score("substring"));
+    v.prompt_tokens += row.prompt_tokens.value_or(0);
+    auto t = row.timings_ms.find("total");
+    if (t != row.timings_ms.end()) v.generate_ms += t->second;
+  });
   return out;
 }
 
@@ -192,34 +265,40 @@ GenerateSummary run_generate(reader::Reader& r, store::RunStore& st,
                              const std::vector<eval::QaRecord>& records,
                              const GenerateOptions& opt) {
   const std::string stage = "spotlight generate";
-  // "grading" names the rule (SQuAD-normalised EM of the first line, answer.h), so that rows
-  // graded on the whole output or with ragform's default normaliser (earlier versions) are never
-  // resumed into this run.
+  // "grading" names the rule (SQuAD-normalised EM of the first line, answer.h) and "stop" the
+  // generation's (after the first non-empty line), so that rows graded on the whole output, with
+  // ragform's default normaliser, or generated up to a first newline that came before any text
+  // (earlier versions: every Gemma 3 270M answer empty) are never resumed into this run.
   store::RunConfig rc;
   rc.pipeline = stage;
   rc.config = {{"spotlight_run", opt.spotlight_run},
                {"max_tokens", opt.max_tokens},
-               {"grading", "squad em of the first line"}};
+               {"grading", "squad em of the first line"},
+               {"stop", "after the first non-empty line"}};
   // Unemphasised runs keep the identity they had before emphasis existed.
   if (opt.emphasis_factor != 1.0) rc.config["emphasis_factor"] = opt.emphasis_factor;
-  const common::Resumed res =
-      common::begin_or_resume(st, rc, opt.origin, opt.hooks, stage, records.size(), "answers");
-  GenerateSummary sum;
-  sum.run = res.run;
+  std::vector<std::string> variants = {kWithTokens};
+  if (opt.without_tokens) variants.push_back(kWithoutTokens);
   std::map<std::string, std::vector<std::string>> answers;
   for (const auto& rec : records) answers[rec.id] = rec.answers;
-  std::vector<store::Result> todo;
+  std::vector<store::Result> prompts;
   for (const auto& row : st.results(opt.spotlight_run))
-    if (row.variant == "spotlight" && !row.prompt.empty() && answers.count(row.instance) &&
-        !res.done.count({row.instance, "spotlight"}))
-      todo.push_back(row);
+    if (row.variant == "spotlight" && !row.prompt.empty() && answers.count(row.instance))
+      prompts.push_back(row);
+  const common::Resumed res = common::begin_or_resume(st, rc, opt.origin, opt.hooks, stage,
+                                                      prompts.size() * variants.size(), "answers");
+  GenerateSummary sum;
+  sum.run = res.run;
+  std::vector<std::pair<const store::Result*, std::string>> todo;
+  for (const auto& row : prompts)
+    for (const std::string& v : variants)
+      if (!res.done.count({row.instance, v})) todo.emplace_back(&row, v);
   reader::MeasuredTally tally;
   tally.measured(int64_t(res.done.size()));
   {
     common::Stage prog(opt.hooks, stage, todo.size());
-    for (const auto& row : todo) {
-      st.put(answer_row(r, sum.run, row, answers[row.instance], opt.max_tokens, opt.emphasis_factor,
-                        tally));
+    for (const auto& [row, v] : todo) {
+      st.put(answer_row(r, sum.run, *row, v, answers[row->instance], opt, tally));
       prog.add();
       tally.fail_fast(stage);
     }
@@ -229,9 +308,11 @@ GenerateSummary run_generate(reader::Reader& r, store::RunStore& st,
   if (sum.unmeasured > 0)
     opt.hooks.say(stage + ": " + std::to_string(sum.unmeasured) + " of " +
                   std::to_string(sum.unmeasured + tally.measured_count()) +
-                  " questions unmeasured (a rerun with the same --store retries them)");
+                  (variants.size() == 1 ? " questions" : " answers") +
+                  " unmeasured (a rerun with the same --store retries them)");
+  sum.variants = stored_answers(st, sum.run);
   for (const auto& row : st.results(sum.run))
-    if (row.status == store::Status::ok && row.correct) {
+    if (row.status == store::Status::ok && row.correct && row.variant == kWithTokens) {
       sum.graded += 1;
       sum.correct += *row.correct ? 1 : 0;
     }

@@ -14,10 +14,15 @@
 // without a resolvable supporting fact are skipped and counted. Its origin names no reader (the
 // encoder is part of the config).
 //
-// run_generate: the reader's answer to each stored spotlight prompt of a run_eval run, one row
-// per question (pipeline "spotlight generate", variant "spotlight"), graded by answer.h (EM of
-// the first line), optionally with the sentences emphasised by attention (emphasis_factor). A
-// failed remote request is an unmeasured row, retried by a rerun.
+// run_generate: the reader's answer to each stored spotlight prompt of a run_eval run (pipeline
+// "spotlight generate"), one row per question and variant: "spotlight" (the stored prompt, with
+// its <Rel> and category tokens) and, with without_tokens, "spotlight-no-tokens" (the same
+// sentences in the same order without the tokens: Table 3's "w/o special tokens", built from the
+// row's stored question and selection). Generated and graded by answer.h (stopped after the first
+// non-empty line; EM, F1 and substring match of that line), optionally with the sentences
+// emphasised by attention (emphasis_factor). Each row keeps its prompt, prompt_tokens, the graded
+// line as output, scores {em, f1, substring}, timings_ms {total: the generation's wall time} and
+// extra {finish_reason}. A failed remote request is an unmeasured row, retried by a rerun.
 //
 // Both resume: rows already stored are not recomputed.
 #pragma once
@@ -56,9 +61,14 @@ struct RunSummary {
 RunSummary run_eval(TokenEncoder& enc, store::RunStore& st,
                     const std::vector<eval::QaRecord>& records, const RunOptions& opt);
 
+// The variants run_generate answers.
+inline constexpr const char* kWithTokens = "spotlight";
+inline constexpr const char* kWithoutTokens = "spotlight-no-tokens";
+
 struct GenerateOptions {
   int64_t spotlight_run = 0;  // the run_eval run whose prompts are answered
   int max_tokens = 16;
+  bool without_tokens = false;  // also answer each prompt without its special tokens
   // Attention emphasis of the selected sentences while answering (select.h emphasis_steering:
   // rescale:FACTOR on the spans run_eval stored); 1 = none.
   double emphasis_factor = 1.0;
@@ -66,10 +76,18 @@ struct GenerateOptions {
   common::RunHooks hooks;
 };
 
+// One variant's answers over the run's measured rows (resumed ones too), in the store's row order.
+struct VariantAnswers {
+  std::vector<double> em, f1, substring;  // one per measured question
+  int64_t prompt_tokens = 0;              // summed over those rows
+  double generate_ms = 0;                 // their generations' wall time, summed
+};
+
 struct GenerateSummary {
   int64_t run = 0;
-  double correct = 0, graded = 0;  // over the run's measured rows (resumed ones too)
+  double correct = 0, graded = 0;  // the "spotlight" variant's measured rows (resumed ones too)
   int64_t unmeasured = 0;          // rows a reader left unmeasured in this call
+  std::map<std::string, VariantAnswers> variants;  // by variant name
 };
 
 // The answers of the records' questions (their gold answers grade them); reader::NothingMeasured

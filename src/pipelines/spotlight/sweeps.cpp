@@ -69,6 +69,7 @@ void answer_question(reader::Reader& rd, const eval::QaRecord& r, const std::vec
     Selection s = select_and_annotate(r.question, docs, sq, {opt.K, Order::Document, special});
     const GradedAnswer g = answer_and_grade(rd, s.prompt, r.answers, opt.max_tokens);
     (special ? t.em_full : t.em_plain).push_back(g.em);
+    (special ? t.f1_full : t.f1_plain).push_back(g.f1);
     (special ? t.sub_full : t.sub_plain).push_back(g.substring);
   }
 }

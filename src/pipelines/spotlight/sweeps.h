@@ -54,8 +54,9 @@ struct SweepSummary {
   PositionalAnalysis pa;          // Figure 1(a)
   size_t skipped = 0;             // questions without resolvable gold sentences
   size_t words = 0, oov = 0;      // question words of the main configuration / out of vocabulary
-  // With a generator, per question: EM and substring accuracy with and without special tokens.
-  std::vector<double> em_full, sub_full, em_plain, sub_plain;
+  // With a generator, per question: EM, token F1 and substring accuracy with and without special
+  // tokens.
+  std::vector<double> em_full, f1_full, sub_full, em_plain, f1_plain, sub_plain;
 };
 
 SweepSummary run_sweeps(TokenEncoder& enc, const std::vector<eval::QaRecord>& records,

@@ -1,5 +1,5 @@
-// SpotlightRAG's end-to-end step (answer.h): the reader's answer is cut at the first newline and
-// graded by SQuAD-normalised exact match, whatever else the reader goes on to write.
+// SpotlightRAG's end-to-end step (answer.h): the reader's answer is cut after its first non-empty
+// line and graded by SQuAD-normalised exact match, whatever else the reader goes on to write.
 #include <gtest/gtest.h>
 
 #include "pipelines/spotlight/answer.h"
@@ -65,12 +65,28 @@ TEST(SpotlightAnswer, EmIsSquadNormalizeAnswer) {
   EXPECT_EQ(grade_answer("caf\xC3\xA9 au lait", {"Caf\xC3\xA9"}).substring, 1.0);
 }
 
-TEST(SpotlightAnswer, GenerationIsGreedyAndStopsAtNewline) {
+// Greedy, and stopped after the first non-empty line, not at the first newline: Gemma 3 270M
+// begins its answer to "...\nAnswer:" with a newline, which a "\n" stop string turned into an
+// empty answer for every question (EM 0 of 300, issue 43).
+TEST(SpotlightAnswer, GenerationIsGreedyAndStopsAfterTheFirstLine) {
   const reader::GenerateParams gp = answer_params(16);
   EXPECT_EQ(gp.max_tokens, 16);
   EXPECT_LE(gp.temperature, 0.0);
-  ASSERT_EQ(gp.stop.size(), 1u);
-  EXPECT_EQ(gp.stop[0], "\n");
+  EXPECT_TRUE(gp.stop_after_line);
+  EXPECT_TRUE(gp.stop.empty());
+}
+
+// The generation's prompt tokens and finish reason come back with the grade, and F1 beside EM.
+TEST(SpotlightAnswer, GradeCarriesF1PromptTokensAndFinishReason) {
+  testing::FakeReader r = chatty_reader("\nthe Eiffel Tower in Paris\nmore");
+  const std::string prompt = "Question: q\nEvidence:\nAnswer:";
+  const GradedAnswer g = answer_and_grade(r, prompt, {"Paris"}, 16);
+  EXPECT_EQ(g.text, "the Eiffel Tower in Paris");
+  EXPECT_EQ(g.em, 0.0);
+  EXPECT_DOUBLE_EQ(g.f1, 2.0 * (1.0 / 4) * 1.0 / (1.0 / 4 + 1.0));  // 1 of 4 tokens, recall 1
+  EXPECT_EQ(g.substring, 1.0);
+  EXPECT_EQ(g.prompt_tokens, int(prompt.size()) + 1);  // the fake reader: a token per byte + BOS
+  EXPECT_EQ(g.finish_reason, "stop");
 }
 
 }  // namespace
