@@ -24,11 +24,20 @@ __all__ = ["Model", "OpenAIReader", "Encoder", "Reader", "Attention", "RunStore"
            "cnorm", "sure", "spotlight", "readers", "present"]
 
 
-def _generate(reader, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_eos, details):
-    if isinstance(stop, str):
-        stop = [stop]
-    g = reader._generate(prompt, n_predict=n_predict, temp=temp, top_k=top_k, top_p=top_p,
-                         seed=seed, stop=list(stop or []), ignore_eos=ignore_eos)
+# generate()'s keywords, their order and defaults: declared once with `ragform generate`'s flags
+# (src/reader/generate_options.h; ragform._ragform.options("generate")). details= is the
+# wrapper's own (--json's dict), and Model's chat= (a second reader of the file in chat mode).
+_GENERATE = _options.signature("generate", first=["self", "prompt"],
+                               after={"ignore_eos": [("details", False)]})
+_MODEL_GENERATE = _options.signature("generate", first=["self", "prompt"],
+                                     after={"stop": [("chat", None)],
+                                            "ignore_eos": [("details", False)]})
+
+
+def _generate(reader, a):
+    """One generation of `reader` for the bound arguments `a` of a generate() signature."""
+    details = a.pop("details")
+    g = reader._generate(a.pop("prompt"), **a)
     return g if details else g["text"]
 
 
@@ -92,15 +101,18 @@ class Model(_ragform._Model):
             self._chat_model = Model(self.path, chat=True, system=self.system, **self._args)
         return self._chat_model
 
-    def generate(self, prompt, n_predict=64, temp=0.0, stop=None, chat=None, top_k=0, top_p=1.0,
-                 seed=0, ignore_eos=False, details=False):
+    def generate(self, *args, **kwargs):
         """The continuation of `prompt` (not prompt + continuation), as `ragform generate`'s text:
         greedy unless temp > 0 (then top_k / top_p / seed sampling). stop: a string or list of
         strings to stop before. chat=True: the prompt is the user turn of the model's chat
         template (None: as the Model was opened). details=True returns the dict of
-        `ragform generate --json`: {text, ids, finish_reason, prompt_tokens}."""
-        return _generate(self._for_chat(chat), prompt, n_predict, temp, stop, top_k, top_p,
-                         seed, ignore_eos, details)
+        `ragform generate --json`: {text, ids, finish_reason, prompt_tokens}. The keywords but
+        chat and details are the CLI's flags of the same meaning, declared once in
+        src/reader/generate_options.h (ragform._ragform.options("generate"))."""
+        a = _options.bind(_MODEL_GENERATE, (self,) + args, kwargs)
+        return _generate(a.pop("self")._for_chat(a.pop("chat")), a)
+
+    generate.__signature__ = _MODEL_GENERATE
 
     def logits(self, prompt, positions="last"):
         """Raw logits of the prompt's tokens: numpy float32 [1, n_vocab] for positions="last",
@@ -130,11 +142,12 @@ class OpenAIReader(_ragform.OpenAIReader):
     attention: attention() raises NotImplementedError ("attention is not supported by this
     server") without sending the prompt. hidden() always raises NotImplementedError."""
 
-    def generate(self, prompt, n_predict=64, temp=0.0, stop=None, top_k=0, top_p=1.0, seed=0,
-                 ignore_eos=False, details=False):
+    def generate(self, *args, **kwargs):
         """The continuation of `prompt` (see Model.generate)."""
-        return _generate(self, prompt, n_predict, temp, stop, top_k, top_p, seed, ignore_eos,
-                         details)
+        a = _options.bind(_GENERATE, (self,) + args, kwargs)
+        return _generate(a.pop("self"), a)
+
+    generate.__signature__ = _GENERATE
 
 
 class RunStore:

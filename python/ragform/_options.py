@@ -10,19 +10,23 @@ _POS = _inspect.Parameter.POSITIONAL_OR_KEYWORD
 _KW = _inspect.Parameter.KEYWORD_ONLY
 
 
-def signature(verb, first=(), last=()):
+def signature(verb, first=(), last=(), after=None):
     """The signature of a wrapper of `verb`: `first` (names, or (name, default) pairs) as
     positional-or-keyword parameters, then the declared options (positional-or-keyword where the
-    declaration says so, else keyword-only) with their declared defaults, then `last` ((name,
-    default) pairs) keyword-only."""
+    declaration says so, else keyword-only) with their declared defaults, each named by its Python
+    spelling (`lam` for the key "lambda"), then `last` ((name, default) pairs) keyword-only.
+    `after` ({keyword: [(name, default)]}): the wrapper's own parameters placed right after a
+    declared one, of its kind (Model.generate's chat= after stop=)."""
     params = []
     for p in first:
         name, default = (p, _inspect.Parameter.empty) if isinstance(p, str) else p
         params.append(_inspect.Parameter(name, _POS, default=default))
     for o in _ragform.options(verb):
         default = _inspect.Parameter.empty if o["required"] else o["default"]
-        params.append(_inspect.Parameter(o["key"], _POS if o["positional"] else _KW,
-                                         default=default))
+        kind = _POS if o["positional"] else _KW
+        params.append(_inspect.Parameter(o["keyword"], kind, default=default))
+        for name, own in (after or {}).get(o["keyword"], ()):
+            params.append(_inspect.Parameter(name, kind, default=own))
     for name, default in last:
         params.append(_inspect.Parameter(name, _KW, default=default))
     return _inspect.Signature(params)

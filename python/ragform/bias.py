@@ -17,17 +17,29 @@ def _curve(bias):
         return _json.load(f)
 
 
-@checked
-def document_relevance(model, prompt, doc_spans, bias=None, layer=-1, query=-1):
-    """Each document's attention (its mass and its mean per token) in one layer's row of the
+_RELEVANCE = _options.signature("bias.document_relevance",
+                                first=["model", "prompt", "doc_spans", ("bias", None)])
+
+
+def _document_relevance(*args, **kwargs):
+    a = _options.bind(_RELEVANCE, args, kwargs)
+    return _ragform._document_relevance(a.pop("model"), a.pop("prompt"),
+                                        [list(s) for s in a.pop("doc_spans")],
+                                        _curve(a.pop("bias")), **a)
+
+
+_document_relevance.__signature__ = _RELEVANCE
+_document_relevance.__name__ = _document_relevance.__qualname__ = "document_relevance"
+_document_relevance.__doc__ = """Each document's attention (its mass and its mean per token) in one layer's row of the
     ``query`` token, and with ``bias`` (a curve dict or file) its calibrated relevance (Found in
     the Middle's eq. 4): its attention under the curve's measure minus the curve at its slot.
 
     ``doc_spans`` is a list of (start, end) byte offsets of the prompt. Returns {"documents":
     [{slot, start, end, token_start, token_end, mass, mean[, bias, calibrated]}], "ranking":
-    [slots, most relevant first], "layer", "query_position"[, "measure"]}."""
-    return _ragform._document_relevance(model, prompt, [list(s) for s in doc_spans],
-                                        _curve(bias), layer, query)
+    [slots, most relevant first], "layer", "query_position"[, "measure"]}. layer and query
+    (negative: from the end) are the CLI's ``ragform attention --layer --query``, declared once
+    in src/pipelines/cnorm/position_bias.h (ragform._ragform.options("bias.document_relevance"))."""
+document_relevance = checked(_document_relevance)
 
 
 _POSITION_BIAS = _options.signature("bias.position_bias", first=["model"],
@@ -48,5 +60,6 @@ _position_bias.__doc__ = """The model's positional bias curve: a filler document
     --json`` prints ({"curve", "measure", "layers", ...}). The keywords are the CLI's flags of
     the same meaning, declared once in src/pipelines/cnorm/setup.h
     (ragform._ragform.options("bias.position_bias")): task (qa or needle), k, limit, seed,
-    template, measure."""
+    template, measure; positions is the CLI's ``--sweep --positions`` (a subset of the gold
+    positions to sweep): a curve measures every slot, so here it is a ValueError."""
 position_bias = checked(_position_bias)

@@ -19,10 +19,14 @@ namespace ragform::py {
 
 namespace {
 
-// doc_spans: a list of (start, end) byte offsets, as /v1/attention's "doc_spans".
+// doc_spans: a list of (start, end) byte offsets, as /v1/attention's "doc_spans". The keywords
+// are position_bias.h's RelevanceRequest (layer, query), as the CLI's --layer and --query.
 pyb::object document_relevance(const pyb::handle& model, const std::string& prompt,
-                               const pyb::handle& doc_spans, const pyb::handle& bias, int layer,
-                               int query) {
+                               const pyb::handle& doc_spans, const pyb::handle& bias,
+                               const pyb::kwargs& kw) {
+  cnorm::RelevanceRequest req;
+  bind_keywords(req, kw, "bias.document_relevance");
+  const reader::AttentionQuery q = cnorm::relevance_query(req);
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   require_methods(*rd, {"attention"}, "bias.document_relevance");
   const std::vector<cnorm::CharSpan> spans =
@@ -32,11 +36,10 @@ pyb::object document_relevance(const pyb::handle& model, const std::string& prom
   nlohmann::json out;
   {
     pyb::gil_scoped_release nogil;
-    reader::AttentionQuery q;
-    q.layers = {layer};
-    q.query_positions = {query};
     const reader::AttentionResult r = rd->attention(prompt, q);
     const reader::AttentionRows& row = r.rows.at(0);
+    // The bound on the report's work that the CLI and the server apply.
+    cnorm::check_document_work(spans.size(), 1, row.mean.size(), "doc_spans");
     out = cnorm::document_report(prompt, r, row, spans, curve ? &*curve : nullptr);
     out["layer"] = row.layer;
     out["query_position"] = row.query_position;
@@ -69,7 +72,7 @@ pyb::object position_bias(const pyb::handle& model, pyb::object records, const p
 void bind_bias(pyb::module_& m) {
   using pyb::arg;
   m.def("_document_relevance", &document_relevance, arg("model"), arg("prompt"), arg("doc_spans"),
-        arg("bias") = pyb::none(), arg("layer") = -1, arg("query") = -1);
+        arg("bias"));
   m.def("_position_bias", &position_bias, arg("model"), arg("records"));
 }
 

@@ -52,23 +52,6 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, const 
   return std::make_shared<reader::NativeReader>(path, o);
 }
 
-reader::GenerateParams generate_params(int n_predict, double temp, int top_k, double top_p,
-                                       uint64_t seed, const std::vector<std::string>& stop,
-                                       bool ignore_eos) {
-  reader::GenerateParams p;
-  p.max_tokens = n_predict;
-  p.temperature = temp;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  p.seed = seed;
-  p.stop = stop;
-  p.ignore_eos = ignore_eos;
-  reader::check_generate_params(p, {"n_predict", "temp", "top_k", "top_p"});
-  if (std::string why = reader::stop_strings_problem(stop); !why.empty())
-    throw UsageError("stop", why);
-  return p;
-}
-
 // Reader.steering's value as the steering object every front end gives (reader/steering_object.h,
 // which reads and checks it): None, or a dict whose lists may be tuples and whose integers may be
 // numpy's; anything else as Python's json module says it. A refusal names the dict's key
@@ -294,9 +277,12 @@ void bind_engine(pyb::module_& m) {
           "which of generate, score, attention, hidden this reader answers")
       .def(
           "_generate",
-          [](Reader& r, const std::string& prompt, int n_predict, double temp, int top_k,
-             double top_p, uint64_t seed, const std::vector<std::string>& stop, bool ignore_eos) {
-            auto p = generate_params(n_predict, temp, top_k, top_p, seed, stop, ignore_eos);
+          [](Reader& r, const std::string& prompt, const pyb::kwargs& kw) {
+            // The keywords of ragform.Model.generate / OpenAIReader.generate: the declared
+            // GenerateRequest (reader/generate_options.h), checked as the CLI's flags are.
+            reader::GenerateRequest o;
+            bind_keywords(o, kw, "generate");
+            const reader::GenerateParams p = reader::generate_params(o);
             reader::Generation g;
             {
               pyb::gil_scoped_release nogil;
@@ -304,11 +290,9 @@ void bind_engine(pyb::module_& m) {
             }
             return generation_dict(g);
           },
-          pyb::arg("prompt"), pyb::arg("n_predict") = 64, pyb::arg("temp") = 0.0,
-          pyb::arg("top_k") = 0, pyb::arg("top_p") = 1.0, pyb::arg("seed") = 0,
-          pyb::arg("stop") = std::vector<std::string>{}, pyb::arg("ignore_eos") = false,
+          pyb::arg("prompt"),
           "One generation as a dict {text, ids, finish_reason, prompt_tokens} (as `ragform "
-          "generate --json`).")
+          "generate --json`); the keywords are ragform._ragform.options('generate').")
       .def("score", &score, pyb::arg("prompt"), pyb::arg("continuation") = "",
            "Per-token natural-log probabilities of `continuation` after `prompt` (numpy "
            "float64), as the `logprob`s of `ragform score --json`. An empty continuation scores "

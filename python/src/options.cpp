@@ -6,8 +6,10 @@
 #include <map>
 
 #include "pipelines/cnorm/cnorm.h"
+#include "pipelines/spotlight/spotlight.h"
 #include "pipelines/sure/sure.h"
 #include "reader/engine_settings.h"
+#include "reader/generate_options.h"
 #include "tune/args.h"
 
 namespace ragform::py {
@@ -58,6 +60,7 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
   static const std::map<std::string, std::function<std::vector<OptionInfo>()>> v = {
       {"tune", [] { return option_infos<tune::TuneArgs>(); }},
       {"model", [] { return option_infos<reader::EngineSettings>(); }},
+      {"generate", [] { return option_infos<reader::GenerateRequest>(); }},
       {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
       {"sure.attention", [] { return option_infos<sure::AttentionRequest>(); }},
       {"sure.perturb", [] { return option_infos<sure::PerturbRequest>(); }},
@@ -66,6 +69,8 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
       {"cnorm.calibrate", [] { return option_infos<cnorm::CalibrationRequest>(); }},
       {"cnorm.evaluate", [] { return option_infos<cnorm::EvalRequest>(); }},
       {"bias.position_bias", [] { return option_infos<cnorm::BiasCurveRequest>(); }},
+      {"bias.document_relevance", [] { return option_infos<cnorm::RelevanceRequest>(); }},
+      {"spotlight.select", [] { return option_infos<spotlight::SelectOptions>(); }},
   };
   return v;
 }
@@ -77,6 +82,7 @@ pyb::list options_list(const std::vector<OptionInfo>& infos) {
   for (const OptionInfo& o : infos) {
     pyb::dict d;
     d["key"] = o.decl.key;
+    d["keyword"] = o.decl.python_key();
     d["flag"] = o.decl.flag.empty() ? pyb::object(pyb::none()) : pyb::str(o.decl.flag);
     d["kind"] = kind_name(o.decl.kind);
     d["default"] = python_default(o);

@@ -37,6 +37,7 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     if (pyb::isinstance<pyb::str>(obj)) {
       const std::string text = obj.cast<std::string>();
+      if (d.repeat) return {text};  // one value, as one use of the CLI's flag
       if (d.split) return d.split(d.key, text);
       std::vector<std::string> out;
       size_t from = 0;
@@ -80,7 +81,10 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
 template <class S>
 void bind_keywords(S& s, const pyb::dict& kw, const std::string& verb) {
   std::vector<std::string> known;
-  s.visit([&](const OptionDecl& d, auto& field) {
+  s.visit([&](const OptionDecl& decl, auto& field) {
+    // Python's spelling of the key, in the keyword and in its errors ("lam: ..." for "lambda").
+    OptionDecl d = decl;
+    d.key = decl.python_key();
     known.push_back(d.key);
     if (!kw.contains(d.key.c_str())) return;
     const pyb::handle v = kw[d.key.c_str()];
@@ -98,10 +102,22 @@ void bind_keywords(S& s, const pyb::dict& kw, const std::string& verb) {
   }
 }
 
-// The declaration as a list of dicts {key, flag, kind, default, min, max, required, positional,
-// help, unset, env}: default is the field's initial value as Python spells it (None for an unset
-// optional, an empty str unless the declaration makes "" a value, or an empty list); env the
-// CLI's variable for it (None when none).
+// The library's OptionError about a field of S with the key as Python spells it (the declared
+// `.py(...)` spelling: "lam: ..." where the library says "lambda: ...").
+template <class S>
+OptionError python_spelled(const OptionError& e) {
+  S s;
+  std::string key = e.key();
+  s.visit([&](const OptionDecl& d, const auto&) {
+    if (d.key == e.key()) key = d.python_key();
+  });
+  return OptionError(key, e.why());
+}
+
+// The declaration as a list of dicts {key, keyword, flag, kind, default, min, max, required,
+// positional, help, unset, env} (keyword: Python's spelling of key): default is the field's initial
+// value as Python spells it (None for an unset optional, an empty str unless the declaration makes
+// "" a value, or an empty list); env the CLI's variable for it (None when none).
 pyb::list options_list(const std::vector<OptionInfo>& infos);
 
 }  // namespace ragform::py

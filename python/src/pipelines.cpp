@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "bindings.h"
 #include "eval/datasets.h"
+#include "options.h"
 #include "pipelines/common/common.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "qa_records.h"
@@ -27,22 +28,19 @@ namespace {
 
 // As `ragform spotlight select --json` on one record. The token encoder: word vectors (a dict
 // {word: [floats]} or a JSON file path), an Encoder (--encoder model) or a Model's hidden states
-// of `layer` (--encoder hidden). k / lam None: default_score_params(), the CLI's defaults.
+// of `layer` (--encoder hidden). The keywords are the declared SelectOptions
+// (pipelines/spotlight/select_options.h; k / lam None: the ranker's defaults, as the CLI's).
 pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb::object encoder,
-                             int K, std::optional<int> k, std::optional<double> lam,
-                             const std::string& order, bool special_tokens, const std::string& oov,
-                             int layer) {
+                             const pyb::kwargs& kw) {
   using namespace spotlight;
-  if (K < 1) throw UsageError("spotlight", "K must be >= 1");
-  if (order != "doc" && order != "score")
-    throw UsageError("spotlight", "order must be doc or score, got '" + order + "'");
-  if (oov != "match" && oov != "skip")
-    throw UsageError("spotlight", "oov must be match or skip, got '" + oov + "'");
-  ScoreParams sp = default_score_params();
-  if (k) sp.top_k = *k;
-  if (lam) sp.lambda = *lam;
-  if (sp.top_k < 1) throw UsageError("spotlight", "k must be >= 1");
-  if (sp.lambda < 0 || sp.lambda > 1) throw UsageError("spotlight", "lam must be in [0, 1]");
+  SelectOptions o;
+  bind_keywords(o, kw, "spotlight.select");
+  try {
+    check_select_options(o);
+  } catch (const OptionError& e) {
+    throw python_spelled<SelectOptions>(e);
+  }
+  const ScoreParams sp = score_params(o.score, default_score_params());
   if (vectors.is_none() == encoder.is_none())
     throw UsageError("spotlight", "give exactly one of vectors= or encoder=");
   std::unique_ptr<WordVectors> wv;
@@ -58,7 +56,7 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
       std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(vectors));
       wv = std::make_unique<WordVectors>(WordVectors::load(path));
     }
-    enc = std::make_unique<StaticEncoder>(*wv, oov == "match" ? OovPolicy::Match : OovPolicy::Skip);
+    enc = std::make_unique<StaticEncoder>(*wv, oov_policy(o.encoder));
   } else if (pyb::isinstance<reader::NativeEncoder>(encoder)) {
     enc = std::make_unique<ModelEncoder>(encoder.cast<reader::NativeEncoder&>());
   } else if (pyb::isinstance<reader::Reader>(encoder) || pyb::hasattr(encoder, "hidden") ||
@@ -67,7 +65,7 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
     // is refused naming it).
     rd = reader_arg(encoder, "encoder");
     require_methods(*rd, {"hidden"}, "spotlight.select");
-    enc = std::make_unique<HiddenEncoder>(*rd, layer);
+    enc = std::make_unique<HiddenEncoder>(*rd, int(o.encoder.layer));
   } else {
     throw UsageError("spotlight",
                      "encoder must be a ragform.Encoder, a ragform.Model or a Python reader with "
@@ -76,7 +74,7 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
   std::vector<eval::QaRecord> recs = qa_records(pyb::make_tuple(record));
   const eval::QaRecord& r = recs.at(0);
   if (r.ctxs.empty()) throw UsageError("spotlight", "record '" + r.id + "' has no contexts");
-  SelectParams sel{K, order == "doc" ? Order::Document : Order::Score, special_tokens};
+  const SelectParams sel = select_params(o.score, o.prompt);
   nlohmann::ordered_json out;
   {
     pyb::gil_scoped_release nogil;
@@ -94,9 +92,7 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
 
 void bind_pipelines(pyb::module_& m) {
   using pyb::arg;
-  m.def("_spotlight_select", &spotlight_select, arg("record"), arg("vectors"), arg("encoder"),
-        arg("K"), arg("k"), arg("lam"), arg("order"), arg("special_tokens"), arg("oov"),
-        arg("layer"));
+  m.def("_spotlight_select", &spotlight_select, arg("record"), arg("vectors"), arg("encoder"));
 }
 
 }  // namespace ragform::py

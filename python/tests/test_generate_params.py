@@ -1,19 +1,20 @@
-"""Reader.generate's settings follow the reader's one range rule (reader/generate_params.h
-check_generate_params), with the keywords' own names: the first one out of range is named."""
+"""Reader.generate's settings follow their one declaration (reader/generate_options.h, checked
+by generate_params), with the keywords' own names: the first one out of range is named, in the
+words the CLI uses for its flags."""
 import math
 
 import pytest
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"n_predict": -1}, "n_predict: must be >= 0"),
-    ({"temp": 100.5}, r"temp: must be in \[0, 100\]"),
-    ({"temp": -0.1}, r"temp: must be in \[0, 100\]"),
-    ({"temp": math.nan}, r"temp: must be in \[0, 100\]"),
-    ({"top_p": 1.5}, r"top_p: must be in \(0, 1\]"),
-    ({"top_p": 0}, r"top_p: must be in \(0, 1\]"),
-    ({"top_k": -1}, "top_k: must be >= 0"),
-    ({"n_predict": -1, "temp": -1}, "n_predict: must be >= 0"),
+    ({"n_predict": -1}, r"n_predict: value out of range: -1 \(accepted: 0 or more\)"),
+    ({"temp": 100.5}, r"temp: value too large: 100.5 \(largest accepted: 100\)"),
+    ({"temp": -0.1}, r"temp: value out of range: -0.1 \(accepted: 0..100\)"),
+    ({"temp": math.nan}, r"temp: value out of range: nan \(accepted: 0..100\)"),
+    ({"top_p": 1.5}, r"top_p: value too large: 1.5 \(largest accepted: 1\)"),
+    ({"top_p": 0}, r"top_p: must be above 0: an empty nucleus holds no token"),
+    ({"top_k": -1}, r"top_k: value out of range: -1 \(accepted: 0 or more\)"),
+    ({"n_predict": -1, "temp": -1}, r"n_predict: value out of range: -1 \(accepted: 0 or more\)"),
 ])
 def test_settings_out_of_range_name_the_keyword(model, kwargs, message):
     with pytest.raises(ValueError, match="^" + message + "$"):

@@ -105,10 +105,10 @@ def test_not_a_profile_is_a_value_error_said_once():
 
 
 @pytest.mark.parametrize("call, error, words", [
-    (lambda m: m.generate("Once", n_predict=10**30), ValueError, "n_predict: 10"),
-    (lambda m: m.generate("Once", n_predict=2, seed=2**70), ValueError, "seed: 1180"),
-    (lambda m: m.generate("Once", n_predict=2, seed=-1), ValueError, "seed: -1 is out of range"),
-    (lambda m: m.generate("Once", n_predict=2, top_k=10**20), ValueError, "top_k: 1000"),
+    (lambda m: m.generate("Once", n_predict=10**30), ValueError, "n_predict: value too large: 10"),
+    (lambda m: m.generate("Once", n_predict=2, seed=2**70), ValueError, "seed: value too large: 1180"),
+    (lambda m: m.generate("Once", n_predict=2, seed=-1), ValueError, "seed: value out of range: -1"),
+    (lambda m: m.generate("Once", n_predict=2, top_k=10**20), ValueError, "top_k: value too large: 1000"),
     (lambda m: m.generate("Once", n_predict=2.5), TypeError, "n_predict: expected an integer"),
 ])
 def test_an_integer_cpp_cannot_take_is_named(model, call, error, words):

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 import ragform
+import ragform.bias  # not imported by the package itself
 
 # verb -> (the Python wrapper, the CLI command)
 VERBS = {"tune": (lambda: ragform.tune, ["tune"]),
@@ -20,7 +21,10 @@ VERBS = {"tune": (lambda: ragform.tune, ["tune"]),
          "sure.attention": (lambda: ragform.sure.attention, ["sure", "attention"]),
          "sure.perturb": (lambda: ragform.sure.perturb, ["sure", "perturb"]),
          "sure.filter": (lambda: ragform.sure.filter, ["sure", "filter"]),
-         "sure.oracle": (lambda: ragform.sure.oracle, ["sure", "oracle"])}
+         "sure.oracle": (lambda: ragform.sure.oracle, ["sure", "oracle"]),
+         "spotlight.select": (lambda: ragform.spotlight.select, ["spotlight", "select"]),
+         "generate": (lambda: ragform.Model.generate, ["generate"]),
+         "bias.document_relevance": (lambda: ragform.bias.document_relevance, ["attention"])}
 
 
 def cli_help(command):
@@ -34,7 +38,7 @@ def test_the_wrapper_and_the_cli_derive_from_the_declaration(verb):
     decl = ragform._ragform.options(verb)
     sig = inspect.signature(wrapper())
     for o in decl:
-        p = sig.parameters[o["key"]]
+        p = sig.parameters[o["keyword"]]
         assert (p.default is inspect.Parameter.empty) == o["required"], o["key"]
         if not o["required"]:
             assert p.default == o["default"], o["key"]
@@ -48,7 +52,7 @@ def test_the_wrapper_and_the_cli_derive_from_the_declaration(verb):
             assert "(required)" in line, line
         elif o["unset"]:
             assert f"[default: {o['unset']}" in line, line
-        elif o["default"] not in (None, False, [], "") and o["kind"] != "on_off":
+        elif o["default"] not in (None, False, [], "") and o["kind"] not in ("on_off", "switch"):
             want = o["default"] if not isinstance(o["default"], float) else f"{o['default']:g}"
             if isinstance(want, list):
                 want = ",".join(want)
@@ -93,6 +97,20 @@ REFUSALS = {
     "bias.position_bias": (lambda m, d: ragform.bias.position_bias(m, "needle", limit=0),
                            ["position-bias", "--task", "needle", "--limit", "0"], "limit",
                            "--limit", "value out of range: 0 (accepted: 1 or more)"),
+    "generate": (lambda m, d: m.generate("Once", temp=101),
+                 ["generate", "-p", "Once", "--temp", "101"], "temp", "--temp",
+                 "value too large: 101 (largest accepted: 100)"),
+    "generate.top_p": (lambda m, d: m.generate("Once", top_p=0),
+                       ["generate", "-p", "Once", "--top-p", "0"], "top_p", "--top-p",
+                       "must be above 0: an empty nucleus holds no token"),
+    "generate.stop": (lambda m, d: m.generate("Once", stop=""),
+                      ["generate", "-p", "Once", "--stop", ""], "stop", "--stop",
+                      "'stop' strings must not be empty"),
+    "bias.document_relevance": (lambda m, d: ragform.bias.document_relevance(
+                                    m, "a b", [(0, 1)], layer=2**31),
+                                ["attention", "-p", "a b", "--layer", "2147483648"], "layer",
+                                "--layer", "value too large: 2147483648 (largest accepted: "
+                                "2147483647)"),
 }
 
 
@@ -119,3 +137,125 @@ def test_a_task_error_names_the_option_in_each_spelling(model, model_path, tmp_p
         r = subprocess.run([os.environ["RAGFORM_BIN"], *argv, "-m", model_path],
                            capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr == f"ragform: --task: {why}\n", r.stderr
+
+
+def test_a_key_python_spells_otherwise_is_its_keyword():
+    """"lambda" is a reserved word in Python: the declaration spells it lam= there, the CLI's flag
+    and the server's field keep the key."""
+    (o,) = [o for o in ragform._ragform.options("spotlight.select") if o["key"] == "lambda"]
+    assert o["keyword"] == "lam" and o["flag"] == "--lambda"
+    params = inspect.signature(ragform.spotlight.select).parameters
+    assert "lam" in params and "lambda" not in params
+    with pytest.raises(TypeError, match="unexpected keyword argument 'lambda'"):
+        ragform.spotlight.select({"question": "q", "ctxs": [{"text": "a."}]}, vectors={},
+                                 **{"lambda": 0.5})
+
+
+# spotlight.select: (Python's keywords, the CLI's flags, the request's fields, Python's message,
+# the CLI's message, the server's message) for the same out-of-range or unknown value.
+SPOTLIGHT_REFUSALS = [
+    ({"lam": 2}, ["--lambda", "2"], {"lambda": 2}, "lam: value too large: 2 (largest accepted: 1)",
+     "--lambda: value too large: 2 (largest accepted: 1)", "'lambda' is outside its range"),
+    ({"K": 0}, ["-K", "0"], {"K": 0}, "K: value out of range: 0 (accepted: 1 or more)",
+     "-K: value out of range: 0 (accepted: 1 or more)", "'K' = 0 is outside [1, "),
+    ({"k": 0}, ["-k", "0"], {"k": 0}, "k: value out of range: 0 (accepted: 1 or more)",
+     "-k: value out of range: 0 (accepted: 1 or more)", "'k' = 0 is outside [1, "),
+    ({"order": "best"}, ["--order", "best"], {"order": "best"},
+     "order: expected doc or score, got 'best'", "--order: expected doc or score, got 'best'",
+     "'order': expected doc or score, got 'best'"),
+]
+
+
+@pytest.fixture(scope="module")
+def bare_server(ragform_bin, model_path):
+    from test_remote import Served
+    s = Served(ragform_bin, model_path, "--ctx", "256")
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("case", range(len(SPOTLIGHT_REFUSALS)))
+def test_spotlight_select_refuses_alike_in_every_front_end(case, tmp_path, bare_server):
+    import json
+    import urllib.error
+    import urllib.request
+    kw, flags, fields, py_why, cli_why, http_why = SPOTLIGHT_REFUSALS[case]
+    record = {"id": "q", "question": "Where?", "answers": ["x"],
+              "ctxs": [{"title": "T", "text": "Here it is. There it was."}]}
+    with pytest.raises(ValueError, match="^" + re.escape(py_why)):
+        ragform.spotlight.select(record, vectors={}, **kw)
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "v.json").write_text("{}")
+    r = subprocess.run([os.environ["RAGFORM_BIN"], "spotlight", "select", "--input",
+                        str(tmp_path / "r.jsonl"), "--vectors", str(tmp_path / "v.json"), *flags],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith(f"ragform: {cli_why}"), r.stderr
+    body = json.dumps({"question": "Where?", "documents": [{"text": "Here it is."}], **fields})
+    req = urllib.request.Request(bare_server.url + "/rag/spotlight", data=body.encode(),
+                                 headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=60)
+    assert e.value.code == 400
+    assert http_why in json.loads(e.value.read())["error"]["message"]
+
+
+def test_spotlight_select_no_special_tokens_is_special_tokens_false(cli, tmp_path):
+    """The negated switch: --no-special-tokens is special_tokens=False, the flag's absence True."""
+    import json
+    record = {"id": "q", "question": "Where is Nessie?", "answers": ["x"],
+              "ctxs": [{"title": "N", "text": "Nessie lives in Loch Ness. Tokyo is far."}]}
+    vectors = {"nessie": [1.0, 0.0]}
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    (tmp_path / "v.json").write_text(json.dumps(vectors))
+    for flags, special in (([], True), (["--no-special-tokens"], False)):
+        want = cli("spotlight", "select", "--input", tmp_path / "r.jsonl", "--vectors",
+                   tmp_path / "v.json", "--json", *flags)
+        got = ragform.spotlight.select(record, vectors=vectors, special_tokens=special)
+        assert got["prompt"] == want["prompt"]
+        assert ("<Rel" in got["prompt"]) == special
+
+
+def test_every_generate_shares_the_declaration():
+    """Model.generate and OpenAIReader.generate: the declared keywords in the declared order, with
+    the wrappers' own chat= (Model) and details= placed after the declared ones they follow."""
+    keys = [o["keyword"] for o in ragform._ragform.options("generate")]
+    model = list(inspect.signature(ragform.Model.generate).parameters)
+    remote = list(inspect.signature(ragform.OpenAIReader.generate).parameters)
+    assert [k for k in model if k not in ("self", "prompt", "chat", "details")] == keys
+    assert [k for k in remote if k not in ("self", "prompt", "details")] == keys
+    assert model.index("chat") == model.index("stop") + 1
+    assert remote[-1] == model[-1] == "details"
+    for p in inspect.signature(ragform.OpenAIReader.generate).parameters.values():
+        want = next((o["default"] for o in ragform._ragform.options("generate")
+                     if o["keyword"] == p.name), p.default)
+        assert p.default == want, p.name
+
+
+def test_a_stop_string_is_one_value_in_every_front_end(model, model_path):
+    """stop="a,b" is one stop string, as one --stop a,b is (a repeated declaration: never split)."""
+    got = model.generate("Once upon a time", n_predict=8, stop="a,b", details=True)
+    r = subprocess.run([os.environ["RAGFORM_BIN"], "generate", "-m", model_path, "-p",
+                        "Once upon a time", "-n", "8", "--stop", "a,b", "--json"],
+                       capture_output=True, text=True, check=True)
+    import json
+    assert json.loads(r.stdout) == got
+
+
+@pytest.mark.parametrize("fields, why", [
+    ({"top_p": 0}, "'top_p': must be above 0: an empty nucleus holds no token"),
+    ({"top_p": 1.5}, "'top_p' is outside its range"),
+    ({"top_k": -1}, "'top_k' = -1 is outside [0, 2147483647]"),
+])
+def test_the_servers_top_k_and_top_p_are_the_declared_ones(bare_server, fields, why):
+    """/v1/completions keeps the OpenAI API's max_tokens and temperature, and takes top_k and top_p
+    from generate's declaration: the range and the empty nucleus refused as generate() does."""
+    import json
+    import urllib.error
+    import urllib.request
+    body = json.dumps({"prompt": "Once", "max_tokens": 1, **fields})
+    req = urllib.request.Request(bare_server.url + "/completions", data=body.encode(),
+                                 headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=60)
+    assert e.value.code == 400
+    assert why in json.loads(e.value.read())["error"]["message"]

@@ -17,9 +17,14 @@ std::string option_number_text(double v) {
 std::string range_words(const OptionDecl& d) {
   if (!d.range_text.empty()) return d.range_text;
   if (!d.has_range()) return "any value";
-  // The largest int (an int field's own bound) or int64 as the upper end: no upper bound worth
-  // printing, as the CLI's describe_range says of a flag's type's maximum.
-  if (d.hi >= 9.2e18 || d.hi == 2147483647.0) return option_number_text(d.lo) + " or more";
+  // The largest int (an int field's own bound) or int64 as the upper end, the lowest int as the
+  // lower: no bound worth printing, as the CLI's describe_range says of a flag's type's extremes
+  // (a layer counted from the end accepts "any value").
+  const bool open_hi = d.hi >= 9.2e18 || d.hi == 2147483647.0;
+  const bool open_lo = d.lo <= -2147483648.0;
+  if (open_hi && open_lo) return "any value";
+  if (open_hi) return option_number_text(d.lo) + " or more";
+  if (open_lo) return "at most " + option_number_text(d.hi);
   return option_number_text(d.lo) + ".." + option_number_text(d.hi);
 }
 

@@ -1,11 +1,13 @@
 // A verb's options, declared once. The struct of a verb's arguments (tune's TuneArgs, ...) lives in
 // the layer that owns the use case and lists its fields through visit(v): v(decl, field) for each
 // option, where `decl` names the option's key (Python's keyword, the server's JSON field), its CLI
-// flag, help, kind and range, and the field's initial value is its default. Every front end takes
-// its spelling from that one list: the CLI binds flags (cli/option_flags.h), Python binds keyword
-// arguments and builds the wrapper's signature (python/src/options.cpp, ragform._ragform.options),
-// docs/cli.md is generated from the CLI's --help. Validation is check_options() below, once, with
-// errors that name the option by its key (OptionError); each front end spells the key its way
+// flag, help, kind and range (and, when the key is a reserved word in Python, its Python
+// spelling: `.py("lam")` for "lambda"), and the field's initial value is its default. Every front
+// end takes its spelling from that one list: the CLI binds flags (cli/option_flags.h), Python binds
+// keyword arguments and builds the wrapper's signature (python/src/options.cpp,
+// ragform._ragform.options), docs/cli.md is generated from the CLI's --help. Validation is
+// check_options() below, once, with errors that name the option by its key (OptionError); each
+// front end spells the key its way
 // (`--budget`, `budget=`, `"budget"`).
 //
 //   struct Args {
@@ -58,7 +60,9 @@ enum class OptionKind {
 struct OptionDecl {
   OptionDecl(std::string k, std::string f, std::string m, std::string h)
       : key(std::move(k)), flag(std::move(f)), metavar(std::move(m)), help(std::move(h)) {}
-  std::string key;      // "budget": Python's keyword, the server's JSON field
+  std::string key;  // "budget": Python's keyword (unless py_key), the server's JSON field
+  // Python's keyword when the key is a reserved word there ("lambda" -> "lam"); "" = the key.
+  std::string py_key;
   std::string flag;     // "--budget", "-o,--output"; "" = no CLI flag (another front end's only)
   std::string metavar;  // "N"; "" for a switch
   std::string help;
@@ -71,10 +75,15 @@ struct OptionDecl {
   // The environment variable the CLI reads it from ("RAGFORM_CPU"; a flag, when there is one,
   // wins over it); "" = none. Only the CLI reads the environment (cli/engine_env.h).
   std::string env;
+  // Switch: the flag turns the option off ("--no-special-tokens" for special_tokens = true).
+  bool negated = false;
   // Text: an empty default is a value (Python's ""), not "not given" (Python's None).
   bool empty_is_value = false;
   // Lists: how the CLI's text becomes values (key, text -> values); null = split at commas.
   std::vector<std::string> (*split)(const std::string& key, const std::string& text) = nullptr;
+  // Lists: one value per use of the CLI's flag (repeatable, never split); a Python str is one
+  // value, a list many (--stop TEXT, stop="a,b" or stop=[...]).
+  bool repeat = false;
 
   // Builders, so one declaration reads as one line.
   OptionDecl& count(double low, double high = double(std::numeric_limits<int64_t>::max())) {
@@ -95,9 +104,21 @@ struct OptionDecl {
     kind = OptionKind::Switch;
     return *this;
   }
+  // A bool whose CLI flag (without value) turns it off: Python's special_tokens=False is the
+  // CLI's --no-special-tokens.
+  OptionDecl& flag_off() {
+    kind = OptionKind::Switch;
+    negated = true;
+    return *this;
+  }
   OptionDecl& list(std::vector<std::string> (*f)(const std::string&, const std::string&)) {
     kind = OptionKind::List;
     split = f;
+    return *this;
+  }
+  OptionDecl& repeated() {
+    kind = OptionKind::List;
+    repeat = true;
     return *this;
   }
   OptionDecl& need() {
@@ -124,6 +145,12 @@ struct OptionDecl {
     empty_is_value = true;
     return *this;
   }
+  // Python's spelling of the key: `.py("lam")` where the key is a reserved word there.
+  OptionDecl& py(std::string k) {
+    py_key = std::move(k);
+    return *this;
+  }
+  const std::string& python_key() const { return py_key.empty() ? key : py_key; }
   bool has_range() const { return lo <= hi; }
 };
 

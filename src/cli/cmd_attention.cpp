@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/steer_flags.h"
 #include "pipelines/cnorm/cnorm.h"
@@ -35,10 +36,8 @@ int run_attention(const std::vector<std::string>& argv) {
   ReaderFlags rf(a);
   PromptFlags pf(a);
   SteerFlags sf(a);
-  auto& layer = a.opt<int>("--layer", "L", "layer (negative counts from the end)", -1)
-                    .range(kAnyInt, kMaxInt);
-  auto& query = a.opt<int>("--query", "POS", "query position (negative counts from the end)", -1)
-                    .range(kAnyInt, kMaxInt);
+  cnorm::RelevanceRequest rr;  // --layer, --query (cnorm/position_bias.h)
+  OptionFlags<cnorm::RelevanceRequest> rr_flags(a, rr);
   auto& doc_spans = a.opt<std::string>(
       "--doc-spans", "LIST",
       "documents as byte ranges START:END,... of the prompt: report each one's attention mass", "");
@@ -48,6 +47,13 @@ int run_attention(const std::vector<std::string>& argv) {
       a.opt<std::string>("--bias", "FILE", "bias curve from `ragform position-bias -o`", "");
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
+  rr_flags.apply();
+  reader::AttentionQuery q;
+  try {
+    q = cnorm::relevance_query(rr);
+  } catch (const OptionError& e) {
+    throw rr_flags.spell(e);
+  }
   const reader::SteeringParams steer = sf.params();
   if (calibrated.value != !bias.value.empty())
     throw UsageError("--calibrated", "--calibrated and --bias FILE go together");
@@ -60,9 +66,6 @@ int run_attention(const std::vector<std::string>& argv) {
   std::string prompt = pf.read();
   auto reader = rf.open_native();
   reader->steering = steer;  // the weights reported are the steered ones
-  reader::AttentionQuery q;
-  q.layers = {layer.value};
-  q.query_positions = {query.value};
   auto r = reader->attention(prompt, q);
   const auto& row = r.rows.at(0);
   double abs = cnorm::attention_balance_score(row.mean);

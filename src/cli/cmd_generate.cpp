@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "cli/steer_flags.h"
@@ -22,32 +23,21 @@ int run_generate(const std::vector<std::string>& argv) {
   RemoteFlags xf(a);
   PromptFlags pf(a);
   SteerFlags sf(a);
-  auto& n = a.opt<int>("-n,--n-predict", "N", "maximum tokens to generate", 64);
-  auto& temp = a.opt<double>("--temp", "T", "sampling temperature (0 = greedy)", 0.0)
-                   .range(0.0, reader::kMaxTemperature);
-  auto& top_k = a.opt<int>("--top-k", "K", "sample from the K most likely tokens (0 = all)", 0);
-  auto& top_p = a.opt<double>("--top-p", "P", "nucleus sampling mass", 1.0).range(0.0, 1.0);
-  auto& seed = a.opt<long long>("--seed", "S", "random seed for sampling", 0);
-  auto& stop =
-      a.opt<std::vector<std::string>>("--stop", "TEXT", "stop before this text (repeatable)");
-  auto& ignore_eos = a.flag("--ignore-eos", "keep generating past end-of-generation tokens");
+  reader::GenerateRequest go;  // -n, --temp, --stop, --top-k, --top-p, --seed, --ignore-eos
+  OptionFlags<reader::GenerateRequest> go_flags(a, go);
   auto& json = a.flag("--json", "print one JSON object on stdout");
   if (!a.parse(argv)) return 0;
-  if (std::string why = reader::stop_strings_problem(stop.value); !why.empty())
-    throw UsageError("--stop", why);
+  go_flags.apply();
+  reader::GenerateParams p;
+  try {
+    p = reader::generate_params(go);
+  } catch (const OptionError& e) {
+    throw go_flags.spell(e);
+  }
   const reader::SteeringParams steer = sf.params();
   std::string prompt = pf.read();
   auto reader = xf.open(rf);
   reader->steering = steer;
-  reader::GenerateParams p;
-  p.max_tokens = n.value;
-  p.temperature = temp.value;
-  p.top_k = top_k.value;
-  p.top_p = top_p.value;
-  p.seed = uint64_t(seed.value);
-  p.stop = stop.value;
-  p.ignore_eos = ignore_eos.value;
-  reader::check_generate_params(p, {"-n", "--temp", "--top-k", "--top-p"});
   auto g = reader->generate(prompt, p);
   if (json.value) {
     print_json_line({{"text", g.text},

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <numeric>
 #include <optional>
 
 #include "base/error.h"
 #include "base/progress.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/run_hooks.h"
 #include "cli/shard.h"
 #include "cli/spotlight_flags.h"
@@ -74,9 +74,8 @@ int run_select(const std::vector<std::string>& argv) {
           .required();
   SpotlightEncoderFlags ef(a);
   SpotlightScoreFlags sf(a);
-  auto& order =
-      a.opt<std::string>("--order", "O", "sentence order in the prompt: doc or score", "doc");
-  auto& no_special = a.flag("--no-special-tokens", "leave out the <Rel> and category tokens");
+  PromptOptions prompt;  // --order, --no-special-tokens (select_options.h)
+  OptionFlags<PromptOptions> prompt_flags(a, prompt);
   auto& emphasis = a.opt<std::string>(
       "--emphasis", "text|attention|both",
       "how the selected sentences are emphasised: <Rel> and category tokens (text), the reader's "
@@ -117,6 +116,7 @@ int run_select(const std::vector<std::string>& argv) {
   auto& json = a.flag("--json", "one JSON object per question on stdout");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
+  prompt_flags.apply();
   if (prior.value != "positional" && prior.value != "calibrated")
     throw UsageError("--prior", "expected positional or calibrated, got '" + prior.value + "'");
   const bool calibrated = prior.value == "calibrated";
@@ -148,14 +148,17 @@ int run_select(const std::vector<std::string>& argv) {
   const bool by_attention = emphasis.value != "text";
   if (factor.seen && !by_attention)
     throw UsageError("--emphasis-factor", "goes with --emphasis attention or both");
-  if (by_attention && no_special.value)
+  if (by_attention && !prompt.special_tokens)
     throw UsageError("--no-special-tokens", "--emphasis attention already leaves the tokens out");
   const Shard shard = shard_f.shard();
-  if (order.value != "doc" && order.value != "score")
-    throw UsageError("spotlight", "--order must be doc or score, got '" + order.value + "'");
+  try {
+    check_prompt_options(prompt);
+  } catch (const OptionError& e) {
+    throw prompt_flags.spell(e);
+  }
   ScoreParams sp = sf.params();
-  SelectParams sel{sf.K.value, order.value == "doc" ? Order::Document : Order::Score,
-                   !no_special.value && emphasis.value != "attention"};
+  SelectParams sel = select_params(sf.opts, prompt);
+  if (emphasis.value == "attention") sel.special_tokens = false;
   TokenEncoder& enc = ef.open();
   eval::LoadOptions lo;
   lo.limit = static_cast<size_t>(std::max(0, limit.value));
@@ -197,11 +200,47 @@ int run_select(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// The answers of one variant of a `spotlight generate` run: EM, F1 and substring match with
+// their bootstrap 95% intervals, the prompt tokens and the generation time, on stderr (and
+// stdout with --json).
+void report_stored_answers(const std::string& variant, const VariantAnswers& v,
+                           const reader::Reader& generator, int64_t run, bool json) {
+  if (v.em.empty()) return;
+  const eval::BootstrapCI em = eval::bootstrap_mean_ci(v.em, 0.95, 2000, 7),
+                          f1 = eval::bootstrap_mean_ci(v.f1, 0.95, 2000, 7),
+                          sub = eval::bootstrap_mean_ci(v.substring, 0.95, 2000, 7);
+  const double n = double(v.em.size());
+  std::fprintf(stderr,
+               "end-to-end %-20s EM %.4f [%.4f, %.4f]  F1 %.4f [%.4f, %.4f]  substring %.4f  "
+               "n=%zu  prompt tokens %lld (%.0f per answer)  generation %.1f s\n",
+               variant.c_str(), em.mean, em.lo, em.hi, f1.mean, f1.lo, f1.hi, sub.mean, v.em.size(),
+               static_cast<long long>(v.prompt_tokens), double(v.prompt_tokens) / n,
+               v.generate_ms / 1000.0);
+  if (json)
+    print_json_line(ojson{{"kind", "answer"},
+                          {"variant", variant},
+                          {"em", f9(em.mean)},
+                          {"em_ci95", {f9(em.lo), f9(em.hi)}},
+                          {"f1", f9(f1.mean)},
+                          {"f1_ci95", {f9(f1.lo), f9(f1.hi)}},
+                          {"substring", f9(sub.mean)},
+                          {"substring_ci95", {f9(sub.lo), f9(sub.hi)}},
+                          {"questions", v.em.size()},
+                          {"prompt_tokens", v.prompt_tokens},
+                          {"generate_seconds", f9(v.generate_ms / 1000.0)},
+                          {"reader", generator.describe()},
+                          {"run", run}});
+}
+
 // `spotlight eval --store`: the pipeline's runner (spotlight/run.h) writes the rows; the summary
 // printed is the run's mean recall per method over every stored question (resumed ones too).
-int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& recs,
-                    TokenEncoder& enc, const SpotlightEncoderFlags& ef, const ScoreParams& params,
-                    int K, uint64_t seed, const std::string& input, bool json) {
+// With a generator (--generate), run_generate then answers every stored selection with and
+// without its special tokens (one row per question and variant, in the same store) and the
+// run's EM/F1 per variant is printed.
+void eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& recs,
+                     TokenEncoder& enc, const SpotlightEncoderFlags& ef, const ScoreParams& params,
+                     int K, uint64_t seed, const std::string& input, bool json,
+                     reader::Reader* generator, int max_tokens) {
   store::RunStore st(path);
   std::optional<Progress> progress;
   RunOptions o;
@@ -236,7 +275,19 @@ int eval_into_store(const std::string& path, const std::vector<eval::QaRecord>& 
                             {"questions", v.size()},
                             {"run", sum.run}});
   }
-  return 0;
+  if (!generator) return;
+  spotlight::GenerateOptions g;
+  g.spotlight_run = sum.run;
+  g.max_tokens = max_tokens;
+  g.without_tokens = true;
+  g.origin = common::origin_for(*generator);
+  g.hooks = o.hooks;
+  const GenerateSummary gs = run_generate(*generator, st, recs, g);
+  std::fprintf(stderr, "spotlight generate: run %lld in %s (%s)\n", static_cast<long long>(gs.run),
+               path.c_str(), generator->describe().c_str());
+  for (const char* v : {kWithTokens, kWithoutTokens})
+    if (auto it = gs.variants.find(v); it != gs.variants.end())
+      report_stored_answers(v, it->second, *generator, gs.run, json);
 }
 
 // A row's mean recall with its bootstrap 95% interval, on stderr (and stdout with --json).
@@ -319,23 +370,29 @@ void report_positions(const PositionalAnalysis& pa, bool json) {
   }
 }
 
-// --generate: end-to-end EM and substring accuracy, with and without the special tokens.
+// --generate without --store: end-to-end EM, F1 and substring accuracy with their bootstrap
+// 95% intervals, with and without the special tokens.
 void report_answers(const SweepSummary& t, reader::Reader& generator, bool json) {
-  auto mean = [](const std::vector<double>& v) {
-    return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
-  };
   for (bool special : {true, false}) {
-    double em = mean(special ? t.em_full : t.em_plain),
-           sub = mean(special ? t.sub_full : t.sub_plain);
+    const std::vector<double>&em = special ? t.em_full : t.em_plain,
+          &f1 = special ? t.f1_full : t.f1_plain, &sub = special ? t.sub_full : t.sub_plain;
+    const eval::BootstrapCI e = eval::bootstrap_mean_ci(em, 0.95, 2000, 7),
+                            f = eval::bootstrap_mean_ci(f1, 0.95, 2000, 7),
+                            s = eval::bootstrap_mean_ci(sub, 0.95, 2000, 7);
     const char* name = special ? "spotlight" : "w/o special tokens";
-    std::fprintf(stderr, "end-to-end %-20s EM %.4f  substring %.4f  n=%zu\n", name, em, sub,
-                 t.em_full.size());
+    std::fprintf(stderr,
+                 "end-to-end %-20s EM %.4f [%.4f, %.4f]  F1 %.4f [%.4f, %.4f]  substring %.4f  "
+                 "n=%zu\n",
+                 name, e.mean, e.lo, e.hi, f.mean, f.lo, f.hi, s.mean, em.size());
     if (json)
       print_json_line(ojson{{"kind", "answer"},
                             {"variant", name},
-                            {"em", f9(em)},
-                            {"substring", f9(sub)},
-                            {"questions", t.em_full.size()},
+                            {"em", f9(e.mean)},
+                            {"em_ci95", {f9(e.lo), f9(e.hi)}},
+                            {"f1", f9(f.mean)},
+                            {"f1_ci95", {f9(f.lo), f9(f.hi)}},
+                            {"substring", f9(s.mean)},
+                            {"questions", em.size()},
                             {"reader", generator.describe()}});
   }
 }
@@ -362,14 +419,14 @@ int run_eval(const std::vector<std::string>& argv) {
   auto& json = a.flag("--json", "one JSON object per result line on stdout");
   auto& store_path = a.opt<std::string>(
       "--store", "FILE",
-      "keep every question's rankings and recall@K in this run store (resumable: questions "
-      "already stored are not recomputed); prints the run's mean recall per method",
+      "keep every question's rankings and recall@K in this run store, and with --generate every "
+      "answer with and without the special tokens (resumable: rows already stored are not "
+      "recomputed); prints the run's mean recall per method and EM/F1 per variant",
       "");
   ShardFlag shard_f(a);
   if (!a.parse(argv)) return 0;
-  if (store_path.seen && (sweeps.value || generate.value))
-    throw UsageError("--store",
-                     "stores the main comparison only: leave out --sweeps and --generate");
+  if (store_path.seen && sweeps.value)
+    throw UsageError("--store", "stores the main comparison and its answers: leave out --sweeps");
   const Shard shard = shard_f.shard();
   SweepOptions so;
   so.base = sf.params();
@@ -383,10 +440,14 @@ int run_eval(const std::vector<std::string>& argv) {
   std::vector<eval::QaRecord> recs = eval::load_qa_file(input.value, lo).records;
   std::erase_if(recs, [&](const eval::QaRecord& r) { return !shard.keeps(r.id); });
   drop_training_questions(so.base, recs);
-  if (store_path.seen)
-    return eval_into_store(store_path.value, recs, enc, ef, so.base, so.K, so.seed, input.value,
-                           json.value);
   if (generate.value) so.generator = &ef.open_reader();
+  if (store_path.seen) {
+    eval_into_store(store_path.value, recs, enc, ef, so.base, so.K, so.seed, input.value,
+                    json.value, so.generator, so.max_tokens);
+    if (so.generator) note_prefill(*so.generator);
+    ef.report_encoder_cost();
+    return 0;
+  }
   std::optional<Progress> progress;
   so.hooks = cli_run_hooks(&progress);
   const SweepSummary t = run_sweeps(enc, recs, so);  // its progress line ends before the report

@@ -50,6 +50,12 @@ class OptionFlags {
     auto it = opts_.find(key);
     return it == opts_.end() ? key : it->second->names.back();
   }
+  // The flag bound to `key`, as parsed (an Opt<long long> for a whole number, Opt<double>,
+  // Opt<std::string> or Flag): for a caller that reads the flag itself.
+  template <class O>
+  const O& option(const std::string& key) const {
+    return dynamic_cast<const O&>(*opts_.at(key));
+  }
   // The use case's OptionError as the CLI says it: the flag, then why.
   UsageError spell(const OptionError& e) const { return UsageError(flag_of(e.key()), e.why()); }
 
@@ -90,10 +96,14 @@ class OptionFlags {
           set(o.value == "on");
         });
       } else {
+        // A negated switch (--no-special-tokens) sets false when given.
         auto& o = a.flag(d.flag, d.help);
         opts_[d.key] = &o;
-        apply_.push_back([&o, set, always] {
-          if (always || o.seen) set(o.value);
+        apply_.push_back([&o, set, always, negated = d.negated, initial] {
+          if (o.seen)
+            set(!negated);
+          else if (always)
+            set(negated && initial);
         });
       }
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -103,6 +113,14 @@ class OptionFlags {
         if (always || o.seen) set(o.value);
       });
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      if (d.repeat) {  // --stop A --stop B: one value each
+        auto& o = a.opt<std::vector<std::string>>(d.flag, d.metavar, d.help, initial);
+        finish(d, o);
+        apply_.push_back([&o, set] {
+          if (o.seen) set(o.value);
+        });
+        return;
+      }
       // --help shows the default list as the flag would spell it ("all", "a,b").
       auto& o = a.opt<std::string>(d.flag, d.metavar, d.help, detail::default_of(initial));
       finish(d, o);

@@ -21,25 +21,25 @@ SpotlightEncoderFlags::SpotlightEncoderFlags(Args& a)
           "")),
       vectors(a.opt<std::string>("--vectors", "FILE",
                                  "word vectors JSON {word: [floats]} for --encoder static", "")),
-      oov(a.opt<std::string>("--oov", "RULE",
-                             "out-of-vocabulary words: match (identity tokens) or skip", "match")),
-      layer(a.opt<int>("--layer", "L", "hidden-state layer for --encoder hidden (0..n_layer)", 1)) {
-}
+      opt_flags(a, opts) {}
 
 TokenEncoder& SpotlightEncoderFlags::open() {
+  opt_flags.apply();
+  try {
+    check_encoder_options(opts);
+  } catch (const OptionError& e) {
+    throw opt_flags.spell(e);
+  }
   if (encoder.value == "static") {
     if (vectors.value.empty())
       throw UsageError("spotlight", "--encoder static needs --vectors FILE");
-    if (oov.value != "match" && oov.value != "skip")
-      throw UsageError("spotlight", "--oov must be match or skip, got '" + oov.value + "'");
     wv = std::make_unique<WordVectors>(WordVectors::load(vectors.value));
-    enc = std::make_unique<StaticEncoder>(
-        *wv, oov.value == "match" ? OovPolicy::Match : OovPolicy::Skip);
+    enc = std::make_unique<StaticEncoder>(*wv, oov_policy(opts));
   } else if (encoder.value == "hidden") {
     if (rf.model.value.empty())
       throw UsageError("spotlight", "--encoder hidden needs -m MODEL.gguf");
     open_reader();
-    enc = std::make_unique<HiddenEncoder>(*reader, layer.value);
+    enc = std::make_unique<HiddenEncoder>(*reader, int(opts.layer));
   } else if (encoder.value == "model") {
     if (encoder_model.value.empty())
       throw UsageError("spotlight", "--encoder model needs --encoder-model FILE");
@@ -74,14 +74,8 @@ reader::Reader& SpotlightEncoderFlags::open_reader() {
 }
 
 SpotlightScoreFlags::SpotlightScoreFlags(Args& a)
-    : K(a.opt<int>("-K,--sentences", "K", "sentences to select", spotlight::SelectParams{}.top_K)
-            .range(1, kMaxInt)),
-      k(a.opt<int>("-k,--token-top-k", "k", "top-k context tokens per query token (eq. 7)",
-                   default_score_params().top_k)
-            .range(1, kMaxInt)),
-      lambda(a.opt<double>("--lambda", "W", "positional prior weight (0 = none)",
-                           default_score_params().lambda)
-                 .range(0.0, 1.0)),
+    : opt_flags(a, opts),
+      K(opt_flags.option<Opt<long long>>("K")),
       alpha(a.opt<std::string>("--alpha", "A",
                                "query-token weights (eq. 8): idf, uniform, or learned:FILE (an "
                                "alpha file of `spotlight train-alpha`)",
@@ -104,11 +98,14 @@ SpotlightScoreFlags::SpotlightScoreFlags(Args& a)
                    "contexts cut at 512 tokens, no title context, no BM25 (flags given override "
                    "them)")) {}
 
-ScoreParams SpotlightScoreFlags::params() const {
-  if (K.value < 1) throw UsageError("spotlight", "-K must be >= 1");
-  ScoreParams p = paper.value ? paper_score_params() : default_score_params();
-  if (k.seen) p.top_k = k.value;
-  if (lambda.seen) p.lambda = lambda.value;
+ScoreParams SpotlightScoreFlags::params() {
+  opt_flags.apply();
+  try {
+    check_score_options(opts);
+  } catch (const OptionError& e) {
+    throw opt_flags.spell(e);
+  }
+  ScoreParams p = score_params(opts, paper.value ? paper_score_params() : default_score_params());
   if (alpha.seen) set_alpha(p, alpha.value);
   if (max_ctx.seen) p.max_context_tokens = max_ctx.value;
   if (titles.seen) {
@@ -118,8 +115,6 @@ ScoreParams SpotlightScoreFlags::params() const {
   }
   if (lexical.seen) p.lexical_weight = lexical.value;
   if (paragraph.seen) p.paragraph_weight = paragraph.value;
-  if (p.top_k < 1) throw UsageError("spotlight", "-k must be >= 1");
-  if (p.lambda < 0 || p.lambda > 1) throw UsageError("spotlight", "--lambda must be in [0, 1]");
   if (p.max_context_tokens < 0) throw UsageError("spotlight", "--max-context-tokens must be >= 0");
   if (p.lexical_weight < 0 || p.paragraph_weight < 0 || p.lexical_weight + p.paragraph_weight > 1)
     throw UsageError("spotlight",

@@ -1,16 +1,32 @@
 #include "reader/generate_params.h"
 
-#include "base/error.h"
+#include "engine/runtime/generate.h"
 
 namespace ragform::reader {
 
-void check_generate_params(const GenerateParams& p, const GenerateParamNames& names) {
-  if (p.max_tokens < 0) throw UsageError(names.max_tokens, "must be >= 0");
-  // Written so that NaN fails: every comparison with it is false.
-  if (!(p.temperature >= 0 && p.temperature <= kMaxTemperature))
-    throw UsageError(names.temperature, "must be in [0, 100]");
-  if (!(p.top_p > 0 && p.top_p <= 1)) throw UsageError(names.top_p, "must be in (0, 1]");
-  if (p.top_k < 0) throw UsageError(names.top_k, "must be >= 0");
+GenerateParams generate_params(GenerateRequest o) {
+  check_options(o);
+  // The sampler's (0, 1]: the declared range's closed end at 0 is an empty nucleus.
+  if (o.top_p == 0) throw OptionError("top_p", "must be above 0: an empty nucleus holds no token");
+  if (std::string why = stop_strings_problem(o.stop); !why.empty()) throw OptionError("stop", why);
+  GenerateParams p;
+  p.max_tokens = int(o.n_predict);
+  p.temperature = o.temp;
+  p.top_k = int(o.top_k);
+  p.top_p = o.top_p;
+  p.seed = o.seed;
+  p.stop = std::move(o.stop);
+  p.stop_after_line = o.stop_after_line;
+  p.ignore_eos = o.ignore_eos;
+  return p;
+}
+
+void cut_after_line(Generation& g, const GenerateParams& p) {
+  if (!p.stop_after_line) return;
+  if (const size_t cut = runtime::line_stop_at(g.text); cut != std::string::npos) {
+    g.text.resize(cut);
+    g.finish_reason = "stop";
+  }
 }
 
 }  // namespace ragform::reader

@@ -1,28 +1,22 @@
-// The one rule of a generation's settings (reader.h GenerateParams) that every front end applies
-// to what its user gave: `ragform generate`'s flags, Python's Reader.generate keywords. The bounds
-// are the engine's (a temperature above 100 only flattens the distribution further, so it is
-// taken for a typing error); the server keeps the OpenAI API's narrower ones on its JSON fields.
+// The one check of a generation's declared options (generate_options.h) that every front end
+// applies to what its user gave: `ragform generate`'s flags, Python's Reader.generate keywords.
+// The ranges are the declaration's (the engine's: a temperature above 100 is taken for a typing
+// error, an empty nucleus holds no token); the server keeps the OpenAI API's narrower ones on its
+// JSON fields.
 #pragma once
-#include <string>
-
+#include "reader/generate_options.h"
 #include "reader/reader.h"
 
 namespace ragform::reader {
 
-inline constexpr double kMaxTemperature = 100.0;
+// The reader's settings for `o`, checked: OptionError naming the key for the first option out of
+// its declared range (in declaration order; NaN is out of every range), top_p 0 (an empty
+// nucleus) or stop strings that stop_strings_problem refuses ("stop: ...").
+GenerateParams generate_params(GenerateRequest o);
 
-// How a front end names each setting in its messages (GenerateParams' own names by default).
-struct GenerateParamNames {
-  std::string max_tokens = "max_tokens";
-  std::string temperature = "temperature";
-  std::string top_k = "top_k";
-  std::string top_p = "top_p";
-};
-
-// Throws UsageError("<name>", why) for the first setting out of its range, in the order
-// max_tokens (>= 0), temperature ([0, kMaxTemperature]), top_p ((0, 1]: the sampler's, as an empty
-// nucleus holds no token), top_k (>= 0); NaN is out of every range. The stop strings have their
-// own rule (reader.h stop_strings_problem).
-void check_generate_params(const GenerateParams& p, const GenerateParamNames& names = {});
+// stop_after_line for a reader that cannot stop while decoding (a remote server, a Python
+// reader): with p.stop_after_line, cuts g's text at runtime::line_stop_at (the first newline
+// after text) and makes its finish_reason "stop"; otherwise leaves g alone.
+void cut_after_line(Generation& g, const GenerateParams& p);
 
 }  // namespace ragform::reader

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "reader/generate_options.h"
 #include "reader/steering_params.h"
 
 namespace ragform::reader {
@@ -24,17 +25,23 @@ struct Capabilities {
   bool generate = false, score = false, attention = false, hidden = false;
 };
 
+// The defaults are the declared ones of every front end (generate_options.h).
 struct GenerateParams {
-  int max_tokens = 64;
-  double temperature = 0.0;  // <= 0: greedy
-  int top_k = 0;
-  double top_p = 1.0;
-  uint64_t seed = 0;
+  int max_tokens = int(GenerateRequest{}.n_predict);
+  double temperature = GenerateRequest{}.temp;  // <= 0: greedy
+  int top_k = int(GenerateRequest{}.top_k);
+  double top_p = GenerateRequest{}.top_p;
+  uint64_t seed = GenerateRequest{}.seed;
   // generate_batch: prompt i samples with seeds[i] when given (one per prompt), else seed + i.
   // Per-prompt seeds make a prompt's output independent of the batch it ran in.
   std::vector<uint64_t> seeds;
   std::vector<std::string> stop;
-  bool ignore_eos = false;
+  // Stop at the first newline that follows non-whitespace text (runtime/generate.h): the
+  // continuation is its first non-empty line, with any leading newlines and whitespace. For
+  // answers of base models, which often begin with a newline after "Answer:". A reader that
+  // cannot stop there while decoding generates on and cuts its text at that newline.
+  bool stop_after_line = false;
+  bool ignore_eos = GenerateRequest{}.ignore_eos;
 };
 
 // The most stop strings one request may give, and the longest. Every stop is looked for in every

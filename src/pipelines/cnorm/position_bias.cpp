@@ -281,6 +281,14 @@ const std::vector<double>& bias_for_layer(const BiasCurve& c, int layer) {
   return c.curve;
 }
 
+reader::AttentionQuery relevance_query(RelevanceRequest req) {
+  ragform::check_options(req);
+  reader::AttentionQuery q;
+  q.layers = {int(req.layer)};
+  q.query_positions = {int(req.query)};
+  return q;
+}
+
 nlohmann::json document_report(const std::string& prompt, const reader::AttentionResult& r,
                                const reader::AttentionRows& row, const std::vector<CharSpan>& spans,
                                const BiasCurve* bias) {

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/options.h"
 #include "pipelines/cnorm/relevance.h"
 #include "pipelines/cnorm/tasks.h"
 #include "pipelines/common/common.h"
@@ -95,6 +96,29 @@ void save_bias_curve(const BiasCurve& c, const std::string& path);
 // The curve to calibrate a row of `layer` with: that layer's when the curve has it, else the
 // overall curve.
 const std::vector<double>& bias_for_layer(const BiasCurve& c, int layer);
+
+// The attention row a document-relevance report reads, declared once (base/options.h): the
+// CLI's `ragform attention --layer/--query` (cli/cmd_attention.cpp) and the keywords of Python's
+// ragform.bias.document_relevance (ragform._ragform.options("bias.document_relevance")).
+struct RelevanceRequest {
+  int64_t layer = -1;
+  int64_t query = -1;
+
+  template <class V>
+  void visit(V&& v) {
+    v(OptionDecl{"layer", "--layer", "L", "layer (negative counts from the end)"}
+          .count(-2147483648.0, 2147483647)
+          .first(),
+      layer);
+    v(OptionDecl{"query", "--query", "POS", "query position (negative counts from the end)"}
+          .count(-2147483648.0, 2147483647)
+          .first(),
+      query);
+  }
+};
+
+// The request's one attention row: `layer`, for the token at `query` (checked: OptionError).
+reader::AttentionQuery relevance_query(RelevanceRequest req);
 
 // What `ragform attention --doc-spans`, /v1/attention's doc_spans and Python report: the
 // documents of `spans` under `row` (document_relevance_json), calibrated with the curve of the

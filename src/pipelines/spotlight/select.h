@@ -33,17 +33,23 @@
 #include <string>
 #include <vector>
 #include "pipelines/spotlight/scoring.h"
+#include "pipelines/spotlight/select_options.h"
 #include "reader/steering_params.h"
 
 namespace ragform::spotlight {
 
 enum class Order { Document, Score };
 
+// What select_and_annotate takes; a front end's request is select_options.h's SelectOptions
+// (select_params below), whose declaration holds the defaults.
 struct SelectParams {
-  int top_K = 6;  // K sentences
+  int top_K = int(ScoreOptions{}.K);  // K sentences
   Order order = Order::Document;
-  bool special_tokens = true;
+  bool special_tokens = PromptOptions{}.special_tokens;
 };
+
+// The selection the declared options ask for (checked: check_select_options).
+SelectParams select_params(const ScoreOptions& s, const PromptOptions& p);
 
 struct Selected {
   SentenceScore score;
