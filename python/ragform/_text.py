@@ -10,9 +10,18 @@ import functools
 import inspect
 
 
-def bad_text(name, value):
+# Nesting deeper than this is refused by every JSON input (base/json_file.h kMaxJsonDepth).
+_MAX_DEPTH = 128
+
+
+def bad_text(name, value, _depth=0, _top=None):
     """The ValueError for the first lone surrogate inside `value` (a str, or lists, tuples and
-    dicts of them), named `name` and its path inside; None when every string is valid."""
+    dicts of them), named `name` and its path inside; None when every string is valid. Lists and
+    dicts nested deeper than every JSON input accepts are that error instead (a 100,000-level dict
+    made json.dumps and this walk raise RecursionError naming no argument)."""
+    if _depth > _MAX_DEPTH:
+        return ValueError(f"{_top}: nested deeper than {_MAX_DEPTH} levels (lists, tuples and "
+                          "dicts; the bound of every JSON input)")
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -26,8 +35,10 @@ def bad_text(name, value):
         items = value.items()
     else:
         return None
+    top = name if _top is None else _top
     for key, v in items:
-        err = bad_text(f"{name}[{key!r}]", key) or bad_text(f"{name}[{key!r}]", v)
+        path = f"{name}[{key!r}]" if _depth < 8 else name
+        err = bad_text(path, key, _depth + 1, top) or bad_text(path, v, _depth + 1, top)
         if err:
             return err
     return None

@@ -41,6 +41,7 @@
 
 #include "base/error.h"
 #include "bindings.h"
+#include "reader/generate_params.h"
 #include "reader/reader.h"
 
 namespace ragform::py {
@@ -134,7 +135,9 @@ double number_of(const pyb::handle& h, const std::string& what) {
 
 // The items of a flat sequence: a list, a tuple, a 1-D array or any other iterable but a str,
 // bytes or a dict (whose iteration is not a list of results).
-std::vector<pyb::object> items_of(const pyb::handle& h, const std::string& what) {
+// At most `at_most` of them: an iterator without a length is read no further than one past it.
+std::vector<pyb::object> items_of(const pyb::handle& h, const std::string& what,
+                                  size_t at_most = SIZE_MAX) {
   if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h) ||
       pyb::isinstance<pyb::dict>(h) || !pyb::isinstance<pyb::iterable>(h))
     bad(what + ": expected a list, got " + type_name(h));
@@ -142,8 +145,78 @@ std::vector<pyb::object> items_of(const pyb::handle& h, const std::string& what)
     bad(what + ": expected a list (a 1-D array), got a " +
         std::to_string(pyb::reinterpret_borrow<pyb::array>(h).ndim()) + "-D array");
   std::vector<pyb::object> out;
-  for (pyb::handle it : h) out.push_back(pyb::reinterpret_borrow<pyb::object>(it));
+  for (pyb::handle it : h) {
+    if (out.size() == at_most)
+      bad(what + ": more than " + std::to_string(at_most) + " items where at most " +
+          std::to_string(at_most) + " can be");
+    out.push_back(pyb::reinterpret_borrow<pyb::object>(it));
+  }
   return out;
+}
+
+// The most tokens a text of `bytes` bytes can hold: one per byte (byte-level BPE, byte fallback),
+// three when an invalid byte became U+FFFD on its way to Python, and 16 special tokens (BOS, EOS, a
+// dummy prefix). An answer longer than this for its prompt cannot be about that prompt's tokens:
+// it is refused at its length, before any of it is converted (issue 40: a reader's 50,000,000
+// log-probs were converted, 400 MB, before their number was compared with what was asked).
+size_t token_bound(size_t bytes) { return 3 * bytes + 16; }
+// A reader's hidden-state width and head count beyond which an answer is refused unread (the
+// largest models have 16,384 and 128).
+constexpr size_t kMaxHiddenWidth = size_t(1) << 16;
+constexpr size_t kMaxHeads = 4096;
+// A generation's text (as the remote reader's answer cap, reader::kMaxAnswerBytes).
+constexpr size_t kMaxGenerationBytes = size_t(64) << 20;
+
+// The shape of an answer before anything in it is read: a numpy array's own, else the len() of a
+// list, tuple or other sized sequence at each level, going down through first items, at most
+// `max_ndim` + 1 levels (enough to tell a wrong count of dimensions). Empty when `h` has no length
+// (an iterator, a scalar): the conversion that follows refuses it or reads it with a bound.
+std::vector<size_t> shape_of(const pyb::handle& h, int max_ndim) {
+  if (pyb::isinstance<pyb::array>(h)) {
+    const auto a = pyb::reinterpret_borrow<pyb::array>(h);
+    std::vector<size_t> shape;
+    for (pyb::ssize_t d = 0; d < a.ndim(); ++d) shape.push_back(size_t(a.shape(d)));
+    return shape;
+  }
+  std::vector<size_t> shape;
+  pyb::object at = pyb::reinterpret_borrow<pyb::object>(h);
+  while (int(shape.size()) <= max_ndim) {
+    if (pyb::isinstance<pyb::str>(at) || pyb::isinstance<pyb::bytes>(at) ||
+        pyb::isinstance<pyb::dict>(at) || !PySequence_Check(at.ptr()))
+      break;
+    if (pyb::isinstance<pyb::array>(at)) {
+      for (size_t d : shape_of(at, max_ndim)) shape.push_back(d);
+      break;
+    }
+    const Py_ssize_t n = PyObject_Length(at.ptr());
+    if (n < 0) {
+      PyErr_Clear();
+      break;
+    }
+    shape.push_back(size_t(n));
+    if (n == 0) break;
+    pyb::object first = pyb::reinterpret_steal<pyb::object>(PySequence_GetItem(at.ptr(), 0));
+    if (!first) {
+      PyErr_Clear();
+      break;
+    }
+    at = first;
+  }
+  return shape;
+}
+
+// The number of items of a sized answer (its first dimension), -1 when it has no length.
+long long length_of(const pyb::handle& h) {
+  if (pyb::isinstance<pyb::array>(h)) {
+    const auto a = pyb::reinterpret_borrow<pyb::array>(h);
+    return a.ndim() == 0 ? -1 : (long long)a.shape(0);
+  }
+  if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h) ||
+      pyb::isinstance<pyb::dict>(h) || !PySequence_Check(h.ptr()))
+    return -1;
+  const Py_ssize_t n = PyObject_Length(h.ptr());
+  if (n < 0) PyErr_Clear();
+  return n;
 }
 
 std::vector<int32_t> ids_of(const pyb::handle& h, const std::string& what) {
@@ -153,9 +226,10 @@ std::vector<int32_t> ids_of(const pyb::handle& h, const std::string& what) {
   return out;
 }
 
-std::vector<std::string> texts_of(const pyb::handle& h, const std::string& what) {
+std::vector<std::string> texts_of(const pyb::handle& h, const std::string& what,
+                                  size_t at_most = SIZE_MAX) {
   std::vector<std::string> out;
-  for (const pyb::object& it : items_of(h, what))
+  for (const pyb::object& it : items_of(h, what, at_most))
     out.push_back(text_of(it, what + "[" + std::to_string(out.size()) + "]"));
   return out;
 }
@@ -190,8 +264,12 @@ pyb::array_t<T, pyb::array::c_style | pyb::array::forcecast> array_of(const pyb:
 
 // The number of tokens tokenize() returned: a flat list of ids (or of token strings), never a
 // str (whose length counts characters) nor a batch of one row ([1, n] from return_tensors).
-int token_count_of(const pyb::handle& h) {
-  const std::vector<pyb::object> toks = items_of(h, "the result");
+// At most `bound` tokens (token_bound of the text), counted before any is read.
+int token_count_of(const pyb::handle& h, size_t bound) {
+  if (const long long n = length_of(h); n >= 0 && size_t(n) > bound)
+    bad(std::to_string(n) + " tokens for a text of which at most " + std::to_string(bound) +
+        " can be (3 per byte and 16 special tokens)");
+  const std::vector<pyb::object> toks = items_of(h, "the result", bound);
   for (size_t i = 0; i < toks.size(); ++i)
     if (PyBool_Check(toks[i].ptr()) ||
         (!PyIndex_Check(toks[i].ptr()) && !pyb::isinstance<pyb::str>(toks[i])))
@@ -221,6 +299,9 @@ pyb::dict params_dict(const GenerateParams& p, size_t n_prompts) {
 Generation generation_of(const pyb::handle& h, const std::string& what) {
   Generation g;
   if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h)) {
+    if (const size_t n = pyb::len(h); n > kMaxGenerationBytes)
+      bad(what + ": " + std::to_string(n) + " characters, more than the limit of " +
+          std::to_string(kMaxGenerationBytes) + " bytes");
     g.text = text_of(h, what);
     g.finish_reason = "length";
     return g;
@@ -228,7 +309,15 @@ Generation generation_of(const pyb::handle& h, const std::string& what) {
   if (h.is_none()) bad(what + " is None");
   pyb::object text = field(h, "text");
   if (text.is_none()) bad(what + " has no 'text'");
+  // Its size before it is copied (a str's UTF-8 is at least one byte per character).
+  if (pyb::isinstance<pyb::str>(text) || pyb::isinstance<pyb::bytes>(text))
+    if (const size_t n = pyb::len(text); n > kMaxGenerationBytes)
+      bad(what + "'s text: " + std::to_string(n) + " characters, more than the limit of " +
+          std::to_string(kMaxGenerationBytes) + " bytes");
   g.text = text_of(text, what + "'s text");
+  if (g.text.size() > kMaxGenerationBytes)
+    bad(what + "'s text: " + std::to_string(g.text.size()) + " bytes, more than the limit of " +
+        std::to_string(kMaxGenerationBytes));
   if (pyb::object ids = field(h, "ids"); !ids.is_none()) g.ids = ids_of(ids, what + "'s ids");
   pyb::object fin = field(h, "finish_reason");
   g.finish_reason = fin.is_none() ? "length" : text_of(fin, what + "'s finish_reason");
@@ -246,8 +335,21 @@ double logprob_of(double v, const std::string& what) {
 
 // Log-probs as a sequence or array, or Model.score_details' dict; a dict's sum and prompt_tokens
 // are kept, a sequence's sum is added up in order (as the native reader sums). `want` is the
-// number of tokens the answer must hold, `at_most` a bound on it (-1: unknown).
-ScoreResult score_of(const pyb::handle& h, int want, int at_most) {
+// number of tokens the answer must hold, `at_most` a bound on it (-1: unknown), `bound` the
+// token_bound of the prompt and continuation. The answer's length is compared with them before
+// any of it is converted.
+ScoreResult score_of(const pyb::handle& h, int want, int at_most, size_t bound) {
+  auto check_count = [&](size_t n) {
+    if (want >= 0 && n != size_t(want))
+      bad("an empty continuation scores the prompt's tokens after the first: [n_tokens - 1] = " +
+          std::to_string(want) + " log-probs, got " + std::to_string(n));
+    if (at_most >= 0 && n > size_t(at_most))
+      bad(std::to_string(n) + " log-probs, more than the " + std::to_string(at_most) +
+          " tokens of the prompt and continuation");
+    if (n > bound)
+      bad(std::to_string(n) + " log-probs, more than the " + std::to_string(bound) +
+          " tokens the prompt and continuation can hold (3 per byte and 16 special tokens)");
+  };
   ScoreResult r;
   const pyb::object tokens = pyb::isinstance<pyb::array>(h) ? pyb::none() : field(h, "tokens");
   if (pyb::isinstance<pyb::dict>(h) && tokens.is_none()) bad("a score dict needs 'tokens'");
@@ -255,6 +357,10 @@ ScoreResult score_of(const pyb::handle& h, int want, int at_most) {
     if (h.is_none() || pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h))
       bad("expected the log-probs (a list or 1-D array) or a dict with 'tokens', got " +
           type_name(h));
+    const std::vector<size_t> shape = shape_of(h, 1);
+    if (shape.size() > 1)
+      bad("the log-probs: expected 1 dimensions, got " + std::to_string(shape.size()));
+    if (!shape.empty()) check_count(shape[0]);
     auto a = array_of<double>(h, "the log-probs", 1);
     for (pyb::ssize_t i = 0; i < a.shape(0); ++i) {
       reader::TokenLogprob tl;
@@ -263,7 +369,11 @@ ScoreResult score_of(const pyb::handle& h, int want, int at_most) {
       r.tokens.push_back(std::move(tl));
     }
   } else {
-    for (const pyb::object& t : items_of(tokens, "tokens")) {
+    if (const long long n = length_of(tokens); n >= 0) check_count(size_t(n));
+    const size_t most = std::min(bound, want >= 0      ? size_t(want)
+                                        : at_most >= 0 ? size_t(at_most)
+                                                       : bound);
+    for (const pyb::object& t : items_of(tokens, "tokens", most)) {
       const std::string what = "tokens[" + std::to_string(r.tokens.size()) + "]";
       reader::TokenLogprob tl;
       if (pyb::object id = field(t, "id"); !id.is_none())
@@ -286,13 +396,7 @@ ScoreResult score_of(const pyb::handle& h, int want, int at_most) {
     if (pyb::object n = field(h, "prompt_tokens"); !n.is_none())
       r.prompt_tokens = int(int_of(n, "prompt_tokens", 0, INT_MAX));
   }
-  const int n = int(std::min<size_t>(r.tokens.size(), size_t(INT_MAX)));
-  if (want >= 0 && n != want)
-    bad("an empty continuation scores the prompt's tokens after the first: [n_tokens - 1] = " +
-        std::to_string(want) + " log-probs, got " + std::to_string(n));
-  if (at_most >= 0 && n > at_most)
-    bad(std::to_string(n) + " log-probs, more than the " + std::to_string(at_most) +
-        " tokens of the prompt and continuation");
+  check_count(r.tokens.size());
   return r;
 }
 
@@ -323,11 +427,43 @@ std::string list_text(const std::vector<int>& v) {
 // so a row from ragform.Model gives the same floats either way. `n_tokens` is the prompt's token
 // count when known (-1 otherwise); `where` names the row in messages ("" when it is the only one).
 AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::vector<int>& heads,
-                     int n_tokens, const std::string& where) {
+                     int n_tokens, size_t bound, const std::string& where) {
   const std::string at = where.empty() ? "" : where + ": ";
   const bool bare = pyb::isinstance<pyb::array>(h);
   pyb::object hv = bare ? pyb::reinterpret_borrow<pyb::object>(h) : field(h, "heads");
   if (hv.is_none()) bad(at + "a row has no 'heads'");
+  // Its length first: a row of another length answers another query (or another prompt). Checked
+  // on the answer's shape before the weights are converted, then on the array.
+  auto check_keys = [&](size_t n_keys) {
+    const std::string got = ", got " + std::to_string(n_keys);
+    if (n_tokens >= 0) {
+      const long long q = position >= 0 ? position : (long long)n_tokens + position;
+      if (q < 0 || q >= n_tokens)
+        bad(at + "asked for query position " + std::to_string(position) + " of a prompt of " +
+            std::to_string(n_tokens) + " tokens, got a row of " + std::to_string(n_keys) + " keys");
+      if (n_keys != size_t(q + 1)) {
+        if (position == -1)
+          bad(at + "rows must be [n_tokens] = " + std::to_string(n_tokens) + " long" + got);
+        bad(at + "the row of query position " + std::to_string(position) + " must be [" +
+            (position >= 0 ? std::to_string(position) + " + 1"
+                           : "n_tokens - " + std::to_string(-(long long)position - 1)) +
+            "] = " + std::to_string(q + 1) + " long" + got);
+      }
+    } else if (position >= 0 && n_keys != size_t(position) + 1) {
+      bad(at + "asked for query position " + std::to_string(position) + ", got a row of " +
+          std::to_string(n_keys) + " keys");
+    } else if (n_keys > bound) {
+      bad(at + "a row of " + std::to_string(n_keys) + " keys, more than the " +
+          std::to_string(bound) + " tokens the prompt can hold (3 per byte and 16 special tokens)");
+    }
+  };
+  if (const std::vector<size_t> shape = shape_of(hv, 2); !shape.empty() && shape.size() <= 2) {
+    const size_t n_heads = shape.size() == 2 ? shape[0] : 1;
+    if (n_heads > std::max(kMaxHeads, heads.size()))
+      bad(at + std::to_string(n_heads) + " heads in a row, more than the limit of " +
+          std::to_string(kMaxHeads));
+    if (shape.back() > 0) check_keys(shape.back());
+  }
   check_numeric(hv, at + "a row's heads");
   auto a = pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>::ensure(hv);
   if (!a) bad(at + "a row's heads must be a [heads, keys] array of numbers, got " + type_name(hv));
@@ -337,25 +473,7 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
   const pyb::ssize_t n_heads = a.ndim() == 2 ? a.shape(0) : 1;
   const pyb::ssize_t n_keys = a.shape(a.ndim() - 1);
   if (n_heads < 1 || n_keys < 1) bad(at + "an empty attention row");
-  // Its length first: a row of another length answers another query (or another prompt).
-  const std::string got = ", got " + std::to_string(n_keys);
-  if (n_tokens >= 0) {
-    const int q = position >= 0 ? position : n_tokens + position;
-    if (q < 0 || q >= n_tokens)
-      bad(at + "asked for query position " + std::to_string(position) + " of a prompt of " +
-          std::to_string(n_tokens) + " tokens, got a row of " + std::to_string(n_keys) + " keys");
-    if (n_keys != q + 1) {
-      if (position == -1)
-        bad(at + "rows must be [n_tokens] = " + std::to_string(n_tokens) + " long" + got);
-      bad(at + "the row of query position " + std::to_string(position) + " must be [" +
-          (position >= 0 ? std::to_string(position) + " + 1"
-                         : "n_tokens - " + std::to_string(-position - 1)) +
-          "] = " + std::to_string(q + 1) + " long" + got);
-    }
-  } else if (position >= 0 && n_keys != position + 1) {
-    bad(at + "asked for query position " + std::to_string(position) + ", got a row of " +
-        std::to_string(n_keys) + " keys");
-  }
+  check_keys(size_t(n_keys));
   AttentionRows row;
   const float* data = a.data();
   for (pyb::ssize_t i = 0; i < n_heads; ++i)
@@ -391,6 +509,8 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
                   at + "head " + std::to_string(row.head_ids[i]));
   pyb::object mean = bare ? pyb::none() : field(h, "mean");
   if (!mean.is_none()) {
+    if (const long long n = length_of(mean); n >= 0 && n != (long long)n_keys)
+      bad(at + "mean and heads differ in length");
     auto m = array_of<float>(mean, at + "mean", 1);
     if (m.shape(0) != n_keys) bad(at + "mean and heads differ in length");
     row.mean.assign(m.data(), m.data() + n_keys);
@@ -405,23 +525,35 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
 }
 
 // `n_tokens`: tokenize()'s count of the prompt, -1 when the object has no tokenize.
+// `bound`: the token_bound of the prompt.
 AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layers,
                              const std::vector<int>& positions, const std::vector<int>& heads,
-                             int n_tokens) {
+                             int n_tokens, size_t bound) {
   // One row may come alone (a 2-D array or a single Attention); a 3-D array is rows of one
-  // length; anything else iterable is the list of rows.
+  // length; anything else iterable is the list of rows. Their number is compared with the rows
+  // asked for before any is read.
+  const size_t want = layers.size() * positions.size();
+  auto check_rows = [&](size_t n) {
+    if (n != want)
+      bad("expected " + std::to_string(want) + " rows (layers x positions), got " +
+          std::to_string(n));
+  };
   std::vector<pyb::object> items;
   const bool is_array = pyb::isinstance<pyb::array>(h);
   if (h.is_none()) bad("expected attention rows, got None");
   if (is_array && pyb::reinterpret_borrow<pyb::array>(h).ndim() == 3) {
+    check_rows(size_t(pyb::reinterpret_borrow<pyb::array>(h).shape(0)));
     for (pyb::handle it : h) items.push_back(pyb::reinterpret_borrow<pyb::object>(it));
   } else if (is_array || pyb::isinstance<pyb::dict>(h) || !pyb::isinstance<pyb::sequence>(h) ||
              pyb::isinstance<pyb::str>(h)) {
     items.push_back(pyb::reinterpret_borrow<pyb::object>(h));
   } else {
-    for (pyb::handle it : h) items.push_back(pyb::reinterpret_borrow<pyb::object>(it));
+    if (const long long n = length_of(h); n >= 0) check_rows(size_t(n));
+    for (pyb::handle it : h) {
+      if (items.size() > want) break;
+      items.push_back(pyb::reinterpret_borrow<pyb::object>(it));
+    }
   }
-  const size_t want = layers.size() * positions.size();
   if (items.size() != want)
     bad("expected " + std::to_string(want) + " rows (layers x positions), got " +
         std::to_string(items.size()));
@@ -446,13 +578,14 @@ AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layer
                                                 : "row " + std::to_string(i) + " (layer " +
                                                       std::to_string(layer) + ", position " +
                                                       std::to_string(position) + ")";
-    r.rows.push_back(row_of(items[i], layer, position, heads, n_tokens, where));
+    r.rows.push_back(row_of(items[i], layer, position, heads, n_tokens, bound, where));
   }
   return r;
 }
 
 // `n_tokens`: tokenize()'s count of the prompt, -1 when the object has no tokenize.
-HiddenResult hidden_of(const pyb::handle& h, int layer, int n_tokens) {
+// `bound`: the token_bound of the prompt.
+HiddenResult hidden_of(const pyb::handle& h, int layer, int n_tokens, size_t bound) {
   pyb::object states, pieces, ids = pyb::none();
   if (pyb::isinstance<pyb::tuple>(h) && pyb::len(h) == 2) {
     auto t = pyb::reinterpret_borrow<pyb::tuple>(h);
@@ -465,6 +598,18 @@ HiddenResult hidden_of(const pyb::handle& h, int layer, int n_tokens) {
   }
   if (!states || !pieces || states.is_none() || pieces.is_none())
     bad("expected {'states': [tokens, n_embd], 'pieces': [...]} or a tuple (states, pieces)");
+  // The shape before the states are converted: rows within the prompt's tokens, a bounded width.
+  if (const std::vector<size_t> shape = shape_of(states, 2); shape.size() == 2) {
+    const size_t most_rows = n_tokens >= 0 ? size_t(n_tokens) : bound;
+    if (shape[0] > most_rows)
+      bad("states must be [n_tokens, n_embd], got " + std::to_string(shape[0]) +
+          " rows, more than the " + std::to_string(most_rows) +
+          (n_tokens >= 0 ? " tokens of the prompt"
+                         : " tokens the prompt can hold (3 per byte and 16 special tokens)"));
+    if (shape[1] > kMaxHiddenWidth)
+      bad("states must be [n_tokens, n_embd], got " + std::to_string(shape[1]) +
+          " columns, more than the limit of " + std::to_string(kMaxHiddenWidth));
+  }
   auto a = array_of<float>(states, "states", 2);
   HiddenResult r;
   r.layer = layer;
@@ -478,7 +623,9 @@ HiddenResult hidden_of(const pyb::handle& h, int layer, int n_tokens) {
     if (!std::isfinite(r.states[i]))
       bad("states[" + std::to_string(i / size_t(r.n_embd)) + ", " +
           std::to_string(i % size_t(r.n_embd)) + "] = " + num(r.states[i]) + " is not finite");
-  r.pieces = texts_of(pieces, "pieces");
+  if (const long long n = length_of(pieces); n >= 0 && n != (long long)a.shape(0))
+    bad(std::to_string(a.shape(0)) + " rows of states for " + std::to_string(n) + " pieces");
+  r.pieces = texts_of(pieces, "pieces", size_t(a.shape(0)));
   if (r.pieces.size() != size_t(a.shape(0)))
     bad(std::to_string(a.shape(0)) + " rows of states for " + std::to_string(r.pieces.size()) +
         " pieces");
@@ -549,13 +696,17 @@ class PyReader : public reader::Reader {
       throw Error("generate", "one seed per prompt expected");
     return call("generate", [&] {
       pyb::object res = obj_.attr("generate")(prompts, params_dict(p, prompts.size()));
-      const std::vector<pyb::object> items = items_of(res, "the result");
+      if (const long long n = length_of(res); n >= 0 && size_t(n) != prompts.size())
+        bad(std::to_string(n) + " results for " + std::to_string(prompts.size()) + " prompts");
+      const std::vector<pyb::object> items = items_of(res, "the result", prompts.size());
       if (items.size() != prompts.size())
         bad(std::to_string(items.size()) + " results for " + std::to_string(prompts.size()) +
             " prompts");
       std::vector<Generation> out;
-      for (const pyb::object& g : items)
+      for (const pyb::object& g : items) {
         out.push_back(generation_of(g, "result " + std::to_string(out.size())));
+        cut_after_line(out.back(), p);  // the object is not asked to stop there
+      }
       return out;
     });
   }
@@ -572,8 +723,8 @@ class PyReader : public reader::Reader {
         at_most = count_tokens(prompt + continuation);
     }
     return call("score", [&] {
-      return score_of(obj_.attr("score")(bytes_str(prompt), bytes_str(continuation)), want,
-                      at_most);
+      return score_of(obj_.attr("score")(bytes_str(prompt), bytes_str(continuation)), want, at_most,
+                      token_bound(prompt.size() + continuation.size()));
     });
   }
 
@@ -586,7 +737,7 @@ class PyReader : public reader::Reader {
     const int n_tokens = has_tokenize_ ? count_tokens(prompt) : -1;
     return call("attention", [&] {
       pyb::object res = obj_.attr("attention")(bytes_str(prompt), layers, q.heads, positions);
-      return attention_of(res, layers, positions, q.heads, n_tokens);
+      return attention_of(res, layers, positions, q.heads, n_tokens, token_bound(prompt.size()));
     });
   }
 
@@ -594,14 +745,16 @@ class PyReader : public reader::Reader {
     need(caps_.hidden, "hidden", "hidden states are not supported by this reader");
     const int n_tokens = has_tokenize_ ? count_tokens(prompt) : -1;
     return call("hidden", [&] {
-      return hidden_of(obj_.attr("hidden")(bytes_str(prompt), layer), layer, n_tokens);
+      return hidden_of(obj_.attr("hidden")(bytes_str(prompt), layer), layer, n_tokens,
+                       token_bound(prompt.size()));
     });
   }
 
   int count_tokens(const std::string& prompt) override {
     need(has_tokenize_, "tokenize", "count_tokens is not supported by this reader");
-    return call("tokenize",
-                [&] { return token_count_of(obj_.attr("tokenize")(bytes_str(prompt))); });
+    return call("tokenize", [&] {
+      return token_count_of(obj_.attr("tokenize")(bytes_str(prompt)), token_bound(prompt.size()));
+    });
   }
 
   // The methods of `methods` the object lacks (with the GIL held).

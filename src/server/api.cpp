@@ -22,10 +22,12 @@
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/chat_template.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "reader/generate_params.h"
 #include "reader/native_reader.h"
 #include "reader/steering_object.h"
 #include "server/api_json.h"
 #include "server/api_present.h"
+#include "server/reply_budget.h"
 #include "server/router.h"
 
 namespace ragform::server {
@@ -35,6 +37,13 @@ using namespace api_json;
 namespace {
 
 using nlohmann::json;
+
+// What an /v1/attention reply takes while it is built, for the reply budget (reply_budget.h):
+// kReplyBytesPerNumber per attention weight; per doc_spans entry of a row, its report (a few
+// numbers and a name).
+size_t attention_reply_estimate(size_t weights, size_t span_rows) {
+  return weights * kReplyBytesPerNumber + span_rows * 256 + (size_t(1) << 16);
+}
 
 std::vector<int> get_int_list(const json& j, const char* key) {
   std::vector<int> out;
@@ -268,8 +277,20 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
         "max_tokens_exceeded");
   c.gen.max_tokens = mt;
   c.gen.sampling.temperature = get_num(j, "temperature", 1.0, 0.0, 2.0);
-  c.gen.sampling.top_p = get_num(j, "top_p", 1.0, 1e-9, 1.0);
-  c.gen.sampling.top_k = get_int(j, "top_k", 0, 0, 1 << 30);
+  {
+    // top_k and top_p: the declared ones of `ragform generate` and Reader.generate
+    // (reader/generate_options.h: defaults, ranges, the empty nucleus refused). max_tokens,
+    // temperature and seed keep the OpenAI API's names and defaults.
+    reader::GenerateRequest g;
+    read_declared(j, g, {"top_k", "top_p"});
+    try {
+      const reader::GenerateParams p = reader::generate_params(g);
+      c.gen.sampling.top_k = p.top_k;
+      c.gen.sampling.top_p = p.top_p;
+    } catch (const OptionError& e) {
+      bad("'" + e.key() + "': " + e.why());
+    }
+  }
   if (j.contains("seed") && !j["seed"].is_null()) {
     if (!j["seed"].is_number_integer()) bad("'seed' must be an integer", "invalid_type");
     c.gen.sampling.seed = uint64_t(j["seed"].get<long long>());
@@ -632,8 +653,12 @@ Response Api::attention(const std::string& body) {
             " attention weights (ask for fewer layers, query_positions or heads)",
         "response_too_large");
   if (!spans.empty()) cnorm::check_document_work(spans.size(), n_rows, n_tokens, "doc_spans");
-  reader::AttentionResult ar;
   const reader::SteeringParams steer = steer_field(j);
+  // The reply's memory is reserved in the server-wide budget before any of it is built, and held
+  // until the body is written (reply_budget.h): concurrent requests cannot each build one at once.
+  ReplyBudget::Hold hold = reply_budget().reserve(
+      attention_reply_estimate(n_rows * (n_heads + 1) * n_tokens, n_rows * spans.size()));
+  reader::AttentionResult ar;
   naming_steer_fields(
       [&] { engine_.run([&] { ar = reader_.attention(prompt, q, steer); }).get(); });
   json rows = json::array();
@@ -647,14 +672,20 @@ Response Api::attention(const std::string& body) {
     row["abs"] = r.mean.empty() ? json(nullptr) : json(cnorm::attention_balance_score(r.mean));
     if (!spans.empty())
       row.update(cnorm::document_report(prompt, ar, r, spans, bias ? &*bias : nullptr));
-    rows.push_back(row);
+    rows.push_back(std::move(row));
+    std::vector<std::vector<float>>().swap(r.heads);  // its weights are in the JSON now
   }
-  Response r =
-      ok({{"model", opt_.model_id}, {"ids", ar.ids}, {"pieces", ar.pieces}, {"rows", rows}});
+  json reply = {{"model", opt_.model_id}, {"ids", ar.ids}, {"pieces", ar.pieces}};
+  ar = {};
+  reply["rows"] = std::move(rows);  // moved, not copied: the tree is the reply's largest part
+  Response r = ok(reply);
+  reply = nullptr;
   if (r.body.size() > kMaxResponseBytes)
     bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
             std::to_string(kMaxResponseBytes) + " (ask for fewer rows or doc_spans)",
         "response_too_large");
+  hold.shrink(r.body.size());
+  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
   return r;
 }
 

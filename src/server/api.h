@@ -72,6 +72,9 @@ struct Response {
   // ("[DONE]"). send returns false when the client has gone; the producer then returns at once and
   // the engine drops the generation.
   std::function<void(const std::function<bool(const std::string&)>& send)> producer;
+  // What keeps the body's memory counted in the server's reply budget (reply_budget.h): released
+  // once the HTTP layer has written the body out (or the client has gone). Null for most replies.
+  std::shared_ptr<void> hold;
 };
 
 // An error object as OpenAI/llama-server write it. `code` is always a string: the given one, or

@@ -5,6 +5,7 @@
 
 #include "reader/encoder.h"
 #include "server/api_json.h"
+#include "server/reply_budget.h"
 #include "server/router.h"
 
 namespace ragform::server {
@@ -98,6 +99,10 @@ Response EncoderApi::health() { return ok({{"status", "ok"}, {"encoder", enc_.de
 Response EncoderApi::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }
 
 namespace {
+// The widest encoder vector the reply budget assumes before the model has answered (BERT-likes
+// have 384 to 1,024).
+constexpr size_t kMaxEncoderWidth = 4096;
+
 void check_model(const json& j, const std::string& id) {
   const std::string model = get_str(j, "model", false);
   if (!model.empty() && model != id)
@@ -154,8 +159,17 @@ Response EncoderApi::embeddings(const std::string& body) {
         "last) or use /v1/rerank");
   }
   const bool normalize = get_bool(j, "normalize", true);
+  const bool per_token = pooling && *pooling == reader::Pooling::None;
+  // The reply's memory, reserved in the server-wide budget before anything is encoded and held
+  // until the body is written (reply_budget.h): a vector per text, or per token (at most one a
+  // byte, and [CLS] [SEP]), of at most kMaxEncoderWidth numbers; shrunk to the body once built.
+  size_t most = 0;
+  for (const std::string& t : texts) most += per_token ? t.size() + 2 : 1;
+  ReplyBudget::Hold hold = reply_budget().reserve(
+      std::min(most * kMaxEncoderWidth, kMaxEmbeddingValues) * kReplyBytesPerNumber +
+      (size_t(1) << 16));
   std::vector<reader::Embedding> embs;
-  if (pooling && *pooling == reader::Pooling::None) {
+  if (per_token) {
     // One vector per token: the reply grows with every text's tokens (100 texts of 512 tokens
     // made 207 MB from 120 KB, 870 would have made 1.8 GB), so the texts are encoded a few at a
     // time and the reply is refused once its vectors pass kMaxEmbeddingValues.
@@ -200,10 +214,14 @@ Response EncoderApi::embeddings(const std::string& body) {
     n_tok += e.n_tokens;
     data.push_back(std::move(item));
   }
-  return ok({{"object", "list"},
-             {"model", opt_.model_id},
-             {"data", std::move(data)},
-             {"usage", {{"prompt_tokens", n_tok}, {"total_tokens", n_tok}}}});
+  embs.clear();
+  Response r = ok({{"object", "list"},
+                   {"model", opt_.model_id},
+                   {"data", std::move(data)},
+                   {"usage", {{"prompt_tokens", n_tok}, {"total_tokens", n_tok}}}});
+  hold.shrink(r.body.size());
+  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
+  return r;
 }
 
 Response EncoderApi::rerank(const std::string& body) {

@@ -2,12 +2,19 @@
 // src/server: reading a request's fields, where every bad field is an ApiError that Api::handle
 // turns into an OpenAI-style 400 naming the field, and writing a 200 response.
 #pragma once
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <limits>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/options.h"
 #include "server/api.h"
 #include "server/router.h"
 
@@ -27,6 +34,12 @@ inline constexpr size_t kMaxRetrieveHits = 65536;
 // Documents in one /v1/rag/spotlight request: each is one encoder pass (60,000 one-sentence
 // documents in 960 KB ran 60,000 passes); a retrieval prompt holds tens.
 inline constexpr size_t kMaxSpotlightDocuments = 256;
+// Sentences over all the documents of one /v1/rag/spotlight request: each is scored and annotated,
+// about 10 KB of memory while the reply is built (measured: 256 documents of 700 one-word
+// sentences, a 904 KB request, took 1.7 GB and 21 s and made a 62 MB reply). A retrieval prompt
+// holds hundreds.
+inline constexpr size_t kMaxSpotlightSentences = 8192;
+inline constexpr size_t kSpotlightBytesPerSentence = 10240;
 
 // GET /v1/models of either kind of server: the one served model, and the SHA-256 of its file when
 // known (the weights behind the id: reader/server_pool.h's fleet check tells servers apart by it).
@@ -60,6 +73,52 @@ double get_num(const json& j, const char* key, double def, double lo, double hi)
 bool get_bool(const json& j, const char* key, bool def);
 // A string field; "" when missing or null unless `required` (then 400 missing_field).
 std::string get_str(const json& j, const char* key, bool required);
+
+// The fields of a declared option struct (base/options.h) a request gives: each declared key
+// (of `only`, when given) read with its field's type and the declared range (get_int / get_num /
+// get_bool / get_str); missing or null keeps the field's value (the declaration's default).
+template <class S>
+void read_declared(const json& j, S& s, std::initializer_list<std::string_view> only = {}) {
+  s.visit([&](const OptionDecl& d, auto& field) {
+    const char* key = d.key.c_str();
+    if (only.size() && std::find(only.begin(), only.end(), d.key) == only.end()) return;
+    if (!j.contains(key) || j[key].is_null()) return;
+    using F = std::remove_cvref_t<decltype(field)>;
+    auto read = [&](const auto& def) {
+      using T = std::remove_cvref_t<decltype(def)>;
+      if constexpr (std::is_same_v<T, bool>) {
+        return get_bool(j, key, def);
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        return get_str(j, key, false);
+      } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        // A list: a string (one value) or an array of strings.
+        if (j[key].is_string()) return T{j[key].get<std::string>()};
+        T out;
+        if (j[key].is_array())
+          for (const json& x : j[key]) {
+            if (!x.is_string()) break;
+            out.push_back(x.get<std::string>());
+          }
+        if (!j[key].is_array() || out.size() != j[key].size())
+          bad(std::string("'") + key + "' must be a string or an array of strings", "invalid_type");
+        return out;
+      } else if constexpr (std::is_floating_point_v<T>) {
+        return T(get_num(j, key, double(def), d.has_range() ? d.lo : -HUGE_VAL,
+                         d.has_range() ? d.hi : HUGE_VAL));
+      } else {
+        static_assert(std::is_integral_v<T>, "a declared request field is a number, bool or str");
+        constexpr double kLo = std::numeric_limits<int>::lowest();
+        constexpr double kHi = std::numeric_limits<int>::max();
+        return T(get_int(j, key, int(def), int(d.has_range() ? std::max(d.lo, kLo) : kLo),
+                         int(d.has_range() ? std::min(d.hi, kHi) : kHi)));
+      }
+    };
+    if constexpr (requires { field.has_value(); })
+      field = read(typename F::value_type{});
+    else
+      field = read(field);
+  });
+}
 
 // 401 invalid_api_key unless req.authorization is "Bearer <key>", compared in time that depends
 // only on the lengths (not on where they first differ, so response times do not reveal the key

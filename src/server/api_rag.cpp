@@ -10,6 +10,7 @@
 #include "reader/native_reader.h"
 #include "server/api.h"
 #include "server/api_json.h"
+#include "server/reply_budget.h"
 #include "text/sentences.h"
 
 namespace ragform::server {
@@ -109,22 +110,34 @@ Response Api::spotlight(const std::string& body) {
   std::vector<Document> docs;
   for (size_t i = 0; i < j["documents"].size(); ++i)
     docs.push_back(spot_document(j["documents"][i], i, qid));
-  // The defaults of `ragform spotlight select` (scoring.h default_score_params), so the endpoint
-  // and the command select the same sentences for the same request.
-  ScoreParams sp = default_score_params();
-  sp.top_k = get_int(j, "k", sp.top_k, 1, 1 << 20);
-  sp.lambda = get_num(j, "lambda", sp.lambda, 0.0, 1.0);
+  // Sentences, not only documents, bound the work and the reply (reply_budget.h holds the memory).
+  size_t sentences = 0;
+  for (const Document& d : docs) sentences += d.sentences.size();
+  if (sentences > kMaxSpotlightSentences)
+    bad(std::to_string(sentences) + " sentences in the documents, more than the limit of " +
+            std::to_string(kMaxSpotlightSentences) + " in one request",
+        "response_too_large");
+  ReplyBudget::Hold hold = reply_budget().reserve(sentences * kSpotlightBytesPerSentence);
+  // The request's part of `spotlight select`'s declared options (select_options.h: K, k, lambda,
+  // order, special_tokens, with the CLI's and Python's defaults and ranges) over the defaults of
+  // `ragform spotlight select` (scoring.h default_score_params), so the endpoint and the command
+  // select the same sentences for the same request. The encoder is the server's own.
+  ScoreOptions so;
+  PromptOptions po;
+  read_declared(j, so);
+  read_declared(j, po);
+  try {
+    check_score_options(so);
+    check_prompt_options(po);
+  } catch (const OptionError& e) {
+    bad("'" + e.key() + "': " + e.why());
+  }
+  ScoreParams sp = score_params(so, default_score_params());
   std::string alpha = get_str(j, "alpha", false);
   if (!alpha.empty() && alpha != "idf" && alpha != "uniform")
     bad("'alpha' must be \"idf\" or \"uniform\"");
   sp.alpha = alpha == "uniform" ? Alpha::Uniform : Alpha::Idf;
-  SelectParams sel;
-  sel.top_K = get_int(j, "K", sel.top_K, 1, 1 << 20);  // select.h's default, as the CLI's -K
-  std::string order = get_str(j, "order", false);
-  if (!order.empty() && order != "doc" && order != "score")
-    bad("'order' must be \"doc\" or \"score\"");
-  sel.order = order == "score" ? Order::Score : Order::Document;
-  sel.special_tokens = get_bool(j, "special_tokens", true);
+  const SelectParams sel = select_params(so, po);
 
   ScoredQuestion sq;
   if (opt_.spotlight_encoder == "hidden") {
@@ -153,6 +166,8 @@ Response Api::spotlight(const std::string& body) {
   Response r;
   r.body = selection_json(qid, s, layout)
                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  hold.shrink(r.body.size());
+  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "base/options.h"
+#include "pipelines/cnorm/lazy_permutation.h"
 #include "text/doc_formats.h"
 #include "text/metrics.h"
 #include "text/normalize.h"
@@ -257,13 +258,23 @@ std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, siz
         if (int(i) != gold_of[r]) it.distractors.push_back({rec.ctxs[i].title, rec.ctxs[i].text});
     } else {
       it.natural_position = 0;
-      for (size_t j : seeded_permutation(records.size(), splitmix64_mix(seed ^ fnv1a64(rec.id)))) {
-        if (it.distractors.size() >= k - 1) break;
-        if (j == r) continue;
+      auto consider = [&](size_t j) {
+        if (j == r) return;
         const auto& d = records[j].ctxs[size_t(gold_of[j])];
-        if (d.text == g.text) continue;
-        if (!checkable.empty() && text::substring_match(d.text, checkable) > 0) continue;
+        if (d.text == g.text) return;
+        if (!checkable.empty() && text::substring_match(d.text, checkable) > 0) return;
         it.distractors.push_back({d.title, d.text});
+      };
+      const uint64_t order_seed = splitmix64_mix(seed ^ fnv1a64(rec.id));
+      if (records.size() <= kExactDrawRecords) {
+        for (size_t j : seeded_permutation(records.size(), order_seed)) {
+          if (it.distractors.size() >= k - 1) break;
+          consider(j);
+        }
+      } else {
+        LazyPermutation order(records.size(), order_seed);
+        while (it.distractors.size() < k - 1 && !order.done() && order.drawn() < kMaxDrawnPassages)
+          consider(order.next());
       }
     }
     if (it.distractors.size() < k - 1) {

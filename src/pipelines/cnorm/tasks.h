@@ -37,6 +37,12 @@
 // that contain one of this question's answers (text::substring_match; answers that normalise to
 // the empty string, such as "*", are not checked since they match everything) or equal the gold.
 // The distractor order is fixed per item, so the gold-position sweep moves only the gold.
+// Building that order for every record was quadratic in the file's records (issue 40: 200,000
+// records were 4 x 10^10 steps): a file of at most kExactDrawRecords records draws as it always
+// did (seeded_permutation: the same bytes, NQ-Open's oracle file has 2,655); a larger one draws
+// from a LazyPermutation (lazy_permutation.h) of the same seed, one passage at a time, and a record
+// looks at most at kMaxDrawnPassages of them (an answer in nearly every passage, as NQ's "S", is
+// then skipped as having too few distractors instead of reading the whole file).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -131,6 +137,8 @@ std::string format_text(Task t, const std::string& text, const Format& f);
 // record. A record for which fewer than k - 1 distractors can be found (e.g. NQ's answer "S", a
 // substring of nearly every passage) is an Error too, unless `skipped` is given: then it is left
 // out and its id appended there.
+inline constexpr size_t kExactDrawRecords = 10000;
+inline constexpr size_t kMaxDrawnPassages = 4096;
 std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, size_t k,
                                  uint64_t seed, std::vector<std::string>* skipped = nullptr);
 // Items from lost-in-the-middle KV records (QaRecord::kv); every record is a document.

@@ -1,0 +1,86 @@
+// A server-wide bound on the memory replies hold at once (docs/server.md "Security"). Each reply
+// is bounded on its own (kMaxAttentionValues, kMaxResponseBytes, kMaxEmbeddingValues, ...), but
+// every request built its whole reply at once: 8 concurrent /v1/attention requests of 39 MB replies
+// peaked at 1.1 GB, and --max-connections 256 of them could ask for 40 GB (issue 40). A handler
+// whose reply can be large reserves its estimate of the memory it will build before building it;
+// once built, the hold shrinks to the body's size and goes with the Response (Response::hold)
+// until the HTTP layer has written the body out. A request that does not fit waits, in arrival
+// order, for earlier replies to be written; after `wait` it gets 503 server_busy. A reservation
+// larger than the whole budget is cut to it: such a reply is built alone.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+namespace ragform::server {
+
+// The budget of a server (`ragform serve`): 256 MiB of replies under construction or being written
+// (three /v1/attention replies of the largest size at once).
+inline constexpr size_t kReplyBudgetBytes = size_t(256) << 20;
+// How long a request waits for room before its 503.
+inline constexpr std::chrono::seconds kReplyBudgetWait{60};
+// What one number of a reply (an attention weight, an embedding's component) takes while the reply
+// is built: the float the engine returned (4 B), its JSON value (16 B and its array's share), its
+// text (up to 22 B) and the allocator's slack. Measured with /v1/attention on stories260K:
+// 2,093,220 weights took the server from 18 to 121 MB, 49 B each.
+inline constexpr size_t kReplyBytesPerNumber = 64;
+// Replies estimated below this are not counted: they never wait, so clients that hold the budget
+// (by reading their large replies slowly, up to the write timeout) delay only large replies.
+inline constexpr size_t kSmallReplyBytes = size_t(1) << 20;
+// A hold given back from this size on returns the free memory to the system (malloc_trim).
+inline constexpr size_t kTrimAfterBytes = size_t(8) << 20;
+
+class ReplyBudget {
+ public:
+  explicit ReplyBudget(size_t bytes) : limit_(bytes < 1 ? 1 : bytes) {}
+  ReplyBudget(const ReplyBudget&) = delete;
+  ReplyBudget& operator=(const ReplyBudget&) = delete;
+
+  // Bytes of the budget, released when destroyed (or shrunk).
+  class Hold {
+   public:
+    Hold() = default;
+    Hold(Hold&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) { o.budget_ = nullptr; }
+    Hold& operator=(Hold&& o) noexcept;
+    ~Hold() { release(); }
+    size_t bytes() const { return budget_ ? bytes_ : 0; }
+    // Gives back what is held above `bytes` (the reply turned out smaller than its estimate).
+    void shrink(size_t bytes);
+
+   private:
+    friend class ReplyBudget;
+    Hold(ReplyBudget* b, size_t n) : budget_(b), bytes_(n) {}
+    void release();
+    ReplyBudget* budget_ = nullptr;
+    size_t bytes_ = 0;
+  };
+
+  // Waits until `bytes` (at most the whole budget) fit beside what is held, behind the requests
+  // already waiting. Throws api_json::ApiError 503 server_busy after `wait`. Below
+  // kSmallReplyBytes: an empty hold at once.
+  Hold reserve(size_t bytes, std::chrono::milliseconds wait = kReplyBudgetWait);
+
+  struct Stats {
+    size_t limit = 0, held = 0, peak = 0;  // bytes
+    uint64_t waited = 0, refused = 0;      // requests that waited, that got a 503
+  };
+  Stats stats() const;
+
+ private:
+  void give_back(size_t bytes);
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  const size_t limit_;
+  size_t held_ = 0, peak_ = 0;
+  uint64_t waited_ = 0, refused_ = 0, next_ticket_ = 0;
+  std::deque<uint64_t> queue_;  // tickets of the waiting requests, in arrival order
+};
+
+// The process's budget (one `ragform serve` per process), kReplyBudgetBytes.
+ReplyBudget& reply_budget();
+
+}  // namespace ragform::server
