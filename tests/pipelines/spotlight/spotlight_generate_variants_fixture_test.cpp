@@ -6,7 +6,9 @@
 // per-question scores.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,18 +20,42 @@
 namespace ragform::spotlight {
 namespace {
 
-TEST(SpotlightGenerateVariants, RowsPerQuestionAndVariantWithTokensAndTimes) {
-  REQUIRE_SHARED(hotpot_path, "data/hotpotqa-distractor/dev.jsonl");
-  REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
+// The first `limit` HotpotQA dev questions, selected with GloVe into a fresh store (the selection
+// run the answer variants are built from).
+struct Selected {
+  std::vector<eval::QaRecord> recs;
+  std::unique_ptr<WordVectors> wv;
+  std::unique_ptr<StaticEncoder> enc;  // reads *wv
+  std::unique_ptr<store::RunStore> st;
+  RunSummary sel;
+};
+Selected select_first(size_t limit, const std::string& tag) {
+  Selected s;
+  const std::filesystem::path hotpot =
+      ragform::testing::shared_path("data/hotpotqa-distractor/dev.jsonl");
+  const std::filesystem::path glove =
+      ragform::testing::shared_path("data/embeddings/glove-50d-5k.json");
+  if (!std::filesystem::exists(hotpot) || !std::filesystem::exists(glove)) return s;
   eval::LoadOptions lo;
-  lo.limit = 4;
-  const auto recs = eval::load_qa_file(hotpot_path.string(), lo).records;
-  WordVectors wv = WordVectors::load(glove.string());
-  StaticEncoder enc(wv);
-  store::RunStore st(ragform::testing::temp_dir("spotlight-generate-variants") / "runs.sqlite",
-                     store::RunStore::Mode::create, store::RunStore::Durability::normal);
+  lo.limit = limit;
+  s.recs = eval::load_qa_file(hotpot.string(), lo).records;
+  s.wv = std::make_unique<WordVectors>(WordVectors::load(glove.string()));
+  s.enc = std::make_unique<StaticEncoder>(*s.wv);
+  s.st = std::make_unique<store::RunStore>(ragform::testing::temp_dir(tag) / "runs.sqlite",
+                                           store::RunStore::Mode::create,
+                                           store::RunStore::Durability::normal);
+  s.sel = run_eval(*s.enc, *s.st, s.recs, RunOptions{});
+  return s;
+}
+
+TEST(SpotlightGenerateVariants, RowsPerQuestionAndVariantWithTokensAndTimes) {
+  Selected s = select_first(4, "spotlight-generate-variants");
+  ASSERT_TRUE(s.st) << "missing shared files: data/hotpotqa-distractor, data/embeddings";
+  const auto& recs = s.recs;
+  StaticEncoder& enc = *s.enc;
+  store::RunStore& st = *s.st;
   RunOptions o;
-  const RunSummary sel = run_eval(enc, st, recs, o);
+  const RunSummary& sel = s.sel;
   ASSERT_GT(sel.questions, 0u);
 
   // A base model's habit: a newline first, then the answer line, then more evidence. The gold
@@ -101,16 +127,11 @@ TEST(SpotlightGenerateVariants, RowsPerQuestionAndVariantWithTokensAndTimes) {
 
 // With emphasis, the no-tokens prompt's steered spans are its sentences' bytes.
 TEST(SpotlightGenerateVariants, EmphasisSpansOfThePlainPrompt) {
-  REQUIRE_SHARED(hotpot_path, "data/hotpotqa-distractor/dev.jsonl");
-  REQUIRE_SHARED(glove, "data/embeddings/glove-50d-5k.json");
-  eval::LoadOptions lo;
-  lo.limit = 2;
-  const auto recs = eval::load_qa_file(hotpot_path.string(), lo).records;
-  WordVectors wv = WordVectors::load(glove.string());
-  StaticEncoder enc(wv);
-  store::RunStore st(ragform::testing::temp_dir("spotlight-generate-emphasis") / "runs.sqlite",
-                     store::RunStore::Mode::create, store::RunStore::Durability::normal);
-  const RunSummary sel = run_eval(enc, st, recs, RunOptions{});
+  Selected s = select_first(2, "spotlight-generate-emphasis");
+  ASSERT_TRUE(s.st) << "missing shared files: data/hotpotqa-distractor, data/embeddings";
+  const auto& recs = s.recs;
+  store::RunStore& st = *s.st;
+  const RunSummary& sel = s.sel;
   std::map<std::string, reader::SteeringParams> seen;
   struct Steered : ragform::testing::FakeReader {
     std::map<std::string, reader::SteeringParams>* seen = nullptr;
