@@ -202,7 +202,8 @@ struct ServeFlags {
   Opt<std::string>& enc_model = a.opt<std::string>(
       "--encoder-model", "FILE", "encoder GGUF (bert) for --spotlight-encoder model", "");
   Opt<int>& spot_layer =
-      a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden", 1);
+      a.opt<int>("--spotlight-layer", "L", "hidden-state layer for --spotlight-encoder hidden",
+                 int(spotlight::EncoderOptions{}.layer));
   Opt<std::string>& index_dir = a.opt<std::string>(
       "--index", "DIR",
       "also answer POST /v1/retrieve from this retrieval index (docs/retrieval.md)", "");

@@ -14,16 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "pipelines/spotlight/spotlight.h"
 #include "server/engine.h"
 
 namespace ragform::reader {
 class NativeReader;
 class Encoder;
 }  // namespace ragform::reader
-namespace ragform::spotlight {
-class WordVectors;
-}
-
 namespace ragform::server {
 
 // What one /v1/attention reply may hold (docs/server.md "Security"): attention weights (every
@@ -50,7 +47,7 @@ struct ApiOptions {
   // states of spotlight_layer) or "model" (spotlight_model).
   std::string spotlight_encoder = "static";
   std::shared_ptr<const spotlight::WordVectors> vectors;
-  int spotlight_layer = 1;
+  int spotlight_layer = int(spotlight::EncoderOptions{}.layer);  // spotlight select's --layer
   // spotlight_encoder "model": an encoder model's word-piece states (--encoder-model).
   std::shared_ptr<reader::Encoder> spotlight_model;
 };

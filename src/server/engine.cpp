@@ -26,6 +26,8 @@ struct Engine::Job {
 
 // One completion being generated.
 struct Engine::Active {
+  Active(std::shared_ptr<Job> j, runtime::Sampler s)
+      : job(std::move(j)), sampler(std::move(s)), next(job->ids) {}
   std::shared_ptr<Job> job;
   int seq = -1;
   runtime::Sampler sampler;
@@ -215,20 +217,8 @@ void Engine::step(std::vector<Active>& active) {
     Active& a = active[b];
     const auto& opt = a.job->opt;
     runtime::GenerateOutput& o = a.out;
-    int32_t id = a.sampler.sample(res[b].logits.data(), V);
-    if (tk.is_eog(id) && !opt.ignore_eos) {
-      o.finish_reason = "eos";
-      finish(a);
-      continue;
-    }
-    o.ids.push_back(id);
-    o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
-    if (runtime::apply_stop(o, opt)) {
-      finish(a);
-      continue;
-    }
-    if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(a.seq) + 1 > ctx.n_ctx()) {
-      o.finish_reason = "length";
+    const int32_t id = a.sampler.sample(res[b].logits.data(), V);
+    if (!runtime::take_token(o, id, tk, opt, ctx, a.seq)) {  // generate()'s per-token rule
       finish(a);
       continue;
     }
@@ -287,20 +277,16 @@ void Engine::loop() {
     for (auto& j : admit) {
       // runtime::generate's checks, then the prompt is the sequence's first step.
       std::exception_ptr err;
-      if (j->opt.max_tokens < 0)
-        err = std::make_exception_ptr(UsageError("generate", "max_tokens must be >= 0"));
-      else if (j->ids.empty())
-        err = std::make_exception_ptr(UsageError("generate", "the prompt has no tokens"));
-      else if (int(j->ids.size()) > ctx.n_ctx())
-        err = std::make_exception_ptr(
-            Error("generate",
-                  "prompt of " + std::to_string(j->ids.size()) +
-                      " tokens exceeds the context size n_ctx = " + std::to_string(ctx.n_ctx())));
+      try {
+        runtime::check_prompt(j->opt, j->ids.size(), ctx.n_ctx());
+      } catch (...) {
+        err = std::current_exception();
+      }
       if (err) {
         fail(j, err);
         continue;
       }
-      Active a{j, -1, runtime::Sampler(j->opt.sampling), {}, j->ids, 0, false, false, false};
+      Active a(j, runtime::Sampler(j->opt.sampling));
       a.out.prompt_tokens = int(j->ids.size());
       if (j->opt.max_tokens == 0) {
         a.out.finish_reason = "length";

@@ -25,6 +25,32 @@ bool apply_stop(GenerateOutput& o, const GenerateOptions& opt) {
   return true;
 }
 
+void check_prompt(const GenerateOptions& opt, size_t n_tokens, int n_ctx,
+                  const std::string& which) {
+  if (opt.max_tokens < 0) throw UsageError("generate", "max_tokens must be >= 0");
+  if (n_tokens == 0) throw UsageError("generate", which + " has no tokens");
+  if (n_tokens > size_t(n_ctx))
+    throw Error("generate",
+                "prompt of " + std::to_string(n_tokens) +
+                    " tokens exceeds the context size n_ctx = " + std::to_string(n_ctx));
+}
+
+bool take_token(GenerateOutput& o, int32_t id, const tok::Tokenizer& tk, const GenerateOptions& opt,
+                const Context& ctx, int seq) {
+  if (tk.is_eog(id) && !opt.ignore_eos) {
+    o.finish_reason = "eos";
+    return false;
+  }
+  o.ids.push_back(id);
+  o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
+  if (apply_stop(o, opt)) return false;
+  if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(seq) + 1 > ctx.n_ctx()) {
+    o.finish_reason = "length";
+    return false;
+  }
+  return true;
+}
+
 std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
                                      const std::vector<std::vector<int32_t>>& prompts,
                                      const GenerateOptions& opt) {
@@ -52,12 +78,7 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
 
   std::vector<SeqInput> batch;
   for (size_t i = 0; i < n; ++i) {
-    if (prompts[i].empty())
-      throw UsageError("generate", "prompt " + std::to_string(i) + " has no tokens");
-    if (int(prompts[i].size()) > ctx.n_ctx())
-      throw Error("generate",
-                  "prompt of " + std::to_string(prompts[i].size()) +
-                      " tokens exceeds the context size n_ctx = " + std::to_string(ctx.n_ctx()));
+    check_prompt(opt, prompts[i].size(), ctx.n_ctx(), "prompt " + std::to_string(i));
     SamplingParams sp = opt.sampling;
     sp.seed = opt.seeds.empty() ? sp.seed + i : opt.seeds[i];
     samplers.emplace_back(sp);
@@ -99,19 +120,8 @@ std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
     std::vector<size_t> next_order;
     for (size_t b = 0; b < batch.size(); ++b) {
       size_t i = order[b];
-      int32_t id = samplers[i].sample(res[b].logits.data(), V);
-      GenerateOutput& o = out[i];
-      if (tk.is_eog(id) && !opt.ignore_eos) {
-        o.finish_reason = "eos";
-        continue;
-      }
-      o.ids.push_back(id);
-      o.text += tk.token_to_piece(id, /*render_special=*/opt.ignore_eos);
-      if (apply_stop(o, opt)) continue;
-      if (int(o.ids.size()) >= opt.max_tokens || ctx.n_past(seq[i]) + 1 > ctx.n_ctx()) {
-        o.finish_reason = "length";
-        continue;
-      }
+      const int32_t id = samplers[i].sample(res[b].logits.data(), V);
+      if (!take_token(out[i], id, tk, opt, ctx, seq[i])) continue;
       SeqInput in;
       in.seq = seq[i];
       in.tokens = {id};

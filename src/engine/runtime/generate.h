@@ -50,6 +50,20 @@ size_t line_stop_at(std::string_view text);
 // continuous-batching engine.
 bool apply_stop(GenerateOutput& out, const GenerateOptions& opt);
 
+// Why a prompt of n_tokens cannot start under opt in a context of n_ctx tokens per sequence
+// (max_tokens < 0, an empty prompt, a prompt longer than the context), thrown as generate()
+// throws it (UsageError / Error); `which` names the prompt ("prompt 3") in the message.
+void check_prompt(const GenerateOptions& opt, size_t n_tokens, int n_ctx,
+                  const std::string& which = "the prompt");
+
+// The per-token rule of a decode step, after `id` was sampled for the sequence `seq` whose
+// output is `o`: an end-of-generation token ends it ("eos", unless ignore_eos), else the token's
+// piece is appended and apply_stop decides, else max_tokens or a full context ends it
+// ("length"). Returns true when the sequence goes on (its next input is `id`). The one rule of
+// generate() and the server's continuous-batching engine, which schedules sequences itself.
+bool take_token(GenerateOutput& o, int32_t id, const tok::Tokenizer& tk, const GenerateOptions& opt,
+                const Context& ctx, int seq);
+
 // Each prompt is a token sequence (already tokenised, BOS included). Sequence i uses seed
 // opt.seeds[i] (when given) or sampling.seed + i, so batched and one-by-one runs agree.
 std::vector<GenerateOutput> generate(Context& ctx, const tok::Tokenizer& tk,
