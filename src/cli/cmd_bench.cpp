@@ -4,7 +4,9 @@
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
 // time ratio on stderr. --steer RULE likewise measures attention steering (runtime/steering.h):
 // ppN+steer steers toward the prompt's first half in the default layers, interleaved with ppN;
-// tgN+steer decodes after a steered first token, interleaved with tgN.
+// tgN+steer decodes after a steered first token, interleaved with tgN. --depth D first fills each
+// test's sequence with D random tokens, untimed (llama-bench's -d): ppN@dD times N prompt tokens
+// after D, tgN@dD decodes N tokens after a D-token prompt (attention over a long cache).
 //
 // Prefill runs in batches of 2048 tokens (llama-bench's default n_batch), so a long ppN shows
 // progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
@@ -103,7 +105,23 @@ struct Bench {
   std::mt19937 rng;
   std::uniform_int_distribution<int32_t> tok;
   runtime::Steering steer;  // --steer: rule, value and layers; spans set per test
+  int depth = 0;            // --depth: tokens in each test's sequence before the timed part
   using clock = std::chrono::steady_clock;
+
+  // Fills `seq` with n random tokens in batches of kBatch, untimed, no logits.
+  void fill(int seq, int n) {
+    for (int b = 0; b < n; b += kBatch) {
+      runtime::SeqInput in;
+      in.seq = seq;
+      for (int i = b; i < std::min(n, b + kBatch); ++i) in.tokens.push_back(tok(rng));
+      in.logits = runtime::LogitsMode::None;
+      ctx.eval({in});
+    }
+  }
+  // A test's name: llama-bench's, with "@dD" after it under --depth.
+  std::string named(const std::string& test) const {
+    return depth > 0 ? test + "@d" + std::to_string(depth) : test;
+  }
 
   // Steers `seq` toward tokens [begin, end) (nothing without --steer or when !on).
   void steer_seq(int seq, bool on, int begin, int end) {
@@ -121,7 +139,8 @@ struct Bench {
     std::vector<int32_t> tokens;
     for (int i = 0; i < n; ++i) tokens.push_back(tok(rng));
     runtime::ScopedSequence seq(ctx);
-    steer_seq(seq.id(), steered, 0, std::max(1, n / 2));
+    fill(seq.id(), depth);
+    steer_seq(seq.id(), steered, depth, depth + std::max(1, n / 2));
     auto t0 = clock::now();
     for (int b = 0; b < n; b += kBatch) {
       runtime::SeqInput in;
@@ -145,7 +164,7 @@ struct Bench {
     const char* suffix[] = {"", "+attn", "+steer"};
     const char* what[] = {"", "attention tap", "steering"};
     std::vector<Sample> ss;
-    for (int mode : modes) ss.push_back({"pp" + std::to_string(n) + suffix[mode], {}});
+    for (int mode : modes) ss.push_back({named("pp" + std::to_string(n)) + suffix[mode], {}});
     // Interleaved, so the tap's cost is measured against the same machine state.
     for (int r = 0; r < reps; ++r)
       for (size_t k = 0; k < modes.size(); ++k)
@@ -157,11 +176,13 @@ struct Bench {
     return ss;
   }
 
-  // Tokens/s of n decode steps after a one-token prompt (steered toward that token when asked).
+  // Tokens/s of n decode steps after a one-token prompt, or a --depth one (steered toward its
+  // first token when asked).
   double decode(int n, Progress& progress, bool steered) {
     runtime::SeqInput in;
     in.seq = ctx.new_sequence();
     steer_seq(in.seq, steered, 0, 1);
+    fill(in.seq, std::max(0, depth - 1));
     in.tokens = {tok(rng)};
     ctx.eval({in});
     auto t0 = clock::now();
@@ -180,7 +201,7 @@ struct Bench {
     const size_t n_modes = steer.active() ? 2 : 1;
     std::vector<Sample> ss;
     for (size_t mode = 0; mode < n_modes; ++mode)
-      ss.push_back({"tg" + std::to_string(n) + (mode == 1 ? "+steer" : ""), {}});
+      ss.push_back({named("tg" + std::to_string(n)) + (mode == 1 ? "+steer" : ""), {}});
     for (int r = 0; r < reps; ++r)
       for (size_t mode = 0; mode < n_modes; ++mode)
         ss[mode].tps.push_back(decode(n, progress, mode == 1));
@@ -492,6 +513,12 @@ int run_bench(const std::vector<std::string>& argv) {
   auto& tg =
       a.opt<std::string>("--tg", "LIST", "generation lengths (comma-separated; 0 = none)", "32");
   auto& reps = a.opt<int>("-r,--repetitions", "N", "runs per test", 3).range(1, 1000000);
+  auto& depth =
+      a.opt<int>("-d,--depth", "D",
+                 "tokens already in the sequence before each pp/tg test, untimed (llama-bench's "
+                 "-d): ppN@dD, tgN@dD",
+                 0)
+          .range(0, 1 << 24);
   auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
                       .range(0, max_threads(), "0..4 x the cores");
   auto& f16_gemm = f16_gemm_flag(a);
@@ -531,6 +558,8 @@ int run_bench(const std::vector<std::string>& argv) {
   if (taps.value != "none" && taps.value != "attention")
     throw UsageError("--taps", "expected attention or none");
   if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
+  if (depth.value > 0 && (!workload.value.empty() || !parallel.value.empty()))
+    throw UsageError("--depth", "goes with the pp/tg tests, not with --parallel or --workload");
   EngineOptions eo = engine_options_from_env(threads.value, f16_gemm.value);
   eo.pool = eo.pool_or_new();
   if (!workload.value.empty()) {
@@ -565,13 +594,15 @@ int run_bench(const std::vector<std::string>& argv) {
   }
   auto m = model::Model::load(model.value, eo);
   int max_len = 1;
-  for (int n : pps) max_len = std::max(max_len, n);
-  for (int n : tgs) max_len = std::max(max_len, n + 1);
+  for (int n : pps) max_len = std::max(max_len, depth.value + n);
+  for (int n : tgs) max_len = std::max(max_len, std::max(1, depth.value) + n);
   if (!ns.empty()) {
     // A sequence holds its prompt (at least one token) and then its T decoded tokens.
     max_len = std::max(1, *std::max_element(pps.begin(), pps.end())) +
               *std::max_element(tgs.begin(), tgs.end());
     warn_past_training_context(*m, {max_len}, {});
+  } else if (depth.value > 0) {
+    warn_past_training_context(*m, {max_len}, {});  // the longest test with its depth
   } else {
     warn_past_training_context(*m, pps, tgs);
   }
@@ -580,6 +611,7 @@ int run_bench(const std::vector<std::string>& argv) {
   cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
   cp.pool = eo.pool;
   Bench b(*m, cp);
+  b.depth = depth.value;
   if (steer.seen)
     // The spans are the first token; every key counts as the prompt's (bench has no prompt text).
     b.steer =

@@ -62,3 +62,20 @@ TEST(BenchLong, ShowsProgressOfTheTokensEvaluated) {
 }
 
 }  // namespace
+
+// --depth D: each test's sequence holds D untimed tokens first (llama-bench's -d); the tests are
+// named ppN@dD and tgN@dD, the context counts the depth, and it does not go with --parallel.
+TEST(BenchLong, DepthFillsTheSequenceBeforeEachTest) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const std::string m = "bench -m '" + model.string() + "' -r 1 ";
+  auto r = run_with_progress(m + "--pp 8 --tg 4 --depth 16 --json", nullptr);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"test\":\"pp8@d16\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"test\":\"tg4@d16\""), std::string::npos) << r.out;
+  auto past = run_with_progress(m + "--pp 16 --tg 0 --depth 2040", nullptr);
+  ASSERT_EQ(past.exit_code, 0) << past.err;
+  EXPECT_NE(past.err.find("context of 2056 tokens"), std::string::npos) << past.err;
+  auto par = run_with_progress(m + "--pp 8 --tg 4 --depth 4 --parallel 2", nullptr);
+  EXPECT_EQ(par.exit_code, 2) << par.err;
+  EXPECT_NE(par.err.find("--depth"), std::string::npos) << par.err;
+}
