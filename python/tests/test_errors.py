@@ -56,6 +56,10 @@ def test_bad_arguments_are_value_errors(model, model_path):
         ragform.sure.perturb({"no": "fields"})
     with pytest.raises(ValueError, match="exactly one of vectors= or encoder="):
         ragform.spotlight.select({"question": "q", "answers": ["a"], "ctxs": []})
+    # No word vectors at all: refused, as the CLI refuses an empty --vectors file.
+    with pytest.raises(ValueError, match="vectors: expected a non-empty"):
+        ragform.spotlight.select({"question": "q", "answers": ["a"], "ctxs": [{"text": "a."}]},
+                                 vectors={})
 
 
 def test_library_parse_errors_are_value_errors(model, ragform_bin, tmp_path, nq_records):
