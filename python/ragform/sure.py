@@ -44,8 +44,8 @@ _perturb.__doc__ = """Perturbations of a QA record's documents (or of a list of 
     OpenAIReader or a Python reader, docs/python.md "Your own reader"; so may perturb_model be),
     greedily, max_tokens per rewrite, batch prompts per call, with the prompts of the directory
     `prompts` (None = the built-in set), as `sure perturb -m/--perturb-model`. A kind whose
-    reader is not given is left out when it comes from a category or from "all" (the CLI skips
-    it with a note) and raises ValueError when named. docs: first N documents of each record (0
+    reader is not given is left out when it comes from a category or from "all" (the CLI
+    notes it) and raises ValueError when named (the CLI exits 2 alike). docs: first N documents of each record (0
     = all). The keywords kinds, seed, cutoff, docs, max_tokens and batch are the CLI's flags,
     declared once in src/pipelines/sure/requests.h (ragform._ragform.options("sure.perturb"))."""
 perturb = checked(_perturb)

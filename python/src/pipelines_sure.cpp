@@ -34,16 +34,6 @@ sure::PromptSet prompts_of(const std::string& dir) {
   return sure::load_prompts(dir);
 }
 
-// Whether kind `name` is named in the comma list `list` (not reached through a category or "all").
-bool named(const std::string& list, const std::string& name) {
-  for (size_t b = 0; b <= list.size();) {
-    const size_t e = std::min(list.find(',', b), list.size());
-    if (list.compare(b, e - b, name) == 0) return true;
-    b = e + 1;
-  }
-  return false;
-}
-
 // Pair dicts (perturb()'s) as pairs; a bad one names its place ("pair 3: ...").
 std::vector<sure::Pair> pairs_arg(const pyb::iterable& pairs_in) {
   std::vector<sure::Pair> pairs;
@@ -71,16 +61,15 @@ pyb::list sure_perturb(const pyb::iterable& records, const pyb::handle& model,
   reader::Reader* under_test = ut.get();
   reader::Reader* perturber = pt.get();
   const PerturbReaders rd{under_test, perturber};
-  const std::string& list = setup.kinds;
-  std::vector<Kind> missing;
-  const std::vector<Kind> kinds = runnable_kinds(select_kinds(list), rd, &missing);
-  for (Kind k : missing)
-    if (named(list, info(k).name))
-      throw UsageError(
-          "sure perturb",
-          std::string(info(k).name) + (info(k).needs == NeedsReader::UnderTest
-                                           ? " needs the reader under test: pass model="
-                                           : " needs a reader: pass perturb_model= or model="));
+  std::vector<Kind> kinds;
+  try {
+    kinds = kinds_to_run(setup.kinds, rd, nullptr);
+  } catch (const KindNeedsReader& e) {  // the library's policy, in Python's words
+    throw UsageError("sure perturb", std::string(info(e.kind).name) +
+                                         (info(e.kind).needs == NeedsReader::UnderTest
+                                              ? " needs the reader under test: pass model="
+                                              : " needs a reader: pass perturb_model= or model="));
+  }
   PerturbOptions& po = setup.options;
   std::vector<eval::QaRecord> recs = qa_records(records);
   const LoopHook hook(progress, 0);

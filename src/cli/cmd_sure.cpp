@@ -53,11 +53,17 @@ OpenReaders open_perturb_readers(const SureSetup& su, const std::vector<Kind>& k
 
 }  // namespace
 
+namespace {
+// The CLI's flags that give kind k its reader.
+const char* reader_flags_for(Kind k) {
+  return info(k).needs == NeedsReader::UnderTest ? "-m or --reader openai"
+                                                 : "--perturb-model, -m or --reader openai";
+}
+}  // namespace
+
 std::string perturb_skip_note(Kind k) {
   return std::string("sure perturb: skipping ") + info(k).name + ": needs a reader (" +
-         (info(k).needs == NeedsReader::UnderTest ? "-m or --reader openai"
-                                                  : "--perturb-model, -m or --reader openai") +
-         ")";
+         reader_flags_for(k) + ")";
 }
 
 namespace {
@@ -99,8 +105,13 @@ int run_perturb(const std::vector<std::string>& argv) {
   po.hooks = cli_run_hooks(&progress);
 
   OpenReaders pr = open_perturb_readers(su, kinds, perturber);
-  std::vector<Kind> skipped;
-  const std::vector<Kind> active = runnable_kinds(kinds, pr.readers(), &skipped);
+  std::vector<Kind> skipped, active;
+  try {
+    active = kinds_to_run(setup.kinds, pr.readers(), &skipped);
+  } catch (const KindNeedsReader& e) {  // the library's policy, in the CLI's words
+    throw UsageError("--kinds", std::string(info(e.kind).name) + " needs a reader: give " +
+                                    reader_flags_for(e.kind));
+  }
   const PromptSet prompts = any_reader_kind(active) ? su.prompts() : PromptSet{};
 
   eval::LoadOptions lo;

@@ -109,6 +109,36 @@ std::vector<Kind> runnable_kinds(const std::vector<Kind>& kinds, const PerturbRe
   return out;
 }
 
+KindNeedsReader::KindNeedsReader(Kind k)
+    : UsageError("sure perturb",
+                 std::string(info(k).name) + (info(k).needs == NeedsReader::UnderTest
+                                                  ? " needs the reader under test"
+                                                  : " needs a reader (the perturbing reader, or "
+                                                    "the reader under test)")),
+      kind(k) {}
+
+namespace {
+// Whether `name` is one of the comma-separated entries of `list` (not a category it belongs to).
+bool named_in(const std::string& list, const std::string& name) {
+  for (size_t b = 0; b <= list.size();) {
+    const size_t e = std::min(list.find(',', b), list.size());
+    if (list.compare(b, e - b, name) == 0) return true;
+    b = e + 1;
+  }
+  return false;
+}
+}  // namespace
+
+std::vector<Kind> kinds_to_run(const std::string& list, const PerturbReaders& rd,
+                               std::vector<Kind>* skipped) {
+  std::vector<Kind> missing;
+  std::vector<Kind> out = runnable_kinds(select_kinds(list), rd, &missing);
+  for (Kind k : missing)
+    if (named_in(list, info(k).name)) throw KindNeedsReader(k);
+  if (skipped) *skipped = std::move(missing);
+  return out;
+}
+
 bool any_reader_kind(const std::vector<Kind>& kinds) {
   const ReaderNeeds n = reader_needs(kinds);
   return n.under_test || n.perturber;

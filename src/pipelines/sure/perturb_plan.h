@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "eval/qa_record.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/pairs.h"
@@ -63,6 +64,21 @@ ReaderNeeds reader_needs(const std::vector<Kind>& kinds);
 // The kinds of `kinds` whose reader is given (in order); the others go to *missing (may be null).
 std::vector<Kind> runnable_kinds(const std::vector<Kind>& kinds, const PerturbReaders& rd,
                                  std::vector<Kind>* missing);
+
+// A kind named in the kinds list whose reader is not given (kinds_to_run). The message names the
+// kind and which reader it needs; a front end may say it again in its own words (flags, keywords).
+class KindNeedsReader : public UsageError {
+ public:
+  explicit KindNeedsReader(Kind k);
+  Kind kind;
+};
+
+// The kinds of the list `list` (select_kinds: categories, names, "all") that the readers `rd` can
+// run, in order. The one policy of every front end: a kind reached through a category or "all"
+// whose reader is not given is left out and goes to *skipped (may be null; the CLI notes it), a
+// kind named in the list without its reader is refused (KindNeedsReader): the user asked for it.
+std::vector<Kind> kinds_to_run(const std::string& list, const PerturbReaders& rd,
+                               std::vector<Kind>* skipped);
 
 // Whether any of `kinds` is written by a reader: then run_perturb needs the prompt set.
 bool any_reader_kind(const std::vector<Kind>& kinds);

@@ -39,6 +39,20 @@ TEST(SureCli, EndToEndOnStories260K) {
   auto rule_pairs = json_lines(r.out);
   EXPECT_EQ(rule_pairs.size(), 3u * 2 * 10);
   EXPECT_NE(r.err.find("skipping logic/llm-ranked"), std::string::npos) << r.err;
+  // A kind named on its own without its reader is refused, as Python refuses it (one policy, in
+  // the library: sure::kinds_to_run); through its category it is skipped with the note.
+  auto named = run_ragform("sure perturb --input " + quoted(dir / "qa.jsonl") +
+                           " --kinds logic/reverse,style/simple");
+  EXPECT_EQ(named.exit_code, 2) << named.err;
+  EXPECT_EQ(named.err.rfind("ragform: --kinds: style/simple needs a reader: give "
+                            "--perturb-model, -m or --reader openai",
+                            0),
+            0u)
+      << named.err;
+  auto category = run_ragform("sure perturb --input " + quoted(dir / "qa.jsonl") +
+                              " --kinds logic/reverse,style");
+  EXPECT_EQ(category.exit_code, 0) << category.err;
+  EXPECT_NE(category.err.find("skipping style/simple"), std::string::npos) << category.err;
   for (const auto& p : rule_pairs)
     for (const char* k : {"id", "perturbation", "original", "perturbed", "answers"})
       EXPECT_TRUE(p.contains(k)) << k;
