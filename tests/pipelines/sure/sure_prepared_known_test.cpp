@@ -15,6 +15,7 @@
 #include "pipelines/sure/perturb_plan.h"
 #include "pipelines/sure/prepare.h"
 #include "pipelines/sure/prompts.h"
+#include "pipelines/sure/rule_pairs.h"
 #include "store/run_store.h"
 #include "support/fake_reader.h"
 #include "support/test_support.h"
@@ -25,18 +26,10 @@ namespace {
 // Four questions, one document each (it holds the answer: Golden), two rule-based kinds. The
 // reader knows question 1 closed-book and no other.
 std::vector<Pair> pairs() {
-  std::vector<Pair> out;
-  for (int q = 0; q < 4; ++q) {
-    Document doc{"Title", "First fact about thing " + std::to_string(q) + ". Answer" +
-                              std::to_string(q) + " is here. Last one."};
-    for (Kind k : {Kind::LogicReverse, Kind::FormatJson}) {
-      Pair p = pair_of("q" + std::to_string(q), 0, "what is thing " + std::to_string(q) + "?",
-                       {"answer" + std::to_string(q)}, doc, k);
-      p.perturbed = apply_rule(k, doc, RuleOptions{}, p.id).text;
-      out.push_back(p);
-    }
-  }
-  return out;
+  return testing::rule_pairs(4, [](int q) {
+    return Document{"Title", "First fact about thing " + std::to_string(q) + ". Answer" +
+                                 std::to_string(q) + " is here. Last one."};
+  });
 }
 
 std::map<std::string, std::string> subsets(const std::vector<Outcome>& out) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pipelines/sure/rule_pairs.h"
 #include "pipelines/sure/sure.h"
 #include "store/run_store.h"
 #include "support/fake_reader.h"
@@ -25,17 +26,9 @@ common::RunOrigin fake_origin(const reader::Reader& r) {
 // Two questions, one document each, two rule-based kinds: 2 closed-book, 2 original and 4
 // perturbed rows.
 std::vector<Pair> two_pairs() {
-  std::vector<Pair> out;
-  for (int q = 0; q < 2; ++q) {
-    const Document doc{"T", "Thing " + std::to_string(q) + " is answer" + std::to_string(q) + "."};
-    for (Kind k : {Kind::LogicReverse, Kind::FormatJson}) {
-      Pair p = pair_of("q" + std::to_string(q), 0, "what is thing " + std::to_string(q) + "?",
-                       {"answer" + std::to_string(q)}, doc, k);
-      p.perturbed = apply_rule(k, doc, RuleOptions{}, p.id).text;
-      out.push_back(p);
-    }
-  }
-  return out;
+  return testing::rule_pairs(2, [](int q) {
+    return Document{"T", "Thing " + std::to_string(q) + " is answer" + std::to_string(q) + "."};
+  });
 }
 
 TEST(SureRunnerContract, RunEvalBeginsItsRunRecordsTheOriginAndReportsOneStage) {
