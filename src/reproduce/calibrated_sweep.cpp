@@ -1,6 +1,7 @@
 #include "reproduce/calibrated_sweep.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -79,7 +80,11 @@ reader::SteeringParams calibrated_steering(const std::vector<double>& relevance,
 store::Result answer(reader::Reader& r, const cnorm::Item& it, const std::string& prompt,
                      const reader::GenerateParams& gen) {
   store::Result row;
+  const auto t0 = std::chrono::steady_clock::now();
   const reader::Generation g = r.generate(prompt, gen);
+  // The reader's time for this answer, as C-NORM's rows keep it (not part of the row's identity).
+  row.timings_ms["total"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   row.prompt = prompt;
   row.prompt_tokens = g.prompt_tokens;
   row.output = g.text;

@@ -55,6 +55,11 @@ TEST(PositionBiasSweep, AnswersAsGenerateDoesWithAndWithoutSteering) {
   ragform::store::RunStore st(dir / "run.sqlite", ragform::store::RunStore::Mode::read_only);
   const auto rows = st.results(std::nullopt);
   ASSERT_EQ(rows.size(), 2u * 4 * 2);
+  // Every row keeps its prompt's tokens and the reader's time for it.
+  for (const auto& row : rows) {
+    EXPECT_GT(row.prompt_tokens.value_or(0), 0) << row.variant;
+    EXPECT_GT(row.timings_ms.count("total"), 0u) << row.variant;
+  }
   // Accuracy of the calibrated variant at position 3 from the rows.
   double right = 0;
   for (const auto& row : rows)
