@@ -1,7 +1,8 @@
 // The `ragform tune` card of the report: the budgeted search over presentation choices, read from
 // the summary the search stores with its run (run meta "tune_summary" of a "tune" run, the object
 // `ragform tune --json` prints; tune/run.h), so the card and the command show the same numbers:
-//   - the profile (the winning value of every dimension) and what the search spent;
+//   - the profile (the winning value of every dimension) and what the search spent, with the
+//     rungs that grew their records for want of signal;
 //   - the winner against the original presentation on the held-out split: accuracy, robustness,
 //     tokens, the 95% CI of the paired accuracy difference and McNemar's p;
 //   - the trajectory: how many candidates each stage dropped, and every candidate's last stage;
@@ -203,6 +204,19 @@ void profile_table(Html& h, const json& summary) {
     << ". The search spent <b>" << fmt(num(summary, "spent"), 0) << "</b> of a budget of "
     << fmt(num(summary, "budget"), 0) << " prompts; " << grid_sentence(summary)
     << ". Winner: <code>" << escape_html(str(summary, "winner")) << "</code>.</p>";
+  // Rungs with no signal grew their records before the cut (tune/search.h kMaxRungGrowth); those
+  // prompts are in "spent" beyond the plan.
+  if (summary.contains("grown") && summary["grown"].is_array())
+    for (const json& g : summary["grown"])
+      h << "<p>Rung " << fmt(num(g, "rung") + 1, 0)
+        << " had no signal (every candidate it ranked answered alike) and grew from "
+        << fmt(num(g, "from"), 0) << " to " << fmt(num(g, "to"), 0) << " dev records ("
+        << fmt(num(g, "prompts"), 0) << " prompts beyond the plan)"
+        << (g.value("signal", false)
+                ? std::string(".")
+                : std::string(": <span class=\"muted\">still no signal, so the cut fell to the "
+                              "tie-breaker (fewer prompt tokens)</span>."))
+        << "</p>";
   // What the profile holds, and why (tune/deploy.h): the winner only when the held-out split
   // confirmed it. Summaries stored before the deploy rule have no decision.
   const std::string deployed = str(summary, "deployed");

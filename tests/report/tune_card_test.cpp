@@ -122,6 +122,24 @@ TEST(TuneCard, SummaryOnThePage) {
   EXPECT_EQ(h.find("id=\"other\""), std::string::npos);  // both runs belong to the card
   // The profile and the spend.
   EXPECT_NE(h.find("<b>377</b> of a budget of 400"), std::string::npos);
+  EXPECT_EQ(h.find("had no signal"), std::string::npos);  // no rung grew
+  {
+    json grown = summary(ho);
+    grown["grown"] =
+        json::array({{{"rung", 0}, {"from", 4}, {"to", 16}, {"prompts", 60}, {"signal", true}},
+                     {{"rung", 1}, {"from", 32}, {"to", 64}, {"prompts", 96}, {"signal", false}}});
+    st.set_run_meta(run, "tune_summary", grown);
+    const std::string hg = report::render_report(st, {}, nullptr);
+    EXPECT_NE(hg.find("Rung 1 had no signal (every candidate it ranked answered alike) and grew "
+                      "from 4 to 16 dev records (60 prompts beyond the plan).</p>"),
+              std::string::npos)
+        << hg;
+    EXPECT_NE(hg.find("Rung 2 had no signal (every candidate it ranked answered alike) and grew "
+                      "from 32 to 64 dev records (96 prompts beyond the plan): <span "
+                      "class=\"muted\">still no signal, so the cut fell to the tie-breaker"),
+              std::string::npos);
+    st.set_run_meta(run, "tune_summary", summary(ho));
+  }
   EXPECT_NE(h.find("would cost 2000"), std::string::npos);
   // A budget that covers the grid: the card says why the search did not run it.
   json covered = summary(ho);
