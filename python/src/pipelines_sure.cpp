@@ -71,7 +71,14 @@ pyb::list sure_perturb(const pyb::iterable& records, const pyb::handle& model,
                                               : " needs a reader: pass perturb_model= or model="));
   }
   PerturbOptions& po = setup.options;
-  std::vector<eval::QaRecord> recs = qa_records(records);
+  // Records from sure.prepare carry its Known/Unknown verdict: the pairs keep it, as the CLI's.
+  std::map<std::string, bool> known;
+  std::vector<eval::QaRecord> recs =
+      qa_records(records, [&](const nlohmann::json& j, const eval::QaRecord& r) {
+        // As prepared_known reads a file: rows with their own "id" (prepare writes one).
+        if (!j.contains("id")) return;
+        if (const std::optional<bool> k = prepared_known_of(j)) known[r.id] = *k;
+      });
   const LoopHook hook(progress, 0);
   po.hooks = loop_hooks(hook);
   PerturbResult res;
@@ -80,6 +87,7 @@ pyb::list sure_perturb(const pyb::iterable& records, const pyb::handle& model,
     const PromptSet prompts = any_reader_kind(kinds) ? prompts_of(prompts_dir) : PromptSet{};
     res = run_perturb(recs, kinds, rd, prompts, po);
   }
+  carry_known(res.pairs, known);
   pyb::list out;
   for (const auto& p : res.pairs) out.append(from_json(pair_to_json(p)));
   return out;

@@ -9,7 +9,9 @@
 
 namespace ragform::py {
 
-std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
+std::vector<eval::QaRecord> qa_records(
+    const pyb::iterable& records,
+    const std::function<void(const nlohmann::json&, const eval::QaRecord&)>& each) {
   std::vector<eval::QaRecord> out;
   std::optional<eval::Format> fmt;
   size_t i = 0;
@@ -31,6 +33,7 @@ std::vector<eval::QaRecord> qa_records(const pyb::iterable& records) {
     }
     try {
       out.push_back(eval::to_qa_record(j, *fmt, {i, ""}));
+      if (each) each(j, out.back());
     } catch (const eval::RowError& e) {
       throw UsageError("record " + std::to_string(i), e.what());
     }

@@ -65,6 +65,19 @@ def test_sure_perturb_equals_cli(cli, tmp_path, nq_records):
                    and p["perturbation"] in ("logic/reverse", "logic/random", "format/json")]
 
 
+def test_sure_perturb_carries_prepares_known_as_the_cli_does(cli, tmp_path, nq_records):
+    # Records from `sure prepare` carry its Known/Unknown verdict; the pairs keep it (sure eval
+    # then asks no closed-book question for them), from dicts as from the CLI's file.
+    recs = [dict(r, id=f"q{i}", known=(i == 0)) for i, r in enumerate(nq_records[:2])]
+    inp = write_jsonl(tmp_path / "prepared.jsonl", recs)
+    want = [json.loads(x) for x in cli("sure", "perturb", "--input", inp, "--seed", 5,
+                                       "--kinds", "logic", json_out=False).splitlines()]
+    got = ragform.sure.perturb(recs, seed=5, kinds="logic")
+    assert got == want and {p["known"] for p in got} == {True, False}
+    with pytest.raises(ValueError, match="known"):
+        ragform.sure.perturb([dict(nq_records[0], id="q", known="yes")], kinds="logic")
+
+
 def test_sure_perturb_with_readers_equals_cli(model, model_path, cli, tmp_path, nq_records):
     # Every kind, the LLM ones by stories260K (reader under test and perturber), as `sure
     # perturb -m` does; 2 records (the oracle file: one document each), short rewrites.

@@ -126,9 +126,7 @@ int run_perturb(const std::vector<std::string>& argv) {
   // Records from `sure prepare` carry its Known/Unknown verdict: the pairs keep it, so that
   // `sure eval` does not decide it again with its own closed-book answers.
   std::vector<Pair> pairs = res.pairs;
-  const std::map<std::string, bool> known = prepared_known(input.value);
-  for (Pair& p : pairs)
-    if (auto it = known.find(p.instance); it != known.end()) p.known = it->second;
+  carry_known(pairs, prepared_known(input.value));
   // The records without documents are noted before the pairs, the count after them.
   for (size_t i = 0; i + 1 < notes.size(); ++i) note(notes[i]);
   write_stdout(pairs_jsonl(pairs));

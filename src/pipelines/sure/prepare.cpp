@@ -60,13 +60,24 @@ std::map<std::string, bool> prepared_known(const std::string& path) {
   std::map<std::string, bool> out;
   eval::for_each_json_record(path, {}, [&](const eval::JsonRow& row) {
     auto id = row.value.find("id");
-    auto kn = row.value.find("known");
-    if (id == row.value.end() || kn == row.value.end()) return;
-    if (!kn->is_boolean())
-      throw eval::RowError(std::string("field 'known': expected boolean, got ") + kn->type_name());
-    out[id->is_string() ? id->get<std::string>() : id->dump()] = kn->get<bool>();
+    if (id == row.value.end()) return;
+    if (const std::optional<bool> k = prepared_known_of(row.value))
+      out[id->is_string() ? id->get<std::string>() : id->dump()] = *k;
   });
   return out;
+}
+
+std::optional<bool> prepared_known_of(const nlohmann::json& row) {
+  auto kn = row.find("known");
+  if (kn == row.end()) return std::nullopt;
+  if (!kn->is_boolean())
+    throw eval::RowError(std::string("field 'known': expected boolean, got ") + kn->type_name());
+  return kn->get<bool>();
+}
+
+void carry_known(std::vector<Pair>& pairs, const std::map<std::string, bool>& known) {
+  for (Pair& p : pairs)
+    if (auto it = known.find(p.instance); it != known.end()) p.known = it->second;
 }
 
 namespace {

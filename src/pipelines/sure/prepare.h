@@ -44,6 +44,7 @@
 
 #include "eval/qa_record.h"
 #include "pipelines/common/common.h"
+#include "pipelines/sure/pairs.h"
 #include "pipelines/sure/prompts.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
@@ -108,5 +109,12 @@ std::map<std::string, bool> read_known_file(const std::string& path);
 // that did not come from prepare) are left out; a "known" that is not a boolean is an error
 // "<file>:<line>: <reason>".
 std::map<std::string, bool> prepared_known(const std::string& path);
+
+// One row's verdict: its "known" when it has one (eval::RowError when it is not a boolean).
+std::optional<bool> prepared_known_of(const nlohmann::json& row);
+
+// Carries prepared verdicts (instance id -> known) into pairs of those instances: the one step of
+// `sure perturb` in every front end, so that `sure eval` uses prepare's Known/Unknown.
+void carry_known(std::vector<Pair>& pairs, const std::map<std::string, bool>& known);
 
 }  // namespace ragform::sure
