@@ -1,0 +1,37 @@
+// The checks and conversions of a Python reader's answers (py_reader_answers.cpp), for the
+// PyReader of py_reader.cpp: every function refuses an answer that breaks the reader protocol with
+// a UsageError (ValueError in Python) naming what is wrong; PyReader prefixes the reader and
+// method.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "reader/reader.h"
+
+namespace ragform::py::answer {
+
+// A protocol violation: the object answered, but not with what the protocol asks for.
+[[noreturn]] void bad(const std::string& what);
+// A str answer as UTF-8 text (bytes must be valid UTF-8).
+std::string text_of(const pyb::handle& h, const std::string& what);
+// The items of a sequence or iterator, reading at most at_most + 1 (a longer answer is refused
+// before the rest is read).
+std::vector<pyb::object> items_of(const pyb::handle& h, const std::string& what,
+                                  size_t at_most = SIZE_MAX);
+// The most tokens a prompt of `bytes` bytes can be, for readers without tokenize.
+size_t token_bound(size_t bytes);
+// len() of a sized answer (numpy's first dimension), -1 when it has none.
+long long length_of(const pyb::handle& h);
+int token_count_of(const pyb::handle& h, size_t bound);
+pyb::dict params_dict(const reader::GenerateParams& p, size_t n_prompts);
+reader::Generation generation_of(const pyb::handle& h, const std::string& what);
+reader::ScoreResult score_of(const pyb::handle& h, int want, int at_most, size_t bound);
+reader::AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layers,
+                                     const std::vector<int>& positions,
+                                     const std::vector<int>& heads, int n_tokens, size_t bound);
+reader::HiddenResult hidden_of(const pyb::handle& h, int layer, int n_tokens, size_t bound);
+
+}  // namespace ragform::py::answer
