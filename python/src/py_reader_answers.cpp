@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+
 #include "base/error.h"
 #include "reader/generate_params.h"
 #include "reader/reader.h"
