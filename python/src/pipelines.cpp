@@ -51,9 +51,8 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
       std::unordered_map<std::string, std::vector<float>> m;
       for (auto item : pyb::reinterpret_borrow<pyb::dict>(vectors))
         m[item.first.cast<std::string>()] = item.second.cast<std::vector<float>>();
-      // As the CLI refuses an empty vectors file: no word would have a vector.
-      if (m.empty()) throw UsageError("vectors", "expected a non-empty {word: [floats]}");
-      wv = std::make_unique<WordVectors>(WordVectors::from_map(m));
+      // A bad table (empty, ragged) is a bad argument: ValueError, as other parsed arguments.
+      wv = std::make_unique<WordVectors>(parse_arg([&] { return WordVectors::from_map(m); }));
     } else {
       std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(vectors));
       wv = std::make_unique<WordVectors>(WordVectors::load(path));

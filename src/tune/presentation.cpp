@@ -90,7 +90,7 @@ std::string spotlight_prompt(const eval::QaRecord& r, const std::vector<Doc>& do
   std::vector<spotlight::Document> sdocs = spotlight::documents_of(shown);
   // No word vectors: every word is an identity token, so scores are exact word overlap, the
   // same on every machine and for every model.
-  static const spotlight::WordVectors none = spotlight::WordVectors::from_map({});
+  static const spotlight::WordVectors none{};
   spotlight::StaticEncoder enc(none);
   spotlight::ScoredQuestion scored =
       spotlight::score_question(enc, r.question, sdocs, spotlight::default_score_params());

@@ -47,6 +47,8 @@ std::vector<std::string> word_keys(std::string_view word) {
 }
 
 WordVectors WordVectors::from_map(const std::unordered_map<std::string, std::vector<float>>& m) {
+  // As load refuses an empty file: a table of no words is no encoder (WordVectors{} is "none").
+  if (m.empty()) throw Error("word vectors", "expected a non-empty {word: [floats]}");
   WordVectors w;
   w.source_ = "<memory>";
   for (const auto& [word, vec] : m) {
