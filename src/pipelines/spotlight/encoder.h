@@ -75,9 +75,10 @@ enum class OovPolicy { Match, Skip };
 // other JSON files are bounded at kMaxTextFileBytes (base/mapped_file.h).
 inline constexpr size_t kMaxWordVectorsBytes = size_t(1) << 30;
 
-// A word-vector table loaded from `{word: [floats]}` JSON (or a map of the same). Throws Error naming
-// the file and the bad entry (not an object, non-numeric value, inconsistent dimension, empty file
-// or map). A default-constructed table holds no words: every word is its own identity token.
+// A word-vector table loaded from `{word: [floats]}` JSON (or a map of the same). Throws Error
+// naming the file and the bad entry (not an object, non-numeric value, inconsistent dimension,
+// empty file or map). A default-constructed table holds no words: every word is its own identity
+// token.
 class WordVectors {
  public:
   static WordVectors load(const std::string& path);
