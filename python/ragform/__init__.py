@@ -15,7 +15,7 @@ surrogate), OSError (files) or RuntimeError (anything else) with the message the
 import os as _os
 
 from . import _options, _ragform
-from ._ragform import Attention, Encoder, Reader
+from ._ragform import Attention, Reader
 from ._text import check_methods as _check_methods
 
 __version__ = _ragform.__version__
@@ -191,9 +191,38 @@ class RunStore:
         return pd.DataFrame(flat)
 
 
+# ragform.Encoder's keyword arguments: the encoder settings declared once with `ragform embed`'s
+# flags (src/reader/encoder_settings.h; ragform._ragform.options("encoder")).
+_ENCODER = _options.signature("encoder", first=["self", "path"])
+
+
+class Encoder(_ragform._Encoder):
+    __doc__ = f"""A BERT-family encoder (BGE, MiniLM, NLI cross-encoders) on ragform's engine
+    (the encoder `ragform embed -m` opens; docs/encoders.md).
+
+    {_options.signature_line("Encoder", _ENCODER, indent=4)}
+
+    threads: the size of this encoder's own thread pool (0 = all cores). truncate: an input
+    longer than max_tokens loses word-pieces at its end ("right") or is an error ("error").
+    max_tokens: the longest input in tokens (0 = the length the model was trained for:
+    sentence-transformers' max_seq_length when the file records it, else its position table).
+    batch_tokens: tokens per forward pass. cpu, load, numerics and f16_gemm are Model's machine
+    settings (the CLI's RAGFORM_* variables). Each is the CLI's flag or variable of the same name,
+    with its default and range (ragform._ragform.options("encoder") lists them); a value of the
+    wrong type is a TypeError, one out of its range or set a ValueError, both naming the keyword.
+    """
+
+    def __init__(self, *args, **kwargs):
+        a = _options.bind(_ENCODER, (self,) + args, kwargs)  # a missing or unknown one: TypeError
+        del a["self"]
+        super().__init__(_os.fspath(a.pop("path")), **a)
+
+    __init__.__signature__ = _ENCODER
+
+
 # Text arguments that cannot cross into C++ (lone surrogates) raise ValueError naming them.
-for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform.Encoder, Model,
-             OpenAIReader, RunStore):
+for _cls in (_ragform.Reader, _ragform._Model, _ragform.OpenAIReader, _ragform._Encoder, Model,
+             OpenAIReader, Encoder, RunStore):
     _check_methods(_cls)
 
 from . import cnorm, readers, spotlight, sure  # noqa: E402  (they use Model / RunStore)

@@ -18,6 +18,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "options.h"
 #include "pipelines/cnorm/cnorm.h"
+#include "reader/encoder_settings.h"
 #include "reader/engine_settings.h"
 #include "reader/generate_params.h"
 #include "reader/native_encoder.h"
@@ -50,6 +51,18 @@ std::shared_ptr<reader::NativeReader> open_model(const std::string& path, const 
   const reader::NativeOptions o = reader::native_options(s, s.ctx ? 0 : training_context(path));
   pyb::gil_scoped_release nogil;
   return std::make_shared<reader::NativeReader>(path, o);
+}
+
+// ragform.Encoder's keyword arguments: the encoder settings declared once
+// (reader/encoder_settings.h; ragform._ragform.options("encoder")), bound and checked as Model's
+// are (an error names the keyword).
+std::shared_ptr<reader::NativeEncoder> open_encoder(const std::string& path,
+                                                    const pyb::kwargs& kw) {
+  reader::EncoderSettings s;
+  bind_keywords(s, kw, "Encoder");
+  const reader::NativeEncoderOptions o = reader::native_encoder_options(s);
+  pyb::gil_scoped_release nogil;
+  return std::make_shared<reader::NativeEncoder>(path, o);
 }
 
 // Reader.steering's value as the steering object every front end gives (reader/steering_object.h,
@@ -422,26 +435,13 @@ void bind_engine(pyb::module_& m) {
            pyb::arg("retries") = 4, pyb::arg("timeout") = 300);
 
   pyb::class_<reader::NativeEncoder, std::shared_ptr<reader::NativeEncoder>>(
-      m, "Encoder",
+      m, "_Encoder",
       "A BERT-family encoder (BGE, MiniLM, NLI cross-encoders) on ragform's engine "
       "(reader::NativeEncoder, docs/encoders.md).")
-      .def(pyb::init([](const std::string& path, int threads, const std::optional<std::string>& cpu,
-                        const std::optional<std::string>& load) {
-             // The engine settings an encoder uses, by Model's keywords and checked as Model's
-             // are (engine_settings.h).
-             reader::EngineSettings s;
-             s.threads = threads;
-             s.cpu = cpu;
-             s.load = load;
-             reader::NativeEncoderOptions o;
-             o.engine = reader::engine_options(s);
-             pyb::gil_scoped_release nogil;
-             return std::make_shared<reader::NativeEncoder>(path, o);
-           }),
-           // The declared defaults (EngineSettings' initial values), not copies of them.
-           pyb::arg("path"), pyb::arg("threads") = reader::EngineSettings{}.threads,
-           pyb::arg("cpu") = reader::EngineSettings{}.cpu,
-           pyb::arg("load") = reader::EngineSettings{}.load)
+      .def(pyb::init(&open_encoder), pyb::arg("path"),
+           "Opens the encoder with the keyword arguments of ragform._ragform.options('encoder') "
+           "(the settings `ragform embed`'s flags come from); ragform.Encoder is the wrapper with "
+           "their signature.")
       .def_property_readonly("description", &reader::NativeEncoder::describe)
       .def(
           "embed",

@@ -8,6 +8,7 @@
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "pipelines/sure/sure.h"
+#include "reader/encoder_settings.h"
 #include "reader/engine_settings.h"
 #include "reader/generate_options.h"
 #include "tune/args.h"
@@ -60,6 +61,7 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
   static const std::map<std::string, std::function<std::vector<OptionInfo>()>> v = {
       {"tune", [] { return option_infos<tune::TuneArgs>(); }},
       {"model", [] { return option_infos<reader::EngineSettings>(); }},
+      {"encoder", [] { return option_infos<reader::EncoderSettings>(); }},
       {"generate", [] { return option_infos<reader::GenerateRequest>(); }},
       {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
       {"sure.attention", [] { return option_infos<sure::AttentionRequest>(); }},

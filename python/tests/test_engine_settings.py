@@ -94,3 +94,48 @@ def test_encoder_takes_the_cpu_tier_and_load_mode():
     assert (got == want).all()
     with pytest.raises(ValueError, match="load: expected mmap or memory, got 'disk'"):
         ragform.Encoder(path, load="disk")
+
+
+def test_every_declared_encoder_setting_is_an_encoder_keyword(ragform_bin):
+    """ragform.Encoder's keywords are the declaration `ragform embed`'s flags come from
+    (src/reader/encoder_settings.h): the same defaults, and the same refusal in each front end's
+    spelling."""
+    settings = _ragform.options("encoder")
+    keys = [s["key"] for s in settings]
+    assert keys[:3] == ["threads", "cpu", "load"]  # Encoder(path, threads, cpu, load) as before
+    assert {"truncate", "max_tokens", "batch_tokens"} <= set(keys)
+    params = inspect.signature(ragform.Encoder.__init__).parameters
+    assert list(params) == ["self", "path"] + keys
+    for s in settings:
+        assert params[s["key"]].default == s["default"], s
+        assert s["flag"] or s["env"], s
+    assert {k: params[k].default for k in keys}.items() >= dict(
+        threads=0, cpu=None, load=None, truncate="right", max_tokens=0,
+        batch_tokens=4096).items()
+    path = str(shared_file("fixtures/models/tiny-bert.gguf"))
+    with pytest.raises(ValueError, match=r"^truncate: expected right or error, got 'left'"):
+        ragform.Encoder(path, truncate="left")
+    with pytest.raises(ValueError, match=r"^batch_tokens: value out of range: 0"):
+        ragform.Encoder(path, batch_tokens=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_len'"):
+        ragform.Encoder(path, max_len=8)
+    import subprocess
+    r = subprocess.run([ragform_bin, "embed", "-m", path, "--file", "/dev/null", "--truncate",
+                        "left"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr == "ragform: --truncate: expected right or error, got 'left'\n"
+
+
+def test_encoder_settings_change_what_it_encodes():
+    """max_tokens cuts a long input (truncate='right') or refuses it (truncate='error'); a small
+    batch_tokens gives the same vectors in more passes."""
+    path = str(shared_file("fixtures/models/tiny-bert.gguf"))
+    text = " ".join(["passage"] * 40)
+    full = ragform.Encoder(path, threads=1).embed([text, "short"])
+    cut = ragform.Encoder(path, threads=1, max_tokens=8).embed([text, "short"])
+    assert not (cut[0] == full[0]).all()
+    assert (cut[1] == full[1]).all()
+    with pytest.raises(RuntimeError, match="tokens is longer than the model's 8"):
+        ragform.Encoder(path, threads=1, max_tokens=8, truncate="error").embed([text])
+    small = ragform.Encoder(path, threads=1, batch_tokens=16).embed([text, "short"])
+    assert abs(small - full).max() < 1e-5

@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "cli/engine_env.h"
-#include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "reader/native_encoder.h"
 #include "reader/remote_encoder.h"
@@ -20,16 +19,9 @@ EncoderFlags::EncoderFlags(Args& a)
                                   "encode on an OpenAI-compatible server (/v1/embeddings, "
                                   "/v1/rerank) instead of the engine")),
       api_key_env(api_key_env_flag(a)),
-      threads(threads_flag(a)),
-      truncate(a.opt<std::string>("--truncate", "MODE",
-                                  "input longer than the model: right (drop word-pieces at the "
-                                  "end, counted on stderr) or error",
-                                  "right")),
-      max_tokens(a.opt<int>("--max-tokens", "N",
-                            "longest input in tokens (0 = the model's position table)", 0)),
-      batch_tokens(a.opt<int>("--batch-tokens", "N", "tokens per forward pass", 4096)) {}
+      settings_flags(a, settings) {}
 
-std::unique_ptr<reader::Encoder> EncoderFlags::open() const {
+std::unique_ptr<reader::Encoder> EncoderFlags::open() {
   if (base_url.seen) {
     reader::RemoteEncoderOptions o;
     o.base_url = base_url.value;
@@ -38,13 +30,16 @@ std::unique_ptr<reader::Encoder> EncoderFlags::open() const {
     return std::make_unique<reader::RemoteEncoder>(o);
   }
   if (!model.seen) throw UsageError("-m", "missing encoder model (-m FILE)");
-  if (max_tokens.value < 0) throw UsageError("--max-tokens", "must be >= 0");
-  if (batch_tokens.value < 1) throw UsageError("--batch-tokens", "must be positive");
+  settings_flags.apply();
+  engine_env_settings(settings, /*flag_given=*/false);
   reader::NativeEncoderOptions o;
-  o.engine = engine_options_from_env(threads.value);
-  o.truncate = runtime::parse_truncate(truncate.value);
-  o.max_tokens = max_tokens.value;
-  o.max_batch_tokens = batch_tokens.value;
+  try {
+    o = reader::native_encoder_options(settings);
+  } catch (const OptionError& e) {
+    // A machine setting came from its variable (RAGFORM_CPU, ...); the rest from a flag.
+    if (reader::encoder_setting(e.key()).decl.flag.empty()) throw spell_engine_setting(e, false);
+    throw settings_flags.spell(e);
+  }
   return std::make_unique<reader::NativeEncoder>(model.value, o);
 }
 

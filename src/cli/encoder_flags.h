@@ -3,15 +3,16 @@
 //                      model name (may be omitted)
 //   --base-url URL     use an HTTP server (/v1/embeddings, /v1/rerank) instead of the engine
 //   --api-key-env VAR  the server's API key, by the readers' rule (remote_flags.h)
-//   -t, --threads N    engine threads (0 = all cores; reader/engine_settings.h declares it)
-//   --truncate MODE    right (default: drop word-pieces at the end, counted) or error
-//   --max-tokens N     longest input in tokens (0 = the model's position table)
-//   --batch-tokens N   tokens per forward pass
+//   -t, --threads N, --truncate MODE, --max-tokens N, --batch-tokens N: the encoder settings
+//                      declared in reader/encoder_settings.h (with the RAGFORM_* variables for
+//                      the machine settings, cli/engine_env.h)
 #pragma once
 #include <memory>
 
 #include "cli/args.h"
+#include "cli/option_flags.h"
 #include "reader/encoder.h"
+#include "reader/encoder_settings.h"
 
 namespace ragform::cli {
 
@@ -20,12 +21,11 @@ struct EncoderFlags {
   Opt<std::string>& model;
   Opt<std::string>& base_url;
   Opt<std::string>& api_key_env;
-  Opt<int>& threads;
-  Opt<std::string>& truncate;
-  Opt<int>& max_tokens;
-  Opt<int>& batch_tokens;
-  // The encoder these flags describe (native: --threads and the RAGFORM_* engine variables).
-  std::unique_ptr<reader::Encoder> open() const;
+  reader::EncoderSettings settings;
+  OptionFlags<reader::EncoderSettings> settings_flags;
+  // The encoder these flags describe (native: the settings' flags and the RAGFORM_* engine
+  // variables). A bad value is a UsageError naming its flag or variable.
+  std::unique_ptr<reader::Encoder> open();
   // The model name for JSON output ("tiny-bert.gguf").
   std::string model_name() const;
 };

@@ -1,31 +1,15 @@
 #include "cli/engine_env.h"
 
 #include <cstdlib>
-#include <optional>
-#include <type_traits>
 
 #include "base/error.h"
 #include "base/paths.h"
 
 namespace ragform::cli {
 
-namespace {
-std::string env(const char* name) {
+std::string env_text(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
-}
-}  // namespace
-
-void engine_env_settings(reader::EngineSettings& s, bool flag_given) {
-  s.visit([&](const OptionDecl& d, auto& field) {
-    using F = std::remove_cvref_t<decltype(field)>;
-    if constexpr (std::is_same_v<F, std::string> || std::is_same_v<F, std::optional<std::string>>) {
-      // The flag, else the variable (a fallback: an unread bad value is no error), else the
-      // declared default. An empty variable is no value, as the shell's `VAR= cmd` means.
-      if (d.env.empty() || (!d.flag.empty() && flag_given)) return;
-      if (std::string v = env(d.env.c_str()); !v.empty()) field = v;
-    }
-  });
 }
 
 UsageError spell_engine_setting(const OptionError& e, bool flag_given) {
@@ -48,12 +32,12 @@ EngineOptions engine_options_from_env(int threads, const std::string& f16_gemm) 
 }
 
 std::string shared_dir(const std::string& explicit_dir) {
-  return find_shared_dir(explicit_dir, env("RAGFORM_SHARED"));
+  return find_shared_dir(explicit_dir, env_text("RAGFORM_SHARED"));
 }
 
 std::string cnorm_cache_dir() {
-  if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/ragform/cnorm";
-  if (std::string h = env("HOME"); !h.empty()) return h + "/.cache/ragform/cnorm";
+  if (std::string x = env_text("XDG_CACHE_HOME"); !x.empty()) return x + "/ragform/cnorm";
+  if (std::string h = env_text("HOME"); !h.empty()) return h + "/.cache/ragform/cnorm";
   return ".ragform-cache/cnorm";
 }
 

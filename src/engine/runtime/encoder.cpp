@@ -55,9 +55,11 @@ EncoderInput make_input(const tok::Tokenizer& tok, std::span<const int32_t> ids,
   PairLengths keep{ids.size(), b.size()};
   if (n_max > 0 && n_total > size_t(n_max)) {
     if (trunc == Truncate::Error)
+      // Named by the setting's key, which every front end spells its way (--truncate,
+      // truncate=): the engine names no CLI flag.
       throw Error("encoder", "input of " + std::to_string(n_total) +
-                                 " tokens exceeds the model's " + std::to_string(n_max) +
-                                 " (use --truncate right)");
+                                 " tokens is longer than the model's " + std::to_string(n_max) +
+                                 " (the truncate setting 'right' cuts it at the end)");
     if (size_t(n_max) <= n_special)
       throw Error("encoder", "context of " + std::to_string(n_max) + " tokens is too small");
     keep = longest_first(ids.size(), b.size(), size_t(n_max) - n_special);
