@@ -12,45 +12,11 @@
 #include "engine/ops/ops.h"
 #include "engine/ops/quant_blocks.h"
 #include "random_weights.h"
+#include "reference_dot.h"
 
 using namespace ragform;
 using namespace ragform::ops;
 using namespace ragform::ops::testing;
-
-namespace {
-
-struct Reference {
-  double dot = 0;
-  double abs_sum = 0;  // sum |w_i * a_i|: scale of the float rounding error
-  double s_term = 0;   // Q8_1: sum |m * s| over blocks (s carries an f16 rounding)
-};
-
-Reference reference_dot(TensorType t, int64_t n, const uint8_t* w, const void* act) {
-  std::vector<float> wf(static_cast<size_t>(n)), af(static_cast<size_t>(n));
-  dequantize_row(t, w, wf.data(), n);
-  activations_to_float(t, act, n, af.data());
-  Reference r;
-  for (int64_t i = 0; i < n; ++i) {
-    r.dot += double(wf[size_t(i)]) * double(af[size_t(i)]);
-    r.abs_sum += std::fabs(double(wf[size_t(i)]) * double(af[size_t(i)]));
-  }
-  if (activation_type(t) == TensorType::Q8_1) {
-    // The dot uses m * s where s = f16(d * sum q): replace the exact sum by it.
-    const auto* y = static_cast<const BlockQ8_1*>(act);
-    const size_t bs = gguf::type_info(t).type_size;
-    for (int64_t b = 0; b < n / 32; ++b) {
-      uint16_t m;
-      std::memcpy(&m, w + size_t(b) * bs + 2, 2);  // Q4_1/Q5_1: m follows d
-      double exact_s = 0;
-      for (int j = 0; j < 32; ++j) exact_s += double(y[b].qs[j]) * fp16_to_fp32(y[b].d);
-      r.dot += double(fp16_to_fp32(m)) * (double(fp16_to_fp32(y[b].s)) - exact_s);
-      r.s_term += std::fabs(double(fp16_to_fp32(m)) * fp16_to_fp32(y[b].s));
-    }
-  }
-  return r;
-}
-
-}  // namespace
 
 TEST(VecDot, MatchesDequantisedDotForEveryType) {
   for (TensorType t : kWeightTypes) {
@@ -60,7 +26,7 @@ TEST(VecDot, MatchesDequantisedDotForEveryType) {
       std::vector<uint8_t> act(activation_row_bytes(t, n));
       convert_activations(t, x.data(), n, act.data());
       const float got = vec_dot(t, n, w.data(), act.data());
-      const Reference ref = reference_dot(t, n, w.data(), act.data());
+      const ReferenceDot ref = reference_dot(t, n, w.data(), act.data());
       // Per-element float products and a float running sum: a few ulp of sum |w a|.
       const double tol = 4e-6 * (ref.abs_sum + ref.s_term);
       EXPECT_NEAR(got, ref.dot, tol) << gguf::type_name(t) << " n=" << n;
