@@ -73,11 +73,11 @@ void matmul_tier(const WeightView& w, const float* x, int64_t n_tokens, float* y
   uint8_t* act = scratch.data();
 
   if (n_tokens == 1) {
-    convert_activations(w.type, x, w.n_in, act);
+    convert_activations(w.type, x, w.n_in, act, tier);
   } else {
     pool.parallel_for(size_t(n_tokens), [&](size_t b, size_t e, int) {
       for (size_t t = b; t < e; ++t)
-        convert_activations(w.type, x + t * size_t(w.n_in), w.n_in, act + t * act_bytes);
+        convert_activations(w.type, x + t * size_t(w.n_in), w.n_in, act + t * act_bytes, tier);
     });
   }
 

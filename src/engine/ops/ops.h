@@ -44,17 +44,20 @@ void dequantize_row(TensorType t, const void* src, float* dst, int64_t n);
 // Bytes of one converted activation row of n elements for weight type w (F16/BF16: n floats).
 size_t activation_row_bytes(TensorType w, int64_t n);
 // Converts one F32 activation row for a dot with weights of type w; dst holds
-// activation_row_bytes(w, n) bytes.
-void convert_activations(TensorType w, const float* x, int64_t n, void* dst);
+// activation_row_bytes(w, n) bytes. `tier` caps the quantisers' instructions (the same bytes at
+// every tier; a cap below AVX-512 keeps AVX-512 out of the process, as RAGFORM_CPU promises).
+void convert_activations(TensorType w, const float* x, int64_t n, void* dst,
+                         CpuTier tier = CpuTier::Avx512);
 // The values a converted activation row stands for (dequantised), for tests and diagnostics.
 void activations_to_float(TensorType w, const void* act, int64_t n, float* dst);
 
 // The individual quantisers (ggml quantize_row_q8_0 / q8_1 / q8_K); n a multiple of the block.
 // Q8_0 and Q8_K take an AVX-512 (F, BW) body where the CPU has one; it gives the bytes of the
 // scalar reference below (max |x| is order-free, the products and rounding are per element).
-void quantize_row_q8_0(const float* x, void* dst, int64_t n);
+// `tier` below Avx512 takes the scalar body.
+void quantize_row_q8_0(const float* x, void* dst, int64_t n, CpuTier tier = CpuTier::Avx512);
 void quantize_row_q8_1(const float* x, void* dst, int64_t n);
-void quantize_row_q8_K(const float* x, void* dst, int64_t n);
+void quantize_row_q8_K(const float* x, void* dst, int64_t n, CpuTier tier = CpuTier::Avx512);
 // The scalar references of the two, for tests.
 void quantize_row_q8_0_ref(const float* x, void* dst, int64_t n);
 void quantize_row_q8_K_ref(const float* x, void* dst, int64_t n);

@@ -212,14 +212,14 @@ bool avx512_quantisers() {
 }
 }  // namespace
 
-void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
-  if (!avx512_quantisers()) return quantize_row_q8_0_ref(x, dst, n);
+void quantize_row_q8_0(const float* x, void* dst, int64_t n, CpuTier tier) {
+  if (tier < CpuTier::Avx512 || !avx512_quantisers()) return quantize_row_q8_0_ref(x, dst, n);
   check_row_length(TensorType::Q8_0, n, "quantize_row_q8_0");
   avx512::q8_0(x, static_cast<BlockQ8_0*>(dst), n / QK8_0);
 }
 
-void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
-  if (!avx512_quantisers()) return quantize_row_q8_K_ref(x, dst, n);
+void quantize_row_q8_K(const float* x, void* dst, int64_t n, CpuTier tier) {
+  if (tier < CpuTier::Avx512 || !avx512_quantisers()) return quantize_row_q8_K_ref(x, dst, n);
   check_row_length(TensorType::Q8_K, n, "quantize_row_q8_K");
   avx512::q8_k(x, static_cast<BlockQ8_K*>(dst), n / QK_K);
 }
@@ -230,7 +230,7 @@ size_t activation_row_bytes(TensorType w, int64_t n) {
   return gguf::row_bytes(a, n);
 }
 
-void convert_activations(TensorType w, const float* x, int64_t n, void* dst) {
+void convert_activations(TensorType w, const float* x, int64_t n, void* dst, CpuTier tier) {
   const TensorType a = activation_type(w);
   check_row_length(w, n, "convert_activations");
   switch (a) {
@@ -248,11 +248,11 @@ void convert_activations(TensorType w, const float* x, int64_t n, void* dst) {
       return;
     }
     case TensorType::Q8_0:
-      return quantize_row_q8_0(x, dst, n);
+      return quantize_row_q8_0(x, dst, n, tier);
     case TensorType::Q8_1:
       return quantize_row_q8_1(x, dst, n);
     case TensorType::Q8_K:
-      return quantize_row_q8_K(x, dst, n);
+      return quantize_row_q8_K(x, dst, n, tier);
     default:
       break;
   }
