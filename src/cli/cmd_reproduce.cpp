@@ -206,7 +206,9 @@ int run_reproduce(const std::vector<std::string>& argv) {
          "PAPER is cnorm, sure or spotlight. Without --experiment, every experiment of the paper\n"
          "whose data is available runs (shared data, or --data DIR for what a user brings, e.g.\n"
          "LongBench-v2); the others are named on one line each. --scale smoke runs a few items\n"
-         "in minutes; paper runs the paper's sizes. Before each experiment it prints the work and\n"
+         "in minutes; study enough items for a confidence interval worth reading (docs/\n"
+         "reproduce.md has each experiment's size); paper runs the paper's sizes. Before each\n"
+         "experiment it prints the work and\n"
          "an ETA measured on this machine. Every row goes to --store (a rerun resumes); the\n"
          "report (-o) has a \"Paper vs this run\" section. --list prints the papers' numbers\n"
          "(--json: one array of {paper, experiment, model, method, metric, value, source}).\n"
@@ -218,7 +220,11 @@ int run_reproduce(const std::vector<std::string>& argv) {
       a.opt<std::string>("--experiment", "NAME", "run only this experiment of the paper", "");
   ReaderFlags rf(a, false);
   RemoteFlags xf(a);
-  auto& scale = a.opt<std::string>("--scale", "SCALE", "smoke or paper", "smoke");
+  auto& scale = a.opt<std::string>(
+      "--scale", "SCALE",
+      "smoke (a few items: minutes), study (CI-sized: about an hour or less per experiment on 2 "
+      "cores with a 270M reader) or paper (the papers' sizes)",
+      "smoke");
   auto& data = a.opt<std::string>("--data", "DIR", "data sets not in the shared folder", "");
   auto& shared = a.opt<std::string>(
       "--shared", "DIR", "the shared folder holding data/ (default: found automatically)", "");
@@ -240,15 +246,13 @@ int run_reproduce(const std::vector<std::string>& argv) {
         "-m", remote ? "required: the served model's name" : "required: the GGUF model to run");
   if (store_path.value.empty() && !dry.value) throw UsageError("--store", "required");
   if (out.value.empty() && !dry.value) throw UsageError("-o", "required: the HTML report to write");
-  if (scale.value != "smoke" && scale.value != "paper")
-    throw UsageError("--scale", "expected smoke or paper, got '" + scale.value + "'");
   if (!data.value.empty() && !fs::is_directory(data.value))
     throw UsageError("--data", data.value + " is not a directory");
 
   reproduce::Options opt;
   opt.paper = *paper.value;
   opt.experiment = experiment.value;
-  opt.scale = scale.value == "smoke" ? reproduce::Scale::Smoke : reproduce::Scale::Paper;
+  opt.scale = reproduce::parse_scale(scale.value);  // OptionError("scale"): main spells --scale
   try {
     opt.shared_dir = shared_dir(shared.value);
   } catch (const Error&) {

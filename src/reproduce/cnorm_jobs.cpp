@@ -60,7 +60,7 @@ cnorm::CalibrateOptions calibrate_options(cnorm::Task task, const std::string& t
 }
 
 Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
-  const bool smoke = opt.scale == Scale::Smoke;
+  const Sizes& z = sizes_of(opt.scale);
   const std::string input = p.inputs.at(0), input_sha256 = store::sha256_file(input);
   // The paper's own prompts, built into the pipeline: App. D's qa prompt (with its "Search
   // Results:" label) and App. B's key-value prompt (no "JSON data:" line).
@@ -68,12 +68,12 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   auto records = eval::load_qa_file(input).records;
   // Paper: 500 questions (5.1) / samples (section 2); 3 seeds for the NQ sweep (5.1: "averaged
   // over three random seeds"), one for KV (section 2 names none). KV: the shared file's 75 records
-  // per sample are cut to 40, section 2's low-density setting (6 at smoke scale).
+  // per sample are cut to 40, section 2's low-density setting (fewer below paper scale).
   const bool kv_task = task == cnorm::Task::Kv;
-  const size_t n = smoke ? 2 : 500, S = smoke ? 2 : 8, k = 10;
-  const size_t kv_records = smoke ? 6 : 40;
-  const std::vector<uint64_t> seeds =
-      smoke || kv_task ? std::vector<uint64_t>{0} : std::vector<uint64_t>{0, 1, 2};
+  const size_t n = kv_task ? z.kv_items : z.nq_items, S = z.calibration_S, k = 10;
+  const size_t kv_records = z.kv_records;
+  std::vector<uint64_t> seeds;
+  for (uint64_t sd = 0; sd < (kv_task ? 1 : z.nq_seeds); ++sd) seeds.push_back(sd);
   std::vector<std::vector<cnorm::Item>> per_seed;
   for (uint64_t sd : seeds) {
     std::vector<std::string> skipped;
@@ -97,12 +97,14 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   j.sample_prompt = cnorm::render(task, tmpl, per_seed[0][0],
                                   cnorm::arrange(per_seed[0][0], docs, 0), cnorm::Format{})
                         .text;
-  j.note = smoke ? "smoke scale: " + std::to_string(per_seed[0].size()) +
-                       " items, S = " + std::to_string(S) + ", one seed" +
-                       (kv ? ", 6 records per sample" : "")
-           : kv ? "40 of the shared file's 75 records per sample (section 2's low density); "
-                  "every profile delimiter is evaluated, not only '-' and '&'"
-                : "";
+  j.note = kv ? std::to_string(kv_records) + " of the shared file's 75 records per sample" +
+                    (kv_records == 40 ? " (section 2's low density)" : "") +
+                    "; every profile delimiter is evaluated, not only '-' and '&'"
+              : "";
+  if (opt.scale != Scale::Paper)
+    j.note += std::string(j.note.empty() ? "" : "; ") + scale_name(opt.scale) +
+              " scale: " + std::to_string(per_seed[0].size()) + " items, S = " + std::to_string(S) +
+              ", " + (seeds.size() == 1 ? "one seed" : std::to_string(seeds.size()) + " seeds");
   j.run = [=, per_seed = std::move(per_seed)](reader::Reader& r, store::RunStore& st) {
     auto co = calibrate_options(task, tmpl, S, docs, input_sha256, opt);
     auto cal = cnorm::run_calibrate(r, st, per_seed[0], co);
@@ -140,20 +142,22 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
 }
 
 Job longbench_job(const Planned& p, const Options& opt) {
-  const bool smoke = opt.scale == Scale::Smoke;
+  const Sizes& z = sizes_of(opt.scale);
   const std::string input = p.inputs.at(0), input_sha256 = store::sha256_file(input);
   auto items = cnorm::build_mc_items(eval::load_qa_file(input).records);
-  if (smoke && items.size() > 4) items.resize(4);
+  if (z.longbench_items && items.size() > z.longbench_items) items.resize(z.longbench_items);
   if (items.empty()) throw Error("reproduce", "no questions in " + input);
   std::vector<cnorm::Item> cal_items;
   for (const auto& mc : items) cal_items.push_back(cnorm::mc_to_item(mc));
-  const size_t S = smoke ? 2 : 8, cands = cnorm::default_delimiters().size();
+  const size_t S = z.calibration_S, cands = cnorm::default_delimiters().size();
   Job j;
   j.planned = p;
   j.prompts = S * cands + items.size() * 3;
   j.max_tokens = 16;
   j.sample_prompt = cnorm::longbench_prompt(items[0], cnorm::Format{});
-  j.note = smoke ? "smoke scale: " + std::to_string(items.size()) + " questions" : "";
+  j.note = opt.scale == Scale::Paper ? ""
+                                     : std::string(scale_name(opt.scale)) +
+                                           " scale: " + std::to_string(items.size()) + " questions";
   j.run = [=](reader::Reader& r, store::RunStore& st) {
     auto co = calibrate_options(cnorm::Task::Longbench, cnorm::longbench_template(), S, 1,
                                 input_sha256, opt);

@@ -4,13 +4,39 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "reproduce/jobs.h"
 
 namespace ragform::reproduce {
 
 namespace fs = std::filesystem;
 
-const char* scale_name(Scale s) { return s == Scale::Smoke ? "smoke" : "paper"; }
+const char* scale_name(Scale s) {
+  switch (s) {
+    case Scale::Smoke:
+      return "smoke";
+    case Scale::Study:
+      return "study";
+    case Scale::Paper:
+      break;
+  }
+  return "paper";
+}
+
+Scale parse_scale(const std::string& name) {
+  return Scale(option_choice("scale", name, {"smoke", "study", "paper"}));
+}
+
+const Sizes& sizes_of(Scale s) {
+  // smoke: a few items per experiment. study: 40 NQ questions x 10 positions x 3 variants (1,200
+  // answers, ~30 min) and 5 KV samples of 20 records x 20 positions x 14 variants (1,400 answers of
+  // ~1,000 tokens); SURE 20 per cell of 200 questions; all 300 HotpotQA questions. paper: the
+  // papers' sizes (500 questions, 3 seeds; 40 records per KV sample; every question).
+  static const Sizes smoke{2, 1, 2, 6, 2, 4, 5, 8, 2};
+  static const Sizes study{40, 1, 5, 20, 8, 20, 0, 200, 20};
+  static const Sizes paper{500, 3, 500, 40, 8, 0, 0, 0, 0};
+  return s == Scale::Smoke ? smoke : s == Scale::Study ? study : paper;
+}
 
 const std::vector<ExperimentInfo>& experiments() {
   static const std::vector<ExperimentInfo> v = {

@@ -22,8 +22,28 @@
 
 namespace ragform::reproduce {
 
-enum class Scale { Smoke, Paper };
+// How much of each experiment runs: smoke (a few items each, minutes in all, to check a set-up),
+// study (enough items for a confidence interval worth reading: about an hour or less per
+// experiment with a 270M reader on 2 cores; the sizes docs/results.md asks of a sweep), or paper
+// (the papers' own sizes: hours to days on such a machine).
+enum class Scale { Smoke, Study, Paper };
 const char* scale_name(Scale s);
+// "smoke", "study" or "paper"; OptionError("scale") for anything else.
+Scale parse_scale(const std::string& name);
+
+// The sizes of a scale, every experiment's in one table (0 = all the data has).
+struct Sizes {
+  size_t nq_items;         // C-NORM NQ sweep: questions (each at every gold position)
+  size_t nq_seeds;         // C-NORM NQ sweep: seeds (5.1 averages three)
+  size_t kv_items;         // C-NORM KV retrieval: samples (each at every gold position)
+  size_t kv_records;       // C-NORM KV retrieval: records per sample (section 2's low density: 40)
+  size_t calibration_S;    // C-NORM: calibration prompts per candidate (5.1: S = 8)
+  size_t longbench_items;  // C-NORM LongBench-v2 questions
+  size_t spotlight_items;  // SpotlightRAG questions
+  size_t sure_questions;   // SURE questions answered closed-book
+  size_t sure_per_cell;    // SURE instances per Known/Unknown x Golden/Noise cell (0 = every one)
+};
+const Sizes& sizes_of(Scale s);
 
 // The runners' notes and progress: the pipelines' own hooks (every member may be empty).
 using Hooks = common::RunHooks;

@@ -10,10 +10,9 @@
 namespace ragform::reproduce::detail {
 
 Job spotlight_job(const Planned& p, const Options& opt) {
-  const bool smoke = opt.scale == Scale::Smoke;
   const std::string input = p.inputs.at(0), vectors = p.inputs.at(1);
   eval::LoadOptions lo;
-  lo.limit = smoke ? 5 : 0;
+  lo.limit = sizes_of(opt.scale).spotlight_items;
   auto recs = eval::load_qa_file(input, lo).records;
   if (recs.empty()) throw Error("reproduce", "no questions in " + input);
   Job j;
@@ -29,7 +28,9 @@ Job spotlight_job(const Planned& p, const Options& opt) {
   j.note = std::string(
                "HotpotQA distractor dev (multi-hop) stands in for MultiHopQA; GloVe token "
                "vectors instead of the trained ColBERT-style scorer") +
-           (smoke ? "; smoke scale: " + std::to_string(recs.size()) + " questions" : "");
+           (opt.scale == Scale::Paper ? std::string()
+                                      : std::string("; ") + scale_name(opt.scale) + " scale: " +
+                                            std::to_string(recs.size()) + " questions");
   j.run = [=](reader::Reader& r, store::RunStore& st) {
     auto wv = spotlight::WordVectors::load(vectors);
     spotlight::StaticEncoder enc(wv);

@@ -127,15 +127,16 @@ void table3_values(const std::vector<sure::ReportRow>& rows, std::vector<Value>&
 }  // namespace
 
 Job sure_job(const Planned& p, const Options& opt) {
-  const bool smoke = opt.scale == Scale::Smoke, trivial = p.info.name == "sig-trivial";
+  const Sizes& z = sizes_of(opt.scale);
+  const bool trivial = p.info.name == "sig-trivial";
   eval::LoadOptions lo;
-  lo.limit = smoke ? 8 : 0;
+  lo.limit = z.sure_questions;
   const std::string input = p.inputs.at(0);
   auto recs = eval::load_qa_file(input, lo).records;
   if (!trivial) recs = with_noise(std::move(recs));  // SIG_Trivial brings its own passages
   if (recs.empty()) throw Error("reproduce", "no questions with passages in " + input);
   sure::PrepareOptions po;  // temperature 0.1, 32 tokens (Appendix D), seed 0
-  po.per_cell = smoke ? 2 : recs.size();
+  po.per_cell = z.sure_per_cell ? z.sure_per_cell : recs.size();
   const size_t kinds = 10;  // the rule-based perturbations
   Job j;
   j.planned = p;
@@ -145,15 +146,17 @@ Job sure_job(const Planned& p, const Options& opt) {
   // Noise passage): at most min(4 x per_cell, 2 x questions) instances.
   const size_t instances = std::min(4 * po.per_cell, 2 * recs.size());
   j.prompts = recs.size() + instances * (2 + kinds);
-  j.note = std::string(
-               "rule-based perturbations only (logic reverse/random, 4 formats, 4 "
-               "metadata), no NLI filter; ") +
-           (trivial ? ""
-                    : "NQ-Open gold passages stand in for SURE_Wiki, other questions' "
-                      "gold passages for the retrieved noise") +
-           (smoke ? "; smoke scale: " + std::to_string(recs.size()) + " questions, " +
-                        std::to_string(po.per_cell) + " instances per cell"
-                  : "");
+  j.note =
+      std::string(
+          "rule-based perturbations only (logic reverse/random, 4 formats, 4 "
+          "metadata), no NLI filter; ") +
+      (trivial ? ""
+               : "NQ-Open gold passages stand in for SURE_Wiki, other questions' "
+                 "gold passages for the retrieved noise") +
+      (opt.scale == Scale::Paper
+           ? std::string()
+           : std::string("; ") + scale_name(opt.scale) + " scale: " + std::to_string(recs.size()) +
+                 " questions, " + std::to_string(po.per_cell) + " instances per cell");
   const auto prompts = sure::load_prompts(opt.sure_prompts_dir);
   j.sample_prompt =
       sure::rag_prompt(prompts, "(Title: " + recs[0].ctxs[0].title + ") " + recs[0].ctxs[0].text,

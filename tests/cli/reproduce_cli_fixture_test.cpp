@@ -95,6 +95,13 @@ TEST(ReproduceCli, MissingDataAndBadArguments) {
   EXPECT_EQ(r.exit_code, 2);
   r = run_ragform("reproduce sure --scale huge" + common);
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--scale: expected smoke, study or paper, got 'huge'"), std::string::npos)
+      << r.err;
+  // The study scale's plan: 8 calibration prompts x 11 candidates, then 40 questions x 10
+  // positions x 3 variants, one seed.
+  r = run_ragform("reproduce cnorm --experiment nq-sweep --scale study --dry-run" + common);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("nq-sweep: 1288 prompts"), std::string::npos) << r.err;
   r = run_ragform("reproduce sure --paper-model GPT-5" + common);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--paper-model"), std::string::npos) << r.err;

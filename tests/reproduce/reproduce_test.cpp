@@ -55,3 +55,30 @@ TEST(Reproduce, PlanNamesMissingData) {
 }
 
 }  // namespace
+
+namespace ragform::reproduce {
+namespace {
+
+// Each size of the study scale lies between smoke's and the paper's (0 = all the data: largest),
+// so a study run is never a smoke run by another name nor a paper run in disguise.
+TEST(Reproduce, StudySizesLieBetweenSmokeAndPaper) {
+  EXPECT_EQ(parse_scale("study"), Scale::Study);
+  EXPECT_STREQ(scale_name(parse_scale("paper")), "paper");
+  EXPECT_THROW(parse_scale("huge"), OptionError);
+  const Sizes &a = sizes_of(Scale::Smoke), &b = sizes_of(Scale::Study), &c = sizes_of(Scale::Paper);
+  auto size = [](size_t v) { return v == 0 ? SIZE_MAX : v; };
+  for (auto field : {&Sizes::nq_items, &Sizes::nq_seeds, &Sizes::kv_items, &Sizes::kv_records,
+                     &Sizes::calibration_S, &Sizes::longbench_items, &Sizes::spotlight_items,
+                     &Sizes::sure_questions, &Sizes::sure_per_cell}) {
+    EXPECT_LE(size(a.*field), size(b.*field));
+    EXPECT_LE(size(b.*field), size(c.*field));
+  }
+  // The sizes docs/results.md asks of a sweep: 30-50 questions per cell.
+  EXPECT_GE(b.nq_items, 30u);
+  EXPECT_LE(b.nq_items, 50u);
+  EXPECT_EQ(c.nq_items, 500u);  // section 5.1
+  EXPECT_EQ(c.calibration_S, 8u);
+}
+
+}  // namespace
+}  // namespace ragform::reproduce
