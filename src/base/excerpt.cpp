@@ -1,5 +1,7 @@
 #include "base/excerpt.h"
 
+#include <algorithm>
+
 namespace ragform {
 
 std::string excerpt(std::string_view s, size_t max) {
@@ -12,18 +14,29 @@ std::string excerpt(std::string_view s, size_t max) {
 
 namespace {
 
-// The userinfo of an authority starting at `from`: its last '@' before the first '/' after it
-// (npos when none). Userinfo may hold '?', '#', a space or a quote (a password is any text), so
-// only the path's '/' ends the search; an '@' in a path or a query after a '/' is not userinfo.
-size_t userinfo_at(std::string_view s, size_t from) {
-  const size_t slash = s.find('/', from);
-  const std::string_view authority =
-      s.substr(from, slash == std::string_view::npos ? std::string_view::npos : slash - from);
-  const size_t at = authority.rfind('@');
-  return at == std::string_view::npos ? at : from + at;
+// A search in `s` from `from` to `end` (npos when the text has none there).
+size_t find_before(std::string_view s, std::string_view what, size_t from, size_t end) {
+  const size_t at = s.find(what, from);
+  return at < end ? at : std::string_view::npos;
 }
 
 }  // namespace
+
+size_t userinfo_end(std::string_view s, size_t from) {
+  constexpr size_t npos = std::string_view::npos;
+  // The search ends at the next URL of a message, and at a query or fragment that follows a
+  // path: "http://host/v1?mail=a@b" has no userinfo.
+  size_t end = std::min(s.find("://", from), s.size());
+  const size_t slash = find_before(s, "/", from, end);
+  if (slash != npos) end = std::min(end, std::min(s.find_first_of("?#", slash), s.size()));
+  // Userinfo may hold '?', '#', a space, a quote or even a '/' ("http://bob:s3cr/et@h:9/v1";
+  // RFC 3986 says it cannot, users type it anyway): it ends at the last '@' before the first
+  // '/' after the first '@'.
+  const size_t first = find_before(s, "@", from, end);
+  if (first == npos) return npos;
+  const size_t path = std::min(s.find('/', first), end);
+  return s.substr(0, path).rfind('@');
+}
 
 std::string redact_urls_in(std::string_view s) {
   std::string out;
@@ -31,7 +44,7 @@ std::string redact_urls_in(std::string_view s) {
   for (;;) {
     const size_t sep = s.find("://", from);
     if (sep == std::string_view::npos) break;
-    const size_t host = sep + 3, at = userinfo_at(s, host);
+    const size_t host = sep + 3, at = userinfo_end(s, host);
     out += s.substr(from, host - from);
     if (at != std::string_view::npos) {
       out += "***";
@@ -48,9 +61,20 @@ std::string redact_url(std::string_view url) {
   if (url.find("://") != std::string_view::npos) return redact_urls_in(url);
   // No scheme ("user:secret@host:1/v1", refused as a base URL by the caller, which quotes it):
   // the authority starts the text.
-  const size_t at = userinfo_at(url, 0);
+  const size_t at = userinfo_end(url, 0);
   if (at == std::string_view::npos) return std::string(url);
   return "***" + std::string(url.substr(at));
+}
+
+std::string redact_secret(std::string_view text, std::string_view secret) {
+  if (secret.empty()) return std::string(text);
+  std::string out;
+  size_t from = 0;
+  for (size_t at; (at = text.find(secret, from)) != std::string_view::npos;
+       from = at + secret.size())
+    out.append(text.substr(from, at - from)).append("***");
+  out.append(text.substr(from));
+  return out;
 }
 
 std::string printable(std::string_view s) {

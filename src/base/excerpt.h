@@ -15,17 +15,31 @@ inline constexpr size_t kExcerptBytes = 200;
 // boundary) followed by "... (N bytes)", so the reader sees both the start and the size.
 std::string excerpt(std::string_view s, size_t max = kExcerptBytes);
 
-// `url` with any userinfo ("user:password@") replaced by "***@": http://u:p@host/v1 ->
-// http://***@host/v1. The userinfo is everything up to the last '@' before the first '/' after
-// the scheme (a password may hold '?', '#', spaces); a URL without a scheme
-// ("u:p@host:1/v1") is redacted from its start. Anything without an '@' there is unchanged.
+// The position of the '@' that ends the userinfo ("user:password@") of the authority starting at
+// `from` in `s`, npos when it has none. A password is any text — '?', '#', a space, a quote, even
+// a '/' ("http://bob:s3cr/et@h:9/v1": RFC 3986 forbids it, users type it) — so the userinfo is
+// everything up to the last '@' before the first '/' that follows the first '@'. The search
+// stops at a query or fragment ('?' or '#') that follows a '/' ("http://host/v1?mail=a@b" has no
+// userinfo) and at the next "://" (another URL in a message). Redacting too much, never too
+// little: an '@' later in a path is taken as userinfo's.
+size_t userinfo_end(std::string_view s, size_t from);
+
+// `url` with any userinfo (userinfo_end) replaced by "***@": http://u:p@host/v1 ->
+// http://***@host/v1, http://bob:s3cr/et@host/v1 -> http://***@host/v1. A URL without a scheme
+// ("u:p@host:1/v1") is redacted from its start. Anything without such an '@' is unchanged.
 std::string redact_url(std::string_view url);
 
 // `msg` with the userinfo of every "scheme://user@host" inside it redacted as redact_url does,
-// for messages built by code that quoted a URL (a library's error text). When no '/' follows a
-// URL, an '@' later in the message is taken as its userinfo's: redacting too much, never too
-// little.
+// for messages built by code that quoted a URL (a library's error text). An '@' later in the
+// message (before a query, a fragment or the next URL) is taken as its userinfo's: redacting too
+// much, never too little.
 std::string redact_urls_in(std::string_view msg);
+
+// `text` with every occurrence of `secret` (a client's own API key) replaced by "***", so a server
+// that quotes the request's "Authorization: Bearer KEY" back in its error ("bad key: Bearer KEY")
+// cannot make the client print, raise or store its key. An empty `secret` changes nothing. Redact
+// before cutting a quote with excerpt(): a cut through the key would leave its first bytes.
+std::string redact_secret(std::string_view text, std::string_view secret);
 
 // `s` with the characters that drive a terminal written out as escapes: C0 controls other than
 // newline and tab (ESC, CR, BEL, backspace, ...) and DEL as \x1b, the C1 controls U+0080..U+009F

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "cli/args.h"
 #include "cli/command.h"
@@ -53,25 +54,12 @@ int cmd_export(const std::vector<std::string>& argv) {
     if (!std::cout) throw Error("export", "cannot write to stdout");
     return 0;
   }
-  // Written next to the target and renamed into place, so a failed export leaves no half file.
-  std::filesystem::path target(out_path.value), tmp(out_path.value + ".tmp");
-  std::int64_t n = 0;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("export: " + tmp.string(), "cannot create");
-    try {
-      n = store::export_store(st, only, tbl, fmt, out);
-      out.close();
-      if (!out) throw Error("export: " + tmp.string(), "write error");
-    } catch (...) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, target, ec);
-  if (ec) throw Error("export: " + target.string(), ec.message());
+  // Written next to the target and renamed into place (base/atomic_file.h: a new temporary file,
+  // never through a planted symlink), so a failed export leaves no half file.
+  const std::filesystem::path target(out_path.value);
+  AtomicFile out(out_path.value, "export");
+  const std::int64_t n = store::export_store(st, only, tbl, fmt, out.stream());
+  out.commit();
   std::fprintf(stderr, "export: %lld records -> %s\n", static_cast<long long>(n), target.c_str());
   return 0;
 }

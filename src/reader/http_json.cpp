@@ -21,13 +21,25 @@ HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) : who_(who
   const std::string scheme = scheme_end == std::string::npos ? "" : u.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https")
     throw UsageError(
-        who, "base URL '" + redact_url(excerpt(u)) + "' must start with http:// or https://");
+        who, "base URL '" + excerpt(redact_url(u)) + "' must start with http:// or https://");
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
   if (scheme == "https")
     throw UsageError(who,
                      "this build has no HTTPS support (cpp-httplib without OpenSSL); use http://");
 #endif
-  const size_t path = u.find('/', scheme_end + 3);
+  // The host starts after the userinfo, whose password may hold a '/' (base/excerpt.h).
+  const size_t at = userinfo_end(u, scheme_end + 3);
+  const size_t host = at == std::string::npos ? scheme_end + 3 : at + 1;
+  // A query or a fragment is refused, unquoted: "?api_key=sk-..." is a secret that every message
+  // naming the URL would print, and the path of every request would carry it
+  // ("/v1?api_key=.../completions").
+  if (u.find_first_of("?#", host) != std::string::npos)
+    throw UsageError(who,
+                     "the base URL (--base-url, base_url=) holds a query string or a fragment ('?' "
+                     "or '#'), which is not accepted (not quoted here: it may hold a key); give "
+                     "http(s)://host[:port][/path] and the key through --api-key-env, "
+                     "OPENAI_API_KEY or RAGFORM_API_KEY");
+  const size_t path = u.find('/', host);
   scheme_host_port_ = u.substr(0, path);
   prefix_ = path == std::string::npos ? "/v1" : u.substr(path);
   while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
@@ -97,9 +109,14 @@ HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::str
   }
   a.status = res->status;
   a.body = std::move(got);
-  if (!a.ok())
+  if (!a.ok()) {
+    // A server may quote the request's "Authorization: Bearer KEY" in its error ("bad key:
+    // Bearer KEY"): the key is taken out of the message, before it is cut, so no message,
+    // exception or stored row carries it. (The body stays as sent, for is_context_overflow: a
+    // short key replaced in it could break its JSON.)
     a.error = "HTTP " + std::to_string(a.status) + " from " + prefix_ + endpoint + ": " +
-              http_error_text(a.body);
+              http_error_text(a.body, api_key);
+  }
   return a;
 }
 
@@ -147,19 +164,19 @@ bool is_context_overflow(const std::string& body) {
   }
 }
 
-std::string http_error_text(const std::string& body) {
+std::string http_error_text(const std::string& body, const std::string& secret) {
   try {
     auto j = parse_json_text(body);
     if (j.contains("error")) {
       const auto& e = j["error"];
-      // A server's message is quoted, not trusted to be short.
+      // A server's message is quoted, not trusted to be short; the secret goes before the cut.
       if (e.is_object() && e.contains("message") && e["message"].is_string())
-        return excerpt(e["message"].get<std::string>());
-      if (e.is_string()) return excerpt(e.get<std::string>());
+        return excerpt(redact_secret(e["message"].get<std::string>(), secret));
+      if (e.is_string()) return excerpt(redact_secret(e.get<std::string>(), secret));
     }
   } catch (...) {
   }
-  return excerpt(body);
+  return excerpt(redact_secret(body, secret));
 }
 
 json parse_json_answer(const std::string& body, const char* what, const std::string& who) {

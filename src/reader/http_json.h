@@ -38,8 +38,8 @@ inline constexpr size_t kMaxAnswerBytes = size_t(64) << 20;
 // body, and on failure the words of RequestFailed ("no answer from ...", "HTTP 503 from ...").
 struct HttpAnswer {
   int status = 0;
-  std::string body;
-  std::string error;       // empty on 2xx
+  std::string body;        // as the server sent it: a failed answer's may quote the client's key
+  std::string error;       // empty on 2xx; never holds the client's key (http_error_text)
   bool oversized = false;  // the body is over kMaxAnswerBytes (not read; `status` as answered)
   bool ok() const { return status >= 200 && status < 300 && !oversized; }
   // Worth another attempt (here or on another server): no answer, 408, 429 or 5xx; never an
@@ -70,8 +70,10 @@ struct HttpJsonOptions {
 class HttpJsonClient {
  public:
   // base_url: http(s)://host[:port][/prefix] (prefix default "/v1", trailing '/' dropped).
-  // UsageError naming `who` for another scheme, or https in a build without TLS; `who` also
-  // begins the message of every RequestFailed.
+  // UsageError naming `who` for another scheme, https in a build without TLS, or a query string
+  // or fragment ('?' or '#' after the userinfo: not quoted, it may hold a key); `who` also
+  // begins the message of every RequestFailed. Every base URL of the remote readers and
+  // encoders is checked here.
   HttpJsonClient(const std::string& base_url, const char* who);
   // POSTs `body` to prefix + endpoint ("/completions"); the answer's body on 2xx, else
   // RequestFailed (its message: the server's error.message when the answer has one).
@@ -89,8 +91,9 @@ class HttpJsonClient {
 };
 
 // The message of an error answer: {"error": {"message": ...}} or {"error": "..."}, else the
-// body's first 300 bytes.
-std::string http_error_text(const std::string& body);
+// body's first bytes (excerpt), with every occurrence of `secret` (the client's API key, which a
+// server may echo: "bad key: Bearer KEY") replaced by "***" before the cut.
+std::string http_error_text(const std::string& body, const std::string& secret = "");
 // The answer parsed as JSON; RequestFailed("<what>: the server's answer is not JSON: ...") of
 // client `who`.
 nlohmann::json parse_json_answer(const std::string& body, const char* what,

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/plural.h"
 
@@ -31,24 +32,15 @@ WrittenReport write_report(const store::RunStore& st, const std::string& store_p
   w.store_path = store_path;
   const std::string html = render_report(st, opt, &w.stats);
   w.bytes = html.size();
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](int err) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    std::string why = std::strerror(err);
+  // Written beside the target and renamed into place (base/atomic_file.h); the error names the
+  // user's path and the reason, not the temporary file.
+  try {
+    write_file_atomically(path, html, "report");
+  } catch (const FileError& e) {
+    std::string why = std::strerror(e.error_code() ? e.error_code() : EIO);
     if (!why.empty()) why[0] = char(std::tolower(static_cast<unsigned char>(why[0])));
     throw Error(path, "cannot write the report: " + why);
-  };
-  {
-    errno = 0;
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(errno ? errno : EIO);
-    f.write(html.data(), std::streamsize(html.size()));
-    if (!f.flush()) fail(errno ? errno : EIO);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) fail(ec.value());
   return w;
 }
 

@@ -1,6 +1,7 @@
 // Writing a run store's report to a file, the use case `ragform report` and `ragform demo` share:
-// the page is rendered (report.h), written to FILE.tmp and renamed to FILE, so a failed write
-// never leaves half a report; errors name FILE and the reason, not the temporary file.
+// the page is rendered (report.h), written to a new temporary file beside FILE and renamed to FILE
+// (base/atomic_file.h), so a failed write never leaves half a report; errors name FILE and the
+// reason, not the temporary file.
 #pragma once
 #include <cstddef>
 #include <string>

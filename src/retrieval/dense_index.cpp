@@ -12,9 +12,11 @@
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
 #include <faiss/IndexIVFFlat.h>
+#include <faiss/impl/io.h>
 #include <faiss/index_io.h>
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
@@ -43,6 +45,17 @@ auto guarded(const std::string& what, F&& f) {
     throw Error("faiss", what + ": " + e.what());
   }
 }
+
+// FAISS's writer into a stream (an AtomicFile's): write_index(Index*, const char* path) would
+// open the path itself.
+struct StreamIOWriter : faiss::IOWriter {
+  explicit StreamIOWriter(std::ostream& out) : os(out) { name = "stream"; }
+  size_t operator()(const void* p, size_t size, size_t nitems) override {
+    os.write(static_cast<const char*>(p), std::streamsize(size * nitems));
+    return os ? nitems : 0;
+  }
+  std::ostream& os;
+};
 
 // FAISS reads a file with fread and says only which read came short, in a multi-line
 // "Error in ... at faiss/impl/index_read.cpp:..." text; whatever it says, the file is cut off or
@@ -207,12 +220,14 @@ bool DenseIndex::contains(int64_t rowid) const {
 
 void DenseIndex::save() const {
   if (index_) {
-    const std::string tmp = faiss_file(dir_) + ".tmp";
+    // Beside the index file and renamed into place (base/atomic_file.h).
+    AtomicFile f(faiss_file(dir_), "index");
     guarded(faiss_file(dir_), [&] {
-      faiss::write_index(index_.get(), tmp.c_str());
+      StreamIOWriter w(f.stream());
+      faiss::write_index(index_.get(), &w);
       return 0;
     });
-    fs::rename(tmp, faiss_file(dir_));
+    f.commit();
   }
   nlohmann::ordered_json j;
   j["encoder"] = meta_.encoder;
@@ -227,13 +242,7 @@ void DenseIndex::save() const {
   j["hnsw_m"] = meta_.hnsw_m;
   j["ivf_nlist"] = meta_.ivf_nlist;
   j["ivf_nprobe"] = meta_.ivf_nprobe;
-  const std::string tmp = meta_file(dir_) + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    if (!out) throw Error("index", tmp + ": cannot write");
-  }
-  fs::rename(tmp, meta_file(dir_));
+  write_file_atomically(meta_file(dir_), j.dump(2) + "\n", "index");
 }
 
 void DenseIndex::require_encoder(const std::string& sha256, const std::string& name) const {

@@ -1,6 +1,5 @@
 #include "engine/gguf/stream_writer.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,51 +50,36 @@ uint64_t StreamWriter::size_of(Writer meta, const std::vector<TensorSpec>& tenso
 
 StreamWriter::StreamWriter(const std::string& path, Writer w,
                            const std::vector<TensorSpec>& tensors, std::string what)
-    : path_(path), tmp_(path + ".tmp"), what_(std::move(what)) {
+    : what_(std::move(what)) {
   const Writer::Layout l = lay_out(w, tensors, bytes_, what_);
   for (uint64_t o : l.offsets) offsets_.push_back(l.header.size() + o);
   file_bytes_ = l.header.size() + l.data_bytes;
 
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd_ < 0) throw FileError(what_, "cannot create " + tmp_ + ": " + std::strerror(errno), errno);
-  try {
-    pwrite_all(fd_, reinterpret_cast<const uint8_t*>(l.header.data()), l.header.size(), 0, what_,
-               tmp_);
-    if (::ftruncate(fd_, off_t(file_bytes_)) != 0)
-      throw Error(what_, tmp_ + ": cannot extend to " + std::to_string(file_bytes_) +
-                             " bytes: " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd_);
-    fd_ = -1;
-    std::remove(tmp_.c_str());
-    throw;
-  }
+  // A failure below destroys file_, which removes the temporary file.
+  file_ = std::make_unique<AtomicFile>(path, what_);
+  pwrite_all(file_->fd(), reinterpret_cast<const uint8_t*>(l.header.data()), l.header.size(), 0,
+             what_, file_->temp_path());
+  if (::ftruncate(file_->fd(), off_t(file_bytes_)) != 0)
+    throw Error(what_, file_->temp_path() + ": cannot extend to " + std::to_string(file_bytes_) +
+                           " bytes: " + std::strerror(errno));
 }
 
-StreamWriter::~StreamWriter() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) std::remove(tmp_.c_str());
-}
+// Without commit(), file_'s destructor removes the temporary file.
+StreamWriter::~StreamWriter() = default;
 
 void StreamWriter::write(size_t i, uint64_t at, const void* p, size_t n) {
   if (i >= offsets_.size() || at > bytes_[i] || n > bytes_[i] - at)
-    throw Error(what_, tmp_ + ": write of " + std::to_string(n) + " bytes at " +
+    throw Error(what_, file_->temp_path() + ": write of " + std::to_string(n) + " bytes at " +
                            std::to_string(at) + " outside tensor " + std::to_string(i));
-  if (fd_ < 0) throw Error(what_, tmp_ + ": write after commit");
-  pwrite_all(fd_, static_cast<const uint8_t*>(p), n, offsets_[i] + at, what_, tmp_);
+  if (committed_) throw Error(what_, file_->temp_path() + ": write after commit");
+  pwrite_all(file_->fd(), static_cast<const uint8_t*>(p), n, offsets_[i] + at, what_,
+             file_->temp_path());
 }
 
 void StreamWriter::commit() {
-  if (fd_ < 0) throw Error(what_, tmp_ + ": committed twice");
-  // Data on disk before the rename: a crash leaves the old `path` (or none), never a torn one.
-  const bool synced = ::fdatasync(fd_) == 0;
-  const int sync_errno = errno;
-  const bool closed = ::close(fd_) == 0;
-  fd_ = -1;
-  if (!synced) throw Error(what_, tmp_ + ": sync failed: " + std::strerror(sync_errno));
-  if (!closed) throw Error(what_, tmp_ + ": close failed: " + std::strerror(errno));
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    throw Error(what_, "cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
+  if (committed_) throw Error(what_, file_->temp_path() + ": committed twice");
+  // Synced before the rename: a crash leaves the old `path` (or none), never a torn one.
+  file_->commit();
   committed_ = true;
 }
 

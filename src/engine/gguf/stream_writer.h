@@ -2,7 +2,8 @@
 // is written in the memory of one batch of rows (make-test-model, quantize).
 //
 // The constructor writes the header (Writer::layout: metadata, tensor table, padding) to a
-// temporary file beside the target, `<path>.tmp`, and extends it to its final size, so the data
+// temporary file beside the target (base/atomic_file.h: an unpredictable name, created new, never
+// through a symlink), and extends it to its final size, so the data
 // section starts as zeros (sparse: nothing is written twice) and the padding between tensors is
 // already in place. write() then puts bytes of a tensor at their offset with pwrite, from any
 // order of calls. commit() closes the file and renames it to `path`; a StreamWriter destroyed
@@ -10,9 +11,11 @@
 // leaves a half-written `path`.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "engine/gguf/gguf.h"
 
 namespace ragform::gguf {
@@ -36,7 +39,7 @@ class StreamWriter {
   // The size of the file these arguments would make, without writing it (a dry run).
   static uint64_t size_of(Writer meta, const std::vector<TensorSpec>& tensors);
 
-  const std::string& temp_path() const { return tmp_; }
+  const std::string& temp_path() const { return file_->temp_path(); }
   uint64_t file_bytes() const { return file_bytes_; }
   uint64_t tensor_bytes(size_t i) const { return bytes_.at(i); }
 
@@ -46,8 +49,8 @@ class StreamWriter {
   void commit();
 
  private:
-  std::string path_, tmp_, what_;
-  int fd_ = -1;
+  std::string what_;
+  std::unique_ptr<AtomicFile> file_;
   uint64_t file_bytes_ = 0;
   std::vector<uint64_t> offsets_;  // absolute file offsets
   std::vector<uint64_t> bytes_;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "engine/gguf/gguf.h"
@@ -230,15 +231,8 @@ RandomModelSummary write_random_bert_model(const RandomModelOptions& o) {
   w.set("tokenizer.ggml.token_type_count", Value::u32(2));
   for (const auto& [k, v] : vocab) w.set(k, v);
   for (const Planned& t : plan) w.add_tensor(t.name, t.ne, t.type, t.bytes.data(), t.bytes.size());
-  const std::string tmp = o.out + ".tmp";
-  try {
-    w.write(tmp);
-    if (std::rename(tmp.c_str(), o.out.c_str()) != 0)
-      throw Error("make-test-model", "cannot rename " + tmp + " to " + o.out);
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
+  // Beside o.out and renamed into place (base/atomic_file.h); a failure leaves neither.
+  write_file_atomically(o.out, w.to_bytes(), "make-test-model");
   sum.file_bytes = gguf::File::open(o.out)->file_size();
   sum.arch = "bert";
   sum.shape = s;

@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_file.h"
 #include "pipelines/cnorm/abs.h"
@@ -484,16 +485,7 @@ std::string profile_mismatch(const Profile& p, const std::string& model_sha256,
 }
 
 void save_profile(const Profile& p, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cnorm", "cannot write " + tmp);
-    out << profile_to_json(p).dump(2) << "\n";
-    if (!out.flush()) throw Error("cnorm", "cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cnorm", "cannot rename " + tmp + " to " + path + ": " + ec.message());
+  write_file_atomically(path, profile_to_json(p).dump(2) + "\n", "cnorm");
 }
 
 std::string cache_key(const nlohmann::json& identity) { return store::sha256_hex(identity.dump()); }

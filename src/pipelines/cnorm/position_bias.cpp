@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_file.h"
 #include "pipelines/cnorm/detail/numeric.h"
@@ -262,17 +263,7 @@ BiasCurve load_bias_curve(const std::string& path) {
 }
 
 void save_bias_curve(const BiasCurve& c, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("position-bias", "cannot write " + tmp);
-    out << bias_curve_json(c).dump(2) << "\n";
-    if (!out.flush()) throw Error("position-bias", "cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    throw Error("position-bias", "cannot rename " + tmp + " to " + path + ": " + ec.message());
+  write_file_atomically(path, bias_curve_json(c).dump(2) + "\n", "position-bias");
 }
 
 const std::vector<double>& bias_for_layer(const BiasCurve& c, int layer) {
