@@ -216,3 +216,118 @@ def abs_paper(a):
         return 1.0
     mu = float((np.arange(T) / (T - 1) * a).sum() / a.sum())
     return 1.0 - 2.0 * abs(mu - 0.5)
+
+
+@pytest.fixture(scope="session")
+def minilm_gguf():
+    p = os.environ.get("RAGFORM_MINILM", "")
+    if not p or not Path(p).is_file():
+        pytest.skip("RAGFORM_MINILM is not set or missing: eval \"$(scripts/models.sh --print)\"")
+    return p
+
+
+def bert_dir_from_gguf(path, out):
+    """A Hugging Face BERT folder (config.json, model.safetensors, vocab.txt, tokenizer_config
+    .json) with the tensors and vocabulary of a ragform/llama.cpp `bert` GGUF: the inverse of
+    scripts/convert-encoder.py (its names and its phantom-space vocabulary), so transformers and
+    sentence-transformers run the very weights ragform.Encoder runs. hidden_act is "gelu" (erf),
+    as the original models are."""
+    import gguf
+    from safetensors.numpy import save_file
+    r = gguf.GGUFReader(path)
+
+    def field(key, default=None):
+        f = r.fields.get(key)
+        return default if f is None else f.contents()
+
+    arch = field("general.architecture")
+    assert arch == "bert", f"{path}: architecture {arch}, not bert"
+    n_layer = int(field("bert.block_count"))
+    tokens, types = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type")
+    vocab = []
+    for t, kind in zip(tokens, types):
+        if kind == int(gguf.TokenType.NORMAL):
+            vocab.append(t[1:] if t.startswith("\u2581") else "##" + t)
+        else:  # CONTROL ([CLS], [SEP], ...) and UNUSED placeholders stay as they are
+            vocab.append(t)
+    top = {"token_embd": "embeddings.word_embeddings",
+           "position_embd": "embeddings.position_embeddings",
+           "token_types": "embeddings.token_type_embeddings",
+           "token_embd_norm": "embeddings.LayerNorm"}
+    layer = {"attn_q": "attention.self.query", "attn_k": "attention.self.key",
+             "attn_v": "attention.self.value", "attn_output": "attention.output.dense",
+             "attn_output_norm": "attention.output.LayerNorm",
+             "ffn_up": "intermediate.dense", "ffn_down": "output.dense",
+             "layer_output_norm": "output.LayerNorm"}
+    tensors = {}
+    for t in r.tensors:
+        stem, suffix = t.name.rsplit(".", 1)
+        if stem in top:
+            name = top[stem]
+        elif stem.startswith("blk."):
+            _, i, sub = stem.split(".", 2)
+            name = f"encoder.layer.{int(i)}.{layer[sub]}"
+        else:
+            continue  # a classifier head: not part of the encoder
+        assert t.tensor_type.name == "F32", \
+            f"{t.name}: {t.tensor_type.name} (an F32 file is needed)"
+        tensors[f"{name}.{suffix}"] = np.ascontiguousarray(np.asarray(t.data, dtype=np.float32))
+    cfg = {"architectures": ["BertModel"], "model_type": "bert",
+           "_name_or_path": f"{field('general.name', 'bert')} (from {Path(path).name})",
+           "vocab_size": len(vocab), "hidden_size": int(field("bert.embedding_length")),
+           "num_hidden_layers": n_layer,
+           "num_attention_heads": int(field("bert.attention.head_count")),
+           "intermediate_size": int(field("bert.feed_forward_length")), "hidden_act": "gelu",
+           "max_position_embeddings": int(field("bert.context_length")),
+           "type_vocab_size": int(field("tokenizer.ggml.token_type_count", 2)),
+           "layer_norm_eps": float(field("bert.attention.layer_norm_epsilon")),
+           "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+           "pad_token_id": int(field("tokenizer.ggml.padding_token_id", 0))}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=1))
+    (out / "vocab.txt").write_text("".join(v + "\n" for v in vocab), encoding="utf-8")
+    ids = {k: int(field(f"tokenizer.ggml.{k}_token_id")) for k in
+           ("bos", "seperator", "unknown", "padding", "mask")}
+    (out / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(field("tokenizer.ggml.normalizer.lowercase", True)),
+        "strip_accents": bool(field("tokenizer.ggml.normalizer.strip_accents", True)),
+        "cls_token": vocab[ids["bos"]], "sep_token": vocab[ids["seperator"]],
+        "unk_token": vocab[ids["unknown"]], "pad_token": vocab[ids["padding"]],
+        "mask_token": vocab[ids["mask"]],
+        "model_max_length": int(field("sentence_transformers.max_seq_length", 512))}))
+    save_file(tensors, str(out / "model.safetensors"))
+    return {"max_seq_length": field("sentence_transformers.max_seq_length"),
+            "pooling": int(field("bert.pooling_type", 1)),
+            "normalize": bool(field("sentence_transformers.normalize", False))}
+
+
+@pytest.fixture(scope="session")
+def minilm_st(minilm_gguf):
+    """sentence-transformers' SentenceTransformer over the MiniLM GGUF's weights (a BERT folder
+    made by bert_dir_from_gguf in RAGFORM_TRANSFORMERS_CACHE): its Transformer module, mean
+    pooling and, as the file records, Normalize and max_seq_length."""
+    require_stack()
+    st = pytest.importorskip("sentence_transformers", reason=INSTALL)
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    cache = Path(os.environ.get("RAGFORM_TRANSFORMERS_CACHE") or
+                 Path(minilm_gguf).parent.parent / "transformers")
+    out = cache / (Path(minilm_gguf).stem + "-hf")
+    stamp = out / "source.json"
+    src = f"{Path(minilm_gguf).resolve()} {os.path.getsize(minilm_gguf)} " \
+          f"{int(os.path.getmtime(minilm_gguf))}"
+    meta = None
+    if stamp.is_file():
+        saved = json.loads(stamp.read_text())
+        if saved.get("source") == src:
+            meta = saved["meta"]
+    if meta is None:
+        meta = bert_dir_from_gguf(minilm_gguf, out)
+        stamp.write_text(json.dumps({"source": src, "meta": meta}))
+    assert meta["pooling"] == 1, meta  # mean: the only pooling this fixture builds
+    tr = Transformer(str(out), max_seq_length=meta["max_seq_length"],
+                     model_kwargs={"add_pooling_layer": False})  # the GGUF has no pooler
+    modules = [tr, Pooling(tr.get_embedding_dimension(), "mean")]
+    if meta["normalize"]:
+        modules.append(Normalize())
+    return st.SentenceTransformer(modules=modules, device="cpu").eval()

@@ -4,21 +4,25 @@ library"): the Python pipeline verbs driven through the adapter over transformer
 (numerics="transformers"), and the adapter's own mechanics checked, not assumed: one BOS, batched
 generation with left padding equal to one prompt at a time, Gemma's chat template, attention of a
 GQA model (4 query heads, 1 KV head) in sliding-window and global layers on a prompt longer than
-the 512-key window.
+the 512-key window, control-token text in a document kept as text (split_special_tokens=True, as
+ragform's tokenizer reads it), sure.oracle on NQ questions with two answer-bearing passages.
 
 Agreement: ABS per candidate and attention rows 1e-5 (the engine's targets, test_engine_agreement),
 log-probs 1e-4; greedy answers identical unless the logit margin at the first differing token is
 within the logits' agreement (each difference is counted and its margin measured).
 """
+import gzip
 import json
+import re
 import sqlite3
+import string
 
 import numpy as np
 import pytest
 
 import ragform
 
-from conftest import INSTALL, measured
+from conftest import INSTALL, measured, shared_file
 
 torch = pytest.importorskip("torch", reason=INSTALL)
 
@@ -84,6 +88,40 @@ def test_tokenize_has_one_bos_as_the_native_reader(reader, native, nq_records):
                   stop=[], ignore_eos=True)
     got = reader.generate([p], params)[0]
     assert got["prompt_tokens"] == len(native.tokenize(p))
+
+
+# Control tokens' text typed inside a document (a chat transcript, a page about tokenizers):
+# transformers' tokenizer makes them control tokens unless split_special_tokens=True, ragform's
+# tokenizer never parses special-token text in user content.
+CONTROL_TEXT = ("Document [1](Title: Chat transcript) The log reads <start_of_turn>user\nhi"
+                "<end_of_turn> and ends with <eos>; a stray <bos> and <pad> follow, then <unk>.")
+
+
+def test_control_token_text_in_a_document_stays_text(reader, native, hf_tokenizer):
+    prompt = CONTROL_TEXT + "\n\nQuestion: what does the log end with?\nAnswer:"
+    want = native.tokenize(prompt)
+    # The native ids hold one BOS and none of <pad> 0, <eos> 1, <unk> 3, <start/end_of_turn>
+    # 105/106; transformers' tokenizer by default parses the text into them (the adapter must not).
+    assert want[0] == 2 and want.count(2) == 1
+    assert not {0, 1, 3, 105, 106} & set(want)
+    default = hf_tokenizer(prompt)["input_ids"]
+    assert {1, 105, 106} <= set(default) and default.count(2) == 2
+    assert reader.tokenize(prompt) == want
+    measured("adapter: ids equal to native on the control-text prompt", len(want))
+    # Every path that tokenises: score (prompt and continuation), attention, hidden, generate.
+    a = native.score_details(prompt, " <eos>")
+    b = reader.score(prompt, " <eos>")
+    assert [t["id"] for t in b["tokens"]] == [t["id"] for t in a["tokens"]]
+    assert b["prompt_tokens"] == a["prompt_tokens"] == len(want)
+    worst = max(abs(x["logprob"] - y["logprob"]) for x, y in zip(a["tokens"], b["tokens"]))
+    measured("adapter: control-text prompt score log-prob max |diff|", worst)
+    assert worst < TOL_LOGPROB
+    assert reader.attention(prompt, [0], [0], [-1])[0]["ids"] == want
+    assert reader.hidden(prompt, 1)["ids"] == want
+    params = dict(max_tokens=2, temperature=0.0, top_k=0, top_p=1.0, seed=0, seeds=[0, 0],
+                  stop=[], ignore_eos=True)
+    got = reader.generate([prompt, "<bos>x"], params)  # one batch, left-padded
+    assert [g["prompt_tokens"] for g in got] == [len(want), len(native.tokenize("<bos>x"))]
 
 
 def test_batched_left_padded_generation_equals_one_at_a_time(reader, hf_model, hf_tokenizer,
@@ -222,9 +260,79 @@ def test_sure_oracle_scores(reader, native, nq_records):
                                for x, y in zip(a["tokens"], b["tokens"])))
     measured("adapter: score log-prob max |diff|", worst)
     assert worst < TOL_LOGPROB
-    # ragform.sure.oracle itself needs queries with 2+ documents holding a gold answer, which
-    # the NQ-Open oracle records (one gold passage each) do not have: it ran to "fewer than 2
-    # queries with 2+ documents" with both readers. Its reader input is score(), checked above.
+
+
+def _normalize_answer(s):
+    """SQuAD's normalisation (src/text/normalize.h): lower case, no punctuation, no articles,
+    single spaces."""
+    s = "".join(c for c in s.lower() if c not in string.punctuation)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
+
+
+def _two_passage_records(n):
+    """n NQ-Open questions, each with two documents that hold its answer: the question's own gold
+    passage and the one other record's gold passage (of the 2,655 in nq-open-oracle) that holds
+    a normalised answer of 5+ characters (fewer characters match words by chance), first n in
+    file order."""
+    with gzip.open(shared_file("data/lost-in-the-middle/nq-open-oracle.jsonl.gz"), "rt") as f:
+        recs = [json.loads(line) for line in f]
+    texts = [_normalize_answer(r["ctxs"][0]["text"]) for r in recs]
+    out = []
+    for i, r in enumerate(recs):
+        answers = [a for a in map(_normalize_answer, r["answers"]) if len(a) >= 5]
+        hits = [j for j, t in enumerate(texts) if j != i and any(a in t for a in answers)]
+        if answers and len(hits) == 1:
+            ctx = [{"title": c["title"], "text": c["text"]}
+                   for c in (r["ctxs"][0], recs[hits[0]]["ctxs"][0])]
+            out.append({"question": r["question"], "answers": r["answers"], "ctxs": ctx})
+            if len(out) == n:
+                return out
+    raise AssertionError(f"fewer than {n} NQ-Open records have a second answer-bearing passage")
+
+
+def test_sure_oracle_native_and_adapter_rows(reader, native):
+    """ragform.sure.oracle (paper A.2-A.3) through the adapter against the native reader.
+
+    The oracle's requirement (src/pipelines/sure/analyses.cpp, oracle_documents / oracle_ks): per
+    query, the documents that hold a gold answer (normalised substring match), ranked by eq. 5;
+    a query with fewer than 2 such documents is skipped and fewer than 2 remaining queries is an
+    error ("fewer than 2 queries with 2+ documents"). NQ-Open's oracle records hold one gold
+    passage each, so on them the oracle cannot run with any reader. Nothing else is missing from
+    NQ: the records here are NQ questions given a second answer-bearing passage from the same
+    file (_two_passage_records). The rows (K-S D and p of top- against bottom-ranked documents
+    and of the seeded control pair, per feature) are equal when both readers rank each query's
+    two documents alike, which the per-document scores below check with their margins."""
+    recs = _two_passage_records(4)
+    ours = ragform.sure.oracle(recs, reader=native, progress=False)
+    theirs = ragform.sure.oracle(recs, reader=reader, progress=False)
+    assert [r["feature"] for r in ours] == [r["feature"] for r in theirs] == \
+        ["flesch", "distinct1", "token_length", "ppl"]
+    worst_row = 0.0
+    for a, b in zip(ours, theirs):
+        assert a.keys() == b.keys()
+        for k in a:
+            if k != "feature":
+                worst_row = max(worst_row, abs(a[k] - b[k]))
+    measured("adapter: sure.oracle K-S rows max |diff| (4 features x 4 numbers)", worst_row)
+    assert worst_row < 1e-9
+    # The readers' eq. 5 inputs on the same documents: answer log-probs after the document and
+    # the question, and the ordering of each query's two documents, with the smaller gap.
+    worst, gap = 0.0, float("inf")
+    for r in recs:
+        sums = []
+        for c in r["ctxs"]:
+            p = f"(Title: {c['title']}) {c['text']}\nQuestion: {r['question']}\nAnswer:"
+            a = native.score_details(p, " " + r["answers"][0])
+            b = reader.score(p, " " + r["answers"][0])
+            assert [t["id"] for t in a["tokens"]] == [t["id"] for t in b["tokens"]]
+            worst = max(worst, abs(a["sum"] - b["sum"]))
+            sums.append((a["sum"], b["sum"]))
+        (n0, t0), (n1, t1) = sums
+        assert (n0 > n1) == (t0 > t1)
+        gap = min(gap, abs(n0 - n1))
+    measured("adapter: oracle documents' answer log-prob sums max |diff|", worst)
+    measured("adapter: smallest score gap between a query's two documents", gap)
+    assert worst < TOL_LOGPROB * 10
 
 
 @pytest.mark.xfail(strict=False, reason="measured 2026-12-06: the third selected sentence of NQ "

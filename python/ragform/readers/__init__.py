@@ -4,13 +4,17 @@ as reader= to every pipeline function. Adapters for the engines researchers run 
 
     ragform.readers.transformers(model, tokenizer)   # generation, log-probs, attention, hidden
     ragform.readers.vllm(llm)                        # generation and prompt log-probs
+    ragform.readers.sentence_transformers(st)        # SpotlightRAG's token encoder (encoder=)
 
-Neither library is a dependency: each is imported when its reader first runs."""
+No library is a dependency: each is imported when its reader first runs."""
 from .. import _ragform
 from .transformers import TransformersReader, transformers  # noqa: F811 (the module's name)
 from .vllm import VLLMReader, vllm  # noqa: F811
+from .sentence_transformers import (  # noqa: F811
+    SentenceTransformersEncoder, sentence_transformers)
 
-__all__ = ["as_reader", "transformers", "vllm", "TransformersReader", "VLLMReader"]
+__all__ = ["as_reader", "transformers", "vllm", "sentence_transformers", "TransformersReader",
+           "VLLMReader", "SentenceTransformersEncoder"]
 
 
 def as_reader(obj):

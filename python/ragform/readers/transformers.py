@@ -13,6 +13,12 @@ sampled; prompt log-probs (score) and attention from one forward pass each; hidd
 output_hidden_states. Everything runs on the device the model is on. torch and transformers are
 imported only when a method runs, so the package needs neither; `torch=` takes a stand-in module
 (the package's tests pass a numpy one).
+
+Prompts are tokenised with split_special_tokens=True: a control token's text typed inside a
+document or question ("<start_of_turn>", "<eos>", "<bos>") is text, as ragform's own tokenizer
+reads it, not the control token transformers' tokenizer makes of it by default; the tokenizer's
+own special tokens (Gemma's one BOS) are still added once. (A tokenizer whose __call__ takes
+neither split_special_tokens nor **kwargs is called without it.)
 """
 import numpy as np
 
@@ -46,8 +52,9 @@ class TransformersReader:
         return f"transformers:{name}"
 
     def tokenize(self, text):
-        """The ids the model is fed for `text` (the tokenizer's special tokens, BOS, included)."""
-        return list(self.tokenizer(text)["input_ids"])
+        """The ids the model is fed for `text` (the tokenizer's special tokens, BOS, included;
+        control-token text inside `text` stays text: the module's docstring)."""
+        return list(self._encode(text)["input_ids"])
 
     def generate(self, prompts, params):
         out = []
@@ -95,7 +102,7 @@ class TransformersReader:
     def hidden(self, prompt, layer):
         """The hidden states after `layer` blocks (hidden_states[layer]: 0 = the embeddings, the
         last = the final norm's output, as the native reader's layer n_layer)."""
-        enc = self.tokenizer(prompt, return_offsets_mapping=True)
+        enc = self._encode(prompt, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
         hs = self._forward(ids, keep=1, output_hidden_states=True).hidden_states
         states = self._numpy(hs[resolve(layer, len(hs))][0]).astype(np.float32)
@@ -112,6 +119,23 @@ class TransformersReader:
             import torch
             self._torch_module = torch
         return self._torch_module
+
+    def _encode(self, text, **kw):
+        """The tokenizer over `text` (a string or a list), special-token text split as text."""
+        if self._splits_special():
+            kw["split_special_tokens"] = True
+        return self.tokenizer(text, **kw)
+
+    def _splits_special(self):
+        if not hasattr(self, "_split_special"):
+            import inspect
+            try:
+                params = inspect.signature(self.tokenizer.__call__).parameters.values()
+            except (TypeError, ValueError):
+                params = ()
+            self._split_special = any(p.name == "split_special_tokens" or
+                                      p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        return self._split_special
 
     def _device(self):
         return getattr(self.model, "device", None) or next(self.model.parameters()).device
@@ -150,7 +174,7 @@ class TransformersReader:
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
-        enc = tok(list(prompts), return_tensors="pt", padding=True)
+        enc = self._encode(list(prompts), return_tensors="pt", padding=True)
         enc = {k: v.to(self._device()) for k, v in enc.items()}
         kw = {"max_new_tokens": params["max_tokens"], "pad_token_id": tok.pad_token_id}
         if params["temperature"] > 0:
