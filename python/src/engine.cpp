@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include "base/error.h"
+#include "base/json_file.h"
 #include "bindings.h"
 #include "engine/model/model.h"
 #include "engine/model/model_card.h"
@@ -69,16 +70,20 @@ std::shared_ptr<reader::NativeEncoder> open_encoder(const std::string& path,
 // which reads and checks it): None, or a dict whose lists may be tuples and whose integers may be
 // numpy's; anything else as Python's json module says it. A refusal names the dict's key
 // (errors.cpp: steering['spans']).
-nlohmann::json steering_json(const pyb::handle& o) {
+nlohmann::json steering_json(const pyb::handle& o, int depth = 0) {
+  // Bounded as every JSON input is (base/json_file.h): a deeper object would overflow the stack
+  // of this recursion before any check of the steering object could see it.
+  if (depth > kMaxJsonDepth)
+    throw UsageError("steering", "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   if (pyb::isinstance<pyb::dict>(o)) {
     nlohmann::json j = nlohmann::json::object();
     for (auto kv : o.cast<pyb::dict>())
-      j[pyb::str(kv.first).cast<std::string>()] = steering_json(kv.second);
+      j[pyb::str(kv.first).cast<std::string>()] = steering_json(kv.second, depth + 1);
     return j;
   }
   if (pyb::isinstance<pyb::list>(o) || pyb::isinstance<pyb::tuple>(o)) {
     nlohmann::json j = nlohmann::json::array();
-    for (const pyb::handle& x : o) j.push_back(steering_json(x));
+    for (const pyb::handle& x : o) j.push_back(steering_json(x, depth + 1));
     return j;
   }
   if (!pyb::isinstance<pyb::bool_>(o) && !pyb::isinstance<pyb::str>(o) && PyIndex_Check(o.ptr()))

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/excerpt.h"
 #include "base/options.h"
 #include "bindings.h"
 
@@ -19,12 +20,22 @@ namespace ragform::py {
 
 namespace detail {
 
+// A wrong value as a TypeError shows it: a container by its type and size (the repr of a list of
+// 160,000 records took 4 s and 460 MB to build a 100 MB message), anything else by its repr cut
+// to an excerpt.
+inline std::string shown_value(const pyb::handle& obj) {
+  if (pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj) ||
+      pyb::isinstance<pyb::dict>(obj) || pyb::isinstance<pyb::set>(obj))
+    return "a " + pyb::str(pyb::type::of(obj).attr("__name__")).cast<std::string>() + " of " +
+           std::to_string(pyb::len(obj)) + " items";
+  return excerpt(pyb::repr(obj).cast<std::string>());
+}
+
 // The value of `obj` for the option `d` as a field of type T (not optional).
 template <class T>
 T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
   auto wrong = [&](const char* want) {
-    throw pyb::type_error(d.key + ": expected " + want + ", got " +
-                          pyb::repr(obj).cast<std::string>());
+    throw pyb::type_error(d.key + ": expected " + want + ", got " + shown_value(obj));
   };
   if constexpr (std::is_same_v<T, bool>) {
     if (!pyb::isinstance<pyb::bool_>(obj)) wrong("True or False");

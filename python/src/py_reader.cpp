@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "bindings.h"
 #include "py_reader_answers.h"
 #include "reader/generate_params.h"
@@ -70,7 +71,9 @@ using reader::ScoreResult;
 
 std::string exception_text(const pyb::error_already_set& e) {
   std::string type = pyb::str(e.type().attr("__name__"));
-  std::string msg = pyb::str(e.value());
+  // Cut to a message's size: it is stored in every unmeasured row the failure leaves (a 20 MB
+  // message in six rows made a 120 MB store).
+  std::string msg = excerpt(pyb::str(e.value()).cast<std::string>(), kMessageBytes);
   std::string out = msg.empty() ? type : type + ": " + msg;
   for (char& c : out)
     if (c == '\n' || c == '\r') c = ' ';

@@ -60,9 +60,15 @@ pyb::object field(const pyb::handle& h, const char* name) {
 // Text from Python: str as UTF-8, bytes as they are; anything else, or a str holding a lone
 // surrogate (which has no UTF-8 form), is refused naming `what`, in the words of the arguments'
 // check (python/ragform/_text.py).
-std::string text_of(const pyb::handle& h, const std::string& what) {
+std::string text_of(const pyb::handle& h, const std::string& what, size_t at_most) {
+  if (!pyb::isinstance<pyb::bytes>(h) && !pyb::isinstance<pyb::str>(h))
+    bad(what + ": expected a str, got " + type_name(h));
+  // Its size before it is copied (a str's UTF-8 is at least one byte per character).
+  if (const size_t n = pyb::len(h); n > at_most)
+    bad(what + ": " + std::to_string(n) +
+        (pyb::isinstance<pyb::str>(h) ? " characters" : " bytes") + ", more than the limit of " +
+        std::to_string(at_most) + " bytes");
   if (pyb::isinstance<pyb::bytes>(h)) return h.cast<std::string>();
-  if (!pyb::isinstance<pyb::str>(h)) bad(what + ": expected a str, got " + type_name(h));
   Py_ssize_t n = 0;
   if (const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n)) return std::string(s, size_t(n));
   PyErr_Clear();
@@ -190,15 +196,15 @@ long long length_of(const pyb::handle& h) {
   return n;
 }
 
-std::vector<int32_t> ids_of(const pyb::handle& h, const std::string& what) {
+// At most `at_most` ids: an endless iterator is refused one past it, not read until memory ends.
+std::vector<int32_t> ids_of(const pyb::handle& h, const std::string& what, size_t at_most) {
   std::vector<int32_t> out;
-  for (const pyb::object& it : items_of(h, what))
+  for (const pyb::object& it : items_of(h, what, at_most))
     out.push_back(int32_t(int_of(it, what + "[" + std::to_string(out.size()) + "]", 0, INT32_MAX)));
   return out;
 }
 
-std::vector<std::string> texts_of(const pyb::handle& h, const std::string& what,
-                                  size_t at_most = SIZE_MAX) {
+std::vector<std::string> texts_of(const pyb::handle& h, const std::string& what, size_t at_most) {
   std::vector<std::string> out;
   for (const pyb::object& it : items_of(h, what, at_most))
     out.push_back(text_of(it, what + "[" + std::to_string(out.size()) + "]"));
@@ -270,26 +276,20 @@ pyb::dict params_dict(const GenerateParams& p, size_t n_prompts) {
 Generation generation_of(const pyb::handle& h, const std::string& what) {
   Generation g;
   if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h)) {
-    if (const size_t n = pyb::len(h); n > kMaxGenerationBytes)
-      bad(what + ": " + std::to_string(n) + " characters, more than the limit of " +
-          std::to_string(kMaxGenerationBytes) + " bytes");
-    g.text = text_of(h, what);
+    g.text = text_of(h, what, kMaxGenerationBytes);
     g.finish_reason = "length";
     return g;
   }
   if (h.is_none()) bad(what + " is None");
   pyb::object text = field(h, "text");
   if (text.is_none()) bad(what + " has no 'text'");
-  // Its size before it is copied (a str's UTF-8 is at least one byte per character).
-  if (pyb::isinstance<pyb::str>(text) || pyb::isinstance<pyb::bytes>(text))
-    if (const size_t n = pyb::len(text); n > kMaxGenerationBytes)
-      bad(what + "'s text: " + std::to_string(n) + " characters, more than the limit of " +
-          std::to_string(kMaxGenerationBytes) + " bytes");
-  g.text = text_of(text, what + "'s text");
+  g.text = text_of(text, what + "'s text", kMaxGenerationBytes);
   if (g.text.size() > kMaxGenerationBytes)
     bad(what + "'s text: " + std::to_string(g.text.size()) + " bytes, more than the limit of " +
         std::to_string(kMaxGenerationBytes));
-  if (pyb::object ids = field(h, "ids"); !ids.is_none()) g.ids = ids_of(ids, what + "'s ids");
+  // The tokens of the text: at most token_bound of its bytes.
+  if (pyb::object ids = field(h, "ids"); !ids.is_none())
+    g.ids = ids_of(ids, what + "'s ids", token_bound(g.text.size()));
   pyb::object fin = field(h, "finish_reason");
   g.finish_reason = fin.is_none() ? "length" : text_of(fin, what + "'s finish_reason");
   if (pyb::object n = field(h, "prompt_tokens"); !n.is_none())
@@ -464,7 +464,7 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
         std::to_string(n_keys) + " keys (expected keys 0..query)");
   pyb::object ids = bare ? pyb::none() : field(h, "head_ids");
   if (!ids.is_none()) {
-    for (int32_t id : ids_of(ids, at + "head_ids")) row.head_ids.push_back(int(id));
+    for (int32_t id : ids_of(ids, at + "head_ids", kMaxHeads)) row.head_ids.push_back(int(id));
   } else if (heads.size() == size_t(n_heads)) {
     row.head_ids = heads;
   } else {
@@ -530,9 +530,9 @@ AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layer
         std::to_string(items.size()));
   AttentionResult r;
   if (!pyb::isinstance<pyb::array>(items[0])) {
-    if (pyb::object ids = field(items[0], "ids"); !ids.is_none()) r.ids = ids_of(ids, "ids");
+    if (pyb::object ids = field(items[0], "ids"); !ids.is_none()) r.ids = ids_of(ids, "ids", bound);
     if (pyb::object pieces = field(items[0], "pieces"); !pieces.is_none())
-      r.pieces = texts_of(pieces, "pieces");
+      r.pieces = texts_of(pieces, "pieces", bound);
   }
   // The prompt's tokens: tokenize's count, else as many as the ids or pieces returned.
   auto agree = [&](size_t n, const char* what) {
@@ -601,7 +601,7 @@ HiddenResult hidden_of(const pyb::handle& h, int layer, int n_tokens, size_t bou
     bad(std::to_string(a.shape(0)) + " rows of states for " + std::to_string(r.pieces.size()) +
         " pieces");
   if (!ids.is_none()) {
-    r.ids = ids_of(ids, "ids");
+    r.ids = ids_of(ids, "ids", size_t(a.shape(0)));
     if (r.ids.size() != size_t(a.shape(0)))
       bad(std::to_string(a.shape(0)) + " rows of states for " + std::to_string(r.ids.size()) +
           " ids");

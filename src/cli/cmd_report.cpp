@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "eval/stats.h"
 #include "report/report.h"
 #include "report/write_report.h"
 #include "store/run_store.h"
@@ -26,8 +27,8 @@ int run_report(const std::vector<std::string>& argv) {
   auto& out = a.opt<std::string>("-o,--output", "FILE", "HTML file to write").required();
   auto& title = a.opt<std::string>("--title", "TEXT", "page title", "ragform report");
   auto& per_section = a.opt<int>("--instances", "N", "instances per section in the drill-down", 20);
-  auto& resamples =
-      a.opt<int>("--resamples", "N", "bootstrap resamples of SURE's RR CI", 1000).range(1, kMaxInt);
+  auto& resamples = a.opt<int>("--resamples", "N", "bootstrap resamples of SURE's RR CI", 1000)
+                        .range(1, int(eval::kMaxResamples));
   if (!a.parse(argv)) return 0;
   store::RunStore st(*store_path.value, store::RunStore::Mode::read_only);
   report::ReportOptions opt;

@@ -187,6 +187,8 @@ BootstrapCI bootstrap_mean_ci(std::span<const double> x, double level, size_t re
     throw Error(kWhere, "confidence level must lie in (0, 1), got " + std::to_string(level));
   }
   if (resamples == 0) throw Error(kWhere, "resamples must be at least 1");
+  if (resamples > kMaxResamples)
+    throw Error(kWhere, "resamples must be at most " + std::to_string(kMaxResamples));
   require_finite(x, kWhere, "x");
   BootstrapCI ci;
   ci.mean = mean_of(x);

@@ -50,7 +50,7 @@ TEST(EncoderSettings, TheLibraryChecksEachSettingByItsKeyAndTheCliSpellsIt) {
   };
   const std::vector<Case> cases = {
       {"truncate", "left", "expected right or error, got 'left'"},
-      {"batch_tokens", "0", "value out of range: 0 (accepted: 1 or more)"},
+      {"batch_tokens", "0", "value out of range: 0 (accepted: 1..65536)"},
       {"max_tokens", "-1", "value out of range: -1 (accepted: 0 or more)"},
       {"threads", "100000",
        "value too large: 100000 (largest accepted: " + std::to_string(max_threads()) + ")"},

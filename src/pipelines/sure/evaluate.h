@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/options.h"
+#include "eval/stats.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/metrics.h"
 #include "pipelines/sure/pairs.h"
@@ -76,7 +77,8 @@ struct EvalOptions {
                  "Chain-of-Note instruction (Table 5 baseline)"}
           .flag_only(),
       chain_of_note);
-    v(OptionDecl{"resamples", "--resamples", "N", "bootstrap resamples"}.count(1, 2147483647),
+    v(OptionDecl{"resamples", "--resamples", "N", "bootstrap resamples"}.count(
+          1, double(eval::kMaxResamples)),
       resamples);
     v(OptionDecl{"emphasis_gold", "--emphasis-gold", "FACTOR",
                  "for analysis: the document's attention times FACTOR while answering (generate "
