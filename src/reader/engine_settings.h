@@ -83,7 +83,8 @@ struct EngineSettings {
           .first(),
       prefix_cache);
     v(OptionDecl{"prefix_cache_mb", "--prefix-cache-mb", "N",
-                 "prefix cache bound in MiB (LRU; 0 = 1/8 of RAM, at most 2048)"}
+                 "prefix cache bound in MiB (LRU; 0 = 1/8 of the memory the process may use: RAM, "
+                 "RLIMIT_AS and the cgroup limit, the smallest; at most 2048)"}
           .count(0, 1 << 20)
           .first(),
       prefix_cache_mb);

@@ -246,7 +246,8 @@ Response Api::health() {
              {"largest_batch", st.largest_batch},
              {"prompt_tokens", st.prompt_tokens},
              {"prompt_tokens_computed", st.prompt_tokens_computed},
-             {"prefix_cache", cache}});
+             {"prefix_cache", cache},
+             {"reply_memory", to_json(reply_budget().stats())}});
 }
 
 Response Api::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "reader/encoder.h"
+#include "reader/native_encoder.h"
 #include "server/api_json.h"
 #include "server/reply_budget.h"
 #include "server/router.h"
@@ -17,7 +18,16 @@ EncoderApi::EncoderApi(reader::Encoder& enc, EncoderApiOptions opt)
       opt_(std::move(opt)),
       created_(long(std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::system_clock::now().time_since_epoch())
-                        .count())) {}
+                        .count())) {
+  // The served model's width and longest input, for the reply budget's estimates: a native
+  // model tells them; another encoder's width is learned from its first answer.
+  if (opt_.n_embd <= 0 || opt_.max_tokens <= 0)
+    if (const auto* native = dynamic_cast<const reader::NativeEncoder*>(&enc_)) {
+      if (opt_.n_embd <= 0) opt_.n_embd = native->model().hp().n_embd;
+      if (opt_.max_tokens <= 0) opt_.max_tokens = native->max_tokens();
+    }
+  if (opt_.n_embd > 0) width_ = size_t(opt_.n_embd);
+}
 
 namespace {
 
@@ -30,7 +40,8 @@ const RouteSpec kEncoderHealth{
     .access = Access::Open,
     .summary = "Liveness and the encoder's description (no API key needed)",
     .response =
-        R"({"type": "object", "required": ["status", "encoder"], "properties": {"status": {"const": "ok"}, "encoder": {"type": "string"}}})",
+        R"({"type": "object", "required": ["status", "encoder", "reply_memory"], "properties": {"status": {"const": "ok"}, "encoder": {"type": "string"}, "reply_memory": )" RAGFORM_REPLY_MEMORY
+        R"(}})",
 };
 
 const RouteSpec kEmbeddings{
@@ -94,13 +105,17 @@ void EncoderApi::routes(Router& router, EncoderApi* self) {
   router.default_hint("this server runs an encoder model: /v1/embeddings and /v1/rerank");
 }
 
-Response EncoderApi::health() { return ok({{"status", "ok"}, {"encoder", enc_.describe()}}); }
+Response EncoderApi::health() {
+  return ok({{"status", "ok"},
+             {"encoder", enc_.describe()},
+             {"reply_memory", to_json(reply_budget().stats())}});
+}
 
 Response EncoderApi::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }
 
 namespace {
-// The widest encoder vector the reply budget assumes before the model has answered (BERT-likes
-// have 384 to 1,024).
+// The widest encoder vector the reply budget assumes when the model's width is not known and it
+// has not answered yet (BERT-likes have 384 to 1,024).
 constexpr size_t kMaxEncoderWidth = 4096;
 
 void check_model(const json& j, const std::string& id) {
@@ -162,11 +177,22 @@ Response EncoderApi::embeddings(const std::string& body) {
   const bool per_token = pooling && *pooling == reader::Pooling::None;
   // The reply's memory, reserved in the server-wide budget before anything is encoded and held
   // until the body is written (reply_budget.h): a vector per text, or per token (at most one a
-  // byte, and [CLS] [SEP]), of at most kMaxEncoderWidth numbers; shrunk to the body once built.
+  // byte and [CLS] [SEP], at most the model's longest input), of the served model's width
+  // (kMaxEncoderWidth until known: 4,096 for tiny-bert's 64 made a 2.86 MB reply reserve
+  // 128 MiB, and 30 such requests at once got 503s, issue 40); shrunk to the body once built.
   size_t most = 0;
-  for (const std::string& t : texts) most += per_token ? t.size() + 2 : 1;
+  for (const std::string& t : texts) {
+    size_t n = 1;
+    if (per_token) {
+      n = t.size() + 2;
+      if (opt_.max_tokens > 0) n = std::min(n, size_t(opt_.max_tokens));
+    }
+    most += n;
+  }
+  const size_t width = width_.load();
   ReplyBudget::Hold hold = reply_budget().reserve(
-      std::min(most * kMaxEncoderWidth, kMaxEmbeddingValues) * kReplyBytesPerNumber +
+      std::min(most * (width ? width : kMaxEncoderWidth), kMaxEmbeddingValues) *
+          kReplyBytesPerNumber +
       (size_t(1) << 16));
   std::vector<reader::Embedding> embs;
   if (per_token) {
@@ -192,6 +218,12 @@ Response EncoderApi::embeddings(const std::string& body) {
     }
   } else {
     embs = enc_.embed(texts, pooling, normalize);
+  }
+  for (const reader::Embedding& e : embs) {
+    size_t seen = width_.load();
+    const size_t w = size_t(std::max(e.n_embd, 0));
+    while (w > seen && !width_.compare_exchange_weak(seen, w)) {
+    }
   }
   json data = json::array();
   long n_tok = 0;

@@ -1,8 +1,8 @@
 // The HTTP API of `ragform serve` when it runs an encoder model (reader/encoder.h), independent of
 // any HTTP library like api.h (same Request / Response, routes of the same table, router.h, with
 // the same API key check and OpenAI-style error objects):
-//   GET  /health -> {status: "ok", encoder: the model's description}; GET /v1/models as for a
-//   reader
+//   GET  /health -> {status: "ok", encoder: the model's description, reply_memory: the reply
+//   budget's counters (reply_budget.h)}; GET /v1/models as for a reader
 //   POST /v1/embeddings {input: string | [strings], model?, encoding_format?: "float",
 //                        pooling?: none|mean|cls|last, normalize?: bool (default true)}
 //        -> {object: "list", model, data: [{object: "embedding", index, embedding, n_tokens,
@@ -19,6 +19,8 @@
 // name other than the served one is a 404; per-token vectors over kMaxEmbeddingValues are a 400
 // response_too_large.
 #pragma once
+#include <atomic>
+#include <cstddef>
 #include <string>
 
 #include "server/api.h"
@@ -39,6 +41,10 @@ struct EncoderApiOptions {
   std::string model_id;
   std::string model_sha256;  // of the encoder file, reported by /v1/models (as api.h's)
   int max_inputs = 2048;     // texts per /v1/embeddings request, documents per /v1/rerank
+  // The model's width and longest input in tokens, for the reply budget's estimates; 0 = the
+  // native encoder's own (else the width is learned from the first answer).
+  int n_embd = 0;
+  int max_tokens = 0;
 };
 
 class Router;
@@ -60,6 +66,7 @@ class EncoderApi {
   reader::Encoder& enc_;
   EncoderApiOptions opt_;
   long created_;
+  std::atomic<size_t> width_{0};  // the vectors' width, 0 until known
 };
 
 }  // namespace ragform::server

@@ -1,10 +1,13 @@
 #include "server/engine.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <new>
 
 #include <algorithm>
 
 #include "engine/runtime/context.h"
+#include "engine/runtime/prefix_cache.h"
 #include "engine/runtime/sampler.h"
 #include "reader/native_reader.h"
 
@@ -36,7 +39,8 @@ struct Engine::Active {
   size_t emitted = 0;         // bytes of out.text already given to on_text
   bool finished = false;
   bool cancelled = false;
-  bool prefilled = false;  // the prompt went through a step (and was offered to the cache)
+  bool prefilled = false;   // the prompt went through a step (and was offered to the cache)
+  bool fail_alloc = false;  // the test hook (engine.h): a bad_alloc at the first token
 };
 
 size_t stable_prefix(const std::string& text, const std::vector<std::string>& stop) {
@@ -75,6 +79,9 @@ Engine::Engine(reader::NativeReader& reader, const SchedulerOptions& opt)
   // The reader's prefix cache, when its KV type is the engine's (entries never mix types anyway).
   cp.prefix_cache = reader_.prefix_cache();
   ctx_->ctx = std::make_unique<runtime::Context>(reader_.model(), cp);
+  // Test hook (tests/server): the N-th completion admitted fails with std::bad_alloc at its
+  // first token, as a real allocation failure there would.
+  if (const char* n = std::getenv("RAGFORM_TEST_ENGINE_BAD_ALLOC")) fail_alloc_at_ = std::atol(n);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -157,7 +164,6 @@ void Engine::finish(Active& a) {
   if (!a.cancelled && h.on_text && a.emitted < a.out.text.size())
     h.on_text(a.out.text.substr(a.emitted));
   a.emitted = a.out.text.size();
-  a.finished = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.sequences++;
@@ -165,6 +171,7 @@ void Engine::finish(Active& a) {
   }
   // The bookkeeping and on_finish come first, so whoever sees the future ready sees them done.
   if (h.on_finish) h.on_finish();
+  a.finished = true;  // (after anything that could throw: fail_active answers until here)
   a.job->done.set_value(std::move(a.out));
 }
 
@@ -175,32 +182,57 @@ void Engine::fail(const std::shared_ptr<Job>& j, std::exception_ptr e) {
     stats_.active--;
   }
   if (j->hooks.on_finish) j->hooks.on_finish();
-  j->done.set_exception(e);
+  try {
+    j->done.set_exception(e);
+  } catch (const std::future_error&) {
+    // Already answered (a failure after its value was set): nothing more to tell.
+  }
 }
+
+// An allocation failed on the engine thread: the prefix cache gives its memory back, so that the
+// failure costs one request, not the next ones too.
+void Engine::shed_cache() noexcept {
+  if (auto pc = reader_.prefix_cache()) pc->clear();
+}
+
+// An active completion that failed (its sequence freed, the future failed), once.
+void Engine::fail_active(Active& a, std::exception_ptr e) {
+  if (a.seq >= 0) ctx_->ctx->free_sequence(a.seq);
+  a.seq = -1;
+  if (a.finished) return;  // answered already
+  a.finished = true;
+  fail(a.job, e);
+}
+
+namespace {
+bool is_bad_alloc(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::bad_alloc&) {
+    return true;
+  } catch (...) {
+  }
+  return false;
+}
+}  // namespace
 
 // One forward pass over every active sequence, then one token for each (runtime::generate's rule).
 void Engine::step(std::vector<Active>& active) {
   auto& ctx = *ctx_->ctx;
-  const auto& tk = reader_.tokenizer();
-  const int V = ctx.model().hp().n_vocab;
-  std::vector<runtime::SeqInput> in;
-  for (auto& a : active) {
-    runtime::SeqInput s;
-    s.seq = a.seq;
-    s.tokens = a.next;
-    in.push_back(std::move(s));
-  }
   std::vector<runtime::SeqOutput> res;
   try {
+    std::vector<runtime::SeqInput> in;
+    for (auto& a : active) {
+      runtime::SeqInput s;
+      s.seq = a.seq;
+      s.tokens = a.next;
+      in.push_back(std::move(s));
+    }
     res = ctx.eval(in);
   } catch (...) {
     auto e = std::current_exception();
-    for (auto& a : active) {
-      ctx.free_sequence(a.seq);
-      a.seq = -1;
-      a.finished = true;
-      fail(a.job, e);
-    }
+    if (is_bad_alloc(e)) shed_cache();
+    for (auto& a : active) fail_active(a, e);
     return;
   }
   {
@@ -210,36 +242,66 @@ void Engine::step(std::vector<Active>& active) {
   }
   for (auto& a : active)
     if (!a.prefilled) {
-      ctx.cache_prefix(a.seq);
       a.prefilled = true;
+      // The cache only saves later work: when its copy of the rows cannot be made (no memory:
+      // a server under `ulimit -v` died of this bad_alloc, issue 40), the request goes on
+      // without it and the cache gives its memory back.
+      try {
+        ctx.cache_prefix(a.seq);
+      } catch (const std::bad_alloc&) {
+        shed_cache();
+      }
     }
   for (size_t b = 0; b < active.size(); ++b) {
     Active& a = active[b];
-    const auto& opt = a.job->opt;
-    runtime::GenerateOutput& o = a.out;
-    const int32_t id = a.sampler.sample(res[b].logits.data(), V);
-    if (!runtime::take_token(o, id, tk, opt, ctx, a.seq)) {  // generate()'s per-token rule
-      finish(a);
-      continue;
+    // Whatever fails for one sequence (an allocation for its text, its stream's callback) fails
+    // that request alone; the engine thread goes on.
+    try {
+      advance(a, res[b].logits.data());
+    } catch (...) {
+      auto e = std::current_exception();
+      if (is_bad_alloc(e)) shed_cache();
+      fail_active(a, e);
     }
-    if (a.job->hooks.on_text) {
-      size_t upto = stable_prefix(o.text, opt.stop);
-      if (upto > a.emitted) {
-        if (!a.job->hooks.on_text(o.text.substr(a.emitted, upto - a.emitted))) {
-          a.cancelled = true;
-          o.finish_reason = "cancelled";
-          finish(a);
-          continue;
-        }
-        a.emitted = upto;
-      }
-    }
-    a.next = {id};
   }
+}
+
+// The token after a step for one sequence: sampled, checked against generate()'s rules, given to
+// the stream; the sequence finished when it ends.
+void Engine::advance(Active& a, const float* logits) {
+  auto& ctx = *ctx_->ctx;
+  const auto& tk = reader_.tokenizer();
+  const int V = ctx.model().hp().n_vocab;
+  const auto& opt = a.job->opt;
+  if (a.fail_alloc) {
+    a.fail_alloc = false;
+    throw std::bad_alloc();
+  }
+  runtime::GenerateOutput& o = a.out;
+  const int32_t id = a.sampler.sample(logits, V);
+  if (!runtime::take_token(o, id, tk, opt, ctx, a.seq)) {  // generate()'s per-token rule
+    finish(a);
+    return;
+  }
+  if (a.job->hooks.on_text) {
+    size_t upto = stable_prefix(o.text, opt.stop);
+    if (upto > a.emitted) {
+      if (!a.job->hooks.on_text(o.text.substr(a.emitted, upto - a.emitted))) {
+        a.cancelled = true;
+        o.finish_reason = "cancelled";
+        finish(a);
+        return;
+      }
+      a.emitted = upto;
+    }
+  }
+  a.next = {id};
 }
 
 void Engine::loop() {
   std::vector<Active> active;
+  // Room for every place at once: admitting a completion never reallocates (or fails) here.
+  active.reserve(size_t(opt_.max_batch));
   auto& ctx = *ctx_->ctx;
   for (;;) {
     std::shared_ptr<Job> fn_job;
@@ -286,25 +348,36 @@ void Engine::loop() {
         fail(j, err);
         continue;
       }
-      Active a(j, runtime::Sampler(j->opt.sampling));
-      a.out.prompt_tokens = int(j->ids.size());
-      if (j->opt.max_tokens == 0) {
-        a.out.finish_reason = "length";
-        finish(a);
-        continue;
+      // Admission (its sequence, steering, the cached prefix's rows) fails this request alone:
+      // a bad_alloc here ended the whole server (issue 40).
+      int seq = -1;
+      try {
+        Active a(j, runtime::Sampler(j->opt.sampling));
+        a.out.prompt_tokens = int(j->ids.size());
+        if (j->opt.max_tokens == 0) {
+          a.out.finish_reason = "length";
+          finish(a);
+          continue;
+        }
+        a.fail_alloc = fail_alloc_at_ > 0 && ++admitted_ == uint64_t(fail_alloc_at_);
+        seq = a.seq = ctx.new_sequence();
+        if (!j->opt.steering.empty()) ctx.set_steering(a.seq, j->opt.steering[0]);
+        const int reused = ctx.reuse_prefix(a.seq, a.next);
+        a.next.erase(a.next.begin(), a.next.begin() + reused);
+        {
+          // The context's own accounting (reuse_prefix counts every prompt), published under mu_.
+          const runtime::PrefillCounts c = ctx.prefill_counts();
+          std::lock_guard<std::mutex> lock(mu_);
+          stats_.prompt_tokens = uint64_t(c.submitted);
+          stats_.prompt_tokens_computed = uint64_t(c.computed);
+        }
+        active.push_back(std::move(a));
+      } catch (...) {
+        auto e = std::current_exception();
+        if (is_bad_alloc(e)) shed_cache();
+        if (seq >= 0) ctx.free_sequence(seq);
+        fail(j, e);
       }
-      a.seq = ctx.new_sequence();
-      if (!j->opt.steering.empty()) ctx.set_steering(a.seq, j->opt.steering[0]);
-      const int reused = ctx.reuse_prefix(a.seq, a.next);
-      a.next.erase(a.next.begin(), a.next.begin() + reused);
-      {
-        // The context's own accounting (reuse_prefix counts every prompt), published under mu_.
-        const runtime::PrefillCounts c = ctx.prefill_counts();
-        std::lock_guard<std::mutex> lock(mu_);
-        stats_.prompt_tokens = uint64_t(c.submitted);
-        stats_.prompt_tokens_computed = uint64_t(c.computed);
-      }
-      active.push_back(std::move(a));
     }
     if (!active.empty()) {
       step(active);

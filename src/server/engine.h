@@ -22,6 +22,12 @@
 // piece of text as soon as it is final — never part of a UTF-8 character, never text a stop string
 // could still remove — so the pieces concatenate exactly to the final GenerateOutput::text.
 // on_text returning false cancels the completion (the client went away): its sequence is freed.
+//
+// Failures: whatever fails for one completion — its admission, its token, its stream's callback,
+// an allocation anywhere in them — fails that completion's future alone, and a std::bad_alloc also
+// empties the prefix cache to give its memory back; a failed forward pass fails the completions of
+// that pass. The engine thread itself goes on (an uncaught bad_alloc here ended the server,
+// issue 40). A failed copy of a prompt into the prefix cache costs only the cache.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -104,8 +110,11 @@ class Engine {
   void enqueue(std::shared_ptr<Job> j);
   void loop();
   void step(std::vector<Active>& active);
+  void advance(Active& a, const float* logits);
   void finish(Active& a);
   void fail(const std::shared_ptr<Job>& j, std::exception_ptr e);
+  void fail_active(Active& a, std::exception_ptr e);
+  void shed_cache() noexcept;
   reader::NativeReader& reader_;
   SchedulerOptions opt_;
   struct CtxHolder;
@@ -115,6 +124,10 @@ class Engine {
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
   EngineStats stats_;
+  // Test hook: RAGFORM_TEST_ENGINE_BAD_ALLOC=N makes the N-th completion admitted (1-based) fail
+  // with std::bad_alloc at its first token (tests/server); 0 = never.
+  long fail_alloc_at_ = 0;
+  uint64_t admitted_ = 0;  // completions admitted (engine thread only)
   std::thread thread_;
 };
 

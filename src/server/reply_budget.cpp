@@ -53,6 +53,24 @@ void ReplyBudget::give_back(size_t bytes) {
 ReplyBudget::Hold ReplyBudget::reserve(size_t bytes, std::chrono::milliseconds wait) {
   if (bytes < kSmallReplyBytes) return Hold();
   bytes = std::min(bytes, limit_);
+  take(bytes, wait);
+  return Hold(this, bytes);
+}
+
+void ReplyBudget::grow(Hold& hold, size_t bytes, std::chrono::milliseconds wait) {
+  if (bytes < kSmallReplyBytes) return;
+  bytes = std::min(bytes, limit_);
+  const size_t have = hold.bytes();
+  if (bytes <= have) return;
+  take(bytes - have, wait);
+  if (hold.budget_) {
+    hold.bytes_ = bytes;
+  } else {
+    hold = Hold(this, bytes);
+  }
+}
+
+void ReplyBudget::take(size_t bytes, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mu_);
   // First come, first served: a large request is not passed forever by small ones.
   const uint64_t ticket = next_ticket_++;
@@ -79,12 +97,19 @@ ReplyBudget::Hold ReplyBudget::reserve(size_t bytes, std::chrono::milliseconds w
   peak_ = std::max(peak_, held_);
   lock.unlock();
   cv_.notify_all();  // the next in line may fit beside this one
-  return Hold(this, bytes);
 }
 
 ReplyBudget::Stats ReplyBudget::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {limit_, held_, peak_, waited_, refused_};
+}
+
+nlohmann::json to_json(const ReplyBudget::Stats& s) {
+  return {{"limit", s.limit},
+          {"held", s.held},
+          {"peak", s.peak},
+          {"waited", s.waited},
+          {"refused", s.refused}};
 }
 
 ReplyBudget& reply_budget() {

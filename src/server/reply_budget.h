@@ -16,6 +16,8 @@
 #include <memory>
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 namespace ragform::server {
 
 // The budget of a server (`ragform serve`): 256 MiB of replies under construction or being written
@@ -63,6 +65,11 @@ class ReplyBudget {
   // already waiting. Throws api_json::ApiError 503 server_busy after `wait`. Below
   // kSmallReplyBytes: an empty hold at once.
   Hold reserve(size_t bytes, std::chrono::milliseconds wait = kReplyBudgetWait);
+  // Makes `hold` hold `bytes` (at most the whole budget) when the reply turned out larger than
+  // its estimate, waiting for the difference as reserve() waits (503 after `wait`; the hold is
+  // then unchanged). Below kSmallReplyBytes in all: nothing to do. The difference is counted
+  // however small: a reply of 1 MiB or more is held in full.
+  void grow(Hold& hold, size_t bytes, std::chrono::milliseconds wait = kReplyBudgetWait);
 
   struct Stats {
     size_t limit = 0, held = 0, peak = 0;  // bytes
@@ -71,6 +78,8 @@ class ReplyBudget {
   Stats stats() const;
 
  private:
+  // Waits for `bytes` (already capped to the budget) in arrival order; throws the 503.
+  void take(size_t bytes, std::chrono::milliseconds wait);
   void give_back(size_t bytes);
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -82,5 +91,13 @@ class ReplyBudget {
 
 // The process's budget (one `ragform serve` per process), kReplyBudgetBytes.
 ReplyBudget& reply_budget();
+
+// {"limit", "held", "peak", "waited", "refused"}: the budget's counters as /health reports them
+// (peak: the most bytes held at once since start).
+nlohmann::json to_json(const ReplyBudget::Stats& s);
+
+// Their schema in the API document (/health of every server).
+#define RAGFORM_REPLY_MEMORY \
+  R"({"type": "object", "required": ["limit", "held", "peak", "waited", "refused"], "description": "the reply budget: bytes of replies allowed at once, held now, most held at once; requests that waited for room, that got 503 server_busy", "properties": {"limit": {"type": "integer"}, "held": {"type": "integer"}, "peak": {"type": "integer"}, "waited": {"type": "integer"}, "refused": {"type": "integer"}}})"
 
 }  // namespace ragform::server

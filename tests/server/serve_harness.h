@@ -20,6 +20,7 @@
 #include <httplib.h>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -35,8 +36,10 @@ namespace ragform::testing {
 class ServeProcess {
  public:
   // args: the arguments after "serve" (model, limits, ...). Throws std::runtime_error when the
-  // server does not come up within timeout_s.
-  explicit ServeProcess(std::vector<std::string> args, int timeout_s = 120) {
+  // server does not come up within timeout_s. in_child: run in the forked child before exec (a
+  // resource limit, an environment variable for the server alone).
+  explicit ServeProcess(std::vector<std::string> args, int timeout_s = 120,
+                        const std::function<void()>& in_child = {}) {
     log_ = temp_dir("serve") / "stderr.log";
     std::vector<std::string> argv = {
         ragform_bin().string(), "serve", "--host", "127.0.0.1", "--port", "0"};
@@ -45,6 +48,7 @@ class ServeProcess {
     if (pid_ == 0) {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
+      if (in_child) in_child();
       std::vector<char*> cargv;
       for (auto& s : argv) cargv.push_back(s.data());
       cargv.push_back(nullptr);

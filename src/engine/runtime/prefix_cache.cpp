@@ -1,8 +1,8 @@
 #include "engine/runtime/prefix_cache.h"
 
-#include <unistd.h>
-
 #include <algorithm>
+
+#include "base/memory_limit.h"
 
 namespace ragform::runtime {
 
@@ -121,11 +121,20 @@ PrefixCacheStats PrefixCache::stats() const {
   return s;
 }
 
-size_t default_prefix_cache_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+size_t default_prefix_cache_bytes() { return default_prefix_cache_bytes(memory_limits()); }
+
+size_t default_prefix_cache_bytes(const MemoryLimits& m) {
   const size_t gib = size_t(1) << 30;
-  if (pages <= 0 || page <= 0) return gib;
-  return std::min(size_t(pages) * size_t(page) / 8, 2 * gib);
+  const size_t limit = m.smallest();
+  if (limit == 0) return gib;
+  return std::min(limit / 8, 2 * gib);
+}
+
+void PrefixCache::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  st_.evictions += int64_t(lru_.size());
+  lru_.clear();
+  bytes_ = 0;
 }
 
 }  // namespace ragform::runtime

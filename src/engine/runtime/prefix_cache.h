@@ -34,6 +34,10 @@
 
 #include <nlohmann/json.hpp>
 
+namespace ragform {
+struct MemoryLimits;
+}
+
 namespace ragform::runtime {
 
 // One cached prefix: tokens [n] and, per layer, K (tiled) and V ([n][kv_dim]) of positions 0..n-1.
@@ -84,6 +88,9 @@ class PrefixCache {
               const std::string& steer = {});
   PrefixCacheStats stats() const;
   size_t max_bytes() const { return max_bytes_; }
+  // Drops every entry (counted as evictions): serve's engine sheds the cache when an allocation
+  // fails, so the memory goes to the requests.
+  void clear();
 
  private:
   void evict_to(size_t budget);  // mu_ held
@@ -100,7 +107,11 @@ class PrefixCache {
   PrefixCacheStats st_;
 };
 
-// The default bound: an eighth of physical memory, at most 2 GiB (1 GiB when it cannot be read).
+// The default bound: an eighth of the memory this process may use — the smallest of physical
+// memory, RLIMIT_AS, RLIMIT_DATA and its cgroup's memory limit (base/memory_limit.h) — at most
+// 2 GiB (1 GiB when none can be read). An eighth of RAM alone let a server under `ulimit -v
+// 2000000` grow its cache past the limit and die of bad_alloc (issue 40).
 size_t default_prefix_cache_bytes();
+size_t default_prefix_cache_bytes(const MemoryLimits& limits);
 
 }  // namespace ragform::runtime

@@ -1,0 +1,106 @@
+// The memory limits of this process (memory_limit.h).
+#include "base/memory_limit.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace ragform {
+
+namespace {
+
+// The number in a cgroup limit file; 0 for "max", a missing file or anything else.
+size_t read_limit_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  if (!in || !(in >> s) || s.empty() || s == "max") return 0;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (errno || !end || *end || v == 0) return 0;
+  // cgroup v1 writes "no limit" as the largest page-aligned long (9223372036854771712).
+  if (v >= (1ull << 62)) return 0;
+  return size_t(v);
+}
+
+size_t tighter(size_t a, size_t b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(a, b);
+}
+
+// The tightest of `file` in dir and every ancestor of dir up to root.
+size_t walk_up(const std::string& root, std::string rel, const std::string& file) {
+  size_t best = 0;
+  for (;;) {
+    while (rel.size() > 1 && rel.back() == '/') rel.pop_back();
+    const std::string dir = rel.empty() || rel == "/" ? root : root + rel;
+    best = tighter(best, read_limit_file(dir + "/" + file));
+    if (rel.empty() || rel == "/") break;
+    const size_t slash = rel.rfind('/');
+    rel = slash == std::string::npos || slash == 0 ? std::string("/") : rel.substr(0, slash);
+  }
+  return best;
+}
+
+size_t rlimit_bytes(int resource) {
+  rlimit rl{};
+  if (getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+  return size_t(rl.rlim_cur);
+}
+
+}  // namespace
+
+size_t MemoryLimits::smallest() const {
+  return tighter(tighter(physical, address_space), tighter(data, cgroup));
+}
+
+size_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& root) {
+  // Lines "ID:CONTROLLERS:PATH": v2's is "0::PATH"; v1's memory controller "N:memory:PATH"
+  // (possibly among others, "N:cpu,memory:PATH").
+  size_t best = 0;
+  std::istringstream lines(proc_self_cgroup);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t a = line.find(':');
+    const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    const std::string path = line.substr(b + 1);
+    if (controllers.empty()) {
+      best = tighter(best, walk_up(root, path, "memory.max"));
+    } else {
+      std::istringstream cs(controllers);
+      std::string c;
+      bool memory = false;
+      while (std::getline(cs, c, ','))
+        if (c == "memory") memory = true;
+      if (memory) best = tighter(best, walk_up(root + "/memory", path, "memory.limit_in_bytes"));
+    }
+  }
+  // In a container the process's path may not exist under the mount (a cgroup namespace shows
+  // "/", the mount shows the container's own cgroup): its root files are the container's limit.
+  best = tighter(best, read_limit_file(root + "/memory.max"));
+  best = tighter(best, read_limit_file(root + "/memory/memory.limit_in_bytes"));
+  return best;
+}
+
+MemoryLimits memory_limits() {
+  MemoryLimits m;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) m.physical = size_t(pages) * size_t(page);
+  m.address_space = rlimit_bytes(RLIMIT_AS);
+  m.data = rlimit_bytes(RLIMIT_DATA);
+  std::ifstream in("/proc/self/cgroup");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  m.cgroup = cgroup_memory_limit(ss.str(), "/sys/fs/cgroup");
+  return m;
+}
+
+}  // namespace ragform

@@ -1,0 +1,28 @@
+// The memory this process may use: the smallest of physical memory, its address-space and data
+// limits (RLIMIT_AS, RLIMIT_DATA: `ulimit -v`, `prlimit --as`) and its cgroup's limit (v2
+// memory.max, v1 memory.limit_in_bytes, of its own cgroup and every ancestor), so that a default
+// sized from "the machine's memory" (the prefix cache's, engine/runtime/prefix_cache.h) respects a
+// container or a ulimit instead of dying of bad_alloc under it (issue 40).
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace ragform {
+
+struct MemoryLimits {
+  // Bytes; 0 = no limit (or it cannot be read).
+  size_t physical = 0;       // sysconf(_SC_PHYS_PAGES) x page size
+  size_t address_space = 0;  // RLIMIT_AS's soft limit
+  size_t data = 0;           // RLIMIT_DATA's soft limit
+  size_t cgroup = 0;         // the tightest memory.max / memory.limit_in_bytes on the way up
+  // The smallest of the above that is set; 0 when none is.
+  size_t smallest() const;
+};
+
+MemoryLimits memory_limits();
+
+// The tightest limit of a cgroup file system: `proc_self_cgroup` is /proc/self/cgroup's text,
+// `root` the mount point (/sys/fs/cgroup). Exposed for tests; 0 when there is none.
+size_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& root);
+
+}  // namespace ragform
