@@ -95,6 +95,14 @@ void check_split(const std::vector<eval::QaRecord>& recs, const std::string& pat
 
 }  // namespace
 
+size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout) {
+  std::set<std::string> seen;
+  const size_t before = holdout.size();
+  std::erase_if(holdout,
+                [&](const eval::QaRecord& r) { return !seen.insert(content_key(r)).second; });
+  return before - holdout.size();
+}
+
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
                         std::vector<eval::QaRecord>& holdout) {
   std::set<std::string> ids, contents;
@@ -176,6 +184,7 @@ TuneOptions tune_options(const TuneArgs& given) {
   // held-out interval and McNemar p those of the search. It is dropped (run_tune says how many).
   const size_t held = o.holdout.size();
   o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout);
+  o.holdout_repeats = drop_holdout_repeats(o.holdout);
   if (held > 0 && o.holdout.empty())
     throw OptionError("holdout", "all " + std::to_string(held) +
                                      " held-out records are also in the dev split (by id or by "

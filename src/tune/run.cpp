@@ -79,6 +79,12 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
                 std::to_string(o.holdout.size()) +
                 " left): answers searched on would not be "
                 "held out");
+  if (o.holdout_repeats)
+    o.hooks.say("tune: note: " + std::to_string(o.holdout_repeats) +
+                " held-out records repeating an earlier held-out record (same question, answers "
+                "and documents) were dropped (" +
+                std::to_string(o.holdout.size()) +
+                " left): copies would count as independent pairs in the held-out interval");
   TuneSummary s;
   s.budget = o.budget;
   std::vector<Presentation> all = candidates(o.space, o.task);

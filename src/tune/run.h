@@ -56,6 +56,7 @@ struct TuneOptions {
   std::string tmpl;  // template_for(task, --template)
   std::vector<eval::QaRecord> dev, holdout;
   size_t holdout_overlap = 0;          // held-out records dropped by tune_options as also in dev
+  size_t holdout_repeats = 0;          // ... and as repeating an earlier held-out record
   std::string dev_path, holdout_path;  // their files, for FILE:LINE in errors ("" = generated)
   Space space;
   Objective objective = Objective::Accuracy;
@@ -145,6 +146,10 @@ TuneOptions tune_options(const TuneArgs& a);
 // answers, documents, key-value payload); returns how many.
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
                         std::vector<eval::QaRecord>& holdout);
+// Removes from `holdout` every record whose content (as drop_dev_overlap compares it) repeats an
+// earlier held-out record's; returns how many. Copies of one question under new ids would count
+// as independent pairs and narrow the held-out interval and McNemar p they share.
+size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout);
 
 // The context cap of a reader and where it came from (TuneOptions::ctx_source): `given` (--ctx or
 // ctx=) wins; a native reader of `model_path` (ctx: its context) reports the model file's

@@ -28,6 +28,21 @@ eval::QaRecord record(const std::string& id, const std::string& q, const std::st
   return r;
 }
 
+// Issue 40, third pass: copies of one held-out record under new ids were counted as independent
+// pairs (6 records x 5 copies gave 30 held-out items), narrowing the interval the deploy rule
+// reads. The first of each is kept.
+TEST(TuneOptions, RepeatsWithinTheHeldOutSplitAreDropped) {
+  std::vector<eval::QaRecord> held = {record("h1", "q1", "x"), record("h2", "q1", "x"),
+                                      record("h3", "Q1 ", "x"), record("h4", "q1", "w"),
+                                      record("h5", "q2", "x")};
+  EXPECT_EQ(tune::drop_holdout_repeats(held), 2u);
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_EQ(held[0].id, "h1");
+  EXPECT_EQ(held[1].id, "h4");
+  EXPECT_EQ(held[2].id, "h5");
+  EXPECT_EQ(tune::drop_holdout_repeats(held), 0u);
+}
+
 TEST(TuneOptions, OverlapIsFoundByIdAndByWholeRecord) {
   const std::vector<eval::QaRecord> dev = {record("d1", "q1", "x"), record("d2", "q2", "y")};
   std::vector<eval::QaRecord> held = {
