@@ -120,6 +120,10 @@ HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::str
   return a;
 }
 
+double retry_delay_s(double backoff_s, int n) {
+  return std::min(kMaxRetryDelayS, backoff_s * double(int64_t(1) << std::clamp(n - 1, 0, 30)));
+}
+
 std::string HttpJsonClient::post(const std::string& endpoint, const std::string& body,
                                  const HttpJsonOptions& opt) const {
   const int retries = std::max(0, opt.retries);
@@ -127,7 +131,7 @@ std::string HttpJsonClient::post(const std::string& endpoint, const std::string&
   last.error = "no attempt";
   for (int attempt = 0; attempt <= retries; ++attempt) {
     if (attempt > 0) {
-      double delay = opt.backoff_s * double(1 << std::min(attempt - 1, 16));
+      const double delay = retry_delay_s(opt.backoff_s, attempt);
       std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(delay * 1000)));
     }
     last = send_once(endpoint, &body, opt.api_key, opt.timeout_s);

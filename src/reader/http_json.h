@@ -67,6 +67,12 @@ struct HttpJsonOptions {
   int timeout_s = 300;     // connect/read/write timeout of one attempt
 };
 
+// The longest wait before one retry: the doubling stops here (0.5 s x 2^16 was 9 hours, and 100
+// retries against a closed port would have waited a month).
+inline constexpr double kMaxRetryDelayS = 60;
+// The wait before retry `n` (1 = the first): backoff_s x 2^(n-1), at most kMaxRetryDelayS.
+double retry_delay_s(double backoff_s, int n);
+
 class HttpJsonClient {
  public:
   // base_url: http(s)://host[:port][/prefix] (prefix default "/v1", trailing '/' dropped).

@@ -408,7 +408,7 @@ std::string ServerPool::post(const std::string& endpoint, const std::string& bod
     if (s < 0) {
       if (round >= opt_.retries || attempts == 0) break;
       ++round;
-      const double delay = opt_.backoff_s * double(1 << std::min(round - 1, 16));
+      const double delay = retry_delay_s(opt_.backoff_s, round);
       std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(delay * 1000)));
       tried.assign(n, false);
       continue;
