@@ -7,6 +7,7 @@
 #include "base/progress.h"
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/reader_flags.h"
 #include "engine/model/quantize_model.h"
 
 namespace ragform::cli {
@@ -41,9 +42,10 @@ std::string details() {
          "    in the first and last eighth of the layers and every third between);\n"
          "  - a row length that is not a multiple of the type's block (256 for K types) falls\n"
          "    back: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0, else F16.\n"
-         "The output goes to OUT.tmp, renamed to OUT when complete. Memory: the input's mapping\n"
-         "plus one batch of rows (~32 MB of F32). A one-line summary (tensors, bytes, time) goes\n"
-         "to stderr; --dry-run prints each tensor's plan on stdout and writes nothing.";
+         "The output goes to a new temporary file beside OUT, renamed to OUT when complete.\n"
+         "Memory: the input's mapping plus one batch of rows (~32 MB of F32). A one-line\n"
+         "summary (tensors, bytes, time) goes to stderr; --dry-run prints each tensor's plan on\n"
+         "stdout and writes nothing.";
 }
 
 std::string shape_text(const std::vector<int64_t>& ne) {
@@ -61,8 +63,7 @@ int run_quantize(const std::vector<std::string>& argv) {
   auto& out = a.positional("OUT", "output GGUF file (not IN; not needed with --dry-run)", false);
   auto& type =
       a.opt<std::string>("--type", "T", "target type or mixture (Types listed above)").required();
-  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
-                      .range(0, max_threads(), "0..4 x the cores");
+  auto& threads = threads_flag(a);  // reader/engine_settings.h's
   auto& dry = a.flag("--dry-run", "print each tensor's type and size, write nothing");
   if (!a.parse(argv)) return 0;
 

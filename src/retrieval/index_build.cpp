@@ -129,13 +129,20 @@ BuildSummary build_into(const BuildOptions& opt) {
 }
 
 // The files a build writes into its directory (bm25_index.h, dense_index.h), with SQLite's
-// write-ahead log and the temporary files of a save.
+// write-ahead log and the temporary files a crashed save left ("dense.faiss.tmp.<random>",
+// base/atomic_file.h).
 void remove_index_files(const fs::path& dir) {
   std::error_code ec;
-  for (const char* f :
-       {"index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal",
-        "dense.faiss", "dense.json", "dense.faiss.tmp", "dense.json.tmp"})
+  for (const char* f : {"index.sqlite", "index.sqlite-wal", "index.sqlite-shm",
+                        "index.sqlite-journal", "dense.faiss", "dense.json"})
     fs::remove(dir / f, ec);
+  std::vector<fs::path> stray;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("dense.faiss.tmp") || name.starts_with("dense.json.tmp"))
+      stray.push_back(it->path());
+  }
+  for (const fs::path& p : stray) fs::remove(p, ec);
 }
 
 }  // namespace

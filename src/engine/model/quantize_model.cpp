@@ -45,7 +45,7 @@ void check_paths(const QuantizeOptions& o) {
   if (fs::is_directory(o.in, ec)) throw FileError(kWhat, o.in + ": is a directory", EISDIR);
   if (o.dry_run) return;
   if (o.out.empty()) throw UsageError(kWhat, "no output file");
-  if (same_file(o.in, o.out) || same_file(o.in, o.out + ".tmp"))
+  if (same_file(o.in, o.out))
     throw UsageError(kWhat, "the output " + o.out +
                                 " is the input file: write to another path (the input is read "
                                 "while the output is written)");
