@@ -57,7 +57,8 @@ class Model(_ragform._Model):
     template (system: its system message). truncate: a prompt longer than ctx is an error
     ("error") or keeps BOS and its end ("left"). f16_gemm: "exact" or "int16" (approximate).
     prefix_cache: reuse the KV rows of prompt prefixes prefilled before (the same numbers; the
-    CLI's --prefix-cache), bounded by prefix_cache_mb MiB (0 = an eighth of RAM, at most 2048).
+    CLI's --prefix-cache), bounded by prefix_cache_mb MiB (0 = an eighth of the memory the
+    process may use, at most 2048).
     `prefill` and `prefix_cache_stats` tell how much prompt work it saved. cpu: "scalar", "avx2"
     or "avx512" caps the kernels' CPU tier (the CLI's RAGFORM_CPU; None = what the CPU has).
     load: "mmap" keeps the file mapped, "memory" reads it (the CLI's RAGFORM_LOAD; None = read
@@ -126,11 +127,15 @@ class Model(_ragform._Model):
             "ragform.Encoder(path) (or use Model.hidden for hidden states)")
 
 
-class OpenAIReader(_ragform.OpenAIReader):
-    """A reader over an OpenAI-compatible server (llama-server, vLLM, `ragform serve`).
+# OpenAIReader's keyword arguments, declared once with the CLI's --concurrency, --retries and
+# --timeout (src/reader/openai_reader.h; ragform._ragform.options("openai_reader")).
+_OPENAI = _options.signature("openai_reader", first=["self"])
 
-    OpenAIReader(base_url, model="", api_key="", chat=False, system="", concurrency=4,
-                 retries=4, timeout=300)
+
+class OpenAIReader(_ragform.OpenAIReader):
+    __doc__ = f"""A reader over an OpenAI-compatible server (llama-server, vLLM, `ragform serve`).
+
+    {_options.signature_line("OpenAIReader", _OPENAI, indent=4)}
 
     base_url may list several servers of one model, comma-separated: requests go to the least
     busy, a server that fails is skipped while another answers, and concurrency is per server
@@ -140,7 +145,15 @@ class OpenAIReader(_ragform.OpenAIReader):
     against `ragform serve`, which exposes /v1/attention: it returns the Attention Model.attention
     gives for the same prompt. Other servers (llama-server, vLLM, Ollama, hosted APIs) expose no
     attention: attention() raises NotImplementedError ("attention is not supported by this
-    server") without sending the prompt. hidden() always raises NotImplementedError."""
+    server") without sending the prompt. hidden() always raises NotImplementedError.
+    """
+
+    def __init__(self, *args, **kwargs):
+        a = _options.bind(_OPENAI, (self,) + args, kwargs)  # a missing or unknown one: TypeError
+        del a["self"]
+        super().__init__(**a)
+
+    __init__.__signature__ = _OPENAI
 
     def generate(self, *args, **kwargs):
         """The continuation of `prompt` (see Model.generate)."""

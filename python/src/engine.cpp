@@ -417,27 +417,18 @@ void bind_engine(pyb::module_& m) {
       "A reader over an OpenAI-compatible server (llama-server, vLLM, ragform serve): generate "
       "and, where the server gives log-probs, score; attention only from ragform serve (other "
       "servers raise NotImplementedError); hidden states never (NotImplementedError).")
-      .def(pyb::init([](const std::string& base_url, const std::string& model,
-                        const std::string& api_key, bool chat, const std::string& system,
-                        int concurrency, int retries, int timeout) {
-             if (base_url.empty()) throw UsageError("base_url", "must not be empty");
-             if (concurrency < 1 || retries < 0 || timeout < 1)
-               throw UsageError("OpenAIReader",
-                                "concurrency and timeout must be >= 1, retries >= 0");
+      .def(pyb::init([](const pyb::kwargs& kw) {
+             // Every keyword is declared once (reader/openai_reader.h, OpenAIOptions::visit;
+             // ragform._ragform.options("openai_reader") gives the wrapper its signature) and
+             // checked by the reader itself (check_options): an error names the keyword.
              reader::OpenAIOptions o;
-             o.base_url = base_url;
-             o.model = model;
-             o.api_key = api_key;
-             o.chat = chat;
-             o.system_prompt = system;
-             o.concurrency = concurrency;
-             o.retries = retries;
-             o.timeout_s = timeout;
+             bind_keywords(o, kw, "OpenAIReader");
+             if (o.base_url.empty()) throw UsageError("base_url", "must not be empty");
              return std::make_shared<reader::OpenAIReader>(o);
            }),
-           pyb::arg("base_url"), pyb::arg("model") = "", pyb::arg("api_key") = "",
-           pyb::arg("chat") = false, pyb::arg("system") = "", pyb::arg("concurrency") = 4,
-           pyb::arg("retries") = 4, pyb::arg("timeout") = 300);
+           "Opens the reader with the keyword arguments of "
+           "ragform._ragform.options('openai_reader'); ragform.OpenAIReader is the wrapper with "
+           "their signature.");
 
   pyb::class_<reader::NativeEncoder, std::shared_ptr<reader::NativeEncoder>>(
       m, "_Encoder",

@@ -11,7 +11,9 @@
 #include "reader/encoder_settings.h"
 #include "reader/engine_settings.h"
 #include "reader/generate_options.h"
+#include "reader/openai_reader.h"
 #include "tune/args.h"
+#include "tune/present.h"
 
 namespace ragform::py {
 
@@ -62,6 +64,7 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
       {"tune", [] { return option_infos<tune::TuneArgs>(); }},
       {"model", [] { return option_infos<reader::EngineSettings>(); }},
       {"encoder", [] { return option_infos<reader::EncoderSettings>(); }},
+      {"openai_reader", [] { return option_infos<reader::OpenAIOptions>(); }},
       {"generate", [] { return option_infos<reader::GenerateRequest>(); }},
       {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
       {"sure.attention", [] { return option_infos<sure::AttentionRequest>(); }},
@@ -73,6 +76,7 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
       {"bias.position_bias", [] { return option_infos<cnorm::BiasCurveRequest>(); }},
       {"bias.document_relevance", [] { return option_infos<cnorm::RelevanceRequest>(); }},
       {"spotlight.select", [] { return option_infos<spotlight::SelectOptions>(); }},
+      {"present", [] { return option_infos<tune::PresentRequest>(); }},
   };
   return v;
 }

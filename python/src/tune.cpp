@@ -2,6 +2,7 @@
 // to one record by tune::present, the function `ragform present` and the server's
 // /v1/rag/present call, so the three give the same prompt for the same profile and record.
 #include "bindings.h"
+#include "options.h"
 #include "reader/reader.h"
 #include "tune/present.h"
 
@@ -9,10 +10,16 @@ namespace ragform::py {
 
 namespace {
 
-// A profile as a dict (the profile file's JSON) or the path of a profile file.
+// A profile as a dict (the profile file's JSON) or the path of a profile file: the declared
+// `profile` (tune/present.h PresentRequest), bound as every declared keyword is.
 tune::Profile profile_arg(const pyb::handle& profile) {
-  if (pyb::isinstance<pyb::str>(profile))
-    return tune::load_profile(profile.cast<std::string>());  // FileError: OSError
+  if (pyb::isinstance<pyb::str>(profile)) {
+    tune::PresentRequest req;
+    pyb::dict kw;
+    kw["profile"] = profile;
+    bind_keywords(req, kw, "present");
+    return tune::present_profile(req);  // FileError: OSError
+  }
   if (!pyb::isinstance<pyb::dict>(profile))
     throw UsageError("present", "profile must be a dict (a profile file's JSON) or a path");
   const nlohmann::json j = to_json(profile);

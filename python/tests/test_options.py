@@ -24,7 +24,8 @@ VERBS = {"tune": (lambda: ragform.tune, ["tune"]),
          "sure.oracle": (lambda: ragform.sure.oracle, ["sure", "oracle"]),
          "spotlight.select": (lambda: ragform.spotlight.select, ["spotlight", "select"]),
          "generate": (lambda: ragform.Model.generate, ["generate"]),
-         "bias.document_relevance": (lambda: ragform.bias.document_relevance, ["attention"])}
+         "bias.document_relevance": (lambda: ragform.bias.document_relevance, ["attention"]),
+         "present": (lambda: ragform.present, ["present"])}
 
 
 def cli_help(command):
@@ -100,9 +101,6 @@ REFUSALS = {
     "generate": (lambda m, d: m.generate("Once", temp=101),
                  ["generate", "-p", "Once", "--temp", "101"], "temp", "--temp",
                  "value too large: 101 (largest accepted: 100)"),
-    "generate.top_p": (lambda m, d: m.generate("Once", top_p=0),
-                       ["generate", "-p", "Once", "--top-p", "0"], "top_p", "--top-p",
-                       "must be above 0: an empty nucleus holds no token"),
     "generate.stop": (lambda m, d: m.generate("Once", stop=""),
                       ["generate", "-p", "Once", "--stop", ""], "stop", "--stop",
                       "'stop' strings must not be empty"),
@@ -241,21 +239,143 @@ def test_a_stop_string_is_one_value_in_every_front_end(model, model_path):
     assert json.loads(r.stdout) == got
 
 
-@pytest.mark.parametrize("fields, why", [
-    ({"top_p": 0}, "'top_p': must be above 0: an empty nucleus holds no token"),
-    ({"top_p": 1.5}, "'top_p' is outside its range"),
-    ({"top_k": -1}, "'top_k' = -1 is outside [0, 2147483647]"),
-])
-def test_the_servers_top_k_and_top_p_are_the_declared_ones(bare_server, fields, why):
-    """/v1/completions keeps the OpenAI API's max_tokens and temperature, and takes top_k and top_p
-    from generate's declaration: the range and the empty nucleus refused as generate() does."""
+# The verbs with an endpoint and the part of their declaration the endpoint reads: (verb, path,
+# keys; None = all of them). The server's fields are read from the declaration (api_json.h
+# read_declared) and described by it (/openapi.json), so their ranges and defaults are its own.
+SERVED = [("spotlight.select", "/v1/rag/spotlight",
+           ["K", "k", "lambda", "order", "special_tokens"]),
+          ("generate", "/v1/completions", ["top_k", "top_p"]),
+          ("generate", "/v1/chat/completions", ["top_k", "top_p"]),
+          ("present", "/v1/rag/present", None)]
+
+
+def _post(server, path, body):
+    """(status, the reply's JSON) of POST `path` with `body` on `server`."""
     import json
     import urllib.error
     import urllib.request
-    body = json.dumps({"prompt": "Once", "max_tokens": 1, **fields})
-    req = urllib.request.Request(bare_server.url + "/completions", data=body.encode(),
+    req = urllib.request.Request(server.url[:-len("/v1")] + path, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
-    with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(req, timeout=60)
-    assert e.value.code == 400
-    assert why in json.loads(e.value.read())["error"]["message"]
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.mark.parametrize("verb, path, keys", SERVED, ids=[p for _, p, _ in SERVED])
+def test_the_servers_fields_are_the_declaration(bare_server, verb, path, keys):
+    """A running server's own API document (GET /openapi.json) gives each declared field the
+    declaration's type, range and default: the server keeps no copy of them."""
+    import json
+    import urllib.request
+    with urllib.request.urlopen(bare_server.url[:-len("/v1")] + "/openapi.json", timeout=60) as r:
+        doc = json.loads(r.read())
+    schema = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    decl = [o for o in ragform._ragform.options(verb) if keys is None or o["key"] in keys]
+    assert len(decl) == len(keys or decl)
+    for o in decl:
+        if o["required"]:
+            assert o["key"] in schema["required"], o["key"]
+            continue
+        f = schema["properties"][o["key"]]
+        assert f["description"].startswith(o["help"]), o["key"]
+        if o["min"] is not None:
+            assert f["minimum"] == o["min"], o["key"]
+        if o["max"] is not None:
+            assert f["maximum"] == min(o["max"], 2**31 - 1), o["key"]
+        if o["optional"]:
+            assert "default" not in f, o["key"]
+        else:
+            assert f["default"] == o["default"], o["key"]
+
+
+def test_the_served_spotlight_defaults_are_the_declaration(ragform_bin, model_path, tmp_path):
+    """A request without K selects the declared K sentences, as the CLI and Python do."""
+    import json
+    from test_remote import Served
+    (tmp_path / "v.json").write_text(json.dumps({"nessie": [1.0, 0.0], "loch": [0.0, 1.0]}))
+    text = " ".join(f"Sentence {i} is about Nessie." for i in range(12))
+    record = {"id": "q", "question": "Where is Nessie?", "answers": ["x"],
+              "ctxs": [{"title": "N", "text": text}]}
+    (K,) = [o["default"] for o in ragform._ragform.options("spotlight.select") if o["key"] == "K"]
+    got = ragform.spotlight.select(record, vectors=str(tmp_path / "v.json"))
+    assert len(got["selected"]) == K
+    s = Served(ragform_bin, model_path, "--ctx", "256", "--vectors", str(tmp_path / "v.json"))
+    try:
+        status, reply = _post(s, "/v1/rag/spotlight",
+                              {"id": "q", "question": "Where is Nessie?",
+                               "documents": [{"title": "N", "text": text}]})
+    finally:
+        s.close()
+    assert status == 200, reply
+    assert [x["text"] for x in reply["selected"]] == [x["text"] for x in got["selected"]]
+    assert reply["prompt"] == got["prompt"]
+
+
+# The verbs with an endpoint besides spotlight select (SPOTLIGHT_REFUSALS): the same bad value in
+# each front end's spelling: (a Python call, the CLI's arguments, the request (path, body), the
+# exception and message Python gives, the CLI's message, the server's message). /v1/completions
+# keeps the OpenAI API's max_tokens and temperature and takes top_k and top_p from generate's
+# declaration, the empty nucleus refused as generate() refuses it.
+SERVED_REFUSALS = {
+    "generate.top_p": (lambda m, d: m.generate("Once", top_p=0),
+                       ["generate", "-m", "{m}", "-p", "Once", "--top-p", "0"],
+                       ("/v1/completions", {"prompt": "Once", "max_tokens": 1, "top_p": 0}),
+                       ValueError, "top_p: must be above 0: an empty nucleus holds no token",
+                       "--top-p: must be above 0: an empty nucleus holds no token",
+                       "'top_p': must be above 0: an empty nucleus holds no token"),
+    "generate.top_p_range": (lambda m, d: m.generate("Once", top_p=1.5),
+                             ["generate", "-m", "{m}", "-p", "Once", "--top-p", "1.5"],
+                             ("/v1/completions",
+                              {"prompt": "Once", "max_tokens": 1, "top_p": 1.5}),
+                             ValueError, "top_p: value too large: 1.5 (largest accepted: 1)",
+                             "--top-p: value too large: 1.5 (largest accepted: 1)",
+                             "'top_p' is outside its range"),
+    "generate.top_k": (lambda m, d: m.generate("Once", top_k=-1),
+                       ["generate", "-m", "{m}", "-p", "Once", "--top-k", "-1"],
+                       ("/v1/completions", {"prompt": "Once", "max_tokens": 1, "top_k": -1}),
+                       ValueError, "top_k: value out of range: -1 (accepted: 0 or more)",
+                       "--top-k: value out of range: -1 (accepted: 0 or more)",
+                       "'top_k' = -1 is outside [0, 2147483647]"),
+    # present's one declared option is required: left out, each front end names it.
+    "present.profile": (lambda m, d: ragform.present({"id": "a"}),
+                        ["present", "--input", "{d}/r.jsonl"],
+                        ("/v1/rag/present", {"record": {"id": "a"}}),
+                        TypeError, "missing a required argument: 'profile'",
+                        "present: missing required option --profile",
+                        "'profile' must be the object of a profile file from `ragform tune`"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SERVED_REFUSALS))
+def test_the_served_verbs_refuse_alike_in_every_front_end(case, model, model_path, tmp_path,
+                                                          bare_server):
+    call, argv, (path, body), exc, py_why, cli_why, http_why = SERVED_REFUSALS[case]
+    with pytest.raises(exc, match="^" + re.escape(py_why)):
+        call(model, tmp_path)
+    (tmp_path / "r.jsonl").write_text('{"id": "a"}\n')
+    r = subprocess.run([os.environ["RAGFORM_BIN"], *[a.format(d=tmp_path, m=model_path)
+                                                     for a in argv]],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith(f"ragform: {cli_why}"), r.stderr
+    status, reply = _post(bare_server, path, body)
+    assert status == 400, reply
+    assert http_why in reply["error"]["message"], reply
+
+
+def test_the_openai_readers_settings_are_refused_alike(tmp_path):
+    """concurrency, retries and timeout are declared once (reader/openai_reader.h) and checked by
+    the reader whichever front end built it: the same value out of range is refused by the CLI's
+    flag and by Python's keyword, each in its spelling, before any request is sent."""
+    url = "http://127.0.0.1:9/v1"
+    for key, flag, value, why in (("retries", "--retries", 101,
+                                   "value too large: 101 (largest accepted: 100)"),
+                                  ("concurrency", "--concurrency", 1025,
+                                   "value too large: 1025 (largest accepted: 1024)")):
+        with pytest.raises(ValueError, match="^" + re.escape(f"{key}: {why}")):
+            ragform.OpenAIReader(url, **{key: value})
+        r = subprocess.run([os.environ["RAGFORM_BIN"], "sure", "eval", "--store",
+                            str(tmp_path / "s.sqlite"), "--reader", "openai", "--base-url", url,
+                            flag, str(value)], capture_output=True, text=True, input="")
+        assert r.returncode == 2 and r.stderr.startswith(f"ragform: {flag}: {why}"), r.stderr

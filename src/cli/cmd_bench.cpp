@@ -2,11 +2,12 @@
 // -r times and reports the median with min and max tokens/s. --taps attention also measures what
 // the attention tap costs: the same prefill capturing the final token's
 // last-layer attention (ppN+attn), run interleaved with the plain prefill, and prints the median
-// time ratio on stderr. --steer RULE likewise measures attention steering (runtime/steering.h):
-// ppN+steer steers toward the prompt's first half in the default layers, interleaved with ppN;
-// tgN+steer decodes after a steered first token, interleaved with tgN. --depth D first fills each
-// test's sequence with D random tokens, untimed (llama-bench's -d): ppN@dD times N prompt tokens
-// after D, tgN@dD decodes N tokens after a D-token prompt (attention over a long cache).
+// time ratio on stderr. --steer RULE likewise measures attention steering (runtime/steering.h;
+// the rule read as every verb's --steer, cli/steer_flags.h steer_rule_params): ppN+steer steers
+// toward the prompt's first half in the default layers, interleaved with ppN; tgN+steer decodes
+// after a steered first token, interleaved with tgN. --depth D first fills each test's sequence
+// with D random tokens, untimed (llama-bench's -d): ppN@dD times N prompt tokens after D, tgN@dD
+// decodes N tokens after a D-token prompt (attention over a long cache).
 //
 // Prefill runs in batches of 2048 tokens (llama-bench's default n_batch), so a long ppN shows
 // progress (tokens evaluated, base/progress.h) and holds one batch's scratch; a pp or tg longer
@@ -32,6 +33,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "cli/args.h"
@@ -39,8 +41,10 @@
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "cli/reader_flags.h"
+#include "cli/steer_flags.h"
 #include "engine/model/model.h"
 #include "engine/runtime/context.h"
+#include "reader/engine_settings.h"
 
 namespace ragform::cli {
 namespace {
@@ -519,20 +523,21 @@ int run_bench(const std::vector<std::string>& argv) {
                  "-d): ppN@dD, tgN@dD",
                  0)
           .range(0, 1 << 24);
-  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
-                      .range(0, max_threads(), "0..4 x the cores");
+  auto& threads = threads_flag(a);
   auto& f16_gemm = f16_gemm_flag(a);
   auto& taps = a.opt<std::string>("--taps", "WHICH",
                                   "also measure prefill with a tap: attention, or none", "none");
   auto& parallel =
       a.opt<std::string>("--parallel", "LIST",
                          "sequences decoded together (comma-separated; empty = pp/tg alone)", "");
-  auto& kv = a.opt<std::string>("--kv", "TYPE", "KV cache type f32 or f16", "f32");
+  auto& kv = kv_flag(a);
   auto& json = a.flag("--json", "print one JSON array on stdout");
   auto& steer = a.opt<std::string>(
       "--steer", "RULE",
-      "also measure attention steering (rescale:F or reallocate:S) toward the prompt's first half "
-      "(ppN+steer, tgN+steer)",
+      "also measure attention steering (ppN+steer, tgN+steer): RULE as generate's --steer "
+      "(rescale:FACTOR, reallocate:SHARE, redistribute:W), toward the prompt's first half (the "
+      "decode tests: its first token) in the default layers (the last half); bench picks the "
+      "span itself, so there is no --steer-spans",
       "");
   auto& workload =
       a.opt<std::string>("--workload", "KIND",
@@ -550,14 +555,16 @@ int run_bench(const std::vector<std::string>& argv) {
   auto& perturbations =
       a.opt<int>("--perturbations", "N", "sure-pairs: perturbed prompts per question", 4)
           .range(1, 1000000);
-  auto& cache_mb =
-      a.opt<int>("--prefix-cache-mb", "N",
-                 "workload: prefix cache bound in MiB (0 = 1/8 of RAM, at most 2048)", 0)
-          .range(0, 1 << 20);
+  // The reader's --prefix-cache-mb (reader/engine_settings.h), for the workload's cache.
+  const OptionDecl& mb = reader::engine_setting("prefix_cache_mb").decl;
+  auto& cache_mb = a.opt<int>(mb.flag, mb.metavar, "workload: " + mb.help,
+                              reader::EngineSettings{}.prefix_cache_mb)
+                       .range(int(mb.lo), int(mb.hi), range_words(mb));
   if (!a.parse(argv)) return 0;
   if (taps.value != "none" && taps.value != "attention")
     throw UsageError("--taps", "expected attention or none");
-  if (kv.value != "f32" && kv.value != "f16") throw UsageError("--kv", "expected f32 or f16");
+  const runtime::KvType kv_type =
+      reader::kv_f16(kv.value) ? runtime::KvType::F16 : runtime::KvType::F32;  // --kv: ...
   if (depth.value > 0 && (!workload.value.empty() || !parallel.value.empty()))
     throw UsageError("--depth", "goes with the pp/tg tests, not with --parallel or --workload");
   EngineOptions eo = engine_options_from_env(threads.value, f16_gemm.value);
@@ -569,21 +576,22 @@ int run_bench(const std::vector<std::string>& argv) {
     WorkloadShape w{questions.value,   docs.value,        doc_tokens.value,
                     head_tokens.value, tail_tokens.value, perturbations.value};
     const size_t bytes = size_t(cache_mb.value) << 20;  // 0: PrefixCache's default bound
-    return run_workload(workload.value, model.value, eo, w, reps.value,
-                        kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32, bytes,
-                        json.value);
+    return run_workload(workload.value, model.value, eo, w, reps.value, kv_type, bytes, json.value);
   }
   const int n_threads = eo.pool->size();
   const bool tap = taps.value == "attention";
   runtime::SteeringSpec steer_spec;
   if (steer.seen) {
-    runtime::parse_steer_rule(steer.value, steer_spec, "--steer");
-    steer_spec.spans = {{0, 1}};
+    // The rule as every verb reads it (reader::parse_steering; its errors say --steer). The span
+    // stands for the tests' own: each steers toward its prompt's first half (steer_seq).
+    steer_spec = steer_rule_params(steer.value, {{0, 1}});
     if (!steer_spec.active())
       throw UsageError("--steer", "'" + steer.value + "' changes nothing: give a rule that steers");
     if (!parallel.value.empty()) throw UsageError("--steer", "not with --parallel");
   }
-  auto pps = parse_int_list("--pp", pp.value), tgs = parse_int_list("--tg", tg.value);
+  // Each length at most the depth's bound (2^24), so depth + length cannot overflow an int.
+  auto pps = parse_int_list("--pp", pp.value, 0, 1 << 24),
+       tgs = parse_int_list("--tg", tg.value, 0, 1 << 24);
   if (std::all_of(pps.begin(), pps.end(), [](int n) { return n == 0; }) &&
       std::all_of(tgs.begin(), tgs.end(), [](int n) { return n == 0; }))
     throw UsageError("bench", "--pp and --tg are both 0: nothing to measure");
@@ -608,7 +616,7 @@ int run_bench(const std::vector<std::string>& argv) {
   }
   runtime::ContextParams cp;
   cp.n_ctx = max_len;
-  cp.kv_type = kv.value == "f16" ? runtime::KvType::F16 : runtime::KvType::F32;
+  cp.kv_type = kv_type;
   cp.pool = eo.pool;
   Bench b(*m, cp);
   b.depth = depth.value;

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/reader_flags.h"
 #include "engine/model/random_model.h"
 #include "engine/model/random_model_bert.h"
 
@@ -59,8 +60,7 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& vocab = a.opt<std::string>("--vocab-from", "FILE", "copy the tokenizer of this GGUF");
   auto& layers = a.opt<int>("--layers", "N", "override the number of layers (0 = the shape's)", 0)
                      .range(0, 4096);
-  auto& threads = a.opt<int>("-t,--threads", "N", "threads (0 = all cores)", 0)
-                      .range(0, max_threads(), "0..4 x the cores");
+  auto& threads = threads_flag(a);  // reader/engine_settings.h's
   auto& json = a.flag("--json", "print a JSON summary on stdout");
   if (!a.parse(argv)) return 0;
 

@@ -192,10 +192,11 @@ int run_position_bias(const std::vector<std::string>& argv) {
                        "instead of measuring: the gold-position sweep of --task's items, answered "
                        "as they are and with the documents' attention steered by their "
                        "calibrated relevance (--allocation; needs --bias, --store)");
+  const reproduce::CalibratedSweepOptions sweep_defaults;  // --share, --temperature, -n
   auto& share = a.opt<double>("--share", "S",
                               "with --sweep --allocation proportional|top: the documents' share "
                               "of attention (top: the top document's)",
-                              0.5)
+                              sweep_defaults.share)
                     .range(0.0, 1.0);
   auto& allocation = a.opt<std::string>(
       "--allocation", "softmax|proportional|top|gold",
@@ -205,13 +206,14 @@ int run_position_bias(const std::vector<std::string>& argv) {
       "calibrated relevance, top gives the top document all of it; gold (a diagnostic) is "
       "softmax's redistribution with all of it to the gold document, the ceiling when relevance "
       "is right",
-      "softmax");
+      reproduce::sweep_allocation_name(sweep_defaults.allocation));
   auto& temperature = a.opt<double>("--temperature", "T",
                                     "with --allocation softmax: the softmax's temperature (the "
                                     "paper's 5e-5, for per-token attention)",
-                                    cnorm::kPaperTemperature)
+                                    sweep_defaults.temperature)
                           .range(1e-12, 1e6);
-  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "with --sweep: maximum answer tokens", 16)
+  auto& max_tokens = a.opt<int>("-n,--max-tokens", "N", "with --sweep: maximum answer tokens",
+                                sweep_defaults.max_tokens)
                          .range(1, kMaxInt);
   auto& bias = a.opt<std::string>("--bias", "FILE",
                                   "with --rank or --sweep: the curve to calibrate with", "");

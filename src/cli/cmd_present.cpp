@@ -7,6 +7,7 @@
 #include "base/excerpt.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "eval/jsonl.h"
 #include "store/sha256.h"
@@ -31,13 +32,14 @@ int run_present(const std::vector<std::string>& argv) {
       "the\n"
       "rendered prompts, a blank line between records; --json prints one object per record\n"
       "{id, prompt, documents, gold_position, task, presentation[, prompt_tokens with -m]}.");
-  auto& profile = a.opt<std::string>("--profile", "FILE", "profile from ragform tune").required();
+  tune::PresentRequest req;  // --profile (tune/present.h)
+  OptionFlags<tune::PresentRequest> declared(a, req);
   auto& input = a.opt<std::string>("--input", "FILE", "records (JSONL, gzip ok)").required();
   auto& json = a.flag("--json", "print one JSON object per record");
   ReaderFlags rf(a, /*model_required=*/false);
   if (!a.parse(argv)) return 0;
-  const tune::Profile prof = tune::load_profile(profile.value);
-  tune::check_profile(prof);  // a profile that cannot render fails before any output
+  declared.apply();
+  const tune::Profile prof = tune::present_profile(req);  // fails before any output
   // Once: whether the profile is the search's winner or the original presentation, and why. The
   // notes quote the profile file's own text: bounded, and its terminal controls escaped (a 50 MB
   // "why" was printed whole, an ESC sequence in it cleared the screen).

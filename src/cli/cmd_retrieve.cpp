@@ -10,9 +10,11 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/retrieval_flags.h"
 #include "eval/jsonl.h"
 #include "retrieval/questions.h"
+#include "retrieval/retrieve_options.h"
 #include "retrieval/retriever.h"
 
 namespace ragform::cli {
@@ -54,8 +56,8 @@ int cmd_retrieve(const std::vector<std::string>& argv) {
   auto& index =
       a.opt<std::string>("--index", "DIR", "index directory (ragform index build)").required();
   auto& input = a.opt<std::string>("--input", "Q.jsonl", "questions").required();
-  auto& k = a.opt<int>("-k,--top-k", "N", "passages per question", 20).range(1, 100000);
-  auto& mode = a.opt<std::string>("--mode", "M", "bm25, dense or hybrid", std::string("bm25"));
+  retrieval::RetrieveRequest req;  // -k, --mode (retrieval/retrieve_options.h)
+  OptionFlags<retrieval::RetrieveRequest> declared(a, req);
   auto& model = a.opt<std::string>("-m,--model", "FILE", "the index's encoder (dense, hybrid)");
   auto& threads = a.opt<int>("-t,--threads", "N",
                              "query threads: SQLite connections, FAISS OpenMP threads, encoder "
@@ -65,11 +67,12 @@ int cmd_retrieve(const std::vector<std::string>& argv) {
   auto& batch = a.opt<int>("--batch", "N", "questions per batch", 64).range(1, 65536);
   auto& json = a.flag("--json", "print one JSON object per question");
   if (!a.parse(argv)) return 0;
-  const retrieval::Mode m = retrieval::parse_mode(mode.value);
+  declared.apply();
+  const retrieval::Mode m = retrieval::parse_mode(req.mode);
   if (m == retrieval::Mode::Bm25 && model.seen)
     throw UsageError("-m", "is used with --mode dense or hybrid only");
   if (m != retrieval::Mode::Bm25 && !model.seen)
-    throw UsageError("--mode", mode.value + " needs the index's encoder model (-m FILE)");
+    throw UsageError("--mode", req.mode + " needs the index's encoder model (-m FILE)");
 
   const int n_threads =
       threads.value > 0 ? threads.value : int(std::thread::hardware_concurrency());
@@ -88,12 +91,13 @@ int cmd_retrieve(const std::vector<std::string>& argv) {
   std::vector<retrieval::Question> qs;
   size_t n_questions = 0;
   ShortOfK short_of_k;
+  const int k = int(req.k);
   auto flush = [&] {
     if (qs.empty()) return;
     std::vector<std::string> texts;
     for (const auto& q : qs) texts.push_back(q.question);
-    auto res = r.retrieve(texts, k.value);
-    for (const auto& ctxs : res) short_of_k.add(ctxs.size(), size_t(k.value));
+    auto res = r.retrieve(texts, k);
+    for (const auto& ctxs : res) short_of_k.add(ctxs.size(), size_t(k));
     for (size_t i = 0; i < qs.size(); ++i) {
       if (json.value) {
         print_json_line(retrieval::retrieval_row(qs[i], res[i]));
@@ -114,7 +118,7 @@ int cmd_retrieve(const std::vector<std::string>& argv) {
   if (r.truncated_queries() > 0)
     std::fprintf(stderr, "retrieve: %zu of %zu questions truncated to the encoder's context\n",
                  r.truncated_queries(), n_questions);
-  if (std::string note = short_of_k.note(n_questions, size_t(k.value), r.size(), m); !note.empty())
+  if (std::string note = short_of_k.note(n_questions, size_t(k), r.size(), m); !note.empty())
     std::fprintf(stderr, "%s\n", note.c_str());
   return 0;
 }

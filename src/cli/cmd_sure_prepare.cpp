@@ -15,6 +15,7 @@
 #include "base/progress.h"
 #include "cli/args.h"
 #include "cli/json_out.h"
+#include "cli/option_flags.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "cli/run_hooks.h"
@@ -118,22 +119,15 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
       a.opt<std::string>("--index", "DIR", "retrieval index (ragform index build)").required();
   auto& input = a.opt<std::string>("--input", "Q.jsonl", "questions with gold answers").required();
   auto& k = a.opt<int>("-k,--top-k", "N", "passages retrieved per question", 100).range(1, 100000);
-  auto& per_cell = a.opt<int>("--per-cell", "N", "questions per cell", 50).range(1, kMaxInt);
-  auto& per_question =
-      a.opt<int>("--per-question", "N",
-                 "passages per question per cell (seeded; the paper: all, >= -k)", 1)
-          .range(1, kMaxInt);
-  auto& seed = a.opt<long long>("--seed", "S", "seed of the per-cell choice and the sampling", 0);
+  sure::PrepareOptions o;  // --per-cell ... --batch (pipelines/sure/prepare.h)
+  OptionFlags<sure::PrepareOptions> declared(a, o);
   auto& known = a.opt<std::string>("--known", "FILE", "closed-book verdicts instead of the reader");
   auto& store_path =
       a.opt<std::string>("--store", "DB", "run store of the closed-book answers (SQLite)");
-  auto& temp = a.opt<double>("--temperature", "T", "closed-book sampling temperature", 0.1);
-  auto& max_tokens =
-      a.opt<int>("--max-tokens", "N", "closed-book answer tokens", 32).range(1, kMaxInt);
-  auto& batch = batch_flag(a);
   auto& prompts_dir =
       a.opt<std::string>("--prompts", "DIR", "prompt directory (default: SURE's)", "");
   if (!a.parse(argv)) return 0;
+  declared.apply();
   const bool have_reader = xf.reader.value == "openai" || !rf.model.value.empty();
   if (!known.seen && !have_reader)
     throw UsageError(
@@ -143,13 +137,6 @@ int run_sure_prepare(const std::vector<std::string>& argv) {
     throw UsageError("--store", "the closed-book answers need a run store (--store DB)");
   if (have_reader) xf.check();
 
-  sure::PrepareOptions o;
-  o.per_cell = size_t(per_cell.value);
-  o.per_question = size_t(per_question.value);
-  o.seed = uint64_t(seed.value);
-  o.temperature = temp.value;
-  o.max_tokens = max_tokens.value;
-  o.batch = size_t(batch.value);
   if (known.seen) o.known = sure::read_known_file(known.value);
 
   // Questions with answers, and their retrieved passages.

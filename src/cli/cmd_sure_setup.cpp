@@ -19,10 +19,6 @@ std::vector<sure::Pair> read_shard(const std::string& path, const Shard& shard,
   return pairs;
 }
 
-Opt<int>& batch_flag(Args& a) {
-  return a.opt<int>("--batch", "N", "prompts per batched generation", 8).range(1, kMaxInt);
-}
-
 Opt<std::string>& pairs_input_flag(Args& a) {
   return a.opt<std::string>("--input", "FILE", "pairs JSONL ('-' = stdin)", "-");
 }

@@ -50,10 +50,12 @@ Opt<std::string>& f16_gemm_flag(Args& a) { return text_flag(a, "f16_gemm"); }
 
 Opt<int>& threads_flag(Args& a) { return int_flag(a, "threads"); }
 
+Opt<std::string>& kv_flag(Args& a) { return text_flag(a, "kv"); }
+
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
       ctx(int_flag(a, "ctx", reader::kDefaultContext)),
-      kv(text_flag(a, "kv")),
+      kv(kv_flag(a)),
       threads(threads_flag(a)),
       f16_gemm(f16_gemm_flag(a)),
       chat(switch_flag(a, "chat")),

@@ -18,6 +18,8 @@ Opt<std::string>& f16_gemm_flag(Args& a);
 // -t, --threads N as declared in reader/engine_settings.h (help, default, range), for commands that
 // run the engine without the other reader flags (the encoders of embed, classify, index build).
 Opt<int>& threads_flag(Args& a);
+// --kv f32|f16 as declared there, for commands that make a KV cache without a reader (bench).
+Opt<std::string>& kv_flag(Args& a);
 
 struct ReaderFlags {
   explicit ReaderFlags(Args& a, bool model_required = true);

@@ -3,9 +3,25 @@
 #include <cstdlib>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "reader/openai_reader.h"
 
 namespace ragform::cli {
+
+namespace {
+
+// A setting of the openai reader as reader/openai_reader.h declares it (help, default, range).
+Opt<int>& openai_flag(Args& a, const std::string& key) {
+  for (const OptionInfo& o : option_infos<reader::OpenAIOptions>())
+    if (o.decl.key == key) {
+      const OptionDecl& d = o.decl;
+      return a.opt<int>(d.flag, d.metavar, d.help, std::stoi(o.default_text))
+          .range(int(d.lo), d.hi >= double(kMaxInt) ? kMaxInt : int(d.hi), range_words(d));
+    }
+  throw Error("openai reader settings", "no declared setting '" + key + "'");
+}
+
+}  // namespace
 
 Opt<std::string>& api_key_env_flag(Args& a) {
   return a.opt<std::string>(
@@ -34,16 +50,9 @@ RemoteFlags::RemoteFlags(Args& a)
           "model: repeat the flag or give a comma list (each request goes to the least busy, a "
           "failed one to another; one run whatever the servers)")),
       api_key_env(api_key_env_flag(a)),
-      concurrency(
-          a.opt<int>("--concurrency", "N", "requests in flight per server (openai reader)", 4)
-              .range(1, reader::kMaxConcurrency)),
-      retries(a.opt<int>("--retries", "N",
-                         "retries on no answer/408/429/5xx, with exponential backoff (with several "
-                         "servers: further rounds, each trying every server)",
-                         4)
-                  .range(0, 100)),
-      timeout(a.opt<int>("--timeout", "SECONDS", "timeout of one HTTP request", 300)
-                  .range(1, kMaxInt)) {}
+      concurrency(openai_flag(a, "concurrency")),
+      retries(openai_flag(a, "retries")),
+      timeout(openai_flag(a, "timeout")) {}
 
 std::string RemoteFlags::base_urls() const {
   std::string list;

@@ -49,6 +49,13 @@ reader::SteeringParams SteerFlags::params() const {
   return reader::parse_steering(o);
 }
 
+reader::SteeringParams steer_rule_params(const std::string& rule,
+                                         const std::vector<runtime::CharSpan>& spans) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const runtime::CharSpan& c : spans) list.push_back({c.begin, c.end});
+  return reader::parse_steering({{"rule", rule}, {"spans", list}});
+}
+
 std::string steer_flag(const std::string& key) {
   if (key.empty() || key == "rule") return "--steer";
   if (key == "spans" || key == "layers" || key == "heads") return "--steer-" + key;

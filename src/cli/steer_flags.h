@@ -5,6 +5,7 @@
 //   half; negative indices count from the end; A..B ranges), --steer-heads (default: every head).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "cli/args.h"
 #include "reader/steering_params.h"
@@ -23,6 +24,13 @@ struct SteerFlags {
   // flags without --steer.
   reader::SteeringParams params() const;
 };
+
+// The steering a --steer RULE alone asks for, with `spans` as its spans: the object {rule, spans}
+// read by reader::parse_steering, so the rule's grammar and errors (spelled --steer) are every
+// verb's. For a command that chooses its own spans (bench: the prompt's first half) and takes no
+// --steer-spans.
+reader::SteeringParams steer_rule_params(const std::string& rule,
+                                         const std::vector<runtime::CharSpan>& spans);
 
 // The flag of a steering object's key ("spans" -> "--steer-spans", "rule" or the object ->
 // "--steer"): how the CLI says a runtime::SteerError (cli/main.cpp), wherever it was raised.

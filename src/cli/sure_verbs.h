@@ -48,9 +48,7 @@ struct SureSetup {
   common::RunOrigin origin(const reader::Reader& r) const;
 };
 
-// The flags several verbs declare alike, declared once:
-// --batch N (prepare, perturb, filter, eval), prompts per batched generation;
-Opt<int>& batch_flag(Args& a);
+// The flags several verbs declare alike, declared once (--batch is each verb's declaration's):
 // --input FILE of the verbs that read pairs (filter, eval), '-' = stdin.
 Opt<std::string>& pairs_input_flag(Args& a);
 

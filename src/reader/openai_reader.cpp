@@ -194,7 +194,7 @@ std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
     eps.push_back(std::make_unique<HttpEndpoint>(url, "openai reader", o.api_key, o.timeout_s));
   if (eps.empty())
     throw UsageError("openai reader",
-                     "base URL '" + redact_url(excerpt(o.base_url)) + "' names no server");
+                     "base URL '" + excerpt(redact_url(o.base_url)) + "' names no server");
   PoolOptions po;
   po.per_server = o.concurrency;
   po.retries = o.retries;
@@ -206,13 +206,9 @@ std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
 }  // namespace
 
 OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
-  if (opt_.concurrency < 1) opt_.concurrency = 1;
-  // The CLI's range check (--concurrency), for every front end that builds a reader.
-  if (opt_.concurrency > kMaxConcurrency)
-    throw UsageError("concurrency", "value too large: " + std::to_string(opt_.concurrency) +
-                                        " (largest accepted: " + std::to_string(kMaxConcurrency) +
-                                        ")");
-  if (opt_.retries < 0) opt_.retries = 0;
+  // The declared ranges (concurrency, retries, timeout), for every front end that builds a reader:
+  // OptionError naming the key.
+  check_options(opt_);
   pool_ = open_pool(opt_);
   // A fleet serving different models would mix them in one run: refused before any request.
   pool_->check_all();

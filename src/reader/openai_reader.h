@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "reader/http_json.h"
 #include "reader/reader.h"
 #include "reader/server_pool.h"
@@ -59,6 +60,45 @@ struct OpenAIOptions {
   int retries = 4;            // further attempts after the first
   double backoff_s = 0.5;     // first retry delay; doubles each time
   int timeout_s = 300;        // connect/read/write timeout of one attempt
+
+  // The settings a user gives, declared once (base/options.h): the CLI's --concurrency, --retries
+  // and --timeout (cli/remote_flags.cpp) and Python's OpenAIReader keywords of the same names;
+  // the reader checks them (check_options) whichever front end built it.
+  // base_url, model, api_key, chat and system are Python's positional parameters (the CLI spells
+  // them with its reader flags: --base-url, -m, --api-key-env, --chat, --system).
+  template <class V>
+  void visit(V&& v) {
+    v(OptionDecl{"base_url", "", "URL",
+                 "the server, e.g. http://127.0.0.1:8080/v1; several servers of one model: a "
+                 "comma list"}
+          .need()
+          .first(),
+      base_url);
+    v(OptionDecl{"model", "", "NAME", "the model name sent to the server (empty: not sent)"}
+          .empty_value()
+          .first(),
+      model);
+    v(OptionDecl{"api_key", "", "KEY", "the server's API key (empty: none)"}.empty_value().first(),
+      api_key);
+    v(OptionDecl{"chat", "", "", "send the prompt as the user turn of chat/completions"}
+          .flag_only()
+          .first(),
+      chat);
+    v(OptionDecl{"system", "", "TEXT", "system message in chat mode"}.empty_value().first(),
+      system_prompt);
+    v(OptionDecl{"concurrency", "--concurrency", "N",
+                 "requests in flight per server (openai reader)"}
+          .count(1, kMaxConcurrency),
+      concurrency);
+    v(OptionDecl{"retries", "--retries", "N",
+                 "retries on no answer/408/429/5xx, with exponential backoff (with several "
+                 "servers: further rounds, each trying every server)"}
+          .count(0, 100),
+      retries);
+    v(OptionDecl{"timeout", "--timeout", "SECONDS", "timeout of one HTTP request"}.count(
+          1, 2147483647),
+      timeout_s);
+  }
 };
 
 // The weights probe of a fleet (server_pool.h): this prompt's greedy answer of this many tokens,

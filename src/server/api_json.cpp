@@ -78,6 +78,18 @@ std::string get_str(const json& j, const char* key, bool required) {
   return j[key].get<std::string>();
 }
 
+std::string with_declared(const std::string& schema, const nlohmann::ordered_json& fields) {
+  nlohmann::ordered_json s = nlohmann::ordered_json::parse(schema);
+  nlohmann::ordered_json& props = s["properties"];
+  for (const auto& [key, declared] : fields.items()) {
+    nlohmann::ordered_json merged = declared;
+    if (props.contains(key))
+      for (const auto& [k, v] : props[key].items()) merged[k] = v;
+    props[key] = std::move(merged);
+  }
+  return s.dump();
+}
+
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 Response models_reply(const std::string& id, long created, const std::string& sha256) {

@@ -31,6 +31,9 @@ struct ApiError {
 // Hits one /v1/retrieve request may ask for, questions x k: each hit carries its passage, so
 // 1,024 questions x k = 1,000 made a 108 MB reply from a 17 KB request.
 inline constexpr size_t kMaxRetrieveHits = 65536;
+// Passages per question of one /v1/retrieve request (retrieve's declared k goes to 100,000 for
+// the CLI, which writes a file).
+inline constexpr int64_t kMaxRetrieveK = 1000;
 // Documents in one /v1/rag/spotlight request: each is one encoder pass (60,000 one-sentence
 // documents in 960 KB ran 60,000 passes); a retrieval prompt holds tens.
 inline constexpr size_t kMaxSpotlightDocuments = 256;
@@ -119,6 +122,66 @@ void read_declared(const json& j, S& s, std::initializer_list<std::string_view> 
       field = read(field);
   });
 }
+
+// The JSON Schema of the fields read_declared reads from a request (each declared key of S, of
+// `only` when given), for a route's request schema (with_declared): the field's type (or null:
+// absent), the declared range as read_declared applies it (a whole number within an int), the
+// field's initial value as "default" (an optional field has none: its description says what
+// absent means) and the declared help as "description". The API document so states the
+// declaration's defaults and bounds instead of a copy of them.
+template <class S>
+nlohmann::ordered_json declared_schema(std::initializer_list<std::string_view> only = {}) {
+  using ojson = nlohmann::ordered_json;
+  ojson out = ojson::object();
+  S s;
+  s.visit([&](const OptionDecl& d, const auto& field) {
+    if (only.size() && std::find(only.begin(), only.end(), d.key) == only.end()) return;
+    ojson p = ojson::object();
+    auto shape = [&](const auto& v, bool with_default) {
+      using T = std::remove_cvref_t<decltype(v)>;
+      (void)with_default;
+      if constexpr (std::is_same_v<T, bool>) {
+        p["type"] = ojson::array({"boolean", "null"});
+        if (with_default) p["default"] = v;
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        p["type"] = ojson::array({"string", "null"});
+        if (with_default && !v.empty()) p["default"] = v;
+      } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+        const ojson one = {{"type", "string"}}, none = {{"type", "null"}};
+        const ojson many = {{"type", "array"}, {"items", one}};
+        p["oneOf"] = ojson::array({one, many, none});
+      } else if constexpr (std::is_floating_point_v<T>) {
+        p["type"] = ojson::array({"number", "null"});
+        if (d.has_range()) {
+          p["minimum"] = d.lo;
+          p["maximum"] = d.hi;
+        }
+        if (with_default) p["default"] = double(v);
+      } else {
+        static_assert(std::is_integral_v<T>, "a declared request field is a number, bool or str");
+        constexpr double kLo = std::numeric_limits<int>::lowest();
+        constexpr double kHi = std::numeric_limits<int>::max();
+        p["type"] = ojson::array({"integer", "null"});
+        p["minimum"] = (long long)(d.has_range() ? std::max(d.lo, kLo) : kLo);
+        p["maximum"] = (long long)(d.has_range() ? std::min(d.hi, kHi) : kHi);
+        if (with_default) p["default"] = (long long)v;
+      }
+    };
+    using F = std::remove_cvref_t<decltype(field)>;
+    if constexpr (requires { field.has_value(); })
+      shape(typename F::value_type{}, false);
+    else
+      shape(field, true);
+    p["description"] = d.unset.empty() ? d.help : d.help + " (absent: " + d.unset + ")";
+    out[d.key] = std::move(p);
+  });
+  return out;
+}
+
+// A request schema's text with `fields` (declared_schema) among its "properties": a field the
+// text already names is filled in where it stands, keeping the text's own keywords on top of the
+// declared ones (an enum, exclusiveMinimum); any other is added after the text's.
+std::string with_declared(const std::string& schema, const nlohmann::ordered_json& fields);
 
 // 401 invalid_api_key unless req.authorization is "Bearer <key>", compared in time that depends
 // only on the lengths (not on where they first differ, so response times do not reveal the key

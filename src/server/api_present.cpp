@@ -27,6 +27,9 @@ nlohmann::ordered_json present_one(const json& record, const tune::Profile& prof
 
 Response present(const std::string& body, reader::Reader* counter) {
   json j = parse_body(body);
+  // present's one declared option, "profile" (tune/present.h PresentRequest): a path for the CLI
+  // and Python, here the file's JSON (a client names no server-side file), so it is read here
+  // rather than by read_declared.
   if (!j.contains("profile") || !j["profile"].is_object())
     bad("'profile' must be the object of a profile file from `ragform tune`",
         j.contains("profile") ? "invalid_type" : "missing_field");

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "retrieval/dense_index.h"
 #include "retrieval/questions.h"
+#include "retrieval/retrieve_options.h"
 #include "retrieval/retriever.h"
 #include "retrieval/retriever_pool.h"
 #include "server/api.h"
@@ -17,10 +18,19 @@ namespace ragform::server {
 using namespace api_json;
 
 namespace {
-// The reply budget's estimate of a hit before its passage is known (a 100-word passage and its
-// fields are about 1 KB), and the hits retrieved at a time while the reply is built.
+// The reply budget's least estimate of a hit before its passage is known (a 100-word passage and
+// its fields are about 1 KB), and the hits retrieved at a time while the reply is built.
 constexpr size_t kRetrieveHitEstimate = 4096;
 constexpr size_t kRetrieveBatchHits = 1024;
+// A hit's JSON beside its id, title and text: the score, the rank, keys and quotes.
+constexpr size_t kRetrieveHitFields = 128;
+// Memory a hit takes while the reply is built, in multiples of its bytes: the retrieved passage,
+// the row's JSON and its text, and the reply the text is appended to.
+constexpr size_t kRetrieveBuildFactor = 3;
+
+size_t hit_bytes(const retrieval::Retrieved& h) {
+  return h.id.size() + h.title.size() + h.text.size() + kRetrieveHitFields;
+}
 }  // namespace
 
 RetrieveApi::RetrieveApi(RetrieveApiOptions opt) : opt_(std::move(opt)) {
@@ -63,12 +73,15 @@ const RouteSpec kRetrieve{
         "Exactly one of question or questions. dense and hybrid need the index's encoder (the "
         "served encoder, or "
         "--encoder-model): otherwise 400 mode_unavailable.",
-    .request = R"({"type": "object", "properties": {
+    // k and mode: retrieve's declaration (retrieval/retrieve_options.h), k within this server's
+    // limit.
+    .request = with_declared(R"({"type": "object", "properties": {
       "question": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}]},
       "questions": {"type": "array", "minItems": 1, "maxItems": "$max_questions", "items": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}]}},
-      "k": {"type": ["integer", "null"], "minimum": 1, "maximum": 1000, "default": 20},
-      "mode": {"enum": ["bm25", "dense", "hybrid"], "default": "bm25"}},
+      "k": {"maximum": "$max_retrieve_k"},
+      "mode": {"enum": ["bm25", "dense", "hybrid", null]}},
       "description": "exactly one of question or questions"})",
+                             declared_schema<retrieval::RetrieveRequest>()),
     .response = R"({"type": "object", "required": ["object", "mode", "k", "data"], "properties": {
       "object": {"const": "list"}, "mode": {"type": "string"}, "k": {"type": "integer"},
       "data": {"type": "array", "items": {"type": "object", "required": ["id", "question", "ctxs"], "properties": {
@@ -99,8 +112,13 @@ void RetrieveApi::add_routes(Router& router) {
 
 Response RetrieveApi::retrieve(const std::string& body) {
   const json j = parse_body(body);
-  const int k = get_int(j, "k", 20, 1, 1000);
-  const std::string mode_s = j.contains("mode") ? get_str(j, "mode", true) : "bm25";
+  retrieval::RetrieveRequest req;  // k, mode: retrieve's declaration, as the CLI reads them
+  read_declared(j, req);
+  if (req.k > kMaxRetrieveK)
+    bad("'k' = " + std::to_string(req.k) + " is outside [1, " + std::to_string(kMaxRetrieveK) +
+        "] (this server's limit)");
+  const int k = int(req.k);
+  const std::string& mode_s = req.mode;
   retrieval::Mode mode;
   try {
     mode = retrieval::parse_mode(mode_s);
@@ -151,21 +169,47 @@ Response RetrieveApi::retrieve(const std::string& body) {
   // index of 100 KB passages (a 17 KB request) held 2 GB of hits, then their JSON twice, and ended
   // in a 500 bad_alloc at 5.2 GB. The reply is built a few questions at a time, as text, counted as
   // it grows and refused past kMaxResponseBytes; its memory is reserved in the server's reply
-  // budget (reply_budget.h) and held until written.
+  // budget (reply_budget.h) and held until written. The estimate of a hit is the largest this
+  // server has sent (at least kRetrieveHitEstimate); a batch whose passages turn out larger (a
+  // fixed 4 KB a hit let 120 unread replies of 100 hits of 57 KB take 2.15 GB, none of them
+  // counted, issue 40) is dropped, its true size reserved, and retrieved again: a request waiting
+  // for room holds no passages.
   const size_t hits = qs.size() * size_t(k);
+  const size_t per_hit = std::max(kRetrieveHitEstimate, largest_hit_.load());
   ReplyBudget::Hold hold = reply_budget().reserve(
-      2 * std::min(hits * kRetrieveHitEstimate, kMaxResponseBytes) + (size_t(1) << 16));
+      kRetrieveBuildFactor * std::min(hits * per_hit, kMaxResponseBytes) + (size_t(1) << 16));
   const size_t per_batch = std::max<size_t>(1, kRetrieveBatchHits / size_t(k));
   std::string data = "[";
   for (size_t b = 0; b < qs.size(); b += per_batch) {
     const size_t e = std::min(qs.size(), b + per_batch);
     std::vector<std::string> texts;
     for (size_t i = b; i < e; ++i) texts.push_back(qs[i].question);
-    const auto res = pool->acquire()->retrieve(texts, k);
+    auto res = pool->acquire()->retrieve(texts, k);
+    // What this batch takes while its rows are built, beside the reply so far.
+    auto needs = [&] {
+      size_t bytes = 0, largest = 0;
+      for (const auto& row : res)
+        for (const auto& h : row) {
+          bytes += hit_bytes(h);
+          largest = std::max(largest, hit_bytes(h));
+        }
+      size_t seen = largest_hit_.load();
+      while (largest > seen && !largest_hit_.compare_exchange_weak(seen, largest)) {
+      }
+      return data.size() + kRetrieveBuildFactor * std::min(bytes, kMaxResponseBytes) +
+             (size_t(1) << 16);
+    };
+    if (const size_t need = needs(); need > hold.bytes() && need >= kSmallReplyBytes) {
+      res = {};  // not held while waiting
+      reply_budget().grow(hold, need);
+      res = pool->acquire()->retrieve(texts, k);
+      reply_budget().grow(hold, needs());  // (the same passages: nothing more to wait for)
+    }
     for (size_t i = b; i < e; ++i) {
       if (i) data += ',';
       // Keys sorted as ok()'s JSON sorts them (the ordered row re-read as a json).
       data += dump(json::parse(retrieval::retrieval_row(qs[i], res[i - b]).dump()));
+      res[i - b] = {};
       if (data.size() > kMaxResponseBytes)
         bad("the reply would be more than " + std::to_string(kMaxResponseBytes) +
                 " bytes (the passages of the first " + std::to_string(i + 1) + " of " +
@@ -180,6 +224,8 @@ Response RetrieveApi::retrieve(const std::string& body) {
   r.body = R"({"data":)" + data + R"(,"k":)" + std::to_string(k) + R"(,"mode":)" +
            dump(json(mode_s)) + R"(,"object":"list"})";
   data = std::string();
+  // Held in full while written, even when escaping made it larger than its estimate.
+  reply_budget().grow(hold, r.body.size());
   hold.shrink(r.body.size());
   r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
   return r;

@@ -14,6 +14,8 @@
 // pool (retrieval/retriever_pool.h: its own SQLite connection; one shared FAISS index searched
 // with per-call parameters); more wait for a free one.
 #pragma once
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -57,6 +59,9 @@ class RetrieveApi {
   RetrieveApiOptions opt_;
   std::unique_ptr<retrieval::RetrieverPool> bm25_, dense_, hybrid_;
   std::string why_no_dense_;
+  // The most bytes one hit (its passage and fields) has taken in a reply so far: the reply
+  // budget's estimate of a hit before the passages of a request are known (api_retrieve.cpp).
+  std::atomic<size_t> largest_hit_{0};
 };
 
 }  // namespace ragform::server

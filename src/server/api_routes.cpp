@@ -3,10 +3,13 @@
 // each to its handler in api.cpp. Adding an endpoint: a spec here, a handler there.
 #include <string>
 
+#include "pipelines/spotlight/spotlight.h"
+#include "reader/generate_options.h"
 #include "reader/native_reader.h"
 #include "server/api.h"
 #include "server/api_json.h"
 #include "server/api_present.h"
+#include "server/reply_budget.h"
 #include "server/router.h"
 
 namespace ragform::server {
@@ -19,7 +22,10 @@ namespace {
 // from them). A schema is what the handler accepts, no stricter (every value a handler takes must
 // match, so a test client's "invalid" requests are ones the server refuses): an optional field is
 // also null (read as absent), and numbers carry the handler's own bounds ("$name" = a limit of the
-// serving process, openapi.h).
+// serving process, openapi.h). A field a handler reads from an option declaration (read_declared)
+// is named here where it stands, its type, range, default and description filled in from the
+// declaration (with_declared; its own keywords here add to them), so the document does not copy
+// them.
 #define RAGFORM_MODEL_FIELD \
   R"("model": {"type": ["string", "null"], "description": "the served model's id; absent: it, another: 404 model_not_found"})"
 // reader/steering_object.h (its one parser; spans are required unless the rule is off).
@@ -35,8 +41,7 @@ namespace {
   R"("max_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": "$max_tokens"},)"                                                                                                                                                                                   \
   R"( "max_completion_tokens": {"type": ["integer", "null"], "minimum": 0, "maximum": "$max_tokens", "description": "read when max_tokens is absent"},)"                                                                                                                      \
   R"( "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2, "default": 1},)"                                                                                                                                                                                \
-  R"( "top_p": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1, "default": 1},)"                                                                                                                                                                             \
-  R"( "top_k": {"type": ["integer", "null"], "minimum": 0, "maximum": 2147483647, "default": 0},)"                                                                                                                                                                            \
+  R"( "top_p": {"exclusiveMinimum": 0}, "top_k": {},)"                                                                                                                                                                                                                        \
   R"( "seed": {"type": ["integer", "null"]},)"                                                                                                                                                                                                                                \
   R"( "stop": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "maxItems": "$max_stop_strings", "items": {"type": "string", "minLength": 1}}, {"type": "null"}], "description": "at most $max_stop_strings strings of at most $max_stop_bytes bytes each"},)" \
   R"( "n": {"type": ["integer", "null"], "minimum": 1, "maximum": 1},)"                                                                                                                                                                                                       \
@@ -51,25 +56,32 @@ const RouteSpec kHealth{
     .access = Access::Open,
     .summary = "Liveness and the engine's counters (no API key needed)",
     .response =
-        R"({"type": "object", "required": ["status", "active", "pending", "steps", "sequences", "largest_batch", "prompt_tokens", "prompt_tokens_computed", "prefix_cache"],
+        R"({"type": "object", "required": ["status", "active", "pending", "steps", "sequences", "largest_batch", "prompt_tokens", "prompt_tokens_computed", "prefix_cache", "reply_memory"],
       "properties": {"status": {"const": "ok"}, "active": {"type": "integer"}, "pending": {"type": "integer"},
         "steps": {"type": "integer"}, "sequences": {"type": "integer"}, "largest_batch": {"type": "integer"},
         "prompt_tokens": {"type": "integer"}, "prompt_tokens_computed": {"type": "integer"},
-        "prefix_cache": {"type": ["object", "null"], "description": "null with --prefix-cache off"}}})",
+        "prefix_cache": {"type": ["object", "null"], "description": "null with --prefix-cache off"},
+        "reply_memory": )" RAGFORM_REPLY_MEMORY R"(}})",
 };
+
+// top_k and top_p: generate's declaration (reader/generate_options.h), as common_fields reads them.
+std::string with_sampling(const std::string& schema) {
+  return api_json::with_declared(
+      schema, api_json::declared_schema<reader::GenerateRequest>({"top_k", "top_p"}));
+}
 
 const RouteSpec kCompletions{
     .method = "POST",
     .paths = {"/v1/completions"},
     .summary = "Text completion (OpenAI legacy completions)",
     .description = "The prompts of one request share a batch; prompt i samples with seed + i.",
-    .request =
+    .request = with_sampling(
         R"({"type": "object", "required": ["prompt"], "properties": {)" RAGFORM_MODEL_FIELD R"(,
       "prompt": {"oneOf": [{"type": "string"}, {"type": "array", "minItems": 1, "maxItems": "$queue", "items": {"type": "string"}}], "description": "at most --queue prompts"},
       )" RAGFORM_SAMPLING_FIELDS R"(,
       "echo": {"type": ["boolean", "null"]},
       "logprobs": {"type": ["integer", "null"], "minimum": 0, "maximum": 20},
-      )" RAGFORM_STEER_FIELD R"(}})",
+      )" RAGFORM_STEER_FIELD R"(}})"),
     .response =
         R"({"type": "object", "required": ["id", "object", "created", "model", "choices", "usage"], "properties": {
       "id": {"type": "string"}, "object": {"const": "text_completion"}, "created": {"type": "integer"}, "model": {"type": "string"},
@@ -88,13 +100,13 @@ const RouteSpec kChat{
     .summary = "Chat completion with the model's chat template (or --chat-template)",
     .description =
         "Message contents are text: only the template's own markers become special tokens.",
-    .request =
+    .request = with_sampling(
         R"({"type": "object", "required": ["messages"], "properties": {)" RAGFORM_MODEL_FIELD R"(,
       "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["role", "content"], "properties": {
         "role": {"type": "string"},
         "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": {"type": "string"}}}}]}}}},
       )" RAGFORM_SAMPLING_FIELDS R"(,
-      "steer": {"type": "null", "description": "not read here, the prompt not being one text: any other value is a 400"}}})",
+      "steer": {"type": "null", "description": "not read here, the prompt not being one text: any other value is a 400"}}})"),
     .response =
         R"({"type": "object", "required": ["id", "object", "created", "model", "choices", "usage"], "properties": {
       "id": {"type": "string"}, "object": {"const": "chat.completion"}, "created": {"type": "integer"}, "model": {"type": "string"},
@@ -166,16 +178,23 @@ const RouteSpec kSpotlight{
     .method = "POST",
     .paths = {"/v1/rag/spotlight"},
     .summary = "SpotlightRAG evidence selection (spotlight select --json)",
-    .request = R"({"type": "object", "required": ["question", "documents"], "properties": {
+    // K, k, lambda, order, special_tokens: spotlight select's declaration (select_options.h), as
+    // Api::spotlight reads them.
+    .request = api_json::with_declared(
+        R"({"type": "object", "required": ["question", "documents"], "properties": {
       "id": {"type": ["string", "null"]}, "question": {"type": "string", "minLength": 1},
       "documents": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
         "title": {"type": ["string", "null"]}, "id": {"type": ["string", "null"]},
         "text": {"type": ["string", "null"]}, "sentences": {"type": ["array", "null"], "items": {"type": "string"}}},
         "description": "exactly one of text or sentences"}},
-      "K": {"type": ["integer", "null"], "minimum": 1, "maximum": 1048576}, "k": {"type": ["integer", "null"], "minimum": 1, "maximum": 1048576},
-      "lambda": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
-      "alpha": {"type": ["string", "null"], "enum": ["idf", "uniform", "", null]}, "order": {"type": ["string", "null"], "enum": ["doc", "score", "", null]},
-      "special_tokens": {"type": ["boolean", "null"]}}})",
+      "K": {}, "k": {}, "lambda": {},
+      "alpha": {"type": ["string", "null"], "enum": ["idf", "uniform", "", null]}, "order": {"enum": ["doc", "score", "", null]},
+      "special_tokens": {}}})",
+        [] {
+          auto fields = api_json::declared_schema<spotlight::ScoreOptions>();
+          fields.update(api_json::declared_schema<spotlight::PromptOptions>());
+          return fields;
+        }()),
     .response = R"({"type": "object", "required": ["id", "selected", "prompt"], "properties": {
       "id": {"type": "string"}, "prompt": {"type": "string"}, "selected": {"type": "array", "items": {"type": "object"}}}})",
 };

@@ -33,6 +33,7 @@ OpenApiLimits default_openapi_limits() {
       {"max_encoder_inputs", EncoderApiOptions{}.max_inputs},
       {"max_embedding_values", (long long)kMaxEmbeddingValues},
       {"max_questions", RetrieveApiOptions{}.max_questions},
+      {"max_retrieve_k", (long long)api_json::kMaxRetrieveK},
       {"max_stop_strings", (long long)reader::kMaxStopStrings},
       {"max_stop_bytes", (long long)reader::kMaxStopBytes},
   };

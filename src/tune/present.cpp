@@ -50,6 +50,12 @@ void check_profile(const Profile& profile) {
   validate(profile.presentation, profile.task, "profile");
 }
 
+Profile present_profile(const PresentRequest& request) {
+  const Profile profile = load_profile(request.profile);
+  check_profile(profile);
+  return profile;
+}
+
 Presented present(const nlohmann::json& record, const Profile& profile, reader::Reader* counter) {
   check_profile(profile);
   const eval::QaRecord r = record_of(record);

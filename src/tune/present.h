@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/options.h"
 #include "tune/profile.h"
 
 namespace ragform::reader {
@@ -26,6 +27,27 @@ class Reader;
 }
 
 namespace ragform::tune {
+
+// `present`'s options, declared once (base/options.h): the CLI's --profile (cli/cmd_present.cpp
+// through cli/option_flags.h), the keyword and signature of Python's ragform.present
+// (python/src/tune.cpp, ragform._ragform.options("present")) and the server's "profile" field
+// (server/api_present.cpp) are this declaration. The profile is a file's path for the CLI and
+// Python; Python also takes the file's JSON as a dict, and the server takes only that (a client
+// names no server-side file). The records (--input, record=, "record"/"records") and the reader
+// that counts tokens are each front end's own, as --json is the CLI's.
+struct PresentRequest {
+  std::string profile;
+
+  template <class V>
+  void visit(V&& v) {
+    v(OptionDecl{"profile", "--profile", "FILE", "profile from ragform tune"}.need().first(),
+      profile);
+  }
+};
+
+// The request's profile file, read (load_profile) and checked (check_profile): a profile that
+// cannot render fails before any record is read.
+Profile present_profile(const PresentRequest& request);
 
 struct Presented {
   std::string id;

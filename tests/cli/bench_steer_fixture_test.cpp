@@ -1,5 +1,6 @@
 // `ragform bench --steer RULE`: steered prefill and decode rows beside the plain ones, the cost on
-// stderr; a rule that steers nothing is a usage error.
+// stderr; a rule that steers nothing is a usage error; the rule is read by the one steering parser
+// (reader/steering_object.h), so a bad one is refused in generate's words.
 #include <gtest/gtest.h>
 
 #include "support/test_support.h"
@@ -25,6 +26,32 @@ TEST(BenchSteer, SteeredRowsBesideThePlainOnes) {
   EXPECT_EQ(one.exit_code, 2);
   EXPECT_NE(one.err.find("ragform: --steer: 'rescale:1' changes nothing"), std::string::npos)
       << one.err;
+}
+
+// The error line of a run's stderr ("ragform: ..."; notes may come before it).
+std::string error_line(const std::string& err) {
+  const size_t at = err.rfind("ragform: ");
+  return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
+}
+
+TEST(BenchSteer, ARuleIsReadAsEveryVerbsSteer) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  for (const char* rule : {"boost:2", "rescale:-1", "reallocate:2", "rescale:x",
+                           "reallocate:0.7,0.6", "redistribute:0,0"}) {
+    SCOPED_TRACE(rule);
+    const auto bench =
+        run_ragform("bench -m " + quoted(model) + " --pp 8 --tg 0 -r 1 --steer " + quoted(rule));
+    const auto generate = run_ragform("generate -m " + quoted(model) + " -p 'Once upon' -n 1 " +
+                                      "--steer " + quoted(rule) + " --steer-spans 0:4");
+    EXPECT_EQ(bench.exit_code, 2) << bench.err;
+    EXPECT_EQ(generate.exit_code, 2) << generate.err;
+    EXPECT_EQ(error_line(bench.err), error_line(generate.err));
+    EXPECT_EQ(error_line(bench.err).rfind("ragform: --steer: ", 0), 0u) << bench.err;
+  }
+  // bench picks its own spans: --steer-spans is not one of its flags.
+  const auto spans = run_ragform("bench -m " + quoted(model) +
+                                 " --pp 8 --tg 0 -r 1 --steer rescale:2 --steer-spans 0:1");
+  EXPECT_EQ(spans.exit_code, 2) << spans.err;
 }
 
 }  // namespace

@@ -129,7 +129,7 @@ TEST(Cli, IssueCasesOfBadNumbersAreUsageErrors) {
            {"cnorm eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
            {"spotlight eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
            {"kv generate -n 0", "-n: value out of range: 0 (accepted: 1 or more)"},
-           {"bench -m x.gguf --pp -5", "--pp: value out of range: -5 (accepted: 0 or more)"},
+           {"bench -m x.gguf --pp -5", "--pp: value out of range: -5 (accepted: 0..16777216)"},
            {"bench -m x.gguf --pp 0 --tg 0", "bench: --pp and --tg are both 0: nothing to measure"},
            {"generate -m x.gguf -p hi --threads 100000",
             "--threads: value too large: 100000 (largest accepted: " + th + ")"},

@@ -153,7 +153,8 @@ TEST(EngineSettings, TheEncoderCommandsBindThreadsFromTheDeclaration) {
   const std::string generate = threads_line("generate");
   ASSERT_NE(generate.find(reader::engine_setting("threads").decl.help), std::string::npos)
       << generate;
-  for (const char* command : {"embed", "classify", "index build"})
+  for (const char* command :
+       {"embed", "classify", "index build", "bench", "quantize", "make-test-model"})
     EXPECT_EQ(threads_line(command), generate) << command;
   // The declared range is checked while the flags are read, before the model is looked for.
   const auto r = run_ragform("embed -m /nonexistent/model.gguf -t 100000 --file /dev/null");

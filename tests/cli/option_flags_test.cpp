@@ -13,7 +13,9 @@
 #include "pipelines/cnorm/position_bias.h"
 #include "pipelines/spotlight/select.h"
 #include "pipelines/spotlight/select_options.h"
+#include "pipelines/sure/prepare.h"
 #include "reader/generate_params.h"
+#include "support/test_support.h"
 
 namespace ragform::cli {
 namespace {
@@ -117,6 +119,39 @@ TEST(DeclaredVerbs, DocumentRelevanceReadsTheDeclaredRow) {
   EXPECT_EQ(q.query_positions, std::vector<int>{5});
   r.layer = int64_t(1) << 40;
   EXPECT_THROW(cnorm::relevance_query(r), OptionError);
+}
+
+// `sure prepare` (a verb of the CLI alone): its --help shows each declared flag with the
+// declaration's default and range, a value out of range is refused by the flag and by the
+// library's check, each naming the option its way.
+TEST(DeclaredVerbs, SurePrepareFlagsAreTheDeclaration) {
+  const auto r = testing::run_ragform("sure prepare --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const OptionInfo& o : option_infos<sure::PrepareOptions>()) {
+    const OptionDecl& d = o.decl;
+    const size_t at = r.out.find("  " + d.flag + " ");
+    ASSERT_NE(at, std::string::npos) << d.flag;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find(d.help), std::string::npos) << line;
+    EXPECT_NE(line.find("[default: " + o.default_text), std::string::npos) << line;
+    if (d.lo != 0 || d.hi < 9.2e18) {
+      EXPECT_NE(line.find(range_words(d) + "]"), std::string::npos) << line;
+    }
+  }
+  const auto bad = testing::run_ragform(
+      "sure prepare --index /nonexistent --input /nonexistent --temperature 101");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("ragform: --temperature: value too large: 101 (largest accepted: 100)"),
+            std::string::npos)
+      << bad.err;
+  sure::PrepareOptions o;
+  o.temperature = 101;
+  try {
+    check_options(o);
+    ADD_FAILURE() << "101 accepted";
+  } catch (const OptionError& e) {
+    EXPECT_STREQ(e.what(), "temperature: value too large: 101 (largest accepted: 100)");
+  }
 }
 
 }  // namespace

@@ -9,6 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/options.h"
+#include "pipelines/spotlight/spotlight.h"
+#include "reader/generate_options.h"
+#include "retrieval/retrieve_options.h"
+#include "server/api_json.h"
 #include "server/endpoints.h"
 #include "server/openapi.h"
 #include "server/router.h"
@@ -149,6 +154,64 @@ TEST(OpenApi, EveryRouteOfEveryTableIsDescribed) {
   EXPECT_EQ(text.find("\": \"$"), std::string::npos);  // every "$limit" filled in
   EXPECT_EQ(text.find("\":\"$"), std::string::npos);
   EXPECT_EQ(text.find(RAGFORM_SOURCE_DIR), std::string::npos);  // no server-side path
+}
+
+// A request field a handler reads from an option declaration (api_json.h read_declared) is
+// described by that declaration: in the API document, the type, range, default and help of
+// /v1/rag/spotlight's K, k, lambda, order and special_tokens and of the completions' top_k and
+// top_p are the declared ones (option_infos), not a copy; the schema's own keywords stay.
+TEST(OpenApi, DeclaredFieldsAreTheDeclaration) {
+  const json doc = json::parse(serve_openapi_text(default_openapi_limits()));
+  auto props = [&](const char* path) {
+    return doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+              ["properties"];
+  };
+  auto check = [](const json& p, const std::vector<ragform::OptionInfo>& infos,
+                  std::vector<std::string> keys) {
+    size_t n = 0;
+    for (const ragform::OptionInfo& o : infos) {
+      const ragform::OptionDecl& d = o.decl;
+      if (!keys.empty() && std::find(keys.begin(), keys.end(), d.key) == keys.end()) continue;
+      ++n;
+      SCOPED_TRACE(d.key);
+      ASSERT_TRUE(p.contains(d.key));
+      const json& f = p[d.key];
+      EXPECT_EQ(f["description"].get<std::string>().rfind(d.help, 0), 0u);
+      EXPECT_EQ(f.contains("default"), !o.is_optional);
+      const bool number =
+          d.kind == ragform::OptionKind::Count || d.kind == ragform::OptionKind::Real;
+      if (number) {
+        EXPECT_EQ(f["minimum"].get<double>(), d.lo);
+        EXPECT_EQ(f["maximum"].get<double>(), std::min(d.hi, 2147483647.0));
+        if (!o.is_optional) {
+          EXPECT_EQ(ragform::option_number_text(f["default"].get<double>()), o.default_text);
+        }
+      } else if (d.kind == ragform::OptionKind::Switch) {
+        EXPECT_EQ(f["type"], json({"boolean", "null"}));
+        EXPECT_EQ(f["default"].get<bool>() ? "true" : "false", o.default_text);
+      } else {
+        EXPECT_EQ(f["type"], json({"string", "null"}));
+        EXPECT_EQ(f["default"], o.default_text);
+      }
+    }
+    EXPECT_EQ(n, keys.empty() ? infos.size() : keys.size());
+  };
+  using namespace ragform;
+  check(props("/v1/rag/spotlight"), option_infos<spotlight::ScoreOptions>(), {});
+  check(props("/v1/rag/spotlight"), option_infos<spotlight::PromptOptions>(), {});
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"})
+    check(props(path), option_infos<reader::GenerateRequest>(), {"top_k", "top_p"});
+  // /v1/retrieve: retrieve's k and mode, k within the server's own limit (a "$limit").
+  const json retrieve = props("/v1/retrieve");
+  const retrieval::RetrieveRequest declared;
+  EXPECT_EQ(retrieve["k"]["default"], declared.k);
+  EXPECT_EQ(retrieve["k"]["minimum"], option_infos<retrieval::RetrieveRequest>()[0].decl.lo);
+  EXPECT_EQ(retrieve["k"]["maximum"], server::api_json::kMaxRetrieveK);
+  EXPECT_LE(server::api_json::kMaxRetrieveK, option_infos<retrieval::RetrieveRequest>()[0].decl.hi);
+  EXPECT_EQ(retrieve["mode"]["default"], declared.mode);
+  // The schema's own words beside the declaration's: the nucleus above 0, order's choices.
+  EXPECT_EQ(props("/v1/completions")["top_p"]["exclusiveMinimum"], 0);
+  EXPECT_EQ(props("/v1/rag/spotlight")["order"]["enum"], json({"doc", "score", "", nullptr}));
 }
 
 // GET /openapi.json on a table: behind the key, the document of that table (itself included),

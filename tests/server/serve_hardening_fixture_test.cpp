@@ -309,7 +309,7 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
   }
   expect_api_error(post(enc.port(), "/health", "{}"), 405);
 
-  // Empty inputs are refused, as OpenAI refuses them; the encoder's /health has its two fields.
+  // Empty inputs are refused, as OpenAI refuses them; the encoder's /health has its three fields.
   const std::string key = "Bearer k3y";
   for (const char* body : {R"({"input": ""})", R"({"input": ["ok", ""]})"}) {
     const std::string msg = expect_api_error(post(enc.port(), "/v1/embeddings", body, key), 400);
@@ -319,9 +319,10 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   const json health = json::parse(get(enc.port(), "/health")->body);
-  EXPECT_EQ(health.size(), 2u) << health.dump();
+  EXPECT_EQ(health.size(), 3u) << health.dump();
   EXPECT_EQ(health["status"], "ok");
   EXPECT_TRUE(health["encoder"].is_string()) << health.dump();
+  EXPECT_TRUE(health["reply_memory"].is_object()) << health.dump();
   EXPECT_EQ(enc.stop(), 0) << enc.log();
 }
 

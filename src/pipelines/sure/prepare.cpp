@@ -248,6 +248,10 @@ nlohmann::ordered_json instance_row(const Candidate& cand, size_t c,
 
 PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, const PromptSet& prompts,
                            const std::vector<eval::QaRecord>& records, const PrepareOptions& opt) {
+  {
+    PrepareOptions checked = opt;
+    check_options(checked);  // OptionError naming the key: the CLI says its flag
+  }
   store::RunConfig rc = prepare_run_config(opt, prompts, records);
   rc.seed = static_cast<int64_t>(opt.seed);
   common::record_origin(rc, opt.origin);

@@ -42,10 +42,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/options.h"
 #include "eval/qa_record.h"
 #include "pipelines/common/common.h"
 #include "pipelines/sure/pairs.h"
 #include "pipelines/sure/prompts.h"
+#include "reader/generate_options.h"
 #include "reader/reader.h"
 #include "store/run_store.h"
 
@@ -53,6 +55,9 @@ namespace ragform::sure {
 
 inline constexpr std::array<const char*, 4> kCells = {"K-G", "K-N", "U-G", "U-N"};
 
+// The options of `sure prepare` up to the run's inputs are declared once (base/options.h): the
+// CLI's flags (cli/cmd_sure_prepare.cpp through cli/option_flags.h) and docs/cli.md come from
+// visit(); the initial values are the defaults, reproduce's too. run_prepare checks them.
 struct PrepareOptions {
   size_t per_cell = 50;     // questions per cell
   size_t per_question = 1;  // passages per question per cell (the paper: every one, >= k)
@@ -60,6 +65,27 @@ struct PrepareOptions {
   double temperature = 0.1;  // the closed-book answers, as `sure eval` (Appendix D)
   int max_tokens = 32;
   size_t batch = 8;
+
+  template <class V>
+  void visit(V&& v) {
+    v(OptionDecl{"per_cell", "--per-cell", "N", "questions per cell"}.count(1, 2147483647),
+      per_cell);
+    v(OptionDecl{"per_question", "--per-question", "N",
+                 "passages per question per cell (seeded; the paper: all, >= -k)"}
+          .count(1, 2147483647),
+      per_question);
+    v(OptionDecl{"seed", "--seed", "S", "seed of the per-cell choice and the sampling"}.count(0),
+      seed);
+    // The closed-book answers are sampled as `sure eval`'s (its --temp's range).
+    v(OptionDecl{"temperature", "--temperature", "T", "closed-book sampling temperature"}.real(
+          0, reader::kMaxTemperature),
+      temperature);
+    v(OptionDecl{"max_tokens", "--max-tokens", "N", "closed-book answer tokens"}.count(1,
+                                                                                       2147483647),
+      max_tokens);
+    v(OptionDecl{"batch", "--batch", "N", "prompts per batched generation"}.count(1, 2147483647),
+      batch);
+  }
   // Closed-book verdicts given instead of generated (question id -> Known); every question must
   // have one.
   std::optional<std::map<std::string, bool>> known;
