@@ -18,7 +18,7 @@
 #
 # Sizes (environment; the defaults are what docs/results.md reports):
 #   CNORM_LIMIT=40        questions of the k = 10 NQ gold-position sweep (3 variants x 10 positions)
-#   CNORM_ALL_LIMIT=12    questions of the k = 5 all-candidates sweep (ABS vs accuracy; 14 variants
+#   CNORM_ALL_LIMIT=30    questions of the k = 5 all-candidates sweep (ABS vs accuracy; 14 variants
 #                         x 5 positions)
 #   SURE_QUESTIONS=400    NQ questions answered closed-book (Known/Unknown) by sure prepare
 #   SURE_PER_CELL=20      questions per SURE cell (K-G, K-N, U-G, U-N)
@@ -157,7 +157,7 @@ timed cnorm_cal_nq5 "$rf" cnorm calibrate "${G[@]}" --task qa --input "$nq" -k 5
   --store "$out/cnorm_cal.sqlite" -o "$out/cnorm_nq5_profile.json" \
   >"$out/cnorm_nq5_profile.out" 2>"$out/cnorm_nq5_profile.log"
 timed cnorm_sweep_nq5_all "$rf" cnorm eval "${G[@]}" --task qa --input "$nq" \
-  --profile "$out/cnorm_nq5_profile.json" -k 5 --limit "${CNORM_ALL_LIMIT:-12}" --all-candidates \
+  --profile "$out/cnorm_nq5_profile.json" -k 5 --limit "${CNORM_ALL_LIMIT:-30}" --all-candidates \
   --store "$out/cnorm_eval5.sqlite" >"$out/cnorm_nq5_all.json" 2>"$out/cnorm_nq5_all.log"
 
 # ---- Lost in the middle and its repair, k = 10 ----
