@@ -44,6 +44,8 @@ def _generate(reader, a):
 # ragform.Model's keyword arguments, their order and defaults: the reader and engine settings
 # declared once with the CLI's flags (src/reader/engine_settings.h; ragform._ragform.options("model")).
 _MODEL = _options.signature("model", first=["self", "path"])
+# Model.logits' keyword (src/reader/prompt_logits.h; ragform._ragform.options("logits")).
+_LOGITS = _options.signature("logits", first=["self", "prompt"])
 
 
 class Model(_ragform._Model):
@@ -115,10 +117,15 @@ class Model(_ragform._Model):
 
     generate.__signature__ = _MODEL_GENERATE
 
-    def logits(self, prompt, positions="last"):
+    def logits(self, *args, **kwargs):
         """Raw logits of the prompt's tokens: numpy float32 [1, n_vocab] for positions="last",
-        [n_tokens, n_vocab] for "all" (what `ragform logits` writes)."""
-        return self._logits(prompt, positions, self.kv)
+        [n_tokens, n_vocab] for "all" (what `ragform logits` writes; the keyword is declared once
+        with its --positions, src/reader/prompt_logits.h)."""
+        a = _options.bind(_LOGITS, (self,) + args, kwargs)
+        del a["self"]
+        return self._logits(a.pop("prompt"), self.kv, **a)
+
+    logits.__signature__ = _LOGITS
 
     def embed(self, *args, **kwargs):
         """Pooled embeddings belong to encoder models: use ragform.Encoder(path).embed(texts)."""

@@ -25,6 +25,7 @@
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
 #include "reader/openai_reader.h"
+#include "reader/prompt_logits.h"
 #include "reader/steering_object.h"
 
 namespace ragform::py {
@@ -190,32 +191,19 @@ pyb::array_t<float> hidden(Reader& r, const std::string& prompt, int layer) {
 
 // As `ragform logits`: one pass of the prompt's tokens in a context of exactly their length, on
 // the reader's pool; rows for the last position or for all.
+// Model.logits: the use case of `ragform logits` (reader/prompt_logits.h), its keyword declared
+// there (ragform._ragform.options("logits")); the KV type is the Model's.
 pyb::array_t<float> logits(reader::NativeReader& r, const std::string& prompt,
-                           const std::string& positions, const std::string& kv) {
-  const bool all = option_choice("positions", positions, {"last", "all"}) == 1;
+                           const std::string& kv, const pyb::kwargs& kw) {
+  reader::LogitsRequest req;
+  bind_keywords(req, kw, "logits");
   const bool f16 = reader::kv_f16(kv);
-  std::vector<float> out;
-  size_t rows = 0;
-  const int n_vocab = r.model().hp().n_vocab;
+  reader::PromptLogits res;
   {
     pyb::gil_scoped_release nogil;
-    reader::TokenizedPrompt tokens = r.tokenize_prompt(prompt);
-    std::vector<int32_t>& ids = tokens.ids;
-    runtime::ContextParams cp;
-    cp.n_ctx = std::max<int>(int(ids.size()), 1);
-    cp.kv_type = f16 ? runtime::KvType::F16 : runtime::KvType::F32;
-    cp.pool = r.pool();
-    runtime::Context ctx(r.model(), cp);
-    runtime::SeqInput in;
-    in.seq = ctx.new_sequence();
-    ctx.set_steering(in.seq, r.resolve_steering(prompt, tokens, r.steering, prompt.size()));
-    in.tokens = std::move(ids);
-    in.logits = all ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
-    auto res = ctx.eval({in});
-    rows = res[0].logit_positions.size();
-    out = std::move(res[0].logits);
+    res = reader::prompt_logits(r, prompt, req, f16, r.steering);
   }
-  return to_numpy(std::move(out), {pyb::ssize_t(rows), pyb::ssize_t(n_vocab)});
+  return to_numpy(std::move(res.logits), {pyb::ssize_t(res.rows), pyb::ssize_t(res.n_vocab)});
 }
 
 pyb::str piece_str(const std::string& s) {
@@ -409,8 +397,7 @@ void bind_engine(pyb::module_& m) {
           },
           pyb::arg("prompt"),
           "The tokens a prompt becomes when fed (chat wrapping and truncation applied).")
-      .def("_logits", &logits, pyb::arg("prompt"), pyb::arg("positions") = "last",
-           pyb::arg("kv") = reader::EngineSettings{}.kv);
+      .def("_logits", &logits, pyb::arg("prompt"), pyb::arg("kv"));
 
   pyb::class_<reader::OpenAIReader, Reader, std::shared_ptr<reader::OpenAIReader>>(
       m, "OpenAIReader",

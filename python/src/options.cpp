@@ -12,6 +12,7 @@
 #include "reader/engine_settings.h"
 #include "reader/generate_options.h"
 #include "reader/openai_reader.h"
+#include "reader/prompt_logits.h"
 #include "tune/args.h"
 #include "tune/present.h"
 
@@ -65,6 +66,7 @@ const std::map<std::string, std::function<std::vector<OptionInfo>()>>& verbs() {
       {"model", [] { return option_infos<reader::EngineSettings>(); }},
       {"encoder", [] { return option_infos<reader::EncoderSettings>(); }},
       {"openai_reader", [] { return option_infos<reader::OpenAIOptions>(); }},
+      {"logits", [] { return option_infos<reader::LogitsRequest>(); }},
       {"generate", [] { return option_infos<reader::GenerateRequest>(); }},
       {"sure.evaluate", [] { return option_infos<sure::EvalOptions>(); }},
       {"sure.attention", [] { return option_infos<sure::AttentionRequest>(); }},

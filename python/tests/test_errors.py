@@ -77,7 +77,7 @@ def test_library_parse_errors_are_value_errors(model, ragform_bin, tmp_path, nq_
     with pytest.raises(ValueError, match="^pooling: unknown pooling 'max'"):
         enc.embed(["x"], pooling="max")
     with pytest.raises(ValueError, match="^kv: expected f32 or f16, got 'f8'$"):
-        model._logits("x", "last", "f8")
+        model._logits("x", "f8")
     with pytest.raises(ValueError, match="token_piece: token id -1 out of range"):
         model.token_piece(-1)
 

@@ -24,6 +24,7 @@ VERBS = {"tune": (lambda: ragform.tune, ["tune"]),
          "sure.oracle": (lambda: ragform.sure.oracle, ["sure", "oracle"]),
          "spotlight.select": (lambda: ragform.spotlight.select, ["spotlight", "select"]),
          "generate": (lambda: ragform.Model.generate, ["generate"]),
+         "logits": (lambda: ragform.Model.logits, ["logits"]),
          "bias.document_relevance": (lambda: ragform.bias.document_relevance, ["attention"]),
          "present": (lambda: ragform.present, ["present"])}
 

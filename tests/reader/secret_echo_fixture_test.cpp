@@ -5,15 +5,13 @@
 // report. A base URL with a query string is refused (exit 2) without printing it.
 #include <stdlib.h>
 
-#include <chrono>
 #include <filesystem>
 #include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "echo_server.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -33,38 +31,10 @@ class KeyEnv {
   ~KeyEnv() { unsetenv("OPENAI_API_KEY"); }
 };
 
-// /v1/models answers; every POST is a 401 quoting the Authorization header.
-class EchoServer {
- public:
-  EchoServer() {
-    srv_.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"object":"list","data":[{"id":"x","object":"model","owned_by":"x"}]})",
-                      "application/json");
-    });
-    srv_.Post(".*", [](const httplib::Request& req, httplib::Response& res) {
-      res.status = 401;
-      res.set_content(
-          nlohmann::json{
-              {"error", {{"message", "bad key: " + req.get_header_value("Authorization")}}}}
-              .dump(),
-          "application/json");
-    });
-    port_ = srv_.bind_to_any_port("127.0.0.1");
-    th_ = std::thread([this] { srv_.listen_after_bind(); });
-    for (int i = 0; i < 200 && !srv_.is_running(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ~EchoServer() {
-    srv_.stop();
-    th_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-
- private:
-  httplib::Server srv_;
-  int port_ = 0;
-  std::thread th_;
-};
+// A 401 quoting the Authorization header, as the issue's server answered every POST.
+std::string bad_key(const std::string& auth) {
+  return nlohmann::json{{"error", {{"message", "bad key: " + auth}}}}.dump();
+}
 
 // Three NQ questions with their gold passage, and their rule-based pairs.
 fs::path pairs_file(const fs::path& dir) {
@@ -97,7 +67,7 @@ void expect_no_key(const std::string& text, const std::string& where) {
 TEST(SecretEchoCli, AnEchoedKeyIsNotPrintedStoredExportedOrReported) {
   const fs::path dir = temp_dir("secret-echo-cli");
   const fs::path pairs = pairs_file(dir);
-  EchoServer srv;
+  EchoServer srv(401, bad_key, "x");  // /v1/models names model "x"
   KeyEnv key;
   const fs::path store = dir / "sk.sqlite";
   auto r = run_ragform("sure eval --reader openai --base-url " + srv.url() + " -m x --store " +

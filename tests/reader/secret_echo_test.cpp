@@ -5,15 +5,12 @@
 // redacted whole (base/excerpt.h userinfo_end).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <functional>
 #include <string>
-#include <thread>
-
-#include <httplib.h>
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "echo_server.h"
 #include "reader/http_json.h"
 #include "reader/openai_reader.h"
 #include "reader/remote_encoder.h"
@@ -32,38 +29,7 @@ std::string failure(const std::function<void()>& f) {
   return "(no error)";
 }
 
-// A fake OpenAI-compatible server answering every POST with `status` and a body quoting the
-// request's Authorization header through `quote` (its /models answers 200).
-class EchoServer {
- public:
-  EchoServer(int status, std::function<std::string(const std::string&)> quote)
-      : status_(status), quote_(std::move(quote)) {
-    srv_.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"object":"list","data":[{"id":"m","object":"model","owned_by":"x"}]})",
-                      "application/json");
-    });
-    srv_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
-      res.status = status_;
-      res.set_content(quote_(req.get_header_value("Authorization")), "application/json");
-    });
-    port_ = srv_.bind_to_any_port("127.0.0.1");
-    th_ = std::thread([this] { srv_.listen_after_bind(); });
-    for (int i = 0; i < 200 && !srv_.is_running(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ~EchoServer() {
-    srv_.stop();
-    th_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-
- private:
-  int status_;
-  std::function<std::string(const std::string&)> quote_;
-  httplib::Server srv_;
-  int port_ = 0;
-  std::thread th_;
-};
+using testing::EchoServer;
 
 // No part of the key: neither whole nor its first bytes (an excerpt cut through it).
 void expect_no_key(const std::string& text) {
