@@ -1,10 +1,13 @@
 #include "pipelines/spotlight/model_encoder.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 
 #include "base/error.h"
+#include "text/unicode_db.h"
+#include "text/utf8.h"
 
 namespace ragform::spotlight {
 
@@ -29,15 +32,61 @@ bool strip_marker(std::string& p) {
 
 char lower(char c) { return char(std::tolower(static_cast<unsigned char>(c))); }
 
-// First position >= from where `needle` occurs in `hay` ignoring ASCII case, or npos.
-size_t find_nocase(std::string_view hay, std::string_view needle, size_t from) {
-  if (needle.empty() || needle.size() > hay.size()) return std::string_view::npos;
-  for (size_t i = from; i + needle.size() <= hay.size(); ++i) {
-    size_t k = 0;
-    while (k < needle.size() && lower(hay[i + k]) == lower(needle[k])) ++k;
-    if (k == needle.size()) return i;
+// Text as a WordPiece vocabulary spells it, for finding a word's pieces in it: every code point
+// lowercased and reduced to the first code point of its canonical decomposition, combining marks
+// dropped (BERT's lowercase + strip_accents; a cased vocabulary's pieces fold the same way, so the
+// match is only looser in case). at[i] is the byte offset in the original text of the code point
+// folded byte i came from; at.back() is the text's size.
+struct Folded {
+  std::string text;
+  std::vector<size_t> at;
+};
+
+Folded fold(std::string_view s) {
+  Folded f;
+  for (size_t i = 0; i < s.size();) {
+    size_t len = 1;
+    const uint32_t cp = text::decode_utf8_at(s, i, &len);
+    const uint32_t base = text::cp_nfd_first(cp);
+    if (!(text::cp_flags(base) & text::kMark) && !(text::cp_flags(cp) & text::kMark)) {
+      const size_t before = f.text.size();
+      text::append_utf8(f.text, text::cp_tolower(base));
+      f.at.insert(f.at.end(), f.text.size() - before, i);
+    }
+    i += std::max<size_t>(len, 1);
   }
-  return std::string_view::npos;
+  f.at.push_back(s.size());
+  return f;
+}
+
+bool cjk(uint32_t c) { return c >= 0x2E80 && c <= 0x2FA1F; }
+
+// Whether a word may start at folded byte i: at the start, after a space, punctuation or a symbol,
+// or beside a CJK character (each its own word). A word of letters or digits found inside another
+// word ("ակիմ" inside "հովակիմ") is not that word: matching it there skipped every word between.
+bool word_start(const std::string& t, size_t i) {
+  if (i == 0) return true;
+  size_t p = i - 1;
+  while (p > 0 && (static_cast<unsigned char>(t[p]) & 0xC0) == 0x80) --p;
+  size_t len = 1;
+  const uint32_t prev = text::decode_utf8_at(t, p, &len);
+  const uint32_t cur = text::decode_utf8_at(t, i, &len);
+  const uint16_t f = text::cp_flags(prev);
+  return (f & (text::kWhitespace | text::kPunctuation | text::kSymbol | text::kControl)) ||
+         cjk(prev) || cjk(cur) || !(f & (text::kLetter | text::kNumber));
+}
+
+// First folded position >= from where `needle` (folded) occurs in `hay`, starting a word when
+// the needle begins with a letter or digit; npos when none.
+size_t find_word(const Folded& hay, const std::string& needle, size_t from) {
+  if (needle.empty()) return std::string::npos;
+  size_t len = 1;
+  const uint32_t first = text::decode_utf8_at(needle, 0, &len);
+  const bool wordlike = (text::cp_flags(first) & (text::kLetter | text::kNumber)) && !cjk(first);
+  for (size_t at = hay.text.find(needle, from); at != std::string::npos;
+       at = hay.text.find(needle, at + 1))
+    if (!wordlike || word_start(hay.text, at)) return at;
+  return std::string::npos;
 }
 
 bool has_word_char(std::string_view s) {
@@ -64,15 +113,22 @@ std::vector<PieceWord> group_pieces(std::string_view text, const std::vector<std
     words.back().text += p;
     words.back().pieces.push_back(int(i));
   }
-  size_t cursor = 0;
+  // Each word is found in the folded text after the previous one; its span is the original bytes
+  // its folded bytes came from (so "Šešupė" is the span of the piece text "sesupe").
+  const Folded hay = fold(text);
+  size_t cursor = 0;  // in hay.text
   for (PieceWord& w : words) {
-    const size_t at = find_nocase(text, w.text, cursor);
-    if (at == std::string_view::npos) {
-      w.span = {cursor, cursor};
+    const std::string needle = fold(w.text).text;
+    const size_t at = find_word(hay, needle, cursor);
+    if (at == std::string::npos) {
+      w.span = {hay.at[cursor], hay.at[cursor]};
       continue;
     }
-    w.span = {at, at + w.text.size()};
-    cursor = at + w.text.size();
+    const size_t end = at + needle.size();
+    // The end: the start of the next original code point after the last folded byte's.
+    size_t stop = end < hay.text.size() ? hay.at[end] : text.size();
+    w.span = {hay.at[at], stop};
+    cursor = end;
   }
   return words;
 }

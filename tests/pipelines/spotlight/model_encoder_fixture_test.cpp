@@ -40,12 +40,39 @@ TEST(GroupPieces, WordStartsContinuationsSpecialsAndCase) {
   EXPECT_EQ(w[6].text, "550e8400");
   EXPECT_EQ(text.substr(w[6].span.begin, w[6].span.size()), "550e8400");
   EXPECT_EQ(w[6].pieces.size(), 4u);
-  // A word that is not in the text (an accent the tokenizer stripped) has an empty span and
-  // does not move the cursor.
+  // A word whose accents the tokenizer stripped is found in the text as the text spells it
+  // (issue 44: "Šešupė" and Bengali words were dropped as not found).
   auto u = group_pieces("café au lait", {" cafe", " au", " lait"});
   ASSERT_EQ(u.size(), 3u);
-  EXPECT_EQ(u[0].span.size(), 0u);
+  EXPECT_EQ(u[0].span.begin, 0u);
+  EXPECT_EQ(u[0].span.size(), 5u);  // "café"
   EXPECT_EQ(u[1].span.begin, 6u);
+  const std::string river =
+      "The \xC5\xA0"
+      "e\xC5\xA1up\xC4\x97 river";  // Šešupė, precomposed
+  auto r = group_pieces(river, {" the", " sesupe", " river"});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(river.substr(r[1].span.begin, r[1].span.size()),
+            "\xC5\xA0"
+            "e\xC5\xA1up\xC4\x97");
+  EXPECT_EQ(river.substr(r[2].span.begin, r[2].span.size()), "river");
+  // Decomposed (e + U+0307): the mark belongs to the word's span.
+  const std::string nfd = "ve\xCC\x87 x";
+  auto d = group_pieces(nfd, {" ve", " x"});
+  EXPECT_EQ(nfd.substr(d[0].span.begin, d[0].span.size()), "ve\xCC\x87");
+  // A word found only inside a later word is not that word, and does not swallow the words
+  // between (HotpotQA dev record 6: "ակիմ" matched inside "Հովակիմ").
+  const std::string hy =
+      "\xD5\x80\xD5\xB8\xD5\xBE\xD5\xA1\xD5\xAF\xD5\xAB\xD5\xB4 a b";  // Հովակիմ a b
+  auto h = group_pieces(hy, {" \xD5\xA1\xD5\xAF\xD5\xAB\xD5\xB4", " a", " b"});
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].span.size(), 0u);
+  EXPECT_EQ(hy.substr(h[1].span.begin, h[1].span.size()), "a");
+  EXPECT_EQ(hy.substr(h[2].span.begin, h[2].span.size()), "b");
+  // Case folds beyond ASCII: "Հովակիմ" is the piece text "հովակիմ".
+  auto h2 = group_pieces(hy, {" \xD5\xB0\xD5\xB8\xD5\xBE\xD5\xA1\xD5\xAF\xD5\xAB\xD5\xB4", " a"});
+  EXPECT_EQ(h2[0].span.begin, 0u);
+  EXPECT_EQ(h2[0].span.size(), 14u);
 }
 
 TEST(ModelEncoder, WordVectorsAreNormalisedMeansOfPieceStates) {
