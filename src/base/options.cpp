@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/excerpt.h"
+
 namespace ragform {
 
 std::string option_number_text(double v) {
@@ -50,7 +52,7 @@ size_t option_choice(const std::string& key, const std::string& value,
     expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(c);
     ++i;
   }
-  throw OptionError(key, "expected " + expected + ", got '" + value + "'");
+  throw OptionError(key, "expected " + expected + ", got '" + excerpt(value) + "'");
 }
 
 }  // namespace ragform

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -188,13 +189,72 @@ void set_weights_probe(const OpenAIOptions& o, PoolOptions& po) {
 
 namespace {
 
+// The server a base URL names, as HttpJsonClient reads it: scheme and host in lower case, the
+// scheme's port when none is given, the path prefix ("/v1" when there is none) without its
+// trailing '/'; the userinfo left out (the same server whatever the credentials).
+std::string server_identity(const std::string& url) {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return url;  // refused by HttpJsonClient before this
+  const std::string scheme = lower(url.substr(0, scheme_end));
+  const size_t at = userinfo_end(url, scheme_end + 3);
+  const size_t host_at = at == std::string::npos ? scheme_end + 3 : at + 1;
+  const size_t slash = url.find('/', host_at);
+  std::string host =
+      lower(url.substr(host_at, slash == std::string::npos ? std::string::npos : slash - host_at));
+  std::string port = scheme == "https" ? "443" : "80";
+  const size_t colon = host.rfind(':');
+  if (colon != std::string::npos && host.find(']', colon) == std::string::npos) {
+    std::string given = host.substr(colon + 1);
+    host.resize(colon);
+    if (!given.empty()) {  // "host:" is the scheme's port; "08080" is 8080
+      given.erase(0, std::min(given.find_first_not_of('0'), given.size() - 1));
+      port = given;
+    }
+  }
+  std::string path = slash == std::string::npos ? "/v1" : url.substr(slash);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  return scheme + "://" + host + ":" + port + path;
+}
+
+// A comma list names each server once, with concurrency x servers requests in flight at
+// most kMaxConcurrency (each a thread and a socket: 8 copies of one URL at --concurrency 1024
+// opened 1,772 threads). OptionError naming base_url (--base-url) or concurrency; URLs quoted
+// redacted.
+void check_server_list(const OpenAIOptions& o, const std::vector<std::string>& urls) {
+  std::vector<std::string> seen;
+  for (const std::string& url : urls) {
+    const std::string id = server_identity(url);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end())
+      throw OptionError("base_url", "'" + excerpt(redact_url(url)) +
+                                        "' names a server already in the list: give each "
+                                        "server once (the concurrency is per server)");
+    seen.push_back(id);
+  }
+  const int64_t total = int64_t(o.concurrency) * int64_t(urls.size());
+  if (total > kMaxConcurrency)
+    throw OptionError("concurrency",
+                      std::to_string(o.concurrency) + " requests per server x " +
+                          std::to_string(urls.size()) + " servers is " + std::to_string(total) +
+                          " requests in flight, more than the limit of " +
+                          std::to_string(kMaxConcurrency) + ": lower the concurrency (at most " +
+                          std::to_string(kMaxConcurrency / int64_t(urls.size())) + " with " +
+                          std::to_string(urls.size()) + " servers)");
+}
+
 std::unique_ptr<ServerPool> open_pool(const OpenAIOptions& o) {
   std::vector<std::unique_ptr<Endpoint>> eps;
-  for (const std::string& url : split_url_list(o.base_url))
+  const std::vector<std::string> urls = split_url_list(o.base_url);
+  for (const std::string& url : urls)
     eps.push_back(std::make_unique<HttpEndpoint>(url, "openai reader", o.api_key, o.timeout_s));
   if (eps.empty())
     throw UsageError("openai reader",
                      "base URL '" + excerpt(redact_url(o.base_url)) + "' names no server");
+  check_server_list(o,
+                    urls);  // each server once, the requests in flight bounded: before any request
   PoolOptions po;
   po.per_server = o.concurrency;
   po.retries = o.retries;

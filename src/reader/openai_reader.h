@@ -44,8 +44,10 @@
 namespace ragform::reader {
 
 // RequestFailed: reader/http_json.h.
-// The most requests in flight per server: each is a thread and a socket (10^6 opened 2,491 of
-// each in one batch before the system refused). --concurrency and Python's concurrency= alike.
+// The most requests in flight per server, and over all servers of a comma list (concurrency x
+// servers): each is a thread and a socket (10^6 opened 2,491 of each in one batch before the
+// system refused). --concurrency and Python's concurrency= alike. A list naming one server twice
+// is refused.
 inline constexpr int kMaxConcurrency = 1024;
 
 struct OpenAIOptions {

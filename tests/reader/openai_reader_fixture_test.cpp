@@ -53,7 +53,9 @@ TEST(OpenAIReaderFixture, MatchesNativeOnStories260K) {
   EXPECT_EQ(remote.describe(), "openai:stories260K");
   OpenAIOptions unnamed = oo;
   unnamed.model = "";  // the servers' own model, as their /models names it
-  unnamed.base_url = srv.url() + "," + srv.url() + "/v1";
+  // Two servers (one server named twice is refused: base_url_list_test.cpp).
+  ServeProcess srv2({"-m", model.string(), "--ctx", "256", "--batch", "4"});
+  unnamed.base_url = srv.url() + "," + srv2.url() + "/v1";
   EXPECT_EQ(OpenAIReader(unnamed).describe(), "openai:stories260K");
 
   GenerateParams gp;

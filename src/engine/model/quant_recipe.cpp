@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 
 namespace ragform::model {
 
@@ -117,7 +118,7 @@ WeightScheme parse_scheme(const std::string& name, const std::string& what) {
     if (n == r.name) return {r.name, r.base, r.mix, r.file_type};
   std::string list;
   for (const auto& r : kSchemes) list += (list.empty() ? "" : ", ") + std::string(r.name);
-  throw UsageError(what, "unknown --type '" + name + "' (accepted: " + list + ")");
+  throw UsageError(what, "unknown --type '" + excerpt(name) + "' (accepted: " + list + ")");
 }
 
 TensorRole role_of_name(std::string_view name) {

@@ -43,6 +43,11 @@ void check_paths(const QuantizeOptions& o) {
   std::error_code ec;
   if (!fs::exists(o.in, ec)) throw FileError(kWhat, o.in + ": no such file", ENOENT);
   if (fs::is_directory(o.in, ec)) throw FileError(kWhat, o.in + ": is a directory", EISDIR);
+  // A FIFO, a socket or a device would be opened and read (a FIFO without a writer blocks the
+  // open for ever): only a regular file (or a link to one) is a model.
+  if (!fs::is_regular_file(o.in, ec))
+    throw FileError(
+        kWhat, o.in + ": not a regular file (a FIFO, socket or device): give a GGUF file", EINVAL);
   if (o.dry_run) return;
   if (o.out.empty()) throw UsageError(kWhat, "no output file");
   if (same_file(o.in, o.out))

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/number_text.h"
 #include "base/options.h"
 #include "base/stable_hash.h"
@@ -169,10 +170,11 @@ std::vector<size_t> parse_positions(const std::string& list, size_t k) {
       used = 0;
     }
     if (used == 0 || used != item.size() || v < 1 || v > k)
-      throw OptionError("positions", "'" + item + "' is not a position in 1.." + std::to_string(k) +
-                                         " (1-based, of the " + std::to_string(k) + " documents)");
+      throw OptionError("positions", "'" + excerpt(item) + "' is not a position in 1.." +
+                                         std::to_string(k) + " (1-based, of the " +
+                                         std::to_string(k) + " documents)");
     if (std::find(out.begin(), out.end(), size_t(v - 1)) != out.end())
-      throw OptionError("positions", "position " + item + " is given twice");
+      throw OptionError("positions", "position " + excerpt(item) + " is given twice");
     out.push_back(size_t(v - 1));
     if (comma == std::string::npos) break;
     at = comma + 1;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/stable_hash.h"
 #include "pipelines/spotlight/answer.h"
 #include "pipelines/spotlight/evaluate.h"
@@ -153,16 +154,31 @@ struct VariantPrompt {
   std::vector<std::pair<size_t, size_t>> spans;
 };
 
+// A stored row a prompt is built from that is not as spotlight eval --store writes it: the row
+// (run, question, variant) and what is wrong with it.
+Error bad_row(const store::Result& row, const std::string& why) {
+  return Error("spotlight generate", "the store's row of run " + std::to_string(row.run) +
+                                         ", question '" + excerpt(row.instance) + "', variant '" +
+                                         excerpt(row.variant) + "' " + why +
+                                         ": rerun spotlight eval --store");
+}
+
 // The stored prompt and its spans (extra "spans"; required only with emphasis).
 VariantPrompt stored_prompt(const store::Result& row, bool need_spans) {
   VariantPrompt p{row.prompt, {}};
   if (!need_spans) return p;
-  if (!row.extra.contains("spans"))
-    throw Error("spotlight generate",
-                "question '" + row.instance +
-                    "' was stored without its sentences' spans: rerun spotlight eval --store");
-  for (const auto& sp : row.extra["spans"])
+  if (!row.extra.contains("spans")) throw bad_row(row, "was stored without its sentences' spans");
+  const nlohmann::json& spans = row.extra["spans"];
+  if (!spans.is_array()) throw bad_row(row, "has 'spans' that is not a list");
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const nlohmann::json& sp = spans[i];
+    if (!sp.is_array() || sp.size() != 2 || !sp[0].is_number_unsigned() ||
+        !sp[1].is_number_unsigned() || sp[0].get<size_t>() > sp[1].get<size_t>() ||
+        sp[1].get<size_t>() > p.text.size())
+      throw bad_row(row, "has a spans[" + std::to_string(i) +
+                             "] that is not a [begin, end] pair of byte offsets into its prompt");
     p.spans.emplace_back(sp[0].get<size_t>(), sp[1].get<size_t>());
+  }
   return p;
 }
 
@@ -172,11 +188,13 @@ VariantPrompt plain_prompt(const store::Result& row) {
   const nlohmann::json& x = row.extra;
   if (!x.contains("question") || !x["question"].is_string() || !x.contains("selected") ||
       !x["selected"].is_array())
-    throw Error("spotlight generate", "question '" + row.instance +
-                                          "' was stored without its question and selection: "
-                                          "rerun spotlight eval --store");
+    throw bad_row(row, "was stored without its question and selection");
   std::vector<std::string> lines;
-  for (const auto& sel : x["selected"]) {
+  for (size_t i = 0; i < x["selected"].size(); ++i) {
+    const nlohmann::json& sel = x["selected"][i];
+    if (!sel.is_object() || (sel.contains("text") && !sel["text"].is_string()))
+      throw bad_row(row, "has a selected[" + std::to_string(i) +
+                             "] that is not a sentence (an object with a 'text' string)");
     // The stored text is the sentence's own bytes (HotpotQA's carry a leading space); the
     // prompt's line is it trimmed, as select_and_annotate writes it.
     const std::string t = sel.value("text", std::string());
@@ -214,10 +232,17 @@ store::Result answer_row(reader::Reader& r, int64_t run, const store::Result& pr
   out.run = run;
   out.instance = prompt_row.instance;
   out.variant = variant;
+  // A damaged row is no reader failure, not retried by a rerun: Error, outside the try below.
+  // The checks above name what is wrong; nlohmann's own words are a last resort, with the row.
+  const bool need_spans = opt.emphasis_factor != 1.0;
+  VariantPrompt p;
   try {
-    const bool need_spans = opt.emphasis_factor != 1.0;
-    const VariantPrompt p =
-        variant == kWithTokens ? stored_prompt(prompt_row, need_spans) : plain_prompt(prompt_row);
+    p = variant == kWithTokens ? stored_prompt(prompt_row, need_spans) : plain_prompt(prompt_row);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad_row(prompt_row,
+                  "is not as spotlight eval --store writes it (" + excerpt(e.what()) + ")");
+  }
+  try {
     out.prompt = p.text;
     const auto t0 = std::chrono::steady_clock::now();
     const GradedAnswer g =
