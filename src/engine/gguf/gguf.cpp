@@ -46,6 +46,11 @@ class Cursor {
     return s;
   }
   void seek(size_t pos) { pos_ = pos; }
+  const uint8_t* here() const { return p_ + pos_; }
+  void skip(size_t bytes, const std::string& field) {
+    need(bytes, field);
+    pos_ += bytes;
+  }
 
  private:
   const uint8_t* p_;
@@ -81,6 +86,124 @@ size_t min_elem_bytes(ValueType t) {
 
 bool valid_value_type(uint32_t t) { return t <= 12; }
 
+// Bytes of one element of `t` when all its elements have one size; 0 for strings and arrays.
+size_t fixed_size(ValueType t) {
+  return t == ValueType::STRING || t == ValueType::ARRAY ? 0 : min_elem_bytes(t);
+}
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void check_bools(Cursor& c, size_t n, const std::string& field) {
+  const uint8_t* p = c.here();
+  for (size_t i = 0; i < n; ++i)
+    if (p[i] > 1) c.fail(field, "bool value " + std::to_string(p[i]) + " is neither 0 nor 1");
+}
+
+// An array's element type and count, the count checked against the bytes that remain (before
+// anything is allocated for it).
+std::pair<ValueType, uint64_t> read_array_head(Cursor& c, const std::string& field, int depth) {
+  if (depth >= kMaxArrayDepth)
+    c.fail(field, "arrays nested deeper than " + std::to_string(kMaxArrayDepth));
+  uint32_t et = c.read<uint32_t>(field + " (array element type)");
+  if (!valid_value_type(et)) c.fail(field, "unknown array element type " + std::to_string(et));
+  uint64_t count = c.read<uint64_t>(field + " (array length)");
+  ValueType elem = ValueType(et);
+  if (count > c.remaining() / min_elem_bytes(elem))
+    c.fail(field, "array claims " + std::to_string(count) + " elements but only " +
+                      std::to_string(c.remaining()) + " bytes remain");
+  return {elem, count};
+}
+
+// Validates one value of `type` at c and moves past it, keeping nothing.
+void skip_value(Cursor& c, ValueType type, const std::string& field, int depth);
+
+void skip_elements(Cursor& c, ValueType elem, uint64_t count, const std::string& field, int depth) {
+  if (size_t w = fixed_size(elem)) {
+    c.need(size_t(count) * w, field);  // count <= remaining / w: no overflow
+    if (elem == ValueType::BOOL) check_bools(c, size_t(count), field);
+    c.skip(size_t(count) * w, field);
+    return;
+  }
+  for (uint64_t i = 0; i < count; ++i) skip_value(c, elem, field, depth + 1);
+}
+
+void skip_value(Cursor& c, ValueType type, const std::string& field, int depth) {
+  switch (type) {
+    case ValueType::STRING: {
+      uint64_t len = c.read<uint64_t>(field + " (string length)");
+      c.skip(size_t(len), field);
+      return;
+    }
+    case ValueType::ARRAY: {
+      auto [elem, count] = read_array_head(c, field, depth);
+      skip_elements(c, elem, count, field, depth);
+      return;
+    }
+    default:
+      skip_elements(c, type, 1, field, depth - 1);
+  }
+}
+}  // namespace
+
+// Builds Arrays: from a file's bytes (validated) or from Values (for the writer).
+struct ArrayCodec {
+  // The `count` elements of `elem` at c, after their head (read_array_head).
+  static Array read(Cursor& c, ValueType elem, uint64_t count, const std::string& field,
+                    int depth) {
+    Array a;
+    a.elem_type = elem;
+    a.count_ = count;
+    const uint8_t* start = c.here();
+    const size_t from = c.pos();
+    if (fixed_size(elem) != 0) {
+      skip_elements(c, elem, count, field, depth);
+    } else {
+      a.offsets_.reserve(size_t(count));  // count <= remaining / 8: at most the bytes left
+      for (uint64_t i = 0; i < count; ++i) {
+        a.offsets_.push_back(c.pos() - from);
+        skip_value(c, elem, field, depth + 1);
+      }
+    }
+    a.data_.assign(reinterpret_cast<const char*>(start), c.pos() - from);
+    return a;
+  }
+
+  static Array from_values(ValueType elem, const std::vector<Value>& items);
+  static Array from_strings(const std::vector<std::string>& items) {
+    Array a;
+    a.elem_type = ValueType::STRING;
+    a.count_ = items.size();
+    size_t total = 0;
+    for (const auto& s : items) total += 8 + s.size();
+    a.data_.reserve(total);
+    a.offsets_.reserve(items.size());
+    for (const auto& s : items) {
+      a.offsets_.push_back(a.data_.size());
+      const uint64_t len = s.size();
+      a.data_.append(reinterpret_cast<const char*>(&len), sizeof len);
+      a.data_ += s;
+    }
+    return a;
+  }
+
+  static const char* element(const Array& a, size_t i) {
+    if (i >= a.count_)
+      throw Error("gguf", "array element " + std::to_string(i) + " of " + std::to_string(a.count_) +
+                              " is out of range");
+    const size_t w = fixed_size(a.elem_type);
+    return a.data_.data() + (w ? i * w : size_t(a.offsets_[i]));
+  }
+  static size_t element_end(const Array& a, size_t i) {
+    return i + 1 < a.offsets_.size() ? size_t(a.offsets_[i + 1]) : a.data_.size();
+  }
+};
+
+namespace {
 Value read_value(Cursor& c, ValueType type, const std::string& field, int depth) {
   switch (type) {
     case ValueType::U8:
@@ -111,26 +234,201 @@ Value read_value(Cursor& c, ValueType type, const std::string& field, int depth)
     case ValueType::STRING:
       return {type, c.read_string(field)};
     case ValueType::ARRAY: {
-      if (depth >= kMaxArrayDepth)
-        c.fail(field, "arrays nested deeper than " + std::to_string(kMaxArrayDepth));
-      uint32_t et = c.read<uint32_t>(field + " (array element type)");
-      if (!valid_value_type(et)) c.fail(field, "unknown array element type " + std::to_string(et));
-      uint64_t count = c.read<uint64_t>(field + " (array length)");
-      ValueType elem = ValueType(et);
-      if (count > c.remaining() / min_elem_bytes(elem))
-        c.fail(field, "array claims " + std::to_string(count) + " elements but only " +
-                          std::to_string(c.remaining()) + " bytes remain");
-      auto arr = std::make_shared<Array>();
-      arr->elem_type = elem;
-      arr->items.reserve(size_t(count));
-      for (uint64_t i = 0; i < count; ++i)
-        arr->items.push_back(read_value(c, elem, field, depth + 1));
-      return {type, std::move(arr)};
+      auto [elem, count] = read_array_head(c, field, depth);
+      return {type, std::make_shared<Array>(ArrayCodec::read(c, elem, count, field, depth))};
     }
   }
   c.fail(field, "unknown value type " + std::to_string(uint32_t(type)));
 }
+
+// The writer's byte sinks and encoders.
+struct StringSink {
+  std::string out;
+  void put(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+  uint64_t size() const { return out.size(); }
+};
+
+template <typename Sink, typename T>
+void put_pod(Sink& s, T v) {
+  s.put(&v, sizeof v);
+}
+template <typename Sink>
+void put_str(Sink& s, const std::string& str) {
+  put_pod<Sink, uint64_t>(s, str.size());
+  s.put(str.data(), str.size());
+}
+template <typename Sink>
+void put_value(Sink& s, const Value& v) {
+  switch (v.type) {
+    case ValueType::U8:
+      put_pod<Sink, uint8_t>(s, uint8_t(v.as_int()));
+      break;
+    case ValueType::I8:
+      put_pod<Sink, int8_t>(s, int8_t(v.as_int()));
+      break;
+    case ValueType::U16:
+      put_pod<Sink, uint16_t>(s, uint16_t(v.as_int()));
+      break;
+    case ValueType::I16:
+      put_pod<Sink, int16_t>(s, int16_t(v.as_int()));
+      break;
+    case ValueType::U32:
+      put_pod<Sink, uint32_t>(s, uint32_t(v.as_int()));
+      break;
+    case ValueType::I32:
+      put_pod<Sink, int32_t>(s, int32_t(v.as_int()));
+      break;
+    case ValueType::U64:
+      put_pod<Sink, uint64_t>(s, std::get<uint64_t>(v.v));
+      break;
+    case ValueType::I64:
+      put_pod<Sink, int64_t>(s, v.as_int());
+      break;
+    case ValueType::F32:
+      put_pod<Sink, float>(s, float(v.as_float()));
+      break;
+    case ValueType::F64:
+      put_pod<Sink, double>(s, v.as_float());
+      break;
+    case ValueType::BOOL:
+      put_pod<Sink, uint8_t>(s, v.as_bool() ? 1 : 0);
+      break;
+    case ValueType::STRING:
+      put_str(s, v.as_string());
+      break;
+    case ValueType::ARRAY: {
+      const Array& a = v.as_array();
+      put_pod<Sink, uint32_t>(s, uint32_t(a.elem_type));
+      put_pod<Sink, uint64_t>(s, a.size());
+      const std::string_view b = a.bytes();
+      s.put(b.data(), b.size());
+      break;
+    }
+  }
+}
 }  // namespace
+
+Array ArrayCodec::from_values(ValueType elem, const std::vector<Value>& items) {
+  Array a;
+  a.elem_type = elem;
+  a.count_ = items.size();
+  StringSink s;
+  const bool variable = fixed_size(elem) == 0;
+  if (variable) a.offsets_.reserve(items.size());
+  for (const Value& v : items) {
+    if (v.type != elem)
+      throw Error("gguf", std::string("an array of ") + value_type_name(elem) + " holds a " +
+                              value_type_name(v.type) + " element");
+    if (variable) a.offsets_.push_back(s.out.size());
+    put_value(s, v);
+  }
+  a.data_ = std::move(s.out);
+  return a;
+}
+
+Value Array::at(size_t i) const {
+  const char* p = ArrayCodec::element(*this, i);
+  switch (elem_type) {
+    case ValueType::U8:
+      return {elem_type, uint64_t(load<uint8_t>(p))};
+    case ValueType::I8:
+      return {elem_type, int64_t(load<int8_t>(p))};
+    case ValueType::U16:
+      return {elem_type, uint64_t(load<uint16_t>(p))};
+    case ValueType::I16:
+      return {elem_type, int64_t(load<int16_t>(p))};
+    case ValueType::U32:
+      return {elem_type, uint64_t(load<uint32_t>(p))};
+    case ValueType::I32:
+      return {elem_type, int64_t(load<int32_t>(p))};
+    case ValueType::U64:
+      return {elem_type, load<uint64_t>(p)};
+    case ValueType::I64:
+      return {elem_type, load<int64_t>(p)};
+    case ValueType::F32:
+      return {elem_type, double(load<float>(p))};
+    case ValueType::F64:
+      return {elem_type, load<double>(p)};
+    case ValueType::BOOL:
+      return {elem_type, load<uint8_t>(p) != 0};
+    case ValueType::STRING:
+      return Value::str(std::string(string_at(i)));
+    case ValueType::ARRAY:
+      return {elem_type, std::make_shared<Array>(array_at(i))};
+  }
+  throw Error("gguf", "unknown array element type");
+}
+
+int64_t Array::int_at(size_t i) const {
+  const char* p = ArrayCodec::element(*this, i);
+  switch (elem_type) {
+    case ValueType::U8:
+      return load<uint8_t>(p);
+    case ValueType::I8:
+      return load<int8_t>(p);
+    case ValueType::U16:
+      return load<uint16_t>(p);
+    case ValueType::I16:
+      return load<int16_t>(p);
+    case ValueType::U32:
+      return load<uint32_t>(p);
+    case ValueType::I32:
+      return load<int32_t>(p);
+    case ValueType::I64:
+      return load<int64_t>(p);
+    case ValueType::U64: {
+      const uint64_t u = load<uint64_t>(p);
+      if (u > uint64_t(std::numeric_limits<int64_t>::max()))
+        throw Error("gguf", "integer value too large");
+      return int64_t(u);
+    }
+    case ValueType::BOOL:
+      return load<uint8_t>(p) != 0 ? 1 : 0;
+    default:
+      throw Error("gguf", std::string("expected an integer, found ") + value_type_name(elem_type));
+  }
+}
+
+double Array::float_at(size_t i) const {
+  switch (elem_type) {
+    case ValueType::F32:
+      return double(load<float>(ArrayCodec::element(*this, i)));
+    case ValueType::F64:
+      return load<double>(ArrayCodec::element(*this, i));
+    case ValueType::BOOL:
+    case ValueType::STRING:
+    case ValueType::ARRAY:
+      throw Error("gguf", std::string("expected a number, found ") + value_type_name(elem_type));
+    default:
+      return double(int_at(i));
+  }
+}
+
+bool Array::bool_at(size_t i) const {
+  if (elem_type == ValueType::BOOL) return load<uint8_t>(ArrayCodec::element(*this, i)) != 0;
+  if (elem_type == ValueType::STRING || elem_type == ValueType::ARRAY ||
+      elem_type == ValueType::F32 || elem_type == ValueType::F64)
+    throw Error("gguf", std::string("expected a bool, found ") + value_type_name(elem_type));
+  return int_at(i) != 0;
+}
+
+std::string_view Array::string_at(size_t i) const {
+  if (elem_type != ValueType::STRING)
+    throw Error("gguf", std::string("expected a string, found ") + value_type_name(elem_type));
+  const char* p = ArrayCodec::element(*this, i);
+  return {p + 8, size_t(load<uint64_t>(p))};
+}
+
+Array Array::array_at(size_t i) const {
+  if (elem_type != ValueType::ARRAY)
+    throw Error("gguf", std::string("expected an array, found ") + value_type_name(elem_type));
+  const char* p = ArrayCodec::element(*this, i);
+  const std::string name = "array element";
+  Cursor c(reinterpret_cast<const uint8_t*>(p), ArrayCodec::element_end(*this, i) - offsets_[i],
+           name);
+  auto [elem, count] = read_array_head(c, name, 0);
+  return ArrayCodec::read(c, elem, count, name, 0);
+}
 
 const char* value_type_name(ValueType t) {
   static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
@@ -139,17 +437,11 @@ const char* value_type_name(ValueType t) {
 }
 
 Value Value::array(ValueType elem, std::vector<Value> items) {
-  auto a = std::make_shared<Array>();
-  a->elem_type = elem;
-  a->items = std::move(items);
-  return {ValueType::ARRAY, std::move(a)};
+  return {ValueType::ARRAY, std::make_shared<Array>(ArrayCodec::from_values(elem, items))};
 }
 
 Value Value::str_array(const std::vector<std::string>& items) {
-  std::vector<Value> v;
-  v.reserve(items.size());
-  for (auto& s : items) v.push_back(str(s));
-  return array(ValueType::STRING, std::move(v));
+  return {ValueType::ARRAY, std::make_shared<Array>(ArrayCodec::from_strings(items))};
 }
 
 bool Value::is_integer() const {
@@ -211,12 +503,12 @@ std::string Value::to_display(size_t max_items) const {
     }
     case ValueType::ARRAY: {
       const Array& a = as_array();
-      s << "[" << value_type_name(a.elem_type) << " x " << a.items.size() << "]";
+      s << "[" << value_type_name(a.elem_type) << " x " << a.size() << "]";
       if (a.elem_type != ValueType::ARRAY) {
         s << " ";
-        for (size_t i = 0; i < a.items.size() && i < max_items; ++i)
-          s << (i ? ", " : "") << a.items[i].to_display(0);
-        if (a.items.size() > max_items) s << ", ...";
+        for (size_t i = 0; i < a.size() && i < max_items; ++i)
+          s << (i ? ", " : "") << a.at(i).to_display(0);
+        if (a.size() > max_items) s << ", ...";
       }
       break;
     }
@@ -425,8 +717,8 @@ std::vector<std::string_view> File::get_strings(std::string_view key) const {
     throw Error("gguf",
                 path_ + ": metadata key '" + std::string(key) + "': expected an array of strings");
   std::vector<std::string_view> out;
-  out.reserve(a.items.size());
-  for (auto& it : a.items) out.emplace_back(it.as_string());
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(a.string_at(i));
   return out;
 }
 
@@ -465,11 +757,6 @@ uint32_t Writer::alignment() const {
 }
 
 namespace {
-struct StringSink {
-  std::string out;
-  void put(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
-  uint64_t size() const { return out.size(); }
-};
 struct FileSink {
   std::ofstream f;
   uint64_t n = 0;
@@ -482,63 +769,6 @@ struct FileSink {
   uint64_t size() const { return n; }
 };
 
-template <typename Sink, typename T>
-void put_pod(Sink& s, T v) {
-  s.put(&v, sizeof v);
-}
-template <typename Sink>
-void put_str(Sink& s, const std::string& str) {
-  put_pod<Sink, uint64_t>(s, str.size());
-  s.put(str.data(), str.size());
-}
-template <typename Sink>
-void put_value(Sink& s, const Value& v) {
-  switch (v.type) {
-    case ValueType::U8:
-      put_pod<Sink, uint8_t>(s, uint8_t(v.as_int()));
-      break;
-    case ValueType::I8:
-      put_pod<Sink, int8_t>(s, int8_t(v.as_int()));
-      break;
-    case ValueType::U16:
-      put_pod<Sink, uint16_t>(s, uint16_t(v.as_int()));
-      break;
-    case ValueType::I16:
-      put_pod<Sink, int16_t>(s, int16_t(v.as_int()));
-      break;
-    case ValueType::U32:
-      put_pod<Sink, uint32_t>(s, uint32_t(v.as_int()));
-      break;
-    case ValueType::I32:
-      put_pod<Sink, int32_t>(s, int32_t(v.as_int()));
-      break;
-    case ValueType::U64:
-      put_pod<Sink, uint64_t>(s, std::get<uint64_t>(v.v));
-      break;
-    case ValueType::I64:
-      put_pod<Sink, int64_t>(s, v.as_int());
-      break;
-    case ValueType::F32:
-      put_pod<Sink, float>(s, float(v.as_float()));
-      break;
-    case ValueType::F64:
-      put_pod<Sink, double>(s, v.as_float());
-      break;
-    case ValueType::BOOL:
-      put_pod<Sink, uint8_t>(s, v.as_bool() ? 1 : 0);
-      break;
-    case ValueType::STRING:
-      put_str(s, v.as_string());
-      break;
-    case ValueType::ARRAY: {
-      const Array& a = v.as_array();
-      put_pod<Sink, uint32_t>(s, uint32_t(a.elem_type));
-      put_pod<Sink, uint64_t>(s, a.items.size());
-      for (auto& it : a.items) put_value(s, it);
-      break;
-    }
-  }
-}
 template <typename Sink>
 void pad_to(Sink& s, uint32_t align) {
   static const char zeros[64] = {};

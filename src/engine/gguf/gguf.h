@@ -57,9 +57,34 @@ enum class ValueType : uint32_t {
 const char* value_type_name(ValueType t);
 
 struct Value;
-struct Array {
+// A metadata array, held as its elements' bytes in the file's encoding (numbers little-endian,
+// strings as u64 length + bytes, nested arrays as element type + count + elements) and, for
+// strings and nested arrays, each element's start in those bytes: its memory is about its size in
+// the file (a u8 array of 10^7 elements takes 10 MB, not one Value per element). Elements are
+// decoded when read; a parsed array was validated whole when the file was parsed.
+class Array {
+ public:
   ValueType elem_type = ValueType::U8;
-  std::vector<Value> items;
+
+  size_t size() const { return size_t(count_); }
+  bool empty() const { return count_ == 0; }
+  // Element i (i < size()) as a Value: a copy (strings copied, nested arrays decoded).
+  Value at(size_t i) const;
+  // Element i decoded directly, without a Value; a type that does not fit throws as the
+  // Value conversions do (int_at: integers and bools; float_at: floats and integers).
+  int64_t int_at(size_t i) const;
+  double float_at(size_t i) const;
+  bool bool_at(size_t i) const;
+  std::string_view string_at(size_t i) const;  // views into this Array
+  Array array_at(size_t i) const;
+  // The elements' bytes as written to a file (after the element type and the count).
+  std::string_view bytes() const { return data_; }
+
+ private:
+  friend struct ArrayCodec;
+  uint64_t count_ = 0;
+  std::string data_;               // the elements' bytes
+  std::vector<uint64_t> offsets_;  // each element's start in data_ (strings and arrays only)
 };
 
 // One metadata value. Scalars keep their exact GGUF type so a written file is byte-identical.

@@ -48,10 +48,10 @@ std::optional<int64_t> opt_int(const gguf::File& f, const std::string& key,
   };
   if (v->type != ValueType::ARRAY) return scalar(*v);
   const gguf::Array& a = v->as_array();
-  if (a.items.empty()) fail(f, key, "is an empty per-layer array");
-  int64_t lo = scalar(a.items[0]), hi = lo;
-  for (const auto& it : a.items) {
-    int64_t x = scalar(it);
+  if (a.empty()) fail(f, key, "is an empty per-layer array");
+  int64_t lo = scalar(a.at(0)), hi = lo;
+  for (size_t i = 0; i < a.size(); ++i) {
+    int64_t x = scalar(a.at(i));
     lo = std::min(lo, x);
     hi = std::max(hi, x);
   }
@@ -194,7 +194,7 @@ void read_tokenizer(const gguf::File& f, ModelCard& c) {
     c.warnings.push_back("no tokenizer metadata (tokenizer.ggml.model)");
   if (const gguf::Value* m = f.find("tokenizer.ggml.merges")) {
     if (m->type != ValueType::ARRAY) fail(f, "tokenizer.ggml.merges", "must be an array");
-    c.n_merges = int64_t(m->as_array().items.size());
+    c.n_merges = int64_t(m->as_array().size());
   }
   if (f.has("tokenizer.ggml.add_bos_token"))
     c.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", true);

@@ -53,7 +53,7 @@ void load_tokens(const gguf::File& f, Vocab& v) {
   if (!toks) fail(path, "tokenizer.ggml.tokens", "missing (the file has no vocabulary)");
   if (toks->elem_type != gguf::ValueType::STRING)
     fail(path, "tokenizer.ggml.tokens", "expected an array of strings");
-  const size_t n = toks->items.size();
+  const size_t n = toks->size();
   if (n == 0) fail(path, "tokenizer.ggml.tokens", "the vocabulary is empty");
   if (n > size_t(INT32_MAX)) fail(path, "tokenizer.ggml.tokens", "too many tokens");
 
@@ -61,17 +61,17 @@ void load_tokens(const gguf::File& f, Vocab& v) {
   if (scores) {
     if (scores->elem_type != gguf::ValueType::F32 && scores->elem_type != gguf::ValueType::I32)
       fail(path, "tokenizer.ggml.scores", "expected an array of f32 or i32");
-    if (scores->items.size() != n)
+    if (scores->size() != n)
       fail(path, "tokenizer.ggml.scores",
-           std::to_string(scores->items.size()) + " scores for " + std::to_string(n) + " tokens");
+           std::to_string(scores->size()) + " scores for " + std::to_string(n) + " tokens");
   }
   const gguf::Array* types = array_of(f, "tokenizer.ggml.token_type");
   if (types) {
     if (types->elem_type != gguf::ValueType::I32)
       fail(path, "tokenizer.ggml.token_type", "expected an array of i32");
-    if (types->items.size() != n)
+    if (types->size() != n)
       fail(path, "tokenizer.ggml.token_type",
-           std::to_string(types->items.size()) + " types for " + std::to_string(n) + " tokens");
+           std::to_string(types->size()) + " types for " + std::to_string(n) + " tokens");
   }
 
   v.text.resize(n);
@@ -79,7 +79,7 @@ void load_tokens(const gguf::File& f, Vocab& v) {
   v.attr.assign(n, kAttrNormal);
   v.to_id.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    std::string word = toks->items[i].as_string();
+    std::string word(toks->string_at(i));
     if (word.empty()) word = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp
     auto [it, inserted] = v.to_id.emplace(word, int32_t(i));
     if (!inserted)
@@ -88,8 +88,8 @@ void load_tokens(const gguf::File& f, Vocab& v) {
                std::to_string(i));
     v.max_token_len = std::max(v.max_token_len, int(word.size()));
     v.text[i] = std::move(word);
-    if (scores) v.score[i] = float(scores->items[i].as_float());
-    if (types) v.attr[i] = attr_of_type(types->items[i].as_int());
+    if (scores) v.score[i] = float(scores->float_at(i));
+    if (types) v.attr[i] = attr_of_type(types->int_at(i));
   }
 }
 
@@ -99,19 +99,19 @@ void load_merges(const gguf::File& f, Vocab& v) {
   const gguf::Array* merges = array_of(f, key);
   if (!merges) fail(path, key, "missing (a gpt2 BPE vocabulary needs its merges)");
   if (merges->elem_type != gguf::ValueType::STRING) fail(path, key, "expected an array of strings");
-  v.merges.reserve(merges->items.size());
+  v.merges.reserve(merges->size());
   std::string joined;
-  for (size_t i = 0; i < merges->items.size(); ++i) {
-    const std::string& m = merges->items[i].as_string();
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const std::string_view m = merges->string_at(i);
     const size_t sp = m.find(' ', 1);
     if (sp == std::string::npos)
-      fail(path, key, "entry " + std::to_string(i) + " '" + m + "' is not 'left right'");
-    const std::string_view a = std::string_view(m).substr(0, sp),
-                           b = std::string_view(m).substr(sp + 1);
+      fail(path, key,
+           "entry " + std::to_string(i) + " '" + std::string(m) + "' is not 'left right'");
+    const std::string_view a = m.substr(0, sp), b = m.substr(sp + 1);
     const int32_t ia = v.find(a), ib = v.find(b);
     if (ia < 0 || ib < 0)
       fail(path, key,
-           "entry " + std::to_string(i) + " '" + m + "' references unknown token '" +
+           "entry " + std::to_string(i) + " '" + std::string(m) + "' references unknown token '" +
                std::string(ia < 0 ? a : b) + "'");
     joined.assign(a);
     joined += b;

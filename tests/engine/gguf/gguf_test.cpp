@@ -57,8 +57,10 @@ TEST(Gguf, AllValueTypesRoundTrip) {
   EXPECT_EQ(f->get_int("a.i64"), -(1ll << 50));
   EXPECT_EQ(f->get_float("a.f64", 0), 1e-300);
   const Array& outer = f->get("a.nested").as_array();
-  ASSERT_EQ(outer.items.size(), 2u);
-  EXPECT_EQ(outer.items[0].as_array().items[1].as_string(), "y");
+  ASSERT_EQ(outer.size(), 2u);
+  EXPECT_EQ(outer.array_at(0).string_at(1), "y");
+  EXPECT_EQ(outer.at(0).as_array().at(1).as_string(), "y");
+  EXPECT_TRUE(outer.array_at(1).empty());
   EXPECT_EQ(f->data_offset() % 32, 0u);
   const TensorInfo& t = f->tensor("t");
   EXPECT_EQ(t.rows(), 4);
