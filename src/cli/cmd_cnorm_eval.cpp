@@ -133,8 +133,8 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
   const Extract extract = parse_extract(f.extract.value);
   if (task == Task::Longbench)
     return eval_longbench(f.rf, f.input.value, load_profile(f.profile.value), int(req.limit),
-                          int(req.max_tokens), overflow, extract, f.store_path.value, shard,
-                          req.force);
+                          req.max_tokens ? int(*req.max_tokens) : answer_tokens(task), overflow,
+                          extract, f.store_path.value, shard, req.force);
   const Profile prof = load_profile(f.profile.value);
   check_profile(prof, store::sha256_file(f.rf.model.value), task_name(task), req.force);
   std::vector<eval::QaRecord> records;

@@ -91,7 +91,7 @@ Job sweep_job(const Planned& p, const Options& opt, cnorm::Task task) {
   const bool kv = task == cnorm::Task::Kv;
   Job j;
   j.planned = p;
-  j.max_tokens = kv ? 48 : 16;
+  j.max_tokens = cnorm::answer_tokens(task);  // the sweep's own default (setup.h)
   const size_t variants = 3 + (kv ? cands : 0);
   j.prompts = S * cands + seeds.size() * per_seed[0].size() * docs * variants;
   j.sample_prompt = cnorm::render(task, tmpl, per_seed[0][0],

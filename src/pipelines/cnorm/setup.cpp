@@ -101,6 +101,8 @@ CalibrationPlan calibration_plan(CalibrationRequest req) {
   return plan;
 }
 
+int answer_tokens(Task task) { return task == Task::Kv ? 48 : 16; }
+
 EvalPlan eval_plan(EvalRequest req, const Profile& profile,
                    const std::vector<eval::QaRecord>& records, std::vector<std::string>* skipped) {
   check_options(req);  // k, limit, max_tokens
@@ -128,7 +130,7 @@ EvalPlan eval_plan(EvalRequest req, const Profile& profile,
   }
   if (eo.seeds.empty()) eo.seeds = {profile.seed};
   eo.k = size_t(req.k);
-  eo.max_tokens = int(req.max_tokens);
+  eo.max_tokens = req.max_tokens ? int(*req.max_tokens) : answer_tokens(task);
   eo.natural_positions = req.positions == "natural";
   eo.all_candidates = req.all_candidates;
   if (!req.density.empty()) eo.density = parse_ratio_list(req.density, "density");

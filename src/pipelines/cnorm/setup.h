@@ -4,6 +4,7 @@
 // runner's options with the items of the task, built the one way every front end uses.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,9 +99,9 @@ CalibrationPlan calibration_plan(CalibrationRequest req);
 struct EvalRequest {
   std::string task = "qa";
   int64_t k = 10;
-  int64_t limit = 0;               // questions (0 = all; needle: 20)
-  std::vector<std::string> seeds;  // empty = the profile's seed
-  int64_t max_tokens = 16;
+  int64_t limit = 0;                  // questions (0 = all; needle: 20)
+  std::vector<std::string> seeds;     // empty = the profile's seed
+  std::optional<int64_t> max_tokens;  // unset: answer_tokens(task)
   std::string template_path;
   std::string positions = "all";  // or natural
   bool all_candidates = false;
@@ -124,7 +125,9 @@ struct EvalRequest {
                  "profile's seed)"}
           .list(nullptr),
       seeds);
-    v(OptionDecl{"max_tokens", "-n,--max-tokens", "N", "maximum answer tokens"}.count(1, kMaxCount),
+    v(OptionDecl{"max_tokens", "-n,--max-tokens", "N", "maximum answer tokens"}
+          .count(1, kMaxCount)
+          .when_unset("16, or 48 for --task kv"),
       max_tokens);
     v(OptionDecl{"template", "--template", "FILE",
                  "prompt template (default: the paper's, Appendix D for qa, Appendix B for kv)"},
@@ -144,6 +147,11 @@ struct EvalRequest {
       force);
   }
 };
+
+// The answer tokens a sweep of `task` generates unless told: 16, or 48 for key-value retrieval,
+// whose answer is a UUID (34 tokens in Gemma 3's vocabulary, which splits digits: at 16 every
+// answer was cut and graded wrong, OAA 0 by construction). reproduce's kv-retrieval asks 48 too.
+int answer_tokens(Task task);
 
 // The validated sweep: the runner's options (task, template, profile, seeds, k, max_tokens,
 // positions, candidates, density; the front end adds ctx, keep, origin, input hash and hooks) and

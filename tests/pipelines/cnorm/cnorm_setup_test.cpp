@@ -11,6 +11,8 @@
 #include "base/error.h"
 #include "base/options.h"
 #include "base/stable_hash.h"
+#include "eval/datasets.h"
+#include "support/test_support.h"
 
 namespace ragform::cnorm {
 namespace {
@@ -155,6 +157,26 @@ TEST(CnormSetup, EvalPlanSeedsPositionsAndLimit) {
   bad = req;
   bad.task = "longbench";
   EXPECT_EQ(key_of(bad).rfind("task: longbench is", 0), 0u);
+}
+
+// A key-value answer is a UUID: 34 of Gemma 3's tokens (digits are one token each). At the qa
+// default of 16 every answer was cut and graded wrong (a 10-sample sweep on Gemma: OAA 0.000 for
+// every variant); unless told, a kv sweep generates 48, as reproduce's kv-retrieval does.
+TEST(CnormSetup, AKvSweepGeneratesEnoughTokensForAUuid) {
+  EXPECT_EQ(answer_tokens(Task::Qa), 16);
+  EXPECT_EQ(answer_tokens(Task::Kv), 48);
+  EXPECT_GE(answer_tokens(Task::Kv), 36 + 2);  // a UUID's characters and its quotes, at worst
+  REQUIRE_SHARED(kv_file, "data/lost-in-the-middle/kv-retrieval-75_keys.jsonl.gz");
+  eval::LoadOptions lo;
+  lo.limit = 2;
+  const auto recs = eval::load_qa_file(kv_file.string(), lo).records;
+  EvalRequest req;
+  req.task = "kv";
+  req.limit = 1;
+  EvalPlan plan = eval_plan(req, Profile{}, recs);
+  EXPECT_EQ(plan.options.max_tokens, 48);
+  req.max_tokens = 20;  // a value given is kept
+  EXPECT_EQ(eval_plan(req, Profile{}, recs).options.max_tokens, 20);
 }
 
 TEST(CnormSetup, GridFormatsAndSearch) {
