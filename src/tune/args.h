@@ -32,7 +32,7 @@ struct TuneArgs {
   // A dimension's values (unset: the space file's or the default space's).
   std::optional<std::vector<std::string>> delims, p, formats, orders, k, spotlight;
   std::string template_file;
-  int max_tokens = 12;
+  std::optional<int> max_tokens;  // unset: 12, or 48 for kv (TuneOptions::max_tokens)
   uint64_t seed = 0;
   bool abs_filter = true;
   std::optional<size_t> abs_prompts;  // objective abs: 6 (cnorm calibrate's -S), else 2
@@ -110,7 +110,8 @@ struct TuneArgs {
     v(OptionDecl{"template", "--template", "FILE", "prompt template (default: the task's)"},
       template_file);
     v(OptionDecl{"max_tokens", "--max-tokens", "N", "answer tokens (greedy, stop at a newline)"}
-          .count(1, 4096),
+          .count(1, 4096)
+          .when_unset("12, or 48 for --task kv"),
       max_tokens);
     v(OptionDecl{"seed", "--seed", "N", "perturbations, needle records"}.count(0), seed);
     v(OptionDecl{"abs_filter", "--abs-filter", "on|off",

@@ -190,3 +190,30 @@ TEST(TuneOptions, RecordsWithoutAnswersOrWithADuplicateIdAreRefusedUpFront) {
 }
 
 }  // namespace
+
+// A key-value answer is a UUID, 34 of Gemma 3's tokens: at the default 12 every kv answer was cut
+// and graded wrong, whatever the presentation. Unless told, kv generates 48; the others 12.
+TEST(TuneOptions, AKvSearchGeneratesEnoughTokensForAUuid) {
+  tune::TuneArgs a;
+  a.task = "needle";
+  EXPECT_EQ(tune::tune_options(a).max_tokens, 12);
+  a.max_tokens = 30;
+  EXPECT_EQ(tune::tune_options(a).max_tokens, 30);
+  // Two one-record kv files (dev and held out), in lost-in-the-middle's key-value format.
+  const auto dir = ragform::testing::temp_dir("tune-kv-tokens");
+  auto record = [](const std::string& key, const std::string& value) {
+    return "{\"ordered_kv_records\": [[\"" + key + "\", \"" + value +
+           "\"], [\"9f4a92b9-5f69-4725-ba1e-403f08dea695\", "
+           "\"703a7ce5-f17f-4e6d-b895-5836ba5ec71c\"]], \"key\": \"" +
+           key + "\", \"value\": \"" + value + "\"}\n";
+  };
+  ragform::testing::write_file(dir / "dev.jsonl", record("a54e2eed-e625-4570-9f74-3624e77d6684",
+                                                         "d1ff29be-4e2a-4208-a182-0cea716be3d4"));
+  ragform::testing::write_file(dir / "held.jsonl", record("2a8d601d-1d69-4e64-9f90-8ad825a74195",
+                                                          "bb3ba2a5-7de8-434b-a86e-a88bb9fa7289"));
+  tune::TuneArgs k;
+  k.task = "kv";
+  k.input = (dir / "dev.jsonl").string();
+  k.holdout = (dir / "held.jsonl").string();
+  EXPECT_EQ(tune::tune_options(k).max_tokens, 48);
+}
