@@ -24,6 +24,7 @@
 #include "engine/model/model.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
+#include "reader/encoder_settings.h"
 #include "reader/engine_settings.h"
 #include "reader/native_encoder.h"
 #include "reader/native_reader.h"
@@ -262,9 +263,8 @@ std::unique_ptr<server::RetrieveApi> open_retrieve_api(const std::string& dir, r
 
 // An encoder model (bert): /v1/embeddings and /v1/rerank (server/api_encoder.h).
 void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) {
-  reader::NativeEncoderOptions no;
-  no.engine = f.rf.native_options().engine;
-  reader::NativeEncoder enc(f.rf.model.value, no);
+  reader::NativeEncoder enc(f.rf.model.value,
+                            reader::native_encoder_options({}, f.rf.native_options().engine));
   server::EncoderApiOptions eo;
   eo.model_id = f.model_id();
   eo.model_sha256 = store::sha256_file(f.rf.model.value);  // once, for /v1/models
@@ -313,9 +313,9 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   ao.spotlight_encoder = f.spot_enc.value;
   ao.spotlight_layer = f.spot_layer.value;
   if (!f.enc_model.value.empty()) {
-    reader::NativeEncoderOptions no;
-    no.engine = f.rf.native_options().engine;  // its own pool: requests run beside the engine
-    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(f.enc_model.value, no);
+    // Its own pool: requests run beside the engine.
+    ao.spotlight_model = std::make_shared<reader::NativeEncoder>(
+        f.enc_model.value, reader::native_encoder_options({}, f.rf.native_options().engine));
   }
   server::Api api(*reader, engine, ao);
   auto retr = open_retrieve_api(f.index_dir.value, ao.spotlight_model.get(), f.enc_model.value);

@@ -18,6 +18,7 @@
 #include "cli/sure_prepare.h"
 #include "cli/sure_verbs.h"
 #include "eval/datasets.h"
+#include "reader/encoder_settings.h"
 #include "reader/generate_params.h"
 #include "reader/native_encoder.h"
 #include "store/run_store.h"
@@ -169,9 +170,8 @@ int run_filter(const std::vector<std::string>& argv) {
   const bool need = needs_nli(pairs, fo.nli);
   std::unique_ptr<reader::NativeEncoder> nli_enc;
   if (need && !nli_model.value.empty()) {
-    reader::NativeEncoderOptions no;
-    no.engine = su.rf.native_options().engine;
-    nli_enc = std::make_unique<reader::NativeEncoder>(nli_model.value, no);
+    nli_enc = std::make_unique<reader::NativeEncoder>(
+        nli_model.value, reader::native_encoder_options({}, su.rf.native_options().engine));
     check_nli_labels(nli_enc->model().labels, nli_model.value);
     fo.judge = encoder_nli_judge(*nli_enc);
   } else if (need) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "reader/encoder_settings.h"
 
 namespace ragform::cli {
 
@@ -43,9 +44,8 @@ TokenEncoder& SpotlightEncoderFlags::open() {
   } else if (encoder.value == "model") {
     if (encoder_model.value.empty())
       throw UsageError("spotlight", "--encoder model needs --encoder-model FILE");
-    reader::NativeEncoderOptions no;
-    no.engine = rf.native_options().engine;
-    model_enc = std::make_unique<reader::NativeEncoder>(encoder_model.value, no);
+    model_enc = std::make_unique<reader::NativeEncoder>(
+        encoder_model.value, reader::native_encoder_options({}, rf.native_options().engine));
     auto me = std::make_unique<ModelEncoder>(*model_enc);
     model_encoder = me.get();
     enc = std::move(me);

@@ -23,8 +23,14 @@ NativeEncoderOptions native_encoder_options(const EncoderSettings& s) {
   e.load = s.load;
   e.numerics = s.numerics;
   e.f16_gemm = s.f16_gemm;
+  return native_encoder_options(s, engine_options(e));
+}
+
+NativeEncoderOptions native_encoder_options(const EncoderSettings& s, const EngineOptions& engine) {
+  EncoderSettings checked = s;
+  check_options(checked);
   NativeEncoderOptions o;
-  o.engine = engine_options(e);
+  o.engine = engine;
   o.truncate = option_choice("truncate", s.truncate, {"right", "error"}) == 0
                    ? runtime::Truncate::Right
                    : runtime::Truncate::Error;

@@ -75,5 +75,9 @@ const OptionInfo& encoder_setting(const std::string& key);
 // The one check of every setting (its range or its set of values; OptionError names it) and the
 // options they give a NativeEncoder.
 NativeEncoderOptions native_encoder_options(const EncoderSettings& s);
+// The same with the engine options given: an encoder that runs beside a reader (spotlight's model
+// encoder, SURE's NLI model, serve's encoders, an index's encoder) takes the reader's, and the
+// rest of its settings from `s` (by default the declared defaults).
+NativeEncoderOptions native_encoder_options(const EncoderSettings& s, const EngineOptions& engine);
 
 }  // namespace ragform::reader
