@@ -137,8 +137,11 @@ TuneOptions tune_options(const TuneArgs& given) {
   o.deploy = parse_deploy_rule(a.deploy);
   o.budget = a.budget;
   // A key-value answer is a UUID, 34 of Gemma 3's tokens: at 12 every kv answer was cut and
-  // graded wrong, whatever the presentation.
-  o.max_tokens = a.max_tokens ? *a.max_tokens : o.task == Task::Kv ? 48 : 12;
+  // graded wrong, whatever the presentation. kv generates what C-NORM's kv sweep does; qa and
+  // needle answers are short, and 12 keeps a search's rungs cheaper than a sweep's 16.
+  o.max_tokens = a.max_tokens         ? *a.max_tokens
+                 : o.task == Task::Kv ? cnorm::answer_tokens(cnorm::Task::Kv)
+                                      : 12;
   o.seed = a.seed;
   o.tmpl = template_for(o.task, a.template_file);
   o.space = default_space(o.task);

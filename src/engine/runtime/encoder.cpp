@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "base/excerpt.h"
 #include "engine/model/blocks.h"
 #include "engine/model/engine_options.h"
 #include "engine/runtime/attention.h"
@@ -14,12 +13,6 @@
 namespace ragform::runtime {
 
 using model::Pooling;
-
-Truncate parse_truncate(const std::string& name) {
-  if (name == "right") return Truncate::Right;
-  if (name == "error") return Truncate::Error;
-  throw UsageError("truncate", "unknown mode '" + excerpt(name) + "' (right or error)");
-}
 
 std::vector<int32_t> encoder_pieces(const tok::Tokenizer& tok, std::string_view text) {
   return tok.encode(text, /*add_special=*/false, /*parse_special=*/false);

@@ -35,8 +35,8 @@ struct EncoderInput {
   bool truncated = false;      // set by encoder_input when pieces were dropped
 };
 
+// The encoder setting "truncate" (reader/encoder_settings.h) parses its name.
 enum class Truncate { Right, Error };
-Truncate parse_truncate(const std::string& name);  // "right" | "error", throws UsageError
 
 // `[CLS] a [SEP]` as the tokenizer adds its specials. Inputs longer than n_max tokens:
 // Truncate::Right drops word-pieces at the end (keeping [SEP]) and sets `truncated`;
