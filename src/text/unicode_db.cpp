@@ -52,4 +52,13 @@ uint32_t cp_nfd_first(uint32_t cp) {
   return lookup_pair(unicode_data::kNfdFirst, unicode_data::kNfdFirstSize, cp);
 }
 
+uint32_t bert_fold(uint32_t cp, bool lowercase, bool strip_accents) {
+  if (strip_accents) {
+    cp = cp_nfd_first(cp);  // the table holds full NFD's first code point: applying it again is
+                            // a no-op, so a caller that decomposed first gets the same
+    if (cp_flags(cp) & kMark) return kBertDropped;
+  }
+  return lowercase ? cp_tolower(cp) : cp;
+}
+
 }  // namespace ragform::text

@@ -27,6 +27,14 @@ uint32_t cp_tolower(uint32_t cp);
 // First code point of the canonical decomposition (cp itself when it has none).
 uint32_t cp_nfd_first(uint32_t cp);
 
+// One code point through BERT's normaliser as llama.cpp's WordPiece applies it: with
+// strip_accents, the first code point of its canonical decomposition, and kBertDropped for a
+// combining mark (dropped); with lowercase, then its simple lowercase. The tokenizer's words and
+// Spotlight's search for a word's pieces in the text (pipelines/spotlight/model_encoder.cpp) fold
+// by this one rule, so a word the tokenizer spelled is found where it came from.
+inline constexpr uint32_t kBertDropped = 0xFFFFFFFFu;
+uint32_t bert_fold(uint32_t cp, bool lowercase, bool strip_accents);
+
 namespace unicode_data {
 struct FlagRun {
   uint32_t first;

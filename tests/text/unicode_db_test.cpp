@@ -25,4 +25,18 @@ TEST(UnicodeDb, AnswerLowercasingCoversEveryScript) {
   EXPECT_EQ(normalize_answer("ԱՐԱՐԱՏ"), normalize_answer("արարատ"));  // Armenian
 }
 
+// BERT's normaliser, one rule for the WordPiece tokenizer and Spotlight's word search.
+TEST(UnicodeDb, BertFold) {
+  EXPECT_EQ(bert_fold(0x00C9, true, true), uint32_t('e'));   // É: decomposed, lowercased
+  EXPECT_EQ(bert_fold(0x00C9, false, true), uint32_t('E'));  // cased vocabulary
+  EXPECT_EQ(bert_fold(0x00C9, true, false), 0x00E9u);        // accents kept
+  EXPECT_EQ(bert_fold(0x0301, true, true), kBertDropped);    // a combining mark
+  EXPECT_EQ(bert_fold(0x0301, true, false), 0x0301u);
+  EXPECT_EQ(bert_fold(0x1E69, true, true), uint32_t('s'));  // two marks below and above
+  // Decomposing first (as the tokenizer does for its word splits) changes nothing: the table
+  // holds full NFD's first code point.
+  for (uint32_t cp = 0; cp < 0x30000; ++cp)
+    ASSERT_EQ(bert_fold(cp_nfd_first(cp), true, true), bert_fold(cp, true, true)) << cp;
+}
+
 }  // namespace ragform::text

@@ -228,9 +228,10 @@ std::vector<std::string> wpm_words(const Vocab& v, std::string_view text) {
       continue;
     }
     if (c == 0 || c == 0xFFFD || (f & kControl)) continue;
-    if (v.strip_accents && (f & kMark)) continue;
+    const uint32_t folded = text::bert_fold(c, v.lowercase, v.strip_accents);
+    if (folded == text::kBertDropped) continue;
     std::string s;
-    append_cpt(s, v.lowercase ? cp_tolower(c) : c);
+    append_cpt(s, folded);
     if ((f & kPunctuation) || (c < 0x7F && (f & kSymbol)) || is_chinese_char(c)) {
       if (!words.back().empty()) words.emplace_back();
       words.back() = s;

@@ -33,10 +33,10 @@ bool strip_marker(std::string& p) {
 char lower(char c) { return char(std::tolower(static_cast<unsigned char>(c))); }
 
 // Text as a WordPiece vocabulary spells it, for finding a word's pieces in it: every code point
-// lowercased and reduced to the first code point of its canonical decomposition, combining marks
-// dropped (BERT's lowercase + strip_accents; a cased vocabulary's pieces fold the same way, so the
-// match is only looser in case). at[i] is the byte offset in the original text of the code point
-// folded byte i came from; at.back() is the text's size.
+// through BERT's lowercase + strip_accents (text::bert_fold, the tokenizer's own rule; a cased
+// vocabulary's pieces fold the same way, so the match is only looser in case). at[i] is the byte
+// offset in the original text of the code point folded byte i came from; at.back() is the text's
+// size.
 struct Folded {
   std::string text;
   std::vector<size_t> at;
@@ -47,10 +47,10 @@ Folded fold(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     size_t len = 1;
     const uint32_t cp = text::decode_utf8_at(s, i, &len);
-    const uint32_t base = text::cp_nfd_first(cp);
-    if (!(text::cp_flags(base) & text::kMark) && !(text::cp_flags(cp) & text::kMark)) {
+    const uint32_t folded = text::bert_fold(cp, /*lowercase=*/true, /*strip_accents=*/true);
+    if (folded != text::kBertDropped) {
       const size_t before = f.text.size();
-      text::append_utf8(f.text, text::cp_tolower(base));
+      text::append_utf8(f.text, folded);
       f.at.insert(f.at.end(), f.text.size() - before, i);
     }
     i += std::max<size_t>(len, 1);
