@@ -400,9 +400,11 @@ EvalSummary run_eval(reader::Reader& reader, store::RunStore& store, const Promp
       opt.judge_sha256);
   rc.config.update(opt.tag);
   rc.seed = static_cast<int64_t>(opt.eval.seed);
-  common::record_origin(rc, opt.origin);
   EvalSummary sum;
-  sum.run = store.begin_run(rc);
+  // As every runner: the origin recorded, and a resumed run said on the hooks (evaluate_in_run
+  // reads the done keys itself: it also serves runs begun elsewhere).
+  sum.run =
+      common::begin_or_resume(store, rc, opt.origin, opt.hooks, "sure eval", 0, "answers").run;
   sum.outcomes =
       evaluate_in_run(reader, store, sum.run, prompts, pairs, opt.eval, sum.stats, opt.hooks);
   return sum;

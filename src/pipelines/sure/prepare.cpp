@@ -254,9 +254,10 @@ PrepareSummary run_prepare(reader::Reader* reader, store::RunStore& store, const
   }
   store::RunConfig rc = prepare_run_config(opt, prompts, records);
   rc.seed = static_cast<int64_t>(opt.seed);
-  common::record_origin(rc, opt.origin);
   PrepareSummary sum;
-  const int64_t run = sum.run = store.begin_run(rc);
+  const int64_t run = sum.run = common::begin_or_resume(store, rc, opt.origin, opt.hooks,
+                                                        "sure prepare", 0, "closed-book answers")
+                                    .run;
   sum.questions = records.size();
   std::map<std::string, std::string> closed_book;  // id -> response (generated rows)
   std::map<std::string, bool> known;

@@ -65,14 +65,18 @@ TEST(SureRunnerContract, RunEvalBeginsItsRunRecordsTheOriginAndReportsOneStage) 
   // The identity is eval_run_config's, so every front end resumes the same run.
   EXPECT_EQ(runs[0].config, eval_run_config(opt.eval, prompts, pairs_sha256(pairs)).config);
 
-  // A resume: the same run, nothing to generate (a stage of 0 rows), the same outcomes.
+  // A resume: the same run, said as every runner says it (common::begin_or_resume), nothing to
+  // generate (a stage of 0 rows), the same outcomes.
   Recorded again;
   opt.hooks = again.hooks();
   const EvalSummary resumed = run_eval(rd, st, prompts, pairs, opt);
   EXPECT_EQ(resumed.run, sum.run);
   EXPECT_EQ(resumed.stats.generated, 0);
   EXPECT_EQ(resumed.stats.skipped_done, 8);
-  EXPECT_EQ(again.events, (std::vector<std::string>{"begin sure eval 0", "end"}));
+  EXPECT_EQ(again.events,
+            (std::vector<std::string>{"note sure eval: resuming run " + std::to_string(sum.run) +
+                                          ": 8 answers already stored",
+                                      "begin sure eval 0", "end"}));
 
   // A tag joins the identity (reproduce's experiments): another run.
   opt.tag["reproduce"] = "table1";
@@ -119,9 +123,15 @@ TEST(SureRunnerContract, RunPrepareBeginsItsRunWithTheOriginAndTheSeed) {
   EXPECT_EQ(runs[0].seed, 5);
   EXPECT_EQ(runs[0].config, prepare_run_config(o, prompts, recs).config);
   EXPECT_EQ(st.counts(s.run).rows, 3);
-  // Resumed: the same run, no rows to make.
+  // Resumed: the same run, said as every runner says it, no rows to make.
+  Recorded again;
+  o.hooks = again.hooks();
   EXPECT_EQ(run_prepare(&rd, st, prompts, recs, o).run, s.run);
   EXPECT_EQ(st.runs().size(), 1u);
+  EXPECT_EQ(again.events,
+            (std::vector<std::string>{"note sure prepare: resuming run " + std::to_string(s.run) +
+                                          ": 3 closed-book answers already stored",
+                                      "begin sure prepare 0", "end"}));
 }
 
 TEST(SureRunnerContract, RunPerturbAsksThePerturberFirstThenTheReaderUnderTest) {
