@@ -27,6 +27,7 @@
 #include "reader/steering_object.h"
 #include "server/api_json.h"
 #include "server/api_present.h"
+#include "server/engine.h"
 #include "server/reply_budget.h"
 #include "server/router.h"
 
@@ -176,42 +177,6 @@ std::string next_id(const char* prefix) {
 }
 
 }  // namespace
-
-std::string error_code(int status) {
-  switch (status) {
-    case 400:
-      return "invalid_request";
-    case 401:
-      return "invalid_api_key";
-    case 404:
-      return "not_found";
-    case 405:
-      return "method_not_allowed";
-    case 408:
-      return "request_timeout";
-    case 413:
-      return "request_too_large";
-    case 414:
-      return "uri_too_long";
-    case 500:
-      return "internal_error";
-    case 503:
-      return "unavailable";
-    default:
-      return "http_" + std::to_string(status);
-  }
-}
-
-Response error_response(int status, const std::string& message, const std::string& type,
-                        const std::string& code) {
-  Response r;
-  r.status = status;
-  r.body = dump({{"error",
-                  {{"message", message},
-                   {"type", type},
-                   {"code", code.empty() ? error_code(status) : code}}}});
-  return r;
-}
 
 Api::Api(reader::NativeReader& reader, Engine& engine, ApiOptions opt)
     : reader_(reader), engine_(engine), opt_(std::move(opt)), created_(now_s()) {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/options.h"
-#include "server/api.h"
+#include "server/message.h"
 #include "server/router.h"
 
 namespace ragform::server::api_json {

@@ -10,6 +10,7 @@
 #include "reader/native_reader.h"
 #include "server/api.h"
 #include "server/api_json.h"
+#include "server/engine.h"
 #include "server/reply_budget.h"
 #include "text/sentences.h"
 

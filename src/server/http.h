@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "server/api.h"
+#include "server/message.h"
 
 namespace ragform::server {
 

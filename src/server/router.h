@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "server/api.h"
+#include "server/message.h"
 
 namespace ragform::server {
 

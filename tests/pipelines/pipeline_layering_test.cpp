@@ -2,9 +2,11 @@
 // tree: no pipeline includes another pipeline's headers (what two share sits below both), and the
 // front ends (the CLI, the server, the report, reproduce, tune and the Python module) reach a
 // pipeline through its front door, pipelines/<p>/<p>.h, never a pipeline's own headers or its
-// detail/.
+// detail/; and the server's HTTP layer and route table know requests and replies, not the engine
+// or the endpoints behind them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -61,6 +63,31 @@ TEST(PipelineLayering, FrontEndsUseTheFrontDoors) {
   EXPECT_GT(seen, 0u);  // the scan found the front ends' includes at all
   for (const std::string& p : kPipelines)
     EXPECT_TRUE(fs::is_regular_file(kSrc / "pipelines" / p / (p + ".h"))) << p;
+}
+
+// server/http.h, router.h and api_json.h (and their .cpp) include no engine, reader or pipeline
+// header and, of the server's own, only message.h and each other: the HTTP layer does not depend on
+// the engine (issue 41: router.h and http.h included api.h, which included the batching engine).
+TEST(ServerLayering, HttpAndRouterKnowOnlyMessages) {
+  static const std::regex re(R"re(^\s*#\s*include\s*"([a-z_]+)/([^"]+)")re");
+  // api_json.h: the request-reading helpers and the error edge, which know messages alone too.
+  const std::vector<std::string> allowed = {"server/message.h", "server/router.h", "server/http.h",
+                                            "server/api_json.h"};
+  size_t seen = 0;
+  for (const char* f : {"http.h", "http.cpp", "router.h", "router.cpp", "api_json.h"}) {
+    std::ifstream in(kSrc / "server" / f);
+    ASSERT_TRUE(in) << f;
+    std::smatch m;
+    for (std::string line; std::getline(in, line);) {
+      if (!std::regex_search(line, m, re)) continue;
+      ++seen;
+      const std::string dir = m[1], header = dir + "/" + std::string(m[2]);
+      if (dir == "base") continue;  // the utilities every layer may use
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), header), allowed.end())
+          << "server/" << f << " includes " << header;
+    }
+  }
+  EXPECT_GT(seen, 0u);
 }
 
 }  // namespace
