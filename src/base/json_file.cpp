@@ -72,9 +72,8 @@ std::string overflow_token(const std::string& what) {
   return a != std::string::npos && b > a ? what.substr(a + 1, b - a - 1) : std::string();
 }
 
-[[noreturn]] void throw_located(std::string_view text, std::string kind, std::string detail) {
-  ErrorPosition pos;
-  nlohmann::json::sax_parse(text.begin(), text.end(), &pos);
+[[noreturn]] void throw_at(std::string_view text, const ErrorPosition& pos, std::string kind,
+                           std::string detail) {
   // The lexer stops on the bad character, which is the last one it read.
   size_t bad = pos.chars_read > 0 ? pos.chars_read - 1 : 0;
   // At the end of the text the error is on its last line, not on the empty "line" after a final
@@ -84,6 +83,41 @@ std::string overflow_token(const std::string& what) {
   throw JsonTextError(std::move(kind), std::move(detail), line, column,
                       pos.failed && pos.chars_read >= text.size());
 }
+
+[[noreturn]] void throw_located(std::string_view text, std::string kind, std::string detail) {
+  ErrorPosition pos;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &pos);
+  throw_at(text, pos, std::move(kind), std::move(detail));
+}
+
+// Forwards every event to the caller's consumer and keeps where and why the parser gave up, so a
+// streamed text's errors read as parse_json_text's.
+struct Forward : nlohmann::json_sax<nlohmann::json> {
+  explicit Forward(nlohmann::json_sax<nlohmann::json>& consumer) : to(consumer) {}
+  nlohmann::json_sax<nlohmann::json>& to;
+  ErrorPosition pos;
+  int id = 0;
+  std::string what;
+  bool null() override { return to.null(); }
+  bool boolean(bool b) override { return to.boolean(b); }
+  bool number_integer(number_integer_t n) override { return to.number_integer(n); }
+  bool number_unsigned(number_unsigned_t n) override { return to.number_unsigned(n); }
+  bool number_float(number_float_t x, const string_t& s) override { return to.number_float(x, s); }
+  bool string(string_t& s) override { return to.string(s); }
+  bool binary(binary_t& b) override { return to.binary(b); }
+  bool start_object(std::size_t n) override { return to.start_object(n); }
+  bool key(string_t& k) override { return to.key(k); }
+  bool end_object() override { return to.end_object(); }
+  bool start_array(std::size_t n) override { return to.start_array(n); }
+  bool end_array() override { return to.end_array(); }
+  bool parse_error(std::size_t position, const std::string& token,
+                   const nlohmann::detail::exception& e) override {
+    pos.parse_error(position, token, e);
+    id = e.id;
+    what = e.what();
+    return false;
+  }
+};
 
 // Refuses a text nesting deeper than kMaxJsonDepth before nlohmann builds it (its parser is
 // iterative, but dump(), copies and every conversion of the value recurse). One pass over the
@@ -184,6 +218,20 @@ nlohmann::json parse_json_text(std::string_view text) {
   }
 }
 
+void parse_json_text(std::string_view text, nlohmann::json_sax<nlohmann::json>& sax) {
+  check_depth(text);
+  Forward f(sax);
+  if (nlohmann::json::sax_parse(text.begin(), text.end(), &f)) return;
+  // A consumer refuses by throwing; one that returned false would leave its value half-built.
+  if (!f.pos.failed) throw Error("JSON", "a consumer stopped the parse without saying why");
+  if (f.id == 406) {  // a number beyond a double, as parse_json_text says it
+    const std::string token = overflow_token(f.what);
+    throw_at(text, f.pos, "number out of range",
+             token.empty() ? json_error_text(f.what) : token + " does not fit a double");
+  }
+  throw_at(text, f.pos, "parse error", parse_error_detail(f.what));
+}
+
 nlohmann::json parse_json_or_discarded(std::string_view text) {
   try {
     check_depth(text);
@@ -199,7 +247,10 @@ std::string json_excerpt(const nlohmann::json& v) {
   return out;
 }
 
-nlohmann::json read_json_file(const std::string& path, const std::string& what, size_t max) {
+namespace {
+// read_json_file's reading and naming, around `parse` of the file's text.
+template <class F>
+auto with_json_file(const std::string& path, const std::string& what, size_t max, F&& parse) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory", EISDIR);
   std::ifstream in(path, std::ios::binary);
@@ -210,11 +261,22 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what, 
   in.close();
   const std::string text = read_file_bytes(path, max, what);
   try {
-    return parse_json_text(text);
+    return parse(text);
   } catch (const JsonTextError& e) {
     throw Error(path + ":" + std::to_string(e.line()),
                 what + " is not valid JSON: " + e.without_line());
   }
+}
+}  // namespace
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what, size_t max) {
+  return with_json_file(path, what, max,
+                        [](const std::string& text) { return parse_json_text(text); });
+}
+
+void read_json_file(const std::string& path, const std::string& what,
+                    nlohmann::json_sax<nlohmann::json>& sax, size_t max) {
+  with_json_file(path, what, max, [&](const std::string& text) { parse_json_text(text, sax); });
 }
 
 }  // namespace ragform

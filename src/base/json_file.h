@@ -54,6 +54,11 @@ inline constexpr int kMaxJsonDepth = 128;
 // Parses `text`; throws JsonTextError (kind "too deep" when it nests deeper than kMaxJsonDepth).
 nlohmann::json parse_json_text(std::string_view text);
 
+// Parses `text` through `sax` (nlohmann's SAX interface) without building a value: for a document
+// too big to hold as a tree (100 MB of word vectors took 5.1 GB as one). Errors as above; what
+// the consumer refuses is its own exception: its callbacks return true or throw.
+void parse_json_text(std::string_view text, nlohmann::json_sax<nlohmann::json>& sax);
+
 // Parses `text`, or returns a discarded value (is_discarded()) when it is not JSON or nests too
 // deep: for callers that treat any bad text alike (json::parse(text, nullptr, false)).
 nlohmann::json parse_json_or_discarded(std::string_view text);
@@ -68,5 +73,8 @@ std::string json_excerpt(const nlohmann::json& v);
 // one without end (/dev/zero), is refused naming the limit instead of filling the memory.
 nlohmann::json read_json_file(const std::string& path, const std::string& what,
                               size_t max = kMaxTextFileBytes);
+// The same, the text parsed through `sax` (parse_json_text above).
+void read_json_file(const std::string& path, const std::string& what,
+                    nlohmann::json_sax<nlohmann::json>& sax, size_t max = kMaxTextFileBytes);
 
 }  // namespace ragform

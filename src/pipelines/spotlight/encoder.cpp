@@ -1,12 +1,14 @@
 // Token encoders for SpotlightRAG (see encoder.h for the OOV rule and the piece alignment).
 #include "pipelines/spotlight/encoder.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_file.h"
 
 namespace ragform::spotlight {
@@ -63,33 +65,100 @@ WordVectors WordVectors::from_map(const std::unordered_map<std::string, std::vec
   return w;
 }
 
+namespace {
+
+// Builds a table from `{word: [numbers], ...}` as the parser reads it, holding no tree: each row
+// goes straight into the table's floats (a 100 MB file held 5.1 GB as a tree, issue 40 A5). A
+// word given twice keeps its last row, as a parsed object did.
+class WordVectorsReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  WordVectorsReader(const std::string& path, std::vector<float>& data,
+                    std::unordered_map<std::string, int>& index, int& dim)
+      : path_(path), data_(data), index_(index), dim_(dim) {}
+  bool null() override { return value("null"); }
+  bool boolean(bool b) override { return value(b ? "true" : "false"); }
+  bool number_integer(number_integer_t n) override { return number(static_cast<float>(n)); }
+  bool number_unsigned(number_unsigned_t n) override { return number(static_cast<float>(n)); }
+  bool number_float(number_float_t x, const string_t&) override {
+    return number(static_cast<float>(x));
+  }
+  bool string(string_t& s) override { return value(json_excerpt(s)); }
+  bool binary(binary_t&) override { return value("binary data"); }
+  bool start_object(std::size_t) override {
+    if (depth_ != 0) return value("an object");
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    word_ = std::move(k);
+    return true;
+  }
+  bool end_object() override {
+    if (--depth_ == 0 && index_.empty()) refuse("expected a non-empty object {word: [floats]}");
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 0) refuse("expected a non-empty object {word: [floats]}");
+    if (depth_ != 1) return value("an array");
+    ++depth_;
+    row_start_ = data_.size();
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    const size_t n = data_.size() - row_start_;
+    if (n == 0) refuse("word '" + excerpt(word_) + "': expected a non-empty array of numbers");
+    if (dim_ == 0) dim_ = static_cast<int>(n);
+    if (n != size_t(dim_))
+      refuse("word '" + excerpt(word_) + "' has " + std::to_string(n) + " values, expected " +
+             std::to_string(dim_));
+    normalise_row(data_.data() + row_start_, dim_);
+    const auto [it, added] = index_.emplace(word_, static_cast<int>(index_.size()));
+    if (!added) {  // the last row of a repeated word wins; its first row's place takes it
+      std::copy(data_.begin() + std::ptrdiff_t(row_start_), data_.end(),
+                data_.begin() + std::ptrdiff_t(size_t(it->second) * size_t(dim_)));
+      data_.resize(row_start_);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;  // parse_json_text reports it, with its line and column
+  }
+
+ private:
+  [[noreturn]] void refuse(const std::string& why) {
+    throw Error("word vectors", path_ + ": " + why);
+  }
+  bool number(float x) {
+    if (depth_ != 2) return value("a number");
+    data_.push_back(x);
+    return true;
+  }
+  // Anything but a number inside a row, or anything but a row under a word.
+  bool value(const std::string& what) {
+    if (depth_ == 0) refuse("expected a non-empty object {word: [floats]}");
+    if (depth_ == 1) refuse("word '" + excerpt(word_) + "': expected a non-empty array of numbers");
+    refuse("word '" + excerpt(word_) + "': non-numeric value " + what);
+  }
+  const std::string& path_;
+  std::vector<float>& data_;
+  std::unordered_map<std::string, int>& index_;
+  int& dim_;
+  int depth_ = 0;
+  std::string word_;
+  size_t row_start_ = 0;
+};
+
+}  // namespace
+
 WordVectors WordVectors::load(const std::string& path) {
   // Word vectors may be far bigger than a profile (GloVe 300d is ~1 GB as JSON), so their bound is
   // kMaxWordVectorsBytes, not the 64 MiB of other JSON files; /dev/zero still ends.
-  const nlohmann::json j = read_json_file(path, "word vectors", kMaxWordVectorsBytes);
-  if (!j.is_object() || j.empty())
-    throw Error("word vectors", path + ": expected a non-empty object {word: [floats]}");
   WordVectors w;
   w.source_ = path;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const auto& v = it.value();
-    if (!v.is_array() || v.empty())
-      throw Error("word vectors",
-                  path + ": word '" + it.key() + "': expected a non-empty array of numbers");
-    if (w.dim_ == 0) w.dim_ = static_cast<int>(v.size());
-    if (static_cast<int>(v.size()) != w.dim_)
-      throw Error("word vectors", path + ": word '" + it.key() + "' has " +
-                                      std::to_string(v.size()) + " values, expected " +
-                                      std::to_string(w.dim_));
-    for (const auto& x : v) {
-      if (!x.is_number())
-        throw Error("word vectors",
-                    path + ": word '" + it.key() + "': non-numeric value " + json_excerpt(x));
-      w.data_.push_back(x.get<float>());
-    }
-    normalise_row(w.data_.data() + w.data_.size() - w.dim_, w.dim_);
-    w.index_.emplace(it.key(), static_cast<int>(w.index_.size()));
-  }
+  WordVectorsReader reader(path, w.data_, w.index_, w.dim_);
+  read_json_file(path, "word vectors", reader, kMaxWordVectorsBytes);
+  w.data_.shrink_to_fit();
   return w;
 }
 

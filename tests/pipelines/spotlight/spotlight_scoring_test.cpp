@@ -284,6 +284,48 @@ TEST(SpotlightEncoder, WordVectorFileErrors) {
   EXPECT_THROW(WordVectors::load((dir / "missing.json").string()), Error);
 }
 
+// Read as a stream (issue 40, A5): every shape a tree parse refused is refused with the word named,
+// a repeated word keeps its last row as a parsed object did, and a bad text is located.
+TEST(SpotlightEncoder, WordVectorFileShapes) {
+  auto dir = testing::temp_dir("spotlight_vectors_shapes");
+  auto message = [&](const std::string& text) {
+    testing::write_file(dir / "v.json", text);
+    try {
+      WordVectors::load((dir / "v.json").string());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  auto has = [](const std::string& m, const std::string& part) {
+    return m.find(part) != std::string::npos;
+  };
+  EXPECT_PRED2(has, message("[]"), "expected a non-empty object");
+  EXPECT_PRED2(has, message("3"), "expected a non-empty object");
+  EXPECT_PRED2(has, message("{}"), "expected a non-empty object");
+  EXPECT_PRED2(has, message(R"({"a": 1})"), "word 'a': expected a non-empty array");
+  EXPECT_PRED2(has, message(R"({"a": []})"), "word 'a': expected a non-empty array");
+  EXPECT_PRED2(has, message(R"({"a": {"b": [1]}})"), "word 'a': expected a non-empty array");
+  EXPECT_PRED2(has, message(R"({"a": [1, [2]]})"), "word 'a': non-numeric value an array");
+  EXPECT_PRED2(has, message(R"({"a": [1, true]})"), "word 'a': non-numeric value true");
+  EXPECT_PRED2(has, message(R"({"a": [1, null]})"), "word 'a': non-numeric value null");
+  EXPECT_PRED2(has, message(R"({"a": [1, {}]})"), "word 'a': non-numeric value an object");
+  EXPECT_PRED2(has, message("{\"a\": [1, 2],\n \"b\": [1, 2, 3]}"), "word 'b' has 3 values");
+  EXPECT_PRED2(has, message("{\"a\": [1, 2],\n \"b\": [1, ]}"),
+               "v.json:2: word vectors is not valid JSON");
+  EXPECT_PRED2(has, message(R"({"a": [1e999]})"), "1e999 does not fit a double");
+  // A word given twice: its last row, in one row of the table.
+  testing::write_file(dir / "twice.json", R"({"a": [1, 0], "b": [0, 1], "a": [0, 2]})");
+  const WordVectors w = WordVectors::load((dir / "twice.json").string());
+  EXPECT_EQ(w.size(), 2u);
+  EXPECT_EQ(w.dim(), 2);
+  const float* a = w.row(w.find("a"));
+  EXPECT_FLOAT_EQ(a[0], 0.0f);
+  EXPECT_FLOAT_EQ(a[1], 1.0f);  // (0, 2) normalised
+  const float* bv = w.row(w.find("b"));
+  EXPECT_FLOAT_EQ(bv[1], 1.0f);
+}
+
 TEST(SpotlightEncoder, PieceAlignment) {
   // BOS (not in the text), a SentencePiece space marker, a byte-level marker, a plain space.
   auto sp = align_pieces("Hello world, again",
