@@ -36,12 +36,15 @@ std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, 
 }
 
 // Text as overlap compares it: invalid UTF-8 repaired, lowercased (text/unicode.h's table),
-// whitespace runs collapsed to one space and trimmed. The project has no NFC tables, so text in
-// another normalisation form is not matched (a held-out record written NFD is kept).
+// invisible format characters dropped (soft hyphen, zero-width space/joiners, word joiner, BOM:
+// text::is_invisible_format), whitespace runs collapsed to one space and trimmed. The project has
+// no NFC or NFKC tables, so text in another normalisation form is not matched (a held-out record
+// written NFD, or with full-width digits, is kept).
 std::string overlap_text(std::string_view s) {
   std::string out;
   bool space = false;
   for (uint32_t cp : text::decode_utf8(text::repair_utf8(s))) {
+    if (text::is_invisible_format(cp)) continue;
     if (text::is_space(cp)) {
       space = !out.empty();
       continue;
@@ -57,18 +60,35 @@ std::string overlap_text(std::string_view s) {
 // same prompts for it: its question, its documents as a multiset of (title, text), its answers as
 // a set under the metrics' normalisation (text/normalize.h) and its key-value payload. Left out:
 // ids and scores of documents, and their hasanswer/isgold flags (they only mark which document
-// is gold; the prompt shows the same texts). The needle
-// task's questions repeat by design, so the question alone does not identify a record.
-std::string content_key(const eval::QaRecord& r) {
+// is gold; the prompt shows the same texts), and documents past the first `shown` (0 = all): no
+// candidate shows them (presentation.cpp keeps the first k, then orders them), so a record with
+// more documents behind the same first ones is the same prompts. The needle task's questions
+// repeat by design, so the question alone does not identify a record.
+std::string content_key(const eval::QaRecord& r, size_t shown) {
   std::vector<nlohmann::json> docs;
-  for (const auto& x : r.ctxs)
-    docs.push_back(nlohmann::json::array({overlap_text(x.title), overlap_text(x.text)}));
+  const size_t n = shown ? std::min(shown, r.ctxs.size()) : r.ctxs.size();
+  for (size_t i = 0; i < n; ++i)
+    docs.push_back(
+        nlohmann::json::array({overlap_text(r.ctxs[i].title), overlap_text(r.ctxs[i].text)}));
   std::sort(docs.begin(), docs.end());
   std::set<std::string> answers;
   for (const auto& a : r.answers) answers.insert(text::normalize_answer(a));
   nlohmann::json kv = nullptr;
   if (r.kv) kv = {r.kv->key, r.kv->value, r.kv->records, r.kv->gold_index};
   return store::sha256_hex(store::canonical_json({overlap_text(r.question), answers, docs, kv}));
+}
+
+// The documents a searched candidate can show: the space's largest k, or all (0) when it has
+// "all". A held-out record equal to a dev record in these is the same prompt under every searched
+// candidate (the control arm may show more, but the winner's held-out answers would be answers
+// searched on), so it counts as overlap.
+size_t shown_documents(const Space& s) {
+  size_t most = 0;
+  for (size_t k : s.ks) {
+    if (k == 0) return 0;
+    most = std::max(most, k);
+  }
+  return most;
 }
 
 // An id the file gave, not the "<format>:<line>" default that two files share by position.
@@ -95,24 +115,24 @@ void check_split(const std::vector<eval::QaRecord>& recs, const std::string& pat
 
 }  // namespace
 
-size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout) {
+size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout, size_t shown) {
   std::set<std::string> seen;
   const size_t before = holdout.size();
-  std::erase_if(holdout,
-                [&](const eval::QaRecord& r) { return !seen.insert(content_key(r)).second; });
+  std::erase_if(
+      holdout, [&](const eval::QaRecord& r) { return !seen.insert(content_key(r, shown)).second; });
   return before - holdout.size();
 }
 
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
-                        std::vector<eval::QaRecord>& holdout) {
+                        std::vector<eval::QaRecord>& holdout, size_t shown) {
   std::set<std::string> ids, contents;
   for (const auto& r : dev) {
     if (explicit_id(r)) ids.insert(r.id);
-    contents.insert(content_key(r));
+    contents.insert(content_key(r, shown));
   }
   const size_t before = holdout.size();
   std::erase_if(holdout, [&](const eval::QaRecord& r) {
-    return (explicit_id(r) && ids.count(r.id)) || contents.count(content_key(r));
+    return (explicit_id(r) && ids.count(r.id)) || contents.count(content_key(r, shown));
   });
   return before - holdout.size();
 }
@@ -188,8 +208,9 @@ TuneOptions tune_options(const TuneArgs& given) {
   // A held-out record that is also a dev record was searched on: its answers would make the
   // held-out interval and McNemar p those of the search. It is dropped (run_tune says how many).
   const size_t held = o.holdout.size();
-  o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout);
-  o.holdout_repeats = drop_holdout_repeats(o.holdout);
+  const size_t shown = shown_documents(o.space);
+  o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout, shown);
+  o.holdout_repeats = drop_holdout_repeats(o.holdout, shown);
   if (held > 0 && o.holdout.empty())
     throw OptionError("holdout", "all " + std::to_string(held) +
                                      " held-out records are also in the dev split (by id or by "

@@ -92,6 +92,12 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
       {"question case", [](eval::QaRecord& r) { r.question = "Who is Lily 0"; }},
       {"question spaces", [](eval::QaRecord& r) { r.question = " who  is\tlily 0 "; }},
       {"trailing newline", [](eval::QaRecord& r) { r.ctxs[1].text += "\n"; }},
+      // Invisible format characters (issue 40, third pass): zero-width space, soft hyphen, BOM.
+      {"invisible characters",
+       [](eval::QaRecord& r) {
+         r.question = "who is \xE2\x80\x8Blily 0";
+         r.ctxs[0].text = "\xEF\xBB\xBFLily went to the pa\xC2\xADrk.";
+       }},
   };
   for (const auto& [what, change] : same) {
     eval::QaRecord d = dev;
@@ -120,6 +126,45 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
     change(held[0]);
     EXPECT_EQ(tune::drop_dev_overlap({dev}, held), 0u) << what;
   }
+}
+
+// Issue 40, third pass (H2): documents past the space's largest k are in no searched candidate's
+// prompt, so a dev record with more documents behind the same first ones is the same prompts.
+TEST(TuneOptions, OverlapComparesTheDocumentsACandidateCanShow) {
+  eval::QaRecord dev = record("d1", "q1", "first");
+  eval::QaRecord held = dev;
+  held.id = "h1";
+  eval::Context extra;
+  extra.title = "t";
+  extra.text = "a document no candidate shows";
+  held.ctxs.push_back(extra);
+  std::vector<eval::QaRecord> h = {held};
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/0), 0u);  // "all" shows it
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/2), 0u);
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/1), 1u);
+  // Within the shown ones the documents still count (reordered is the same multiset).
+  held.ctxs.insert(held.ctxs.begin(), extra);
+  h = {held};
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/1), 0u);
+
+  // tune_options takes the space's largest k ("all" compares every document).
+  auto dir = ragform::testing::temp_dir("tune_options_shown");
+  const std::string a =
+      R"({"id": "a", "question": "who?", "answers": ["x"], "ctxs": [{"title": "t", "text": "x did it"}]})";
+  const std::string a_more =
+      R"({"id": "b", "question": "who?", "answers": ["x"], "ctxs": [{"title": "t", "text": "x did it"}, {"title": "u", "text": "more"}]})";
+  const std::string c =
+      R"({"id": "c", "question": "where?", "answers": ["z"], "ctxs": [{"title": "t", "text": "in z"}]})";
+  ragform::testing::write_file(dir / "dev.jsonl", a + "\n");
+  ragform::testing::write_file(dir / "held.jsonl", a_more + "\n" + c + "\n");
+  tune::TuneArgs args;
+  args.task = "qa";
+  args.input = (dir / "dev.jsonl").string();
+  args.holdout = (dir / "held.jsonl").string();
+  args.k = std::vector<std::string>{"1"};
+  EXPECT_EQ(tune::tune_options(args).holdout_overlap, 1u);
+  args.k = std::vector<std::string>{"1", "all"};
+  EXPECT_EQ(tune::tune_options(args).holdout_overlap, 0u);
 }
 
 TEST(TuneOptions, HoldoutEqualToDevIsRefusedAndAPartialOverlapDropped) {
