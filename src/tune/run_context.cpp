@@ -1,11 +1,11 @@
 // `ragform tune`: which candidates the search measures (the context cap, the aliases, the control
 // arm). run_cells.h declares them.
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 
 #include "base/excerpt.h"
-#include "store/sha256.h"
 #include "tune/run_cells.h"
 
 namespace ragform::tune::detail {
@@ -54,23 +54,6 @@ bool fits_context(reader::Reader& r, const TuneOptions& o, const eval::QaRecord&
     throw Error(record_where(o, rec), std::string("counting the prompt's tokens: ") + e.what());
   }
 }
-
-namespace {
-
-// What a candidate shows the reader: every prompt it renders for the dev records and their
-// perturbations, hashed. Two candidates with the same signature (order edges and retrieved with
-// k <= 2, say) are one measurement.
-std::string prompt_signature(const TuneOptions& o, const std::vector<eval::QaRecord>& recs,
-                             const Presentation& p) {
-  std::string all;
-  for (const eval::QaRecord& rec : recs) {
-    const std::string pr = render(rec, p, o.task, o.tmpl).prompt;
-    all += std::to_string(pr.size()) + ":" + pr;
-  }
-  return store::sha256_hex(all);
-}
-
-}  // namespace
 
 std::vector<Presentation> fitting_candidates(reader::Reader& r, const TuneOptions& o,
                                              const std::vector<Presentation>& all, TuneSummary& s) {
@@ -134,25 +117,49 @@ std::vector<Presentation> fitting_candidates(reader::Reader& r, const TuneOption
   return cands;
 }
 
-// Splits `cands` into the distinct candidates (kept in order) and the aliases of earlier ones.
+// Splits `cands` into the distinct candidates (kept in order) and the aliases of earlier ones: two
+// candidates are aliases when they render the same prompt on every dev record and on each of its
+// perturbations (the robustness check's records). The candidates are split record by record into
+// groups that rendered alike so far, and a candidate alone in its group is not rendered again:
+// most are apart after a record or two, so this costs about one rendering per candidate instead
+// of one per candidate and record (issue 40: on a large dev split the whole product, outside
+// --budget, took longer than the search).
 std::vector<Presentation> without_aliases(const TuneOptions& o,
                                           const std::vector<Presentation>& cands,
                                           std::vector<std::pair<Presentation, size_t>>& aliases) {
-  // The dev records and their perturbations (the robustness check's records), perturbed once.
-  std::vector<eval::QaRecord> recs;
-  for (const eval::QaRecord& rec : o.dev) {
-    recs.push_back(rec);
-    for (const std::string& k : robustness_kinds())
-      if (auto pert = perturbed(rec, o.task, k, o.seed)) recs.push_back(std::move(*pert));
+  std::vector<std::vector<size_t>> open(1);  // groups of candidates alike so far, in order
+  for (size_t c = 0; c < cands.size(); ++c) open[0].push_back(c);
+  if (cands.size() < 2) open.clear();
+  auto split_on = [&](const eval::QaRecord& rec) {
+    std::vector<std::vector<size_t>> next;
+    for (const std::vector<size_t>& group : open) {
+      std::map<std::string, std::vector<size_t>> by_prompt;
+      for (size_t c : group) by_prompt[render(rec, cands[c], o.task, o.tmpl).prompt].push_back(c);
+      for (auto& [prompt, members] : by_prompt)
+        if (members.size() > 1) next.push_back(std::move(members));
+    }
+    open = std::move(next);
+  };
+  for (size_t i = 0; i < o.dev.size() && !open.empty(); ++i) {
+    split_on(o.dev[i]);
+    for (const std::string& k : robustness_kinds()) {
+      if (open.empty()) break;
+      if (auto pert = perturbed(o.dev[i], o.task, k, o.seed)) split_on(*pert);
+    }
   }
+  // Every group left is one candidate (its first, the earliest) and its aliases.
+  std::vector<size_t> alias_of(cands.size(), SIZE_MAX);
+  for (const std::vector<size_t>& group : open)
+    for (size_t j = 1; j < group.size(); ++j) alias_of[group[j]] = group[0];
   std::vector<Presentation> distinct;
-  std::map<std::string, size_t> seen;
-  for (const Presentation& p : cands) {
-    auto [it, fresh] = seen.emplace(prompt_signature(o, recs, p), distinct.size());
-    if (fresh)
-      distinct.push_back(p);
-    else
-      aliases.emplace_back(p, it->second);
+  std::vector<size_t> at(cands.size(), 0);  // a distinct candidate's index in `distinct`
+  for (size_t c = 0; c < cands.size(); ++c) {
+    if (alias_of[c] == SIZE_MAX) {
+      at[c] = distinct.size();
+      distinct.push_back(cands[c]);
+    } else {
+      aliases.emplace_back(cands[c], at[alias_of[c]]);
+    }
   }
   return distinct;
 }

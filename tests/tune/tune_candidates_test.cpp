@@ -15,6 +15,7 @@
 #include "store/run_store.h"
 #include "support/test_support.h"
 #include "tune/run.h"
+#include "tune/run_cells.h"
 #include "tune/table_reader.h"
 #include "tune/tune.h"
 
@@ -56,6 +57,43 @@ TEST(TuneSearch, ContextCapsCandidatesBaselineAndHoldout) {
   EXPECT_EQ(s.holdout->items, 4u);
   EXPECT_EQ(s.holdout->original.label,
             "delim=original,format=plain,order=retrieved,k=2,spotlight=off");
+}
+
+// Aliases are candidates that render alike on every dev record and perturbation: k = 1, 2 and 3
+// are one prompt on records of one document, and apart as soon as a record has three.
+TEST(TuneSearch, AliasesRenderAlikeOnEveryRecord) {
+  Fixture fx;
+  std::vector<Presentation> ks;
+  for (size_t k : {1, 2, 3}) {
+    Presentation p = original_presentation();
+    p.k = k;
+    ks.push_back(p);
+  }
+  TuneOptions o = fx.options(Objective::Accuracy, 100);
+  std::vector<eval::QaRecord> short_recs = qa_records(4, "s");
+  for (eval::QaRecord& r : short_recs) r.ctxs.resize(1);
+  o.dev = short_recs;
+  std::vector<std::pair<Presentation, size_t>> aliases;
+  std::vector<Presentation> distinct = tune::detail::without_aliases(o, ks, aliases);
+  ASSERT_EQ(distinct.size(), 1u);
+  EXPECT_EQ(distinct[0].k, 1u);
+  ASSERT_EQ(aliases.size(), 2u);
+  EXPECT_EQ(aliases[0].first.k, 2u);
+  EXPECT_EQ(aliases[1].first.k, 3u);
+  EXPECT_EQ(aliases[1].second, 0u);
+  // The last record has all three documents: every k is its own prompt there.
+  o.dev.push_back(qa_records(1, "l")[0]);
+  aliases.clear();
+  EXPECT_EQ(tune::detail::without_aliases(o, ks, aliases).size(), 3u);
+  EXPECT_TRUE(aliases.empty());
+  // Two documents on the last record: k = 2 and 3 alike, k = 1 apart.
+  o.dev.back().ctxs.resize(2);
+  aliases.clear();
+  distinct = tune::detail::without_aliases(o, ks, aliases);
+  ASSERT_EQ(distinct.size(), 2u);
+  ASSERT_EQ(aliases.size(), 1u);
+  EXPECT_EQ(aliases[0].first.k, 3u);
+  EXPECT_EQ(distinct[aliases[0].second].k, 2u);
 }
 
 }  // namespace
