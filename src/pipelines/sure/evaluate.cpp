@@ -321,6 +321,7 @@ std::vector<Outcome> evaluate_in_run(reader::Reader& reader, store::RunStore& st
                                      const EvalOptions& opt, EvalStats& stats,
                                      const common::RunHooks& hooks) {
   check_emphasis(reader, opt);
+  check_known_agrees(pairs);
   {
     std::set<std::string> prepared, all;
     for (const Pair& p : pairs) {

@@ -3,8 +3,10 @@
 #include <climits>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
 #include "pipelines/sure/taxonomy.h"
@@ -85,6 +87,21 @@ Pair pair_from_json(const nlohmann::json& j, const std::string& where) {
     p.known = j["known"].get<bool>();
   }
   return p;
+}
+
+void check_known_agrees(const std::vector<Pair>& pairs) {
+  std::map<std::string, const Pair*> first;  // instance -> its first pair
+  auto said = [](const Pair& p) {
+    return p.known ? std::string(*p.known ? "known: true" : "known: false") : "no known";
+  };
+  for (const Pair& p : pairs) {
+    const auto [it, fresh] = first.emplace(p.instance, &p);
+    if (!fresh && it->second->known != p.known)
+      throw Error("sure pairs", "question '" + excerpt(p.instance) + "': pair '" +
+                                    excerpt(it->second->id) + "' has " + said(*it->second) +
+                                    ", pair '" + excerpt(p.id) + "' has " + said(p) +
+                                    ": a question's pairs carry one verdict (sure prepare's)");
+  }
 }
 
 std::vector<Pair> read_pairs(const std::string& path) {

@@ -40,6 +40,11 @@ nlohmann::ordered_json pair_to_json(const Pair& p);
 std::string pairs_sha256(const std::vector<Pair>& pairs);
 // Throws Error("<where>", reason) naming the bad field.
 Pair pair_from_json(const nlohmann::json& j, const std::string& where);
+// Refuses pairs of one question that carry different `known` verdicts (true and false, or one
+// with a verdict and one without): a question is Known or Unknown once (sure prepare writes one
+// verdict per question), and the first pair read would silently decide for all. Error names the
+// question and two pairs that disagree.
+void check_known_agrees(const std::vector<Pair>& pairs);
 // Reads a pairs JSONL file ("-" = stdin); errors are "<file>:<line>: <reason>".
 std::vector<Pair> read_pairs(const std::string& path);
 

@@ -67,6 +67,31 @@ TEST(SurePairs, DocIndexOutOfIntRangeIsAnError) {
 
 // The pairs are part of a sure eval run's identity: a store evaluated on one pairs file and then
 // on another with the same instance ids holds two runs, never one whose rows were skipped.
+// Issue 40, third pass: a question's pairs with different verdicts were accepted and the first
+// pair read decided for all.
+TEST(SurePairs, AQuestionsPairsCarryOneVerdict) {
+  Pair a = sample_pair(), b = sample_pair();
+  a.instance = b.instance = "q1";
+  b.id = "q1#1";
+  EXPECT_NO_THROW(check_known_agrees({a, b}));  // neither has one
+  a.known = b.known = true;
+  EXPECT_NO_THROW(check_known_agrees({a, b}));
+  b.known = false;
+  try {
+    check_known_agrees({a, b});
+    ADD_FAILURE() << "different verdicts accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "question 'q1': pair 'q1#0' has known: true, pair 'q1#1' has known: false"),
+              std::string::npos)
+        << e.what();
+  }
+  b.known.reset();
+  EXPECT_THROW(check_known_agrees({a, b}), Error);
+  b.instance = "q2";  // another question may say otherwise
+  EXPECT_NO_THROW(check_known_agrees({a, b}));
+}
+
 TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
   // As read (pair_from_json fills what the perturbation implies: category, embeds_title).
   const auto read_back = [](const Pair& p) {
