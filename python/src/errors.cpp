@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/memory_limit.h"
 #include "bindings.h"
 #include "engine/runtime/steering.h"
 #include "eval/jsonl.h"
@@ -66,7 +67,7 @@ void bind_errors(pyb::module_& m) {
     } catch (const Error& e) {
       PyErr_SetString(PyExc_RuntimeError, text(e).c_str());
     } catch (const std::bad_alloc&) {
-      PyErr_SetString(PyExc_MemoryError, "out of memory");
+      PyErr_SetString(PyExc_MemoryError, out_of_memory_message().c_str());
     }
     // pybind11's own exceptions and any other std::exception fall through to pybind11's default
     // translators (std::exception -> RuntimeError).

@@ -60,6 +60,28 @@ size_t MemoryLimits::smallest() const {
   return tighter(tighter(physical, address_space), tighter(data, cgroup));
 }
 
+std::string out_of_memory_message(const MemoryLimits& m) {
+  std::string msg = "out of memory: an allocation failed";
+  const size_t most = m.smallest();
+  if (most) {
+    const char* which = most == m.address_space ? "ulimit -v"
+                        : most == m.data        ? "ulimit -d"
+                        : most == m.cgroup      ? "the cgroup's memory limit"
+                                                : "the machine's RAM";
+    msg += "; this process may use " + std::to_string(most >> 20) + " MiB (" + which +
+           ", the tightest of RAM, ulimit -v/-d and the cgroup's limit)";
+  }
+  return msg + ": ask for less at once (a smaller input, --ctx or --batch) or allow more";
+}
+
+std::string out_of_memory_message() {
+  try {  // the failed allocation's memory is back by now; reading the limits needs a little
+    return out_of_memory_message(memory_limits());
+  } catch (...) {
+    return "out of memory: an allocation failed";
+  }
+}
+
 size_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& root) {
   // Lines "ID:CONTROLLERS:PATH": v2's is "0::PATH"; v1's memory controller "N:memory:PATH"
   // (possibly among others, "N:cpu,memory:PATH").

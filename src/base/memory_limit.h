@@ -21,6 +21,12 @@ struct MemoryLimits {
 
 MemoryLimits memory_limits();
 
+// What a front end says of a std::bad_alloc (which names nothing): "out of memory: an allocation
+// failed; this process may use 1953 MiB (ulimit -v, the tightest of RAM, ulimit -v/-d and the
+// cgroup's limit): ask for less at once (a smaller input, --ctx or --batch) or allow more".
+std::string out_of_memory_message(const MemoryLimits& m);
+std::string out_of_memory_message();  // of this process's limits (memory_limits())
+
 // The tightest limit of a cgroup file system: `proc_self_cgroup` is /proc/self/cgroup's text,
 // `root` the mount point (/sys/fs/cgroup). Exposed for tests; 0 when there is none.
 size_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& root);

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/memory_limit.h"
 #include "base/options.h"
 #include "base/progress.h"
 #include "cli/command.h"
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ragform: %s\n", bounded_message(e.what()).c_str());
     return 2;
+  } catch (const std::bad_alloc&) {  // its what() is "std::bad_alloc": say what it means
+    std::fprintf(stderr, "ragform: %s\n", out_of_memory_message().c_str());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ragform: %s\n", bounded_message(e.what()).c_str());
     return 1;

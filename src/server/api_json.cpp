@@ -166,6 +166,11 @@ Response response_for_current_exception(
                             "context_length_exceeded");
     } catch (const Error& e) {  // UsageError, NotSupported and the rest
       return error_response(400, client_message(e.what(), hidden), "invalid_request_error");
+    } catch (const std::bad_alloc&) {  // what() is "std::bad_alloc"; the limits stay private
+      return error_response(503,
+                            "the server ran out of memory for this request: ask for less at once "
+                            "or try again when it is less busy",
+                            "server_error", "out_of_memory");
     } catch (const std::exception& e) {
       return error_response(500, client_message(e.what(), hidden), "server_error");
     }

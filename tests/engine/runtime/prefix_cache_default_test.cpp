@@ -37,6 +37,21 @@ TEST(PrefixCacheDefault, AnEighthOfTheSmallestLimitAtMostTwoGiB) {
   EXPECT_EQ(m.smallest(), 256 * kMiB);
 }
 
+// What a front end says of a std::bad_alloc: the tightest limit, by name.
+TEST(PrefixCacheDefault, OutOfMemoryMessageNamesTheTightestLimit) {
+  MemoryLimits m;
+  EXPECT_EQ(out_of_memory_message(m).find("may use"), std::string::npos);  // nothing known
+  m.physical = 8 * kGiB;
+  EXPECT_NE(out_of_memory_message(m).find("may use 8192 MiB (the machine's RAM"), std::string::npos)
+      << out_of_memory_message(m);
+  m.address_space = 2 * kGiB;
+  EXPECT_NE(out_of_memory_message(m).find("may use 2048 MiB (ulimit -v"), std::string::npos);
+  m.cgroup = kGiB;
+  EXPECT_NE(out_of_memory_message(m).find("may use 1024 MiB (the cgroup's memory limit"),
+            std::string::npos);
+  EXPECT_NE(out_of_memory_message().find("out of memory: an allocation failed"), std::string::npos);
+}
+
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
