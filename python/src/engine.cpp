@@ -104,13 +104,16 @@ struct Attention {
   std::vector<std::string> pieces;
 };
 
-Attention attention(Reader& r, const std::string& prompt, int layer, int query) {
+// The keywords are `ragform attention`'s --layer and --query, declared once (cnorm's
+// RelevanceRequest): their defaults below are the declaration's, their ranges its check.
+Attention attention(Reader& r, const std::string& prompt, int64_t layer, int64_t query) {
+  cnorm::RelevanceRequest req;
+  req.layer = layer;
+  req.query = query;
+  const reader::AttentionQuery q = cnorm::relevance_query(req);  // OptionError: "layer: ..."
   reader::AttentionResult res;
   {
     pyb::gil_scoped_release nogil;
-    reader::AttentionQuery q;
-    q.layers = {layer};
-    q.query_positions = {query};
     res = r.attention(prompt, q);
   }
   reader::AttentionRows& row = res.rows.at(0);
@@ -306,8 +309,9 @@ void bind_engine(pyb::module_& m) {
       .def("score_details", &score_details, pyb::arg("prompt"), pyb::arg("continuation") = "",
            "As score(), as the dict `ragform score --json` prints: {tokens: [{id, piece, "
            "logprob}], sum, prompt_tokens}.")
-      .def("attention", &attention, pyb::arg("prompt"), pyb::arg("layer") = -1,
-           pyb::arg("query") = -1,
+      .def("attention", &attention, pyb::arg("prompt"),
+           pyb::arg("layer") = cnorm::RelevanceRequest{}.layer,
+           pyb::arg("query") = cnorm::RelevanceRequest{}.query,
            "Attention of the `query` token (negative counts from the end) over the prompt in "
            "`layer` (negative counts from the end), as `ragform attention --json`: an Attention "
            "with .heads, .mean and .abs.")

@@ -181,3 +181,22 @@ def test_attention_pieces_of_a_split_utf8_character_are_text(cli):
     a = ragform.Model(path, threads=1).attention(text)
     assert a.pieces[1:] == want["pieces"] or a.pieces == want["pieces"]
     assert len(a.pieces) == len(a.ids)
+
+
+def test_attention_keywords_are_the_declared_layer_and_query(model, model_path, ragform_bin):
+    """Model.attention's layer and query are `ragform attention`'s --layer and --query, declared
+    once (cnorm's RelevanceRequest, options("bias.document_relevance")): the same defaults, and
+    the same value refused by both front ends."""
+    import subprocess
+    from ragform import _ragform
+    decl = {o["key"]: o for o in _ragform.options("bias.document_relevance")}
+    p = PROMPTS[0]
+    a = model.attention(p)
+    b = model.attention(p, layer=decl["layer"]["default"], query=decl["query"]["default"])
+    assert (a.layer, a.query_position) == (b.layer, b.query_position)
+    np.testing.assert_array_equal(a.mean, b.mean)
+    with pytest.raises(ValueError, match=r"^layer: "):
+        model.attention(p, layer=2**31)
+    r = subprocess.run([ragform_bin, "attention", "-m", model_path, "-p", p, "--layer",
+                        str(2**31)], capture_output=True, text=True)
+    assert r.returncode == 2 and "--layer" in r.stderr, r.stderr
