@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 namespace ragform {
@@ -73,6 +76,39 @@ std::string out_of_memory_message(const MemoryLimits& m) {
   }
   return msg + ": ask for less at once (a smaller input, --ctx or --batch) or allow more";
 }
+
+namespace {
+std::atomic<void*> g_reserve{nullptr};
+std::atomic<size_t> g_reserve_bytes{0};
+
+// operator new calls this when an allocation fails: the reserve is given back and the allocation
+// fails all the same (tried again, it would take the reserve for itself and leave nothing for
+// the unwinding that follows).
+void release_reserve() {
+  if (void* p = g_reserve.exchange(nullptr)) std::free(p);
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void install_memory_reserve(size_t bytes) {
+  g_reserve_bytes = bytes;
+  refill_memory_reserve();
+  std::set_new_handler(release_reserve);
+}
+
+bool refill_memory_reserve() {
+  if (g_reserve.load() || g_reserve_bytes == 0) return true;
+  void* p = std::malloc(g_reserve_bytes);
+  if (!p) return false;
+  // Touched, so the pages are the process's (under overcommit an untouched block holds only
+  // address space, which is what an address-space limit counts anyway).
+  std::memset(p, 0, g_reserve_bytes);
+  void* none = nullptr;
+  if (!g_reserve.compare_exchange_strong(none, p)) std::free(p);  // another thread refilled
+  return true;
+}
+
+bool memory_reserve_spent() { return g_reserve_bytes != 0 && g_reserve.load() == nullptr; }
 
 std::string out_of_memory_message() {
   try {  // the failed allocation's memory is back by now; reading the limits needs a little

@@ -25,6 +25,16 @@ MemoryLimits memory_limits();
 // failed; this process may use 1953 MiB (ulimit -v, the tightest of RAM, ulimit -v/-d and the
 // cgroup's limit): ask for less at once (a smaller input, --ctx or --batch) or allow more".
 std::string out_of_memory_message(const MemoryLimits& m);
+
+// A reserve of memory for failing well. Once installed, an allocation that fails (throwing
+// std::bad_alloc as ever) also frees the reserve, so the unwinding that follows (destructors that
+// allocate: nlohmann::json's destroy() does, and a throw from it ends the process) and the error
+// reply have room. A long-running process (`ragform serve`)
+// installs it at start and refills it after each failed request. Refill returns false when the
+// memory is not there yet (the reserve stays spent and is tried again at the next refill).
+void install_memory_reserve(size_t bytes);
+bool refill_memory_reserve();
+bool memory_reserve_spent();
 std::string out_of_memory_message();  // of this process's limits (memory_limits())
 
 // The tightest limit of a cgroup file system: `proc_self_cgroup` is /proc/self/cgroup's text,

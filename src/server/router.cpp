@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/memory_limit.h"
 #include "server/api_json.h"
 
 namespace ragform::server {
@@ -57,6 +58,9 @@ void Router::hide(const std::vector<std::string>& server_paths) {
 }
 
 Response Router::handle(const Request& req) const noexcept {
+  // The memory reserve (base/memory_limit.h) spent by an allocation that failed in an earlier
+  // request is taken again once that request's memory is back.
+  if (memory_reserve_spent()) refill_memory_reserve();
   try {
     return dispatch(req);
   } catch (...) {
