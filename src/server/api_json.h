@@ -38,11 +38,15 @@ inline constexpr int64_t kMaxRetrieveK = 1000;
 // documents in 960 KB ran 60,000 passes); a retrieval prompt holds tens.
 inline constexpr size_t kMaxSpotlightDocuments = 256;
 // Sentences over all the documents of one /v1/rag/spotlight request: each is scored and annotated,
-// about 10 KB of memory while the reply is built (measured: 256 documents of 700 one-word
-// sentences, a 904 KB request, took 1.7 GB and 21 s and made a 62 MB reply). A retrieval prompt
-// holds hundreds.
+// about 26 KB of memory while the reply is built (measured, issue 40's fourth pass: 8,192
+// three-word sentences under a 20-word question peaked 214 MB above the server's baseline; before
+// that, 256 documents of 700 one-word sentences, a 904 KB request, took 1.7 GB and 21 s and made a
+// 62 MB reply). A retrieval prompt holds hundreds. The reply budget holds 32 KiB a sentence, and
+// 128 bytes for each question word and sentence (a match per query token in every sentence: an
+// 8,000-word question over 960 sentences took 809 MB; spotlight's kMaxSimilarities bounds it).
 inline constexpr size_t kMaxSpotlightSentences = 8192;
-inline constexpr size_t kSpotlightBytesPerSentence = 10240;
+inline constexpr size_t kSpotlightBytesPerSentence = 32768;
+inline constexpr size_t kSpotlightBytesPerMatch = 128;
 
 // GET /v1/models of either kind of server: the one served model, and the SHA-256 of its file when
 // known (the weights behind the id: reader/server_pool.h's fleet check tells servers apart by it).

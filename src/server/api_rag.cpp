@@ -1,5 +1,6 @@
 // The RAG endpoints of `ragform serve` (api.h): /v1/rag/normalize deploys a C-NORM profile,
 // /v1/rag/spotlight selects SpotlightRAG evidence, each answering as the matching CLI verb prints.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -118,7 +119,12 @@ Response Api::spotlight(const std::string& body) {
     bad(std::to_string(sentences) + " sentences in the documents, more than the limit of " +
             std::to_string(kMaxSpotlightSentences) + " in one request",
         "response_too_large");
-  ReplyBudget::Hold hold = reply_budget().reserve(sentences * kSpotlightBytesPerSentence);
+  // The question's words stand for its tokens (the encoders' tokens are words): the matches grow
+  // with both, and the library refuses past kMaxSimilarities once the tokens are known.
+  const size_t question_words = text::split_words(question).size();
+  ReplyBudget::Hold hold = reply_budget().reserve(
+      sentences * kSpotlightBytesPerSentence +
+      std::min(question_words, spotlight::kMaxSimilarities) * sentences * kSpotlightBytesPerMatch);
   // The request's part of `spotlight select`'s declared options (select_options.h: K, k, lambda,
   // order, special_tokens, with the CLI's and Python's defaults and ranges) over the defaults of
   // `ragform spotlight select` (scoring.h default_score_params), so the endpoint and the command

@@ -58,6 +58,9 @@ WordVectors WordVectors::from_map(const std::unordered_map<std::string, std::vec
     if (static_cast<int>(vec.size()) != w.dim_ || vec.empty())
       throw Error("word vectors", "word '" + word + "' has " + std::to_string(vec.size()) +
                                       " values, expected " + std::to_string(w.dim_));
+    for (float x : vec)
+      if (!std::isfinite(x))
+        throw Error("word vectors", "word '" + excerpt(word) + "' has a value that is not finite");
     w.index_.emplace(word, static_cast<int>(w.index_.size()));
     w.data_.insert(w.data_.end(), vec.begin(), vec.end());
     normalise_row(w.data_.data() + w.data_.size() - w.dim_, w.dim_);
@@ -131,6 +134,9 @@ class WordVectorsReader : public nlohmann::json_sax<nlohmann::json> {
   }
   bool number(float x) {
     if (depth_ != 2) return value("a number");
+    // A value beyond float's range (1e39) would be inf here and NaN in every similarity.
+    if (!std::isfinite(x))
+      refuse("word '" + excerpt(word_) + "': value out of float range (at most about 3.4e38)");
     data_.push_back(x);
     return true;
   }

@@ -427,6 +427,19 @@ std::string alpha_spec(const ScoreParams& p) {
   return "";
 }
 
+namespace {
+void check_similarities(size_t query_tokens, size_t context_tokens) {
+  if (query_tokens > 0 && context_tokens > kMaxSimilarities / query_tokens)
+    throw UsageError("spotlight",
+                     "a question of " + std::to_string(query_tokens) + " tokens over " +
+                         std::to_string(context_tokens) + " context tokens is " +
+                         std::to_string(query_tokens * context_tokens) +
+                         " token pairs to score, more than the limit of " +
+                         std::to_string(kMaxSimilarities) +
+                         " for one question: shorten the question or give fewer sentences");
+}
+}  // namespace
+
 ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
                               const std::vector<Document>& docs, const ScoreParams& p) {
   check_params(p);
@@ -440,6 +453,7 @@ ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
     out.oov += d.oov;
   }
   const ContextTokens ct = flatten_context(e, docs, p);
+  check_similarities(e.q.tokens.size(), ct.refs.size());
   out.context_tokens = ct.refs.size();
   const int n_sent = static_cast<int>(ct.sent_ids.size());
 
@@ -465,6 +479,7 @@ AlphaTerms alpha_terms(TokenEncoder& enc, const std::string& question,
     throw UsageError("spotlight", "alpha weighs the fine-grained scorer only (eq. 8)");
   const EncodedQuestion e = encode_question(enc, question, docs, p.title_context);
   const ContextTokens ct = flatten_context(e, docs, p);
+  check_similarities(e.q.tokens.size(), ct.refs.size());
   const int n_sent = static_cast<int>(ct.sent_ids.size());
   AlphaTerms t;
   t.sums =

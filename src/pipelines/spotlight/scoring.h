@@ -180,7 +180,15 @@ std::vector<double> relevance_for_alpha(const AlphaTerms& t, const std::vector<d
 double token_similarity(const EncodedText& a, const Token& ta, const EncodedText& b,
                         const Token& tb);
 
-// Encodes question and documents and scores every sentence.
+// The most query tokens x context tokens one question may score: the similarity matrix of eq. (5)
+// holds one double per pair and each sentence keeps a match per query token, so a long question
+// over many sentences grew without bound (issue 40, fourth pass: an 8,000-word question over 960
+// sentences took 809 MB; 1 MiB of request would have asked for 100 GB). 2^22 (32 MiB of matrix)
+// is ~100 times a retrieval prompt's (a 20-token question over 20 passages of 100 words: 40,000).
+inline constexpr size_t kMaxSimilarities = size_t(1) << 22;
+
+// Encodes question and documents and scores every sentence. UsageError, before the matrix is
+// built, when query tokens x context tokens exceed kMaxSimilarities.
 ScoredQuestion score_question(TokenEncoder& enc, const std::string& question,
                               const std::vector<Document>& docs, const ScoreParams& p);
 

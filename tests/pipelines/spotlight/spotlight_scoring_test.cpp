@@ -9,6 +9,7 @@
 #include "pipelines/spotlight/lexical.h"
 #include "pipelines/spotlight/scoring.h"
 #include "support/test_support.h"
+#include "text/sentences.h"
 
 namespace ragform::spotlight {
 namespace {
@@ -286,6 +287,35 @@ TEST(SpotlightEncoder, WordVectorFileErrors) {
 
 // Read as a stream (issue 40, A5): every shape a tree parse refused is refused with the word named,
 // a repeated word keeps its last row as a parsed object did, and a bad text is located.
+// Issue 40, fourth pass: the work of one question (query tokens x context tokens) is bounded
+// before the similarity matrix is built: a 2,100-token question over 2,000 context tokens is
+// refused naming the limit; 2,000 x 2,000 (4.0M pairs) is scored.
+TEST(SpotlightScoring, QueryTimesContextTokensIsBounded) {
+  WordVectors v = tiny();
+  StaticEncoder enc(v);
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += i % 100 == 99 ? "a. " : "a ";
+  Document d{"d0", "", text, {}};
+  for (const text::Sentence& st : text::split_sentences(text)) d.sentences.push_back(st.span);
+  auto words = [](int n) {
+    std::string q;
+    for (int i = 0; i < n; ++i) q += "b ";
+    return q;
+  };
+  const ScoreParams p;  // no title, no lexical terms: 2,000 context tokens exactly
+  EXPECT_EQ(score_question(enc, words(2000), {d}, p).query_tokens, 2000u);
+  try {
+    score_question(enc, words(2100), {d}, p);
+    ADD_FAILURE() << "4.2M token pairs scored";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a question of 2100 tokens over 2000 context tokens is "
+                                         "4200000 token pairs to score, more than the limit of "
+                                         "4194304"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SpotlightEncoder, WordVectorFileShapes) {
   auto dir = testing::temp_dir("spotlight_vectors_shapes");
   auto message = [&](const std::string& text) {
@@ -314,6 +344,8 @@ TEST(SpotlightEncoder, WordVectorFileShapes) {
   EXPECT_PRED2(has, message("{\"a\": [1, 2],\n \"b\": [1, ]}"),
                "v.json:2: word vectors is not valid JSON");
   EXPECT_PRED2(has, message(R"({"a": [1e999]})"), "1e999 does not fit a double");
+  EXPECT_PRED2(has, message(R"({"a": [1e39, 2]})"), "word 'a': value out of float range");
+  EXPECT_PRED2(has, message(R"({"a": [1, -1e39]})"), "word 'a': value out of float range");
   // A word given twice: its last row, in one row of the table.
   testing::write_file(dir / "twice.json", R"({"a": [1, 0], "b": [0, 1], "a": [0, 2]})");
   const WordVectors w = WordVectors::load((dir / "twice.json").string());
