@@ -78,17 +78,16 @@ std::string content_key(const eval::QaRecord& r, size_t shown) {
   return store::sha256_hex(store::canonical_json({overlap_text(r.question), answers, docs, kv}));
 }
 
-// The documents a searched candidate can show: the space's largest k, or all (0) when it has
-// "all". A held-out record equal to a dev record in these is the same prompt under every searched
-// candidate (the control arm may show more, but the winner's held-out answers would be answers
-// searched on), so it counts as overlap.
+// The documents compared: the space's smallest k (all, 0, only when every k is "all"). A
+// held-out record equal to a dev record in its first k documents renders the same prompts under
+// every candidate of that k, so if one of them wins, its held-out answers would be answers
+// searched on; a record that differs only past them counts as overlap (dropping it only shrinks
+// the held-out split).
 size_t shown_documents(const Space& s) {
-  size_t most = 0;
-  for (size_t k : s.ks) {
-    if (k == 0) return 0;
-    most = std::max(most, k);
-  }
-  return most;
+  size_t fewest = 0;
+  for (size_t k : s.ks)
+    if (k != 0 && (fewest == 0 || k < fewest)) fewest = k;
+  return fewest;
 }
 
 // An id the file gave, not the "<format>:<line>" default that two files share by position.

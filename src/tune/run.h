@@ -143,8 +143,8 @@ TuneOptions tune_options(const TuneArgs& a);
 
 // Removes from `holdout` every record that is also in `dev`, by an id the file gave (the
 // "<format>:<line>" default is left out: two files share it by position) or by content (question,
-// answers, the first `shown` documents as a multiset (0 = all; shown_documents(space): what any
-// candidate can show), key-value payload); returns how many.
+// answers, the first `shown` documents as a multiset (0 = all; tune_options passes the space's
+// smallest k), key-value payload); returns how many.
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
                         std::vector<eval::QaRecord>& holdout, size_t shown = 0);
 // Removes from `holdout` every record whose content (as drop_dev_overlap compares it) repeats an

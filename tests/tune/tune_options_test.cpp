@@ -128,8 +128,9 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
   }
 }
 
-// Issue 40, third pass (H2): documents past the space's largest k are in no searched candidate's
-// prompt, so a dev record with more documents behind the same first ones is the same prompts.
+// Issue 40, third and fourth passes (H2, D3): documents past the space's smallest k are in no
+// prompt of that k's candidates, so a dev record with more documents behind the same first ones is
+// the same prompts under them.
 TEST(TuneOptions, OverlapComparesTheDocumentsACandidateCanShow) {
   eval::QaRecord dev = record("d1", "q1", "first");
   eval::QaRecord held = dev;
@@ -147,7 +148,7 @@ TEST(TuneOptions, OverlapComparesTheDocumentsACandidateCanShow) {
   h = {held};
   EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/1), 0u);
 
-  // tune_options takes the space's largest k ("all" compares every document).
+  // tune_options takes the space's smallest k ("all" alone compares every document).
   auto dir = ragform::testing::temp_dir("tune_options_shown");
   const std::string a =
       R"({"id": "a", "question": "who?", "answers": ["x"], "ctxs": [{"title": "t", "text": "x did it"}]})";
@@ -163,7 +164,11 @@ TEST(TuneOptions, OverlapComparesTheDocumentsACandidateCanShow) {
   args.holdout = (dir / "held.jsonl").string();
   args.k = std::vector<std::string>{"1"};
   EXPECT_EQ(tune::tune_options(args).holdout_overlap, 1u);
-  args.k = std::vector<std::string>{"1", "all"};
+  args.k = std::vector<std::string>{"1", "all"};  // the k = 1 candidates show the same prompts
+  EXPECT_EQ(tune::tune_options(args).holdout_overlap, 1u);
+  args.k = std::vector<std::string>{"2", "all"};
+  EXPECT_EQ(tune::tune_options(args).holdout_overlap, 0u);
+  args.k = std::vector<std::string>{"all"};
   EXPECT_EQ(tune::tune_options(args).holdout_overlap, 0u);
 }
 
