@@ -147,16 +147,21 @@ class PyReader : public reader::Reader {
     need(caps_.score, "score", "score is not supported by this reader");
     // With tokenize, the lengths the answer must have: the prompt's tokens after the first for
     // an empty continuation, at most the tokens of both for another.
-    int want = -1, at_most = -1;
+    // A non-empty continuation has at least one token (and about the tokens it adds to the
+    // prompt's: one fewer allowed, for a merge across the seam); an answer of none, a
+    // probability of 1, was accepted.
+    int want = -1, at_most = -1, at_least = continuation.empty() ? 0 : 1;
     if (has_tokenize_) {
-      if (continuation.empty())
+      if (continuation.empty()) {
         want = std::max(count_tokens(prompt) - 1, 0);
-      else
+      } else {
         at_most = count_tokens(prompt + continuation);
+        at_least = std::max(at_least, at_most - count_tokens(prompt) - 1);
+      }
     }
     return call("score", [&] {
       return score_of(obj_.attr("score")(bytes_str(prompt), bytes_str(continuation)), want, at_most,
-                      token_bound(prompt.size() + continuation.size()));
+                      at_least, token_bound(prompt.size() + continuation.size()));
     });
   }
 

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "reader/generate_params.h"
 #include "reader/reader.h"
+#include "text/utf8.h"
 
 namespace ragform::py::answer {
 
@@ -273,17 +274,28 @@ pyb::dict params_dict(const GenerateParams& p, size_t n_prompts) {
   return d;
 }
 
+namespace {
+// Generated text given as bytes must be UTF-8 as a str is (a piece may be part of a character;
+// an answer may not): b"\xff" was stored as U+FFFD with status ok.
+std::string whole_text_of(const pyb::handle& h, const std::string& what) {
+  std::string t = text_of(h, what, kMaxGenerationBytes);
+  if (size_t bad_at = 0; !text::is_valid_utf8(t, &bad_at))
+    bad(what + ": not valid UTF-8 text: " + text::describe_invalid_utf8(t, bad_at));
+  return t;
+}
+}  // namespace
+
 Generation generation_of(const pyb::handle& h, const std::string& what) {
   Generation g;
   if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h)) {
-    g.text = text_of(h, what, kMaxGenerationBytes);
+    g.text = whole_text_of(h, what);
     g.finish_reason = "length";
     return g;
   }
   if (h.is_none()) bad(what + " is None");
   pyb::object text = field(h, "text");
   if (text.is_none()) bad(what + " has no 'text'");
-  g.text = text_of(text, what + "'s text", kMaxGenerationBytes);
+  g.text = whole_text_of(text, what + "'s text");
   if (g.text.size() > kMaxGenerationBytes)
     bad(what + "'s text: " + std::to_string(g.text.size()) + " bytes, more than the limit of " +
         std::to_string(kMaxGenerationBytes));
@@ -309,11 +321,15 @@ double logprob_of(double v, const std::string& what) {
 // number of tokens the answer must hold, `at_most` a bound on it (-1: unknown), `bound` the
 // token_bound of the prompt and continuation. The answer's length is compared with them before
 // any of it is converted.
-ScoreResult score_of(const pyb::handle& h, int want, int at_most, size_t bound) {
+ScoreResult score_of(const pyb::handle& h, int want, int at_most, int at_least, size_t bound) {
   auto check_count = [&](size_t n) {
     if (want >= 0 && n != size_t(want))
       bad("an empty continuation scores the prompt's tokens after the first: [n_tokens - 1] = " +
           std::to_string(want) + " log-probs, got " + std::to_string(n));
+    if (at_least > 0 && n < size_t(at_least))
+      bad(std::to_string(n) + " log-probs for a continuation of at least " +
+          std::to_string(at_least) + " token" + (at_least == 1 ? "" : "s") +
+          " (one log-prob per continuation token)");
     if (at_most >= 0 && n > size_t(at_most))
       bad(std::to_string(n) + " log-probs, more than the " + std::to_string(at_most) +
           " tokens of the prompt and continuation");
@@ -478,6 +494,11 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
   for (size_t i = 0; i < row.heads.size(); ++i)
     check_weights(row.heads[i].data(), row.heads[i].size(),
                   at + "head " + std::to_string(row.head_ids[i]));
+  // The mean over the returned heads, as the native reader computes it.
+  std::vector<float> computed(size_t(n_keys), 0.0f);
+  for (const auto& hr : row.heads)
+    for (size_t j = 0; j < computed.size(); ++j) computed[j] += hr[j];
+  for (auto& v : computed) v /= float(row.heads.size());
   pyb::object mean = bare ? pyb::none() : field(h, "mean");
   if (!mean.is_none()) {
     if (const long long n = length_of(mean); n >= 0 && n != (long long)n_keys)
@@ -486,11 +507,14 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
     if (m.shape(0) != n_keys) bad(at + "mean and heads differ in length");
     row.mean.assign(m.data(), m.data() + n_keys);
     check_weights(row.mean.data(), row.mean.size(), at + "mean");
+    // A mean that is not the heads' (ABS reads the mean, the documents' mass the heads) would
+    // give two different answers from one row.
+    for (size_t j = 0; j < computed.size(); ++j)
+      if (std::fabs(row.mean[j] - computed[j]) > 1e-3f)
+        bad(at + "mean is not the mean of the returned heads: " + num(row.mean[j]) + " at key " +
+            std::to_string(j) + ", the heads give " + num(computed[j]));
   } else {
-    row.mean.assign(size_t(n_keys), 0.0f);
-    for (const auto& hr : row.heads)
-      for (size_t j = 0; j < row.mean.size(); ++j) row.mean[j] += hr[j];
-    for (auto& v : row.mean) v /= float(row.heads.size());
+    row.mean = std::move(computed);
   }
   return row;
 }

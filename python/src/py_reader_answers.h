@@ -31,7 +31,10 @@ long long length_of(const pyb::handle& h);
 int token_count_of(const pyb::handle& h, size_t bound);
 pyb::dict params_dict(const reader::GenerateParams& p, size_t n_prompts);
 reader::Generation generation_of(const pyb::handle& h, const std::string& what);
-reader::ScoreResult score_of(const pyb::handle& h, int want, int at_most, size_t bound);
+// `at_least`: a lower bound on the log-probs of a non-empty continuation (1 without tokenize;
+// with it, the tokens the continuation adds to the prompt less one, for a merge at the seam).
+reader::ScoreResult score_of(const pyb::handle& h, int want, int at_most, int at_least,
+                             size_t bound);
 reader::AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layers,
                                      const std::vector<int>& positions,
                                      const std::vector<int>& heads, int n_tokens, size_t bound);

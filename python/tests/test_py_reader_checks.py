@@ -143,6 +143,12 @@ def test_attention_mean_is_checked_too():
     r = reader_of(attention=lambda p, l, h, q: {"heads": np.full((1, 3), 1 / 3),
                                                 "mean": np.full(2, 0.5)})
     refused(lambda: r.attention("a b c"), r"MyReader.attention: mean and heads differ in length")
+    # A mean that is a distribution but not the heads' mean (issue 40, fourth pass: ABS 0 from
+    # the mean where the heads give 1).
+    r = reader_of(attention=lambda p, l, h, q: {"heads": np.full((2, 3), 1 / 3),
+                                                "mean": [1.0, 0.0, 0.0]})
+    refused(lambda: r.attention("a b c"), r"MyReader.attention: mean is not the mean of the "
+                                          r"returned heads: 1 at key 0, the heads give 0.333333")
 
 
 def test_cnorm_calibrate_refuses_the_wrong_shape_instead_of_abs_1():
@@ -200,6 +206,17 @@ def test_score_details_and_lengths_are_checked():
     refused(lambda: r.score("a b c"), r"MyReader.score: an empty continuation scores the "
                                       r"prompt's tokens after the first: \[n_tokens - 1\] = 2 "
                                       r"log-probs, got 5")
+    # A non-empty continuation scored with no log-probs (a probability of 1), or with fewer than
+    # its tokens less one (issue 40, fourth pass).
+    r = reader_of(score=lambda p, c: [])
+    refused(lambda: r.score("a b", " c d"), r"MyReader.score: 0 log-probs for a continuation of "
+                                            r"at least 1 token \(one log-prob per continuation "
+                                            r"token\)")
+    r = reader_of(score=lambda p, c: [-1.0])
+    refused(lambda: r.score("a b", " c d e"), r"MyReader.score: 1 log-probs for a continuation of "
+                                              r"at least 2 tokens \(one log-prob per "
+                                              r"continuation token\)")
+    assert list(reader_of(score=lambda p, c: [-1.0]).score("a b", " c d")) == [-1.0]  # seam
     good = reader_of()
     assert list(good.score("a b c")) == [-1.0, -1.0]
     assert good.score_details("a b", " c d")["sum"] == -2.0
@@ -278,6 +295,10 @@ def test_generate_results_are_checked():
         ([{"text": "x", "finish_reason": 1}], r"result 0's finish_reason: expected a str, got "
                                               r"int"),
         (["a", "b"], r"2 results for 1 prompts"),
+        # Bytes are text too, and must be UTF-8 as text is (issue 40, fourth pass: b"\xff" was
+        # stored as U+FFFD with status ok).
+        ([b"\xff"], r"result 0: not valid UTF-8 text: invalid UTF-8 at byte offset 0 .*"),
+        ([{"text": b"ok\xc3"}], r"result 0's text: not valid UTF-8 text: .*"),
     ]:
         r = reader_of(generate=lambda prompts, params, answer=answer: answer)
         refused(lambda: r._generate("a b"), r"MyReader.generate: " + message)
