@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_file.h"
 #include "base/mapped_file.h"
 #include "base/number_text.h"
@@ -101,7 +102,8 @@ SpotlightValue parse_spotlight_value(const std::string& s) {
   }
   if (k.empty() || k.find_first_not_of("0123456789") != std::string::npos || k.size() > 4 ||
       std::stoi(k) == 0)
-    throw OptionError("spotlight", "'" + s + "' is not off, K or K+tokens (K >= 1)");
+    throw OptionError("spotlight",
+                      "'" + excerpt(s) + "' is not off, K or K+tokens (K from 1 to 9999)");
   v.K = std::stoi(k);
   return v;
 }
@@ -267,6 +269,8 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
     }
     try {
       set_dimension(base, key, json_values(value, where + ": " + key));
+    } catch (const OptionError& e) {  // its key is the dimension's: said once
+      throw UsageError(where + ": " + key + ": " + e.why());
     } catch (const UsageError& e) {
       const std::string msg = e.what();
       throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + key + ": " + msg);

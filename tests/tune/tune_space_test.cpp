@@ -75,6 +75,18 @@ TEST(TuneSpace, JsonAndYamlFilesAgree) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.json: p"), std::string::npos) << e.what();
   }
+  // The dimension is named once, and the message says K's range (issue 40, fourth pass:
+  // "spotlight: spotlight: '10000' is not off, K or K+tokens (K >= 1)").
+  ragform::testing::write_file(dir / "spot.json", R"({"spotlight": [10000]})");
+  try {
+    load_space_file((dir / "spot.json").string(), base);
+    FAIL() << "accepted spotlight = 10000";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("spot.json: spotlight: '10000' is not off, K or K+tokens "
+                                         "(K from 1 to 9999)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Adjacent seeds give make_needle_items' items shifted by a few places (it seeds item i with
