@@ -15,23 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/memory_limit.h"
+#include "support/sanitizer.h"
 
 namespace ragform {
 namespace {
-
-// ASan and TSan map their shadow memory as the program runs: under an address-space limit their
-// own mmap fails before the code under test is reached.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 size_t vm_size_bytes() {
   std::ifstream in("/proc/self/status");
@@ -41,7 +28,8 @@ size_t vm_size_bytes() {
 }
 
 TEST(MemoryReserve, AFailedAllocationLeavesRoomToUnwindAndIsTakenAgain) {
-  if (kSanitized) GTEST_SKIP() << "a sanitizer's shadow memory cannot live under RLIMIT_AS";
+  if (ragform::testing::kSanitized)
+    GTEST_SKIP() << "a sanitizer's shadow memory cannot live under RLIMIT_AS";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {

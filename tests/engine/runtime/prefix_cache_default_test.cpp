@@ -13,6 +13,7 @@
 
 #include "base/memory_limit.h"
 #include "engine/runtime/prefix_cache.h"
+#include "support/sanitizer.h"
 #include "support/test_support.h"
 
 namespace ragform::runtime {
@@ -76,25 +77,11 @@ TEST(PrefixCacheDefault, ReadsTheTightestCgroupLimitOnTheWayUp) {
   EXPECT_EQ(cgroup_memory_limit("", v1.string()), 0u);
 }
 
-// ASan and TSan reserve terabytes of shadow address space at start and map more as the program
-// runs: under RLIMIT_AS = 1 GiB their own mmap fails ("ERROR: Failed to mmap", exit 1) before the
-// code under test is reached.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // In a child under RLIMIT_AS = 1 GiB (as `prlimit --as` or `ulimit -v` set it), the default is
 // an eighth of it, and a cache made with the default reports it.
 TEST(PrefixCacheDefault, RespectsTheAddressSpaceLimitOfTheProcess) {
-  if (kSanitized) GTEST_SKIP() << "a sanitizer's shadow memory cannot live under RLIMIT_AS";
+  if (ragform::testing::kSanitized)
+    GTEST_SKIP() << "a sanitizer's shadow memory cannot live under RLIMIT_AS";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
