@@ -190,7 +190,8 @@ class PyReader : public reader::Reader {
   int count_tokens(const std::string& prompt) override {
     need(has_tokenize_, "tokenize", "count_tokens is not supported by this reader");
     return call("tokenize", [&] {
-      return token_count_of(obj_.attr("tokenize")(bytes_str(prompt)), token_bound(prompt.size()));
+      return token_count_of(obj_.attr("tokenize")(bytes_str(prompt)), token_bound(prompt.size()),
+                            prompt.find_first_not_of(" \t\r\n") == std::string::npos);
     });
   }
 

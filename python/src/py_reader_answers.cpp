@@ -243,16 +243,22 @@ pyb::array_t<T, pyb::array::c_style | pyb::array::forcecast> array_of(const pyb:
 // The number of tokens tokenize() returned: a flat list of ids (or of token strings), never a
 // str (whose length counts characters) nor a batch of one row ([1, n] from return_tensors).
 // At most `bound` tokens (token_bound of the text), counted before any is read.
-int token_count_of(const pyb::handle& h, size_t bound) {
+int token_count_of(const pyb::handle& h, size_t bound, bool text_blank) {
   if (const long long n = length_of(h); n >= 0 && size_t(n) > bound)
     bad(std::to_string(n) + " tokens for a text of which at most " + std::to_string(bound) +
         " can be (3 per byte and 16 special tokens)");
   const std::vector<pyb::object> toks = items_of(h, "the result", bound);
-  for (size_t i = 0; i < toks.size(); ++i)
+  for (size_t i = 0; i < toks.size(); ++i) {
     if (PyBool_Check(toks[i].ptr()) ||
         (!PyIndex_Check(toks[i].ptr()) && !pyb::isinstance<pyb::str>(toks[i])))
       bad("token " + std::to_string(i) + " is a " + type_name(toks[i]) +
           ", expected an integer id (a flat list of the prompt's tokens)");
+    // An id is an index into a vocabulary (issue 40, fourth pass: -5 and 2^70 were counted).
+    if (PyIndex_Check(toks[i].ptr())) int_of(toks[i], "token " + std::to_string(i), 0, INT32_MAX);
+  }
+  // Text is at least one token (a count of 0 made every row length check pass vacuously);
+  // whitespace alone may be none (SentencePiece drops it).
+  if (toks.empty() && !text_blank) bad("no tokens for a text that is not blank");
   if (toks.size() > size_t(INT_MAX)) bad("more than " + std::to_string(INT_MAX) + " tokens");
   return int(toks.size());
 }

@@ -28,7 +28,9 @@ std::vector<pyb::object> items_of(const pyb::handle& h, const std::string& what,
 size_t token_bound(size_t bytes);
 // len() of a sized answer (numpy's first dimension), -1 when it has none.
 long long length_of(const pyb::handle& h);
-int token_count_of(const pyb::handle& h, size_t bound);
+// tokenize()'s answer: a flat list of ids (0..2^31-1) or token strings, at most `bound` long, and
+// not empty for a text that is not blank (whitespace alone may be no tokens).
+int token_count_of(const pyb::handle& h, size_t bound, bool text_blank);
 pyb::dict params_dict(const reader::GenerateParams& p, size_t n_prompts);
 reader::Generation generation_of(const pyb::handle& h, const std::string& what);
 // `at_least`: a lower bound on the log-probs of a non-empty continuation (1 without tokenize;

@@ -258,11 +258,16 @@ def test_tokenize_must_return_a_flat_list_of_tokens():
         (None, r"the result: expected a list, got NoneType"),
         ([1, 2.5], r"token 1 is a float, expected an integer id \(a flat list of the prompt's "
                    r"tokens\)"),
+        # Ids index a vocabulary, and text is at least one token (issue 40, fourth pass).
+        ([1, -5], r"token 1: -5 is out of range \(0..2147483647\)"),
+        ([2**70], r"token 0: 1180591620717411303424 is out of range \(0..2147483647\)"),
+        ([], r"no tokens for a text that is not blank"),
     ]:
         r = reader_of(tokenize=lambda t, answer=answer: answer)
         refused(lambda: r.count_tokens("a b c"), r"MyReader.tokenize: " + message)
     assert reader_of(tokenize=lambda t: np.arange(3)).count_tokens("x") == 3
     assert reader_of(tokenize=lambda t: ["a", "b"]).count_tokens("x") == 2  # token strings
+    assert reader_of(tokenize=lambda t: []).count_tokens(" \n") == 0  # whitespace alone
 
 
 def test_hidden_must_be_finite_and_one_row_per_token():
