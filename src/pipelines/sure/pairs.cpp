@@ -113,6 +113,8 @@ std::vector<Pair> read_pairs(const std::string& path) {
     in = &f;
   }
   std::vector<Pair> out;
+  // A question's first pair: its index in `out` and its line (check_known_agrees, with lines).
+  std::map<std::string, std::pair<size_t, size_t>> first;
   std::string line;
   size_t n = 0;
   while (std::getline(*in, line)) {
@@ -126,6 +128,16 @@ std::vector<Pair> read_pairs(const std::string& path) {
       throw Error(where, "bad JSON: " + std::string(e.what()));
     }
     out.push_back(pair_from_json(j, where));
+    // A question's verdict checked here too, so that the refusal names both lines.
+    const auto [it, fresh] = first.emplace(out.back().instance, std::pair{out.size() - 1, n});
+    if (!fresh && out[it->second.first].known != out.back().known) {
+      try {
+        check_known_agrees({out[it->second.first], out.back()});
+      } catch (const Error& e) {
+        throw Error(where, std::string(e.what()) + " (the first of them on line " +
+                               std::to_string(it->second.second) + ")");
+      }
+    }
   }
   return out;
 }

@@ -90,6 +90,18 @@ TEST(SurePairs, AQuestionsPairsCarryOneVerdict) {
   EXPECT_THROW(check_known_agrees({a, b}), Error);
   b.instance = "q2";  // another question may say otherwise
   EXPECT_NO_THROW(check_known_agrees({a, b}));
+  // Read from a file, the refusal names both lines.
+  a.instance = "q1";
+  a.known = true;
+  Pair c = a;
+  c.id = "q1#2";
+  c.known = false;
+  const std::string m = read_error(pair_to_json(a).dump() + "\n\n" + pair_to_json(c).dump() + "\n");
+  EXPECT_NE(m.find("pairs.jsonl:3: sure pairs: question 'q1': pair 'q1#0' has known: true, pair "
+                   "'q1#2' has known: false"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("(the first of them on line 1)"), std::string::npos) << m;
 }
 
 TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
