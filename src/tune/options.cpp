@@ -60,13 +60,14 @@ std::string overlap_text(std::string_view s) {
 // same prompts for it: its question, its documents as a multiset of (title, text), its answers as
 // a set under the metrics' normalisation (text/normalize.h) and its key-value payload. Left out:
 // ids and scores of documents, and their hasanswer/isgold flags (they only mark which document
-// is gold; the prompt shows the same texts), and documents past the first `shown` (0 = all): no
-// candidate shows them (presentation.cpp keeps the first k, then orders them), so a record with
-// more documents behind the same first ones is the same prompts. The needle task's questions
-// repeat by design, so the question alone does not identify a record.
-std::string content_key(const eval::QaRecord& r, size_t shown) {
+// is gold; the prompt shows the same texts), and documents past the first `compared` (0 = all):
+// the candidates of that k do not show them (presentation.cpp keeps the first k, then orders
+// them), so a record with more documents behind the same first ones is the same prompts under
+// those candidates. The needle task's questions repeat by design, so the question alone does not
+// identify a record.
+std::string content_key(const eval::QaRecord& r, size_t compared) {
   std::vector<nlohmann::json> docs;
-  const size_t n = shown ? std::min(shown, r.ctxs.size()) : r.ctxs.size();
+  const size_t n = compared ? std::min(compared, r.ctxs.size()) : r.ctxs.size();
   for (size_t i = 0; i < n; ++i)
     docs.push_back(
         nlohmann::json::array({overlap_text(r.ctxs[i].title), overlap_text(r.ctxs[i].text)}));
@@ -83,7 +84,7 @@ std::string content_key(const eval::QaRecord& r, size_t shown) {
 // every candidate of that k, so if one of them wins, its held-out answers would be answers
 // searched on; a record that differs only past them counts as overlap (dropping it only shrinks
 // the held-out split).
-size_t shown_documents(const Space& s) {
+size_t compared_documents(const Space& s) {
   size_t fewest = 0;
   for (size_t k : s.ks)
     if (k != 0 && (fewest == 0 || k < fewest)) fewest = k;
@@ -114,24 +115,25 @@ void check_split(const std::vector<eval::QaRecord>& recs, const std::string& pat
 
 }  // namespace
 
-size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout, size_t shown) {
+size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout, size_t compared) {
   std::set<std::string> seen;
   const size_t before = holdout.size();
-  std::erase_if(
-      holdout, [&](const eval::QaRecord& r) { return !seen.insert(content_key(r, shown)).second; });
+  std::erase_if(holdout, [&](const eval::QaRecord& r) {
+    return !seen.insert(content_key(r, compared)).second;
+  });
   return before - holdout.size();
 }
 
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
-                        std::vector<eval::QaRecord>& holdout, size_t shown) {
+                        std::vector<eval::QaRecord>& holdout, size_t compared) {
   std::set<std::string> ids, contents;
   for (const auto& r : dev) {
     if (explicit_id(r)) ids.insert(r.id);
-    contents.insert(content_key(r, shown));
+    contents.insert(content_key(r, compared));
   }
   const size_t before = holdout.size();
   std::erase_if(holdout, [&](const eval::QaRecord& r) {
-    return (explicit_id(r) && ids.count(r.id)) || contents.count(content_key(r, shown));
+    return (explicit_id(r) && ids.count(r.id)) || contents.count(content_key(r, compared));
   });
   return before - holdout.size();
 }
@@ -207,9 +209,9 @@ TuneOptions tune_options(const TuneArgs& given) {
   // A held-out record that is also a dev record was searched on: its answers would make the
   // held-out interval and McNemar p those of the search. It is dropped (run_tune says how many).
   const size_t held = o.holdout.size();
-  const size_t shown = shown_documents(o.space);
-  o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout, shown);
-  o.holdout_repeats = drop_holdout_repeats(o.holdout, shown);
+  const size_t compared = compared_documents(o.space);
+  o.holdout_overlap = drop_dev_overlap(o.dev, o.holdout, compared);
+  o.holdout_repeats = drop_holdout_repeats(o.holdout, compared);
   if (held > 0 && o.holdout.empty())
     throw OptionError("holdout", "all " + std::to_string(held) +
                                      " held-out records are also in the dev split (by id or by "

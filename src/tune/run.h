@@ -143,14 +143,14 @@ TuneOptions tune_options(const TuneArgs& a);
 
 // Removes from `holdout` every record that is also in `dev`, by an id the file gave (the
 // "<format>:<line>" default is left out: two files share it by position) or by content (question,
-// answers, the first `shown` documents as a multiset (0 = all; tune_options passes the space's
+// answers, the first `compared` documents as a multiset (0 = all; tune_options passes the space's
 // smallest k), key-value payload); returns how many.
 size_t drop_dev_overlap(const std::vector<eval::QaRecord>& dev,
-                        std::vector<eval::QaRecord>& holdout, size_t shown = 0);
+                        std::vector<eval::QaRecord>& holdout, size_t compared = 0);
 // Removes from `holdout` every record whose content (as drop_dev_overlap compares it) repeats an
 // earlier held-out record's; returns how many. Copies of one question under new ids would count
 // as independent pairs and narrow the held-out interval and McNemar p they share.
-size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout, size_t shown = 0);
+size_t drop_holdout_repeats(std::vector<eval::QaRecord>& holdout, size_t compared = 0);
 
 // The context cap of a reader and where it came from (TuneOptions::ctx_source): `given` (--ctx or
 // ctx=) wins; a native reader of `model_path` (ctx: its context) reports the model file's

@@ -140,13 +140,13 @@ TEST(TuneOptions, OverlapComparesTheDocumentsACandidateCanShow) {
   extra.text = "a document no candidate shows";
   held.ctxs.push_back(extra);
   std::vector<eval::QaRecord> h = {held};
-  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/0), 0u);  // "all" shows it
-  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/2), 0u);
-  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/1), 1u);
-  // Within the shown ones the documents still count (reordered is the same multiset).
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*compared=*/0), 0u);  // "all" shows it
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*compared=*/2), 0u);
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*compared=*/1), 1u);
+  // Within the compared ones the documents still count (reordered is the same multiset).
   held.ctxs.insert(held.ctxs.begin(), extra);
   h = {held};
-  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*shown=*/1), 0u);
+  EXPECT_EQ(tune::drop_dev_overlap({dev}, h, /*compared=*/1), 0u);
 
   // tune_options takes the space's smallest k ("all" alone compares every document).
   auto dir = ragform::testing::temp_dir("tune_options_shown");
