@@ -34,6 +34,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -156,7 +157,7 @@ class PyReader : public reader::Reader {
         want = std::max(count_tokens(prompt) - 1, 0);
       } else {
         at_most = count_tokens(prompt + continuation);
-        at_least = std::max(at_least, at_most - count_tokens(prompt) - 1);
+        at_least = std::max(at_least, at_most - prompt_tokens_counted(prompt) - 1);
       }
     }
     return call("score", [&] {
@@ -255,6 +256,22 @@ class PyReader : public reader::Reader {
   std::string class_name_, describe_, chat_mode_;
   reader::Capabilities caps_;
   bool has_tokenize_ = false;
+  // The last prompt score() counted: its continuations (an oracle's candidate answers, a sweep's
+  // variants) share it, so the object is asked once, not once per continuation.
+  std::mutex counted_mu_;
+  std::string counted_prompt_;
+  int counted_ = -1;
+  int prompt_tokens_counted(const std::string& prompt) {
+    {
+      std::lock_guard<std::mutex> lock(counted_mu_);
+      if (counted_ >= 0 && counted_prompt_ == prompt) return counted_;
+    }
+    const int n = count_tokens(prompt);
+    std::lock_guard<std::mutex> lock(counted_mu_);
+    counted_prompt_ = prompt;
+    counted_ = n;
+    return n;
+  }
 };
 
 }  // namespace

@@ -222,6 +222,16 @@ def test_score_details_and_lengths_are_checked():
     assert good.score_details("a b", " c d")["sum"] == -2.0
 
 
+def test_scores_of_one_prompt_count_its_tokens_once():
+    """The lower bound on a continuation's log-probs needs the prompt's tokens: asked of the
+    object once for the continuations of one prompt, not once per continuation."""
+    obj = Words()
+    r = ragform.readers.as_reader(obj)
+    for c in (" c", " c d", " e"):
+        r.score("a b", c)
+    assert obj.calls.count("tokenize") == 1 + 3  # the prompt once, prompt + continuation each
+
+
 def oracle_records():
     facts = [("What is the capital of France?", "Paris", "France"),
              ("What is the capital of Germany?", "Berlin", "Germany"),
