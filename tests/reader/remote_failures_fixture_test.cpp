@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "nq_head.h"
 #include "server/serve_harness.h"
 #include "store/run_store.h"
 #include "support/test_support.h"
@@ -53,28 +54,15 @@ int closed_port() {
 // Three NQ questions with their gold passage cut to `sentences` sentences; the third one's passage
 // repeated `long_times` times (a prompt over a small server context).
 fs::path qa_file(const fs::path& dir, size_t long_times) {
-  const fs::path nq = shared_path("data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
-  EXPECT_TRUE(fs::exists(nq)) << "missing shared file: " << nq;
-  std::string cmd = "zcat " + quoted(nq) + " | head -3 > " + quoted(dir / "raw.jsonl");
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  std::string out;
-  int i = 0;
-  for (auto& j : json_lines(read_file(dir / "raw.jsonl"))) {
-    std::string t = j["ctxs"][0]["text"];
-    size_t dot = t.find(". ");
+  return nq_head_qa(dir, [&](int i, std::string t) {
+    const size_t dot = t.find(". ");
     if (dot != std::string::npos) t = t.substr(0, dot + 1);
     if (i == 2) {
-      std::string one = t;
+      const std::string one = t;
       for (size_t k = 1; k < long_times; ++k) t += " " + one;
     }
-    nlohmann::json o = {{"id", "q" + std::to_string(i++)},
-                        {"question", j["question"]},
-                        {"answers", j["answers"]},
-                        {"ctxs", {{{"title", j["ctxs"][0]["title"]}, {"text", t}}}}};
-    out += o.dump() + "\n";
-  }
-  write_file(dir / "qa.jsonl", out);
-  return dir / "qa.jsonl";
+    return t;
+  });
 }
 
 // Rule-based pairs (two kinds) of qa_file's questions.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "echo_server.h"
+#include "nq_head.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -38,22 +39,7 @@ std::string bad_key(const std::string& auth) {
 
 // Three NQ questions with their gold passage, and their rule-based pairs.
 fs::path pairs_file(const fs::path& dir) {
-  const fs::path nq = shared_path("data/lost-in-the-middle/nq-open-oracle.jsonl.gz");
-  EXPECT_TRUE(fs::exists(nq)) << "missing shared file: " << nq;
-  const std::string cmd = "zcat " + quoted(nq) + " | head -3 > " + quoted(dir / "raw.jsonl");
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  std::string out;
-  int i = 0;
-  for (auto& j : json_lines(read_file(dir / "raw.jsonl"))) {
-    std::string t = j["ctxs"][0]["text"];
-    nlohmann::json o = {{"id", "q" + std::to_string(i++)},
-                        {"question", j["question"]},
-                        {"answers", j["answers"]},
-                        {"ctxs", {{{"title", j["ctxs"][0]["title"]}, {"text", t}}}}};
-    out += o.dump() + "\n";
-  }
-  write_file(dir / "qa.jsonl", out);
-  auto r = run_ragform("sure perturb --input " + quoted(dir / "qa.jsonl") +
+  auto r = run_ragform("sure perturb --input " + quoted(nq_head_qa(dir)) +
                        " --kinds format/json,metadata/datasource-wiki");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   write_file(dir / "pairs.jsonl", r.out);
