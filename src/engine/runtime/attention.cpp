@@ -144,35 +144,35 @@ std::vector<char> tapped_rows_not_finite(const AttnSeq& seq, int row0, int rows,
 }
 
 // The steering rule on the item's softmax rows of steered heads (query vector i = r * G + g is
-// the query at position pos0 + row0 + r, head kvh * G + g).
-void steer_item(const AttnSeq& seq, int kvh, int row0, int rows, int G, float* S, int ldS,
+// the query at position pos0 + row0 + r, head kvh * G + g; score column c is key k0 + c).
+void steer_item(const AttnSeq& seq, int kvh, int row0, int rows, int G, int k0, float* S, int ldS,
                 const std::vector<int>& n_keys) {
   for (int r = 0; r < rows; ++r)
     for (int g = 0; g < G; ++g) {
       if (!seq.steer->steers_head(kvh * G + g)) continue;
       const size_t i = size_t(r * G + g);
-      steer_row(*seq.steer, seq.pos0 + row0 + r, S + i * size_t(ldS), n_keys[i]);
+      steer_row(*seq.steer, seq.pos0 + row0 + r, S + i * size_t(ldS), k0 + n_keys[i], k0);
     }
 }
 
 // The first key a work item reads: with a sliding window, the tile holding the first key its first
 // row sees (query position p sees keys p - window + 1 .. p; later rows see later keys); 0 without
-// one, or when the sequence is steered (the steering rule indexes whole rows by key position).
-// Starting at a tile boundary keeps every key in the same SIMD lane and accumulation order as a
-// row that starts at key 0 with the hidden keys at -inf (exp(-inf) = 0 adds exact zeros), so
-// the result is bit-identical to masking the whole row, at O(window) instead of O(position).
+// one. Starting at a tile boundary keeps every key in the same SIMD lane and accumulation order as
+// a row that starts at key 0 with the hidden keys at -inf (exp(-inf) = 0 adds exact zeros, and
+// the steering rule's sums and factors skip exact zeros: steer_row), so the result is
+// bit-identical to masking the whole row, at O(window) instead of O(position).
 int first_key_read(const AttnShape& a, const AttnSeq& seq, int row0) {
-  if (a.window <= 0 || seq.steer) return 0;
+  if (a.window <= 0) return 0;
   const int first_seen = seq.pos0 + row0 - a.window + 1;
   return first_seen <= 0 ? 0 : first_seen / kKeyTile * kKeyTile;
 }
 
-// The cache view from key k0 on (a multiple of kKeyTile): the tiled K and the V rows both
-// advance by k0 * kv_dim elements.
-KvView shifted(const KvView& kv, int k0, int kv_dim) {
-  const size_t off = size_t(k0) * size_t(kv_dim);
-  KvView v = kv;
-  if (kv.f16()) {
+// The cache view from key k0 on (a multiple of kKeyTile, at or after seq.base): the tiled K and
+// the V rows both advance by (k0 - base) * kv_dim elements.
+KvView view_from(const AttnSeq& seq, int k0, int kv_dim) {
+  const size_t off = size_t(k0 - seq.base) * size_t(kv_dim);
+  KvView v = seq.kv;
+  if (v.f16()) {
     v.k16 += off;
     v.v16 += off;
   } else {
@@ -182,6 +182,15 @@ KvView shifted(const KvView& kv, int k0, int kv_dim) {
   return v;
 }
 
+// Whether the sequence's cache view holds every key its rows read (a caller's bug otherwise).
+void check_base(const AttnShape& a, const AttnSeq& seq) {
+  if (seq.base == 0 || seq.n_rows == 0) return;
+  if (seq.base % kKeyTile != 0 || seq.base > first_key_read(a, seq, 0))
+    throw Error("attention", "the cache holds keys from position " + std::to_string(seq.base) +
+                                 " but the query at position " + std::to_string(seq.pos0) +
+                                 " reads keys from " + std::to_string(first_key_read(a, seq, 0)));
+}
+
 // One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads. Keys
 // k0 .. are read (first_key_read); score column c is key k0 + c.
 void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
@@ -189,7 +198,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
   const int nq = rows * G;
   const int k0 = first_key_read(a, seq, row0);
-  const KvView kv = k0 == 0 ? seq.kv : shifted(seq.kv, k0, kvd);
+  const KvView kv = view_from(seq, k0, kvd);
   const int n_keys = (a.causal ? seq.pos0 + row0 + rows : seq.pos0 + seq.n_rows) - k0;
   const int ldS = round_up(n_keys, kKeyTile);
   // Grown only; steady-state decode and prefill allocate nothing here.
@@ -216,7 +225,7 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
   const std::vector<char> bad_tap = tapped_rows_not_finite(seq, row0, rows, G, S, ldS, t.n_keys);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
-  if (seq.steer) steer_item(seq, kvh, row0, rows, G, S, ldS, t.n_keys);
+  if (seq.steer) steer_item(seq, kvh, row0, rows, G, k0, S, ldS, t.n_keys);
   size_t k = 0;
   for (const AttnTap& tap : seq.taps) {
     if (tap.row < row0 || tap.row >= row0 + rows) continue;
@@ -288,6 +297,7 @@ SimdLevel usable_simd_level(SimdLevel want, int head_dim) {
 void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool& pool,
                AttnScratch& scratch, SimdLevel level) {
   check_shape(a);
+  for (const AttnSeq& s : seqs) check_base(a, s);
   if (level > cpu_simd_level())
     throw Error("attention", std::string("this CPU does not support ") + simd_name(level));
   const Kernels K = kernels_for(usable_simd_level(level, a.head_dim));
@@ -411,6 +421,7 @@ void steer_reference_row(const Steering& st, int pos, std::vector<float>& p) {
 
 void attention_reference(const AttnShape& a, const AttnSeq& seq) {
   check_shape(a);
+  check_base(a, seq);
   const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
   const bool f16 = seq.kv.f16();
   std::vector<float> sc, qh(static_cast<size_t>(hd));
@@ -421,10 +432,10 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
       const int kvh = h / G;
       const float* qr = seq.q + size_t(r) * size_t(qd) + size_t(h) * size_t(hd);
       for (int d = 0; d < hd; ++d) qh[size_t(d)] = f16 ? ops::round_fp16(qr[d]) : qr[d];
-      for (int j = 0; j < n_keys; ++j) {
+      for (int j = seq.base; j < n_keys; ++j) {  // keys before base: outside the window
         float dot = 0.0f;
         for (int d = 0; d < hd; ++d) {
-          const size_t ki = key_index(j, kvh, d, a.n_head_kv, hd);
+          const size_t ki = key_index(j - seq.base, kvh, d, a.n_head_kv, hd);
           dot += qh[size_t(d)] * (f16 ? ops::fp16_to_fp32(seq.kv.k16[ki]) : seq.kv.k32[ki]);
         }
         sc[size_t(j)] = dot * a.scale;
@@ -437,8 +448,8 @@ void attention_reference(const AttnShape& a, const AttnSeq& seq) {
         if (tap.row == r) std::copy(sc.begin(), sc.end(), tap.heads[h].begin());
       float* o = seq.out + size_t(r) * size_t(qd) + size_t(h) * size_t(hd);
       std::fill(o, o + hd, 0.0f);
-      for (int j = 0; j < n_keys; ++j) {
-        const size_t vo = size_t(j) * size_t(kvd) + size_t(kvh) * size_t(hd);
+      for (int j = seq.base; j < n_keys; ++j) {
+        const size_t vo = size_t(j - seq.base) * size_t(kvd) + size_t(kvh) * size_t(hd);
         const float p = f16 ? ops::round_fp16(sc[size_t(j)]) : sc[size_t(j)];
         for (int d = 0; d < hd; ++d)
           o[d] += p * (f16 ? ops::fp16_to_fp32(seq.kv.v16[vo + size_t(d)])

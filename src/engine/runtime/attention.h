@@ -43,8 +43,8 @@ struct AttnShape {
   // Sliding window (gemma3's local layers): > 0 = a query at position p sees only keys
   // p - window + 1 .. p, as llama.cpp masks them (key j hidden when p - j >= window). The hidden
   // keys get score -inf, so their softmax weights (and tapped weights) are exactly 0. A work item
-  // reads keys from the tile holding its first row's first visible key on (unless the sequence is
-  // steered), so a local layer's cost is O(window) per row, bit-identical to masking whole rows.
+  // reads keys from the tile holding its first row's first visible key on (steered rows too), so a
+  // local layer's cost is O(window) per row, bit-identical to masking whole rows.
   int window = 0;
   // false = bidirectional (BERT encoders): every query row sees all of its sequence's keys,
   // 0 .. pos0 + n_rows - 1, instead of keys 0 .. its own position.
@@ -89,9 +89,13 @@ struct AttnTap {
 };
 
 // The new query rows of one sequence, at absolute positions pos0 .. pos0 + n_rows - 1; the cache
-// already holds keys/values 0 .. pos0 + n_rows - 1.
+// already holds keys/values base .. pos0 + n_rows - 1.
 struct AttnSeq {
   KvView kv;
+  // The position of the view's first row, a multiple of kKeyTile: 0, or on a sliding-window layer
+  // whose cache dropped the rows no query can see any more (Context), at most the first key tile
+  // the first row's window shows. Keys before it are never read.
+  int base = 0;
   const float* q = nullptr;  // [n_rows][q_dim]
   float* out = nullptr;      // [n_rows][q_dim]
   int pos0 = 0;

@@ -1,5 +1,6 @@
 // Batch bookkeeping of Context::eval: input validation, the rows of the batch, KV cache growth.
 #include <algorithm>
+#include <cstring>
 
 #include "base/error.h"
 #include "engine/runtime/forward.h"
@@ -12,27 +13,74 @@ SeqCache& get_seq(std::vector<SeqCache>& seqs, int seq) {
   return seqs[size_t(seq)];
 }
 
-void grow(SeqCache& s, int need, const model::Hparams& hp, KvType kt, int n_ctx) {
-  if (need <= s.capacity) return;
-  int cap = std::min(n_ctx, (need + 255) / 256 * 256);
-  // Tiles are appended at the end of the K layout, so growing keeps the cached keys in place.
-  const size_t nk = key_cache_elems(cap, hp.kv_dim()), nv = size_t(cap) * size_t(hp.kv_dim());
-  if (kt == KvType::F32) {
-    s.k32.resize(size_t(hp.n_layer));
-    s.v32.resize(size_t(hp.n_layer));
-    for (int l = 0; l < hp.n_layer; ++l) {
-      s.k32[size_t(l)].resize(nk);
-      s.v32[size_t(l)].resize(nv);
-    }
-  } else {
-    s.k16.resize(size_t(hp.n_layer));
-    s.v16.resize(size_t(hp.n_layer));
-    for (int l = 0; l < hp.n_layer; ++l) {
-      s.k16[size_t(l)].resize(nk);
-      s.v16[size_t(l)].resize(nv);
+namespace {
+int round_up(int n, int m) { return (n + m - 1) / m * m; }
+
+// Layer l's K and V resized to hold cap positions (new elements zero; kept rows stay in place:
+// K tiles are appended at the end of the tiled layout).
+template <class T>
+void resize_layer(std::vector<T>& k, std::vector<T>& v, int cap, int kv_dim) {
+  k.resize(key_cache_elems(cap, kv_dim));
+  v.resize(size_t(cap) * size_t(kv_dim));
+}
+
+// Drops a layer's first `drop` rows (a multiple of kKeyTile) and moves the `keep` rows after them
+// to the front: whole key tiles and V rows, so every kept key keeps its lane.
+template <class T>
+void drop_rows(std::vector<T>& k, std::vector<T>& v, int drop, int keep, int kv_dim) {
+  const size_t off = size_t(drop) * size_t(kv_dim);
+  std::memmove(k.data(), k.data() + off, key_cache_elems(keep, kv_dim) * sizeof(T));
+  std::memmove(v.data(), v.data() + off, size_t(keep) * size_t(kv_dim) * sizeof(T));
+}
+}  // namespace
+
+void grow(SeqCache& s, int need, const model::Hparams& hp, KvType kt, int n_ctx, bool window_rows) {
+  const int kvd = hp.kv_dim();
+  const bool f32 = kt == KvType::F32;
+  if (s.k32.empty() && s.k16.empty()) {
+    s.windowed = window_rows && hp.n_swa > 0 && !hp.swa_layers.empty();
+    if (f32) {
+      s.k32.resize(size_t(hp.n_layer));
+      s.v32.resize(size_t(hp.n_layer));
+    } else {
+      s.k16.resize(size_t(hp.n_layer));
+      s.v16.resize(size_t(hp.n_layer));
     }
   }
-  s.capacity = cap;
+  auto resize = [&](int l, int cap) {
+    if (f32)
+      resize_layer(s.k32[size_t(l)], s.v32[size_t(l)], cap, kvd);
+    else
+      resize_layer(s.k16[size_t(l)], s.v16[size_t(l)], cap, kvd);
+  };
+  if (need > s.capacity) {
+    const int cap = std::min(n_ctx, round_up(need, 256));
+    for (int l = 0; l < hp.n_layer; ++l)
+      if (!(s.windowed && hp.is_swa(l))) resize(l, cap);
+    s.capacity = cap;
+  }
+  if (!s.windowed || need - s.swa_base <= s.swa_capacity) return;
+  // The first key the next query (position n_past) sees is n_past - n_swa + 1: rows before its
+  // tile are never read again.
+  const int first = std::max(0, s.n_past - hp.n_swa + 1) / kKeyTile * kKeyTile;
+  if (first > s.swa_base) {
+    const int drop = first - s.swa_base, keep = s.n_past - first;
+    for (int l = 0; l < hp.n_layer; ++l)
+      if (hp.is_swa(l)) {
+        if (f32)
+          drop_rows(s.k32[size_t(l)], s.v32[size_t(l)], drop, keep, kvd);
+        else
+          drop_rows(s.k16[size_t(l)], s.v16[size_t(l)], drop, keep, kvd);
+      }
+    s.swa_base = first;
+  }
+  if (need - s.swa_base <= s.swa_capacity) return;
+  // At least two windows and a tile, so a decode drops rows once per ~window tokens, not per tile.
+  const int cap =
+      std::min(n_ctx, round_up(std::max(need - s.swa_base, 2 * hp.n_swa + kKeyTile), 256));
+  for (int l = 0; l < hp.n_layer; ++l)
+    if (hp.is_swa(l)) resize(l, cap);
+  s.swa_capacity = cap;
 }
 
 namespace {

@@ -53,6 +53,13 @@ void Context::truncate(int seq, int n) {
   if (n < 0 || n > s.n_past)
     throw Error("context", "cannot truncate sequence of " + std::to_string(s.n_past) +
                                " tokens to " + std::to_string(n));
+  const Hparams& hp = m_.hp();
+  if (s.windowed && n < s.n_past &&
+      std::max(0, n - hp.n_swa + 1) / kKeyTile * kKeyTile < s.swa_base)
+    throw Error("context",
+                "cannot truncate sequence of " + std::to_string(s.n_past) + " tokens to " +
+                    std::to_string(n) + ": its sliding-window layers hold positions from " +
+                    std::to_string(s.swa_base) + " on only (keep_all_rows keeps every row)");
   s.n_past = n;
   s.tokens.resize(size_t(n));
 }
@@ -115,7 +122,7 @@ int Context::reuse_prefix(int seq, const std::vector<int32_t>& tokens, int max_r
     const size_t cap = std::min(size_t(total - 1), size_t(max_reuse));
     PrefixMatch m = pc->lookup(&m_, f16, tokens.data(), tokens.size(), cap, s.steer.key());
     if (m.entry && m.n > 0) {
-      detail::grow(s, m.n, hp, params_.kv_type, params_.n_ctx);
+      detail::grow(s, m.n, hp, params_.kv_type, params_.n_ctx, window_rows());
       for (int l = 0; l < hp.n_layer; ++l) {
         const size_t L = size_t(l);
         if (f16)
@@ -151,7 +158,8 @@ void Context::cache_prefix(int seq) {
   if (!pc) return;
   SeqCache& s = get_seq(impl_->seqs, seq);
   const int n = s.n_past;
-  if (n <= 0 || s.tokens.size() != size_t(n)) return;
+  // (A context with a prefix cache keeps every row, so `windowed` is false here.)
+  if (n <= 0 || s.tokens.size() != size_t(n) || s.windowed) return;
   const bool f16 = params_.kv_type == KvType::F16;
   const std::string steer = s.steer.key();
   if (pc->covers(&m_, f16, s.tokens.data(), s.tokens.size(), steer)) return;
@@ -231,7 +239,8 @@ std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
   if (p.T == 0) return out;
   for (auto& in : inputs) {
     SeqCache& s = get_seq(I.seqs, in.seq);
-    detail::grow(s, s.n_past + int(in.tokens.size()), hp, params_.kv_type, params_.n_ctx);
+    detail::grow(s, s.n_past + int(in.tokens.size()), hp, params_.kv_type, params_.n_ctx,
+                 window_rows());
   }
   detail::plan_rows(p);
   detail::embed(p);

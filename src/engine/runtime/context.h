@@ -31,6 +31,11 @@ struct ContextParams {
   int threads = 0;
   // Shared prefix cache (prefix_cache.h), or null: no reuse across sequences.
   std::shared_ptr<PrefixCache> prefix_cache = nullptr;
+  // Sliding-window layers (Gemma 3's local layers) keep only the KV rows a query can still see:
+  // the window plus one batch, instead of every position (forward.h, SeqCache). Same outputs, to
+  // the bit; what is lost is truncate() to a point whose window was dropped. true keeps every
+  // row; a context with a prefix cache keeps every row in any case (its entries are prefixes).
+  bool keep_all_rows = false;
 };
 
 // Prompt tokens submitted to reuse_prefix() and how many of them had to be computed.
@@ -77,7 +82,9 @@ class Context {
 
   int new_sequence();
   void free_sequence(int seq);
-  // Drops the cache after the first n tokens (to reuse a shared prefix).
+  // Drops the cache after the first n tokens (to reuse a shared prefix). Throws Error when a
+  // sliding-window layer no longer holds the rows the window of position n shows (see
+  // ContextParams::keep_all_rows).
   void truncate(int seq, int n);
   int n_past(int seq) const;
   // Attention steering (steering.h) of every token evaluated from now on in `seq` (prefill and
@@ -113,6 +120,8 @@ class Context {
   std::vector<SeqOutput> eval(const std::vector<SeqInput>& inputs);
 
  private:
+  // Whether new sequences drop their sliding-window layers' unseeable rows.
+  bool window_rows() const { return !params_.keep_all_rows && !params_.prefix_cache; }
   struct Impl;
   const model::Model& m_;
   ContextParams params_;

@@ -56,12 +56,13 @@ void rope_and_store(Pass& p, int il) {
     model::rope(kr, NKV, HD, hp.n_rot, rc, hp.rope_type);
     const Row& row = s.rows[size_t(r)];
     SeqCache& c = p.seqs[size_t(row.seq)];
-    const size_t off = size_t(row.pos) * size_t(KVd);
+    const int slot = row.pos - first_row(c, hp, il);  // a windowed sliding layer's row
+    const size_t off = size_t(slot) * size_t(KVd);
     if (!p.f16kv) {
-      store_key(c.k32[size_t(il)].data(), row.pos, kr, NKV, HD);
+      store_key(c.k32[size_t(il)].data(), slot, kr, NKV, HD);
       std::memcpy(&c.v32[size_t(il)][off], &s.v[size_t(r * KVd)], size_t(KVd) * 4);
     } else {
-      store_key(c.k16[size_t(il)].data(), row.pos, kr, NKV, HD);
+      store_key(c.k16[size_t(il)].data(), slot, kr, NKV, HD);
       for (int i = 0; i < KVd; ++i)
         c.v16[size_t(il)][off + size_t(i)] = ops::fp32_to_fp16(s.v[size_t(r * KVd + i)]);
     }
@@ -164,6 +165,7 @@ void attention_block(Pass& p, int il) {
                     : KvView{c.k32[size_t(il)].data(), c.v32[size_t(il)].data(), nullptr, nullptr};
     as.q = &s.q[size_t(base * Qd)];
     as.out = &s.attn[size_t(base * Qd)];
+    as.base = first_row(c, hp, il);
     as.pos0 = c.n_past;
     as.n_rows = int(in.tokens.size());
     as.taps.clear();

@@ -23,16 +23,35 @@ namespace ragform::runtime::detail {
 // Per-sequence KV cache: for each layer, K in attention.h's tiled layout (positions transposed in
 // tiles of kKeyTile) and V rows [pos][kv_dim], F32 or F16 (stored as the 16-bit pattern). Grows
 // in steps of 256 positions up to n_ctx.
+//
+// Sliding-window layers of a `windowed` sequence keep only the rows a query can still see: their
+// row 0 is position swa_base (a multiple of kKeyTile), and when the next tokens would not fit in
+// swa_capacity rows, grow() first drops the rows before the tile holding the first key the next
+// query sees (position n_past - n_swa + 1), then grows if it must. At long contexts that bounds
+// those layers' memory by the window plus one batch (Gemma 3: 15 of 18 layers, window 512), as
+// llama.cpp's SWA cache does. Rows are dropped whole tiles at a time, so a key keeps its lane in
+// the kernel's tiles and the sums keep their order: the bits are those of a cache that keeps every
+// row. Not windowed (every row kept): a context with a prefix cache, whose entries are whole
+// prefixes, or ContextParams::keep_all_rows.
 struct SeqCache {
   bool live = false;
+  bool windowed = false;  // set when the cache is first allocated
   int n_past = 0;
-  int capacity = 0;
+  int capacity = 0;             // rows of every layer but a windowed sequence's sliding ones
+  int swa_base = 0;             // a windowed sequence's sliding layers: position of row 0
+  int swa_capacity = 0;         // ... and their rows
   std::vector<int32_t> tokens;  // [n_past]: the tokens the cache rows were computed from
   Steering steer;               // active or default (off): Context::set_steering
   std::vector<std::vector<float>> k32, v32;
   std::vector<std::vector<uint16_t>> k16, v16;
 };
-void grow(SeqCache& s, int need, const model::Hparams& hp, KvType kt, int n_ctx);
+// Makes room for positions up to need - 1 (dropping a windowed sequence's unseeable rows first).
+// window_rows: whether a sequence allocated here is windowed.
+void grow(SeqCache& s, int need, const model::Hparams& hp, KvType kt, int n_ctx, bool window_rows);
+// The position of layer il's row 0: swa_base on a windowed sequence's sliding layer, else 0.
+inline int first_row(const SeqCache& s, const model::Hparams& hp, int il) {
+  return s.windowed && hp.is_swa(il) ? s.swa_base : 0;
+}
 
 // One row of the batch: which input, sequence, position and token.
 struct Row {

@@ -459,12 +459,12 @@ Steering resolve_steering(const SteeringSpec& spec, int n_layer, int n_head,
 }
 
 namespace {
-// f(j, inside) for keys j = 0..n-1 in order, inside = key j is in a span that ends at or before
-// pos. Spans are sorted and disjoint, so their ends are sorted too: the first that ends after pos
-// ends the applicable ones.
+// f(j, inside) for keys j = first..n-1 in order, inside = key j is in a span that ends at or
+// before pos. Spans are sorted and disjoint, so their ends are sorted too: the first that ends
+// after pos ends the applicable ones.
 template <class F>
-void for_keys(const Steering& s, int pos, int n, const F& f) {
-  int j = 0;
+void for_keys(const Steering& s, int pos, int first, int n, const F& f) {
+  int j = first;
   for (const TokenSpan& sp : s.spans) {
     if (sp.end > pos) break;
     const int b = std::min(sp.begin, n), e = std::min(sp.end, n);
@@ -474,12 +474,12 @@ void for_keys(const Steering& s, int pos, int n, const F& f) {
   for (; j < n; ++j) f(j, false);
 }
 
-// PASTA's membership (rescale): f(j, inside) for keys j = 0..n-1, inside = key j is in a span (the
-// part of it the row sees) or at or past the prompt's end (a generated token).
+// PASTA's membership (rescale): f(j, inside) for keys j = first..n-1, inside = key j is in a span
+// (the part of it the row sees) or at or past the prompt's end (a generated token).
 template <class F>
-void for_keys_pasta(const Steering& s, int n, const F& f) {
+void for_keys_pasta(const Steering& s, int first, int n, const F& f) {
   const int gen = std::min(std::max(s.prompt_end, 0), n);
-  int j = 0;
+  int j = first;
   for (const TokenSpan& sp : s.spans) {
     const int b = std::min(sp.begin, gen), e = std::min(sp.end, gen);
     if (b >= gen) break;
@@ -493,36 +493,37 @@ void for_keys_pasta(const Steering& s, int n, const F& f) {
 
 namespace {
 // Per-span reallocation of one row (Steering::shares): the masses of the applicable spans and of
-// the rest summed in double, keys in order; a span without mass gives its share to no one.
-void reallocate_each(const Steering& s, int pos, float* w, int n) {
+// the rest summed in double, keys in order; a span without mass gives its share to no one. w[j -
+// first] is key j's weight (steer_row).
+void reallocate_each(const Steering& s, int pos, float* w, int first, int n) {
   thread_local std::vector<double> mass;
   mass.clear();
   double rest = 0.0;
-  int j = 0;
+  int j = first;
   for (const TokenSpan& sp : s.spans) {
     if (sp.end > pos) break;
     const int b = std::min(sp.begin, n), e = std::min(sp.end, n);
-    for (; j < b; ++j) rest += double(w[j]);
+    for (; j < b; ++j) rest += double(w[j - first]);
     double m = 0.0;
-    for (; j < e; ++j) m += double(w[j]);
+    for (; j < e; ++j) m += double(w[j - first]);
     mass.push_back(m);
   }
-  for (; j < n; ++j) rest += double(w[j]);
+  for (; j < n; ++j) rest += double(w[j - first]);
   double given = 0.0;
   bool any = false;
   for (size_t i = 0; i < mass.size(); ++i)
     if (mass[i] > 0.0) given += double(s.shares[i]), any = true;
   if (rest <= 0.0 || !any) return;
   const float fb = float(std::max(0.0, 1.0 - given) / rest);
-  j = 0;
+  j = first;
   for (size_t i = 0; i < mass.size(); ++i) {
     const TokenSpan& sp = s.spans[i];
     const int b = std::min(sp.begin, n), e = std::min(sp.end, n);
-    for (; j < b; ++j) w[j] *= fb;
+    for (; j < b; ++j) w[j - first] *= fb;
     const float fa = mass[i] > 0.0 ? float(double(s.shares[i]) / mass[i]) : 1.0f;
-    for (; j < e; ++j) w[j] *= fa;
+    for (; j < e; ++j) w[j - first] *= fa;
   }
-  for (; j < n; ++j) w[j] *= fb;
+  for (; j < n; ++j) w[j - first] *= fb;
 }
 }  // namespace
 
@@ -530,14 +531,14 @@ namespace {
 // Found in the Middle's eq. 5-6 on one row (Steering::Redistribute): the applicable spans' masses
 // m_i and total C summed in double, keys in order; span i's keys times w_i C / (W m_i), W the
 // weights' sum over the spans with mass. Keys outside every span are not touched.
-void redistribute_each(const Steering& s, int pos, float* w, int n) {
+void redistribute_each(const Steering& s, int pos, float* w, int first, int n) {
   thread_local std::vector<double> mass;
   mass.clear();
   double total = 0.0, weights = 0.0;
   for (size_t i = 0; i < s.spans.size() && s.spans[i].end <= pos; ++i) {
-    const int b = std::min(s.spans[i].begin, n), e = std::min(s.spans[i].end, n);
+    const int b = std::clamp(s.spans[i].begin, first, n), e = std::min(s.spans[i].end, n);
     double m = 0.0;
-    for (int j = b; j < e; ++j) m += double(w[j]);
+    for (int j = b; j < e; ++j) m += double(w[j - first]);
     mass.push_back(m);
     total += m;
     if (m > 0.0) weights += double(s.shares[i]);
@@ -546,33 +547,36 @@ void redistribute_each(const Steering& s, int pos, float* w, int n) {
   for (size_t i = 0; i < mass.size(); ++i) {
     if (mass[i] <= 0.0) continue;
     const float f = float(double(s.shares[i]) / weights * total / mass[i]);
-    const int b = std::min(s.spans[i].begin, n), e = std::min(s.spans[i].end, n);
-    for (int j = b; j < e; ++j) w[j] *= f;
+    const int b = std::clamp(s.spans[i].begin, first, n), e = std::min(s.spans[i].end, n);
+    for (int j = b; j < e; ++j) w[j - first] *= f;
   }
 }
 }  // namespace
 
-void steer_row(const Steering& s, int pos, float* w, int n) {
+void steer_row(const Steering& s, int pos, float* w, int n, int first) {
   if (s.spans.empty()) return;
+  first = std::clamp(first, 0, n);
   if (s.rule == Steering::Rescale) {
     // A row that sees no span key and no generated key is unchanged (alpha cancels): skip the
     // passes over its keys, as the prefill rows before the first span are.
     if (s.spans.front().begin >= n && n <= s.prompt_end) return;
     // PASTA: the span keys the row sees (and generated keys) against the prompt's other keys.
     double in = 0.0, rest = 0.0;
-    for_keys_pasta(s, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });
+    for_keys_pasta(s, first, n,
+                   [&](int j, bool inside) { (inside ? in : rest) += double(w[j - first]); });
     const double z = rest + double(s.value) * in;
     if (in <= 0.0 || rest <= 0.0 || z <= 0.0) return;  // alpha cancels: the row is unchanged
     const float fa = float(double(s.value) / z), fb = float(1.0 / z);
-    for_keys_pasta(s, n, [&](int j, bool inside) { w[j] *= inside ? fa : fb; });
+    for_keys_pasta(s, first, n, [&](int j, bool inside) { w[j - first] *= inside ? fa : fb; });
     return;
   }
   if (s.spans.front().end > pos) return;  // no span before this query
-  if (s.rule == Steering::Redistribute) return redistribute_each(s, pos, w, n);
-  if (!s.shares.empty()) return reallocate_each(s, pos, w, n);
+  if (s.rule == Steering::Redistribute) return redistribute_each(s, pos, w, first, n);
+  if (!s.shares.empty()) return reallocate_each(s, pos, w, first, n);
   // Span mass and rest mass, summed in double (as the softmax sums), keys in order.
   double in = 0.0, rest = 0.0;
-  for_keys(s, pos, n, [&](int j, bool inside) { (inside ? in : rest) += double(w[j]); });
+  for_keys(s, pos, first, n,
+           [&](int j, bool inside) { (inside ? in : rest) += double(w[j - first]); });
   double a = 1.0, b = 1.0;  // factors for span keys and the others
   if (s.rule == Steering::Reallocate) {
     if (in <= 0.0 || rest <= 0.0) return;
@@ -582,7 +586,7 @@ void steer_row(const Steering& s, int pos, float* w, int n) {
     return;
   }
   const float fa = float(a), fb = float(b);
-  for_keys(s, pos, n, [&](int j, bool inside) { w[j] *= inside ? fa : fb; });
+  for_keys(s, pos, first, n, [&](int j, bool inside) { w[j - first] *= inside ? fa : fb; });
 }
 
 }  // namespace ragform::runtime

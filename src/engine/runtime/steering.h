@@ -191,9 +191,12 @@ std::vector<TokenSpan> merge_spans(std::vector<TokenSpan> spans);
 // sorted and disjoint (what resolve_steering gives).
 bool shares_fit_spans(const Steering& s);
 
-// The rule applied to one softmax row: weights w[0..n) of the query at position `pos` (keys
-// 0..n-1): for rescale the spans it can see, for the others the spans that end at or before pos.
-// The engine's kernel calls it on its rows.
-void steer_row(const Steering& s, int pos, float* w, int n);
+// The rule applied to one softmax row of the query at position `pos` over keys 0..n-1: for
+// rescale the spans it can see, for the others the spans that end at or before pos. w[j - first]
+// is key j's weight for keys first..n-1; the keys before `first` (outside a sliding window) have
+// weight 0 and are not stored, which changes no sum and no factor (their terms are exact zeros),
+// so a row given from `first` is steered to the same bits as the whole row. The engine's kernel
+// calls it on its rows, which start at the first key tile the window shows.
+void steer_row(const Steering& s, int pos, float* w, int n, int first = 0);
 
 }  // namespace ragform::runtime
