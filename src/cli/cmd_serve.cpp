@@ -37,6 +37,7 @@
 #include "server/engine.h"
 #include "server/http.h"
 #include "server/openapi.h"
+#include "server/reply_budget.h"
 #include "server/router.h"
 #include "store/sha256.h"
 
@@ -278,6 +279,7 @@ void serve_encoder(ServeFlags& f, const std::string& key, const sigset_t& sigs) 
   auto retr = open_retrieve_api(f.index_dir.value, &enc, f.rf.model.value, eo.model_sha256);
   server::Router router(key);
   router.hide(f.server_paths());
+  router.admit(server::admit_body);
   api.add_routes(router);
   if (retr) retr->add_routes(router);
   server::add_openapi_route(router, "encoder", f.limits());
@@ -327,6 +329,7 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   auto retr = open_retrieve_api(f.index_dir.value, ao.spotlight_model.get(), f.enc_model.value);
   server::Router router(key);
   router.hide(f.server_paths());
+  router.admit(server::admit_body);
   api.add_routes(router);
   if (retr) retr->add_routes(router);
   server::add_openapi_route(router, "reader", f.limits());

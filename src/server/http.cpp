@@ -30,6 +30,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The request line and headers of one request together (cpp-httplib 0.11 bounds each line at 8 KiB
+// but neither their number nor their sum: a million `X:y` lines held 100 MB per request, and 30
+// such requests at once ended the server under `ulimit -v`). Past either limit the request is a
+// 431 and the connection closes. 64 KiB and 256 lines leave room for long cookies and tokens.
+constexpr size_t kMaxHeaderBytes = size_t(64) << 10;
+constexpr int kMaxHeaderLines = 256;
+
 // httplib's connection threads (its TaskQueue): one per connection being served, started when no
 // idle thread can take it, up to `max`; beyond that, connections wait in arrival order. (A fixed
 // pool the size of the engine's queue let some 68 stalled clients starve every other client,
@@ -122,8 +129,16 @@ class Connection : public httplib::Stream {
         !wait(POLLIN, Clock::now() + std::chrono::seconds(opt_.keep_alive_timeout_s)))
       return false;
     deadline_ = Clock::now() + std::chrono::seconds(opt_.request_timeout_s);
+    in_head_ = true;
+    head_bytes_ = 0;
+    head_lines_ = 0;
+    line_len_ = 0;
+    head_too_large_ = false;
     return true;
   }
+  // The request's line and headers passed kMaxHeaderBytes or kMaxHeaderLines: its reading was
+  // stopped there.
+  bool head_too_large() const { return head_too_large_; }
   // A read of this request ran out of time (the read timeout or the request's deadline).
   bool timed_out() const { return timed_out_; }
   // The request was refused before its body was read to the end: what follows is not a request.
@@ -146,7 +161,11 @@ class Connection : public httplib::Stream {
       pos_ = 0;
       end_ = size_t(got);
     }
-    const size_t n = std::min(size, end_ - pos_);
+    size_t n = std::min(size, end_ - pos_);
+    if (in_head_) {
+      n = head_part(n);
+      if (n == 0) return -1;  // over the limits: the library answers 400, error_handler 431
+    }
     std::memcpy(ptr, buf_ + pos_, n);
     pos_ += n;
     return ssize_t(n);
@@ -176,6 +195,33 @@ class Connection : public httplib::Stream {
     if (wait(POLLIN, std::min(idle_end, deadline_))) return true;
     timed_out_ = listener_ != INVALID_SOCKET;  // (not when the server stops)
     return false;
+  }
+
+  // How many of the next n buffered bytes may be handed out while the request's head is read:
+  // counts its bytes and lines (a line ends at LF; an empty one, CR aside, ends the head) and
+  // stops at the head's end, so the body after it is never counted. 0 once over a limit.
+  size_t head_part(size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const char c = buf_[pos_ + i];
+      if (++head_bytes_ > kMaxHeaderBytes) return head_over();
+      if (c == '\r') continue;
+      if (c != '\n') {
+        ++line_len_;
+        continue;
+      }
+      if (line_len_ == 0) {
+        in_head_ = false;
+        return i + 1;
+      }
+      line_len_ = 0;
+      if (++head_lines_ > kMaxHeaderLines) return head_over();
+    }
+    return n;
+  }
+  size_t head_over() {
+    head_too_large_ = true;
+    close_ = true;
+    return 0;
   }
 
   // poll() for `events` until `until`, in short slices so that a stopping server (its listening
@@ -221,6 +267,10 @@ class Connection : public httplib::Stream {
   Clock::time_point deadline_ = Clock::time_point::max();
   mutable bool timed_out_ = false;
   bool close_ = false;
+  // The request's head (line and headers) as read so far: head_part().
+  bool in_head_ = false, head_too_large_ = false;
+  size_t head_bytes_ = 0, line_len_ = 0;
+  int head_lines_ = 0;
   char buf_[16384];
   size_t pos_ = 0, end_ = 0;
 };
@@ -437,6 +487,16 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
             if (t_connection) t_connection->close_after_response();
             return httplib::Server::HandlerResponse::Handled;
           }
+        }
+        if (res.status == 400 && t_connection && t_connection->head_too_large()) {
+          write(error_response(431,
+                               "request headers too large: at most " +
+                                   std::to_string(kMaxHeaderBytes >> 10) + " KiB and " +
+                                   std::to_string(kMaxHeaderLines) +
+                                   " lines for the request line and headers together",
+                               "invalid_request_error"),
+                res);
+          return httplib::Server::HandlerResponse::Handled;
         }
         if (res.status == 400 && t_connection && t_connection->timed_out()) {
           write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);

@@ -6,6 +6,8 @@
 // Hardening (docs/server.md "Security"):
 //  - Bodies over max_body bytes get 413 with a JSON error, whatever their content type (httplib's
 //    own 8 KiB cap on form bodies never applies) or transfer encoding (chunked, or read to EOF).
+//  - The request line and headers together are at most 64 KiB and 256 lines (431 beyond them);
+//    cpp-httplib bounds each line only.
 //  - Connections get a thread each, started on demand, up to max_connections (more wait for one
 //    in arrival order), so a few stalled clients cannot take the threads /health needs; the
 //    engine's concurrency is bounded separately (--batch, --queue).

@@ -113,11 +113,12 @@ ojson error_replies(const RouteSpec& spec) {
   if (post) r["404"] = error_reply("model_not_found: another model id than the served one");
   r["408"] = error_reply("request_timeout: the request did not arrive in time");
   if (post) r["413"] = error_reply("request_too_large: a body over --max-body ($max_body bytes)");
+  r["431"] = error_reply(
+      "request headers too large: the request line and headers over 64 KiB or 256 lines");
   if (post)
     r["503"] = error_reply(
-        "queue_full: --queue jobs already waiting; server_busy: no room in the replies' memory "
-        "budget "
-        "within 60 s (docs/server.md); retry later");
+        "queue_full: --queue jobs already waiting; server_busy: no room in the request bodies' "
+        "or the replies' memory budget within 60 s (docs/server.md); retry later");
   return r;
 }
 

@@ -86,8 +86,8 @@ void ReplyBudget::take(size_t bytes, std::chrono::milliseconds wait) {
       cv_.notify_all();  // the next in line may fit now that this one leaves the queue
       throw api_json::ApiError{
           503,
-          "server busy: replies being built or sent hold " + std::to_string(held) + " of the " +
-              std::to_string(limit_) + " bytes of reply memory this server allows at once; " +
+          "server busy: " + what_ + " hold " + std::to_string(held) + " of the " +
+              std::to_string(limit_) + " bytes of memory this server allows them at once; " +
               "this one needs " + std::to_string(bytes) + " (retry later, or ask for less)",
           "server_error", "server_busy"};
     }
@@ -115,6 +115,17 @@ nlohmann::json to_json(const ReplyBudget::Stats& s) {
 ReplyBudget& reply_budget() {
   static ReplyBudget budget(kReplyBudgetBytes);
   return budget;
+}
+
+ReplyBudget& body_budget() {
+  static ReplyBudget budget(kBodyBudgetBytes, "request bodies being parsed and handled");
+  return budget;
+}
+
+std::shared_ptr<void> admit_body(const Request& req) {
+  ReplyBudget::Hold hold = body_budget().reserve(req.body.size() * kParseBytesPerBodyByte);
+  if (hold.bytes() == 0) return nullptr;
+  return std::make_shared<ReplyBudget::Hold>(std::move(hold));
 }
 
 }  // namespace ragform::server

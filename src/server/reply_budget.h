@@ -15,8 +15,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "server/message.h"
 
 namespace ragform::server {
 
@@ -38,7 +41,9 @@ inline constexpr size_t kTrimAfterBytes = size_t(8) << 20;
 
 class ReplyBudget {
  public:
-  explicit ReplyBudget(size_t bytes) : limit_(bytes < 1 ? 1 : bytes) {}
+  // what: who holds it, for the 503's message ("replies being built or sent").
+  explicit ReplyBudget(size_t bytes, std::string what = "replies being built or sent")
+      : limit_(bytes < 1 ? 1 : bytes), what_(std::move(what)) {}
   ReplyBudget(const ReplyBudget&) = delete;
   ReplyBudget& operator=(const ReplyBudget&) = delete;
 
@@ -84,6 +89,7 @@ class ReplyBudget {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   const size_t limit_;
+  const std::string what_;
   size_t held_ = 0, peak_ = 0;
   uint64_t waited_ = 0, refused_ = 0, next_ticket_ = 0;
   std::deque<uint64_t> queue_;  // tickets of the waiting requests, in arrival order
@@ -91,6 +97,20 @@ class ReplyBudget {
 
 // The process's budget (one `ragform serve` per process), kReplyBudgetBytes.
 ReplyBudget& reply_budget();
+
+// Parsing a request body into JSON takes up to this many bytes per byte of body: 1 MB of empty
+// objects (`[{},{},...]`, 3 bytes each) took 27 MB (a JSON value, a map node and the allocator's
+// slack per object), and 100 such requests at once ended a server under `ulimit -v 2000000`.
+inline constexpr size_t kParseBytesPerBodyByte = 32;
+// The bodies being parsed and handled at once hold at most this (the server's default --max-body
+// of 1 MiB: 8 at once, others wait in arrival order, 503 after kReplyBudgetWait). A budget apart
+// from the replies', taken first: a request that holds its body's room may wait for reply room,
+// never the other way round, so the two cannot wait for each other.
+inline constexpr size_t kBodyBudgetBytes = size_t(256) << 20;
+ReplyBudget& body_budget();
+// Router::admit's hook of `ragform serve`: a hold of body_budget() for the request's body
+// (kParseBytesPerBodyByte a byte; none below kSmallReplyBytes of that, i.e. bodies under 32 KiB).
+std::shared_ptr<void> admit_body(const Request& req);
 
 // {"limit", "held", "peak", "waited", "refused"}: the budget's counters as /health reports them
 // (peak: the most bytes held at once since start).

@@ -81,6 +81,7 @@ Response Router::dispatch(const Request& req) const {
     return no;
   }
   if (!r->handler) throw std::logic_error(r->method + " " + r->path + " is declared, not served");
+  const std::shared_ptr<void> admitted = admit_ ? admit_(req) : nullptr;
   return r->handler(req);
 }
 

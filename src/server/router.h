@@ -60,6 +60,11 @@ class Router {
   void hide(const std::vector<std::string>& server_paths);
   // The parenthesis of every other 404 ("" = none).
   void default_hint(const std::string& why) { default_hint_ = why; }
+  // Called with every request that reaches a handler (authorised, routed, its method), before the
+  // handler; what it returns is kept until the handler has returned. The server reserves the
+  // memory parsing the body takes (reply_budget.h, admit_body); it may throw, as a handler may.
+  using Admission = std::function<std::shared_ptr<void>(const Request&)>;
+  void admit(Admission a) { admit_ = std::move(a); }
 
   // Never throws.
   Response handle(const Request& req) const noexcept;
@@ -88,6 +93,7 @@ class Router {
   std::vector<std::pair<std::string, std::string>> hints_;  // path -> why
   std::string default_hint_;
   std::vector<std::pair<std::string, std::string>> hidden_;  // server path -> what a client sees
+  Admission admit_;
 };
 
 // A route's handler from an API's member function of the request body, or, with `self` null, no
