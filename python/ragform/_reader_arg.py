@@ -1,6 +1,9 @@
 """The reader of a pipeline function: `model=` (the historical name) or `reader=`, one of them.
 Either may be a ragform.Model, an OpenAIReader or any object of the Python reader protocol
 (docs/python.md, "Your own reader"); the C++ side (python/src/py_reader.cpp) tells them apart."""
+import operator
+
+from . import _ragform
 
 
 def pick(fn, model, reader, required=True):
@@ -15,7 +18,30 @@ def pick(fn, model, reader, required=True):
     return r
 
 
+def _ctx_range():
+    """--ctx's range, from its one declaration (src/reader/engine_settings.h)."""
+    d = next(o for o in _ragform.options("model") if o["key"] == "ctx")
+    return int(d["min"]), int(d["max"])
+
+
 def context_of(r):
-    """The context a reader was opened with (Model.ctx), or None: the CLI's --ctx default then."""
+    """The context a reader was opened with (its `ctx` attribute: Model.ctx), or None when it has
+    none (or None): the CLI's --ctx default then. Anything else than an integer in --ctx's range (a
+    Python int or anything with __index__, such as numpy's; not a bool) is a ValueError naming
+    the reader's class and `ctx`, as its answers' checks are (python/src/py_reader.cpp): NaN, 1.5
+    and "4096" were taken as absent, 2**70 and -1 refused in words naming neither."""
     ctx = getattr(r, "ctx", None)
-    return ctx if isinstance(ctx, int) and not isinstance(ctx, bool) else None
+    if ctx is None:
+        return None
+    where = f"{type(r).__name__}.ctx"
+    if not isinstance(r, _ragform.Reader):
+        where = "python reader: " + where
+    lo, hi = _ctx_range()
+    expected = f"expected an integer number of tokens in {lo}..{hi}"
+    if isinstance(ctx, bool) or type(ctx).__name__ in ("bool_", "bool") or \
+            not hasattr(type(ctx), "__index__"):
+        raise ValueError(f"{where}: {expected}, got {type(ctx).__name__}")
+    n = operator.index(ctx)
+    if not lo <= n <= hi:
+        raise ValueError(f"{where}: {n} is out of range ({expected})")
+    return n

@@ -25,12 +25,14 @@
 // Every answer is checked where it crosses into C++, before a pipeline sees it: its types, its
 // lengths against the prompt's tokens (tokenize's count when the object has tokenize, else the
 // ids or pieces it returns), finite numbers, log-probs <= 0 (kLogprobSlack), attention weights in
-// [0, 1] with each row summing to 1 (kRowSumSlack), text that is valid UTF-8. An answer that fails
-// is a UsageError (ValueError in Python) naming the reader, the method and what is wrong:
+// [0, 1] with each row summing to 1 (kRowSumSlack), text that is valid UTF-8, hidden states as
+// wide as the first hidden() answer's. An answer that fails is a UsageError (ValueError in
+// Python) naming the reader, the method and what is wrong:
 // "python reader: MyReader.attention: rows must be [n_tokens] = 150 long, got 3".
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -183,8 +185,15 @@ class PyReader : public reader::Reader {
     need(caps_.hidden, "hidden", "hidden states are not supported by this reader");
     const int n_tokens = has_tokenize_ ? count_tokens(prompt) : -1;
     return call("hidden", [&] {
-      return hidden_of(obj_.attr("hidden")(bytes_str(prompt), layer), layer, n_tokens,
-                       token_bound(prompt.size()));
+      HiddenResult r = hidden_of(obj_.attr("hidden")(bytes_str(prompt), layer), layer, n_tokens,
+                                 token_bound(prompt.size()));
+      // One model, one width: states of another width than an earlier call's are another model's
+      // (or a slice of them), and the encoder's similarities across them mean nothing.
+      int first = 0;
+      if (!hidden_width_.compare_exchange_strong(first, r.n_embd) && first != r.n_embd)
+        bad("states are " + std::to_string(r.n_embd) + " wide, an earlier call gave " +
+            std::to_string(first));
+      return r;
     });
   }
 
@@ -256,6 +265,9 @@ class PyReader : public reader::Reader {
   std::string class_name_, describe_, chat_mode_;
   reader::Capabilities caps_;
   bool has_tokenize_ = false;
+  // The width (n_embd) of the first hidden() answer accepted, 0 before it; every later answer
+  // must have it (issue 40, fifth pass: widths 8 then 4 gave spotlight silently wrong scores).
+  std::atomic<int> hidden_width_{0};
   // The last prompt score() counted: its continuations (an oracle's candidate answers, a sweep's
   // variants) share it, so the object is asked once, not once per continuation.
   std::mutex counted_mu_;

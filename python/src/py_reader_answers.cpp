@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,6 +50,20 @@ std::string num(double v) {
   return buf;
 }
 
+// A bool: Python's, or numpy's (np.bool_ has __index__ and __float__, so it passed as the integer
+// or number 0 or 1 where a Python bool is refused: issue 40, fifth pass).
+bool is_bool(const pyb::handle& h) {
+  if (PyBool_Check(h.ptr())) return true;
+  const char* t = Py_TYPE(h.ptr())->tp_name;
+  return std::strcmp(t, "numpy.bool_") == 0 || std::strcmp(t, "numpy.bool") == 0;
+}
+
+// Bytes as text: bytes (np.bytes_ is bytes) or a bytearray, which is the same bytes (a bytearray
+// from generate() was refused as "result 0 has no 'text'": issue 40, fifth pass).
+bool is_bytes(const pyb::handle& h) {
+  return pyb::isinstance<pyb::bytes>(h) || PyByteArray_Check(h.ptr());
+}
+
 // `name` of a dict (its key) or of any other object (its attribute); None when absent.
 pyb::object field(const pyb::handle& h, const char* name) {
   if (pyb::isinstance<pyb::dict>(h)) {
@@ -58,11 +73,11 @@ pyb::object field(const pyb::handle& h, const char* name) {
   return pyb::getattr(h, name, pyb::none());
 }
 
-// Text from Python: str as UTF-8, bytes as they are; anything else, or a str holding a lone
-// surrogate (which has no UTF-8 form), is refused naming `what`, in the words of the arguments'
-// check (python/ragform/_text.py).
+// Text from Python: str as UTF-8, bytes (or a bytearray) as they are; anything else, or a str
+// holding a lone surrogate (which has no UTF-8 form), is refused naming `what`, in the words of the
+// arguments' check (python/ragform/_text.py).
 std::string text_of(const pyb::handle& h, const std::string& what, size_t at_most) {
-  if (!pyb::isinstance<pyb::bytes>(h) && !pyb::isinstance<pyb::str>(h))
+  if (!is_bytes(h) && !pyb::isinstance<pyb::str>(h))
     bad(what + ": expected a str, got " + type_name(h));
   // Its size before it is copied (a str's UTF-8 is at least one byte per character).
   if (const size_t n = pyb::len(h); n > at_most)
@@ -70,6 +85,8 @@ std::string text_of(const pyb::handle& h, const std::string& what, size_t at_mos
         (pyb::isinstance<pyb::str>(h) ? " characters" : " bytes") + ", more than the limit of " +
         std::to_string(at_most) + " bytes");
   if (pyb::isinstance<pyb::bytes>(h)) return h.cast<std::string>();
+  if (PyByteArray_Check(h.ptr()))
+    return std::string(PyByteArray_AsString(h.ptr()), size_t(PyByteArray_Size(h.ptr())));
   Py_ssize_t n = 0;
   if (const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n)) return std::string(s, size_t(n));
   PyErr_Clear();
@@ -87,10 +104,10 @@ std::string text_of(const pyb::handle& h, const std::string& what, size_t at_mos
   bad(what + ": not valid UTF-8 text");
 }
 
-// An integer (a Python int or anything with __index__, such as numpy's; not a bool or a float)
-// in [lo, hi].
+// An integer (a Python int or anything with __index__, such as numpy's; not a bool, Python's or
+// numpy's, nor a float) in [lo, hi].
 long long int_of(const pyb::handle& h, const std::string& what, long long lo, long long hi) {
-  if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()))
+  if (is_bool(h) || !PyIndex_Check(h.ptr()))
     bad(what + ": expected an integer, got " + type_name(h));
   auto i = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(h.ptr()));
   if (!i) throw pyb::error_already_set();
@@ -102,9 +119,9 @@ long long int_of(const pyb::handle& h, const std::string& what, long long lo, lo
   return v;
 }
 
-// A finite number (a Python or numpy float or int; not a bool).
+// A finite number (a Python or numpy float or int; not a bool, Python's or numpy's).
 double number_of(const pyb::handle& h, const std::string& what) {
-  if (PyBool_Check(h.ptr()) ||
+  if (is_bool(h) ||
       (!PyFloat_Check(h.ptr()) && !PyIndex_Check(h.ptr()) && !pyb::hasattr(h, "__float__")))
     bad(what + ": expected a number, got " + type_name(h));
   const double v = pyb::float_(pyb::reinterpret_borrow<pyb::object>(h)).cast<double>();
@@ -113,11 +130,11 @@ double number_of(const pyb::handle& h, const std::string& what) {
 }
 
 // The items of a flat sequence: a list, a tuple, a 1-D array or any other iterable but a str,
-// bytes or a dict (whose iteration is not a list of results).
+// bytes, a bytearray or a dict (whose iteration is not a list of results).
 // At most `at_most` of them: an iterator without a length is read no further than one past it.
 std::vector<pyb::object> items_of(const pyb::handle& h, const std::string& what, size_t at_most) {
-  if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h) ||
-      pyb::isinstance<pyb::dict>(h) || !pyb::isinstance<pyb::iterable>(h))
+  if (pyb::isinstance<pyb::str>(h) || is_bytes(h) || pyb::isinstance<pyb::dict>(h) ||
+      !pyb::isinstance<pyb::iterable>(h))
     bad(what + ": expected a list, got " + type_name(h));
   if (pyb::isinstance<pyb::array>(h) && pyb::reinterpret_borrow<pyb::array>(h).ndim() != 1)
     bad(what + ": expected a list (a 1-D array), got a " +
@@ -159,8 +176,8 @@ std::vector<size_t> shape_of(const pyb::handle& h, int max_ndim) {
   std::vector<size_t> shape;
   pyb::object at = pyb::reinterpret_borrow<pyb::object>(h);
   while (int(shape.size()) <= max_ndim) {
-    if (pyb::isinstance<pyb::str>(at) || pyb::isinstance<pyb::bytes>(at) ||
-        pyb::isinstance<pyb::dict>(at) || !PySequence_Check(at.ptr()))
+    if (pyb::isinstance<pyb::str>(at) || is_bytes(at) || pyb::isinstance<pyb::dict>(at) ||
+        !PySequence_Check(at.ptr()))
       break;
     if (pyb::isinstance<pyb::array>(at)) {
       for (size_t d : shape_of(at, max_ndim)) shape.push_back(d);
@@ -189,8 +206,8 @@ long long length_of(const pyb::handle& h) {
     const auto a = pyb::reinterpret_borrow<pyb::array>(h);
     return a.ndim() == 0 ? -1 : (long long)a.shape(0);
   }
-  if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h) ||
-      pyb::isinstance<pyb::dict>(h) || !PySequence_Check(h.ptr()))
+  if (pyb::isinstance<pyb::str>(h) || is_bytes(h) || pyb::isinstance<pyb::dict>(h) ||
+      !PySequence_Check(h.ptr()))
     return -1;
   const Py_ssize_t n = PyObject_Length(h.ptr());
   if (n < 0) PyErr_Clear();
@@ -249,8 +266,9 @@ int token_count_of(const pyb::handle& h, size_t bound, bool text_blank) {
         " can be (3 per byte and 16 special tokens)");
   const std::vector<pyb::object> toks = items_of(h, "the result", bound);
   for (size_t i = 0; i < toks.size(); ++i) {
-    if (PyBool_Check(toks[i].ptr()) ||
-        (!PyIndex_Check(toks[i].ptr()) && !pyb::isinstance<pyb::str>(toks[i])))
+    // Not a bool, Python's or numpy's (an np.array of bools was counted as ids: issue 40, fifth
+    // pass).
+    if (is_bool(toks[i]) || (!PyIndex_Check(toks[i].ptr()) && !pyb::isinstance<pyb::str>(toks[i])))
       bad("token " + std::to_string(i) + " is a " + type_name(toks[i]) +
           ", expected an integer id (a flat list of the prompt's tokens)");
     // An id is an index into a vocabulary (issue 40, fourth pass: -5 and 2^70 were counted).
@@ -293,7 +311,7 @@ std::string whole_text_of(const pyb::handle& h, const std::string& what) {
 
 Generation generation_of(const pyb::handle& h, const std::string& what) {
   Generation g;
-  if (pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h)) {
+  if (pyb::isinstance<pyb::str>(h) || is_bytes(h)) {
     g.text = whole_text_of(h, what);
     g.finish_reason = "length";
     return g;
@@ -347,7 +365,7 @@ ScoreResult score_of(const pyb::handle& h, int want, int at_most, int at_least, 
   const pyb::object tokens = pyb::isinstance<pyb::array>(h) ? pyb::none() : field(h, "tokens");
   if (pyb::isinstance<pyb::dict>(h) && tokens.is_none()) bad("a score dict needs 'tokens'");
   if (tokens.is_none()) {
-    if (h.is_none() || pyb::isinstance<pyb::str>(h) || pyb::isinstance<pyb::bytes>(h))
+    if (h.is_none() || pyb::isinstance<pyb::str>(h) || is_bytes(h))
       bad("expected the log-probs (a list or 1-D array) or a dict with 'tokens', got " +
           type_name(h));
     const std::vector<size_t> shape = shape_of(h, 1);

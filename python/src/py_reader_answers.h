@@ -18,7 +18,7 @@ namespace ragform::py::answer {
 // The longest text field of an answer but a generation's text (a piece, a finish reason, a
 // reader's description): longer is no token's or name's text, and is refused before it is copied.
 inline constexpr size_t kMaxFieldBytes = size_t(64) << 10;
-// A str answer as UTF-8 text (bytes must be valid UTF-8), of at most `at_most` bytes.
+// A str answer as UTF-8 text (bytes or a bytearray as they are), of at most `at_most` bytes.
 std::string text_of(const pyb::handle& h, const std::string& what, size_t at_most = kMaxFieldBytes);
 // The items of a sequence or iterator, reading at most at_most + 1 (a longer answer is refused
 // before the rest is read).
