@@ -1,5 +1,6 @@
 #include "base/yaml_text.h"
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -24,14 +25,19 @@ struct Checker : YAML::EventHandler {
 
   // Every node passes here first: a sequence or map where a map wants a key ("? [a, b] : c") is
   // refused, as no ragform input has one and yaml-cpp's conversions of it throw "bad conversion"
-  // with no line.
+  // with no line. Refused after the pass (refuse_complex_key), so that a syntax error later in
+  // the text is the one reported: an unclosed "[[2, 3" reaches here as a key first.
   void node(const YAML::Mark& mark, bool collection) {
     if (!open_.empty() && open_.back().first) {
-      if (open_.back().second && collection)
-        throw YAML::ParserException(mark,
-                                    "complex keys (a list or a map as a key) are not accepted");
+      if (open_.back().second && collection && !complex_key) complex_key = mark;
       open_.back().second = !open_.back().second;
     }
+  }
+  std::optional<YAML::Mark> complex_key;
+  void refuse_complex_key() const {
+    if (complex_key)
+      throw YAML::ParserException(*complex_key,
+                                  "complex keys (a list or a map as a key) are not accepted");
   }
   void open(const YAML::Mark& mark, bool map) {
     node(mark, true);
@@ -78,6 +84,7 @@ YAML::Node load_yaml_text(std::string_view text) {
     // returns false never ended on some malformed streams (yaml-cpp 0.7 returned true without
     // consuming input: the fuzz_sure_formats smoke ran forever, and CI with it).
     parser.HandleNextDocument(check);
+    check.refuse_complex_key();
   }
   return YAML::Load(s);
 }

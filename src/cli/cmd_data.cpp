@@ -60,7 +60,7 @@ int cmd_data_needle(const std::vector<std::string>& argv) {
          "\"answers\", \"ctxs\": [gold document (\"isgold\": true), distractors...]}. The same\n"
          "--count, --docs and --seed give the same records. `ragform demo` perturbs them with\n"
          "`sure perturb`.");
-  auto& count = a.opt<int>("-n,--count", "N", "items", 20).range(1, 1000000);
+  auto& count = a.opt<int>("-n,--count", "N", "items", 20).range(1, int(cnorm::kMaxNeedleItems));
   auto& docs = a.opt<int>("-k,--docs", "K",
                           "documents per record (the gold one and K-1 "
                           "distractors)",

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_file.h"
 #include "store/sha256.h"
 
@@ -326,7 +327,7 @@ void RunStore::Impl::check_schema(Mode mode) {
   Stmt s(db, "SELECT key, value FROM ragform_meta", where);
   while (step(s.get(), "reading ragform_meta")) kv[text_col(s.get(), 0)] = text_col(s.get(), 1);
   if (kv["format"] != kFormat)
-    throw Error(where, "not a ragform run store (format '" + kv["format"] + "')");
+    throw Error(where, "not a ragform run store (format '" + excerpt(kv["format"]) + "')");
   const std::string& v = kv["schema_version"];
   int version = 0;
   try {
@@ -336,9 +337,9 @@ void RunStore::Impl::check_schema(Mode mode) {
   } catch (const std::exception&) {
     version = 0;
   }
-  if (version <= 0) throw Error(where, "unknown schema version '" + v + "'");
+  if (version <= 0) throw Error(where, "unknown schema version '" + excerpt(v) + "'");
   if (version > kSchemaVersion)
-    throw Error(where, "schema version " + v + " is newer than this ragform supports (" +
+    throw Error(where, "schema version " + excerpt(v) + " is newer than this ragform supports (" +
                            std::to_string(kSchemaVersion) + "); use a newer ragform");
 }
 

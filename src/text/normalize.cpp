@@ -75,7 +75,7 @@ std::string normalize_answer(std::string_view s, const NormalizeOptions& options
     std::u32string expanded;
     for (uint32_t cp : decode_utf8(s)) {
       if (options.fold_compat) {
-        if (is_invisible_format(cp)) continue;
+        if (is_default_ignorable(cp)) continue;
         append_fold_compat(expanded, cp);
       } else {
         expanded += char32_t(cp);

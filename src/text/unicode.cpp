@@ -35,8 +35,19 @@ bool is_space(uint32_t cp) {
          cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
-bool is_invisible_format(uint32_t cp) {
-  return cp == 0xAD || (cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || cp == 0xFEFF;
+bool is_default_ignorable(uint32_t cp) {
+  // The property's ranges, in order.
+  static constexpr uint32_t kRanges[][2] = {
+      {0x00AD, 0x00AD},   {0x034F, 0x034F},  {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
+      {0x180B, 0x180F},   {0x200B, 0x200F},  {0x202A, 0x202E}, {0x2060, 0x206F}, {0x3164, 0x3164},
+      {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},  {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3},
+      {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF}};
+  if (cp < 0xAD) return false;
+  for (const auto& r : kRanges) {
+    if (cp < r[0]) return false;
+    if (cp <= r[1]) return true;
+  }
+  return false;
 }
 
 bool is_combining_mark(uint32_t cp) { return cp >= 0x300 && cp <= 0x36F; }

@@ -23,9 +23,12 @@
 namespace ragform::text {
 
 bool is_space(uint32_t cp);
-// Format characters that are invisible and carry no text: U+00AD soft hyphen, U+200B..200D,
-// U+2060 word joiner, U+FEFF byte-order mark.
-bool is_invisible_format(uint32_t cp);
+// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15): code points a
+// renderer shows as nothing when it does not support them — soft hyphen, zero-width space and
+// joiners, direction marks and embeddings, word joiner and invisible operators, variation
+// selectors, Hangul fillers, the BOM, tag characters and the reserved ranges beside them.
+// Text compared for sameness drops them (a question with an added U+200E is the same question).
+bool is_default_ignorable(uint32_t cp);
 bool is_combining_mark(uint32_t cp);  // U+0300..036F
 
 uint32_t to_lower(uint32_t cp);

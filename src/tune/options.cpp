@@ -36,15 +36,16 @@ std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, 
 }
 
 // Text as overlap compares it: invalid UTF-8 repaired, lowercased (text/unicode.h's table),
-// invisible format characters dropped (soft hyphen, zero-width space/joiners, word joiner, BOM:
-// text::is_invisible_format), whitespace runs collapsed to one space and trimmed. The project has
+// default-ignorable code points dropped (soft hyphen, zero-width characters, direction marks,
+// variation selectors, tags, BOM: text::is_default_ignorable; U+200E alone let a copy of the dev
+// split pass as held out), whitespace runs collapsed to one space and trimmed. The project has
 // no NFC or NFKC tables, so text in another normalisation form is not matched (a held-out record
 // written NFD, or with full-width digits, is kept).
 std::string overlap_text(std::string_view s) {
   std::string out;
   bool space = false;
   for (uint32_t cp : text::decode_utf8(text::repair_utf8(s))) {
-    if (text::is_invisible_format(cp)) continue;
+    if (text::is_default_ignorable(cp)) continue;
     if (text::is_space(cp)) {
       space = !out.empty();
       continue;

@@ -225,3 +225,29 @@ TEST(InputBoundsCli, RecordFilesThatAreNotTextAreRefusedAtOnce) {
 
 }  // namespace
 }  // namespace ragform::testing
+
+namespace ragform::testing {
+namespace {
+
+// Fifth pass, D10: the story needle's item count (cnorm calibrate's -S, position-bias's --limit)
+// was bounded only by 2^31; a billion items grew to 2.5 GB before the first answer. Refused at the
+// bound the data verb states (1,000,000), under 2 GB and 60 s.
+TEST(InputBoundsCli, NeedleItemCountsAreBounded) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const fs::path dir = temp_dir("needle-bound");
+  for (const std::string& args :
+       {"cnorm calibrate -m '" + model.string() +
+            "' -t 1 --task needle -S 1000000000 --delims original,- -o '" +
+            (dir / "cc.json").string() + "'",
+        "position-bias -m '" + model.string() + "' -t 1 -k 3 --limit 1000000000 --task needle"}) {
+    const RunResult r = run_bounded(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("the story needle makes at most 1000000 items, asked for 1000000000"),
+              std::string::npos)
+        << args << "\n"
+        << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ragform::testing

@@ -291,6 +291,19 @@ TEST(RunStore, BadFilesGiveClearErrors) {
   raw_sql(dir / "new.sqlite", "UPDATE ragform_meta SET value='one' WHERE key='schema_version'");
   EXPECT_EQ(error_of([&] { RunStore(dir / "new.sqlite"); }),
             d + "/new.sqlite: unknown schema version 'one'");
+  // Issue 40, fifth pass (D9): a long stored value is quoted as an excerpt, with its true size.
+  for (const char* key : {"format", "schema_version"}) {
+    { RunStore(dir / "long.sqlite").begin_run(config()); }
+    const std::string sql =
+        std::string("UPDATE ragform_meta SET value=printf('%.*c', 100000, 'x') WHERE key='") + key +
+        "'";
+    raw_sql(dir / "long.sqlite", sql.c_str());
+    const std::string m =
+        error_of([&] { RunStore(dir / "long.sqlite", RunStore::Mode::read_only); });
+    EXPECT_LT(m.size(), 400u) << key << ": " << m.substr(0, 500);
+    EXPECT_NE(m.find("(100000 bytes)"), std::string::npos) << key << ": " << m.substr(0, 500);
+    std::filesystem::remove(dir / "long.sqlite");
+  }
   // An empty file is an empty SQLite database: a writer initialises it, a reader refuses it.
   testing::write_file(dir / "empty.sqlite", "");
   EXPECT_EQ(error_of([&] { RunStore(dir / "empty.sqlite", RunStore::Mode::read_only); }),

@@ -98,6 +98,16 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
          r.question = "who is \xE2\x80\x8Blily 0";
          r.ctxs[0].text = "\xEF\xBB\xBFLily went to the pa\xC2\xADrk.";
        }},
+      // Every default-ignorable code point (fifth pass: U+200E, U+FE0F, U+2062 and U+E0020 let a
+      // copy of the dev split pass as held out): LRM, variation selector 16, invisible times, a
+      // tag space, combining grapheme joiner, Hangul filler, an LRE..PDF pair.
+      {"default-ignorable code points",
+       [](eval::QaRecord& r) {
+         r.question =
+             "who\xE2\x80\x8E is \xEF\xB8\x8F"
+             "lily\xE2\x81\xA2 0\xF3\xA0\x80\xA0";
+         r.ctxs[0].text = "\xCD\x8FLily went\xE3\x85\xA4 to the \xE2\x80\xAApark\xE2\x80\xAC.";
+       }},
   };
   for (const auto& [what, change] : same) {
     eval::QaRecord d = dev;

@@ -324,6 +324,10 @@ std::vector<Item> make_needle_items(size_t n, size_t k, uint64_t seed) {
   if (k == 0 || k > 12)
     throw UsageError("cnorm",
                      "the story needle supports 1 to 12 slots, got k = " + std::to_string(k));
+  if (n > kMaxNeedleItems)
+    throw UsageError("cnorm", "the story needle makes at most " + std::to_string(kMaxNeedleItems) +
+                                  " items, asked for " + std::to_string(n) +
+                                  " (-S, --limit or --count)");
   auto slot = [](const std::string& animal, const std::string& name, const std::string& act) {
     return Document{
         "", "There was a " + animal + " named " + name + ". " + name + " liked to " + act + "."};

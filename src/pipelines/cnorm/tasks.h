@@ -143,7 +143,11 @@ std::vector<Item> build_qa_items(const std::vector<eval::QaRecord>& records, siz
                                  uint64_t seed, std::vector<std::string>* skipped = nullptr);
 // Items from lost-in-the-middle KV records (QaRecord::kv); every record is a document.
 std::vector<Item> build_kv_items(const std::vector<eval::QaRecord>& records);
-// n story-needle items with k slots each (k - 1 distractors), deterministic in seed. k <= 12.
+// The most story-needle items one call makes: every item is built before the first is measured,
+// and `cnorm calibrate -S 1000000000` grew to 2.5 GB before its first answer (issue 40).
+inline constexpr size_t kMaxNeedleItems = 1000000;
+// n story-needle items with k slots each (k - 1 distractors), deterministic in seed. k <= 12,
+// n <= kMaxNeedleItems (else UsageError naming n).
 std::vector<Item> make_needle_items(size_t n, size_t k, uint64_t seed);
 
 }  // namespace ragform::cnorm
