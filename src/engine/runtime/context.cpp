@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "base/error.h"
 #include "engine/runtime/attention.h"
@@ -54,7 +55,8 @@ void Context::truncate(int seq, int n) {
     throw Error("context", "cannot truncate sequence of " + std::to_string(s.n_past) +
                                " tokens to " + std::to_string(n));
   const Hparams& hp = m_.hp();
-  if (s.windowed && n < s.n_past &&
+  if (n == 0) s.swa_base = 0;  // nothing is kept: any row may go anywhere
+  if (s.windowed && n > 0 && n < s.n_past &&
       std::max(0, n - hp.n_swa + 1) / kKeyTile * kKeyTile < s.swa_base)
     throw Error("context",
                 "cannot truncate sequence of " + std::to_string(s.n_past) + " tokens to " +
@@ -226,7 +228,127 @@ size_t Context::kv_bytes() const {
   return b;
 }
 
+namespace {
+// Tokens [b, e) of `in` as an input of their own: the logits and taps of the rows they hold (Last
+// and the default tap of the final token only on the final part), tap queries shifted.
+SeqInput part_of(const SeqInput& in, size_t b, size_t e) {
+  SeqInput p;
+  p.seq = in.seq;
+  p.tokens.assign(in.tokens.begin() + long(b), in.tokens.begin() + long(e));
+  const bool last = e == in.tokens.size();
+  p.logits = in.logits == LogitsMode::All            ? LogitsMode::All
+             : in.logits == LogitsMode::Last && last ? LogitsMode::Last
+                                                     : LogitsMode::None;
+  p.hidden_layer = in.hidden_layer;
+  if (!in.attn_layers.empty()) {
+    if (in.attn_queries.empty()) {
+      if (last) p.attn_layers = in.attn_layers;  // no queries = the final token
+    } else {
+      for (int q : in.attn_queries)
+        if (size_t(q) >= b && size_t(q) < e) p.attn_queries.push_back(q - int(b));
+      if (!p.attn_queries.empty()) p.attn_layers = in.attn_layers;
+    }
+  }
+  return p;
+}
+
+void append(SeqOutput& to, SeqOutput&& from) {
+  to.logit_positions.insert(to.logit_positions.end(), from.logit_positions.begin(),
+                            from.logit_positions.end());
+  to.logits.insert(to.logits.end(), from.logits.begin(), from.logits.end());
+  for (AttentionRow& r : from.attention) to.attention.push_back(std::move(r));
+  to.hidden.insert(to.hidden.end(), from.hidden.begin(), from.hidden.end());
+}
+
+// The attention rows of an input run in parts, in the order one pass gives them: by layer (in
+// model order), then by the input's query order.
+void order_attention(const SeqInput& in, int pos0, SeqOutput& out) {
+  if (out.attention.size() < 2) return;
+  std::vector<int> qs = in.attn_queries;
+  if (qs.empty()) qs.push_back(int(in.tokens.size()) - 1);
+  // rank of each (layer, query position) occurrence, in one pass's order
+  std::vector<std::pair<size_t, size_t>> keyed;  // (rank, row index)
+  std::vector<std::vector<size_t>> rank_of_query(in.tokens.size());
+  for (size_t k = 0; k < qs.size(); ++k) rank_of_query[size_t(qs[k])].push_back(k);
+  std::map<std::pair<int, int>, size_t> taken;  // (layer, query) -> occurrences seen
+  for (size_t i = 0; i < out.attention.size(); ++i) {
+    const AttentionRow& r = out.attention[i];
+    const int q = r.query_pos - pos0;
+    const size_t n = taken[{r.layer, q}]++;
+    keyed.push_back({size_t(r.layer) * qs.size() + rank_of_query[size_t(q)][n], i});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<AttentionRow> sorted;
+  sorted.reserve(out.attention.size());
+  for (const auto& [rank, i] : keyed) sorted.push_back(std::move(out.attention[i]));
+  out.attention = std::move(sorted);
+}
+}  // namespace
+
+void Context::roll_back(int seq, int n) {
+  try {
+    truncate(seq, n);
+  } catch (const Error&) {
+    SeqCache& s = get_seq(impl_->seqs, seq);
+    Steering st = std::move(s.steer);
+    s = SeqCache{};
+    s.live = true;
+    s.steer = std::move(st);
+  }
+}
+
 std::vector<SeqOutput> Context::eval(const std::vector<SeqInput>& inputs) {
+  size_t total = 0;
+  for (const SeqInput& in : inputs) total += in.tokens.size();
+  const size_t P = size_t(std::max(1, params_.max_pass_tokens));
+  if (total <= P) return eval_pass(inputs);
+  Impl& I = *impl_;
+  // Validate everything before any pass touches a cache.
+  detail::check_inputs(inputs, I.seqs, m_.hp(), params_.n_ctx, I.scratch.rows);
+  std::vector<int> before;
+  for (const SeqInput& in : inputs) before.push_back(n_past(in.seq));
+  std::vector<SeqOutput> out(inputs.size());
+  auto run = [&](const std::vector<SeqInput>& pass, const std::vector<size_t>& which) {
+    std::vector<SeqOutput> got = eval_pass(pass);
+    for (size_t k = 0; k < which.size(); ++k) append(out[which[k]], std::move(got[k]));
+  };
+  try {
+    // Round r runs part r (tokens r*P ..) of every input that has one, in passes of at most P
+    // tokens; a sequence appears once in a pass and its parts run in order.
+    for (size_t r = 0;; ++r) {
+      std::vector<SeqInput> pass;
+      std::vector<size_t> which;
+      size_t rows = 0;
+      bool any = false;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const size_t n = inputs[i].tokens.size(), b = r * P;
+        if (b >= n) continue;
+        any = true;
+        const size_t e = std::min(n, b + P);
+        if (rows + (e - b) > P && !pass.empty()) {
+          run(pass, which);
+          pass.clear();
+          which.clear();
+          rows = 0;
+        }
+        pass.push_back(part_of(inputs[i], b, e));
+        which.push_back(i);
+        rows += e - b;
+      }
+      if (!pass.empty()) run(pass, which);
+      if (!any) break;
+    }
+  } catch (...) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (n_past(inputs[i].seq) != before[i]) roll_back(inputs[i].seq, before[i]);
+    throw;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].attn_layers.empty()) order_attention(inputs[i], before[i], out[i]);
+  return out;
+}
+
+std::vector<SeqOutput> Context::eval_pass(const std::vector<SeqInput>& inputs) {
   const Hparams& hp = m_.hp();
   Impl& I = *impl_;
   // Validate everything before touching any cache.

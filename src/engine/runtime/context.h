@@ -21,6 +21,10 @@ namespace ragform::runtime {
 
 enum class KvType { F32, F16 };
 
+// ContextParams::max_pass_tokens' default: measured on Gemma 3 270M Q4_K_M (docs/performance.md),
+// prefill speed is flat from 512 to 2048 tokens a pass while memory grows with it.
+inline constexpr int kDefaultPassTokens = 1024;
+
 struct ContextParams {
   int n_ctx = kDefaultContext;  // tokens per sequence
   KvType kv_type = KvType::F32;
@@ -36,6 +40,12 @@ struct ContextParams {
   // the bit; what is lost is truncate() to a point whose window was dropped. true keeps every
   // row; a context with a prefix cache keeps every row in any case (its entries are prefixes).
   bool keep_all_rows = false;
+  // The most tokens one forward pass takes (llama.cpp's n_ubatch): eval() runs a larger batch as
+  // several passes in order, so its activations, and the rows a sliding-window layer holds, are
+  // those of this many tokens however long the prompt (a 32k-token prompt in one pass held 1.1 GB
+  // of activations, and kept every row of the local layers). The outputs are the same bits
+  // (passes are batch-invariant). At least 1.
+  int max_pass_tokens = kDefaultPassTokens;
 };
 
 // Prompt tokens submitted to reuse_prefix() and how many of them had to be computed.
@@ -113,15 +123,21 @@ class Context {
   // Bytes held by the KV caches of live sequences.
   size_t kv_bytes() const;
 
-  // Runs the new tokens of every input through the model. Throws Error when a sequence would
-  // exceed n_ctx or a token id is out of range, or when a requested output (logits, attention
-  // weights, hidden states) holds NaN or infinity (a model with non-finite weights); the caches
-  // are unchanged then.
+  // Runs the new tokens of every input through the model, in passes of at most max_pass_tokens
+  // tokens. Throws Error when a sequence would exceed n_ctx or a token id is out of range (before
+  // anything runs), or when a requested output (logits, attention weights, hidden states) holds
+  // NaN or infinity (a model with non-finite weights); the caches are unchanged then, except that
+  // a sequence whose later pass failed after a sliding-window layer dropped rows it held before
+  // the call is emptied (its n_past is 0).
   std::vector<SeqOutput> eval(const std::vector<SeqInput>& inputs);
 
  private:
   // Whether new sequences drop their sliding-window layers' unseeable rows.
   bool window_rows() const { return !params_.keep_all_rows && !params_.prefix_cache; }
+  // One forward pass over inputs already checked (eval splits larger batches into these).
+  std::vector<SeqOutput> eval_pass(const std::vector<SeqInput>& inputs);
+  // Back to n tokens after a failed pass: truncate, or empty when the rows are gone.
+  void roll_back(int seq, int n);
   struct Impl;
   const model::Model& m_;
   ContextParams params_;
