@@ -523,6 +523,11 @@ int run_bench(const std::vector<std::string>& argv) {
                  "-d): ppN@dD, tgN@dD",
                  0)
           .range(0, 1 << 24);
+  auto& ubatch = a.opt<int>("--ubatch", "N",
+                            "most tokens a forward pass takes (llama-bench's -ub); a prefill "
+                            "batch of 2048 runs as passes of N",
+                            runtime::kDefaultPassTokens)
+                     .range(1, 1 << 24);
   auto& threads = threads_flag(a);
   auto& f16_gemm = f16_gemm_flag(a);
   auto& taps = a.opt<std::string>("--taps", "WHICH",
@@ -618,6 +623,7 @@ int run_bench(const std::vector<std::string>& argv) {
   cp.n_ctx = max_len;
   cp.kv_type = kv_type;
   cp.pool = eo.pool;
+  cp.max_pass_tokens = ubatch.value;
   Bench b(*m, cp);
   b.depth = depth.value;
   if (steer.seen)

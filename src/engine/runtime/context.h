@@ -21,9 +21,10 @@ namespace ragform::runtime {
 
 enum class KvType { F32, F16 };
 
-// ContextParams::max_pass_tokens' default: measured on Gemma 3 270M Q4_K_M (docs/performance.md),
-// prefill speed is flat from 512 to 2048 tokens a pass while memory grows with it.
-inline constexpr int kDefaultPassTokens = 1024;
+// ContextParams::max_pass_tokens' default, llama.cpp's n_ubatch. Measured on Gemma 3 270M Q4_K_M
+// (docs/performance.md, "Memory at long context"): pp4096 1,061 / 1,040 / 1,049 t/s with passes of
+// 512 / 1,024 / 2,048 tokens, resident memory at a 32k prompt 444 / 470 / 545 MB.
+inline constexpr int kDefaultPassTokens = 512;
 
 struct ContextParams {
   int n_ctx = kDefaultContext;  // tokens per sequence
@@ -44,7 +45,7 @@ struct ContextParams {
   // several passes in order, so its activations, and the rows a sliding-window layer holds, are
   // those of this many tokens however long the prompt (a 32k-token prompt in one pass held 1.1 GB
   // of activations, and kept every row of the local layers). The outputs are the same bits
-  // (passes are batch-invariant). At least 1.
+  // (passes are batch-invariant). At least 1. `ragform bench --ubatch N` sets it.
   int max_pass_tokens = kDefaultPassTokens;
 };
 
