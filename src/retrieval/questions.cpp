@@ -31,7 +31,27 @@ const std::set<std::string>& dropped_fields() {
 
 }  // namespace
 
+namespace {
+// Everything but the other fields, which the two forms copy or move.
+Question question_fields(const nlohmann::json& row, size_t line);
+}  // namespace
+
 Question question_from_json(const nlohmann::json& row, size_t line) {
+  Question q = question_fields(row, line);
+  for (auto it = row.begin(); it != row.end(); ++it)
+    if (!dropped_fields().count(it.key())) q.extra[it.key()] = it.value();
+  return q;
+}
+
+Question question_from_json(nlohmann::json&& row, size_t line) {
+  Question q = question_fields(row, line);
+  for (auto it = row.begin(); it != row.end(); ++it)
+    if (!dropped_fields().count(it.key())) q.extra[it.key()] = std::move(it.value());
+  return q;
+}
+
+namespace {
+Question question_fields(const nlohmann::json& row, size_t line) {
   Question q;
   auto qit = row.find("question");
   if (qit == row.end()) throw eval::RowError("missing field 'question'");
@@ -53,10 +73,9 @@ Question question_from_json(const nlohmann::json& row, size_t line) {
       q.id = it->dump();
   }
   if (q.id.empty()) q.id = "line:" + std::to_string(line);
-  for (auto it = row.begin(); it != row.end(); ++it)
-    if (!dropped_fields().count(it.key())) q.extra[it.key()] = it.value();
   return q;
 }
+}  // namespace
 
 nlohmann::ordered_json retrieval_row(const Question& q, const std::vector<Retrieved>& ctxs) {
   nlohmann::ordered_json j;

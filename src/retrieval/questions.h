@@ -27,6 +27,8 @@ struct Question {
 
 // One input record; throws eval::RowError (missing or non-string "question", ...).
 Question question_from_json(const nlohmann::json& row, size_t line);
+// The same, moving the other fields out of `row` instead of copying them (a server's request).
+Question question_from_json(nlohmann::json&& row, size_t line);
 
 nlohmann::ordered_json retrieval_row(const Question& q, const std::vector<Retrieved>& ctxs);
 

@@ -111,7 +111,7 @@ void RetrieveApi::add_routes(Router& router) {
 }
 
 Response RetrieveApi::retrieve(const std::string& body) {
-  const json j = parse_body(body);
+  json j = parse_body(body);
   retrieval::RetrieveRequest req;  // k, mode: retrieve's declaration, as the CLI reads them
   read_declared(j, req);
   if (req.k > kMaxRetrieveK)
@@ -131,7 +131,7 @@ Response RetrieveApi::retrieve(const std::string& body) {
     pool = mode == retrieval::Mode::Dense ? dense_.get() : hybrid_.get();
   }
   std::vector<retrieval::Question> qs;
-  auto add = [&](const json& q, size_t i) {
+  auto add = [&](json& q, size_t i) {
     if (q.is_string()) {
       retrieval::Question x;
       x.id = "q" + std::to_string(i);
@@ -139,7 +139,9 @@ Response RetrieveApi::retrieve(const std::string& body) {
       qs.push_back(std::move(x));
     } else if (q.is_object()) {
       try {
-        qs.push_back(retrieval::question_from_json(q, i + 1));
+        qs.push_back(retrieval::question_from_json(std::move(q), i + 1));  // fields moved
+      } catch (const std::bad_alloc&) {
+        throw;  // out of memory is the server's 503, not the question's fault
       } catch (const std::exception& e) {
         bad("questions[" + std::to_string(i) + "]: " + e.what());
       }
@@ -152,7 +154,7 @@ Response RetrieveApi::retrieve(const std::string& body) {
   if (j.contains("question")) {
     add(j["question"], 0);
   } else if (j.contains("questions") && j["questions"].is_array()) {
-    const json& a = j["questions"];
+    json& a = j["questions"];
     if (a.empty()) bad("field 'questions' is empty");
     if (a.size() > size_t(opt_.max_questions))
       bad("at most " + std::to_string(opt_.max_questions) + " questions per request");
@@ -176,8 +178,16 @@ Response RetrieveApi::retrieve(const std::string& body) {
   // for room holds no passages.
   const size_t hits = qs.size() * size_t(k);
   const size_t per_hit = std::max(kRetrieveHitEstimate, largest_hit_.load());
-  ReplyBudget::Hold hold = reply_budget().reserve(
-      kRetrieveBuildFactor * std::min(hits * per_hit, kMaxResponseBytes) + (size_t(1) << 16));
+  // A question object's other fields (moved into retrieval::Question::extra) are copied into its
+  // row, whose tree is parsed and written again: as much as the body's tree a few times over (1 MB
+  // of empty objects in one question's field took 27 MB a tree; 100 such requests at once ended a
+  // server). Counted in the reply's reservation.
+  bool extra = false;
+  for (const retrieval::Question& q : qs) extra = extra || !q.extra.empty();
+  const size_t extra_bytes = extra ? 2 * kParseBytesPerBodyByte * body.size() : 0;
+  ReplyBudget::Hold hold =
+      reply_budget().reserve(kRetrieveBuildFactor * std::min(hits * per_hit, kMaxResponseBytes) +
+                             extra_bytes + (size_t(1) << 16));
   const size_t per_batch = std::max<size_t>(1, kRetrieveBatchHits / size_t(k));
   std::string data = "[";
   for (size_t b = 0; b < qs.size(); b += per_batch) {
@@ -196,7 +206,7 @@ Response RetrieveApi::retrieve(const std::string& body) {
       size_t seen = largest_hit_.load();
       while (largest > seen && !largest_hit_.compare_exchange_weak(seen, largest)) {
       }
-      return data.size() + kRetrieveBuildFactor * std::min(bytes, kMaxResponseBytes) +
+      return data.size() + kRetrieveBuildFactor * std::min(bytes, kMaxResponseBytes) + extra_bytes +
              (size_t(1) << 16);
     };
     if (const size_t need = needs(); need > hold.bytes() && need >= kSmallReplyBytes) {

@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,9 +19,11 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "base/error.h"
 
@@ -36,26 +39,40 @@ using Clock = std::chrono::steady_clock;
 // 431 and the connection closes. 64 KiB and 256 lines leave room for long cookies and tokens.
 constexpr size_t kMaxHeaderBytes = size_t(64) << 10;
 constexpr int kMaxHeaderLines = 256;
+// A chunked body's size line, its extensions included (the size itself is at most 16 hex digits).
+constexpr size_t kMaxChunkLine = 4096;
+
+// A connection thread's stack. The default 8 MiB is address space each thread holds, counted by
+// `ulimit -v`: 190 threads left by connections that had closed held 1.5 GB of it, and a valid
+// request then got 503 out_of_memory. Handlers recurse little (JSON and YAML nesting is bounded at
+// 128 levels; PCRE2 keeps its backtracking on the heap), so 2 MiB is room enough; sanitizer
+// builds, whose frames are larger, keep the default.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr size_t kConnectionStack = 0;  // the default
+#else
+constexpr size_t kConnectionStack = size_t(2) << 20;
+#endif
+// How long an idle connection thread waits for another connection before it ends.
+constexpr std::chrono::seconds kIdleThreadLife{10};
 
 // httplib's connection threads (its TaskQueue): one per connection being served, started when no
 // idle thread can take it, up to `max`; beyond that, connections wait in arrival order. (A fixed
 // pool the size of the engine's queue let some 68 stalled clients starve every other client,
-// /health included.) A thread idle for a minute ends, so a burst leaves no crowd of threads.
+// /health included.) A thread idle for kIdleThreadLife ends, so a burst leaves no crowd of
+// threads; each has a kConnectionStack stack.
 class ConnectionThreads : public httplib::TaskQueue {
  public:
   explicit ConnectionThreads(size_t max) : max_(std::max<size_t>(1, max)) {}
   ~ConnectionThreads() override { shutdown(); }
 
   void enqueue(std::function<void()> fn) override {
-    std::list<std::thread> done;
+    std::list<pthread_t> done;
     {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.push_back(std::move(fn));
       if (jobs_.size() > idle_ && threads_.size() < max_) {
         auto it = threads_.emplace(threads_.end());
-        try {
-          *it = std::thread([this, it] { work(it); });  // it waits for mu_, so *it is set first
-        } catch (const std::system_error&) {
+        if (!start(it)) {
           // The process's thread limit: the connection waits for a running thread instead.
           threads_.erase(it);
           cv_.notify_one();
@@ -65,13 +82,13 @@ class ConnectionThreads : public httplib::TaskQueue {
       }
       done.swap(finished_);
     }
-    for (auto& t : done) t.join();
+    for (pthread_t t : done) pthread_join(t, nullptr);
   }
 
   // Runs the connections already queued (each ends at once: the listening socket is closed),
   // then joins every thread.
   void shutdown() override {
-    std::list<std::thread> done;
+    std::list<pthread_t> done;
     {
       std::unique_lock<std::mutex> lock(mu_);
       stopping_ = true;
@@ -79,16 +96,38 @@ class ConnectionThreads : public httplib::TaskQueue {
       exited_.wait(lock, [&] { return threads_.empty(); });
       done.swap(finished_);
     }
-    for (auto& t : done) t.join();
+    for (pthread_t t : done) pthread_join(t, nullptr);
   }
 
  private:
-  void work(std::list<std::thread>::iterator self) {
+  using Self = std::list<pthread_t>::iterator;
+  // A thread running work(it) with a kConnectionStack stack, its id in *it (called under mu_,
+  // which work() takes first, so *it is set before the thread can move it).
+  bool start(Self it) {
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return false;
+    if (kConnectionStack > 0) pthread_attr_setstacksize(&attr, kConnectionStack);
+    auto* arg = new std::pair<ConnectionThreads*, Self>(this, it);
+    const int rc = pthread_create(
+        &*it, &attr,
+        [](void* p) -> void* {
+          std::unique_ptr<std::pair<ConnectionThreads*, Self>> a(
+              static_cast<std::pair<ConnectionThreads*, Self>*>(p));
+          a->first->work(a->second);
+          return nullptr;
+        },
+        arg);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) delete arg;
+    return rc == 0;
+  }
+
+  void work(Self self) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       ++idle_;
       const bool woken =
-          cv_.wait_for(lock, std::chrono::seconds(60), [&] { return !jobs_.empty() || stopping_; });
+          cv_.wait_for(lock, kIdleThreadLife, [&] { return !jobs_.empty() || stopping_; });
       --idle_;
       if (jobs_.empty()) {
         if (stopping_ || !woken) break;
@@ -109,7 +148,7 @@ class ConnectionThreads : public httplib::TaskQueue {
   std::mutex mu_;
   std::condition_variable cv_, exited_;
   std::deque<std::function<void()>> jobs_;
-  std::list<std::thread> threads_, finished_;
+  std::list<pthread_t> threads_, finished_;
   size_t idle_ = 0;
   bool stopping_ = false;
 };
@@ -130,15 +169,18 @@ class Connection : public httplib::Stream {
       return false;
     deadline_ = Clock::now() + std::chrono::seconds(opt_.request_timeout_s);
     in_head_ = true;
-    head_bytes_ = 0;
+    head_.clear();
     head_lines_ = 0;
     line_len_ = 0;
-    head_too_large_ = false;
+    refused_ = Refusal::none;
+    chunk_ = Chunk::none;
     return true;
   }
-  // The request's line and headers passed kMaxHeaderBytes or kMaxHeaderLines: its reading was
-  // stopped there.
-  bool head_too_large() const { return head_too_large_; }
+  // Why the request's framing was refused while it was read (its reading stopped there).
+  enum class Refusal { none, head_too_large, conflicting_length, chunk_line_too_long };
+  Refusal refused() const { return refused_; }
+  // The request line and headers passed kMaxHeaderBytes or kMaxHeaderLines.
+  bool head_too_large() const { return refused_ == Refusal::head_too_large; }
   // A read of this request ran out of time (the read timeout or the request's deadline).
   bool timed_out() const { return timed_out_; }
   // The request was refused before its body was read to the end: what follows is not a request.
@@ -164,7 +206,10 @@ class Connection : public httplib::Stream {
     size_t n = std::min(size, end_ - pos_);
     if (in_head_) {
       n = head_part(n);
-      if (n == 0) return -1;  // over the limits: the library answers 400, error_handler 431
+      if (n == 0) return -1;  // refused: the library answers 400, error_handler says why
+    } else if (chunk_ != Chunk::none) {
+      n = chunk_part(n);
+      if (n == 0) return -1;  // the body's reading fails: read_body says why
     }
     std::memcpy(ptr, buf_ + pos_, n);
     pos_ += n;
@@ -198,12 +243,14 @@ class Connection : public httplib::Stream {
   }
 
   // How many of the next n buffered bytes may be handed out while the request's head is read:
-  // counts its bytes and lines (a line ends at LF; an empty one, CR aside, ends the head) and
-  // stops at the head's end, so the body after it is never counted. 0 once over a limit.
+  // keeps its bytes (at most kMaxHeaderBytes) and counts its lines (a line ends at LF; an empty
+  // one, CR aside, ends the head), and stops at the head's end, so the body after it is never
+  // counted. 0 once refused.
   size_t head_part(size_t n) {
     for (size_t i = 0; i < n; ++i) {
       const char c = buf_[pos_ + i];
-      if (++head_bytes_ > kMaxHeaderBytes) return head_over();
+      if (head_.size() >= kMaxHeaderBytes) return refuse(Refusal::head_too_large);
+      head_ += c;
       if (c == '\r') continue;
       if (c != '\n') {
         ++line_len_;
@@ -211,15 +258,112 @@ class Connection : public httplib::Stream {
       }
       if (line_len_ == 0) {
         in_head_ = false;
-        return i + 1;
+        return head_ended() ? i + 1 : refuse(Refusal::conflicting_length);
       }
       line_len_ = 0;
-      if (++head_lines_ > kMaxHeaderLines) return head_over();
+      if (++head_lines_ > kMaxHeaderLines) return refuse(Refusal::head_too_large);
     }
     return n;
   }
-  size_t head_over() {
-    head_too_large_ = true;
+
+  // The head is complete: its framing headers are read here as the library will read them. Two
+  // Content-Length values that differ, or Content-Length beside Transfer-Encoding, would let a
+  // proxy in front and this server see different request boundaries (RFC 9112 section 6.3:
+  // request smuggling): refused. A chunked body's size lines and trailers are bounded from here on
+  // (chunk_part).
+  bool head_ended() {
+    std::string length;
+    bool has_length = false, has_encoding = false, chunked = false;
+    size_t at = head_.find('\n');  // after the request line
+    while (at != std::string::npos && at + 1 < head_.size()) {
+      const size_t end = head_.find('\n', at + 1);
+      std::string line = head_.substr(at + 1, end == std::string::npos ? end : end - at - 1);
+      at = end;
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string name = line.substr(0, colon), value = line.substr(colon + 1);
+      for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      auto trim = [](std::string& v) {
+        const size_t b = v.find_first_not_of(" \t\r"), e = v.find_last_not_of(" \t\r");
+        v = b == std::string::npos ? "" : v.substr(b, e - b + 1);
+      };
+      trim(value);
+      if (name == "content-length") {
+        if (has_length && value != length) return false;
+        has_length = true;
+        length = value;
+      } else if (name == "transfer-encoding") {
+        has_encoding = true;
+        for (char& ch : value) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        chunked = chunked || value.find("chunked") != std::string::npos;
+      }
+    }
+    if (has_length && has_encoding) return false;
+    if (chunked) {
+      chunk_ = Chunk::size_line;
+      chunk_left_ = 0;
+      size_digits_ = true;
+      trailer_bytes_ = 0;
+      line_len_ = 0;
+    }
+    head_.clear();
+    head_.shrink_to_fit();
+    return true;
+  }
+
+  // How many of the next n bytes of a chunked body may be handed out: follows its framing (a size
+  // line, that many bytes and CRLF, ..., a zero size, trailer lines, an empty line) so that a size
+  // line (its extensions included) and the trailers stay within kMaxChunkLine and
+  // kMaxHeaderBytes; cpp-httplib reads each of them whole into memory (a 200 MB extension was
+  // buffered and answered 200). 0 once refused. Malformed framing is left to the library.
+  size_t chunk_part(size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const char c = buf_[pos_ + i];
+      switch (chunk_) {
+        case Chunk::size_line:
+          if (++line_len_ > kMaxChunkLine) return refuse(Refusal::chunk_line_too_long);
+          if (c == '\n') {
+            if (chunk_left_ == 0) {
+              chunk_ = Chunk::trailers;  // the last chunk
+            } else {
+              chunk_ = Chunk::data;
+              chunk_left_ += 2;  // the CRLF after the data
+            }
+            line_len_ = 0;
+            size_digits_ = true;
+          } else if (size_digits_ && std::isxdigit(static_cast<unsigned char>(c))) {
+            if (chunk_left_ > (uint64_t(1) << 40)) break;  // absurd: the library refuses it
+            chunk_left_ = chunk_left_ * 16 + uint64_t(std::isdigit(static_cast<unsigned char>(c))
+                                                          ? c - '0'
+                                                          : std::tolower(c) - 'a' + 10);
+          } else {
+            size_digits_ = false;  // an extension, or whitespace, follows the size
+          }
+          break;
+        case Chunk::data:
+          if (--chunk_left_ == 0) chunk_ = Chunk::size_line;
+          break;
+        case Chunk::trailers:
+          if (++trailer_bytes_ > kMaxHeaderBytes) return refuse(Refusal::chunk_line_too_long);
+          if (c == '\r') break;
+          if (c != '\n') {
+            ++line_len_;
+          } else if (line_len_ == 0) {
+            chunk_ = Chunk::none;  // the body's end
+            return i + 1;
+          } else {
+            line_len_ = 0;
+          }
+          break;
+        case Chunk::none:
+          return i;
+      }
+    }
+    return n;
+  }
+
+  size_t refuse(Refusal why) {
+    refused_ = why;
     close_ = true;
     return 0;
   }
@@ -267,10 +411,17 @@ class Connection : public httplib::Stream {
   Clock::time_point deadline_ = Clock::time_point::max();
   mutable bool timed_out_ = false;
   bool close_ = false;
-  // The request's head (line and headers) as read so far: head_part().
-  bool in_head_ = false, head_too_large_ = false;
-  size_t head_bytes_ = 0, line_len_ = 0;
+  // The request's head (line and headers) as read so far: head_part(); then a chunked body's
+  // framing: chunk_part().
+  bool in_head_ = false;
+  std::string head_;
+  size_t line_len_ = 0;
   int head_lines_ = 0;
+  Refusal refused_ = Refusal::none;
+  enum class Chunk { none, size_line, data, trailers } chunk_ = Chunk::none;
+  uint64_t chunk_left_ = 0;
+  bool size_digits_ = true;
+  size_t trailer_bytes_ = 0;
   char buf_[16384];
   size_t pos_ = 0, end_ = 0;
 };
@@ -452,8 +603,12 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         const int refused = read_body(req, res, content, impl_->opt.max_body, body);
         if (refused == 0) return serve(req, std::move(body), res);
         if (t_connection) t_connection->close_after_response();
+        const bool framing =
+            t_connection && t_connection->refused() == Connection::Refusal::chunk_line_too_long;
         const char* msg = refused == 413   ? "request body too large"
                           : refused == 408 ? kTimeoutMessage
+                          : framing        ? "a chunk's size line (with its extensions) over 4096 "
+                                             "bytes, or trailers over 64 KiB"
                                            : "the request body could not be read";
         write(error_response(refused, msg, "invalid_request_error"), res);
       };
@@ -488,14 +643,23 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
             return httplib::Server::HandlerResponse::Handled;
           }
         }
-        if (res.status == 400 && t_connection && t_connection->head_too_large()) {
-          write(error_response(431,
-                               "request headers too large: at most " +
-                                   std::to_string(kMaxHeaderBytes >> 10) + " KiB and " +
-                                   std::to_string(kMaxHeaderLines) +
-                                   " lines for the request line and headers together",
-                               "invalid_request_error"),
-                res);
+        using Refusal = Connection::Refusal;
+        if (res.status == 400 && t_connection && t_connection->refused() != Refusal::none) {
+          if (t_connection->refused() == Refusal::head_too_large)
+            write(error_response(431,
+                                 "request headers too large: at most " +
+                                     std::to_string(kMaxHeaderBytes >> 10) + " KiB and " +
+                                     std::to_string(kMaxHeaderLines) +
+                                     " lines for the request line and headers together",
+                                 "invalid_request_error"),
+                  res);
+          else
+            write(error_response(400,
+                                 "conflicting framing: two different Content-Length values, or "
+                                 "Content-Length beside Transfer-Encoding (RFC 9112 section 6.3)",
+                                 "invalid_request_error"),
+                  res);
+          res.set_header("Connection", "close");
           return httplib::Server::HandlerResponse::Handled;
         }
         if (res.status == 400 && t_connection && t_connection->timed_out()) {
@@ -505,6 +669,11 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         std::string msg = res.status == 413 ? "request body too large"
                                             : "HTTP error " + std::to_string(res.status);
         write(error_response(res.status, msg, "invalid_request_error"), res);
+        // What follows a request the library refused (a header line over 8 KiB, a bad one, a
+        // declared body too large) is not a request: read as one, it was answered on its own (a
+        // request smuggled in the refused one's body).
+        res.set_header("Connection", "close");
+        if (t_connection) t_connection->close_after_response();
         return httplib::Server::HandlerResponse::Handled;
       }));
 }

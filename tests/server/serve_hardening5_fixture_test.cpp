@@ -10,12 +10,17 @@
 //   admit_body): every request is answered and the server lives on.
 #include <sys/resource.h>
 
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include "server/raw_http.h"
 #include "server/serve_harness.h"
 
@@ -107,6 +112,208 @@ TEST(ServeBodyMemory, ManyValuesInConcurrentBodiesUnderUlimitLeaveTheServerUp) {
   auto h = c.Get("/health");
   ASSERT_TRUE(h) << "the server died";
   EXPECT_EQ(h->status, 200);
+}
+
+}  // namespace
+}  // namespace ragform::testing
+
+namespace ragform::testing {
+namespace {
+
+using nlohmann::json;
+
+size_t count_responses(const std::string& s) {
+  size_t n = 0;
+  for (size_t at = s.find("HTTP/1.1 "); at != std::string::npos; at = s.find("HTTP/1.1 ", at + 1))
+    ++n;
+  return n;
+}
+
+const std::string kSmuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+// Sixth pass, E9: a header line over cpp-httplib's 8 KiB got its 400 on a connection kept open,
+// so the rest of the request, a request in its body included, was answered on its own (5
+// responses to one POST). E7: two different Content-Length values (or one beside
+// Transfer-Encoding) were taken as the first, and the bytes after it as the next request. Each is
+// now one refusal and a closed connection.
+TEST(ServeFraming, RefusedRequestsCloseAndCarryNoSmuggledRequest) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  const std::string body = R"({"prompt":"a","max_tokens":1})";
+  struct Case {
+    const char* what;
+    std::string request;
+    const char* status;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"a 9,000-byte header line",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(9000, 'v') +
+           "\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
+       "400", ""},
+      {"two Content-Length values",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nContent-Length: " +
+           std::to_string(body.size() + kSmuggled.size()) + "\r\n\r\n" + body + kSmuggled,
+       "400", "conflicting framing"},
+      {"Content-Length beside Transfer-Encoding",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n0\r\n\r\n" +
+           kSmuggled,
+       "400", "conflicting framing"},
+  };
+  for (const Case& c : cases) {
+    RawSocket s(srv.port());
+    ASSERT_TRUE(s.ok());
+    const auto got = s.exchange(c.request, 30);
+    ASSERT_TRUE(got) << c.what << ": no answer";
+    EXPECT_EQ(status_of(*got), c.status) << c.what << ": " << got->substr(0, 300);
+    EXPECT_EQ(count_responses(*got), 1u) << c.what << ": " << *got;
+    EXPECT_NE(got->find(c.message), std::string::npos) << c.what << ": " << *got;
+  }
+  // The same Content-Length twice is one length: served.
+  RawSocket s(srv.port());
+  const auto same = s.exchange(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: "
+      "close\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\nContent-Length: " + std::to_string(body.size()) +
+          "\r\n\r\n" + body,
+      30);
+  ASSERT_TRUE(same);
+  EXPECT_EQ(status_of(*same), "200") << *same;
+}
+
+// Sixth pass, E2: a chunked body's size line (with a 200 MB extension) and its trailers were read
+// whole (one request held 300 MB; 16 at once, 1.3 GB and 500s). Bounded now: 4,096 bytes a size
+// line, 64 KiB of trailers; a body with a short extension is served as before.
+TEST(ServeFraming, ChunkSizeLinesAndTrailersAreBounded) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  const std::string body = R"({"prompt":"a","max_tokens":1})";
+  auto chunked = [&](const std::string& size_line_tail, const std::string& trailers) {
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: "
+           "application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+           std::string(size) + size_line_tail + "\r\n" + body + "\r\n0\r\n" + trailers + "\r\n";
+  };
+  {
+    RawSocket s(srv.port());
+    const auto got = s.exchange(chunked(";a=b", ""), 30);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(status_of(*got), "200") << *got;
+  }
+  for (const std::string& request : {chunked(";a=" + std::string(100000, 'b'), ""),
+                                     chunked("", "X-T: " + std::string(100000, 't') + "\r\n")}) {
+    RawSocket s(srv.port());
+    s.send(request);  // the server may close before all of it is sent
+    const auto got = s.read_until_close(30);
+    ASSERT_TRUE(got) << "no answer";
+    EXPECT_EQ(status_of(*got), "400") << got->substr(0, 300);
+    EXPECT_NE(got->find("size line"), std::string::npos) << got->substr(0, 300);
+  }
+  EXPECT_LT(srv.peak_rss_kib(), 400 * 1024);
+}
+
+// Sixth pass, E3: connection threads had 8 MiB stacks, address space `ulimit -v` counts: 200
+// connections that sent half a request line and closed left ~190 threads holding 1.5 GB of it,
+// and a valid request then got 503 out_of_memory. A connection thread's stack is 2 MiB now.
+TEST(ServeFraming, ClosedConnectionsLeaveLittleAddressSpace) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  auto vm_kib = [&] {
+    std::ifstream in("/proc/" + std::to_string(srv.pid()) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("VmSize:", 0) == 0) return std::stol(line.substr(7));
+    return 0L;
+  };
+  const long before = vm_kib();
+  {
+    std::vector<RawSocket> conns;
+    for (int i = 0; i < 200; ++i) {
+      conns.emplace_back(srv.port());
+      conns.back().send("GET /hea");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const long after = vm_kib();
+  EXPECT_LT(after - before, 800L * 1024) << before << " KiB before, " << after << " after";
+  httplib::Client c("127.0.0.1", srv.port());
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+// Sixth pass, E5: /v1/rag/present replies (7.7x their body: each record's documents in its
+// prompt and in its list) were built outside the reply budget, and 150 clients that never read
+// them ended a server. The reply is reserved before it is built: /health's peak shows it.
+TEST(ServeFraming, PresentRepliesAreReservedInTheReplyBudget) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  json records = json::array();
+  for (int i = 0; i < 2000; ++i)
+    records.push_back({{"id", "r" + std::to_string(i)},
+                       {"question", "q"},
+                       {"answers", {"a"}},
+                       {"ctxs", {{{"title", "t"}, {"text", "x y z"}}}}});
+  const json profile = {{"format", "ragform-tune-profile"},
+                        {"schema_version", 1},
+                        {"presentation", {{"delimiter", "original"}, {"order", "edges"}}},
+                        {"searched", {"delimiter", "order"}},
+                        {"model", "stories260K.gguf"},
+                        {"model_sha256", ""},
+                        {"reader", "native"},
+                        {"task", "qa"},
+                        {"objective", "accuracy"},
+                        {"run", {{"store", "tune.sqlite"}, {"id", 1}}}};
+  const std::string body = json{{"profile", profile}, {"records", records}}.dump();
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_read_timeout(120, 0);
+  auto r = c.Post("/v1/rag/present", body, "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  const json health = json::parse(h->body);
+  EXPECT_GE(health["reply_memory"]["peak"].get<size_t>(), r->body.size()) << health.dump();
+}
+
+// Sixth pass, E8: /v1/retrieve copies a question object's other fields into its row, outside both
+// budgets (1 MB of empty objects in one field: 27 MB a copy; 100 such requests at once ended a
+// server). The fields are moved, not copied, and their row's trees are reserved in the reply
+// budget: /health's peak shows it.
+TEST(ServeFraming, RetrieveCountsTheFieldsItEchoes) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  const auto dir = temp_dir("serve-framing-retrieve");
+  {
+    std::ofstream c(dir / "corpus.jsonl");
+    for (int i = 0; i < 5; ++i)
+      c << json{{"id", "L" + std::to_string(i)},
+                {"title", "T"},
+                {"text", "river city " + std::to_string(i)}}
+               .dump()
+        << "\n";
+  }
+  auto built = run_ragform("index build --corpus '" + (dir / "corpus.jsonl").string() + "' -o '" +
+                           (dir / "ix").string() + "'");
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--index", (dir / "ix").string()});
+  json zz = json::array();
+  for (int i = 0; i < 30000; ++i) zz.push_back(json::object());
+  const std::string body =
+      json{{"questions", {{{"id", "x"}, {"question", "river"}, {"zz", zz}}}}, {"k", 1}}.dump();
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_read_timeout(120, 0);
+  auto r = c.Post("/v1/retrieve", body, "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+  EXPECT_NE(r->body.find("\"zz\""), std::string::npos);  // still echoed
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  const json health = json::parse(h->body);
+  EXPECT_GE(health["reply_memory"]["peak"].get<size_t>(), 32 * body.size()) << health.dump();
 }
 
 }  // namespace
