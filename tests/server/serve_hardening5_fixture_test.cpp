@@ -85,33 +85,15 @@ TEST(ServeHeaderLimits, TooManyOrTooLargeHeadersAre431) {
 
 TEST(ServeBodyMemory, ManyValuesInConcurrentBodiesUnderUlimitLeaveTheServerUp) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
-  constexpr rlim_t kLimit = rlim_t(2000000) * 1024;
-  ServeProcess srv({"-m", model.string(), "--ctx", "256"}, 120, [] {
-    unsetenv("MALLOC_ARENA_MAX");
-    rlimit rl{kLimit, kLimit};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(126);
-  });
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"}, 120, address_space_limit(2000000));
   std::string body = R"({"prompt": "a", "max_tokens": 1, "zz": [)";
   for (int i = 0; i < 340000; ++i) body += i ? ",{}" : "{}";
   body += "]}";
-  std::vector<int> status(100, 0);
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < status.size(); ++i)
-    clients.emplace_back([&, i] {
-      httplib::Client c("127.0.0.1", srv.port());
-      c.set_read_timeout(300, 0);
-      c.set_write_timeout(60, 0);
-      auto r = c.Post("/v1/completions", body, "application/json");
-      status[i] = r ? r->status : -1;
-    });
-  for (auto& t : clients) t.join();
+  const std::vector<int> status = post_at_once(srv.port(), "/v1/completions", body, 100);
   for (size_t i = 0; i < status.size(); ++i)
     EXPECT_TRUE(status[i] == 200 || status[i] == 503)
         << "request " << i << ": " << status[i] << " (-1: no answer, the server died)";
-  httplib::Client c("127.0.0.1", srv.port());
-  auto h = c.Get("/health");
-  ASSERT_TRUE(h) << "the server died";
-  EXPECT_EQ(h->status, 200);
+  expect_alive(srv);
 }
 
 }  // namespace
@@ -222,13 +204,7 @@ TEST(ServeFraming, ChunkSizeLinesAndTrailersAreBounded) {
 TEST(ServeFraming, ClosedConnectionsLeaveLittleAddressSpace) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});
-  auto vm_kib = [&] {
-    std::ifstream in("/proc/" + std::to_string(srv.pid()) + "/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("VmSize:", 0) == 0) return std::stol(line.substr(7));
-    return 0L;
-  };
-  const long before = vm_kib();
+  const long before = srv.vm_kib();
   {
     std::vector<RawSocket> conns;
     for (int i = 0; i < 200; ++i) {
@@ -238,12 +214,9 @@ TEST(ServeFraming, ClosedConnectionsLeaveLittleAddressSpace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const long after = vm_kib();
+  const long after = srv.vm_kib();
   EXPECT_LT(after - before, 800L * 1024) << before << " KiB before, " << after << " after";
-  httplib::Client c("127.0.0.1", srv.port());
-  auto h = c.Get("/health");
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->status, 200);
+  expect_alive(srv);
 }
 
 // Sixth pass, E5: /v1/rag/present replies (7.7x their body: each record's documents in its

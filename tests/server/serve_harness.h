@@ -3,6 +3,7 @@
 // every server test makes of an error reply (expect_api_error).
 #pragma once
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +120,8 @@ class ServeProcess {
     return 128 + SIGKILL;
   }
 
+  // Address space of the server in KiB (VmSize: what `ulimit -v` counts), 0 when unknown.
+  long vm_kib() const { return status_kib("VmSize:"); }
   // Resident memory of the server in KiB (VmRSS), 0 when unknown.
   long rss_kib() const { return status_kib("VmRSS:"); }
   // The most resident memory the server has had in KiB (VmHWM), 0 when unknown.
@@ -155,6 +158,41 @@ inline std::string expect_api_error(const httplib::Result& r, int status) {
   EXPECT_TRUE(e.contains("type") && e["type"].is_string()) << r->body;
   EXPECT_TRUE(e.contains("code")) << r->body;
   return has_message ? e["message"].get<std::string>() : "";
+}
+
+// A ServeProcess in_child: the server's address space limited to `kib` KiB (`ulimit -v`), with
+// glibc's own arena count (MALLOC_ARENA_MAX unset), as the memory tests' servers run.
+inline std::function<void()> address_space_limit(rlim_t kib) {
+  return [kib] {
+    unsetenv("MALLOC_ARENA_MAX");
+    rlimit rl{kib * 1024, kib * 1024};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(126);
+  };
+}
+
+// The statuses of n clients POSTing `body` to `path` at once (-1: no answer).
+inline std::vector<int> post_at_once(int port, const std::string& path, const std::string& body,
+                                     size_t n) {
+  std::vector<int> status(n, 0);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < n; ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(300, 0);
+      c.set_write_timeout(60, 0);
+      auto r = c.Post(path, body, "application/json");
+      status[i] = r ? r->status : -1;
+    });
+  for (auto& t : clients) t.join();
+  return status;
+}
+
+// The server still answers /health with 200 (else the start of its log).
+inline void expect_alive(const ServeProcess& srv) {
+  httplib::Client c("127.0.0.1", srv.port());
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h) << "the server died: " << srv.log().substr(0, 2000);
+  EXPECT_EQ(h->status, 200);
 }
 
 }  // namespace ragform::testing

@@ -28,13 +28,6 @@ httplib::Result post(int port, const std::string& path, const std::string& body)
 
 std::string deep(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }
 
-void expect_alive(const ServeProcess& srv) {
-  httplib::Client c("127.0.0.1", srv.port());
-  auto h = c.Get("/health");
-  ASSERT_TRUE(h) << "the server died: " << srv.log().substr(0, 2000);
-  EXPECT_EQ(h->status, 200);
-}
-
 // The reply within `seconds`.
 httplib::Result timed_post(int port, const std::string& path, const std::string& body,
                            double seconds) {

@@ -4,11 +4,8 @@
 // resident, because glibc's per-thread arenas held 3.9 GB of address space and a JSON destructor
 // allocated while unwinding. Every request must be answered (200, or 503 out_of_memory) and the
 // server must live on (about 12 s on 2 cores).
-#include <sys/resource.h>
-
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,34 +38,17 @@ std::string spotlight_body() {
 TEST(ServeSpotlightMemory, ConcurrentRequestsAtTheLimitUnderUlimitLeaveTheServerUp) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   REQUIRE_SHARED(vectors, "data/embeddings/glove-50d-5k.json");
-  constexpr rlim_t kLimit = rlim_t(2000000) * 1024;
-  ServeProcess srv({"-m", model.string(), "--ctx", "512", "--vectors", vectors.string()}, 120, [] {
-    unsetenv("MALLOC_ARENA_MAX");
-    rlimit rl{kLimit, kLimit};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(126);
-  });
+  ServeProcess srv({"-m", model.string(), "--ctx", "512", "--vectors", vectors.string()}, 120,
+                   address_space_limit(2000000));
   const std::string body = spotlight_body();
   for (int round = 0; round < 2; ++round) {
-    std::vector<int> status(12, 0);
-    std::vector<std::thread> clients;
-    for (size_t i = 0; i < status.size(); ++i)
-      clients.emplace_back([&, i] {
-        httplib::Client c("127.0.0.1", srv.port());
-        c.set_read_timeout(300, 0);
-        c.set_write_timeout(60, 0);
-        auto r = c.Post("/v1/rag/spotlight", body, "application/json");
-        status[i] = r ? r->status : -1;
-      });
-    for (auto& t : clients) t.join();
+    const std::vector<int> status = post_at_once(srv.port(), "/v1/rag/spotlight", body, 12);
     for (size_t i = 0; i < status.size(); ++i)
       EXPECT_TRUE(status[i] == 200 || status[i] == 503)
           << "round " << round << ", request " << i << ": " << status[i]
           << " (-1: no answer, the server died)";
   }
-  httplib::Client c("127.0.0.1", srv.port());
-  auto h = c.Get("/health");
-  ASSERT_TRUE(h) << "the server died";
-  EXPECT_EQ(h->status, 200);
+  expect_alive(srv);
 }
 
 }  // namespace
