@@ -24,18 +24,42 @@ def _ctx_range():
     return int(d["min"]), int(d["max"])
 
 
+def _where(r, name):
+    where = f"{type(r).__name__}.{name}"
+    return where if isinstance(r, _ragform.Reader) else "python reader: " + where
+
+
+def _exception_text(e):
+    """ "ValueError: message", never failing (a lone surrogate escaped, a __str__ that raises
+    replaced by the type's name), as python/src/py_reader.cpp words a reader's exception."""
+    kind = type(e).__name__
+    try:
+        msg = str(e).encode("utf-8", "backslashreplace").decode("utf-8")
+    except Exception:  # noqa: BLE001 - its __str__ raised: the type is all there is
+        return f"{kind} (its message could not be read)"
+    return f"{kind}: {msg}" if msg else kind
+
+
+def attribute_of(r, name):
+    """r.<name>, or None when the reader has no such attribute (AttributeError). Any other exception
+    raised reading it (a property that raises) is a ValueError naming the reader and the attribute:
+    "python reader: R.ctx: RuntimeError: ctx boom", not the bare exception (pass 6, E6)."""
+    try:
+        return getattr(r, name, None)
+    except Exception as e:  # noqa: BLE001 - KeyboardInterrupt and SystemExit propagate
+        raise ValueError(f"{_where(r, name)}: {_exception_text(e)}") from e
+
+
 def context_of(r):
     """The context a reader was opened with (its `ctx` attribute: Model.ctx), or None when it has
     none (or None): the CLI's --ctx default then. Anything else than an integer in --ctx's range (a
     Python int or anything with __index__, such as numpy's; not a bool) is a ValueError naming
     the reader's class and `ctx`, as its answers' checks are (python/src/py_reader.cpp): NaN, 1.5
     and "4096" were taken as absent, 2**70 and -1 refused in words naming neither."""
-    ctx = getattr(r, "ctx", None)
+    ctx = attribute_of(r, "ctx")
     if ctx is None:
         return None
-    where = f"{type(r).__name__}.ctx"
-    if not isinstance(r, _ragform.Reader):
-        where = "python reader: " + where
+    where = _where(r, "ctx")
     lo, hi = _ctx_range()
     expected = f"expected an integer number of tokens in {lo}..{hi}"
     if isinstance(ctx, bool) or type(ctx).__name__ in ("bool_", "bool") or \

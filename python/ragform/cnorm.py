@@ -4,7 +4,7 @@ import os
 
 from . import _options, _ragform
 from ._progress import Progress
-from ._reader_arg import context_of, pick
+from ._reader_arg import attribute_of, context_of, pick
 from ._text import checked
 
 __all__ = ["calibrate", "evaluate", "apply", "default_delimiters"]
@@ -28,7 +28,7 @@ def _calibrate(*args, **kwargs):
     if records is not None and not isinstance(records, (str, os.PathLike)):
         records = list(records)
     with Progress("cnorm calibrate", show=a.pop("progress")) as bar:
-        return _ragform._cnorm_calibrate(model, records, getattr(model, "system", "") or "",
+        return _ragform._cnorm_calibrate(model, records, attribute_of(model, "system") or "",
                                          context_of(model), bar, **a)
 
 

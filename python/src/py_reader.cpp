@@ -72,15 +72,69 @@ using reader::Generation;
 using reader::HiddenResult;
 using reader::ScoreResult;
 
+// str(h) as UTF-8 that cannot fail: lone surrogates (text decoded with 'surrogateescape') are
+// backslash-escaped ("caf\udce9"); nullopt when str() itself raises (or is not a str), the
+// error cleared. With the GIL held.
+std::optional<std::string> utf8_str(const pyb::handle& h) {
+  PyObject* s = PyObject_Str(h.ptr());
+  if (!s) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  PyObject* b = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
+  Py_DECREF(s);
+  if (!b) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  std::string out(PyBytes_AS_STRING(b), size_t(PyBytes_GET_SIZE(b)));
+  Py_DECREF(b);
+  return out;
+}
+
+// A type's __name__, never failing ("object" when it cannot be read).
+std::string type_name(const pyb::handle& type) {
+  PyObject* n = PyObject_GetAttrString(type.ptr(), "__name__");
+  if (!n) {
+    PyErr_Clear();
+    return "object";
+  }
+  std::optional<std::string> s = utf8_str(n);
+  Py_DECREF(n);
+  return s && !s->empty() ? excerpt(*s, kMessageBytes) : "object";
+}
+
+// "ValueError: message", never failing (pass 6, E1: a message holding a lone surrogate, or an
+// exception whose __str__ raises, escaped as a bare RuntimeError naming neither reader nor method,
+// and ended the study instead of leaving the row unmeasured).
 std::string exception_text(const pyb::error_already_set& e) {
-  std::string type = pyb::str(e.type().attr("__name__"));
+  const std::string type = type_name(e.type());
+  std::optional<std::string> text = utf8_str(e.value());
   // Cut to a message's size: it is stored in every unmeasured row the failure leaves (a 20 MB
   // message in six rows made a 120 MB store).
-  std::string msg = excerpt(pyb::str(e.value()).cast<std::string>(), kMessageBytes);
-  std::string out = msg.empty() ? type : type + ": " + msg;
+  std::string out = !text           ? type + " (its message could not be read)"
+                    : text->empty() ? type
+                                    : type + ": " + excerpt(*text, kMessageBytes);
   for (char& c : out)
     if (c == '\n' || c == '\r') c = ' ';
   return out;
+}
+
+// obj.name, or None when the object has no such attribute (an AttributeError). Any other
+// exception raised reading it (a property whose model is not loaded) is not "absent": it is
+// refused at once, naming the reader, the attribute and the exception (pass 6, E6: it was taken
+// as "no score method" and the study ran without it). KeyboardInterrupt and the other
+// BaseExceptions propagate as they are. With the GIL held.
+pyb::object attribute_or_none(const pyb::handle& obj, const char* name, const std::string& cls) {
+  PyObject* a = PyObject_GetAttrString(obj.ptr(), name);
+  if (a) return pyb::reinterpret_steal<pyb::object>(a);
+  if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();
+    return pyb::none();
+  }
+  pyb::error_already_set e;
+  if (!e.matches(PyExc_Exception)) throw e;
+  throw UsageError("python reader", cls + "." + name + ": " + exception_text(e));
 }
 
 // "a", "a and b", "a, b and c".
@@ -95,14 +149,13 @@ class PyReader : public reader::Reader {
  public:
   // With the GIL held (the binding that received the object).
   explicit PyReader(pyb::object obj) : obj_(std::move(obj)) {
-    class_name_ = pyb::str(pyb::type::of(obj_).attr("__name__"));
+    class_name_ = type_name(pyb::type::of(obj_));
     describe_ = "python:" + class_name_;
     if (has("describe"))
       describe_ = call("describe", [&] { return text_of(obj_.attr("describe")(), "the result"); });
-    chat_mode_ = call("chat_mode", [&] {
-      pyb::object chat = pyb::getattr(obj_, "chat_mode", pyb::none());
-      return chat.is_none() ? std::string("raw") : text_of(chat, "the attribute");
-    });
+    pyb::object chat = attribute_or_none(obj_, "chat_mode", class_name_);
+    chat_mode_ = chat.is_none() ? std::string("raw")
+                                : call("chat_mode", [&] { return text_of(chat, "the attribute"); });
     caps_.generate = true;
     caps_.score = has("score");
     caps_.attention = has("attention");
@@ -216,7 +269,7 @@ class PyReader : public reader::Reader {
 
  private:
   bool has(const char* name) const {
-    pyb::object m = pyb::getattr(obj_, name, pyb::none());
+    pyb::object m = attribute_or_none(obj_, name, class_name_);
     return !m.is_none() && PyCallable_Check(m.ptr());
   }
 
@@ -290,8 +343,10 @@ class PyReader : public reader::Reader {
 
 std::shared_ptr<reader::Reader> reader_arg(const pyb::handle& obj, const char* arg) {
   if (pyb::isinstance<reader::Reader>(obj)) return obj.cast<std::shared_ptr<reader::Reader>>();
-  pyb::object gen = pyb::getattr(obj, "generate", pyb::none());
-  if (obj.is_none() || gen.is_none() || !PyCallable_Check(gen.ptr()))
+  pyb::object gen = obj.is_none()
+                        ? pyb::none()
+                        : attribute_or_none(obj, "generate", type_name(pyb::type::of(obj)));
+  if (gen.is_none() || !PyCallable_Check(gen.ptr()))
     throw UsageError(arg,
                      "expected a ragform.Model, a ragform.OpenAIReader or an object with "
                      "generate(prompts, params) (docs/python.md, 'Your own reader')");

@@ -12,8 +12,9 @@ namespace ragform {
 
 // The document of `text`. Throws YAML::ParserException (mark = where, msg = why) for text that
 // is not YAML, an alias ("aliases (*name) are not accepted"), a list or map as a map's key
-// ("? [a, b] : c": "complex keys ... are not accepted"), or nesting deeper than kMaxJsonDepth
-// ("nesting deeper than 128 levels").
+// ("? [a, b] : c": "complex keys ... are not accepted"), a key a map already has ("duplicate key
+// 'k'"), a second document after the first ("only one document is read; a second starts here"),
+// or nesting deeper than kMaxJsonDepth ("nesting deeper than 128 levels").
 YAML::Node load_yaml_text(std::string_view text);
 
 }  // namespace ragform

@@ -104,6 +104,20 @@ std::string text_col(sqlite3_stmt* s, int i) {
            : std::string();
 }
 
+// A JSON column's value (a run's config, a row's scores, timings_ms, extra). A text that does not
+// parse, or nests deeper than kMaxJsonDepth, is Error "<owner>: <name> is not valid JSON: <why>" /
+// "<owner>: <name>: too deep at ...: nesting deeper than 128 levels", the reason every other
+// input gives (pass 6, E4: a deep object was reported as "extra is not a JSON object").
+json json_col(sqlite3_stmt* s, int i, const std::string& where, const std::string& owner,
+              const std::string& name) {
+  try {
+    return parse_json_text(text_col(s, i));
+  } catch (const JsonTextError& e) {
+    throw Error(where, owner + ": " + name +
+                           (e.kind() == "too deep" ? ": " : " is not valid JSON: ") + e.what());
+  }
+}
+
 }  // namespace
 
 const char* to_string(Status s) { return s == Status::ok ? "ok" : "unmeasured"; }
@@ -373,9 +387,7 @@ RunInfo RunStore::Impl::read_run(sqlite3_stmt* s) const {
   r.config_key = text_col(s, 1);
   r.created_at = text_col(s, 2);
   r.pipeline = text_col(s, 3);
-  r.config = parse_json_or_discarded(text_col(s, 4));
-  if (r.config.is_discarded())
-    throw Error(where, "run " + std::to_string(r.id) + ": config is not valid JSON");
+  r.config = json_col(s, 4, where, "run " + std::to_string(r.id), "config");
   r.tool_version = text_col(s, 5);
   r.model_path = text_col(s, 6);
   r.model_sha256 = text_col(s, 7);
@@ -407,7 +419,7 @@ Result RunStore::Impl::read_result(sqlite3_stmt* s) const {
   if (sqlite3_column_type(s, 8) != SQLITE_NULL) r.correct = sqlite3_column_int64(s, 8) != 0;
   auto numbers = [&](int col, const char* name) {
     std::map<std::string, double> m;
-    json j = parse_json_or_discarded(text_col(s, col));
+    json j = json_col(s, col, where, row, name);
     if (!j.is_object()) throw Error(where, row + ": " + name + " is not a JSON object");
     for (auto& [k, v] : j.items()) {
       if (!v.is_number()) throw Error(where, row + ": " + name + "." + k + " is not a number");
@@ -417,7 +429,7 @@ Result RunStore::Impl::read_result(sqlite3_stmt* s) const {
   };
   r.scores = numbers(9, "scores");
   r.timings_ms = numbers(10, "timings_ms");
-  r.extra = parse_json_or_discarded(text_col(s, 11));
+  r.extra = json_col(s, 11, where, row, "extra");
   if (!r.extra.is_object()) throw Error(where, row + ": extra is not a JSON object");
   return r;
 }

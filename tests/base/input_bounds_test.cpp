@@ -118,6 +118,36 @@ TEST(InputBounds, YamlAliasesAndDeepNestingAreRefused) {
   EXPECT_EQ(n["anchored"].as<int>(), 3);  // an anchor alone is harmless
 }
 
+// Pass 6: a second document and a key given twice were silently ignored (yaml-cpp builds the first
+// document, and keeps both keys with a lookup finding the first); both are refused where they are.
+TEST(InputBounds, YamlRefusesASecondDocumentAndDuplicateKeys) {
+  struct Case {
+    const char* text;
+    int line;  // 0-based
+    std::string msg;
+  };
+  const std::string second = "only one document is read; a second starts here";
+  for (const Case& c : std::vector<Case>{
+           {"a: 1\n---\nb: 2\n", 1, second},
+           {"a: 1\n...\n\nb: 2\n", 3, second},
+           {"a: 1\n--- x\n", 1, second},
+           {"a: 1\nb: 2\na: 3\n", 2, "duplicate key 'a'"},
+           {"m: {x: 1, y: [1], \"x\": 2}\n", 0, "duplicate key 'x'"},
+           {"m:\n  - {k: 1}\n  - n:\n      k: 2\n      k: 3\n", 4, "duplicate key 'k'"}}) {
+    try {
+      load_yaml_text(c.text);
+      ADD_FAILURE() << c.text << " loaded";
+    } catch (const YAML::ParserException& e) {
+      EXPECT_EQ(e.msg, c.msg) << c.text;
+      EXPECT_EQ(e.mark.line, c.line) << c.text;
+    }
+  }
+  // One document, its markers, comments after it; the same key in different maps.
+  for (const char* text : {"---\na: 1\n...\n# done\n\n", "a: 1\n# trailing\n",
+                           "m: [{k: 1}, {k: 2}]\nk: 3\n", "", "# only a comment\n"})
+    EXPECT_NO_THROW(load_yaml_text(text)) << text;
+}
+
 // A mutation of the SURE formats' seed (fuzz/corpus/fuzz_sure_formats/hang-trailing-brace.yaml)
 // on which reading every document never ended (yaml-cpp 0.7's HandleNextDocument kept returning
 // true): run in a child with an alarm, so a hang is a failure, not a stalled test run.

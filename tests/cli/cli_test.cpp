@@ -129,6 +129,8 @@ TEST(Cli, IssueCasesOfBadNumbersAreUsageErrors) {
            {"cnorm eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
            {"spotlight eval --limit -1", "--limit: value out of range: -1 (accepted: 0 or more)"},
            {"kv generate -n 0", "-n: value out of range: 0 (accepted: 1 or more)"},
+           {"kv generate --format modified --delimiter " + std::string(17, 'z'),
+            "--delimiter: delimiter '" + std::string(17, 'z') + "' is longer than 16 bytes"},
            {"bench -m x.gguf --pp -5", "--pp: value out of range: -5 (accepted: 0..16777216)"},
            {"bench -m x.gguf --pp 0 --tg 0", "bench: --pp and --tg are both 0: nothing to measure"},
            {"generate -m x.gguf -p hi --threads 100000",

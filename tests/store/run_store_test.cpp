@@ -315,6 +315,39 @@ TEST(RunStore, BadFilesGiveClearErrors) {
             d + "/no/run.sqlite: cannot create: directory '" + d + "/no' does not exist");
 }
 
+// Pass 6, E4: a stored JSON column that does not parse, or nests deeper than 128 levels, says so
+// (it was "extra is not a JSON object" / "config is not valid JSON" whatever the reason).
+TEST(RunStore, StoredJsonColumnsNameTheRealReason) {
+  auto dir = testing::temp_dir("store");
+  const fs::path p = dir / "deep.sqlite";
+  {
+    RunStore st(p);
+    st.put(row(st.begin_run(config()), "q1", "v"));
+  }
+  const std::string deep = "{\"x\":" + std::string(128, '[') + "1" + std::string(128, ']') + "}";
+  const std::string nesting = "nesting deeper than 128 levels";
+  raw_sql(p, ("UPDATE results SET extra='" + deep + "'").c_str());
+  std::string m = error_of([&] { RunStore(p, RunStore::Mode::read_only).results(std::nullopt); });
+  EXPECT_NE(m.find("row ('q1', 'v'): extra: too deep at line 1, column 133: " + nesting),
+            std::string::npos)
+      << m;
+  raw_sql(p, "UPDATE results SET extra='{\"a\": tru}'");
+  m = error_of([&] { RunStore(p, RunStore::Mode::read_only).results(std::nullopt); });
+  EXPECT_NE(m.find("extra is not valid JSON: parse error at line 1, column"), std::string::npos)
+      << m;
+  raw_sql(p, "UPDATE results SET extra='[1]'");
+  m = error_of([&] { RunStore(p, RunStore::Mode::read_only).results(std::nullopt); });
+  EXPECT_NE(m.find("extra is not a JSON object"), std::string::npos) << m;
+  raw_sql(p, "UPDATE results SET extra='{}'");
+  raw_sql(p, ("UPDATE results SET scores='" + deep + "'").c_str());
+  m = error_of([&] { RunStore(p, RunStore::Mode::read_only).results(std::nullopt); });
+  EXPECT_NE(m.find("scores: too deep at line 1, column 133: " + nesting), std::string::npos) << m;
+  raw_sql(p, ("UPDATE runs SET config='" + deep + "'").c_str());
+  m = error_of([&] { RunStore(p, RunStore::Mode::read_only).runs(); });
+  EXPECT_NE(m.find("run 1: config: too deep at line 1, column 133: " + nesting), std::string::npos)
+      << m;
+}
+
 TEST(RunStore, ReadOnlyPlaces) {
   // /proc refuses new files even for root.
   std::string e = error_of([] { RunStore("/proc/ragform-run.sqlite"); });

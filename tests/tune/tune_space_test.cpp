@@ -156,6 +156,57 @@ TEST(TuneSpace, AComplexYamlKeyIsABadSpaceFileWithItsLine) {
   }
 }
 
+// Pass 6: a second YAML document (after `---`, or after `...`) was silently ignored, and so was a
+// key given twice (JSON or YAML): both are refused, the YAML ones with their line.
+TEST(TuneSpace, ASecondDocumentOrADuplicateKeyIsRefused) {
+  using namespace ragform::tune;
+  auto dir = ragform::testing::temp_dir("tune_space_documents");
+  const auto path = (dir / "s.yaml").string();
+  struct Case {
+    std::string text, where, why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"delimiter: [\"-\"]\n---\nk: [1]\n", ":2",
+            "only one document is read; a second starts here"},
+           {"---\ndelimiter: [\"-\"]\n...\nk: [1]\n", ":4",
+            "only one document is read; a second starts here"},
+           {"delimiter: [\"-\"]\n---\n", ":2", "only one document is read; a second starts here"},
+           {"k: [1]\ndelimiter: [\"-\"]\nk: [2]\n", ":3", "duplicate key 'k'"},
+           {"{k: [1], 'k': [2]}\n", ":1", "duplicate key 'k'"},
+       }) {
+    ragform::testing::write_file(dir / "s.yaml", c.text);
+    try {
+      load_space_file(path, default_space(Task::Qa));
+      ADD_FAILURE() << "accepted " << c.text;
+    } catch (const ragform::UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), path + c.where + ": not a YAML space: " + c.why) << c.text;
+    }
+  }
+  // One document, with its end marker, comments and blank lines after it: accepted.
+  ragform::testing::write_file(dir / "s.yaml", "---\nk: [1, 2]\n...\n# the end\n\n");
+  EXPECT_EQ(load_space_file(path, default_space(Task::Qa)).ks, (std::vector<size_t>{1, 2}));
+  ragform::testing::write_file(dir / "d.json", R"({"k": [1], "p": [0.5], "k": [2]})");
+  try {
+    load_space_file((dir / "d.json").string(), default_space(Task::Qa));
+    ADD_FAILURE() << "a JSON space with k twice was accepted";
+  } catch (const ragform::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "d.json").string() + ": not a JSON space: duplicate key 'k'");
+  }
+  // The same key in two objects is no duplicate; a JSON space still parses as before.
+  ragform::testing::write_file(dir / "ok.json", R"({"k": [3], "delimiter": ["-"]})");
+  EXPECT_EQ(load_space_file((dir / "ok.json").string(), default_space(Task::Qa)).ks,
+            (std::vector<size_t>{3}));
+  ragform::testing::write_file(dir / "bad.json", "{\"k\": [3],\n \"p\": tru}");
+  try {
+    load_space_file((dir / "bad.json").string(), default_space(Task::Qa));
+    ADD_FAILURE() << "bad JSON accepted";
+  } catch (const ragform::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json:2: space is not valid JSON"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 
 namespace {

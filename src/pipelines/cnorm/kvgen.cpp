@@ -3,6 +3,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "pipelines/cnorm/format.h"
 
 namespace ragform::cnorm {
@@ -77,7 +78,13 @@ std::vector<nlohmann::json> generate_kv(const KvSpec& spec) {
   if (spec.format == KvFormat::Modified) {
     if (spec.delimiter.empty())
       throw UsageError("--delimiter", "modified UUIDs need a non-empty delimiter");
-    parse_delimiter(spec.delimiter);  // valid UTF-8, no whitespace
+    // At most kMaxDelimiterBytes, valid UTF-8, no whitespace; refused naming the flag the user
+    // gave (parse_delimiter's OptionError names --delims, cnorm's list of them).
+    try {
+      parse_delimiter(spec.delimiter);
+    } catch (const OptionError& e) {
+      throw UsageError("--delimiter", e.why());
+    }
   }
   std::vector<nlohmann::json> rows;
   for (size_t s = 0; s < spec.samples; ++s) {

@@ -72,6 +72,23 @@ TEST(CnormKvGen, GoldAtEveryPositionSameDigitsAcrossFormats) {
   s.format = KvFormat::Modified;
   s.delimiter = "a b";
   EXPECT_THROW(generate_kv(s), UsageError);
+  // Pass 6: refused naming the flag given, not cnorm's --delims.
+  s.delimiter = std::string(100000, 'z');
+  try {
+    generate_kv(s);
+    ADD_FAILURE() << "a 100 KB delimiter was accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("--delimiter: delimiter 'zzz", 0), 0u) << m.substr(0, 200);
+    EXPECT_NE(m.find("' is longer than 16 bytes"), std::string::npos) << m.substr(0, 200);
+    EXPECT_LT(m.size(), 200u);
+  }
+  s.delimiter = "a b";
+  try {
+    generate_kv(s);
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--delimiter: delimiter 'a b' contains whitespace");
+  }
 }
 
 TEST(CnormKvGen, LowDensityOnePositionReadsAsKvItems) {
