@@ -143,14 +143,20 @@ std::vector<char> tapped_rows_not_finite(const AttnSeq& seq, int row0, int rows,
   return bad;
 }
 
-// The steering rule on the item's softmax rows of steered heads (query vector i = r * G + g is
-// the query at position pos0 + row0 + r, head kvh * G + g; score column c is key k0 + c).
-void steer_item(const AttnSeq& seq, int kvh, int row0, int rows, int G, int k0, float* S, int ldS,
-                const std::vector<int>& n_keys) {
+// The query heads of one work item: heads g0 .. g0 + ng - 1 of kv head kvh's group of G.
+struct ItemHeads {
+  int G, g0, ng;
+  int head(int kvh, int g) const { return kvh * G + g0 + g; }
+};
+
+// The steering rule on the item's softmax rows of steered heads (query vector i = r * ng + g is
+// the query at position pos0 + row0 + r, head hs.head(kvh, g); score column c is key k0 + c).
+void steer_item(const AttnSeq& seq, int kvh, int row0, int rows, const ItemHeads& hs, int k0,
+                float* S, int ldS, const std::vector<int>& n_keys) {
   for (int r = 0; r < rows; ++r)
-    for (int g = 0; g < G; ++g) {
-      if (!seq.steer->steers_head(kvh * G + g)) continue;
-      const size_t i = size_t(r * G + g);
+    for (int g = 0; g < hs.ng; ++g) {
+      if (!seq.steer->steers_head(hs.head(kvh, g))) continue;
+      const size_t i = size_t(r * hs.ng + g);
       steer_row(*seq.steer, seq.pos0 + row0 + r, S + i * size_t(ldS), k0 + n_keys[i], k0);
     }
 }
@@ -191,11 +197,13 @@ void check_base(const AttnShape& a, const AttnSeq& seq) {
                                  " reads keys from " + std::to_string(first_key_read(a, seq, 0)));
 }
 
-// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, all its group's heads. Keys
-// k0 .. are read (first_key_read); score column c is key k0 + c.
-void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows, const Kernels& K,
-              AttnScratch::Thread& t) {
-  const int G = a.n_head / a.n_head_kv, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
+// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, the heads hs of its group.
+// Keys k0 .. are read (first_key_read); score column c is key k0 + c. Every query vector's
+// arithmetic is its own (the kernels block query vectors in registers, never mix them), so how
+// rows and heads are cut into items changes no bit.
+void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows,
+              const ItemHeads& hs, const Kernels& K, AttnScratch::Thread& t) {
+  const int G = hs.ng, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
   const int nq = rows * G;
   const int k0 = first_key_read(a, seq, row0);
   const KvView kv = view_from(seq, k0, kvd);
@@ -206,11 +214,12 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   if (t.q.size() < size_t(nq) * size_t(hd)) t.q.resize(size_t(nq) * size_t(hd));
   if (t.n_keys.size() < size_t(nq)) t.n_keys.resize(size_t(nq));
   if (t.out.size() < size_t(nq)) t.out.resize(size_t(nq));
-  // Query vector i = r * G + g (row-major, so n_keys[i] is non-decreasing); head h = kvh*G + g.
+  // Query vector i = r * G + g (row-major, so n_keys[i] is non-decreasing), G = hs.ng here;
+  // head h = hs.head(kvh, g).
   for (int r = 0; r < rows; ++r)
     for (int g = 0; g < G; ++g) {
       const size_t i = size_t(r * G + g);
-      const int h = kvh * G + g;
+      const int h = hs.head(kvh, g);
       const float* src = seq.q + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
       float* dst = t.q.data() + i * size_t(hd);
       if (seq.kv.f16())  // ggml converts Q to F16 for the F16 K dot products
@@ -225,14 +234,14 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
   if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
   const std::vector<char> bad_tap = tapped_rows_not_finite(seq, row0, rows, G, S, ldS, t.n_keys);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
-  if (seq.steer) steer_item(seq, kvh, row0, rows, G, k0, S, ldS, t.n_keys);
+  if (seq.steer) steer_item(seq, kvh, row0, rows, hs, k0, S, ldS, t.n_keys);
   size_t k = 0;
   for (const AttnTap& tap : seq.taps) {
     if (tap.row < row0 || tap.row >= row0 + rows) continue;
     for (int g = 0; g < G; ++g, ++k) {
       const int i = (tap.row - row0) * G + g;
       const float* s = S + size_t(i) * size_t(ldS);
-      auto& head = tap.heads[kvh * G + g];
+      auto& head = tap.heads[hs.head(kvh, g)];
       if (bad_tap[k]) {
         std::fill(head.begin(), head.begin() + k0 + t.n_keys[size_t(i)], std::nanf(""));
       } else {
@@ -312,24 +321,43 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
       const int rows = std::min(qt, s.n_rows - r0);
       for (int kvh = 0; kvh < a.n_head_kv; ++kvh)
         items.push_back(
-            {int(si), kvh, r0, rows,
+            {int(si), kvh, r0, rows, 0, G,
              double(rows) * (keys_seen(a, s, r0 + rows - 1) - first_key_read(a, s, r0))});
     }
   }
   if (items.empty()) return;
+  // Fewer items than threads (a decode step of a model with one KV head: one item per layer): each
+  // is cut into parts of its group's query heads, which read the same keys on every core. The
+  // bits are the same however items are cut (run_item).
+  if (G > 1 && items.size() < size_t(pool.size())) {
+    const int parts = std::min(G, int((size_t(pool.size()) + items.size() - 1) / items.size()));
+    const int per = (G + parts - 1) / parts;
+    std::vector<AttnScratch::Item>& cut = scratch.cut;
+    cut.clear();
+    for (const AttnScratch::Item& it : items)
+      for (int g0 = 0; g0 < G; g0 += per) {
+        AttnScratch::Item c = it;
+        c.g0 = g0;
+        c.ng = std::min(per, G - g0);
+        c.cost = it.cost * c.ng / G;
+        cut.push_back(c);
+      }
+    items.swap(cut);
+  }
   std::sort(items.begin(), items.end(),
             [](const AttnScratch::Item& x, const AttnScratch::Item& y) { return x.cost > y.cost; });
   // Short decode steps (a few thousand multiply-adds) are cheaper than waking the workers.
   double macs = 0.0;
   for (const auto& it : items) macs += it.cost;
-  macs *= 2.0 * G * a.head_dim;
+  macs *= 2.0 * G * a.head_dim;  // (cost counts rows x keys x the heads' share of the group)
   const int nt = macs < 65536.0 ? 1 : std::min(pool.size(), int(items.size()));
   if (scratch.threads.size() < size_t(pool.size())) scratch.threads.resize(size_t(pool.size()));
   std::atomic<size_t> next{0};
   auto work = [&](int tid) {
     for (size_t k = next.fetch_add(1); k < items.size(); k = next.fetch_add(1)) {
       const AttnScratch::Item& it = items[k];
-      run_item(a, seqs[size_t(it.seq)], it.kvh, it.row0, it.rows, K, scratch.threads[size_t(tid)]);
+      run_item(a, seqs[size_t(it.seq)], it.kvh, it.row0, it.rows, ItemHeads{G, it.g0, it.ng}, K,
+               scratch.threads[size_t(tid)]);
     }
   };
   if (nt <= 1) {

@@ -127,9 +127,10 @@ class AttnScratch {
   std::vector<Thread> threads;
   struct Item {
     int seq, kvh, row0, rows;
+    int g0, ng;  // the group's query heads kvh * G + g0 .. + ng - 1
     double cost;
   };
-  std::vector<Item> items;
+  std::vector<Item> items, cut;  // cut: items cut into head parts (attention())
 };
 
 // Runs attention for every sequence, in parallel over (sequence, kv head, query tile) work items,

@@ -352,6 +352,30 @@ TEST(Attention, ThreadCountDoesNotChangeResults) {
   EXPECT_EQ(a.taps, b.taps);
 }
 
+// A decode row of a model with one KV head is one work item; with more threads than items it is
+// cut into parts of its query heads, which must give the bits of one thread (taps included), F32
+// and F16, local window or not, on every tier.
+TEST(Attention, ADecodeRowCutIntoHeadPartsKeepsItsBits) {
+  for (const bool f16 : {false, true})
+    for (const int window : {0, 48}) {
+      AttnShape shape{8, 1, 64, 0.125f};
+      shape.window = window;
+      Case c(shape, 700, 1, f16, 1.0f, 33);
+      c.tap_rows = {0};
+      ThreadPool one(1), three(3), eight(8);
+      for (SimdLevel lv : tiers()) {
+        SCOPED_TRACE(std::string(simd_name(lv)) + (f16 ? " f16" : " f32") + " window " +
+                     std::to_string(window));
+        const Result a = run_kernel(c, lv, one);
+        for (ThreadPool* p : {&three, &eight}) {
+          const Result b = run_kernel(c, lv, *p);
+          EXPECT_EQ(a.out, b.out);
+          EXPECT_EQ(a.taps, b.taps);
+        }
+      }
+    }
+}
+
 TEST(Attention, BadShapeThrows) {
   std::vector<float> q(64), out(64), k(64), v(64);
   AttnSeq seq;
