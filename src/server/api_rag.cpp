@@ -46,6 +46,12 @@ Response Api::normalize(const std::string& body) {
   }
   // profile_from_json names the bad field; its Error becomes a 400.
   const cnorm::Profile prof = cnorm::profile_from_json(pj, where);
+  // Each whitespace run becomes the delimiter, which JSON may write six bytes a byte (\u0001):
+  // 16 of them made a 995 KB body a 48 MB reply, and 150 clients that never read such replies
+  // exhausted a server. Reserved in the reply budget before anything is built (reply_budget.h),
+  // twice over for the tree beside the text; a document's format wrapper adds its own bytes.
+  ReplyBudget::Hold hold =
+      reply_budget().reserve(body.size() * 2 * (1 + 6 * prof.best.text.size()) + ctxs.size() * 256);
   json applied;
   try {
     applied = cnorm::apply_profile(prof, {{"ctxs", std::move(ctxs)}}).record;
@@ -53,12 +59,21 @@ Response Api::normalize(const std::string& body) {
     bad(where + ": " + e.what());  // a profile apply cannot deploy, named as the request gave it
   }
   json out = json::array();
-  for (const auto& c : applied["ctxs"]) out.push_back(c["text"]);
-  return ok({{"documents", out},
-             {"delimiter", prof.best.name},
-             {"p", prof.p},
-             {"seed", prof.seed},
-             {"task", prof.task}});
+  for (auto& c : applied["ctxs"]) out.push_back(std::move(c["text"]));
+  applied = nullptr;
+  Response r = ok({{"documents", std::move(out)},
+                   {"delimiter", prof.best.name},
+                   {"p", prof.p},
+                   {"seed", prof.seed},
+                   {"task", prof.task}});
+  if (r.body.size() > kMaxResponseBytes)
+    bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
+            std::to_string(kMaxResponseBytes) + " (send fewer documents)",
+        "response_too_large");
+  reply_budget().grow(hold, r.body.size());  // held in full while written
+  hold.shrink(r.body.size());
+  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
+  return r;
 }
 
 namespace {
@@ -122,8 +137,18 @@ Response Api::spotlight(const std::string& body) {
   // The question's words stand for its tokens (the encoders' tokens are words): the matches grow
   // with both, and the library refuses past kMaxSimilarities once the tokens are known.
   const size_t question_words = text::split_words(question).size();
+  // Every sentence of the reply repeats its document's title and id: a 50 KB title over 4,000
+  // sentences made a 74 KB request a 200 MB reply. Counted (JSON may write a byte as six), and
+  // refused when that alone passes the reply limit.
+  size_t echoed = 0;
+  for (const Document& d : docs) echoed += (d.title.size() + d.id.size()) * d.sentences.size();
+  if (echoed > kMaxResponseBytes)
+    bad("the reply would repeat the documents' titles and ids in each of their sentences, " +
+            std::to_string(echoed) + " bytes, above the limit of " +
+            std::to_string(kMaxResponseBytes) + " (shorter titles and ids, or fewer sentences)",
+        "response_too_large");
   ReplyBudget::Hold hold = reply_budget().reserve(
-      sentences * kSpotlightBytesPerSentence +
+      sentences * kSpotlightBytesPerSentence + 6 * echoed +
       std::min(question_words, spotlight::kMaxSimilarities) * sentences * kSpotlightBytesPerMatch);
   // The request's part of `spotlight select`'s declared options (select_options.h: K, k, lambda,
   // order, special_tokens, with the CLI's and Python's defaults and ranges) over the defaults of
@@ -173,6 +198,11 @@ Response Api::spotlight(const std::string& body) {
   Response r;
   r.body = selection_json(qid, s, layout)
                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  if (r.body.size() > kMaxResponseBytes)
+    bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
+            std::to_string(kMaxResponseBytes) + " (fewer documents or sentences)",
+        "response_too_large");
+  reply_budget().grow(hold, r.body.size());  // held in full while written
   hold.shrink(r.body.size());
   r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
   return r;

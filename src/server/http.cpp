@@ -177,7 +177,7 @@ class Connection : public httplib::Stream {
     return true;
   }
   // Why the request's framing was refused while it was read (its reading stopped there).
-  enum class Refusal { none, head_too_large, conflicting_length, chunk_line_too_long };
+  enum class Refusal { none, head_too_large, framing, too_large, chunk_line_too_long, trailer };
   Refusal refused() const { return refused_; }
   // The request line and headers passed kMaxHeaderBytes or kMaxHeaderLines.
   bool head_too_large() const { return refused_ == Refusal::head_too_large; }
@@ -258,7 +258,7 @@ class Connection : public httplib::Stream {
       }
       if (line_len_ == 0) {
         in_head_ = false;
-        return head_ended() ? i + 1 : refuse(Refusal::conflicting_length);
+        return head_ended() ? i + 1 : 0;
       }
       line_len_ = 0;
       if (++head_lines_ > kMaxHeaderLines) return refuse(Refusal::head_too_large);
@@ -266,11 +266,16 @@ class Connection : public httplib::Stream {
     return n;
   }
 
-  // The head is complete: its framing headers are read here as the library will read them. Two
-  // Content-Length values that differ, or Content-Length beside Transfer-Encoding, would let a
-  // proxy in front and this server see different request boundaries (RFC 9112 section 6.3:
-  // request smuggling): refused. A chunked body's size lines and trailers are bounded from here on
-  // (chunk_part).
+  // The head is complete: its framing headers are checked here, before the library acts on them
+  // (RFC 9112 section 6.3; cpp-httplib reads a Content-Length by its leading digits and takes any
+  // Transfer-Encoding but exactly "chunked" as no body, so the bytes after it were answered as a
+  // request of their own: request smuggling). Refused (Refusal::framing): a Content-Length that is
+  // not 1*DIGIT ("0, 36", "0x24", "+0", ""), two that differ, Content-Length beside
+  // Transfer-Encoding, and a Transfer-Encoding other than exactly "chunked" (gzip, "Chunked",
+  // "gzip, chunked", "chunked, chunked"; the library would hang on them). A Content-Length over
+  // max_body is refused here too (Refusal::too_large): the library read and dropped 78 GB of a
+  // declared 1 TB body before its 413, and answered "100 Continue" to it. A chunked body's size
+  // lines and trailers are followed from here on (chunk_part).
   bool head_ended() {
     std::string length;
     bool has_length = false, has_encoding = false, chunked = false;
@@ -289,33 +294,39 @@ class Connection : public httplib::Stream {
       };
       trim(value);
       if (name == "content-length") {
-        if (has_length && value != length) return false;
+        const bool digits =
+            !value.empty() && value.size() <= 19 &&
+            std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits || (has_length && value != length)) return refused(Refusal::framing);
         has_length = true;
         length = value;
       } else if (name == "transfer-encoding") {
-        has_encoding = true;
-        for (char& ch : value) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        chunked = chunked || value.find("chunked") != std::string::npos;
+        if (has_encoding || value != "chunked") return refused(Refusal::framing);
+        has_encoding = chunked = true;
       }
     }
-    if (has_length && has_encoding) return false;
+    if (has_length && has_encoding) return refused(Refusal::framing);
+    if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
     if (chunked) {
       chunk_ = Chunk::size_line;
       chunk_left_ = 0;
       size_digits_ = true;
-      trailer_bytes_ = 0;
       line_len_ = 0;
     }
     head_.clear();
     head_.shrink_to_fit();
     return true;
   }
+  bool refused(Refusal why) {
+    refuse(why);
+    return false;
+  }
 
   // How many of the next n bytes of a chunked body may be handed out: follows its framing (a size
-  // line, that many bytes and CRLF, ..., a zero size, trailer lines, an empty line) so that a size
-  // line (its extensions included) and the trailers stay within kMaxChunkLine and
-  // kMaxHeaderBytes; cpp-httplib reads each of them whole into memory (a 200 MB extension was
-  // buffered and answered 200). 0 once refused. Malformed framing is left to the library.
+  // line, that many bytes and CRLF, ..., a zero size, the empty line) so that a size line (its
+  // extensions included) stays within kMaxChunkLine (cpp-httplib read it whole: a 200 MB
+  // extension was buffered and answered 200) and a trailer field, which the library refuses
+  // anyway, is refused in words. 0 once refused. Malformed framing is left to the library.
   size_t chunk_part(size_t n) {
     for (size_t i = 0; i < n; ++i) {
       const char c = buf_[pos_ + i];
@@ -344,17 +355,12 @@ class Connection : public httplib::Stream {
           if (--chunk_left_ == 0) chunk_ = Chunk::size_line;
           break;
         case Chunk::trailers:
-          if (++trailer_bytes_ > kMaxHeaderBytes) return refuse(Refusal::chunk_line_too_long);
+          // The library refuses every trailer field ("the request body could not be read"):
+          // refused here in words, at its first byte. Only the empty line that ends the body.
           if (c == '\r') break;
-          if (c != '\n') {
-            ++line_len_;
-          } else if (line_len_ == 0) {
-            chunk_ = Chunk::none;  // the body's end
-            return i + 1;
-          } else {
-            line_len_ = 0;
-          }
-          break;
+          if (c != '\n') return refuse(Refusal::trailer);
+          chunk_ = Chunk::none;  // the body's end
+          return i + 1;
         case Chunk::none:
           return i;
       }
@@ -421,7 +427,6 @@ class Connection : public httplib::Stream {
   enum class Chunk { none, size_line, data, trailers } chunk_ = Chunk::none;
   uint64_t chunk_left_ = 0;
   bool size_digits_ = true;
-  size_t trailer_bytes_ = 0;
   char buf_[16384];
   size_t pos_ = 0, end_ = 0;
 };
@@ -603,13 +608,16 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         const int refused = read_body(req, res, content, impl_->opt.max_body, body);
         if (refused == 0) return serve(req, std::move(body), res);
         if (t_connection) t_connection->close_after_response();
-        const bool framing =
-            t_connection && t_connection->refused() == Connection::Refusal::chunk_line_too_long;
+        const Connection::Refusal why =
+            t_connection ? t_connection->refused() : Connection::Refusal::none;
         const char* msg = refused == 413   ? "request body too large"
                           : refused == 408 ? kTimeoutMessage
-                          : framing        ? "a chunk's size line (with its extensions) over 4096 "
-                                             "bytes, or trailers over 64 KiB"
-                                           : "the request body could not be read";
+                          : why == Connection::Refusal::chunk_line_too_long
+                              ? "a chunk's size line (with its extensions) over 4096 bytes"
+                          : why == Connection::Refusal::trailer
+                              ? "trailer fields after a chunked body are not "
+                                "accepted"
+                              : "the request body could not be read";
         write(error_response(refused, msg, "invalid_request_error"), res);
       };
   svr.Get(".*", without_body);
@@ -653,10 +661,14 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
                                      " lines for the request line and headers together",
                                  "invalid_request_error"),
                   res);
+          else if (t_connection->refused() == Refusal::too_large)
+            write(error_response(413, "request body too large", "invalid_request_error"), res);
           else
             write(error_response(400,
-                                 "conflicting framing: two different Content-Length values, or "
-                                 "Content-Length beside Transfer-Encoding (RFC 9112 section 6.3)",
+                                 "conflicting framing: a Content-Length that is not one decimal "
+                                 "number, two different ones, Content-Length beside "
+                                 "Transfer-Encoding, or a Transfer-Encoding other than chunked "
+                                 "(RFC 9112 section 6.3)",
                                  "invalid_request_error"),
                   res);
           res.set_header("Connection", "close");

@@ -139,6 +139,28 @@ TEST(ServeFraming, RefusedRequestsCloseAndCarryNoSmuggledRequest) {
            std::to_string(body.size()) + "\r\nContent-Length: " +
            std::to_string(body.size() + kSmuggled.size()) + "\r\n\r\n" + body + kSmuggled,
        "400", "conflicting framing"},
+      // Seventh pass, F1: a Content-Length that is not one decimal number was read by its
+      // leading digits; F2: a Transfer-Encoding but "chunked" was read as no body.
+      {"Content-Length '0, 36'",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0, " +
+           std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
+       "400", "conflicting framing"},
+      {"Content-Length '+0'",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: +0\r\n\r\n" + kSmuggled, "400",
+       "conflicting framing"},
+      {"Transfer-Encoding gzip",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n" + kSmuggled,
+       "400", "conflicting framing"},
+      {"Transfer-Encoding 'gzip, chunked'",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
+       "chunked\r\n\r\n0\r\n\r\n" +
+           kSmuggled,
+       "400", "conflicting framing"},
+      // F6: a declared body over --max-body is refused at the headers, not read and dropped.
+      {"Content-Length of 1 TB",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+       "1000000000000\r\n\r\n",
+       "413", "request body too large"},
       {"Content-Length beside Transfer-Encoding",
        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: "
        "chunked\r\n\r\n0\r\n\r\n" +
@@ -186,14 +208,18 @@ TEST(ServeFraming, ChunkSizeLinesAndTrailersAreBounded) {
     ASSERT_TRUE(got);
     EXPECT_EQ(status_of(*got), "200") << *got;
   }
-  for (const std::string& request : {chunked(";a=" + std::string(100000, 'b'), ""),
-                                     chunked("", "X-T: " + std::string(100000, 't') + "\r\n")}) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {chunked(";a=" + std::string(100000, 'b'), ""), "size line"},
+      {chunked("", "X-T: " + std::string(100000, 't') + "\r\n"), "trailer"},
+      // Seventh pass, F8: the library refuses any trailer; it is said, not "could not be read".
+      {chunked("", "X: y\r\n"), "trailer fields after a chunked body are not accepted"}};
+  for (const auto& [request, why] : refused) {
     RawSocket s(srv.port());
     s.send(request);  // the server may close before all of it is sent
     const auto got = s.read_until_close(30);
     ASSERT_TRUE(got) << "no answer";
     EXPECT_EQ(status_of(*got), "400") << got->substr(0, 300);
-    EXPECT_NE(got->find("size line"), std::string::npos) << got->substr(0, 300);
+    EXPECT_NE(got->find(why), std::string::npos) << got->substr(0, 300);
   }
   EXPECT_LT(srv.peak_rss_kib(), 400 * 1024);
 }
@@ -287,6 +313,46 @@ TEST(ServeFraming, RetrieveCountsTheFieldsItEchoes) {
   ASSERT_TRUE(h);
   const json health = json::parse(h->body);
   EXPECT_GE(health["reply_memory"]["peak"].get<size_t>(), 32 * body.size()) << health.dump();
+}
+
+// Seventh pass, F5: /v1/rag/normalize replies (each whitespace run becomes the delimiter, up to 16
+// bytes that JSON may write six times over: 48x the body) were outside the reply budget. F7:
+// /v1/rag/spotlight repeats each document's title and id in every selected sentence (a 74 KB
+// request made a 200 MB reply): counted, and refused past the reply limit.
+TEST(ServeFraming, NormalizeAndSpotlightRepliesAreCounted) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  REQUIRE_SHARED(vectors, "data/embeddings/glove-50d-5k.json");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--vectors", vectors.string()});
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_read_timeout(120, 0);
+  const json profile = {{"model_sha256", std::string(64, '0')},
+                        {"task", "qa"},
+                        {"p", 1.0},
+                        {"seed", 1},
+                        {"S", 6},
+                        {"best", "-"},
+                        {"candidates",
+                         {{{"delimiter", "none"}, {"abs_mean", 0.5}, {"abs_std", 0.1}},
+                          {{"delimiter", "-"}, {"abs_mean", 0.6}, {"abs_std", 0.1}}}}};
+  std::vector<std::string> docs(2000, "the city by the river had a king and a war and a song");
+  auto r = c.Post("/v1/rag/normalize", json{{"profile", profile}, {"documents", docs}}.dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_GE(json::parse(h->body)["reply_memory"]["peak"].get<size_t>(), size_t(1) << 20) << h->body;
+  // A 50 KB title over 4,000 one-word sentences: refused before anything is built.
+  json sentences = json::array();
+  for (int i = 0; i < 4000; ++i) sentences.push_back("a.");
+  const std::string spot = json{
+      {"question", "a"},
+      {"documents", {{{"title", std::string(50000, 't')}, {"sentences", sentences}}}},
+      {"K", 4000}}.dump();
+  const std::string msg =
+      expect_api_error(c.Post("/v1/rag/spotlight", spot, "application/json"), 400);
+  EXPECT_NE(msg.find("titles and ids"), std::string::npos) << msg;
+  EXPECT_LT(srv.peak_rss_kib(), 600 * 1024);
 }
 
 }  // namespace

@@ -141,6 +141,38 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
 // Issue 40, third and fourth passes (H2, D3): documents past the space's smallest k are in no
 // prompt of that k's candidates, so a dev record with more documents behind the same first ones is
 // the same prompts under them.
+// Seventh pass, F9: key-value records were compared byte for byte, so a dev record with a
+// zero-width space in one pair's key, or a space around a value, was kept as held out. Their
+// pairs are folded as the documents are; another value, or another order, is another record.
+TEST(TuneOptions, KvRecordsAreComparedAsThePromptShowsThem) {
+  eval::QaRecord dev;
+  dev.id = "d1";
+  dev.question = "Extract the value of key k2.";
+  dev.answers = {"v2"};
+  eval::KvExtra kv;
+  kv.key = "k2";
+  kv.value = "v2";
+  kv.records = {{"k1", "v1"}, {"k2", "v2"}, {"k3", "v3"}};
+  kv.gold_index = 1;
+  dev.kv = kv;
+  auto held_with = [&](const std::function<void(eval::KvExtra&)>& change) {
+    eval::QaRecord h = dev;
+    h.id = "h1";
+    change(*h.kv);
+    std::vector<eval::QaRecord> held = {h};
+    return tune::drop_dev_overlap({dev}, held);
+  };
+  EXPECT_EQ(held_with([](eval::KvExtra& k) {
+              k.records[0].first =
+                  "k\xE2\x80\x8B"
+                  "1";
+            }),
+            1u);
+  EXPECT_EQ(held_with([](eval::KvExtra& k) { k.records[2].second = " v3 "; }), 1u);
+  EXPECT_EQ(held_with([](eval::KvExtra& k) { k.records[2].second = "v4"; }), 0u);
+  EXPECT_EQ(held_with([](eval::KvExtra& k) { std::swap(k.records[0], k.records[2]); }), 0u);
+}
+
 TEST(TuneOptions, OverlapComparesTheDocumentsACandidateCanShow) {
   eval::QaRecord dev = record("d1", "q1", "first");
   eval::QaRecord held = dev;
