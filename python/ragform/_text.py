@@ -108,13 +108,29 @@ def signature_types(fn):
             if isinstance(p.default, int) and not isinstance(p.default, bool)}
 
 
+def _is_bool(value):
+    """A bool, Python's or numpy's (np.bool_ has __index__, so it passes for an integer)."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy"
+                                       and type(value).__name__ in ("bool_", "bool"))
+
+
 def bad_integer(name, value, annotation):
     """For an argument pybind11 refused: the TypeError for a value that is no integer where C++
-    takes one, the ValueError for an integer no C++ integer holds (whatever the parameter: no
-    argument C++ takes accepts one); None otherwise."""
-    if value is None or isinstance(value, bool):
+    takes one (a bool included, Python's or numpy's, also as an item of a list of integers), the
+    ValueError for an integer no C++ integer holds (whatever the parameter: no argument C++ takes
+    accepts one); None otherwise."""
+    if value is None:
         return None
     is_int_param = annotation in ("int", "Optional[int]")
+    if annotation in ("List[int]", "list[int]") and isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if _is_bool(v):
+                return TypeError(f"{name}[{i}]: expected an integer, got {type(v).__name__}")
+        return None
+    if _is_bool(value):
+        if is_int_param:
+            return TypeError(f"{name}: expected an integer, got {type(value).__name__}")
+        return None
     if not isinstance(value, int):
         if is_int_param and isinstance(value, float):
             return TypeError(f"{name}: expected an integer, got float {value!r}")

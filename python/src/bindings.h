@@ -5,7 +5,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -97,4 +99,52 @@ class LoopHook {
 // runs a pipeline with the GIL released. `hook` must outlive the hooks.
 RunHooks loop_hooks(const LoopHook& hook);
 
+// A bool, Python's or numpy's (np.bool_ has __index__: it would pass as the integer 0 or 1).
+inline bool is_any_bool(const pyb::handle& obj) {
+  if (PyBool_Check(obj.ptr())) return true;
+  const char* t = Py_TYPE(obj.ptr())->tp_name;
+  return std::strcmp(t, "numpy.bool_") == 0 || std::strcmp(t, "numpy.bool") == 0;
+}
+
+// An integer as Python has it: an int or anything with __index__ (numpy's integers), not a bool
+// (np.int64(2) was refused as "expected an integer, got 2", True taken as 1: pass 7).
+inline bool is_integer(const pyb::handle& obj) {
+  return !is_any_bool(obj) && PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr());
+}
+
+// An integer argument of a bound function (Model.hidden's layer, token_piece's id): is_integer and
+// within T's range; pybind11's own int caster takes True as 1. A value refused here is pybind11's
+// "incompatible function arguments", which ragform._text.checked names ("layer: expected an
+// integer, got bool").
+template <class T>
+struct Int {
+  T value;
+  operator T() const { return value; }
+};
+
 }  // namespace ragform::py
+
+namespace pybind11::detail {
+template <class T>
+struct type_caster<ragform::py::Int<T>> {
+  PYBIND11_TYPE_CASTER(ragform::py::Int<T>, const_name("int"));
+  bool load(handle src, bool) {
+    if (!src || !ragform::py::is_integer(src)) return false;
+    object i = reinterpret_steal<object>(PyNumber_Index(src.ptr()));
+    if (!i) {
+      PyErr_Clear();
+      return false;
+    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow != 0 || v < (long long)std::numeric_limits<T>::min() ||
+        v > (long long)std::numeric_limits<T>::max())
+      return false;
+    value.value = T(v);
+    return true;
+  }
+  static handle cast(ragform::py::Int<T> src, return_value_policy, handle) {
+    return PyLong_FromLongLong((long long)src.value);
+  }
+};
+}  // namespace pybind11::detail

@@ -106,7 +106,7 @@ struct Attention {
 
 // The keywords are `ragform attention`'s --layer and --query, declared once (cnorm's
 // RelevanceRequest): their defaults below are the declaration's, their ranges its check.
-Attention attention(Reader& r, const std::string& prompt, int64_t layer, int64_t query) {
+Attention attention(Reader& r, const std::string& prompt, Int<int64_t> layer, Int<int64_t> query) {
   cnorm::RelevanceRequest req;
   req.layer = layer;
   req.query = query;
@@ -181,7 +181,7 @@ pyb::dict generation_dict(const reader::Generation& g) {
   return d;
 }
 
-pyb::array_t<float> hidden(Reader& r, const std::string& prompt, int layer) {
+pyb::array_t<float> hidden(Reader& r, const std::string& prompt, Int<int> layer) {
   reader::HiddenResult res;
   {
     pyb::gil_scoped_release nogil;
@@ -381,14 +381,16 @@ void bind_engine(pyb::module_& m) {
           "control tokens). `ragform tokenize --no-special` gives the same ids.")
       .def(
           "detokenize",
-          [](const reader::NativeReader& r, const std::vector<int32_t>& ids, bool render_special) {
+          [](const reader::NativeReader& r, const std::vector<Int<int32_t>>& given,
+             bool render_special) {
+            const std::vector<int32_t> ids(given.begin(), given.end());
             for (int32_t id : ids) check_token_id("detokenize", id, r.tokenizer().n_vocab());
             return piece_str(r.tokenizer().decode(ids, render_special));
           },
           pyb::arg("ids"), pyb::arg("render_special") = false, "Text of token ids.")
       .def(
           "token_piece",
-          [](const reader::NativeReader& r, int32_t id) {
+          [](const reader::NativeReader& r, Int<int32_t> id) {
             check_token_id("token_piece", id, r.tokenizer().n_vocab());
             return piece_str(r.tokenizer().token_to_piece(id, true));
           },

@@ -31,6 +31,13 @@ inline std::string shown_value(const pyb::handle& obj) {
   return excerpt(pyb::repr(obj).cast<std::string>());
 }
 
+// An integer's value as a Python int (is_integer(obj): numpy's become Python's).
+inline pyb::int_ index_of(const pyb::handle& obj) {
+  auto i = pyb::reinterpret_steal<pyb::int_>(PyNumber_Index(obj.ptr()));
+  if (!i) throw pyb::error_already_set();
+  return i;
+}
+
 // The value of `obj` for the option `d` as a field of type T (not optional).
 template <class T>
 T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
@@ -60,25 +67,39 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     // A list is never split: {"delims": [",", "a,b"]} is two values.
     if (!pyb::isinstance<pyb::list>(obj) && !pyb::isinstance<pyb::tuple>(obj))
       wrong("a list of values or a comma-separated str");
+    // Each value a str, or for a list of the CLI's values (heads=[0, 1], p=[0.5]) a number as its
+    // text; anything else is refused, not written as its repr (stop=[b"girl"] stopped at the text
+    // "b'girl'", that is never: pass 7).
     std::vector<std::string> out;
-    for (const pyb::handle& x : obj) out.push_back(pyb::str(x).cast<std::string>());
+    for (const pyb::handle& x : obj) {
+      const bool number =
+          !d.repeat && (is_integer(x) || (PyFloat_Check(x.ptr()) && !is_any_bool(x)));
+      if (!pyb::isinstance<pyb::str>(x) && !number)
+        throw pyb::type_error(d.key + "[" + std::to_string(out.size()) + "]: expected a str" +
+                              (d.repeat ? "" : " or a number") + ", got " +
+                              pyb::str(pyb::type::of(x).attr("__name__")).cast<std::string>());
+      out.push_back(is_integer(x) ? pyb::str(pyb::object(index_of(x))).cast<std::string>()
+                                  : pyb::str(x).cast<std::string>());
+    }
     return out;
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (pyb::isinstance<pyb::bool_>(obj) ||
-        !(pyb::isinstance<pyb::int_>(obj) || pyb::isinstance<pyb::float_>(obj)))
+    if (!is_integer(obj) && (is_any_bool(obj) || !pyb::isinstance<pyb::float_>(obj)))
       wrong("a number");
-    const double v = obj.cast<double>();
+    const double v =
+        is_integer(obj) ? index_of(obj).cast<pyb::float_>().cast<double>() : obj.cast<double>();
     check_option_range(d, v);  // NaN and infinities are out of every range
     if (!std::isfinite(v)) throw OptionError(d.key, "expected a finite number");
     return T(v);
   } else {
     static_assert(std::is_integral_v<T>, "a declared option's field must be a number");
-    if (pyb::isinstance<pyb::bool_>(obj) || !pyb::isinstance<pyb::int_>(obj)) wrong("an integer");
-    // Any Python int: one past the int64 range is still a number, and out of range.
-    const double approx = obj.cast<pyb::int_>().cast<pyb::float_>().cast<double>();
-    check_option_range(d, approx, pyb::str(obj).cast<std::string>());
+    if (!is_integer(obj)) wrong("an integer");
+    // Any Python int (or numpy's, as its int): one past the int64 range is still a number, and
+    // out of range.
+    const pyb::int_ i = index_of(obj);
+    const double approx = i.cast<pyb::float_>().cast<double>();
+    check_option_range(d, approx, pyb::str(pyb::object(i)).cast<std::string>());
     if (approx < -9.2e18 || approx > 9.2e18) throw OptionError(d.key, "value out of range");
-    const long long v = obj.cast<long long>();
+    const long long v = i.cast<long long>();
     if constexpr (std::is_unsigned_v<T>)
       if (v < 0) throw OptionError(d.key, "value out of range: " + std::to_string(v));
     return T(v);

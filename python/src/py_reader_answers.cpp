@@ -229,13 +229,40 @@ std::vector<std::string> texts_of(const pyb::handle& h, const std::string& what,
   return out;
 }
 
+namespace {
+// A bool among the items of a list or tuple of numbers (or of lists of them, `depth` levels down):
+// numpy casts [False, -2.25] to [0.0, -2.25] without a word, so the array's dtype does not show it
+// (pass 7: a log-prob of 0.0, a hidden state or attention weight of 1). Each item is looked at
+// once; numpy arrays among them are judged by their dtype (check_numeric).
+void refuse_bools(const pyb::handle& h, const std::string& what, int depth) {
+  if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr())) return;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(h.ptr());
+  PyObject** items = PySequence_Fast_ITEMS(h.ptr());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    const pyb::handle it(items[i]);
+    if (is_bool(it))
+      bad(what + "[" + std::to_string(i) + "]: expected a number, got " + type_name(it));
+    if (depth > 1 && (PyList_Check(it.ptr()) || PyTuple_Check(it.ptr())))
+      refuse_bools(it, what + "[" + std::to_string(i) + "]", depth - 1);
+    else if (depth > 1 && pyb::isinstance<pyb::array>(it) &&
+             pyb::reinterpret_borrow<pyb::array>(it).dtype().kind() == 'b')
+      bad(what + "[" + std::to_string(i) + "]: expected numbers, got an array of bools");
+  }
+}
+}  // namespace
+
 // Numbers only: numpy's cast would read ["-0.5"] as -0.5 and [True] as 1 (issue 40, fourth pass:
-// a score of strings or bools was accepted as log-probs). Integers and floats of any width pass.
+// a score of strings or bools was accepted as log-probs), nor a bool among numbers (pass 7).
+// Integers and floats of any width pass.
 void check_numeric(const pyb::handle& h, const std::string& what) {
   const pyb::array raw = pyb::array::ensure(h);
   if (!raw) return;  // not an array at all: the caller's cast refuses it with its own words
   const char kind = raw.dtype().kind();
-  if (kind == 'i' || kind == 'u' || kind == 'f') return;
+  if (kind == 'i' || kind == 'u' || kind == 'f') {
+    // Numbers, as numpy reads them: a list may still hold a bool it cast (all bools: kind 'b').
+    if (!pyb::isinstance<pyb::array>(h)) refuse_bools(h, what, 2);
+    return;
+  }
   const char* of = kind == 'b'                  ? "bools"
                    : kind == 'U' || kind == 'S' ? "strings"
                    : kind == 'c'                ? "complex numbers"

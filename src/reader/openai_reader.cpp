@@ -10,6 +10,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "base/excerpt.h"
 #include "base/json_error.h"
@@ -121,9 +122,10 @@ class Answer : public AnswerCheck {
 
 std::string sub(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
-std::string finish_reason(const Answer& a, const json& choice, const GenerateParams& p) {
-  const json* f = a.member(choice, "choices[0]", "finish_reason", true);
-  const std::string r = f ? a.str(*f, "choices[0].finish_reason") : std::string();
+std::string finish_reason(const Answer& a, const json& choice, const std::string& path,
+                          const GenerateParams& p) {
+  const json* f = a.member(choice, path, "finish_reason", true);
+  const std::string r = f ? a.str(*f, path + ".finish_reason") : std::string();
   if (r == "length") return "length";
   // OpenAI's "stop" covers both an end-of-generation token and a stop string.
   return p.stop.empty() ? "eos" : "stop";
@@ -156,19 +158,45 @@ std::string generate_request(const OpenAIOptions& o, const std::string& prompt,
   return req.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The first choice of a generate answer.
-const json& first_choice(const Answer& a, const json& j) {
+// The choices of an answer to `n` prompts, by index: exactly n of them, each index (absent: 0) in
+// 0..n-1 and given once, so that prompt i's is choices[i] whatever their order (a choice of
+// another prompt, or a second one for this prompt, was taken as its answer). `at[i]`: where
+// prompt i's choice stands in the answer's list, for messages.
+struct Choices {
+  std::vector<const json*> choices;
+  std::vector<size_t> at;
+};
+Choices choices_by_index(const Answer& a, const json& j, size_t n) {
   const json& cs = a.array(a.at(j, "", "choices"), "choices");
   if (cs.empty()) a.bad("choices: an empty list");
-  return cs[0];
+  if (cs.size() != n)
+    a.bad("choices: expected " + std::to_string(n) + " (one per prompt), got " +
+          std::to_string(cs.size()));
+  Choices c{std::vector<const json*>(n, nullptr), std::vector<size_t>(n, 0)};
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const json* ix = a.member(cs[i], sub("choices", i), "index", true);
+    const size_t idx =
+        ix ? size_t(a.integer(*ix, sub("choices", i) + ".index", 0, (long long)cs.size() - 1))
+           : size_t(0);
+    if (c.choices[idx]) a.bad(sub("choices", i) + ".index " + std::to_string(idx) + " repeats");
+    c.choices[idx] = &cs[i];
+    c.at[idx] = i;
+  }
+  return c;
+}
+
+// The one choice of a generate answer (to one prompt), and its path in messages.
+std::pair<const json*, std::string> the_choice(const Answer& a, const json& j) {
+  const Choices c = choices_by_index(a, j, 1);
+  return {c.choices[0], sub("choices", c.at[0])};
 }
 
 // The generated text of a generate answer.
 std::string generated_text(const OpenAIOptions& o, const Answer& a, const json& j) {
-  const json& c = first_choice(a, j);
-  if (!o.chat) return a.str(a.at(c, "choices[0]", "text"), "choices[0].text");
-  return a.str(a.at(a.at(c, "choices[0]", "message"), "choices[0].message", "content"),
-               "choices[0].message.content");
+  const auto [c, path] = the_choice(a, j);
+  if (!o.chat) return a.str(a.at(*c, path, "text"), path + ".text");
+  return a.str(a.at(a.at(*c, path, "message"), path + ".message", "content"),
+               path + ".message.content");
 }
 
 // Where an answer came from, in messages: the reader's base URL, without credentials.
@@ -332,7 +360,8 @@ Generation OpenAIReader::generate(const std::string& prompt, const GenerateParam
   const json j = a.parse(post(endpoint, body));
   Generation g;
   g.text = generated_text(opt_, a, j);
-  g.finish_reason = finish_reason(a, first_choice(a, j), p);
+  const auto [choice, path] = the_choice(a, j);
+  g.finish_reason = finish_reason(a, *choice, path, p);
   // The OpenAI API has no such rule: the server generated on (max_tokens) and the cut is here.
   cut_after_line(g, p);
   if (const json* u = a.member(j, "", "usage", true))
@@ -424,21 +453,7 @@ ScoreResult OpenAIReader::score(const std::string& prompt, const std::string& co
   const std::string who = who_of(opt_);
   const Answer a(who, "score");
   const json j = a.parse(body);
-  const json& cs = a.array(a.at(j, "", "choices"), "choices");
-  if (cs.size() != prompts.size())
-    a.bad("choices: expected " + std::to_string(prompts.size()) + " (one per prompt), got " +
-          std::to_string(cs.size()));
-  std::vector<const json*> choices(prompts.size(), nullptr);
-  std::vector<size_t> at(prompts.size(), 0);
-  for (size_t i = 0; i < cs.size(); ++i) {
-    const json* ix = a.member(cs[i], sub("choices", i), "index", true);
-    const size_t idx =
-        ix ? size_t(a.integer(*ix, sub("choices", i) + ".index", 0, (long long)cs.size() - 1))
-           : size_t(0);
-    if (choices[idx]) a.bad(sub("choices", i) + ".index " + std::to_string(idx) + " repeats");
-    choices[idx] = &cs[i];
-    at[idx] = i;
-  }
+  const auto [choices, at] = choices_by_index(a, j, prompts.size());
   Echo head = echo_of(a, *choices[0], sub("choices", at[0]));
   const size_t last = continuation.empty() ? 0 : 1;
   Echo all = continuation.empty() ? head : echo_of(a, *choices[1], sub("choices", at[1]));

@@ -273,7 +273,17 @@ TEST(OpenAIReaderFixture, ServerAnswersAreCheckedNamingReaderMethodAndField) {
     if (!j.contains("echo")) {
       json c = {{"index", 0}, {"text", "Lily"}, {"finish_reason", "stop"}};
       if (m == "gen_textnum") c["text"] = 5;
-      res.set_content(json({{"choices", {c}}, {"usage", usage}}).dump(), "application/json");
+      json cs = json::array({c});
+      // F10 (pass 7): choices checked as score's are, the text taken by index.
+      if (m == "gen_order")
+        cs = json::array({{{"index", 1}, {"text", "WRONG"}, {"finish_reason", "stop"}},
+                          {{"index", 0}, {"text", "right"}, {"finish_reason", "length"}}});
+      if (m == "gen_idx1") cs[0]["index"] = 1;
+      if (m == "gen_idxhuge") cs[0]["index"] = 1000000000000LL;
+      if (m == "gen_idxbool") cs[0]["index"] = true;
+      if (m == "gen_more") cs = json::array({c, c, c, c});
+      if (m == "gen_none") cs = json::array();
+      res.set_content(json({{"choices", cs}, {"usage", usage}}).dump(), "application/json");
       return;
     }
     json choices = json::array();
@@ -360,6 +370,14 @@ TEST(OpenAIReaderFixture, ServerAnswersAreCheckedNamingReaderMethodAndField) {
   refused("strusage", count, "/other",
           "count_tokens: usage.prompt_tokens: expected an integer, got string \"12\"");
   refused("gen_textnum", gen, "/other", "generate: choices[0].text: expected a string, got number");
+  // F10 (pass 7): generate's choices are checked as score's: one per prompt, each index in range.
+  refused("gen_idx1", gen, "/other", "generate: choices[0].index: 1 is out of range (0..0)");
+  refused("gen_idxhuge", gen, "/other",
+          "generate: choices[0].index: 1000000000000 is out of range (0..0)");
+  refused("gen_idxbool", gen, "/other", "generate: choices[0].index: expected an integer, got");
+  refused("gen_more", gen, "/other", "generate: choices: expected 1 (one per prompt), got 4");
+  refused("gen_order", gen, "/other", "generate: choices: expected 1 (one per prompt), got 2");
+  refused("gen_none", gen, "/other", "generate: choices: an empty list");
   // Well-formed answers pass.
   {
     std::lock_guard<std::mutex> lock(mu);
