@@ -77,7 +77,8 @@ void print_help() {
       "  RAGFORM_LOAD=HOW          mmap: map model files; memory: read them into huge pages\n"
       "                            (default: memory for files of 64 MB+ when there is room)\n"
       "  RAGFORM_NUMERICS=WHOSE    ggml (default: llama.cpp's RoPE angles and F16 GELU table) or\n"
-      "                            transformers (its float RoPE angles and exact tanh GELU)\n\n"
+      "                            transformers (its float RoPE angles and exact tanh GELU; a\n"
+      "                            BERT encoder's erf GELU)\n\n"
       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
       "2 usage error. A numeric option takes a finite number in its range: 0 or more unless its\n"
       "help gives another.\n";

@@ -98,7 +98,7 @@ struct EngineSettings {
       load);
     v(OptionDecl{"numerics", "", "WHOSE",
                  "ggml (default: llama.cpp's RoPE angles and F16 GELU table) or transformers (its "
-                 "float RoPE angles and exact tanh GELU)"}
+                 "float RoPE angles and exact tanh GELU; a BERT encoder's erf GELU)"}
           .from_env("RAGFORM_NUMERICS")
           .first(),
       numerics);

@@ -174,6 +174,7 @@ std::unique_ptr<BertModel> BertModel::from_file(std::shared_ptr<const gguf::File
   std::unique_ptr<BertModel> m(new BertModel());
   m->file_ = std::move(file);
   m->policy_ = opt.matmul_policy();
+  m->numerics_ = opt.numerics;
   m->tensors_ = TensorReader(m->file_, m->policy_);
   const gguf::File& f = *m->file_;
   const std::string arch = f.architecture();

@@ -90,11 +90,15 @@ class BertModel {
   std::vector<std::string> labels;
   int n_labels() const { return int(labels.size()); }
   const ops::MatmulPolicy& policy() const { return policy_; }
+  // Whose GELU the encoder computes (LoadOptions::numerics): ggml's tanh table, or transformers'
+  // erf form (model::gelu_erf), the only place the two differ in a BERT forward pass.
+  Numerics numerics() const { return numerics_; }
 
  private:
   std::shared_ptr<const gguf::File> file_;
   BertHparams hp_;
   ops::MatmulPolicy policy_;
+  Numerics numerics_ = Numerics::ggml;
   TensorReader tensors_;
   PackedWeights packed_;  // the float matrices in the float kernels' panels
   const float* vec(const std::string& name, int64_t n, bool required) {

@@ -82,6 +82,11 @@ void gelu_tanh(const float* x, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gelu_exact(x[i]);
 }
 
+void gelu_erf(const float* x, int n, float* out) {
+  constexpr float kSqrtHalf = 0.70710678118654752440f;
+  for (int i = 0; i < n; ++i) out[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kSqrtHalf));
+}
+
 namespace {
 // GELU of every half value, stored as half bits (built once; thread-safe static init).
 const std::vector<uint16_t>& gelu_table() {

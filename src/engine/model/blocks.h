@@ -46,6 +46,10 @@ void gelu(const float* x, int n, float* out);
 const float* gelu_table_f32();
 float gelu_exact(float x);
 void gelu_tanh(const float* x, int n, float* out);
+// GELU in its erf form, 0.5 x (1 + erf(x / sqrt 2)), in float: transformers' "gelu" (torch's
+// nn.GELU()), BERT's activation there, where llama.cpp's BERT reads the tanh table (gelu).
+// out may alias x.
+void gelu_erf(const float* x, int n, float* out);
 
 // In-place softmax of x[0..n) (max-subtracted, sum in double as ggml_vec_soft_max_f32).
 void softmax(float* x, int n);

@@ -41,7 +41,8 @@ inline int default_context(int training_context) {
 //   transformers  transformers' numbers, for comparing with it on the same float weights: the
 //                 angle is float(p) * inv_freq[i] with inv_freq[i] = 1 / powf(base, 2i / n_rot),
 //                 each one float rounding; GELU is the tanh form in float (model::gelu_tanh).
-// Everything else (norms, products, softmax) is the same code in both. The BERT encoder ignores it.
+// Everything else (norms, products, softmax) is the same code in both. The BERT encoder: ggml's
+// GELU table, or under transformers the erf form (BERT's "gelu" there, model::gelu_erf).
 enum class Numerics : uint8_t { ggml, transformers };
 inline const char* numerics_name(Numerics n) {
   return n == Numerics::transformers ? "transformers" : "ggml";

@@ -178,6 +178,7 @@ void Encoder::Impl::layer(const model::BertModel& M, const model::BertLayer& L,
                           const AttnShape& shape, SimdLevel simd, ThreadPool& pool) {
   const model::BertHparams& hp = M.hp();
   const int E = hp.n_embd, FF = hp.n_ff, HD = hp.head_dim, NH = hp.n_head;
+  const bool erf_gelu = M.numerics() == Numerics::transformers;  // engine_options.h
   const size_t nb = base.size() - 1;
   const int64_t T = base[nb];
   ops::matmul(L.wq, x.data(), T, q.data(), pool);
@@ -220,7 +221,10 @@ void Encoder::Impl::layer(const model::BertModel& M, const model::BertLayer& L,
   for_rows(pool, T, 4 * FF, [&](int64_t r) {
     float* fr = &ff[size_t(r * FF)];
     for (int e = 0; e < FF; ++e) fr[e] += L.b_up[e];
-    model::gelu(fr, FF, fr);
+    if (erf_gelu)
+      model::gelu_erf(fr, FF, fr);
+    else
+      model::gelu(fr, FF, fr);
   });
   ops::matmul(L.w_down, ff.data(), T, o.data(), pool);
   residual_norm(L.b_down, L.out_norm_w, L.out_norm_b);

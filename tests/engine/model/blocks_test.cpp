@@ -16,6 +16,16 @@ TEST(Gelu, ExactFormMatchesHandValues) {
   EXPECT_NEAR(gelu_exact(3.0f), 2.996363f, 1e-6f);
 }
 
+TEST(Gelu, ErfFormMatchesHandValues) {
+  // 0.5 x (1 + erf(x / sqrt 2)), transformers' "gelu", evaluated in double by hand.
+  std::vector<float> x{1.0f, -0.5f, 3.0f, 0.0f}, y(4);
+  gelu_erf(x.data(), 4, y.data());
+  EXPECT_NEAR(y[0], 0.8413447f, 1e-6f);
+  EXPECT_NEAR(y[1], -0.1542687f, 1e-6f);
+  EXPECT_NEAR(y[2], 2.9959502f, 1e-6f);
+  EXPECT_EQ(y[3], 0.0f);
+}
+
 TEST(Gelu, TableRoundsInputAndOutputToHalf) {
   // llama.cpp's CPU GELU: x rounded to F16 (0.1234 -> 0.12341309), GELU of it rounded to F16.
   std::vector<float> x{1.0f, -0.5f, 3.0f, 0.1234f}, y(4);
