@@ -26,7 +26,12 @@ NativeEncoder::NativeEncoder(const std::string& model_path, const NativeEncoderO
 NativeEncoder::~NativeEncoder() = default;
 
 std::string NativeEncoder::describe() const {
-  return "native:" + std::filesystem::path(path_).filename().string();
+  std::string d = "native:" + std::filesystem::path(path_).filename().string();
+  // Transformers' GELU gives other numbers than the default's: never the same run (as the
+  // reader's description, native_reader.cpp).
+  if (opt_.engine.numerics != Numerics::ggml)
+    d += std::string("#numerics=") + numerics_name(opt_.engine.numerics);
+  return d;
 }
 
 Pooling NativeEncoder::default_pooling() const { return model_->hp().pooling; }

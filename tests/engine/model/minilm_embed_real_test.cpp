@@ -143,6 +143,12 @@ TEST(MiniLMReal, TransformersNumericsUseTheErfGelu) {
               ggml, hf);
   EXPECT_LT(hf, 2e-6);
   EXPECT_LT(hf * 100, ggml);
+  // Other numbers, another run: the encoder's description (a run store's key) says so.
+  NativeEncoderOptions opt;
+  opt.engine.numerics = Numerics::transformers;
+  EXPECT_EQ(NativeEncoder(path, opt).describe(),
+            "native:" + std::filesystem::path(path).filename().string() + "#numerics=transformers");
+  EXPECT_EQ(NativeEncoder(path).describe().find('#'), std::string::npos);
 }
 
 // Without --max-tokens the encoder truncates where sentence-transformers does (the file's
