@@ -45,8 +45,17 @@ HttpJsonClient::HttpJsonClient(const std::string& u, const char* who) : who_(who
   while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
 }
 
+void check_api_key(const std::string& key) {
+  for (const char c : key)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw UsageError("api_key",
+                       "the key holds a control character (CR, LF, NUL, ...), which an HTTP "
+                       "header cannot carry (the key is not shown)");
+}
+
 HttpAnswer HttpJsonClient::send_once(const std::string& endpoint, const std::string* body,
                                      const std::string& api_key, int timeout_s) const {
+  check_api_key(api_key);
   httplib::Headers headers;
   if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
   httplib::Client cli(scheme_host_port_);

@@ -14,6 +14,12 @@
 
 namespace ragform::reader {
 
+// Refuses an API key holding a control character (CR, LF, NUL, ...; issue 40, eighth pass: a key
+// of "k\r\nX-Injected: 1" was sent as a second header line, and a NUL cut it short): UsageError
+// keyed "api_key", never quoting the key. Every client that sends one checks it (reader and
+// encoder constructors, and HttpJsonClient::send_once before each request).
+void check_api_key(const std::string& key);
+
 // A request that finally failed (after retries, or a non-retryable 4xx). what(): "<who>: <why>",
 // `who` naming the client ("openai reader", "remote encoder").
 class RequestFailed : public Error {

@@ -297,6 +297,7 @@ OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
   // The declared ranges (concurrency, retries, timeout), for every front end that builds a reader:
   // OptionError naming the key.
   check_options(opt_);
+  check_api_key(opt_.api_key);
   pool_ = open_pool(opt_);
   // A fleet serving different models would mix them in one run: refused before any request.
   pool_->check_all();

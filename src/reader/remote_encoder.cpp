@@ -80,6 +80,7 @@ class Answer : public AnswerCheck {
 
 RemoteEncoder::RemoteEncoder(RemoteEncoderOptions opt)
     : opt_(std::move(opt)), http_(opt_.base_url, kWho) {
+  check_api_key(opt_.api_key);
   if (opt_.batch < 1) opt_.batch = 1;
   if (opt_.retries < 0) opt_.retries = 0;
 }

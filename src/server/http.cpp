@@ -284,8 +284,19 @@ class Connection : public httplib::Stream {
       const size_t end = head_.find('\n', at + 1);
       std::string line = head_.substr(at + 1, end == std::string::npos ? end : end - at - 1);
       at = end;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;  // the empty line that ends the head
+      // RFC 9112 section 5: a field line is a token, a colon, then its value. A line folded onto
+      // the one before (starting with a space or tab), a line without a colon, and a name with
+      // whitespace before the colon ("Transfer-Encoding : chunked" was left out of the checks
+      // below while the library read it) or any other character outside a token are refused.
       const size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
+      if (line[0] == ' ' || line[0] == '\t' || colon == std::string::npos || colon == 0 ||
+          !std::all_of(line.begin(), line.begin() + long(colon), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) ||
+                   std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+          }))
+        return refused(Refusal::framing);
       std::string name = line.substr(0, colon), value = line.substr(colon + 1);
       for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
       auto trim = [](std::string& v) {
@@ -667,8 +678,9 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
             write(error_response(400,
                                  "conflicting framing: a Content-Length that is not one decimal "
                                  "number, two different ones, Content-Length beside "
-                                 "Transfer-Encoding, or a Transfer-Encoding other than chunked "
-                                 "(RFC 9112 section 6.3)",
+                                 "Transfer-Encoding, a Transfer-Encoding other than chunked, or a "
+                                 "header line that is not 'name: value' (RFC 9112 sections 5 and "
+                                 "6.3)",
                                  "invalid_request_error"),
                   res);
           res.set_header("Connection", "close");

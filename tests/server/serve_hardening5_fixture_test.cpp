@@ -156,6 +156,21 @@ TEST(ServeFraming, RefusedRequestsCloseAndCarryNoSmuggledRequest) {
        "chunked\r\n\r\n0\r\n\r\n" +
            kSmuggled,
        "400", "conflicting framing"},
+      // Eighth pass, G7: whitespace before a field's colon hid Transfer-Encoding from the check
+      // while the library read it; a folded line extended a Content-Length.
+      {"'Transfer-Encoding : chunked' beside Content-Length",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\nTransfer-Encoding : chunked\r\n\r\n" + body +
+           kSmuggled,
+       "400", "conflicting framing"},
+      {"a folded Content-Length",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n 5\r\n\r\n" + body + kSmuggled,
+       "400", "conflicting framing"},
+      {"a header line without a colon",
+       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length " + std::to_string(body.size()) +
+           "\r\n\r\n" + body + kSmuggled,
+       "400", "conflicting framing"},
       // F6: a declared body over --max-body is refused at the headers, not read and dropped.
       {"Content-Length of 1 TB",
        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
