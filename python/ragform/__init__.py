@@ -34,9 +34,21 @@ _MODEL_GENERATE = _options.signature("generate", first=["self", "prompt"],
                                             "ignore_eos": [("details", False)]})
 
 
+def _flag(name, value, none=False):
+    """`value` as a bool flag: True or False (numpy's too), or None where `none` allows it; any
+    other object is a TypeError (issue 40, eighth pass: details='no' and chat='false' were read
+    by their truthiness, as no other flag is)."""
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
+        return bool(value)
+    raise TypeError(f"{name}: expected True or False{' or None' if none else ''}, "
+                    f"got {type(value).__name__}")
+
+
 def _generate(reader, a):
     """One generation of `reader` for the bound arguments `a` of a generate() signature."""
-    details = a.pop("details")
+    details = _flag("details", a.pop("details"))
     g = reader._generate(a.pop("prompt"), **a)
     return g if details else g["text"]
 
@@ -96,7 +108,8 @@ class Model(_ragform._Model):
         return f"<ragform.Model {self.description} ctx={self.ctx} chat={self.chat_mode}>"
 
     def _for_chat(self, chat):
-        if chat is None or bool(chat) == self.chat:
+        chat = _flag("chat", chat, none=True)
+        if chat is None or chat == self.chat:
             return self
         if not chat:
             raise ValueError("generate: chat=False on a Model opened with chat=True")
@@ -109,7 +122,8 @@ class Model(_ragform._Model):
         greedy unless temp > 0 (then top_k / top_p / seed sampling). stop: a string or list of
         strings to stop before. chat=True: the prompt is the user turn of the model's chat
         template (None: as the Model was opened). details=True returns the dict of
-        `ragform generate --json`: {text, ids, finish_reason, prompt_tokens}. The keywords but
+        `ragform generate --json`: {text, ids, finish_reason, prompt_tokens}. chat and details
+        are True or False (chat also None), any other object a TypeError. The keywords but
         chat and details are the CLI's flags of the same meaning, declared once in
         src/reader/generate_options.h (ragform._ragform.options("generate"))."""
         a = _options.bind(_MODEL_GENERATE, (self,) + args, kwargs)
