@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -20,6 +21,36 @@ fs::path shared_dir() {
 
 fs::path shared_path(const std::string& rel) { return shared_dir() / rel; }
 
+namespace {
+// The directories temp_dir made in this process. They are removed when every test of the process
+// passed (ctest runs one test per process): a full CI run left ~1.5 GB behind per preset and filled
+// the CI machine's disk. A failed test keeps its files to be read; RAGFORM_KEEP_TEST_TMP=1 keeps
+// all. Removed at the program's end, not the test's: some tests cache a model in a function-local
+// static that later tests of the same process reuse.
+std::mutex made_mutex;  // run_ragform (and so temp_dir) is called from tests' threads
+std::vector<fs::path>& made_dirs() {
+  static std::vector<fs::path> dirs;
+  return dirs;
+}
+
+class RemoveTempDirsOnPass : public ::testing::EmptyTestEventListener {
+  void OnTestProgramEnd(const ::testing::UnitTest& unit) override {
+    const char* keep = std::getenv("RAGFORM_KEEP_TEST_TMP");
+    if (!unit.Passed() || (keep && *keep && std::string(keep) != "0")) return;
+    std::lock_guard lock(made_mutex);
+    for (const auto& d : made_dirs()) {
+      std::error_code ec;  // a directory a test removed itself, or one still busy: left as is
+      fs::remove_all(d, ec);
+    }
+  }
+};
+
+[[maybe_unused]] const bool kRemoverInstalled = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new RemoveTempDirsOnPass);
+  return true;
+}();
+}  // namespace
+
 fs::path temp_dir(const std::string& tag) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = tag;
@@ -29,6 +60,8 @@ fs::path temp_dir(const std::string& tag) {
   fs::path p = fs::path(RAGFORM_BINARY_DIR) / "test-tmp" / (name + "-" + std::to_string(getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
+  std::lock_guard lock(made_mutex);
+  made_dirs().push_back(p);
   return p;
 }
 

@@ -13,7 +13,8 @@ std::filesystem::path shared_dir();
 // A file under ../shared (the path only; it may not exist). A test that needs the file uses the
 // REQUIRE_SHARED macro below, which FAILS the test when it is missing: CI always has ../shared.
 std::filesystem::path shared_path(const std::string& rel);
-// A fresh, empty directory under the build tree, unique to this test.
+// A fresh, empty directory under the build tree, unique to this test. Removed when the process
+// ends with every test passed (kept after a failure, or with RAGFORM_KEEP_TEST_TMP=1).
 std::filesystem::path temp_dir(const std::string& tag);
 // Path of the built `ragform` binary.
 std::filesystem::path ragform_bin();
