@@ -208,6 +208,7 @@ Response Api::health() {
              {"pending", engine_.pending()},
              {"steps", st.steps},
              {"sequences", st.sequences},
+             {"jobs", st.jobs},
              {"largest_batch", st.largest_batch},
              {"prompt_tokens", st.prompt_tokens},
              {"prompt_tokens_computed", st.prompt_tokens_computed},
@@ -438,6 +439,15 @@ Response Api::completions(const std::string& body) {
   std::vector<runtime::GenerateOutput> outs(prompts.size());
   for (size_t i = 0; i < futs.size(); ++i) outs[i] = futs[i].get();
 
+  // Log-probs list every token (the prompt's too with echo) and echo repeats each prompt: the
+  // reply is reserved in the server-wide budget before it is built, and held until written.
+  size_t listed = 0, echoed = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (logprobs >= 0) listed += (echo ? ids[i].size() : 0) + outs[i].ids.size() + 1;
+    if (echo) echoed += prompts[i].size();
+  }
+  ReplyBudget::Hold hold = reply_budget().reserve(
+      listed * kReplyBytesPerToken + echoed * kReplyBytesPerEchoedByte + (size_t(1) << 16));
   json choices = json::array();
   int completion_tokens = 0, prompt_tokens = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -454,12 +464,13 @@ Response Api::completions(const std::string& body) {
   json usage = {{"prompt_tokens", prompt_tokens},
                 {"completion_tokens", completion_tokens},
                 {"total_tokens", prompt_tokens + completion_tokens}};
-  return ok({{"id", id},
-             {"object", "text_completion"},
-             {"created", now_s()},
-             {"model", opt_.model_id},
-             {"choices", choices},
-             {"usage", usage}});
+  return held_reply(ok({{"id", id},
+                        {"object", "text_completion"},
+                        {"created", now_s()},
+                        {"model", opt_.model_id},
+                        {"choices", std::move(choices)},
+                        {"usage", usage}}),
+                    std::move(hold));
 }
 
 Response Api::chat(const std::string& body) {
@@ -571,16 +582,21 @@ Response Api::score(const std::string& body) {
                    "model_not_found"};
   std::string prompt = get_str(j, "prompt", true), cont = get_str(j, "continuation", false);
   const reader::SteeringParams steer = steer_field(j);
-  check_prompt_len(reader_.prompt_tokens(prompt + cont).size(), 0, opt_);
+  const size_t n_tokens = reader_.prompt_tokens(prompt + cont).size();
+  check_prompt_len(n_tokens, 0, opt_);
+  // Every token is listed: reserved before it is scored (reply_budget.h).
+  ReplyBudget::Hold hold =
+      reply_budget().reserve(n_tokens * kReplyBytesPerToken + (size_t(1) << 16));
   reader::ScoreResult sr;
   naming_steer_fields([&] { engine_.run([&] { sr = reader_.score(prompt, cont, steer); }).get(); });
   json toks = json::array();
   for (auto& t : sr.tokens)
     toks.push_back({{"id", t.id}, {"piece", t.piece}, {"logprob", t.logprob}});
-  return ok({{"model", opt_.model_id},
-             {"tokens", toks},
-             {"sum", sr.sum},
-             {"prompt_tokens", sr.prompt_tokens}});
+  return held_reply(ok({{"model", opt_.model_id},
+                        {"tokens", std::move(toks)},
+                        {"sum", sr.sum},
+                        {"prompt_tokens", sr.prompt_tokens}}),
+                    std::move(hold));
 }
 
 Response Api::attention(const std::string& body) {
@@ -650,9 +666,7 @@ Response Api::attention(const std::string& body) {
     bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
             std::to_string(kMaxResponseBytes) + " (ask for fewer rows or doc_spans)",
         "response_too_large");
-  hold.shrink(r.body.size());
-  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
-  return r;
+  return held_reply(std::move(r), std::move(hold));
 }
 
 }  // namespace ragform::server

@@ -65,10 +65,7 @@ Response present(const std::string& body, reader::Reader* counter) {
   // Keys in the order the CLI prints them (api_json's dump would sort them).
   r.body = out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   out = nullptr;
-  reply_budget().grow(hold, r.body.size());  // a reply larger than its estimate is held in full
-  hold.shrink(r.body.size());
-  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
-  return r;
+  return held_reply(std::move(r), std::move(hold));
 }
 
 }  // namespace

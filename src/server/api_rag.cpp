@@ -70,10 +70,7 @@ Response Api::normalize(const std::string& body) {
     bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
             std::to_string(kMaxResponseBytes) + " (send fewer documents)",
         "response_too_large");
-  reply_budget().grow(hold, r.body.size());  // held in full while written
-  hold.shrink(r.body.size());
-  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
-  return r;
+  return held_reply(std::move(r), std::move(hold));
 }
 
 namespace {
@@ -202,10 +199,7 @@ Response Api::spotlight(const std::string& body) {
     bad("the reply would be " + std::to_string(r.body.size()) + " bytes, above the limit of " +
             std::to_string(kMaxResponseBytes) + " (fewer documents or sentences)",
         "response_too_large");
-  reply_budget().grow(hold, r.body.size());  // held in full while written
-  hold.shrink(r.body.size());
-  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
-  return r;
+  return held_reply(std::move(r), std::move(hold));
 }
 
 }  // namespace ragform::server

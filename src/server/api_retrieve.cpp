@@ -234,11 +234,7 @@ Response RetrieveApi::retrieve(const std::string& body) {
   r.body = R"({"data":)" + data + R"(,"k":)" + std::to_string(k) + R"(,"mode":)" +
            dump(json(mode_s)) + R"(,"object":"list"})";
   data = std::string();
-  // Held in full while written, even when escaping made it larger than its estimate.
-  reply_budget().grow(hold, r.body.size());
-  hold.shrink(r.body.size());
-  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
-  return r;
+  return held_reply(std::move(r), std::move(hold));
 }
 
 }  // namespace ragform::server

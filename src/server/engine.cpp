@@ -298,6 +298,18 @@ void Engine::advance(Active& a, const float* logits) {
   a.next = {id};
 }
 
+// The contexts' own accounting (reuse_prefix counts every prompt): the engine's, the reader's (the
+// jobs run on it), and the completions of max_tokens 0; published under mu_. On the engine thread,
+// the reader's only user while a job is not running.
+void Engine::publish_counts(int jobs_done) noexcept {
+  const runtime::PrefillCounts c = ctx_->ctx->prefill_counts();
+  const auto r = reader_.prefill_counts();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.prompt_tokens = uint64_t(c.submitted) + (r ? uint64_t(r->submitted) : 0) + unrun_tokens_;
+  stats_.prompt_tokens_computed = uint64_t(c.computed) + (r ? uint64_t(r->computed) : 0);
+  stats_.jobs += uint64_t(jobs_done);
+}
+
 void Engine::loop() {
   std::vector<Active> active;
   // Room for every place at once: admitting a completion never reallocates (or fails) here.
@@ -331,8 +343,10 @@ void Engine::loop() {
     if (fn_job) {
       try {
         fn_job->fn();
+        publish_counts(1);  // before the future is ready: its caller's /health sees the job
         fn_job->fn_done.set_value();
       } catch (...) {
+        publish_counts(1);
         fn_job->fn_done.set_exception(std::current_exception());
       }
     }
@@ -356,6 +370,8 @@ void Engine::loop() {
         a.out.prompt_tokens = int(j->ids.size());
         if (j->opt.max_tokens == 0) {
           a.out.finish_reason = "length";
+          unrun_tokens_ += j->ids.size();
+          publish_counts();
           finish(a);
           continue;
         }
@@ -364,13 +380,7 @@ void Engine::loop() {
         if (!j->opt.steering.empty()) ctx.set_steering(a.seq, j->opt.steering[0]);
         const int reused = ctx.reuse_prefix(a.seq, a.next);
         a.next.erase(a.next.begin(), a.next.begin() + reused);
-        {
-          // The context's own accounting (reuse_prefix counts every prompt), published under mu_.
-          const runtime::PrefillCounts c = ctx.prefill_counts();
-          std::lock_guard<std::mutex> lock(mu_);
-          stats_.prompt_tokens = uint64_t(c.submitted);
-          stats_.prompt_tokens_computed = uint64_t(c.computed);
-        }
+        publish_counts();
         active.push_back(std::move(a));
       } catch (...) {
         auto e = std::current_exception();

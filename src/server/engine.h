@@ -73,8 +73,10 @@ struct EngineStats {
   uint64_t sequences = 0;  // completions finished
   int largest_batch = 0;   // most sequences in one forward pass
   int active = 0;          // completions active now
-  // Prompt tokens of admitted completions, and those prefilled (the rest came from the reader's
-  // prefix cache, shared with the engine's context).
+  uint64_t jobs = 0;       // other jobs run between steps (scoring, attention, hidden states)
+  // Prompt tokens of admitted completions and of the jobs, and those prefilled (the rest came from
+  // the reader's prefix cache, shared with the engine's context). A completion of max_tokens 0 is
+  // admitted and never prefilled.
   uint64_t prompt_tokens = 0, prompt_tokens_computed = 0;
 };
 
@@ -115,6 +117,7 @@ class Engine {
   void fail(const std::shared_ptr<Job>& j, std::exception_ptr e);
   void fail_active(Active& a, std::exception_ptr e);
   void shed_cache() noexcept;
+  void publish_counts(int jobs_done = 0) noexcept;
   reader::NativeReader& reader_;
   SchedulerOptions opt_;
   struct CtxHolder;
@@ -127,7 +130,8 @@ class Engine {
   // Test hook: RAGFORM_TEST_ENGINE_BAD_ALLOC=N makes the N-th completion admitted (1-based) fail
   // with std::bad_alloc at its first token (tests/server); 0 = never.
   long fail_alloc_at_ = 0;
-  uint64_t admitted_ = 0;  // completions admitted (engine thread only)
+  uint64_t admitted_ = 0;      // completions admitted (engine thread only)
+  uint64_t unrun_tokens_ = 0;  // prompt tokens of completions of max_tokens 0 (engine thread only)
   std::thread thread_;
 };
 

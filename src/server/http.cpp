@@ -486,28 +486,19 @@ struct HttpServer::Impl {
 };
 
 namespace {
-// Bodies from this size on, and every body held in the reply budget, are handed to the library
-// without a copy (set_content copies: a 39 MB /v1/attention reply was in memory twice).
-constexpr size_t kCopyBelow = size_t(1) << 20;
-
 void write(Response&& r, httplib::Response& res) {
   res.status = r.status;
   for (const auto& [name, value] : r.headers) res.set_header(name.c_str(), value);
-  if (!r.stream && !r.hold && r.body.size() < kCopyBelow) {
-    res.set_content(r.body, r.content_type.c_str());
-    return;
-  }
   if (!r.stream) {
-    // The library writes the body from here; the reply budget's hold (Response::hold) is given
-    // back once it is written, or the connection has failed.
-    auto body = std::make_shared<const std::string>(std::move(r.body));
-    res.set_content_provider(
-        body->size(), r.content_type.c_str(),
-        [body](size_t offset, size_t length, httplib::DataSink& sink) {
-          if (offset >= body->size()) return true;
-          return sink.write(body->data() + offset, std::min(length, body->size() - offset));
-        },
-        [body, hold = std::move(r.hold)](bool) mutable { hold.reset(); });
+    // The body is moved into the library's response, not copied (set_content copies: a 39 MB
+    // /v1/attention reply was in memory twice), nor handed over as a content provider: the
+    // library's providers write nothing once the listening socket is closed, so a reply under
+    // way at SIGTERM went out as its headers alone. The reply budget's hold (Response::hold) is
+    // given back when the library destroys its response, after writing it (or failing to): the
+    // releaser is a public field of httplib::Response, called by its destructor.
+    res.body = std::move(r.body);
+    res.set_header("Content-Type", r.content_type);
+    if (r.hold) res.content_provider_resource_releaser_ = [hold = std::move(r.hold)](bool) {};
     return;
   }
   auto producer = r.producer;

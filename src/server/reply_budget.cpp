@@ -104,6 +104,13 @@ ReplyBudget::Stats ReplyBudget::stats() const {
   return {limit_, held_, peak_, waited_, refused_};
 }
 
+Response held_reply(Response r, ReplyBudget::Hold hold) {
+  reply_budget().grow(hold, r.body.size());
+  hold.shrink(r.body.size());
+  r.hold = std::make_shared<ReplyBudget::Hold>(std::move(hold));
+  return r;
+}
+
 nlohmann::json to_json(const ReplyBudget::Stats& s) {
   return {{"limit", s.limit},
           {"held", s.held},

@@ -33,6 +33,13 @@ inline constexpr std::chrono::seconds kReplyBudgetWait{60};
 // text (up to 22 B) and the allocator's slack. Measured with /v1/attention on stories260K:
 // 2,093,220 weights took the server from 18 to 121 MB, 49 B each.
 inline constexpr size_t kReplyBytesPerNumber = 64;
+// What one token of a log-prob listing takes while built (/v1/completions' logprobs, /v1/score):
+// its piece, log-prob and offset or id, as JSON values and as text. 64 prompts of 2,040 control
+// characters with echo and logprobs made a 784 KB request a 5.1 MB reply (issue 40, pass 8).
+inline constexpr size_t kReplyBytesPerToken = 4 * kReplyBytesPerNumber;
+// A string echoed from the request: held as itself and as JSON text, which may write a byte as six
+// (\u0001).
+inline constexpr size_t kReplyBytesPerEchoedByte = 1 + 6;
 // Replies estimated below this are not counted: they never wait, so clients that hold the budget
 // (by reading their large replies slowly, up to the write timeout) delay only large replies.
 inline constexpr size_t kSmallReplyBytes = size_t(1) << 20;
@@ -111,6 +118,11 @@ ReplyBudget& body_budget();
 // Router::admit's hook of `ragform serve`: a hold of body_budget() for the request's body
 // (kParseBytesPerBodyByte a byte; none below kSmallReplyBytes of that, i.e. bodies under 32 KiB).
 std::shared_ptr<void> admit_body(const Request& req);
+
+// The end of a handler whose reply is budgeted: the hold grows to the body when the reply came out
+// larger than its estimate (JSON's escapes; 503 when that room does not come), shrinks to it
+// otherwise, and goes with the Response until the HTTP layer has written the body.
+Response held_reply(Response r, ReplyBudget::Hold hold);
 
 // {"limit", "held", "peak", "waited", "refused"}: the budget's counters as /health reports them
 // (peak: the most bytes held at once since start).
