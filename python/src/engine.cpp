@@ -71,25 +71,35 @@ std::shared_ptr<reader::NativeEncoder> open_encoder(const std::string& path,
 // which reads and checks it): None, or a dict whose lists may be tuples and whose integers may be
 // numpy's; anything else as Python's json module says it. A refusal names the dict's key
 // (errors.cpp: steering['spans']).
-nlohmann::json steering_json(const pyb::handle& o, int depth = 0) {
+nlohmann::json steering_json(const pyb::handle& o, int depth = 0,
+                             const std::string& where = "steering") {
   // Bounded as every JSON input is (base/json_file.h): a deeper object would overflow the stack
   // of this recursion before any check of the steering object could see it.
   if (depth > kMaxJsonDepth)
     throw UsageError("steering", "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   if (pyb::isinstance<pyb::dict>(o)) {
     nlohmann::json j = nlohmann::json::object();
-    for (auto kv : o.cast<pyb::dict>())
-      j[pyb::str(kv.first).cast<std::string>()] = steering_json(kv.second, depth + 1);
+    for (auto kv : o.cast<pyb::dict>()) {
+      const std::string key = pyb::str(kv.first).cast<std::string>();
+      j[key] = steering_json(kv.second, depth + 1, where + "['" + key + "']");
+    }
     return j;
   }
   if (pyb::isinstance<pyb::list>(o) || pyb::isinstance<pyb::tuple>(o)) {
     nlohmann::json j = nlohmann::json::array();
-    for (const pyb::handle& x : o) j.push_back(steering_json(x, depth + 1));
+    for (const pyb::handle& x : o) j.push_back(steering_json(x, depth + 1, where));
     return j;
   }
-  if (!pyb::isinstance<pyb::bool_>(o) && !pyb::isinstance<pyb::str>(o) && PyIndex_Check(o.ptr()))
+  // numpy's arrays as their lists ([[0, 3]] of spans), its bools as bools, which the checks refuse
+  // where an index is expected (np.True_ has __index__: it passed as the head 1, pass 8).
+  if (std::strcmp(Py_TYPE(o.ptr())->tp_name, "numpy.ndarray") == 0)
+    return steering_json(o.attr("tolist")(), depth, where);
+  if (is_any_bool(o)) return nlohmann::json(PyObject_IsTrue(o.ptr()) == 1);
+  if (!pyb::isinstance<pyb::str>(o) && PyIndex_Check(o.ptr()))
     return to_json(pyb::int_(pyb::reinterpret_borrow<pyb::object>(o)));
-  return to_json(o);
+  if (o.is_none() || pyb::isinstance<pyb::str>(o) || PyFloat_Check(o.ptr())) return to_json(o);
+  throw UsageError(where, std::string("expected a string, a number, a list or a dict, got ") +
+                              Py_TYPE(o.ptr())->tp_name);
 }
 
 // The result of Reader.attention: one query row of one layer.

@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include "base/error.h"
+#include "base/paths.h"
 #include "bindings.h"
 #include "store/export.h"
 #include "store/run_store.h"
@@ -18,6 +19,7 @@ namespace ragform::py {
 namespace {
 
 std::shared_ptr<store::RunStore> open_store(const std::string& path) {
+  check_path(path);  // before exists(), which would look for the name cut at a NUL byte
   std::error_code ec;
   // A missing file is the caller's file error (FileNotFoundError), not a store format error.
   if (!std::filesystem::exists(path, ec)) throw FileError(path, std::strerror(ENOENT), ENOENT);

@@ -26,3 +26,46 @@ def test_bools_of_python_and_numpy_are_flags(model):
     assert isinstance(model.generate("Once", n_predict=2, details=False), str)
     assert isinstance(model.generate("Once", n_predict=2, details=np.True_), dict)
     assert model.generate("Once", n_predict=2, chat=None) == model.generate("Once", n_predict=2)
+
+
+# G2: Model.steering took numpy's bools as the integers 0 and 1 (spans [(np.True_, 3)] steered
+# bytes 1:3, heads [np.True_] the head 1), and a numpy array of spans failed with numpy's own
+# message, naming no key.
+@pytest.mark.parametrize(
+    "steer, key",
+    [
+        ({"rule": "rescale:2", "spans": [(np.True_, 3)]}, "spans"),
+        ({"rule": "rescale:2", "spans": [(0, 3)], "heads": [np.True_]}, "heads"),
+        ({"rule": "rescale:2", "spans": [(0, 3)], "layers": [np.False_]}, "layers"),
+        ({"rule": b"off"}, "rule"),
+    ],
+)
+def test_steering_refuses_numpy_bools_and_bytes_naming_the_key(model, steer, key):
+    before = model.steering
+    with pytest.raises(ValueError, match=rf"steering\['{key}'\]"):
+        model.steering = steer
+    assert model.steering == before
+
+
+def test_steering_takes_numpy_integer_arrays(model):
+    model.steering = {"rule": "rescale:2", "spans": np.array([[0, 3]]), "heads": np.array([0])}
+    try:
+        assert "0:3" in model.steering or "[0, 3]" in str(model.steering)
+    finally:
+        model.steering = None
+
+
+# G3: a path holding a NUL byte was cut at it: Model('stories260K.gguf\0/x/other.gguf') opened
+# stories260K and described itself as other.gguf. Every path is refused, as Python's open() does.
+def test_paths_with_a_nul_byte_are_refused(tmp_path):
+    gguf = str(shared_file("fixtures/models/stories260K.gguf"))
+    bert = str(shared_file("fixtures/models/tiny-bert.gguf"))
+    for make in (
+        lambda: ragform.Model(gguf + "\0/nonexistent/other.gguf", threads=1),
+        lambda: ragform.Encoder(bert + "\0/x/y.gguf", threads=1),
+        lambda: ragform.RunStore(str(tmp_path / "s.sqlite") + "\0/etc/passwd"),
+    ):
+        with pytest.raises(Exception, match="cannot hold a NUL byte") as err:
+            make()
+        assert "\0" not in str(err.value)
+    assert not (tmp_path / "s.sqlite").exists()

@@ -9,6 +9,7 @@
 
 #include "base/excerpt.h"
 #include "base/json_error.h"
+#include "base/paths.h"
 
 namespace ragform {
 
@@ -251,6 +252,7 @@ namespace {
 // read_json_file's reading and naming, around `parse` of the file's text.
 template <class F>
 auto with_json_file(const std::string& path, const std::string& what, size_t max, F&& parse) {
+  check_path(path);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory", EISDIR);
   std::ifstream in(path, std::ios::binary);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/paths.h"
 
 namespace ragform {
 
@@ -50,6 +51,7 @@ bool read_into_memory(MappedFile::Load how, size_t size) {
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path, Load how) : path_(path) {
+  check_path(path);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw FileError(path, std::strerror(errno), errno);
   struct stat st {};

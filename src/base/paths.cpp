@@ -1,10 +1,21 @@
 #include "base/paths.h"
 
+#include <cerrno>
 #include <filesystem>
+#include <string>
 
 #include "base/error.h"
 
 namespace ragform {
+
+void check_path(const std::string& path) {
+  const size_t nul = path.find('\0');
+  if (nul == std::string::npos) return;
+  throw FileError(path.substr(0, nul) + "\\0...",
+                  "a file name cannot hold a NUL byte (byte " + std::to_string(nul) + " of " +
+                      std::to_string(path.size()) + ")",
+                  EINVAL);
+}
 
 std::string find_shared_dir(const std::string& explicit_dir, const std::string& env_dir) {
   namespace fs = std::filesystem;

@@ -17,4 +17,10 @@ std::string executable_dir();
 // <exe dir>/<rel> — else `fallback` (the source tree's copy, for a binary run from its build tree).
 std::string find_data_dir(const std::string& rel, const std::string& fallback);
 
+// Throws FileError when `path` holds a NUL byte: the system would read the name only up to it, and
+// open another file than the one named (Python's "stories260K.gguf\0/other.gguf" opened
+// stories260K.gguf and described itself as other.gguf: issue 40, pass 8). Every opener of a file
+// by name calls it (MappedFile, RunStore, the JSONL and JSON readers, AtomicFile).
+void check_path(const std::string& path);
+
 }  // namespace ragform

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/json_file.h"
+#include "base/paths.h"
 #include "text/utf8.h"
 
 namespace ragform::eval {
@@ -58,6 +59,7 @@ constexpr size_t kChunk = 1 << 20;
 class ByteSource {
  public:
   explicit ByteSource(const std::string& path) : path_(path) {
+    check_path(path);
     f_ = std::fopen(path.c_str(), "rb");
     if (!f_) throw DataError(path, 0, std::string("cannot open: ") + std::strerror(errno), true);
     in_.resize(1 << 16);

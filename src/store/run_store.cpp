@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/paths.h"
 #include "store/sha256.h"
 
 namespace ragform::store {
@@ -482,6 +483,7 @@ void RunStore::Impl::bind_result(sqlite3_stmt* s, const Result& r) const {
 
 RunStore::RunStore(const fs::path& path, Mode mode, Durability durability)
     : impl_(std::make_unique<Impl>()) {
+  check_path(path.string());
   impl_->path = path;
   // Every message is "<path>: <reason>", as for any other file the CLI names.
   impl_->where = path.string();
