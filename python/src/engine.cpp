@@ -385,7 +385,8 @@ void bind_engine(pyb::module_& m) {
             pyb::gil_scoped_release nogil;
             return r.tokenizer().encode(text, bos, special);
           },
-          pyb::arg("text"), pyb::arg("bos") = true, pyb::arg("special") = false,
+          pyb::arg("text"), pyb::arg("bos").noconvert() = true,
+          pyb::arg("special").noconvert() = false,
           "Token ids of `text`. bos: add BOS (and EOS / [CLS] [SEP]) as the vocabulary asks; "
           "special: parse special-token text (off, as for prompts: documents cannot inject "
           "control tokens). `ragform tokenize --no-special` gives the same ids.")
@@ -397,7 +398,7 @@ void bind_engine(pyb::module_& m) {
             for (int32_t id : ids) check_token_id("detokenize", id, r.tokenizer().n_vocab());
             return piece_str(r.tokenizer().decode(ids, render_special));
           },
-          pyb::arg("ids"), pyb::arg("render_special") = false, "Text of token ids.")
+          pyb::arg("ids"), pyb::arg("render_special").noconvert() = false, "Text of token ids.")
       .def(
           "token_piece",
           [](const reader::NativeReader& r, Int<int32_t> id) {

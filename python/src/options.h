@@ -66,7 +66,7 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     }
     // A list is never split: {"delims": [",", "a,b"]} is two values.
     if (!pyb::isinstance<pyb::list>(obj) && !pyb::isinstance<pyb::tuple>(obj))
-      wrong("a list of values or a comma-separated str");
+      wrong(d.repeat ? "a str or a list of strs" : "a list of values or a comma-separated str");
     // Each value a str, or for a list of the CLI's values (heads=[0, 1], p=[0.5]) a number as its
     // text; anything else is refused, not written as its repr (stop=[b"girl"] stopped at the text
     // "b'girl'", that is never: pass 7).

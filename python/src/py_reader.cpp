@@ -12,7 +12,7 @@
 //                                pieces (a ragform.Attention is one)
 //   hidden(prompt, layer) -> {states: [tokens, n_embd], pieces, ids?} or (states, pieces)
 //   tokenize(text) -> the token ids the reader would feed (count_tokens is their number)
-//   describe() -> the reader's identity in run stores (default "python:<ClassName>")
+//   describe() -> the reader's identity in run stores (default "python:<ClassName>"; or a str)
 //   chat_mode (attribute) -> "raw" (default) or the chat family the object applies
 // Only generate is required; asking for a missing method throws NotSupported, worded as the
 // OpenAI reader's, and a verb that needs more than generate checks the whole need before it
@@ -145,14 +145,34 @@ std::string and_list(const std::vector<std::string>& v) {
   return s;
 }
 
+// A reader's identity in run stores: a non-empty line of printable text of at most 1 KiB ("" and
+// control characters were accepted: pass 8).
+std::string identity_of(const pyb::handle& h, const std::string& what) {
+  std::string s = text_of(h, what, 1024);
+  if (s.empty()) bad(what + ": an empty str (the reader's identity in run stores)");
+  for (size_t i = 0; i < s.size(); ++i)
+    if (const unsigned char c = static_cast<unsigned char>(s[i]); c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", unsigned(c));
+      bad(what + ": a control character (" + hex + " at byte " + std::to_string(i) +
+          ") in the reader's identity");
+    }
+  return s;
+}
+
 class PyReader : public reader::Reader {
  public:
   // With the GIL held (the binding that received the object).
   explicit PyReader(pyb::object obj) : obj_(std::move(obj)) {
     class_name_ = type_name(pyb::type::of(obj_));
     describe_ = "python:" + class_name_;
-    if (has("describe"))
-      describe_ = call("describe", [&] { return text_of(obj_.attr("describe")(), "the result"); });
+    // A method, or a str attribute (a str was ignored: pass 8); the identity run stores compare
+    // and reports print, so a line of text.
+    if (pyb::object d = attribute_or_none(obj_, "describe", class_name_); !d.is_none())
+      describe_ = call("describe", [&] {
+        const bool method = PyCallable_Check(d.ptr()) != 0;
+        return identity_of(method ? d() : d, method ? "the result" : "the attribute");
+      });
     pyb::object chat = attribute_or_none(obj_, "chat_mode", class_name_);
     chat_mode_ = chat.is_none() ? std::string("raw")
                                 : call("chat_mode", [&] { return text_of(chat, "the attribute"); });

@@ -255,6 +255,14 @@ void refuse_bools(const pyb::handle& h, const std::string& what, int depth) {
 // a score of strings or bools was accepted as log-probs), nor a bool among numbers (pass 7).
 // Integers and floats of any width pass.
 void check_numeric(const pyb::handle& h, const std::string& what) {
+  // A masked array's numbers are read without its mask (its hidden values counted as weights:
+  // pass 8): refused, unless nothing is masked.
+  if (pyb::object mask = pyb::getattr(h, "mask", pyb::none());
+      !mask.is_none() && pyb::hasattr(h, "filled")) {
+    const pyb::object any = pyb::module_::import("numpy").attr("any")(mask);
+    if (any.cast<bool>())
+      bad(what + ": a masked array with masked values (pass .filled(x) to say what they are)");
+  }
   const pyb::array raw = pyb::array::ensure(h);
   if (!raw) return;  // not an array at all: the caller's cast refuses it with its own words
   const char kind = raw.dtype().kind();
@@ -539,6 +547,12 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
   }
   if (row.head_ids.size() != size_t(n_heads))
     bad(at + "head_ids does not name every returned head");
+  {
+    std::vector<int> sorted = row.head_ids;
+    std::sort(sorted.begin(), sorted.end());
+    if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+      bad(at + "head_ids names head " + std::to_string(*twice) + " twice");
+  }
   if (!heads.empty() && row.head_ids != heads)
     bad(at + "asked for heads " + list_text(heads) + ", got " + std::to_string(n_heads) +
         " heads " + list_text(row.head_ids));

@@ -69,3 +69,66 @@ def test_paths_with_a_nul_byte_are_refused(tmp_path):
             make()
         assert "\0" not in str(err.value)
     assert not (tmp_path / "s.sqlite").exists()
+
+
+# ---------------------------------------------------------------- minor items of pass 8
+
+
+class _Words:
+    def generate(self, prompts, params):
+        return ["Paris" for _ in prompts]
+
+    def tokenize(self, text):
+        return list(range(1, len(text.split()) + 1))
+
+    def attention(self, prompt, layers, heads, positions):
+        n = len(prompt.split())
+        return [{"heads": np.full((2, n), 1.0 / n), "head_ids": self.head_ids}
+                for _ in layers for _ in positions]
+
+    head_ids = [0, 1]
+
+
+def test_a_describe_attribute_that_is_a_str_is_the_identity():
+    r = ragform.readers.as_reader(type("R", (_Words,), {"describe": "my-reader v2"})())
+    assert r.description == "my-reader v2"
+
+
+@pytest.mark.parametrize("value, text", [("", "an empty str"), ("a\nb", r"a control character \(0x0A at byte 1\)"),
+                                         ("x\x7f", r"a control character \(0x7F")])
+def test_an_identity_that_is_empty_or_has_control_characters_is_refused(value, text):
+    for describe in (value, lambda self: value):
+        with pytest.raises(ValueError, match=text):
+            ragform.readers.as_reader(type("R", (_Words,), {"describe": describe})())
+
+
+def test_duplicate_head_ids_are_refused():
+    r = ragform.readers.as_reader(type("R", (_Words,), {"head_ids": [1, 1]})())
+    with pytest.raises(ValueError, match="head_ids names head 1 twice"):
+        r.attention("a b c d")
+
+
+def test_a_masked_array_with_masked_values_is_refused():
+    def att(self, prompt, layers, heads, positions):
+        n = len(prompt.split())
+        a = np.ma.masked_array(np.full((2, n), 1.0 / n), mask=np.zeros((2, n), dtype=bool))
+        a.mask[0, 0] = self.masked
+        return [{"heads": a} for _ in layers for _ in positions]
+    r = ragform.readers.as_reader(type("R", (_Words,), {"attention": att, "masked": True})())
+    with pytest.raises(ValueError, match="a masked array with masked values"):
+        r.attention("a b c d")
+    r = ragform.readers.as_reader(type("R", (_Words,), {"attention": att, "masked": False})())
+    assert r.attention("a b c d").heads.shape == (2, 4)  # nothing masked: read as its numbers
+
+
+def test_tokenize_flags_are_bools(model):
+    with pytest.raises(TypeError):
+        model.tokenize("Once", special=2)
+    with pytest.raises(TypeError):
+        model.tokenize("Once", bos="yes")
+    assert model.tokenize("Once", special=np.False_) == model.tokenize("Once")
+
+
+def test_a_repeated_option_names_its_shape(model):
+    with pytest.raises(TypeError, match="stop: expected a str or a list of strs, got 5"):
+        model.generate("Once", n_predict=2, stop=5)
