@@ -213,7 +213,8 @@ Response Api::health() {
              {"prompt_tokens", st.prompt_tokens},
              {"prompt_tokens_computed", st.prompt_tokens_computed},
              {"prefix_cache", cache},
-             {"reply_memory", to_json(reply_budget().stats())}});
+             {"reply_memory", to_json(reply_budget().stats())},
+             {"body_memory", to_json(body_budget().stats())}});
 }
 
 Response Api::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }

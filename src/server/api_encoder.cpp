@@ -40,8 +40,8 @@ const RouteSpec kEncoderHealth{
     .access = Access::Open,
     .summary = "Liveness and the encoder's description (no API key needed)",
     .response =
-        R"({"type": "object", "required": ["status", "encoder", "reply_memory"], "properties": {"status": {"const": "ok"}, "encoder": {"type": "string"}, "reply_memory": )" RAGFORM_REPLY_MEMORY
-        R"(}})",
+        R"({"type": "object", "required": ["status", "encoder", "reply_memory", "body_memory"], "properties": {"status": {"const": "ok"}, "encoder": {"type": "string"}, "reply_memory": )" RAGFORM_REPLY_MEMORY
+        R"(, "body_memory": )" RAGFORM_BODY_MEMORY R"(}})",
 };
 
 const RouteSpec kEmbeddings{
@@ -108,7 +108,8 @@ void EncoderApi::routes(Router& router, EncoderApi* self) {
 Response EncoderApi::health() {
   return ok({{"status", "ok"},
              {"encoder", enc_.describe()},
-             {"reply_memory", to_json(reply_budget().stats())}});
+             {"reply_memory", to_json(reply_budget().stats())},
+             {"body_memory", to_json(body_budget().stats())}});
 }
 
 Response EncoderApi::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }

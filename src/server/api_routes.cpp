@@ -56,7 +56,7 @@ const RouteSpec kHealth{
     .access = Access::Open,
     .summary = "Liveness and the engine's counters (no API key needed)",
     .response =
-        R"({"type": "object", "required": ["status", "active", "pending", "steps", "sequences", "jobs", "largest_batch", "prompt_tokens", "prompt_tokens_computed", "prefix_cache", "reply_memory"],
+        R"({"type": "object", "required": ["status", "active", "pending", "steps", "sequences", "jobs", "largest_batch", "prompt_tokens", "prompt_tokens_computed", "prefix_cache", "reply_memory", "body_memory"],
       "properties": {"status": {"const": "ok"}, "active": {"type": "integer"}, "pending": {"type": "integer"},
         "steps": {"type": "integer", "description": "forward passes of completions"}, "sequences": {"type": "integer"},
         "jobs": {"type": "integer", "description": "scoring, attention and hidden-state jobs run between steps"},
@@ -64,7 +64,7 @@ const RouteSpec kHealth{
         "prompt_tokens": {"type": "integer", "description": "prompt tokens of completions and jobs admitted"},
         "prompt_tokens_computed": {"type": "integer", "description": "those prefilled; the rest came from the prefix cache"},
         "prefix_cache": {"type": ["object", "null"], "description": "null with --prefix-cache off"},
-        "reply_memory": )" RAGFORM_REPLY_MEMORY R"(}})",
+        "reply_memory": )" RAGFORM_REPLY_MEMORY R"(, "body_memory": )" RAGFORM_BODY_MEMORY R"(}})",
 };
 
 // top_k and top_p: generate's declaration (reader/generate_options.h), as common_fields reads them.

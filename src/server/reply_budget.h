@@ -128,8 +128,19 @@ Response held_reply(Response r, ReplyBudget::Hold hold);
 // (peak: the most bytes held at once since start).
 nlohmann::json to_json(const ReplyBudget::Stats& s);
 
-// Their schema in the API document (/health of every server).
-#define RAGFORM_REPLY_MEMORY \
-  R"({"type": "object", "required": ["limit", "held", "peak", "waited", "refused"], "description": "the reply budget: bytes of replies allowed at once, held now, most held at once; requests that waited for room, that got 503 server_busy", "properties": {"limit": {"type": "integer"}, "held": {"type": "integer"}, "peak": {"type": "integer"}, "waited": {"type": "integer"}, "refused": {"type": "integer"}}})"
+// Their schema in the API document (/health of every server), for the reply budget and the body
+// budget (the same counters).
+#define RAGFORM_BUDGET_SCHEMA(description)                                                                         \
+  R"({"type": "object", "required": ["limit", "held", "peak", "waited", "refused"], "description": ")" description \
+  R"(", "properties": {"limit": {"type": "integer"}, "held": {"type": "integer"}, "peak": {"type": "integer"}, "waited": {"type": "integer"}, "refused": {"type": "integer"}}})"
+#define RAGFORM_REPLY_MEMORY                                                                       \
+  RAGFORM_BUDGET_SCHEMA(                                                                           \
+      "the reply budget: bytes of replies allowed at once, held now, most held at once; requests " \
+      "that waited for room, that got 503 server_busy")
+#define RAGFORM_BODY_MEMORY                                                                      \
+  RAGFORM_BUDGET_SCHEMA(                                                                         \
+      "the body budget: bytes of request bodies allowed to be parsed and handled at once (32 a " \
+      "byte of body), held now, most held at once; requests that waited for room, that got 503 " \
+      "server_busy")
 
 }  // namespace ragform::server

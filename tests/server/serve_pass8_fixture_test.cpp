@@ -6,7 +6,8 @@
 //   return_documents are now reserved before they are built: /health's peak shows each.
 // - G6: /health counted only what completions prefilled: /v1/score and the log-probs of
 //   /v1/completions (jobs run on the reader between steps) added nothing to prompt_tokens or
-//   prompt_tokens_computed, and max_tokens 0 completions nothing to prompt_tokens.
+//   prompt_tokens_computed, and max_tokens 0 completions nothing to prompt_tokens. The body
+//   budget's counters are shown beside the reply budget's.
 // - A reply held in the budget was handed to the library as a content provider, which writes
 //   nothing once the server stops: under SIGTERM such a reply went out as its headers alone.
 #include <signal.h>
@@ -158,6 +159,14 @@ TEST(ServeHealthPass8, CountsScoringJobsAndTheirTokens) {
   json h3 = health_of(c);
   EXPECT_EQ(h3["jobs"], 2);
   EXPECT_GT(h3["prompt_tokens_computed"].get<size_t>(), h2["prompt_tokens_computed"].get<size_t>());
+
+  // The body budget's counters are shown too: a 64 KiB body held 32 bytes a byte while parsed.
+  ASSERT_TRUE(h3.contains("body_memory")) << h3.dump();
+  EXPECT_EQ(h3["body_memory"]["peak"], 0);
+  const std::string body = R"({"prompt": "Once")" + std::string(65536, ' ') + "}";
+  auto r = c.Post("/v1/score", body, "application/json");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_GE(health_of(c)["body_memory"]["peak"].get<size_t>(), 32 * body.size());
 }
 
 }  // namespace
