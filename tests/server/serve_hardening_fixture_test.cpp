@@ -319,10 +319,11 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   const json health = json::parse(get(enc.port(), "/health")->body);
-  EXPECT_EQ(health.size(), 3u) << health.dump();
+  EXPECT_EQ(health.size(), 4u) << health.dump();
   EXPECT_EQ(health["status"], "ok");
   EXPECT_TRUE(health["encoder"].is_string()) << health.dump();
   EXPECT_TRUE(health["reply_memory"].is_object()) << health.dump();
+  EXPECT_TRUE(health["body_memory"].is_object()) << health.dump();
   EXPECT_EQ(enc.stop(), 0) << enc.log();
 }
 
