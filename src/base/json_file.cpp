@@ -121,13 +121,21 @@ struct Forward : nlohmann::json_sax<nlohmann::json> {
 };
 
 // Refuses a text nesting deeper than kMaxJsonDepth before nlohmann builds it (its parser is
-// iterative, but dump(), copies and every conversion of the value recurse). One pass over the
+// iterative, but dump(), copies and every conversion of the value recurse), and a text holding a
+// NUL byte, where nlohmann's lexer ends the input: `{...}\0{...}` was read as its first value, the
+// rest ignored, where a space gave "expected end of input" (issue 40, pass 9). One pass over the
 // bytes, skipping strings, so a refused text costs no allocation.
-void check_depth(std::string_view text) {
+void check_text(std::string_view text) {
   int depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (c == '\0') {
+      auto [line, column] = line_and_column(text, i);
+      throw JsonTextError("parse error",
+                          "a NUL byte (JSON text holds none: a string writes it as \\u0000)", line,
+                          column, false);
+    }
     if (in_string) {
       if (c == '\\')
         ++i;
@@ -205,7 +213,7 @@ std::string JsonTextError::without_line() const {
 }
 
 nlohmann::json parse_json_text(std::string_view text) {
-  check_depth(text);
+  check_text(text);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -220,7 +228,7 @@ nlohmann::json parse_json_text(std::string_view text) {
 }
 
 void parse_json_text(std::string_view text, nlohmann::json_sax<nlohmann::json>& sax) {
-  check_depth(text);
+  check_text(text);
   Forward f(sax);
   if (nlohmann::json::sax_parse(text.begin(), text.end(), &f)) return;
   // A consumer refuses by throwing; one that returned false would leave its value half-built.
@@ -235,7 +243,7 @@ void parse_json_text(std::string_view text, nlohmann::json_sax<nlohmann::json>& 
 
 nlohmann::json parse_json_or_discarded(std::string_view text) {
   try {
-    check_depth(text);
+    check_text(text);
   } catch (const JsonTextError&) {
     return nlohmann::json(nlohmann::json::value_t::discarded);
   }

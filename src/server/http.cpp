@@ -41,6 +41,10 @@ constexpr size_t kMaxHeaderBytes = size_t(64) << 10;
 constexpr int kMaxHeaderLines = 256;
 // A chunked body's size line, its extensions included (the size itself is at most 16 hex digits).
 constexpr size_t kMaxChunkLine = 4096;
+// The request target (path and query). The library matches routes with std::regex, whose
+// recursion grows with the path: a 4,000-byte path overflowed a connection thread's 2 MiB stack
+// (SIGSEGV, issue 40 pass 9). No route of this server is longer than a few dozen bytes.
+constexpr size_t kMaxTarget = 2048;
 
 // A connection thread's stack. The default 8 MiB is address space each thread holds, counted by
 // `ulimit -v`: 190 threads left by connections that had closed held 1.5 GB of it, and a valid
@@ -174,10 +178,23 @@ class Connection : public httplib::Stream {
     line_len_ = 0;
     refused_ = Refusal::none;
     chunk_ = Chunk::none;
+    after_cr_ = false;
     return true;
   }
   // Why the request's framing was refused while it was read (its reading stopped there).
-  enum class Refusal { none, head_too_large, framing, too_large, chunk_line_too_long, trailer };
+  enum class Refusal {
+    none,
+    head_too_large,
+    framing,
+    too_large,
+    chunk_line_too_long,
+    trailer,
+    line_end,         // a line of the head or of chunked framing not ending in CRLF, a NUL
+    chunk_framing,    // a chunk's data not followed by CRLF
+    target,           // a request target that is not a path of this server's form
+    target_too_long,  // kMaxTarget
+    version,          // not HTTP/1.0 or HTTP/1.1
+  };
   Refusal refused() const { return refused_; }
   // The request line and headers passed kMaxHeaderBytes or kMaxHeaderLines.
   bool head_too_large() const { return refused_ == Refusal::head_too_large; }
@@ -242,6 +259,17 @@ class Connection : public httplib::Stream {
     return false;
   }
 
+  // RFC 9112 section 2.2: every line of the head and of chunked framing ends in CRLF. A bare LF
+  // ended the head for these checks but not for the library, which skips such a line, so the
+  // headers after it were never checked (a smuggled request, the header limits bypassed: pass 9);
+  // a bare CR, and a NUL (RFC 9110 section 5.5), are refused likewise. Called on each byte.
+  bool crlf_discipline(char c) {
+    const bool was_cr = after_cr_;
+    after_cr_ = c == '\r';
+    if (was_cr) return c == '\n';
+    return c != '\n' && c != '\0';
+  }
+
   // How many of the next n buffered bytes may be handed out while the request's head is read:
   // keeps its bytes (at most kMaxHeaderBytes) and counts its lines (a line ends at LF; an empty
   // one, CR aside, ends the head), and stops at the head's end, so the body after it is never
@@ -251,6 +279,7 @@ class Connection : public httplib::Stream {
       const char c = buf_[pos_ + i];
       if (head_.size() >= kMaxHeaderBytes) return refuse(Refusal::head_too_large);
       head_ += c;
+      if (!crlf_discipline(c)) return refuse(Refusal::line_end);
       if (c == '\r') continue;
       if (c != '\n') {
         ++line_len_;
@@ -279,6 +308,9 @@ class Connection : public httplib::Stream {
   bool head_ended() {
     std::string length;
     bool has_length = false, has_encoding = false, chunked = false;
+    if (const Refusal why = request_line_problem(head_.substr(0, head_.find('\r')));
+        why != Refusal::none)
+      return refused(why);
     size_t at = head_.find('\n');  // after the request line
     while (at != std::string::npos && at + 1 < head_.size()) {
       const size_t end = head_.find('\n', at + 1);
@@ -314,6 +346,18 @@ class Connection : public httplib::Stream {
       } else if (name == "transfer-encoding") {
         if (has_encoding || value != "chunked") return refused(Refusal::framing);
         has_encoding = chunked = true;
+      } else if (name == "connection") {
+        // Its options are case-insensitive tokens (RFC 9110 section 7.6.1); the library honours
+        // only the exact value "close".
+        for (char& ch : value) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        for (size_t b = 0; b < value.size();) {
+          size_t e = value.find(',', b);
+          if (e == std::string::npos) e = value.size();
+          std::string token = value.substr(b, e - b);
+          trim(token);
+          if (token == "close") close_ = true;
+          b = e + 1;
+        }
       }
     }
     if (has_length && has_encoding) return refused(Refusal::framing);
@@ -333,6 +377,28 @@ class Connection : public httplib::Stream {
     return false;
   }
 
+ public:
+  // The request line "METHOD SP target SP HTTP/1.x" (RFC 9112 section 3): the target a path of
+  // this server's form, "/..." without percent-escapes (the library routed on the decoded path,
+  // so "/v1%2Fattention" and "%2Fv1%2Fcompletions" reached /v1/attention, past any proxy that
+  // filters routes by path; no route here has an escape), or "*"; at most kMaxTarget bytes; the
+  // version HTTP/1.0 or HTTP/1.1 (HTTP/2.0, HTTP/9.9 and none at all were served as 1.1). The
+  // method is the library's to judge (a 405 or 400 as before).
+  static Refusal request_line_problem(const std::string& line) {
+    const size_t sp1 = line.find(' ');
+    const size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string::npos) return Refusal::version;
+    const std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1), version = line.substr(sp2 + 1);
+    if (target.size() > kMaxTarget) return Refusal::target_too_long;
+    if (version != "HTTP/1.1" && version != "HTTP/1.0") return Refusal::version;
+    if (target == "*") return Refusal::none;
+    if (target.empty() || target[0] != '/') return Refusal::target;
+    const std::string path = target.substr(0, target.find('?'));
+    if (path.find('%') != std::string::npos) return Refusal::target;
+    return Refusal::none;
+  }
+
+ private:
   // How many of the next n bytes of a chunked body may be handed out: follows its framing (a size
   // line, that many bytes and CRLF, ..., a zero size, the empty line) so that a size line (its
   // extensions included) stays within kMaxChunkLine (cpp-httplib read it whole: a 200 MB
@@ -344,6 +410,7 @@ class Connection : public httplib::Stream {
       switch (chunk_) {
         case Chunk::size_line:
           if (++line_len_ > kMaxChunkLine) return refuse(Refusal::chunk_line_too_long);
+          if (!crlf_discipline(c)) return refuse(Refusal::line_end);
           if (c == '\n') {
             if (chunk_left_ == 0) {
               chunk_ = Chunk::trailers;  // the last chunk
@@ -363,11 +430,16 @@ class Connection : public httplib::Stream {
           }
           break;
         case Chunk::data:
+          // The data's last two bytes are its CRLF: the library took any other line after the
+          // data as the body's end, and what followed as a request of its own (pass 9).
+          if ((chunk_left_ == 2 && c != '\r') || (chunk_left_ == 1 && c != '\n'))
+            return refuse(Refusal::chunk_framing);
           if (--chunk_left_ == 0) chunk_ = Chunk::size_line;
           break;
         case Chunk::trailers:
           // The library refuses every trailer field ("the request body could not be read"):
           // refused here in words, at its first byte. Only the empty line that ends the body.
+          if (!crlf_discipline(c)) return refuse(Refusal::line_end);
           if (c == '\r') break;
           if (c != '\n') return refuse(Refusal::trailer);
           chunk_ = Chunk::none;  // the body's end
@@ -438,6 +510,7 @@ class Connection : public httplib::Stream {
   enum class Chunk { none, size_line, data, trailers } chunk_ = Chunk::none;
   uint64_t chunk_left_ = 0;
   bool size_digits_ = true;
+  bool after_cr_ = false;  // the last byte of the head or of chunked framing was a CR
   char buf_[16384];
   size_t pos_ = 0, end_ = 0;
 };
@@ -619,6 +692,10 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
                           : why == Connection::Refusal::trailer
                               ? "trailer fields after a chunked body are not "
                                 "accepted"
+                          : why == Connection::Refusal::chunk_framing
+                              ? "a chunk's data not followed by CRLF (RFC 9112 section 7.1)"
+                          : why == Connection::Refusal::line_end
+                              ? "a line of the chunked framing that does not end in CRLF"
                               : "the request body could not be read";
         write(error_response(refused, msg, "invalid_request_error"), res);
       };
@@ -630,67 +707,85 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   svr.Delete(".*", with_body);
   // Errors raised by the library itself (400 unparsable request line or headers, 414 URI too
   // long): give them a JSON body too. Headers cut off by a timeout are a 408.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse(
-      [serve](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        // A method no route takes (TRACE, CONNECT: httplib's 400; QUERY or any other token: a
-        // request line httplib refuses, headers unread): the router's answer, a 405 with the
-        // path's method in Allow, or the 401 / 404 of any request, never a bare 400.
-        const bool token =
-            !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
-              return (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
-            });
-        // Any body such a request carries is left unread: the connection closes after the
-        // answer (else those bytes were read as the next request, a 400 to a valid one).
-        if (res.status == 400 && token && !(t_connection && t_connection->timed_out())) {
-          const bool line_only = req.path.empty() && !req.target.empty() && req.target[0] == '/';
-          if (req.method == "TRACE" || req.method == "CONNECT" || line_only) {
-            httplib::Request line = req;
-            if (line_only) line.path = req.target.substr(0, req.target.find('?'));
-            serve(line, "", res);
-            res.set_header("Connection", "close");
-            if (t_connection) t_connection->close_after_response();
-            return httplib::Server::HandlerResponse::Handled;
-          }
-        }
-        using Refusal = Connection::Refusal;
-        if (res.status == 400 && t_connection && t_connection->refused() != Refusal::none) {
-          if (t_connection->refused() == Refusal::head_too_large)
-            write(error_response(431,
-                                 "request headers too large: at most " +
-                                     std::to_string(kMaxHeaderBytes >> 10) + " KiB and " +
-                                     std::to_string(kMaxHeaderLines) +
-                                     " lines for the request line and headers together",
-                                 "invalid_request_error"),
-                  res);
-          else if (t_connection->refused() == Refusal::too_large)
-            write(error_response(413, "request body too large", "invalid_request_error"), res);
-          else
-            write(error_response(400,
-                                 "conflicting framing: a Content-Length that is not one decimal "
-                                 "number, two different ones, Content-Length beside "
-                                 "Transfer-Encoding, a Transfer-Encoding other than chunked, or a "
-                                 "header line that is not 'name: value' (RFC 9112 sections 5 and "
-                                 "6.3)",
-                                 "invalid_request_error"),
-                  res);
-          res.set_header("Connection", "close");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        if (res.status == 400 && t_connection && t_connection->timed_out()) {
-          write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        std::string msg = res.status == 413 ? "request body too large"
-                                            : "HTTP error " + std::to_string(res.status);
-        write(error_response(res.status, msg, "invalid_request_error"), res);
-        // What follows a request the library refused (a header line over 8 KiB, a bad one, a
-        // declared body too large) is not a request: read as one, it was answered on its own (a
-        // request smuggled in the refused one's body).
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([serve](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // The request's head was refused while it was read (Connection::Refusal): its answer
+    // first, whatever the method.
+    using Refusal = Connection::Refusal;
+    // A request line the library refused before its headers were read (a version it does not
+    // know, none at all) is judged here as the head's checks judge it.
+    Refusal why = t_connection ? t_connection->refused() : Refusal::none;
+    if (res.status == 400 && why == Refusal::none && !req.method.empty() && req.path.empty()) {
+      why = Connection::request_line_problem(req.method + " " + req.target + " " + req.version);
+      if (why != Refusal::none && t_connection) t_connection->close_after_response();
+    }
+    if (res.status == 400 && why != Refusal::none) {
+      const auto answer = [&](int status, const std::string& msg) {
+        write(error_response(status, msg, "invalid_request_error"), res);
+      };
+      if (why == Refusal::head_too_large)
+        answer(431, "request headers too large: at most " + std::to_string(kMaxHeaderBytes >> 10) +
+                        " KiB and " + std::to_string(kMaxHeaderLines) +
+                        " lines for the request line and headers together");
+      else if (why == Refusal::too_large)
+        answer(413, "request body too large");
+      else if (why == Refusal::target_too_long)
+        answer(414, "request target over " + std::to_string(kMaxTarget) + " bytes");
+      else if (why == Refusal::version)
+        answer(505, "the request's HTTP version must be 1.1 or 1.0");
+      else if (why == Refusal::target)
+        answer(400,
+               "the request target must be a path starting with '/' without percent-escapes "
+               "(no route of this server has one), or '*'");
+      else if (why == Refusal::line_end)
+        answer(400,
+               "a line of the request's head that does not end in CRLF, a bare CR, or a NUL "
+               "byte (RFC 9112 section 2.2)");
+      else
+        answer(400,
+               "conflicting framing: a Content-Length that is not one decimal "
+               "number, two different ones, Content-Length beside "
+               "Transfer-Encoding, a Transfer-Encoding other than chunked, or a "
+               "header line that is not 'name: value' (RFC 9112 sections 5 and "
+               "6.3)");
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A method no route takes (TRACE, CONNECT: httplib's 400; QUERY or any other token: a
+    // request line httplib refuses, headers unread): the router's answer, a 405 with the
+    // path's method in Allow, or the 401 / 404 of any request, never a bare 400.
+    const bool token =
+        !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
+          return (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+        });
+    // Any body such a request carries is left unread: the connection closes after the
+    // answer (else those bytes were read as the next request, a 400 to a valid one).
+    if (res.status == 400 && token && !(t_connection && t_connection->timed_out())) {
+      const bool line_only = req.path.empty() && !req.target.empty() && req.target[0] == '/';
+      if (req.method == "TRACE" || req.method == "CONNECT" || line_only) {
+        httplib::Request line = req;
+        if (line_only) line.path = req.target.substr(0, req.target.find('?'));
+        serve(line, "", res);
         res.set_header("Connection", "close");
         if (t_connection) t_connection->close_after_response();
         return httplib::Server::HandlerResponse::Handled;
-      }));
+      }
+    }
+    if (res.status == 400 && t_connection && t_connection->timed_out()) {
+      write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    std::string msg =
+        res.status == 413 ? "request body too large" : "HTTP error " + std::to_string(res.status);
+    write(error_response(res.status, msg, "invalid_request_error"), res);
+    // What follows a request the library refused (a header line over 8 KiB, a bad one, a
+    // declared body too large) is not a request: read as one, it was answered on its own (a
+    // request smuggled in the refused one's body).
+    res.set_header("Connection", "close");
+    if (t_connection) t_connection->close_after_response();
+    return httplib::Server::HandlerResponse::Handled;
+  }));
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -134,5 +134,25 @@ TEST(JsonFile, ParseErrorsAreLocatedInTheText) {
   }
 }
 
+// nlohmann's lexer ends its input at a NUL byte: `{...}\0{...}` was read as its first value, the
+// rest ignored (issue 40, pass 9: a request body, a profile file). Refused, with its place, by
+// every parse: the value, the SAX form and a file.
+TEST(JsonFile, ANulByteIsRefusedWhereverItIs) {
+  const std::string text = std::string(R"({"a": 1})") + '\0' + R"({"b": 2})";
+  try {
+    (void)parse_json_text(text);
+    ADD_FAILURE() << "a NUL byte was read as the end of the text";
+  } catch (const JsonTextError& e) {
+    EXPECT_NE(std::string(e.what()).find("a NUL byte"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("column 9"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(parse_json_or_discarded(text).is_discarded());
+  const auto dir = testing::temp_dir("json_nul");
+  testing::write_file(dir / "p.json", text);
+  EXPECT_THROW((void)read_json_file((dir / "p.json").string(), "a profile"), Error);
+  // Inside a string it is written \u0000, which is no NUL byte of the text.
+  EXPECT_EQ(parse_json_text(R"({"a": "x\u0000y"})")["a"].get<std::string>(),
+            std::string("x\0y", 3));
+}
 }  // namespace
 }  // namespace ragform

@@ -90,6 +90,14 @@ inline int raw_status(const std::string& response) {
 }
 
 // The body of a raw response (after the blank line).
+// How many responses a connection's bytes hold (a smuggled request is answered by a second one).
+inline size_t count_responses(const std::string& s) {
+  size_t n = 0;
+  for (size_t at = s.find("HTTP/1.1 "); at != std::string::npos; at = s.find("HTTP/1.1 ", at + 1))
+    ++n;
+  return n;
+}
+
 inline std::string raw_body(const std::string& response) {
   const size_t at = response.find("\r\n\r\n");
   return at == std::string::npos ? "" : response.substr(at + 4);

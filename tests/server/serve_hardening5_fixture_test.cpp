@@ -104,13 +104,6 @@ namespace {
 
 using nlohmann::json;
 
-size_t count_responses(const std::string& s) {
-  size_t n = 0;
-  for (size_t at = s.find("HTTP/1.1 "); at != std::string::npos; at = s.find("HTTP/1.1 ", at + 1))
-    ++n;
-  return n;
-}
-
 const std::string kSmuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
 // Sixth pass, E9: a header line over cpp-httplib's 8 KiB got its 400 on a connection kept open,

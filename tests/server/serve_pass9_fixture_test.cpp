@@ -1,0 +1,179 @@
+// Issue 40's ninth pass, through a real `ragform serve` on loopback:
+// - H7: a 4,000-byte request path ended the server (SIGSEGV): the library matches routes with
+//   std::regex, whose recursion overflowed a connection thread's stack. Targets over 2,048 bytes
+//   are a 414 now, before any route is matched.
+// - H6: a header line ending in a bare LF ended the head for ragform's checks but not for the
+//   library, which skipped the line: the headers after it went unchecked (a second request
+//   smuggled in a body, the 64 KiB header limit bypassed). Every line of the head must end in
+//   CRLF; a bare CR and a NUL are refused too.
+// - H1: a chunk's data not followed by CRLF ended the body for the library, and what followed was
+//   answered as a request of its own.
+// - H10: routes were matched on the percent-decoded path ("/v1%2Fattention" reached
+//   /v1/attention); H8: HTTP/2.0, HTTP/9.9 or no version were served as HTTP/1.1, and
+//   "Connection: CLOSE" kept the connection open.
+// - H5: a NUL byte ended a JSON body: `{...}\0{...}` was read as its first value.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include "server/raw_http.h"
+#include "server/serve_harness.h"
+
+namespace ragform::testing {
+namespace {
+
+const std::string kSmuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+std::string status_of(const std::string& response) {
+  return response.size() >= 12 ? response.substr(9, 3) : "";
+}
+
+struct Case {
+  const char* what;
+  std::string request;
+  const char* status;
+  const char* message;
+};
+
+// Each request alone on a connection: its status and message, one response only (nothing after
+// the refused request is answered), and the server still up.
+void expect_cases(ServeProcess& srv, const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    RawSocket s(srv.port());
+    ASSERT_TRUE(s.ok());
+    s.send(c.request);
+    const auto got = s.read_until_close(30);
+    ASSERT_TRUE(got) << c.what << ": no answer";
+    EXPECT_EQ(status_of(*got), c.status) << c.what << ": " << got->substr(0, 400);
+    EXPECT_EQ(count_responses(*got), 1u) << c.what << ": " << *got;
+    EXPECT_NE(got->find(c.message), std::string::npos) << c.what << ": " << got->substr(0, 400);
+    SCOPED_TRACE(c.what);
+    expect_alive(srv);
+  }
+}
+
+TEST(ServeFramingPass9, RequestTargetsAndVersions) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "--api-key", "K"});
+  const std::string body = R"({"prompt":"a","max_tokens":1})";
+  const std::string post =
+      "Host: x\r\nAuthorization: Bearer K\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  expect_cases(
+      srv,
+      {
+          {"a 4,000-byte path", "GET /" + std::string(4000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n",
+           "414", "request target over 2048 bytes"},
+          {"a 3,000-byte query",
+           "GET /health?" + std::string(3000, 'q') + " HTTP/1.1\r\nHost: x\r\n\r\n", "414",
+           "request target over 2048 bytes"},
+          {"an encoded slash", "POST /v1%2Fcompletions HTTP/1.1\r\n" + post, "400",
+           "without percent-escapes"},
+          {"a target without its slash", "POST %2Fv1%2Fcompletions HTTP/1.1\r\n" + post, "400",
+           "without percent-escapes"},
+          {"HTTP/2.0", "POST /v1/completions HTTP/2.0\r\n" + post, "505",
+           "HTTP version must be 1.1 or 1.0"},
+          {"HTTP/9.9", "GET /health HTTP/9.9\r\nHost: x\r\n\r\n", "505",
+           "HTTP version must be 1.1 or 1.0"},
+          {"a lowercase version", "GET /health http/1.1\r\nHost: x\r\n\r\n", "505",
+           "HTTP version must be 1.1 or 1.0"},
+      });
+  // Within the bound: a 2,000-byte path is an ordinary 404, HTTP/1.0 is served.
+  RawSocket s(srv.port());
+  auto got = s.exchange("GET /" + std::string(2000, 'a') +
+                            " HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                            "Bearer K\r\nConnection: close\r\n\r\n",
+                        30);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(status_of(*got), "404") << got->substr(0, 300);
+  RawSocket s10(srv.port());
+  got = s10.exchange("GET /health HTTP/1.0\r\n\r\n", 30);
+  ASSERT_TRUE(got);
+  EXPECT_NE(got->find(" 200 "), std::string::npos) << got->substr(0, 300);
+}
+
+TEST(ServeFramingPass9, LinesEndInCrlfAndChunkDataInCrlf) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  const std::string body = R"({"prompt":"a","max_tokens":1})";
+  std::string flood;
+  for (int i = 0; i < 20000; ++i) flood += "X:y\r\n";
+  expect_cases(
+      srv,
+      {
+          {"Content-Length after a bare LF",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+               std::to_string(body.size()) + "\n\r\n" + body + kSmuggled,
+           "400", "does not end in CRLF"},
+          {"a bare LF, then conflicting framing",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-A: 1\nContent-Length: 0, " +
+               std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
+           "400", "does not end in CRLF"},
+          {"a bare LF, then a header flood",
+           "GET /health HTTP/1.1\r\nHost: x\r\nX-A: 1\n" + flood + "\r\n", "400",
+           "does not end in CRLF"},
+          {"a bare CR in a header line",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-A: 1\rTransfer-Encoding: "
+           "chunked\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body,
+           "400", "does not end in CRLF"},
+          {"a NUL in a header value",
+           std::string("GET /health HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n", 43), "400",
+           "a NUL byte"},
+          {"chunk data followed by LF",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+               [&] {
+                 char hex[16];
+                 std::snprintf(hex, sizeof hex, "%zx", body.size());
+                 return std::string(hex);
+               }() +
+               "\r\n" + body + "\n" + kSmuggled,
+           "400", "a chunk's data not followed by CRLF"},
+          {"chunk data followed by another size",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n" +
+               body.substr(0, 1) + "0\r\n\r\n" + kSmuggled,
+           "400", "a chunk's data not followed by CRLF"},
+      });
+  // A well-formed chunked body, and then the same connection again: served.
+  RawSocket s(srv.port());
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "%zx", body.size());
+  const auto got =
+      s.exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                     std::string(hex) + "\r\n" + body + "\r\n0\r\n\r\n" + kSmuggled,
+                 30);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(status_of(*got), "200") << got->substr(0, 300);
+  EXPECT_EQ(count_responses(*got), 2u) << *got;
+}
+
+TEST(ServeFramingPass9, ConnectionCloseIsCaseInsensitive) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  for (const std::string value : {"CLOSE", "keep-alive, Close"}) {
+    RawSocket s(srv.port());
+    ASSERT_TRUE(s.ok());
+    s.send("GET /health HTTP/1.1\r\nHost: x\r\nConnection: " + value + "\r\n\r\n" +
+           "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    const auto got = s.read_until_close(30);
+    ASSERT_TRUE(got) << value << ": the connection stayed open";
+    EXPECT_EQ(count_responses(*got), 1u) << value << ": " << *got;
+  }
+}
+
+TEST(ServeFramingPass9, ANulByteEndsNoJsonBody) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  httplib::Client c("127.0.0.1", srv.port());
+  const std::string body =
+      std::string(R"({"prompt":"hi","max_tokens":1})") + '\0' + R"({"prompt":"x","max_tokens":-5})";
+  auto r = c.Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("a NUL byte"), std::string::npos) << r->body;
+}
+
+}  // namespace
+}  // namespace ragform::testing
