@@ -108,8 +108,20 @@ inline bool is_any_bool(const pyb::handle& obj) {
 
 // An integer as Python has it: an int or anything with __index__ (numpy's integers), not a bool
 // (np.int64(2) was refused as "expected an integer, got 2", True taken as 1: pass 7).
+// A numpy array is not one (every ndarray has __index__, which fails unless it is a 0-d integer
+// array, with numpy's own message naming no argument: pass 9).
 inline bool is_integer(const pyb::handle& obj) {
-  return !is_any_bool(obj) && PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr());
+  return !is_any_bool(obj) && PyIndex_Check(obj.ptr()) && !PyFloat_Check(obj.ptr()) &&
+         std::strcmp(Py_TYPE(obj.ptr())->tp_name, "numpy.ndarray") != 0;
+}
+
+// A float as Python has it: a float or numpy's floating scalars (np.float32(0.5) was refused as
+// "expected a number, got 0.5": pass 9; np.float64 is a float subclass).
+inline bool is_real(const pyb::handle& obj) {
+  if (PyFloat_Check(obj.ptr())) return true;
+  const char* t = Py_TYPE(obj.ptr())->tp_name;
+  return std::strcmp(t, "numpy.float16") == 0 || std::strcmp(t, "numpy.float32") == 0 ||
+         std::strcmp(t, "numpy.longdouble") == 0;
 }
 
 // An integer argument of a bound function (Model.hidden's layer, token_piece's id): is_integer and

@@ -463,7 +463,8 @@ void bind_engine(pyb::module_& m) {
             for (const auto& r : res) flat.insert(flat.end(), r.vector.begin(), r.vector.end());
             return to_numpy(std::move(flat), {pyb::ssize_t(res.size()), n_embd});
           },
-          pyb::arg("texts"), pyb::arg("pooling") = std::nullopt, pyb::arg("normalize") = false,
+          pyb::arg("texts"), pyb::arg("pooling") = std::nullopt,
+          pyb::arg("normalize").noconvert() = false,
           "Pooled vectors of `texts` (numpy float32 [len(texts), n_embd]); pooling: mean, cls "
           "or last (None: the model's own), L2-normalised with normalize=True (as `ragform embed "
           "--json`, --normalize).");

@@ -38,6 +38,18 @@ inline pyb::int_ index_of(const pyb::handle& obj) {
   return i;
 }
 
+// An integer (is_integer) as a double, +-infinity beyond a double's range (PyLong_AsDouble's
+// OverflowError, which named no argument: pass 9), so range checks refuse it in words.
+inline double int_as_double(const pyb::handle& obj) {
+  const pyb::int_ i = index_of(obj);
+  const double v = PyLong_AsDouble(i.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return PyObject_RichCompareBool(i.ptr(), pyb::int_(0).ptr(), Py_LT) == 1 ? -INFINITY : INFINITY;
+  }
+  return v;
+}
+
 // The value of `obj` for the option `d` as a field of type T (not optional).
 template <class T>
 T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
@@ -83,10 +95,9 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     }
     return out;
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (!is_integer(obj) && (is_any_bool(obj) || !pyb::isinstance<pyb::float_>(obj)))
-      wrong("a number");
-    const double v =
-        is_integer(obj) ? index_of(obj).cast<pyb::float_>().cast<double>() : obj.cast<double>();
+    if (!is_integer(obj) && (is_any_bool(obj) || !is_real(obj))) wrong("a number");
+    // An int beyond a double (2**1024) is out of every range, not Python's OverflowError.
+    const double v = is_integer(obj) ? int_as_double(obj) : PyFloat_AsDouble(obj.ptr());
     check_option_range(d, v);  // NaN and infinities are out of every range
     if (!std::isfinite(v)) throw OptionError(d.key, "expected a finite number");
     return T(v);
@@ -96,7 +107,7 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     // Any Python int (or numpy's, as its int): one past the int64 range is still a number, and
     // out of range.
     const pyb::int_ i = index_of(obj);
-    const double approx = i.cast<pyb::float_>().cast<double>();
+    const double approx = int_as_double(i);
     check_option_range(d, approx, pyb::str(pyb::object(i)).cast<std::string>());
     if (approx < -9.2e18 || approx > 9.2e18) throw OptionError(d.key, "value out of range");
     const long long v = i.cast<long long>();

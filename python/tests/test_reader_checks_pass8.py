@@ -132,3 +132,28 @@ def test_tokenize_flags_are_bools(model):
 def test_a_repeated_option_names_its_shape(model):
     with pytest.raises(TypeError, match="stop: expected a str or a list of strs, got 5"):
         model.generate("Once", n_predict=2, stop=5)
+
+
+# ---------------------------------------------------------------- ninth pass (H3, H4)
+
+
+def test_numpy_floats_are_numbers_and_arrays_name_their_option(model):
+    a = model.generate("Once", n_predict=3, temp=np.float32(0.0))
+    assert a == model.generate("Once", n_predict=3, temp=0.0)
+    for kw in ({"temp": np.array(0.5)}, {"n_predict": np.array([3])}):
+        with pytest.raises(TypeError, match=f"^{next(iter(kw))}: expected"):
+            model.generate("Once", **kw)
+
+
+def test_an_int_beyond_a_double_is_out_of_range_by_name(model):
+    for kw in ({"n_predict": 2**1024}, {"temp": 2**1024}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            model.generate("Once", **kw)
+
+
+def test_embed_normalize_is_a_bool():
+    enc = ragform.Encoder(str(shared_file("fixtures/models/tiny-bert.gguf")), threads=1)
+    for v in (None, 1, "yes"):
+        with pytest.raises(TypeError):
+            enc.embed(["a"], normalize=v)
+    assert len(enc.embed(["a"], normalize=np.True_)) == 1
