@@ -153,14 +153,47 @@ def bad_range(name, value, annotation):
     return None
 
 
+def bytes_for_text(named, types):
+    """The TypeError for bytes where C++ takes text: pybind11 takes bytes for a str parameter,
+    and their bytes need not be UTF-8 (generate(b'\\xff') reached the tokenizer: issue 40, pass 9)."""
+    for name, v in named:
+        t = types.get(name, "")
+        if t in ("str", "Optional[str]") and isinstance(v, (bytes, bytearray)):
+            return TypeError(f"{name}: expected a str, got {type(v).__name__} (decode it first)")
+        if t in ("List[str]", "list[str]") and isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                if isinstance(x, (bytes, bytearray)):
+                    return TypeError(f"{name}[{i}]: expected a str, got {type(x).__name__} "
+                                     "(decode it first)")
+    return None
+
+
+def _may_hold_bytes(args, kwargs):
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, (bytes, bytearray, list, tuple)):
+            return True
+    return False
+
+
 def checked(fn):
     """fn, raising ValueError (see above) in place of the TypeError, RuntimeError or JSON parse
-    error (ValueError) a bad text argument causes."""
+    error (ValueError) a bad text argument causes, and TypeError for bytes where text goes."""
     names = None
+    types = None
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        nonlocal names
+        nonlocal names, types
+        if _may_hold_bytes(args, kwargs):  # (looked at before the call: bytes would be accepted)
+            if names is None:
+                names = param_names(fn)
+            if types is None:
+                types = param_types(fn)
+            if types:
+                err = bytes_for_text([(names[i] if i < len(names) else "", v)
+                                      for i, v in enumerate(args)] + list(kwargs.items()), types)
+                if err:
+                    raise err
         try:
             return fn(*args, **kwargs)
         except (TypeError, RuntimeError, ValueError) as e:

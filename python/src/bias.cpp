@@ -30,9 +30,9 @@ pyb::object document_relevance(const pyb::handle& model, const std::string& prom
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   require_methods(*rd, {"attention"}, "bias.document_relevance");
   const std::vector<cnorm::CharSpan> spans =
-      cnorm::char_spans_from_json(to_json(doc_spans), "doc_spans");
+      cnorm::char_spans_from_json(to_json(doc_spans, "doc_spans"), "doc_spans");
   std::optional<cnorm::BiasCurve> curve;
-  if (!bias.is_none()) curve = cnorm::bias_curve_from_json(to_json(bias), "bias");
+  if (!bias.is_none()) curve = cnorm::bias_curve_from_json(to_json(bias, "bias"), "bias");
   nlohmann::json out;
   {
     pyb::gil_scoped_release nogil;

@@ -47,8 +47,10 @@ void require_methods(const reader::Reader& r, const std::vector<std::string>& me
                      const std::string& verb);
 
 // Python objects (dicts, lists, str, numbers, bool, None) <-> JSON, through Python's json module so
-// that both sides agree on every corner (non-string keys, NaN: rejected by allow_nan=False).
-nlohmann::json to_json(const pyb::handle& obj);
+// that both sides agree on every corner (non-string keys, NaN: rejected by allow_nan=False);
+// numpy's scalars and arrays become numbers and lists. `what` names the argument in the TypeError
+// or ValueError of a value that is not JSON.
+nlohmann::json to_json(const pyb::handle& obj, const std::string& what = "");
 pyb::object from_json(const nlohmann::json& j);
 pyb::object from_json(const nlohmann::ordered_json& j);
 

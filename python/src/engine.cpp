@@ -97,7 +97,8 @@ nlohmann::json steering_json(const pyb::handle& o, int depth = 0,
   if (is_any_bool(o)) return nlohmann::json(PyObject_IsTrue(o.ptr()) == 1);
   if (!pyb::isinstance<pyb::str>(o) && PyIndex_Check(o.ptr()))
     return to_json(pyb::int_(pyb::reinterpret_borrow<pyb::object>(o)));
-  if (o.is_none() || pyb::isinstance<pyb::str>(o) || PyFloat_Check(o.ptr())) return to_json(o);
+  if (o.is_none() || pyb::isinstance<pyb::str>(o) || PyFloat_Check(o.ptr()))
+    return to_json(o, where);
   throw UsageError(where, std::string("expected a string, a number, a list or a dict, got ") +
                               Py_TYPE(o.ptr())->tp_name);
 }

@@ -15,11 +15,31 @@ void bind_bias(pyb::module_& m);  // bias.cpp: ragform.bias
 void bind_tune_search(pyb::module_& m);
 void bind_options(pyb::module_& m);  // options.cpp: ragform._ragform.options
 
-nlohmann::json to_json(const pyb::handle& obj) {
+nlohmann::json to_json(const pyb::handle& obj, const std::string& what) {
   // Leaked on purpose: a static pybind11::object would be released after the interpreter ends.
   static const pyb::handle dumps =
       pyb::object(pyb::module_::import("json").attr("dumps")).release();
-  std::string s = pyb::str(dumps(obj, pyb::arg("allow_nan") = false));
+  // numpy's scalars and arrays as Python's numbers and lists (a record holding np.int64 was
+  // "Object of type int64 is not JSON serializable"); anything else not JSON is named.
+  static const pyb::handle numbers =
+      pyb::cpp_function([](const pyb::handle& o) -> pyb::object {
+        const std::string type = Py_TYPE(o.ptr())->tp_name;
+        if (type.rfind("numpy.", 0) == 0 && pyb::hasattr(o, "tolist")) return o.attr("tolist")();
+        throw pyb::type_error("a value of type " + type +
+                              " is not JSON (a str, number, bool, "
+                              "None, list or dict)");
+      }).release();
+  std::string s;
+  try {
+    s = pyb::str(dumps(obj, pyb::arg("allow_nan") = false, pyb::arg("default") = numbers));
+  } catch (pyb::error_already_set& e) {
+    // json's own words ("Out of range float values are not JSON compliant"), naming the argument.
+    if (what.empty() || !(e.matches(PyExc_TypeError) || e.matches(PyExc_ValueError))) throw;
+    const bool type_error = e.matches(PyExc_TypeError);
+    const std::string msg = what + ": " + pyb::str(e.value()).cast<std::string>();
+    if (type_error) throw pyb::type_error(msg);
+    throw pyb::value_error(msg);
+  }
   return parse_json_text(s);  // bounded depth, like every input
 }
 

@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -107,13 +108,28 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     // Any Python int (or numpy's, as its int): one past the int64 range is still a number, and
     // out of range.
     const pyb::int_ i = index_of(obj);
-    const double approx = int_as_double(i);
-    check_option_range(d, approx, pyb::str(pyb::object(i)).cast<std::string>());
-    if (approx < -9.2e18 || approx > 9.2e18) throw OptionError(d.key, "value out of range");
-    const long long v = i.cast<long long>();
-    if constexpr (std::is_unsigned_v<T>)
-      if (v < 0) throw OptionError(d.key, "value out of range: " + std::to_string(v));
-    return T(v);
+    const std::string text = pyb::str(pyb::object(i)).cast<std::string>();
+    check_option_range(d, int_as_double(i), text);
+    // Then exactly T's range, the value named (a double's cut at 9.2e18 refused 2**63 - 1 as
+    // "value out of range": pass 9).
+    const auto out_of_range = [&] {
+      PyErr_Clear();
+      return OptionError(d.key, text + " is out of range (" +
+                                    std::to_string(std::numeric_limits<T>::min()) + ".." +
+                                    std::to_string(std::numeric_limits<T>::max()) + ")");
+    };
+    if constexpr (std::is_unsigned_v<T>) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
+      if (PyErr_Occurred() || u > std::numeric_limits<T>::max()) throw out_of_range();
+      return T(u);
+    } else {
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+      if (overflow != 0 || PyErr_Occurred() || v < std::numeric_limits<T>::min() ||
+          v > std::numeric_limits<T>::max())
+        throw out_of_range();
+      return T(v);
+    }
   }
 }
 

@@ -79,7 +79,7 @@ pyb::object cnorm_calibrate(const pyb::handle& model, pyb::object records,
 // for any other bad argument, with the loader's message.
 cnorm::Profile profile_arg(const pyb::handle& profile) {
   try {
-    return cnorm::profile_from_json(to_json(profile), "profile");
+    return cnorm::profile_from_json(to_json(profile, "profile"), "profile");
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -92,7 +92,7 @@ cnorm::Profile profile_arg(const pyb::handle& profile) {
 pyb::object cnorm_apply(const pyb::handle& profile, const pyb::handle& record) {
   const cnorm::Profile prof = profile_arg(profile);
   (void)cnorm::applied_format(prof);  // the profile's error before the record's, as the CLI
-  nlohmann::json j = to_json(record);
+  nlohmann::json j = to_json(record, "record");
   if (!j.is_object()) throw UsageError("cnorm apply", "the record must be a dict");
   try {
     return from_json(cnorm::apply_profile(prof, std::move(j)).record);

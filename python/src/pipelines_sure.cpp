@@ -38,8 +38,10 @@ sure::PromptSet prompts_of(const std::string& dir) {
 std::vector<sure::Pair> pairs_arg(const pyb::iterable& pairs_in) {
   std::vector<sure::Pair> pairs;
   size_t i = 0;
-  for (pyb::handle h : pairs_in)
-    pairs.push_back(sure::pair_from_json(to_json(h), "pair " + std::to_string(++i)));
+  for (pyb::handle h : pairs_in) {
+    const std::string where = "pair " + std::to_string(++i);
+    pairs.push_back(sure::pair_from_json(to_json(h, where), where));
+  }
   return pairs;
 }
 

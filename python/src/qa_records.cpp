@@ -17,7 +17,7 @@ std::vector<eval::QaRecord> qa_records(
   size_t i = 0;
   for (pyb::handle h : records) {
     ++i;
-    nlohmann::json j = to_json(h);
+    nlohmann::json j = to_json(h, "record " + std::to_string(i));
     if (!fmt) {
       fmt = eval::detect_format(j);
       if (!fmt) {

@@ -22,7 +22,7 @@ tune::Profile profile_arg(const pyb::handle& profile) {
   }
   if (!pyb::isinstance<pyb::dict>(profile))
     throw UsageError("present", "profile must be a dict (a profile file's JSON) or a path");
-  const nlohmann::json j = to_json(profile);
+  const nlohmann::json j = to_json(profile, "profile");
   // An invalid profile is the caller's input: ValueError, as the CLI's exit code 2.
   return parse_arg([&] { return tune::profile_from_json(j, "profile"); });
 }
@@ -31,7 +31,7 @@ pyb::object present(const pyb::handle& record, const pyb::handle& profile, reade
   const tune::Profile prof = profile_arg(profile);
   if (!pyb::isinstance<pyb::dict>(record))
     throw UsageError("present", "the record must be a dict (one JSONL line's object)");
-  const nlohmann::json rec = to_json(record);
+  const nlohmann::json rec = to_json(record, "record");
   return from_json(tune::presented_json(tune::present(rec, prof, model), prof));
 }
 

@@ -157,3 +157,40 @@ def test_embed_normalize_is_a_bool():
         with pytest.raises(TypeError):
             enc.embed(["a"], normalize=v)
     assert len(enc.embed(["a"], normalize=np.True_)) == 1
+
+
+# H2: bytes were taken where text goes (pybind11 converts them), invalid UTF-8 included.
+def test_bytes_are_not_text(model):
+    for call, name in ((lambda: model.generate(b"\xff\xfe", n_predict=2), "prompt"),
+                       (lambda: model.score(b"\xff", "x"), "prompt"),
+                       (lambda: model.tokenize(bytearray(b"Once")), "text")):
+        with pytest.raises(TypeError, match=f"{name}: expected a str, got "):
+            call()
+    enc = ragform.Encoder(str(shared_file("fixtures/models/tiny-bert.gguf")), threads=1)
+    with pytest.raises(TypeError, match=r"texts\[1\]: expected a str, got bytes"):
+        enc.embed(["a", b"\xff"])
+    assert model.tokenize("Once") == model.tokenize(text="Once")
+
+
+# H9: records and profiles crossed into C++ through json.dumps, whose errors named no argument
+# ("Object of type int64 is not JSON serializable"); numpy's numbers are numbers now, and a value
+# that is not JSON is named.
+def test_records_take_numpy_numbers_and_name_what_is_not_json(nq_records):
+    import test_present
+    prof = test_present.PROFILES[0]
+    rec = dict(nq_records[0])
+    plain = ragform.present(rec, prof)
+    rec_np = dict(rec, ctxs=[dict(c, score=np.float32(0.5)) if isinstance(c, dict) else c
+                             for c in rec["ctxs"]])
+    assert ragform.present(rec_np, prof)["prompt"] == plain["prompt"]
+    with pytest.raises(TypeError, match=r"^record.*: a value of type object is not JSON"):
+        ragform.present(dict(rec, extra=object()), prof)
+    with pytest.raises(ValueError, match=r"^profile: Out of range float"):
+        ragform.present(rec, dict(prof, p=float("nan")))
+
+
+def test_a_seed_takes_its_type_s_whole_range(model):
+    for seed in (2**63 - 1, 9_210_000_000_000_000_000):
+        assert isinstance(model.generate("Once", n_predict=2, seed=seed, temp=0.8), str)
+    with pytest.raises(ValueError, match=r"seed: .*18446744073709551616"):
+        model.generate("Once", n_predict=2, seed=2**64)
