@@ -4,12 +4,24 @@
 
 namespace ragform {
 
+namespace {
+// A NUL written as the two characters \0: a message is read as a C string wherever it is shown
+// (what(), PyErr_SetString), so a NUL quoted from input cut the message there ("expected f32 or
+// f16, got 'f3": issue 40, pass 9).
+std::string without_nul(std::string s) {
+  for (size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 2))
+    s.replace(at, 1, "\\0");
+  return s;
+}
+}  // namespace
+
 std::string excerpt(std::string_view s, size_t max) {
-  if (s.size() <= max) return std::string(s);
+  if (s.size() <= max) return without_nul(std::string(s));
   size_t cut = max;
   // Back off continuation bytes (10xxxxxx) so the quote ends on a whole character.
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
+  return without_nul(std::string(s.substr(0, cut))) + "... (" + std::to_string(s.size()) +
+         " bytes)";
 }
 
 namespace {

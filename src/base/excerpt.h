@@ -12,7 +12,8 @@ namespace ragform {
 inline constexpr size_t kExcerptBytes = 200;
 
 // `s` when it is at most `max` bytes; otherwise its first bytes (cut at a UTF-8 character
-// boundary) followed by "... (N bytes)", so the reader sees both the start and the size.
+// boundary) followed by "... (N bytes)", so the reader sees both the start and the size. A NUL
+// byte is written \0 (a message is read as a C string where it is shown).
 std::string excerpt(std::string_view s, size_t max = kExcerptBytes);
 
 // The position of the '@' that ends the userinfo ("user:password@") of the authority starting at

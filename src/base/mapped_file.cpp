@@ -64,6 +64,15 @@ MappedFile::MappedFile(const std::string& path, Load how) : path_(path) {
     ::close(fd);
     throw FileError(path, "is a directory", EISDIR);
   }
+  // A pipe or a device has no size to map: it was read as an empty file ("magic: needs 4 bytes
+  // ... (file size 0)" for /dev/zero or <(cat model.gguf)).
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw FileError(path,
+                    "not a regular file (a pipe, a device or a socket cannot be mapped: give the "
+                    "file itself)",
+                    EINVAL);
+  }
   size_ = static_cast<size_t>(st.st_size);
   bool memory = false;
   try {

@@ -168,6 +168,14 @@ TEST(InputBounds, YamlAfterItsFirstDocumentIsNotReadForever) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// A NUL quoted from input is written \0: the message stays whole where it is read as a C string.
+TEST(InputBounds, ExcerptsWriteANulAsEscape) {
+  EXPECT_EQ(excerpt(std::string("f3\0x", 4)), "f3\\0x");
+  const std::string e = excerpt(std::string(300, '\0'));
+  EXPECT_EQ(e.find('\0'), std::string::npos);
+  EXPECT_EQ(e.substr(0, 4), "\\0\\0");
+}
+
 TEST(InputBounds, ExcerptsAreBoundedAndCutOnACharacter) {
   EXPECT_EQ(excerpt("short"), "short");
   const std::string big(50 << 20, 'x');

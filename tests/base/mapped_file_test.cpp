@@ -21,6 +21,18 @@ std::string sample_bytes(size_t n) {
   return s;
 }
 
+// A pipe or a device is refused in words (it read as an empty file: "needs 4 bytes ... size 0").
+TEST(MappedFile, APipeOrADeviceIsNotARegularFile) {
+  for (const char* path : {"/dev/zero", "/dev/null"}) {
+    try {
+      MappedFile f(path);
+      ADD_FAILURE() << path << " was mapped";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(MappedFile, MappedAndInMemoryImagesHoldTheSameBytes) {
   const auto path = testing::temp_dir("mapped_file") / "image.bin";
   const std::string bytes = sample_bytes(3 * (size_t(1) << 20) + 12345);  // not page-sized
