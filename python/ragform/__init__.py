@@ -12,11 +12,11 @@ Errors raise ValueError (bad input, including text that is not valid UTF-8: a st
 surrogate), OSError (files) or RuntimeError (anything else) with the message the CLI prints after
 "ragform: ".
 """
-import os as _os
 
 from . import _options, _ragform
 from ._ragform import Attention, Reader
 from ._text import check_methods as _check_methods
+from ._text import fspath as _fspath
 
 __version__ = _ragform.__version__
 
@@ -90,7 +90,7 @@ class Model(_ragform._Model):
     def __init__(self, *args, **kwargs):
         a = _options.bind(_MODEL, (self,) + args, kwargs)  # a missing or unknown one: TypeError
         del a["self"]
-        path = _os.fspath(a.pop("path"))
+        path = _fspath(a.pop("path"))
         if a["ctx"] is None:
             a["ctx"] = _ragform._default_context(path)
         super().__init__(path, **a)
@@ -190,7 +190,7 @@ class RunStore:
     to_pandas(run=None) when pandas is importable."""
 
     def __init__(self, path):
-        self._s = _ragform._RunStore(_os.fspath(path))
+        self._s = _ragform._RunStore(_fspath(path))
         self.path = self._s.path
 
     def __repr__(self):
@@ -249,7 +249,7 @@ class Encoder(_ragform._Encoder):
     def __init__(self, *args, **kwargs):
         a = _options.bind(_ENCODER, (self,) + args, kwargs)  # a missing or unknown one: TypeError
         del a["self"]
-        super().__init__(_os.fspath(a.pop("path")), **a)
+        super().__init__(_fspath(a.pop("path")), **a)
 
     __init__.__signature__ = _ENCODER
 

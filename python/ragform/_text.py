@@ -8,6 +8,8 @@ C++ side, py_reader.cpp). The arguments are looked at only after a call failed, 
 costs nothing."""
 import functools
 import inspect
+import os
+import re
 
 
 # Nesting deeper than this is refused by every JSON input (base/json_file.h kMaxJsonDepth).
@@ -175,6 +177,62 @@ def _may_hold_bytes(args, kwargs):
     return False
 
 
+_TYPE_WORDS = {"str": "a str", "int": "an integer", "float": "a number", "bool": "True or False"}
+
+
+def _fits(value, t):
+    """Whether `value` is what pybind11 takes for the simple type `t` (None: not a simple type)."""
+    if t == "str":
+        return isinstance(value, str)
+    if t == "int":
+        return not _is_bool(value) and not isinstance(value, float) and hasattr(value, "__index__")
+    if t == "float":
+        return not _is_bool(value) and isinstance(value, (int, float))
+    if t == "bool":
+        return _is_bool(value)
+    return None
+
+
+def bad_type(name, value, annotation):
+    """For an argument pybind11 refused: the TypeError naming it when its value is not of its
+    parameter's type (str, int, float, bool, or a list of one of them; Optional[...] takes None
+    too), or the ValueError for a list's integer past 32 bits; None when it fits. pybind11's own
+    "incompatible function arguments" names no argument (generate(None), score(5),
+    detokenize([2**31]), embed('a str'): issue 40, pass 9)."""
+    t = annotation
+    if t.startswith("Optional[") and t.endswith("]"):
+        if value is None:
+            return None
+        t = t[len("Optional["):-1]
+    m = re.fullmatch(r"(?:List|list)\[(\w+)\]", t)
+    if m is None:
+        fits = _fits(value, t)
+        if fits is False:
+            return TypeError(f"{name}: expected {_TYPE_WORDS[t]}, got {type(value).__name__}")
+        return None
+    item = m.group(1)
+    if item not in _TYPE_WORDS:
+        return None
+    if isinstance(value, (str, bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        return TypeError(f"{name}: expected a list of {_TYPE_WORDS[item][2:]}s"
+                         f" ({_TYPE_WORDS[item]} each), got {type(value).__name__}")
+    for i, v in enumerate(value):
+        if _fits(v, item) is False:
+            return TypeError(f"{name}[{i}]: expected {_TYPE_WORDS[item]}, got {type(v).__name__}")
+        if item == "int" and not -2 ** 31 <= int(v) < 2 ** 31:
+            return ValueError(f"{name}[{i}]: {int(v)} is out of range")
+    return None
+
+
+def fspath(value, name="path"):
+    """os.fspath(value), its TypeError naming the argument."""
+    try:
+        return os.fspath(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a str or an os.PathLike, got "
+                        f"{type(value).__name__}") from None
+
+
 def checked(fn):
     """fn, raising ValueError (see above) in place of the TypeError, RuntimeError or JSON parse
     error (ValueError) a bad text argument causes, and TypeError for bytes where text goes."""
@@ -210,7 +268,7 @@ def checked(fn):
             # or negative) instead of listing the signature.
             if "incompatible" in str(e):
                 types = signature_types(fn)
-                for check in (bad_integer, bad_range):
+                for check in (bad_integer, bad_range, bad_type):
                     for name, v in named:
                         err = check(name, v, types.get(name, ""))
                         if err:

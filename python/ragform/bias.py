@@ -3,17 +3,16 @@ al. 2024): the functions of ``ragform position-bias`` and ``ragform attention --
 --calibrated --bias`` (docs/steering.md), returning the dicts those commands print."""
 
 import json as _json
-import os as _os
 
 from . import _options, _ragform
-from ._text import checked
+from ._text import checked, fspath
 
 
 def _curve(bias):
     """A bias curve given as a dict (``position_bias``'s result) or the path of a curve file."""
     if bias is None or isinstance(bias, dict):
         return bias
-    with open(_os.fspath(bias), encoding="utf-8") as f:
+    with open(fspath(bias, "bias"), encoding="utf-8") as f:
         return _json.load(f)
 
 

@@ -194,3 +194,20 @@ def test_a_seed_takes_its_type_s_whole_range(model):
         assert isinstance(model.generate("Once", n_predict=2, seed=seed, temp=0.8), str)
     with pytest.raises(ValueError, match=r"seed: .*18446744073709551616"):
         model.generate("Once", n_predict=2, seed=2**64)
+
+
+# H9: pybind11's "incompatible function arguments" listed the signature and named no argument.
+def test_a_refused_argument_is_named(model):
+    enc = ragform.Encoder(str(shared_file("fixtures/models/tiny-bert.gguf")), threads=1)
+    for call, text in (
+            (lambda: model.generate(None), "prompt: expected a str, got NoneType"),
+            (lambda: model.score(5), "prompt: expected a str, got int"),
+            (lambda: model.detokenize([1.0]), r"ids\[0\]: expected an integer, got float"),
+            (lambda: model.attention("a b", layer="1"), "layer: expected an integer, got str"),
+            (lambda: enc.embed("a str"), "texts: expected a list of strs"),
+            (lambda: ragform.RunStore(5), "path: expected a str or an os.PathLike, got int"),
+            (lambda: ragform.Model(5), "path: expected a str or an os.PathLike, got int")):
+        with pytest.raises(TypeError, match="^" + text):
+            call()
+    with pytest.raises(ValueError, match=r"^ids\[0\]: 2147483648 is out of range"):
+        model.detokenize([2**31])
