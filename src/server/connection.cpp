@@ -1,0 +1,282 @@
+#include "server/connection.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace ragform::server {
+
+namespace {
+// The numeric address of one end of the socket (get: ::getpeername or ::getsockname).
+void address(int (*get)(int, sockaddr*, socklen_t*), socket_t fd, std::string& ip, int& port) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
+  if (get(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0 &&
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    ip = host;
+    port = std::atoi(serv);
+  }
+}
+}  // namespace
+
+bool Connection::next_request() {
+  timed_out_ = false;
+  if (pos_ == end_ && !wait(POLLIN, Clock::now() + std::chrono::seconds(opt_.keep_alive_timeout_s)))
+    return false;
+  deadline_ = Clock::now() + std::chrono::seconds(opt_.request_timeout_s);
+  in_head_ = true;
+  head_.clear();
+  head_lines_ = 0;
+  line_len_ = 0;
+  refused_ = Refusal::none;
+  chunk_ = Chunk::none;
+  after_cr_ = false;
+  return true;
+}
+
+ssize_t Connection::read(char* ptr, size_t size) {
+  if (pos_ == end_) {
+    if (!wait_to_read()) return -1;
+    ssize_t got;
+    do {
+      got = ::recv(fd_, buf_, sizeof buf_, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) return got;
+    pos_ = 0;
+    end_ = size_t(got);
+  }
+  size_t n = std::min(size, end_ - pos_);
+  if (in_head_) {
+    n = head_part(n);
+    if (n == 0) return -1;  // refused: the library answers 400, error_handler says why
+  } else if (chunk_ != Chunk::none) {
+    n = chunk_part(n);
+    if (n == 0) return -1;  // the body's reading fails: read_body says why
+  }
+  std::memcpy(ptr, buf_ + pos_, n);
+  pos_ += n;
+  return ssize_t(n);
+}
+
+ssize_t Connection::write(const char* ptr, size_t size) {
+  if (!is_writable()) return -1;
+  ssize_t n;
+  do {
+    n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+void Connection::get_remote_ip_and_port(std::string& ip, int& port) const {
+  address(::getpeername, fd_, ip, port);
+}
+
+void Connection::get_local_ip_and_port(std::string& ip, int& port) const {
+  address(::getsockname, fd_, ip, port);
+}
+
+bool Connection::wait_to_read() const {
+  const auto idle_end = Clock::now() + std::chrono::seconds(opt_.read_timeout_s);
+  if (wait(POLLIN, std::min(idle_end, deadline_))) return true;
+  timed_out_ = listener_ != INVALID_SOCKET;  // (not when the server stops)
+  return false;
+}
+
+bool Connection::crlf_discipline(char c) {
+  const bool was_cr = after_cr_;
+  after_cr_ = c == '\r';
+  if (was_cr) return c == '\n';
+  return c != '\n' && c != '\0';
+}
+
+size_t Connection::head_part(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const char c = buf_[pos_ + i];
+    if (head_.size() >= kMaxHeaderBytes) return refuse(Refusal::head_too_large);
+    head_ += c;
+    if (!crlf_discipline(c)) return refuse(Refusal::line_end);
+    if (c == '\r') continue;
+    if (c != '\n') {
+      ++line_len_;
+      continue;
+    }
+    if (line_len_ == 0) {
+      in_head_ = false;
+      return head_ended() ? i + 1 : 0;
+    }
+    line_len_ = 0;
+    if (++head_lines_ > kMaxHeaderLines) return refuse(Refusal::head_too_large);
+  }
+  return n;
+}
+
+bool Connection::head_ended() {
+  std::string length;
+  bool has_length = false, has_encoding = false, chunked = false;
+  if (const Refusal why = request_line_problem(head_.substr(0, head_.find('\r')));
+      why != Refusal::none)
+    return refused(why);
+  size_t at = head_.find('\n');  // after the request line
+  while (at != std::string::npos && at + 1 < head_.size()) {
+    const size_t end = head_.find('\n', at + 1);
+    std::string line = head_.substr(at + 1, end == std::string::npos ? end : end - at - 1);
+    at = end;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;  // the empty line that ends the head
+    // RFC 9112 section 5: a field line is a token, a colon, then its value. A line folded onto
+    // the one before (starting with a space or tab), a line without a colon, and a name with
+    // whitespace before the colon ("Transfer-Encoding : chunked" was left out of the checks
+    // below while the library read it) or any other character outside a token are refused.
+    const size_t colon = line.find(':');
+    if (line[0] == ' ' || line[0] == '\t' || colon == std::string::npos || colon == 0 ||
+        !std::all_of(line.begin(), line.begin() + long(colon), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) ||
+                 std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+        }))
+      return refused(Refusal::framing);
+    std::string name = line.substr(0, colon), value = line.substr(colon + 1);
+    for (char& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    auto trim = [](std::string& v) {
+      const size_t b = v.find_first_not_of(" \t\r"), e = v.find_last_not_of(" \t\r");
+      v = b == std::string::npos ? "" : v.substr(b, e - b + 1);
+    };
+    trim(value);
+    if (name == "content-length") {
+      const bool digits =
+          !value.empty() && value.size() <= 19 &&
+          std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits || (has_length && value != length)) return refused(Refusal::framing);
+      has_length = true;
+      length = value;
+    } else if (name == "transfer-encoding") {
+      if (has_encoding || value != "chunked") return refused(Refusal::framing);
+      has_encoding = chunked = true;
+    } else if (name == "connection") {
+      // Its options are case-insensitive tokens (RFC 9110 section 7.6.1); the library honours
+      // only the exact value "close".
+      for (char& ch : value) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      for (size_t b = 0; b < value.size();) {
+        size_t e = value.find(',', b);
+        if (e == std::string::npos) e = value.size();
+        std::string token = value.substr(b, e - b);
+        trim(token);
+        if (token == "close") close_ = true;
+        b = e + 1;
+      }
+    }
+  }
+  if (has_length && has_encoding) return refused(Refusal::framing);
+  if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
+  if (chunked) {
+    chunk_ = Chunk::size_line;
+    chunk_left_ = 0;
+    size_digits_ = true;
+    line_len_ = 0;
+  }
+  head_.clear();
+  head_.shrink_to_fit();
+  return true;
+}
+
+bool Connection::refused(Refusal why) {
+  refuse(why);
+  return false;
+}
+
+Connection::Refusal Connection::request_line_problem(const std::string& line) {
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return Refusal::version;
+  const std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1), version = line.substr(sp2 + 1);
+  if (target.size() > kMaxTarget) return Refusal::target_too_long;
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return Refusal::version;
+  if (target == "*") return Refusal::none;
+  if (target.empty() || target[0] != '/') return Refusal::target;
+  const std::string path = target.substr(0, target.find('?'));
+  if (path.find('%') != std::string::npos) return Refusal::target;
+  return Refusal::none;
+}
+
+size_t Connection::chunk_part(size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const char c = buf_[pos_ + i];
+    switch (chunk_) {
+      case Chunk::size_line:
+        if (++line_len_ > kMaxChunkLine) return refuse(Refusal::chunk_line_too_long);
+        if (!crlf_discipline(c)) return refuse(Refusal::line_end);
+        if (c == '\n') {
+          if (chunk_left_ == 0) {
+            chunk_ = Chunk::trailers;  // the last chunk
+          } else {
+            chunk_ = Chunk::data;
+            chunk_left_ += 2;  // the CRLF after the data
+          }
+          line_len_ = 0;
+          size_digits_ = true;
+        } else if (size_digits_ && std::isxdigit(static_cast<unsigned char>(c))) {
+          if (chunk_left_ > (uint64_t(1) << 40)) break;  // absurd: the library refuses it
+          chunk_left_ = chunk_left_ * 16 + uint64_t(std::isdigit(static_cast<unsigned char>(c))
+                                                        ? c - '0'
+                                                        : std::tolower(c) - 'a' + 10);
+        } else {
+          size_digits_ = false;  // an extension, or whitespace, follows the size
+        }
+        break;
+      case Chunk::data:
+        // The data's last two bytes are its CRLF: the library took any other line after the
+        // data as the body's end, and what followed as a request of its own (pass 9).
+        if ((chunk_left_ == 2 && c != '\r') || (chunk_left_ == 1 && c != '\n'))
+          return refuse(Refusal::chunk_framing);
+        if (--chunk_left_ == 0) chunk_ = Chunk::size_line;
+        break;
+      case Chunk::trailers:
+        // The library refuses every trailer field ("the request body could not be read"):
+        // refused here in words, at its first byte. Only the empty line that ends the body.
+        if (!crlf_discipline(c)) return refuse(Refusal::line_end);
+        if (c == '\r') break;
+        if (c != '\n') return refuse(Refusal::trailer);
+        chunk_ = Chunk::none;  // the body's end
+        return i + 1;
+      case Chunk::none:
+        return i;
+    }
+  }
+  return n;
+}
+
+size_t Connection::refuse(Refusal why) {
+  refused_ = why;
+  close_ = true;
+  return 0;
+}
+
+bool Connection::wait(short events, Clock::time_point until) const {
+  for (;;) {
+    if (events == POLLIN && listener_ == INVALID_SOCKET) return false;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd_, events, 0};
+    const int r = ::poll(&p, 1, int(std::min<long long>(left, 100)));
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return false;
+  }
+}
+
+bool Connection::alive() const {
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) == 0) return true;
+  char c;
+  return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+}  // namespace ragform::server
