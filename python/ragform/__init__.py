@@ -16,6 +16,7 @@ surrogate), OSError (files) or RuntimeError (anything else) with the message the
 from . import _options, _ragform
 from ._ragform import Attention, Reader
 from ._text import check_methods as _check_methods
+from ._text import _is_bool
 from ._text import fspath as _fspath
 
 __version__ = _ragform.__version__
@@ -40,7 +41,7 @@ def _flag(name, value, none=False):
     by their truthiness, as no other flag is)."""
     if value is None and none:
         return None
-    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
+    if _is_bool(value):
         return bool(value)
     raise TypeError(f"{name}: expected True or False{' or None' if none else ''}, "
                     f"got {type(value).__name__}")
