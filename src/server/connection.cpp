@@ -122,9 +122,10 @@ size_t Connection::head_part(size_t n) {
 bool Connection::head_ended() {
   std::string length;
   bool has_length = false, has_encoding = false, chunked = false;
-  if (const Refusal why = request_line_problem(head_.substr(0, head_.find('\r')));
-      why != Refusal::none)
+  const std::string request_line = head_.substr(0, head_.find('\r'));
+  if (const Refusal why = request_line_problem(request_line); why != Refusal::none)
     return refused(why);
+  int hosts = 0;
   size_t at = head_.find('\n');  // after the request line
   while (at != std::string::npos && at + 1 < head_.size()) {
     const size_t end = head_.find('\n', at + 1);
@@ -160,6 +161,8 @@ bool Connection::head_ended() {
     } else if (name == "transfer-encoding") {
       if (has_encoding || value != "chunked") return refused(Refusal::framing);
       has_encoding = chunked = true;
+    } else if (name == "host") {
+      ++hosts;
     } else if (name == "connection") {
       // Its options are case-insensitive tokens (RFC 9110 section 7.6.1); the library honours
       // only the exact value "close".
@@ -175,6 +178,12 @@ bool Connection::head_ended() {
     }
   }
   if (has_length && has_encoding) return refused(Refusal::framing);
+  // RFC 9112 section 3.2: an HTTP/1.1 request has exactly one Host field, and any request with
+  // more than one, or without one in 1.1, is answered 400 (this server names no virtual hosts,
+  // but a proxy in front of it may route by the field, and must not read it differently).
+  const bool http11 =
+      request_line.size() >= 8 && request_line.compare(request_line.size() - 8, 8, "HTTP/1.1") == 0;
+  if (hosts > 1 || (http11 && hosts == 0)) return refused(Refusal::host);
   if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
   if (chunked) {
     chunk_ = Chunk::size_line;

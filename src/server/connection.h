@@ -56,6 +56,7 @@ class Connection : public httplib::Stream {
     target,           // a request target that is not a path of this server's form
     target_too_long,  // kMaxTarget
     version,          // not HTTP/1.0 or HTTP/1.1
+    host,             // HTTP/1.1 without a Host field, or two Host fields
   };
   Refusal refused() const { return refused_; }
   // The request line and headers passed kMaxHeaderBytes or kMaxHeaderLines.

@@ -368,6 +368,11 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         answer(400,
                "the request target must be a path starting with '/' without percent-escapes "
                "(no route of this server has one), or '*'");
+      else if (why == Refusal::host)
+        answer(
+            400,
+            "a request of HTTP version 1.1 needs exactly one Host header field, and no request may "
+            "have two (RFC 9112 section 3.2)");
       else if (why == Refusal::line_end)
         answer(400,
                "a line of the request's head that does not end in CRLF, a bare CR, or a NUL "

@@ -43,12 +43,12 @@ void round_f16_row(float* p, int width) {
   for (int j = 0; j < width; ++j) p[j] = ops::round_fp16(p[j]);
 }
 void pv(const float* P, int ldS, const int* n_keys, int nq, int hd, const KvView& kv, int kv_dim,
-        int kvh, float* const* out) {
+        int kvh, float* const* out, bool accumulate) {
   const size_t off = size_t(kvh) * size_t(hd);
   for (int i = 0; i < nq; ++i) {
     const float* p = P + size_t(i) * size_t(ldS);
     float* o = out[i];
-    std::fill(o, o + hd, 0.0f);
+    if (!accumulate) std::fill(o, o + hd, 0.0f);
     for (int j = 0; j < n_keys[i]; ++j) {
       const size_t vo = size_t(j) * size_t(kv_dim) + off;
       if (kv.f16())
@@ -80,23 +80,47 @@ struct Kernels {
   void (*qk)(const float*, int, int, const KvView&, int, int, int, float, float*, int);
   void (*softmax)(float*, int, int);
   void (*round_f16_row)(float*, int);
-  void (*pv)(const float*, int, const int*, int, int, const KvView&, int, int, float* const*);
+  void (*pv)(const float*, int, const int*, int, int, const KvView&, int, int, float* const*, bool);
+  // The online softmax's row step and output rescaling (attention_simd.inc), or null: the scalar
+  // tier is the reference's two-pass order, bit for bit.
+  float (*online_row)(float*, int, int, int, float&, double&);
+  void (*scale_row)(float*, int, float);
 };
 
 Kernels kernels_for(SimdLevel s) {
   switch (s) {
     case SimdLevel::Avx512:
-      return {avx512::qk, avx512::softmax, avx512::round_f16_row, avx512::pv};
+      return {avx512::qk, avx512::softmax,    avx512::round_f16_row,
+              avx512::pv, avx512::online_row, avx512::scale_row};
     case SimdLevel::Avx2:
-      return {avx2::qk, avx2::softmax, avx2::round_f16_row, avx2::pv};
+      return {avx2::qk, avx2::softmax,    avx2::round_f16_row,
+              avx2::pv, avx2::online_row, avx2::scale_row};
     case SimdLevel::Scalar:
       break;
   }
-  return {scalar::qk, scalar::softmax, scalar::round_f16_row, scalar::pv};
+  return {scalar::qk, scalar::softmax, scalar::round_f16_row, scalar::pv, nullptr, nullptr};
 }
 
-// Query rows per work item: enough query vectors (rows x group heads) to reuse each K/V tile.
-int rows_per_tile(int group) { return std::max(1, 32 / group); }
+// Whether a sequence's rows take the online-softmax kernel: on a SIMD tier, with an F32 cache
+// (an F16 cache keeps ggml's non-flash numerics: probabilities rounded to halves after the
+// softmax, which needs the whole row), unsteered (the steering rule rewrites whole softmax rows).
+// Decided per sequence, never per item, so a row's bits do not depend on how rows are cut.
+bool takes_online(const Kernels& K, const AttnSeq& seq) {
+  return K.online_row != nullptr && !seq.kv.f16() && seq.steer == nullptr;
+}
+
+// The online kernel's span of keys (a multiple of kKeyTile) and query vectors per work item: its
+// score block is kOnlineVectors x kOnlineKeys floats (256 KB, held in L2), and each K/V tile read
+// from memory serves kOnlineVectors vectors (at 16k keys a global layer's K and V are 32 MB).
+constexpr int kOnlineKeys = 1024;
+constexpr int kOnlineVectors = 128;
+
+// Query rows per work item: enough query vectors (rows x group heads) to reuse each K/V tile. The
+// two-pass kernel keeps a whole score row per query vector, so its items stay at 32 vectors (and
+// so do an online sequence's rows up to kOnlineKeys keys, which take it: run_item).
+int rows_per_tile(int group, bool online) {
+  return std::max(1, (online ? kOnlineVectors : 32) / group);
+}
 
 // Keys that query row r of seq attends to (before any sliding-window mask).
 int keys_seen(const AttnShape& a, const AttnSeq& seq, int r) {
@@ -197,40 +221,53 @@ void check_base(const AttnShape& a, const AttnSeq& seq) {
                                  " reads keys from " + std::to_string(first_key_read(a, seq, 0)));
 }
 
-// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, the heads hs of its group.
-// Keys k0 .. are read (first_key_read); score column c is key k0 + c. Every query vector's
-// arithmetic is its own (the kernels block query vectors in registers, never mix them), so how
-// rows and heads are cut into items changes no bit.
-void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows,
-              const ItemHeads& hs, const Kernels& K, AttnScratch::Thread& t) {
-  const int G = hs.ng, hd = a.head_dim, qd = a.q_dim(), kvd = a.kv_dim();
+// The query vectors of query rows row0 .. row0+rows of `seq`, heads hs of kv head kvh's group, in
+// the thread's scratch: t.q (rounded to F16 for an F16 cache, as ggml converts Q for the F16 K
+// dot products), t.n_keys (keys each vector sees from k0 on), t.out (where its output goes).
+// Query vector i = r * ng + g (row-major, so n_keys[i] is non-decreasing), head hs.head(kvh, g).
+// Keys k0 .. are read (first_key_read); score column c is key k0 + c.
+struct ItemKeys {
+  int k0;      // first key read
+  KvView kv;   // the cache view from k0
+  int n_keys;  // keys the item's last vector sees from k0 on
+  int nq;      // query vectors
+};
+ItemKeys prepare_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows,
+                      const ItemHeads& hs, AttnScratch::Thread& t) {
+  const int G = hs.ng, hd = a.head_dim, qd = a.q_dim();
   const int nq = rows * G;
   const int k0 = first_key_read(a, seq, row0);
-  const KvView kv = view_from(seq, k0, kvd);
   const int n_keys = (a.causal ? seq.pos0 + row0 + rows : seq.pos0 + seq.n_rows) - k0;
-  const int ldS = round_up(n_keys, kKeyTile);
   // Grown only; steady-state decode and prefill allocate nothing here.
-  if (t.scores.size() < size_t(nq) * size_t(ldS)) t.scores.resize(size_t(nq) * size_t(ldS));
   if (t.q.size() < size_t(nq) * size_t(hd)) t.q.resize(size_t(nq) * size_t(hd));
   if (t.n_keys.size() < size_t(nq)) t.n_keys.resize(size_t(nq));
   if (t.out.size() < size_t(nq)) t.out.resize(size_t(nq));
-  // Query vector i = r * G + g (row-major, so n_keys[i] is non-decreasing), G = hs.ng here;
-  // head h = hs.head(kvh, g).
   for (int r = 0; r < rows; ++r)
     for (int g = 0; g < G; ++g) {
       const size_t i = size_t(r * G + g);
       const int h = hs.head(kvh, g);
       const float* src = seq.q + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
       float* dst = t.q.data() + i * size_t(hd);
-      if (seq.kv.f16())  // ggml converts Q to F16 for the F16 K dot products
+      if (seq.kv.f16())
         for (int d = 0; d < hd; ++d) dst[d] = ops::round_fp16(src[d]);
       else
         std::copy(src, src + hd, dst);
       t.n_keys[i] = a.causal ? seq.pos0 + row0 + r + 1 - k0 : n_keys;
       t.out[i] = seq.out + size_t(row0 + r) * size_t(qd) + size_t(h) * size_t(hd);
     }
+  return {k0, view_from(seq, k0, a.kv_dim()), n_keys, nq};
+}
+
+// The two-pass kernel on a prepared item: scores, window mask, softmax, steering, taps, and (with
+// write_out) P V into the outputs.
+void two_pass(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows,
+              const ItemHeads& hs, const Kernels& K, AttnScratch::Thread& t, const ItemKeys& it,
+              bool write_out) {
+  const int G = hs.ng, nq = it.nq, k0 = it.k0;
+  const int ldS = round_up(it.n_keys, kKeyTile);
+  if (t.scores.size() < size_t(nq) * size_t(ldS)) t.scores.resize(size_t(nq) * size_t(ldS));
   float* S = t.scores.data();
-  K.qk(t.q.data(), nq, hd, kv, kvd, kvh, n_keys, a.scale, S, ldS);
+  K.qk(t.q.data(), nq, a.head_dim, it.kv, a.kv_dim(), kvh, it.n_keys, a.scale, S, ldS);
   if (a.window > 0) mask_outside_window(S, ldS, t.n_keys.data(), nq, a.window);
   const std::vector<char> bad_tap = tapped_rows_not_finite(seq, row0, rows, G, S, ldS, t.n_keys);
   for (int i = 0; i < nq; ++i) K.softmax(S + size_t(i) * size_t(ldS), t.n_keys[size_t(i)], ldS);
@@ -250,9 +287,98 @@ void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int row
       }
     }
   }
+  if (!write_out) return;
   if (seq.kv.f16())  // ggml converts the probabilities to F16 for the F16 V product
     for (int i = 0; i < nq; ++i) K.round_f16_row(S + size_t(i) * size_t(ldS), ldS);
-  K.pv(S, ldS, t.n_keys.data(), nq, hd, kv, kvd, kvh, t.out.data());
+  K.pv(S, ldS, t.n_keys.data(), nq, a.head_dim, it.kv, a.kv_dim(), kvh, t.out.data(), false);
+}
+
+// The online softmax on a prepared item (Milakov & Gimelshein 2018, "Online normalizer
+// calculation for softmax"; Dao et al. 2022, "FlashAttention", Algorithm 1, with spans of keys
+// instead of single keys). Keys go in spans of kOnlineKeys at absolute multiples of it; per query
+// vector i, m_i is the running maximum of its scores, l_i the running sum of exp(s - m_i), and
+// out[i] its unnormalised output; a span updates them as
+//   m' = max(m, max_j s_j),  a = exp(m - m'),  l' = a l + sum_j exp(s_j - m'),
+//   o' = a o + sum_j exp(s_j - m') v_j,
+// and the row's output is o / l. Within a span the two-pass kernel's pieces do the work (Q K^T,
+// P V with V blocks held in L1), so the score block is at most vectors x kOnlineKeys however long
+// the context: at 16k keys the two-pass item's 32 score rows were 2 MB, past L2, and P V read
+// them once per 64 dimensions.
+// Bits: a vector's arithmetic is its own, its spans are fixed by absolute key positions, lanes by
+// position within a 64-key tile, and a span in which it sees no key leaves its state unchanged.
+// So where an item starts reading (the window's first tile, or key 0), which vectors share it and
+// how many passes a prompt takes change no bit.
+void online_item(const AttnShape& a, const AttnSeq& seq, int kvh, const Kernels& K,
+                 AttnScratch::Thread& t, const ItemKeys& it) {
+  const int nq = it.nq, hd = a.head_dim, ld = kOnlineKeys;
+  if (t.scores.size() < size_t(nq) * size_t(ld)) t.scores.resize(size_t(nq) * size_t(ld));
+  if (t.m.size() < size_t(nq)) t.m.resize(size_t(nq));
+  if (t.l.size() < size_t(nq)) t.l.resize(size_t(nq));
+  if (t.span_keys.size() < size_t(nq)) t.span_keys.resize(size_t(nq));
+  float* S = t.scores.data();
+  for (int i = 0; i < nq; ++i) {
+    std::fill(t.out[size_t(i)], t.out[size_t(i)] + hd, 0.0f);
+    t.m[size_t(i)] = -INFINITY;
+    t.l[size_t(i)] = 0.0;
+  }
+  // Key c of the view is absolute key k0 + c; spans start where that is a multiple of ld.
+  for (int j0 = -(it.k0 % ld); j0 < it.n_keys; j0 += ld) {
+    const int b = std::max(j0, 0), e = std::min(j0 + ld, it.n_keys);
+    // Vectors before `first` see no key of this span (n_keys is non-decreasing).
+    int first = 0;
+    while (first < nq && t.n_keys[size_t(first)] <= b) ++first;
+    if (first == nq) continue;
+    const int n = nq - first;
+    KvView kv = it.kv;  // the view from key b (a multiple of kKeyTile)
+    kv.k32 += size_t(b) * size_t(a.kv_dim());
+    kv.v32 += size_t(b) * size_t(a.kv_dim());
+    K.qk(t.q.data() + size_t(first) * size_t(hd), n, hd, kv, a.kv_dim(), kvh, e - b, a.scale, S,
+         ld);
+    for (int v = 0; v < n; ++v) {
+      const size_t i = size_t(first + v);
+      const int hi = std::min(t.n_keys[i], e) - b;  // visible: [lo, hi) of this span
+      const int lo = a.window > 0 ? std::clamp(t.n_keys[i] - a.window - b, 0, hi) : 0;
+      const float f = K.online_row(S + size_t(v) * size_t(ld), lo, hi, round_up(e - b, kKeyTile),
+                                   t.m[i], t.l[i]);
+      if (f != 1.0f) K.scale_row(t.out[i], hd, f);
+      t.span_keys[size_t(v)] = hi;
+    }
+    K.pv(S, ld, t.span_keys.data(), n, hd, kv, a.kv_dim(), kvh, t.out.data() + first, true);
+  }
+  for (int i = 0; i < nq; ++i) K.scale_row(t.out[size_t(i)], hd, float(1.0 / t.l[size_t(i)]));
+}
+
+// One work item: query rows row0 .. row0+rows of `seq`, kv head kvh, the heads hs of its group.
+// Every query vector's arithmetic is its own (the kernels block query vectors in registers, never
+// mix them), so how rows and heads are cut into items changes no bit.
+void run_item(const AttnShape& a, const AttnSeq& seq, int kvh, int row0, int rows,
+              const ItemHeads& hs, const Kernels& K, AttnScratch::Thread& t) {
+  // Rows that see at most kOnlineKeys keys (one span) keep the two-pass kernel even where the
+  // online one runs: their score rows fit in cache, and their bits stay those of every
+  // measurement before issue 45. Decided by the row's own position, so still independent of how
+  // rows are cut.
+  const bool online = takes_online(K, seq);
+  const int split = !online    ? rows
+                    : a.causal ? std::clamp(kOnlineKeys - seq.pos0 - row0, 0, rows)
+                               : (seq.pos0 + seq.n_rows <= kOnlineKeys ? rows : 0);
+  if (split > 0)
+    two_pass(a, seq, kvh, row0, split, hs, K, t, prepare_item(a, seq, kvh, row0, split, hs, t),
+             true);
+  if (split == rows) return;
+  row0 += split;
+  rows -= split;
+  online_item(a, seq, kvh, K, t, prepare_item(a, seq, kvh, row0, rows, hs, t));
+  // A tapped row's softmax weights are the two-pass kernel's exact rows (pass one alone, on that
+  // row: its bits do not depend on the rows beside it); its output stays the online kernel's, so
+  // tapping a row changes no output.
+  for (const AttnTap& tap : seq.taps) {
+    if (tap.row < row0 || tap.row >= row0 + rows) continue;
+    bool earlier = false;  // two_pass fills every tap of its row: each tapped row once
+    for (const AttnTap* u = seq.taps.data(); u != &tap; ++u) earlier |= u->row == tap.row;
+    if (!earlier)
+      two_pass(a, seq, kvh, tap.row, 1, hs, K, t, prepare_item(a, seq, kvh, tap.row, 1, hs, t),
+               false);
+  }
 }
 
 }  // namespace
@@ -310,15 +436,16 @@ void attention(const AttnShape& a, const std::vector<AttnSeq>& seqs, ThreadPool&
   if (level > cpu_simd_level())
     throw Error("attention", std::string("this CPU does not support ") + simd_name(level));
   const Kernels K = kernels_for(usable_simd_level(level, a.head_dim));
-  const int G = a.n_head / a.n_head_kv, qt = rows_per_tile(G);
+  const int G = a.n_head / a.n_head_kv;
   // Work items, most expensive first (cost ~ query vectors x keys), handed out dynamically so the
   // causal triangle's uneven tiles still keep every thread busy.
   auto& items = scratch.items;
   items.clear();
   for (size_t si = 0; si < seqs.size(); ++si) {
     const AttnSeq& s = seqs[si];
-    for (int r0 = 0; r0 < s.n_rows; r0 += qt) {
-      const int rows = std::min(qt, s.n_rows - r0);
+    const bool online = takes_online(K, s);
+    for (int r0 = 0, rows = 0; r0 < s.n_rows; r0 += rows) {
+      rows = std::min(rows_per_tile(G, online && keys_seen(a, s, r0) > kOnlineKeys), s.n_rows - r0);
       for (int kvh = 0; kvh < a.n_head_kv; ++kvh)
         items.push_back(
             {int(si), kvh, r0, rows, 0, G,

@@ -5,16 +5,24 @@
 // runtime/encoder.cpp): one kernel for both, so the encoder gets the same SIMD paths.
 //
 // Why a separate module: attention is the one part of the forward pass whose cost grows with the
-// context, and the attention tap must read exact softmax rows out of it. The kernel is two-pass
-// per tile, not online-softmax, so a tapped row is the normalised softmax row itself:
+// context, and the attention tap must read exact softmax rows out of it.
 //   work item = (sequence, kv head, tile of query rows); its query vectors are the tile's rows
 //   times the group's query heads, so one K/V head is loaded once for all heads that share it.
-//   pass 1: S = scale * Q K^T; the cache stores K in tiles of kKeyTile positions transposed
-//           ([tile][kv head][dim][position in tile], written once per token by store_key), so
-//           each FMA computes a vector of scores with no horizontal sums and no per-call
-//           transposition; then per query row a max-subtracted softmax over keys 0..pos (sum
-//           in double, as ggml_vec_soft_max_f32); tapped rows are copied out here;
-//   pass 2: O = P V, V rows streamed once per block of query vectors.
+//   The cache stores K in tiles of kKeyTile positions transposed ([tile][kv head][dim][position
+//   in tile], written once per token by store_key), so each FMA computes a vector of scores with
+//   no horizontal sums and no per-call transposition.
+// Two kernels:
+//   online softmax (the SIMD tiers, F32 cache, unsteered sequences): keys in spans of 1,024, a
+//     running max and sum per query vector (attention.cpp online_item), so the score block stays
+//     in cache however long the context; a tapped row's weights come from pass one of the
+//     two-pass kernel run on that row alone, so they are the exact softmax row;
+//   two-pass (the scalar tier, which is the reference's order bit for bit; F16 caches; steered
+//     sequences): pass 1 S = scale * Q K^T, then per query row a max-subtracted softmax over keys
+//     0..pos (sum in double, as ggml_vec_soft_max_f32), tapped rows copied out here; pass 2
+//     O = P V, V rows streamed once per block of query vectors.
+// Which kernel a row takes depends only on its sequence (tier, cache type, steering), so a row's
+// bits never depend on how rows are cut into items, on the other sequences of the call or on the
+// thread count.
 // Numerics follow ggml's CPU graph without flash attention: with an F16 cache the query is
 // rounded to F16 before Q K^T and the probabilities are rounded to F16 before P V.
 //
@@ -120,8 +128,9 @@ SimdLevel usable_simd_level(SimdLevel want, int head_dim);
 class AttnScratch {
  public:
   struct Thread {
-    std::vector<float> scores, q;
-    std::vector<int> n_keys;
+    std::vector<float> scores, q, m;  // m, l, span_keys: the online kernel's running max and
+    std::vector<double> l;            // sum, and each vector's keys in the current span
+    std::vector<int> n_keys, span_keys;
     std::vector<float*> out;
   };
   std::vector<Thread> threads;

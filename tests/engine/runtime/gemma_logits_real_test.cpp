@@ -163,13 +163,31 @@ TEST_P(GemmaLogitsReal, EveryPositionAgreesWithLlamaCpp) {
   while (same < want.size() && same < g[0].ids.size() && g[0].ids[same] == want[same]) ++same;
   std::printf("[measured] gemma3-270m %s: %zu of %zu greedy tokens equal llama.cpp's\n",
               key.c_str(), same, want.size());
-  // All 64 where llama.cpp's two KV cache types agree on them (a continuation without near-ties);
-  // elsewhere up to llama.cpp's own first disagreement at least 4 tokens.
-  if (r.meta["greedy_f16kv_equal"].get<bool>()) {
-    EXPECT_EQ(g[0].ids, want) << key << ": greedy text '" << g[0].text << "' against llama.cpp's '"
-                              << r.meta["greedy_text"].get<std::string>() << "'";
-  } else {
-    EXPECT_GE(same, 4u) << key << ": greedy text '" << g[0].text << "'";
+  // Greedy: llama.cpp's 64 tokens, or where the two part, a near-tie: at that step ragform's own
+  // logit for llama.cpp's token is within 0.5 of its best (the engines spread by ~0.2 on the top
+  // logit, above; a wrong window, RoPE or norm moves logits by whole units). This replaced "all 64
+  // where llama.cpp's two KV cache types agree, else 4": a prompt that ends on a near-tie in
+  // llama.cpp's own row (nq20: its top two 0.087 apart) breaks either way with a change of
+  // summation order (issue 45's online-softmax attention took the other branch there, and at
+  // hotpot's second token).
+  if (same < want.size()) {
+    std::vector<int32_t> ids = r.prompt_ids;
+    ids.insert(ids.end(), want.begin(), want.begin() + long(same));
+    Context pctx(*model, {int(ids.size()) + 1, KvType::F32, nullptr});
+    SeqInput step;
+    step.seq = pctx.new_sequence();
+    step.tokens = ids;
+    step.logits = LogitsMode::Last;
+    const auto o = pctx.eval({step});
+    ASSERT_EQ(o[0].logits.size(), size_t(V));
+    const float best = *std::max_element(o[0].logits.begin(), o[0].logits.end());
+    const double gap = best - o[0].logits[size_t(want[same])];
+    std::printf(
+        "[measured] gemma3-270m %s: parts at token %zu, where llama.cpp's token is %.3f "
+        "below ragform's best\n",
+        key.c_str(), same, gap);
+    EXPECT_LE(gap, 0.5) << key << ": greedy text '" << g[0].text << "' against llama.cpp's '"
+                        << r.meta["greedy_text"].get<std::string>() << "'";
   }
 }
 
