@@ -47,7 +47,6 @@ namespace ragform::ops {
 
 namespace {
 typedef float v16f __attribute__((vector_size(64)));
-typedef uint32_t v16u __attribute__((vector_size(64)));
 // F16 weights; BF16 weights with FMAs under FTZ/DAZ; BF16 weights with vdpbf16ps.
 enum { kF16, kBF16, kBF16Dot };
 // Tokens per tile: prefill runs 6-token tiles (4 panels x 6 = 24 accumulators); a decode of N <= 6
