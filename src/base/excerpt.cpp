@@ -113,7 +113,13 @@ std::string printable(std::string_view s) {
 }
 
 std::string bounded_message(std::string_view msg) {
-  return excerpt(printable(redact_urls_in(excerpt(msg, 4 * kMessageBytes))), kMessageBytes);
+  std::string one_line;
+  for (const char c : printable(redact_urls_in(excerpt(msg, 4 * kMessageBytes))))
+    if (c == '\n')
+      one_line += "\\n";
+    else
+      one_line += c;
+  return excerpt(one_line, kMessageBytes);
 }
 
 }  // namespace ragform

@@ -52,8 +52,10 @@ std::string printable(std::string_view s);
 inline constexpr size_t kMessageBytes = 4096;
 
 // A message as a front end shows it (the CLI's stderr line, an HTTP error reply): URL
-// credentials redacted (redact_urls_in), terminal controls escaped (printable) and the whole cut
-// to kMessageBytes, a last bound behind the quotes each message makes itself.
+// credentials redacted (redact_urls_in), terminal controls escaped (printable), a newline written
+// \n (a message is one line: a file name holding "\nragform: ... OK" printed a forged line of its
+// own, issue 40 pass 10) and the whole cut to kMessageBytes, a last bound behind the quotes each
+// message makes itself.
 std::string bounded_message(std::string_view msg);
 
 }  // namespace ragform

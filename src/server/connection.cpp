@@ -119,6 +119,46 @@ size_t Connection::head_part(size_t n) {
   return n;
 }
 
+namespace {
+// A Host field's value: uri-host [ ":" port ] (RFC 9112 section 3.2, RFC 3986 section 3.2.2):
+// an IP literal in brackets, or a reg-name / IPv4 of unreserved characters, sub-delims and
+// percent-escapes; a port of 1-5 digits up to 65535. Empty is allowed (a target without an
+// authority). Pass 10: "a b", "evil.com/x@y", control bytes and port 99999999 were served, where a
+// proxy routing by the field could read them otherwise.
+bool valid_host(const std::string& v) {
+  if (v.empty()) return true;
+  size_t i = 0;
+  if (v[0] == '[') {
+    const size_t close = v.find(']');
+    if (close == std::string::npos || close == 1) return false;
+    for (size_t j = 1; j < close; ++j)
+      if (!std::isxdigit(static_cast<unsigned char>(v[j])) && v[j] != ':' && v[j] != '.')
+        return false;
+    i = close + 1;
+  } else {
+    for (; i < v.size() && v[i] != ':'; ++i) {
+      const auto c = static_cast<unsigned char>(v[i]);
+      if (c == '%') {
+        if (i + 2 >= v.size() || !std::isxdigit(static_cast<unsigned char>(v[i + 1])) ||
+            !std::isxdigit(static_cast<unsigned char>(v[i + 2])))
+          return false;
+        i += 2;
+      } else if (!std::isalnum(c) && std::strchr("-._~!$&'()*+,;=", c) == nullptr) {
+        return false;
+      }
+    }
+    if (i == 0) return false;  // ":80" names no host
+  }
+  if (i == v.size()) return true;
+  if (v[i] != ':') return false;
+  const std::string port = v.substr(i + 1);
+  if (port.empty()) return true;  // "host:" (RFC 3986: port = *DIGIT)
+  return port.size() <= 5 &&
+         std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         std::stoi(port) <= 65535;
+}
+}  // namespace
+
 bool Connection::head_ended() {
   std::string length;
   bool has_length = false, has_encoding = false, chunked = false;
@@ -126,6 +166,7 @@ bool Connection::head_ended() {
   if (const Refusal why = request_line_problem(request_line); why != Refusal::none)
     return refused(why);
   int hosts = 0;
+  bool host_ok = true;
   size_t at = head_.find('\n');  // after the request line
   while (at != std::string::npos && at + 1 < head_.size()) {
     const size_t end = head_.find('\n', at + 1);
@@ -163,6 +204,7 @@ bool Connection::head_ended() {
       has_encoding = chunked = true;
     } else if (name == "host") {
       ++hosts;
+      host_ok = host_ok && valid_host(value);
     } else if (name == "connection") {
       // Its options are case-insensitive tokens (RFC 9110 section 7.6.1); the library honours
       // only the exact value "close".
@@ -183,12 +225,13 @@ bool Connection::head_ended() {
   // but a proxy in front of it may route by the field, and must not read it differently).
   const bool http11 =
       request_line.size() >= 8 && request_line.compare(request_line.size() - 8, 8, "HTTP/1.1") == 0;
-  if (hosts > 1 || (http11 && hosts == 0)) return refused(Refusal::host);
+  if (hosts > 1 || (http11 && hosts == 0) || !host_ok) return refused(Refusal::host);
   if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
   if (chunked) {
     chunk_ = Chunk::size_line;
     chunk_left_ = 0;
     size_digits_ = true;
+    size_ext_ = false;
     line_len_ = 0;
   }
   head_.clear();
@@ -231,13 +274,25 @@ size_t Connection::chunk_part(size_t n) {
           }
           line_len_ = 0;
           size_digits_ = true;
+          size_ext_ = false;
         } else if (size_digits_ && std::isxdigit(static_cast<unsigned char>(c))) {
           if (chunk_left_ > (uint64_t(1) << 40)) break;  // absurd: the library refuses it
           chunk_left_ = chunk_left_ * 16 + uint64_t(std::isdigit(static_cast<unsigned char>(c))
                                                         ? c - '0'
                                                         : std::tolower(c) - 'a' + 10);
+        } else if (line_len_ == 1) {
+          // chunk-size = 1*HEXDIG (RFC 9112 section 7.1), from the line's first byte. A line
+          // starting otherwise (" 2", "+2") read here as size 0, the last chunk, which ended
+          // these checks, while the library's strtoul read 2 and went on: smuggling and unbounded
+          // size lines again (pass 10).
+          return refuse(Refusal::chunk_size);
+        } else if (size_ext_ || c == ';') {
+          size_digits_ = false;  // chunk-ext: anything up to the line's end
+          size_ext_ = true;
+        } else if (c == ' ' || c == '\t' || c == '\r') {
+          size_digits_ = false;  // whitespace before an extension, or the line's end
         } else {
-          size_digits_ = false;  // an extension, or whitespace, follows the size
+          return refuse(Refusal::chunk_size);  // "0x2": strtoul reads a C prefix, 2
         }
         break;
       case Chunk::data:

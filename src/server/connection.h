@@ -53,6 +53,7 @@ class Connection : public httplib::Stream {
     trailer,
     line_end,         // a line of the head or of chunked framing not ending in CRLF, a NUL
     chunk_framing,    // a chunk's data not followed by CRLF
+    chunk_size,       // a chunk-size line not starting with a hex digit
     target,           // a request target that is not a path of this server's form
     target_too_long,  // kMaxTarget
     version,          // not HTTP/1.0 or HTTP/1.1
@@ -150,6 +151,7 @@ class Connection : public httplib::Stream {
   enum class Chunk { none, size_line, data, trailers } chunk_ = Chunk::none;
   uint64_t chunk_left_ = 0;
   bool size_digits_ = true;
+  bool size_ext_ = false;  // the size line's chunk-ext began (';')
   bool after_cr_ = false;  // the last byte of the head or of chunked framing was a CR
   char buf_[16384];
   size_t pos_ = 0, end_ = 0;

@@ -322,6 +322,10 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
                           : why == Connection::Refusal::trailer
                               ? "trailer fields after a chunked body are not "
                                 "accepted"
+                          : why == Connection::Refusal::chunk_size
+                              ? "a chunk's size line that does not start with a hex digit, "
+                                "or has more than whitespace or ';' after its digits (RFC 9112 "
+                                "section 7.1)"
                           : why == Connection::Refusal::chunk_framing
                               ? "a chunk's data not followed by CRLF (RFC 9112 section 7.1)"
                           : why == Connection::Refusal::line_end
@@ -369,10 +373,9 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
                "the request target must be a path starting with '/' without percent-escapes "
                "(no route of this server has one), or '*'");
       else if (why == Refusal::host)
-        answer(
-            400,
-            "a request of HTTP version 1.1 needs exactly one Host header field, and no request may "
-            "have two (RFC 9112 section 3.2)");
+        answer(400,
+               "a request of HTTP version 1.1 needs exactly one Host header field, no request may "
+               "have two, and its value is host[:port] (RFC 9112 section 3.2)");
       else if (why == Refusal::line_end)
         answer(400,
                "a line of the request's head that does not end in CRLF, a bare CR, or a NUL "

@@ -203,6 +203,10 @@ TEST(InputBounds, PrintableEscapesTerminalControls) {
   EXPECT_EQ(printable("\xc2"), "\xc2");  // a lone lead byte at the end stays as it is
   EXPECT_EQ(bounded_message("record \x1b]0;t\x07 bad"), "record \\x1b]0;t\\x07 bad");
   EXPECT_LE(bounded_message(std::string(100000, '\x1b')).size(), kMessageBytes + 40);
+  // A message is one line (pass 10): a newline quoted from a file name is written \n, so it
+  // cannot print a forged line of its own; a tab stays.
+  EXPECT_EQ(bounded_message("x\nragform: info: model verified OK\ty.gguf: no such file"),
+            "x\\nragform: info: model verified OK\ty.gguf: no such file");
 }
 
 TEST(InputBounds, UrlCredentialsAreRedacted) {

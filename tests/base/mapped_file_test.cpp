@@ -5,8 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <future>
 #include <string>
 
 #include "base/error.h"
@@ -31,6 +37,28 @@ TEST(MappedFile, APipeOrADeviceIsNotARegularFile) {
       EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
     }
   }
+}
+
+// A FIFO is refused at once (pass 10: opening it for reading waited for a writer, forever:
+// `ragform info FIFO` hung). Should the open hang again, a writer is attached after 5 s to
+// release it, so the test fails instead of hanging.
+TEST(MappedFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = (testing::temp_dir("fifo") / "model.gguf").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto opened = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      MappedFile f(fifo);
+      return "mapped";
+    } catch (const FileError& e) {
+      return e.what();
+    }
+  });
+  if (opened.wait_for(std::chrono::seconds(5)) == std::future_status::timeout) {
+    ADD_FAILURE() << "opening a FIFO waited for a writer";
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  EXPECT_NE(opened.get().find("not a regular file"), std::string::npos);
 }
 
 TEST(MappedFile, MappedAndInMemoryImagesHoldTheSameBytes) {

@@ -31,7 +31,7 @@ std::string status_of(const std::string& response) {
 }
 
 struct Case {
-  const char* what;
+  std::string what;
   std::string request;
   const char* status;
   const char* message;
@@ -118,6 +118,59 @@ TEST(ServeFramingPass9, Http11NeedsExactlyOneHostField) {
     const auto got = s.exchange(req, 30);
     ASSERT_TRUE(got) << req;
     EXPECT_EQ(status_of(*got), "200") << req << got->substr(0, 300);
+  }
+}
+
+// The tenth pass, on this file's helpers:
+// - J1 (security): a chunk-size line not starting with a hex digit (" 2", "0x2", "+2") read here
+//   as the last chunk, which ended these checks, while the library's strtoul read 2 and went on:
+//   pass 9's smuggling through chunk data came back, and a size line could grow without bound.
+// - J6: a Host value that is not host[:port] ("a b", "evil.com/x@y", control bytes, a port past
+//   65535) was served.
+TEST(ServeFramingPass10, ChunkSizeLinesStartWithAHexDigit) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  const std::string head =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string body = R"({"prompt":"a","max_tokens":1})";
+  std::vector<Case> cases;
+  for (const std::string size : {" 2", "\t2", "0x2", "+2", "-2", ";ext", ""})
+    cases.push_back({"size line '" + size + "'",
+                     head + size + "\r\n\r\n\r\n1d\r\n" + body + "\n" + kSmuggled, "400",
+                     "does not start with a hex digit"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    expect_cases(srv, {c});
+  }
+  // Still served: leading zeros, upper-case hex, an extension and a space after the size.
+  for (const std::string size : {"001d", "1D", "1d;a=b", "1d "}) {
+    RawSocket s(srv.port());
+    const auto got = s.exchange(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: "
+        "close\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            size + "\r\n" + body + "\r\n0\r\n\r\n",
+        30);
+    ASSERT_TRUE(got) << size;
+    EXPECT_EQ(status_of(*got), "200") << size << ": " << got->substr(0, 300);
+  }
+}
+
+TEST(ServeFramingPass10, HostValuesAreHostAndPort) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  std::vector<Case> cases;
+  for (const std::string host :
+       {"a b", "evil.com/x@y", "x:99999999", "x:8o", "a\x01b", "a\x1b[2Jb", "a\x7f", "[::1", ":80"})
+    cases.push_back({"Host '" + host + "'", "GET /health HTTP/1.1\r\nHost: " + host + "\r\n\r\n",
+                     "400", "its value is host[:port]"});
+  expect_cases(srv, cases);
+  for (const std::string host : {"localhost", "127.0.0.1:8080", "[::1]:80", "a-b.example", "x:", "",
+                                 "xn--bcher-kva.example"}) {
+    RawSocket s(srv.port());
+    const auto got =
+        s.exchange("GET /health HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n", 30);
+    ASSERT_TRUE(got) << host;
+    EXPECT_EQ(status_of(*got), "200") << host << ": " << got->substr(0, 300);
   }
 }
 
