@@ -4,8 +4,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <system_error>
+#include <vector>
 
 #include "base/excerpt.h"
 #include "base/json_error.h"
@@ -85,20 +87,36 @@ std::string overflow_token(const std::string& what) {
                       pos.failed && pos.chars_read >= text.size());
 }
 
-[[noreturn]] void throw_located(std::string_view text, std::string kind, std::string detail) {
-  ErrorPosition pos;
-  nlohmann::json::sax_parse(text.begin(), text.end(), &pos);
-  throw_at(text, pos, std::move(kind), std::move(detail));
+// Where the n-th key (0-based, document order) of a text that parsed up to it starts: the n-th
+// string followed by ':' (after whitespace). Only for a duplicate key's message.
+size_t key_offset(std::string_view text, size_t n) {
+  size_t seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    const size_t start = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i)
+      if (text[i] == '\\') ++i;
+    size_t j = i + 1;
+    while (j < text.size() && std::strchr(" \t\r\n", text[j]) != nullptr && text[j] != '\0') ++j;
+    if (j < text.size() && text[j] == ':' && seen++ == n) return start;
+  }
+  return 0;
 }
 
 // Forwards every event to the caller's consumer and keeps where and why the parser gave up, so a
-// streamed text's errors read as parse_json_text's.
+// streamed text's errors read as parse_json_text's. It also refuses a key its object already has
+// (nlohmann keeps the last: `{"max_tokens":600,"max_tokens":1}` ran with 1, while a gateway or a
+// validator reading the first saw 600; issue 40, pass 10).
 struct Forward : nlohmann::json_sax<nlohmann::json> {
-  explicit Forward(nlohmann::json_sax<nlohmann::json>& consumer) : to(consumer) {}
+  Forward(nlohmann::json_sax<nlohmann::json>& consumer, std::string_view text)
+      : to(consumer), text_(text) {}
   nlohmann::json_sax<nlohmann::json>& to;
+  std::string_view text_;
   ErrorPosition pos;
   int id = 0;
   std::string what;
+  std::vector<std::set<std::string>> keys;  // per open object
+  size_t n_keys = 0;                        // keys so far, in document order
   bool null() override { return to.null(); }
   bool boolean(bool b) override { return to.boolean(b); }
   bool number_integer(number_integer_t n) override { return to.number_integer(n); }
@@ -106,9 +124,23 @@ struct Forward : nlohmann::json_sax<nlohmann::json> {
   bool number_float(number_float_t x, const string_t& s) override { return to.number_float(x, s); }
   bool string(string_t& s) override { return to.string(s); }
   bool binary(binary_t& b) override { return to.binary(b); }
-  bool start_object(std::size_t n) override { return to.start_object(n); }
-  bool key(string_t& k) override { return to.key(k); }
-  bool end_object() override { return to.end_object(); }
+  bool start_object(std::size_t n) override {
+    keys.emplace_back();
+    return to.start_object(n);
+  }
+  bool key(string_t& k) override {
+    if (!keys.empty() && !keys.back().insert(k).second) {
+      auto [line, column] = line_and_column(text_, key_offset(text_, n_keys));
+      throw JsonTextError("duplicate key", "'" + excerpt(printable(k)) + "' twice in one object",
+                          line, column, false);
+    }
+    ++n_keys;
+    return to.key(k);
+  }
+  bool end_object() override {
+    if (!keys.empty()) keys.pop_back();
+    return to.end_object();
+  }
   bool start_array(std::size_t n) override { return to.start_array(n); }
   bool end_array() override { return to.end_array(); }
   bool parse_error(std::size_t position, const std::string& token,
@@ -118,6 +150,33 @@ struct Forward : nlohmann::json_sax<nlohmann::json> {
     what = e.what();
     return false;
   }
+};
+
+// nlohmann's own value builder behind the SAX interface, so the value parse_json_text returns is
+// built by the same checked parse as a streamed one.
+class DomBuilder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit DomBuilder(nlohmann::json& out) : dom_(out, false) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool b) override { return dom_.boolean(b); }
+  bool number_integer(number_integer_t n) override { return dom_.number_integer(n); }
+  bool number_unsigned(number_unsigned_t n) override { return dom_.number_unsigned(n); }
+  bool number_float(number_float_t x, const string_t& t) override {
+    return dom_.number_float(x, t);
+  }
+  bool string(string_t& t) override { return dom_.string(t); }
+  bool binary(binary_t& b) override { return dom_.binary(b); }
+  bool start_object(std::size_t n) override { return dom_.start_object(n); }
+  bool key(string_t& k) override { return dom_.key(k); }
+  bool end_object() override { return dom_.end_object(); }
+  bool start_array(std::size_t n) override { return dom_.start_array(n); }
+  bool end_array() override { return dom_.end_array(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;  // Forward keeps the position and parse_json_text reports it
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
 };
 
 // Refuses a text nesting deeper than kMaxJsonDepth before nlohmann builds it (its parser is
@@ -213,23 +272,15 @@ std::string JsonTextError::without_line() const {
 }
 
 nlohmann::json parse_json_text(std::string_view text) {
-  check_text(text);
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw_located(text, "parse error", parse_error_detail(e.what()));
-  } catch (const nlohmann::json::out_of_range& e) {
-    // 406: a number literal whose value is beyond a double (the only out_of_range the parser
-    // throws).
-    const std::string token = overflow_token(e.what());
-    throw_located(text, "number out of range",
-                  token.empty() ? json_error_text(e.what()) : token + " does not fit a double");
-  }
+  nlohmann::json j;
+  DomBuilder dom(j);
+  parse_json_text(text, dom);
+  return j;
 }
 
 void parse_json_text(std::string_view text, nlohmann::json_sax<nlohmann::json>& sax) {
   check_text(text);
-  Forward f(sax);
+  Forward f(sax, text);
   if (nlohmann::json::sax_parse(text.begin(), text.end(), &f)) return;
   // A consumer refuses by throwing; one that returned false would leave its value half-built.
   if (!f.pos.failed) throw Error("JSON", "a consumer stopped the parse without saying why");
@@ -243,11 +294,10 @@ void parse_json_text(std::string_view text, nlohmann::json_sax<nlohmann::json>& 
 
 nlohmann::json parse_json_or_discarded(std::string_view text) {
   try {
-    check_text(text);
+    return parse_json_text(text);
   } catch (const JsonTextError&) {
     return nlohmann::json(nlohmann::json::value_t::discarded);
   }
-  return nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
 }
 
 std::string json_excerpt(const nlohmann::json& v) {

@@ -279,58 +279,13 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
   return base;
 }
 
-namespace {
-// A JSON space's value, built as nlohmann's parser builds it, refusing a key an object already has
-// (nlohmann keeps the last one: the first was silently ignored, pass 6). Its parse errors are
-// read_json_file's, with their line and column.
-class UniqueKeys : public nlohmann::json_sax<nlohmann::json> {
- public:
-  UniqueKeys(nlohmann::json& out, std::string path) : dom_(out, false), path_(std::move(path)) {}
-  bool null() override { return dom_.null(); }
-  bool boolean(bool b) override { return dom_.boolean(b); }
-  bool number_integer(number_integer_t n) override { return dom_.number_integer(n); }
-  bool number_unsigned(number_unsigned_t n) override { return dom_.number_unsigned(n); }
-  bool number_float(number_float_t x, const string_t& t) override {
-    return dom_.number_float(x, t);
-  }
-  bool string(string_t& t) override { return dom_.string(t); }
-  bool binary(binary_t& b) override { return dom_.binary(b); }
-  bool start_object(std::size_t n) override {
-    keys_.emplace_back();
-    return dom_.start_object(n);
-  }
-  bool key(string_t& k) override {
-    if (!keys_.empty() && !keys_.back().insert(k).second)
-      throw UsageError(path_, "not a JSON space: duplicate key '" + excerpt(k) + "'");
-    return dom_.key(k);
-  }
-  bool end_object() override {
-    if (!keys_.empty()) keys_.pop_back();
-    return dom_.end_object();
-  }
-  bool start_array(std::size_t n) override { return dom_.start_array(n); }
-  bool end_array() override { return dom_.end_array(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;  // read_json_file reports it, with its position
-  }
-
- private:
-  nlohmann::detail::json_sax_dom_parser<nlohmann::json> dom_;
-  std::string path_;
-  std::vector<std::set<std::string>> keys_;  // per open object
-};
-}  // namespace
-
 Space load_space_file(const std::string& path, Space base) {
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (json) {
     nlohmann::json j;
     try {
-      UniqueKeys sax(j, path);
-      read_json_file(path, "space", sax);
+      j = read_json_file(path, "space");  // a key twice in one object is refused there too
     } catch (const FileError&) {
-      throw;
-    } catch (const UsageError&) {  // a duplicate key, named with the file
       throw;
     } catch (const Error& e) {  // not JSON: a bad space file, as every other (exit 2)
       throw UsageError(e.what());

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <cerrno>
 #include <string>
 
@@ -153,6 +155,54 @@ TEST(JsonFile, ANulByteIsRefusedWhereverItIs) {
   // Inside a string it is written \u0000, which is no NUL byte of the text.
   EXPECT_EQ(parse_json_text(R"({"a": "x\u0000y"})")["a"].get<std::string>(),
             std::string("x\0y", 3));
+}
+
+// A key twice in one object is refused where the second one stands, in every form of the parse
+// (issue 40, pass 10: nlohmann kept the last, so `{"max_tokens":600,"max_tokens":1}` ran with 1
+// while a gateway reading the first saw 600). The same key in two objects is no duplicate, and
+// an escaped spelling of a key is the same key.
+TEST(JsonFile, ADuplicateKeyIsRefusedWithItsPosition) {
+  struct Case {
+    std::string text, key;
+    size_t line, column;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"max_tokens": 600, "max_tokens": 1})", "max_tokens", 1, 21},
+           {"{\"a\": {\"b\": 1,\n  \"b\": 2}}", "b", 2, 3},
+           {R"([{"k": 1}, {"x": {"k": 2}, "k": 3, "\u006b": 4}])", "k", 1, 36},
+           {R"({"s": "\"k\": 1", "k": 1, "k": 2})", "k", 1, 27},
+       }) {
+    try {
+      (void)parse_json_text(c.text);
+      ADD_FAILURE() << "accepted " << c.text;
+    } catch (const JsonTextError& e) {
+      EXPECT_EQ(e.kind(), "duplicate key") << c.text;
+      EXPECT_EQ(e.detail(), "'" + c.key + "' twice in one object") << c.text;
+      EXPECT_EQ(e.line(), c.line) << c.text;
+      EXPECT_EQ(e.column(), c.column) << c.text;
+    }
+    EXPECT_TRUE(parse_json_or_discarded(c.text).is_discarded()) << c.text;
+    struct Count : nlohmann::json_sax<nlohmann::json> {
+      bool null() override { return true; }
+      bool boolean(bool) override { return true; }
+      bool number_integer(number_integer_t) override { return true; }
+      bool number_unsigned(number_unsigned_t) override { return true; }
+      bool number_float(number_float_t, const string_t&) override { return true; }
+      bool string(string_t&) override { return true; }
+      bool binary(binary_t&) override { return true; }
+      bool start_object(std::size_t) override { return true; }
+      bool key(string_t&) override { return true; }
+      bool end_object() override { return true; }
+      bool start_array(std::size_t) override { return true; }
+      bool end_array() override { return true; }
+      bool parse_error(std::size_t, const std::string&,
+                       const nlohmann::detail::exception&) override {
+        return false;
+      }
+    } streamed;
+    EXPECT_THROW(parse_json_text(c.text, streamed), JsonTextError) << c.text;
+  }
+  EXPECT_EQ(parse_json_text(R"([{"k": 1}, {"k": 2, "x": {"k": 3}}])").size(), 2u);
 }
 }  // namespace
 }  // namespace ragform

@@ -174,6 +174,22 @@ TEST(ServeFramingPass10, HostValuesAreHostAndPort) {
   }
 }
 
+// J10: a key twice in one object ran with the last one (nlohmann keeps it), while a gateway or a
+// validator in front reading the first saw another request.
+TEST(ServeFramingPass10, ADuplicateKeyIsRefused) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  std::vector<Case> cases;
+  for (const std::string body : {R"({"prompt":"a","max_tokens":600,"max_tokens":1})",
+                                 R"({"model":"other","model":"stories260K","prompt":"a"})"})
+    cases.push_back({body,
+                     "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     "Content-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body,
+                     "400", "duplicate key"});
+  expect_cases(srv, cases);
+}
+
 TEST(ServeFramingPass9, LinesEndInCrlfAndChunkDataInCrlf) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});

@@ -190,8 +190,9 @@ TEST(TuneSpace, ASecondDocumentOrADuplicateKeyIsRefused) {
     load_space_file((dir / "d.json").string(), default_space(Task::Qa));
     ADD_FAILURE() << "a JSON space with k twice was accepted";
   } catch (const ragform::UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              (dir / "d.json").string() + ": not a JSON space: duplicate key 'k'");
+    EXPECT_EQ(std::string(e.what()), (dir / "d.json").string() +
+                                         ":1: space is not valid JSON: duplicate key at column "
+                                         "24: 'k' twice in one object");
   }
   // The same key in two objects is no duplicate; a JSON space still parses as before.
   ragform::testing::write_file(dir / "ok.json", R"({"k": [3], "delimiter": ["-"]})");

@@ -72,7 +72,7 @@ namespace {
 
 // Builds a table from `{word: [numbers], ...}` as the parser reads it, holding no tree: each row
 // goes straight into the table's floats (a 100 MB file held 5.1 GB as a tree, issue 40 A5). A
-// word given twice keeps its last row, as a parsed object did.
+// word given twice is refused by the parse, as a key twice in any JSON object (base/json_file.h).
 class WordVectorsReader : public nlohmann::json_sax<nlohmann::json> {
  public:
   WordVectorsReader(const std::string& path, std::vector<float>& data,
