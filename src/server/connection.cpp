@@ -245,13 +245,24 @@ bool Connection::refused(Refusal why) {
 }
 
 Connection::Refusal Connection::request_line_problem(const std::string& line) {
+  // request-line = method SP request-target SP HTTP-version (RFC 9112 section 3): two single
+  // spaces, no tabs. Two spaces, a space in the target or one after the version read the rest as
+  // the version and answered 505 (pass 10); a malformed line is a 400, 505 is for a well-formed
+  // version this server does not speak.
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos) return Refusal::version;
-  const std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1), version = line.substr(sp2 + 1);
+  if (sp1 == 0 || sp2 == std::string::npos || sp2 == sp1 + 1 ||
+      line.find(' ', sp2 + 1) != std::string::npos || line.find('\t') != std::string::npos)
+    return Refusal::request_line;
+  const std::string method = line.substr(0, sp1), target = line.substr(sp1 + 1, sp2 - sp1 - 1),
+                    version = line.substr(sp2 + 1);
   if (target.size() > kMaxTarget) return Refusal::target_too_long;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (version.size() != 8 || version.compare(0, 5, "HTTP/") != 0 || !digit(version[5]) ||
+      version[6] != '.' || !digit(version[7]))
+    return Refusal::request_line;  // HTTP-name is case-sensitive: "http/1.1" is none
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return Refusal::version;
-  if (target == "*") return Refusal::none;
+  if (target == "*") return method == "OPTIONS" ? Refusal::none : Refusal::target;
   if (target.empty() || target[0] != '/') return Refusal::target;
   const std::string path = target.substr(0, target.find('?'));
   if (path.find('%') != std::string::npos) return Refusal::target;

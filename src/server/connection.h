@@ -56,7 +56,8 @@ class Connection : public httplib::Stream {
     chunk_size,       // a chunk-size line not starting with a hex digit
     target,           // a request target that is not a path of this server's form
     target_too_long,  // kMaxTarget
-    version,          // not HTTP/1.0 or HTTP/1.1
+    version,          // a well-formed HTTP version other than 1.0 and 1.1
+    request_line,     // not 'method SP target SP HTTP/x.y'
     host,             // HTTP/1.1 without a Host field, or two Host fields
   };
   Refusal refused() const { return refused_; }

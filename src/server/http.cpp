@@ -366,12 +366,16 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         answer(413, "request body too large");
       else if (why == Refusal::target_too_long)
         answer(414, "request target over " + std::to_string(kMaxTarget) + " bytes");
+      else if (why == Refusal::request_line)
+        answer(400,
+               "a request line that is not 'METHOD SP target SP HTTP/x.y' (single spaces, no "
+               "tabs; RFC 9112 section 3)");
       else if (why == Refusal::version)
         answer(505, "the request's HTTP version must be 1.1 or 1.0");
       else if (why == Refusal::target)
         answer(400,
                "the request target must be a path starting with '/' without percent-escapes "
-               "(no route of this server has one), or '*'");
+               "(no route of this server has one), or '*' for OPTIONS");
       else if (why == Refusal::host)
         answer(400,
                "a request of HTTP version 1.1 needs exactly one Host header field, no request may "

@@ -77,8 +77,9 @@ TEST(ServeFramingPass9, RequestTargetsAndVersions) {
            "HTTP version must be 1.1 or 1.0"},
           {"HTTP/9.9", "GET /health HTTP/9.9\r\nHost: x\r\n\r\n", "505",
            "HTTP version must be 1.1 or 1.0"},
-          {"a lowercase version", "GET /health http/1.1\r\nHost: x\r\n\r\n", "505",
-           "HTTP version must be 1.1 or 1.0"},
+          // HTTP-name is case-sensitive: a malformed line, not a version (pass 10).
+          {"a lowercase version", "GET /health http/1.1\r\nHost: x\r\n\r\n", "400",
+           "METHOD SP target SP HTTP/x.y"},
       });
   // Within the bound: a 2,000-byte path is an ordinary 404, HTTP/1.0 is served.
   RawSocket s(srv.port());
@@ -187,6 +188,23 @@ TEST(ServeFramingPass10, ADuplicateKeyIsRefused) {
                      "Content-Length: " +
                          std::to_string(body.size()) + "\r\n\r\n" + body,
                      "400", "duplicate key"});
+  expect_cases(srv, cases);
+}
+
+// J5: a malformed request line (two spaces, a space in the target, one after the version, tabs)
+// read the rest as the version and was answered 505; `GET *` was a 404 (`*` is OPTIONS' only).
+TEST(ServeFramingPass10, AMalformedRequestLineIsA400) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256"});
+  const std::string host = "\r\nHost: x\r\n\r\n";
+  std::vector<Case> cases;
+  for (const std::string line :
+       {"GET /health  HTTP/1.1", "GET /a b HTTP/1.1", "GET /health HTTP/1.1 ",
+        "GET\t/health\tHTTP/1.1", " GET /health HTTP/1.1", "GET /health HTTP/1.10", "GET /health"})
+    cases.push_back({"'" + line + "'", line + host, "400", "METHOD SP target SP HTTP/x.y"});
+  cases.push_back({"GET *", "GET * HTTP/1.1" + host, "400", "or '*' for OPTIONS"});
+  cases.push_back({"HTTP/2.0 stays 505", "GET /health HTTP/2.0" + host, "505",
+                   "HTTP version must be 1.1 or 1.0"});
   expect_cases(srv, cases);
 }
 
