@@ -4,9 +4,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <system_error>
+#include <unordered_set>
 #include <vector>
 
 #include "base/excerpt.h"
@@ -115,8 +115,8 @@ struct Forward : nlohmann::json_sax<nlohmann::json> {
   ErrorPosition pos;
   int id = 0;
   std::string what;
-  std::vector<std::set<std::string>> keys;  // per open object
-  size_t n_keys = 0;                        // keys so far, in document order
+  std::vector<std::unordered_set<std::string>> keys;  // per open object (word vectors: 400k)
+  size_t n_keys = 0;                                  // keys so far, in document order
   bool null() override { return to.null(); }
   bool boolean(bool b) override { return to.boolean(b); }
   bool number_integer(number_integer_t n) override { return to.number_integer(n); }

@@ -223,8 +223,7 @@ bool Connection::head_ended() {
   // RFC 9112 section 3.2: an HTTP/1.1 request has exactly one Host field, and any request with
   // more than one, or without one in 1.1, is answered 400 (this server names no virtual hosts,
   // but a proxy in front of it may route by the field, and must not read it differently).
-  const bool http11 =
-      request_line.size() >= 8 && request_line.compare(request_line.size() - 8, 8, "HTTP/1.1") == 0;
+  const bool http11 = request_line.ends_with(" HTTP/1.1");  // its form is checked above
   if (hosts > 1 || (http11 && hosts == 0) || !host_ok) return refused(Refusal::host);
   if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
   if (chunked) {
