@@ -52,13 +52,13 @@ std::vector<int> get_int_list(const json& j, const char* key) {
   if (!j[key].is_array())
     bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
   for (auto& v : j[key]) {
-    if (!v.is_number_integer())
+    long long x = 0;
+    if (!whole_number(v, x))
       bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
-    // get<int> would wrap a larger value into another, valid-looking index (2^32 -> 0).
-    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT_MAX)
-                               : v.get<int64_t>() < INT_MIN || v.get<int64_t>() > INT_MAX)
+    // A cast to int would wrap a larger value into another, valid-looking index (2^32 -> 0).
+    if (x < INT_MIN || x > INT_MAX)
       bad(std::string("'") + key + "' holds " + json_excerpt(v) + ", outside the int range");
-    out.push_back(v.get<int>());
+    out.push_back(int(x));
   }
   return out;
 }
@@ -236,14 +236,19 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   Common c;
   // Both fields are checked whichever is read: {"max_tokens": 8, "max_completion_tokens": {}} is
   // a bad request, not a silently ignored field.
-  const int mct = get_int(j, "max_completion_tokens", -1, 0, 1 << 30);
-  int mt = get_int(j, "max_tokens", -1, 0, 1 << 30);
-  if (mt < 0) mt = mct < 0 ? default_max_tokens : mct;
-  if (mt > opt.max_tokens)
-    bad("max_tokens = " + std::to_string(mt) + " exceeds this server's limit of " +
-            std::to_string(opt.max_tokens),
-        "max_tokens_exceeded");
-  c.gen.max_tokens = mt;
+  // Any number past the server's limit is that one refusal, however large (a 20-digit value was
+  // "outside [0, 1073741824]" while 600 "exceeded the limit of 512": issue 40, pass 10).
+  const auto tokens = [&](const char* key) {
+    long long x = 0;
+    if (j.contains(key) && whole_number(j[key], x) && x > opt.max_tokens)
+      bad(std::string("'") + key + "' = " + json_excerpt(j[key]) +
+              " exceeds this server's limit of " + std::to_string(opt.max_tokens),
+          "max_tokens_exceeded");
+    return get_int(j, key, -1, 0, opt.max_tokens);
+  };
+  const int mct = tokens("max_completion_tokens");
+  const int mt = tokens("max_tokens");
+  c.gen.max_tokens = mt >= 0 ? mt : mct >= 0 ? mct : std::min(default_max_tokens, opt.max_tokens);
   c.gen.sampling.temperature = get_num(j, "temperature", 1.0, 0.0, 2.0);
   {
     // top_k and top_p: the declared ones of `ragform generate` and Reader.generate
@@ -260,8 +265,15 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
     }
   }
   if (j.contains("seed") && !j["seed"].is_null()) {
-    if (!j["seed"].is_number_integer()) bad("'seed' must be an integer", "invalid_type");
-    c.gen.sampling.seed = uint64_t(j["seed"].get<long long>());
+    // Any 64-bit unsigned value, as the CLI's --seed and Python's seed= take it.
+    const json& v = j["seed"];
+    long long x = 0;
+    if (!whole_number(v, x)) bad("'seed' must be an integer", "invalid_type");
+    const bool beyond = x < 0 || (v.is_number_float() && v.get<double>() >= 0x1p64);
+    if (beyond) bad("'seed' = " + json_excerpt(v) + " is outside [0, 18446744073709551615]");
+    c.gen.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>()
+                          : v.is_number_float()  ? uint64_t(v.get<double>())
+                                                 : uint64_t(x);
   }
   c.gen.stop = get_stop(j);
   c.stream = get_bool(j, "stream", false);

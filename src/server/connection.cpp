@@ -28,8 +28,13 @@ void address(int (*get)(int, sockaddr*, socklen_t*), socket_t fd, std::string& i
 }
 }  // namespace
 
-bool Connection::next_request() {
+bool Connection::next_request(size_t left) {
   timed_out_ = false;
+  left_ = left;
+  persistent_ = http10_ = may_continue_ = false;
+  written_ = 0;
+  empty_lines_ = 0;
+  request_line_ = true;
   if (pos_ == end_ && !wait(POLLIN, Clock::now() + std::chrono::seconds(opt_.keep_alive_timeout_s)))
     return false;
   deadline_ = Clock::now() + std::chrono::seconds(opt_.request_timeout_s);
@@ -43,17 +48,43 @@ bool Connection::next_request() {
   return true;
 }
 
-ssize_t Connection::read(char* ptr, size_t size) {
-  if (pos_ == end_) {
-    if (!wait_to_read()) return -1;
-    ssize_t got;
-    do {
-      got = ::recv(fd_, buf_, sizeof buf_, 0);
-    } while (got < 0 && errno == EINTR);
-    if (got <= 0) return got;
-    pos_ = 0;
-    end_ = size_t(got);
+bool Connection::fill(ssize_t& got) {
+  if (pos_ < end_) return true;
+  got = -1;
+  if (!wait_to_read()) return false;
+  do {
+    got = ::recv(fd_, buf_, sizeof buf_, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) return false;
+  pos_ = 0;
+  end_ = size_t(got);
+  return true;
+}
+
+bool Connection::skip_empty_lines(ssize_t& got) {
+  while (in_head_ && head_.empty()) {
+    if (!fill(got)) return false;
+    const char c = buf_[pos_];
+    if (c == '\r' && !after_cr_) {
+      after_cr_ = true;
+    } else if (c == '\n' && after_cr_) {
+      after_cr_ = false;
+      if (++empty_lines_ > kMaxHeaderLines) {
+        refuse(Refusal::head_too_large);
+        got = -1;
+        return false;
+      }
+    } else {
+      return true;  // the request line's first byte (or a bare CR or LF, which head_part refuses)
+    }
+    ++pos_;
   }
+  return true;
+}
+
+ssize_t Connection::read(char* ptr, size_t size) {
+  ssize_t got = 0;
+  if (!skip_empty_lines(got) || !fill(got)) return got;
   size_t n = std::min(size, end_ - pos_);
   if (in_head_) {
     n = head_part(n);
@@ -68,11 +99,20 @@ ssize_t Connection::read(char* ptr, size_t size) {
 }
 
 ssize_t Connection::write(const char* ptr, size_t size) {
+  // The library answers every "Expect: 100-continue" with a 100, which RFC 9110 section 10.1.1
+  // forbids to an HTTP/1.0 client (it MUST ignore the expectation); a request without content
+  // needs none either (pass 10). It writes the interim response in one call, before anything
+  // else of the request, so it is dropped here.
+  static constexpr char kContinue[] = "HTTP/1.1 100 ";
+  if (written_ == 0 && !may_continue_ && size >= sizeof kContinue - 1 &&
+      std::memcmp(ptr, kContinue, sizeof kContinue - 1) == 0)
+    return ssize_t(size);
   if (!is_writable()) return -1;
   ssize_t n;
   do {
     n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
+  if (n > 0) written_ += size_t(n);
   return n;
 }
 
@@ -106,9 +146,11 @@ size_t Connection::head_part(size_t n) {
     if (!crlf_discipline(c)) return refuse(Refusal::line_end);
     if (c == '\r') continue;
     if (c != '\n') {
-      ++line_len_;
+      if (++line_len_ > kMaxRequestLine && request_line_) return refuse(Refusal::target_too_long);
+      if (line_len_ > kMaxHeaderLine) return refuse(Refusal::head_too_large);
       continue;
     }
+    request_line_ = false;
     if (line_len_ == 0) {
       in_head_ = false;
       return head_ended() ? i + 1 : 0;
@@ -161,7 +203,7 @@ bool valid_host(const std::string& v) {
 
 bool Connection::head_ended() {
   std::string length;
-  bool has_length = false, has_encoding = false, chunked = false;
+  bool has_length = false, has_encoding = false, chunked = false, keep_alive = false;
   const std::string request_line = head_.substr(0, head_.find('\r'));
   if (const Refusal why = request_line_problem(request_line); why != Refusal::none)
     return refused(why);
@@ -207,7 +249,8 @@ bool Connection::head_ended() {
       host_ok = host_ok && valid_host(value);
     } else if (name == "connection") {
       // Its options are case-insensitive tokens (RFC 9110 section 7.6.1); the library honours
-      // only the exact value "close".
+      // only the exact values "close" and, in HTTP/1.0, "Keep-Alive" (pass 10: "keep-alive" closed
+      // the connection with the second request unanswered).
       for (char& ch : value) ch = char(std::tolower(static_cast<unsigned char>(ch)));
       for (size_t b = 0; b < value.size();) {
         size_t e = value.find(',', b);
@@ -215,6 +258,7 @@ bool Connection::head_ended() {
         std::string token = value.substr(b, e - b);
         trim(token);
         if (token == "close") close_ = true;
+        if (token == "keep-alive") keep_alive = true;
         b = e + 1;
       }
     }
@@ -225,6 +269,15 @@ bool Connection::head_ended() {
   // but a proxy in front of it may route by the field, and must not read it differently).
   const bool http11 = request_line.ends_with(" HTTP/1.1");  // its form is checked above
   if (hosts > 1 || (http11 && hosts == 0) || !host_ok) return refused(Refusal::host);
+  // RFC 9112 section 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing (1.0 has
+  // no chunked coding; an intermediary of 1.0 may pass the body on as it is). It was served and
+  // the connection kept (pass 10).
+  if (!http11 && has_encoding) return refused(Refusal::http10_encoding);
+  http10_ = !http11;
+  // HTTP/1.1 keeps a connection unless told to close it; HTTP/1.0 only when asked to
+  // (RFC 9112 section 9.3).
+  persistent_ = http11 || keep_alive;
+  may_continue_ = http11 && (chunked || (has_length && std::stoull(length) > 0));
   if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
   if (chunked) {
     chunk_ = Chunk::size_line;
@@ -262,10 +315,84 @@ Connection::Refusal Connection::request_line_problem(const std::string& line) {
     return Refusal::request_line;  // HTTP-name is case-sensitive: "http/1.1" is none
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return Refusal::version;
   if (target == "*") return method == "OPTIONS" ? Refusal::none : Refusal::target;
-  if (target.empty() || target[0] != '/') return Refusal::target;
-  const std::string path = target.substr(0, target.find('?'));
-  if (path.find('%') != std::string::npos) return Refusal::target;
+  const std::string path = target_path(target);
+  if (path.empty() || path.find('%') != std::string::npos) return Refusal::target;
   return Refusal::none;
+}
+
+std::string Connection::target_path(const std::string& target) {
+  std::string rest = target.substr(0, target.find('?'));
+  if (!rest.empty() && rest[0] == '/') return rest;
+  // absolute-form: "http" or "https" (a scheme is case-insensitive), "://", an authority that is
+  // a host[:port] as a Host field's value (no userinfo: RFC 9110 section 4.2.4), then the path.
+  for (const char* scheme : {"http://", "https://"}) {
+    const size_t n = std::strlen(scheme);
+    if (rest.size() <= n || !std::equal(scheme, scheme + n, rest.begin(), [](char a, char b) {
+          return a == std::tolower(static_cast<unsigned char>(b));
+        }))
+      continue;
+    const size_t slash = rest.find('/', n);
+    const std::string authority = rest.substr(n, slash == std::string::npos ? slash : slash - n);
+    if (authority.empty() || !valid_host(authority)) return "";
+    return slash == std::string::npos ? "/" : rest.substr(slash);
+  }
+  return "";
+}
+
+Connection::Answer Connection::answer(Refusal why) {
+  switch (why) {
+    case Refusal::none:
+      return {400, "the request body could not be read"};
+    case Refusal::head_too_large:
+      return {431, "request headers too large: at most " + std::to_string(kMaxHeaderBytes >> 10) +
+                       " KiB and " + std::to_string(kMaxHeaderLines) +
+                       " lines for the request line and headers together, " +
+                       std::to_string(kMaxHeaderLine) + " bytes a line"};
+    case Refusal::too_large:
+      return {413, "request body too large"};
+    case Refusal::target_too_long:
+      return {414, "request target over " + std::to_string(kMaxTarget) + " bytes"};
+    case Refusal::request_line:
+      return {400,
+              "a request line that is not 'METHOD SP target SP HTTP/x.y' (single spaces, no "
+              "tabs; RFC 9112 section 3)"};
+    case Refusal::version:
+      return {505, "the request's HTTP version must be 1.1 or 1.0"};
+    case Refusal::target:
+      return {400,
+              "the request target must be a path starting with '/' (or an absolute http URI) "
+              "without percent-escapes in the path (no route of this server has one), or '*' for "
+              "OPTIONS"};
+    case Refusal::host:
+      return {400,
+              "a request of HTTP version 1.1 needs exactly one Host header field, no request may "
+              "have two, and its value is host[:port] (RFC 9112 section 3.2)"};
+    case Refusal::http10_encoding:
+      return {400,
+              "an HTTP/1.0 request cannot have a Transfer-Encoding; give its body a "
+              "Content-Length (RFC 9112 section 6.1)"};
+    case Refusal::line_end:
+      return {400,
+              "a line of the request's head or of its chunked framing that does not end in CRLF, "
+              "a bare CR, or a NUL byte (RFC 9112 section 2.2)"};
+    case Refusal::chunk_line_too_long:
+      return {400, "a chunk's size line (with its extensions) over " +
+                       std::to_string(kMaxChunkLine) + " bytes"};
+    case Refusal::trailer:
+      return {400, "trailer fields after a chunked body are not accepted"};
+    case Refusal::chunk_size:
+      return {400,
+              "a chunk's size line that does not start with a hex digit, or has more than "
+              "whitespace or ';' after its digits (RFC 9112 section 7.1)"};
+    case Refusal::chunk_framing:
+      return {400, "a chunk's data not followed by CRLF (RFC 9112 section 7.1)"};
+    case Refusal::framing:
+      break;
+  }
+  return {400,
+          "conflicting framing: a Content-Length that is not one decimal number, two different "
+          "ones, Content-Length beside Transfer-Encoding, a Transfer-Encoding other than chunked, "
+          "or a header line that is not 'name: value' (RFC 9112 sections 5 and 6.3)"};
 }
 
 size_t Connection::chunk_part(size_t n) {

@@ -25,12 +25,18 @@ namespace ragform::server {
 // 431 and the connection closes. 64 KiB and 256 lines leave room for long cookies and tokens.
 inline constexpr size_t kMaxHeaderBytes = size_t(64) << 10;
 inline constexpr int kMaxHeaderLines = 256;
+// One header line, its CRLF aside: the library refuses a longer one (8,192 bytes with its CRLF) as
+// a bare 400 "HTTP error 400", after reading all of it; here it is a 431 like the limits above.
+inline constexpr size_t kMaxHeaderLine = 8190;
 // A chunked body's size line, its extensions included (the size itself is at most 16 hex digits).
 inline constexpr size_t kMaxChunkLine = 4096;
 // The request target (path and query). The library matches routes with std::regex, whose
 // recursion grows with the path: a 4,000-byte path overflowed a connection thread's 2 MiB stack
 // (SIGSEGV, issue 40 pass 9). No route of this server is longer than a few dozen bytes.
 inline constexpr size_t kMaxTarget = 2048;
+// The request line: the target, a method and a version. Past it the line is refused while it is
+// read (the library would read all of it, up to the head's 64 KiB, before its own 414).
+inline constexpr size_t kMaxRequestLine = kMaxTarget + 64;
 
 // One connection's socket as httplib reads and writes it. httplib's own stream (internal to the
 // compiled library) only bounds each read; this one also ends a read at the request's deadline
@@ -42,7 +48,9 @@ class Connection : public httplib::Stream {
       : fd_(fd), opt_(opt), listener_(listener) {}
 
   // Waits for the next request's first byte (up to the keep-alive timeout); its clock starts then.
-  bool next_request();
+  // `left`: how many requests the connection may still serve, this one included (the last is
+  // answered with "Connection: close").
+  bool next_request(size_t left);
   // Why the request's framing was refused while it was read (its reading stopped there).
   enum class Refusal {
     none,
@@ -59,7 +67,15 @@ class Connection : public httplib::Stream {
     version,          // a well-formed HTTP version other than 1.0 and 1.1
     request_line,     // not 'method SP target SP HTTP/x.y'
     host,             // HTTP/1.1 without a Host field, or two Host fields
+    http10_encoding,  // Transfer-Encoding in an HTTP/1.0 request
   };
+  // The answer to a refusal: its status and message (Refusal::none: a body that could not be
+  // read, 400).
+  struct Answer {
+    int status;
+    std::string message;
+  };
+  static Answer answer(Refusal why);
   Refusal refused() const { return refused_; }
   // The request line and headers passed kMaxHeaderBytes or kMaxHeaderLines.
   bool head_too_large() const { return refused_ == Refusal::head_too_large; }
@@ -67,7 +83,14 @@ class Connection : public httplib::Stream {
   bool timed_out() const { return timed_out_; }
   // The request was refused before its body was read to the end: what follows is not a request.
   void close_after_response() { close_ = true; }
-  bool must_close() const { return close_ || timed_out_; }
+  // Whether the connection ends after this request's response: refused, timed out, asked by the
+  // client ("Connection: close" in any case; HTTP/1.0 without "keep-alive"), or the last one it
+  // may serve. The response's Connection and Keep-Alive fields say so (http.cpp).
+  bool must_close() const { return close_ || timed_out_ || !persistent_ || left_ <= 1; }
+  size_t requests_left() const { return left_; }
+  bool http10() const { return http10_; }
+  // Bytes written since the request began (0: it has had no answer yet).
+  size_t written() const { return written_; }
 
   bool is_readable() const override { return pos_ < end_ || wait_to_read(); }
   bool is_writable() const override {
@@ -90,9 +113,20 @@ class Connection : public httplib::Stream {
   // method is the library's to judge (a 405 or 400 as before).
   static Refusal request_line_problem(const std::string& line);
 
+  // The path of a request target, its query cut: "/p" of "/p?q" (origin-form) or of
+  // "http://host/p?q" (absolute-form, which a server MUST accept: RFC 9112 section 3.2.2; "/" when
+  // its path is empty); "" for any other target.
+  static std::string target_path(const std::string& target);
+
  private:
   // Data to read within the read timeout and before the request's deadline.
   bool wait_to_read() const;
+  // Reads into the buffer when it is empty; false (with recv's result in `got`) when nothing came.
+  bool fill(ssize_t& got);
+  // RFC 9112 section 2.2: empty lines before a request line are skipped (a client may end a body
+  // with a CRLF too many; it was read as a malformed request line and the connection closed with
+  // no answer: pass 10). At most kMaxHeaderLines of them. False once refused.
+  bool skip_empty_lines(ssize_t& got);
 
   // RFC 9112 section 2.2: every line of the head and of chunked framing ends in CRLF. A bare LF
   // ended the head for these checks but not for the library, which skips such a line, so the
@@ -142,6 +176,13 @@ class Connection : public httplib::Stream {
   Clock::time_point deadline_ = Clock::time_point::max();
   mutable bool timed_out_ = false;
   bool close_ = false;
+  bool persistent_ = false;  // the head asks to keep the connection (head_ended)
+  bool http10_ = false;
+  bool may_continue_ = false;  // an "HTTP/1.1 100 Continue" may be sent (head_ended)
+  size_t left_ = 1;
+  size_t written_ = 0;
+  int empty_lines_ = 0;
+  bool request_line_ = true;  // the head's first line is being read
   // The request's head (line and headers) as read so far: head_part(); then a chunked body's
   // framing: chunk_part().
   bool in_head_ = false;

@@ -149,10 +149,46 @@ class ConnectionThreads : public httplib::TaskQueue {
 // request): whether a read timed out, and to close it after a refused body.
 thread_local Connection* t_connection = nullptr;
 
+// The reason phrase of a status this file writes itself.
+const char* reason(int status) {
+  switch (status) {
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Bad Request";
+  }
+}
+
+// A request refused while its request line was read gets its answer here: the library's first
+// read of the line fails, and it closes the connection without a word (pass 10: a NUL or a bare
+// CR in the request line, a 70 KB line).
+void answer_unread(Connection& conn) {
+  const Connection::Answer a = Connection::answer(conn.refused());
+  const Response r = error_response(a.status, a.message, "invalid_request_error");
+  const std::string out = "HTTP/1.1 " + std::to_string(a.status) + " " + reason(a.status) +
+                          "\r\nContent-Type: " + r.content_type +
+                          "\r\nContent-Length: " + std::to_string(r.body.size()) +
+                          "\r\nConnection: close\r\n\r\n" + r.body;
+  for (size_t at = 0; at < out.size();) {
+    const ssize_t n = conn.write(out.data() + at, out.size() - at);
+    if (n <= 0) return;
+    at += size_t(n);
+  }
+}
+
 // httplib::Server serving each connection through Connection. process_and_close_socket is the
 // library's per-connection entry (virtual, called from its accept loop); this one keeps its
 // keep-alive rule (at most keep_alive_max_count_ requests, the last answered with
-// "Connection: close").
+// "Connection: close"), but whether a connection persists is Connection's to say (must_close):
+// the library read HTTP/1.0's "keep-alive" in any other case than "Keep-Alive" as close.
 class ConnectionServer : public httplib::Server {
  public:
   explicit ConnectionServer(const HttpOptions& opt) : opt_(opt) {}
@@ -163,10 +199,12 @@ class ConnectionServer : public httplib::Server {
     {
       Connection conn(sock, opt_, svr_sock_);
       t_connection = &conn;
-      for (size_t left = keep_alive_max_count_; left > 0 && conn.next_request(); --left) {
-        bool closed = false;
+      for (size_t left = keep_alive_max_count_; left > 0 && conn.next_request(left); --left) {
+        bool closed = false;  // the library's own reading of the Connection field: not used
         ret = process_request(conn, left == 1, closed, nullptr);
-        if (!ret || closed || conn.must_close()) break;
+        if (!ret && conn.refused() != Connection::Refusal::none && conn.written() == 0)
+          answer_unread(conn);
+        if (!ret || conn.must_close()) break;
       }
       t_connection = nullptr;
     }
@@ -284,7 +322,10 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   auto serve = [this](const httplib::Request& req, std::string body, httplib::Response& res) {
     Request r;
     r.method = req.method;
-    r.path = req.path;
+    // The path as the target gives it (an absolute-form target's authority cut; no escapes to
+    // decode, Connection refuses them); "*" and a target the library could not split as it was.
+    const std::string path = Connection::target_path(req.target);
+    r.path = path.empty() ? req.path : path;
     r.authorization = req.get_header_value("Authorization");
     r.body = std::move(body);
     write(impl_->handler(r), res);
@@ -298,7 +339,6 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
     serve(req, req.body, res);
     if ((req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0") ||
         req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
-      res.set_header("Connection", "close");
       if (t_connection) t_connection->close_after_response();
     }
   };
@@ -315,24 +355,27 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         if (t_connection) t_connection->close_after_response();
         const Connection::Refusal why =
             t_connection ? t_connection->refused() : Connection::Refusal::none;
-        const char* msg = refused == 413   ? "request body too large"
-                          : refused == 408 ? kTimeoutMessage
-                          : why == Connection::Refusal::chunk_line_too_long
-                              ? "a chunk's size line (with its extensions) over 4096 bytes"
-                          : why == Connection::Refusal::trailer
-                              ? "trailer fields after a chunked body are not "
-                                "accepted"
-                          : why == Connection::Refusal::chunk_size
-                              ? "a chunk's size line that does not start with a hex digit, "
-                                "or has more than whitespace or ';' after its digits (RFC 9112 "
-                                "section 7.1)"
-                          : why == Connection::Refusal::chunk_framing
-                              ? "a chunk's data not followed by CRLF (RFC 9112 section 7.1)"
-                          : why == Connection::Refusal::line_end
-                              ? "a line of the chunked framing that does not end in CRLF"
-                              : "the request body could not be read";
+        const std::string msg = refused == 413   ? "request body too large"
+                                : refused == 408 ? kTimeoutMessage
+                                                 : Connection::answer(why).message;
         write(error_response(refused, msg, "invalid_request_error"), res);
       };
+  // Whether the connection persists after a response is Connection's to say (must_close), not
+  // the library's: it advertised "Keep-Alive" on responses after which it closed (every HTTP/1.0
+  // reply, a refused body) and wrote "Connection: close" twice on some (pass 10). Called after
+  // the library has set its own fields, on every response it writes.
+  svr.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+    res.headers.erase("Connection");  // the library's header map compares names in any case
+    res.headers.erase("Keep-Alive");
+    if (!t_connection || t_connection->must_close()) {
+      res.set_header("Connection", "close");
+      return;
+    }
+    // An HTTP/1.0 client keeps the connection only when the response says so (RFC 9112 C.2.2).
+    if (t_connection->http10()) res.set_header("Connection", "keep-alive");
+    res.set_header("Keep-Alive", "timeout=" + std::to_string(impl_->opt.keep_alive_timeout_s) +
+                                     ", max=" + std::to_string(t_connection->requests_left() - 1));
+  });
   svr.Get(".*", without_body);
   svr.Options(".*", without_body);
   svr.Post(".*", with_body);
@@ -341,93 +384,54 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   svr.Delete(".*", with_body);
   // Errors raised by the library itself (400 unparsable request line or headers, 414 URI too
   // long): give them a JSON body too. Headers cut off by a timeout are a 408.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse([serve](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    // The request's head was refused while it was read (Connection::Refusal): its answer
-    // first, whatever the method.
-    using Refusal = Connection::Refusal;
-    // A request line the library refused before its headers were read (a version it does not
-    // know, none at all) is judged here as the head's checks judge it.
-    Refusal why = t_connection ? t_connection->refused() : Refusal::none;
-    if (res.status == 400 && why == Refusal::none && !req.method.empty() && req.path.empty()) {
-      why = Connection::request_line_problem(req.method + " " + req.target + " " + req.version);
-      if (why != Refusal::none && t_connection) t_connection->close_after_response();
-    }
-    if (res.status == 400 && why != Refusal::none) {
-      const auto answer = [&](int status, const std::string& msg) {
-        write(error_response(status, msg, "invalid_request_error"), res);
-      };
-      if (why == Refusal::head_too_large)
-        answer(431, "request headers too large: at most " + std::to_string(kMaxHeaderBytes >> 10) +
-                        " KiB and " + std::to_string(kMaxHeaderLines) +
-                        " lines for the request line and headers together");
-      else if (why == Refusal::too_large)
-        answer(413, "request body too large");
-      else if (why == Refusal::target_too_long)
-        answer(414, "request target over " + std::to_string(kMaxTarget) + " bytes");
-      else if (why == Refusal::request_line)
-        answer(400,
-               "a request line that is not 'METHOD SP target SP HTTP/x.y' (single spaces, no "
-               "tabs; RFC 9112 section 3)");
-      else if (why == Refusal::version)
-        answer(505, "the request's HTTP version must be 1.1 or 1.0");
-      else if (why == Refusal::target)
-        answer(400,
-               "the request target must be a path starting with '/' without percent-escapes "
-               "(no route of this server has one), or '*' for OPTIONS");
-      else if (why == Refusal::host)
-        answer(400,
-               "a request of HTTP version 1.1 needs exactly one Host header field, no request may "
-               "have two, and its value is host[:port] (RFC 9112 section 3.2)");
-      else if (why == Refusal::line_end)
-        answer(400,
-               "a line of the request's head that does not end in CRLF, a bare CR, or a NUL "
-               "byte (RFC 9112 section 2.2)");
-      else
-        answer(400,
-               "conflicting framing: a Content-Length that is not one decimal "
-               "number, two different ones, Content-Length beside "
-               "Transfer-Encoding, a Transfer-Encoding other than chunked, or a "
-               "header line that is not 'name: value' (RFC 9112 sections 5 and "
-               "6.3)");
-      res.set_header("Connection", "close");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // A method no route takes (TRACE, CONNECT: httplib's 400; QUERY or any other token: a
-    // request line httplib refuses, headers unread): the router's answer, a 405 with the
-    // path's method in Allow, or the 401 / 404 of any request, never a bare 400.
-    const bool token =
-        !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
-          return (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
-        });
-    // Any body such a request carries is left unread: the connection closes after the
-    // answer (else those bytes were read as the next request, a 400 to a valid one).
-    if (res.status == 400 && token && !(t_connection && t_connection->timed_out())) {
-      const bool line_only = req.path.empty() && !req.target.empty() && req.target[0] == '/';
-      if (req.method == "TRACE" || req.method == "CONNECT" || line_only) {
-        httplib::Request line = req;
-        if (line_only) line.path = req.target.substr(0, req.target.find('?'));
-        serve(line, "", res);
-        res.set_header("Connection", "close");
+  svr.set_error_handler(httplib::Server::HandlerWithResponse(
+      [serve](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        // The request's head was refused while it was read (Connection::Refusal): its answer
+        // first, whatever the method.
+        using Refusal = Connection::Refusal;
+        // A request line the library refused before its headers were read (a version it does not
+        // know, none at all) is judged here as the head's checks judge it.
+        Refusal why = t_connection ? t_connection->refused() : Refusal::none;
+        if (res.status == 400 && why == Refusal::none && !req.method.empty() && req.path.empty()) {
+          why = Connection::request_line_problem(req.method + " " + req.target + " " + req.version);
+          if (why != Refusal::none && t_connection) t_connection->close_after_response();
+        }
+        if (res.status == 400 && why != Refusal::none) {
+          const Connection::Answer a = Connection::answer(why);
+          write(error_response(a.status, a.message, "invalid_request_error"), res);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        // A method no route takes (TRACE, CONNECT: httplib's 400; QUERY or any other token: a
+        // request line httplib refuses, headers unread): the router's answer, a 405 with the
+        // path's method in Allow, or the 401 / 404 of any request, never a bare 400.
+        const bool token =
+            !req.method.empty() && std::all_of(req.method.begin(), req.method.end(), [](char c) {
+              return (c >= 'A' && c <= 'Z') || c == '-' || c == '_';
+            });
+        // Any body such a request carries is left unread: the connection closes after the
+        // answer (else those bytes were read as the next request, a 400 to a valid one).
+        if (res.status == 400 && token && !(t_connection && t_connection->timed_out())) {
+          const bool line_only = req.path.empty() && !Connection::target_path(req.target).empty();
+          if (req.method == "TRACE" || req.method == "CONNECT" || line_only) {
+            serve(req, "", res);
+            if (t_connection) t_connection->close_after_response();
+            return httplib::Server::HandlerResponse::Handled;
+          }
+        }
+        if (res.status == 400 && t_connection && t_connection->timed_out()) {
+          write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        std::string msg = res.status == 413 ? "request body too large"
+                                            : "HTTP error " + std::to_string(res.status);
+        write(error_response(res.status, msg, "invalid_request_error"), res);
+        // What follows a request the library refused (a header line over 8 KiB, a bad one, a
+        // declared body too large) is not a request: read as one, it was answered on its own (a
+        // request smuggled in the refused one's body).
         if (t_connection) t_connection->close_after_response();
         return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    if (res.status == 400 && t_connection && t_connection->timed_out()) {
-      write(error_response(408, kTimeoutMessage, "invalid_request_error"), res);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    std::string msg =
-        res.status == 413 ? "request body too large" : "HTTP error " + std::to_string(res.status);
-    write(error_response(res.status, msg, "invalid_request_error"), res);
-    // What follows a request the library refused (a header line over 8 KiB, a bad one, a
-    // declared body too large) is not a request: read as one, it was answered on its own (a
-    // request smuggled in the refused one's body).
-    res.set_header("Connection", "close");
-    if (t_connection) t_connection->close_after_response();
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+      }));
 }
 
 HttpServer::~HttpServer() { stop(); }

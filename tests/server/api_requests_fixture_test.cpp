@@ -63,10 +63,53 @@ TEST_F(ApiRequests, AttentionIndexOutsideIntIsRefused) {
             200);
 }
 
-// An unsigned value above LLONG_MAX was reported as a negative number.
+// An unsigned value above LLONG_MAX was reported as a negative number. Any max_tokens past the
+// server's limit is that one refusal, however large (pass 10: a 20-digit value was "outside
+// [0, 1073741824]", 600 "exceeded the limit").
 TEST_F(ApiRequests, HugeUnsignedFieldIsNamedAsSent) {
   expect_400(post("/v1/completions", R"({"prompt": "Lily", "max_tokens": 18446744073709551615})"),
-             "'max_tokens' = 18446744073709551615 is outside [0, 1073741824]");
+             "'max_tokens' = 18446744073709551615 exceeds this server's limit of 4");
+  expect_400(post("/v1/completions", R"({"prompt": "Lily", "max_tokens": 1e30})"),
+             "'max_tokens' = 1e+30 exceeds this server's limit of 4");
+  expect_400(post("/v1/completions", R"({"prompt": "Lily", "max_completion_tokens": 5})"),
+             "'max_completion_tokens' = 5 exceeds this server's limit of 4");
+  expect_400(post("/v1/completions", R"({"prompt": "Lily", "max_tokens": -1.0})"),
+             "'max_tokens' = -1.0 is outside [0, 4]");
+}
+
+// JSON Schema's integer (which /openapi.json states) is a number without a fraction however it
+// is written: 2.0 and 2e0 are integers, 2.5 is not (pass 10: 1.0 was "not an integer").
+TEST_F(ApiRequests, AnIntegerMayBeWrittenWithAZeroFraction) {
+  for (const char* n : {"2", "2.0", "2e0", "0.2e1"}) {
+    const auto r = post("/v1/completions", std::string(R"({"prompt": "Lily", "max_tokens": )") + n +
+                                               R"(, "seed": 7.0, "temperature": 0})");
+    ASSERT_EQ(r.status, 200) << n << ": " << r.body;
+    EXPECT_EQ(nlohmann::json::parse(r.body)["usage"]["completion_tokens"], 2) << n;
+  }
+  expect_400(post("/v1/completions", R"({"prompt": "Lily", "max_tokens": 2.5})"),
+             "'max_tokens' must be an integer");
+  expect_400(post("/v1/attention", R"({"prompt": "Lily", "layers": [0.5]})"),
+             "'layers' must be an array of integers");
+  EXPECT_EQ(post("/v1/attention", R"({"prompt": "Lily", "layers": [0.0], "heads": [1e0]})").status,
+            200);
+}
+
+// A seed is any 64-bit unsigned value, as the CLI's --seed and Python's seed= take it (pass 10:
+// 2^64 was "not an integer", a negative seed wrapped around).
+TEST_F(ApiRequests, ASeedIsA64BitUnsignedValue) {
+  const auto completion = [&](const std::string& seed) {
+    return post("/v1/completions",
+                R"({"prompt": "Lily", "max_tokens": 3, "temperature": 1, "seed": )" + seed + "}");
+  };
+  const auto top = completion("18446744073709551615");
+  ASSERT_EQ(top.status, 200) << top.body;
+  for (const char* s : {"18446744073709551616", "1e20", "-1", "-1.0"})
+    expect_400(completion(s), "is outside [0, 18446744073709551615]");
+  expect_400(completion("0.5"), "'seed' must be an integer");
+  // The same seed written two ways samples the same tokens.
+  const auto a = completion("12345"), b = completion("12345.0");
+  ASSERT_EQ(a.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(a.body)["choices"], nlohmann::json::parse(b.body)["choices"]);
 }
 
 }  // namespace

@@ -21,15 +21,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include "server/raw_cases.h"
 #include "server/raw_http.h"
 #include "server/serve_harness.h"
 
 namespace ragform::testing {
 namespace {
-
-std::string status_of(const std::string& response) {
-  return response.size() >= 12 ? response.substr(9, 3) : "";
-}
 
 std::string health_request(const std::string& headers, bool close = true) {
   return "GET /health HTTP/1.1\r\nHost: x\r\n" + headers + (close ? "Connection: close\r\n" : "") +
@@ -115,75 +112,63 @@ TEST(ServeFraming, RefusedRequestsCloseAndCarryNoSmuggledRequest) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});
   const std::string body = R"({"prompt":"a","max_tokens":1})";
-  struct Case {
-    const char* what;
-    std::string request;
-    const char* status;
-    const char* message;
-  };
-  const std::vector<Case> cases = {
-      {"a 9,000-byte header line",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(9000, 'v') +
-           "\r\nContent-Type: application/json\r\nContent-Length: " +
-           std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
-       "400", ""},
-      {"two Content-Length values",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nContent-Length: " +
-           std::to_string(body.size() + kSmuggled.size()) + "\r\n\r\n" + body + kSmuggled,
-       "400", "conflicting framing"},
-      // Seventh pass, F1: a Content-Length that is not one decimal number was read by its
-      // leading digits; F2: a Transfer-Encoding but "chunked" was read as no body.
-      {"Content-Length '0, 36'",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0, " +
-           std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
-       "400", "conflicting framing"},
-      {"Content-Length '+0'",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: +0\r\n\r\n" + kSmuggled, "400",
-       "conflicting framing"},
-      {"Transfer-Encoding gzip",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n" + kSmuggled,
-       "400", "conflicting framing"},
-      {"Transfer-Encoding 'gzip, chunked'",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
-       "chunked\r\n\r\n0\r\n\r\n" +
-           kSmuggled,
-       "400", "conflicting framing"},
-      // Eighth pass, G7: whitespace before a field's colon hid Transfer-Encoding from the check
-      // while the library read it; a folded line extended a Content-Length.
-      {"'Transfer-Encoding : chunked' beside Content-Length",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\nTransfer-Encoding : chunked\r\n\r\n" + body +
-           kSmuggled,
-       "400", "conflicting framing"},
-      {"a folded Content-Length",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n 5\r\n\r\n" + body + kSmuggled,
-       "400", "conflicting framing"},
-      {"a header line without a colon",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length " + std::to_string(body.size()) +
-           "\r\n\r\n" + body + kSmuggled,
-       "400", "conflicting framing"},
-      // F6: a declared body over --max-body is refused at the headers, not read and dropped.
-      {"Content-Length of 1 TB",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
-       "1000000000000\r\n\r\n",
-       "413", "request body too large"},
-      {"Content-Length beside Transfer-Encoding",
-       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: "
-       "chunked\r\n\r\n0\r\n\r\n" +
-           kSmuggled,
-       "400", "conflicting framing"},
-  };
-  for (const Case& c : cases) {
-    RawSocket s(srv.port());
-    ASSERT_TRUE(s.ok());
-    const auto got = s.exchange(c.request, 30);
-    ASSERT_TRUE(got) << c.what << ": no answer";
-    EXPECT_EQ(status_of(*got), c.status) << c.what << ": " << got->substr(0, 300);
-    EXPECT_EQ(count_responses(*got), 1u) << c.what << ": " << *got;
-    EXPECT_NE(got->find(c.message), std::string::npos) << c.what << ": " << *got;
-  }
+  expect_raw_cases(
+      srv,
+      {
+          {"a 9,000-byte header line",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(9000, 'v') +
+               "\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
+           "431", "8190 bytes a line"},
+          {"two Content-Length values",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\nContent-Length: " +
+               std::to_string(body.size() + kSmuggled.size()) + "\r\n\r\n" + body + kSmuggled,
+           "400", "conflicting framing"},
+          // Seventh pass, F1: a Content-Length that is not one decimal number was read by its
+          // leading digits; F2: a Transfer-Encoding but "chunked" was read as no body.
+          {"Content-Length '0, 36'",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0, " +
+               std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled,
+           "400", "conflicting framing"},
+          {"Content-Length '+0'",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: +0\r\n\r\n" + kSmuggled,
+           "400", "conflicting framing"},
+          {"Transfer-Encoding gzip",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n" +
+               kSmuggled,
+           "400", "conflicting framing"},
+          {"Transfer-Encoding 'gzip, chunked'",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
+           "chunked\r\n\r\n0\r\n\r\n" +
+               kSmuggled,
+           "400", "conflicting framing"},
+          // Eighth pass, G7: whitespace before a field's colon hid Transfer-Encoding from the check
+          // while the library read it; a folded line extended a Content-Length.
+          {"'Transfer-Encoding : chunked' beside Content-Length",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\nTransfer-Encoding : chunked\r\n\r\n" + body +
+               kSmuggled,
+           "400", "conflicting framing"},
+          {"a folded Content-Length",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n 5\r\n\r\n" + body + kSmuggled,
+           "400", "conflicting framing"},
+          {"a header line without a colon",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length " +
+               std::to_string(body.size()) + "\r\n\r\n" + body + kSmuggled,
+           "400", "conflicting framing"},
+          // F6: a declared body over --max-body is refused at the headers, not read and dropped.
+          {"Content-Length of 1 TB",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+           "1000000000000\r\n\r\n",
+           "413", "request body too large"},
+          {"Content-Length beside Transfer-Encoding",
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: "
+           "chunked\r\n\r\n0\r\n\r\n" +
+               kSmuggled,
+           "400", "conflicting framing"},
+      });
   // The same Content-Length twice is one length: served.
   RawSocket s(srv.port());
   const auto same = s.exchange(

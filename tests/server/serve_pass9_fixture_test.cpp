@@ -18,41 +18,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include "server/raw_http.h"
-#include "server/serve_harness.h"
+#include "server/raw_cases.h"
 
 namespace ragform::testing {
 namespace {
 
 const std::string kSmuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-
-std::string status_of(const std::string& response) {
-  return response.size() >= 12 ? response.substr(9, 3) : "";
-}
-
-struct Case {
-  std::string what;
-  std::string request;
-  const char* status;
-  const char* message;
-};
-
-// Each request alone on a connection: its status and message, one response only (nothing after
-// the refused request is answered), and the server still up.
-void expect_cases(ServeProcess& srv, const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
-    RawSocket s(srv.port());
-    ASSERT_TRUE(s.ok());
-    s.send(c.request);
-    const auto got = s.read_until_close(30);
-    ASSERT_TRUE(got) << c.what << ": no answer";
-    EXPECT_EQ(status_of(*got), c.status) << c.what << ": " << got->substr(0, 400);
-    EXPECT_EQ(count_responses(*got), 1u) << c.what << ": " << *got;
-    EXPECT_NE(got->find(c.message), std::string::npos) << c.what << ": " << got->substr(0, 400);
-    SCOPED_TRACE(c.what);
-    expect_alive(srv);
-  }
-}
 
 TEST(ServeFramingPass9, RequestTargetsAndVersions) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
@@ -61,7 +32,7 @@ TEST(ServeFramingPass9, RequestTargetsAndVersions) {
   const std::string post =
       "Host: x\r\nAuthorization: Bearer K\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
-  expect_cases(
+  expect_raw_cases(
       srv,
       {
           {"a 4,000-byte path", "GET /" + std::string(4000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -102,7 +73,7 @@ TEST(ServeFramingPass9, Http11NeedsExactlyOneHostField) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});
   const char* why = "exactly one Host header field";
-  expect_cases(
+  expect_raw_cases(
       srv,
       {
           {"no Host", "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n", "400", why},
@@ -134,14 +105,14 @@ TEST(ServeFramingPass10, ChunkSizeLinesStartWithAHexDigit) {
   const std::string head =
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   const std::string body = R"({"prompt":"a","max_tokens":1})";
-  std::vector<Case> cases;
+  std::vector<RawCase> cases;
   for (const std::string size : {" 2", "\t2", "0x2", "+2", "-2", ";ext", ""})
     cases.push_back({"size line '" + size + "'",
                      head + size + "\r\n\r\n\r\n1d\r\n" + body + "\n" + kSmuggled, "400",
                      "does not start with a hex digit"});
-  for (const Case& c : cases) {
+  for (const RawCase& c : cases) {
     SCOPED_TRACE(c.what);
-    expect_cases(srv, {c});
+    expect_raw_cases(srv, {c});
   }
   // Still served: leading zeros, upper-case hex, an extension and a space after the size.
   for (const std::string size : {"001d", "1D", "1d;a=b", "1d "}) {
@@ -159,12 +130,12 @@ TEST(ServeFramingPass10, ChunkSizeLinesStartWithAHexDigit) {
 TEST(ServeFramingPass10, HostValuesAreHostAndPort) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});
-  std::vector<Case> cases;
+  std::vector<RawCase> cases;
   for (const std::string host :
        {"a b", "evil.com/x@y", "x:99999999", "x:8o", "a\x01b", "a\x1b[2Jb", "a\x7f", "[::1", ":80"})
     cases.push_back({"Host '" + host + "'", "GET /health HTTP/1.1\r\nHost: " + host + "\r\n\r\n",
                      "400", "its value is host[:port]"});
-  expect_cases(srv, cases);
+  expect_raw_cases(srv, cases);
   for (const std::string host : {"localhost", "127.0.0.1:8080", "[::1]:80", "a-b.example", "x:", "",
                                  "xn--bcher-kva.example"}) {
     RawSocket s(srv.port());
@@ -180,7 +151,7 @@ TEST(ServeFramingPass10, HostValuesAreHostAndPort) {
 TEST(ServeFramingPass10, ADuplicateKeyIsRefused) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});
-  std::vector<Case> cases;
+  std::vector<RawCase> cases;
   for (const std::string body : {R"({"prompt":"a","max_tokens":600,"max_tokens":1})",
                                  R"({"model":"other","model":"stories260K","prompt":"a"})"})
     cases.push_back({body,
@@ -188,7 +159,7 @@ TEST(ServeFramingPass10, ADuplicateKeyIsRefused) {
                      "Content-Length: " +
                          std::to_string(body.size()) + "\r\n\r\n" + body,
                      "400", "duplicate key"});
-  expect_cases(srv, cases);
+  expect_raw_cases(srv, cases);
 }
 
 // J5: a malformed request line (two spaces, a space in the target, one after the version, tabs)
@@ -197,7 +168,7 @@ TEST(ServeFramingPass10, AMalformedRequestLineIsA400) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess srv({"-m", model.string(), "--ctx", "256"});
   const std::string host = "\r\nHost: x\r\n\r\n";
-  std::vector<Case> cases;
+  std::vector<RawCase> cases;
   for (const std::string line :
        {"GET /health  HTTP/1.1", "GET /a b HTTP/1.1", "GET /health HTTP/1.1 ",
         "GET\t/health\tHTTP/1.1", " GET /health HTTP/1.1", "GET /health HTTP/1.10", "GET /health"})
@@ -205,7 +176,7 @@ TEST(ServeFramingPass10, AMalformedRequestLineIsA400) {
   cases.push_back({"GET *", "GET * HTTP/1.1" + host, "400", "or '*' for OPTIONS"});
   cases.push_back({"HTTP/2.0 stays 505", "GET /health HTTP/2.0" + host, "505",
                    "HTTP version must be 1.1 or 1.0"});
-  expect_cases(srv, cases);
+  expect_raw_cases(srv, cases);
 }
 
 TEST(ServeFramingPass9, LinesEndInCrlfAndChunkDataInCrlf) {
@@ -214,7 +185,7 @@ TEST(ServeFramingPass9, LinesEndInCrlfAndChunkDataInCrlf) {
   const std::string body = R"({"prompt":"a","max_tokens":1})";
   std::string flood;
   for (int i = 0; i < 20000; ++i) flood += "X:y\r\n";
-  expect_cases(
+  expect_raw_cases(
       srv,
       {
           {"Content-Length after a bare LF",
