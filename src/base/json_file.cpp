@@ -11,6 +11,7 @@
 
 #include "base/excerpt.h"
 #include "base/json_error.h"
+#include "base/json_release.h"
 #include "base/paths.h"
 
 namespace ragform {
@@ -274,7 +275,12 @@ std::string JsonTextError::without_line() const {
 nlohmann::json parse_json_text(std::string_view text) {
   nlohmann::json j;
   DomBuilder dom(j);
-  parse_json_text(text, dom);
+  {
+    // Out of memory half-way, the half-built value is freed without allocating, so the bad_alloc
+    // reaches its handler instead of ending the process (base/json_release.h).
+    ReleaseOnUnwind release(j);
+    parse_json_text(text, dom);
+  }
   return j;
 }
 

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "base/json_file.h"
+#include "base/json_release.h"
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/chat_template.h"
@@ -403,6 +404,7 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
 
 Response Api::completions(const std::string& body) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   std::vector<std::string> prompts = completion_prompts(j);
   // Every prompt of a request is queued at once, so more than the queue holds could never be
   // accepted, however idle the server: a 400, not a 503 inviting a retry.
@@ -488,6 +490,7 @@ Response Api::completions(const std::string& body) {
 
 Response Api::chat(const std::string& body) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   if (j.contains("steer") && !j["steer"].is_null())
     bad("'steer' is read by /v1/completions, /v1/score and /v1/attention, whose prompt is one text",
         "unsupported_field");
@@ -589,6 +592,7 @@ Response Api::chat(const std::string& body) {
 
 Response Api::score(const std::string& body) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   std::string model = get_str(j, "model", false);
   if (!model.empty() && model != opt_.model_id)
     throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",
@@ -614,6 +618,7 @@ Response Api::score(const std::string& body) {
 
 Response Api::attention(const std::string& body) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   std::string model = get_str(j, "model", false);
   if (!model.empty() && model != opt_.model_id)
     throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/json_release.h"
 #include "reader/encoder.h"
 #include "reader/native_encoder.h"
 #include "server/api_json.h"
@@ -135,7 +136,8 @@ json floats(const float* v, size_t n) {
 }  // namespace
 
 Response EncoderApi::embeddings(const std::string& body) {
-  const json j = parse_body(body);
+  json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   check_model(j, opt_.model_id);
   if (!j.contains("input") || j["input"].is_null()) bad("missing field 'input'", "missing_field");
   std::vector<std::string> texts;
@@ -256,7 +258,8 @@ Response EncoderApi::embeddings(const std::string& body) {
 }
 
 Response EncoderApi::rerank(const std::string& body) {
-  const json j = parse_body(body);
+  json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   check_model(j, opt_.model_id);
   const std::string query = get_str(j, "query", true);
   if (!j.contains("documents") || !j["documents"].is_array())

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_release.h"
 #include "eval/jsonl.h"
 #include "server/api.h"
 #include "server/api_json.h"
@@ -33,6 +34,7 @@ nlohmann::ordered_json present_one(const json& record, const tune::Profile& prof
 
 Response present(const std::string& body, reader::Reader* counter) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   // present's one declared option, "profile" (tune/present.h PresentRequest): a path for the CLI
   // and Python, here the file's JSON (a client names no server-side file), so it is read here
   // rather than by read_declared.

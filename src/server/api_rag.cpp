@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_release.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
 #include "reader/native_reader.h"
@@ -24,6 +25,7 @@ using namespace api_json;
 // the documents are the texts of one record's ctxs.
 Response Api::normalize(const std::string& body) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   if (!j.contains("documents") || !j["documents"].is_array())
     bad("'documents' must be an array of strings",
         j.contains("documents") ? "invalid_type" : "missing_field");
@@ -111,6 +113,7 @@ spotlight::Document spot_document(const json& d, size_t i, const std::string& qi
 Response Api::spotlight(const std::string& body) {
   using namespace ragform::spotlight;
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);  // base/json_release.h
   std::string qid = get_str(j, "id", false);
   if (qid.empty()) qid = "request";
   std::string question = get_str(j, "question", true);

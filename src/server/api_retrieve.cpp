@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/json_release.h"
 #include "retrieval/dense_index.h"
 #include "retrieval/questions.h"
 #include "retrieval/retrieve_options.h"
@@ -112,6 +113,7 @@ void RetrieveApi::add_routes(Router& router) {
 
 Response RetrieveApi::retrieve(const std::string& body) {
   json j = parse_body(body);
+  ReleaseAtExit release_j(j);      // base/json_release.h
   retrieval::RetrieveRequest req;  // k, mode: retrieve's declaration, as the CLI reads them
   read_declared(j, req);
   if (req.k > kMaxRetrieveK)
