@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/file_identity.h"
 #include "base/paths.h"
 
 namespace ragform {
@@ -80,6 +81,7 @@ struct AtomicFile::Stream : std::streambuf {
 AtomicFile::AtomicFile(std::string target, std::string what)
     : target_(std::move(target)), what_(std::move(what)) {
   check_path(target_);
+  refuse_open_store(target_, what_);
   for (int attempt = 0;; ++attempt) {
     temp_ = target_ + ".tmp." + random_suffix();
     // O_EXCL | O_NOFOLLOW: never an existing file, never through a symlink.

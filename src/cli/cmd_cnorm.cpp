@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/excerpt.h"
+#include "base/file_identity.h"
 #include "base/progress.h"
 #include "cli/cnorm_verbs.h"
 #include "cli/command.h"
@@ -185,6 +187,9 @@ int cmd_apply(const std::vector<std::string>& argv) {
   (void)applied_format(prof);  // a profile apply cannot deploy fails before -o is written
   std::ofstream file;
   if (!out.value.empty()) {
+    // Opening the output truncates it: as the input, it would be read empty (issue 40, pass 11).
+    if (same_file(out.value, input.value))
+      throw UsageError("-o", excerpt(out.value) + " is the --input file itself");
     file.open(out.value, std::ios::binary | std::ios::trunc);
     if (!file) throw Error("cnorm apply", "cannot write " + out.value);
   }

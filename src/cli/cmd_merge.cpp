@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/file_identity.h"
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
@@ -45,7 +46,7 @@ int run_merge(const std::vector<std::string>& argv) {
   std::vector<std::filesystem::path> ins(files.begin() + 1, files.end());
   for (auto& p : ins) {
     if (!std::filesystem::exists(p)) throw UsageError("merge", p.string() + ": no such file");
-    if (std::filesystem::weakly_canonical(p) == std::filesystem::weakly_canonical(files[0]))
+    if (same_file(p.string(), files[0]))
       throw UsageError("merge", p.string() + " is the output store itself");
   }
   store::RunStore out(files[0], store::RunStore::Mode::create);

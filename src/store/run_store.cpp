@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/file_identity.h"
 #include "base/json_file.h"
 #include "base/paths.h"
 #include "store/sha256.h"
@@ -136,6 +137,9 @@ std::string run_key(const RunConfig& c) {
 
 struct RunStore::Impl {
   fs::path path;
+  // Declared first, so it outlives the connection: no whole-file writer of this process replaces
+  // the store while it is open (base/file_identity.h).
+  std::unique_ptr<OpenStoreMark> mark;
   std::string where;     // "<path>", prefix of every error
   bool has_wal = false;  // read-only: a -wal file was there (reading indexes it beside the store)
   sqlite3* db = nullptr;
@@ -488,6 +492,7 @@ RunStore::RunStore(const fs::path& path, Mode mode, Durability durability)
   // Every message is "<path>: <reason>", as for any other file the CLI names.
   impl_->where = path.string();
   impl_->open(mode, durability);
+  impl_->mark = std::make_unique<OpenStoreMark>(path.string());
 }
 
 RunStore::~RunStore() = default;

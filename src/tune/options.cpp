@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/excerpt.h"
+#include "base/file_identity.h"
 #include "base/shard.h"
 #include "base/stable_hash.h"
 #include "engine/model/model_card.h"
@@ -201,6 +202,11 @@ TuneOptions tune_options(const TuneArgs& given) {
     o.shard_index = sh.index;
     o.shard_count = sh.count;
   }
+  // Refused before the search, not when the profile is written after it (base/file_identity.h).
+  if (!a.output.empty() && same_file(a.output, a.store_path))
+    throw OptionError("output", "'" + excerpt(a.output) +
+                                    "' is the run store itself: write the profile elsewhere "
+                                    "(replacing the store would lose its measurements)");
   // Dev and held-out needle records come from independent seeds. make_needle_items seeds item i
   // with seed ^ (C + i), so two nearby seeds (2s+1 and 2s+2, as this was) give the same items
   // shifted by a few places: 23 of 32 held-out records were dev records. derive_seed's outputs

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
@@ -127,10 +128,7 @@ Profile load_profile(const std::string& path) {
 }
 
 void save_profile(const std::string& path, const Profile& p) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FileError(path, "cannot write the profile");
-  out << profile_to_json(p).dump(2) << "\n";
-  if (!out.flush()) throw FileError(path, "cannot write the profile");
+  write_file_atomically(path, profile_to_json(p).dump(2) + "\n", "profile");
 }
 
 }  // namespace ragform::tune

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "base/file_identity.h"
 #include "base/thread_pool.h"
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/stream_writer.h"
@@ -31,11 +32,6 @@ constexpr uint32_t kQuantizationVersion = 2;  // ggml's GGML_QNT_VERSION for the
 std::string reason(const Error& e) {
   const std::string w = e.what(), prefix = std::string(kWhat) + ": ";
   return w.rfind(prefix, 0) == 0 ? w.substr(prefix.size()) : w;
-}
-
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return fs::exists(b, ec) && fs::equivalent(a, b, ec);
 }
 
 void check_paths(const QuantizeOptions& o) {

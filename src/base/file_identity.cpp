@@ -1,0 +1,70 @@
+#include "base/file_identity.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <mutex>
+#include <map>
+#include <system_error>
+#include <utility>
+
+#include "base/error.h"
+#include "base/excerpt.h"
+
+namespace ragform {
+
+namespace {
+using Id = std::pair<unsigned long long, unsigned long long>;  // device, inode
+
+bool identity(const std::string& path, Id& id) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  id = {static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino)};
+  return true;
+}
+
+std::mutex g_mu;
+// How many times each store is open (a process may open one store twice).
+std::map<Id, int>& open_stores() {
+  static std::map<Id, int> s;
+  return s;
+}
+}  // namespace
+
+bool same_file(const std::string& a, const std::string& b) {
+  Id ia, ib;
+  if (identity(a, ia) && identity(b, ib)) return ia == ib;
+  std::error_code ea, eb;
+  const auto ca = std::filesystem::weakly_canonical(a, ea),
+             cb = std::filesystem::weakly_canonical(b, eb);
+  return !ea && !eb && ca == cb;
+}
+
+OpenStoreMark::OpenStoreMark(const std::string& path) {
+  Id id;
+  if (!identity(path, id)) return;
+  dev_ = id.first;
+  ino_ = id.second;
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++open_stores()[Id{dev_, ino_}];
+  marked_ = true;
+}
+
+OpenStoreMark::~OpenStoreMark() {
+  if (!marked_) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& s = open_stores();
+  if (auto it = s.find(Id{dev_, ino_}); it != s.end() && --it->second == 0) s.erase(it);
+}
+
+void refuse_open_store(const std::string& path, const std::string& what) {
+  Id id;
+  if (!identity(path, id)) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (open_stores().count(id))
+    throw UsageError(what, excerpt(path) +
+                               ": is the run store this command uses; write the output elsewhere "
+                               "(replacing it would lose the store's measurements)");
+}
+
+}  // namespace ragform

@@ -1,0 +1,93 @@
+// No output written whole replaces a run store the command has open, nor its input (issue 40,
+// pass 11: `report S -o S`, `export S -o S` and `tune --store S -o S` turned the store into HTML,
+// JSONL or a profile, every measurement gone, exit 0; `cnorm apply --input X -o X` emptied X).
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "base/atomic_file.h"
+#include "base/error.h"
+#include "base/file_identity.h"
+#include "store/run_store.h"
+#include "support/test_support.h"
+
+namespace ragform {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::quoted;
+using testing::run_ragform;
+
+TEST(StoreOutputs, SameFileSeesThroughLinksAndPaths) {
+  const fs::path d = testing::temp_dir("same_file");
+  testing::write_file(d / "a", "x");
+  fs::create_symlink(d / "a", d / "link");
+  fs::create_hard_link(d / "a", d / "hard");
+  EXPECT_TRUE(same_file((d / "a").string(), (d / "link").string()));
+  EXPECT_TRUE(same_file((d / "a").string(), (d / "hard").string()));
+  EXPECT_TRUE(same_file((d / "a").string(), (d / "." / "a").string()));
+  EXPECT_FALSE(same_file((d / "a").string(), (d / "b").string()));
+  // Neither exists yet: the same path is the same file.
+  EXPECT_TRUE(same_file((d / "new").string(), (d / "sub" / ".." / "new").string()));
+  EXPECT_FALSE(same_file((d / "new").string(), (d / "new2").string()));
+}
+
+TEST(StoreOutputs, AnOpenStoreIsNeverReplacedWhole) {
+  const fs::path d = testing::temp_dir("open_store");
+  const std::string path = (d / "runs.sqlite").string();
+  {
+    store::RunStore st(path, store::RunStore::Mode::create);
+    EXPECT_THROW(AtomicFile(path, "report"), UsageError);
+    EXPECT_THROW(write_file_atomically((d / "." / "runs.sqlite").string(), "x", "export"),
+                 UsageError);
+    fs::create_symlink(path, d / "alias");
+    EXPECT_THROW(write_file_atomically((d / "alias").string(), "x", "export"), UsageError);
+    {
+      // Open twice, closed once: still open.
+      store::RunStore again(path, store::RunStore::Mode::read_only);
+    }
+    EXPECT_THROW(write_file_atomically(path, "x", "export"), UsageError);
+    write_file_atomically((d / "other.html").string(), "x", "report");  // any other file
+  }
+  // Closed: the file is the caller's to replace.
+  write_file_atomically(path, "x", "report");
+  EXPECT_EQ(testing::read_file(path), "x");
+}
+
+// Through the CLI: refused with exit 2 naming the file, the store left as it was.
+TEST(StoreOutputs, TheCliRefusesAnOutputThatIsItsStoreOrInput) {
+  const fs::path d = testing::temp_dir("store_outputs_cli");
+  const fs::path db = d / "runs.sqlite";
+  { store::RunStore st(db, store::RunStore::Mode::create); }
+  const std::string before = testing::read_file(db);
+  for (const std::string& args : {"report " + quoted(db) + " -o " + quoted(db),
+                                  "export " + quoted(db) + " -o " + quoted(db)}) {
+    const auto r = run_ragform(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("is the run store this command uses"), std::string::npos) << r.err;
+    EXPECT_EQ(testing::read_file(db), before) << args;
+  }
+  // tune: refused before any search, whether the store exists yet or not.
+  for (const fs::path& store : {db, d / "new.sqlite"}) {
+    const auto r =
+        run_ragform("tune -m " + quoted(d / "no-model.gguf") +
+                    " --task needle --budget 10 --store " + quoted(store) + " -o " + quoted(store));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("is the run store itself"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(d / "new.sqlite"));
+  EXPECT_EQ(testing::read_file(db), before);
+  // cnorm apply: the output would be truncated before its input is read.
+  testing::write_file(d / "profile.json", "{}");
+  testing::write_file(d / "docs.jsonl", "{\"text\": \"a\"}\n");
+  const auto r = run_ragform("cnorm apply --profile " + quoted(d / "profile.json") + " --input " +
+                             quoted(d / "docs.jsonl") + " -o " + quoted(d / "." / "docs.jsonl"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(testing::read_file(d / "docs.jsonl"), "{\"text\": \"a\"}\n") << r.err;
+}
+
+}  // namespace
+}  // namespace ragform
