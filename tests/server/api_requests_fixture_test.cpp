@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -110,6 +112,20 @@ TEST_F(ApiRequests, ASeedIsA64BitUnsignedValue) {
   const auto a = completion("12345"), b = completion("12345.0");
   ASSERT_EQ(a.status, 200);
   EXPECT_EQ(nlohmann::json::parse(a.body)["choices"], nlohmann::json::parse(b.body)["choices"]);
+}
+
+// A bias curve's fields are checked by type and range (issue 40, pass 11: "task": 5 was a 500
+// with nlohmann's own text, and layer 4294967300 calibrated layer 4).
+TEST_F(ApiRequests, ABiasCurveOfTheWrongShapeIsA400NamingItsField) {
+  const std::string head = R"({"prompt": "Lily and Tom", "doc_spans": [[0, 4], [9, 12]], "bias": )";
+  for (const auto& [bias, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"curve": [0.5, 0.5], "task": 5})", "bias: 'task' must be a string"},
+           {R"({"curve": [0.5, 0.5], "run": "x"})", "bias: 'run' must be a whole number"},
+           {R"({"curve": [0.5, 0.5], "layers": [{"layer": 4294967300, "curve": [0.9, 0.1]}]})",
+            "'layers[].layer' must be a whole number"},
+           {R"({"curve": [0.5, 2]})", "an attention mass is in [0, 1]"}})
+    expect_400(post("/v1/attention", head + bias + "}"), says);
+  EXPECT_EQ(post("/v1/attention", head + R"({"curve": [0.5, 0.5]}})").status, 200);
 }
 
 }  // namespace

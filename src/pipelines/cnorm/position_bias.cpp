@@ -1,7 +1,9 @@
 #include "pipelines/cnorm/position_bias.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "base/atomic_file.h"
@@ -197,6 +199,8 @@ nlohmann::json rounded(const std::vector<double>& v) {
   return a;
 }
 
+// A curve: attention mass per slot, each a finite number in [0, 1] (a sum or a mean of one
+// attention row's weights), as calibration subtracts it from a document's own mass (relevance.cpp).
 std::vector<double> numbers(const nlohmann::json& j, const std::string& what,
                             const std::string& field) {
   if (!j.is_array() || j.empty())
@@ -204,9 +208,34 @@ std::vector<double> numbers(const nlohmann::json& j, const std::string& what,
   std::vector<double> out;
   for (const auto& x : j) {
     if (!x.is_number()) throw UsageError(what, "'" + field + "' holds " + json_excerpt(x));
-    out.push_back(x.get<double>());
+    const double v = x.get<double>();
+    if (!(v >= 0 && v <= 1))
+      throw UsageError(
+          what, "'" + field + "' holds " + json_excerpt(x) + ": an attention mass is in [0, 1]");
+    out.push_back(v);
   }
   return out;
+}
+
+// The optional metadata fields, each of its own type or absent (nlohmann's unchecked value()
+// threw its own type_error, a 500 over HTTP naming no field: issue 40, pass 11).
+std::string text_field(const nlohmann::json& j, const char* key, const std::string& what) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  if (!j[key].is_string()) throw UsageError(what, std::string("'") + key + "' must be a string");
+  return j[key].get<std::string>();
+}
+
+// A whole number in [lo, hi] (an unsigned value above INT64_MAX, or a layer past an int, wrapped
+// silently: layer 4294967300 calibrated layer 4).
+int64_t whole_field(const nlohmann::json& v, const std::string& field, int64_t lo, int64_t hi,
+                    const std::string& what) {
+  const bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() <= uint64_t(hi)
+                  : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
+                                          : false;
+  if (!ok)
+    throw UsageError(what, "'" + field + "' must be a whole number in [" + std::to_string(lo) +
+                               ", " + std::to_string(hi) + "], got " + json_excerpt(v));
+  return v.is_number_unsigned() ? int64_t(v.get<uint64_t>()) : v.get<int64_t>();
 }
 
 }  // namespace
@@ -232,22 +261,30 @@ BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what)
   BiasCurve c;
   c.curve = numbers(j["curve"], what, "curve");
   c.k = c.curve.size();
-  c.task = j.value("task", "");
+  c.task = text_field(j, "task", what);
   // A curve written before the measure existed holds sums.
   const nlohmann::json measure = j.value("measure", nlohmann::json("sum"));
   if (!measure.is_string()) throw UsageError(what, "'measure' must be \"mean\" or \"sum\"");
   c.measure = parse_measure(measure.get<std::string>(), what);
-  c.prompts = j.value("prompts", size_t(0));
-  c.reader = j.value("reader", "");
-  c.model_sha256 = j.value("model_sha256", "");
-  c.run = j.value("run", int64_t(0));
-  if (j.contains("layers")) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (j.contains("prompts") && !j["prompts"].is_null())
+    c.prompts = size_t(whole_field(j["prompts"], "prompts", 0, kMax, what));
+  c.reader = text_field(j, "reader", what);
+  c.model_sha256 = text_field(j, "model_sha256", what);
+  if (j.contains("run") && !j["run"].is_null())
+    c.run = whole_field(j["run"], "run", std::numeric_limits<int64_t>::min(), kMax, what);
+  if (j.contains("layers") && !j["layers"].is_null()) {
     if (!j["layers"].is_array()) throw UsageError(what, "'layers' must be an array");
     for (const auto& l : j["layers"]) {
-      if (!l.is_object() || !l.contains("layer") || !l["layer"].is_number_integer())
+      if (!l.is_object() || !l.contains("layer"))
         throw UsageError(what, "each of 'layers' needs an integer 'layer' and a 'curve'");
-      LayerCurve lc{l["layer"].get<int>(),
-                    numbers(l.value("curve", nlohmann::json()), what, "layers[].curve")};
+      const int layer =
+          int(whole_field(l["layer"], "layers[].layer", 0, std::numeric_limits<int>::max(), what));
+      // One curve a layer: a second one was ignored (the first matched).
+      for (const auto& seen : c.layers)
+        if (seen.layer == layer)
+          throw UsageError(what, "layer " + std::to_string(layer) + " is in 'layers' twice");
+      LayerCurve lc{layer, numbers(l.value("curve", nlohmann::json()), what, "layers[].curve")};
       if (lc.curve.size() != c.k)
         throw UsageError(what, "layer " + std::to_string(lc.layer) + " has " +
                                    std::to_string(lc.curve.size()) + " slots, 'curve' has " +

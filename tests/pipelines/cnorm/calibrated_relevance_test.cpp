@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -144,6 +145,45 @@ TEST(CalibratedRelevance, CurveFilesRoundTripAndRefuseMalformedOnes) {
                           "{\"curve\":[1,2],\"layers\":[{\"layer\":0,\"curve\":[1]}]}",
                           "{\"curve\":[1],\"layers\":[{\"curve\":[1]}]}"})
     EXPECT_THROW(bias_curve_from_json(nlohmann::json::parse(bad), "curve"), UsageError) << bad;
+  // Issue 40, pass 11: a field of the wrong type escaped as nlohmann's own type_error (a 500 over
+  // HTTP, no field named); a layer past an int wrapped (4294967300 calibrated layer 4); a second
+  // curve for one layer and a negative layer were ignored; any number was a curve value.
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"curve":[0.5,0.5],"task":5})", "'task' must be a string"},
+           {R"({"curve":[0.5,0.5],"prompts":"x"})", "'prompts' must be a whole number"},
+           {R"({"curve":[0.5,0.5],"prompts":-1})", "'prompts' must be a whole number"},
+           {R"({"curve":[0.5,0.5],"reader":[]})", "'reader' must be a string"},
+           {R"({"curve":[0.5,0.5],"model_sha256":{}})", "'model_sha256' must be a string"},
+           {R"({"curve":[0.5,0.5],"run":"x"})", "'run' must be a whole number"},
+           {R"({"curve":[0.5,0.5],"layers":[{"layer":4294967300,"curve":[0.9,0.1]}]})",
+            "'layers[].layer' must be a whole number in [0, 2147483647], got 4294967300"},
+           {R"({"curve":[0.5,0.5],"layers":[{"layer":-1,"curve":[0.9,0.1]}]})",
+            "'layers[].layer' must be a whole number"},
+           {R"({"curve":[0.5,0.5],"layers":[{"layer":1.5,"curve":[0.9,0.1]}]})",
+            "'layers[].layer' must be a whole number"},
+           {R"({"curve":[0.5,0.5],"layers":[{"layer":2,"curve":[0.9,0.1]},)"
+            R"({"layer":2,"curve":[0.1,0.9]}]})",
+            "layer 2 is in 'layers' twice"},
+           {R"({"curve":[-1,0.5]})", "'curve' holds -1: an attention mass is in [0, 1]"},
+           {R"({"curve":[0.5,1e308]})", "an attention mass is in [0, 1]"},
+           {R"({"curve":[0.5,0.5],"layers":[{"layer":0,"curve":[0.5,1.5]}]})",
+            "'layers[].curve' holds 1.5"},
+       }) {
+    try {
+      bias_curve_from_json(nlohmann::json::parse(bad), "curve.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << bad << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("curve.json"), std::string::npos) << e.what();
+    }
+  }
+  // The ends of each range are values.
+  const BiasCurve ends = bias_curve_from_json(
+      nlohmann::json::parse(R"({"curve":[0,1],"prompts":0,"run":-3,"task":null,)"
+                            R"("layers":[{"layer":2147483647,"curve":[1,0]}]})"),
+      "curve.json");
+  EXPECT_EQ(ends.layers.at(0).layer, 2147483647);
+  EXPECT_EQ(ends.run, -3);
   // The measure travels with the curve; a file written before it existed holds sums.
   EXPECT_EQ(back.measure, Measure::Mean);
   c.measure = Measure::Sum;
