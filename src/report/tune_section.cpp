@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 
+#include "base/error.h"
 #include "report/sections.h"
 #include "report/svg.h"
 
@@ -405,7 +406,12 @@ void tune_section(Html& h, const store::RunStore& st, const std::vector<RunRows>
     h << "<h3>Search — " << run_caption(run) << "</h3>";
     shown.push_back(&run);
     const std::optional<json> summary = st.run_meta(run.info.id, "tune_summary");
-    if (!summary || !summary->is_object()) {
+    if (summary && !summary->is_object())
+      throw Error(st.path().string(),
+                  "run " + std::to_string(run.info.id) +
+                      ": metadata 'tune_summary' is not an object (the store is "
+                      "damaged)");
+    if (!summary) {
       h << no_data(
           "the search of this run has not completed a pass (no stored summary; a "
           "shard stops after its share of a stage — merge and rerun)");

@@ -559,9 +559,9 @@ std::optional<json> RunStore::run_meta_locked(std::int64_t run, const std::strin
   sqlite3_stmt* s = impl_->stmt("SELECT value FROM ragform_meta WHERE key = ?");
   impl_->bind(s, 1, "run/" + std::to_string(run) + "/" + name);
   if (!impl_->step(s, "reading run metadata")) return std::nullopt;
-  json j = parse_json_or_discarded(text_col(s, 0));
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  // A damaged value is said, as a damaged row field is: taken as absent, a tune summary made the
+  // report say the search had not completed, and sent the user to rerun (issue 40, pass 11).
+  return json_col(s, 0, impl_->where, "run " + std::to_string(run), "metadata '" + name + "'");
 }
 
 std::vector<RunInfo> RunStore::runs() const {
@@ -672,8 +672,13 @@ void RunStore::merge_run_meta(const RunStore& other,
     while (other.impl_->step(q, "reading run metadata"))
       kv.emplace_back(text_col(q, 0).substr(from.size()), text_col(q, 1));
     for (const auto& [name, text] : kv) {
-      json in = parse_json_or_discarded(text);
-      if (in.is_discarded()) continue;  // not written by ragform; run_meta() ignores it too
+      json in;
+      try {
+        in = parse_json_text(text);
+      } catch (const JsonTextError& e) {  // refused as run_meta() refuses it, not dropped
+        throw Error(other.impl_->where, "run " + std::to_string(oid) + ": metadata '" + name +
+                                            "' is not valid JSON: " + e.what());
+      }
       std::optional<json> have = run_meta_locked(id, name);
       if (!have) {
         set_run_meta_locked(id, name, in);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "report/report.h"
 #include "report/report_rows.h"
 #include "report/sections.h"
@@ -232,4 +233,16 @@ TEST(TuneCard, WithoutASummaryItSaysWhy) {
   st.set_run_meta(run, "tune_summary", no_holdout);
   h = report::render_report(st, {});
   EXPECT_NE(h.find("no data: the search stored no held-out evaluation"), std::string::npos);
+  // A summary that is not an object is a damaged store, said as such, not "not completed"
+  // (issue 40, pass 11).
+  st.set_run_meta(run, "tune_summary", json::array({1}));
+  try {
+    report::render_report(st, {});
+    ADD_FAILURE() << "a damaged summary was rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run " + std::to_string(run) +
+                                         ": metadata 'tune_summary' is not an object"),
+              std::string::npos)
+        << e.what();
+  }
 }

@@ -315,6 +315,35 @@ TEST(RunStore, BadFilesGiveClearErrors) {
             d + "/no/run.sqlite: cannot create: directory '" + d + "/no' does not exist");
 }
 
+// Pass 11, K3: a run's metadata that does not parse was taken as absent (a damaged tune summary
+// made the report say the search had not completed, and merge dropped it without a count). It
+// is refused as a row's damaged field is, naming the run and the name.
+TEST(RunStore, DamagedRunMetadataIsSaidNotTakenAsAbsent) {
+  auto dir = testing::temp_dir("store_meta");
+  const fs::path p = dir / "meta.sqlite", out = dir / "merged.sqlite";
+  {
+    RunStore st(p);
+    st.set_run_meta(st.begin_run(config()), "tune_summary", {{"complete", true}});
+  }
+  EXPECT_TRUE(RunStore(p, RunStore::Mode::read_only).run_meta(1, "tune_summary"));
+  EXPECT_FALSE(RunStore(p, RunStore::Mode::read_only).run_meta(1, "absent"));
+  raw_sql(p, "UPDATE ragform_meta SET value='{\"budget\":' WHERE key='run/1/tune_summary'");
+  std::string m =
+      error_of([&] { RunStore(p, RunStore::Mode::read_only).run_meta(1, "tune_summary"); });
+  EXPECT_NE(m.find("run 1: metadata 'tune_summary' is not valid JSON: parse error"),
+            std::string::npos)
+      << m;
+  m = error_of([&] { RunStore(out).merge({p}); });
+  EXPECT_NE(m.find(p.string() + ": run 1: metadata 'tune_summary' is not valid JSON"),
+            std::string::npos)
+      << m;
+  const std::string deep = std::string(200, '[') + std::string(200, ']');
+  raw_sql(p,
+          ("UPDATE ragform_meta SET value='" + deep + "' WHERE key='run/1/tune_summary'").c_str());
+  m = error_of([&] { RunStore(p, RunStore::Mode::read_only).run_meta(1, "tune_summary"); });
+  EXPECT_NE(m.find("run 1: metadata 'tune_summary': too deep"), std::string::npos) << m;
+}
+
 // Pass 6, E4: a stored JSON column that does not parse, or nests deeper than 128 levels, says so
 // (it was "extra is not a JSON object" / "config is not valid JSON" whatever the reason).
 TEST(RunStore, StoredJsonColumnsNameTheRealReason) {
