@@ -9,6 +9,7 @@ costs nothing."""
 import functools
 import inspect
 import os
+import operator
 import re
 
 
@@ -116,6 +117,15 @@ def _is_bool(value):
                                        and type(value).__name__ in ("bool_", "bool"))
 
 
+def _as_index(value):
+    """The integer of a Python or numpy integer (bools aside), None for anything else."""
+    if _is_bool(value) or isinstance(value, float) or not hasattr(value, "__index__"):
+        return None
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", 0) != 0:
+        return None
+    return operator.index(value)
+
+
 def bad_integer(name, value, annotation):
     """For an argument pybind11 refused: the TypeError for a value that is no integer where C++
     takes one (a bool included, Python's or numpy's, also as an item of a list of integers), the
@@ -133,10 +143,11 @@ def bad_integer(name, value, annotation):
         if is_int_param:
             return TypeError(f"{name}: expected an integer, got {type(value).__name__}")
         return None
-    if not isinstance(value, int):
+    if _as_index(value) is None:
         if is_int_param and isinstance(value, float):
             return TypeError(f"{name}: expected an integer, got float {value!r}")
         return None
+    value = _as_index(value)  # numpy's np.uint64(2**63) too (pass 11)
     if value >= 2 ** 63:
         return ValueError(f"{name}: {value} is too large")
     if value < -2 ** 63:
@@ -147,9 +158,9 @@ def bad_integer(name, value, annotation):
 def bad_range(name, value, annotation):
     """The ValueError for an integer C++ may not hold (above 32 bits, or negative where C++ is
     unsigned): asked only when nothing else explains pybind11's refusal."""
-    if annotation not in ("int", "Optional[int]") or not isinstance(value, int) \
-            or isinstance(value, bool):
+    if annotation not in ("int", "Optional[int]") or _as_index(value) is None:
         return None
+    value = _as_index(value)
     if value < 0 or value >= 2 ** 31:
         return ValueError(f"{name}: {value} is out of range for this argument")
     return None
@@ -224,6 +235,18 @@ def bad_type(name, value, annotation):
     return None
 
 
+def bad_array(name, value, annotation):
+    """The TypeError for a numpy array of other than one dimension where a list goes: numpy's own
+    words named no argument ("only size-1 arrays can be converted to Python scalars", "len() of
+    unsized object": issue 40, pass 11); None otherwise."""
+    if type(value).__module__ != "numpy" or not hasattr(value, "ndim") or value.ndim == 1:
+        return None
+    if not re.fullmatch(r"(?:Optional\[)?(?:List|list)\[\w+\]\]?", annotation):
+        return None
+    return TypeError(f"{name}: expected a list (a one-dimensional array), got a "
+                     f"{value.ndim}-dimensional array")
+
+
 def fspath(value, name="path"):
     """os.fspath(value), its TypeError naming the argument."""
     try:
@@ -263,14 +286,18 @@ def checked(fn):
                 err = bad_text(name, v)
                 if err:
                     raise err from None
+            sig = signature_types(fn)
+            for name, v in named:
+                err = bad_array(name, v, sig.get(name, ""))
+                if err:
+                    raise err from None
             # pybind11's "incompatible function arguments" for a number C++ cannot take: name the
             # argument (a float where an integer goes, a value past 64 bits, then one past 32 bits
             # or negative) instead of listing the signature.
             if "incompatible" in str(e):
-                types = signature_types(fn)
                 for check in (bad_integer, bad_range, bad_type):
                     for name, v in named:
-                        err = check(name, v, types.get(name, ""))
+                        err = check(name, v, sig.get(name, ""))
                         if err:
                             raise err from None
             raise

@@ -20,10 +20,29 @@ _RELEVANCE = _options.signature("bias.document_relevance",
                                 first=["model", "prompt", "doc_spans", ("bias", None)])
 
 
+def _span_pairs(spans):
+    """doc_spans as lists of two, an item that is no (start, end) pair named (a flat array's
+    number gave "'numpy.int64' object is not iterable": issue 40, pass 11)."""
+    if isinstance(spans, (str, bytes, dict)) or not hasattr(spans, "__iter__"):
+        raise TypeError("doc_spans: expected a list of (start, end) pairs, got "
+                        f"{type(spans).__name__}")
+    out = []
+    for i, s in enumerate(spans):
+        try:
+            pair = None if isinstance(s, (str, bytes, dict)) else list(s)
+        except TypeError:
+            pair = None
+        if pair is None or len(pair) != 2:
+            raise TypeError(f"doc_spans[{i}]: expected a (start, end) pair, got "
+                            f"{type(s).__name__}")
+        out.append(pair)
+    return out
+
+
 def _document_relevance(*args, **kwargs):
     a = _options.bind(_RELEVANCE, args, kwargs)
     return _ragform._document_relevance(a.pop("model"), a.pop("prompt"),
-                                        [list(s) for s in a.pop("doc_spans")],
+                                        _span_pairs(a.pop("doc_spans")),
                                         _curve(a.pop("bias")), **a)
 
 
