@@ -19,6 +19,7 @@
 #include "store/sha256.h"
 #include "text/normalize.h"
 #include "text/unicode.h"
+#include "text/unicode_db.h"
 #include "text/utf8.h"
 
 namespace ragform::tune {
@@ -41,12 +42,15 @@ std::vector<eval::QaRecord> split(Task task, const std::string& path, size_t n, 
 // variation selectors, tags, BOM: text::is_default_ignorable; U+200E alone let a copy of the dev
 // split pass as held out), whitespace runs collapsed to one space and trimmed. The project has
 // no NFC or NFKC tables, so text in another normalisation form is not matched (a held-out record
-// written NFD, or with full-width digits, is kept).
-std::string overlap_text(std::string_view s) {
+// written NFD, or with full-width digits, is kept). With `no_punctuation`, punctuation (\p{P})
+// is dropped too: for a question, where "...physics", "...physics?" and "...physics ?" ask the
+// same thing (pass 11 kept such copies as held out; answers are compared without punctuation too).
+std::string overlap_text(std::string_view s, bool no_punctuation = false) {
   std::string out;
   bool space = false;
   for (uint32_t cp : text::decode_utf8(text::repair_utf8(s))) {
     if (text::is_default_ignorable(cp)) continue;
+    if (no_punctuation && (text::cp_flags(cp) & text::kPunctuation)) continue;
     if (text::is_space(cp)) {
       space = !out.empty();
       continue;
@@ -84,7 +88,8 @@ std::string content_key(const eval::QaRecord& r, size_t compared) {
     for (const auto& [k, v] : r.kv->records) pairs.push_back({overlap_text(k), overlap_text(v)});
     kv = {overlap_text(r.kv->key), overlap_text(r.kv->value), pairs, r.kv->gold_index};
   }
-  return store::sha256_hex(store::canonical_json({overlap_text(r.question), answers, docs, kv}));
+  return store::sha256_hex(
+      store::canonical_json({overlap_text(r.question, true), answers, docs, kv}));
 }
 
 // The documents compared: the space's smallest k (all, 0, only when every k is "all"). A

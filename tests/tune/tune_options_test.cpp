@@ -108,6 +108,13 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
              "lily\xE2\x81\xA2 0\xF3\xA0\x80\xA0";
          r.ctxs[0].text = "\xCD\x8FLily went\xE3\x85\xA4 to the \xE2\x80\xAApark\xE2\x80\xAC.";
        }},
+      // The question's punctuation (eleventh pass, K4: a question ending in "?", " ?" or "." or
+      // quoted in curly quotes was kept as held out): the same question.
+      {"a question mark", [](eval::QaRecord& r) { r.question = "who is lily 0?"; }},
+      {"a spaced question mark", [](eval::QaRecord& r) { r.question = "who is lily 0 ?"; }},
+      {"a full stop", [](eval::QaRecord& r) { r.question = "who is lily 0."; }},
+      {"curly quotes",
+       [](eval::QaRecord& r) { r.question = "who is \xE2\x80\x9Clily\xE2\x80\x9D 0"; }},
   };
   for (const auto& [what, change] : same) {
     eval::QaRecord d = dev;
@@ -129,6 +136,9 @@ TEST(TuneOptions, OverlapIgnoresWhatThePromptDoesNotShow) {
       {"another answer", [](eval::QaRecord& r) { r.answers = {"Tom"}; }},
       {"a further answer", [](eval::QaRecord& r) { r.answers.push_back("Tom"); }},
       {"the question", [](eval::QaRecord& r) { r.question = "who is lily 1"; }},
+      // A document's punctuation is in the prompt: another record (dropping would be safe, but
+      // documents are compared as the prompt shows them).
+      {"a document's punctuation", [](eval::QaRecord& r) { r.ctxs[0].text += "!"; }},
   };
   for (const auto& [what, change] : other_records) {
     std::vector<eval::QaRecord> held = {dev};
