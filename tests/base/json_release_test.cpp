@@ -17,17 +17,13 @@
 
 #include "base/json_file.h"
 #include "base/json_release.h"
+#include "support/process_memory.h"
 #include "support/sanitizer.h"
 
 namespace ragform {
 namespace {
 
-size_t vm_size_bytes() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
-  return 0;
-}
+using testing::vm_size_bytes;
 
 void limit_address_space(size_t bytes) {
   rlimit rl{bytes, bytes};

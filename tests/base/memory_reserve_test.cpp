@@ -15,17 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/memory_limit.h"
+#include "support/process_memory.h"
 #include "support/sanitizer.h"
 
 namespace ragform {
 namespace {
 
-size_t vm_size_bytes() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;
-  return 0;
-}
+using testing::vm_size_bytes;
 
 TEST(MemoryReserve, AFailedAllocationLeavesRoomToUnwindAndIsTakenAgain) {
   if (ragform::testing::kSanitized)
