@@ -26,7 +26,13 @@ TOL_LOGITS = 1e-3
 TOL_PROBS = 1e-5
 TOL_ATTENTION = 1e-5
 TOL_ABS = 1e-5
-TOL_ABS_NOISY = 5e-5  # a prompt with an ill-conditioned token (test_abs_per_delimiter_candidate)
+# A prompt with an ill-conditioned token (test_abs_per_delimiter_candidate). Measured on its ABS
+# (2026-12-07, Zen 5): ragform is 3.7e-5 above a float64 forward pass that rounds RoPE as
+# transformers does, transformers' float32 4.0e-5 below it, and transformers alone moves 3.1e-5
+# with the kernels torch dispatches (7.7e-5 from ragform by default, 5.1e-5 with
+# ATEN_CPU_CAPABILITY=avx2, 4.5e-5 with MKL_CBWR=COMPATIBLE; 1.8e-5 on the Intel Xeon kind).
+# 1e-4 is 1.3x the worst of these; every other prompt keeps TOL_ABS.
+TOL_ABS_NOISY = 1e-4
 TOL_LOGPROB = 1e-4  # a log-prob is a logit minus a log-sum-exp: the logits' agreement, tenfold
 WINDOW = 512        # Gemma 3's sliding window (layers il % 6 < 5)
 
@@ -154,7 +160,8 @@ def test_abs_per_delimiter_candidate(native, hf_model, hf_tokenizer, nq_records)
     One of these six prompts (candidate '-', the first sample) holds an ill-conditioned token:
     its residual stream (row maximum ~1.5e4) amplifies float32 rounding ~1e4-fold from layer 3 to
     layer 7 in both engines alike (against a float64 forward pass, docs/engine.md), so there the
-    two agree to ~2e-5 on ABS and ~1.5e-4 on the attention rows instead of 1e-6. The bar is
+    two agree to 2e-5-8e-5 on ABS (as torch's kernels go: TOL_ABS_NOISY) and ~1.5e-4 on the
+    attention rows instead of 1e-6. The bar is
     1e-5 for every prompt whose last-layer rows agree within their own 1e-5 and for the mean of
     every candidate made of such prompts; TOL_ABS_NOISY for a prompt whose rows do not (at most
     one of six) and for its candidate's mean."""
