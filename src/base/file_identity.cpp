@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <system_error>
 #include <utility>
 
@@ -29,15 +29,27 @@ std::map<Id, int>& open_stores() {
   static std::map<Id, int> s;
   return s;
 }
+
+// Where `path` leads once every symlink on the way is followed, a dangling one included (a name
+// linked to a store not yet created is that store: pass 12), absolute and normal.
+std::filesystem::path resolved(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  const fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : c;
+}
 }  // namespace
 
 bool same_file(const std::string& a, const std::string& b) {
   Id ia, ib;
   if (identity(a, ia) && identity(b, ib)) return ia == ib;
-  std::error_code ea, eb;
-  const auto ca = std::filesystem::weakly_canonical(a, ea),
-             cb = std::filesystem::weakly_canonical(b, eb);
-  return !ea && !eb && ca == cb;
+  return resolved(a) == resolved(b);
 }
 
 OpenStoreMark::OpenStoreMark(const std::string& path) {

@@ -7,7 +7,8 @@
 namespace ragform {
 
 // Whether `a` and `b` name the same file: the same device and inode once both exist (a symlink,
-// a hard link, "./x" and "x" alike), else the same path once made absolute and normal.
+// a hard link, "./x" and "x" alike), else the same path once symlinks are followed (a dangling
+// one too) and it is made absolute and normal.
 bool same_file(const std::string& a, const std::string& b);
 
 // Marks the file at `path` (which exists) as a run store open in this process, for its lifetime.

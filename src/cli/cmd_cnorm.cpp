@@ -8,14 +8,13 @@
 #include <optional>
 
 #include "base/error.h"
-#include "base/excerpt.h"
-#include "base/file_identity.h"
 #include "base/progress.h"
 #include "cli/cnorm_verbs.h"
 #include "cli/command.h"
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
 #include "cli/option_flags.h"
+#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "eval/datasets.h"
@@ -188,8 +187,7 @@ int cmd_apply(const std::vector<std::string>& argv) {
   std::ofstream file;
   if (!out.value.empty()) {
     // Opening the output truncates it: as the input, it would be read empty (issue 40, pass 11).
-    if (same_file(out.value, input.value))
-      throw UsageError("-o", excerpt(out.value) + " is the --input file itself");
+    check_not_input(out.value, "-o", {{"--input", input.value}, {"--profile", profile.value}});
     file.open(out.value, std::ios::binary | std::ios::trunc);
     if (!file) throw Error("cnorm apply", "cannot write " + out.value);
   }

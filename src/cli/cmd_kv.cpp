@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "cli/args.h"
 #include "cli/command.h"
+#include "cli/output_file.h"
 #include "pipelines/cnorm/cnorm.h"
 
 namespace ragform::cli {
@@ -45,19 +46,9 @@ int run_generate(const std::vector<std::string>& argv) {
   spec.seed = uint64_t(seed.value);
 
   auto rows = cnorm::generate_kv(spec);
-  std::ofstream file;
-  if (!out.value.empty()) {
-    file.open(out.value, std::ios::binary | std::ios::trunc);
-    if (!file) throw Error("kv generate", "cannot write " + out.value);
-  }
-  for (const auto& r : rows) {
-    std::string line = r.dump();
-    if (file.is_open())
-      file << line << '\n';
-    else
-      std::printf("%s\n", line.c_str());
-  }
-  if (file.is_open() && !file.flush()) throw Error("kv generate", "cannot write " + out.value);
+  std::string text;
+  for (const auto& r : rows) text += r.dump() + "\n";
+  write_output(out.value, "-o", text, {});
   std::fprintf(stderr, "kv generate: %zu rows (%zu samples, %zu pairs each, %s, %s density)\n",
                rows.size(), spec.samples, spec.pairs, cnorm::kv_format_name(spec.format),
                spec.density_name.c_str());

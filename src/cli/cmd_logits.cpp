@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/option_flags.h"
+#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "cli/steer_flags.h"
 #include "reader/prompt_logits.h"
@@ -31,15 +32,16 @@ int run_logits(const std::vector<std::string>& argv) {
     throw flags.spell(e);
   }
   const reader::SteeringParams steer = sf.params();
+  const std::vector<InputFile> inputs = {{"-m", rf.model.value}, {"--file", pf.file.value}};
+  check_not_input(out.value, "-o", inputs);
   std::string prompt = pf.read();
   auto reader = rf.open_native();
   const reader::PromptLogits res =
       reader::prompt_logits(*reader, prompt, req, rf.native_options().kv_f16, steer);
-  std::ofstream f(out.value, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(out.value, "cannot open for writing");
-  f.write(reinterpret_cast<const char*>(res.logits.data()),
-          std::streamsize(res.logits.size() * sizeof(float)));
-  if (!f) throw Error(out.value, "write failed");
+  write_output(out.value, "-o",
+               std::string_view(reinterpret_cast<const char*>(res.logits.data()),
+                                res.logits.size() * sizeof(float)),
+               inputs);
   std::fprintf(stderr, "logits: wrote %zu x %d logits to %s\n", res.rows, res.n_vocab,
                out.value.c_str());
   return 0;

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/progress.h"
 #include "cli/args.h"
+#include "cli/output_file.h"
 #include "cli/spotlight_flags.h"
 #include "eval/datasets.h"
 #include "eval/jsonl.h"
@@ -91,14 +92,6 @@ nlohmann::json training_record(const std::string& input, const SpotlightEncoderF
   return nlohmann::json::parse(j.dump());
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FileError(path, "cannot write");
-  out << text;
-  out.close();
-  if (!out) throw FileError(path, "write failed");
-}
-
 }  // namespace
 
 int run_spotlight_train_alpha(const std::vector<std::string>& argv) {
@@ -126,6 +119,10 @@ int run_spotlight_train_alpha(const std::vector<std::string>& argv) {
   if (sf.alpha.seen)
     throw UsageError("--alpha", "train-alpha fits alpha itself: leave out --alpha");
   const ScoreParams sp = sf.params();
+  const std::vector<InputFile> inputs = {{"--input", input.value},
+                                         {"--vectors", ef.vectors.value},
+                                         {"--encoder-model", ef.encoder_model.value}};
+  check_not_input(output.value, "-o", inputs);
   FitOptions fo;
   fo.K = sf.K.value;
   fo.seed = uint64_t(seed.value);
@@ -142,9 +139,10 @@ int run_spotlight_train_alpha(const std::vector<std::string>& argv) {
   const AlphaObjective idf = fixed_alpha_objective(ts.questions, Alpha::Idf, sp, fo.K);
   const AlphaObjective uniform = fixed_alpha_objective(ts.questions, Alpha::Uniform, sp, fo.K);
   const AlphaFit fit = fit_alpha(ts.questions, sp, fo);
-  write_text(output.value,
-             alpha_file_text(fit.weights,
-                             training_record(input.value, ef, enc, sp, fo, ts, fit, idf, uniform)));
+  write_output(output.value, "-o",
+               alpha_file_text(fit.weights, training_record(input.value, ef, enc, sp, fo, ts, fit,
+                                                            idf, uniform)),
+               inputs);
   std::fprintf(stderr,
                "spotlight train-alpha: %zu questions (%zu without resolvable gold skipped); "
                "recall@%d on them: uniform %.4f, idf %.4f, learned %.4f; wrote %s\n",

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/option_flags.h"
+#include "cli/output_file.h"
 #include "cli/run_hooks.h"
 #include "cli/sure_prepare.h"
 #include "cli/sure_verbs.h"
@@ -165,6 +166,9 @@ int run_filter(const std::vector<std::string>& argv) {
   } catch (const OptionError& e) {
     throw declared.spell(e);
   }
+  check_not_input(rejected_path.value, "--rejected", {{"--input", input.value}});
+  check_not_input(counts_path.value, "--counts",
+                  {{"--input", input.value}, {"--rejected", rejected_path.value}});
   std::vector<Pair> pairs = read_shard(input.value, shard_f.shard());
   std::unique_ptr<reader::Reader> rd;
   const bool need = needs_nli(pairs, fo.nli);
@@ -186,21 +190,13 @@ int run_filter(const std::vector<std::string>& argv) {
   FilterCounts counts;
   auto verdicts = filter_pairs(pairs, rd.get(), prompts, fo, counts);
   const FilterLines lines = filter_lines(pairs, verdicts);
-  if (!rejected_path.value.empty()) {
-    std::FILE* rej = std::fopen(rejected_path.value.c_str(), "wb");
-    if (!rej) throw Error(rejected_path.value, "cannot write");
-    std::fwrite(lines.rejected.data(), 1, lines.rejected.size(), rej);
-    std::fclose(rej);
-  }
+  if (!rejected_path.value.empty())
+    write_output(rejected_path.value, "--rejected", lines.rejected, {{"--input", input.value}});
   write_stdout(lines.kept);
   std::string c = counts.to_json().dump();
   note("sure filter: " + c);
-  if (!counts_path.value.empty()) {
-    std::FILE* f = std::fopen(counts_path.value.c_str(), "wb");
-    if (!f) throw Error(counts_path.value, "cannot write");
-    std::fprintf(f, "%s\n", c.c_str());
-    std::fclose(f);
-  }
+  if (!counts_path.value.empty())
+    write_output(counts_path.value, "--counts", c + "\n", {{"--input", input.value}});
   return 0;
 }
 

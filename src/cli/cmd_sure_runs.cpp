@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "cli/json_out.h"
 #include "cli/option_flags.h"
+#include "cli/output_file.h"
 #include "cli/sure_verbs.h"
 #include "store/run_store.h"
 
@@ -42,17 +43,12 @@ std::vector<int64_t> eval_runs(const store::RunStore& st, long long run) {
   return ids;
 }
 
-std::FILE* open_out(const std::string& path) {
-  if (path.empty() || path == "-") return stdout;
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Error(path, "cannot write");
-  return f;
-}
-
-// One line as every SURE output file has it (pipelines/sure/outputs.h).
-void write_line(std::FILE* f, const nlohmann::ordered_json& j) {
-  const std::string s = json_line(j);
-  std::fwrite(s.data(), 1, s.size(), f);
+// The lines as every SURE output file has them (pipelines/sure/outputs.h).
+template <class Lines>
+std::string jsonl_text(const Lines& lines) {
+  std::string s;
+  for (const auto& j : lines) s += json_line(j);
+  return s;
 }
 
 }  // namespace
@@ -74,6 +70,9 @@ int run_sure_sig(const std::vector<std::string>& argv) {
   auto& out = a.opt<std::string>("-o,--output", "FILE", "benchmark JSONL (default stdout)", "");
   if (!a.parse(argv)) return 0;
   if (n.value < 1) throw UsageError("-N", "must be >= 1");
+  std::vector<InputFile> inputs = {{"--pairs", pairs_path.value}};
+  for (const auto& path : split_list(stores.value)) inputs.push_back({"--stores", path});
+  check_not_input(out.value, "-o", inputs);  // before the work, not after it
   std::vector<std::vector<Outcome>> runs;
   for (const auto& path : split_list(stores.value)) {
     store::RunStore st(path, store::RunStore::Mode::read_only);
@@ -82,7 +81,7 @@ int run_sure_sig(const std::vector<std::string>& argv) {
   auto chosen = select_sig(runs, static_cast<size_t>(n.value), static_cast<uint64_t>(seed.value));
   std::map<std::pair<std::string, std::string>, Pair> by_key;
   for (auto& p : read_pairs(pairs_path.value)) by_key[{p.perturbation, p.id}] = p;
-  std::FILE* f = open_out(out.value);
+  std::vector<nlohmann::ordered_json> lines;
   size_t total = 0;
   for (const auto& k : all_kinds()) {
     auto it = chosen.find(k.name);
@@ -94,11 +93,11 @@ int run_sure_sig(const std::vector<std::string>& argv) {
       if (p == by_key.end())
         throw Error(pairs_path.value,
                     "pair " + id + " " + k.name + " is in a store but not in this file");
-      write_line(f, pair_to_json(p->second));
+      lines.push_back(pair_to_json(p->second));
       ++total;
     }
   }
-  if (f != stdout) std::fclose(f);
+  write_output(out.value, "-o", jsonl_text(lines), inputs);
   note("sure sig: " + std::to_string(total) + " pairs from " + std::to_string(runs.size()) +
        " readers");
   return 0;
@@ -121,6 +120,9 @@ int run_sure_export(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   if (sft.value.empty() && dpo.value.empty())
     throw UsageError("sure export", "give --sft and/or --dpo");
+  const std::vector<InputFile> store_in = {{"--store", store_path.value}};
+  check_not_input(sft.value, "--sft", store_in);
+  check_not_input(dpo.value, "--dpo", {{"--store", store_path.value}, {"--sft", sft.value}});
   store::RunStore st(store_path.value, store::RunStore::Mode::read_only);
   int64_t id = 0;
   try {
@@ -130,14 +132,10 @@ int run_sure_export(const std::vector<std::string>& argv) {
   }
   TrainingData td = synthesize_training_data(st, id);
   if (!sft.value.empty()) {
-    std::FILE* f = open_out(sft.value);
-    for (const auto& j : td.sft) write_line(f, j);
-    if (f != stdout) std::fclose(f);
+    write_output(sft.value, "--sft", jsonl_text(td.sft), store_in);
   }
   if (!dpo.value.empty()) {
-    std::FILE* f = open_out(dpo.value);
-    for (const auto& j : td.dpo) write_line(f, j);
-    if (f != stdout) std::fclose(f);
+    write_output(dpo.value, "--dpo", jsonl_text(td.dpo), store_in);
   }
   note("sure export: " + std::to_string(td.unrobust_pairs) + " unrobust golden pairs -> " +
        std::to_string(td.sft.size()) + " SFT, " + std::to_string(td.dpo.size()) + " DPO lines");

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -30,8 +31,12 @@ TEST(StoreOutputs, SameFileSeesThroughLinksAndPaths) {
   EXPECT_TRUE(same_file((d / "a").string(), (d / "hard").string()));
   EXPECT_TRUE(same_file((d / "a").string(), (d / "." / "a").string()));
   EXPECT_FALSE(same_file((d / "a").string(), (d / "b").string()));
-  // Neither exists yet: the same path is the same file.
+  // Neither exists yet: the same path is the same file, and a dangling symlink is where it leads
+  // (pass 12: tune's -o as a link to a --store not yet created ran the whole search first).
   EXPECT_TRUE(same_file((d / "new").string(), (d / "sub" / ".." / "new").string()));
+  fs::create_symlink("future.sqlite", d / "ln.sqlite");
+  EXPECT_TRUE(same_file((d / "future.sqlite").string(), (d / "ln.sqlite").string()));
+  EXPECT_FALSE(same_file((d / "other.sqlite").string(), (d / "ln.sqlite").string()));
   EXPECT_FALSE(same_file((d / "new").string(), (d / "new2").string()));
 }
 
@@ -87,6 +92,49 @@ TEST(StoreOutputs, TheCliRefusesAnOutputThatIsItsStoreOrInput) {
                              quoted(d / "docs.jsonl") + " -o " + quoted(d / "." / "docs.jsonl"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(testing::read_file(d / "docs.jsonl"), "{\"text\": \"a\"}\n") << r.err;
+}
+
+// Pass 12, L1 and L8: the outputs written with fopen went around both checks. `sure export
+// --store a --sft a` and `sure sig ... -o LINK` (a symlink to a store) emptied the store; `sure
+// filter --rejected` its --input; each exited 0.
+TEST(StoreOutputs, EveryOutputFlagRefusesTheFilesItsVerbReads) {
+  const fs::path d = testing::temp_dir("store_outputs_all");
+  const fs::path db = d / "runs.sqlite";
+  { store::RunStore st(db, store::RunStore::Mode::create); }
+  fs::create_symlink(db, d / "link.sqlite");
+  testing::write_file(d / "pairs.jsonl", "{}\n");
+  testing::write_file(d / "model.gguf", "not a model");
+  const std::string store_bytes = testing::read_file(db);
+  struct Case {
+    std::string args, says;
+  };
+  const std::vector<Case> cases = {
+      {"sure export --store " + quoted(db) + " --sft " + quoted(db), "is the --store file itself"},
+      {"sure export --store " + quoted(db) + " --dpo " + quoted(d / "link.sqlite"),
+       "is the --store file itself"},
+      {"sure sig --stores " + quoted(db) + " --pairs " + quoted(d / "pairs.jsonl") + " -o " +
+           quoted(d / "link.sqlite"),
+       "is the --stores file itself"},
+      {"sure sig --stores " + quoted(db) + " --pairs " + quoted(d / "pairs.jsonl") + " -o " +
+           quoted(d / "pairs.jsonl"),
+       "is the --pairs file itself"},
+      {"sure filter --input " + quoted(d / "pairs.jsonl") + " --nli none --rejected " +
+           quoted(d / "." / "pairs.jsonl"),
+       "is the --input file itself"},
+      {"sure filter --input " + quoted(d / "pairs.jsonl") + " --nli none --counts " +
+           quoted(d / "pairs.jsonl"),
+       "is the --input file itself"},
+      {"logits -m " + quoted(d / "model.gguf") + " -p x -o " + quoted(d / "model.gguf"),
+       "is the -m file itself"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_ragform(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+  }
+  EXPECT_EQ(testing::read_file(db), store_bytes);
+  EXPECT_EQ(testing::read_file(d / "pairs.jsonl"), "{}\n");
+  EXPECT_EQ(testing::read_file(d / "model.gguf"), "not a model");
 }
 
 }  // namespace
