@@ -91,7 +91,9 @@ void release_reserve() {
 }  // namespace
 
 void install_memory_reserve(size_t bytes) {
-  g_reserve_bytes = bytes;
+  // Installed again with another size (the CLI's, then `serve`'s own): the block takes the new one.
+  if (g_reserve_bytes.exchange(bytes) != bytes)
+    if (void* p = g_reserve.exchange(nullptr)) std::free(p);
   refill_memory_reserve();
   std::set_new_handler(release_reserve);
 }

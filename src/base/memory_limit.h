@@ -29,9 +29,11 @@ std::string out_of_memory_message(const MemoryLimits& m);
 // A reserve of memory for failing well. Once installed, an allocation that fails (throwing
 // std::bad_alloc as ever) also frees the reserve, so the unwinding that follows (destructors that
 // allocate: nlohmann::json's destroy() does, and a throw from it ends the process) and the error
-// reply have room. A long-running process (`ragform serve`)
-// installs it at start and refills it after each failed request. Refill returns false when the
-// memory is not there yet (the reserve stays spent and is tried again at the next refill).
+// reply have room. Every command installs one as it starts (cli/main.cpp; a 14.7 MB record read
+// under `ulimit -v` ended in std::terminate: issue 40, pass 12); `ragform serve` installs its own
+// size and refills it after each failed request; installed again, the block takes the new size.
+// Refill returns false when the memory is not there yet (the reserve stays spent and is tried again
+// at the next refill).
 void install_memory_reserve(size_t bytes);
 bool refill_memory_reserve();
 bool memory_reserve_spent();

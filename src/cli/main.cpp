@@ -1,5 +1,8 @@
 // ragform: entry point. Global flags, dispatch to the registered subcommand, and the error policy
 // of the front end: UsageError -> exit 2, any other error -> exit 1, one line on stderr.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -87,8 +90,33 @@ void print_help() {
 }  // namespace
 }  // namespace ragform::cli
 
+namespace {
+// What a failing command may use to unwind and report (install_memory_reserve).
+constexpr size_t kCliMemoryReserve = size_t(8) << 20;
+
+// OpenBLAS (FAISS's BLAS) starts a worker thread per core as it loads, each taking a 128 MB buffer
+// of address space. Under an address-space limit (`ulimit -v`) a worker that cannot get it spins,
+// and exit() waits for it forever: every command hung at exit below ~210 MB on 2 cores, a bound
+// that grows with the cores (issue 40, pass 12). ragform's own threads do its work (BLAS only
+// multiplies the dense index's small batches), so under such a limit the process starts again
+// with OPENBLAS_NUM_THREADS=1, which the library reads only as it loads. Without a limit, or with
+// the variable set, nothing changes.
+void one_blas_thread_under_a_limit(char** argv) {
+  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only when it failed: go on as this process
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ragform;
+  one_blas_thread_under_a_limit(argv);
+  // Room to unwind and say "out of memory" when an allocation fails: a nlohmann::json destructor
+  // allocates as it frees, and a failure there is std::terminate (base/memory_limit.h; the server
+  // keeps one of its own size).
+  install_memory_reserve(kCliMemoryReserve);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     cli::print_help();
