@@ -110,6 +110,16 @@ T keyword_value(const OptionDecl& d, const pyb::handle& obj) {
     const pyb::int_ i = index_of(obj);
     const std::string text = pyb::str(pyb::object(i)).cast<std::string>();
     check_option_range(d, int_as_double(i), text);
+    // A declared upper end at int64's largest value is that value exactly: as a double it is
+    // 2**63, which let 2**63 through where the CLI and the server stop at 2**63 - 1 (pass 12).
+    if (d.has_range() && d.hi >= 0x1p63) {
+      int overflow = 0;
+      PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+      PyErr_Clear();
+      if (overflow > 0)
+        throw OptionError(d.key, "value too large: " + text +
+                                     " (largest accepted: " + option_number_text(d.hi) + ")");
+    }
     // Then exactly T's range, the value named (a double's cut at 9.2e18 refused 2**63 - 1 as
     // "value out of range": pass 9).
     const auto out_of_range = [&] {

@@ -194,6 +194,12 @@ def test_a_seed_takes_its_type_s_whole_range(model):
         assert isinstance(model.generate("Once", n_predict=2, seed=seed, temp=0.8), str)
     with pytest.raises(ValueError, match=r"seed: .*18446744073709551616"):
         model.generate("Once", n_predict=2, seed=2**64)
+    # The declared range ends at 2**63 - 1 exactly, as on the CLI and the server (pass 12: 2**63
+    # passed the check made in doubles, and the message said 9.22337e+18).
+    for seed in (2**63, 2**64 - 1):
+        with pytest.raises(ValueError, match=rf"^seed: value too large: {seed} "
+                                             r"\(largest accepted: 9223372036854775807\)$"):
+            model.generate("Once", n_predict=2, seed=seed)
 
 
 # H9: pybind11's "incompatible function arguments" listed the signature and named no argument.

@@ -8,6 +8,8 @@
 namespace ragform {
 
 std::string option_number_text(double v) {
+  // int64's largest value, which a double holds as 2^63: a Count's open upper end.
+  if (v == 0x1p63) return "9223372036854775807";
   char b[48];
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
     std::snprintf(b, sizeof b, "%.0f", v);

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/option_flags.h"
+#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "engine/model/model.h"
@@ -73,6 +74,8 @@ int rank_recall(ReaderFlags& rf, const std::string& input, const std::string& bi
 int score_records(ReaderFlags& rf, const std::string& input, const std::string& bias, size_t limit,
                   const std::string& out) {
   if (bias.empty()) throw UsageError("--score", "needs --bias FILE (from position-bias -o)");
+  const std::vector<InputFile> inputs = {{"--score", input}, {"--bias", bias}};
+  check_not_input(out, "-o", inputs);
   const cnorm::BiasCurve curve = cnorm::load_bias_curve(bias);
   std::vector<eval::QaRecord> records = eval::load_qa_file(input).records;
   if (limit && records.size() > limit) records.resize(limit);
@@ -85,13 +88,8 @@ int score_records(ReaderFlags& rf, const std::string& input, const std::string& 
                 rec, reproduce::calibrated_paragraph_scores(*reader, rec, curve, layers))
                 .dump() +
             "\n";
-  if (out.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
-  }
-  std::FILE* f = std::fopen(out.c_str(), "wb");
-  if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0)
-    throw Error("position-bias", "cannot write " + out);
+  write_output(out, "-o", text, inputs);
+  if (out.empty()) return 0;
   std::fprintf(stderr, "position-bias --score: %zu records written to %s\n", records.size(),
                out.c_str());
   return 0;
@@ -235,6 +233,16 @@ int run_position_bias(const std::vector<std::string>& argv) {
     throw UsageError("--share",
                      "goes with --allocation proportional or top (softmax and gold "
                      "keep each row's own total attention on the documents)");
+  // What a mode does not read is refused, not ignored (pass 12: --score ran without a word about
+  // --store, --json and --seed).
+  if (!score.value.empty()) {
+    if (!store_path.value.empty()) throw UsageError("--store", "does not go with --score");
+    if (json.value) throw UsageError("--json", "does not go with --score (it writes JSON lines)");
+    if (declared.seen("seed")) throw UsageError("--seed", "does not go with --score");
+  }
+  if ((!rank.value.empty() || sweep.value) && !out.value.empty())
+    throw UsageError("-o", "goes with the measurement (the curve) or --score, not with " +
+                               std::string(sweep.value ? "--sweep" : "--rank"));
   if (!score.value.empty())
     return score_records(rf, score.value, bias.value, size_t(req.limit), out.value);
   if (!rank.value.empty())

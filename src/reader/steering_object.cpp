@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/json_file.h"
+#include "base/json_number.h"
 
 namespace ragform::reader {
 
@@ -15,13 +16,10 @@ using nlohmann::json;
 using runtime::SteerError;
 using Problem = SteerError::Problem;
 
-// A whole JSON number within [lo, hi]: from Python or a request, 2^32 must not wrap into a valid
-// looking index.
-bool whole_in(const json& v, long long lo, long long hi) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>() <= uint64_t(hi);
-  if (!v.is_number_integer()) return false;
-  const long long x = v.get<long long>();
-  return x >= lo && x <= hi;
+// A whole JSON number within [lo, hi] (3.0 as 3, base/json_number.h), its value in `x`: from
+// Python or a request, 2^32 must not wrap into a valid looking index.
+bool whole_in(const json& v, long long lo, long long hi, long long& x) {
+  return json_whole_number(v, x) && x >= lo && x <= hi;
 }
 
 std::vector<runtime::CharSpan> spans_of(const json& v) {
@@ -29,10 +27,11 @@ std::vector<runtime::CharSpan> spans_of(const json& v) {
   if (!v.is_array() || v.empty()) throw SteerError("spans", shape, Problem::type);
   std::vector<runtime::CharSpan> out;
   for (const json& sp : v) {
-    if (!sp.is_array() || sp.size() != 2 || !whole_in(sp[0], 0, LLONG_MAX) ||
-        !whole_in(sp[1], 0, LLONG_MAX) || sp[0].get<uint64_t>() >= sp[1].get<uint64_t>())
+    long long a = 0, b = 0;
+    if (!sp.is_array() || sp.size() != 2 || !whole_in(sp[0], 0, LLONG_MAX - 1, a) ||
+        !whole_in(sp[1], 0, LLONG_MAX - 1, b) || a >= b)
       throw SteerError("spans", std::string(shape) + ", got " + json_excerpt(sp));
-    out.push_back({size_t(sp[0].get<uint64_t>()), size_t(sp[1].get<uint64_t>())});
+    out.push_back({size_t(a), size_t(b)});
   }
   return out;
 }
@@ -42,14 +41,15 @@ std::vector<int> indices_of(const json& v, const char* key, long long lo, const 
   if (!v.is_array()) throw SteerError(key, std::string("expected ") + shape, Problem::type);
   std::vector<int> out;
   for (const json& x : v) {
-    if (!x.is_number_integer() && !x.is_number_unsigned())
+    long long i = 0;
+    if (!json_whole_number(x, i))
       throw SteerError(key, std::string("expected ") + shape + ", got " + json_excerpt(x),
                        Problem::type);
-    if (!whole_in(x, lo, INT_MAX))
+    if (!whole_in(x, lo, INT_MAX, i))
       throw SteerError(key, std::string(lo == 0 ? "head indices are 0, 1, ..., got "
                                                 : "a layer index is an int, got ") +
                                 json_excerpt(x));
-    out.push_back(x.get<int>());
+    out.push_back(int(i));
   }
   return out;
 }

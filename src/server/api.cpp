@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "base/json_file.h"
+#include "base/json_number.h"
 #include "base/json_release.h"
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
@@ -54,7 +55,7 @@ std::vector<int> get_int_list(const json& j, const char* key) {
     bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
   for (auto& v : j[key]) {
     long long x = 0;
-    if (!whole_number(v, x))
+    if (!json_whole_number(v, x))
       bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
     // A cast to int would wrap a larger value into another, valid-looking index (2^32 -> 0).
     if (x < INT_MIN || x > INT_MAX)
@@ -241,7 +242,7 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   // "outside [0, 1073741824]" while 600 "exceeded the limit of 512": issue 40, pass 10).
   const auto tokens = [&](const char* key) {
     long long x = 0;
-    if (j.contains(key) && whole_number(j[key], x) && x > opt.max_tokens)
+    if (j.contains(key) && json_whole_number(j[key], x) && x > opt.max_tokens)
       bad(std::string("'") + key + "' = " + json_excerpt(j[key]) +
               " exceeds this server's limit of " + std::to_string(opt.max_tokens),
           "max_tokens_exceeded");
@@ -266,15 +267,16 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
     }
   }
   if (j.contains("seed") && !j["seed"].is_null()) {
-    // Any 64-bit unsigned value, as the CLI's --seed and Python's seed= take it.
+    // [0, 2^63 - 1], as the CLI's --seed and Python's seed= take it (the declared count's range,
+    // reader/generate_options.h).
     const json& v = j["seed"];
     long long x = 0;
-    if (!whole_number(v, x)) bad("'seed' must be an integer", "invalid_type");
-    const bool beyond = x < 0 || (v.is_number_float() && v.get<double>() >= 0x1p64);
-    if (beyond) bad("'seed' = " + json_excerpt(v) + " is outside [0, 18446744073709551615]");
-    c.gen.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>()
-                          : v.is_number_float()  ? uint64_t(v.get<double>())
-                                                 : uint64_t(x);
+    if (!json_whole_number(v, x)) bad("'seed' must be an integer", "invalid_type");
+    const bool beyond = x < 0 ||
+                        (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(LLONG_MAX)) ||
+                        (v.is_number_float() && v.get<double>() >= 0x1p63);
+    if (beyond) bad("'seed' = " + json_excerpt(v) + " is outside [0, 9223372036854775807]");
+    c.gen.sampling.seed = uint64_t(x);
   }
   c.gen.stop = get_stop(j);
   c.stream = get_bool(j, "stream", false);

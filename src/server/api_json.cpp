@@ -9,6 +9,7 @@
 #include "base/excerpt.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
+#include "base/json_number.h"
 #include "server/engine.h"
 
 namespace ragform::server::api_json {
@@ -31,31 +32,12 @@ json parse_body(const std::string& body) {
   return j;
 }
 
-bool whole_number(const json& v, long long& x) {
-  if (v.is_number_unsigned()) {
-    // An unsigned value above LLONG_MAX would wrap to a negative one in get<long long>.
-    x = v.get<uint64_t>() > uint64_t(LLONG_MAX) ? LLONG_MAX : v.get<long long>();
-    return true;
-  }
-  if (v.is_number_integer()) {
-    x = v.get<long long>();
-    return true;
-  }
-  // JSON Schema's integer is a number without a fraction, however written: 3.0 and 3e0 are
-  // integers (issue 40, pass 10). A literal beyond 64 bits reaches us as a double too (the parser
-  // keeps its value, not its digits): an integer all the same, saturated here.
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d != std::trunc(d)) return false;
-  x = d >= 0x1p63 ? LLONG_MAX : d <= -0x1p63 ? LLONG_MIN : static_cast<long long>(d);
-  return true;
-}
-
 int get_int(const json& j, const char* key, int def, int lo, int hi) {
   if (!j.contains(key) || j[key].is_null()) return def;
   const json& v = j[key];
   long long x = 0;
-  if (!whole_number(v, x)) bad(std::string("'") + key + "' must be an integer", "invalid_type");
+  if (!json_whole_number(v, x))
+    bad(std::string("'") + key + "' must be an integer", "invalid_type");
   if (x < lo || x > hi)
     bad(std::string("'") + key + "' = " + json_excerpt(v) + " is outside [" + std::to_string(lo) +
         ", " + std::to_string(hi) + "]");

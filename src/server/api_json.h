@@ -73,11 +73,6 @@ inline const RouteSpec& models_route() {
 // The body as a JSON object; 400 invalid_json otherwise.
 json parse_body(const std::string& body);
 
-// Whether `v` is an integer as JSON Schema counts them (3, 3.0, 3e0; not 3.5, "3" or true), its
-// value in `x`, saturated to long long's range (a 30-digit literal is an integer, too large for
-// any field).
-bool whole_number(const json& v, long long& x);
-
 // Field `key` of `j`, or `def` when it is missing or null; 400 when it has the wrong type or lies
 // outside [lo, hi].
 int get_int(const json& j, const char* key, int def, int lo, int hi);

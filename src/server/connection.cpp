@@ -204,6 +204,8 @@ bool valid_host(const std::string& v) {
 bool Connection::head_ended() {
   std::string length;
   bool has_length = false, has_encoding = false, chunked = false, keep_alive = false;
+  bool expect_other_case =
+      false;  // "Expect: 100-Continue": the library answers only "100-continue"
   const std::string request_line = head_.substr(0, head_.find('\r'));
   if (const Refusal why = request_line_problem(request_line); why != Refusal::none)
     return refused(why);
@@ -244,6 +246,10 @@ bool Connection::head_ended() {
     } else if (name == "transfer-encoding") {
       if (has_encoding || value != "chunked") return refused(Refusal::framing);
       has_encoding = chunked = true;
+    } else if (name == "expect") {
+      std::string lower = value;
+      for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      expect_other_case = lower == "100-continue" && value != lower;
     } else if (name == "host") {
       ++hosts;
       host_ok = host_ok && valid_host(value);
@@ -278,6 +284,13 @@ bool Connection::head_ended() {
   // (RFC 9112 section 9.3).
   persistent_ = http11 || keep_alive;
   may_continue_ = http11 && (chunked || (has_length && std::stoull(length) > 0));
+  // The expectation's value is case-insensitive (RFC 9110 section 10.1.1): one the library does
+  // not recognise gets its 100 here, or the client waits out its own timeout before the body.
+  if (expect_other_case && may_continue_) {
+    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (write(kContinue, sizeof kContinue - 1) != ssize_t(sizeof kContinue - 1))
+      return refused(Refusal::framing);
+  }
   if (has_length && std::stoull(length) > opt_.max_body) return refused(Refusal::too_large);
   if (chunked) {
     chunk_ = Chunk::size_line;
@@ -315,6 +328,9 @@ Connection::Refusal Connection::request_line_problem(const std::string& line) {
     return Refusal::request_line;  // HTTP-name is case-sensitive: "http/1.1" is none
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return Refusal::version;
   if (target == "*") return method == "OPTIONS" ? Refusal::none : Refusal::target;
+  // A request target has no fragment (RFC 9112 section 3.2): the library cut "#x" off and served
+  // "/v1/score#x" as /v1/score, past a proxy that filters by path (pass 12).
+  if (target.find('#') != std::string::npos) return Refusal::target;
   const std::string path = target_path(target);
   if (path.empty() || path.find('%') != std::string::npos) return Refusal::target;
   return Refusal::none;
@@ -361,8 +377,8 @@ Connection::Answer Connection::answer(Refusal why) {
     case Refusal::target:
       return {400,
               "the request target must be a path starting with '/' (or an absolute http URI) "
-              "without percent-escapes in the path (no route of this server has one), or '*' for "
-              "OPTIONS"};
+              "without percent-escapes in the path (no route of this server has one) and without "
+              "a fragment ('#'), or '*' for OPTIONS"};
     case Refusal::host:
       return {400,
               "a request of HTTP version 1.1 needs exactly one Host header field, no request may "

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +160,22 @@ TEST(PositionBiasCli, UsageErrors) {
     auto r = run_ragform("position-bias" + m + " --task '" + task + "'");
     EXPECT_EQ(r.exit_code, 2) << task << "\n" << r.err;
     EXPECT_EQ(r.err, "ragform: --task: expected qa or needle, got '" + task + "'\n") << r.err;
+  }
+  // What a mode does not read is refused, not ignored (issue 40, pass 12: --score ran without a
+  // word about --store, --json and --seed, and -o went unused with --rank and --sweep).
+  const std::string score = "position-bias" + m + " --score x.jsonl --bias b.json";
+  for (const auto& [extra, says] : std::vector<std::pair<std::string, std::string>>{
+           {" --store s.sqlite", "--store: does not go with --score"},
+           {" --json", "--json: does not go with --score"},
+           {" --seed 3", "--seed: does not go with --score"}}) {
+    auto r = run_ragform(score + extra);
+    EXPECT_EQ(r.exit_code, 2) << extra << "\n" << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  for (const std::string mode : {" --rank x.jsonl --bias b.json", " --sweep --task needle"}) {
+    auto r = run_ragform("position-bias" + m + mode + " -o out.json");
+    EXPECT_EQ(r.exit_code, 2) << mode << "\n" << r.err;
+    EXPECT_NE(r.err.find("-o: goes with the measurement"), std::string::npos) << r.err;
   }
 }
 

@@ -94,19 +94,41 @@ TEST_F(ApiRequests, AnIntegerMayBeWrittenWithAZeroFraction) {
              "'layers' must be an array of integers");
   EXPECT_EQ(post("/v1/attention", R"({"prompt": "Lily", "layers": [0.0], "heads": [1e0]})").status,
             200);
+  // Nested integer fields read as the top-level ones do (pass 12: doc_spans, the steering
+  // object's spans, layers and heads, a bias curve's layers and prompts refused 0.0).
+  const std::string spans = R"({"prompt": "Lily and Tom", "doc_spans": [[0.0, 4e0], [9, 12.0]])";
+  EXPECT_EQ(post("/v1/attention", spans + "}").status, 200);
+  EXPECT_EQ(post("/v1/attention", spans + R"(, "bias": {"curve": [0.5, 0.5], "prompts": 3.0,)"
+                                          R"( "layers": [{"layer": 0.0, "curve": [0.4, 0.6]}]}})")
+                .status,
+            200);
+  EXPECT_EQ(post("/v1/attention", R"({"prompt": "Lily and Tom", "steer": {"rule": "rescale:2",)"
+                                  R"( "spans": [[0.0, 4.0]], "layers": [0.0], "heads": [1.0]}})")
+                .status,
+            200);
+  expect_400(post("/v1/attention", R"({"prompt": "Lily and Tom", "doc_spans": [[0.5, 4]]})"),
+             "doc_spans");
+  expect_400(post("/v1/attention", R"({"prompt": "Lily and Tom", "steer": {"rule": "rescale:2",)"
+                                   R"( "spans": [[0, 4]], "layers": [0.5]}})"),
+             "steer.layers");
+  // A curve's "k" is its length: one that disagrees was ignored.
+  expect_400(post("/v1/attention", spans + R"(, "bias": {"curve": [0.5, 0.5], "k": 7}})"),
+             "'k' is 7 but 'curve' has 2 slots");
 }
 
-// A seed is any 64-bit unsigned value, as the CLI's --seed and Python's seed= take it (pass 10:
-// 2^64 was "not an integer", a negative seed wrapped around).
-TEST_F(ApiRequests, ASeedIsA64BitUnsignedValue) {
+// A seed is in [0, 2^63 - 1], as the CLI's --seed and Python's seed= take it (pass 10: 2^64 was
+// "not an integer", a negative seed wrapped around; pass 12: the three front ends had three
+// ranges).
+TEST_F(ApiRequests, ASeedIsInTheRangeOfEveryFrontEnd) {
   const auto completion = [&](const std::string& seed) {
     return post("/v1/completions",
                 R"({"prompt": "Lily", "max_tokens": 3, "temperature": 1, "seed": )" + seed + "}");
   };
-  const auto top = completion("18446744073709551615");
+  const auto top = completion("9223372036854775807");
   ASSERT_EQ(top.status, 200) << top.body;
-  for (const char* s : {"18446744073709551616", "1e20", "-1", "-1.0"})
-    expect_400(completion(s), "is outside [0, 18446744073709551615]");
+  for (const char* s : {"9223372036854775808", "18446744073709551615", "18446744073709551616",
+                        "9.3e18", "1e20", "-1", "-1.0"})
+    expect_400(completion(s), "is outside [0, 9223372036854775807]");
   expect_400(completion("0.5"), "'seed' must be an integer");
   // The same seed written two ways samples the same tokens.
   const auto a = completion("12345"), b = completion("12345.0");

@@ -153,6 +153,18 @@ TEST(ServeConnection, Http10HasNoTransferEncodingAndNoInterimResponse) {
     EXPECT_EQ(got->rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0, interim) << *got;
     EXPECT_NE(got->find("HTTP/1.1 200 OK"), std::string::npos) << *got;
   }
+  // The expectation in any case gets its 100 before the body is sent (pass 12: "100-Continue"
+  // got none, and a client waited out its own timeout).
+  RawSocket s(srv.port());
+  ASSERT_TRUE(
+      s.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+             "Expect: 100-Continue\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(s.readable(10)) << "no 100 before the body";
+  s.send(body);
+  const auto got = s.read_until_close(30);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->rfind("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK", 0), 0u) << *got;
 }
 
 TEST(ServeConnection, ARequestLineRefusedWhileReadIsAnswered) {
@@ -217,6 +229,9 @@ TEST(ServeConnection, AnAbsoluteFormTargetIsServedByItsPath) {
            {"http:///health", "400"},
            {"ftp://x/health", "400"},
            {"http://a b/health", "400"},
+           // A request target has no fragment (pass 12: "/health#x" was served as /health).
+           {"/health#x", "400"},
+           {"http://x/health#x", "400"},
        }) {
     RawSocket s(srv.port());
     const auto got = s.exchange("GET " + target + rest, 30);

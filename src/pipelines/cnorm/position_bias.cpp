@@ -9,6 +9,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/json_number.h"
 #include "pipelines/cnorm/detail/numeric.h"
 
 namespace ragform::cnorm {
@@ -229,13 +230,13 @@ std::string text_field(const nlohmann::json& j, const char* key, const std::stri
 // silently: layer 4294967300 calibrated layer 4).
 int64_t whole_field(const nlohmann::json& v, const std::string& field, int64_t lo, int64_t hi,
                     const std::string& what) {
-  const bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() <= uint64_t(hi)
-                  : v.is_number_integer() ? v.get<int64_t>() >= lo && v.get<int64_t>() <= hi
-                                          : false;
+  long long x = 0;  // 3.0 as 3 (base/json_number.h)
+  const bool ok = json_whole_number(v, x) && x >= lo && x <= hi &&
+                  !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi));
   if (!ok)
     throw UsageError(what, "'" + field + "' must be a whole number in [" + std::to_string(lo) +
                                ", " + std::to_string(hi) + "], got " + json_excerpt(v));
-  return v.is_number_unsigned() ? int64_t(v.get<uint64_t>()) : v.get<int64_t>();
+  return x;
 }
 
 }  // namespace
@@ -261,6 +262,11 @@ BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what)
   BiasCurve c;
   c.curve = numbers(j["curve"], what, "curve");
   c.k = c.curve.size();
+  // "k" is the curve's length, written beside it: one that disagrees was ignored (pass 12).
+  if (j.contains("k") && !j["k"].is_null() &&
+      size_t(whole_field(j["k"], "k", 1, std::numeric_limits<int64_t>::max(), what)) != c.k)
+    throw UsageError(what, "'k' is " + json_excerpt(j["k"]) + " but 'curve' has " +
+                               std::to_string(c.k) + " slots");
   c.task = text_field(j, "task", what);
   // A curve written before the measure existed holds sums.
   const nlohmann::json measure = j.value("measure", nlohmann::json("sum"));

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/json_number.h"
 #include "base/options.h"
 #include "pipelines/cnorm/detail/numeric.h"
 
@@ -100,9 +101,11 @@ std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::s
   if (j.size() > kMaxDocSpans) too_many_spans(field);
   std::vector<CharSpan> out;
   for (const auto& s : j) {
-    if (!s.is_array() || s.size() != 2 || !s[0].is_number_unsigned() || !s[1].is_number_unsigned())
+    long long a = 0, b = 0;  // whole numbers however written (3.0 as 3)
+    if (!s.is_array() || s.size() != 2 || !json_whole_number(s[0], a) ||
+        !json_whole_number(s[1], b) || a < 0 || b < 0)
       throw UsageError(field, shape + ", got " + json_excerpt(s));
-    CharSpan c{s[0].get<size_t>(), s[1].get<size_t>()};
+    CharSpan c{size_t(a), size_t(b)};
     check_span(c, field);
     out.push_back(c);
   }
