@@ -194,9 +194,18 @@ def test_transformers_score_attention_hidden_through_the_protocol():
     assert np.allclose(a.heads, want, rtol=1e-6)
     assert a.mean.tolist() == pytest.approx(want.mean(axis=0).tolist())
     assert r.count_tokens("a b c") == 4
-    # hidden: hidden_states[layer], [tokens, n_embd].
-    h = r.hidden("a b", 2)
-    assert h.tolist() == (2000 + 10 * np.arange(3)[:, None] + np.arange(4)[None, :]).tolist()
+    # hidden: the native numbering, block L's output = hidden_states[L + 1], n_layer (and -1) the
+    # final norm's output = the last entry; [tokens, n_embd].
+    def state(i):
+        return (1000 * i + 10 * np.arange(3)[:, None] + np.arange(4)[None, :]).tolist()
+    assert r.hidden("a b", 1).tolist() == state(2)
+    assert r.hidden("a b", 0).tolist() == state(1)
+    assert r.hidden("a b", N_LAYER).tolist() == state(N_LAYER)
+    assert r.hidden("a b", -1).tolist() == state(N_LAYER)
+    # The last block's output before the norm is no entry of hidden_states; this stand-in has no
+    # decoder layers to hook.
+    with pytest.raises(NotImplementedError, match="before the final norm"):
+        r.hidden("a b", N_LAYER - 1)
 
 
 def test_transformers_needs_eager_attention():

@@ -30,6 +30,8 @@ TOL_ABS = 1e-5
 TOL_ATTENTION = 1e-5
 TOL_LOGPROB = 1e-4
 TOL_LOGITS = 1e-3
+TOL_HIDDEN = 1e-5  # relative: max |diff| / max |native state| per layer
+TOL_SPOTLIGHT = 1e-6  # R_raw and R of every candidate sentence
 WINDOW = 512
 
 
@@ -335,31 +337,113 @@ def test_sure_oracle_native_and_adapter_rows(reader, native):
     assert worst < TOL_LOGPROB * 10
 
 
-@pytest.mark.xfail(strict=False, reason="measured 2026-12-06: the third selected sentence of NQ "
-                   "record 0 differs (native sent 2, adapter sent 5); not yet found whether a "
-                   "near-tie in R or a hidden-state difference at layer 1")
+# The adapter and the native reader number hidden layers alike: hidden(prompt, L) is the residual
+# stream after block L, 0-based (n_layer = the final norm's output: src/engine/runtime/context.h,
+# "Hidden-state tap"), which is transformers' hidden_states[L + 1]; the last block's output before
+# the norm is none of transformers' hidden_states and the adapter hooks that block for it. Until
+# 2026-12-07 the adapter read hidden_states[L], one block early (measured on NQ record 0's
+# question: native L = 0..3 equal hidden_states[L + 1] to a relative 1.9e-7 and differ from
+# hidden_states[L] by 0.18-1.0), and SpotlightRAG's layer 1 picked another third sentence.
+def test_hidden_layers_numbered_as_native(reader, native, nq_records):
+    text = nq_records[0]["question"]
+    n = native.n_layer
+    rel = {}
+    for layer in [0, 1, 2, n - 2, n - 1, n, -1, -2]:
+        want = np.asarray(native.hidden(text, layer), dtype=np.float64)
+        got = np.asarray(reader.hidden(text, layer)["states"], dtype=np.float64)
+        assert got.shape == want.shape
+        rel[layer] = float(np.abs(got - want).max() / np.abs(want).max())
+        measured(f"adapter: hidden layer {layer} relative max |diff| against native", rel[layer])
+    assert all(r < TOL_HIDDEN for r in rel.values()), rel
+
+
 def test_spotlight_select_with_hidden_states(reader, native, nq_records):
+    """ragform.spotlight.select with the hidden-state encoder of layer 1 (the default) through
+    the adapter. (When the adapter numbered layers one block early, it picked another third
+    sentence on NQ record 0: sent 5 for native's sent 2, R_raw off by up to 4.2e-2.)
+
+    Every candidate sentence's score (R_raw: the late-interaction score min-max normalised,
+    blended with the two BM25 scores, which are reader-free: src/pipelines/spotlight/scoring.cpp;
+    and R, its min-max normalisation) within TOL_SPOTLIGHT (measured on NQ records 0-9: 6.7e-8
+    and 1.1e-7; the unit-normalised states agree to 6.6e-7). Wherever native's ranking has a gap
+    wider than twice the scores' disagreement, the adapter's top sentences above the gap are
+    native's (record 0's third and fourth candidates are 5.5e-3 apart; the smallest gap of
+    records 0-9 is 9.0e-4, record 9)."""
+    layer = 1
+    worst_raw = worst_norm = 0.0
+    pairs = []  # (native ranking, adapter ranking, native R_raw in ranking order) per record
+    for rec in nq_records[:10]:
+        kw = dict(K=1000, order="score")
+        ours = ragform.spotlight.select(rec, reader=native, layer=layer, **kw)["selected"]
+        theirs = ragform.spotlight.select(rec, reader=reader, layer=layer,
+                                          **kw)["selected"]
+        a = {(s["doc_id"], s["sent_id"]): s for s in ours}
+        b = {(s["doc_id"], s["sent_id"]): s for s in theirs}
+        assert a.keys() == b.keys() and len(a) == len(ours)
+        for key in a:
+            worst_raw = max(worst_raw, abs(a[key]["R_raw"] - b[key]["R_raw"]))
+            worst_norm = max(worst_norm, abs(a[key]["R"] - b[key]["R"]))
+        pairs.append(([(s["doc_id"], s["sent_id"]) for s in ours],
+                      [(s["doc_id"], s["sent_id"]) for s in theirs], [s["R_raw"] for s in ours]))
+    measured("adapter: spotlight R_raw max |diff| (every sentence of 10 NQ records)", worst_raw)
+    measured("adapter: spotlight R max |diff|", worst_norm)
+    assert worst_raw < TOL_SPOTLIGHT and worst_norm < TOL_SPOTLIGHT
+    resolved = unresolved = 0
+    for ra, rb, scores in pairs:
+        for i in range(len(ra) - 1):
+            if scores[i] - scores[i + 1] > 2 * worst_raw:
+                assert set(ra[:i + 1]) == set(rb[:i + 1]), (ra, rb, scores)
+                resolved += 1
+            else:
+                unresolved += 1
+    measured("adapter: spotlight ranking gaps resolved / within the disagreement",
+             f"{resolved} / {unresolved}")
+    # The call as a user makes it: record 0, K=3, document order.
     rec = nq_records[0]
-    ours = ragform.spotlight.select(rec, reader=native, K=3, layer=1)
-    theirs = ragform.spotlight.select(rec, reader=reader, K=3, layer=1)
+    ours = ragform.spotlight.select(rec, reader=native, K=3, layer=layer)
+    theirs = ragform.spotlight.select(rec, reader=reader, K=3, layer=layer)
+    ra, _, scores = pairs[0]
+    assert scores[2] - scores[3] > 2 * worst_raw  # measured: 5.5e-3
     assert [(s["doc_id"], s["sent_id"]) for s in ours["selected"]] == \
-        [(s["doc_id"], s["sent_id"]) for s in theirs["selected"]]
-    worst = max(abs(a["R_raw"] - b["R_raw"]) for a, b in zip(ours["selected"], theirs["selected"]))
-    measured("adapter: spotlight R_raw max |diff|", worst)
-    assert worst < 1e-4
+        [(s["doc_id"], s["sent_id"]) for s in theirs["selected"]] == sorted(ra[:3])
+    assert ours["prompt"] == theirs["prompt"]
 
 
-def test_tune_tiny_budget(reader, native, tmp_path):
+def test_tune_tiny_budget(reader, native, hf_model, hf_tokenizer, tmp_path):
     # One delimiter dimension only (every other dimension pinned), no ABS filter: the smallest
     # search tune plans.
     kw = dict(delims="none,-", p="0.5", formats="plain", orders="retrieved", k="all",
               spotlight="off", abs_filter=False, dev_items=4, holdout_items=4, needle_slots=2,
               robust_items=2, max_tokens=8)
+    sn, st = str(tmp_path / "n.sqlite"), str(tmp_path / "t.sqlite")
     try:
-        ours = ragform.tune(native, "needle", 40, str(tmp_path / "n.sqlite"), **kw)
+        ours = ragform.tune(native, "needle", 40, sn, **kw)
     except ValueError as e:
         pytest.skip(f"tune's smallest plan does not fit this budget: {e}")
-    theirs = ragform.tune(reader, "needle", 40, str(tmp_path / "t.sqlite"), **kw)
+    theirs = ragform.tune(reader, "needle", 40, st, **kw)
     assert ours["spent"] == theirs["spent"]
     assert ours["deployed"] == theirs["deployed"]
-    measured("adapter: tune profile equal to native's", ours["profile"] == theirs["profile"])
+    # Measured: the 40 answers of the two stores are the same text.
+    n, differ = _compare_stores(sn, st, hf_model, hf_tokenizer, native, "tune")
+    if differ:
+        return  # the accuracies may differ with the answers (their margins are checked above)
+    # Everything else is equal but what names the reader or the call, not what it measured:
+    # - profile "model", "model_sha256": the model file and its hash (the adapter has no file:
+    #   ''); "reader": the reader's identity ('native:gemma-3-270m-f32.gguf#numerics=transformers'
+    #   against 'transformers:<the model's folder>'); "run"."store": the store each call was given;
+    # - the result's "store": the same; "context": the reader's context cap (native: 4096 tokens,
+    #   the file's context_length 32768 capped to the reader's default; the adapter declares none,
+    #   so None and "give --ctx to cap prompts"): no prompt here comes near it, and the prompts
+    #   dropped for context are compared (dropped_for_context, 0 on both).
+    def without_reader(res):
+        return {k: v for k, v in res.items() if k not in ("store", "context", "profile")}
+
+    def profile_without_reader(prof):
+        prof = {k: v for k, v in prof.items() if k not in ("model", "model_sha256", "reader")}
+        prof["run"] = {k: v for k, v in prof["run"].items() if k != "store"}
+        return prof
+    assert ours["profile"]["model_sha256"] and theirs["profile"]["model_sha256"] == ""
+    assert without_reader(ours) == without_reader(theirs)
+    assert profile_without_reader(ours["profile"]) == profile_without_reader(theirs["profile"])
+    measured("adapter: tune result equal to native's but for the reader's names",
+             "yes (profile: model, model_sha256, reader, run.store; result: store, context)")

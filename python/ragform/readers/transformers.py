@@ -100,12 +100,38 @@ class TransformersReader:
         return rows
 
     def hidden(self, prompt, layer):
-        """The hidden states after `layer` blocks (hidden_states[layer]: 0 = the embeddings, the
-        last = the final norm's output, as the native reader's layer n_layer)."""
+        """The residual stream after block `layer` (0-based), n_layer (or -1) the final norm's
+        output: the native reader's numbering. transformers' hidden_states[i] is the input of
+        block i (0 = the embeddings) and its last entry the final norm's output, so block L's
+        output is hidden_states[L + 1], and the last block's (before the norm), which is not
+        among them, is taken from that block by a forward hook. (Read as hidden_states[layer],
+        every layer was one block early: SpotlightRAG's layer 1 picked other sentences than the
+        native reader's; issue 44.)"""
         enc = self._encode(prompt, return_offsets_mapping=True)
         ids = list(enc["input_ids"])
-        hs = self._forward(ids, keep=1, output_hidden_states=True).hidden_states
-        states = self._numpy(hs[resolve(layer, len(hs))][0]).astype(np.float32)
+        blocks = self._decoder_layers()
+        last = []
+        hook = None if blocks is None else blocks[-1].register_forward_hook(
+            lambda _m, _i, out: last.append(out[0] if isinstance(out, (tuple, list)) else out))
+        try:
+            hs = self._forward(ids, keep=1, output_hidden_states=True).hidden_states
+        finally:
+            if hook is not None:
+                hook.remove()
+        n_layer = len(hs) - 1
+        li = resolve(layer, n_layer + 1)
+        if li == n_layer:
+            t = hs[n_layer]
+        elif li < n_layer - 1:
+            t = hs[li + 1]
+        elif last:
+            t = last[-1]
+        else:
+            raise NotImplementedError(
+                f"hidden: layer {li} (the last block's output, before the final norm) is not "
+                "among transformers' hidden_states, and the model's decoder layers were not found "
+                "to read it from")
+        states = self._numpy(t[0]).astype(np.float32)
         # The text each token covers, so SpotlightRAG aligns tokens to words; special tokens
         # cover nothing.
         pieces = [prompt[s:e] for s, e in enc["offset_mapping"]]
@@ -149,6 +175,20 @@ class TransformersReader:
         with torch.no_grad():
             x = torch.tensor([list(ids)], device=self._device())
             return self.model(input_ids=x, **kw)
+
+    def _decoder_layers(self):
+        """The model's list of decoder blocks (model.layers in Llama, Gemma, Qwen and most;
+        transformer.h in GPT-2's family), or None."""
+        for path in ("model.layers", "model.model.layers", "transformer.h", "layers"):
+            obj = self.model
+            try:
+                for part in path.split("."):
+                    obj = getattr(obj, part)
+            except AttributeError:
+                continue
+            if len(obj) and hasattr(obj[-1], "register_forward_hook"):
+                return obj
+        return None
 
     def _keeps_logits(self):
         if not hasattr(self, "_logits_to_keep"):
