@@ -56,6 +56,12 @@ TEST(PositionBiasCli, NeedleOnStories260KStoresAndResumes) {
   EXPECT_EQ(st.runs()[0].pipeline, "position-bias");
   const auto rows = st.results(std::nullopt);
   ASSERT_EQ(rows.size(), 72u);
+  // Each row keeps its cost as C-NORM calibration's do: the prompt's tokens and the reader's time.
+  for (const auto& x : rows) {
+    ASSERT_TRUE(x.prompt_tokens) << x.instance << " " << x.variant;
+    EXPECT_GT(*x.prompt_tokens, 10) << x.prompt;
+    EXPECT_TRUE(x.timings_ms.count("total")) << x.variant;
+  }
 
   // A rerun reads every row from the store and prints the same curve.
   auto again = run_ragform(args);

@@ -1,5 +1,6 @@
 #include "pipelines/cnorm/position_bias.h"
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -61,24 +62,28 @@ std::string variant_of(size_t slot, size_t filler) {
 }
 
 // The filler's mass at `slot` of one prompt: "mass" (mean over layers) and "l<L>" per layer.
-std::map<std::string, double> measure_slot(reader::Reader& r, const std::string& prompt,
-                                           const CharSpan& span, const std::vector<int>& layers,
-                                           Measure measure) {
+// One slot's attention into `row` (its prompt set): the span's mass per layer and their mean as
+// scores, and the prompt's tokens and the reader's time, as C-NORM calibration's rows keep them
+// (issue 43: the curves' cost was "not recorded").
+void measure_slot(reader::Reader& r, store::Result& row, const CharSpan& span,
+                  const std::vector<int>& layers, Measure measure) {
   reader::AttentionQuery q;
   q.layers = layers;
   q.query_positions = {-1};
-  const reader::AttentionResult res = r.attention(prompt, q);
-  const std::vector<TokenSpan> tok = resolve_spans(prompt, res.pieces, {span});
-  std::map<std::string, double> scores;
+  const auto t0 = std::chrono::steady_clock::now();
+  const reader::AttentionResult res = r.attention(row.prompt, q);
+  row.timings_ms["total"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  row.prompt_tokens = int64_t(res.pieces.size());
+  const std::vector<TokenSpan> tok = resolve_spans(row.prompt, res.pieces, {span});
   double sum = 0;
-  for (const auto& row : res.rows) {
-    double m = span_attention(row.mean, tok, measure)[0];
-    scores["l" + std::to_string(row.layer)] = m;
+  for (const auto& a : res.rows) {
+    double m = span_attention(a.mean, tok, measure)[0];
+    row.scores["l" + std::to_string(a.layer)] = m;
     sum += m;
   }
   if (res.rows.empty()) throw Error("position-bias", "the reader returned no attention row");
-  scores["mass"] = sum / double(res.rows.size());
-  return scores;
+  row.scores["mass"] = sum / double(res.rows.size());
 }
 
 void check_options(const PositionBiasOptions& o, const std::vector<Item>& items) {
@@ -150,7 +155,7 @@ void measure_all(reader::Reader& r, const std::vector<Item>& items, const Positi
         row.instance = it.id;
         row.variant = variant;
         row.prompt = p.text;
-        row.scores = measure_slot(r, p.text, document_spans(p, docs)[s], o.layers, o.measure);
+        measure_slot(r, row, document_spans(p, docs)[s], o.layers, o.measure);
         row.extra = {{"slot", s}, {"filler", f}};
         put(std::move(row));
         stage.add();
