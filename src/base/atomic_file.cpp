@@ -1,6 +1,7 @@
 #include "base/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,26 +83,53 @@ AtomicFile::AtomicFile(std::string target, std::string what)
     : target_(std::move(target)), what_(std::move(what)) {
   check_path(target_);
   refuse_open_store(target_, what_);
+  struct stat st {};
+  const bool exists = ::stat(target_.c_str(), &st) == 0;  // through symlinks
+  if (exists && S_ISDIR(st.st_mode)) throw FileError(what_, target_ + ": is a directory", EISDIR);
+  if (exists && !S_ISREG(st.st_mode)) {
+    in_place_ = true;
+    temp_ = dest_ = target_;
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) {
+      const int err = errno;
+      throw FileError(what_, "cannot write " + target_ + ": " + std::strerror(err), err);
+    }
+    return;
+  }
+  // A symlink named as the target is replaced by the file, never written through: a link planted
+  // in a shared folder cannot send the bytes elsewhere (a rename beside the resolved path would
+  // also pass by the kernel's protected_symlinks). Its own permission bits are not the output's.
+  struct stat link {};
+  const bool is_link = ::lstat(target_.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+  dest_ = target_;
   for (int attempt = 0;; ++attempt) {
-    temp_ = target_ + ".tmp." + random_suffix();
+    temp_ = dest_ + ".tmp." + random_suffix();
     // O_EXCL | O_NOFOLLOW: never an existing file, never through a symlink.
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd_ >= 0) return;
+    if (fd_ >= 0) break;
     const int err = errno;
     if (err == EEXIST && attempt < 100) continue;
     throw FileError(what_, "cannot create " + temp_ + ": " + std::strerror(err), err);
+  }
+  // The file replaced keeps its permission bits (a private 0600 output came back 0644).
+  if (exists && !is_link && ::fchmod(fd_, st.st_mode & 07777) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(temp_.c_str());
+    throw FileError(what_, "cannot set the mode of " + temp_ + ": " + std::strerror(err), err);
   }
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  if (!committed_ && !in_place_) ::unlink(temp_.c_str());
 }
 
 void AtomicFile::fail(const std::string& why, int err) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  ::unlink(temp_.c_str());
+  if (!in_place_) ::unlink(temp_.c_str());
   committed_ = true;  // nothing left to remove
   throw FileError(what_, why + ": " + std::strerror(err), err);
 }
@@ -126,12 +154,12 @@ void AtomicFile::commit() {
       fail(temp_ + ": write failed", stream_->err ? stream_->err : EIO);
   }
   // Data on disk before the rename: a crash leaves the old target (or none), never a torn one.
-  if (::fdatasync(fd_) != 0) fail(temp_ + ": sync failed", errno);
+  if (!in_place_ && ::fdatasync(fd_) != 0) fail(temp_ + ": sync failed", errno);
   const int closed = ::close(fd_);
   fd_ = -1;
   if (closed != 0) fail(temp_ + ": close failed", errno);
-  if (std::rename(temp_.c_str(), target_.c_str()) != 0)
-    fail("cannot rename " + temp_ + " to " + target_, errno);
+  if (!in_place_ && std::rename(temp_.c_str(), dest_.c_str()) != 0)
+    fail("cannot rename " + temp_ + " to " + dest_, errno);
   committed_ = true;
 }
 

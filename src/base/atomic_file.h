@@ -1,7 +1,12 @@
 // Files written whole or not at all: the bytes go to a new temporary file beside the target,
 // which is synced and renamed over the target once complete; a failure (or an AtomicFile
 // destroyed without commit()) removes the temporary file, so a failed run never leaves a
-// half-written target nor a stray temporary.
+// half-written target nor a stray temporary. The file replaced keeps its permission bits; a
+// symlink named as the target is replaced by the file, never written through (a link planted in a
+// shared folder cannot redirect the bytes). A target that is no regular file (a device such as
+// /dev/null or /dev/stdout, a FIFO, a socket) is written in place, as any program writes one: a
+// temporary renamed over it replaced the device with a file (issue 40, pass 13: root's `kv generate
+// -o /dev/null` did).
 //
 // The temporary file's name is unpredictable ("<target>.tmp.<12 random hex digits>") and it is
 // created with O_CREAT | O_EXCL | O_NOFOLLOW (mode 0666 less the umask, as an ordinary file):
@@ -46,6 +51,8 @@ class AtomicFile {
  private:
   [[noreturn]] void fail(const std::string& why, int err);
   std::string target_, temp_, what_;
+  std::string dest_;       // what the rename replaces (the target; temp_ when written in place)
+  bool in_place_ = false;  // a device, FIFO or socket, written directly (no temporary, no rename)
   int fd_ = -1;
   bool committed_ = false;
   struct Stream;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/progress.h"
 #include "cli/cnorm_verbs.h"
@@ -129,6 +130,9 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
       "'original' is the unformatted text (p does not apply), the others are delimiters.");
   CalibrateFlags f(a);
   if (!a.parse(argv)) return 0;
+  check_not_input(
+      f.out.value, "-o",
+      {{"-m", f.rf.model.value}, {"--input", f.input.value}, {"--store", f.store_path.value}});
 
   f.declared.apply();
   apply_system_preset(f.rf, f.sys_preset.value);
@@ -184,25 +188,23 @@ int cmd_apply(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   Profile prof = load_profile(profile.value);
   (void)applied_format(prof);  // a profile apply cannot deploy fails before -o is written
-  std::ofstream file;
-  if (!out.value.empty()) {
-    // Opening the output truncates it: as the input, it would be read empty (issue 40, pass 11).
-    check_not_input(out.value, "-o", {{"--input", input.value}, {"--profile", profile.value}});
-    file.open(out.value, std::ios::binary | std::ios::trunc);
-    if (!file) throw Error("cnorm apply", "cannot write " + out.value);
-  }
+  // Written whole (AtomicFile): a bad line leaves the old output, not half of a new one (pass 13),
+  // and never onto a file read here.
+  check_not_input(out.value, "-o", {{"--input", input.value}, {"--profile", profile.value}});
+  std::optional<AtomicFile> file;
+  if (!out.value.empty() && out.value != "-") file.emplace(out.value, "-o");
   size_t n_lines = 0, n_docs = 0;
   eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
     const Applied applied = apply_profile(prof, row.value);
     n_docs += applied.documents;
     std::string s = applied.record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (file.is_open())
-      file << s << '\n';
+    if (file)
+      file->stream() << s << '\n';
     else
       std::printf("%s\n", s.c_str());
     ++n_lines;
   });
-  if (file.is_open() && !file.flush()) throw Error("cnorm apply", "cannot write " + out.value);
+  if (file) file->commit();
   if (prof.best.original)
     note("cnorm apply: " + std::to_string(n_docs) + " documents in " + std::to_string(n_lines) +
          " lines left unchanged: the profile's best candidate is 'original' (the text as it came)");

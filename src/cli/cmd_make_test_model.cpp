@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "engine/model/random_model.h"
 #include "engine/model/random_model_bert.h"
@@ -63,6 +64,7 @@ int run_make_test_model(const std::vector<std::string>& argv) {
   auto& threads = threads_flag(a);  // reader/engine_settings.h's
   auto& json = a.flag("--json", "print a JSON summary on stdout");
   if (!a.parse(argv)) return 0;
+  check_not_input(out.value, "-o", {{"--vocab-from", vocab.value}});
 
   model::RandomModelOptions o;
   o.shape = shape.value;

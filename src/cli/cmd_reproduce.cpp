@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/engine_env.h"
 #include "cli/json_out.h"
+#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "engine/gguf/gguf.h"
@@ -246,6 +247,8 @@ int run_reproduce(const std::vector<std::string>& argv) {
         "-m", remote ? "required: the served model's name" : "required: the GGUF model to run");
   if (store_path.value.empty() && !dry.value) throw UsageError("--store", "required");
   if (out.value.empty() && !dry.value) throw UsageError("-o", "required: the HTML report to write");
+  // Before the experiments, not when the report is written after them (pass 13).
+  check_not_input(out.value, "-o", {{"--store", store_path.value}, {"-m", rf.model.value}});
   if (!data.value.empty() && !fs::is_directory(data.value))
     throw UsageError("--data", data.value + " is not a directory");
 

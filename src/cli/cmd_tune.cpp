@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/option_flags.h"
+#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "cli/run_hooks.h"
@@ -87,6 +88,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   f.remote.check();
   f.tune.apply();
+  check_not_input(ta.output, "-o", {{"-m", f.rf.model.value}});  // the rest: tune_options
   TuneOptions o;
   try {
     o = tune_options(ta);

@@ -99,10 +99,11 @@ constexpr size_t kCliMemoryReserve = size_t(8) << 20;
 // and exit() waits for it forever: every command hung at exit below ~210 MB on 2 cores, a bound
 // that grows with the cores (issue 40, pass 12). ragform's own threads do its work (BLAS only
 // multiplies the dense index's small batches), so under such a limit the process starts again
-// with OPENBLAS_NUM_THREADS=1, which the library reads only as it loads. Without a limit, or with
-// the variable set, nothing changes.
+// with OPENBLAS_NUM_THREADS=1, which the library reads only as it loads, whatever the variable
+// said (pass 13: "", "0", "2" or "abc" hung as before). Without a limit nothing changes.
 void one_blas_thread_under_a_limit(char** argv) {
-  if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+  const char* now = std::getenv("OPENBLAS_NUM_THREADS");
+  if (now && std::string(now) == "1") return;
   rlimit rl{};
   if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
   if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;

@@ -281,6 +281,17 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   c.gen.stop = get_stop(j);
   c.stream = get_bool(j, "stream", false);
   if (get_int(j, "n", 1, 1, 1) != 1) bad("only n = 1 is supported");
+  // OpenAI's fields that change the result and are not implemented here are refused unless they
+  // ask for the default, as n is (pass 13: a 200 came back with the output unchanged).
+  if (get_int(j, "best_of", 1, 1, INT_MAX) != 1) bad("only best_of = 1 is supported");
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (get_num(j, key, 0.0, -2.0, 2.0) != 0.0)
+      bad(std::string("only ") + key + " = 0 is supported");
+  if (j.contains("logit_bias") && !j["logit_bias"].is_null()) {
+    if (!j["logit_bias"].is_object()) bad("'logit_bias' must be an object", "invalid_type");
+    if (!j["logit_bias"].empty()) bad("logit_bias is not supported (only {})");
+  }
+  if (!get_str(j, "suffix", false).empty()) bad("suffix is not supported");
   return c;
 }
 

@@ -367,7 +367,8 @@ Connection::Answer Connection::answer(Refusal why) {
     case Refusal::too_large:
       return {413, "request body too large"};
     case Refusal::target_too_long:
-      return {414, "request target over " + std::to_string(kMaxTarget) + " bytes"};
+      return {414, "request target over " + std::to_string(kMaxTarget) +
+                       " bytes, or request line over " + std::to_string(kMaxRequestLine)};
     case Refusal::request_line:
       return {400,
               "a request line that is not 'METHOD SP target SP HTTP/x.y' (single spaces, no "

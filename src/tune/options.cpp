@@ -207,11 +207,21 @@ TuneOptions tune_options(const TuneArgs& given) {
     o.shard_index = sh.index;
     o.shard_count = sh.count;
   }
-  // Refused before the search, not when the profile is written after it (base/file_identity.h).
-  if (!a.output.empty() && same_file(a.output, a.store_path))
-    throw OptionError("output", "'" + excerpt(a.output) +
-                                    "' is the run store itself: write the profile elsewhere "
-                                    "(replacing the store would lose its measurements)");
+  // Refused before the search, not when the profile is written after it (base/file_identity.h):
+  // the store, and every file the search reads (pass 13: -o naming the --space file replaced it).
+  if (!a.output.empty()) {
+    if (same_file(a.output, a.store_path))
+      throw OptionError("output", "'" + excerpt(a.output) +
+                                      "' is the run store itself: write the profile elsewhere "
+                                      "(replacing the store would lose its measurements)");
+    for (const auto& [key, path] : {std::pair<const char*, const std::string&>{"input", a.input},
+                                    {"holdout", a.holdout},
+                                    {"space", a.space_file},
+                                    {"template", a.template_file}})
+      if (!path.empty() && same_file(a.output, path))
+        throw OptionError("output", "'" + excerpt(a.output) + "' is the " + key +
+                                        " file itself: write the profile elsewhere");
+  }
   // Dev and held-out needle records come from independent seeds. make_needle_items seeds item i
   // with seed ^ (C + i), so two nearby seeds (2s+1 and 2s+2, as this was) give the same items
   // shifted by a few places: 23 of 32 held-out records were dev records. derive_seed's outputs

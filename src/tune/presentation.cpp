@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/json_number.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
 
@@ -189,12 +190,12 @@ Presentation presentation_from_json(const nlohmann::json& j, const std::string& 
   auto count = [&](const char* f, auto& out) {
     using T = std::remove_reference_t<decltype(out)>;
     if (!j.contains(f)) return;
-    if (!j[f].is_number_integer() || j[f].get<int64_t>() < 0)
-      throw bad(f, "must be a non-negative integer");
+    long long x = 0;  // 2.0 as 2, as every JSON integer (base/json_number.h; pass 13)
+    if (!json_whole_number(j[f], x) || x < 0) throw bad(f, "must be a non-negative integer");
     // 10^12 would wrap to a negative int (then "must be at least 0"): say what is accepted.
-    if (uint64_t(j[f].get<int64_t>()) > uint64_t(std::numeric_limits<T>::max()))
+    if (uint64_t(x) > uint64_t(std::numeric_limits<T>::max()))
       throw bad(f, "must be at most " + std::to_string(std::numeric_limits<T>::max()));
-    out = static_cast<T>(j[f].get<int64_t>());
+    out = static_cast<T>(x);
   };
   str("delimiter", p.delimiter);
   if (j.contains("p")) {

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/json_number.h"
 #include "base/mapped_file.h"
 #include "base/number_text.h"
 #include "base/options.h"
@@ -262,9 +263,10 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
   if (!j.is_object()) throw UsageError(where, "a space is an object of value lists");
   for (const auto& [key, value] : j.items()) {
     if (key == "format_seed") {
-      if (!value.is_number_integer() || value.get<int64_t>() < 0)
+      long long x = 0;  // 2.0 as 2 (base/json_number.h)
+      if (!json_whole_number(value, x) || x < 0)
         throw UsageError(where, "format_seed: must be a non-negative integer");
-      base.format_seed = value.get<uint64_t>();
+      base.format_seed = uint64_t(x);
       continue;
     }
     try {

@@ -4,11 +4,13 @@
 // Each writer is run with a symlink planted at the name the old code used: the victim keeps its
 // bytes, the symlink is left as it was, the output is right and no temporary file remains.
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -113,6 +115,46 @@ TEST(AtomicFile, ModeIsAnOrdinaryFilesUnderTheUmask) {
   EXPECT_EQ(st.st_mode & 0777, 0640u);
 }
 
+// Issue 40, pass 13: a temporary renamed over a device or FIFO replaced it with a regular file
+// (root's `kv generate -o /dev/null` turned /dev/null into one), and a 0600 output came back 0644.
+TEST(AtomicFile, ADeviceOrFifoIsWrittenInPlaceAndAFileKeepsItsMode) {
+  struct stat st {};
+  write_file_atomically("/dev/null", "discarded\n", "test");
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a device";
+  const fs::path dir = temp_dir("atomic-in-place");
+  const fs::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = read_file(fifo); });
+  write_file_atomically(fifo.string(), "through the pipe", "test");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(temporaries(dir).empty());
+  // A regular file keeps its permission bits.
+  for (const mode_t mode : {mode_t(0600), mode_t(0444), mode_t(0640)}) {
+    const fs::path f = dir / ("m" + std::to_string(mode));
+    write_file(f, "old");
+    ASSERT_EQ(::chmod(f.c_str(), mode), 0);
+    write_file_atomically(f.string(), "new", "test");
+    EXPECT_EQ(read_file(f), "new");
+    ASSERT_EQ(::stat(f.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, mode);
+  }
+  // A symlink named as the target is replaced, never written through.
+  Plant plant(dir, {(dir / "link").string()});
+  write_file_atomically((dir / "link").string(), "mine", "test");
+  EXPECT_FALSE(fs::is_symlink(dir / "link"));
+  EXPECT_EQ(read_file(dir / "link"), "mine");
+  EXPECT_EQ(read_file(plant.victim), kVictimBytes);
+  // A directory is refused by name.
+  EXPECT_NE(
+      error_of([&] { write_file_atomically(dir.string(), "x", "test"); }).find("is a directory"),
+      std::string::npos);
+}
+
 TEST(AtomicFile, FailuresLeaveNoTemporaryAndKeepTheTarget) {
   const fs::path dir = temp_dir("atomic-fail");
   const std::string target = (dir / "out.txt").string();
@@ -128,10 +170,14 @@ TEST(AtomicFile, FailuresLeaveNoTemporaryAndKeepTheTarget) {
   EXPECT_EQ(read_file(target), "old");
   EXPECT_TRUE(temporaries(dir).empty());
 
-  // The rename fails (the target is a folder that is not empty): FileError, no temporary.
-  fs::create_directories(dir / "full" / "x");
-  const std::string e =
-      error_of([&] { write_file_atomically((dir / "full").string(), "bytes", "test"); });
+  // The rename fails (the target became a folder that is not empty while the bytes were
+  // written): FileError, no temporary. A folder named at the start is refused by name.
+  const std::string e = error_of([&] {
+    AtomicFile f((dir / "full").string(), "test");
+    f.write("bytes");
+    fs::create_directories(dir / "full" / "x");
+    f.commit();
+  });
   EXPECT_NE(e.find("test: cannot rename "), std::string::npos) << e;
   EXPECT_THROW(write_file_atomically((dir / "full").string(), "bytes", "test"), FileError);
   EXPECT_TRUE(temporaries(dir).empty());

@@ -38,6 +38,13 @@ TEST(MemoryLimitCli, ACommandEndsUnderATightLimit) {
     const int rc = run_limited(kib, "--version");
     EXPECT_EQ(rc, 0) << "ulimit -v " << kib << ": 124 is a hang";
   }
+  // Whatever OPENBLAS_NUM_THREADS said (pass 13: "", "0", "2" and "abc" hung as before).
+  for (const char* v : {"", "0", "2", "abc"}) {
+    setenv("OPENBLAS_NUM_THREADS", v, 1);
+    const int rc = run_limited(180000, "--version");
+    unsetenv("OPENBLAS_NUM_THREADS");
+    EXPECT_EQ(rc, 0) << "OPENBLAS_NUM_THREADS='" << v << "': 124 is a hang";
+  }
 }
 
 TEST(MemoryLimitCli, ABigRecordUnderALimitIsOutOfMemoryNotAnAbort) {

@@ -126,6 +126,23 @@ TEST(StoreOutputs, EveryOutputFlagRefusesTheFilesItsVerbReads) {
        "is the --input file itself"},
       {"logits -m " + quoted(d / "model.gguf") + " -p x -o " + quoted(d / "model.gguf"),
        "is the -m file itself"},
+      // Pass 13: these replaced the model, the space file or the vocabulary's model.
+      {"make-test-model --shape tiny --type f32 --vocab-from " + quoted(d / "model.gguf") + " -o " +
+           quoted(d / "model.gguf"),
+       "is the --vocab-from file itself"},
+      {"tune -m " + quoted(d / "model.gguf") + " --task needle --budget 10 --store " +
+           quoted(d / "t.sqlite") + " -o " + quoted(d / "model.gguf"),
+       "is the -m file itself"},
+      {"tune -m " + quoted(d / "model.gguf") + " --task needle --budget 10 --store " +
+           quoted(d / "t.sqlite") + " --space " + quoted(d / "pairs.jsonl") + " -o " +
+           quoted(d / "pairs.jsonl"),
+       "is the space file itself"},
+      {"cnorm calibrate -m " + quoted(d / "model.gguf") + " --task needle -o " +
+           quoted(d / "model.gguf"),
+       "is the -m file itself"},
+      {"reproduce cnorm -m " + quoted(d / "model.gguf") + " --store " + quoted(db) + " -o " +
+           quoted(db),
+       "is the --store file itself"},
   };
   for (const Case& c : cases) {
     const auto r = run_ragform(c.args);

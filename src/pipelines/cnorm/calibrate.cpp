@@ -12,6 +12,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/json_number.h"
 #include "pipelines/cnorm/abs.h"
 #include "store/sha256.h"
 
@@ -403,13 +404,16 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
   if (!field("p").is_number() || !(j["p"].get<double>() >= 0 && j["p"].get<double>() <= 1))
     throw bad("p", "number in [0, 1]");
   p.p = j["p"];
-  if (!field("seed").is_number_unsigned() &&
-      !(j["seed"].is_number_integer() && j["seed"].get<int64_t>() >= 0))
+  // Integers however written (2.0 as 2: base/json_number.h; pass 13).
+  long long seed = 0, S = 0;
+  if (field("seed").is_number_unsigned())
+    p.seed = j["seed"].get<uint64_t>();
+  else if (json_whole_number(j["seed"], seed) && seed >= 0)
+    p.seed = uint64_t(seed);
+  else
     throw bad("seed", "non-negative integer");
-  p.seed = j["seed"].get<uint64_t>();
-  if (!field("S").is_number_integer() || j["S"].get<int64_t>() < 1)
-    throw bad("S", "positive integer");
-  p.S = j["S"].get<size_t>();
+  if (!json_whole_number(field("S"), S) || S < 1) throw bad("S", "positive integer");
+  p.S = size_t(S);
   if (!field("best").is_string()) throw bad("best", "string");
   if (!field("candidates").is_array() || j["candidates"].empty())
     throw bad("candidates", "non-empty array");

@@ -134,6 +134,37 @@ TEST_F(CnormApplyFixture, CliPythonAndServerGiveTheSameBytes) {
 // The profile's best candidate decides: a document format is refused by all three, also when the
 // profile has no "best_format" field; a delimiter is applied by all three, also when a
 // hand-edited profile carries a "best_format" its best candidate does not have.
+// Issue 40, pass 13: a profile's integers written 2.0 were refused (the rule everywhere else:
+// JSON Schema's integer), and `cnorm apply -o` wrote with a truncating stream, so a bad line left
+// half a new file where the old one was.
+TEST_F(CnormApplyFixture, IntegersAsWrittenAndAnOutputWrittenWhole) {
+  json wrote = profile("&", 0.5, 1234);
+  json as_float = wrote;
+  as_float["seed"] = 1234.0;
+  as_float["S"] = 6.0;
+  const fs::path a = write_profile("a.json", wrote), b = write_profile("b.json", as_float);
+  const auto ra =
+      run_ragform("cnorm apply --profile " + quoted(a) + " --input " + quoted(dir_ / "one.jsonl"));
+  const auto rb =
+      run_ragform("cnorm apply --profile " + quoted(b) + " --input " + quoted(dir_ / "one.jsonl"));
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  EXPECT_EQ(ra.out, rb.out);
+  as_float["S"] = 6.5;
+  const auto bad =
+      run_ragform("cnorm apply --profile " + quoted(write_profile("c.json", as_float)) +
+                  " --input " + quoted(dir_ / "one.jsonl"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("S"), std::string::npos) << bad.err;
+  // The third line is no JSON: the run fails and the old output is as it was.
+  write_file(dir_ / "three.jsonl", kRecord.dump() + "\n" + kRecord.dump() + "\n{broken\n");
+  write_file(dir_ / "out.jsonl", "the old output\n");
+  const auto r = run_ragform("cnorm apply --profile " + quoted(a) + " --input " +
+                             quoted(dir_ / "three.jsonl") + " -o " + quoted(dir_ / "out.jsonl"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(read_file(dir_ / "out.jsonl"), "the old output\n");
+}
+
 TEST_F(CnormApplyFixture, TheBestCandidateDecidesForAll) {
   ServeProcess srv({"-m", model_.string(), "--ctx", "128"});
   const json json_cand = {{"delimiter", "none"}, {"format", "json"}, {"name", "json"}, {"p", 0},
