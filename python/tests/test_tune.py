@@ -85,6 +85,25 @@ def test_tune_checks_the_cli_ranges(model, tmp_path):
         ragform.tune(model, "needle", 30, store, budgett=30)
 
 
+def test_the_profile_is_never_written_onto_a_file_the_search_reads(model, tmp_path):
+    """Issue 40, passes 11-13: output= naming the store, the space file, the dev or held-out
+    split replaced it (after the whole search, or at once for the space); refused before any
+    prompt, for every front end (tune::tune_options)."""
+    import os
+    import pytest
+    store = tmp_path / "s.sqlite"
+    space = tmp_path / "space.json"
+    space.write_text('{"delimiter": ["original", "-"]}')
+    os.symlink(store, tmp_path / "link.sqlite")  # dangling: the store is not made yet
+    for kw, says in [(dict(output=str(store)), "is the run store itself"),
+                     (dict(output=str(tmp_path / "link.sqlite")), "is the run store itself"),
+                     (dict(space=str(space), output=str(space)), "is the space file itself")]:
+        with pytest.raises(ValueError, match="^output: .*" + says):
+            ragform.tune(model, "needle", 30, str(store), **kw)
+    assert not store.exists()
+    assert space.read_text() == '{"delimiter": ["original", "-"]}'
+
+
 def test_ctrl_c_stops_tune_between_prompts_and_a_rerun_resumes(model, tmp_path):
     """Issue 40, item 14: Ctrl-C on a native Model stopped nothing; the whole search ran, then
     KeyboardInterrupt threw the result away."""
