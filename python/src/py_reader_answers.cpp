@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "reader/generate_params.h"
 #include "reader/reader.h"
 #include "text/utf8.h"
@@ -363,6 +364,10 @@ Generation generation_of(const pyb::handle& h, const std::string& what) {
     g.ids = ids_of(ids, what + "'s ids", token_bound(g.text.size()));
   pyb::object fin = field(h, "finish_reason");
   g.finish_reason = fin.is_none() ? "length" : text_of(fin, what + "'s finish_reason");
+  // The reasons every reader gives (reader.h); another was stored as it came ("banana": pass 13).
+  if (g.finish_reason != "eos" && g.finish_reason != "stop" && g.finish_reason != "length")
+    bad(what + "'s finish_reason: expected 'eos', 'stop' or 'length', got '" +
+        excerpt(g.finish_reason) + "'");
   if (pyb::object n = field(h, "prompt_tokens"); !n.is_none())
     g.prompt_tokens = int(int_of(n, what + "'s prompt_tokens", 0, INT_MAX));
   return g;
@@ -439,8 +444,11 @@ ScoreResult score_of(const pyb::handle& h, int want, int at_most, int at_least, 
       if (std::fabs(r.sum - total) > 1e-4 * std::max(1.0, std::fabs(total)))
         bad("sum " + num(r.sum) + " is not the sum of the tokens' log-probs (" + num(total) + ")");
     }
+    // At most as many as the prompt and continuation can hold (10**6 for an 11-token prompt was
+    // taken: pass 13).
     if (pyb::object n = field(h, "prompt_tokens"); !n.is_none())
-      r.prompt_tokens = int(int_of(n, "prompt_tokens", 0, INT_MAX));
+      r.prompt_tokens =
+          int(int_of(n, "prompt_tokens", 0, (long long)std::min<size_t>(bound, INT_MAX)));
   }
   check_count(r.tokens.size());
   return r;

@@ -198,6 +198,9 @@ def test_score_details_and_lengths_are_checked():
         ({"tokens": [tok, tok], "sum": float("inf")}, r"sum: inf is not finite"),
         ({"tokens": [tok] * 9}, r"9 log-probs, more than the 4 tokens of the prompt and "
                                 r"continuation"),
+        # Issue 40, pass 13: a count no prompt of these bytes can have was taken.
+        ({"tokens": [tok, tok], "prompt_tokens": 10**6}, r"prompt_tokens: 1000000 is out of range "
+                                                         r"\(0\.\.\d+\)"),
     ]:
         r = reader_of(score=lambda p, c, answer=answer: answer)
         refused(lambda: r.score("a b", " c d"), r"MyReader.score: " + message)
@@ -309,6 +312,9 @@ def test_generate_results_are_checked():
                                                 r"got float"),
         ([{"text": "x", "finish_reason": 1}], r"result 0's finish_reason: expected a str, got "
                                               r"int"),
+        # Issue 40, pass 13: any reason was stored as it came.
+        ([{"text": "x", "finish_reason": "banana"}], r"result 0's finish_reason: expected 'eos', "
+                                                     r"'stop' or 'length', got 'banana'"),
         (["a", "b"], r"2 results for 1 prompts"),
         # Bytes are text too, and must be UTF-8 as text is (issue 40, fourth pass: b"\xff" was
         # stored as U+FFFD with status ok).
