@@ -52,6 +52,7 @@ pyb::object tune_search(const pyb::handle& reader, const pyb::handle& progress,
     require_methods(*rd, {"tokenize"}, "tune's ABS filter (abs_filter=True)");
   o.origin = common::origin_for(*rd);
   o.model = path;
+  tune::check_output_is_not_the_model(output, path);
   // Ctrl-C (and the progress callback) between two passes, as in every other pipeline; notes go
   // where the CLI prints them.
   const LoopHook hook(progress, 0);

@@ -102,6 +102,10 @@ def test_the_profile_is_never_written_onto_a_file_the_search_reads(model, tmp_pa
             ragform.tune(model, "needle", 30, str(store), **kw)
     assert not store.exists()
     assert space.read_text() == '{"delimiter": ["original", "-"]}'
+    # The reader's model file (pass 14: tune(Model(p), output=p) replaced it with the profile).
+    with pytest.raises(ValueError, match="^output: .* is the model file itself"):
+        ragform.tune(model, "needle", 30, str(store), output=model.path)
+    assert not store.exists()
 
 
 def test_ctrl_c_stops_tune_between_prompts_and_a_rerun_resumes(model, tmp_path):

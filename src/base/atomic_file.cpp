@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <streambuf>
 #include <vector>
@@ -46,6 +47,42 @@ bool write_all(int fd, const char* p, size_t n) {
   return true;
 }
 
+// Whether `path`, or a symlink on the way to what it names, is under /proc, where fd links lead to
+// whatever a descriptor holds (stdout's file, a pipe): kNotProc, kOtherProc, or the number of
+// this process's own descriptor it names (/dev/stdout, /dev/fd/1, /proc/self/fd/1).
+constexpr int kNotProc = -1, kOtherProc = -2;
+int proc_descriptor(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string own = "/proc/" + std::to_string(::getpid()) + "/fd";
+  fs::path p = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40; ++hops) {
+    fs::path parent = fs::canonical(p.parent_path(), ec);
+    if (ec) parent = p.parent_path();
+    const fs::path full = parent / p.filename();
+    if (full.string().rfind("/proc/", 0) == 0) {
+      const std::string name = full.filename().string();
+      const bool digits = !name.empty() && name.size() < 9 &&
+                          name.find_first_not_of("0123456789") == std::string::npos;
+      return digits && (parent == own || parent == "/proc/self/fd") ? std::stoi(name) : kOtherProc;
+    }
+    if (!fs::is_symlink(full, ec)) return kNotProc;
+    const fs::path to = fs::read_symlink(full, ec);
+    if (ec) return kNotProc;
+    p = to.is_absolute() ? to : full.parent_path() / to;
+  }
+  return kNotProc;
+}
+
+// The temporary's name without its random end: "<target>.tmp.", its file name cut to 128 bytes
+// (a valid 250-byte name plus the suffix was past NAME_MAX: pass 14).
+std::string temp_base(const std::string& target) {
+  const size_t slash = target.rfind('/');
+  const size_t start = slash == std::string::npos ? 0 : slash + 1;
+  const std::string name = target.substr(start);
+  return target.substr(0, start) + (name.size() > 128 ? name.substr(0, 128) : name) + ".tmp.";
+}
+
 }  // namespace
 
 // A stream buffer appending to the descriptor in blocks of 64 KiB.
@@ -83,10 +120,26 @@ AtomicFile::AtomicFile(std::string target, std::string what)
     : target_(std::move(target)), what_(std::move(what)) {
   check_path(target_);
   refuse_open_store(target_, what_);
+  // Written in place, as any program writes one: one of this process's descriptors named through
+  // /proc (`-o /dev/stdout` while stdout is a file: /dev/stdout -> /proc/self/fd/1 -> the file;
+  // renamed over, the link in /dev became a file and the output went nowhere: pass 14) is that
+  // descriptor itself, so the output lands where stdout's does (appended under `>>`); anything
+  // else under /proc, a device, FIFO or socket is opened and written.
+  const int own = proc_descriptor(target_);
+  if (own >= 0) {
+    in_place_ = true;
+    temp_ = dest_ = target_;
+    fd_ = ::fcntl(own, F_DUPFD_CLOEXEC, 0);
+    if (fd_ < 0) {
+      const int err = errno;
+      throw FileError(what_, "cannot write " + target_ + ": " + std::strerror(err), err);
+    }
+    return;
+  }
   struct stat st {};
   const bool exists = ::stat(target_.c_str(), &st) == 0;  // through symlinks
   if (exists && S_ISDIR(st.st_mode)) throw FileError(what_, target_ + ": is a directory", EISDIR);
-  if (exists && !S_ISREG(st.st_mode)) {
+  if (exists && (!S_ISREG(st.st_mode) || own == kOtherProc)) {
     in_place_ = true;
     temp_ = dest_ = target_;
     fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
@@ -102,17 +155,23 @@ AtomicFile::AtomicFile(std::string target, std::string what)
   struct stat link {};
   const bool is_link = ::lstat(target_.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
   dest_ = target_;
+  const std::string base = temp_base(target_);
   for (int attempt = 0;; ++attempt) {
-    temp_ = dest_ + ".tmp." + random_suffix();
+    temp_ = base + random_suffix();
     // O_EXCL | O_NOFOLLOW: never an existing file, never through a symlink.
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ >= 0) break;
     const int err = errno;
     if (err == EEXIST && attempt < 100) continue;
-    throw FileError(what_, "cannot create " + temp_ + ": " + std::strerror(err), err);
+    throw FileError(what_,
+                    "cannot create " + temp_ + " (the temporary file that replaces " + target_ +
+                        " whole): " + std::strerror(err),
+                    err);
   }
-  // The file replaced keeps its permission bits (a private 0600 output came back 0644).
-  if (exists && !is_link && ::fchmod(fd_, st.st_mode & 07777) != 0) {
+  // The file replaced keeps its permission bits (a private 0600 output came back 0644), but not
+  // setuid, setgid or sticky: a file of another owner replaced by root came back setuid root
+  // (pass 14), where a write would have cleared them.
+  if (exists && !is_link && ::fchmod(fd_, st.st_mode & 0777) != 0) {
     const int err = errno;
     ::close(fd_);
     fd_ = -1;

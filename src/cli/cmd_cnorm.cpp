@@ -130,11 +130,13 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
       "'original' is the unformatted text (p does not apply), the others are delimiters.");
   CalibrateFlags f(a);
   if (!a.parse(argv)) return 0;
-  check_not_input(
-      f.out.value, "-o",
-      {{"-m", f.rf.model.value}, {"--input", f.input.value}, {"--store", f.store_path.value}});
 
   f.declared.apply();
+  check_not_input(f.out.value, "-o",
+                  {{"-m", f.rf.model.value},
+                   {"--input", f.input.value},
+                   {"--store", f.store_path.value},
+                   {"--template", f.req.template_path}});
   apply_system_preset(f.rf, f.sys_preset.value);
   if (f.declared.seen("p_grid") && f.declared.seen("p"))
     throw UsageError("--p-grid", "give either -p or --p-grid");

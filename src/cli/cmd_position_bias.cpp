@@ -240,6 +240,15 @@ int run_position_bias(const std::vector<std::string>& argv) {
     if (json.value) throw UsageError("--json", "does not go with --score (it writes JSON lines)");
     if (declared.seen("seed")) throw UsageError("--seed", "does not go with --score");
   }
+  // -o is never a file this command reads, in any mode (pass 14: the measurement's -o replaced
+  // the model, the records or the template after the run).
+  check_not_input(out.value, "-o",
+                  {{"-m", rf.model.value},
+                   {"--input", input.value},
+                   {"--template", req.template_path},
+                   {"--store", store_path.value},
+                   {"--bias", bias.value},
+                   {"--score", score.value}});
   if ((!rank.value.empty() || sweep.value) && !out.value.empty())
     throw UsageError("-o", "goes with the measurement (the curve) or --score, not with " +
                                std::string(sweep.value ? "--sweep" : "--rank"));

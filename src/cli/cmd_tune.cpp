@@ -13,7 +13,6 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "cli/option_flags.h"
-#include "cli/output_file.h"
 #include "cli/reader_flags.h"
 #include "cli/remote_flags.h"
 #include "cli/run_hooks.h"
@@ -88,10 +87,10 @@ int cmd_tune(const std::vector<std::string>& argv) {
   if (!a.parse(argv)) return 0;
   f.remote.check();
   f.tune.apply();
-  check_not_input(ta.output, "-o", {{"-m", f.rf.model.value}});  // the rest: tune_options
   TuneOptions o;
   try {
     o = tune_options(ta);
+    check_output_is_not_the_model(ta.output, f.rf.model.value);  // before the model is read
   } catch (const OptionError& e) {
     throw f.tune.spell(e);
   }

@@ -250,6 +250,9 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   };
   const int mct = tokens("max_completion_tokens");
   const int mt = tokens("max_tokens");
+  if (mt >= 0 && mct >= 0 && mt != mct)  // one was silently read (pass 14)
+    bad("max_tokens = " + std::to_string(mt) +
+        " and max_completion_tokens = " + std::to_string(mct) + " differ: give one");
   c.gen.max_tokens = mt >= 0 ? mt : mct >= 0 ? mct : std::min(default_max_tokens, opt.max_tokens);
   c.gen.sampling.temperature = get_num(j, "temperature", 1.0, 0.0, 2.0);
   {
@@ -292,6 +295,30 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
     if (!j["logit_bias"].empty()) bad("logit_bias is not supported (only {})");
   }
   if (!get_str(j, "suffix", false).empty()) bad("suffix is not supported");
+  // The same for the fields of the chat API and the common servers' extensions (pass 14: each was
+  // answered 200 and ignored): refused unless absent, null or the default.
+  const auto given = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+  if (get_num(j, "min_p", 0.0, 0.0, 1.0) != 0.0) bad("only min_p = 0 is supported");
+  if (get_num(j, "repetition_penalty", 1.0, 0.0, 10.0) != 1.0)
+    bad("only repetition_penalty = 1 is supported");
+  if (given("response_format") &&
+      !(j["response_format"].is_object() && j["response_format"].value("type", "") == "text"))
+    bad("response_format is not supported (only {\"type\": \"text\"})");
+  for (const char* key : {"tools", "functions"})
+    if (given(key) && !(j[key].is_array() && j[key].empty()))
+      bad(std::string(key) + " are not supported");
+  for (const char* key : {"tool_choice", "function_call"})
+    if (given(key) && !(j[key].is_string() && (j[key] == "none" || j[key] == "auto")))
+      bad(std::string(key) + " is not supported (only \"none\" or \"auto\")");
+  for (const char* key : {"audio", "prediction"})
+    if (given(key)) bad(std::string(key) + " is not supported");
+  if (given("modalities") && j["modalities"] != json::array({"text"}))
+    bad("modalities is not supported (only [\"text\"])");
+  if (given("stream_options")) {
+    if (!j["stream_options"].is_object()) bad("'stream_options' must be an object", "invalid_type");
+    if (get_bool(j["stream_options"], "include_usage", false))
+      bad("stream_options.include_usage is not supported");
+  }
   return c;
 }
 
@@ -534,6 +561,11 @@ Response Api::chat(const std::string& body) {
     msgs.push_back({role, content});
   }
   Common c = common_fields(j, opt_, opt_.max_tokens);
+  // Chat's log-probs (a boolean, with top_logprobs) are not implemented here; /v1/completions
+  // gives them (pass 14: logprobs true was answered with "logprobs": null).
+  if (get_bool(j, "logprobs", false)) bad("logprobs is not supported on chat completions");
+  if (j.contains("top_logprobs") && !j["top_logprobs"].is_null())
+    bad("top_logprobs is not supported on chat completions");
   // Message contents are text: only the template's own markers become special tokens.
   std::vector<int32_t> ids =
       tok::tokenize_chat(reader_.tokenizer(), tok::ChatFamily(chat_family_), msgs, true).ids;

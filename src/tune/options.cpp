@@ -159,6 +159,12 @@ std::vector<std::string> dimension_values_of_flag(const std::string& key, const 
   return dimension_values(it == dimension.end() ? key : it->second, text);
 }
 
+void check_output_is_not_the_model(const std::string& output, const std::string& model) {
+  if (!output.empty() && !model.empty() && same_file(output, model))
+    throw OptionError("output", "'" + excerpt(output) +
+                                    "' is the model file itself: write the profile elsewhere");
+}
+
 TuneOptions tune_options(const TuneArgs& given) {
   TuneArgs a = given;
   check_options(a);  // every declared range (args.h), named by key

@@ -141,6 +141,12 @@ TuneSummary run_tune(reader::Reader& r, store::RunStore& st, const TuneOptions& 
 // (args.h); a bad name (task, objective, deploy rule) a UsageError.
 TuneOptions tune_options(const TuneArgs& a);
 
+// OptionError("output") when the profile file `output` is the reader's model file (`model`,
+// TuneOptions::model: "" for a reader without one), which the front ends know only once the
+// reader is open; tune_options checks the files it reads itself (pass 14: Python's
+// tune(Model(p), output=p) replaced the model).
+void check_output_is_not_the_model(const std::string& output, const std::string& model);
+
 // Removes from `holdout` every record that is also in `dev`, by an id the file gave (the
 // "<format>:<line>" default is left out: two files share it by position) or by content (question,
 // answers, the first `compared` documents as a multiset (0 = all; tune_options passes the space's

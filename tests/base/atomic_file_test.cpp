@@ -3,6 +3,7 @@
 // quantize`, `report -o`, `export -o`, profiles, bias curves, make-test-model, dense indexes).
 // Each writer is run with a symlink planted at the name the old code used: the victim keeps its
 // bytes, the symlink is left as it was, the output is right and no temporary file remains.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -149,6 +150,31 @@ TEST(AtomicFile, ADeviceOrFifoIsWrittenInPlaceAndAFileKeepsItsMode) {
   EXPECT_FALSE(fs::is_symlink(dir / "link"));
   EXPECT_EQ(read_file(dir / "link"), "mine");
   EXPECT_EQ(read_file(plant.victim), kVictimBytes);
+  // One of this process's descriptors named through /proc is written as that descriptor (pass
+  // 14: `-o /dev/stdout` while stdout was a file renamed a file over the link, and the output went
+  // nowhere), appending where it appends; the link stays a link.
+  const fs::path out = dir / "stdout.txt";
+  write_file(out, "first\n");
+  const int fd = ::open(out.c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  fs::create_symlink("/proc/self/fd/" + std::to_string(fd), dir / "my-stdout");
+  write_file_atomically((dir / "my-stdout").string(), "second\n", "test");
+  write_file_atomically("/dev/fd/" + std::to_string(fd), "third\n", "test");
+  ::close(fd);
+  EXPECT_EQ(read_file(out), "first\nsecond\nthird\n");
+  EXPECT_TRUE(fs::is_symlink(dir / "my-stdout"));
+  // setuid, setgid and sticky bits are not carried over (a replaced file of another owner came
+  // back setuid root), and a long valid name still gets a temporary (250 bytes plus the suffix
+  // was past NAME_MAX).
+  write_file(dir / "suid", "x");
+  ASSERT_EQ(::chmod((dir / "suid").c_str(), 06755), 0);
+  write_file_atomically((dir / "suid").string(), "y", "test");
+  ASSERT_EQ(::stat((dir / "suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  const fs::path long_name = dir / std::string(250, 'n');
+  write_file_atomically(long_name.string(), "long", "test");
+  EXPECT_EQ(read_file(long_name), "long");
+  EXPECT_TRUE(temporaries(dir).empty());
   // A directory is refused by name.
   EXPECT_NE(
       error_of([&] { write_file_atomically(dir.string(), "x", "test"); }).find("is a directory"),

@@ -234,6 +234,44 @@ TEST(ServeHardening, ChatMessageWithoutContentIs400) {
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
+// Issue 40, pass 14: fields of the chat API and of other servers that change the answer were
+// answered 200 and ignored (chat's logprobs: true gave "logprobs": null). Each is refused unless
+// absent, null or its default, on both endpoints; max_tokens and max_completion_tokens that differ
+// are refused (one was silently read).
+TEST(ServeHardening, UnimplementedChatFieldsAreRefusedUnlessDefault) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "128", "--chat-template", "chatml"});
+  const std::string chat = R"({"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}], )";
+  const std::string completion = R"({"max_tokens": 2, "prompt": "Hi", )";
+  for (const auto& [field, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"("logprobs": true)", "logprobs is not supported on chat completions"},
+           {R"("top_logprobs": 3)", "top_logprobs is not supported"},
+           {R"("response_format": {"type": "json_object"})", "response_format is not supported"},
+           {R"("tools": [{"type": "function"}])", "tools are not supported"},
+           {R"("tool_choice": "required")", "tool_choice is not supported"},
+           {R"("stream_options": {"include_usage": true})", "include_usage is not supported"},
+           {R"("min_p": 0.1)", "only min_p = 0"},
+           {R"("repetition_penalty": 1.1)", "only repetition_penalty = 1"},
+           {R"("max_completion_tokens": 3)", "differ: give one"}}) {
+    const std::string msg =
+        expect_api_error(post(srv.port(), "/v1/chat/completions", chat + field + "}"), 400);
+    EXPECT_NE(msg.find(says), std::string::npos) << field << ": " << msg;
+  }
+  for (const std::string field :
+       {R"("min_p": 0.2)", R"("response_format": {"type": "json_schema"})",
+        R"("stream_options": {"include_usage": true})"})
+    EXPECT_EQ(post(srv.port(), "/v1/completions", completion + field + "}")->status, 400) << field;
+  for (const std::string field :
+       {R"("logprobs": false)", R"("top_logprobs": null)", R"("response_format": {"type": "text"})",
+        R"("tools": [])", R"("tool_choice": "auto")", R"("stream_options": {})", R"("min_p": 0)",
+        R"("repetition_penalty": 1.0)", R"("max_completion_tokens": 2)"}) {
+    auto r = post(srv.port(), "/v1/chat/completions", chat + field + "}");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << field << ": " << r->body;
+  }
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
 // Every endpoint of a server of `kind` started with --index, read from the declared route table
 // (server/endpoints.h; no list of its own, so a new endpoint is checked here with no edit): each
 // behind the key answers 401 without the key, with a wrong one, and not with the right one in any

@@ -132,7 +132,7 @@ TEST(StoreOutputs, EveryOutputFlagRefusesTheFilesItsVerbReads) {
        "is the --vocab-from file itself"},
       {"tune -m " + quoted(d / "model.gguf") + " --task needle --budget 10 --store " +
            quoted(d / "t.sqlite") + " -o " + quoted(d / "model.gguf"),
-       "is the -m file itself"},
+       "is the model file itself"},
       {"tune -m " + quoted(d / "model.gguf") + " --task needle --budget 10 --store " +
            quoted(d / "t.sqlite") + " --space " + quoted(d / "pairs.jsonl") + " -o " +
            quoted(d / "pairs.jsonl"),
@@ -143,6 +143,17 @@ TEST(StoreOutputs, EveryOutputFlagRefusesTheFilesItsVerbReads) {
       {"reproduce cnorm -m " + quoted(d / "model.gguf") + " --store " + quoted(db) + " -o " +
            quoted(db),
        "is the --store file itself"},
+      // Pass 14: position-bias's measurement -o and --score -o replaced the model, cnorm
+      // calibrate's -o the template.
+      {"position-bias -m " + quoted(d / "model.gguf") + " --task needle -o " +
+           quoted(d / "model.gguf"),
+       "is the -m file itself"},
+      {"position-bias -m " + quoted(d / "model.gguf") + " --score " + quoted(d / "pairs.jsonl") +
+           " --bias b.json -o " + quoted(d / "model.gguf"),
+       "is the -m file itself"},
+      {"cnorm calibrate -m " + quoted(db) + " --task needle --template " +
+           quoted(d / "pairs.jsonl") + " -o " + quoted(d / "pairs.jsonl"),
+       "is the --template file itself"},
   };
   for (const Case& c : cases) {
     const auto r = run_ragform(c.args);

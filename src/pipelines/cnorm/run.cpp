@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/stable_hash.h"
 #include "pipelines/cnorm/analysis.h"
@@ -190,9 +191,8 @@ Calibration score_candidates(reader::Reader& r, store::RunStore* st, const Calib
     if (!opt.dump_dir.empty()) {
       std::string path =
           opt.dump_dir + "/f" + std::to_string(c) + "-s" + std::to_string(s) + ".txt";
-      std::ofstream o(path, std::ios::binary);
-      o << pr.text;
-      if (!o) throw Error("cnorm calibrate", "cannot write " + path);
+      // Whole or not at all, and never through a link planted at a prompt's name (pass 14).
+      write_file_atomically(path, pr.text, "cnorm calibrate --dump-prompts");
     }
     prog.add();
     if (!st) return prompt_abs(r, pr, setup.abs);
