@@ -13,8 +13,19 @@ surrogate), OSError (files) or RuntimeError (anything else) with the message the
 "ragform: ".
 """
 
-from . import _options, _ragform
-from ._ragform import Attention, Reader
+import os as _os
+import resource as _resource
+
+# OpenBLAS (FAISS's BLAS, loaded with _ragform) starts a worker per core as it loads, each taking a
+# 128 MB buffer of address space; under an address-space limit one that cannot get it spins and
+# the interpreter never exits (issue 40, pass 15; the CLI restarts itself for the same reason,
+# src/cli/main.cpp). The library reads the variable only as it loads: set before the import, and
+# only under such a limit (an OpenBLAS that numpy loaded first is already started).
+if _resource.getrlimit(_resource.RLIMIT_AS)[0] != _resource.RLIM_INFINITY:
+    _os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+from . import _options, _ragform  # noqa: E402
+from ._ragform import Attention, Reader  # noqa: E402
 from ._text import check_methods as _check_methods
 from ._text import _is_bool
 from ._text import fspath as _fspath

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -70,13 +71,24 @@ OpenStoreMark::~OpenStoreMark() {
 }
 
 void refuse_open_store(const std::string& path, const std::string& what) {
+  // The store itself, or one of SQLite's files beside it (its write-ahead log, shared memory or
+  // journal: a profile written as STORE-wal was deleted with the log when the store closed, and
+  // a second writer would read it as the log: pass 15).
+  std::string store = path;
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    if (store.ends_with(suffix)) {
+      store.resize(store.size() - std::strlen(suffix));
+      break;
+    }
   Id id;
-  if (!identity(path, id)) return;
+  if (!identity(store, id)) return;
   std::lock_guard<std::mutex> lock(g_mu);
   if (open_stores().count(id))
     throw UsageError(what, excerpt(path) +
-                               ": is the run store this command uses; write the output elsewhere "
-                               "(replacing it would lose the store's measurements)");
+                               (store == path ? ": is the run store this command uses"
+                                              : ": is a file of the run store this command uses") +
+                               "; write the output elsewhere (replacing it would lose the "
+                               "store's measurements)");
 }
 
 }  // namespace ragform

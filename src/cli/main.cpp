@@ -100,8 +100,11 @@ constexpr size_t kCliMemoryReserve = size_t(8) << 20;
 // that grows with the cores (issue 40, pass 12). ragform's own threads do its work (BLAS only
 // multiplies the dense index's small batches), so under such a limit the process starts again
 // with OPENBLAS_NUM_THREADS=1, which the library reads only as it loads, whatever the variable
-// said (pass 13: "", "0", "2" or "abc" hung as before). Without a limit nothing changes.
-void one_blas_thread_under_a_limit(char** argv) {
+// said (pass 13: "", "0", "2" or "abc" hung as before). Without a limit nothing changes. It runs
+// before the program's other static initialisers (priority 101; glibc hands a constructor argc,
+// argv and envp): FAISS's own, which allocate, ran out of memory beside OpenBLAS's workers and
+// ended in std::terminate before main could start again (a test under load at 212 MB, stop 57).
+__attribute__((constructor(101))) void one_blas_thread_under_a_limit(int, char** argv, char**) {
   const char* now = std::getenv("OPENBLAS_NUM_THREADS");
   if (now && std::string(now) == "1") return;
   rlimit rl{};
@@ -113,7 +116,6 @@ void one_blas_thread_under_a_limit(char** argv) {
 
 int main(int argc, char** argv) {
   using namespace ragform;
-  one_blas_thread_under_a_limit(argv);
   // Room to unwind and say "out of memory" when an allocation fails: a nlohmann::json destructor
   // allocates as it frees, and a failure there is std::terminate (base/memory_limit.h; the server
   // keeps one of its own size).

@@ -570,7 +570,8 @@ Response Api::chat(const std::string& body) {
   std::vector<int32_t> ids =
       tok::tokenize_chat(reader_.tokenizer(), tok::ChatFamily(chat_family_), msgs, true).ids;
   int max_tokens = c.gen.max_tokens;
-  if (!j.contains("max_tokens") && !j.contains("max_completion_tokens"))
+  const auto absent = [&](const char* key) { return !j.contains(key) || j[key].is_null(); };
+  if (absent("max_tokens") && absent("max_completion_tokens"))  // null is absent (pass 15)
     max_tokens = std::max(0, std::min(max_tokens, opt_.n_ctx - int(ids.size())));
   c.gen.max_tokens = max_tokens;
   check_prompt_len(ids.size(), max_tokens, opt_);

@@ -216,7 +216,9 @@ TuneOptions tune_options(const TuneArgs& given) {
   // Refused before the search, not when the profile is written after it (base/file_identity.h):
   // the store, and every file the search reads (pass 13: -o naming the --space file replaced it).
   if (!a.output.empty()) {
-    if (same_file(a.output, a.store_path))
+    if (same_file(a.output, a.store_path) || same_file(a.output, a.store_path + "-wal") ||
+        same_file(a.output, a.store_path + "-shm") ||
+        same_file(a.output, a.store_path + "-journal"))
       throw OptionError("output", "'" + excerpt(a.output) +
                                       "' is the run store itself: write the profile elsewhere "
                                       "(replacing the store would lose its measurements)");
