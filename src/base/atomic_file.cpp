@@ -64,7 +64,15 @@ int proc_descriptor(const std::string& path) {
       const std::string name = full.filename().string();
       const bool digits = !name.empty() && name.size() < 9 &&
                           name.find_first_not_of("0123456789") == std::string::npos;
-      return digits && (parent == own || parent == "/proc/self/fd") ? std::stoi(name) : kOtherProc;
+      // This process's table: /proc/<pid>/fd, or a thread's view of it, /proc/<pid>/task/<tid>/fd
+      // (/proc/thread-self/fd resolves there; pass 15), which the threads share.
+      const std::string dir = parent.string();
+      const std::string task = "/proc/" + std::to_string(::getpid()) + "/task/";
+      const bool mine = dir == own || dir == "/proc/self/fd" ||
+                        (dir.rfind(task, 0) == 0 && dir.size() > task.size() + 3 &&
+                         dir.compare(dir.size() - 3, 3, "/fd") == 0 &&
+                         dir.find('/', task.size()) == dir.size() - 3);
+      return digits && mine ? std::stoi(name) : kOtherProc;
     }
     if (!fs::is_symlink(full, ec)) return kNotProc;
     const fs::path to = fs::read_symlink(full, ec);
@@ -142,7 +150,10 @@ AtomicFile::AtomicFile(std::string target, std::string what)
   if (exists && (!S_ISREG(st.st_mode) || own == kOtherProc)) {
     in_place_ = true;
     temp_ = dest_ = target_;
-    fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    // A regular file reached through another process's /proc is replaced in place: truncated,
+    // as `>` would (written from its start, its old tail stayed: pass 15).
+    const int trunc = S_ISREG(st.st_mode) ? O_TRUNC : 0;
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | trunc);
     if (fd_ < 0) {
       const int err = errno;
       throw FileError(what_, "cannot write " + target_ + ": " + std::strerror(err), err);

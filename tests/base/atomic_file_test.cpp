@@ -160,8 +160,11 @@ TEST(AtomicFile, ADeviceOrFifoIsWrittenInPlaceAndAFileKeepsItsMode) {
   fs::create_symlink("/proc/self/fd/" + std::to_string(fd), dir / "my-stdout");
   write_file_atomically((dir / "my-stdout").string(), "second\n", "test");
   write_file_atomically("/dev/fd/" + std::to_string(fd), "third\n", "test");
+  // A thread's view of the table is the process's (pass 15: /proc/thread-self/fd/N was "another
+  // process's" and written from the file's start).
+  write_file_atomically("/proc/thread-self/fd/" + std::to_string(fd), "fourth\n", "test");
   ::close(fd);
-  EXPECT_EQ(read_file(out), "first\nsecond\nthird\n");
+  EXPECT_EQ(read_file(out), "first\nsecond\nthird\nfourth\n");
   EXPECT_TRUE(fs::is_symlink(dir / "my-stdout"));
   // setuid, setgid and sticky bits are not carried over (a replaced file of another owner came
   // back setuid root), and a long valid name still gets a temporary (250 bytes plus the suffix
