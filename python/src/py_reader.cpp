@@ -55,6 +55,7 @@ namespace {
 
 using answer::attention_of;
 using answer::bad;
+using answer::check_generation;
 using answer::generation_of;
 using answer::hidden_of;
 using answer::items_of;
@@ -212,7 +213,9 @@ class PyReader : public reader::Reader {
             " prompts");
       std::vector<Generation> out;
       for (const pyb::object& g : items) {
-        out.push_back(generation_of(g, "result " + std::to_string(out.size())));
+        const std::string what = "result " + std::to_string(out.size());
+        out.push_back(generation_of(g, what));
+        check_generation(out.back(), p, what);
         cut_after_line(out.back(), p);  // the object is not asked to stop there
       }
       return out;

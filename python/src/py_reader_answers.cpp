@@ -373,6 +373,17 @@ Generation generation_of(const pyb::handle& h, const std::string& what) {
   return g;
 }
 
+void check_generation(const Generation& g, const reader::GenerateParams& p,
+                      const std::string& what) {
+  if (!g.ids.empty() && p.max_tokens >= 0 && g.ids.size() > size_t(p.max_tokens))
+    bad(what + ": " + std::to_string(g.ids.size()) +
+        " ids, more than max_tokens = " + std::to_string(p.max_tokens));
+  for (const std::string& s : p.stop)
+    if (!s.empty() && g.text.find(s) != std::string::npos)
+      bad(what + "'s text holds the stop string '" + excerpt(s) +
+          "': a generation ends before its first stop string, which is not part of it");
+}
+
 // A log-prob: finite and at most 0 (within kLogprobSlack).
 double logprob_of(double v, const std::string& what) {
   if (!std::isfinite(v)) bad(what + ": " + num(v) + " is not a finite log-probability");
@@ -648,6 +659,36 @@ AttentionResult attention_of(const pyb::handle& h, const std::vector<int>& layer
                                                       std::to_string(position) + ")";
     r.rows.push_back(row_of(items[i], layer, position, heads, n_tokens, bound, where));
   }
+  // A negative layer counts from the end: every row asked for one implies the reader's layer
+  // count (its label minus the asked layer), and they must all imply the same one, above every
+  // layer asked by index (issue 40, M7: a row of layer 7 for -1 beside one of 9 for -2 was kept).
+  // A lone -1 cannot be checked without the reader's layer count.
+  long long n_layer = -1;
+  size_t first = 0;
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const int asked = layers[i / positions.size()];
+    if (asked >= 0 || r.rows[i].layer == asked) continue;  // unlabelled, or labelled as asked
+    const long long implied = (long long)r.rows[i].layer - asked;
+    const std::string at = "row " + std::to_string(i) + " (layer " + std::to_string(asked) + ")";
+    if (r.rows[i].layer < 0)
+      bad(at + " is labelled layer " + std::to_string(r.rows[i].layer) +
+          ": a negative layer counts from the end, so its label is the layer's index");
+    if (n_layer < 0) {
+      n_layer = implied;
+      first = i;
+    } else if (implied != n_layer) {
+      bad(at + " is labelled layer " + std::to_string(r.rows[i].layer) + " and row " +
+          std::to_string(first) + " (layer " + std::to_string(layers[first / positions.size()]) +
+          ") layer " + std::to_string(r.rows[first].layer) + ": they imply " +
+          std::to_string(implied) + " and " + std::to_string(n_layer) +
+          " layers (a negative layer counts from the end)");
+    }
+  }
+  if (n_layer > 0)
+    for (int asked : layers)
+      if (asked >= n_layer)
+        bad("layer " + std::to_string(asked) + " was answered, but the rows of negative layers " +
+            "imply " + std::to_string(n_layer) + " layers");
   return r;
 }
 

@@ -33,6 +33,11 @@ long long length_of(const pyb::handle& h);
 int token_count_of(const pyb::handle& h, size_t bound, bool text_blank);
 pyb::dict params_dict(const reader::GenerateParams& p, size_t n_prompts);
 reader::Generation generation_of(const pyb::handle& h, const std::string& what);
+// What a generation must keep of the request `p` (issue 40, M7): its text ends before its first
+// stop string (the native reader's rule; the adapters cut there), and its ids, when given, are
+// at most max_tokens.
+void check_generation(const reader::Generation& g, const reader::GenerateParams& p,
+                      const std::string& what);
 // `at_least`: a lower bound on the log-probs of a non-empty continuation (1 without tokenize;
 // with it, the tokens the continuation adds to the prompt less one, for a merge at the seam).
 reader::ScoreResult score_of(const pyb::handle& h, int want, int at_most, int at_least,

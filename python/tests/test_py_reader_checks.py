@@ -325,6 +325,39 @@ def test_generate_results_are_checked():
         refused(lambda: r._generate("a b"), r"MyReader.generate: " + message)
 
 
+def test_a_generation_keeps_what_the_request_asked():
+    # Issue 40, M7: a text still holding a stop string, and more ids than max_tokens, were taken.
+    for answer, kw, message in [
+        ([{"text": "Paris. Next", "finish_reason": "stop"}], {"stop": ["."]},
+         r"result 0's text holds the stop string '\.': a generation ends before its first stop "
+         r"string, which is not part of it"),
+        ([{"text": "a b c", "ids": [1, 2, 3]}], {"n_predict": 2},
+         r"result 0: 3 ids, more than max_tokens = 2"),
+    ]:
+        r = reader_of(generate=lambda prompts, params, answer=answer: answer)
+        refused(lambda: r._generate("a b", **kw), r"MyReader.generate: " + message)
+    # What the request allows passes: the text before the stop, ids within max_tokens.
+    r = reader_of(generate=lambda prompts, params: [{"text": "Paris", "ids": [1, 2]}])
+    assert r._generate("a b", stop=["."], n_predict=2)["text"] == "Paris"
+
+
+def test_attention_rows_of_negative_layers_are_labelled_as_an_index():
+    # Issue 40, M7: a negative layer counts from the end, so a row's label is the layer's index
+    # (or the asked layer itself); a label of -3 for -1 was kept. (Several negative layers in one
+    # call must imply one layer count, py_reader_answers.cpp attention_of: a pipeline's call.)
+    def labelled(label):
+        def attention(prompt, layers, heads, positions):
+            n = len(prompt.split())
+            return [{"heads": np.full((2, n), 1.0 / n), "layer": label} for _ in layers]
+        return reader_of(attention=attention)
+
+    refused(lambda: labelled(-3).attention("a b c", layer=-1),
+            r"MyReader.attention: row 0 \(layer -1\) is labelled layer -3: a negative layer "
+            r"counts from the end, so its label is the layer's index")
+    assert labelled(7).attention("a b c", layer=-1).layer == 7
+    assert labelled(-1).attention("a b c", layer=-1).layer == -1
+
+
 def test_a_bad_generation_is_an_unmeasured_row_naming_it(tmp_path):
     pairs = [{"id": "q1#0", "instance": "q1", "doc": 0, "perturbation": "format/json",
               "category": "format", "question": "What is the capital of France?",

@@ -222,7 +222,7 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
 }
 
 ScoreResult NativeReader::score(const std::string& prompt, const std::string& continuation,
-                                const SteeringParams& steer) {
+                                const SteeringParams& steer, int top) {
   // With a continuation: tokenise prompt + continuation together (so the boundary tokenises as
   // it would in a real prompt) and score the tokens past the longest prefix shared with the
   // prompt's own tokens.
@@ -270,7 +270,9 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
       TokenLogprob tl;
       tl.id = all[t];
       tl.piece = tok_->token_to_piece(all[t], true);
-      tl.logprob = runtime::log_softmax_at(&out[0].logits[(row - b) * size_t(V)], V, all[t]);
+      const float* logits = &out[0].logits[(row - b) * size_t(V)];
+      tl.logprob = runtime::log_softmax_at(logits, V, all[t]);
+      if (top > 0) tl.top = runtime::top_log_softmax(logits, V, top);
       r.sum += tl.logprob;
       r.tokens.push_back(std::move(tl));
     }

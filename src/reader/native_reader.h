@@ -69,8 +69,10 @@ class NativeReader : public Reader {
   std::vector<Generation> generate_batch(const std::vector<std::string>& prompts,
                                          const GenerateParams& p,
                                          const std::vector<SteeringParams>& steer);
+  // `top` > 0: each scored token also lists the `top` most likely tokens at its position
+  // (TokenLogprob::top).
   ScoreResult score(const std::string& prompt, const std::string& continuation,
-                    const SteeringParams& steer);
+                    const SteeringParams& steer, int top = 0);
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q,
                             const SteeringParams& steer);
   HiddenResult hidden(const std::string& prompt, int layer, const SteeringParams& steer);

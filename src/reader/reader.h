@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reader/generate_options.h"
@@ -67,6 +68,9 @@ struct TokenLogprob {
   int32_t id = -1;
   std::string piece;
   double logprob = 0.0;  // natural log
+  // The most likely tokens at this position with their log-probs, most likely first, when asked
+  // for (NativeReader::score's `top`; the server's top_logprobs); else empty.
+  std::vector<std::pair<int32_t, double>> top{};
 };
 
 struct ScoreResult {

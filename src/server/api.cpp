@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/excerpt.h"
 #include "base/json_file.h"
 #include "base/json_number.h"
 #include "base/json_release.h"
@@ -410,34 +411,46 @@ Response stream_completions(Engine& engine, const std::vector<std::vector<int32_
 
 // The 'logprobs' object of one choice. Prompt tokens (echo): the first has no log-prob, as in
 // OpenAI's legacy API. Generated tokens: the text is re-scored after the prompt (tokenised
-// together with it). Scoring runs on the engine's thread, between its steps.
+// together with it). `top` > 0 (the request's logprobs = N): top_logprobs lists, per token, the
+// N most likely pieces at its position with their log-probs (null for the first prompt token);
+// 0: top_logprobs is null. Scoring runs on the engine's thread, between its steps.
 json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std::string& prompt,
-                         const std::vector<int32_t>& prompt_ids, const std::string& text,
-                         bool echo) {
+                         const std::vector<int32_t>& prompt_ids, const std::string& text, bool echo,
+                         int top) {
   const auto& tk = reader.tokenizer();
-  json toks = json::array(), lps = json::array(), offs = json::array();
+  json toks = json::array(), lps = json::array(), offs = json::array(), tops = json::array();
   size_t off = 0;
-  auto add = [&](const std::string& piece, json v) {
+  auto add = [&](const std::string& piece, json v,
+                 const std::vector<std::pair<int32_t, double>>* alts) {
     toks.push_back(piece);
     lps.push_back(v);
     offs.push_back(off);
     off += piece.size();
+    json alt = nullptr;
+    if (alts) {
+      // Pieces are the keys (OpenAI's shape): two tokens spelled alike keep the likelier one.
+      alt = json::object();
+      for (const auto& [id, lp] : *alts) {
+        const std::string p = tk.token_to_piece(id, true);
+        if (!alt.contains(p)) alt[p] = lp;
+      }
+    }
+    tops.push_back(std::move(alt));
+  };
+  const auto scored = [&](const std::string& p, const std::string& t) {
+    reader::ScoreResult sr;
+    engine.run([&] { sr = reader.score(p, t, reader.steering, top); }).get();
+    for (auto& x : sr.tokens) add(x.piece, x.logprob, top > 0 ? &x.top : nullptr);
   };
   if (echo) {
-    std::string p = prompt;
-    reader::ScoreResult sr;
-    if (prompt_ids.size() > 1) engine.run([&] { sr = reader.score(p, ""); }).get();
-    add(tk.token_to_piece(prompt_ids[0], true), nullptr);
-    for (auto& t : sr.tokens) add(t.piece, t.logprob);
+    add(tk.token_to_piece(prompt_ids[0], true), nullptr, nullptr);
+    if (prompt_ids.size() > 1) scored(prompt, "");
   }
-  if (!text.empty()) {
-    reader::ScoreResult sr;
-    std::string p = prompt, t = text;
-    engine.run([&] { sr = reader.score(p, t); }).get();
-    for (auto& x : sr.tokens) add(x.piece, x.logprob);
-  }
-  return {
-      {"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", nullptr}, {"text_offset", offs}};
+  if (!text.empty()) scored(prompt, text);
+  return {{"tokens", toks},
+          {"token_logprobs", lps},
+          {"top_logprobs", top > 0 ? tops : json(nullptr)},
+          {"text_offset", offs}};
 }
 
 }  // namespace
@@ -486,7 +499,11 @@ Response Api::completions(const std::string& body) {
     if (steering[i].active()) g.steering = {steering[i]};
     return g;
   };
-  if (c.stream) return stream_completions(engine_, ids, gen_for, prompts, echo, base);
+  if (c.stream) {
+    // The chunks carry no log-probs: asked for, they would be null (issue 40, pass 15).
+    if (logprobs >= 0) bad("logprobs is not supported with stream: true", "unsupported_field");
+    return stream_completions(engine_, ids, gen_for, prompts, echo, base);
+  }
 
   // Queue every prompt before waiting, so the prompts of one request share the engine's steps.
   std::vector<std::future<runtime::GenerateOutput>> futs;
@@ -498,7 +515,8 @@ Response Api::completions(const std::string& body) {
   // reply is reserved in the server-wide budget before it is built, and held until written.
   size_t listed = 0, echoed = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    if (logprobs >= 0) listed += (echo ? ids[i].size() : 0) + outs[i].ids.size() + 1;
+    if (logprobs >= 0)
+      listed += ((echo ? ids[i].size() : 0) + outs[i].ids.size() + 1) * size_t(1 + logprobs);
     if (echo) echoed += prompts[i].size();
   }
   ReplyBudget::Hold hold = reply_budget().reserve(
@@ -510,7 +528,8 @@ Response Api::completions(const std::string& body) {
     completion_tokens += int(g.ids.size());
     prompt_tokens += int(ids[i].size());
     json lp = nullptr;
-    if (logprobs >= 0) lp = completion_logprobs(reader_, engine_, prompts[i], ids[i], g.text, echo);
+    if (logprobs >= 0)
+      lp = completion_logprobs(reader_, engine_, prompts[i], ids[i], g.text, echo, logprobs);
     choices.push_back({{"index", i},
                        {"text", echo ? prompts[i] + g.text : g.text},
                        {"logprobs", lp},
@@ -545,6 +564,13 @@ Response Api::chat(const std::string& body) {
   for (auto& m : j["messages"]) {
     if (!m.is_object())
       bad("each message must be an object with 'role' and 'content'", "invalid_type");
+    // A message is its role and its text: a name, tool calls or a tool call's id would be dropped
+    // from the rendered prompt (issue 40, P3), so they are refused.
+    for (const auto& [key, v] : m.items())
+      if (key != "role" && key != "content")
+        bad("message " + std::to_string(msgs.size()) + ": '" + printable(excerpt(key)) +
+                "' is not supported (a message is its role and content)",
+            "unsupported_field");
     std::string role = get_str(m, "role", true), content;
     if (m.contains("content") && m["content"].is_array()) {
       // Content parts: only text parts are understood.

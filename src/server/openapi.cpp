@@ -63,12 +63,20 @@ std::string fill_text(const std::string& s, const OpenApiLimits& limits) {
   return out;
 }
 
-// A schema's "$name" string values replaced by their limits.
+// A schema's "$name" string values replaced by their limits, and the "$name" words of its
+// descriptions (a field's "at most $max_stop_strings strings" was sent unfilled: issue 40, P7).
 void fill_schema(ojson& j, const OpenApiLimits& limits) {
   if (j.is_string()) {
     const std::string s = j.get<std::string>();
     if (s.size() > 1 && s[0] == '$') j = limit(limits, s.substr(1));
-  } else if (j.is_structured()) {
+  } else if (j.is_object()) {
+    for (auto& [key, v] : j.items()) {
+      if (key == "description" && v.is_string())
+        v = fill_text(v.get<std::string>(), limits);
+      else
+        fill_schema(v, limits);
+    }
+  } else if (j.is_array()) {
     for (auto& v : j) fill_schema(v, limits);
   }
 }

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/memory_limit.h"
 #include "server/api_json.h"
+#include "server/request_fields.h"
 
 namespace ragform::server {
 
@@ -22,9 +23,10 @@ void Router::add(const RouteSpec& spec, Handler handler) {
                                " is not JSON: " + e.what());
     }
   auto shared = std::make_shared<const RouteSpec>(spec);
+  auto fields = std::make_shared<const std::set<std::string>>(declared_fields(spec.request));
   for (const std::string& p : spec.paths) {
     if (find(p)) throw Error("serve", "two endpoints for " + p);
-    routes_.push_back({spec.method, p, handler, shared});
+    routes_.push_back({spec.method, p, handler, shared, fields});
   }
 }
 
@@ -82,6 +84,7 @@ Response Router::dispatch(const Request& req) const {
   }
   if (!r->handler) throw std::logic_error(r->method + " " + r->path + " is declared, not served");
   const std::shared_ptr<void> admitted = admit_ ? admit_(req) : nullptr;
+  check_request_fields(req.body, *r->fields, r->method + " " + r->path);
   return r->handler(req);
 }
 

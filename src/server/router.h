@@ -7,6 +7,8 @@
 //   - an unknown path: 404 "no endpoint PATH", with the hint of that path (a path another kind of
 //     server answers) or the router's default hint;
 //   - a known path with another method: 405 "use GET" / "use POST" (HEAD counts as GET);
+//   - a body field the route's request schema does not declare: 400 unknown_field
+//     (request_fields.h), so no field is answered 200 and ignored;
 //   - whatever a handler throws: the one error JSON (api_json.h response_for_current_exception),
 //     its message cut to a bound and with the server's own paths (hide()) replaced by their file
 //     names: a client learns why a request failed, not where the server keeps its files.
@@ -16,6 +18,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +87,7 @@ class Router {
     std::string method, path;
     Handler handler;
     std::shared_ptr<const RouteSpec> spec;
+    std::shared_ptr<const std::set<std::string>> fields;  // the request's (request_fields.h)
   };
   const Route* find(const std::string& path) const;
   Response dispatch(const Request& req) const;

@@ -107,6 +107,53 @@ TEST(Router, WrongMethodNamesTheAllowedOnes) {
   EXPECT_EQ(allow("QUERY", "/v1/echo"), "POST");
 }
 
+// Issue 40, P3: a body field the route's request schema does not declare is a 400
+// unknown_field naming it and the route, read before the handler runs (n_predict, grammar, ...
+// were answered 200 and ignored); declared fields, a body that is not a JSON object and bad JSON
+// (whatever keys it holds) reach the handler, whose own message names the fault. A schema that lets
+// other properties through, or declares none, checks nothing.
+TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
+  Router r;
+  int reached = 0;
+  const auto echo = [&](const Request& q) {
+    ++reached;
+    return ok_text(q.body);
+  };
+  r.add({.method = "POST",
+         .paths = {"/v1/strict"},
+         .request = R"({"type": "object", "properties": {"a": {}, "b": {"type": "object"}}})"},
+        echo);
+  r.add({.method = "POST",
+         .paths = {"/v1/open"},
+         .request = R"({"type": "object", "additionalProperties": true, "properties": {"a": {}}})"},
+        echo);
+  r.add({.method = "POST", .paths = {"/v1/any"}}, echo);
+  for (const std::string body :
+       {R"({"a": 1, "b": {"nested": {"c": 2}}})", "{}", "[1, 2]", R"("text")", "{not json",
+        R"({"a": [{"zz": 1}]})", R"({"n_predict": 5, "a": [}")"}) {
+    EXPECT_EQ(r.handle({"POST", "/v1/strict", "", body}).body, body);
+  }
+  EXPECT_EQ(reached, 7);
+  for (const std::string body : {R"({"a": 1, "n_predict": 5})", R"({"n_predict": 5, "a": []})",
+                                 R"({"b": {}, "n_predict": 0})"}) {
+    const Response x = r.handle({"POST", "/v1/strict", "", body});
+    EXPECT_EQ(x.status, 400) << body;
+    EXPECT_EQ(code(x), "unknown_field") << body;
+    EXPECT_NE(message(x).find("'n_predict' is not a field of POST /v1/strict"), std::string::npos)
+        << message(x);
+    EXPECT_NE(message(x).find("reads a, b"), std::string::npos) << message(x);
+  }
+  EXPECT_EQ(reached, 7);
+  // A client's key is quoted as an excerpt, control bytes escaped.
+  const Response long_key =
+      r.handle({"POST", "/v1/strict", "", "{\"\\u001b" + std::string(5000, 'k') + "\": 1}"});
+  EXPECT_EQ(code(long_key), "unknown_field");
+  EXPECT_LT(message(long_key).size(), 600u);
+  EXPECT_EQ(message(long_key).find('\x1b'), std::string::npos);
+  for (const char* path : {"/v1/open", "/v1/any"})
+    EXPECT_EQ(r.handle({"POST", path, "", R"({"n_predict": 5})"}).status, 200) << path;
+}
+
 // The API document (openapi.h) is built from the tables themselves: every route of every kind of
 // server is in it, with its schemas, its error replies and its access; no "$limit" is left.
 TEST(OpenApi, EveryRouteOfEveryTableIsDescribed) {
@@ -153,6 +200,13 @@ TEST(OpenApi, EveryRouteOfEveryTableIsDescribed) {
   const std::string text = doc.dump();
   EXPECT_EQ(text.find("\": \"$"), std::string::npos);  // every "$limit" filled in
   EXPECT_EQ(text.find("\":\"$"), std::string::npos);
+  // ... and every "$limit" word of a description (issue 40, P7: the stop field said "at most
+  // $max_stop_strings strings"): the only '$' left are the "$ref" key and a pattern's end.
+  for (size_t at = text.find('$'); at != std::string::npos; at = text.find('$', at + 1))
+    EXPECT_TRUE(text.compare(at, 5, "$ref\"") == 0 || text.compare(at, 2, "$\"") == 0)
+        << text.substr(at, 40);
+  EXPECT_NE(text.find("at most " + std::to_string(limits.at("max_stop_strings")) + " strings"),
+            std::string::npos);
   EXPECT_EQ(text.find(RAGFORM_SOURCE_DIR), std::string::npos);  // no server-side path
 }
 

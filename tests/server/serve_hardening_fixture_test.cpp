@@ -281,6 +281,104 @@ TEST(ServeHardening, UnimplementedChatFieldsAreRefusedUnlessDefault) {
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
+// Issue 40, P3: the fields of other servers' APIs (llama-server's n_predict, grammar, mirostat,
+// vLLM's chat_template_kwargs, ...) were answered 200 and ignored; each is refused now, naming
+// itself, as any field a route's schema does not declare. A chat message is its role and content
+// (a name or tool calls were dropped from the prompt). The SDKs' metadata fields are accepted.
+TEST(ServeHardening, FieldsNoRouteReadsAreRefused) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "128", "--chat-template", "chatml"});
+  const std::string chat = R"({"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}], )";
+  const std::string completion = R"({"max_tokens": 2, "prompt": "Hi", )";
+  for (const std::string field :
+       {"n_predict", "ignore_eos", "grammar", "json_schema", "typical_p", "mirostat", "min_tokens",
+        "stop_token_ids", "cache_prompt", "logprobs_extra"}) {
+    for (const auto& [path, head] :
+         {std::pair{"/v1/completions", completion}, std::pair{"/v1/chat/completions", chat}}) {
+      const auto r = post(srv.port(), path, head + "\"" + field + "\": 1}");
+      EXPECT_EQ(error_code_of(r), "unknown_field") << path << " " << field;
+      const std::string msg = expect_api_error(r, 400);
+      EXPECT_NE(msg.find("'" + field + "' is not a field"), std::string::npos) << msg;
+    }
+  }
+  for (const std::string field :
+       {R"("continue_final_message": true)", R"("add_generation_prompt": false)",
+        R"("chat_template": "x")", R"("chat_template_kwargs": {})", R"("echo": true)",
+        R"("reasoning_effort": "low")"})
+    EXPECT_EQ(error_code_of(post(srv.port(), "/v1/chat/completions", chat + field + "}")),
+              "unknown_field")
+        << field;
+  for (const std::string message : {R"({"role": "assistant", "content": "", "tool_calls": []})",
+                                    R"({"role": "tool", "content": "4", "tool_call_id": "c1"})",
+                                    R"({"role": "user", "content": "Hi", "name": "ann"})"}) {
+    const auto r = post(
+        srv.port(), "/v1/chat/completions",
+        R"({"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}, )" + message + "]}");
+    const std::string msg = expect_api_error(r, 400);
+    EXPECT_NE(msg.find("message 1: '"), std::string::npos) << message << ": " << msg;
+  }
+  for (const std::string field :
+       {R"("user": "u-1")", R"("store": false)", R"("metadata": {"k": "v"})",
+        R"("service_tier": "auto")", R"("parallel_tool_calls": true)", R"("best_of": 1)",
+        R"("suffix": "")"}) {
+    for (const auto& [path, head] :
+         {std::pair{"/v1/completions", completion}, std::pair{"/v1/chat/completions", chat}}) {
+      auto r = post(srv.port(), path, head + field + "}");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 200) << path << " " << field << ": " << r->body;
+    }
+  }
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Issue 40, P5: logprobs N > 0 was accepted and top_logprobs was always null. Now each listed
+// token has the N likeliest pieces at its position, likeliest first, the echoed prompt's first
+// token null; logprobs 0 keeps top_logprobs null; with stream it is refused (the chunks carry
+// none).
+TEST(ServeHardening, CompletionTopLogprobsListTheLikeliestPieces) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "128"});
+  const auto call = [&](int n, bool echo) {
+    const auto r = post(srv.port(), "/v1/completions",
+                        R"({"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, )"
+                        R"("logprobs": )" +
+                            std::to_string(n) + R"(, "echo": )" + (echo ? "true" : "false") + "}");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    return r ? json::parse(r->body)["choices"][0]["logprobs"] : json();
+  };
+  EXPECT_TRUE(call(0, true)["top_logprobs"].is_null());
+  for (int n : {1, 5}) {
+    const json lp = call(n, true);
+    const json& tops = lp["top_logprobs"];
+    ASSERT_EQ(tops.size(), lp["tokens"].size());
+    EXPECT_TRUE(tops[0].is_null());
+    for (size_t i = 1; i < tops.size(); ++i) {
+      SCOPED_TRACE(i);
+      ASSERT_TRUE(tops[i].is_object());
+      EXPECT_GE(tops[i].size(), 1u);
+      EXPECT_LE(tops[i].size(), size_t(n));
+      double best = -1e300;
+      for (const auto& [piece, v] : tops[i].items()) {
+        EXPECT_LE(v.get<double>(), 0.0);
+        best = std::max(best, v.get<double>());
+      }
+      // The token's own log-prob is at most the likeliest one's, and equal when it is listed.
+      const double own = lp["token_logprobs"][i].get<double>();
+      EXPECT_LE(own, best + 1e-12);
+      const std::string piece = lp["tokens"][i];
+      if (tops[i].contains(piece)) {
+        EXPECT_DOUBLE_EQ(tops[i][piece].get<double>(), own);
+      }
+    }
+  }
+  const std::string msg =
+      expect_api_error(post(srv.port(), "/v1/completions",
+                            R"({"prompt": "Hi", "max_tokens": 2, "logprobs": 1, "stream": true})"),
+                       400);
+  EXPECT_NE(msg.find("logprobs is not supported with stream"), std::string::npos) << msg;
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
 // Every endpoint of a server of `kind` started with --index, read from the declared route table
 // (server/endpoints.h; no list of its own, so a new endpoint is checked here with no edit): each
 // behind the key answers 401 without the key, with a wrong one, and not with the right one in any
@@ -309,6 +407,22 @@ void expect_every_route_behind_the_key(int port, const std::string& kind) {
   }
 }
 
+// Every POST route of a server of `kind` refuses a field its schema does not declare (issue 40,
+// P3), before anything else is checked: the table's own list, so a new route is covered with no
+// edit.
+void expect_every_route_refuses_unknown_fields(int port, const std::string& kind) {
+  size_t n = 0;
+  for (const server::Endpoint& e : server::served_endpoints(kind)) {
+    if (e.method != "POST") continue;
+    ++n;
+    const auto r = post(port, e.path, R"({"n_predict": 4})", "Bearer k3y");
+    EXPECT_EQ(error_code_of(r), "unknown_field") << kind << " " << e.path;
+    const std::string msg = expect_api_error(r, 400);
+    EXPECT_NE(msg.find("'n_predict' is not a field of POST " + e.path), std::string::npos) << msg;
+  }
+  EXPECT_GE(n, 4u) << kind;
+}
+
 TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   REQUIRE_SHARED(bert, "fixtures/models/tiny-bert.gguf");
@@ -327,6 +441,7 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
   ServeProcess dec(
       {"-m", model.string(), "--ctx", "128", "--api-key", "k3y", "--index", (dir / "ix").string()});
   expect_every_route_behind_the_key(dec.port(), "reader");
+  expect_every_route_refuses_unknown_fields(dec.port(), "reader");
   // Amplification (issue 40's second pass): questions x k bounds a retrieve reply (1,024 x 1,000
   // made 108 MB from 17 KB), and a spotlight request's documents are bounded (each is an
   // encoder pass: 60,000 in 960 KB ran 60,000); both refused before any work.
@@ -348,6 +463,7 @@ TEST(ServeHardening, EveryEndpointSharesOneKeyCheck) {
   ServeProcess enc(
       {"-m", bert.string(), "-t", "1", "--api-key", "k3y", "--index", (dir / "ix").string()});
   expect_every_route_behind_the_key(enc.port(), "encoder");
+  expect_every_route_refuses_unknown_fields(enc.port(), "encoder");
   // A known path with the wrong method is 405 on every kind of route.
   for (const char* path : {"/v1/retrieve", "/v1/embeddings"}) {
     httplib::Client c("127.0.0.1", enc.port());

@@ -59,12 +59,39 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
   return cand_[keep - 1].second;
 }
 
-double log_softmax_at(const float* logits, int n_vocab, int32_t id) {
+namespace {
+// A row's largest logit and the log of its softmax denominator relative to it (in double).
+struct RowNorm {
+  float max;
+  double log_sum;
+};
+RowNorm row_norm(const float* logits, int n_vocab) {
   float mx = logits[0];
   for (int i = 1; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
   double sum = 0;
   for (int i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i]) - mx);
-  return double(logits[id]) - mx - std::log(sum);
+  return {mx, std::log(sum)};
+}
+}  // namespace
+
+double log_softmax_at(const float* logits, int n_vocab, int32_t id) {
+  const RowNorm r = row_norm(logits, n_vocab);
+  return double(logits[id]) - r.max - r.log_sum;
+}
+
+std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n) {
+  const RowNorm r = row_norm(logits, n_vocab);
+  std::vector<int32_t> ids(size_t(std::max(n_vocab, 0)));
+  for (int i = 0; i < n_vocab; ++i) ids[size_t(i)] = i;
+  const size_t k = size_t(std::clamp(n, 0, n_vocab));
+  std::partial_sort(
+      ids.begin(), ids.begin() + std::ptrdiff_t(k), ids.end(),
+      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+  std::vector<std::pair<int32_t, double>> out;
+  // The same expression as log_softmax_at, so a token's own entry equals its log-prob.
+  for (size_t i = 0; i < k; ++i)
+    out.emplace_back(ids[i], double(logits[ids[i]]) - r.max - r.log_sum);
+  return out;
 }
 
 }  // namespace ragform::runtime

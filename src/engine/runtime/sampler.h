@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace ragform::runtime {
@@ -29,5 +30,10 @@ class Sampler {
 
 // log-softmax of one logits row at `id` (sum in double for stability).
 double log_softmax_at(const float* logits, int n_vocab, int32_t id);
+
+// The `n` most likely tokens of one logits row (at most n_vocab), most likely first, ties toward
+// the lower id, each with its log-softmax as log_softmax_at gives it: an OpenAI completion's
+// top_logprobs.
+std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n);
 
 }  // namespace ragform::runtime
