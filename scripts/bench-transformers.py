@@ -8,7 +8,9 @@ ragform.readers.transformers (issue 44, "Speed, same pipeline, two readers, one 
         scripts/bench-transformers.py --model build/ci/transformers/gemma-3-270m-f32.gguf
 
 (scripts/test-transformers.sh installs the module into build/ci/python-transformers and makes the
-F32 copy; `ragform quantize $RAGFORM_GEMMA OUT --type f32` makes it by hand.)
+F32 copy; `ragform quantize $RAGFORM_GEMMA OUT --type f32` makes it by hand.) `--model
+$RAGFORM_GEMMA` compares on the quantised file itself: transformers dequantises it to float32,
+ragform runs it as it is (docs/performance.md gives both).
 
 Studies, per round, the readers alternated (the first reader swaps every round):
   calibrate  ragform.cnorm.calibrate over --records NQ-Open records: ABS of every candidate
