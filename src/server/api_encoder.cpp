@@ -1,8 +1,10 @@
 #include "server/api_encoder.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 
+#include "base/base64.h"
 #include "base/json_release.h"
 #include "reader/encoder.h"
 #include "reader/native_encoder.h"
@@ -52,7 +54,9 @@ const RouteSpec kEmbeddings{
     .request =
         R"({"type": "object", "required": ["input"], "properties": {)" RAGFORM_MODEL_FIELD R"(,
       "input": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1, "maxItems": "$max_encoder_inputs", "items": {"type": "string", "minLength": 1}}]},
-      "encoding_format": {"type": ["string", "null"], "enum": ["float", "", null]},
+      "encoding_format": {"type": ["string", "null"], "enum": ["float", "base64", "", null], "description": "base64: each vector's float32 bytes, little-endian, in base64 - the OpenAI SDKs' default"},
+      "dimensions": {"type": ["integer", "null"], "minimum": 1, "description": "only the model's own width: vectors are not shortened"},
+      "user": {"type": ["string", "null"], "description": "metadata: not read"},
       "pooling": {"type": ["string", "null"], "enum": ["none", "mean", "cls", "last", "", null], "description": "required for a classifier model; none: a vector per token, at most $max_embedding_values numbers in the reply, else 400 response_too_large"},
       "normalize": {"type": ["boolean", "null"], "default": true}}})",
     .response =
@@ -133,6 +137,13 @@ json floats(const float* v, size_t n) {
   for (size_t i = 0; i < n; ++i) a.push_back(v[i]);
   return a;
 }
+
+// A vector as `encoding_format: "base64"` gives it: its float32 bytes, little-endian, in base64
+// (what the OpenAI SDKs ask for by default and decode with numpy.frombuffer(..., "<f4")).
+json base64_floats(const float* v, size_t n) {
+  static_assert(std::endian::native == std::endian::little, "float32 bytes are little-endian");
+  return base64_encode(std::string_view(reinterpret_cast<const char*>(v), n * sizeof(float)));
+}
 }  // namespace
 
 Response EncoderApi::embeddings(const std::string& body) {
@@ -165,7 +176,12 @@ Response EncoderApi::embeddings(const std::string& body) {
     bad("'input' holds " + std::to_string(texts.size()) + " texts, more than this server's " +
         std::to_string(opt_.max_inputs));
   const std::string fmt = get_str(j, "encoding_format", false);
-  if (!fmt.empty() && fmt != "float") bad("'encoding_format' must be \"float\"");
+  if (!fmt.empty() && fmt != "float" && fmt != "base64")
+    bad("'encoding_format' must be \"float\" or \"base64\"");
+  const auto vector_of = fmt == "base64" ? base64_floats : floats;
+  // OpenAI's `dimensions` shortens vectors of the models trained for it; these are served whole,
+  // so it may only name their width (checked once the width is known, below).
+  const int dimensions = get_int(j, "dimensions", 0, 1, 1 << 20);
   std::optional<reader::Pooling> pooling;
   const std::string pname = get_str(j, "pooling", false);
   if (!pname.empty()) {
@@ -193,6 +209,9 @@ Response EncoderApi::embeddings(const std::string& body) {
     most += n;
   }
   const size_t width = width_.load();
+  if (dimensions > 0 && width > 0 && size_t(dimensions) != width)  // known: refused before work
+    bad("'dimensions' = " + std::to_string(dimensions) + ": this model's vectors have " +
+        std::to_string(width) + " (they are not shortened)");
   ReplyBudget::Hold hold = reply_budget().reserve(
       std::min(most * (width ? width : kMaxEncoderWidth), kMaxEmbeddingValues) *
           kReplyBytesPerNumber +
@@ -228,6 +247,10 @@ Response EncoderApi::embeddings(const std::string& body) {
     while (w > seen && !width_.compare_exchange_weak(seen, w)) {
     }
   }
+  for (const reader::Embedding& e : embs)
+    if (dimensions > 0 && dimensions != e.n_embd)
+      bad("'dimensions' = " + std::to_string(dimensions) + ": this model's vectors have " +
+          std::to_string(e.n_embd) + " (they are not shortened)");
   json data = json::array();
   long n_tok = 0;
   for (size_t i = 0; i < embs.size(); ++i) {
@@ -240,11 +263,11 @@ Response EncoderApi::embeddings(const std::string& body) {
       json rows = json::array();
       for (int t = 0; t < e.n_tokens; ++t)
         rows.push_back(
-            floats(e.token_vectors.data() + size_t(t) * size_t(e.n_embd), size_t(e.n_embd)));
+            vector_of(e.token_vectors.data() + size_t(t) * size_t(e.n_embd), size_t(e.n_embd)));
       item["embedding"] = std::move(rows);
       item["pieces"] = e.pieces;
     } else {
-      item["embedding"] = floats(e.vector.data(), e.vector.size());
+      item["embedding"] = vector_of(e.vector.data(), e.vector.size());
     }
     n_tok += e.n_tokens;
     data.push_back(std::move(item));

@@ -4,6 +4,7 @@
 // every field of a server's answers.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +21,66 @@ using nlohmann::json;
 httplib::Result post(const ServeProcess& s, const std::string& path, const std::string& body) {
   httplib::Client c("127.0.0.1", s.port());
   return c.Post(path, body, "application/json");
+}
+
+// The float32 values of a base64 embedding (little-endian bytes), decoded here independently of
+// the server's encoder.
+std::vector<float> floats_of_base64(const std::string& b64) {
+  const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char ch : b64) {
+    if (ch == '=') break;
+    const size_t d = digits.find(ch);
+    EXPECT_NE(d, std::string::npos) << "not a base64 digit: " << ch;
+    acc = (acc << 6) | uint32_t(d);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes += char((acc >> bits) & 0xff);
+    }
+  }
+  EXPECT_EQ(bytes.size() % 4, 0u);
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+// `encoding_format: "base64"`, what the OpenAI SDKs send unless told otherwise (it was a 400):
+// each vector's float32 bytes, the same values as the float reply; per token, a string per token.
+// `dimensions` may name the model's width only; `user` is metadata.
+TEST(ServeEncoder, Base64EmbeddingsAreTheFloatReplysBytes) {
+  REQUIRE_SHARED(bert, "fixtures/models/tiny-bert.gguf");
+  ServeProcess emb({"-m", bert.string(), "-t", "1"});
+  const auto reply = [&](const std::string& extra) {
+    auto r = post(emb, "/v1/embeddings",
+                  R"({"input": ["The capital of France is", "Paris"])" + extra + "}");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    return r ? json::parse(r->body) : json();
+  };
+  const json f = reply(""), b = reply(R"(, "encoding_format": "base64", "user": "u1")");
+  ASSERT_EQ(b["data"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(b["data"][i]["embedding"].is_string());
+    const std::vector<float> v = floats_of_base64(b["data"][i]["embedding"]);
+    ASSERT_EQ(v.size(), f["data"][i]["embedding"].size());
+    for (size_t k = 0; k < v.size(); ++k)
+      EXPECT_EQ(v[k], f["data"][i]["embedding"][k].get<float>()) << i << " " << k;
+  }
+  const size_t width = f["data"][0]["embedding"].size();
+  EXPECT_EQ(reply(R"(, "dimensions": )" + std::to_string(width))["data"].size(), 2u);
+  auto no = post(emb, "/v1/embeddings", R"({"input": "Paris", "dimensions": 8})");
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->status, 400);
+  EXPECT_NE(no->body.find("this model's vectors have " + std::to_string(width)), std::string::npos)
+      << no->body;
+  const json tok = reply(R"(, "encoding_format": "base64", "pooling": "none")");
+  const json ftok = reply(R"(, "pooling": "none")");
+  ASSERT_TRUE(tok["data"][1]["embedding"].is_array());
+  ASSERT_EQ(tok["data"][1]["embedding"].size(), ftok["data"][1]["embedding"].size());
+  EXPECT_EQ(floats_of_base64(tok["data"][1]["embedding"][0]).size(), width);
+  EXPECT_EQ(emb.stop(), 0) << emb.log();
 }
 
 TEST(ServeEncoder, EmbeddingsAndRerankShapesErrorsAndRemoteEncoder) {
@@ -107,7 +168,7 @@ TEST(ServeEncoder, EmbeddingsAndRerankShapesErrorsAndRemoteEncoder) {
   expect_api_error(post(emb, "/v1/embeddings", R"({"input": 5})"), 400);
   expect_api_error(post(emb, "/v1/embeddings", R"({})"), 400);
   expect_api_error(post(emb, "/v1/embeddings", R"({"input": "x", "pooling": "sum"})"), 400);
-  expect_api_error(post(emb, "/v1/embeddings", R"({"input": "x", "encoding_format": "base64"})"),
+  expect_api_error(post(emb, "/v1/embeddings", R"({"input": "x", "encoding_format": "binary"})"),
                    400);
   expect_api_error(post(emb, "/v1/embeddings", R"({"input": "x", "model": "other"})"), 404);
   expect_api_error(post(emb, "/v1/rerank", R"({"query": "q", "documents": ["d"]})"),
