@@ -27,7 +27,8 @@
 #   SPOT_GEN_LIMIT=300    HotpotQA dev questions answered end to end (MiniLM selection, each
 #                         question with and without the <Rel>/category tokens: 2 answers)
 #   STEER10_LIMIT=30      items of each k = 10 steering sweep (bias curve: 3 other-seeded items)
-#   STEER20_LIMIT=3       items of each k = 20 steering sweep (bias curve: 2 items)
+#   STEER20_LIMIT=20      items of each k = 20 steering sweep (bias curve: 2 items)
+#   STEER20_POSITIONS=1,5,10,15,20   the gold positions of the k = 20 sweeps
 #   KV_LIMIT=0            samples of the KV gold-position sweep (0: not run; each sample is
 #                         ~27 positions x 3 variants of ~2,000-token prompts at --ctx 2048)
 set -euo pipefail
@@ -178,16 +179,18 @@ timed cnorm_sweep_nq "$rf" cnorm eval "${G[@]}" --task qa --input "$nq" \
   --profile "$out/cnorm_nq_profile.json" -k 10 --limit "${CNORM_LIMIT:-40}" \
   --store "$out/cnorm_eval.sqlite" >"$out/cnorm_nq_sweep.json" 2>"$out/cnorm_nq_sweep.log"
 
-# ---- Lost in the middle and its repair, k = 20 (~3,000-token prompts: fewer items) ----
+# ---- Lost in the middle and its repair, k = 20 (~2,500-token prompts: 5 of the 20 positions) ----
 step "Steering k = 20"
 timed steer20_curve "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 20 --limit 2 --seed 1 \
   -o "$out/steer_k20_curve.json" --store "$out/steering.sqlite" --json \
   >"$out/steer_k20_curve.out" 2>"$out/steer_k20_curve.log"
 timed steer20_softmax "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 20 --sweep \
-  --bias "$out/steer_k20_curve.json" --limit "${STEER20_LIMIT:-3}" --seed 2 \
+  --positions "${STEER20_POSITIONS:-1,5,10,15,20}" \
+  --bias "$out/steer_k20_curve.json" --limit "${STEER20_LIMIT:-20}" --seed 2 \
   --store "$out/steering.sqlite" --json >"$out/steer_k20_softmax.json" 2>"$out/steer_k20_softmax.log"
 timed steer20_gold "$rf" position-bias "${G[@]}" --task qa --input "$nq" -k 20 --sweep \
-  --bias "$out/steer_k20_curve.json" --allocation gold --limit "${STEER20_LIMIT:-3}" --seed 2 \
+  --positions "${STEER20_POSITIONS:-1,5,10,15,20}" \
+  --bias "$out/steer_k20_curve.json" --allocation gold --limit "${STEER20_LIMIT:-20}" --seed 2 \
   --store "$out/steering_gold.sqlite" --json >"$out/steer_k20_gold.json" 2>"$out/steer_k20_gold.log"
 
 # ---- C-NORM gold-position sweep on KV retrieval (optional: expensive) ----
