@@ -102,7 +102,7 @@ pyb::list options_list(const std::vector<OptionInfo>& infos) {
     d["required"] = o.decl.required;
     d["positional"] = o.decl.positional;
     d["optional"] = o.is_optional;
-    d["help"] = o.decl.help;
+    d["help"] = o.decl.key_help();
     d["unset"] = o.decl.unset;
     d["env"] = o.decl.env.empty() ? pyb::object(pyb::none()) : pyb::str(o.decl.env);
     out.append(d);

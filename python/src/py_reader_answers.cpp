@@ -375,6 +375,8 @@ Generation generation_of(const pyb::handle& h, const std::string& what) {
 
 void check_generation(const Generation& g, const reader::GenerateParams& p,
                       const std::string& what) {
+  if (p.max_tokens == 0 && !g.text.empty())  // pass 16: a reader that ignored max_tokens
+    bad(what + ": text of " + std::to_string(g.text.size()) + " bytes for max_tokens = 0");
   if (!g.ids.empty() && p.max_tokens >= 0 && g.ids.size() > size_t(p.max_tokens))
     bad(what + ": " + std::to_string(g.ids.size()) +
         " ids, more than max_tokens = " + std::to_string(p.max_tokens));

@@ -333,6 +333,8 @@ def test_a_generation_keeps_what_the_request_asked():
          r"string, which is not part of it"),
         ([{"text": "a b c", "ids": [1, 2, 3]}], {"n_predict": 2},
          r"result 0: 3 ids, more than max_tokens = 2"),
+        # Pass 16: without ids, a text for max_tokens 0 was taken.
+        (["abc"], {"n_predict": 0}, r"result 0: text of 3 bytes for max_tokens = 0"),
     ]:
         r = reader_of(generate=lambda prompts, params, answer=answer: answer)
         refused(lambda: r._generate("a b", **kw), r"MyReader.generate: " + message)

@@ -77,6 +77,10 @@ struct OptionDecl {
   std::string env;
   // Switch: the flag turns the option off ("--no-special-tokens" for special_tokens = true).
   bool negated = false;
+  // A negated switch: what the key's true means, for the front ends that take the key (Python's
+  // keyword, the server's field), where `help` (the flag's words: "leave out ...") would say the
+  // opposite (issue 40, pass 16). key_help() gives the right one.
+  std::string on_help;
   // Text: an empty default is a value (Python's ""), not "not given" (Python's None).
   bool empty_is_value = false;
   // Lists: how the CLI's text becomes values (key, text -> values); null = split at commas.
@@ -105,12 +109,15 @@ struct OptionDecl {
     return *this;
   }
   // A bool whose CLI flag (without value) turns it off: Python's special_tokens=False is the
-  // CLI's --no-special-tokens.
-  OptionDecl& flag_off() {
+  // CLI's --no-special-tokens. `when_true`: what true means to the key's front ends.
+  OptionDecl& flag_off(std::string when_true) {
     kind = OptionKind::Switch;
     negated = true;
+    on_help = std::move(when_true);
     return *this;
   }
+  // The help of the key (Python, the server): a negated switch's on_help, else the flag's help.
+  const std::string& key_help() const { return negated && !on_help.empty() ? on_help : help; }
   OptionDecl& list(std::vector<std::string> (*f)(const std::string&, const std::string&)) {
     kind = OptionKind::List;
     split = f;

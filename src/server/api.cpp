@@ -302,9 +302,18 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   if (get_num(j, "min_p", 0.0, 0.0, 1.0) != 0.0) bad("only min_p = 0 is supported");
   if (get_num(j, "repetition_penalty", 1.0, 0.0, 10.0) != 1.0)
     bad("only repetition_penalty = 1 is supported");
+  // The objects' own keys too (pass 16: {"type": "text", "json_schema": {...}} was served).
+  const auto only_keys = [](const json& o, std::initializer_list<const char*> keys,
+                            const std::string& what) {
+    for (const auto& [key, v] : o.items())
+      if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) ==
+          keys.end())
+        bad(what + ": '" + printable(excerpt(key)) + "' is not supported", "unknown_field");
+  };
   if (given("response_format") &&
       !(j["response_format"].is_object() && j["response_format"].value("type", "") == "text"))
     bad("response_format is not supported (only {\"type\": \"text\"})");
+  if (given("response_format")) only_keys(j["response_format"], {"type"}, "response_format");
   for (const char* key : {"tools", "functions"})
     if (given(key) && !(j[key].is_array() && j[key].empty()))
       bad(std::string(key) + " are not supported");
@@ -317,6 +326,7 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
     bad("modalities is not supported (only [\"text\"])");
   if (given("stream_options")) {
     if (!j["stream_options"].is_object()) bad("'stream_options' must be an object", "invalid_type");
+    only_keys(j["stream_options"], {"include_usage"}, "stream_options");
     if (get_bool(j["stream_options"], "include_usage", false))
       bad("stream_options.include_usage is not supported");
   }
@@ -409,6 +419,13 @@ Response stream_completions(Engine& engine, const std::vector<std::vector<int32_
   return r;
 }
 
+// What a handler throws when its client has gone (server/message.h client_gone): nobody reads
+// the reply; the status is nginx's for it.
+ApiError client_closed() {
+  return ApiError{499, "the client closed the connection", "invalid_request_error",
+                  "client_closed_request"};
+}
+
 // The 'logprobs' object of one choice. Prompt tokens (echo): the first has no log-prob, as in
 // OpenAI's legacy API. Generated tokens: the text is re-scored after the prompt (tokenised
 // together with it). `top` > 0 (the request's logprobs = N): top_logprobs lists, per token, the
@@ -425,7 +442,10 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
     toks.push_back(piece);
     lps.push_back(v);
     offs.push_back(off);
-    off += piece.size();
+    // text_offset counts characters (code points) of the choice's text, as OpenAI's does, so
+    // text[offset:] slices it in Python (pass 16: bytes were counted). A piece that starts
+    // inside a character (a byte-level token) counts from the character after it.
+    for (char c : piece) off += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
     json alt = nullptr;
     if (alts) {
       // Pieces are the keys (OpenAI's shape): two tokens spelled alike keep the likelier one.
@@ -438,6 +458,7 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
     tops.push_back(std::move(alt));
   };
   const auto scored = [&](const std::string& p, const std::string& t) {
+    if (client_gone()) throw client_closed();
     reader::ScoreResult sr;
     engine.run([&] { sr = reader.score(p, t, reader.steering, top); }).get();
     for (auto& x : sr.tokens) add(x.piece, x.logprob, top > 0 ? &x.top : nullptr);
@@ -481,6 +502,21 @@ Response Api::completions(const std::string& body) {
         naming_steer_fields([&] { return reader_.resolve_steering(p, t, steer, p.size()); }));
     ids.push_back(std::move(t.ids));
   }
+  // A listing names every token (the prompt's too with echo) and its `logprobs` likeliest
+  // pieces, each scored over the whole vocabulary: bounded before anything runs (pass 16: 64
+  // prompts of 2,000 tokens at logprobs 20 with echo held the engine for minutes and the whole
+  // reply budget).
+  if (logprobs >= 0) {
+    size_t entries = 0;
+    for (const auto& t : ids)
+      entries += ((echo ? t.size() : 0) + size_t(c.gen.max_tokens) + 1) * size_t(1 + logprobs);
+    if (entries > kMaxLogprobEntries)
+      bad("the log-prob listing could hold " + std::to_string(entries) +
+              " entries (tokens x (1 + logprobs)), more than this server's limit of " +
+              std::to_string(kMaxLogprobEntries) +
+              ": ask for fewer prompts, tokens or top log-probs",
+          "response_too_large");
+  }
   std::string id = next_id("cmpl-");
   auto base = [this, id](size_t i, const std::string& text, json reason) {
     return json{
@@ -516,11 +552,12 @@ Response Api::completions(const std::string& body) {
   size_t listed = 0, echoed = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (logprobs >= 0)
-      listed += ((echo ? ids[i].size() : 0) + outs[i].ids.size() + 1) * size_t(1 + logprobs);
+      listed += ((echo ? ids[i].size() : 0) + outs[i].ids.size() + 1) *
+                (kReplyBytesPerToken + size_t(logprobs) * kReplyBytesPerNumber);
     if (echo) echoed += prompts[i].size();
   }
-  ReplyBudget::Hold hold = reply_budget().reserve(
-      listed * kReplyBytesPerToken + echoed * kReplyBytesPerEchoedByte + (size_t(1) << 16));
+  ReplyBudget::Hold hold =
+      reply_budget().reserve(listed + echoed * kReplyBytesPerEchoedByte + (size_t(1) << 16));
   json choices = json::array();
   int completion_tokens = 0, prompt_tokens = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -577,6 +614,11 @@ Response Api::chat(const std::string& body) {
       for (auto& part : m["content"]) {
         if (!part.is_object() || get_str(part, "type", true) != "text")
           bad("only text content parts are supported", "invalid_type");
+        for (const auto& [key, v] : part.items())
+          if (key != "type" && key != "text")
+            bad("message " + std::to_string(msgs.size()) + ": a content part's '" +
+                    printable(excerpt(key)) + "' is not supported (a part is its type and text)",
+                "unknown_field");
         content += get_str(part, "text", true);
       }
     } else {
@@ -590,7 +632,7 @@ Response Api::chat(const std::string& body) {
   // Chat's log-probs (a boolean, with top_logprobs) are not implemented here; /v1/completions
   // gives them (pass 14: logprobs true was answered with "logprobs": null).
   if (get_bool(j, "logprobs", false)) bad("logprobs is not supported on chat completions");
-  if (j.contains("top_logprobs") && !j["top_logprobs"].is_null())
+  if (get_int(j, "top_logprobs", 0, 0, 20) != 0)  // 0 is the default (pass 16)
     bad("top_logprobs is not supported on chat completions");
   // Message contents are text: only the template's own markers become special tokens.
   std::vector<int32_t> ids =

@@ -31,6 +31,10 @@ class Engine;
 // limits, cnorm/relevance.h.)
 inline constexpr size_t kMaxAttentionValues = size_t(1) << 21;  // 2,097,152 weights
 inline constexpr size_t kMaxResponseBytes = size_t(64) << 20;   // 64 MiB
+// What one /v1/completions log-prob listing may name: its tokens (the prompts' with echo, and
+// max_tokens a prompt) x (1 + logprobs), counted before anything runs; a 400
+// response_too_large otherwise. Each entry is a pass over the vocabulary.
+inline constexpr size_t kMaxLogprobEntries = size_t(1) << 20;  // 1,048,576
 
 struct ApiOptions {
   std::string model_id;  // the served model's id (file name without .gguf, or --alias)

@@ -176,7 +176,7 @@ nlohmann::ordered_json declared_schema(std::initializer_list<std::string_view> o
       shape(typename F::value_type{}, false);
     else
       shape(field, true);
-    p["description"] = d.unset.empty() ? d.help : d.help + " (absent: " + d.unset + ")";
+    p["description"] = d.unset.empty() ? d.key_help() : d.key_help() + " (absent: " + d.unset + ")";
     out[d.key] = std::move(p);
   });
   return out;

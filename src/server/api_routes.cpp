@@ -51,26 +51,26 @@ namespace {
 // 400. And the SDKs' metadata, which changes nothing in the answer. Any field not declared in a
 // route's schema is refused (request_fields.h: n_predict, grammar, mirostat, ... were answered
 // 200 and ignored, issue 40 P3).
-#define RAGFORM_DEFAULT_ONLY_FIELDS                                                                                                                          \
-  R"("best_of": {"type": ["integer", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                        \
-  R"( "presence_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                               \
-  R"( "frequency_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                              \
-  R"( "logit_bias": {"type": ["object", "null"], "maxProperties": 0, "description": "only {}"},)"                                                            \
-  R"( "suffix": {"type": ["string", "null"], "maxLength": 0, "description": "only empty"},)"                                                                 \
-  R"( "min_p": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                          \
-  R"( "repetition_penalty": {"type": ["number", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                             \
-  R"( "response_format": {"type": ["object", "null"], "properties": {"type": {"const": "text"}}, "description": "only {\"type\": \"text\"}"},)"              \
-  R"( "tools": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                       \
-  R"( "functions": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                   \
-  R"( "tool_choice": {"enum": ["none", "auto", null], "description": "only none or auto: there are no tools"},)"                                             \
-  R"( "function_call": {"enum": ["none", "auto", null], "description": "only none or auto: there are no functions"},)"                                       \
-  R"( "audio": {"type": "null"}, "prediction": {"type": "null"},)"                                                                                           \
-  R"( "modalities": {"oneOf": [{"const": ["text"]}, {"type": "null"}], "description": "only [\"text\"]"},)"                                                  \
-  R"( "stream_options": {"type": ["object", "null"], "properties": {"include_usage": {"enum": [false, null]}}, "description": "include_usage only false"},)" \
-  R"( "user": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                           \
-  R"( "store": {"type": ["boolean", "null"], "description": "metadata: not read, nothing is stored"},)"                                                      \
-  R"( "metadata": {"type": ["object", "null"], "description": "metadata: not read"},)"                                                                       \
-  R"( "service_tier": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                   \
+#define RAGFORM_DEFAULT_ONLY_FIELDS                                                                                                                                                         \
+  R"("best_of": {"type": ["integer", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                                                       \
+  R"( "presence_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                              \
+  R"( "frequency_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                             \
+  R"( "logit_bias": {"type": ["object", "null"], "maxProperties": 0, "description": "only {}"},)"                                                                                           \
+  R"( "suffix": {"type": ["string", "null"], "maxLength": 0, "description": "only empty"},)"                                                                                                \
+  R"( "min_p": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                                         \
+  R"( "repetition_penalty": {"type": ["number", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                                            \
+  R"( "response_format": {"type": ["object", "null"], "additionalProperties": false, "properties": {"type": {"const": "text"}}, "description": "only {\"type\": \"text\"}"},)"              \
+  R"( "tools": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                                                      \
+  R"( "functions": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                                                  \
+  R"( "tool_choice": {"enum": ["none", "auto", null], "description": "only none or auto: there are no tools"},)"                                                                            \
+  R"( "function_call": {"enum": ["none", "auto", null], "description": "only none or auto: there are no functions"},)"                                                                      \
+  R"( "audio": {"type": "null"}, "prediction": {"type": "null"},)"                                                                                                                          \
+  R"( "modalities": {"oneOf": [{"const": ["text"]}, {"type": "null"}], "description": "only [\"text\"]"},)"                                                                                 \
+  R"( "stream_options": {"type": ["object", "null"], "additionalProperties": false, "properties": {"include_usage": {"enum": [false, null]}}, "description": "include_usage only false"},)" \
+  R"( "user": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                          \
+  R"( "store": {"type": ["boolean", "null"], "description": "metadata: not read, nothing is stored"},)"                                                                                     \
+  R"( "metadata": {"type": ["object", "null"], "description": "metadata: not read"},)"                                                                                                      \
+  R"( "service_tier": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                  \
   R"( "parallel_tool_calls": {"type": ["boolean", "null"], "description": "not read: there are no tools"})"
 #define RAGFORM_USAGE \
   R"("usage": {"type": "object", "required": ["prompt_tokens", "completion_tokens", "total_tokens"], "properties": {"prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}})"
@@ -110,7 +110,7 @@ const RouteSpec kCompletions{
       )" RAGFORM_SAMPLING_FIELDS R"(,
       )" RAGFORM_DEFAULT_ONLY_FIELDS R"(,
       "echo": {"type": ["boolean", "null"]},
-      "logprobs": {"type": ["integer", "null"], "minimum": 0, "maximum": 20, "description": "N: each token's log-prob and, N > 0, the N likeliest pieces at its position (top_logprobs); not with stream"},
+      "logprobs": {"type": ["integer", "null"], "minimum": 0, "maximum": 20, "description": "N: each token's log-prob and, N > 0, the N likeliest pieces at its position (top_logprobs); not with stream; tokens x (1 + N) at most $max_logprob_entries"},
       )" RAGFORM_STEER_FIELD R"(}})"),
     .response =
         R"({"type": "object", "required": ["id", "object", "created", "model", "choices", "usage"], "properties": {
@@ -134,11 +134,11 @@ const RouteSpec kChat{
         R"({"type": "object", "required": ["messages"], "properties": {)" RAGFORM_MODEL_FIELD R"(,
       "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["role", "content"], "additionalProperties": false, "properties": {
         "role": {"type": "string"},
-        "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": {"type": "string"}}}}]}}}},
+        "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object", "required": ["type", "text"], "additionalProperties": false, "properties": {"type": {"const": "text"}, "text": {"type": "string"}}}}]}}}},
       )" RAGFORM_SAMPLING_FIELDS R"(,
       )" RAGFORM_DEFAULT_ONLY_FIELDS R"(,
       "logprobs": {"type": ["boolean", "null"], "enum": [false, null], "description": "only false: /v1/completions gives log-probs"},
-      "top_logprobs": {"type": "null"},
+      "top_logprobs": {"type": ["integer", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},
       "steer": {"type": "null", "description": "not read here, the prompt not being one text: any other value is a 400"}}})"),
     .response =
         R"({"type": "object", "required": ["id", "object", "created", "model", "choices", "usage"], "properties": {

@@ -497,4 +497,12 @@ bool Connection::alive() const {
   return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
+bool Connection::peer_gone() const {
+  char b;
+  const ssize_t n = ::recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;
+  if (n == 0) return true;  // an orderly close
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
 }  // namespace ragform::server

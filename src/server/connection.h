@@ -81,6 +81,9 @@ class Connection : public httplib::Stream {
   bool head_too_large() const { return refused_ == Refusal::head_too_large; }
   // A read of this request ran out of time (the read timeout or the request's deadline).
   bool timed_out() const { return timed_out_; }
+  // The peer closed the connection (or it failed): a look at the socket without reading or
+  // waiting. Bytes of a next, pipelined request count as a client still there.
+  bool peer_gone() const;
   // The request was refused before its body was read to the end: what follows is not a request.
   void close_after_response() { close_ = true; }
   // Whether the connection ends after this request's response: refused, timed out, asked by the

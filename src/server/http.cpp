@@ -327,7 +327,10 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
     const std::string path = Connection::target_path(req.target);
     r.path = path.empty() ? req.path : path;
     r.authorization = req.get_header_value("Authorization");
+    r.multipart = req.is_multipart_form_data();
     r.body = std::move(body);
+    Connection* const conn = t_connection;
+    const ClientWatch watch([conn] { return conn && conn->peer_gone(); });
     write(impl_->handler(r), res);
   };
   // Every method reaches the handler, which answers 405 with its JSON error for the wrong one

@@ -6,6 +6,19 @@
 
 namespace ragform::server {
 
+namespace {
+thread_local const std::function<bool()>* t_client_gone = nullptr;
+}  // namespace
+
+bool client_gone() { return t_client_gone && (*t_client_gone)(); }
+
+ClientWatch::ClientWatch(std::function<bool()> gone)
+    : gone_(std::move(gone)), outer_(t_client_gone) {
+  t_client_gone = &gone_;
+}
+
+ClientWatch::~ClientWatch() { t_client_gone = outer_; }
+
 std::string error_code(int status) {
   switch (status) {
     case 400:

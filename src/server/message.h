@@ -14,6 +14,9 @@ struct Request {
   std::string method, path;
   std::string authorization;  // the Authorization header ("Bearer KEY")
   std::string body;
+  // A multipart/form-data body, which cpp-httplib takes apart into form fields (`body` is then
+  // empty): the router refuses it as what it is (pass 16: "unexpected end of input").
+  bool multipart = false;
 };
 
 struct Response {
@@ -30,6 +33,25 @@ struct Response {
   // What keeps the body's memory counted in the server's reply budget (reply_budget.h): released
   // once the HTTP layer has written the body out (or the client has gone). Null for most replies.
   std::shared_ptr<void> hold;
+};
+
+// Whether the client of the request this thread is handling has closed its connection, so a
+// non-streamed handler's long loop (a log-prob listing of many prompts) stops instead of working
+// on for nobody (issue 40, pass 16: minutes of scoring and the whole reply budget held after the
+// client left). False where no HTTP layer watches (tests, the fuzzer, Api::handle in process).
+bool client_gone();
+// Installed by the HTTP layer on the connection's thread around a handler: `gone` answers
+// client_gone() there until it is destroyed.
+class ClientWatch {
+ public:
+  explicit ClientWatch(std::function<bool()> gone);
+  ~ClientWatch();
+  ClientWatch(const ClientWatch&) = delete;
+  ClientWatch& operator=(const ClientWatch&) = delete;
+
+ private:
+  std::function<bool()> gone_;
+  const std::function<bool()>* outer_;
 };
 
 // An error object as OpenAI/llama-server write it. `code` is always a string: the given one, or

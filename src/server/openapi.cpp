@@ -30,6 +30,7 @@ OpenApiLimits default_openapi_limits() {
       {"max_doc_span_work", (long long)cnorm::kMaxDocSpanWork},
       {"max_attention_values", (long long)kMaxAttentionValues},
       {"max_response_bytes", (long long)kMaxResponseBytes},
+      {"max_logprob_entries", (long long)kMaxLogprobEntries},
       {"max_encoder_inputs", EncoderApiOptions{}.max_inputs},
       {"max_embedding_values", (long long)kMaxEmbeddingValues},
       {"max_questions", RetrieveApiOptions{}.max_questions},

@@ -24,7 +24,8 @@ namespace {
 class TopLevelKeys : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit TopLevelKeys(const std::set<std::string>& fields) : fields_(fields) {}
-  std::string unknown;  // the first top-level key not declared ("" = none)
+  bool found = false;   // a top-level key not declared was met
+  std::string unknown;  // the first one
   bool null() override { return value(); }
   bool boolean(bool) override { return value(); }
   bool number_integer(number_integer_t) override { return value(); }
@@ -39,7 +40,10 @@ class TopLevelKeys : public nlohmann::json_sax<nlohmann::json> {
   bool key(string_t& k) override {
     // The first undeclared key is kept and the body read on: a body that is not JSON is the
     // handler's to name ("malformed JSON body"), whatever keys came before the fault.
-    if (depth_ == 1 && unknown.empty() && !fields_.count(k)) unknown = k;
+    if (depth_ == 1 && !found && !fields_.count(k)) {
+      unknown = k;  // "" too (pass 16: the empty key was taken for "none found")
+      found = true;
+    }
     return true;
   }
   bool end_object() override { return --depth_, true; }
@@ -66,7 +70,7 @@ void check_request_fields(std::string_view body, const std::set<std::string>& fi
   } catch (const std::exception&) {
     return;  // bad JSON, too deep: the handler's parse names it
   }
-  if (keys.unknown.empty()) return;
+  if (!keys.found) return;
   std::string list;
   for (const std::string& f : fields) list += (list.empty() ? "" : ", ") + f;
   api_json::bad("'" + printable(excerpt(keys.unknown)) + "' is not a field of " + route +

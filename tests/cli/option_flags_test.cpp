@@ -29,7 +29,7 @@ struct Probe {
   template <class V>
   void visit(V&& v) {
     v(OptionDecl{"lambda", "--lambda", "W", "weight"}.real(0, 1).py("lam"), lambda);
-    v(OptionDecl{"special", "--no-special", "", "leave it out"}.flag_off(), special);
+    v(OptionDecl{"special", "--no-special", "", "leave it out"}.flag_off("keep it"), special);
     v(OptionDecl{"stop", "--stop", "TEXT", "stop text"}.repeated(), stop);
     v(OptionDecl{"layer", "--layer", "L", "layer"}.count(-2147483648.0, 2147483647), layer);
   }

@@ -144,6 +144,13 @@ TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
     EXPECT_NE(message(x).find("reads a, b"), std::string::npos) << message(x);
   }
   EXPECT_EQ(reached, 7);
+  // The empty key is a key like any other (pass 16: it was taken for "none found").
+  for (const std::string body : {R"({"": 1})", R"({"a": 1, "": {"b": 2}})"}) {
+    const Response x = r.handle({"POST", "/v1/strict", "", body});
+    EXPECT_EQ(code(x), "unknown_field") << body;
+    EXPECT_NE(message(x).find("'' is not a field"), std::string::npos) << message(x);
+  }
+  EXPECT_EQ(reached, 7);
   // A client's key is quoted as an excerpt, control bytes escaped.
   const Response long_key =
       r.handle({"POST", "/v1/strict", "", "{\"\\u001b" + std::string(5000, 'k') + "\": 1}"});
@@ -152,6 +159,13 @@ TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
   EXPECT_EQ(message(long_key).find('\x1b'), std::string::npos);
   for (const char* path : {"/v1/open", "/v1/any"})
     EXPECT_EQ(r.handle({"POST", path, "", R"({"n_predict": 5})"}).status, 200) << path;
+  // A multipart body (taken apart into form fields by the HTTP library, so `body` is empty) is
+  // named as such, not "unexpected end of input" (pass 16).
+  Request form{"POST", "/v1/strict", "", ""};
+  form.multipart = true;
+  const Response m = r.handle(form);
+  EXPECT_EQ(code(m), "invalid_json");
+  EXPECT_NE(message(m).find("multipart/form-data"), std::string::npos) << message(m);
 }
 
 // The API document (openapi.h) is built from the tables themselves: every route of every kind of
@@ -230,7 +244,7 @@ TEST(OpenApi, DeclaredFieldsAreTheDeclaration) {
       SCOPED_TRACE(d.key);
       ASSERT_TRUE(p.contains(d.key));
       const json& f = p[d.key];
-      EXPECT_EQ(f["description"].get<std::string>().rfind(d.help, 0), 0u);
+      EXPECT_EQ(f["description"].get<std::string>().rfind(d.key_help(), 0), 0u);
       EXPECT_EQ(f.contains("default"), !o.is_optional);
       const bool number =
           d.kind == ragform::OptionKind::Count || d.kind == ragform::OptionKind::Real;
@@ -266,6 +280,11 @@ TEST(OpenApi, DeclaredFieldsAreTheDeclaration) {
   // The schema's own words beside the declaration's: the nucleus above 0, order's choices.
   EXPECT_EQ(props("/v1/completions")["top_p"]["exclusiveMinimum"], 0);
   EXPECT_EQ(props("/v1/rag/spotlight")["order"]["enum"], json({"doc", "score", "", nullptr}));
+  // A switch the CLI turns off (--no-special-tokens) is described by what its true means (pass
+  // 16: the field's description was the flag's "leave out the <Rel> and category tokens").
+  EXPECT_EQ(props("/v1/rag/spotlight")["special_tokens"]["description"].get<std::string>().rfind(
+                "include the <Rel> and category tokens", 0),
+            0u);
 }
 
 // GET /openapi.json on a table: behind the key, the document of that table (itself included),

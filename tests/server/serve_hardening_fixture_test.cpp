@@ -5,9 +5,11 @@
 // and chunked bodies; error codes that are strings for every status; 404s that say which server
 // would answer; empty embedding inputs refused.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -264,7 +266,7 @@ TEST(ServeHardening, UnimplementedChatFieldsAreRefusedUnlessDefault) {
   for (const std::string field :
        {R"("logprobs": false)", R"("top_logprobs": null)", R"("response_format": {"type": "text"})",
         R"("tools": [])", R"("tool_choice": "auto")", R"("stream_options": {})", R"("min_p": 0)",
-        R"("repetition_penalty": 1.0)", R"("max_completion_tokens": 2)"}) {
+        R"("top_logprobs": 0)", R"("repetition_penalty": 1.0)", R"("max_completion_tokens": 2)"}) {
     auto r = post(srv.port(), "/v1/chat/completions", chat + field + "}");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << field << ": " << r->body;
@@ -317,6 +319,17 @@ TEST(ServeHardening, FieldsNoRouteReadsAreRefused) {
     const std::string msg = expect_api_error(r, 400);
     EXPECT_NE(msg.find("message 1: '"), std::string::npos) << message << ": " << msg;
   }
+  // The objects' own keys too (pass 16), and a content part is its type and text.
+  for (const std::string field : {R"("stream_options": {"include_usage": false, "foo": 1})",
+                                  R"("response_format": {"type": "text", "json_schema": {}})"})
+    EXPECT_EQ(error_code_of(post(srv.port(), "/v1/chat/completions", chat + field + "}")),
+              "unknown_field")
+        << field;
+  EXPECT_EQ(
+      error_code_of(post(
+          srv.port(), "/v1/chat/completions",
+          R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi", "x": 1}]}]})")),
+      "unknown_field");
   for (const std::string field :
        {R"("user": "u-1")", R"("store": false)", R"("metadata": {"k": "v"})",
         R"("service_tier": "auto")", R"("parallel_tool_calls": true)", R"("best_of": 1)",
@@ -371,11 +384,89 @@ TEST(ServeHardening, CompletionTopLogprobsListTheLikeliestPieces) {
       }
     }
   }
+  // text_offset counts characters (code points), as OpenAI's does (pass 16: bytes). A piece that
+  // is part of a character (the emoji's bytes are three tokens here) is sent as U+FFFD, so only
+  // whole-character pieces are counted on this side; the last, " end", ends the 16 characters
+  // (21 bytes).
+  {
+    const auto chars = [](const std::string& t) {
+      long n = 0;
+      for (char ch : t) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+      return n;
+    };
+    const auto listing = [&](const std::string& prompt_json) {
+      const auto r = post(
+          srv.port(), "/v1/completions",
+          R"({"prompt": )" + prompt_json + R"(, "max_tokens": 0, "logprobs": 0, "echo": true})");
+      EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+      return r ? json::parse(r->body)["choices"][0]["logprobs"] : json();
+    };
+    const json plain = listing(R"("na\u00efve caf\u00e9 end")");
+    long at = 0;
+    std::string joined;
+    for (size_t i = 0; i < plain["tokens"].size(); ++i) {
+      EXPECT_EQ(plain["text_offset"][i].get<long>(), at) << i;
+      at += chars(plain["tokens"][i]);
+      joined += plain["tokens"][i].get<std::string>();
+    }
+    ASSERT_EQ(joined, "na\u00efve caf\u00e9 end");
+    EXPECT_EQ(at, 14);  // not its 16 bytes
+    const json emoji = listing(R"("na\u00efve caf\u00e9 \ud83e\udd84 end")");
+    const json& offs = emoji["text_offset"];
+    for (size_t i = 1; i < offs.size(); ++i) EXPECT_LE(offs[i - 1], offs[i]) << i;
+    const std::string last = emoji["tokens"].back();
+    EXPECT_EQ(offs.back().get<long>() + chars(last), 16) << last;
+  }
   const std::string msg =
       expect_api_error(post(srv.port(), "/v1/completions",
                             R"({"prompt": "Hi", "max_tokens": 2, "logprobs": 1, "stream": true})"),
                        400);
   EXPECT_NE(msg.find("logprobs is not supported with stream"), std::string::npos) << msg;
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Issue 40, pass 16: one small request of 64 long prompts at logprobs 20 with echo held the engine
+// for minutes and the whole reply budget, and worked on after its client had gone. A listing is
+// bounded before anything runs (tokens x (1 + logprobs) at most kMaxLogprobEntries), and a
+// non-streamed listing stops once its client has closed the connection.
+TEST(ServeHardening, LogprobListingsAreBoundedAndStopWhenTheClientLeaves) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "2048", "-t", "1"});
+  std::string prompt;
+  for (int i = 0; i < 800; ++i) prompt += " a";
+  json many = {{"prompt", std::vector<std::string>(64, prompt)},
+               {"max_tokens", 0},
+               {"echo", true},
+               {"logprobs", 20}};
+  const auto r = post(srv.port(), "/v1/completions", many.dump());
+  EXPECT_EQ(error_code_of(r), "response_too_large");
+  EXPECT_NE(expect_api_error(r, 400).find("more than this server's limit of 1048576"),
+            std::string::npos);
+  // Within the bound (logprobs 0), the 64 listings take a while: the client leaves after 2 s.
+  const auto jobs = [&] {
+    return json::parse(get(srv.port(), "/health")->body)["jobs"].get<long>();
+  };
+  const long before = jobs();
+  many["logprobs"] = 0;
+  {
+    RawSocket s(srv.port());
+    ASSERT_TRUE(s.ok());
+    const std::string body = many.dump();
+    ASSERT_TRUE(
+        s.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+               "application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }  // closed
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const long after_close = jobs();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const long later = jobs();
+  EXPECT_LT(after_close - before, 64) << "the listing ran to its end";
+  EXPECT_LE(later - after_close, 1) << "scoring went on after the client left";
+  auto ok = post(srv.port(), "/v1/completions", R"({"prompt": "Hi", "max_tokens": 1})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 

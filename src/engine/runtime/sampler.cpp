@@ -81,16 +81,29 @@ double log_softmax_at(const float* logits, int n_vocab, int32_t id) {
 
 std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n) {
   const RowNorm r = row_norm(logits, n_vocab);
-  std::vector<int32_t> ids(size_t(std::max(n_vocab, 0)));
-  for (int i = 0; i < n_vocab; ++i) ids[size_t(i)] = i;
   const size_t k = size_t(std::clamp(n, 0, n_vocab));
-  std::partial_sort(
-      ids.begin(), ids.begin() + std::ptrdiff_t(k), ids.end(),
-      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+  // "a before b": likelier, ties toward the lower id. The k best so far are a heap whose top is
+  // the worst of them, so a row costs O(V log k) and no V-sized buffer (a listing of 20 per
+  // token over a 262k vocabulary ran a sort of a million bytes per position).
+  const auto before = [&](int32_t a, int32_t b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  };
+  std::vector<int32_t> best;
+  best.reserve(k);
+  for (int32_t i = 0; i < n_vocab && k > 0; ++i) {
+    if (best.size() < k) {
+      best.push_back(i);
+      std::push_heap(best.begin(), best.end(), before);
+    } else if (before(i, best.front())) {
+      std::pop_heap(best.begin(), best.end(), before);
+      best.back() = i;
+      std::push_heap(best.begin(), best.end(), before);
+    }
+  }
+  std::sort_heap(best.begin(), best.end(), before);
   std::vector<std::pair<int32_t, double>> out;
   // The same expression as log_softmax_at, so a token's own entry equals its log-prob.
-  for (size_t i = 0; i < k; ++i)
-    out.emplace_back(ids[i], double(logits[ids[i]]) - r.max - r.log_sum);
+  for (int32_t id : best) out.emplace_back(id, double(logits[id]) - r.max - r.log_sum);
   return out;
 }
 

@@ -52,7 +52,7 @@ struct PromptOptions {
       order);
     v(OptionDecl{"special_tokens", "--no-special-tokens", "",
                  "leave out the <Rel> and category tokens"}
-          .flag_off()
+          .flag_off("include the <Rel> and category tokens (false: leave them out)")
           .first(),
       special_tokens);
   }
