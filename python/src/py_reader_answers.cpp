@@ -555,6 +555,8 @@ AttentionRows row_of(const pyb::handle& h, int layer, int position, const std::v
     bad(at + "asked for layer " + std::to_string(layer) + ", got a row of layer " +
         std::to_string(row.layer));
   row.query_position = opt_int("query_position", int(n_keys) - 1);
+  // Labelled as asked (-1, counting from the end, as a layer may be: pass 17) is the row's own.
+  if (position < 0 && row.query_position == position) row.query_position = int(n_keys) - 1;
   if (row.query_position != int(n_keys) - 1)
     bad(at + "query position " + std::to_string(row.query_position) + " with " +
         std::to_string(n_keys) + " keys (expected keys 0..query)");

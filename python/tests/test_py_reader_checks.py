@@ -358,6 +358,10 @@ def test_attention_rows_of_negative_layers_are_labelled_as_an_index():
             r"counts from the end, so its label is the layer's index")
     assert labelled(7).attention("a b c", layer=-1).layer == 7
     assert labelled(-1).attention("a b c", layer=-1).layer == -1
+    # A row's query position labelled as asked (-1) is the last one (pass 17: it was refused).
+    r = reader_of(attention=lambda p, l, h, q: [{"heads": np.full((2, 3), 1 / 3), "layer": -1,
+                                                 "query_position": -1}])
+    assert r.attention("a b c", -1, -1).query_position == 2
 
 
 def test_a_bad_generation_is_an_unmeasured_row_naming_it(tmp_path):

@@ -14,6 +14,7 @@
 #include "cli/reader_flags.h"
 #include "cli/run_hooks.h"
 #include "cli/shard.h"
+#include "engine/gguf/gguf.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/common/common.h"
 #include "store/run_store.h"
@@ -26,9 +27,12 @@ using namespace ragform::cnorm;
 namespace {
 
 // The profile's check (calibrate.h profile_mismatch): a UsageError unless forced, then a note.
-void check_profile(const Profile& prof, const std::string& model_sha, const std::string& task,
+// The model is read as a GGUF first: a file that is not one is that error, not "calibrated on
+// another model" with the hash of whatever it is (pass 17).
+void check_profile(const Profile& prof, const std::string& model_path, const std::string& task,
                    bool force) {
-  std::string why = profile_mismatch(prof, model_sha, task);
+  gguf::File::open(model_path);
+  std::string why = profile_mismatch(prof, store::sha256_file(model_path), task);
   if (why.empty()) return;
   if (!force) throw UsageError("--profile", why + " (calibrate for this pair, or --force)");
   note("cnorm eval: note: --force: " + why);
@@ -44,8 +48,7 @@ int eval_longbench(ReaderFlags& rf, const std::string& input, const Profile& pro
   if (items.empty()) throw Error("cnorm eval", "no questions in " + input);
   if (!profile_format(prof).wrapper.empty())
     throw UsageError("--profile", "document formats are not supported for longbench");
-  const std::string model_sha = store::sha256_file(rf.model.value);
-  check_profile(prof, model_sha, "longbench", force);
+  check_profile(prof, rf.model.value, "longbench", force);
   auto reader = rf.open_native();
   LongbenchOptions lo;
   lo.profile = prof;
@@ -136,7 +139,7 @@ int run_cnorm_eval(const std::vector<std::string>& argv) {
                           req.max_tokens ? int(*req.max_tokens) : answer_tokens(task), overflow,
                           extract, f.store_path.value, shard, req.force);
   const Profile prof = load_profile(f.profile.value);
-  check_profile(prof, store::sha256_file(f.rf.model.value), task_name(task), req.force);
+  check_profile(prof, f.rf.model.value, task_name(task), req.force);
   std::vector<eval::QaRecord> records;
   if (task != Task::Needle)
     records = load_records(f.input.value);

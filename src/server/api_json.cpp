@@ -67,6 +67,21 @@ std::string get_str(const json& j, const char* key, bool required) {
   return j[key].get<std::string>();
 }
 
+void only_keys(const json& o, std::initializer_list<const char*> keys, const std::string& what) {
+  if (!o.is_object()) return;
+  for (const auto& [key, v] : o.items()) {
+    if (v.is_null()) continue;
+    bool known = false;
+    for (const char* k : keys) known = known || key == k;
+    if (known) continue;
+    std::string list;
+    for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
+    bad(what + ": '" + printable(excerpt(key)) + "' is not supported (" + what + " takes " + list +
+            ")",
+        "unknown_field");
+  }
+}
+
 std::string with_declared(const std::string& schema, const nlohmann::ordered_json& fields) {
   nlohmann::ordered_json s = nlohmann::ordered_json::parse(schema);
   nlohmann::ordered_json& props = s["properties"];

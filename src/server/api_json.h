@@ -80,6 +80,11 @@ double get_num(const json& j, const char* key, double def, double lo, double hi)
 bool get_bool(const json& j, const char* key, bool def);
 // A string field; "" when missing or null unless `required` (then 400 missing_field).
 std::string get_str(const json& j, const char* key, bool required);
+// Refuses (400 unknown_field, "<what>: 'K' is not supported (<what> takes a, b)") a key of the
+// object `o` other than `keys`; a key whose value is null reads as absent (the SDKs send their
+// message objects' unset fields as null). Nested objects' counterpart of the router's top-level
+// check (request_fields.h).
+void only_keys(const json& o, std::initializer_list<const char*> keys, const std::string& what);
 
 // The fields of a declared option struct (base/options.h) a request gives: each declared key
 // (of `only`, when given) read with its field's type and the declared range (get_int / get_num /

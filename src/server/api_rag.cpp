@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/excerpt.h"
 #include "base/json_release.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
@@ -82,6 +83,7 @@ namespace {
 spotlight::Document spot_document(const json& d, size_t i, const std::string& qid) {
   std::string where = "documents[" + std::to_string(i) + "]";
   if (!d.is_object()) bad(where + " must be an object with 'text' or 'sentences'", "invalid_type");
+  only_keys(d, {"title", "id", "text", "sentences"}, where);  // pass 17: others were ignored
   spotlight::Document doc;
   doc.title = get_str(d, "title", false);
   doc.id = get_str(d, "id", false);
@@ -165,9 +167,11 @@ Response Api::spotlight(const std::string& body) {
     bad("'" + e.key() + "': " + e.why());
   }
   ScoreParams sp = score_params(so, default_score_params());
+  // Absent or null is the default (idf); "" is not a value here, as the CLI refuses it (pass
+  // 17: HTTP took "" for idf).
   std::string alpha = get_str(j, "alpha", false);
-  if (!alpha.empty() && alpha != "idf" && alpha != "uniform")
-    bad("'alpha' must be \"idf\" or \"uniform\"");
+  if (j.contains("alpha") && j["alpha"].is_string() && alpha != "idf" && alpha != "uniform")
+    bad("'alpha' must be \"idf\" or \"uniform\", got '" + printable(excerpt(alpha)) + "'");
   sp.alpha = alpha == "uniform" ? Alpha::Uniform : Alpha::Idf;
   const SelectParams sel = select_params(so, po);
 

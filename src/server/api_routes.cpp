@@ -51,26 +51,28 @@ namespace {
 // 400. And the SDKs' metadata, which changes nothing in the answer. Any field not declared in a
 // route's schema is refused (request_fields.h: n_predict, grammar, mirostat, ... were answered
 // 200 and ignored, issue 40 P3).
-#define RAGFORM_DEFAULT_ONLY_FIELDS                                                                                                                                                         \
-  R"("best_of": {"type": ["integer", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                                                       \
-  R"( "presence_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                              \
-  R"( "frequency_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                             \
-  R"( "logit_bias": {"type": ["object", "null"], "maxProperties": 0, "description": "only {}"},)"                                                                                           \
-  R"( "suffix": {"type": ["string", "null"], "maxLength": 0, "description": "only empty"},)"                                                                                                \
-  R"( "min_p": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                                         \
-  R"( "repetition_penalty": {"type": ["number", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                                            \
-  R"( "response_format": {"type": ["object", "null"], "additionalProperties": false, "properties": {"type": {"const": "text"}}, "description": "only {\"type\": \"text\"}"},)"              \
-  R"( "tools": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                                                      \
-  R"( "functions": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                                                  \
-  R"( "tool_choice": {"enum": ["none", "auto", null], "description": "only none or auto: there are no tools"},)"                                                                            \
-  R"( "function_call": {"enum": ["none", "auto", null], "description": "only none or auto: there are no functions"},)"                                                                      \
-  R"( "audio": {"type": "null"}, "prediction": {"type": "null"},)"                                                                                                                          \
-  R"( "modalities": {"oneOf": [{"const": ["text"]}, {"type": "null"}], "description": "only [\"text\"]"},)"                                                                                 \
-  R"( "stream_options": {"type": ["object", "null"], "additionalProperties": false, "properties": {"include_usage": {"enum": [false, null]}}, "description": "include_usage only false"},)" \
-  R"( "user": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                          \
-  R"( "store": {"type": ["boolean", "null"], "description": "metadata: not read, nothing is stored"},)"                                                                                     \
-  R"( "metadata": {"type": ["object", "null"], "description": "metadata: not read"},)"                                                                                                      \
-  R"( "service_tier": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                  \
+#define RAGFORM_DEFAULT_ONLY_FIELDS                                                                                                                                                                                                                                          \
+  R"("best_of": {"type": ["integer", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                                                                                                                                        \
+  R"( "presence_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                                                                                                               \
+  R"( "frequency_penalty": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                                                                                                              \
+  R"( "logit_bias": {"type": ["object", "null"], "maxProperties": 0, "description": "only {}"},)"                                                                                                                                                                            \
+  R"( "suffix": {"type": ["string", "null"], "maxLength": 0, "description": "only empty"},)"                                                                                                                                                                                 \
+  R"( "min_p": {"type": ["number", "null"], "minimum": 0, "maximum": 0, "description": "only 0"},)"                                                                                                                                                                          \
+  R"( "repetition_penalty": {"type": ["number", "null"], "minimum": 1, "maximum": 1, "description": "only 1"},)"                                                                                                                                                             \
+  R"( "response_format": {"type": ["object", "null"], "additionalProperties": false, "properties": {"type": {"const": "text"}}, "description": "only {\"type\": \"text\"}"},)"                                                                                               \
+  R"( "tools": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                                                                                                                                       \
+  R"( "functions": {"type": ["array", "null"], "maxItems": 0, "description": "only []"},)"                                                                                                                                                                                   \
+  R"( "tool_choice": {"enum": ["none", "auto", null], "description": "only none or auto: there are no tools"},)"                                                                                                                                                             \
+  R"( "function_call": {"enum": ["none", "auto", null], "description": "only none or auto: there are no functions"},)"                                                                                                                                                       \
+  R"( "audio": {"type": "null"}, "prediction": {"type": "null"},)"                                                                                                                                                                                                           \
+  R"( "modalities": {"oneOf": [{"const": ["text"]}, {"type": "null"}], "description": "only [\"text\"]"},)"                                                                                                                                                                  \
+  R"( "stream_options": {"type": ["object", "null"], "additionalProperties": false, "properties": {"include_usage": {"enum": [false, null]}, "include_obfuscation": {"type": ["boolean", "null"], "description": "not read"}}, "description": "include_usage only false"},)" \
+  R"( "user": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                                                                                                           \
+  R"( "store": {"type": ["boolean", "null"], "description": "metadata: not read, nothing is stored"},)"                                                                                                                                                                      \
+  R"( "metadata": {"type": ["object", "null"], "description": "metadata: not read"},)"                                                                                                                                                                                       \
+  R"( "service_tier": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                                                                                                   \
+  R"( "safety_identifier": {"type": ["string", "null"], "description": "metadata: not read"},)"                                                                                                                                                                              \
+  R"( "prompt_cache_key": {"type": ["string", "null"], "description": "metadata: not read, the prefix cache keys on the prompt itself"},)"                                                                                                                                   \
   R"( "parallel_tool_calls": {"type": ["boolean", "null"], "description": "not read: there are no tools"})"
 #define RAGFORM_USAGE \
   R"("usage": {"type": "object", "required": ["prompt_tokens", "completion_tokens", "total_tokens"], "properties": {"prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}})"
@@ -216,12 +218,12 @@ const RouteSpec kSpotlight{
     .request = api_json::with_declared(
         R"({"type": "object", "required": ["question", "documents"], "properties": {
       "id": {"type": ["string", "null"]}, "question": {"type": "string", "minLength": 1},
-      "documents": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
+      "documents": {"type": "array", "minItems": 1, "items": {"type": "object", "additionalProperties": false, "properties": {
         "title": {"type": ["string", "null"]}, "id": {"type": ["string", "null"]},
         "text": {"type": ["string", "null"]}, "sentences": {"type": ["array", "null"], "items": {"type": "string"}}},
         "description": "exactly one of text or sentences"}},
       "K": {}, "k": {}, "lambda": {},
-      "alpha": {"type": ["string", "null"], "enum": ["idf", "uniform", "", null]}, "order": {"enum": ["doc", "score", "", null]},
+      "alpha": {"type": ["string", "null"], "enum": ["idf", "uniform", null]}, "order": {"enum": ["doc", "score", null]},
       "special_tokens": {}}})",
         [] {
           auto fields = api_json::declared_schema<spotlight::ScoreOptions>();

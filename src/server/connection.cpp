@@ -493,15 +493,24 @@ bool Connection::wait(short events, Clock::time_point until) const {
 bool Connection::alive() const {
   pollfd p{fd_, POLLIN, 0};
   if (::poll(&p, 1, 0) == 0) return true;
+  // A reset (or a socket shut both ways) is a client gone. End of file is not: a client may shut
+  // its sending side once the request is out and still read the answer (RFC 9112 section 9.6;
+  // pass 17: every reply to such a client was dropped, as cpp-httplib's own check drops it). A
+  // client that closed fully is found by the first write, whose reset the next check sees.
+  if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return false;
   char c;
-  return ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
 bool Connection::peer_gone() const {
   char b;
   const ssize_t n = ::recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n > 0) return false;
-  if (n == 0) return true;  // an orderly close
+  // End of file: closed, or shut for sending only; the two look alike until a write. A long
+  // listing takes both for a client gone, as nginx does for a request it proxies (its answer,
+  // a 499, is still written: a half-closed client reads why).
+  if (n == 0) return true;
   return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 

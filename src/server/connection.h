@@ -81,8 +81,9 @@ class Connection : public httplib::Stream {
   bool head_too_large() const { return refused_ == Refusal::head_too_large; }
   // A read of this request ran out of time (the read timeout or the request's deadline).
   bool timed_out() const { return timed_out_; }
-  // The peer closed the connection (or it failed): a look at the socket without reading or
-  // waiting. Bytes of a next, pipelined request count as a client still there.
+  // The peer closed the connection, shut its sending side, or the connection failed: a look at
+  // the socket without reading or waiting. Bytes of a next, pipelined request count as a client
+  // still there. For long non-streamed work (server/message.h client_gone).
   bool peer_gone() const;
   // The request was refused before its body was read to the end: what follows is not a request.
   void close_after_response() { close_ = true; }
@@ -169,8 +170,9 @@ class Connection : public httplib::Stream {
   // socket closed) stops reading at once; a response already under way is still written out.
   bool wait(short events, Clock::time_point until) const;
 
-  // Whether the client is still there (as httplib checks before each write): a hung-up client
-  // reads as end of file, so a stream stops at its next event.
+  // Whether the client is still there (as httplib checks before each write): no reset. A client
+  // that shut only its sending side is still there; one that closed fully is found at the write
+  // after its reset, so a stream stops within two events.
   bool alive() const;
 
   socket_t fd_;

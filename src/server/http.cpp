@@ -267,9 +267,18 @@ const char* const kTimeoutMessage =
 
 // Reads the body through `content`, at most `max` bytes: the library's own limit
 // (set_payload_max_length) covers only a declared Content-Length, not a chunked body. Returns 0, or
-// the status that refuses the request: 413 too large, 408 too slow, 400 broken off. A multipart
-// body is counted and dropped: no endpoint takes one, and the empty body then fails as JSON like
-// any other non-JSON body.
+// the status that refuses the request: 413 too large, 408 too slow, 400 broken off.
+// Whether a Content-Type names multipart/form-data: its media type, in any case (RFC 9110
+// section 8.3.1), whatever its parameters (pass 17: "Multipart/Form-Data" was read as JSON).
+bool multipart(const std::string& content_type) {
+  std::string type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  const size_t start = type.find_first_not_of(" \t");
+  type = start == std::string::npos ? "" : type.substr(start);
+  for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return type == "multipart/form-data";
+}
+
 int read_body(const httplib::Request& req, httplib::Response& res,
               const httplib::ContentReader& content, size_t max, std::string& body) {
   // A request with neither Content-Length nor chunked encoding has no body (RFC 9112 section
@@ -279,6 +288,9 @@ int read_body(const httplib::Request& req, httplib::Response& res,
     return 0;
   bool too_large = false;
   bool ok;
+  // A body the library takes for multipart ("multipart/form-data" in lower case) must be read
+  // through its multipart parser (the plain reader hands it to receivers that are not there):
+  // counted and dropped, the router refuses it by its media type (Request::multipart).
   if (req.is_multipart_form_data()) {
     size_t seen = 0;
     ok = content([](const httplib::MultipartFormData&) { return true; },
@@ -327,7 +339,7 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
     const std::string path = Connection::target_path(req.target);
     r.path = path.empty() ? req.path : path;
     r.authorization = req.get_header_value("Authorization");
-    r.multipart = req.is_multipart_form_data();
+    r.multipart = multipart(req.get_header_value("Content-Type"));
     r.body = std::move(body);
     Connection* const conn = t_connection;
     const ClientWatch watch([conn] { return conn && conn->peer_gone(); });
@@ -358,8 +370,12 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
         if (t_connection) t_connection->close_after_response();
         const Connection::Refusal why =
             t_connection ? t_connection->refused() : Connection::Refusal::none;
+        // The library's multipart parser fails a body without a boundary (pass 17: "could not
+        // be read" did not say why).
+        const bool form = refused == 400 && multipart(req.get_header_value("Content-Type"));
         const std::string msg = refused == 413   ? "request body too large"
                                 : refused == 408 ? kTimeoutMessage
+                                : form           ? kMultipartRefusal
                                                  : Connection::answer(why).message;
         write(error_response(refused, msg, "invalid_request_error"), res);
       };

@@ -11,6 +11,7 @@
 #include "server/api_json.h"
 #include "server/api_retrieve.h"
 #include "server/http.h"
+#include "server/request_fields.h"
 #include "server/router.h"
 
 namespace ragform::server {
@@ -146,10 +147,14 @@ ojson operation(const Router::Entry& e, const std::string& kind, const OpenApiLi
   if (!desc.empty()) op["description"] = fill_text(desc, limits);
   op["tags"] = ojson::array({kind});
   if (s.access == Access::Open) op["security"] = ojson::array();
-  if (!s.request.empty())
-    op["requestBody"] = {
-        {"required", true},
-        {"content", {{"application/json", {{"schema", schema(s.request, limits)}}}}}};
+  if (!s.request.empty()) {
+    ojson body = schema(s.request, limits);
+    // The router refuses a field the schema does not declare (request_fields.h): the document
+    // says so, for generated clients and validators (pass 17).
+    if (!declared_fields(s.request).empty()) body["additionalProperties"] = false;
+    op["requestBody"] = {{"required", true},
+                         {"content", {{"application/json", {{"schema", std::move(body)}}}}}};
+  }
   ojson content = {{"application/json", {{"schema", schema(s.response, limits)}}}};
   if (s.streams)
     content["text/event-stream"] = {

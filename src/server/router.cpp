@@ -84,10 +84,7 @@ Response Router::dispatch(const Request& req) const {
   }
   if (!r->handler) throw std::logic_error(r->method + " " + r->path + " is declared, not served");
   if (req.multipart)
-    throw ApiError{400,
-                   "the body is multipart/form-data: the API takes a JSON object "
-                   "(Content-Type: application/json)",
-                   "invalid_request_error", "invalid_json"};
+    throw ApiError{400, kMultipartRefusal, "invalid_request_error", "invalid_json"};
   const std::shared_ptr<void> admitted = admit_ ? admit_(req) : nullptr;
   check_request_fields(req.body, *r->fields, r->method + " " + r->path);
   return r->handler(req);

@@ -49,6 +49,8 @@ class RawSocket {
   bool send(const std::string& s) {
     return fd_ >= 0 && ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == ssize_t(s.size());
   }
+  // Shuts the sending side (a half-close: the client can still read the answer).
+  bool shut_write() { return fd_ >= 0 && ::shutdown(fd_, SHUT_WR) == 0; }
   // Whether the server has sent something (or closed) within timeout_s.
   bool readable(double timeout_s) {
     pollfd p{fd_, POLLIN, 0};

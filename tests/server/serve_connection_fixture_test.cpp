@@ -256,5 +256,61 @@ TEST(ServeConnection, AnAbsoluteFormTargetIsServedByItsPath) {
   EXPECT_EQ(answers[0], answers[1]);
 }
 
+// Pass 17: a client that shuts its sending side once the request is out (RFC 9112 section 9.6;
+// `nc -N`, Go's CloseWrite) got no answer at all on any route: the check before each write took
+// its end of file for a client gone. It is answered now; only a long log-prob listing, which
+// cannot tell such a client from one that left, stops and says why (a 499 it can still read).
+TEST(ServeConnection, AHalfClosedClientIsAnswered) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  ServeProcess srv({"-m", model.string(), "--ctx", "256", "-t", "1"});
+  const auto half_closed = [&](const std::string& method, const std::string& path,
+                               const std::string& body) -> std::string {
+    RawSocket s(srv.port());
+    EXPECT_TRUE(s.ok());
+    EXPECT_TRUE(s.send(method + " " + path +
+                       " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       "Content-Length: " +
+                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body));
+    EXPECT_TRUE(s.shut_write());
+    return s.read_until_close(30).value_or("(no answer in 30 s)");
+  };
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(half_closed("GET", "/v1/models", "").substr(0, 12), "HTTP/1.1 200") << i;
+    EXPECT_EQ(half_closed("POST", "/v1/completions", R"({"prompt": "hi", "max_tokens": 2})")
+                  .substr(0, 12),
+              "HTTP/1.1 200")
+        << i;
+    EXPECT_EQ(
+        half_closed("POST", "/v1/score", R"({"prompt": "hi", "continuation": " x"})").substr(0, 12),
+        "HTTP/1.1 200")
+        << i;
+    EXPECT_EQ(half_closed("POST", "/v1/completions", R"({"prompt": 5})").substr(0, 12),
+              "HTTP/1.1 400")
+        << i;
+  }
+  // A multipart body in any case of its media type, with a boundary or none, is named as such
+  // (pass 17: "Multipart/Form-Data" was parsed as JSON, no boundary was "could not be read").
+  for (const std::string type :
+       {"multipart/form-data; boundary=xyz", "Multipart/Form-Data; boundary=xyz",
+        "multipart/form-data", "MULTIPART/FORM-DATA ; boundary=\"b\""}) {
+    RawSocket s(srv.port());
+    const std::string body =
+        "--xyz\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nhi\r\n--xyz--\r\n";
+    const auto got =
+        s.exchange("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: " + type +
+                       "\r\nContent-Length: " + std::to_string(body.size()) +
+                       "\r\nConnection: close\r\n\r\n" + body,
+                   30);
+    ASSERT_TRUE(got) << type;
+    EXPECT_EQ(got->substr(0, 12), "HTTP/1.1 400") << type;
+    EXPECT_NE(got->find("the body is multipart/form-data"), std::string::npos) << *got;
+  }
+  const std::string listing = half_closed(
+      "POST", "/v1/completions", R"({"prompt": "hi there", "max_tokens": 1, "logprobs": 0})");
+  EXPECT_EQ(listing.substr(0, 12), "HTTP/1.1 499") << listing.substr(0, 300);
+  EXPECT_NE(listing.find("the client closed the connection"), std::string::npos) << listing;
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
 }  // namespace
 }  // namespace ragform::testing

@@ -330,10 +330,23 @@ TEST(ServeHardening, FieldsNoRouteReadsAreRefused) {
           srv.port(), "/v1/chat/completions",
           R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi", "x": 1}]}]})")),
       "unknown_field");
+  // A message's unset fields as the SDKs send them (null) are absent (pass 17: the SDK's own
+  // assistant message, model_dump()ed into the next request, was refused).
+  {
+    auto r =
+        post(srv.port(), "/v1/chat/completions",
+             R"({"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}, )"
+             R"({"role": "assistant", "content": "Hello", "refusal": null, "annotations": null, )"
+             R"("audio": null, "function_call": null, "tool_calls": null, "name": null}, )"
+             R"({"role": "user", "content": "Again"}]})");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
   for (const std::string field :
        {R"("user": "u-1")", R"("store": false)", R"("metadata": {"k": "v"})",
-        R"("service_tier": "auto")", R"("parallel_tool_calls": true)", R"("best_of": 1)",
-        R"("suffix": "")"}) {
+        R"("safety_identifier": "s")", R"("prompt_cache_key": "k")",
+        R"("stream_options": {"include_obfuscation": false})", R"("service_tier": "auto")",
+        R"("parallel_tool_calls": true)", R"("best_of": 1)", R"("suffix": "")"}) {
     for (const auto& [path, head] :
          {std::pair{"/v1/completions", completion}, std::pair{"/v1/chat/completions", chat}}) {
       auto r = post(srv.port(), path, head + field + "}");

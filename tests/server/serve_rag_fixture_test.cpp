@@ -172,6 +172,19 @@ TEST(ServeRagFixture, SpotlightAgreesWithSpotlightSelect) {
     // Key order too: the same bytes as the CLI line.
     EXPECT_EQ(r->body + "\n", cli.out);
   }
+  // A document's key the route does not read is refused, a null one is absent; "" is no alpha
+  // (pass 17: both were served, "" as idf, which the CLI refuses).
+  {
+    json req = hotpot_request(json::parse(first));
+    req["documents"][0]["url"] = "x";
+    const std::string msg =
+        expect_api_error(post(srv.port(), "/v1/rag/spotlight", req.dump()), 400);
+    EXPECT_NE(msg.find("documents[0]: 'url' is not supported"), std::string::npos) << msg;
+    req["documents"][0]["url"] = nullptr;
+    EXPECT_EQ(ok_json(post(srv.port(), "/v1/rag/spotlight", req.dump()))["selected"].size(), 6u);
+    req["alpha"] = "";
+    expect_api_error(post(srv.port(), "/v1/rag/spotlight", req.dump()), 400);
+  }
 
   // (b) Plain-text passages, split by the sentence splitter, in litm-qa form for the CLI.
   json rec = {{"id", "story-1"},

@@ -37,6 +37,30 @@ TEST(CnormProfileErrors, NotAProfileSaysWhatWasExpected) {
             std::string::npos);
 }
 
+// Pass 17: `cnorm eval -m PROFILE.json --profile PROFILE.json` said the profile "was calibrated on
+// another model", hashing the JSON file as the model; a model that is not a GGUF file is that
+// error, before the profile's check.
+TEST(CnormProfileErrors, AModelThatIsNotGgufIsSaidBeforeTheProfilesCheck) {
+  const auto dir = testing::temp_dir("cnorm-profile-model");
+  const nlohmann::json prof = {
+      {"model_sha256", std::string(64, '0')},
+      {"task", "qa"},
+      {"p", 0.5},
+      {"seed", 0},
+      {"S", 6},
+      {"best", "none"},
+      {"candidates", {{{"delimiter", "none"}, {"abs_mean", 0.5}, {"abs_std", 0.1}}}}};
+  testing::write_file(dir / "p.json", prof.dump());
+  const auto r = testing::run_ragform(
+      "cnorm eval -m " + testing::quoted(dir / "p.json") + " --profile " +
+      testing::quoted(dir / "p.json") + " --task qa --input " +
+      testing::quoted(testing::shared_dir() / "data/lost-in-the-middle/nq-open-oracle.jsonl.gz") +
+      " -k 3 --limit 1 --store " + testing::quoted(dir / "s.sqlite"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("not a GGUF file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("calibrated on another model"), std::string::npos) << r.err;
+}
+
 TEST(CnormProfileErrors, ThePrefixNamesTheProfileOnce) {
   const nlohmann::json partial = {{"model_sha256", ""}, {"task", "qa"}};
   EXPECT_EQ(error_of(partial, "profile"), "profile: missing field 'p'");
