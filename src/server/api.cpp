@@ -303,8 +303,10 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   if (get_num(j, "repetition_penalty", 1.0, 0.0, 10.0) != 1.0)
     bad("only repetition_penalty = 1 is supported");
   // The objects' own keys too (pass 16: {"type": "text", "json_schema": {...}} was served).
+  // (A type that is not a string was a 500 from the JSON library's conversion: pass 18.)
   if (given("response_format") &&
-      !(j["response_format"].is_object() && j["response_format"].value("type", "") == "text"))
+      !(j["response_format"].is_object() && j["response_format"].contains("type") &&
+        j["response_format"]["type"] == "text"))
     bad("response_format is not supported (only {\"type\": \"text\"})");
   if (given("response_format")) only_keys(j["response_format"], {"type"}, "response_format");
   for (const char* key : {"tools", "functions"})

@@ -175,6 +175,7 @@ Response EncoderApi::embeddings(const std::string& body) {
   if (int(texts.size()) > opt_.max_inputs)
     bad("'input' holds " + std::to_string(texts.size()) + " texts, more than this server's " +
         std::to_string(opt_.max_inputs));
+  get_str(j, "user", false);  // not read; a string or null, as declared (pass 18: 5 was taken)
   const std::string fmt = get_str(j, "encoding_format", false);
   if (!fmt.empty() && fmt != "float" && fmt != "base64")
     bad("'encoding_format' must be \"float\" or \"base64\"");

@@ -229,6 +229,11 @@ struct HttpServer::Impl {
 namespace {
 void write(Response&& r, httplib::Response& res) {
   res.status = r.status;
+  // nginx's status for a client that left (server/message.h client_gone) ends the connection
+  // (pass 18: a request pipelined behind it was still served). The compiled library writes its
+  // own reason phrase for a status it does not know ("Internal Server Error"); the JSON body's
+  // code says client_closed_request.
+  if (r.status == 499 && t_connection) t_connection->close_after_response();
   for (const auto& [name, value] : r.headers) res.set_header(name.c_str(), value);
   if (!r.stream) {
     // The body is moved into the library's response, not copied (set_content copies: a 39 MB

@@ -307,7 +307,25 @@ TEST(ServeConnection, AHalfClosedClientIsAnswered) {
   }
   const std::string listing = half_closed(
       "POST", "/v1/completions", R"({"prompt": "hi there", "max_tokens": 1, "logprobs": 0})");
+  // The connection ends with it (pass 18: a request pipelined behind it was served).
   EXPECT_EQ(listing.substr(0, 12), "HTTP/1.1 499") << listing.substr(0, 300);
+  EXPECT_EQ(fields(listing, "Connection"), std::vector<std::string>{"close"}) << listing;
+  {
+    RawSocket s(srv.port());
+    const auto request = [](const std::string& body) {
+      return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body;
+    };
+    ASSERT_TRUE(s.send(request(R"({"prompt": "hi there", "max_tokens": 1, "logprobs": 1})") +
+                       request(R"({"prompt": "hi", "max_tokens": 1})")));
+    ASSERT_TRUE(s.shut_write());
+    const std::string got = s.read_until_close(30).value_or("(no answer)");
+    const std::vector<std::string> replies = split_responses(got);
+    ASSERT_EQ(replies.size(), 1u) << got;
+    EXPECT_EQ(replies[0].substr(0, 12), "HTTP/1.1 499");
+    EXPECT_EQ(fields(replies[0], "Connection"), std::vector<std::string>{"close"}) << got;
+  }
   EXPECT_NE(listing.find("the client closed the connection"), std::string::npos) << listing;
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }

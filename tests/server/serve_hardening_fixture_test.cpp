@@ -330,6 +330,15 @@ TEST(ServeHardening, FieldsNoRouteReadsAreRefused) {
           srv.port(), "/v1/chat/completions",
           R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi", "x": 1}]}]})")),
       "unknown_field");
+  // A response_format whose type is not a string is a 400 (pass 18: the JSON library's
+  // conversion made it a 500 internal_error).
+  for (const std::string rf : {R"({"type": null})", R"({"type": 5})", R"({"type": ["text"]})"})
+    for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+      const std::string head = std::string(path) == "/v1/completions" ? completion : chat;
+      auto r = post(srv.port(), path, head + R"("response_format": )" + rf + "}");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 400) << path << " " << rf << ": " << r->body;
+    }
   // A message's unset fields as the SDKs send them (null) are absent (pass 17: the SDK's own
   // assistant message, model_dump()ed into the next request, was refused).
   {
