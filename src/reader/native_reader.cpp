@@ -271,8 +271,10 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
       tl.id = all[t];
       tl.piece = tok_->token_to_piece(all[t], true);
       const float* logits = &out[0].logits[(row - b) * size_t(V)];
-      tl.logprob = runtime::log_softmax_at(logits, V, all[t]);
-      if (top > 0) tl.top = runtime::top_log_softmax(logits, V, top);
+      if (top > 0)
+        tl.top = runtime::top_log_softmax(logits, V, top, all[t], &tl.logprob);
+      else
+        tl.logprob = runtime::log_softmax_at(logits, V, all[t]);
       r.sum += tl.logprob;
       r.tokens.push_back(std::move(tl));
     }

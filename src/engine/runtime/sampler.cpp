@@ -79,8 +79,10 @@ double log_softmax_at(const float* logits, int n_vocab, int32_t id) {
   return double(logits[id]) - r.max - r.log_sum;
 }
 
-std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n) {
+std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n,
+                                                        int32_t id, double* id_logprob) {
   const RowNorm r = row_norm(logits, n_vocab);
+  if (id_logprob && id >= 0 && id < n_vocab) *id_logprob = double(logits[id]) - r.max - r.log_sum;
   const size_t k = size_t(std::clamp(n, 0, n_vocab));
   // "a before b": likelier, ties toward the lower id. The k best so far are a heap whose top is
   // the worst of them, so a row costs O(V log k) and no V-sized buffer (a listing of 20 per
@@ -103,7 +105,7 @@ std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int
   std::sort_heap(best.begin(), best.end(), before);
   std::vector<std::pair<int32_t, double>> out;
   // The same expression as log_softmax_at, so a token's own entry equals its log-prob.
-  for (int32_t id : best) out.emplace_back(id, double(logits[id]) - r.max - r.log_sum);
+  for (int32_t b : best) out.emplace_back(b, double(logits[b]) - r.max - r.log_sum);
   return out;
 }
 

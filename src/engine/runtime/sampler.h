@@ -34,6 +34,10 @@ double log_softmax_at(const float* logits, int n_vocab, int32_t id);
 // The `n` most likely tokens of one logits row (at most n_vocab), most likely first, ties toward
 // the lower id, each with its log-softmax as log_softmax_at gives it: an OpenAI completion's
 // top_logprobs.
-std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n);
+// With `id` and `id_logprob`: also log_softmax_at(logits, n_vocab, id), from the same pass over the
+// row's normaliser (a listing's token and its alternatives: one exp per logit, not two).
+std::vector<std::pair<int32_t, double>> top_log_softmax(const float* logits, int n_vocab, int n,
+                                                        int32_t id = -1,
+                                                        double* id_logprob = nullptr);
 
 }  // namespace ragform::runtime

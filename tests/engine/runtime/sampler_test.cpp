@@ -31,6 +31,12 @@ TEST(TopLogSoftmax, ListsTheLikeliestTokensWithTheirOwnLogProbs) {
   for (const auto& [id, lp] : all) mass += std::exp(lp);
   EXPECT_NEAR(mass, 1.0, 1e-12);
   EXPECT_TRUE(top_log_softmax(logits.data(), int(logits.size()), 0).empty());
+  // A token's own log-prob from the same pass: log_softmax_at's value, bit for bit.
+  for (int32_t id = 0; id < int32_t(logits.size()); ++id) {
+    double own = 1.0;
+    top_log_softmax(logits.data(), int(logits.size()), 2, id, &own);
+    EXPECT_EQ(own, log_softmax_at(logits.data(), int(logits.size()), id)) << id;
+  }
 }
 
 // Large logits do not overflow: the row's maximum is taken out before exp.
