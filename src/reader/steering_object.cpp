@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/excerpt.h"
 #include "base/json_file.h"
 #include "base/json_number.h"
 
@@ -62,9 +63,12 @@ SteeringParams parse_steering(const json& o) {
   if (!o.is_object())
     throw SteerError("", "expected an object {rule, spans, layers, heads}, got " + json_excerpt(o),
                      Problem::type);
+  // A null value is a key not given (base/json_keys.h), whatever the key.
   for (const auto& [k, v] : o.items())
-    if (k != "rule" && k != "spans" && k != "layers" && k != "heads")
-      throw SteerError("", "unknown key '" + k + "' (rule, spans, layers, heads)");
+    if (!v.is_null() && k != "rule" && k != "spans" && k != "layers" && k != "heads")
+      throw SteerError("",
+                       "unknown key '" + printable(excerpt(k)) + "' (rule, spans, layers, heads)",
+                       Problem::unknown);
   const json rule = o.value("rule", json());
   if (rule.is_null())
     throw SteerError("rule",

@@ -33,25 +33,25 @@ const std::set<std::string>& dropped_fields() {
 
 namespace {
 // Everything but the other fields, which the two forms copy or move.
-Question question_fields(const nlohmann::json& row, size_t line);
+Question question_fields(const nlohmann::json& row, size_t line, const std::string& id_if_none);
 }  // namespace
 
-Question question_from_json(const nlohmann::json& row, size_t line) {
-  Question q = question_fields(row, line);
+Question question_from_json(const nlohmann::json& row, size_t line, const std::string& id_if_none) {
+  Question q = question_fields(row, line, id_if_none);
   for (auto it = row.begin(); it != row.end(); ++it)
     if (!dropped_fields().count(it.key())) q.extra[it.key()] = it.value();
   return q;
 }
 
-Question question_from_json(nlohmann::json&& row, size_t line) {
-  Question q = question_fields(row, line);
+Question question_from_json(nlohmann::json&& row, size_t line, const std::string& id_if_none) {
+  Question q = question_fields(row, line, id_if_none);
   for (auto it = row.begin(); it != row.end(); ++it)
     if (!dropped_fields().count(it.key())) q.extra[it.key()] = std::move(it.value());
   return q;
 }
 
 namespace {
-Question question_fields(const nlohmann::json& row, size_t line) {
+Question question_fields(const nlohmann::json& row, size_t line, const std::string& id_if_none) {
   Question q;
   auto qit = row.find("question");
   if (qit == row.end()) throw eval::RowError("missing field 'question'");
@@ -60,7 +60,7 @@ Question question_fields(const nlohmann::json& row, size_t line) {
   q.question = qit->get<std::string>();
   // Answers and ids as the dataset loaders read them, when the record is one of their formats.
   if (auto f = eval::detect_format(row)) {
-    eval::QaRecord r = eval::to_qa_record(row, *f, {line, ""});
+    eval::QaRecord r = eval::to_qa_record(row, *f, {line, id_if_none});
     q.answers = r.answers;
     q.id = r.id;
   }
@@ -72,7 +72,7 @@ Question question_fields(const nlohmann::json& row, size_t line) {
     else if (it->is_number_integer())
       q.id = it->dump();
   }
-  if (q.id.empty()) q.id = "line:" + std::to_string(line);
+  if (q.id.empty()) q.id = id_if_none.empty() ? "line:" + std::to_string(line) : id_if_none;
   return q;
 }
 }  // namespace

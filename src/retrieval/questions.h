@@ -25,10 +25,13 @@ struct Question {
   nlohmann::ordered_json extra;  // the other input fields
 };
 
-// One input record; throws eval::RowError (missing or non-string "question", ...).
-Question question_from_json(const nlohmann::json& row, size_t line);
-// The same, moving the other fields out of `row` instead of copying them (a server's request).
-Question question_from_json(nlohmann::json&& row, size_t line);
+// One input record; throws eval::RowError (missing or non-string "question", ...). A record
+// without an id ("id", "_id" or its format's own) is "line:<line>", or `id_if_none` when given.
+Question question_from_json(const nlohmann::json& row, size_t line,
+                            const std::string& id_if_none = "");
+// The same, moving the other fields out of `row` instead of copying them (a server's request,
+// whose question objects without an id are q0, q1, ... as its plain strings are).
+Question question_from_json(nlohmann::json&& row, size_t line, const std::string& id_if_none = "");
 
 nlohmann::ordered_json retrieval_row(const Question& q, const std::vector<Retrieved>& ctxs);
 

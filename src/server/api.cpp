@@ -78,6 +78,7 @@ std::string steer_field_name(const std::string& key) {
   using P = runtime::SteerError::Problem;
   bad(e.spelled(steer_field_name), e.problem() == P::type      ? "invalid_type"
                                    : e.problem() == P::missing ? "missing_field"
+                                   : e.problem() == P::unknown ? "unknown_field"
                                                                : "invalid_value");
 }
 
@@ -472,9 +473,8 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
 
 }  // namespace
 
-Response Api::completions(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response Api::completions(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   std::vector<std::string> prompts = completion_prompts(j);
   // Every prompt of a request is queued at once, so more than the queue holds could never be
   // accepted, however idle the server: a 400, not a 503 inviting a retry.
@@ -580,9 +580,8 @@ Response Api::completions(const std::string& body) {
                     std::move(hold));
 }
 
-Response Api::chat(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response Api::chat(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   if (j.contains("steer") && !j["steer"].is_null())
     bad("'steer' is read by /v1/completions, /v1/score and /v1/attention, whose prompt is one text",
         "unsupported_field");
@@ -694,9 +693,8 @@ Response Api::chat(const std::string& body) {
                {"total_tokens", int(ids.size()) + n}}}});
 }
 
-Response Api::score(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response Api::score(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   std::string model = get_str(j, "model", false);
   if (!model.empty() && model != opt_.model_id)
     throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",
@@ -720,9 +718,8 @@ Response Api::score(const std::string& body) {
                     std::move(hold));
 }
 
-Response Api::attention(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response Api::attention(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   std::string model = get_str(j, "model", false);
   if (!model.empty() && model != opt_.model_id)
     throw ApiError{404, "model '" + model + "' is not served here", "invalid_request_error",

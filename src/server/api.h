@@ -59,6 +59,7 @@ struct ApiOptions {
 };
 
 class Router;
+struct RequestBody;
 
 class Api {
  public:
@@ -75,12 +76,12 @@ class Api {
   static void routes(Router& router, Api* self);  // self null: declared only
   Response health();
   Response models();
-  Response completions(const std::string& body);
-  Response chat(const std::string& body);
-  Response score(const std::string& body);
-  Response attention(const std::string& body);
-  Response normalize(const std::string& body);
-  Response spotlight(const std::string& body);
+  Response completions(RequestBody& body);
+  Response chat(RequestBody& body);
+  Response score(RequestBody& body);
+  Response attention(RequestBody& body);
+  Response normalize(RequestBody& body);
+  Response spotlight(RequestBody& body);
   reader::NativeReader& reader_;
   Engine& engine_;
   ApiOptions opt_;

@@ -99,9 +99,7 @@ void EncoderApi::add_routes(Router& router) { routes(router, this); }
 void EncoderApi::declare_routes(Router& router) { routes(router, nullptr); }
 
 void EncoderApi::routes(Router& router, EncoderApi* self) {
-  auto on = [self](Response (EncoderApi::*fn)(const std::string&)) {
-    return body_handler(self, fn);
-  };
+  auto on = [self](Response (EncoderApi::*fn)(RequestBody&)) { return body_handler(self, fn); };
   auto get = [self](Response (EncoderApi::*fn)()) { return plain_handler(self, fn); };
   router.add(kEncoderHealth, get(&EncoderApi::health));
   router.add(models_route(), get(&EncoderApi::models));
@@ -146,9 +144,8 @@ json base64_floats(const float* v, size_t n) {
 }
 }  // namespace
 
-Response EncoderApi::embeddings(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response EncoderApi::embeddings(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   check_model(j, opt_.model_id);
   if (!j.contains("input") || j["input"].is_null()) bad("missing field 'input'", "missing_field");
   std::vector<std::string> texts;
@@ -281,9 +278,8 @@ Response EncoderApi::embeddings(const std::string& body) {
   return held_reply(std::move(r), std::move(hold));
 }
 
-Response EncoderApi::rerank(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response EncoderApi::rerank(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   check_model(j, opt_.model_id);
   const std::string query = get_str(j, "query", true);
   if (!j.contains("documents") || !j["documents"].is_array())

@@ -48,6 +48,7 @@ struct EncoderApiOptions {
 };
 
 class Router;
+struct RequestBody;
 
 class EncoderApi {
  public:
@@ -61,8 +62,8 @@ class EncoderApi {
   static void routes(Router& router, EncoderApi* self);  // self null: declared only
   Response health();
   Response models();
-  Response embeddings(const std::string& body);
-  Response rerank(const std::string& body);
+  Response embeddings(RequestBody& body);
+  Response rerank(RequestBody& body);
   reader::Encoder& enc_;
   EncoderApiOptions opt_;
   long created_;

@@ -9,6 +9,7 @@
 #include "base/excerpt.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 #include "base/json_number.h"
 #include "server/engine.h"
 
@@ -68,18 +69,7 @@ std::string get_str(const json& j, const char* key, bool required) {
 }
 
 void only_keys(const json& o, std::initializer_list<const char*> keys, const std::string& what) {
-  if (!o.is_object()) return;
-  for (const auto& [key, v] : o.items()) {
-    if (v.is_null()) continue;
-    bool known = false;
-    for (const char* k : keys) known = known || key == k;
-    if (known) continue;
-    std::string list;
-    for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
-    bad(what + ": '" + printable(excerpt(key)) + "' is not supported (" + what + " takes " + list +
-            ")",
-        "unknown_field");
-  }
+  only_json_keys(o, keys, what, what);  // UnknownKeyError: 400 unknown_field below
 }
 
 std::string with_declared(const std::string& schema, const nlohmann::ordered_json& fields) {
@@ -168,6 +158,9 @@ Response response_for_current_exception(
     } catch (const ContextOverflow& e) {  // the code OpenAI's API gives a prompt too long
       return error_response(400, client_message(e.what(), hidden), "invalid_request_error",
                             "context_length_exceeded");
+    } catch (const UnknownKeyError& e) {  // base/json_keys.h: a file's or a nested object's key
+      return error_response(400, client_message(e.what(), hidden), "invalid_request_error",
+                            "unknown_field");
     } catch (const Error& e) {  // UsageError, NotSupported and the rest
       return error_response(400, client_message(e.what(), hidden), "invalid_request_error");
     } catch (const std::bad_alloc&) {  // what() is "std::bad_alloc"; the limits stay private

@@ -32,9 +32,8 @@ nlohmann::ordered_json present_one(const json& record, const tune::Profile& prof
   return {};  // not reached: bad() throws
 }
 
-Response present(const std::string& body, reader::Reader* counter) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response present(RequestBody& body, reader::Reader* counter) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   // present's one declared option, "profile" (tune/present.h PresentRequest): a path for the CLI
   // and Python, here the file's JSON (a client names no server-side file), so it is read here
   // rather than by read_declared.
@@ -51,7 +50,7 @@ Response present(const std::string& body, reader::Reader* counter) {
   // The reply repeats each record's documents in its prompt and its document list (1 MB of short
   // records gave 8 MB, and 150 clients that never read such replies ended a server): reserved in
   // the reply budget before it is built, held until it is written (reply_budget.h).
-  ReplyBudget::Hold hold = reply_budget().reserve(body.size() * kPresentReplyBytesPerBodyByte);
+  ReplyBudget::Hold hold = reply_budget().reserve(body.bytes * kPresentReplyBytesPerBodyByte);
   nlohmann::ordered_json out;
   if (one) {
     out = present_one(j["record"], prof, counter, "record");
@@ -94,7 +93,8 @@ const RouteSpec kPresent{
 #undef RAGFORM_PRESENTED
 
 void add_present_route(Router& router, reader::Reader* counter) {
-  router.add(kPresent, [counter](const Request& req) { return present(req.body, counter); });
+  router.add(kPresent,
+             [counter](const Request&, RequestBody& body) { return present(body, counter); });
 }
 
 void declare_present_route(Router& router) { router.add(kPresent, nullptr); }

@@ -24,9 +24,8 @@ using namespace api_json;
 // C-NORM deployment (cnorm paper, section 4.3): the documents reformatted with the profile's own
 // format, by the rule `ragform cnorm apply` and Python's cnorm.apply use (cnorm::apply_profile):
 // the documents are the texts of one record's ctxs.
-Response Api::normalize(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+Response Api::normalize(RequestBody& body) {
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   if (!j.contains("documents") || !j["documents"].is_array())
     bad("'documents' must be an array of strings",
         j.contains("documents") ? "invalid_type" : "missing_field");
@@ -54,7 +53,7 @@ Response Api::normalize(const std::string& body) {
   // exhausted a server. Reserved in the reply budget before anything is built (reply_budget.h),
   // twice over for the tree beside the text; a document's format wrapper adds its own bytes.
   ReplyBudget::Hold hold =
-      reply_budget().reserve(body.size() * 2 * (1 + 6 * prof.best.text.size()) + ctxs.size() * 256);
+      reply_budget().reserve(body.bytes * 2 * (1 + 6 * prof.best.text.size()) + ctxs.size() * 256);
   json applied;
   try {
     applied = cnorm::apply_profile(prof, {{"ctxs", std::move(ctxs)}}).record;
@@ -112,10 +111,9 @@ spotlight::Document spot_document(const json& d, size_t i, const std::string& qi
 
 // SpotlightRAG (spotlight paper, eqs. 5-10): the same object `ragform spotlight select --json`
 // prints for one question.
-Response Api::spotlight(const std::string& body) {
+Response Api::spotlight(RequestBody& body) {
   using namespace ragform::spotlight;
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);  // base/json_release.h
+  json& j = body.json;  // parsed by the router (router.h RequestBody)
   std::string qid = get_str(j, "id", false);
   if (qid.empty()) qid = "request";
   std::string question = get_str(j, "question", true);

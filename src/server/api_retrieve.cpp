@@ -95,9 +95,9 @@ const RouteSpec kRetrieve{
 void RetrieveApi::declare_routes(Router& router) { router.add(kRetrieve, nullptr); }
 
 void RetrieveApi::add_routes(Router& router) {
-  router.add(kRetrieve, [this](const Request& req) {
+  router.add(kRetrieve, [this](const Request&, RequestBody& body) {
     try {
-      return retrieve(req.body);
+      return retrieve(body);
     } catch (const eval::RowError& e) {
       throw ApiError{400, e.what(), "invalid_request_error", error_code(400)};
     } catch (const UsageError&) {
@@ -111,9 +111,8 @@ void RetrieveApi::add_routes(Router& router) {
   });
 }
 
-Response RetrieveApi::retrieve(const std::string& body) {
-  json j = parse_body(body);
-  ReleaseAtExit release_j(j);      // base/json_release.h
+Response RetrieveApi::retrieve(RequestBody& body) {
+  json& j = body.json;             // parsed by the router (router.h RequestBody)
   retrieval::RetrieveRequest req;  // k, mode: retrieve's declaration, as the CLI reads them
   read_declared(j, req);
   if (req.k > kMaxRetrieveK)
@@ -141,7 +140,8 @@ Response RetrieveApi::retrieve(const std::string& body) {
       qs.push_back(std::move(x));
     } else if (q.is_object()) {
       try {
-        qs.push_back(retrieval::question_from_json(std::move(q), i + 1));  // fields moved
+        // Fields moved; without an id, q<i> as a plain string's (pass 18: "line:<i+1>").
+        qs.push_back(retrieval::question_from_json(std::move(q), i + 1, "q" + std::to_string(i)));
       } catch (const std::bad_alloc&) {
         throw;  // out of memory is the server's 503, not the question's fault
       } catch (const std::exception& e) {
@@ -186,7 +186,7 @@ Response RetrieveApi::retrieve(const std::string& body) {
   // server). Counted in the reply's reservation.
   bool extra = false;
   for (const retrieval::Question& q : qs) extra = extra || !q.extra.empty();
-  const size_t extra_bytes = extra ? 2 * kParseBytesPerBodyByte * body.size() : 0;
+  const size_t extra_bytes = extra ? 2 * kParseBytesPerBodyByte * body.bytes : 0;
   ReplyBudget::Hold hold =
       reply_budget().reserve(kRetrieveBuildFactor * std::min(hits * per_hit, kMaxResponseBytes) +
                              extra_bytes + (size_t(1) << 16));

@@ -31,6 +31,7 @@ class RetrieverPool;
 namespace ragform::server {
 
 class Router;
+struct RequestBody;
 
 struct RetrieveApiOptions {
   std::string index_dir;
@@ -55,7 +56,7 @@ class RetrieveApi {
   const std::string& dense_unavailable_reason() const { return why_no_dense_; }
 
  private:
-  Response retrieve(const std::string& body);
+  Response retrieve(RequestBody& body);
   RetrieveApiOptions opt_;
   std::unique_ptr<retrieval::RetrieverPool> bm25_, dense_, hybrid_;
   std::string why_no_dense_;

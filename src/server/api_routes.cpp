@@ -249,7 +249,7 @@ void Api::declare_routes(Router& router) { routes(router, nullptr); }
 
 void Api::routes(Router& router, Api* self) {
   // The handler of a route, or none when the table is only declared (self null).
-  auto on = [self](Response (Api::*fn)(const std::string&)) { return body_handler(self, fn); };
+  auto on = [self](Response (Api::*fn)(RequestBody&)) { return body_handler(self, fn); };
   auto get = [self](Response (Api::*fn)()) { return plain_handler(self, fn); };
   router.add(kHealth, get(&Api::health));
   router.add(models_route(), get(&Api::models));

@@ -273,15 +273,16 @@ const char* const kTimeoutMessage =
 // Reads the body through `content`, at most `max` bytes: the library's own limit
 // (set_payload_max_length) covers only a declared Content-Length, not a chunked body. Returns 0, or
 // the status that refuses the request: 413 too large, 408 too slow, 400 broken off.
-// Whether a Content-Type names multipart/form-data: its media type, in any case (RFC 9110
-// section 8.3.1), whatever its parameters (pass 17: "Multipart/Form-Data" was read as JSON).
+// Whether a Content-Type names a multipart type (multipart/form-data, multipart/mixed, ...): its
+// media type, in any case (RFC 9110 section 8.3.1), whatever its parameters (pass 17:
+// "Multipart/Form-Data" was read as JSON; pass 18: multipart/mixed was "malformed JSON").
 bool multipart(const std::string& content_type) {
   std::string type = content_type.substr(0, content_type.find(';'));
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
   const size_t start = type.find_first_not_of(" \t");
   type = start == std::string::npos ? "" : type.substr(start);
   for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return type == "multipart/form-data";
+  return type.rfind("multipart/", 0) == 0;
 }
 
 int read_body(const httplib::Request& req, httplib::Response& res,
@@ -366,24 +367,26 @@ HttpServer::HttpServer(HttpOptions opt, Handler h) : impl_(std::make_unique<Impl
   // form-encoded body (application/x-www-form-urlencoded, as `curl -d` sends) at 8 KiB whatever
   // the payload limit (CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH, fixed in the compiled
   // library); every endpoint reads its body as JSON whatever the content type says.
-  httplib::Server::HandlerWithContentReader with_body =
-      [this, serve](const httplib::Request& req, httplib::Response& res,
-                    const httplib::ContentReader& content) {
-        std::string body;
-        const int refused = read_body(req, res, content, impl_->opt.max_body, body);
-        if (refused == 0) return serve(req, std::move(body), res);
-        if (t_connection) t_connection->close_after_response();
-        const Connection::Refusal why =
-            t_connection ? t_connection->refused() : Connection::Refusal::none;
-        // The library's multipart parser fails a body without a boundary (pass 17: "could not
-        // be read" did not say why).
-        const bool form = refused == 400 && multipart(req.get_header_value("Content-Type"));
-        const std::string msg = refused == 413   ? "request body too large"
-                                : refused == 408 ? kTimeoutMessage
-                                : form           ? kMultipartRefusal
-                                                 : Connection::answer(why).message;
-        write(error_response(refused, msg, "invalid_request_error"), res);
-      };
+  httplib::Server::HandlerWithContentReader with_body = [this, serve](
+                                                            const httplib::Request& req,
+                                                            httplib::Response& res,
+                                                            const httplib::ContentReader& content) {
+    std::string body;
+    const int refused = read_body(req, res, content, impl_->opt.max_body, body);
+    if (refused == 0) return serve(req, std::move(body), res);
+    if (t_connection) t_connection->close_after_response();
+    const Connection::Refusal why =
+        t_connection ? t_connection->refused() : Connection::Refusal::none;
+    // The library's multipart parser fails a body without a boundary (pass 17: "could not
+    // be read" did not say why).
+    const bool form = refused == 400 && multipart(req.get_header_value("Content-Type"));
+    const std::string msg = refused == 413   ? "request body too large"
+                            : refused == 408 ? kTimeoutMessage
+                            : form           ? kMultipartRefusal
+                                             : Connection::answer(why).message;
+    // One code for a multipart body, whichever layer refuses it (router.cpp; pass 18).
+    write(error_response(refused, msg, "invalid_request_error", form ? "invalid_json" : ""), res);
+  };
   // Whether the connection persists after a response is Connection's to say (must_close), not
   // the library's: it advertised "Keep-Alive" on responses after which it closed (every HTTP/1.0
   // reply, a refused body) and wrote "Connection: close" twice on some (pass 10). Called after

@@ -22,8 +22,8 @@ struct Request {
 // The refusal of a multipart/form-data body (the router's, and the HTTP layer's when the
 // library could not read one).
 inline constexpr const char* kMultipartRefusal =
-    "the body is multipart/form-data: the API takes a JSON object (Content-Type: "
-    "application/json)";
+    "the body is multipart (multipart/form-data, multipart/mixed, ...): the API takes a JSON "
+    "object (Content-Type: application/json)";
 
 struct Response {
   int status = 200;

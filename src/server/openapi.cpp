@@ -265,7 +265,7 @@ const RouteSpec kOpenApi{
 
 void add_openapi_route(Router& router, const std::string& kind, OpenApiLimits limits) {
   const Router* table = &router;
-  router.add(kOpenApi, [table, kind, limits](const Request&) {
+  router.add(kOpenApi, [table, kind, limits](const Request&, RequestBody&) {
     Response r;
     r.body = openapi_document({{kind, table}}, limits)
                  .dump(-1, ' ', false, ojson::error_handler_t::replace);

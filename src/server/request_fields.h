@@ -6,7 +6,8 @@
 #pragma once
 #include <set>
 #include <string>
-#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 namespace ragform::server {
 
@@ -15,11 +16,14 @@ namespace ragform::server {
 // an "additionalProperties" other than false.
 std::set<std::string> declared_fields(const std::string& schema);
 
+// Removes the top-level keys of `body` whose value is null: a null field is a field not given,
+// declared or not, in every handler (base/json_keys.h; pass 18: "records": null beside "record"
+// was "give exactly one of"). `body` not an object: unchanged.
+void drop_null_fields(nlohmann::json& body);
+
 // Throws ApiError 400 "unknown_field" naming the first top-level key of `body` that is not in
-// `fields`, and the route (`route`, "POST /v1/completions"). A body that is not a JSON object,
-// does not parse or nests too deep is left to the handler, whose own message names why.
-// Reads the body with a SAX pass (no tree is built).
-void check_request_fields(std::string_view body, const std::set<std::string>& fields,
+// `fields`, and the route (`route`, "POST /v1/completions"). No check when `fields` is empty.
+void check_request_fields(const nlohmann::json& body, const std::set<std::string>& fields,
                           const std::string& route);
 
 }  // namespace ragform::server

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "base/error.h"
+#include "base/json_release.h"
 #include "base/memory_limit.h"
 #include "server/api_json.h"
 #include "server/request_fields.h"
@@ -86,8 +87,15 @@ Response Router::dispatch(const Request& req) const {
   if (req.multipart)
     throw ApiError{400, kMultipartRefusal, "invalid_request_error", "invalid_json"};
   const std::shared_ptr<void> admitted = admit_ ? admit_(req) : nullptr;
-  check_request_fields(req.body, *r->fields, r->method + " " + r->path);
-  return r->handler(req);
+  RequestBody body;
+  body.bytes = req.body.size();
+  ReleaseAtExit release(body.json);  // base/json_release.h: before `admitted` ends
+  if (!r->spec->request.empty()) {
+    body.json = parse_body(req.body);
+    drop_null_fields(body.json);
+    check_request_fields(body.json, *r->fields, r->method + " " + r->path);
+  }
+  return r->handler(req, body);
 }
 
 std::vector<Router::Entry> Router::table() const {

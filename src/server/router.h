@@ -7,7 +7,8 @@
 //   - an unknown path: 404 "no endpoint PATH", with the hint of that path (a path another kind of
 //     server answers) or the router's default hint;
 //   - a known path with another method: 405 "use GET" / "use POST" (HEAD counts as GET);
-//   - a body field the route's request schema does not declare: 400 unknown_field
+//   - the body of a route that takes one: parsed once (400 invalid_json when it is not a JSON
+//     object), and a field the route's request schema does not declare is 400 unknown_field
 //     (request_fields.h), so no field is answered 200 and ignored;
 //   - whatever a handler throws: the one error JSON (api_json.h response_for_current_exception),
 //     its message cut to a bound and with the server's own paths (hide()) replaced by their file
@@ -22,9 +23,22 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/message.h"
 
 namespace ragform::server {
+
+// A request's body as the router read it, once, for the route's handler: the JSON object (a body
+// that is not one is refused before the handler), its top-level keys whose value is null removed
+// (null is a key not given: base/json_keys.h), and the size of the text it was parsed from, which
+// handlers size their reply reservations by. The handler may move values out of `json`; the router
+// frees what is left (base/json_release.h) after the handler returns. Routes without a body
+// schema get a null `json`.
+struct RequestBody {
+  nlohmann::json json;
+  size_t bytes = 0;
+};
 
 enum class Access { Key, Open };  // Open: no API key needed (only /health)
 
@@ -46,7 +60,7 @@ struct RouteSpec {
 
 class Router {
  public:
-  using Handler = std::function<Response(const Request&)>;
+  using Handler = std::function<Response(const Request&, RequestBody&)>;
   // api_key: empty = no key required.
   explicit Router(std::string api_key = "");
 
@@ -63,9 +77,9 @@ class Router {
   void hide(const std::vector<std::string>& server_paths);
   // The parenthesis of every other 404 ("" = none).
   void default_hint(const std::string& why) { default_hint_ = why; }
-  // Called with every request that reaches a handler (authorised, routed, its method), before the
-  // handler; what it returns is kept until the handler has returned. The server reserves the
-  // memory parsing the body takes (reply_budget.h, admit_body); it may throw, as a handler may.
+  // Called with every request that reaches a handler (authorised, routed, its method), before its
+  // body is parsed; what it returns is kept until the handler has returned. The server reserves
+  // the memory parsing the body takes (reply_budget.h, admit_body); it may throw, as a handler may.
   using Admission = std::function<std::shared_ptr<void>(const Request&)>;
   void admit(Admission a) { admit_ = std::move(a); }
 
@@ -103,15 +117,15 @@ class Router {
 // A route's handler from an API's member function of the request body, or, with `self` null, no
 // handler (the table only declared: `serve --openapi`). Every API's routes() binds its members so.
 template <class Api>
-Router::Handler body_handler(Api* self, Response (Api::*fn)(const std::string&)) {
+Router::Handler body_handler(Api* self, Response (Api::*fn)(RequestBody&)) {
   if (!self) return nullptr;
-  return [self, fn](const Request& req) { return (self->*fn)(req.body); };
+  return [self, fn](const Request&, RequestBody& body) { return (self->*fn)(body); };
 }
 // The same for a member that reads nothing of the request (GET /health, /v1/models).
 template <class Api>
 Router::Handler plain_handler(Api* self, Response (Api::*fn)()) {
   if (!self) return nullptr;
-  return [self, fn](const Request&) { return (self->*fn)(); };
+  return [self, fn](const Request&, RequestBody&) { return (self->*fn)(); };
 }
 
 }  // namespace ragform::server

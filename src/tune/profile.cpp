@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 
 namespace ragform::tune {
 
@@ -67,6 +68,11 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
     throw Error(where, "schema_version: " + json_excerpt(j["schema_version"]) +
                            " is not supported (this build reads " + std::to_string(kProfileSchema) +
                            ")");
+  // What profile_to_json writes (base/json_keys.h: a misspelt key is refused, not ignored).
+  only_json_keys(j,
+                 {"format", "schema_version", "presentation", "searched", "model", "model_sha256",
+                  "reader", "task", "objective", "run", "deployed", "why", "winner"},
+                 where, "a tune profile");
   Profile p;
   if (!j.contains("presentation")) throw Error(where, "presentation: missing");
   p.presentation = presentation_from_json(j["presentation"], where + ": presentation");
@@ -91,6 +97,7 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
   if (j.contains("run")) {
     const auto& r = j["run"];
     if (!r.is_object()) throw Error(where, "run: must be an object {store, id}");
+    only_json_keys(r, {"store", "id"}, where, "a tune profile's 'run'");
     p.store = string_field(r, "store", where + ": run", false);
     if (r.contains("id")) {
       if (!r["id"].is_number_integer() ||

@@ -33,13 +33,14 @@ Response ok_text(const std::string& s) {
 Router table() {
   Router r("k3y");
   r.add({.method = "GET", .paths = {"/health"}, .access = Access::Open},
-        [](const Request&) { return ok_text("health"); });
+        [](const Request&, RequestBody&) { return ok_text("health"); });
   r.add({.method = "GET", .paths = {"/v1/models", "/models"}},
-        [](const Request&) { return ok_text("models"); });
+        [](const Request&, RequestBody&) { return ok_text("models"); });
   r.add({.method = "POST", .paths = {"/v1/echo"}},
-        [](const Request& q) { return ok_text(q.body); });
-  r.add({.method = "POST", .paths = {"/v1/throws"}},
-        [](const Request&) -> Response { throw ragform::UsageError("x", "bad request"); });
+        [](const Request& q, RequestBody&) { return ok_text(q.body); });
+  r.add({.method = "POST", .paths = {"/v1/throws"}}, [](const Request&, RequestBody&) -> Response {
+    throw ragform::UsageError("x", "bad request");
+  });
   r.hint({"/v1/embeddings"}, "serve an encoder for this");
   return r;
 }
@@ -82,10 +83,11 @@ TEST(Router, UnknownPathsWrongMethodsAndThrowingHandlers) {
   EXPECT_EQ(code(x), "invalid_request");
 
   Router open;  // no key: everything reachable
-  open.add({.method = "GET", .paths = {"/a"}}, [](const Request&) { return ok_text("a"); });
+  open.add({.method = "GET", .paths = {"/a"}},
+           [](const Request&, RequestBody&) { return ok_text("a"); });
   EXPECT_EQ(open.handle({"GET", "/a", "", ""}).body, "a");
   EXPECT_THROW(open.add({.method = "POST", .paths = {"/a"}},
-                        [](const Request&) { return ok_text("again"); }),
+                        [](const Request&, RequestBody&) { return ok_text("again"); }),
                ragform::Error);
   ASSERT_EQ(table().routes().size(), 5u);
   EXPECT_EQ(table().routes()[0], "GET /health");
@@ -109,15 +111,17 @@ TEST(Router, WrongMethodNamesTheAllowedOnes) {
 
 // Issue 40, P3: a body field the route's request schema does not declare is a 400
 // unknown_field naming it and the route, read before the handler runs (n_predict, grammar, ...
-// were answered 200 and ignored); declared fields, a body that is not a JSON object and bad JSON
-// (whatever keys it holds) reach the handler, whose own message names the fault. A schema that lets
-// other properties through, or declares none, checks nothing.
+// were answered 200 and ignored). The router parses a body once for its handler: bad JSON and a
+// body that is not an object are its 400 invalid_json, and a key whose value is null is a key not
+// given, declared or not (pass 18: one rule for null). A schema that lets other properties
+// through checks no key; a route without a body schema gets its body as sent.
 TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
   Router r;
   int reached = 0;
-  const auto echo = [&](const Request& q) {
+  const auto echo = [&](const Request& q, RequestBody& b) {
     ++reached;
-    return ok_text(q.body);
+    EXPECT_EQ(b.bytes, q.body.size());
+    return ok_text(b.json.is_null() ? q.body : b.json.dump());
   };
   r.add({.method = "POST",
          .paths = {"/v1/strict"},
@@ -129,11 +133,21 @@ TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
         echo);
   r.add({.method = "POST", .paths = {"/v1/any"}}, echo);
   for (const std::string body :
-       {R"({"a": 1, "b": {"nested": {"c": 2}}})", "{}", "[1, 2]", R"("text")", "{not json",
-        R"({"a": [{"zz": 1}]})", R"({"n_predict": 5, "a": [}")"}) {
+       {R"({"a":1,"b":{"nested":{"c":2}}})", "{}", R"({"a":[{"zz":1}]})", R"({"b":{"x":null}})"}) {
     EXPECT_EQ(r.handle({"POST", "/v1/strict", "", body}).body, body);
   }
-  EXPECT_EQ(reached, 7);
+  EXPECT_EQ(reached, 4);
+  // Null top-level values are absent, for a declared key and for any other.
+  EXPECT_EQ(r.handle({"POST", "/v1/strict", "", R"({"a": null, "n_predict": null, "b": {}})"}).body,
+            R"({"b":{}})");
+  EXPECT_EQ(reached, 5);
+  for (const std::string body :
+       {"[1, 2]", R"("text")", "{not json", R"({"n_predict": 5, "a": [}")"}) {
+    const Response x = r.handle({"POST", "/v1/strict", "", body});
+    EXPECT_EQ(x.status, 400) << body;
+    EXPECT_EQ(code(x), "invalid_json") << body;
+  }
+  EXPECT_EQ(reached, 5);
   for (const std::string body : {R"({"a": 1, "n_predict": 5})", R"({"n_predict": 5, "a": []})",
                                  R"({"b": {}, "n_predict": 0})"}) {
     const Response x = r.handle({"POST", "/v1/strict", "", body});
@@ -143,14 +157,14 @@ TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
         << message(x);
     EXPECT_NE(message(x).find("reads a, b"), std::string::npos) << message(x);
   }
-  EXPECT_EQ(reached, 7);
+  EXPECT_EQ(reached, 5);
   // The empty key is a key like any other (pass 16: it was taken for "none found").
   for (const std::string body : {R"({"": 1})", R"({"a": 1, "": {"b": 2}})"}) {
     const Response x = r.handle({"POST", "/v1/strict", "", body});
     EXPECT_EQ(code(x), "unknown_field") << body;
     EXPECT_NE(message(x).find("'' is not a field"), std::string::npos) << message(x);
   }
-  EXPECT_EQ(reached, 7);
+  EXPECT_EQ(reached, 5);
   // A client's key is quoted as an excerpt, control bytes escaped.
   const Response long_key =
       r.handle({"POST", "/v1/strict", "", "{\"\\u001b" + std::string(5000, 'k') + "\": 1}"});
@@ -159,6 +173,7 @@ TEST(Router, FieldsTheSchemaDoesNotDeclareAreRefused) {
   EXPECT_EQ(message(long_key).find('\x1b'), std::string::npos);
   for (const char* path : {"/v1/open", "/v1/any"})
     EXPECT_EQ(r.handle({"POST", path, "", R"({"n_predict": 5})"}).status, 200) << path;
+  EXPECT_EQ(r.handle({"POST", "/v1/any", "", "{not json"}).body, "{not json");
   // A multipart body (taken apart into form fields by the HTTP library, so `body` is empty) is
   // named as such, not "unexpected end of input" (pass 16).
   Request form{"POST", "/v1/strict", "", ""};

@@ -288,11 +288,14 @@ TEST(ServeConnection, AHalfClosedClientIsAnswered) {
               "HTTP/1.1 400")
         << i;
   }
-  // A multipart body in any case of its media type, with a boundary or none, is named as such
-  // (pass 17: "Multipart/Form-Data" was parsed as JSON, no boundary was "could not be read").
+  // A multipart body in any case of its media type, with a boundary or none, of any multipart
+  // type, is named as such, with one code (pass 17: "Multipart/Form-Data" was parsed as JSON, no
+  // boundary was "could not be read"; pass 18: multipart/mixed was "malformed JSON", and the
+  // code differed with the layer that refused it).
   for (const std::string type :
        {"multipart/form-data; boundary=xyz", "Multipart/Form-Data; boundary=xyz",
-        "multipart/form-data", "MULTIPART/FORM-DATA ; boundary=\"b\""}) {
+        "multipart/form-data", "MULTIPART/FORM-DATA ; boundary=\"b\"",
+        "multipart/mixed; boundary=xyz"}) {
     RawSocket s(srv.port());
     const std::string body =
         "--xyz\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nhi\r\n--xyz--\r\n";
@@ -303,7 +306,8 @@ TEST(ServeConnection, AHalfClosedClientIsAnswered) {
                    30);
     ASSERT_TRUE(got) << type;
     EXPECT_EQ(got->substr(0, 12), "HTTP/1.1 400") << type;
-    EXPECT_NE(got->find("the body is multipart/form-data"), std::string::npos) << *got;
+    EXPECT_NE(got->find("the body is multipart (multipart/form-data"), std::string::npos) << *got;
+    EXPECT_NE(got->find(R"("code":"invalid_json")"), std::string::npos) << *got;
   }
   const std::string listing = half_closed(
       "POST", "/v1/completions", R"({"prompt": "hi there", "max_tokens": 1, "logprobs": 0})");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/json_keys.h"
 #include "support/test_support.h"
 #include "tune/tune.h"
 
@@ -139,6 +140,17 @@ TEST(TuneProfile, RoundTripAndFieldErrors) {
   j = tune::profile_to_json(p);
   j["schema_version"] = 9;
   EXPECT_THROW(tune::profile_from_json(j, "p.json"), Error);
+  // A key a profile does not have, at the top or in its run, is refused (issue 40, pass 18); a
+  // null one is a key not given.
+  j = tune::profile_to_json(p);
+  j["objectve"] = "em";
+  EXPECT_THROW(tune::profile_from_json(j, "p.json"), UnknownKeyError);
+  j = tune::profile_to_json(p);
+  j["run"]["stroe"] = "x";
+  EXPECT_THROW(tune::profile_from_json(j, "p.json"), UnknownKeyError);
+  j = tune::profile_to_json(p);
+  j["objectve"] = nullptr;
+  EXPECT_EQ(tune::profile_from_json(j, "p.json"), p);
   // The deploy decision: it round-trips; "original" of another presentation, an empty or unknown
   // value, and a run id past int64 are refused; a decision without a reason says so.
   {

@@ -67,7 +67,8 @@ namespace ragform::runtime {
 // "spans: span 0:40 ends past the prompt's 12 bytes".
 class SteerError : public UsageError {
  public:
-  enum class Problem { value, type, missing };  // a bad value, a wrong type, a key not given
+  // A bad value, a wrong type, a key not given, a key the object does not have.
+  enum class Problem { value, type, missing, unknown };
   SteerError(std::string key, std::string why, Problem problem = Problem::value);
   const std::string& key() const { return key_; }
   Problem problem() const { return problem_; }

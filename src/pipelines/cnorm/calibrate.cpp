@@ -12,6 +12,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 #include "base/json_number.h"
 #include "pipelines/cnorm/abs.h"
 #include "store/sha256.h"
@@ -388,6 +389,11 @@ void require_profile_shape(const nlohmann::json& j, const std::string& where) {
 Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) {
   const std::string where = profile_where(where_in);
   require_profile_shape(j, where);
+  // What profile_to_json writes (base/json_keys.h: a misspelt key is refused, not ignored).
+  only_json_keys(j,
+                 {"model_sha256", "task", "p", "seed", "S", "best", "best_format", "candidates",
+                  "config", "search"},
+                 where, "a C-NORM profile");
   auto field = [&](const char* name) -> const nlohmann::json& {
     if (!j.contains(name)) throw Error(where, std::string("missing field '") + name + "'");
     return j.at(name);
@@ -422,6 +428,10 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
         !c.contains("abs_mean") || !c["abs_mean"].is_number() || !c.contains("abs_std") ||
         !c["abs_std"].is_number())
       throw bad("candidates", "objects with delimiter (string), abs_mean and abs_std (numbers)");
+    only_json_keys(
+        c,
+        {"delimiter", "abs_mean", "abs_std", "abs", "p", "format", "name", "eliminated_in_round"},
+        where, "a candidate of 'candidates'");
     CandidateScore cs;
     try {
       cs.delim = parse_delimiter(c["delimiter"].get<std::string>());

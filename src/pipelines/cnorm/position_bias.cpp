@@ -10,6 +10,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 #include "base/json_number.h"
 #include "pipelines/cnorm/detail/numeric.h"
 
@@ -264,6 +265,11 @@ nlohmann::json bias_curve_json(const BiasCurve& c) {
 BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what) {
   if (!j.is_object() || !j.contains("curve"))
     throw UsageError(what, "expected a bias curve object with a 'curve' array");
+  // What bias_curve_json writes, and nothing else: a misspelt "mesure" read the curve as sums
+  // (issue 40, pass 18). Every ragform since the format began wrote these keys only.
+  only_json_keys(
+      j, {"task", "k", "measure", "prompts", "curve", "layers", "reader", "model_sha256", "run"},
+      what, "a bias curve");
   BiasCurve c;
   c.curve = numbers(j["curve"], what, "curve");
   c.k = c.curve.size();
@@ -274,7 +280,8 @@ BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what)
                                std::to_string(c.k) + " slots");
   c.task = text_field(j, "task", what);
   // A curve written before the measure existed holds sums.
-  const nlohmann::json measure = j.value("measure", nlohmann::json("sum"));
+  nlohmann::json measure = j.value("measure", nlohmann::json());
+  if (measure.is_null()) measure = "sum";  // null is absent (base/json_keys.h)
   if (!measure.is_string()) throw UsageError(what, "'measure' must be \"mean\" or \"sum\"");
   c.measure = parse_measure(measure.get<std::string>(), what);
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -289,6 +296,7 @@ BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what)
     for (const auto& l : j["layers"]) {
       if (!l.is_object() || !l.contains("layer"))
         throw UsageError(what, "each of 'layers' needs an integer 'layer' and a 'curve'");
+      only_json_keys(l, {"layer", "curve"}, what, "an entry of 'layers'");
       const int layer =
           int(whole_field(l["layer"], "layers[].layer", 0, std::numeric_limits<int>::max(), what));
       // One curve a layer: a second one was ignored (the first matched).

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/json_keys.h"
 #include "fake_reader.h"
 #include "pipelines/cnorm/system_prompts.h"
 #include "support/test_support.h"
@@ -225,6 +226,27 @@ TEST(CnormCalibrate, ProfileJsonRoundTripsWithNineDigits) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "f.json: profile: missing field 'candidates'");
   }
+  // A key the profile does not have is refused, at the top and in a candidate (issue 40,
+  // pass 18: a misspelt key was ignored); a null one is a key not given.
+  bad = j;
+  bad["bset"] = "&";
+  EXPECT_THROW(profile_from_json(bad, "mem"), UnknownKeyError);
+  bad = j;
+  bad["candidates"][1]["abs_maen"] = 0.5;
+  try {
+    profile_from_json(bad, "f.json");
+    FAIL();
+  } catch (const UnknownKeyError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("f.json: profile: 'abs_maen' is not supported (a candidate "
+                                   "of 'candidates' takes delimiter, abs_mean"),
+        std::string::npos)
+        << e.what();
+  }
+  bad = j;
+  bad["bset"] = nullptr;
+  bad["candidates"][0]["other"] = nullptr;
+  EXPECT_EQ(profile_from_json(bad, "mem").best, p.best);
 }
 
 TEST(CnormCalibrate, CacheIsKeyedByIdentity) {

@@ -168,6 +168,13 @@ TEST(CalibratedRelevance, CurveFilesRoundTripAndRefuseMalformedOnes) {
            {R"({"curve":[0.5,1e308]})", "an attention mass is in [0, 1]"},
            {R"({"curve":[0.5,0.5],"layers":[{"layer":0,"curve":[0.5,1.5]}]})",
             "'layers[].curve' holds 1.5"},
+           // Pass 18: a key the format does not have was ignored; a misspelt "mesure" read the
+           // curve as sums and changed every calibrated number.
+           {R"({"curve":[0.5,0.5],"mesure":"mean"})",
+            "'mesure' is not supported (a bias curve takes task, k, measure,"},
+           {R"({"curve":[0.5,0.5],"bogus":1})", "'bogus' is not supported"},
+           {R"({"curve":[0.5,0.5],"layers":[{"layer":0,"curve":[0.5,0.5],"junk":1}]})",
+            "'junk' is not supported (an entry of 'layers' takes layer, curve)"},
        }) {
     try {
       bias_curve_from_json(nlohmann::json::parse(bad), "curve.json");
@@ -192,6 +199,11 @@ TEST(CalibratedRelevance, CurveFilesRoundTripAndRefuseMalformedOnes) {
             Measure::Sum);
   for (const char* bad : {"{\"curve\":[1],\"measure\":\"max\"}", "{\"curve\":[1],\"measure\":1}"})
     EXPECT_THROW(bias_curve_from_json(nlohmann::json::parse(bad), "curve"), UsageError) << bad;
+  // A null value is a key not given, a known key or another (base/json_keys.h).
+  const BiasCurve nulls = bias_curve_from_json(
+      nlohmann::json::parse(R"({"curve":[1],"measure":null,"other":null,"layers":null})"), "c");
+  EXPECT_EQ(nulls.measure, Measure::Sum);
+  EXPECT_TRUE(nulls.layers.empty());
 }
 
 // Documents of different lengths, written from eq. 4: every token of document k gets the per-token

@@ -1,0 +1,22 @@
+#include "base/json_keys.h"
+
+#include "base/excerpt.h"
+
+namespace ragform {
+
+void only_json_keys(const nlohmann::json& o, std::initializer_list<const char*> keys,
+                    const std::string& where, const std::string& noun) {
+  if (!o.is_object()) return;
+  for (const auto& [key, v] : o.items()) {
+    if (v.is_null()) continue;
+    bool known = false;
+    for (const char* k : keys) known = known || key == k;
+    if (known) continue;
+    std::string list;
+    for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
+    throw UnknownKeyError(where, "'" + printable(excerpt(key)) + "' is not supported (" + noun +
+                                     " takes " + list + ")");
+  }
+}
+
+}  // namespace ragform
