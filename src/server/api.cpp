@@ -285,47 +285,47 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
   }
   c.gen.stop = get_stop(j);
   c.stream = get_bool(j, "stream", false);
-  if (get_int(j, "n", 1, 1, 1) != 1) bad("only n = 1 is supported");
+  if (get_int(j, "n", 1, 1, 1) != 1) bad("only n = 1 is supported", kUnsupported);
   // OpenAI's fields that change the result and are not implemented here are refused unless they
   // ask for the default, as n is (pass 13: a 200 came back with the output unchanged).
-  if (get_int(j, "best_of", 1, 1, INT_MAX) != 1) bad("only best_of = 1 is supported");
+  if (get_int(j, "best_of", 1, 1, INT_MAX) != 1) bad("only best_of = 1 is supported", kUnsupported);
   for (const char* key : {"presence_penalty", "frequency_penalty"})
     if (get_num(j, key, 0.0, -2.0, 2.0) != 0.0)
-      bad(std::string("only ") + key + " = 0 is supported");
+      bad(std::string("only ") + key + " = 0 is supported", kUnsupported);
   if (j.contains("logit_bias") && !j["logit_bias"].is_null()) {
     if (!j["logit_bias"].is_object()) bad("'logit_bias' must be an object", "invalid_type");
-    if (!j["logit_bias"].empty()) bad("logit_bias is not supported (only {})");
+    if (!j["logit_bias"].empty()) bad("logit_bias is not supported (only {})", kUnsupported);
   }
-  if (!get_str(j, "suffix", false).empty()) bad("suffix is not supported");
+  if (!get_str(j, "suffix", false).empty()) bad("suffix is not supported", kUnsupported);
   // The same for the fields of the chat API and the common servers' extensions (pass 14: each was
   // answered 200 and ignored): refused unless absent, null or the default.
   const auto given = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
-  if (get_num(j, "min_p", 0.0, 0.0, 1.0) != 0.0) bad("only min_p = 0 is supported");
+  if (get_num(j, "min_p", 0.0, 0.0, 1.0) != 0.0) bad("only min_p = 0 is supported", kUnsupported);
   if (get_num(j, "repetition_penalty", 1.0, 0.0, 10.0) != 1.0)
-    bad("only repetition_penalty = 1 is supported");
+    bad("only repetition_penalty = 1 is supported", kUnsupported);
   // The objects' own keys too (pass 16: {"type": "text", "json_schema": {...}} was served).
   // (A type that is not a string was a 500 from the JSON library's conversion: pass 18.)
   if (given("response_format") &&
       !(j["response_format"].is_object() && j["response_format"].contains("type") &&
         j["response_format"]["type"] == "text"))
-    bad("response_format is not supported (only {\"type\": \"text\"})");
+    bad("response_format is not supported (only {\"type\": \"text\"})", kUnsupported);
   if (given("response_format")) only_keys(j["response_format"], {"type"}, "response_format");
   for (const char* key : {"tools", "functions"})
     if (given(key) && !(j[key].is_array() && j[key].empty()))
-      bad(std::string(key) + " are not supported");
+      bad(std::string(key) + " are not supported", kUnsupported);
   for (const char* key : {"tool_choice", "function_call"})
     if (given(key) && !(j[key].is_string() && (j[key] == "none" || j[key] == "auto")))
-      bad(std::string(key) + " is not supported (only \"none\" or \"auto\")");
+      bad(std::string(key) + " is not supported (only \"none\" or \"auto\")", kUnsupported);
   for (const char* key : {"audio", "prediction"})
-    if (given(key)) bad(std::string(key) + " is not supported");
+    if (given(key)) bad(std::string(key) + " is not supported", kUnsupported);
   if (given("modalities") && j["modalities"] != json::array({"text"}))
-    bad("modalities is not supported (only [\"text\"])");
+    bad("modalities is not supported (only [\"text\"])", kUnsupported);
   if (given("stream_options")) {
     if (!j["stream_options"].is_object()) bad("'stream_options' must be an object", "invalid_type");
     // include_obfuscation pads the SDK's stream events; nothing here to pad (pass 17).
     only_keys(j["stream_options"], {"include_usage", "include_obfuscation"}, "stream_options");
     if (get_bool(j["stream_options"], "include_usage", false))
-      bad("stream_options.include_usage is not supported");
+      bad("stream_options.include_usage is not supported", kUnsupported);
   }
   return c;
 }
@@ -454,17 +454,26 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
     }
     tops.push_back(std::move(alt));
   };
-  const auto scored = [&](const std::string& p, const std::string& t) {
+  // `starts_text`: the first scored token begins the choice's text, and is spelled as the text
+  // spells it (decoded alone: SentencePiece's leading space of a text's first word is no text).
+  const auto scored = [&](const std::string& p, const std::string& t, bool starts_text) {
     if (client_gone()) throw client_closed();
     reader::ScoreResult sr;
     engine.run([&] { sr = reader.score(p, t, reader.steering, top); }).get();
-    for (auto& x : sr.tokens) add(x.piece, x.logprob, top > 0 ? &x.top : nullptr);
+    for (auto& x : sr.tokens) {
+      add(starts_text ? tk.decode({x.id}) : x.piece, x.logprob, top > 0 ? &x.top : nullptr);
+      starts_text = false;
+    }
   };
+  // With echo the tokens spell the choice's text, prompt and completion, and text_offset indexes
+  // it (the OpenAI SDK's own check found "<s>" listed and every offset three characters off):
+  // the BOS the tokenizer adds is no text of the prompt, an empty piece.
   if (echo) {
-    add(tk.token_to_piece(prompt_ids[0], true), nullptr, nullptr);
-    if (prompt_ids.size() > 1) scored(prompt, "");
+    const bool added_bos = tk.add_bos() && prompt_ids[0] == tk.bos();
+    add(added_bos ? std::string() : tk.decode({prompt_ids[0]}, true), nullptr, nullptr);
+    if (prompt_ids.size() > 1) scored(prompt, "", added_bos);
   }
-  if (!text.empty()) scored(prompt, text);
+  if (!text.empty()) scored(prompt, text, false);
   return {{"tokens", toks},
           {"token_logprobs", lps},
           {"top_logprobs", top > 0 ? tops : json(nullptr)},
@@ -533,7 +542,7 @@ Response Api::completions(RequestBody& body) {
   };
   if (c.stream) {
     // The chunks carry no log-probs: asked for, they would be null (issue 40, pass 15).
-    if (logprobs >= 0) bad("logprobs is not supported with stream: true", "unsupported_field");
+    if (logprobs >= 0) bad("logprobs is not supported with stream: true", kUnsupported);
     return stream_completions(engine_, ids, gen_for, prompts, echo, base);
   }
 
@@ -584,7 +593,7 @@ Response Api::chat(RequestBody& body) {
   json& j = body.json;  // parsed by the router (router.h RequestBody)
   if (j.contains("steer") && !j["steer"].is_null())
     bad("'steer' is read by /v1/completions, /v1/score and /v1/attention, whose prompt is one text",
-        "unsupported_field");
+        kUnsupported);
   if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty())
     bad("'messages' must be a non-empty array",
         j.contains("messages") ? "invalid_type" : "missing_field");
@@ -620,9 +629,10 @@ Response Api::chat(RequestBody& body) {
   Common c = common_fields(j, opt_, opt_.max_tokens);
   // Chat's log-probs (a boolean, with top_logprobs) are not implemented here; /v1/completions
   // gives them (pass 14: logprobs true was answered with "logprobs": null).
-  if (get_bool(j, "logprobs", false)) bad("logprobs is not supported on chat completions");
+  if (get_bool(j, "logprobs", false))
+    bad("logprobs is not supported on chat completions", kUnsupported);
   if (get_int(j, "top_logprobs", 0, 0, 20) != 0)  // 0 is the default (pass 16)
-    bad("top_logprobs is not supported on chat completions");
+    bad("top_logprobs is not supported on chat completions", kUnsupported);
   // Message contents are text: only the template's own markers become special tokens.
   std::vector<int32_t> ids =
       tok::tokenize_chat(reader_.tokenizer(), tok::ChatFamily(chat_family_), msgs, true).ids;

@@ -209,7 +209,8 @@ Response EncoderApi::embeddings(RequestBody& body) {
   const size_t width = width_.load();
   if (dimensions > 0 && width > 0 && size_t(dimensions) != width)  // known: refused before work
     bad("'dimensions' = " + std::to_string(dimensions) + ": this model's vectors have " +
-        std::to_string(width) + " (they are not shortened)");
+            std::to_string(width) + " (they are not shortened)",
+        kUnsupported);
   ReplyBudget::Hold hold = reply_budget().reserve(
       std::min(most * (width ? width : kMaxEncoderWidth), kMaxEmbeddingValues) *
           kReplyBytesPerNumber +
@@ -248,7 +249,8 @@ Response EncoderApi::embeddings(RequestBody& body) {
   for (const reader::Embedding& e : embs)
     if (dimensions > 0 && dimensions != e.n_embd)
       bad("'dimensions' = " + std::to_string(dimensions) + ": this model's vectors have " +
-          std::to_string(e.n_embd) + " (they are not shortened)");
+              std::to_string(e.n_embd) + " (they are not shortened)",
+          kUnsupported);
   json data = json::array();
   long n_tok = 0;
   for (size_t i = 0; i < embs.size(); ++i) {

@@ -69,6 +69,10 @@ inline const RouteSpec& models_route() {
 
 // A 400 invalid_request_error with `code`.
 [[noreturn]] void bad(const std::string& msg, const std::string& code = "invalid_value");
+// The code of every refusal of an OpenAI field this server does not implement, given a value
+// other than its default (n, best_of, penalties, tools, chat log-probs, shortened embeddings, ...):
+// a client can tell "not here" from a value that is wrong anywhere (invalid_value).
+inline constexpr const char* kUnsupported = "unsupported_field";
 
 // The body as a JSON object; 400 invalid_json otherwise.
 json parse_body(const std::string& body);

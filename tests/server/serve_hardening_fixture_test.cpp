@@ -438,6 +438,28 @@ TEST(ServeHardening, CompletionTopLogprobsListTheLikeliestPieces) {
     for (size_t i = 1; i < offs.size(); ++i) EXPECT_LE(offs[i - 1], offs[i]) << i;
     const std::string last = emoji["tokens"].back();
     EXPECT_EQ(offs.back().get<long>() + chars(last), 16) << last;
+    // A vocabulary with a BOS and SentencePiece's leading space (stories260K): the tokens still
+    // spell the choice's text, the BOS an empty piece (the OpenAI SDK's check found "<s>" and
+    // " Once" listed, every offset three characters off the text).
+    REQUIRE_SHARED(spm, "fixtures/models/stories260K.gguf");
+    ServeProcess spm_srv({"-m", spm.string(), "--ctx", "128"});
+    const auto r = post(spm_srv.port(), "/v1/completions",
+                        R"({"prompt": "Once upon a time", "max_tokens": 3, "temperature": 0, )"
+                        R"("logprobs": 1, "echo": true})");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    const json choice = json::parse(r->body)["choices"][0];
+    const json& lp = choice["logprobs"];
+    std::string spelled;
+    long offset = 0;
+    for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+      EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
+      offset += chars(lp["tokens"][i]);
+      spelled += lp["tokens"][i].get<std::string>();
+    }
+    EXPECT_EQ(spelled, choice["text"].get<std::string>()) << lp.dump();
+    EXPECT_EQ(lp["tokens"][0], "") << lp.dump();
+    EXPECT_EQ(lp["tokens"][1], "Once") << lp.dump();
+    EXPECT_TRUE(lp["token_logprobs"][0].is_null());
   }
   const std::string msg =
       expect_api_error(post(srv.port(), "/v1/completions",
