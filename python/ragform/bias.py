@@ -2,18 +2,17 @@
 al. 2024): the functions of ``ragform position-bias`` and ``ragform attention --doc-spans
 --calibrated --bias`` (docs/steering.md), returning the dicts those commands print."""
 
-import json as _json
-
 from . import _options, _ragform
 from ._text import checked, fspath
 
 
 def _curve(bias):
-    """A bias curve given as a dict (``position_bias``'s result) or the path of a curve file."""
+    """A bias curve given as a dict (``position_bias``'s result) or the path of a curve file, which
+    the native reader reads as the CLI's ``--bias`` does (duplicate keys, a BOM, nesting and size
+    bounds alike: issue 40, pass 19 found Python's json module reading it otherwise)."""
     if bias is None or isinstance(bias, dict):
         return bias
-    with open(fspath(bias, "bias"), encoding="utf-8") as f:
-        return _json.load(f)
+    return fspath(bias, "bias")
 
 
 _RELEVANCE = _options.signature("bias.document_relevance",

@@ -32,7 +32,11 @@ pyb::object document_relevance(const pyb::handle& model, const std::string& prom
   const std::vector<cnorm::CharSpan> spans =
       cnorm::char_spans_from_json(to_json(doc_spans, "doc_spans"), "doc_spans");
   std::optional<cnorm::BiasCurve> curve;
-  if (!bias.is_none()) curve = cnorm::bias_curve_from_json(to_json(bias, "bias"), "bias");
+  // A path is the CLI's --bias file, read by its reader; a dict is the curve itself.
+  if (pyb::isinstance<pyb::str>(bias))
+    curve = cnorm::load_bias_curve(bias.cast<std::string>());
+  else if (!bias.is_none())
+    curve = cnorm::bias_curve_from_json(to_json(bias, "bias"), "bias");
   nlohmann::json out;
   {
     pyb::gil_scoped_release nogil;

@@ -73,7 +73,7 @@ def test_bad_inputs_raise(tmp_path, nq_records):
         ragform.present(nq_records[0], profile(delimiter="none"))
     with pytest.raises(ValueError, match="spotlight_tokens: true needs spotlight K >= 1"):
         ragform.present(nq_records[0], profile(spotlight_tokens=True))
-    with pytest.raises(ValueError, match="delimeter: unknown key"):
+    with pytest.raises(ValueError, match="'delimeter' is not supported"):
         ragform.present(nq_records[0], profile(delimeter="-"))
     with pytest.raises(ValueError, match="not a ragform tune profile"):
         ragform.present(nq_records[0], {"best": "-"})

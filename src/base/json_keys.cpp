@@ -19,4 +19,12 @@ void only_json_keys(const nlohmann::json& o, std::initializer_list<const char*> 
   }
 }
 
+nlohmann::json without_nulls(const nlohmann::json& o) {
+  if (!o.is_object()) return o;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, v] : o.items())
+    if (!v.is_null()) out[key] = v;
+  return out;
+}
+
 }  // namespace ragform

@@ -28,4 +28,8 @@ class UnknownKeyError : public UsageError {
 void only_json_keys(const nlohmann::json& o, std::initializer_list<const char*> keys,
                     const std::string& where, const std::string& noun);
 
+// `o` without its keys whose value is null (not recursive): a reader that asks contains() of the
+// copy reads a null key as a key not given. `o` not an object: `o` itself.
+nlohmann::json without_nulls(const nlohmann::json& o);
+
 }  // namespace ragform

@@ -107,11 +107,19 @@ bool is_encoder_model(const std::string& path) {
 // at the first space, so a key with whitespace or a control character could never match (and one
 // of only spaces would look set while no client could use it).
 const std::string& sendable_key(const std::string& where, const std::string& key) {
-  for (unsigned char c : key)
+  for (unsigned char c : key) {
     if (c <= 0x20 || c == 0x7f)
       throw UsageError(where,
                        "the key holds whitespace or a control character, which an "
                        "'Authorization: Bearer KEY' header cannot carry");
+    // A byte past ASCII (a UTF-8 byte order mark a text editor wrote, a non-ASCII letter): header
+    // values are ASCII in practice and a bearer token is (RFC 6750 token68), so every client was
+    // refused with nothing saying why (pass 19).
+    if (c >= 0x80)
+      throw UsageError(where,
+                       "the key holds a byte past ASCII (a UTF-8 byte order mark at the start of "
+                       "a key file, a non-ASCII letter), which a Bearer token cannot carry");
+  }
   return key;
 }
 

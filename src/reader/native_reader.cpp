@@ -303,7 +303,11 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
     if (L < 0 || L >= NL)
       throw UsageError("attention",
                        "layer " + std::to_string(l) + " is outside 0.." + std::to_string(NL - 1));
-    in.attn_layers.push_back(L);
+    // Each layer, query position and head once, however it was named (-1 and its index alike;
+    // pass 19: repeated layers gave one row, repeated positions two, repeated heads two columns
+    // and a mean that counted one head twice).
+    if (std::find(in.attn_layers.begin(), in.attn_layers.end(), L) == in.attn_layers.end())
+      in.attn_layers.push_back(L);
   }
   for (int p : q.query_positions.empty() ? std::vector<int>{-1} : q.query_positions) {
     int P = p < 0 ? T + p : p;
@@ -311,15 +315,18 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
       throw UsageError("attention", "query position " + std::to_string(p) +
                                         " is outside the prompt's " + std::to_string(T) +
                                         " tokens");
-    in.attn_queries.push_back(P);
+    if (std::find(in.attn_queries.begin(), in.attn_queries.end(), P) == in.attn_queries.end())
+      in.attn_queries.push_back(P);
   }
-  std::vector<int> heads = q.heads;
-  if (heads.empty())
-    for (int h = 0; h < NH; ++h) heads.push_back(h);
-  for (int h : heads)
+  std::vector<int> heads;
+  for (int h : q.heads) {
     if (h < 0 || h >= NH)
       throw UsageError("attention",
                        "head " + std::to_string(h) + " is outside 0.." + std::to_string(NH - 1));
+    if (std::find(heads.begin(), heads.end(), h) == heads.end()) heads.push_back(h);
+  }
+  if (heads.empty())
+    for (int h = 0; h < NH; ++h) heads.push_back(h);
   const runtime::Steering st = resolve_steering(prompt, tokens, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {

@@ -3,10 +3,12 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "report/report.h"
 #include "store/run_store.h"
 
@@ -25,6 +27,36 @@ struct Html {
     return *this;
   }
 };
+
+// The value of `key` in a stored object (a run's config, a row's extra), or `def` when it is
+// absent or null (base/json_keys.h). Another type throws Error naming `what` ("run 3's config")
+// and the key, never the JSON library's own text (pass 19: "[json.exception.type_error.302] type
+// must be string, but is null" for a run whose config was edited).
+template <class T>
+T stored_value(const nlohmann::json& o, const char* key, T def, const std::string& what) {
+  if (!o.is_object() || !o.contains(key) || o[key].is_null()) return def;
+  const nlohmann::json& v = o[key];
+  bool fits = false;
+  if constexpr (std::is_same_v<T, std::string>)
+    fits = v.is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    fits = v.is_boolean();
+  else if constexpr (std::is_integral_v<T>)
+    fits = v.is_number_integer();
+  else
+    fits = v.is_number();
+  if (!fits)
+    throw Error("report", what + ": '" + key + "' is " + v.type_name() + ", not the " +
+                              (std::is_same_v<T, std::string> ? "string"
+                               : std::is_same_v<T, bool>      ? "boolean"
+                                                              : "number") +
+                              " ragform writes");
+  return v.get<T>();
+}
+// "run 3's config"
+inline std::string config_of(const RunRows& r) {
+  return "run " + std::to_string(r.info.id) + "'s config";
+}
 
 // "<p class=nodata>no data: why</p>"
 std::string no_data(const std::string& why);

@@ -41,8 +41,9 @@ std::string highlighted(const std::string& text, const nlohmann::json& matches) 
         continue;
       size_t b = m["begin"].get<size_t>(), e = m["end"].get<size_t>();
       if (b >= e || e > text.size()) continue;
-      ms.push_back(
-          {b, e, m["s"].get<double>(), m.value("q", std::string()), m.value("c", std::string())});
+      ms.push_back({b, e, m["s"].get<double>(),
+                    stored_value(m, "q", std::string(), "a stored match"),
+                    stored_value(m, "c", std::string(), "a stored match")});
     }
   std::sort(ms.begin(), ms.end(), [](const M& a, const M& b) { return a.s > b.s; });
   std::vector<M> kept;
@@ -130,7 +131,8 @@ void selected_sentences(Html& h, const RunRows& run, const ReportOptions& opt) {
     ++with_sel;
     if (shown >= opt.drilldown_instances) continue;
     ++shown;
-    std::string q = r.extra.value("question", std::string());
+    const std::string of = "row " + r.instance + "'s extra";
+    std::string q = stored_value(r.extra, "question", std::string(), of);
     sel += std::string(shown == 1 ? "<details open>" : "<details>") + "<summary><b>" +
            escape_html(r.instance) + "</b> " + escape_html(q);
     for (const auto& [name, v] : r.scores) sel += " · " + escape_html(name) + " " + fmt(v, 2);
@@ -139,14 +141,14 @@ void selected_sentences(Html& h, const RunRows& run, const ReportOptions& opt) {
         "<th>category</th><th>gold</th></tr></thead><tbody>";
     for (const auto& s : r.extra["selected"]) {
       if (!s.is_object()) continue;
-      std::string text = s.value("text", std::string());
-      bool gold = s.value("gold", false);
+      std::string text = stored_value(s, "text", std::string(), of);
+      bool gold = stored_value(s, "gold", false, of);
       sel += "<tr><td class=\"spans\" style=\"text-align:left\"><span class=\"muted\">" +
-             escape_html(s.value("title", std::string())) + ":</span> " +
+             escape_html(stored_value(s, "title", std::string(), of)) + ":</span> " +
              highlighted(text, s.contains("matches") ? s["matches"] : nlohmann::json()) +
-             "</td><td>" + fmt(s.value(s.contains("R_raw") ? "R" : "R_norm", NAN), 2) +
-             "</td><td>" + escape_html(s.value("category", std::string())) + "</td><td>" +
-             (gold ? "<span class=\"ok\">gold</span>" : "") + "</td></tr>";
+             "</td><td>" + fmt(stored_value(s, s.contains("R_raw") ? "R" : "R_norm", NAN, of), 2) +
+             "</td><td>" + escape_html(stored_value(s, "category", std::string(), of)) +
+             "</td><td>" + (gold ? "<span class=\"ok\">gold</span>" : "") + "</td></tr>";
     }
     sel += "</tbody></table>";
     if (!r.prompt.empty())

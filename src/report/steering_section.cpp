@@ -28,7 +28,7 @@ Curve curve_of(const RunRows& r, size_t k) {
   std::vector<size_t> n(k, 0);
   for (const store::Result& row : r.rows) {
     if (row.status != store::Status::ok || !row.extra.is_object()) continue;
-    const int slot = row.extra.value("slot", -1);
+    const int slot = stored_value(row.extra, "slot", -1, "a row's extra of " + config_of(r));
     if (slot < 0 || size_t(slot) >= k || !row.scores.count("mass")) continue;
     ++n[size_t(slot)];
     c.overall[size_t(slot)] += row.scores.at("mass");
@@ -60,7 +60,7 @@ std::string model_label(const RunRows& r) {
   if (m.rfind("native:", 0) == 0) m = m.substr(7);
   m = m.substr(0, m.find('#'));  // engine options the reader names ("#f16-gemm=exact")
   if (m.size() > 5 && m.compare(m.size() - 5, 5, ".gguf") == 0) m.resize(m.size() - 5);
-  return m + " · " + r.info.config.value("task", std::string("?"));
+  return m + " · " + stored_value(r.info.config, "task", std::string("?"), config_of(r));
 }
 
 std::vector<std::string> slot_labels(size_t k) {
@@ -72,8 +72,9 @@ std::vector<std::string> slot_labels(size_t k) {
 // How a position-bias run read the filler's attention: per token (the paper's mean) or its sum;
 // runs stored before the choice existed have no "measure" and summed.
 std::string measure_label(const RunRows& r) {
-  return r.info.config.value("measure", std::string("sum")) == "mean" ? "attention per token"
-                                                                      : "attention mass";
+  return stored_value(r.info.config, "measure", std::string("sum"), config_of(r)) == "mean"
+             ? "attention per token"
+             : "attention mass";
 }
 
 // Three significant digits: per-token attention is of the order of 1e-4.
@@ -224,7 +225,7 @@ SweepTable sweep_table(const RunRows& r) {
 // How a sweep run shared its attention: runs stored before proportional allocation existed have
 // no "allocation" in their identity, and they gave it all to the top document.
 std::string allocation_of(const RunRows& r) {
-  return r.info.config.value("allocation", std::string("top"));
+  return stored_value(r.info.config, "allocation", std::string("top"), config_of(r));
 }
 
 // What sets a sweep run's steering: softmax's temperature (it keeps each row's own total, so it
@@ -233,10 +234,11 @@ std::string setting_of(const RunRows& r) {
   if (allocation_of(r) == "gold") return "oracle";
   if (allocation_of(r) == "softmax") {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "t %g", r.info.config.value("temperature", 0.0));
+    std::snprintf(buf, sizeof buf, "t %g",
+                  stored_value(r.info.config, "temperature", 0.0, config_of(r)));
     return buf;
   }
-  return "share " + fmt(r.info.config.value("share", 0.0), 2);
+  return "share " + fmt(stored_value(r.info.config, "share", 0.0, config_of(r)), 2);
 }
 
 void calibrated_sweeps(Html& h, const std::vector<RunRows>& runs) {

@@ -213,7 +213,7 @@ void profile_table(Html& h, const json& summary) {
         << " had no signal (every candidate it ranked answered alike) and grew from "
         << fmt(num(g, "from"), 0) << " to " << fmt(num(g, "to"), 0) << " dev records ("
         << fmt(num(g, "prompts"), 0) << " prompts beyond the plan)"
-        << (g.value("signal", false)
+        << (stored_value(g, "signal", false, "the tune summary's 'grown'")
                 ? std::string(".")
                 : std::string(": <span class=\"muted\">still no signal, so the cut fell to the "
                               "tie-breaker (fewer prompt tokens)</span>."))

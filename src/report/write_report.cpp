@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "base/error.h"
+#include "base/json_error.h"
 #include "base/plural.h"
 
 namespace ragform::report {
@@ -30,7 +31,15 @@ WrittenReport write_report(const store::RunStore& st, const std::string& store_p
   WrittenReport w;
   w.path = path;
   w.store_path = store_path;
-  const std::string html = render_report(st, opt, &w.stats);
+  std::string html;
+  try {
+    html = render_report(st, opt, &w.stats);
+  } catch (const nlohmann::json::exception& e) {
+    // A stored value the sections read without stored_value (sections.h): named as the store's,
+    // without the JSON library's tag (pass 19).
+    throw Error(store_path, "a stored run does not have the shape ragform writes: " +
+                                json_error_text(e.what()));
+  }
   w.bytes = html.size();
   // Written beside the target and renamed into place (base/atomic_file.h); the error names the
   // user's path and the reason, not the temporary file.

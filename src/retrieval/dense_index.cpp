@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 #include "store/sha256.h"
 
 namespace ragform::retrieval {
@@ -140,7 +141,18 @@ DenseIndex::DenseIndex(std::string dir, DenseMeta meta)
 DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
   if (!file_exists(meta_file(dir_)))
     throw Error("index", dir_ + ": no dense index (missing dense.json; build with --dense)");
-  const nlohmann::json j = read_json_file(meta_file(dir_), "dense index metadata");
+  // What save() writes, null read as absent (base/json_keys.h; pass 19: a misspelt "ivf_nprobe"
+  // searched one list silently, "hnsw_m": null printed the JSON library's text). An index on disk
+  // that is not as ragform wrote it is a runtime error, as its other faults are.
+  const nlohmann::json j = without_nulls(read_json_file(meta_file(dir_), "dense index metadata"));
+  try {
+    only_json_keys(j,
+                   {"encoder", "encoder_sha256", "pooling", "normalize", "metric", "dims", "faiss",
+                    "count", "truncated", "hnsw_m", "ivf_nlist", "ivf_nprobe"},
+                   meta_file(dir_), "dense index metadata");
+  } catch (const UnknownKeyError& e) {
+    throw Error(e.what());
+  }
   try {
     meta_.encoder = j.at("encoder").get<std::string>();
     meta_.encoder_sha256 = j.at("encoder_sha256").get<std::string>();

@@ -66,11 +66,14 @@ Question question_fields(const nlohmann::json& row, size_t line, const std::stri
   }
   for (const char* key : {"id", "_id"}) {
     auto it = row.find(key);
-    if (it == row.end() || !q.id.empty()) continue;
+    if (it == row.end() || it->is_null() || !q.id.empty()) continue;
     if (it->is_string())
       q.id = it->get<std::string>();
     else if (it->is_number_integer())
       q.id = it->dump();
+    else  // 7.5 or true was replaced by a generated id without a word (pass 19)
+      throw eval::RowError(std::string("field '") + key +
+                           "': expected a string or an integer, got " + it->type_name());
   }
   if (q.id.empty()) q.id = id_if_none.empty() ? "line:" + std::to_string(line) : id_if_none;
   return q;

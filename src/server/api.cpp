@@ -320,10 +320,18 @@ static Common common_fields(const json& j, const ApiOptions& opt, int default_ma
     if (given(key)) bad(std::string(key) + " is not supported", kUnsupported);
   if (given("modalities") && j["modalities"] != json::array({"text"}))
     bad("modalities is not supported (only [\"text\"])", kUnsupported);
+  // The SDKs' metadata is not read, but it is of its declared type (pass 19, the api tier:
+  // "parallel_tool_calls": {...} was answered 200).
+  for (const char* key : {"user", "service_tier", "safety_identifier", "prompt_cache_key"})
+    get_str(j, key, false);
+  for (const char* key : {"store", "parallel_tool_calls"}) get_bool(j, key, false);
+  if (given("metadata") && !j["metadata"].is_object())
+    bad("'metadata' must be an object", "invalid_type");
   if (given("stream_options")) {
     if (!j["stream_options"].is_object()) bad("'stream_options' must be an object", "invalid_type");
     // include_obfuscation pads the SDK's stream events; nothing here to pad (pass 17).
     only_keys(j["stream_options"], {"include_usage", "include_obfuscation"}, "stream_options");
+    get_bool(j["stream_options"], "include_obfuscation", false);  // its type, as declared
     if (get_bool(j["stream_options"], "include_usage", false))
       bad("stream_options.include_usage is not supported", kUnsupported);
   }
@@ -610,6 +618,13 @@ Response Api::chat(RequestBody& body) {
     // SDK's own message objects carry refusal, annotations, ... as null).
     only_keys(m, {"role", "content"}, "message " + std::to_string(msgs.size()));
     std::string role = get_str(m, "role", true), content;
+    // The roles every template renders as what they are. Llama 2's and Mistral's formats write any
+    // other role as an assistant turn (pass 19: "User", "tool", "developer" became the model's own
+    // words); OpenAI's "developer" is its current name for the system message.
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant")
+      bad("message " + std::to_string(msgs.size()) + ": role '" + printable(excerpt(role)) +
+          "' is not one this server renders (system, user, assistant; developer reads as system)");
     if (m.contains("content") && m["content"].is_array()) {
       // Content parts: only text parts are understood.
       for (auto& part : m["content"]) {

@@ -64,7 +64,7 @@ const RouteSpec kEmbeddings{
       "object": {"const": "list"}, "model": {"type": "string"},
       "data": {"type": "array", "items": {"type": "object", "required": ["object", "index", "embedding", "n_tokens", "truncated"], "properties": {
         "object": {"const": "embedding"}, "index": {"type": "integer"}, "n_tokens": {"type": "integer"}, "truncated": {"type": "boolean"},
-        "embedding": {"type": "array", "items": {"oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}]}},
+        "embedding": {"oneOf": [{"type": "array", "items": {"oneOf": [{"type": "number"}, {"type": "array", "items": {"type": "number"}}, {"type": "string"}]}}, {"type": "string"}], "description": "numbers; with pooling none one entry per token; with encoding_format base64 the float32 values, little-endian, in base64, per token with pooling none"},
         "pieces": {"type": "array", "items": {"type": "string"}}}}},
       "usage": {"type": "object", "required": ["prompt_tokens", "total_tokens"], "properties": {"prompt_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"}}}}})",
 };
@@ -77,7 +77,7 @@ const RouteSpec kRerank{
         R"({"type": "object", "required": ["query", "documents"], "properties": {)" RAGFORM_MODEL_FIELD
         R"(,
       "query": {"type": "string"},
-      "documents": {"type": "array", "minItems": 1, "maxItems": "$max_encoder_inputs", "items": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}]}},
+      "documents": {"type": "array", "minItems": 1, "maxItems": "$max_encoder_inputs", "items": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["text"], "additionalProperties": false, "properties": {"text": {"type": "string"}}}]}},
       "top_n": {"type": ["integer", "null"], "minimum": 1, "maximum": 1073741824},
       "return_documents": {"type": ["boolean", "null"]}}})",
     .response =
@@ -289,13 +289,16 @@ Response EncoderApi::rerank(RequestBody& body) {
         j.contains("documents") ? "invalid_type" : "missing_field");
   std::vector<std::string> docs;
   for (const auto& d : j["documents"]) {
-    // Jina/Cohere also accept {"text": ...} objects.
-    if (d.is_string())
+    // Jina/Cohere also accept {"text": ...} objects; a key besides the text would be dropped
+    // (pass 19: a title was neither ranked nor returned), so it is refused.
+    if (d.is_string()) {
       docs.push_back(d.get<std::string>());
-    else if (d.is_object() && d.contains("text") && d["text"].is_string())
+    } else if (d.is_object() && d.contains("text") && d["text"].is_string()) {
+      only_keys(d, {"text"}, "documents[" + std::to_string(docs.size()) + "]");
       docs.push_back(d["text"].get<std::string>());
-    else
+    } else {
       bad("'documents' must be an array of strings", "invalid_type");
+    }
   }
   if (docs.empty()) bad("'documents' is an empty array");
   if (int(docs.size()) > opt_.max_inputs)

@@ -1,8 +1,10 @@
 #include "server/api_retrieve.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 #include "base/json_release.h"
 #include "retrieval/dense_index.h"
 #include "retrieval/questions.h"
@@ -163,6 +165,18 @@ Response RetrieveApi::retrieve(RequestBody& body) {
     for (size_t i = 0; i < a.size(); ++i) add(a[i], i);
   } else {
     bad("missing field 'question' (a string) or 'questions' (an array)", "missing_field");
+  }
+  // One row per id: a generated q<i> and a question's own id may meet (pass 19: "Paris" and
+  // {"question": "Rome", "id": "q0"} were two rows "q0").
+  {
+    std::unordered_map<std::string, size_t> first;
+    for (size_t i = 0; i < qs.size(); ++i) {
+      const auto [at, fresh] = first.emplace(qs[i].id, i);
+      if (!fresh)
+        bad("questions[" + std::to_string(i) + "]'s id '" + printable(excerpt(qs[i].id)) +
+            "' is also questions[" + std::to_string(at->second) +
+            "]'s: give each question its own id");
+    }
   }
   if (qs.size() * size_t(k) > kMaxRetrieveHits)
     bad(std::to_string(qs.size()) + " questions x k = " + std::to_string(k) +

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/json_keys.h"
 #include "base/json_number.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "pipelines/spotlight/spotlight.h"
@@ -167,21 +168,21 @@ nlohmann::ordered_json to_json(const Presentation& p) {
           {"spotlight", p.spotlight},     {"spotlight_tokens", p.spotlight_tokens}};
 }
 
-Presentation presentation_from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw Error(where, "presentation: not a JSON object");
+Presentation presentation_from_json(const nlohmann::json& j_in, const std::string& where) {
+  if (!j_in.is_object()) throw UsageError(where, "presentation: not a JSON object");
+  // A null key is a key not given (base/json_keys.h; pass 19: {"k": null} was "must be a
+  // non-negative integer"); every fault is a UsageError, as an unknown key is.
+  const nlohmann::json j = without_nulls(j_in);
   Presentation p;
   auto bad = [&](const char* field, const std::string& why) {
-    return Error(where, std::string(field) + ": " + why);
+    return UsageError(where, std::string(field) + ": " + why);
   };
   // A key that is missing takes the original presentation's value (delimiter original, p 0,
   // format plain, order retrieved, k all, no spotlight); a misspelt key would silently do the same,
   // so every key must be one of to_json's.
-  const nlohmann::ordered_json known = to_json(Presentation{});
-  for (const auto& [key, value] : j.items())
-    if (!known.contains(key))
-      throw bad(key.c_str(),
-                "unknown key (delimiter, p, format_seed, format, order, k, "
-                "spotlight, spotlight_tokens)");
+  only_json_keys(
+      j, {"delimiter", "p", "format_seed", "format", "order", "k", "spotlight", "spotlight_tokens"},
+      where, "a presentation");
   auto str = [&](const char* f, std::string& out) {
     if (!j.contains(f)) return;
     if (!j[f].is_string()) throw bad(f, "must be a string");

@@ -24,10 +24,10 @@ const std::vector<std::string>& dimension_names() {
 std::string string_field(const nlohmann::json& j, const char* f, const std::string& where,
                          bool required) {
   if (!j.contains(f)) {
-    if (required) throw Error(where, std::string(f) + ": missing");
+    if (required) throw UsageError(where, std::string(f) + ": missing");
     return "";
   }
-  if (!j[f].is_string()) throw Error(where, std::string(f) + ": must be a string");
+  if (!j[f].is_string()) throw UsageError(where, std::string(f) + ": must be a string");
   return j[f].get<std::string>();
 }
 
@@ -59,29 +59,34 @@ std::string deployment_note(const Profile& p) {
          (p.why.empty() ? std::string(" (the profile gives no reason)") : ": " + p.why);
 }
 
-Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
+Profile profile_from_json(const nlohmann::json& j_in, const std::string& where) {
+  // A key whose value is null is a key not given (base/json_keys.h; pass 19: "why": null was
+  // "must be a string"). Every fault of the document is a UsageError (CLI exit 2, Python
+  // ValueError), as its unknown keys are, whether the profile came as a file or as an object.
+  const nlohmann::json j = without_nulls(j_in);
   if (!j.is_object() || !j.contains("format") || j["format"] != kFormat)
-    throw Error(where, "not a ragform tune profile (\"format\": \"ragform-tune-profile\" missing)");
+    throw UsageError(where,
+                     "not a ragform tune profile (\"format\": \"ragform-tune-profile\" missing)");
   if (!j.contains("schema_version") || !j["schema_version"].is_number_integer())
-    throw Error(where, "schema_version: missing or not an integer");
+    throw UsageError(where, "schema_version: missing or not an integer");
   if (j["schema_version"].get<int64_t>() != kProfileSchema)
-    throw Error(where, "schema_version: " + json_excerpt(j["schema_version"]) +
-                           " is not supported (this build reads " + std::to_string(kProfileSchema) +
-                           ")");
+    throw UsageError(where, "schema_version: " + json_excerpt(j["schema_version"]) +
+                                " is not supported (this build reads " +
+                                std::to_string(kProfileSchema) + ")");
   // What profile_to_json writes (base/json_keys.h: a misspelt key is refused, not ignored).
   only_json_keys(j,
                  {"format", "schema_version", "presentation", "searched", "model", "model_sha256",
                   "reader", "task", "objective", "run", "deployed", "why", "winner"},
                  where, "a tune profile");
   Profile p;
-  if (!j.contains("presentation")) throw Error(where, "presentation: missing");
+  if (!j.contains("presentation")) throw UsageError(where, "presentation: missing");
   p.presentation = presentation_from_json(j["presentation"], where + ": presentation");
   if (j.contains("searched")) {
-    if (!j["searched"].is_array()) throw Error(where, "searched: must be an array of names");
+    if (!j["searched"].is_array()) throw UsageError(where, "searched: must be an array of names");
     for (const auto& d : j["searched"]) {
       if (!d.is_string() || std::find(dimension_names().begin(), dimension_names().end(),
                                       d.get<std::string>()) == dimension_names().end())
-        throw Error(where, "searched: unknown dimension " + json_excerpt(d));
+        throw UsageError(where, "searched: unknown dimension " + json_excerpt(d));
       p.searched.push_back(d.get<std::string>());
     }
   }
@@ -91,25 +96,25 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
   try {
     p.task = parse_task(string_field(j, "task", where, true));
   } catch (const UsageError&) {
-    throw Error(where, "task: unknown task " + json_excerpt(j["task"]) + " (qa, kv, needle)");
+    throw UsageError(where, "task: unknown task " + json_excerpt(j["task"]) + " (qa, kv, needle)");
   }
   if (j.contains("objective")) p.objective = string_field(j, "objective", where, false);
   if (j.contains("run")) {
-    const auto& r = j["run"];
-    if (!r.is_object()) throw Error(where, "run: must be an object {store, id}");
+    const nlohmann::json r = without_nulls(j["run"]);
+    if (!r.is_object()) throw UsageError(where, "run: must be an object {store, id}");
     only_json_keys(r, {"store", "id"}, where, "a tune profile's 'run'");
     p.store = string_field(r, "store", where + ": run", false);
     if (r.contains("id")) {
       if (!r["id"].is_number_integer() ||
           (r["id"].is_number_unsigned() && r["id"].get<uint64_t>() > uint64_t(INT64_MAX)))
-        throw Error(where, "run: id: must be an integer of at most 64 bits, signed");
+        throw UsageError(where, "run: id: must be an integer of at most 64 bits, signed");
       p.run = r["id"].get<int64_t>();
     }
   }
   p.deployed = string_field(j, "deployed", where, false);
   if (j.contains("deployed") && p.deployed != "tuned" && p.deployed != "original")
-    throw Error(where,
-                "deployed: must be \"tuned\" or \"original\", got " + json_excerpt(j["deployed"]));
+    throw UsageError(
+        where, "deployed: must be \"tuned\" or \"original\", got " + json_excerpt(j["deployed"]));
   p.why = string_field(j, "why", where, false);
   p.winner = string_field(j, "winner", where, false);
   // "original" says the presentation is the original one (any k: the control is the largest k that
@@ -119,14 +124,10 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where) {
     const Presentation& q = p.presentation;
     if (q.delimiter != o.delimiter || q.format != o.format || q.order != o.order ||
         q.spotlight != o.spotlight || q.spotlight_tokens != o.spotlight_tokens)
-      throw Error(where, "deployed: \"original\", but the presentation is " + excerpt(label(q)) +
-                             ", not the original presentation");
+      throw UsageError(where, "deployed: \"original\", but the presentation is " +
+                                  excerpt(label(q)) + ", not the original presentation");
   }
-  try {
-    validate(p.presentation, p.task, where + ": presentation");
-  } catch (const UsageError& e) {
-    throw Error(e.what());
-  }
+  validate(p.presentation, p.task, where + ": presentation");
   return p;
 }
 

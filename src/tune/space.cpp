@@ -254,7 +254,7 @@ void set_dimension(Space& s, const std::string& dimension, const std::vector<std
     s.spotlight.clear();
     for (const auto& v : vals) s.spotlight.push_back(parse_spotlight_value(v));
   } else {
-    throw UsageError("space", "unknown dimension '" + dimension +
+    throw UsageError("space", "unknown dimension '" + printable(excerpt(dimension)) +
                                   "' (delimiter, p, format, order, k, spotlight)");
   }
 }
@@ -262,6 +262,9 @@ void set_dimension(Space& s, const std::string& dimension, const std::vector<std
 Space space_from_json(const nlohmann::json& j, Space base, const std::string& where) {
   if (!j.is_object()) throw UsageError(where, "a space is an object of value lists");
   for (const auto& [key, value] : j.items()) {
+    // A key whose value is null (YAML's `k:`) is a key not given: the dimension keeps its default
+    // (base/json_keys.h; pass 19: "k: must be a non-empty array").
+    if (value.is_null()) continue;
     if (key == "format_seed") {
       long long x = 0;  // 2.0 as 2 (base/json_number.h)
       if (!json_whole_number(value, x) || x < 0)
@@ -269,6 +272,11 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
       base.format_seed = uint64_t(x);
       continue;
     }
+    static const std::set<std::string> kDimensions = {"delimiter", "p", "format",
+                                                      "order",     "k", "spotlight"};
+    if (!kDimensions.count(key))  // said once (pass 19: "sp.json: K: space: unknown dimension")
+      throw UsageError(where, "unknown dimension '" + printable(excerpt(key)) +
+                                  "' (delimiter, p, format, order, k, spotlight, format_seed)");
     try {
       set_dimension(base, key, json_values(value, where + ": " + key));
     } catch (const OptionError& e) {  // its key is the dimension's: said once

@@ -198,6 +198,13 @@ TEST(Cli, EndlessFilesAndComplexYamlKeysAreRefusedAtOnce) {
   r = run_ragform("serve -m /nonexistent.gguf --api-key-file /dev/zero");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err, "ragform: /dev/zero: the API key file's first line is longer than 4096 bytes\n");
+  // Issue 40, pass 19: a key file an editor saved with a UTF-8 byte order mark gave a key no
+  // client could send (every request 401, nothing said why).
+  ragform::testing::write_file(dir / "bom.key", "\xEF\xBB\xBFs3cret\n");
+  r = run_ragform("serve -m /nonexistent.gguf --api-key-file " +
+                  ragform::testing::quoted(dir / "bom.key"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("a byte past ASCII (a UTF-8 byte order mark"), std::string::npos) << r.err;
   // Third pass: JSON files too (read_json_file), and serve's --cnorm-profile (read twice).
   r = run_ragform("serve -m /nonexistent.gguf --cnorm-profile /dev/zero");
   EXPECT_EQ(r.exit_code, 1) << r.err;

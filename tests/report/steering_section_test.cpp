@@ -3,6 +3,7 @@
 // (one row per record: "<method>@<k>"); every number checked is computed by hand from the rows.
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "report/report.h"
 #include "report/report_rows.h"
 #include "store/run_store.h"
@@ -207,3 +208,31 @@ TEST(SteeringSection, CurveValuesAreTheSlotMeans) {
 }
 
 }  // namespace
+
+// Issue 40, pass 19: a run whose config holds null reads it as absent (a measure of null is the
+// sums of a run stored before the measure existed); one of another type is an error naming the run
+// and the key, not the JSON library's "[json.exception.type_error.302] type must be string".
+TEST(SteeringSection, AStoredConfigOfAnotherShapeIsNamed) {
+  for (const auto& [measure, why] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {nullptr, ""}, {5, "run 1's config: 'measure' is number, not the string ragform"}}) {
+    store::RunStore st(ragform::testing::temp_dir("report-steering-shape") / "r.sqlite");
+    ragform::testing::RowWriter put{st};
+    const int64_t run =
+        st.begin_run(config("position-bias", {{"task", nullptr}, {"k", 1}, {"measure", measure}}));
+    put(run, "item0", "slot0/filler0", std::nullopt, {{"mass", 0.5}}, {{"slot", 0}});
+    report::ReportOptions o;
+    if (why.empty()) {
+      const std::string h = report::render_report(st, o, nullptr);
+      EXPECT_NE(h.find("tiny · ?"), std::string::npos);
+      EXPECT_NE(h.find("attention mass"), std::string::npos);
+      continue;
+    }
+    try {
+      report::render_report(st, o, nullptr);
+      ADD_FAILURE() << "accepted a number as the measure";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "reader/native_encoder.h"
+#include "retrieval/dense_index.h"
 #include "retrieval/index_build.h"
 #include "retrieval/make_corpus.h"
 #include "retrieval/retriever.h"
@@ -147,6 +148,34 @@ TEST(DenseRefusal, AnotherEncodersQueriesAreRefused) {
   bo.encoder_name = id2.name;
   bo.encoder_sha256 = id2.sha256;
   EXPECT_THROW(retrieval::build_index(bo), Error);
+
+  // Issue 40, pass 19: dense.json is what the build wrote: a key it does not have is refused (a
+  // misspelt "ivf_nprobe" searched one list silently), a null one is absent, and a value of
+  // another type is named without the JSON library's text.
+  const fs::path meta = fs::path(bo.dir) / "dense.json";
+  const nlohmann::json written = nlohmann::json::parse(read_file(meta));
+  for (const auto& [key, value, says] :
+       std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"ivf_nprob", 4, "'ivf_nprob' is not supported (dense index metadata takes"},
+           {"hnsw_m", "x", "dense index metadata: type must be number, but is string"}}) {
+    nlohmann::json j = written;
+    j[key] = value;
+    write_file(meta, j.dump());
+    try {
+      retrieval::DenseIndex ix(bo.dir);
+      ADD_FAILURE() << key << " was accepted";
+    } catch (const UsageError& e) {
+      ADD_FAILURE() << "a UsageError, not the index's runtime Error: " << e.what();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+    }
+  }
+  nlohmann::json nulls = written;
+  nulls["hnsw_m"] = nullptr;
+  nulls["note"] = nullptr;
+  write_file(meta, nulls.dump());
+  EXPECT_NO_THROW(retrieval::DenseIndex ix(bo.dir));
 }
 
 }  // namespace

@@ -122,9 +122,9 @@ TEST(ServeNestedKeys, FilesFormatsRefuseKeysTheyDoNotHaveAndNullIsAKeyNotGiven) 
     EXPECT_EQ(refusal(c, "/v1/rag/present", {{"profile", p}, {"record", record}}).first,
               "unknown_field");
     p = tune_profile();
-    p["presentation"]["ordr"] = "edges";
+    p["presentation"]["ordr"] = "edges";  // pass 19: it was invalid_request (another class)
     EXPECT_EQ(refusal(c, "/v1/rag/present", {{"profile", p}, {"record", record}}).first,
-              "invalid_request");
+              "unknown_field");
   }
   // "records": null beside "record" is one record (it was "give exactly one of").
   EXPECT_EQ(
@@ -178,6 +178,77 @@ TEST(ServeNestedKeys, FilesFormatsRefuseKeysTheyDoNotHaveAndNullIsAKeyNotGiven) 
   EXPECT_EQ(rows[0]["id"], "q0") << rows[0].dump();
   EXPECT_EQ(rows[1]["id"], "q1") << rows[1].dump();
   EXPECT_EQ(rows[1]["tag"], 7) << rows[1].dump();
+  // Pass 19: a generated id and a question's own may not meet (two rows "q0"); an id that is no
+  // string or integer is refused, not replaced.
+  {
+    auto [code, msg] =
+        refusal(c, "/v1/retrieve", {{"questions", {"lily", {{"question", "park"}, {"id", "q0"}}}}});
+    EXPECT_NE(msg.find("questions[1]'s id 'q0' is also questions[0]'s"), std::string::npos) << msg;
+    std::tie(code, msg) =
+        refusal(c, "/v1/retrieve", {{"questions", {{{"question", "park"}, {"id", 7.5}}}}});
+    EXPECT_NE(msg.find("field 'id': expected a string or an integer"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Pass 19: the roles a chat message may have are the three every template renders as what they
+// are (Llama 2's and Mistral's formats wrote "tool", "User" or "developer" as an assistant turn);
+// OpenAI's "developer" reads as "system". Attention rows name each layer, query position and head
+// once however a request repeats them (-1 and its index alike).
+TEST(ServeNestedKeys, ChatRolesAndAttentionSelectionsMeanOneThingEach) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess srv({"-m", model.string(), "--chat-template", "llama2"});
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_read_timeout(60, 0);
+  const auto chat = [&](const std::string& role) {
+    return json{{"messages",
+                 {{{"role", "user"}, {"content", "Hi there"}},
+                  {{"role", role}, {"content", "Tell me a story"}}}},
+                {"max_tokens", 3},
+                {"temperature", 0}};
+  };
+  for (const char* role : {"User", "tool", "function", "ROLE", ""}) {
+    auto [code, msg] = refusal(c, "/v1/chat/completions", chat(role));
+    EXPECT_EQ(code, "invalid_value") << role << ": " << msg;
+    EXPECT_NE(msg.find("is not one this server renders"), std::string::npos) << msg;
+  }
+  std::string as_developer, as_system;
+  ASSERT_EQ(status_of(c, "/v1/chat/completions", chat("developer"), &as_developer), 200)
+      << as_developer;
+  ASSERT_EQ(status_of(c, "/v1/chat/completions", chat("system"), &as_system), 200) << as_system;
+  EXPECT_EQ(json::parse(as_developer)["choices"], json::parse(as_system)["choices"]);
+  EXPECT_EQ(json::parse(as_developer)["usage"], json::parse(as_system)["usage"]);
+
+  std::string once, twice;
+  const json one = {
+      {"prompt", kPrompt}, {"layers", {4}}, {"query_positions", {-1}}, {"heads", {0}}};
+  ASSERT_EQ(status_of(c, "/v1/attention", one, &once), 200) << once;
+  const int last = json::parse(once)["rows"][0]["query_position"].get<int>();
+  const json again = {
+      {"prompt", kPrompt}, {"layers", {4, -1}}, {"query_positions", {-1, last}}, {"heads", {0, 0}}};
+  ASSERT_EQ(status_of(c, "/v1/attention", again, &twice), 200) << twice;
+  EXPECT_EQ(json::parse(twice)["rows"], json::parse(once)["rows"]);
+  EXPECT_EQ(srv.stop(), 0) << srv.log();
+}
+
+// Pass 19: a rerank document object is its text (a title beside it was neither ranked nor
+// returned).
+TEST(ServeNestedKeys, RerankDocumentObjectsAreTheirText) {
+  REQUIRE_SHARED(nli, "fixtures/models/tiny-bert-nli.gguf");
+  ServeProcess srv({"-m", nli.string(), "-t", "1"});
+  httplib::Client c("127.0.0.1", srv.port());
+  std::string reply;
+  EXPECT_EQ(status_of(c, "/v1/rerank",
+                      {{"query", "a"},
+                       {"documents", {{{"text", "x"}}, {{"text", "y"}, {"title", nullptr}}}}},
+                      &reply),
+            200)
+      << reply;
+  auto [code, msg] =
+      refusal(c, "/v1/rerank",
+              {{"query", "a"}, {"documents", {{{"text", "x"}}, {{"text", "y"}, {"title", "t"}}}}});
+  EXPECT_EQ(code, "unknown_field") << msg;
+  EXPECT_NE(msg.find("documents[1]: 'title' is not supported"), std::string::npos) << msg;
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 

@@ -151,6 +151,16 @@ TEST(TuneProfile, RoundTripAndFieldErrors) {
   j = tune::profile_to_json(p);
   j["objectve"] = nullptr;
   EXPECT_EQ(tune::profile_from_json(j, "p.json"), p);
+  // Pass 19: null is a key not given at every level ("why": null was "must be a string"), and
+  // every fault is one class, a UsageError (CLI exit 2, Python ValueError), as unknown keys are.
+  j = tune::profile_to_json(p);
+  for (const char* k : {"why", "deployed", "winner", "searched", "objective"}) j[k] = nullptr;
+  j["run"]["id"] = nullptr;
+  j["presentation"]["spotlight_tokens"] = nullptr;
+  EXPECT_NO_THROW(tune::profile_from_json(j, "p.json"));
+  j = tune::profile_to_json(p);
+  j["why"] = 5;
+  EXPECT_THROW(tune::profile_from_json(j, "p.json"), UsageError);
   // The deploy decision: it round-trips; "original" of another presentation, an empty or unknown
   // value, and a run id past int64 are refused; a decision without a reason says so.
   {
@@ -196,8 +206,11 @@ TEST(TuneProfile, IncompleteOrIncoherentPresentationsAreRefused) {
             std::string::npos);
   EXPECT_NE(error_of({{"spotlight_tokens", true}}).find("spotlight_tokens: true needs spotlight"),
             std::string::npos);
-  EXPECT_NE(error_of({{"delimeter", "-"}, {"p", 1}}).find("delimeter: unknown key"),
+  EXPECT_NE(error_of({{"delimeter", "-"}, {"p", 1}})
+                .find("'delimeter' is not supported (a presentation takes delimiter, p,"),
             std::string::npos);
+  // A null key is a key not given (pass 19: {"k": null} was "must be a non-negative integer").
+  EXPECT_EQ(error_of({{"k", nullptr}, {"junk", nullptr}}), "");
   // 10^12 sentences wrapped to a negative int, then "must be at least 0" (item 18).
   EXPECT_NE(
       error_of({{"spotlight", 1000000000000LL}}).find("spotlight: must be at most 2147483647"),

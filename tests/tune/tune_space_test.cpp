@@ -232,6 +232,24 @@ TEST(TuneSpace, ASpaceOverTheCapIsRefusedAtOnce) {
 namespace {
 
 // Issue 40, item 18: a space file that is not JSON is a bad space file like any other (exit 2).
+// Issue 40, pass 19: a dimension given as null (YAML's `k:`) keeps its default; an unknown one is
+// named once ("s.json: K: space: unknown dimension" before).
+TEST(TuneSpace, ANullDimensionIsNotGivenAndAnUnknownOneIsNamedOnce) {
+  using namespace ragform::tune;
+  const Space base = default_space(Task::Qa);
+  const Space s =
+      space_from_json(nlohmann::json{{"k", nullptr}, {"delimiter", {"-"}}}, base, "s.json");
+  EXPECT_EQ(s.ks, base.ks);
+  try {
+    space_from_json(nlohmann::json{{"K", {3}}}, base, "s.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const ragform::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "s.json: unknown dimension 'K' (delimiter, p, format, order, k, spotlight, "
+              "format_seed)");
+  }
+}
+
 TEST(TuneSpace, InvalidJsonIsAUsageErrorOnItsLine) {
   using namespace ragform::tune;
   auto dir = ragform::testing::temp_dir("tune_space_badjson");

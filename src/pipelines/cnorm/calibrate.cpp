@@ -1,6 +1,7 @@
 #include "pipelines/cnorm/calibrate.h"
 #include "pipelines/cnorm/detail/numeric.h"
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -386,8 +387,12 @@ void require_profile_shape(const nlohmann::json& j, const std::string& where) {
 
 }  // namespace
 
-Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) {
+Profile profile_from_json(const nlohmann::json& j_in, const std::string& where_in) {
   const std::string where = profile_where(where_in);
+  // A key whose value is null is a key not given (base/json_keys.h; pass 19: a candidate's
+  // "p": null was "expected number"); every fault of the document is a UsageError (CLI exit 2,
+  // Python ValueError), as its unknown keys are.
+  const nlohmann::json j = without_nulls(j_in);
   require_profile_shape(j, where);
   // What profile_to_json writes (base/json_keys.h: a misspelt key is refused, not ignored).
   only_json_keys(j,
@@ -395,11 +400,11 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
                   "config", "search"},
                  where, "a C-NORM profile");
   auto field = [&](const char* name) -> const nlohmann::json& {
-    if (!j.contains(name)) throw Error(where, std::string("missing field '") + name + "'");
+    if (!j.contains(name)) throw UsageError(where, std::string("missing field '") + name + "'");
     return j.at(name);
   };
   auto bad = [&](const char* name, const char* want) {
-    return Error(where, std::string("field '") + name + "': expected " + want);
+    return UsageError(where, std::string("field '") + name + "': expected " + want);
   };
   Profile p;
   if (!field("model_sha256").is_string()) throw bad("model_sha256", "string");
@@ -423,7 +428,8 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
   if (!field("best").is_string()) throw bad("best", "string");
   if (!field("candidates").is_array() || j["candidates"].empty())
     throw bad("candidates", "non-empty array");
-  for (const auto& c : j["candidates"]) {
+  for (const auto& c_in : j["candidates"]) {
+    const nlohmann::json c = without_nulls(c_in);
     if (!c.is_object() || !c.contains("delimiter") || !c["delimiter"].is_string() ||
         !c.contains("abs_mean") || !c["abs_mean"].is_number() || !c.contains("abs_std") ||
         !c["abs_std"].is_number())
@@ -436,13 +442,19 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
     try {
       cs.delim = parse_delimiter(c["delimiter"].get<std::string>());
     } catch (const UsageError& e) {
-      throw Error(where, std::string("candidate delimiter: ") + e.what());
+      throw UsageError(where, std::string("candidate delimiter: ") + e.what());
     }
     cs.mean = c["abs_mean"];
     cs.std = c["abs_std"];
-    if (c.contains("abs") && c["abs"].is_array())
-      for (const auto& a : c["abs"])
-        if (a.is_number()) cs.abs.push_back(a);
+    // Every key read is checked (pass 19: "abs": "junk" and a non-number among the values were
+    // dropped silently).
+    if (c.contains("abs")) {
+      if (!c["abs"].is_array()) throw bad("candidates[].abs", "array of numbers");
+      for (const auto& a : c["abs"]) {
+        if (!a.is_number()) throw bad("candidates[].abs", "array of numbers");
+        cs.abs.push_back(a);
+      }
+    }
     cs.p = p.p;
     if (c.contains("p")) {
       if (!c["p"].is_number() || !(c["p"].get<double>() >= 0 && c["p"].get<double>() <= 1))
@@ -454,15 +466,19 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
       try {
         cs.wrapper = parse_wrapper(c["format"].get<std::string>());
       } catch (const UsageError& e) {
-        throw Error(where, std::string("candidate format: ") + e.what());
+        throw UsageError(where, std::string("candidate format: ") + e.what());
       }
     }
     if (c.contains("name")) {
       if (!c["name"].is_string()) throw bad("candidates[].name", "string");
       cs.name = c["name"];
     }
-    if (c.contains("eliminated_in_round") && c["eliminated_in_round"].is_number_integer())
-      cs.eliminated_in_round = c["eliminated_in_round"];
+    if (c.contains("eliminated_in_round")) {
+      long long round = 0;
+      if (!json_whole_number(c["eliminated_in_round"], round) || round < 0 || round > INT_MAX)
+        throw bad("candidates[].eliminated_in_round", "non-negative integer");
+      cs.eliminated_in_round = int(round);
+    }
     p.candidates.push_back(std::move(cs));
   }
   bool found = false;
@@ -474,10 +490,20 @@ Profile profile_from_json(const nlohmann::json& j, const std::string& where_in) 
       found = true;
     }
   if (!found)
-    throw Error(
+    throw UsageError(
         where, "best delimiter '" + j["best"].get<std::string>() + "' is not among the candidates");
-  if (j.contains("config") && j["config"].is_object()) p.extra = j["config"];
-  if (j.contains("search") && j["search"].is_object()) p.search = j["search"];
+  // Written beside "best" when a format wrapper won, for a reader of the file; the best
+  // candidate decides what is applied (CnormApplyFixture.TheBestCandidateDecidesForAll).
+  if (j.contains("best_format") && !j["best_format"].is_string())
+    throw bad("best_format", "string");
+  if (j.contains("config")) {
+    if (!j["config"].is_object()) throw bad("config", "object");
+    p.extra = j["config"];
+  }
+  if (j.contains("search")) {
+    if (!j["search"].is_object()) throw bad("search", "object");
+    p.search = j["search"];
+  }
   return p;
 }
 

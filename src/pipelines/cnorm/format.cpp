@@ -29,6 +29,25 @@ std::string default_delimiter_list() {
   return s;
 }
 
+namespace {
+// A text that is not UTF-8, quoted with its bytes past ASCII as \xNN (pass 19: the raw 0xFF was
+// written to the terminal); controls escaped as every quote is (base/excerpt.h printable).
+std::string bytes_escaped(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x80) {
+      out += printable(std::string_view(&c, 1));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", b);
+      out += buf;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 Delimiter parse_delimiter(std::string_view token) {
   if (token.empty())
     throw OptionError("delims", "empty delimiter (write 'none' for the empty delimiter)");
@@ -41,10 +60,10 @@ Delimiter parse_delimiter(std::string_view token) {
                                     " bytes");
   size_t bad = 0;
   if (!text::is_valid_utf8(token, &bad))
-    throw OptionError("delims", "delimiter '" + std::string(token) + "' is not valid UTF-8");
+    throw OptionError("delims", "delimiter '" + bytes_escaped(token) + "' is not valid UTF-8");
   for (uint32_t cp : text::decode_utf8(token))
     if (text::is_space(cp))
-      throw OptionError("delims", "delimiter '" + std::string(token) + "' contains whitespace");
+      throw OptionError("delims", "delimiter '" + printable(token) + "' contains whitespace");
   return {std::string(token), std::string(token)};
 }
 

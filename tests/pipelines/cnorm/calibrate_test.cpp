@@ -247,6 +247,25 @@ TEST(CnormCalibrate, ProfileJsonRoundTripsWithNineDigits) {
   bad["bset"] = nullptr;
   bad["candidates"][0]["other"] = nullptr;
   EXPECT_EQ(profile_from_json(bad, "mem").best, p.best);
+  // Pass 19: null is a key not given in a candidate too, and every key read is of its type
+  // (they were dropped or ignored silently); every fault is one class, a UsageError.
+  bad = j;
+  for (const char* k : {"p", "format", "name", "eliminated_in_round", "abs"})
+    bad["candidates"][1][k] = nullptr;
+  bad["config"] = nullptr;
+  EXPECT_EQ(profile_from_json(bad, "mem").candidates.size(), 2u);
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"abs", "junk"}, {"abs", {1, "x"}}, {"eliminated_in_round", "x"}}) {
+    bad = j;
+    bad["candidates"][0][key] = value;
+    EXPECT_THROW(profile_from_json(bad, "mem"), UsageError) << key << " " << value;
+  }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"best_format", 5}, {"config", 5}, {"search", "x"}, {"p", 1.5}}) {
+    bad = j;
+    bad[key] = value;
+    EXPECT_THROW(profile_from_json(bad, "mem"), UsageError) << key << " " << value;
+  }
 }
 
 TEST(CnormCalibrate, CacheIsKeyedByIdentity) {

@@ -135,3 +135,22 @@ TEST(CnormFormat, ModifiedUuid) {
 }
 
 }  // namespace ragform::cnorm
+
+// Issue 40, pass 19: a delimiter that is not UTF-8 is quoted with its bytes escaped (the raw 0xFF
+// went to the terminal), and one holding a control character with the control escaped.
+TEST(CnormFormat, ABadDelimiterIsQuotedEscaped) {
+  try {
+    ragform::cnorm::parse_delimiter("a\xff");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("delimiter 'a\\xFF' is not valid UTF-8"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    ragform::cnorm::parse_delimiter("\x1b[2J\n");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::exception& e) {
+    EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << e.what();
+  }
+}
