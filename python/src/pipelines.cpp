@@ -48,11 +48,12 @@ pyb::object spotlight_select(const pyb::handle& record, pyb::object vectors, pyb
   std::unique_ptr<TokenEncoder> enc;
   if (!vectors.is_none()) {
     if (pyb::isinstance<pyb::dict>(vectors)) {
-      std::unordered_map<std::string, std::vector<float>> m;
-      for (auto item : pyb::reinterpret_borrow<pyb::dict>(vectors))
-        m[item.first.cast<std::string>()] = item.second.cast<std::vector<float>>();
-      // A bad table (empty, ragged) is a bad argument: ValueError, as other parsed arguments.
-      wv = std::make_unique<WordVectors>(parse_arg([&] { return WordVectors::from_map(m); }));
+      // Read by the file's reader (the same values accepted, each refusal naming its word; pass
+      // 20: None or a number as a word gave pybind's cast error, true was taken as 1). A bad table
+      // is a bad argument: ValueError, as other parsed arguments.
+      const std::string text = to_json(vectors, "vectors").dump();
+      wv = std::make_unique<WordVectors>(
+          parse_arg([&] { return WordVectors::parse(text, "vectors"); }));
     } else {
       std::string path = pyb::str(pyb::module_::import("os").attr("fspath")(vectors));
       wv = std::make_unique<WordVectors>(WordVectors::load(path));

@@ -35,3 +35,17 @@ def test_a_curve_file_reads_as_the_cli_reads_it(model, model_path, cli, tmp_path
                      encoding="utf-8")
     with pytest.raises(RuntimeError, match="'measure' twice"):
         rbias.document_relevance(model, PROMPT, SPANS, twice)
+
+
+def test_word_vectors_as_a_dict_are_read_as_a_file_is(tmp_path, nq_records):
+    """Issue 40, pass 20: a dict of word vectors gave pybind's cast error for None or a number
+    as a word, and took true as 1, where the file's reader refuses both naming the word."""
+    from ragform import spotlight
+    rec = {"question": "Which ball?", "answers": ["red"],
+           "ctxs": [{"title": "t", "text": "Lily had a red ball. Tom had a dog."}]}
+    ok = spotlight.select(rec, vectors={"red": [1.0, 0.0], "ball": [0.0, 1.0]})
+    assert ok
+    for bad, says in (({"red": None}, "red"), ({"red": [True, 0.0]}, "red"),
+                      ({"red": [1.0, 0.0], "ball": [1.0]}, r"word .(red|ball). has \d values")):
+        with pytest.raises(ValueError, match=says):
+            spotlight.select(rec, vectors=bad)

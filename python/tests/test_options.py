@@ -154,7 +154,7 @@ def test_a_key_python_spells_otherwise_is_its_keyword():
 # the CLI's message, the server's message) for the same out-of-range or unknown value.
 SPOTLIGHT_REFUSALS = [
     ({"lam": 2}, ["--lambda", "2"], {"lambda": 2}, "lam: value too large: 2 (largest accepted: 1)",
-     "--lambda: value too large: 2 (largest accepted: 1)", "'lambda' is outside its range"),
+     "--lambda: value too large: 2 (largest accepted: 1)", "'lambda' = 2 is outside [0, 1]"),
     ({"K": 0}, ["-K", "0"], {"K": 0}, "K: value out of range: 0 (accepted: 1 or more)",
      "-K: value out of range: 0 (accepted: 1 or more)", "'K' = 0 is outside [1, "),
     ({"k": 0}, ["-k", "0"], {"k": 0}, "k: value out of range: 0 (accepted: 1 or more)",
@@ -332,7 +332,7 @@ SERVED_REFUSALS = {
                               {"prompt": "Once", "max_tokens": 1, "top_p": 1.5}),
                              ValueError, "top_p: value too large: 1.5 (largest accepted: 1)",
                              "--top-p: value too large: 1.5 (largest accepted: 1)",
-                             "'top_p' is outside its range"),
+                             "'top_p' = 1.5 is outside [0, 1]"),
     "generate.top_k": (lambda m, d: m.generate("Once", top_k=-1),
                        ["generate", "-m", "{m}", "-p", "Once", "--top-k", "-1"],
                        ("/v1/completions", {"prompt": "Once", "max_tokens": 1, "top_k": -1}),

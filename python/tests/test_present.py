@@ -42,8 +42,11 @@ def test_present_equals_cli(prof, model, model_path, cli, tmp_path, nq_records):
     lines = cli("present", "--json", "--profile", pf, "--input", inp, "-m", model_path,
                 json_out=False).splitlines()
     assert len(lines) == len(recs)
-    for rec, line in zip(recs, lines):
+    for n, (rec, line) in enumerate(zip(recs, lines), 1):
         got = ragform.present(rec, prof, model=model)
+        if "id" not in rec:  # named by its line in the file, and 1 as Python's one record
+            assert json.loads(line)["id"].endswith(f":{n}") and got["id"].endswith(":1")
+            got["id"] = json.loads(line)["id"]
         # The same bytes as the CLI's line (keys in order, UTF-8, compact).
         assert json.dumps(got, ensure_ascii=False, separators=(",", ":")) == line
         assert got["prompt_tokens"] > 0
@@ -52,6 +55,19 @@ def test_present_equals_cli(prof, model, model_path, cli, tmp_path, nq_records):
     bare = ragform.present(recs[0], pf)
     assert bare == {k: v for k, v in json.loads(lines[0]).items() if k != "prompt_tokens"}
     assert ragform.present(recs[0], str(pf)) == bare
+
+
+def test_a_record_without_an_id_is_named_by_its_line(cli, tmp_path, nq_records):
+    """Issue 40, pass 20: every record without an id was "<format>:0"; now its line in the file,
+    as every other command names it, and 1 for Python's one record."""
+    recs = [{k: v for k, v in r.items() if k not in ("id", "_id")} for r in nq_records[:3]]
+    pf = tmp_path / "profile.json"
+    pf.write_text(json.dumps(profile()))
+    inp = write_jsonl(tmp_path / "recs.jsonl", recs)
+    ids = [json.loads(l)["id"] for l in cli("present", "--json", "--profile", pf, "--input", inp,
+                                            json_out=False).splitlines()]
+    assert [i.rsplit(":", 1)[1] for i in ids] == ["1", "2", "3"], ids
+    assert ragform.present(recs[0], profile())["id"] == ids[0]
 
 
 def test_profiles_change_the_prompt(nq_records):

@@ -54,7 +54,7 @@ int run_present(const std::vector<std::string>& argv) {
   }
   size_t n = 0;
   eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
-    const tune::Presented p = tune::present(row.value, prof, counter.get());
+    const tune::Presented p = tune::present(row.value, prof, counter.get(), {row.line, row.key});
     if (json.value)
       print_json_line(tune::presented_json(p, prof));
     else

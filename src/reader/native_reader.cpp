@@ -241,6 +241,14 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
     if (split == 0) split = 1;
     if (split >= all.size()) throw Error("score", "the continuation adds no tokens");
   }
+  return score_ids(all, split, resolve_steering(text, whole, steer, prompt.size()), top);
+}
+
+ScoreResult NativeReader::score_ids(const std::vector<int32_t>& all, size_t split,
+                                    const runtime::Steering& st, int top) {
+  if (split < 1 || split > all.size())  // (split == size: nothing after it, an empty result)
+    throw Error("score", std::to_string(all.size()) + " tokens cannot be scored from " +
+                             std::to_string(split));
   // Evaluate in chunks so that only kChunk rows of full-vocabulary logits exist at a time
   // (151936 floats per row for Qwen): memory stays flat in the prompt length. Chunked prefill
   // computes exactly what one pass would (same rows through the same matmuls, same cache).
@@ -248,7 +256,6 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   const int V = model_->hp().n_vocab;
   ScoreResult r;
   r.prompt_tokens = int(split);
-  const runtime::Steering st = resolve_steering(text, whole, steer, prompt.size());
   std::lock_guard<std::mutex> lock(mu_);
   runtime::ScopedSequence seq(*ctx_);
   ctx_->set_steering(seq.id(), st);

@@ -73,6 +73,12 @@ class NativeReader : public Reader {
   // (TokenLogprob::top).
   ScoreResult score(const std::string& prompt, const std::string& continuation,
                     const SteeringParams& steer, int top = 0);
+  // The log-prob of each of `ids` from position `split` on (split >= 1), under `steer` resolved
+  // on those ids: the tokens themselves, not a text tokenised again. For a listing of generated
+  // tokens (the server's log-probs): re-tokenising the generated text put SentencePiece's
+  // leading-space token before a continuation of an empty prompt (issue 40, pass 20).
+  ScoreResult score_ids(const std::vector<int32_t>& ids, size_t split,
+                        const runtime::Steering& steer, int top = 0);
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q,
                             const SteeringParams& steer);
   HiddenResult hidden(const std::string& prompt, int layer, const SteeringParams& steer);

@@ -40,6 +40,11 @@ std::vector<runtime::CharSpan> spans_of(const json& v) {
 // Indices as a list (each an int at least `lo`), for layers and heads.
 std::vector<int> indices_of(const json& v, const char* key, long long lo, const char* shape) {
   if (!v.is_array()) throw SteerError(key, std::string("expected ") + shape, Problem::type);
+  // An empty list steered the default layers and every head (pass 20), where the CLI refuses an
+  // empty --steer-layers / --steer-heads: absent or null means the default, [] nothing.
+  if (v.empty())
+    throw SteerError(key, std::string("expected ") + shape +
+                              ", at least one (leave the key out for the default)");
   std::vector<int> out;
   for (const json& x : v) {
     long long i = 0;

@@ -431,19 +431,32 @@ ApiError client_closed() {
                   "client_closed_request"};
 }
 
-// The 'logprobs' object of one choice. Prompt tokens (echo): the first has no log-prob, as in
-// OpenAI's legacy API. Generated tokens: the text is re-scored after the prompt (tokenised
-// together with it). `top` > 0 (the request's logprobs = N): top_logprobs lists, per token, the
-// N most likely pieces at its position with their log-probs (null for the first prompt token);
-// 0: top_logprobs is null. Scoring runs on the engine's thread, between its steps.
-json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std::string& prompt,
-                         const std::vector<int32_t>& prompt_ids, const std::string& text, bool echo,
-                         int top) {
+// The 'logprobs' object of one choice: with echo the prompt's tokens (the first without a
+// log-prob, as in OpenAI's legacy API), then the generated tokens, each scored as the id it is
+// after the prompt's ids, under the request's steering (`steer`, resolved on the prompt, as the
+// generation ran): the listing is of what was generated (pass 20: the text tokenised again after
+// an empty prompt listed a leading-space token never generated, and a steered generation's
+// log-probs were computed unsteered). The tokens spell the choice's text and text_offset indexes
+// it: the BOS the tokenizer adds is an empty piece and the prompt's first word is spelled as the
+// text spells it (the OpenAI SDK's check found "<s>" listed and every offset three characters
+// off); a generated token whose piece starts past a stop string's cut is not listed. `top` > 0
+// (the request's logprobs = N): top_logprobs lists, per token, the N most likely pieces at its
+// position, spelled as that position's token is (pass 20: " Once" beside "Once"), with their
+// log-probs (null for the first prompt token); 0: top_logprobs is null. Scoring runs on the
+// engine's thread, between its steps.
+json completion_logprobs(reader::NativeReader& reader, Engine& engine,
+                         const std::vector<int32_t>& prompt_ids,
+                         const std::vector<int32_t>& gen_ids, const std::string& text,
+                         const runtime::Steering& steer, bool echo, int top) {
   const auto& tk = reader.tokenizer();
   json toks = json::array(), lps = json::array(), offs = json::array(), tops = json::array();
   size_t off = 0;
+  // `starts_text`: a token that begins the prompt's text, spelled as decoded alone.
+  const auto spell = [&](int32_t id, bool starts_text) {
+    return starts_text ? tk.decode({id}, true) : tk.token_to_piece(id, true);
+  };
   auto add = [&](const std::string& piece, json v,
-                 const std::vector<std::pair<int32_t, double>>* alts) {
+                 const std::vector<std::pair<int32_t, double>>* alts, bool starts_text) {
     toks.push_back(piece);
     lps.push_back(v);
     offs.push_back(off);
@@ -456,32 +469,32 @@ json completion_logprobs(reader::NativeReader& reader, Engine& engine, const std
       // Pieces are the keys (OpenAI's shape): two tokens spelled alike keep the likelier one.
       alt = json::object();
       for (const auto& [id, lp] : *alts) {
-        const std::string p = tk.token_to_piece(id, true);
+        const std::string p = spell(id, starts_text);
         if (!alt.contains(p)) alt[p] = lp;
       }
     }
     tops.push_back(std::move(alt));
   };
-  // `starts_text`: the first scored token begins the choice's text, and is spelled as the text
-  // spells it (decoded alone: SentencePiece's leading space of a text's first word is no text).
-  const auto scored = [&](const std::string& p, const std::string& t, bool starts_text) {
+  // The generated tokens the text holds: a stop string cuts the text, not the ids.
+  size_t n_gen = 0;
+  for (size_t covered = 0; n_gen < gen_ids.size() && covered < text.size(); ++n_gen)
+    covered += tk.token_to_piece(gen_ids[n_gen], true).size();
+  std::vector<int32_t> all = prompt_ids;
+  all.insert(all.end(), gen_ids.begin(), gen_ids.begin() + long(n_gen));
+  const bool added_bos = tk.add_bos() && !prompt_ids.empty() && prompt_ids[0] == tk.bos();
+  if (echo) add(added_bos ? std::string() : spell(prompt_ids[0], true), nullptr, nullptr, false);
+  const size_t split = echo ? 1 : prompt_ids.size();
+  if (split < all.size()) {
     if (client_gone()) throw client_closed();
     reader::ScoreResult sr;
-    engine.run([&] { sr = reader.score(p, t, reader.steering, top); }).get();
-    for (auto& x : sr.tokens) {
-      add(starts_text ? tk.decode({x.id}) : x.piece, x.logprob, top > 0 ? &x.top : nullptr);
-      starts_text = false;
+    engine.run([&] { sr = reader.score_ids(all, split, steer, top); }).get();
+    for (size_t i = 0; i < sr.tokens.size(); ++i) {
+      const size_t t = split + i;  // the position of this token in `all`
+      const bool starts_text = added_bos && t == 1 && t < prompt_ids.size();
+      const auto& x = sr.tokens[i];
+      add(spell(x.id, starts_text), x.logprob, top > 0 ? &x.top : nullptr, starts_text);
     }
-  };
-  // With echo the tokens spell the choice's text, prompt and completion, and text_offset indexes
-  // it (the OpenAI SDK's own check found "<s>" listed and every offset three characters off):
-  // the BOS the tokenizer adds is no text of the prompt, an empty piece.
-  if (echo) {
-    const bool added_bos = tk.add_bos() && prompt_ids[0] == tk.bos();
-    add(added_bos ? std::string() : tk.decode({prompt_ids[0]}, true), nullptr, nullptr);
-    if (prompt_ids.size() > 1) scored(prompt, "", added_bos);
   }
-  if (!text.empty()) scored(prompt, text, false);
   return {{"tokens", toks},
           {"token_logprobs", lps},
           {"top_logprobs", top > 0 ? tops : json(nullptr)},
@@ -579,7 +592,8 @@ Response Api::completions(RequestBody& body) {
     prompt_tokens += int(ids[i].size());
     json lp = nullptr;
     if (logprobs >= 0)
-      lp = completion_logprobs(reader_, engine_, prompts[i], ids[i], g.text, echo, logprobs);
+      lp =
+          completion_logprobs(reader_, engine_, ids[i], g.ids, g.text, steering[i], echo, logprobs);
     choices.push_back({{"index", i},
                        {"text", echo ? prompts[i] + g.text : g.text},
                        {"logprobs", lp},

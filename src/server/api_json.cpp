@@ -11,6 +11,7 @@
 #include "base/json_file.h"
 #include "base/json_keys.h"
 #include "base/json_number.h"
+#include "base/options.h"
 #include "server/engine.h"
 
 namespace ragform::server::api_json {
@@ -49,7 +50,10 @@ double get_num(const json& j, const char* key, double def, double lo, double hi)
   if (!j.contains(key) || j[key].is_null()) return def;
   if (!j[key].is_number()) bad(std::string("'") + key + "' must be a number", "invalid_type");
   double x = j[key].get<double>();
-  if (!(x >= lo && x <= hi)) bad(std::string("'") + key + "' is outside its range");
+  // The value and the range, as an integer's refusal says them (pass 20: "is outside its range").
+  if (!(x >= lo && x <= hi))
+    bad(std::string("'") + key + "' = " + json_excerpt(j[key]) + " is outside [" +
+        option_number_text(lo) + ", " + option_number_text(hi) + "]");
   return x;
 }
 

@@ -23,9 +23,10 @@ constexpr size_t kPresentReplyBytesPerBodyByte = 64;
 
 // One record, its errors named by the request field it came from.
 nlohmann::ordered_json present_one(const json& record, const tune::Profile& prof,
-                                   reader::Reader* counter, const std::string& where) {
+                                   reader::Reader* counter, const std::string& where,
+                                   size_t place) {
   try {
-    return tune::presented_json(tune::present(record, prof, counter), prof);
+    return tune::presented_json(tune::present(record, prof, counter, {place, ""}), prof);
   } catch (const eval::RowError& e) {
     bad(where + ": " + e.what());
   }
@@ -53,13 +54,13 @@ Response present(RequestBody& body, reader::Reader* counter) {
   ReplyBudget::Hold hold = reply_budget().reserve(body.bytes * kPresentReplyBytesPerBodyByte);
   nlohmann::ordered_json out;
   if (one) {
-    out = present_one(j["record"], prof, counter, "record");
+    out = present_one(j["record"], prof, counter, "record", 1);
   } else {
     if (!j["records"].is_array()) bad("'records' must be an array of objects", "invalid_type");
     nlohmann::ordered_json data = nlohmann::ordered_json::array();
     for (size_t i = 0; i < j["records"].size(); ++i)
       data.push_back(
-          present_one(j["records"][i], prof, counter, "records[" + std::to_string(i) + "]"));
+          present_one(j["records"][i], prof, counter, "records[" + std::to_string(i) + "]", i + 1));
     out = {{"object", "list"}, {"data", std::move(data)}};
   }
   Response r;

@@ -13,7 +13,7 @@ namespace {
 
 // The record as the loaders read it: its format decided by its own fields, so one stream may mix
 // the layouts a user concatenated.
-eval::QaRecord record_of(const nlohmann::json& j) {
+eval::QaRecord record_of(const nlohmann::json& j, const eval::RowOrigin& origin) {
   if (!j.is_object())
     throw eval::RowError(std::string("expected a JSON object, got ") + j.type_name());
   const std::optional<eval::Format> f = eval::detect_format(j);
@@ -21,7 +21,7 @@ eval::QaRecord record_of(const nlohmann::json& j) {
     throw eval::RowError(
         "not a QA record: no field names its format (ctxs or answers for QA records, "
         "ordered_kv_records for key-value records)");
-  return eval::to_qa_record(j, *f, {});
+  return eval::to_qa_record(j, *f, origin);
 }
 
 // The tokens the reader would feed. A reader that refuses the prompt (longer than its context)
@@ -56,9 +56,10 @@ Profile present_profile(const PresentRequest& request) {
   return profile;
 }
 
-Presented present(const nlohmann::json& record, const Profile& profile, reader::Reader* counter) {
+Presented present(const nlohmann::json& record, const Profile& profile, reader::Reader* counter,
+                  const eval::RowOrigin& origin) {
   check_profile(profile);
-  const eval::QaRecord r = record_of(record);
+  const eval::QaRecord r = record_of(record, origin);
   if (profile.task == Task::Kv && !r.kv)
     throw eval::RowError(
         "a kv profile renders key-value records (ordered_kv_records, key, value); this is a " +

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/options.h"
+#include "eval/datasets.h"
 #include "tune/profile.h"
 
 namespace ragform::reader {
@@ -67,8 +68,11 @@ void check_profile(const Profile& profile);
 // given, counts the prompt's tokens; a prompt it refuses (longer than its context) is a RowError
 // too, and one longer in bytes than its context can hold (reader::PromptBound) is refused without
 // being tokenised.
+// `origin`: the record's line in its file (or 1-based place in a request's list) and its member
+// name in a keyed file, which name a record without an id ("litm-qa:3", as every other command
+// names it; pass 20: all were "litm-qa:0").
 Presented present(const nlohmann::json& record, const Profile& profile,
-                  reader::Reader* counter = nullptr);
+                  reader::Reader* counter = nullptr, const eval::RowOrigin& origin = {1, ""});
 
 nlohmann::ordered_json presented_json(const Presented& p, const Profile& profile);
 

@@ -257,6 +257,30 @@ void set_dimension(Space& s, const std::string& dimension, const std::vector<std
     throw UsageError("space", "unknown dimension '" + printable(excerpt(dimension)) +
                                   "' (delimiter, p, format, order, k, spotlight)");
   }
+  // A value given twice is refused in every dimension, as a delimiter is (pass 20: repeated p,
+  // format, order and k values were searched as aliases and counted against the candidate cap).
+  const auto once = [&](const std::vector<std::string>& names) {
+    std::set<std::string> seen;
+    for (const std::string& n : names)
+      if (!seen.insert(n).second)
+        throw UsageError(where, "'" + printable(excerpt(n)) + "' given twice");
+  };
+  std::vector<std::string> names;
+  if (dimension == "p")
+    for (double p : s.ps) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", p);
+      names.push_back(buf);
+    }
+  else if (dimension == "format")
+    names = s.formats;
+  else if (dimension == "order")
+    for (Order o : s.orders) names.push_back(order_name(o));
+  else if (dimension == "k")
+    for (auto k : s.ks) names.push_back(k == 0 ? "all" : std::to_string(k));
+  else if (dimension == "spotlight")
+    for (const auto& v : s.spotlight) names.push_back(spotlight_value_name(v));
+  once(names);
 }
 
 Space space_from_json(const nlohmann::json& j, Space base, const std::string& where) {
@@ -282,7 +306,11 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
     } catch (const OptionError& e) {  // its key is the dimension's: said once
       throw UsageError(where + ": " + key + ": " + e.why());
     } catch (const UsageError& e) {
-      const std::string msg = e.what();
+      // set_dimension's own "space: <dimension>: " is the file's "<file>: <dimension>: " here
+      // (pass 20: "spx.json: p: space: p: '0x1p-1' is not a number").
+      std::string msg = e.what();
+      const std::string own = "space: " + key + ": ";
+      if (msg.rfind(own, 0) == 0) msg = msg.substr(own.size());
       throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + key + ": " + msg);
     }
   }

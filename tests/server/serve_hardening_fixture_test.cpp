@@ -460,6 +460,50 @@ TEST(ServeHardening, CompletionTopLogprobsListTheLikeliestPieces) {
     EXPECT_EQ(lp["tokens"][0], "") << lp.dump();
     EXPECT_EQ(lp["tokens"][1], "Once") << lp.dump();
     EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+    // Pass 20: a top list spells its pieces as its position's token is spelled (" Once" was
+    // listed beside "Once": top_logprobs[i][tokens[i]] raised KeyError), and the greedy token is
+    // the likeliest of its list.
+    for (size_t i = 1; i < lp["tokens"].size(); ++i) {
+      const json& top = lp["top_logprobs"][i];
+      const std::string tok = lp["tokens"][i];
+      if (top.contains(tok)) {
+        EXPECT_DOUBLE_EQ(top[tok].get<double>(), lp["token_logprobs"][i].get<double>()) << i;
+      }
+    }
+    EXPECT_TRUE(lp["top_logprobs"][1].contains("Once")) << lp["top_logprobs"][1].dump();
+    // Pass 20: after an empty prompt the listing is of the generated tokens themselves (the text
+    // tokenised again listed a leading-space token never generated, before " Once").
+    const auto empty = post(spm_srv.port(), "/v1/completions",
+                            R"({"prompt": "", "max_tokens": 2, "temperature": 0, )"
+                            R"("logprobs": 1, "echo": true})");
+    ASSERT_TRUE(empty && empty->status == 200) << (empty ? empty->body : "no answer");
+    const json e = json::parse(empty->body);
+    const json& el = e["choices"][0]["logprobs"];
+    ASSERT_EQ(el["tokens"].size(), 1 + e["usage"]["completion_tokens"].get<size_t>()) << el.dump();
+    std::string listed;
+    for (const auto& t : el["tokens"]) listed += t.get<std::string>();
+    EXPECT_EQ(listed, e["choices"][0]["text"].get<std::string>()) << el.dump();
+    for (size_t i = 1; i < el["tokens"].size(); ++i)  // greedy: each token its list's likeliest
+      EXPECT_TRUE(el["top_logprobs"][i].contains(el["tokens"][i].get<std::string>())) << el.dump();
+    // A steered generation's log-probs are computed under its steering, as /v1/score's are.
+    const json steer = {{"rule", "rescale:4"}, {"spans", {{0, 4}}}};
+    const auto steered = post(spm_srv.port(), "/v1/completions",
+                              json{{"prompt", "Once upon a time"},
+                                   {"max_tokens", 1},
+                                   {"temperature", 0},
+                                   {"logprobs", 0},
+                                   {"steer", steer}}
+                                  .dump());
+    ASSERT_TRUE(steered && steered->status == 200) << (steered ? steered->body : "no answer");
+    const json sc = json::parse(steered->body)["choices"][0];
+    const auto scored =
+        post(spm_srv.port(), "/v1/score",
+             json{{"prompt", "Once upon a time"}, {"continuation", sc["text"]}, {"steer", steer}}
+                 .dump());
+    ASSERT_TRUE(scored && scored->status == 200) << (scored ? scored->body : "no answer");
+    EXPECT_NEAR(sc["logprobs"]["token_logprobs"][0].get<double>(),
+                json::parse(scored->body)["tokens"][0]["logprob"].get<double>(), 1e-9)
+        << steered->body << scored->body;
   }
   const std::string msg =
       expect_api_error(post(srv.port(), "/v1/completions",

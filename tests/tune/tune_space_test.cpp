@@ -250,6 +250,33 @@ TEST(TuneSpace, ANullDimensionIsNotGivenAndAnUnknownOneIsNamedOnce) {
   }
 }
 
+// Pass 20: a value given twice is refused in every dimension (repeated p, format, order and k
+// values were searched as aliases), and a bad value names its dimension once.
+TEST(TuneSpace, AValueTwiceIsRefusedAndABadOneNamedOnce) {
+  using namespace ragform::tune;
+  const Space base = default_space(Task::Qa);
+  for (const auto& [dim, vals] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"p", {0.5, 0.5}},
+                                                           {"format", {"plain", "plain"}},
+                                                           {"order", {"retrieved", "retrieved"}},
+                                                           {"k", {3, 3}},
+                                                           {"k", {"all", "all"}}}) {
+    try {
+      space_from_json(nlohmann::json{{dim, vals}}, base, "s.json");
+      ADD_FAILURE() << dim << " accepted";
+    } catch (const ragform::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("given twice"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    space_from_json(nlohmann::json{{"p", {"0x1p-1"}}}, base, "s.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const ragform::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find("space: p"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("s.json: p: ", 0), 0u) << e.what();
+  }
+}
+
 TEST(TuneSpace, InvalidJsonIsAUsageErrorOnItsLine) {
   using namespace ragform::tune;
   auto dir = ragform::testing::temp_dir("tune_space_badjson");

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/excerpt.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 #include "base/mapped_file.h"
 #include "pipelines/spotlight/select.h"
 #include "store/sha256.h"
@@ -133,6 +134,19 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
     throw Error(name + ":" + std::to_string(line_of_key(text, key)), why);
   };
   if (!j.is_object()) throw Error(name + ":1", "an alpha file is a JSON object");
+  // What alpha_file_text and train-alpha's training record write, a null key read as absent
+  // (base/json_keys.h; pass 20: a misspelt "question_keys" left the training questions in the
+  // evaluation without a word). An error of the file, as its other faults are.
+  j = without_nulls(j);
+  const auto known = [&](const nlohmann::json& o, std::initializer_list<const char*> keys,
+                         const std::string& noun) {
+    try {
+      only_json_keys(o, keys, name, noun);
+    } catch (const UnknownKeyError& e) {
+      throw Error(e.what());
+    }
+  };
+  known(j, {"format", "version", "model", "features", "weights", "training"}, "an alpha file");
   for (const char* key : {"format", "version", "model", "features", "weights"})
     if (!j.contains(key)) fail(key, std::string("alpha file has no '") + key + "' field");
   if (j["format"] != kFormat) fail("format", std::string("'format' must be \"") + kFormat + "\"");
@@ -163,7 +177,22 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
                           json_excerpt(ws[i]) + ", not a finite number");
     a.weights[k] = ws[i].get<double>();
   }
-  if (j.contains("training")) a.training = j["training"];
+  if (j.contains("training")) {
+    const nlohmann::json t = without_nulls(j["training"]);
+    if (!t.is_object()) fail("training", "'training' must be an object");
+    known(t,
+          {"input", "input_sha256", "questions", "skipped", "encoder", "vectors_sha256",
+           "score_params", "objective", "seed", "passes", "evaluations", "recall", "idf_recall",
+           "uniform_recall", "question_keys"},
+          "an alpha file's 'training'");
+    if (t.contains("question_keys")) {
+      bool strings = t["question_keys"].is_array();
+      for (const auto& k : strings ? t["question_keys"] : nlohmann::json::array())
+        strings = strings && k.is_string();
+      if (!strings) fail("question_keys", "'question_keys' must be an array of strings");
+    }
+    a.training = t;
+  }
   a.source = name;
   return a;
 }
@@ -179,6 +208,10 @@ std::vector<std::string> alpha_training_keys(const nlohmann::json& training) {
     return out;
   for (const auto& k : training["question_keys"])
     if (k.is_string()) out.push_back(k.get<std::string>());
+  // Sorted for the binary searches of its callers, whatever order the file holds (pass 20: keys in
+  // another order than train-alpha writes them left every training question in the evaluation).
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -79,7 +79,8 @@ std::string alpha_file_text(const AlphaWeights& w, const nlohmann::json& trainin
 // questions whose key the file lists, so a learned alpha is never measured on what it was fitted
 // to (as tune drops held-out records that are also dev records, tune/run.h drop_dev_overlap).
 std::string alpha_question_key(std::string_view question);
-// The keys an alpha file's training object lists (empty for a file written before they were).
+// The keys an alpha file's training object lists, sorted and unique (empty for a file written
+// before they were).
 std::vector<std::string> alpha_training_keys(const nlohmann::json& training);
 
 // Parses and validates an alpha file's text; `name` (the path) prefixes errors.

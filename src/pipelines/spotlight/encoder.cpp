@@ -168,6 +168,19 @@ WordVectors WordVectors::load(const std::string& path) {
   return w;
 }
 
+WordVectors WordVectors::parse(std::string_view json_text, const std::string& source) {
+  WordVectors w;
+  w.source_ = source;
+  WordVectorsReader reader(source, w.data_, w.index_, w.dim_);
+  try {
+    parse_json_text(json_text, reader);
+  } catch (const JsonTextError& e) {
+    throw Error("word vectors", source + ": " + e.what());
+  }
+  w.data_.shrink_to_fit();
+  return w;
+}
+
 int WordVectors::find(const std::string& word) const {
   auto it = index_.find(word);
   return it == index_.end() ? -1 : it->second;

@@ -82,6 +82,8 @@ inline constexpr size_t kMaxWordVectorsBytes = size_t(1) << 30;
 class WordVectors {
  public:
   static WordVectors load(const std::string& path);
+  // The same reader over JSON text (Python's dict, written as JSON), its errors naming `source`.
+  static WordVectors parse(std::string_view json_text, const std::string& source);
   static WordVectors from_map(const std::unordered_map<std::string, std::vector<float>>& m);
   int dim() const { return dim_; }
   size_t size() const { return index_.size(); }

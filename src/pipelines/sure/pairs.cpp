@@ -9,6 +9,7 @@
 #include "base/excerpt.h"
 #include "base/json_error.h"
 #include "base/json_file.h"
+#include "base/json_keys.h"
 #include "pipelines/sure/taxonomy.h"
 #include "store/sha256.h"
 
@@ -39,8 +40,20 @@ std::string pairs_sha256(const std::vector<Pair>& pairs) {
   return store::sha256_hex(text);
 }
 
-Pair pair_from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw Error(where, "expected a JSON object");
+Pair pair_from_json(const nlohmann::json& j_in, const std::string& where) {
+  if (!j_in.is_object()) throw Error(where, "expected a JSON object");
+  // What pair_to_json writes, a null key read as absent (base/json_keys.h; pass 20: a misspelt
+  // "knwon" counted the pair as Unknown, "title": null was "expected string"). Another key is an
+  // error of the file, as its other faults are.
+  const nlohmann::json j = without_nulls(j_in);
+  try {
+    only_json_keys(j,
+                   {"id", "instance", "doc", "perturbation", "category", "question", "answers",
+                    "title", "original", "perturbed", "embeds_title", "note", "failed", "known"},
+                   where, "a pair");
+  } catch (const UnknownKeyError& e) {
+    throw Error(e.what());
+  }
   auto str = [&](const char* k, bool required) -> std::string {
     if (!j.contains(k)) {
       if (required) throw Error(where, std::string("missing field '") + k + "'");

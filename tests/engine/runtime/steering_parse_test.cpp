@@ -127,6 +127,16 @@ TEST(SteeringObject, ReadsEveryFrontEndsShapesAndNamesTheKeyOfARefusal) {
        "heads",
        P::type,
        "expected a list of head indices"},
+      // Pass 20: an empty list steered every head (and the default layers), where the CLI
+      // refuses an empty --steer-heads.
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"heads", json::array()}},
+       "heads",
+       P::value,
+       "at least one"},
+      {{{"rule", "rescale:2"}, {"spans", spans}, {"layers", json::array()}},
+       "layers",
+       P::value,
+       "at least one"},
   };
   for (const Bad& b : bad) {
     SCOPED_TRACE(b.object.dump());

@@ -170,6 +170,26 @@ TEST(SpotlightAlpha, MalformedFileIsAClearError) {
             "bad.json:6: weight 1 ('log_idf') is \"1\", not a finite number");
   EXPECT_EQ(alpha_error(head + model + "\"features\": \"log_idf\",\n\"weights\": [1]\n}"),
             "bad.json:5: 'features' must be an array of feature names");
+  // Issue 40, pass 20: a key the file does not have, at its top or in its training record, is
+  // refused (a misspelt "question_keys" left the training questions in the evaluation), a null
+  // one is absent, and the training keys are found whatever their order in the file.
+  const std::string weights = "\"features\": [\"log_idf\"],\n\"weights\": [1]";
+  EXPECT_NE(
+      alpha_error(head + model + weights + ",\n\"bogus\": 1\n}").find("'bogus' is not supported"),
+      std::string::npos);
+  EXPECT_NE(alpha_error(head + model + weights + ",\n\"training\": {\"question_keyz\": []}\n}")
+                .find("'question_keyz' is not supported (an alpha file's 'training' takes"),
+            std::string::npos);
+  EXPECT_NE(alpha_error(head + model + weights + ",\n\"training\": {\"question_keys\": [1]}\n}")
+                .find("'question_keys' must be an array of strings"),
+            std::string::npos);
+  EXPECT_EQ(alpha_error(head + model + weights + ",\n\"bogus\": null,\n\"training\": null\n}"),
+            "(no error)");
+  const LearnedAlpha unsorted =
+      parse_alpha_file(head + model + weights +
+                           ",\n\"training\": {\"question_keys\": [\"c\", \"a\", \"b\", \"a\"]}\n}",
+                       "t.json");
+  EXPECT_EQ(alpha_training_keys(unsorted.training), (std::vector<std::string>{"a", "b", "c"}));
   // Through the flag: a missing file is a FileError naming it, another spec a UsageError.
   ScoreParams p;
   EXPECT_THROW(set_alpha(p, "learned:/nonexistent/alpha.json"), FileError);

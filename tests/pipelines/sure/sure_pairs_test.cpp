@@ -104,6 +104,26 @@ TEST(SurePairs, AQuestionsPairsCarryOneVerdict) {
   EXPECT_NE(m.find("(the first of them on line 1)"), std::string::npos) << m;
 }
 
+// Issue 40, pass 20: a pair is what pair_to_json writes: another key is refused (a misspelt
+// "knwon" counted the pair as Unknown), a null one is a key not given.
+TEST(SurePairs, AKeyAPairDoesNotHaveIsRefusedAndNullIsAbsent) {
+  nlohmann::json j = nlohmann::json::parse(pair_to_json(sample_pair()).dump());
+  j["knwon"] = true;
+  try {
+    pair_from_json(j, "pairs.jsonl:3");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pairs.jsonl:3: 'knwon' is not supported (a pair takes"),
+              std::string::npos)
+        << e.what();
+  }
+  j.erase("knwon");
+  j["title"] = nullptr;
+  j["note"] = nullptr;
+  j["other"] = nullptr;
+  EXPECT_EQ(pair_from_json(j, "t").title, "");
+}
+
 TEST(SurePairs, TheirIdentityIsPartOfTheEvalRun) {
   // As read (pair_from_json fills what the perturbation implies: category, embeds_title).
   const auto read_back = [](const Pair& p) {
