@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/json_keys.h"
 #include "base/mapped_file.h"
 #include "cli/args.h"
 #include "cli/command.h"
@@ -42,13 +43,22 @@ int cmd_classify(const std::vector<std::string>& argv) {
     if (pair_file.seen) p.b = read_file_bytes(pair_file.value);
     pairs.push_back(std::move(p));
   } else {
-    eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row) {
-      if (!row.value.contains("text") || !row.value["text"].is_string())
+    eval::for_each_json_record(input.value, {}, [&](const eval::JsonRow& row_in) {
+      // A line is its text and pair: another key is refused (pass 21: a misspelt "pari"
+      // classified the text alone), a null one is absent (base/json_keys.h).
+      const nlohmann::json value = without_nulls(row_in.value);
+      try {
+        only_json_keys(value, {"text", "pair"}, "line", "a line of --input");
+      } catch (const UnknownKeyError& e) {
+        const std::string why = e.what();  // "line: 'pari' is not supported (...)"
+        throw eval::RowError(why.substr(why.find(": ") + 2));  // (the file:line says where)
+      }
+      if (!value.contains("text") || !value["text"].is_string())
         throw eval::RowError("missing string field 'text'");
-      reader::TextPair p{row.value["text"].get<std::string>(), std::nullopt};
-      if (row.value.contains("pair")) {
-        if (!row.value["pair"].is_string()) throw eval::RowError("field 'pair' is not a string");
-        p.b = row.value["pair"].get<std::string>();
+      reader::TextPair p{value["text"].get<std::string>(), std::nullopt};
+      if (value.contains("pair")) {
+        if (!value["pair"].is_string()) throw eval::RowError("field 'pair' is not a string");
+        p.b = value["pair"].get<std::string>();
       }
       pairs.push_back(std::move(p));
     });

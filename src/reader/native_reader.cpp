@@ -39,7 +39,10 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
     if (family == tok::ChatFamily::None)
       throw Error(
           "reader",
-          model_path + ": chat mode asked for, but the model has no recognised chat template");
+          model_path +
+              ": chat mode asked for, but the model file has no recognised chat template "
+              "(tokenizer.chat_template; --chat reads the file's own, and serve's --chat-template "
+              "names the format of /v1/chat/completions only): give raw prompts");
     chat_family_ = int(family);
   }
 }
@@ -241,7 +244,12 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
     if (split == 0) split = 1;
     if (split >= all.size()) throw Error("score", "the continuation adds no tokens");
   }
-  return score_ids(all, split, resolve_steering(text, whole, steer, prompt.size()), top);
+  runtime::Steering st = resolve_steering(text, whole, steer, prompt.size());
+  // A continuation's keys are what a steered generation of it would have generated: past the
+  // prompt's end, which PASTA leaves (issue 40, pass 21: they were counted as prompt keys, and a
+  // steered score differed from the steered generation's log-probs by up to 0.56 nats).
+  if (!continuation.empty()) st.prompt_end = int(split);
+  return score_ids(all, split, st, top);
 }
 
 ScoreResult NativeReader::score_ids(const std::vector<int32_t>& all, size_t split,

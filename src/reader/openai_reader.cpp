@@ -520,10 +520,11 @@ AttentionResult OpenAIReader::attention(const std::string& prompt, const Attenti
     throw NotSupported("openai reader",
                        "attention is not supported by this server (only ragform serve has "
                        "/v1/attention; its /models does not name ragform as owner)");
-  json req = {{"prompt", prompt},
-              {"layers", q.layers},
-              {"query_positions", q.query_positions},
-              {"heads", q.heads}};
+  // An empty list is the default here and is left out: the server refuses an empty one.
+  json req = {{"prompt", prompt}};
+  if (!q.layers.empty()) req["layers"] = q.layers;
+  if (!q.query_positions.empty()) req["query_positions"] = q.query_positions;
+  if (!q.heads.empty()) req["heads"] = q.heads;
   if (!opt_.model.empty()) req["model"] = opt_.model;
   std::string body;
   try {

@@ -55,6 +55,9 @@ std::vector<int> get_int_list(const json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return out;
   if (!j[key].is_array())
     bad(std::string("'") + key + "' must be an array of integers", "invalid_type");
+  // An empty list read as the default (pass 21), where the CLI refuses an empty flag.
+  if (j[key].empty())
+    bad(std::string("'") + key + "' must hold at least one integer (leave it out for the default)");
   for (auto& v : j[key]) {
     long long x = 0;
     if (!json_whole_number(v, x))
@@ -392,8 +395,15 @@ Response Api::completions(RequestBody& body) {
   for (auto& p : prompts) {
     reader::TokenizedPrompt t = reader_.tokenize_prompt(p, c.gen.max_tokens);
     check_prompt_len(t.ids.size(), c.gen.max_tokens, opt_);
-    steering.push_back(
-        naming_steer_fields([&] { return reader_.resolve_steering(p, t, steer, p.size()); }));
+    try {
+      steering.push_back(
+          naming_steer_fields([&] { return reader_.resolve_steering(p, t, steer, p.size()); }));
+    } catch (ApiError& e) {
+      // Which of several prompts the steering object does not fit (pass 21).
+      if (prompts.size() > 1)
+        e.message = "prompt[" + std::to_string(ids.size()) + "]: " + e.message;
+      throw;
+    }
     ids.push_back(std::move(t.ids));
   }
   // A listing names every token (the prompt's too with echo) and its `logprobs` likeliest

@@ -125,6 +125,23 @@ TEST(EncoderCommands, PairsAndJsonlInputGiveOneLineEach) {
   ASSERT_EQ(rp.exit_code, 0) << rp.err;
   EXPECT_EQ(json::parse(rp.out)["scores"], lines[1]["scores"]);
   EXPECT_NE(lines[0]["scores"], lines[1]["scores"]);  // the pair changes the input
+  // Issue 40, pass 21: a line is its text and pair: a misspelt "pari" classified the text alone;
+  // a null pair is no pair.
+  ragform::testing::write_file(dir / "typo.jsonl",
+                               "{\"text\": \"The capital of France is\", \"pari\": \"Paris.\"}\n");
+  auto typo = run_ragform("classify " + model("tiny-bert-nli") + " --input " +
+                          quoted(dir / "typo.jsonl") + " --json");
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_NE(typo.err.find("typo.jsonl:1: 'pari' is not supported (a line of --input takes text, "
+                          "pair)"),
+            std::string::npos)
+      << typo.err;
+  ragform::testing::write_file(dir / "null.jsonl",
+                               "{\"text\": \"The capital of France is\", \"pair\": null}\n");
+  auto null_pair = run_ragform("classify " + model("tiny-bert-nli") + " --input " +
+                               quoted(dir / "null.jsonl") + " --json");
+  ASSERT_EQ(null_pair.exit_code, 0) << null_pair.err;
+  EXPECT_EQ(json::parse(null_pair.out)["scores"], lines[0]["scores"]);
 
   ragform::testing::write_file(dir / "e.jsonl", "{\"text\": \"one\"}\n{\"text\": \"two words\"}\n");
   auto re = run_ragform("embed " + model("tiny-bert") + " --input " + quoted(dir / "e.jsonl") +

@@ -228,6 +228,19 @@ TEST(ServeNestedKeys, ChatRolesAndAttentionSelectionsMeanOneThingEach) {
       {"prompt", kPrompt}, {"layers", {4, -1}}, {"query_positions", {-1, last}}, {"heads", {0, 0}}};
   ASSERT_EQ(status_of(c, "/v1/attention", again, &twice), 200) << twice;
   EXPECT_EQ(json::parse(twice)["rows"], json::parse(once)["rows"]);
+  // Pass 21: an empty list is not the default (the CLI refuses an empty flag).
+  for (const char* key : {"layers", "query_positions", "heads"}) {
+    auto [code, msg] = refusal(c, "/v1/attention", {{"prompt", kPrompt}, {key, json::array()}});
+    EXPECT_NE(msg.find("must hold at least one integer"), std::string::npos) << key << ": " << msg;
+  }
+  // Pass 21: a steering object that does not fit one of several prompts names it.
+  {
+    auto [code, msg] = refusal(c, "/v1/completions",
+                               {{"prompt", {kPrompt, "Hi"}},
+                                {"max_tokens", 1},
+                                {"steer", {{"rule", "rescale:2"}, {"spans", {{0, 10}}}}}});
+    EXPECT_EQ(msg.rfind("prompt[1]: steer.spans", 0), 0u) << msg;
+  }
   EXPECT_EQ(srv.stop(), 0) << srv.log();
 }
 
