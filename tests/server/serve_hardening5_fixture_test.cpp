@@ -252,16 +252,7 @@ TEST(ServeFraming, PresentRepliesAreReservedInTheReplyBudget) {
                        {"question", "q"},
                        {"answers", {"a"}},
                        {"ctxs", {{{"title", "t"}, {"text", "x y z"}}}}});
-  const json profile = {{"format", "ragform-tune-profile"},
-                        {"schema_version", 1},
-                        {"presentation", {{"delimiter", "original"}, {"order", "edges"}}},
-                        {"searched", {"delimiter", "order"}},
-                        {"model", "stories260K.gguf"},
-                        {"model_sha256", ""},
-                        {"reader", "native"},
-                        {"task", "qa"},
-                        {"objective", "accuracy"},
-                        {"run", {{"store", "tune.sqlite"}, {"id", 1}}}};
+  const json profile = sample_tune_profile();
   const std::string body = json{{"profile", profile}, {"records", records}}.dump();
   httplib::Client c("127.0.0.1", srv.port());
   c.set_read_timeout(120, 0);

@@ -140,6 +140,21 @@ class ServeProcess {
   int port_ = 0;
 };
 
+// A tune profile as `ragform tune -o` writes it (edges order, stories260K), for the requests of
+// /v1/rag/present.
+inline nlohmann::json sample_tune_profile() {
+  return {{"format", "ragform-tune-profile"},
+          {"schema_version", 1},
+          {"presentation", {{"delimiter", "original"}, {"order", "edges"}}},
+          {"searched", {"delimiter", "order"}},
+          {"model", "stories260K.gguf"},
+          {"model_sha256", ""},
+          {"reader", "native"},
+          {"task", "qa"},
+          {"objective", "accuracy"},
+          {"run", {{"store", "tune.sqlite"}, {"id", 1}}}};
+}
+
 // Checks the reply's status and its OpenAI error shape {"error": {"message", "type", "code"}};
 // returns the message ("" when there is none, after a failure).
 inline std::string expect_api_error(const httplib::Result& r, int status) {

@@ -35,18 +35,7 @@ int status_of(httplib::Client& c, const std::string& path, const json& body, std
   return r->status;
 }
 
-json tune_profile() {
-  return {{"format", "ragform-tune-profile"},
-          {"schema_version", 1},
-          {"presentation", {{"delimiter", "original"}, {"order", "edges"}}},
-          {"searched", {"delimiter", "order"}},
-          {"model", "stories260K.gguf"},
-          {"model_sha256", ""},
-          {"reader", "native"},
-          {"task", "qa"},
-          {"objective", "accuracy"},
-          {"run", {{"store", "tune.sqlite"}, {"id", 1}}}};
-}
+json tune_profile() { return sample_tune_profile(); }
 
 json cnorm_profile() {
   return {{"model_sha256", ""},
