@@ -5,7 +5,7 @@
 namespace ragform {
 
 void only_json_keys(const nlohmann::json& o, std::initializer_list<const char*> keys,
-                    const std::string& where, const std::string& noun) {
+                    const std::string& where, const std::string& noun, KeyFault fault) {
   if (!o.is_object()) return;
   for (const auto& [key, v] : o.items()) {
     if (v.is_null()) continue;
@@ -14,8 +14,10 @@ void only_json_keys(const nlohmann::json& o, std::initializer_list<const char*> 
     if (known) continue;
     std::string list;
     for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
-    throw UnknownKeyError(where, "'" + printable(excerpt(key)) + "' is not supported (" + noun +
-                                     " takes " + list + ")");
+    const std::string why =
+        "'" + printable(excerpt(key)) + "' is not supported (" + noun + " takes " + list + ")";
+    if (fault == KeyFault::runtime) throw Error(where, why);
+    throw UnknownKeyError(where, why);
   }
 }
 

@@ -22,11 +22,18 @@ class UnknownKeyError : public UsageError {
   using UsageError::UsageError;
 };
 
-// Throws UnknownKeyError "<where>: '<key>' is not supported (<noun> takes a, b, c)" for the first
-// key of `o` that is not in `keys` and whose value is not null. `o` not an object: nothing (the
-// caller names the type it wanted). The key is quoted as a bounded, printable excerpt.
+// How a format's faults are classed: `usage` (UnknownKeyError, a UsageError: profiles, curves,
+// request objects) or `runtime` (Error, CLI exit 1: files whose other faults are runtime errors,
+// an index on disk, an alpha or pairs file), so each format stays one class.
+enum class KeyFault { usage, runtime };
+
+// Throws "<where>: '<key>' is not supported (<noun> takes a, b, c)" for the first key of `o` that
+// is not in `keys` and whose value is not null: an UnknownKeyError, or an Error with `runtime`.
+// `o` not an object: nothing (the caller names the type it wanted). The key is quoted as a
+// bounded, printable excerpt.
 void only_json_keys(const nlohmann::json& o, std::initializer_list<const char*> keys,
-                    const std::string& where, const std::string& noun);
+                    const std::string& where, const std::string& noun,
+                    KeyFault fault = KeyFault::usage);
 
 // `o` without its keys whose value is null (not recursive): a reader that asks contains() of the
 // copy reads a null key as a key not given. `o` not an object: `o` itself.

@@ -145,14 +145,10 @@ DenseIndex::DenseIndex(std::string dir) : dir_(std::move(dir)) {
   // searched one list silently, "hnsw_m": null printed the JSON library's text). An index on disk
   // that is not as ragform wrote it is a runtime error, as its other faults are.
   const nlohmann::json j = without_nulls(read_json_file(meta_file(dir_), "dense index metadata"));
-  try {
-    only_json_keys(j,
-                   {"encoder", "encoder_sha256", "pooling", "normalize", "metric", "dims", "faiss",
-                    "count", "truncated", "hnsw_m", "ivf_nlist", "ivf_nprobe"},
-                   meta_file(dir_), "dense index metadata");
-  } catch (const UnknownKeyError& e) {
-    throw Error(e.what());
-  }
+  only_json_keys(j,
+                 {"encoder", "encoder_sha256", "pooling", "normalize", "metric", "dims", "faiss",
+                  "count", "truncated", "hnsw_m", "ivf_nlist", "ivf_nprobe"},
+                 meta_file(dir_), "dense index metadata", KeyFault::runtime);
   try {
     meta_.encoder = j.at("encoder").get<std::string>();
     meta_.encoder_sha256 = j.at("encoder_sha256").get<std::string>();

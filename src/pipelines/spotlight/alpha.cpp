@@ -140,11 +140,7 @@ LearnedAlpha parse_alpha_file(std::string_view text, const std::string& name) {
   j = without_nulls(j);
   const auto known = [&](const nlohmann::json& o, std::initializer_list<const char*> keys,
                          const std::string& noun) {
-    try {
-      only_json_keys(o, keys, name, noun);
-    } catch (const UnknownKeyError& e) {
-      throw Error(e.what());
-    }
+    only_json_keys(o, keys, name, noun, KeyFault::runtime);
   };
   known(j, {"format", "version", "model", "features", "weights", "training"}, "an alpha file");
   for (const char* key : {"format", "version", "model", "features", "weights"})

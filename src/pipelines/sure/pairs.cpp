@@ -46,14 +46,10 @@ Pair pair_from_json(const nlohmann::json& j_in, const std::string& where) {
   // "knwon" counted the pair as Unknown, "title": null was "expected string"). Another key is an
   // error of the file, as its other faults are.
   const nlohmann::json j = without_nulls(j_in);
-  try {
-    only_json_keys(j,
-                   {"id", "instance", "doc", "perturbation", "category", "question", "answers",
-                    "title", "original", "perturbed", "embeds_title", "note", "failed", "known"},
-                   where, "a pair");
-  } catch (const UnknownKeyError& e) {
-    throw Error(e.what());
-  }
+  only_json_keys(j,
+                 {"id", "instance", "doc", "perturbation", "category", "question", "answers",
+                  "title", "original", "perturbed", "embeds_title", "note", "failed", "known"},
+                 where, "a pair", KeyFault::runtime);
   auto str = [&](const char* k, bool required) -> std::string {
     if (!j.contains(k)) {
       if (required) throw Error(where, std::string("missing field '") + k + "'");
