@@ -340,6 +340,18 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what, 
                         [](const std::string& text) { return parse_json_text(text); });
 }
 
+nlohmann::json read_settings_json_file(const std::string& path, const std::string& what) {
+  try {
+    return read_json_file(path, what);
+  } catch (const FileError&) {
+    throw;
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 void read_json_file(const std::string& path, const std::string& what,
                     nlohmann::json_sax<nlohmann::json>& sax, size_t max) {
   with_json_file(path, what, max, [&](const std::string& text) { parse_json_text(text, sax); });

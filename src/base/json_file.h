@@ -73,6 +73,11 @@ std::string json_excerpt(const nlohmann::json& v);
 // one without end (/dev/zero), is refused naming the limit instead of filling the memory.
 nlohmann::json read_json_file(const std::string& path, const std::string& what,
                               size_t max = kMaxTextFileBytes);
+// The same for a file of settings that requests also take inline (C-NORM and tune profiles, bias
+// curves, tune spaces): a text that is not JSON is a UsageError (CLI exit 2), as the document's
+// other faults are, so each format stays one class (`ragform --help`). A file that cannot be
+// read stays a FileError.
+nlohmann::json read_settings_json_file(const std::string& path, const std::string& what);
 // The same, the text parsed through `sax` (parse_json_text above).
 void read_json_file(const std::string& path, const std::string& what,
                     nlohmann::json_sax<nlohmann::json>& sax, size_t max = kMaxTextFileBytes);

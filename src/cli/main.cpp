@@ -83,8 +83,10 @@ void print_help() {
       "                            transformers (its float RoPE angles and exact tanh GELU; a\n"
       "                            BERT encoder's erf GELU)\n\n"
       "Run 'ragform <command> --help' for a command's options. Exit codes: 0 ok, 1 runtime error,\n"
-      "2 usage error. A numeric option takes a finite number in its range: 0 or more unless its\n"
-      "help gives another.\n";
+      "2 usage error. A fault in a file of settings that requests also take inline (C-NORM and\n"
+      "tune profiles, bias curves, tune spaces) is a usage error; one in data or a learned file\n"
+      "(records, corpora, indexes, word vectors, alpha files, SURE pairs) a runtime error. A\n"
+      "numeric option takes a finite number in its range: 0 or more unless its help gives another.\n";
   std::fputs(s.c_str(), stdout);
 }
 }  // namespace

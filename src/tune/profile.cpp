@@ -132,7 +132,7 @@ Profile profile_from_json(const nlohmann::json& j_in, const std::string& where) 
 }
 
 Profile load_profile(const std::string& path) {
-  return profile_from_json(read_json_file(path, "profile"), path);
+  return profile_from_json(read_settings_json_file(path, "profile"), path);
 }
 
 void save_profile(const std::string& path, const Profile& p) {

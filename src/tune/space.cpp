@@ -320,15 +320,8 @@ Space space_from_json(const nlohmann::json& j, Space base, const std::string& wh
 Space load_space_file(const std::string& path, Space base) {
   const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (json) {
-    nlohmann::json j;
-    try {
-      j = read_json_file(path, "space");  // a key twice in one object is refused there too
-    } catch (const FileError&) {
-      throw;
-    } catch (const Error& e) {  // not JSON: a bad space file, as every other (exit 2)
-      throw UsageError(e.what());
-    }
-    return space_from_json(j, std::move(base), path);
+    // A key twice in one object is refused there too.
+    return space_from_json(read_settings_json_file(path, "space"), std::move(base), path);
   }
   // Bounded as every text file (64 MiB): a space of that size is already far past kMaxCandidates.
   const std::string text = read_file_bytes(path, kMaxTextFileBytes, "space file");

@@ -58,6 +58,26 @@ TEST(JsonFile, ErrorsNameTheFileAndTheReason) {
   }
 }
 
+// A file of settings (profile, bias curve, space) is one class of fault whatever the fault: text
+// that is not JSON is a UsageError as a bad key is (pass 20's U8: a profile that did not parse
+// exited 1, one with a bad field 2); a file that cannot be read stays a FileError.
+TEST(JsonFile, ASettingsFileThatIsNotJsonIsAUsageError) {
+  const auto dir = testing::temp_dir("json_file_settings");
+  const auto bad = dir / "bad.json";
+  testing::write_file(bad, "{\n  \"best\": \n");
+  try {
+    read_settings_json_file(bad.string(), "profile");
+    FAIL() << "no error for text that is not JSON";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(bad.string() + ":2: profile is not valid JSON: ", 0), 0u) << m;
+  }
+  EXPECT_THROW(read_settings_json_file((dir / "missing.json").string(), "profile"), FileError);
+  const auto good = dir / "good.json";
+  testing::write_file(good, "{\"a\": 1}");
+  EXPECT_EQ(read_settings_json_file(good.string(), "profile"), nlohmann::json({{"a", 1}}));
+}
+
 // Issue 40, third pass: a JSON file is read up to a bound (kMaxTextFileBytes unless the caller
 // gives another), so /dev/zero as a profile, a bias curve, a space or word vectors is refused at
 // once naming the limit; it was read until the memory ran out.

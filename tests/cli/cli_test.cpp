@@ -207,7 +207,7 @@ TEST(Cli, EndlessFilesAndComplexYamlKeysAreRefusedAtOnce) {
   EXPECT_NE(r.err.find("a byte past ASCII (a UTF-8 byte order mark"), std::string::npos) << r.err;
   // Third pass: JSON files too (read_json_file), and serve's --cnorm-profile (read twice).
   r = run_ragform("serve -m /nonexistent.gguf --cnorm-profile /dev/zero");
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // a file of settings: every fault a usage error
   EXPECT_EQ(r.err.rfind("ragform: /dev/zero: the profile is over the limit of 67108864 bytes", 0),
             0u)
       << r.err;

@@ -68,7 +68,7 @@ TEST(InputBoundsCli, DeeplyNestedJsonInEveryFileFlagIsOneLineNotACrash) {
              "{\"question\": \"q\", \"answers\": [\"a\"], \"ctxs\": [{\"text\": \"t\"}]}\n");
   expect_one_line_error(run_bounded("present --profile " + quoted(d / "profile.json") +
                                     " --input " + quoted(d / "records.jsonl")),
-                        nesting);
+                        nesting, 2);  // a file of settings: every fault a usage error
 
   // attention --bias and position-bias --sweep --bias: bias.curve[0].
   write_file(d / "curve.json", "{\"curve\": [" + bomb + "]}");
@@ -76,11 +76,11 @@ TEST(InputBoundsCli, DeeplyNestedJsonInEveryFileFlagIsOneLineNotACrash) {
   expect_one_line_error(
       run_bounded("attention" + m + " --file " + quoted(d / "prompt.txt") +
                   " --doc-spans 0:4 --calibrated --bias " + quoted(d / "curve.json")),
-      nesting);
+      nesting, 2);
   expect_one_line_error(
       run_bounded("position-bias" + m + " --task needle -k 2 --limit 1 --sweep" + " --bias " +
                   quoted(d / "curve.json") + " --store " + quoted(d / "pb.sqlite")),
-      nesting);
+      nesting, 2);
 
   // spotlight select --vectors: a word's vector.
   write_file(d / "vectors.json", "{\"alpha\": " + bomb + "}");

@@ -14,8 +14,11 @@ namespace fs = std::filesystem;
 // The first line of stderr, which must be the whole message.
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-void expect_located(const RunResult& r, const fs::path& file, int line, const std::string& what) {
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+// `code`: 1 for data files, 2 for a file of settings (a profile), whose every fault is a usage
+// error (`ragform --help`).
+void expect_located(const RunResult& r, const fs::path& file, int line, const std::string& what,
+                    int code = 1) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
   const std::string e = first_line(r.err);
   const std::string head = "ragform: " + file.string() + ":" + std::to_string(line) + ": ";
   EXPECT_EQ(e.rfind(head, 0), 0u) << e;
@@ -56,7 +59,7 @@ TEST(JsonInputs, NumberOutOfRangeNamesFileAndLine) {
   expect_located(
       run_ragform("cnorm eval -m " + quoted(model) + " --task needle --limit 1 -k 2 " +
                   "--profile " + quoted(profile) + " --store " + quoted(d / "run.sqlite")),
-      profile, 3, "profile is not valid JSON");
+      profile, 3, "profile is not valid JSON", 2);
 
   // Word vectors for spotlight (--vectors).
   const fs::path vectors = d / "vectors.json";

@@ -508,7 +508,7 @@ Profile profile_from_json(const nlohmann::json& j_in, const std::string& where_i
 }
 
 Profile load_profile(const std::string& path) {
-  return profile_from_json(read_json_file(path, "profile"), path);
+  return profile_from_json(read_settings_json_file(path, "profile"), path);
 }
 
 std::string profile_mismatch(const Profile& p, const std::string& model_sha256,

@@ -315,7 +315,7 @@ BiasCurve bias_curve_from_json(const nlohmann::json& j, const std::string& what)
 }
 
 BiasCurve load_bias_curve(const std::string& path) {
-  return bias_curve_from_json(read_json_file(path, "bias curve"), path);
+  return bias_curve_from_json(read_settings_json_file(path, "bias curve"), path);
 }
 
 void save_bias_curve(const BiasCurve& c, const std::string& path) {

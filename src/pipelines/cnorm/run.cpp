@@ -432,7 +432,7 @@ nlohmann::json variants_json(const std::vector<Variant>& variants,
     for (double x : s.accuracy) acc.push_back(round9(x));
     vs.push_back({{"name", s.name},
                   {"delimiter", format_label(variants[i].format)},
-                  {"p", variants[i].format.p},
+                  {"p", variants[i].format.deployed_p()},
                   {"oaa", round9(s.oaa)},
                   {"opa", round9(s.opa)},
                   {"best_position", s.best_position + 1},  // 1-based, as the paper's figures
@@ -659,7 +659,7 @@ nlohmann::json longbench_summary_json(const LongbenchSummary& s) {
     for (const auto& [k, a] : m.by_length) bl[k] = {{"accuracy", round9(a.first)}, {"n", a.second}};
     vs.push_back({{"name", m.variant},
                   {"delimiter", format_label(s.variants[i].format)},
-                  {"p", s.variants[i].format.p},
+                  {"p", s.variants[i].format.deployed_p()},
                   {"accuracy", round9(m.accuracy)},
                   {"n", m.n},
                   {"by_difficulty", bd},

@@ -84,6 +84,9 @@ struct Format {
   double p = 0.0;
   uint64_t seed = 0;
   std::string wrapper = {};  // "" = none
+  // The ratio the text is built with: "original" keeps the text as it came whatever p says
+  // (format_text), so a summary lists 0 for it, as the profile's candidate row does.
+  double deployed_p() const { return delim.original ? 0.0 : p; }
 };
 
 // The wrappers --formats accepts, and one of them checked (UsageError otherwise). wrap_document

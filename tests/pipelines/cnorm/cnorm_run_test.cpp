@@ -141,6 +141,25 @@ TEST(CnormRun, EvalSweepsEveryPositionAndResumes) {
   EXPECT_EQ(eval_summary_json(second, o), eval_summary_json(first, o));
 }
 
+// A profile that deploys "original" builds its prompts from the text as it came, whatever its p:
+// the summary lists the ratio deployed (0, as the profile's candidate row), not the profile's p,
+// which Min-Token still uses (pass 20).
+TEST(CnormRun, EvalListsTheRatioEachVariantDeploys) {
+  const auto dir = ragform::testing::temp_dir("cnorm_run_eval_p");
+  store::RunStore st(dir / "runs.sqlite");
+  FakeReader r = attention_reader();
+  Profile prof = run_calibrate(r, capital_items(), calibrate_options()).profile;
+  prof.best = original_delimiter();
+  prof.p = 0.5;
+  const EvalOptions o = eval_options(prof);
+  const nlohmann::json j = eval_summary_json(run_eval(r, st, {capital_items()}, o), o);
+  ASSERT_EQ(j["variants"].size(), 3u);
+  EXPECT_EQ(j["variants"][1]["name"], "cnorm");
+  EXPECT_EQ(j["variants"][1]["delimiter"], "original");
+  EXPECT_EQ(j["variants"][1]["p"], 0.0);
+  EXPECT_EQ(j["variants"][2]["p"], 0.5);  // Min-Token: the profile's p
+}
+
 TEST(CnormRun, EvalShardAnswersOnlyItsQuestions) {
   const auto dir = ragform::testing::temp_dir("cnorm_run_shard");
   store::RunStore st(dir / "runs.sqlite");
