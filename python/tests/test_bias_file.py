@@ -28,12 +28,12 @@ def test_a_curve_file_reads_as_the_cli_reads_it(model, model_path, cli, tmp_path
     bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(curve).encode())
     assert rbias.document_relevance(model, PROMPT, SPANS, bom) == from_file
 
-    # A key twice in one object is refused by both, naming the key (a file that is not JSON:
-    # the CLI's exit 1, RuntimeError).
+    # A key twice in one object is refused by both, naming the key (a file of settings that is
+    # not JSON: the CLI's exit 2, ValueError, as its other faults).
     twice = tmp_path / "twice.json"
     twice.write_text('{"curve": [0.01, 0.02, 0.2], "measure": "sum", "measure": "mean"}',
                      encoding="utf-8")
-    with pytest.raises(RuntimeError, match="'measure' twice"):
+    with pytest.raises(ValueError, match="'measure' twice"):
         rbias.document_relevance(model, PROMPT, SPANS, twice)
 
 
