@@ -208,6 +208,9 @@ Response Api::health() {
 }
 
 Response Api::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }
+Response Api::model(RequestBody& body) {
+  return model_reply(body.path_parameter, opt_.model_id, created_, opt_.model_sha256);
+}
 
 static void check_prompt_len(size_t n, int max_tokens, const ApiOptions& opt) {
   if (int(n) > opt.max_prompt_tokens)

@@ -76,6 +76,7 @@ class Api {
   static void routes(Router& router, Api* self);  // self null: declared only
   Response health();
   Response models();
+  Response model(RequestBody& body);
   Response completions(RequestBody& body);
   Response chat(RequestBody& body);
   Response score(RequestBody& body);

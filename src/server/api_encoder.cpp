@@ -105,6 +105,7 @@ void EncoderApi::routes(Router& router, EncoderApi* self) {
   router.add(models_route(), get(&EncoderApi::models));
   router.add(kEmbeddings, on(&EncoderApi::embeddings));
   router.add(kRerank, on(&EncoderApi::rerank));
+  router.add(model_route(), on(&EncoderApi::model));
   router.default_hint("this server runs an encoder model: /v1/embeddings and /v1/rerank");
 }
 
@@ -116,6 +117,9 @@ Response EncoderApi::health() {
 }
 
 Response EncoderApi::models() { return models_reply(opt_.model_id, created_, opt_.model_sha256); }
+Response EncoderApi::model(RequestBody& body) {
+  return model_reply(body.path_parameter, opt_.model_id, created_, opt_.model_sha256);
+}
 
 namespace {
 // The widest encoder vector the reply budget assumes when the model's width is not known and it

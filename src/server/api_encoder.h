@@ -62,6 +62,7 @@ class EncoderApi {
   static void routes(Router& router, EncoderApi* self);  // self null: declared only
   Response health();
   Response models();
+  Response model(RequestBody& body);
   Response embeddings(RequestBody& body);
   Response rerank(RequestBody& body);
   reader::Encoder& enc_;

@@ -90,10 +90,26 @@ std::string with_declared(const std::string& schema, const nlohmann::ordered_jso
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-Response models_reply(const std::string& id, long created, const std::string& sha256) {
+namespace {
+json model_object(const std::string& id, long created, const std::string& sha256) {
   json m = {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "ragform"}};
   if (!sha256.empty()) m["ragform"] = {{"model_sha256", sha256}};
-  return ok({{"object", "list"}, {"data", json::array({m})}});
+  return m;
+}
+}  // namespace
+
+Response models_reply(const std::string& id, long created, const std::string& sha256) {
+  return ok({{"object", "list"}, {"data", json::array({model_object(id, created, sha256)})}});
+}
+
+Response model_reply(const std::string& asked, const std::string& id, long created,
+                     const std::string& sha256) {
+  if (asked != id)
+    throw ApiError{404,
+                   "model '" + excerpt(asked) + "' is not served here (this server serves '" + id +
+                       "')",
+                   "invalid_request_error", "model_not_found"};
+  return ok(model_object(id, created, sha256));
 }
 
 Response ok(const json& j) {

@@ -48,10 +48,32 @@ inline constexpr size_t kMaxSpotlightSentences = 8192;
 inline constexpr size_t kSpotlightBytesPerSentence = 32768;
 inline constexpr size_t kSpotlightBytesPerMatch = 128;
 
+// The model object of GET /v1/models (its one item) and GET /v1/models/{model}.
+inline constexpr const char* kModelObjectSchema =
+    R"({"type": "object", "required": ["id", "object", "created", "owned_by"],
+  "properties": {"id": {"type": "string"}, "object": {"const": "model"}, "created": {"type": "integer"}, "owned_by": {"const": "ragform"},
+    "ragform": {"type": "object", "required": ["model_sha256"], "properties": {"model_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+      "description": "the model file's SHA-256, for a fleet's weights check"}}})";
+
 // GET /v1/models of either kind of server: the one served model, and the SHA-256 of its file when
 // known (the weights behind the id: reader/server_pool.h's fleet check tells servers apart by it).
 Response models_reply(const std::string& id, long created, const std::string& sha256);
-// Its route declaration.
+// GET /v1/models/{model} (the OpenAI SDK's models.retrieve): the same model object alone when
+// `asked` is the served id, else 404 model_not_found.
+Response model_reply(const std::string& asked, const std::string& id, long created,
+                     const std::string& sha256);
+// Their route declarations.
+inline const RouteSpec& model_route() {
+  static const RouteSpec spec{
+      .method = "GET",
+      .paths = {"/v1/models/{model}", "/models/{model}"},
+      .parameter = "the served model's id, as GET /v1/models lists it (an id whose path segment "
+                   "would need percent-escapes cannot be asked for: the server refuses them)",
+      .summary = "The served model, by its id",
+      .response = kModelObjectSchema,
+  };
+  return spec;
+}
 inline const RouteSpec& models_route() {
   static const RouteSpec spec{
       .method = "GET",
@@ -59,10 +81,8 @@ inline const RouteSpec& models_route() {
       .summary = "The one served model",
       .response =
           R"({"type": "object", "required": ["object", "data"], "properties": {"object": {"const": "list"},
-      "data": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "required": ["id", "object", "created", "owned_by"],
-        "properties": {"id": {"type": "string"}, "object": {"const": "model"}, "created": {"type": "integer"}, "owned_by": {"const": "ragform"},
-          "ragform": {"type": "object", "required": ["model_sha256"], "properties": {"model_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
-            "description": "the model file's SHA-256, for a fleet's weights check"}}}}}})",
+      "data": {"type": "array", "minItems": 1, "maxItems": 1, "items": )" +
+          std::string(kModelObjectSchema) + "}}}",
   };
   return spec;
 }

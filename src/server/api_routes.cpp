@@ -14,6 +14,7 @@
 
 namespace ragform::server {
 
+using api_json::model_route;
 using api_json::models_route;
 
 namespace {
@@ -263,6 +264,8 @@ void Api::routes(Router& router, Api* self) {
     add_present_route(router, &self->reader_);
   else
     declare_present_route(router);
+  // Added last: the fuzz seeds pick a route by its index in this table (router_test.cpp).
+  router.add(model_route(), on(&Api::model));
   router.hint({"/v1/embeddings", "/embeddings", "/v1/rerank", "/rerank"},
               "this server serves a decoder model; embeddings and rerank need `ragform serve -m "
               "ENCODER.gguf`");

@@ -168,7 +168,8 @@ ojson error_replies(const RouteSpec& spec) {
            : "a malformed HTTP request (its line or headers)");
   if (spec.access == Access::Key)
     r["401"] = error_reply("invalid_api_key: 'Authorization: Bearer KEY' missing or wrong");
-  if (post) r["404"] = error_reply("model_not_found: another model id than the served one");
+  if (post || !spec.parameter.empty())
+    r["404"] = error_reply("model_not_found: another model id than the served one");
   r["408"] = error_reply("request_timeout: the request did not arrive in time");
   if (post) r["413"] = error_reply("request_too_large: a body over --max-body ($max_body bytes)");
   r["431"] = error_reply(
@@ -195,6 +196,14 @@ ojson operation(const Router::Entry& e, const std::string& kind, const OpenApiLi
   if (!desc.empty()) op["description"] = fill_text(desc, limits);
   op["tags"] = ojson::array({kind});
   if (s.access == Access::Open) op["security"] = ojson::array();
+  // A path's trailing parameter ("/v1/models/{model}", router.h RouteSpec::paths).
+  if (const size_t open = e.path.find('{'); open != std::string::npos)
+    op["parameters"] = ojson::array(
+        {{{"name", e.path.substr(open + 1, e.path.size() - open - 2)},
+          {"in", "path"},
+          {"required", true},
+          {"description", fill_text(s.parameter, limits)},
+          {"schema", {{"type", "string"}, {"minLength", 1}}}}});
   if (!s.request.empty()) {
     ojson body = schema(s.request, limits);
     // The router refuses a field the schema does not declare (request_fields.h): the document

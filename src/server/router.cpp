@@ -26,7 +26,8 @@ void Router::add(const RouteSpec& spec, Handler handler) {
   auto shared = std::make_shared<const RouteSpec>(spec);
   auto fields = std::make_shared<const std::set<std::string>>(declared_fields(spec.request));
   for (const std::string& p : spec.paths) {
-    if (find(p)) throw Error("serve", "two endpoints for " + p);
+    for (const Route& r : routes_)
+      if (r.path == p) throw Error("serve", "two endpoints for " + p);
     routes_.push_back({spec.method, p, handler, shared, fields});
   }
 }
@@ -35,10 +36,28 @@ void Router::hint(const std::vector<std::string>& paths, const std::string& why)
   for (const std::string& p : paths) hints_.emplace_back(p, why);
 }
 
-const Router::Route* Router::find(const std::string& path) const {
+namespace {
+// The part of a route's path before its parameter ("/v1/models/" of "/v1/models/{model}"), or
+// npos for an exact path.
+size_t parameter_at(const std::string& route_path) {
+  const size_t open = route_path.find('{');
+  return open != std::string::npos && route_path.back() == '}' ? open : std::string::npos;
+}
+}  // namespace
+
+const Router::Route* Router::find(const std::string& path, std::string* parameter) const {
   for (const Route& r : routes_)
     if (r.path == path) return &r;
-  return nullptr;
+  const Route* best = nullptr;
+  size_t best_len = 0;
+  for (const Route& r : routes_) {
+    const size_t at = parameter_at(r.path);
+    if (at == std::string::npos || path.size() <= at || path.compare(0, at, r.path, 0, at) != 0)
+      continue;
+    if (!best || at > best_len) best = &r, best_len = at;
+  }
+  if (best && parameter) *parameter = path.substr(best_len);
+  return best;
 }
 
 std::string Router::not_found(const std::string& path) const {
@@ -72,7 +91,8 @@ Response Router::handle(const Request& req) const noexcept {
 }
 
 Response Router::dispatch(const Request& req) const {
-  const Route* r = find(req.path);
+  std::string parameter;
+  const Route* r = find(req.path, &parameter);
   if (!r || r->spec->access == Access::Key) require_api_key(req, key_);
   if (!r) throw ApiError{404, not_found(req.path), "invalid_request_error", "not_found"};
   // httplib answers HEAD through the GET handlers (and drops the body).
@@ -89,6 +109,7 @@ Response Router::dispatch(const Request& req) const {
   const std::shared_ptr<void> admitted = admit_ ? admit_(req) : nullptr;
   RequestBody body;
   body.bytes = req.body.size();
+  body.path_parameter = std::move(parameter);
   ReleaseAtExit release(body.json);  // base/json_release.h: before `admitted` ends
   if (!r->spec->request.empty()) {
     body.json = parse_body(req.body);

@@ -38,6 +38,9 @@ namespace ragform::server {
 struct RequestBody {
   nlohmann::json json;
   size_t bytes = 0;
+  // A route whose path ends in a parameter ("/v1/models/{model}"): the rest of the request's path
+  // there, as sent (percent-escapes are refused before the router: http.h). Empty otherwise.
+  std::string path_parameter{};
 };
 
 enum class Access { Key, Open };  // Open: no API key needed (only /health)
@@ -49,7 +52,11 @@ enum class Access { Key, Open };  // Open: no API key needed (only /health)
 // is built. Checked when the route is added: text that is not JSON is a programming error.
 struct RouteSpec {
   std::string method{};              // "GET" or "POST"
-  std::vector<std::string> paths{};  // a path and its aliases
+  // A path and its aliases. A path may end in one parameter, "/v1/models/{model}": it matches
+  // any request path that starts with the part before "{" and goes on (exact paths first), and
+  // the rest reaches the handler as RequestBody::path_parameter.
+  std::vector<std::string> paths{};
+  std::string parameter{};  // what that parameter is, for the API document
   Access access = Access::Key;
   std::string summary{};      // one line
   std::string description{};  // what a client needs beyond the schemas (CommonMark)
@@ -103,7 +110,9 @@ class Router {
     std::shared_ptr<const RouteSpec> spec;
     std::shared_ptr<const std::set<std::string>> fields;  // the request's (request_fields.h)
   };
-  const Route* find(const std::string& path) const;
+  // The route of `path`: an exact path, else the longest parameter route it starts with (its
+  // parameter's value then in *parameter).
+  const Route* find(const std::string& path, std::string* parameter = nullptr) const;
   Response dispatch(const Request& req) const;
   std::string not_found(const std::string& path) const;
   std::string key_;

@@ -64,6 +64,13 @@ model = models[0]
 emb_models = [m.id for m in enc.models.list()]
 check(len(emb_models) == 1, f"encoder models {emb_models}")
 emb_model = emb_models[0]
+# models.retrieve (GET /v1/models/{id}): the listed object alone; another id is NotFoundError.
+for client, mid in ((dec, model), (enc, emb_model)):
+    got = client.models.retrieve(mid)
+    listed = client.models.list().data[0]
+    check(got.model_dump() == listed.model_dump(), f"models.retrieve({mid!r}) is the listed model")
+refused(lambda: dec.models.retrieve("gpt-4o"), openai.NotFoundError, "model_not_found",
+        "retrieving another model")
 
 # Completions: greedy text equal to the plain request's, streamed or not.
 prompt = "Once upon a time, there was a little girl named Lily."

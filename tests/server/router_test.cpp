@@ -93,6 +93,33 @@ TEST(Router, UnknownPathsWrongMethodsAndThrowingHandlers) {
   EXPECT_EQ(table().routes()[0], "GET /health");
 }
 
+// A path may end in a parameter ("/v1/models/{model}", the OpenAI SDK's models.retrieve): it
+// takes any non-empty rest of a path, exact paths win, the longest prefix wins between two, and
+// the key and the method are checked as for every route.
+TEST(Router, APathParameterTakesTheRestOfThePath) {
+  Router r("k3y");
+  auto echo = [](const Request&, RequestBody& b) { return ok_text("[" + b.path_parameter + "]"); };
+  r.add({.method = "GET", .paths = {"/v1/models", "/models"}},
+        [](const Request&, RequestBody&) { return ok_text("list"); });
+  r.add({.method = "GET", .paths = {"/v1/models/{model}", "/models/{model}"}}, echo);
+  r.add({.method = "GET", .paths = {"/v1/models/special"}},
+        [](const Request&, RequestBody&) { return ok_text("special"); });
+  r.add({.method = "GET", .paths = {"/v1/{thing}"}}, echo);
+  const std::string key = "Bearer k3y";
+  auto get = [&](const std::string& path) { return r.handle({"GET", path, key, ""}); };
+  EXPECT_EQ(get("/v1/models").body, "list");
+  EXPECT_EQ(get("/v1/models/gemma-3").body, "[gemma-3]");
+  EXPECT_EQ(get("/models/gemma-3").body, "[gemma-3]");
+  EXPECT_EQ(get("/v1/models/org/name").body, "[org/name]");
+  EXPECT_EQ(get("/v1/models/special").body, "special");  // the exact path first
+  EXPECT_EQ(get("/v1/other").body, "[other]");
+  EXPECT_EQ(get("/v1/models/").body, "[models/]");  // "/v1/models/" is no model: /v1/{thing}
+  EXPECT_EQ(get("/models/").status, 404);             // nothing after the prefix
+  EXPECT_EQ(r.handle({"GET", "/v1/models/x", "", ""}).status, 401);
+  EXPECT_EQ(r.handle({"POST", "/v1/models/x", key, ""}).status, 405);
+  EXPECT_THROW(r.add({.method = "GET", .paths = {"/models/{model}"}}, echo), ragform::Error);
+}
+
 // RFC 9110: a 405 names what the path takes (schemathesis' allow_header_conformance).
 TEST(Router, WrongMethodNamesTheAllowedOnes) {
   const Router r = table();

@@ -61,6 +61,24 @@ TEST(ServeFixture, EndpointsLimitsAndErrors) {
   ASSERT_TRUE(m);
   ASSERT_EQ(m->status, 200);
   EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "stories260K");
+  // GET /v1/models/{model} (the OpenAI SDK's models.retrieve): the list's one object, alone; another
+  // id is 404 model_not_found; the key is needed as everywhere (it was 404 "no endpoint").
+  for (const char* path : {"/v1/models/stories260K", "/models/stories260K"}) {
+    auto one = c.get(path);
+    ASSERT_TRUE(one);
+    ASSERT_EQ(one->status, 200) << path << one->body;
+    EXPECT_EQ(json::parse(one->body), json::parse(m->body)["data"][0]) << path;
+  }
+  auto other = c.get("/v1/models/stories15M");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  EXPECT_EQ(json::parse(other->body)["error"]["code"], "model_not_found") << other->body;
+  {
+    httplib::Client h("127.0.0.1", srv.port());
+    auto r = h.Get("/v1/models/stories260K");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401);
+  }
   expect_serving(c);
 
   // Completions: usage counts and explicit model id accepted.
