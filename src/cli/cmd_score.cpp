@@ -15,7 +15,9 @@ int run_score(const std::vector<std::string>& argv) {
   Args a(
       "score", "Log-probabilities of a continuation given a prompt (or of the prompt itself).",
       "prompt + continuation are tokenised together; the tokens past the prompt's own tokens are\n"
-      "scored. Without --continuation every prompt token after the first is scored.\n"
+      "scored. With --chat the continuation follows the assistant turn's opening (where a reply\n"
+      "is generated); --truncate left cuts the prompt only, so the whole continuation is scored.\n"
+      "Without --continuation every prompt token after the first is scored.\n"
       "--json prints {\"tokens\": [{\"id\", \"piece\", \"logprob\"}], \"sum\", "
       "\"prompt_tokens\"}.");
   ReaderFlags rf(a);

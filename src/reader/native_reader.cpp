@@ -67,21 +67,29 @@ std::string NativeReader::chat_mode() const {
   return opt_.chat ? tok::family_name(tok::ChatFamily(chat_family_)) : std::string("raw");
 }
 
-TokenizedPrompt NativeReader::tokenize_prompt(const std::string& prompt, int reserve) const {
+TokenizedPrompt NativeReader::render(const std::string& prompt,
+                                     const std::string& continuation) const {
   TokenizedPrompt t;
   if (!opt_.chat) {
-    t.ids = tok_->encode(prompt, true, false);
-  } else {
-    // The prompt (and system message) is the user's turn: its text stays text, only the
-    // template's own markers are special tokens, so document text cannot close the turn or forge
-    // another.
-    std::vector<tok::ChatMessage> msgs;
-    if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
-    msgs.push_back({"user", prompt});
-    tok::ChatPrompt c = tok::tokenize_chat(*tok_, tok::ChatFamily(chat_family_), msgs, true);
-    t.ids = std::move(c.ids);
-    t.rendered = std::move(c.text);
+    t.spelled = prompt + continuation;
+    t.ids = tok_->encode(t.spelled, true, false);
+    return t;
   }
+  // The prompt (and system message) is the user's turn: its text stays text, only the template's
+  // own markers are special tokens, so document text cannot close the turn or forge another. A
+  // continuation follows the assistant turn's opening as text, as the model would write it.
+  std::vector<tok::ChatMessage> msgs;
+  if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
+  msgs.push_back({"user", prompt});
+  tok::RenderedChat r = tok::render_chat_spans(tok::ChatFamily(chat_family_), msgs, true);
+  t.prompt_at = r.text.rfind(prompt);
+  t.spelled = std::move(r.text) + continuation;
+  t.ids = tok_->encode_with_special_spans(t.spelled, r.template_spans, true);
+  return t;
+}
+
+TokenizedPrompt NativeReader::tokenize_prompt(const std::string& prompt, int reserve) const {
+  TokenizedPrompt t = render(prompt);
   if (opt_.overflow == Overflow::Error) {
     if (int(t.ids.size()) > opt_.n_ctx)
       throw ContextOverflow(
@@ -109,7 +117,8 @@ std::vector<int32_t> NativeReader::truncate_left(const std::vector<int32_t>& ids
   const int room = opt_.n_ctx - reserve - (bos ? 1 : 0);
   if (room < 1)
     throw Error("reader", "--truncate left: " + std::to_string(reserve) +
-                              " tokens to generate leave no room for the prompt in n_ctx = " +
+                              " tokens to generate or score leave no room for the prompt in "
+                              "n_ctx = " +
                               std::to_string(opt_.n_ctx) + " (lower -n or raise --ctx)");
   std::vector<int32_t> cut;
   if (bos) cut.push_back(ids[0]);
@@ -117,8 +126,7 @@ std::vector<int32_t> NativeReader::truncate_left(const std::vector<int32_t>& ids
   return cut;
 }
 
-runtime::Steering NativeReader::resolve_steering(const std::string& text,
-                                                 const TokenizedPrompt& tokens,
+runtime::Steering NativeReader::resolve_steering(const TokenizedPrompt& tokens,
                                                  const SteeringParams& steer,
                                                  size_t user_bytes) const {
   if (!steer.active()) return {};
@@ -128,19 +136,14 @@ runtime::Steering NativeReader::resolve_steering(const std::string& text,
                                              std::to_string(c.end) + " ends past the prompt's " +
                                              std::to_string(user_bytes) + " bytes");
   // Offsets are into the user's text; in chat mode that text sits inside the rendered template.
-  size_t offset = 0;
-  if (opt_.chat) {
-    offset = tokens.rendered.rfind(text);
-    if (offset == std::string::npos)
-      throw Error("steering",
-                  "the chat template does not keep the prompt verbatim, so the steering spans "
-                  "cannot be placed in it; steer without chat mode");
-  }
+  if (tokens.prompt_at == std::string::npos)
+    throw Error("steering",
+                "the chat template does not keep the prompt verbatim, so the steering spans "
+                "cannot be placed in it; steer without chat mode");
   // The tokens as the text spells them: before --truncate left cut any.
   const std::vector<int32_t>& full = tokens.untruncated.empty() ? tokens.ids : tokens.untruncated;
   std::vector<runtime::TokenSpan> spans = runtime::token_spans_for(
-      runtime::token_char_spans(*tok_, opt_.chat ? tokens.rendered : text, full), steer.spans,
-      offset);
+      runtime::token_char_spans(*tok_, tokens.spelled, full), steer.spans, tokens.prompt_at);
   // --truncate left kept BOS (if any) and the last ids.size() - bos tokens: shift the spans.
   if (tokens.ids.size() < full.size()) {
     const int removed = int(full.size() - tokens.ids.size());
@@ -204,7 +207,7 @@ std::vector<Generation> NativeReader::generate_batch(const std::vector<std::stri
   for (size_t i = 0; i < prompts.size(); ++i) {
     TokenizedPrompt t = tokenize_prompt(prompts[i], p.max_tokens);
     const SteeringParams& s = steer.empty() ? SteeringParams{} : steer[steer.size() == 1 ? 0 : i];
-    opt.steering.push_back(resolve_steering(prompts[i], t, s, prompts[i].size()));
+    opt.steering.push_back(resolve_steering(t, s, prompts[i].size()));
     any |= opt.steering.back().active();
     toks.push_back(std::move(t.ids));
   }
@@ -226,30 +229,46 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
 
 ScoreResult NativeReader::score(const std::string& prompt, const std::string& continuation,
                                 const SteeringParams& steer, int top) {
-  // With a continuation: tokenise prompt + continuation together (so the boundary tokenises as
-  // it would in a real prompt) and score the tokens past the longest prefix shared with the
-  // prompt's own tokens.
-  const std::vector<int32_t> head =
-      continuation.empty() ? std::vector<int32_t>{} : prompt_tokens(prompt);
-  const std::string text = prompt + continuation;
-  const TokenizedPrompt whole = tokenize_prompt(text);
-  const std::vector<int32_t>& all = whole.ids;
-  size_t split;
-  if (continuation.empty()) {
-    split = 1;  // every token after the first is scored
-    if (all.empty()) throw Error("score", "empty prompt");
-  } else {
-    split = 0;
-    while (split < head.size() && split < all.size() && head[split] == all[split]) ++split;
-    if (split == 0) split = 1;
-    if (split >= all.size()) throw Error("score", "the continuation adds no tokens");
+  if (continuation.empty()) {  // every token after the first is scored
+    const TokenizedPrompt whole = tokenize_prompt(prompt);
+    if (whole.ids.empty()) throw Error("score", "empty prompt");
+    return score_ids(whole.ids, 1, resolve_steering(whole, steer, prompt.size()), top);
   }
-  runtime::Steering st = resolve_steering(text, whole, steer, prompt.size());
+  // The continuation is scored where a generation would have written it: after the prompt as it
+  // is fed (chat mode: after the assistant turn's opening; pass 22: it was scored inside the
+  // user's turn, with the template's closing tokens). Prompt and continuation are tokenised
+  // together, so the boundary tokenises as it would in one text, and the tokens past the longest
+  // prefix shared with the prompt's own are scored.
+  const std::vector<int32_t> head = render(prompt).ids;
+  TokenizedPrompt whole = render(prompt, continuation);
+  size_t split = 0;
+  while (split < head.size() && split < whole.ids.size() && head[split] == whole.ids[split]) ++split;
+  if (split == 0) split = 1;
+  if (split >= whole.ids.size()) throw Error("score", "the continuation adds no tokens");
+  // The overflow policy cuts the prompt only: the continuation is what is scored (pass 22:
+  // prompt and whole text were cut apart, and the tokens the cut text did not share with the cut
+  // prompt, most of the prompt, were scored as the continuation).
+  if (int64_t(whole.ids.size()) > opt_.n_ctx) {
+    if (opt_.overflow == Overflow::Error)
+      throw ContextOverflow("reader", "prompt and continuation of " +
+                                          std::to_string(whole.ids.size()) +
+                                          " tokens exceed the context size n_ctx = " +
+                                          std::to_string(opt_.n_ctx) +
+                                          " (raise --ctx or choose a truncation policy)");
+    const int n_cont = int(whole.ids.size() - split);
+    std::vector<int32_t> kept =
+        truncate_left({whole.ids.begin(), whole.ids.begin() + long(split)}, n_cont);
+    split = kept.size();
+    kept.insert(kept.end(), whole.ids.end() - n_cont, whole.ids.end());
+    whole.untruncated = std::move(whole.ids);
+    whole.ids = std::move(kept);
+  }
+  runtime::Steering st = resolve_steering(whole, steer, prompt.size());
   // A continuation's keys are what a steered generation of it would have generated: past the
   // prompt's end, which PASTA leaves (issue 40, pass 21: they were counted as prompt keys, and a
   // steered score differed from the steered generation's log-probs by up to 0.56 nats).
-  if (!continuation.empty()) st.prompt_end = int(split);
-  return score_ids(all, split, st, top);
+  st.prompt_end = int(split);
+  return score_ids(whole.ids, split, st, top);
 }
 
 ScoreResult NativeReader::score_ids(const std::vector<int32_t>& all, size_t split,
@@ -342,7 +361,7 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
   }
   if (heads.empty())
     for (int h = 0; h < NH; ++h) heads.push_back(h);
-  const runtime::Steering st = resolve_steering(prompt, tokens, steer, prompt.size());
+  const runtime::Steering st = resolve_steering(tokens, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -389,7 +408,7 @@ HiddenResult NativeReader::hidden(const std::string& prompt, int layer,
   in.tokens = r.ids;
   in.logits = runtime::LogitsMode::None;
   in.hidden_layer = L;
-  const runtime::Steering st = resolve_steering(prompt, tokens, steer, prompt.size());
+  const runtime::Steering st = resolve_steering(tokens, steer, prompt.size());
   std::vector<runtime::SeqOutput> out;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -34,7 +34,11 @@ enum class Overflow { Error, TruncateLeft };  // prompt longer than n_ctx: fail,
 struct TokenizedPrompt {
   std::vector<int32_t> ids;          // chat-wrapped, after the overflow policy: what is fed
   std::vector<int32_t> untruncated;  // before Overflow::TruncateLeft cut them; empty: none cut
-  std::string rendered;              // chat mode: the template's text the tokens spell ("" raw)
+  // The text the tokens (before any cut) spell: the prompt (raw), or the chat template's rendering
+  // of it (chat mode), then a scored continuation if any; and where the user's prompt starts in
+  // it (npos: the template does not keep the prompt verbatim).
+  std::string spelled;
+  size_t prompt_at = 0;
 };
 
 struct NativeOptions {
@@ -82,12 +86,12 @@ class NativeReader : public Reader {
   AttentionResult attention(const std::string& prompt, const AttentionQuery& q,
                             const SteeringParams& steer);
   HiddenResult hidden(const std::string& prompt, int layer, const SteeringParams& steer);
-  // The engine's Steering for `steer` on the tokens of `text` (tokenize_prompt(text, reserve)'s,
-  // after chat wrapping and the overflow policy): spans are byte offsets into text's first
-  // `user_bytes` bytes (the user's prompt, before any continuation), mapped to the tokens holding
-  // any of their bytes; runtime::SteerError for a span past them, a bad layer or head.
-  runtime::Steering resolve_steering(const std::string& text, const TokenizedPrompt& tokens,
-                                     const SteeringParams& steer, size_t user_bytes) const;
+  // The engine's Steering for `steer` on `tokens` (tokenize_prompt's, after chat wrapping and the
+  // overflow policy): spans are byte offsets into the user's prompt of `user_bytes` bytes (before
+  // any continuation), mapped to the tokens holding any of their bytes; runtime::SteerError for a
+  // span past them, a bad layer or head.
+  runtime::Steering resolve_steering(const TokenizedPrompt& tokens, const SteeringParams& steer,
+                                     size_t user_bytes) const;
   int count_tokens(const std::string& prompt) override;
   std::optional<PrefillCounts> prefill_counts() const override;
   std::optional<PromptBound> prompt_bound() const override;
@@ -111,6 +115,10 @@ class NativeReader : public Reader {
 
  private:
   std::vector<int32_t> truncate_left(const std::vector<int32_t>& ids, int reserve) const;
+  // The tokens of `prompt` as a generation is fed them (raw: BOS and its text; chat: the user's
+  // turn and the opening of the assistant's), then `continuation` as text the model would write
+  // there; no overflow policy.
+  TokenizedPrompt render(const std::string& prompt, const std::string& continuation = "") const;
   std::string path_;
   NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;

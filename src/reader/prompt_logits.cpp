@@ -22,7 +22,7 @@ PromptLogits prompt_logits(const NativeReader& r, const std::string& prompt,
   runtime::Context ctx(r.model(), cp);
   runtime::SeqInput in;
   in.seq = ctx.new_sequence();
-  ctx.set_steering(in.seq, r.resolve_steering(prompt, tokens, steer, prompt.size()));
+  ctx.set_steering(in.seq, r.resolve_steering(tokens, steer, prompt.size()));
   in.tokens = std::move(tokens.ids);
   in.logits = all ? runtime::LogitsMode::All : runtime::LogitsMode::Last;
   auto res = ctx.eval({in});

@@ -24,6 +24,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/prefix_cache.h"
 #include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "pipelines/cnorm/cnorm.h"
 #include "reader/generate_params.h"
 #include "reader/native_reader.h"
@@ -318,6 +319,17 @@ ApiError client_closed() {
 // position, spelled as that position's token is (pass 20: " Once" beside "Once"), with their
 // log-probs (null for the first prompt token); 0: top_logprobs is null. Scoring runs on the
 // engine's thread, between its steps.
+// The text `ids` spell as completion_logprobs lists them: the BOS the tokenizer adds is empty, the
+// first text token is decoded alone (a SentencePiece word without the space its piece carries),
+// the others are their pieces.
+std::string spelled_prompt(const tok::Tokenizer& tk, const std::vector<int32_t>& ids) {
+  const size_t first = tk.add_bos() && !ids.empty() && ids[0] == tk.bos() ? 1 : 0;
+  std::string s;
+  for (size_t i = first; i < ids.size(); ++i)
+    s += i == first ? tk.decode({ids[i]}, true) : tk.token_to_piece(ids[i], true);
+  return s;
+}
+
 json completion_logprobs(reader::NativeReader& reader, Engine& engine,
                          const std::vector<int32_t>& prompt_ids,
                          const std::vector<int32_t>& gen_ids, const std::string& text,
@@ -400,13 +412,17 @@ Response Api::completions(RequestBody& body) {
     check_prompt_len(t.ids.size(), c.gen.max_tokens, opt_);
     try {
       steering.push_back(
-          naming_steer_fields([&] { return reader_.resolve_steering(p, t, steer, p.size()); }));
+          naming_steer_fields([&] { return reader_.resolve_steering(t, steer, p.size()); }));
     } catch (ApiError& e) {
       // Which of several prompts the steering object does not fit (pass 21).
       if (prompts.size() > 1)
         e.message = "prompt[" + std::to_string(ids.size()) + "]: " + e.message;
       throw;
     }
+    // What echo repeats: the prompt, or the text a cut prompt's kept tokens spell (--truncate
+    // left), which the listing's tokens spell and its offsets index (pass 22: the whole prompt
+    // was echoed beside the kept tokens, every offset off).
+    if (echo && !t.untruncated.empty()) p = spelled_prompt(reader_.tokenizer(), t.ids);
     ids.push_back(std::move(t.ids));
   }
   // A listing names every token (the prompt's too with echo) and its `logprobs` likeliest

@@ -148,6 +148,82 @@ TEST(NativeReader, PromptLongerThanContextIsAClearErrorOrTruncated) {
   EXPECT_EQ(ids[0], 1);  // BOS kept
 }
 
+// Issue 40, pass 22: a scored continuation under --truncate left is the continuation, after the
+// prompt cut to make room for it (prompt and whole text were cut apart, and most of the prompt was
+// scored: 19 tokens, sum -82.9, for one " Paris"). The numbers are those of the kept tokens
+// scored in full; too long a continuation is an error; Overflow::Error names prompt and
+// continuation.
+TEST(NativeReader, ATruncatedScoreScoresTheContinuationAfterTheKeptPrompt) {
+  const std::string prompt = "Lily and Tom went to the park and played with a ball all day. Then";
+  const std::string cont = " they went home";
+  NativeReader full(stories(), {});
+  const ScoreResult whole = full.score(prompt, cont);
+  ASSERT_GE(whole.tokens.size(), 2u);
+  const std::vector<int32_t> all = full.prompt_tokens(prompt + cont);
+  for (const int ctx : {int(all.size()) - 1, int(all.size()) - 5, int(whole.tokens.size()) + 2}) {
+    SCOPED_TRACE(ctx);
+    NativeOptions o;
+    o.n_ctx = ctx;
+    o.overflow = Overflow::TruncateLeft;
+    NativeReader cut(stories(), o);
+    const ScoreResult s = cut.score(prompt, cont);
+    ASSERT_EQ(s.tokens.size(), whole.tokens.size());
+    EXPECT_EQ(s.prompt_tokens, ctx - int(whole.tokens.size()));
+    // BOS and the last tokens of the text: scored in full by the untruncated reader.
+    std::vector<int32_t> kept = {all[0]};
+    kept.insert(kept.end(), all.end() - (ctx - 1), all.end());
+    const ScoreResult ref = full.score_ids(kept, size_t(s.prompt_tokens), {});
+    for (size_t i = 0; i < s.tokens.size(); ++i) {
+      EXPECT_EQ(s.tokens[i].id, whole.tokens[i].id) << i;
+      EXPECT_EQ(s.tokens[i].logprob, ref.tokens[i].logprob) << i;
+    }
+  }
+  NativeOptions tight;
+  tight.n_ctx = int(whole.tokens.size()) + 1;  // BOS and the continuation: no prompt token left
+  tight.overflow = Overflow::TruncateLeft;
+  EXPECT_THROW(NativeReader(stories(), tight).score(prompt, cont), Error);
+  NativeOptions strict;
+  strict.n_ctx = int(all.size()) - 1;
+  try {
+    NativeReader(stories(), strict).score(prompt, cont);
+    FAIL() << "no error";
+  } catch (const ContextOverflow& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt and continuation of " +
+                                         std::to_string(all.size()) + " tokens exceed"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Issue 40, pass 22: in chat mode a continuation is scored where the model would write it, after
+// the assistant turn's opening, as generation is fed (it was put inside the user's turn and the
+// template's closing markers were scored with it).
+TEST(NativeReader, AChatScoreScoresTheContinuationAsTheAssistantsReply) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-llama31.gguf");
+  NativeOptions o;
+  o.chat = true;
+  NativeReader r(model.string(), o);
+  const std::string prompt = "What is the capital of France?";
+  const ScoreResult s = r.score(prompt, "Paris");
+  const std::vector<int32_t> fed = r.prompt_tokens(prompt);
+  EXPECT_EQ(s.prompt_tokens, int(fed.size()));
+  std::string spelled;
+  for (const auto& t : s.tokens) spelled += t.piece;
+  EXPECT_EQ(spelled, "Paris");
+  // The same numbers as the fed prompt's ids with the continuation's ids after them.
+  std::vector<int32_t> ids = fed;
+  for (const auto& t : s.tokens) ids.push_back(t.id);
+  const ScoreResult ref = r.score_ids(ids, fed.size(), {});
+  ASSERT_EQ(ref.tokens.size(), s.tokens.size());
+  for (size_t i = 0; i < s.tokens.size(); ++i)
+    EXPECT_EQ(s.tokens[i].logprob, ref.tokens[i].logprob) << i;
+  // Generation is fed the same prompt tokens.
+  GenerateParams g;
+  g.max_tokens = 1;
+  const Generation gen = r.generate(prompt, g);
+  EXPECT_EQ(gen.prompt_tokens, s.prompt_tokens);
+}
+
 TEST(Context, BatchedPrefillEqualsOneByOneAndF16KvHalvesMemory) {
   auto m = model::Model::load(testing::shared_path("fixtures/models/tinyq-q4_k_m.gguf").string());
   runtime::Context ctx(*m, {256, runtime::KvType::F32, nullptr});

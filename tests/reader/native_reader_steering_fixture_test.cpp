@@ -41,7 +41,7 @@ TEST(NativeReaderSteering, SpansBecomeTheTokensOfTheirBytes) {
     const TokenizedPrompt t = r.tokenize_prompt(kPrompt);
     const auto& ids = t.ids;
     EXPECT_EQ(ids, r.prompt_tokens(kPrompt));
-    const runtime::Steering st = r.resolve_steering(kPrompt, t, steer_on("Lily"), kPrompt.size());
+    const runtime::Steering st = r.resolve_steering(t, steer_on("Lily"), kPrompt.size());
     ASSERT_TRUE(st.active());
     ASSERT_EQ(st.spans.size(), 1u);
     const std::string text = span_text(r, ids, st);
@@ -60,7 +60,7 @@ TEST(NativeReaderSteering, APromptSpellingBosIsText) {
   const std::string p = "<s> Lily ran.";
   const TokenizedPrompt t = r.tokenize_prompt(p);
   const auto& ids = t.ids;
-  const runtime::Steering st = r.resolve_steering(p, t, steer_on("<s>", p), p.size());
+  const runtime::Steering st = r.resolve_steering(t, steer_on("<s>", p), p.size());
   ASSERT_EQ(st.spans.size(), 1u);
   EXPECT_GE(st.spans[0].begin, 1);  // the text's "<s>", not the BOS token
   EXPECT_NE(span_text(r, ids, st).find("<s>"), std::string::npos);
@@ -83,17 +83,18 @@ TEST(NativeReaderSteering, ChatModeOffsetsAreIntoTheUserText) {
   const TokenizedPrompt t = r.tokenize_prompt(kPrompt);
   const auto& ids = t.ids;
   EXPECT_EQ(ids, r.prompt_tokens(kPrompt));
-  EXPECT_NE(t.rendered.find(kPrompt), std::string::npos);  // the template's text, kept
+  EXPECT_NE(t.spelled.find(kPrompt), std::string::npos);  // the template's text, kept
+  EXPECT_EQ(t.spelled.substr(t.prompt_at, kPrompt.size()), kPrompt);
   // The whole prompt: every token of the user text, no template token.
   SteeringParams all = steer_on(kPrompt);
-  const runtime::Steering st = r.resolve_steering(kPrompt, t, all, kPrompt.size());
+  const runtime::Steering st = r.resolve_steering(t, all, kPrompt.size());
   ASSERT_EQ(st.spans.size(), 1u);
   std::string text = span_text(r, ids, st);
   EXPECT_EQ(text.find("<|im_"), std::string::npos) << text;
   EXPECT_NE(text.find("Once upon"), std::string::npos) << text;
   EXPECT_NE(text.find("red ball."), std::string::npos) << text;
   EXPECT_GT(st.spans[0].begin, 3);  // after "<|im_start|>user\n"
-  const runtime::Steering lily = r.resolve_steering(kPrompt, t, steer_on("Lily"), kPrompt.size());
+  const runtime::Steering lily = r.resolve_steering(t, steer_on("Lily"), kPrompt.size());
   EXPECT_NE(span_text(r, ids, lily).find("Lily"), std::string::npos);
 }
 
@@ -111,7 +112,7 @@ TEST(NativeReaderSteering, TruncateLeftShiftsTheSpans) {
   EXPECT_EQ(t.untruncated, all);  // what the text spells, kept for steering
   EXPECT_TRUE(full.tokenize_prompt(kPrompt).untruncated.empty());
   const runtime::Steering st =
-      cut.resolve_steering(kPrompt, t, steer_on("red ball"), kPrompt.size());
+      cut.resolve_steering(t, steer_on("red ball"), kPrompt.size());
   ASSERT_EQ(st.spans.size(), 1u);
   EXPECT_NE(span_text(cut, ids, st).find("red ball"), std::string::npos);
 }
