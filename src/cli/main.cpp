@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -116,6 +119,22 @@ __attribute__((constructor(101))) void one_blas_thread_under_a_limit(int, char**
 }
 }  // namespace
 
+namespace {
+// Output a command printed that could not be written out (a full disk, a closed stdout) is a
+// failure, exit 1: the output is lost (issue 40, pass 22: `retrieve --json > /dev/full` and a dozen
+// other verbs exited 0 with nothing written; only export and data checked).
+int with_stdout_written(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  if (!failed) return code;
+  const int e = errno;
+  std::fprintf(stderr, "ragform: stdout: the output could not be written%s\n",
+               e ? (std::string(": ") + std::strerror(e)).c_str() : "");
+  return code == 0 ? 1 : code;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ragform;
   // Room to unwind and say "out of memory" when an allocation fails: a nlohmann::json destructor
@@ -130,11 +149,11 @@ int main(int argc, char** argv) {
   const std::string& first = args[0];
   if (first == "-h" || first == "--help" || first == "help") {
     cli::print_help();
-    return 0;
+    return with_stdout_written(0);
   }
   if (first == "--version" || first == "version") {
     std::printf("%s\n", cli::version_line().c_str());
-    return 0;
+    return with_stdout_written(0);
   }
   auto& reg = cli::registry();
   auto it = reg.find(first);
@@ -149,7 +168,8 @@ int main(int argc, char** argv) {
         throw UsageError("RAGFORM_PROGRESS", "expected always, never or auto, got '" + v + "'");
     }
     if (it == reg.end()) throw UsageError(first, "unknown command (see ragform --help)");
-    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+    return with_stdout_written(
+        it->second.run(std::vector<std::string>(args.begin() + 1, args.end())));
   } catch (const runtime::SteerError& e) {
     // A steering error names the steering object's key, wherever it was found (the flags, or
     // the engine against the model and prompt): the CLI says its flag (cli/steer_flags.h).
