@@ -120,6 +120,22 @@ json json_col(sqlite3_stmt* s, int i, const std::string& where, const std::strin
   }
 }
 
+// An integer column's value (a row's prompt_tokens and correct, a run's seed), nullopt for NULL.
+// Text or a real number is an Error naming the row (issue 40, pass 22: an edited 'abc' was read
+// as 0 tokens and 159.9 as 159, and tune's held-out token counts were 0 without a word).
+std::optional<std::int64_t> int_col(sqlite3_stmt* s, int i, const std::string& where,
+                                    const std::string& owner, const std::string& name) {
+  switch (sqlite3_column_type(s, i)) {
+    case SQLITE_NULL:
+      return std::nullopt;
+    case SQLITE_INTEGER:
+      return sqlite3_column_int64(s, i);
+    default:
+      throw Error(where, owner + ": " + name + " is " + excerpt(text_col(s, i)) +
+                             ", not an integer");
+  }
+}
+
 }  // namespace
 
 const char* to_string(Status s) { return s == Status::ok ? "ok" : "unmeasured"; }
@@ -363,10 +379,18 @@ void RunStore::Impl::check_schema(Mode mode) {
 }
 
 std::optional<std::int64_t> RunStore::Impl::find_run(const std::string& key) const {
-  sqlite3_stmt* s = stmt("SELECT id FROM runs WHERE config_key = ?");
+  sqlite3_stmt* s = stmt(std::string("SELECT ") + kRunColumns + " FROM runs WHERE config_key = ?");
   bind(s, 1, key);
   if (!step(s, "finding run")) return std::nullopt;
-  return sqlite3_column_int64(s, 0);
+  // The run a pipeline resumes (or a merge joins) is the one its configuration describes: a
+  // stored configuration that does not parse, or no longer gives the key (edited by hand), is
+  // refused as report and export refuse it (issue 40, pass 22: tune resumed such a run, and one
+  // whose max_tokens was edited, silently).
+  const RunInfo r = read_run(s);
+  if (run_key(r) != key)
+    throw Error(where, "run " + std::to_string(r.id) +
+                           ": config_key does not match its configuration (edited by hand?)");
+  return r.id;
 }
 
 std::int64_t RunStore::Impl::insert_run(const RunInfo& r) const {
@@ -398,7 +422,7 @@ RunInfo RunStore::Impl::read_run(sqlite3_stmt* s) const {
   r.model_sha256 = text_col(s, 7);
   r.reader = text_col(s, 8);
   r.chat_mode = text_col(s, 9);
-  r.seed = sqlite3_column_int64(s, 10);
+  r.seed = int_col(s, 10, where, "run " + std::to_string(r.id), "seed").value_or(0);
   return r;
 }
 
@@ -419,9 +443,9 @@ Result RunStore::Impl::read_result(sqlite3_stmt* s) const {
   }
   r.error = text_col(s, 4);
   r.prompt = text_col(s, 5);
-  if (sqlite3_column_type(s, 6) != SQLITE_NULL) r.prompt_tokens = sqlite3_column_int64(s, 6);
+  if (auto n = int_col(s, 6, where, row, "prompt_tokens")) r.prompt_tokens = *n;
   r.output = text_col(s, 7);
-  if (sqlite3_column_type(s, 8) != SQLITE_NULL) r.correct = sqlite3_column_int64(s, 8) != 0;
+  if (auto c = int_col(s, 8, where, row, "correct")) r.correct = *c != 0;
   auto numbers = [&](int col, const char* name) {
     std::map<std::string, double> m;
     json j = json_col(s, col, where, row, name);

@@ -377,6 +377,43 @@ TEST(RunStore, StoredJsonColumnsNameTheRealReason) {
       << m;
 }
 
+// Issue 40, pass 22: an integer column holding text or a real number is an error naming the row
+// ('abc' tokens were read as 0 and 159.9 as 159), and a run found by its key is resumed only
+// when its stored configuration parses and still gives that key (tune resumed a run whose config
+// was not JSON, or had max_tokens edited, where report and export refused it).
+TEST(RunStore, EditedColumnsAndConfigurationsAreRefusedNotRead) {
+  auto dir = testing::temp_dir("store");
+  const fs::path p = dir / "edited.sqlite";
+  {
+    RunStore st(p);
+    st.put(row(st.begin_run(config()), "q1", "v"));
+  }
+  const auto results = [&] { RunStore(p, RunStore::Mode::read_only).results(std::nullopt); };
+  raw_sql(p, "UPDATE results SET prompt_tokens='abc'");
+  EXPECT_NE(error_of(results).find("row ('q1', 'v'): prompt_tokens is abc, not an integer"),
+            std::string::npos)
+      << error_of(results);
+  raw_sql(p, "UPDATE results SET prompt_tokens=159.9");
+  EXPECT_NE(error_of(results).find("prompt_tokens is 159.9, not an integer"), std::string::npos)
+      << error_of(results);
+  raw_sql(p, "UPDATE results SET prompt_tokens='159'");  // an integer column's affinity: 159
+  EXPECT_EQ(error_of(results), "(no error)");
+  raw_sql(p, "UPDATE results SET prompt_tokens=NULL");
+  EXPECT_EQ(error_of(results), "(no error)");
+
+  const std::string edited = p.string() +
+                             ": run 1: config_key does not match its configuration (edited by "
+                             "hand?)";
+  raw_sql(p, "UPDATE runs SET config='[1,2' WHERE id = 1");
+  EXPECT_NE(error_of([&] { RunStore(p).begin_run(config()); }).find("run 1: config is not valid"),
+            std::string::npos);
+  raw_sql(p, "UPDATE runs SET config='{\"dataset\":\"nq-open\",\"k\":6}' WHERE id = 1");
+  EXPECT_EQ(error_of([&] { RunStore(p).begin_run(config()); }), edited);
+  EXPECT_EQ(error_of([&] { RunStore(p, RunStore::Mode::read_only).find_run(config()); }), edited);
+  // Another configuration is another run, as ever.
+  EXPECT_EQ(error_of([&] { RunStore(p).begin_run(config("hotpotqa")); }), "(no error)");
+}
+
 TEST(RunStore, ReadOnlyPlaces) {
   // /proc refuses new files even for root.
   std::string e = error_of([] { RunStore("/proc/ragform-run.sqlite"); });
