@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexHNSW.h>
@@ -14,6 +15,7 @@
 #include <faiss/IndexIVFFlat.h>
 #include <faiss/impl/io.h>
 #include <faiss/index_io.h>
+#include <faiss/utils/distances.h>
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
@@ -274,6 +276,16 @@ std::vector<std::vector<Hit>> DenseIndex::search(const float* q, size_t n, int k
   // labels are mapped to rowids here (IndexIDMap::search does the same mapping).
   faiss::SearchParametersHNSW hp;
   hp.efSearch = std::max(64, k);
+  // A question's scores do not depend on the questions searched beside it: FAISS takes a BLAS
+  // product for 20 queries or more, whose sums are ordered otherwise (scores 1e-7 apart, pass 22:
+  // `--batch 64` against `--batch 1`, and /v1/retrieve's one question against the CLI's batch).
+  // Every batch takes the one-query path (a SIMD dot product per document), as the project's
+  // engine keeps a prompt's numbers independent of its batch.
+  static const bool one_query_path = [] {
+    faiss::distance_compute_blas_threshold = std::numeric_limits<int>::max();
+    return true;
+  }();
+  (void)one_query_path;
   const bool hnsw = dynamic_cast<const faiss::IndexHNSW*>(m->index) != nullptr;
   guarded("search", [&] {
     m->index->search(idx_t(n), q, idx_t(k), dist.data(), lab.data(), hnsw ? &hp : nullptr);
@@ -281,11 +293,16 @@ std::vector<std::vector<Hit>> DenseIndex::search(const float* q, size_t n, int k
   });
   for (auto& l : lab)
     if (l >= 0) l = m->id_map[size_t(l)];
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
     for (int j = 0; j < k; ++j) {
       const size_t at = i * size_t(k) + size_t(j);
       if (lab[at] >= 0) out[i].push_back({int64_t(lab[at]), double(dist[at])});
     }
+    // Equal scores in the corpus's order, as BM25 ranks them (FAISS's heap gave the reverse).
+    std::stable_sort(out[i].begin(), out[i].end(), [](const Hit& a, const Hit& b) {
+      return a.score != b.score ? a.score > b.score : a.rowid < b.rowid;
+    });
+  }
   return out;
 }
 
