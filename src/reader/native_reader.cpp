@@ -148,7 +148,17 @@ runtime::Steering NativeReader::resolve_steering(const TokenizedPrompt& tokens,
   if (tokens.ids.size() < full.size()) {
     const int removed = int(full.size() - tokens.ids.size());
     const int first = !full.empty() && full[0] == tok_->bos() && tok_->add_bos() ? 1 : 0;
-    for (runtime::TokenSpan& s : spans) {
+    for (size_t i = 0; i < spans.size(); ++i) {
+      runtime::TokenSpan& s = spans[i];
+      // A span whose every token was cut cannot be steered: refused as attention's document
+      // spans are (pass 22: the generation ran unsteered without a word).
+      if (s.end > s.begin && s.end - removed <= first) {
+        const runtime::CharSpan& c = steer.spans[i];
+        throw runtime::SteerError("spans", "span " + std::to_string(c.begin) + ":" +
+                                               std::to_string(c.end) +
+                                               " lies in the part of the prompt --truncate left "
+                                               "cut to fit the context");
+      }
       s.begin = std::max(s.begin - removed, first);
       s.end -= removed;
     }

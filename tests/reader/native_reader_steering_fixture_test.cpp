@@ -115,6 +115,8 @@ TEST(NativeReaderSteering, TruncateLeftShiftsTheSpans) {
       cut.resolve_steering(t, steer_on("red ball"), kPrompt.size());
   ASSERT_EQ(st.spans.size(), 1u);
   EXPECT_NE(span_text(cut, ids, st).find("red ball"), std::string::npos);
+  // A span wholly in the cut part is refused, not left out (pass 22: generation ran unsteered).
+  EXPECT_THROW(cut.resolve_steering(t, steer_on("Once"), kPrompt.size()), runtime::SteerError);
 }
 
 TEST(NativeReaderSteering, CallsAreSteeredAndTheMemberDefaultStaysOff) {
