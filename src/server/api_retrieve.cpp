@@ -233,8 +233,10 @@ Response RetrieveApi::retrieve(RequestBody& body) {
     }
     for (size_t i = b; i < e; ++i) {
       if (i) data += ',';
-      // Keys sorted as ok()'s JSON sorts them (the ordered row re-read as a json).
-      data += dump(json::parse(retrieval::retrieval_row(qs[i], res[i - b]).dump()));
+      // The CLI's row, byte for byte (`ragform retrieve --json`'s line; pass 22: its keys were
+      // re-sorted here, the same content in other bytes).
+      data += retrieval::retrieval_row(qs[i], res[i - b])
+                  .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
       res[i - b] = {};
       if (data.size() > kMaxResponseBytes)
         bad("the reply would be more than " + std::to_string(kMaxResponseBytes) +

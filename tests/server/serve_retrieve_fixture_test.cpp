@@ -5,6 +5,7 @@
 // (Dense queries search FAISS on OpenMP threads: no "_concurrency" in this file's name, so it
 // stays out of the TSan build.)
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -63,6 +64,7 @@ TEST(ServeRetrieve, MatchesRetrieveCliInEveryModeAndServesInParallel) {
     }
   }
   std::map<std::string, std::vector<json>> cli;
+  std::map<std::string, std::vector<std::string>> cli_lines;
   for (const char* mode : {"bm25", "dense", "hybrid"}) {
     auto c = run_ragform("retrieve --index " + quoted(dir / "ix") + " --input " +
                          quoted(dir / "q.jsonl") + " -k 5 --json --mode " + mode +
@@ -70,6 +72,8 @@ TEST(ServeRetrieve, MatchesRetrieveCliInEveryModeAndServesInParallel) {
     ASSERT_EQ(c.exit_code, 0) << c.err;
     cli[mode] = json_lines(c.out);
     ASSERT_EQ(cli[mode].size(), qs.size());
+    std::istringstream lines(c.out);
+    for (std::string line; std::getline(lines, line);) cli_lines[mode].push_back(line);
   }
 
   ServeProcess s({"-m", bert.string(), "-t", "1", "--index", (dir / "ix").string()});
@@ -81,6 +85,10 @@ TEST(ServeRetrieve, MatchesRetrieveCliInEveryModeAndServesInParallel) {
     ASSERT_TRUE(a);
     ASSERT_EQ(a->status, 200) << a->body;
     json j = json::parse(a->body);
+    // Each row is the CLI's line, byte for byte (pass 22: its keys were sorted here).
+    const auto ordered = nlohmann::ordered_json::parse(a->body);
+    for (size_t i = 0; i < qs.size() && i < cli_lines[mode].size(); ++i)
+      EXPECT_EQ(ordered["data"][i].dump(), cli_lines[mode][i]) << mode << " question " << i;
     EXPECT_EQ(j["object"], "list");
     EXPECT_EQ(j["mode"], mode);
     EXPECT_EQ(j["k"], 5);
