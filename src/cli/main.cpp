@@ -89,7 +89,8 @@ void print_help() {
       "2 usage error. A fault in a file of settings that requests also take inline (C-NORM and\n"
       "tune profiles, bias curves, tune spaces) is a usage error; one in data or a learned file\n"
       "(records, corpora, indexes, word vectors, alpha files, SURE pairs) a runtime error. A\n"
-      "numeric option takes a finite number in its range: 0 or more unless its help gives another.\n";
+      "numeric option takes a finite number in its range: 0 or more unless its help gives "
+      "another.\n";
   std::fputs(s.c_str(), stdout);
 }
 }  // namespace

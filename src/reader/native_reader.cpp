@@ -252,7 +252,8 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   const std::vector<int32_t> head = render(prompt).ids;
   TokenizedPrompt whole = render(prompt, continuation);
   size_t split = 0;
-  while (split < head.size() && split < whole.ids.size() && head[split] == whole.ids[split]) ++split;
+  while (split < head.size() && split < whole.ids.size() && head[split] == whole.ids[split])
+    ++split;
   if (split == 0) split = 1;
   if (split >= whole.ids.size()) throw Error("score", "the continuation adds no tokens");
   // The overflow policy cuts the prompt only: the continuation is what is scored (pass 22:
@@ -260,11 +261,10 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   // prompt, most of the prompt, were scored as the continuation).
   if (int64_t(whole.ids.size()) > opt_.n_ctx) {
     if (opt_.overflow == Overflow::Error)
-      throw ContextOverflow("reader", "prompt and continuation of " +
-                                          std::to_string(whole.ids.size()) +
-                                          " tokens exceed the context size n_ctx = " +
-                                          std::to_string(opt_.n_ctx) +
-                                          " (raise --ctx or choose a truncation policy)");
+      throw ContextOverflow(
+          "reader", "prompt and continuation of " + std::to_string(whole.ids.size()) +
+                        " tokens exceed the context size n_ctx = " + std::to_string(opt_.n_ctx) +
+                        " (raise --ctx or choose a truncation policy)");
     const int n_cont = int(whole.ids.size() - split);
     std::vector<int32_t> kept =
         truncate_left({whole.ids.begin(), whole.ids.begin() + long(split)}, n_cont);

@@ -105,10 +105,9 @@ Response models_reply(const std::string& id, long created, const std::string& sh
 Response model_reply(const std::string& asked, const std::string& id, long created,
                      const std::string& sha256) {
   if (asked != id)
-    throw ApiError{404,
-                   "model '" + excerpt(asked) + "' is not served here (this server serves '" + id +
-                       "')",
-                   "invalid_request_error", "model_not_found"};
+    throw ApiError{
+        404, "model '" + excerpt(asked) + "' is not served here (this server serves '" + id + "')",
+        "invalid_request_error", "model_not_found"};
   return ok(model_object(id, created, sha256));
 }
 

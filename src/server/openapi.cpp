@@ -198,12 +198,11 @@ ojson operation(const Router::Entry& e, const std::string& kind, const OpenApiLi
   if (s.access == Access::Open) op["security"] = ojson::array();
   // A path's trailing parameter ("/v1/models/{model}", router.h RouteSpec::paths).
   if (const size_t open = e.path.find('{'); open != std::string::npos)
-    op["parameters"] = ojson::array(
-        {{{"name", e.path.substr(open + 1, e.path.size() - open - 2)},
-          {"in", "path"},
-          {"required", true},
-          {"description", fill_text(s.parameter, limits)},
-          {"schema", {{"type", "string"}, {"minLength", 1}}}}});
+    op["parameters"] = ojson::array({{{"name", e.path.substr(open + 1, e.path.size() - open - 2)},
+                                      {"in", "path"},
+                                      {"required", true},
+                                      {"description", fill_text(s.parameter, limits)},
+                                      {"schema", {{"type", "string"}, {"minLength", 1}}}}});
   if (!s.request.empty()) {
     ojson body = schema(s.request, limits);
     // The router refuses a field the schema does not declare (request_fields.h): the document

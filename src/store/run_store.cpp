@@ -131,8 +131,8 @@ std::optional<std::int64_t> int_col(sqlite3_stmt* s, int i, const std::string& w
     case SQLITE_INTEGER:
       return sqlite3_column_int64(s, i);
     default:
-      throw Error(where, owner + ": " + name + " is " + excerpt(text_col(s, i)) +
-                             ", not an integer");
+      throw Error(where,
+                  owner + ": " + name + " is " + excerpt(text_col(s, i)) + ", not an integer");
   }
 }
 

@@ -111,8 +111,7 @@ TEST(NativeReaderSteering, TruncateLeftShiftsTheSpans) {
   ASSERT_LT(ids.size(), all.size());
   EXPECT_EQ(t.untruncated, all);  // what the text spells, kept for steering
   EXPECT_TRUE(full.tokenize_prompt(kPrompt).untruncated.empty());
-  const runtime::Steering st =
-      cut.resolve_steering(t, steer_on("red ball"), kPrompt.size());
+  const runtime::Steering st = cut.resolve_steering(t, steer_on("red ball"), kPrompt.size());
   ASSERT_EQ(st.spans.size(), 1u);
   EXPECT_NE(span_text(cut, ids, st).find("red ball"), std::string::npos);
   // A span wholly in the cut part is refused, not left out (pass 22: generation ran unsteered).

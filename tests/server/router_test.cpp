@@ -114,7 +114,7 @@ TEST(Router, APathParameterTakesTheRestOfThePath) {
   EXPECT_EQ(get("/v1/models/special").body, "special");  // the exact path first
   EXPECT_EQ(get("/v1/other").body, "[other]");
   EXPECT_EQ(get("/v1/models/").body, "[models/]");  // "/v1/models/" is no model: /v1/{thing}
-  EXPECT_EQ(get("/models/").status, 404);             // nothing after the prefix
+  EXPECT_EQ(get("/models/").status, 404);           // nothing after the prefix
   EXPECT_EQ(r.handle({"GET", "/v1/models/x", "", ""}).status, 401);
   EXPECT_EQ(r.handle({"POST", "/v1/models/x", key, ""}).status, 405);
   EXPECT_THROW(r.add({.method = "GET", .paths = {"/models/{model}"}}, echo), ragform::Error);

@@ -61,8 +61,8 @@ TEST(ServeFixture, EndpointsLimitsAndErrors) {
   ASSERT_TRUE(m);
   ASSERT_EQ(m->status, 200);
   EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "stories260K");
-  // GET /v1/models/{model} (the OpenAI SDK's models.retrieve): the list's one object, alone; another
-  // id is 404 model_not_found; the key is needed as everywhere (it was 404 "no endpoint").
+  // GET /v1/models/{model} (the OpenAI SDK's models.retrieve): the list's one object, alone;
+  // another id is 404 model_not_found; the key is needed as everywhere (it was 404 "no endpoint").
   for (const char* path : {"/v1/models/stories260K", "/models/stories260K"}) {
     auto one = c.get(path);
     ASSERT_TRUE(one);

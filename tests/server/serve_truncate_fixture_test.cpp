@@ -52,12 +52,9 @@ TEST(ServeTruncateLeft, ScoreAndEchoKeepTheContinuationAndSpellTheKeptPrompt) {
   EXPECT_EQ(s["prompt_tokens"].get<size_t>() + s["tokens"].size(), 32u) << s.dump();
 
   // echo: the text is what the kept tokens spell, and the listing spells and indexes it.
-  const json c = post_json(cut.port(), "/v1/completions",
-                           {{"prompt", kLong},
-                            {"echo", true},
-                            {"logprobs", 0},
-                            {"max_tokens", 3},
-                            {"temperature", 0}});
+  const json c = post_json(
+      cut.port(), "/v1/completions",
+      {{"prompt", kLong}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 3}, {"temperature", 0}});
   ASSERT_FALSE(c.is_null());
   const json& choice = c["choices"][0];
   const std::string text = choice["text"];
@@ -76,10 +73,10 @@ TEST(ServeTruncateLeft, ScoreAndEchoKeepTheContinuationAndSpellTheKeptPrompt) {
   // The kept text is the prompt's end, and a streamed echo is the same text.
   EXPECT_NE(kLong.find(text.substr(0, 20)), std::string::npos) << text;
   httplib::Client h("127.0.0.1", cut.port());
-  auto st = h.Post("/v1/completions",
-                   json({{"prompt", kLong}, {"echo", true}, {"max_tokens", 3}, {"stream", true}})
-                       .dump(),
-                   "application/json");
+  auto st =
+      h.Post("/v1/completions",
+             json({{"prompt", kLong}, {"echo", true}, {"max_tokens", 3}, {"stream", true}}).dump(),
+             "application/json");
   ASSERT_TRUE(st && st->status == 200);
   const std::string first = st->body.substr(6, st->body.find('\n') - 6);  // "data: {...}"
   const std::string echoed = json::parse(first)["choices"][0]["text"];

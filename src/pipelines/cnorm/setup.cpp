@@ -18,6 +18,15 @@ namespace ragform::cnorm {
 
 namespace {
 
+// "no items", and why when every question was left out for want of distractors (pass 22: cnorm
+// eval said only "no items" where calibrate named the reason).
+std::string no_items(size_t records, const std::vector<std::string>& left_out, size_t k) {
+  if (records == 0 || left_out.size() < records) return "no items";
+  return "no items: all " + std::to_string(records) +
+         " questions left out: fewer than k - 1 = " + std::to_string(k - 1) +
+         " other passages without their answers (first: " + left_out[0] + "); lower -k";
+}
+
 // "a,b,c" -> {"a", "b", "c"} (empty items kept, so they are reported).
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -139,9 +148,9 @@ EvalPlan eval_plan(EvalRequest req, const Profile& profile,
   for (uint64_t sd : eo.seeds) {
     std::vector<std::string> left_out;
     std::vector<Item> items = task_items(task, records, eo.k, sd, n_needle, &left_out);
-    if (skipped && sd == eo.seeds.front()) *skipped = std::move(left_out);
+    if (skipped && sd == eo.seeds.front()) *skipped = left_out;
     if (req.limit > 0 && items.size() > size_t(req.limit)) items.resize(size_t(req.limit));
-    if (items.empty()) throw Error("cnorm eval", "no items");
+    if (items.empty()) throw Error("cnorm eval", no_items(records.size(), left_out, eo.k));
     std::set<std::string> ids;
     for (const auto& it : items)
       if (!ids.insert(it.id).second)
@@ -207,7 +216,9 @@ BiasCurvePlan bias_curve_plan(BiasCurveRequest req, const std::vector<eval::QaRe
   if (o.task == Task::Qa && records.empty()) throw OptionError("records", "required for qa");
   plan.items = task_items(o.task, records, o.k, o.seed, size_t(req.limit), skipped);
   if (plan.items.size() > size_t(req.limit)) plan.items.resize(size_t(req.limit));
-  if (plan.items.empty()) throw Error("position-bias", "no items");
+  if (plan.items.empty())
+    throw Error("position-bias",
+                no_items(records.size(), skipped ? *skipped : std::vector<std::string>{}, o.k));
   return plan;
 }
 

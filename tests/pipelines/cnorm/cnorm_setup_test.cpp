@@ -179,6 +179,35 @@ TEST(CnormSetup, AKvSweepGeneratesEnoughTokensForAUuid) {
   EXPECT_EQ(eval_plan(req, Profile{}, recs).options.max_tokens, 20);
 }
 
+// Pass 22: when every question is left out for want of distractors, the error says so (cnorm eval
+// said only "no items", where calibrate's note named the reason).
+TEST(CnormSetup, NoItemsSaysWhyEveryQuestionWasLeftOut) {
+  std::vector<eval::QaRecord> recs;
+  for (int i = 0; i < 3; ++i) {
+    eval::QaRecord r;
+    r.id = "r" + std::to_string(i);
+    r.question = "what is it " + std::to_string(i) + "?";
+    r.answers = {"cat"};
+    eval::Context c;
+    c.id = "c" + std::to_string(i);
+    c.title = "t";
+    c.text = "the cat sat";
+    r.ctxs = {c};
+    recs.push_back(r);
+  }
+  EvalRequest req;
+  req.task = "qa";
+  req.k = 5;
+  try {
+    eval_plan(req, Profile{}, recs);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cnorm eval: no items: all 3 questions left out: fewer than k - 1 = 4 other "
+              "passages without their answers (first: r0); lower -k");
+  }
+}
+
 TEST(CnormSetup, GridFormatsAndSearch) {
   CalibrationRequest r = request("qa");
   r.p_grid = "0.5,1";
