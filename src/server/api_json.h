@@ -67,8 +67,9 @@ inline const RouteSpec& model_route() {
   static const RouteSpec spec{
       .method = "GET",
       .paths = {"/v1/models/{model}", "/models/{model}"},
-      .parameter = "the served model's id, as GET /v1/models lists it (an id whose path segment "
-                   "would need percent-escapes cannot be asked for: the server refuses them)",
+      .parameter =
+          "the served model's id, as GET /v1/models lists it (an id whose path segment "
+          "would need percent-escapes cannot be asked for: the server refuses them)",
       .summary = "The served model, by its id",
       .response = kModelObjectSchema,
   };

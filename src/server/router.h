@@ -51,7 +51,7 @@ enum class Access { Key, Open };  // Open: no API key needed (only /health)
 // (openapi.h OpenApiLimits: "$max_tokens", "$max_doc_spans", ...), filled in when the document
 // is built. Checked when the route is added: text that is not JSON is a programming error.
 struct RouteSpec {
-  std::string method{};              // "GET" or "POST"
+  std::string method{};  // "GET" or "POST"
   // A path and its aliases. A path may end in one parameter, "/v1/models/{model}": it matches
   // any request path that starts with the part before "{" and goes on (exact paths first), and
   // the rest reaches the handler as RequestBody::path_parameter.
