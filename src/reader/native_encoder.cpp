@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/options.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ragform::reader {
@@ -14,6 +15,13 @@ NativeEncoder::NativeEncoder(const std::string& model_path, const NativeEncoderO
   tok_ = tok::Tokenizer::from_gguf(model_->file());
   enc_ = std::make_unique<runtime::Encoder>(*model_, pool_);
   if (opt_.max_tokens < 0) throw UsageError("encoder", "max_tokens must be >= 0");
+  // A length past the position table cannot be honoured: refused, not cut to the table without a
+  // word (pass 22: --max-tokens 600 on MiniLM read as 512, and --truncate error quoted 512).
+  if (opt_.max_tokens > model_->hp().n_ctx_train)
+    throw OptionError("max_tokens", std::to_string(opt_.max_tokens) + " is more than the " +
+                                        std::to_string(model_->hp().n_ctx_train) +
+                                        " positions of " +
+                                        std::filesystem::path(model_path).filename().string());
   // sentence-transformers truncates at its max_seq_length (256 for all-MiniLM-L6-v2, whose
   // position table holds 512): the same default gives its embeddings for 257-512-token texts.
   const std::string key = "sentence_transformers.max_seq_length";
@@ -39,7 +47,7 @@ Pooling NativeEncoder::default_pooling() const { return model_->hp().pooling; }
 int NativeEncoder::max_tokens() const {
   int n = model_->hp().n_ctx_train;
   if (trained_max_tokens_ > 0) n = std::min(n, trained_max_tokens_);
-  return opt_.max_tokens > 0 ? std::min(opt_.max_tokens, model_->hp().n_ctx_train) : n;
+  return opt_.max_tokens > 0 ? opt_.max_tokens : n;
 }
 
 std::vector<Embedding> NativeEncoder::embed(const std::vector<std::string>& texts,

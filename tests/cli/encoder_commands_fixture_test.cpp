@@ -168,6 +168,14 @@ TEST(EncoderCommands, TruncationIsCountedOrAnError) {
                         " --max-tokens 16 --truncate error --json");
   EXPECT_EQ(re.exit_code, 1);
   EXPECT_NE(re.err.find("tokens is longer than the model's 16"), std::string::npos) << re.err;
+  // A length past the model's position table is refused naming it (pass 22: it was read as the
+  // table's length without a word).
+  auto past = run_ragform("embed " + model("tiny-bert") + " --input " + quoted(dir / "in.jsonl") +
+                          " --max-tokens 1000000 --json");
+  EXPECT_EQ(past.exit_code, 2) << past.err;
+  EXPECT_NE(past.err.find("--max-tokens: 1000000 is more than the "), std::string::npos)
+      << past.err;
+  EXPECT_NE(past.err.find(" positions of tiny-bert.gguf"), std::string::npos) << past.err;
 }
 
 TEST(EncoderCommands, UsageErrors) {
