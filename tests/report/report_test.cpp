@@ -103,6 +103,27 @@ TEST(Report, CnormCalibrationAndEval) {
       << "no URL other than the SVG namespace";
 }
 
+// Pass 22: over several seeds OPA is each seed's own, averaged, which the mean curve's highest
+// point need not be: the note under the table says so (it said "accuracy at the best position"
+// beside an OPA of 1.0 and a mean curve of [0.5, 0.5]).
+TEST(Report, CnormOpaOverSeedsSaysWhatItAverages) {
+  store::RunStore st = fresh_store("report-cnorm-seeds");
+  ragform::testing::RowWriter put{st};
+  for (int seed : {1, 2}) {
+    store::RunConfig rc = config("cnorm eval");
+    rc.seed = seed;
+    const int64_t ev = st.begin_run(rc);
+    put(ev, "q0", "baseline@0", seed == 1, {}, {{"variant", "baseline"}, {"gold_position", 0}});
+    put(ev, "q0", "baseline@1", seed == 2, {}, {{"variant", "baseline"}, {"gold_position", 1}});
+  }
+  const std::string h = render(st);
+  EXPECT_NE(h.find("mean over 2 runs (seeds)"), std::string::npos);
+  EXPECT_NE(h.find("<td>Baseline</td><td>0.5000</td><td>1.0000</td>"), std::string::npos);
+  EXPECT_NE(h.find("OPA: each seed's accuracy at its own best position, averaged over the "
+                   "seeds"),
+            std::string::npos);
+}
+
 TEST(Report, CnormMissingFieldsDegrade) {
   store::RunStore st = fresh_store("report-cnorm-missing");
   ragform::testing::RowWriter put{st};
