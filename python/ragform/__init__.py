@@ -80,7 +80,8 @@ class Model(_ragform._Model):
     threads: the size of this model's own thread pool (0 = all cores). ctx: tokens per sequence;
     None = 4096, or the model's training context when that is smaller (the CLI's --ctx default).
     kv: KV cache type, "f32" or "f16". chat: prompts become the user turn of the model's chat
-    template (system: its system message). truncate: a prompt longer than ctx is an error
+    template (system: its system message; chat_template: the format's family, "chatml", "llama3",
+    "gemma", ..., for a file without a template; "" = the file's). truncate: a prompt longer than ctx is an error
     ("error") or keeps BOS and its end ("left"). f16_gemm: "exact" or "int16" (approximate).
     prefix_cache: reuse the KV rows of prompt prefixes prefilled before (the same numbers; the
     CLI's --prefix-cache), bounded by prefix_cache_mb MiB (0 = an eighth of the memory the

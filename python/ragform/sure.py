@@ -167,7 +167,7 @@ _oracle.__doc__ = """The oracle score experiment (paper A.2-A.3), as `ragform su
     per record, its documents holding a gold answer scored by eq. 5 (summed answer log-probs
     given P = (I, G, Q), averaged over the answers); the top- and bottom-ranked documents per
     query against two random ones (seeded), K-S tested on each semantic-agnostic feature.
-    Returns one dict per feature {feature, d, p, control_d, control_p}. records: QA record
+    Returns one dict per feature {feature, ks_d, p, control_ks_d, control_p}. records: QA record
     dicts or the path of a JSONL file. model (or reader=): a reader that answers score and
     tokenize (a Model, an OpenAIReader that returns log-probs, a Python reader such as
     ragform.readers.vllm). seed: declared in src/pipelines/sure/requests.h."""

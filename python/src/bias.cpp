@@ -59,8 +59,9 @@ pyb::object position_bias(const pyb::handle& model, pyb::object records, const p
   const std::shared_ptr<reader::Reader> rd = reader_arg(model, "model");
   auto* native = dynamic_cast<reader::NativeReader*>(rd.get());
   if (!native) throw UsageError("model", "position_bias reads attention: give a ragform.Model");
-  std::vector<eval::QaRecord> recs;
-  if (!records.is_none()) recs = qa_records(records);
+  // QA record dicts or the path of a JSONL file, as every records= argument (pass 23: a path was
+  // iterated as if it held records).
+  const std::vector<eval::QaRecord> recs = records_arg(records, /*with_sha=*/false).records;
   cnorm::BiasCurvePlan plan = cnorm::bias_curve_plan(req, recs);
   cnorm::PositionBiasOptions& o = plan.options;
   for (int l = 0; l < int(native->model().hp().n_layer); ++l) o.layers.push_back(l);

@@ -63,6 +63,31 @@ def test_the_same_bad_value_is_refused_by_model_and_by_the_cli(model_path, ragfo
         assert cli(env={var: value}) == var + py[len(key):]
     with pytest.raises(TypeError, match="^threads: expected an integer"):
         ragform.Model(model_path, threads="2")
+    # The chat format's name, checked whether chat is on or not (the CLI wants --chat with it).
+    with pytest.raises(ValueError) as e:
+        ragform.Model(model_path, chat_template="zephyr")
+    py = str(e.value)
+    assert py.startswith("chat_template: unknown chat format 'zephyr' (expected chatml, "), py
+    assert cli("--chat", "--chat-template", "zephyr") == "--chat-template" + py[len("chat_template"):]
+
+
+def test_chat_template_names_the_format_of_chat(model_path, ragform_bin):
+    """A file without a template (the trained Gemma GGUF has none) takes chat prompts in the named
+    format, as the CLI's --chat --chat-template; generate(chat=True) on a Model opened without
+    chat keeps the name."""
+    import json
+    import subprocess
+    m = ragform.Model(model_path, threads=1, chat=True, chat_template="chatml")
+    assert m.chat_mode == "chatml"
+    got = m.generate("Hi", n_predict=2, details=True)
+    r = subprocess.run([ragform_bin, "generate", "-m", model_path, "-t", "1", "--chat",
+                        "--chat-template", "chatml", "-p", "Hi", "-n", "2", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    assert (got["text"], got["prompt_tokens"]) == (cli["text"], cli["prompt_tokens"])
+    plain = ragform.Model(model_path, threads=1, chat_template="chatml")
+    assert plain.generate("Hi", n_predict=2, chat=True, details=True) == got
 
 
 def test_default_ctx_is_the_cli_default(model_path):

@@ -240,3 +240,15 @@ def test_bias_curve_records_the_model_hash(model, model_path):
     was assembled by hand at each front end; now common::origin_for asks the reader)."""
     curve = ragform.bias.position_bias(model, task="needle", k=3, limit=1)
     assert curve["model_sha256"] == hashlib.sha256(open(model_path, "rb").read()).hexdigest()
+
+
+def test_position_bias_reads_records_from_a_path(model, nq_records, tmp_path):
+    """Pass 23: records= takes QA record dicts or the path of a JSONL file (python.md); a path
+    was iterated as if it held records ("record 1: its fields match no known QA format")."""
+    import json
+    recs = nq_records[:2]
+    path = tmp_path / "dev.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    from_list = ragform.bias.position_bias(model, task="qa", k=2, limit=2, records=recs)
+    assert ragform.bias.position_bias(model, task="qa", k=2, limit=2, records=str(path)) == from_list
+    assert ragform.bias.position_bias(model, task="qa", k=2, limit=2, records=path) == from_list

@@ -287,7 +287,7 @@ int run_reproduce(const std::vector<std::string>& argv) {
 
   std::unique_ptr<reader::Reader> reader;
   if (remote) {
-    reader = xf.open(rf);
+    reader = xf.open(rf, /*ctx_caps_prompts=*/true);
   } else {
     reader = rf.open_native();  // resolves --ctx to the model's training context
   }

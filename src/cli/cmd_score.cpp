@@ -14,9 +14,14 @@ namespace {
 int run_score(const std::vector<std::string>& argv) {
   Args a(
       "score", "Log-probabilities of a continuation given a prompt (or of the prompt itself).",
-      "prompt + continuation are tokenised together; the tokens past the prompt's own tokens are\n"
-      "scored. With --chat the continuation follows the assistant turn's opening (where a reply\n"
-      "is generated); --truncate left cuts the prompt only, so the whole continuation is scored.\n"
+      "prompt + continuation are tokenised together; the tokens past the longest prefix they "
+      "share\n"
+      "with the prompt's own are scored (a token across the boundary, \" Ro\" + \"me\" -> \" "
+      "Rome\",\n"
+      "is scored whole; prompt_tokens counts the tokens before it). With --chat the continuation\n"
+      "follows the assistant turn's opening (where a reply is generated); --truncate left cuts "
+      "the\n"
+      "prompt only, so the whole continuation is scored.\n"
       "Without --continuation every prompt token after the first is scored.\n"
       "--json prints {\"tokens\": [{\"id\", \"piece\", \"logprob\"}], \"sum\", "
       "\"prompt_tokens\"}.");

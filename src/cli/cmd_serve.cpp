@@ -202,9 +202,6 @@ struct ServeFlags {
            "sleep MS after each forward pass (to watch streaming on a tiny model; 0 = full speed)",
            0)
           .range(0, 10000);
-  Opt<std::string>& tmpl = a.opt<std::string>(
-      "--chat-template", "NAME",
-      "chat format for /v1/chat/completions (chatml, llama3, ...; default: the model's)", "");
   Opt<std::string>& cnorm_profile = a.opt<std::string>(
       "--cnorm-profile", "FILE",
       "C-NORM profile (cnorm calibrate) for /v1/rag/normalize requests that bring none", "");
@@ -322,7 +319,7 @@ void serve_model(ServeFlags& f, const std::string& key, const std::string& profi
   ao.max_prompt_tokens = f.max_prompt.value;
   ao.max_tokens = f.max_tokens.value;
   ao.n_ctx = f.rf.ctx.value;
-  ao.chat_template = f.tmpl.value;
+  ao.chat_template = f.rf.chat_template.value;  // the reader's setting: --chat's format too
   ao.cnorm_profile = profile_json;
   ao.cnorm_profile_name = f.cnorm_profile.value;
   ao.vectors = std::move(wv);
@@ -369,6 +366,7 @@ int run_serve(const std::vector<std::string>& argv) {
       "describes the server's routes (OpenAPI 3.1); --openapi prints the document of both kinds\n"
       "of server.");
   ServeFlags f(a);
+  f.rf.template_without_chat = true;  // --chat-template: /v1/chat/completions' format too
   if (!a.parse(argv)) return 0;
   if (f.openapi.value) {
     std::fputs(server::serve_openapi_text(f.limits()).c_str(), stdout);

@@ -12,9 +12,11 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "base/options.h"
 #include "cli/args.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
+#include "cli/reader_flags.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -36,6 +38,7 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
                       "render the text as the user turn of the model's chat template first, and "
                       "print the rendered prompt on stderr");
   auto& system = a.opt<std::string>("--system", "TEXT", "system message for --chat", "");
+  auto& chat_template = chat_template_flag(a);
   if (!a.parse(argv)) return 0;
   if (text.seen == file.seen) throw UsageError("tokenize", "give exactly one of --text or --file");
 
@@ -43,11 +46,20 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
   auto f = gguf::File::open(model.value);
   auto tok = tok::Tokenizer::from_gguf(*f);
   std::vector<int32_t> ids;
+  if (chat_template.seen && !chat.value)
+    throw UsageError("--chat-template", "names the format of --chat; give --chat too");
   if (chat.value) {
-    auto family = tok::detect_chat_family(f->get_string("tokenizer.chat_template", ""));
+    tok::ChatFamily family;
+    try {
+      family =
+          tok::chat_family_of(f->get_string("tokenizer.chat_template", ""), chat_template.value);
+    } catch (const OptionError& e) {
+      throw UsageError("--chat-template", e.why());
+    }
     if (family == tok::ChatFamily::None)
-      throw Error("tokenize",
-                  model.value + ": --chat asked for, but the model has no chat template");
+      throw Error("tokenize", model.value +
+                                  ": --chat asked for, but the model has no chat template: name "
+                                  "its format with --chat-template");
     std::vector<tok::ChatMessage> msgs;
     if (!system.value.empty()) msgs.push_back({"system", system.value});
     msgs.push_back({"user", prompt});

@@ -101,7 +101,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
     f.rf.resolve_ctx();
     reader = f.rf.open_native();
   } else {
-    reader = f.remote.open(f.rf);
+    reader = f.remote.open(f.rf, /*ctx_caps_prompts=*/true);
   }
   std::tie(o.ctx, o.ctx_source) =
       context_cap(f.rf.ctx.seen ? std::optional<size_t>(f.rf.ctx.value) : std::nullopt, native,

@@ -52,6 +52,8 @@ Opt<int>& threads_flag(Args& a) { return int_flag(a, "threads"); }
 
 Opt<std::string>& kv_flag(Args& a) { return text_flag(a, "kv"); }
 
+Opt<std::string>& chat_template_flag(Args& a) { return text_flag(a, "chat_template"); }
+
 ReaderFlags::ReaderFlags(Args& a, bool model_required)
     : model(a.opt<std::string>("-m,--model", "FILE", "GGUF model file")),
       ctx(int_flag(a, "ctx", reader::kDefaultContext)),
@@ -60,6 +62,7 @@ ReaderFlags::ReaderFlags(Args& a, bool model_required)
       f16_gemm(f16_gemm_flag(a)),
       chat(switch_flag(a, "chat")),
       system(text_flag(a, "system")),
+      chat_template(chat_template_flag(a)),
       truncate(text_flag(a, "truncate")),
       prefix_cache(text_flag(a, "prefix_cache")),
       prefix_cache_mb(int_flag(a, "prefix_cache_mb")) {
@@ -88,12 +91,15 @@ reader::NativeOptions ReaderFlags::native_options() const {
   // The CLI's on|off is its own spelling of the setting's bool.
   if (prefix_cache.value != "on" && prefix_cache.value != "off")
     throw UsageError("--prefix-cache", "expected on or off, got '" + prefix_cache.value + "'");
+  if (chat_template.seen && !chat.value && !template_without_chat)
+    throw UsageError("--chat-template", "names the format of --chat; give --chat too");
   reader::EngineSettings s;
   s.threads = threads.value;
   s.ctx = ctx.value;
   s.kv = kv.value;
   s.chat = chat.value;
   s.system = system.value;
+  s.chat_template = chat_template.value;
   s.truncate = truncate.value;
   s.prefix_cache = prefix_cache.value == "on";
   s.prefix_cache_mb = prefix_cache_mb.value;

@@ -1,5 +1,6 @@
 // The flags every reader-using command shares, declared once:
-//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --f16-gemm, --chat, --system, --truncate,
+//   -m MODEL.gguf, --ctx, --kv f32|f16, --threads, --f16-gemm, --chat, --system, --chat-template,
+//   --truncate,
 //   --prefix-cache on|off, --prefix-cache-mb N
 // and the prompt source: -p TEXT or --file F (exact bytes).
 #pragma once
@@ -20,6 +21,9 @@ Opt<std::string>& f16_gemm_flag(Args& a);
 Opt<int>& threads_flag(Args& a);
 // --kv f32|f16 as declared there, for commands that make a KV cache without a reader (bench).
 Opt<std::string>& kv_flag(Args& a);
+// --chat-template NAME as declared there, for commands that render a chat prompt without a reader
+// (tokenize --chat).
+Opt<std::string>& chat_template_flag(Args& a);
 
 struct ReaderFlags {
   explicit ReaderFlags(Args& a, bool model_required = true);
@@ -30,9 +34,13 @@ struct ReaderFlags {
   Opt<std::string>& f16_gemm;
   Flag& chat;
   Opt<std::string>& system;
+  Opt<std::string>& chat_template;
   Opt<std::string>& truncate;
   Opt<std::string>& prefix_cache;
   Opt<int>& prefix_cache_mb;
+  // Whether --chat-template means something without --chat (serve: /v1/chat/completions' format);
+  // elsewhere it alone is a usage error.
+  bool template_without_chat = false;
   // Sets --ctx to the model's training context when it was not given and the default exceeds it
   // (a note on stderr), or notes a given --ctx beyond it. Called by native_options(); commands
   // that read ctx.value before opening the reader call it first.

@@ -1,6 +1,8 @@
 #include "cli/remote_flags.h"
 
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/options.h"
@@ -67,9 +69,23 @@ void RemoteFlags::check() const {
     throw UsageError("--base-url", "--reader openai needs --base-url URL");
 }
 
-std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf) const {
+std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf,
+                                                  bool ctx_caps_prompts) const {
   check();
   if (reader.value == "native") return rf.open_native();
+  const std::vector<std::pair<bool, const char*>> native_only = {
+      {rf.kv.seen, "--kv"},
+      {rf.truncate.seen, "--truncate"},
+      {rf.prefix_cache.seen, "--prefix-cache"},
+      {rf.prefix_cache_mb.seen, "--prefix-cache-mb"},
+      {rf.f16_gemm.seen, "--f16-gemm"},
+      {rf.chat_template.seen, "--chat-template"},
+      {rf.ctx.seen && !ctx_caps_prompts, "--ctx"}};
+  for (const auto& [seen, flag] : native_only)
+    if (seen)
+      throw UsageError(flag,
+                       "sets the native engine; with --reader openai the server's own "
+                       "setting holds (start `ragform serve` with it)");
   return open_other(rf, rf.model.value, base_urls());
 }
 

@@ -37,8 +37,12 @@ struct RemoteFlags {
   std::string base_urls() const;
   // UsageError for an unknown --reader or a missing --base-url (before any input is read).
   void check() const;
-  // The reader these flags and `rf` describe; check() first.
-  std::unique_ptr<reader::Reader> open(const ReaderFlags& rf) const;
+  // The reader these flags and `rf` describe; check() first. With --reader openai a flag of the
+  // native engine (--kv, --truncate, --prefix-cache, --prefix-cache-mb, --f16-gemm,
+  // --chat-template, and --ctx unless `ctx_caps_prompts`: tune and reproduce fit prompts to it)
+  // is a usage error: the server's own setting holds, and the numbers would be those of a call
+  // that ignored it (pass 23: score --ctx 10 --truncate left gave the untruncated sum).
+  std::unique_ptr<reader::Reader> open(const ReaderFlags& rf, bool ctx_caps_prompts = false) const;
   // A second served reader with the same HTTP, key and chat settings: the model `model` at `url`
   // (default: --base-url), e.g. a judge or a perturber beside the reader under test.
   std::unique_ptr<reader::Reader> open_other(const ReaderFlags& rf, const std::string& model,

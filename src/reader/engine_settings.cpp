@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "engine/ops/cpu_features.h"
+#include "engine/tokenizer/chat_template.h"
 
 namespace ragform::reader {
 
@@ -55,6 +56,8 @@ NativeOptions native_options(const EngineSettings& s, int training_context) {
   o.engine = engine_options(s);  // every range, before the rest
   o.chat = s.chat;
   o.system_prompt = s.system;
+  if (!s.chat_template.empty()) tok::chat_format(s.chat_template);  // the one check of the name
+  o.chat_template = s.chat_template;
   o.overflow = option_choice("truncate", s.truncate, {"error", "left"}) == 0
                    ? Overflow::Error
                    : Overflow::TruncateLeft;

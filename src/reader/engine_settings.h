@@ -38,6 +38,9 @@ struct EngineSettings {
   std::optional<std::string> cpu;   // unset: what the CPU has
   std::optional<std::string> load;  // unset: files of 64 MB+ into huge pages where there is room
   std::string numerics = "ggml";    // whose rounding of RoPE angles and GELU (engine_options.h)
+  // The chat format's family name ("" = the model file's tokenizer.chat_template). Last, so
+  // Model's positional parameters before it keep their places.
+  std::string chat_template;
 
   template <class V>
   void visit(V&& v) {
@@ -102,6 +105,14 @@ struct EngineSettings {
           .from_env("RAGFORM_NUMERICS")
           .first(),
       numerics);
+    v(OptionDecl{"chat_template", "--chat-template", "NAME",
+                 "chat format for --chat (and serve's /v1/chat/completions): chatml, llama2, "
+                 "llama2-sys, llama2-sys-bos, llama2-sys-strip, mistral-v1, mistral-v3, "
+                 "mistral-v3-tekken, mistral-v7, mistral-v7-tekken, phi3, llama3 or gemma "
+                 "(default: the model file's tokenizer.chat_template)"}
+          .empty_value()
+          .first(),
+      chat_template);
   }
 };
 

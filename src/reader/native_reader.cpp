@@ -35,14 +35,13 @@ NativeReader::NativeReader(const std::string& model_path, const NativeOptions& o
   cp.prefix_cache = prefix_cache_;
   ctx_ = std::make_unique<runtime::Context>(*model_, cp);
   if (opt.chat) {
-    auto family = tok::detect_chat_family(model_->file().get_string("tokenizer.chat_template", ""));
+    const tok::ChatFamily family = tok::chat_family_of(
+        model_->file().get_string("tokenizer.chat_template", ""), opt.chat_template);
     if (family == tok::ChatFamily::None)
-      throw Error(
-          "reader",
-          model_path +
-              ": chat mode asked for, but the model file has no recognised chat template "
-              "(tokenizer.chat_template; --chat reads the file's own, and serve's --chat-template "
-              "names the format of /v1/chat/completions only): give raw prompts");
+      throw Error("reader", model_path +
+                                ": chat mode asked for, but the model file has no recognised chat "
+                                "template (tokenizer.chat_template): name its format with "
+                                "--chat-template (chat_template=), or give raw prompts");
     chat_family_ = int(family);
   }
 }
@@ -156,8 +155,8 @@ runtime::Steering NativeReader::resolve_steering(const TokenizedPrompt& tokens,
         const runtime::CharSpan& c = steer.spans[i];
         throw runtime::SteerError("spans", "span " + std::to_string(c.begin) + ":" +
                                                std::to_string(c.end) +
-                                               " lies in the part of the prompt --truncate left "
-                                               "cut to fit the context");
+                                               " lies in the part of the prompt that was cut to "
+                                               "fit the context (truncate left)");
       }
       s.begin = std::max(s.begin - removed, first);
       s.end -= removed;
@@ -254,7 +253,15 @@ ScoreResult NativeReader::score(const std::string& prompt, const std::string& co
   size_t split = 0;
   while (split < head.size() && split < whole.ids.size() && head[split] == whole.ids[split])
     ++split;
-  if (split == 0) split = 1;
+  // No token before the continuation (a model without BOS, and an empty prompt or one whose only
+  // token merges with the continuation's first): its first token has nothing to be scored after.
+  // Refused (pass 23: it was moved into the prompt and the sum left it out without a word).
+  if (split == 0)
+    throw Error("score", "no token comes before the continuation to score its first token after: " +
+                             std::string(head.empty() ? "the prompt is empty"
+                                                      : "the prompt's tokens merge with it") +
+                             " and this model adds no BOS; give a prompt that ends where the "
+                             "continuation starts");
   if (split >= whole.ids.size()) throw Error("score", "the continuation adds no tokens");
   // The overflow policy cuts the prompt only: the continuation is what is scored (pass 22:
   // prompt and whole text were cut apart, and the tokens the cut text did not share with the cut

@@ -47,6 +47,7 @@ struct NativeOptions {
   EngineOptions engine;       // thread pool (or thread count), CPU tier, F16 path, load mode
   bool chat = false;          // wrap prompts in the model's chat template (user turn)
   std::string system_prompt;  // chat mode only
+  std::string chat_template;  // chat mode: a family name (tok::family_from_name); "" = the file's
   Overflow overflow = Overflow::Error;
   // Prefix cache (engine/runtime/prefix_cache.h): prompts reuse the KV rows of the longest
   // prefix prefilled before. Exact (the rows are the same numbers); off costs only speed.

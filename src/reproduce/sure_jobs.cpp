@@ -108,9 +108,12 @@ void table1_values(const std::vector<sure::ReportRow>& rows, std::vector<Value>&
       out.push_back(proportion(m, s + " WR", double(r.win), n, 100));
       out.push_back(proportion(m, s + " Acc", double(r.pert_correct), n, 100));
     }
+    // Org is the originals' accuracy: each original once, however many of the category's
+    // perturbations it was paired with.
     if (row.scope == "category_pooled" && row.subset != "all" && row.subset != "U-N")
       out.push_back(proportion(category_name(row.key) + " (category)",
-                               subset_name(row.subset) + " Org", double(r.org_correct), n, 100));
+                               subset_name(row.subset) + " Org", double(r.originals_correct),
+                               double(r.originals), 100));
   }
 }
 

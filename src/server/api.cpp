@@ -173,13 +173,8 @@ Api::Api(reader::NativeReader& reader, Engine& engine, ApiOptions opt)
     : reader_(reader), engine_(engine), opt_(std::move(opt)), created_(now_s()) {
   if (opt_.max_prompt_tokens <= 0 || opt_.max_prompt_tokens > opt_.n_ctx)
     opt_.max_prompt_tokens = opt_.n_ctx;
-  chat_family_ = int(
-      tok::detect_chat_family(reader_.model().file().get_string("tokenizer.chat_template", "")));
-  if (!opt_.chat_template.empty()) {
-    auto f = tok::family_from_name(opt_.chat_template);
-    if (!f) throw UsageError("serve", "unknown chat template family '" + opt_.chat_template + "'");
-    chat_family_ = int(*f);
-  }
+  chat_family_ = int(tok::chat_family_of(
+      reader_.model().file().get_string("tokenizer.chat_template", ""), opt_.chat_template));
   own_ = std::make_unique<Router>();
   add_routes(*own_);
 }

@@ -88,4 +88,48 @@ TEST(TokenizeChat, GenerateChatPromptKeepsMessageTextAsText) {
   EXPECT_GE(injected, prompt_tokens("<|im_end|"));
 }
 
+// Issue 40 (pass 21's leftover): --chat-template names the chat format of --chat for a file without
+// a template (the trained Gemma GGUF has none) in every reader command and tokenize, as serve's
+// did for /v1/chat/completions only. The rendered prompt is the named family's; a name ragform
+// does not render is a usage error listing those it does; --chat-template alone is one too.
+TEST(TokenizeChat, ChatTemplateNamesTheFormatOfChat) {
+  REQUIRE_SHARED(src, "fixtures/models/tiny-qwen2.gguf");
+  const auto dir = ragform::testing::temp_dir("chat_template_flag");
+  const std::string with_file_template = qwen_chatml(src, dir);  // the file's template: chatml
+  const std::string m = " -m '" + src.string() + "'";
+  auto named = run_ragform("tokenize" + m + " --text Hi --chat --chat-template chatml --json");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.err.find("chat template: chatml"), std::string::npos) << named.err;
+  auto from_file = run_ragform("tokenize -m '" + with_file_template + "' --text Hi --chat --json");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_EQ(json::parse(named.out)["ids"], json::parse(from_file.out)["ids"]);
+  // generate and score read the same flag (the reader's setting).
+  auto gen = run_ragform("generate" + m + " --chat --chat-template chatml -p Hi -n 1 --json");
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_EQ(json::parse(gen.out)["prompt_tokens"].get<size_t>(),
+            json::parse(named.out)["ids"].size());
+  auto gen_file = run_ragform("generate -m '" + with_file_template + "' --chat -p Hi -n 1 --json");
+  ASSERT_EQ(gen_file.exit_code, 0) << gen_file.err;
+  EXPECT_EQ(json::parse(gen.out)["prompt_tokens"], json::parse(gen_file.out)["prompt_tokens"]);
+  auto sc = run_ragform("score" + m + " --chat --chat-template llama3 -p Hi -c there --json");
+  EXPECT_EQ(sc.exit_code, 0) << sc.err;
+  // Refusals: an unknown name (listing the known ones), "none", the flag without --chat.
+  for (const std::string& bad : {std::string("zephyr"), std::string("none")}) {
+    for (const std::string& verb : {std::string("tokenize") + m + " --text Hi",
+                                    std::string("generate") + m + " -p Hi -n 1"}) {
+      auto r = run_ragform(verb + " --chat --chat-template " + bad);
+      EXPECT_EQ(r.exit_code, 2) << verb << " " << r.err;
+      EXPECT_NE(r.err.find("--chat-template: unknown chat format '" + bad +
+                           "' (expected chatml, llama2,"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+  auto alone = run_ragform("generate" + m + " --chat-template chatml -p Hi -n 1");
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("--chat-template: names the format of --chat; give --chat too"),
+            std::string::npos)
+      << alone.err;
+}
+
 }  // namespace

@@ -224,6 +224,30 @@ TEST(NativeReader, AChatScoreScoresTheContinuationAsTheAssistantsReply) {
   EXPECT_EQ(gen.prompt_tokens, s.prompt_tokens);
 }
 
+// Pass 23: on a model without BOS, a continuation with no token before it (an empty prompt, or a
+// prompt whose only token merges with the continuation's first) is refused: its first token was
+// moved into the prompt and the sum left it out without a word.
+TEST(NativeReader, AContinuationWithNoTokenBeforeItIsRefused) {
+  REQUIRE_SHARED(model, "fixtures/models/tiny-qwen2.gguf");
+  NativeReader r(model.string(), {});
+  ASSERT_TRUE(r.prompt_tokens("").empty());  // no BOS
+  for (const auto& [prompt, cont] :
+       std::vector<std::pair<std::string, std::string>>{{"", "Hello world"}, {"Hel", "lo world"}}) {
+    try {
+      r.score(prompt, cont);
+      FAIL() << "no error for '" << prompt << "' + '" << cont << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no token comes before the continuation"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // With a prompt token before it, every continuation token is scored.
+  const ScoreResult s = r.score("Hello", " world");
+  ASSERT_EQ(s.tokens.size(), 1u);
+  EXPECT_EQ(s.prompt_tokens, 1);
+}
+
 TEST(Context, BatchedPrefillEqualsOneByOneAndF16KvHalvesMemory) {
   auto m = model::Model::load(testing::shared_path("fixtures/models/tinyq-q4_k_m.gguf").string());
   runtime::Context ctx(*m, {256, runtime::KvType::F32, nullptr});

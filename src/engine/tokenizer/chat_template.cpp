@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/excerpt.h"
+#include "base/options.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ragform::tok {
@@ -193,6 +195,26 @@ std::optional<ChatFamily> family_from_name(std::string_view name) {
   for (const auto& [fam, n] : kNames)
     if (name == n) return fam;
   return std::nullopt;
+}
+
+std::string renderable_family_names() {
+  std::string out;
+  for (const auto& [fam, n] : kNames)
+    if (fam != ChatFamily::None && fam != ChatFamily::Unknown)
+      out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+ChatFamily chat_format(std::string_view name) {
+  const auto f = family_from_name(name);
+  if (!f || *f == ChatFamily::None || *f == ChatFamily::Unknown)
+    throw OptionError("chat_template", "unknown chat format '" + excerpt(name) + "' (expected " +
+                                           renderable_family_names() + ")");
+  return *f;
+}
+
+ChatFamily chat_family_of(std::string_view file_template, std::string_view name) {
+  return name.empty() ? detect_chat_family(file_template) : chat_format(name);
 }
 
 ChatFamily detect_chat_family(std::string_view tmpl) {

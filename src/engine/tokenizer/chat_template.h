@@ -60,6 +60,15 @@ ChatFamily detect_chat_family(std::string_view tmpl);
 std::string family_name(ChatFamily f);
 // Inverse of family_name (for a --chat-template flag); nullopt for an unknown name.
 std::optional<ChatFamily> family_from_name(std::string_view name);
+// The names of the families ragform renders (not "none" or "unknown"), comma-separated in the
+// order above: what a chat format setting accepts.
+std::string renderable_family_names();
+// A chat format by its name (--chat-template, chat_template=): OptionError("chat_template") naming
+// the accepted ones for a name ragform does not render ("none" and "unknown" included).
+ChatFamily chat_format(std::string_view name);
+// The family a model's chat prompts take: `name`'s when given (chat_format), else the one detected
+// from the file's template text (None when it has none).
+ChatFamily chat_family_of(std::string_view file_template, std::string_view name);
 
 // Renders `messages` in the family's format; `add_generation_prompt` appends the opening of an
 // assistant turn where the format has one (ChatML, Phi-3, Llama-3, Gemma; the [INST] formats end

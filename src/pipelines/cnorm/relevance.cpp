@@ -225,6 +225,19 @@ std::vector<DocumentRelevance> document_relevance(const std::string& prompt,
                                                   const reader::AttentionRows& row,
                                                   const std::vector<CharSpan>& spans,
                                                   const std::vector<double>* bias, Measure m) {
+  // A document's slot in the bias curve is its place among the prompt's documents: with a curve
+  // the spans are those documents, in the prompt's order and apart (pass 23: a list in another
+  // order calibrated each document with another slot's bias, and a span given twice with two).
+  if (bias)
+    for (size_t k = 1; k < spans.size(); ++k)
+      if (spans[k].begin < spans[k - 1].end)
+        throw UsageError("document spans",
+                         "span " + std::to_string(spans[k].begin) + ":" +
+                             std::to_string(spans[k].end) + " starts before span " +
+                             std::to_string(spans[k - 1].begin) + ":" +
+                             std::to_string(spans[k - 1].end) +
+                             " ends: calibrated relevance takes the documents in the prompt's "
+                             "order, apart (a document's slot in the bias curve is its place)");
   const std::vector<TokenSpan> tokens = resolve_spans(prompt, r.pieces, spans);
   const std::vector<double> mass = span_masses(row.mean, tokens);
   const std::vector<double> mean = span_attention(row.mean, tokens, Measure::Mean);

@@ -26,7 +26,9 @@ double token_similarity(const EncodedText& a, const Token& ta, const EncodedText
   const float* y = b.row(tb.vec);
   double d = 0;
   for (int i = 0; i < a.dim; ++i) d += double(x[i]) * y[i];
-  return d;  // rows are unit-normalised
+  // Rows are unit-normalised in float: a row with itself sums past 1 by rounding (pass 23: "s":
+  // 1.00000001 for band/band). A cosine is within [-1, 1].
+  return std::clamp(d, -1.0, 1.0);
 }
 
 std::vector<std::vector<double>> top_k_sums(const std::vector<std::vector<double>>& s,

@@ -132,7 +132,21 @@ std::string build_prompt(const std::string& question, const std::vector<std::str
 
 Selection select_and_annotate(const std::string& question, const std::vector<Document>& docs,
                               const ScoredQuestion& scored, const SelectParams& p) {
-  std::vector<size_t> idx = top_sentences(scored, p.top_K);
+  // The K best sentences that hold any text: an empty or blank sentence (HotpotQA has some) is
+  // no evidence, and was selected with an empty line scored from its title alone (pass 23).
+  const auto blank = [&](size_t i) {
+    const SentenceScore& s = scored.sentences[i];
+    const Document& d = docs.at(s.doc);
+    const text::TextSpan sp = d.sentences.at(s.sent);
+    return d.text.substr(sp.begin, sp.size()).find_first_not_of(" \t\n\r") == std::string::npos;
+  };
+  if (p.top_K < 1)
+    throw UsageError("spotlight", "sentence count K must be >= 1, got " + std::to_string(p.top_K));
+  std::vector<size_t> idx;
+  for (size_t i : top_sentences(scored, std::max<int>(p.top_K, int(scored.sentences.size())))) {
+    if (idx.size() == size_t(p.top_K)) break;
+    if (!blank(i)) idx.push_back(i);
+  }
   if (p.order == Order::Document) std::sort(idx.begin(), idx.end());
   Selection out;
   std::vector<std::string> lines;

@@ -1,5 +1,8 @@
 #include "pipelines/sure/metrics.h"
 
+#include <map>
+#include <string>
+
 #include "eval/stats.h"
 #include "pipelines/sure/taxonomy.h"
 
@@ -38,11 +41,15 @@ Rates count_rates(const std::vector<Outcome>& group) {
     r.org_correct += o.y_org;
     r.pert_correct += o.y_pert;
   }
+  std::map<std::string, bool> originals;
+  for (const auto& o : group) originals.emplace(o.pair_id, o.y_org);
+  r.originals = static_cast<int64_t>(originals.size());
+  for (const auto& [id, right] : originals) r.originals_correct += right;
   double n = static_cast<double>(r.n);
   r.lr = r.lose / n;  // eq. 3 and its WR / LR analogues
   r.rr = r.robust / n;
   r.wr = r.win / n;
-  r.org = r.org_correct / n;
+  r.org = double(r.originals_correct) / double(r.originals);  // each original once
   r.acc = r.pert_correct / n;
   r.mcnemar_p = eval::mcnemar(static_cast<uint64_t>(r.lose), static_cast<uint64_t>(r.win)).p_exact;
   return r;
@@ -75,6 +82,7 @@ nlohmann::ordered_json ReportRow::to_json() const {
   j["RR"] = rates.rr;
   j["WR"] = rates.wr;
   j["Org"] = rates.org;
+  j["originals"] = rates.originals;
   j["Acc"] = rates.acc;
   if (scope == "category") j["perturbations"] = perturbations;
   if (rates.rr_ci_lo) {
@@ -90,6 +98,7 @@ std::optional<ReportRow> category_robustness(const std::vector<Outcome>& outcome
                                              const std::string& category) {
   ReportRow row{"category", category, "golden", {}, 0};
   Rates& m = row.rates;
+  std::map<std::string, bool> originals;  // over the category's perturbations, each once
   for (const auto& k : all_kinds()) {
     if (k.category != category) continue;
     std::vector<Outcome> g;
@@ -97,6 +106,7 @@ std::optional<ReportRow> category_robustness(const std::vector<Outcome>& outcome
       if (o.perturbation == k.name && (o.subset == Subset::KG || o.subset == Subset::UG))
         g.push_back(o);
     if (g.empty()) continue;
+    for (const auto& o : g) originals.emplace(o.pair_id, o.y_org);
     Rates r = count_rates(g);
     ++row.perturbations;
     m.n += r.n;
@@ -112,6 +122,8 @@ std::optional<ReportRow> category_robustness(const std::vector<Outcome>& outcome
     m.acc += r.acc;
   }
   if (row.perturbations == 0) return std::nullopt;
+  m.originals = static_cast<int64_t>(originals.size());
+  for (const auto& [id, right] : originals) m.originals_correct += right;
   double k = row.perturbations;
   m.lr /= k;
   m.rr /= k;

@@ -48,6 +48,11 @@ struct Rates {
   double lr = 0, rr = 0, wr = 0, org = 0, acc = 0;
   std::optional<double> rr_ci_lo, rr_ci_hi;  // bootstrap, when n >= 2
   double mcnemar_p = 1;                      // exact two-sided
+  // The distinct originals (pair ids) of the group and how many were answered right: a group that
+  // pools several perturbations holds each original once per perturbation, and an interval of
+  // the originals' accuracy is over the originals (pass 23: reproduce's category Org counted n = 8
+  // for 2 originals).
+  int64_t originals = 0, originals_correct = 0;
 };
 
 // Rates of a group (n == 0 gives all zeros).

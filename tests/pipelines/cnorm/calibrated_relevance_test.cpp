@@ -105,6 +105,26 @@ TEST(CalibratedRelevance, APlantedDocumentRanksFirstAtEverySlot) {
   }
 }
 
+// Pass 23: a document's slot is its place in the prompt. Spans in another order, or overlapping,
+// are refused with a curve (a reordered list calibrated each document with another slot's bias;
+// a span given twice got two); without one they are only masses, in the order asked.
+TEST(CalibratedRelevance, SpansOutOfThePromptsOrderAreRefusedWithACurve) {
+  const std::vector<double> bias = {0.30, 0.10, 0.27};
+  BiasCurve curve;
+  curve.curve = bias;
+  curve.k = bias.size();
+  Planted p = planted_at(1, bias, 0.03);
+  std::vector<CharSpan> reordered = {p.spans[2], p.spans[0], p.spans[1]};
+  EXPECT_THROW(document_report(p.prompt, p.result, p.result.rows[0], reordered, &curve),
+               UsageError);
+  std::vector<CharSpan> twice = {p.spans[0], p.spans[0], p.spans[1]};
+  EXPECT_THROW(document_report(p.prompt, p.result, p.result.rows[0], twice, &curve), UsageError);
+  const nlohmann::json raw =
+      document_report(p.prompt, p.result, p.result.rows[0], reordered, nullptr);
+  EXPECT_EQ(raw["documents"].size(), 3u);
+  EXPECT_NO_THROW(document_report(p.prompt, p.result, p.result.rows[0], p.spans, &curve));
+}
+
 TEST(CalibratedRelevance, UsesTheCurveOfTheRowsLayer) {
   BiasCurve curve;
   curve.curve = {0.0, 0.0, 0.0};

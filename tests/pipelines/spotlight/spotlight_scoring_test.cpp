@@ -266,6 +266,17 @@ TEST(SpotlightEncoder, OovRuleAndIdentityTokens) {
   EXPECT_EQ(s.oov, 2u);
   // Vectors are unit-normalised: "the" = (3,4)/5.
   EXPECT_NEAR(m.row(m.tokens[0].vec)[0], 0.6, 1e-6);
+  // A cosine is within [-1, 1]: float rows a rounding past unit length give 1 (pass 23: "s":
+  // 1.00000001 for band/band).
+  EncodedText over;
+  over.dim = 2;
+  over.vectors = {0.70710683f, 0.70710683f, -0.70710683f, -0.70710683f};  // |v|^2 = 1.0000001
+  Token a, b;
+  a.vec = 0;
+  b.vec = 1;
+  over.tokens = {a, b};
+  EXPECT_EQ(token_similarity(over, over.tokens[0], over, over.tokens[0]), 1.0);
+  EXPECT_EQ(token_similarity(over, over.tokens[0], over, over.tokens[1]), -1.0);
 }
 
 TEST(SpotlightEncoder, WordVectorFileErrors) {

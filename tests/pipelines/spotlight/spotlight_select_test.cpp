@@ -60,6 +60,20 @@ TEST(SpotlightAnnotate, SelectOrdersAndAnnotates) {
   EXPECT_EQ(s.prompt, "Question: Q?\nEvidence:\nx y.\nMary Ann went.\nIn 1990 z.\nAnswer:");
 }
 
+// Pass 23: an empty or blank sentence (HotpotQA has some) is never selected, however it scores:
+// it was annotated with an empty evidence line. The next sentences fill its place.
+TEST(SpotlightAnnotate, BlankSentencesAreNotSelected) {
+  std::vector<Document> docs{{"d0", "T0", "A b.   C d.", {{0, 4}, {4, 7}, {7, 11}}}};
+  ScoredQuestion sq;
+  sq.sentences = {{0, 0, 0.2, 0.5, {}}, {0, 1, 0.9, 1.0, {}}, {0, 2, 0.1, 0.0, {}}};
+  const Selection s = select_and_annotate("Q?", docs, sq, {2, Order::Score, true});
+  ASSERT_EQ(s.selected.size(), 2u);
+  EXPECT_EQ(s.selected[0].text, "A b.");
+  EXPECT_EQ(s.selected[1].text, "C d.");
+  EXPECT_EQ(s.prompt.find(" \n"), std::string::npos) << s.prompt;
+  EXPECT_THROW(select_and_annotate("Q?", docs, sq, {0, Order::Score, true}), UsageError);
+}
+
 TEST(SpotlightContextSweep, GoldPlusFirstDistractorsInFileOrder) {
   std::vector<Document> docs;
   for (int i = 0; i < 6; ++i) docs.push_back({"d" + std::to_string(i), "", "x.", {{0, 2}}});

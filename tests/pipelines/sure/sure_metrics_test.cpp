@@ -1,6 +1,8 @@
 // RR/WR/LR (SURE eq. 3) on hand-built outcomes, checked against hand computation; parsing helpers.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "base/error.h"
 #include "pipelines/sure/evaluate.h"
 #include "pipelines/sure/metrics.h"
@@ -11,8 +13,10 @@
 using namespace ragform::sure;
 
 namespace {
+// An outcome of its own original (a new pair id each call).
 Outcome o(const char* kind, const char* cat, Subset s, bool org, bool pert) {
-  return Outcome{"x", kind, cat, s, org, pert};
+  static int n = 0;
+  return Outcome{"p" + std::to_string(n++), kind, cat, s, org, pert};
 }
 }  // namespace
 
@@ -90,6 +94,32 @@ TEST(SureMetrics, CategoryRobustnessIsTheMeanOfPerturbationRatesOnGoldenPairs) {
   EXPECT_DOUBLE_EQ(paper->rates.rr, 0.75);
   EXPECT_DOUBLE_EQ(pooled->rates.rr, 0.8);
   EXPECT_FALSE(pooled->to_json().contains("perturbations"));
+}
+
+// Pass 23: a group that pools perturbations holds each original once per perturbation; Org and
+// `originals` count each original once (reproduce's category Org had n = 8 for 2 originals, and a
+// Wilson interval four times too narrow).
+TEST(SureMetrics, OrgCountsEachOriginalOnce) {
+  std::vector<Outcome> v;
+  for (const char* kind : {"format/json", "format/yaml", "format/markdown", "format/html"}) {
+    v.push_back(Outcome{"a#0", kind, "format", Subset::UG, false, false});
+    v.push_back(Outcome{"b#0", kind, "format", Subset::UG, true, true});
+  }
+  v.push_back(Outcome{"c#0", "format/json", "format", Subset::UG, true, false});
+  const Rates r = compute_rates(v);
+  EXPECT_EQ(r.n, 9);
+  EXPECT_EQ(r.originals, 3);
+  EXPECT_EQ(r.originals_correct, 2);
+  EXPECT_DOUBLE_EQ(r.org, 2.0 / 3);  // pooled pairs would say 5/9
+  auto rows = robustness_report(v);
+  for (const auto& row : rows)
+    if (row.scope == "category_pooled" && row.subset == "U-G") {
+      EXPECT_EQ(row.to_json()["originals"], 3);
+      EXPECT_EQ(row.to_json()["n"], 9);
+    }
+  const auto paper = category_robustness(v, "format");
+  ASSERT_TRUE(paper.has_value());
+  EXPECT_EQ(paper->rates.originals, 3);
 }
 
 TEST(SureParsing, RankingNliAndRewrites) {
