@@ -31,10 +31,14 @@ for f in stories260K.gguf tiny-bert.gguf tiny-bert-nli.gguf; do
 done
 [[ -x "$bin" ]] || { echo "api-fuzz: no ragform binary at $bin" >&2; exit 1; }
 
-# 1. schemathesis in its own environment.
+# 1. schemathesis in its own environment, on Debian's Python (another python3 may come first on
+# PATH: pyenv's 3.11.7 raises "SystemError: AST constructor recursion depth mismatch" inside
+# hypothesis as schemathesis covers a path parameter, a CPython bug, not the server's). A venv
+# made from another interpreter is made again.
 py="$venv/bin/python"
-if ! "$py" -c 'import schemathesis, sys; sys.exit(schemathesis.__version__ != "4.32.5")' 2>/dev/null; then
-  python3 -m venv "$venv"
+if ! "$py" -c 'import schemathesis, sys; sys.exit(schemathesis.__version__ != "4.32.5" or sys.base_prefix != "/usr")' 2>/dev/null; then
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
   "$py" -m pip install --quiet 'schemathesis==4.32.5'
 fi
 st="$venv/bin/schemathesis"
@@ -43,9 +47,17 @@ rm -rf "$out"
 mkdir -p "$out/work"
 # A request the schema calls invalid must be refused: with a 4xx of the server's (schemathesis'
 # default list lacks 413, the answer to a body over --max-body, and 408).
+# The coverage phase of a path parameter (GET /v1/models/{model}) stops inside hypothesis with
+# "SystemError: AST constructor recursion depth mismatch" (describing a lambda by parsing
+# schemathesis' own source; a tool fault on Python 3.11, not a reply of the server's): that
+# operation is fuzzed and its examples run, its coverage phase is left out.
 cat >"$out/schemathesis.toml" <<'EOF'
 [checks.negative_data_rejection]
 expected-statuses = [400, 401, 404, 405, 408, 413]
+
+[[operations]]
+include-path-regex = "/models/\\{model\\}$"
+phases.coverage.enabled = false
 EOF
 work=$out/work  # the index and the servers' logs (kept on failure, with the report)
 pids=()
