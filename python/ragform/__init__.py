@@ -128,6 +128,7 @@ class Model(_ragform._Model):
             raise ValueError("generate: chat=False on a Model opened with chat=True")
         if self._chat_model is None:  # a second reader of the same file, in chat mode
             self._chat_model = Model(self.path, chat=True, system=self.system, **self._args)
+        self._copy_steering_to(self._chat_model)  # the steering set on this Model, as it is now
         return self._chat_model
 
     def generate(self, *args, **kwargs):

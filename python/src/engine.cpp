@@ -278,6 +278,11 @@ void bind_engine(pyb::module_& m) {
       "key (steering['spans']: ...), when set or when a prompt shows it does not fit. Part of a "
       "run's identity in run stores. Readers that cannot steer (OpenAIReader) raise NotSupported "
       "when it is on.");
+  // Model.generate(chat=True) on a Model opened without chat runs on a second reader of the file:
+  // it takes this one's steering at each call (pass 24: it was dropped without a word).
+  rd.def(
+      "_copy_steering_to", [](const Reader& from, Reader& to) { to.steering = from.steering; },
+      pyb::arg("other"));
   rd.def_property_readonly("description", &Reader::describe,
                            "stable description for run stores: native:<file> or "
                            "openai:<model> (no server URL: several servers of one model "

@@ -88,6 +88,17 @@ def test_chat_template_names_the_format_of_chat(model_path, ragform_bin):
     assert (got["text"], got["prompt_tokens"]) == (cli["text"], cli["prompt_tokens"])
     plain = ragform.Model(model_path, threads=1, chat_template="chatml")
     assert plain.generate("Hi", n_predict=2, chat=True, details=True) == got
+    # The steering set on the Model steers its chat generations too (pass 24: generate(chat=True)
+    # on a Model opened without chat ran on a second reader that dropped it).
+    steer = {"rule": "reallocate:0.9", "spans": [(0, 2)]}
+    m.steering = steer
+    plain.steering = steer
+    steered = m.generate("Hi", n_predict=4, details=True)
+    assert plain.generate("Hi", n_predict=4, chat=True, details=True) == steered
+    plain.steering = None
+    assert plain.generate("Hi", n_predict=4, chat=True, details=True) == \
+        ragform.Model(model_path, threads=1, chat=True, chat_template="chatml").generate(
+            "Hi", n_predict=4, details=True)
 
 
 def test_default_ctx_is_the_cli_default(model_path):

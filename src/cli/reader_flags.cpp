@@ -87,12 +87,20 @@ void ReaderFlags::resolve_ctx() const {
   }
 }
 
+void ReaderFlags::check_chat_flags() const {
+  if (chat_template.seen && !chat.value && !template_without_chat)
+    throw UsageError("--chat-template", "names the format of --chat; give --chat too");
+  // A system message is a turn of a chat prompt: without --chat it would be left out unsaid (pass
+  // 24: generate --system ... and serve --system ran raw prompts).
+  if (system.seen && !chat.value)
+    throw UsageError("--system", "is the system turn of --chat prompts; give --chat too");
+}
+
 reader::NativeOptions ReaderFlags::native_options() const {
   // The CLI's on|off is its own spelling of the setting's bool.
   if (prefix_cache.value != "on" && prefix_cache.value != "off")
     throw UsageError("--prefix-cache", "expected on or off, got '" + prefix_cache.value + "'");
-  if (chat_template.seen && !chat.value && !template_without_chat)
-    throw UsageError("--chat-template", "names the format of --chat; give --chat too");
+  check_chat_flags();
   reader::EngineSettings s;
   s.threads = threads.value;
   s.ctx = ctx.value;

@@ -45,6 +45,9 @@ struct ReaderFlags {
   // (a note on stderr), or notes a given --ctx beyond it. Called by native_options(); commands
   // that read ctx.value before opening the reader call it first.
   void resolve_ctx() const;
+  // UsageError for --system or --chat-template without --chat (serve: --chat-template alone names
+  // /v1/chat/completions' format). native_options() and RemoteFlags::open() call it.
+  void check_chat_flags() const;
   reader::NativeOptions native_options() const;
   std::unique_ptr<reader::NativeReader> open_native() const;
 

@@ -73,6 +73,7 @@ std::unique_ptr<reader::Reader> RemoteFlags::open(const ReaderFlags& rf,
                                                   bool ctx_caps_prompts) const {
   check();
   if (reader.value == "native") return rf.open_native();
+  rf.check_chat_flags();
   const std::vector<std::pair<bool, const char*>> native_only = {
       {rf.kv.seen, "--kv"},
       {rf.truncate.seen, "--truncate"},

@@ -50,6 +50,14 @@ NativeReader::~NativeReader() = default;
 
 std::string NativeReader::describe() const {
   std::string d = "native:" + std::filesystem::path(path_).filename().string();
+  // Settings that change what the model reads or computes, when not the default: the run store
+  // keys runs on this text, and runs under another system message, KV cache type or cut must
+  // never resume one another (pass 24: a run with --system "Answer with one word." resumed the
+  // answers of one with "Answer only in French.").
+  if (opt_.chat && !opt_.system_prompt.empty())
+    d += "#system=" + store::sha256_hex(opt_.system_prompt).substr(0, 16);
+  if (opt_.kv_f16) d += "#kv=f16";
+  if (opt_.overflow == Overflow::TruncateLeft) d += "#truncate=left@" + std::to_string(opt_.n_ctx);
   // Transformers' rounding gives other numbers than the default's: never the same run.
   if (opt_.engine.numerics != Numerics::ggml)
     d += std::string("#numerics=") + numerics_name(opt_.engine.numerics);
@@ -81,7 +89,19 @@ TokenizedPrompt NativeReader::render(const std::string& prompt,
   if (!opt_.system_prompt.empty()) msgs.push_back({"system", opt_.system_prompt});
   msgs.push_back({"user", prompt});
   tok::RenderedChat r = tok::render_chat_spans(tok::ChatFamily(chat_family_), msgs, true);
-  t.prompt_at = r.text.rfind(prompt);
+  // The user's text is the last stretch the template did not write (the turns' markers and the
+  // assistant's opening follow it): found there, not by searching the rendering (pass 24: a prompt
+  // "model" was found in Gemma's "<start_of_turn>model" header, and its steering spans and
+  // document spans landed on the header). A template that trims the text keeps it not verbatim.
+  size_t gap_begin = 0, gap_end = 0, at = 0;
+  for (const auto& s : r.template_spans) {
+    if (s.begin > at) gap_begin = at, gap_end = s.begin;
+    at = s.end;
+  }
+  if (r.text.size() > at) gap_begin = at, gap_end = r.text.size();
+  t.prompt_at = prompt.empty()                                                ? gap_end
+                : r.text.compare(gap_begin, gap_end - gap_begin, prompt) == 0 ? gap_begin
+                                                                              : std::string::npos;
   t.spelled = std::move(r.text) + continuation;
   t.ids = tok_->encode_with_special_spans(t.spelled, r.template_spans, true);
   return t;

@@ -18,6 +18,7 @@
 #include "engine/runtime/generate.h"
 #include "reader/answer_check.h"
 #include "reader/generate_params.h"
+#include "store/sha256.h"
 
 namespace ragform::reader {
 namespace {
@@ -304,7 +305,12 @@ OpenAIReader::OpenAIReader(OpenAIOptions opt) : opt_(std::move(opt)) {
 }
 
 std::string OpenAIReader::describe() const {
-  if (!opt_.model.empty()) return "openai:" + opt_.model;
+  // A system message is part of every chat prompt: runs under another never resume one another
+  // (as NativeReader::describe).
+  const std::string system = opt_.chat && !opt_.system_prompt.empty()
+                                 ? "#system=" + store::sha256_hex(opt_.system_prompt).substr(0, 16)
+                                 : "";
+  if (!opt_.model.empty()) return "openai:" + opt_.model + system;
   std::lock_guard<std::mutex> lock(probe_mu_);
   if (served_model_.empty()) {
     // The server's own model: named by its list when the list holds one model.
@@ -315,7 +321,7 @@ std::string OpenAIReader::describe() const {
         served_model_ = j["data"][0]["id"].get<std::string>();
     }
   }
-  return "openai:" + served_model_;
+  return "openai:" + served_model_ + system;
 }
 
 std::string OpenAIReader::post(const std::string& endpoint, const std::string& body) const {

@@ -417,7 +417,10 @@ Response Api::completions(RequestBody& body) {
     // What echo repeats: the prompt, or the text a cut prompt's kept tokens spell (--truncate
     // left), which the listing's tokens spell and its offsets index (pass 22: the whole prompt
     // was echoed beside the kept tokens, every offset off).
-    if (echo && !t.untruncated.empty()) p = spelled_prompt(reader_.tokenizer(), t.ids);
+    // A chat server's prompt is fed as its rendered turn: echo repeats that, which its listing
+    // spells (pass 24: the raw prompt beside the template's tokens, offsets past its end).
+    if (echo && (!t.untruncated.empty() || reader_.chat_mode() != "raw"))
+      p = spelled_prompt(reader_.tokenizer(), t.ids);
     ids.push_back(std::move(t.ids));
   }
   // A listing names every token (the prompt's too with echo) and its `logprobs` likeliest

@@ -125,6 +125,15 @@ TEST(TokenizeChat, ChatTemplateNamesTheFormatOfChat) {
           << r.err;
     }
   }
+  // --system alone too (pass 24: the raw prompt ran without it, in generate and serve).
+  for (const std::string& verb :
+       {std::string("generate") + m + " -p Hi -n 1", std::string("serve") + m + " --port 0"}) {
+    auto sys = run_ragform(verb + " --system 'Be brief.'");
+    EXPECT_EQ(sys.exit_code, 2) << verb << " " << sys.err;
+    EXPECT_NE(sys.err.find("--system: is the system turn of --chat prompts; give --chat too"),
+              std::string::npos)
+        << sys.err;
+  }
   auto alone = run_ragform("generate" + m + " --chat-template chatml -p Hi -n 1");
   EXPECT_EQ(alone.exit_code, 2) << alone.err;
   EXPECT_NE(alone.err.find("--chat-template: names the format of --chat; give --chat too"),

@@ -96,6 +96,13 @@ TEST(NativeReaderSteering, ChatModeOffsetsAreIntoTheUserText) {
   EXPECT_GT(st.spans[0].begin, 3);  // after "<|im_start|>user\n"
   const runtime::Steering lily = r.resolve_steering(t, steer_on("Lily"), kPrompt.size());
   EXPECT_NE(span_text(r, ids, lily).find("Lily"), std::string::npos);
+  // A prompt that the template also writes after it ("assistant" opens the reply) is steered in
+  // the user's turn, not in the header (pass 24: the last occurrence was taken).
+  const std::string word = "assistant";
+  const TokenizedPrompt wt = r.tokenize_prompt(word);
+  const runtime::Steering in_turn = r.resolve_steering(wt, steer_on(word, word), word.size());
+  ASSERT_EQ(in_turn.spans.size(), 1u);
+  EXPECT_LT(in_turn.spans[0].end + 3, int(wt.ids.size())) << "the reply's header was steered";
 }
 
 TEST(NativeReaderSteering, TruncateLeftShiftsTheSpans) {

@@ -84,5 +84,31 @@ TEST(ServeTruncateLeft, ScoreAndEchoKeepTheContinuationAndSpellTheKeptPrompt) {
   EXPECT_NE(echoed, kLong);
 }
 
+// Pass 24: a chat server (--chat) feeds /v1/completions' prompt as its rendered turn; echo repeats
+// that rendering, which the listing's tokens spell (it repeated the raw prompt beside the
+// template's tokens, offsets past its end: an echo-based score of " Paris" summed the template).
+TEST(ServeTruncateLeft, AChatServersEchoIsTheRenderedTurn) {
+  REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
+  ServeProcess chat({"-m", model.string(), "--ctx", "256", "--chat", "--chat-template", "chatml",
+                     "--system", "Be brief."});
+  const json c = post_json(
+      chat.port(), "/v1/completions",
+      {{"prompt", "Lily had a ball"}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 0}});
+  ASSERT_FALSE(c.is_null());
+  const json& choice = c["choices"][0];
+  const std::string text = choice["text"];
+  EXPECT_NE(text.find("<|im_start|>user\nLily had a ball<|im_end|>"), std::string::npos) << text;
+  EXPECT_NE(text.find("Be brief."), std::string::npos) << text;
+  std::string spelled;
+  long offset = 0;
+  const json& lp = choice["logprobs"];
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
+    offset += chars(lp["tokens"][i]);
+    spelled += lp["tokens"][i].get<std::string>();
+  }
+  EXPECT_EQ(spelled, text);
+}
+
 }  // namespace
 }  // namespace ragform::testing
