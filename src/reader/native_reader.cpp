@@ -188,6 +188,25 @@ runtime::Steering NativeReader::resolve_steering(const TokenizedPrompt& tokens,
                                    int(tokens.ids.size()));
 }
 
+std::optional<size_t> NativeReader::prompt_in_pieces(const TokenizedPrompt& tokens,
+                                                     const std::vector<std::string>& pieces) const {
+  // A cut prompt, or one the template changed: the caller finds the text (or says it cannot).
+  if (!tokens.untruncated.empty() || tokens.prompt_at == std::string::npos) return std::nullopt;
+  const std::vector<runtime::CharSpan> bytes =
+      runtime::token_char_spans(*tok_, tokens.spelled, tokens.ids);
+  size_t before = 0;  // bytes of the pieces before token i
+  for (size_t i = 0; i < bytes.size() && i < pieces.size(); ++i) {
+    const runtime::CharSpan& b = bytes[i];
+    if (b.end > tokens.prompt_at && b.end > b.begin) {
+      // The piece's text bytes are its last ones (a SentencePiece dummy-prefix space comes first).
+      const size_t extra = pieces[i].size() - std::min(pieces[i].size(), b.end - b.begin);
+      return before + extra + (tokens.prompt_at - std::min(tokens.prompt_at, b.begin));
+    }
+    before += pieces[i].size();
+  }
+  return tokens.prompt_at == tokens.spelled.size() ? std::optional<size_t>(before) : std::nullopt;
+}
+
 int NativeReader::count_tokens(const std::string& prompt) {
   return int(prompt_tokens(prompt).size());
 }
@@ -409,6 +428,7 @@ AttentionResult NativeReader::attention(const std::string& prompt, const Attenti
     out.push_back(ctx_->eval_prompt(std::move(in)));
   }
   for (int id : r.ids) r.pieces.push_back(tok_->token_to_piece(id, true));
+  r.prompt_at = prompt_in_pieces(tokens, r.pieces);
   for (auto& ar : out[0].attention) {
     AttentionRows rows;
     rows.layer = ar.layer;

@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,10 @@ class NativeReader : public Reader {
   // turn and the opening of the assistant's), then `continuation` as text the model would write
   // there; no overflow policy.
   TokenizedPrompt render(const std::string& prompt, const std::string& continuation = "") const;
+  // AttentionResult::prompt_at: where the user's prompt starts in `pieces` (the tokens' pieces,
+  // concatenated); nullopt for a cut prompt or one the chat template does not keep verbatim.
+  std::optional<size_t> prompt_in_pieces(const TokenizedPrompt& tokens,
+                                         const std::vector<std::string>& pieces) const;
   std::string path_;
   NativeOptions opt_;  // opt_.engine.pool: the pool the context runs on (the caller's or its own)
   std::unique_ptr<model::Model> model_;

@@ -97,6 +97,9 @@ struct AttentionResult {
   std::vector<int32_t> ids;         // prompt tokens
   std::vector<std::string> pieces;  // their pieces
   std::vector<AttentionRows> rows;
+  // Where the user's prompt starts in the pieces, concatenated, when the reader knows it (the
+  // native one, from its chat rendering; unset: found by its text, the last occurrence).
+  std::optional<size_t> prompt_at{};
 };
 
 struct HiddenResult {

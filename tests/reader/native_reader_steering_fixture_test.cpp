@@ -103,6 +103,13 @@ TEST(NativeReaderSteering, ChatModeOffsetsAreIntoTheUserText) {
   const runtime::Steering in_turn = r.resolve_steering(wt, steer_on(word, word), word.size());
   ASSERT_EQ(in_turn.spans.size(), 1u);
   EXPECT_LT(in_turn.spans[0].end + 3, int(wt.ids.size())) << "the reply's header was steered";
+  // Attention says where the prompt starts in its pieces: the user's turn, not the header.
+  const AttentionResult a = r.attention(word, AttentionQuery{});
+  ASSERT_TRUE(a.prompt_at.has_value());
+  std::string spelt;
+  for (const auto& p : a.pieces) spelt += p;
+  EXPECT_EQ(spelt.compare(*a.prompt_at, word.size(), word), 0) << spelt;
+  EXPECT_LT(*a.prompt_at, spelt.rfind(word)) << spelt;
 }
 
 TEST(NativeReaderSteering, TruncateLeftShiftsTheSpans) {

@@ -8,20 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "retrieval/dense_index.h"
+#include "retrieval/dense_meta.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
 namespace {
 
-retrieval::DenseMeta flat_meta(int d) {
-  retrieval::DenseMeta m;
-  m.encoder = "random";
-  m.encoder_sha256 = "none";
-  m.pooling = "mean";
-  m.dims = d;
-  m.kind = retrieval::FaissKind::Flat;
-  return m;
-}
+retrieval::DenseMeta flat_meta(int d) { return random_dense_meta(d, retrieval::FaissKind::Flat); }
 
 TEST(DenseBatchInvariance, AQuestionsScoresAreTheSameInAnyBatch) {
   const int d = 384;  // MiniLM's width

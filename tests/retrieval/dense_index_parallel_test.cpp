@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "retrieval/dense_index.h"
+#include "retrieval/dense_meta.h"
 #include "support/test_support.h"
 
 namespace ragform::testing {
@@ -16,14 +17,8 @@ namespace {
 TEST(DenseIndexParallel, HnswSearchesWithDifferentKFromManyThreadsMatchSequential) {
   const int d = 32;
   const size_t n = 3000;
-  retrieval::DenseMeta m;
-  m.encoder = "random";
-  m.encoder_sha256 = "none";
-  m.pooling = "mean";
-  m.dims = d;
-  m.kind = retrieval::FaissKind::Hnsw;
   auto dir = temp_dir("dense-parallel");
-  retrieval::DenseIndex ix(dir.string(), m);
+  retrieval::DenseIndex ix(dir.string(), random_dense_meta(d, retrieval::FaissKind::Hnsw));
   std::mt19937 rng(7);
   std::normal_distribution<float> g;
   std::vector<float> x(n * d);

@@ -34,6 +34,21 @@ long chars(const std::string& t) {
   return n;
 }
 
+// A choice's listing spells its text, and each text_offset is where its token starts in it
+// (characters), as docs/server.md says of echo.
+void expect_listing_spells_text(const json& choice) {
+  const std::string text = choice["text"];
+  const json& lp = choice["logprobs"];
+  std::string spelled;
+  long offset = 0;
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
+    offset += chars(lp["tokens"][i]);
+    spelled += lp["tokens"][i].get<std::string>();
+  }
+  EXPECT_EQ(spelled, text) << lp.dump();
+}
+
 TEST(ServeTruncateLeft, ScoreAndEchoKeepTheContinuationAndSpellTheKeptPrompt) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess cut({"-m", model.string(), "--ctx", "32", "--truncate", "left"});
@@ -59,15 +74,7 @@ TEST(ServeTruncateLeft, ScoreAndEchoKeepTheContinuationAndSpellTheKeptPrompt) {
   const json& choice = c["choices"][0];
   const std::string text = choice["text"];
   EXPECT_NE(text, kLong.substr(0, text.size())) << "the whole prompt echoed";
-  std::string spelled;
-  long offset = 0;
-  const json& lp = choice["logprobs"];
-  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
-    EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
-    offset += chars(lp["tokens"][i]);
-    spelled += lp["tokens"][i].get<std::string>();
-  }
-  EXPECT_EQ(spelled, text) << lp.dump();
+  expect_listing_spells_text(choice);
   EXPECT_EQ(c["usage"]["prompt_tokens"].get<int>() + c["usage"]["completion_tokens"].get<int>(),
             32);
   // The kept text is the prompt's end, and a streamed echo is the same text.
@@ -99,15 +106,7 @@ TEST(ServeTruncateLeft, AChatServersEchoIsTheRenderedTurn) {
   const std::string text = choice["text"];
   EXPECT_NE(text.find("<|im_start|>user\nLily had a ball<|im_end|>"), std::string::npos) << text;
   EXPECT_NE(text.find("Be brief."), std::string::npos) << text;
-  std::string spelled;
-  long offset = 0;
-  const json& lp = choice["logprobs"];
-  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
-    EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
-    offset += chars(lp["tokens"][i]);
-    spelled += lp["tokens"][i].get<std::string>();
-  }
-  EXPECT_EQ(spelled, text);
+  expect_listing_spells_text(choice);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ void measure_slot(reader::Reader& r, store::Result& row, const CharSpan& span,
   row.timings_ms["total"] =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   row.prompt_tokens = int64_t(res.pieces.size());
-  const std::vector<TokenSpan> tok = resolve_spans(row.prompt, res.pieces, {span});
+  const std::vector<TokenSpan> tok = resolve_spans(row.prompt, res.pieces, {span}, res.prompt_at);
   double sum = 0;
   for (const auto& a : res.rows) {
     double m = span_attention(a.mean, tok, measure)[0];

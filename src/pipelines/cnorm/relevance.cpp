@@ -112,12 +112,13 @@ std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::s
   return out;
 }
 
-std::vector<CharSpan> token_chars(const std::string& prompt,
-                                  const std::vector<std::string>& pieces) {
+std::vector<CharSpan> token_chars(const std::string& prompt, const std::vector<std::string>& pieces,
+                                  std::optional<size_t> told_at) {
   // The pieces spell the rendered prompt: BOS, a chat template's turn markers around the user's
-  // text, SentencePiece's dummy-prefix space. The user's text is its last occurrence there (the
-  // user turn follows any system turn, and nothing after it repeats it), so a template piece that
-  // happens to equal the text's first word ("user") is never taken for it.
+  // text, SentencePiece's dummy-prefix space. The user's text is where the reader says it starts
+  // (the native reader knows its rendering); else its last occurrence (the user turn follows any
+  // system turn), so a template piece equal to the text's first word ("user") is never taken for
+  // it, though a text the reply's header repeats ("model") would be.
   std::string spelt;
   std::vector<size_t> at;
   for (const std::string& p : pieces) {
@@ -125,7 +126,9 @@ std::vector<CharSpan> token_chars(const std::string& prompt,
     spelt += p;
   }
   at.push_back(spelt.size());
-  const size_t from = spelt.rfind(prompt);
+  const bool told =
+      told_at && *told_at <= spelt.size() && spelt.compare(*told_at, prompt.size(), prompt) == 0;
+  const size_t from = told ? *told_at : spelt.rfind(prompt);
   if (from == std::string::npos)
     throw Error("document spans", "the prompt's tokens do not spell its " +
                                       std::to_string(prompt.size()) +
@@ -141,13 +144,13 @@ std::vector<CharSpan> token_chars(const std::string& prompt,
 
 std::vector<TokenSpan> resolve_spans(const std::string& prompt,
                                      const std::vector<std::string>& pieces,
-                                     const std::vector<CharSpan>& spans) {
+                                     const std::vector<CharSpan>& spans, std::optional<size_t> at) {
   for (const CharSpan& s : spans)
     if (s.end > prompt.size())
       throw UsageError("document spans", "span " + std::to_string(s.begin) + ":" +
                                              std::to_string(s.end) + " ends past the prompt's " +
                                              std::to_string(prompt.size()) + " bytes");
-  const std::vector<CharSpan> chars = token_chars(prompt, pieces);
+  const std::vector<CharSpan> chars = token_chars(prompt, pieces, at);
   std::vector<TokenSpan> out;
   for (const CharSpan& s : spans) {
     TokenSpan t{chars.size(), chars.size()};
@@ -192,7 +195,7 @@ std::vector<double> layer_mean_attention(reader::Reader& r, const std::string& p
   q.layers = layers;
   q.query_positions = {-1};
   const reader::AttentionResult res = r.attention(prompt, q);
-  const std::vector<TokenSpan> tok = resolve_spans(prompt, res.pieces, spans);
+  const std::vector<TokenSpan> tok = resolve_spans(prompt, res.pieces, spans, res.prompt_at);
   std::vector<double> mass(spans.size(), 0.0);
   for (const auto& row : res.rows) {
     const std::vector<double> m = span_attention(row.mean, tok, measure);
@@ -238,7 +241,7 @@ std::vector<DocumentRelevance> document_relevance(const std::string& prompt,
                              std::to_string(spans[k - 1].end) +
                              " ends: calibrated relevance takes the documents in the prompt's "
                              "order, apart (a document's slot in the bias curve is its place)");
-  const std::vector<TokenSpan> tokens = resolve_spans(prompt, r.pieces, spans);
+  const std::vector<TokenSpan> tokens = resolve_spans(prompt, r.pieces, spans, r.prompt_at);
   const std::vector<double> mass = span_masses(row.mean, tokens);
   const std::vector<double> mean = span_attention(row.mean, tokens, Measure::Mean);
   const std::vector<double> cal =

@@ -15,6 +15,7 @@
 // the sum, a long document at a slot measured with a short filler looks relevant for its length.
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,12 +71,16 @@ std::vector<CharSpan> char_spans_from_json(const nlohmann::json& j, const std::s
 // occurrence, empty for tokens outside it (BOS, a chat template's markers) and without the
 // SentencePiece dummy-prefix space the text lacks. Throws Error when the pieces do not spell the
 // prompt (a truncated prompt).
-std::vector<CharSpan> token_chars(const std::string& prompt,
-                                  const std::vector<std::string>& pieces);
+// `at`: where the reader says the prompt starts in the concatenated pieces (AttentionResult::
+// prompt_at), taken when the text is there (a chat prompt "model" is also in Gemma's reply header,
+// its last occurrence).
+std::vector<CharSpan> token_chars(const std::string& prompt, const std::vector<std::string>& pieces,
+                                  std::optional<size_t> at = std::nullopt);
 // The tokens of each span, by the any-character rule. UsageError when a span ends past the prompt.
 std::vector<TokenSpan> resolve_spans(const std::string& prompt,
                                      const std::vector<std::string>& pieces,
-                                     const std::vector<CharSpan>& spans);
+                                     const std::vector<CharSpan>& spans,
+                                     std::optional<size_t> at = std::nullopt);
 
 // Sum of row[t] over each span's tokens (a span past the row's end counts what the row has).
 std::vector<double> span_masses(const std::vector<float>& row, const std::vector<TokenSpan>& spans);

@@ -125,6 +125,18 @@ TEST(CalibratedRelevance, SpansOutOfThePromptsOrderAreRefusedWithACurve) {
   EXPECT_NO_THROW(document_report(p.prompt, p.result, p.result.rows[0], p.spans, &curve));
 }
 
+// Pass 24: a chat prompt that the template also writes later ("model" in Gemma's reply header) is
+// placed where the reader says it starts, not at its last occurrence in the pieces.
+TEST(CalibratedRelevance, ThePromptIsWhereTheReaderSaysItStarts) {
+  const std::vector<std::string> pieces = {
+      "<bos>", "<start_of_turn>", "user",  "\n", "model", "<end_of_turn>",
+      "\n",    "<start_of_turn>", "model", "\n"};
+  const size_t user = std::string("<bos><start_of_turn>user\n").size();
+  EXPECT_EQ(resolve_spans("model", pieces, {{0, 5}}, user)[0].begin, 4u);
+  EXPECT_EQ(resolve_spans("model", pieces, {{0, 5}})[0].begin, 8u);       // unknown: the last one
+  EXPECT_EQ(resolve_spans("model", pieces, {{0, 5}}, 999)[0].begin, 8u);  // a wrong one: searched
+}
+
 TEST(CalibratedRelevance, UsesTheCurveOfTheRowsLayer) {
   BiasCurve curve;
   curve.curve = {0.0, 0.0, 0.0};
