@@ -157,6 +157,21 @@ inline nlohmann::json sample_tune_profile() {
 
 // Checks the reply's status and its OpenAI error shape {"error": {"message", "type", "code"}};
 // returns the message ("" when there is none, after a failure).
+// A completion choice's log-prob listing spells its text, and each text_offset is where its token
+// starts in it, in characters (code points), as docs/server.md says of echo.
+inline void expect_listing_spells_text(const nlohmann::json& choice) {
+  const nlohmann::json& lp = choice["logprobs"];
+  std::string spelled;
+  long offset = 0;
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
+    const std::string piece = lp["tokens"][i];
+    for (char ch : piece) offset += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+    spelled += piece;
+  }
+  EXPECT_EQ(spelled, choice["text"].get<std::string>()) << lp.dump();
+}
+
 inline std::string expect_api_error(const httplib::Result& r, int status) {
   EXPECT_TRUE(r) << "no answer";
   if (!r) return "";

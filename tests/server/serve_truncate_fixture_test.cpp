@@ -28,27 +28,6 @@ json post_json(int port, const std::string& path, const json& body) {
   return r && r->status == 200 ? json::parse(r->body) : json();
 }
 
-long chars(const std::string& t) {
-  long n = 0;
-  for (char ch : t) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
-  return n;
-}
-
-// A choice's listing spells its text, and each text_offset is where its token starts in it
-// (characters), as docs/server.md says of echo.
-void expect_listing_spells_text(const json& choice) {
-  const std::string text = choice["text"];
-  const json& lp = choice["logprobs"];
-  std::string spelled;
-  long offset = 0;
-  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
-    EXPECT_EQ(lp["text_offset"][i].get<long>(), offset) << i;
-    offset += chars(lp["tokens"][i]);
-    spelled += lp["tokens"][i].get<std::string>();
-  }
-  EXPECT_EQ(spelled, text) << lp.dump();
-}
-
 TEST(ServeTruncateLeft, ScoreAndEchoKeepTheContinuationAndSpellTheKeptPrompt) {
   REQUIRE_SHARED(model, "fixtures/models/stories260K.gguf");
   ServeProcess cut({"-m", model.string(), "--ctx", "32", "--truncate", "left"});
